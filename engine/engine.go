@@ -1,0 +1,242 @@
+// Package engine binds runnel to NATS JetStream, its storage and messaging
+// layer. By default it starts a nats-server in-process (no TCP listener,
+// file storage under Config.DataDir); with Config.NATSURL it connects to an
+// external JetStream server or cluster instead. Both paths hand the rest of
+// runnel the same jetstream.JetStream handle, so every service above this
+// package runs one code path against either backend.
+//
+// The engine also carries the clock that every time-dependent rule in
+// runnel reads (record age, batching windows, retries, iterator expiry), so
+// tests can inject a fake one.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultDataDir is where the embedded engine stores its data when
+// Config.DataDir is empty.
+const DefaultDataDir = "./runnel-data"
+
+// Config configures an Engine. The zero value starts an embedded server
+// storing under ./runnel-data with the real clock.
+type Config struct {
+	// DataDir is the directory of the embedded server's file storage.
+	// Default DefaultDataDir. Ignored when NATSURL is set.
+	DataDir string
+	// NATSURL, when set, connects to an external NATS server with JetStream
+	// enabled (for example "nats://127.0.0.1:4222") instead of starting one
+	// in-process. Several URLs may be given comma-separated.
+	NATSURL string
+	// Replicas is the JetStream replica count for every stream and bucket
+	// runnel creates. Default 1; use 3 on a 3-node cluster.
+	Replicas int
+	// Clock is the clock all of runnel's time rules read. Default: the real
+	// clock. Tests pass clockwork.NewFakeClock().
+	Clock clockwork.Clock
+	// Logger receives runnel's structured logs. Default slog.Default().
+	Logger *slog.Logger
+	// Region and AccountID appear in every ARN runnel builds.
+	// Defaults "us-east-1" and "000000000000".
+	Region    string
+	AccountID string
+}
+
+func (c *Config) setDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	if c.AccountID == "" {
+		c.AccountID = "000000000000"
+	}
+}
+
+// Engine is an open connection to JetStream, embedded or external.
+type Engine struct {
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	Clock  clockwork.Clock
+	Logger *slog.Logger
+	cfg    Config
+	srv    *server.Server
+
+	mu      sync.Mutex
+	buckets map[string]jetstream.KeyValue
+}
+
+// Open starts the embedded server (or connects to Config.NATSURL) and
+// returns a ready Engine. Close it to flush and stop.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg.setDefaults()
+	e := &Engine{Clock: cfg.Clock, Logger: cfg.Logger, cfg: cfg, buckets: map[string]jetstream.KeyValue{}}
+	opts := []nats.Option{nats.Name("runnel"), nats.MaxReconnects(-1)}
+	url := cfg.NATSURL
+	if url == "" {
+		srv, err := StartServer(ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
+		if err != nil {
+			return nil, err
+		}
+		e.srv = srv
+		opts = append(opts, nats.InProcessServer(srv))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		if e.srv != nil {
+			e.srv.Shutdown()
+		}
+		return nil, fmt.Errorf("engine: connect to NATS %q: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		nc.Close()
+		if e.srv != nil {
+			e.srv.Shutdown()
+		}
+		return nil, fmt.Errorf("engine: JetStream not available at %q: %w", url, err)
+	}
+	e.NC, e.JS = nc, js
+	return e, nil
+}
+
+// Embedded reports whether the engine runs an in-process server.
+func (e *Engine) Embedded() bool { return e.srv != nil }
+
+// Replicas is the replica count for new streams and buckets.
+func (e *Engine) Replicas() int { return e.cfg.Replicas }
+
+// Region is the AWS region used in ARNs.
+func (e *Engine) Region() string { return e.cfg.Region }
+
+// AccountID is the AWS account id used in ARNs.
+func (e *Engine) AccountID() string { return e.cfg.AccountID }
+
+// Bucket opens (creating if needed) the JetStream key-value bucket name,
+// with file storage and the engine's replica count. Handles are cached.
+func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if kv, ok := e.buckets[name]; ok {
+		return kv, nil
+	}
+	kv, err := e.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: name, Storage: jetstream.FileStorage, Replicas: e.cfg.Replicas, History: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: open bucket %s: %w", name, err)
+	}
+	e.buckets[name] = kv
+	return kv, nil
+}
+
+// Close drains the connection and stops the embedded server. Data written
+// before Close is on disk and is there when the engine is opened again on
+// the same DataDir.
+func (e *Engine) Close() error {
+	var err error
+	if e.NC != nil {
+		if derr := e.NC.Drain(); derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
+			err = derr
+		}
+		// Drain is asynchronous; wait for it so the server stops cleanly.
+		for i := 0; i < 200 && !e.NC.IsClosed(); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		e.NC.Close()
+	}
+	if e.srv != nil {
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+	}
+	return err
+}
+
+// Crash stops the engine the way a killed process would: the connection is
+// closed without draining and the embedded server is shut down at once.
+// Tests use it to check that work resumes from durable state.
+func (e *Engine) Crash() {
+	if e.NC != nil {
+		e.NC.Close()
+	}
+	if e.srv != nil {
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+	}
+}
+
+// ServerConfig configures a nats-server started by StartServer.
+type ServerConfig struct {
+	// StoreDir is the JetStream file storage directory. Required.
+	StoreDir string
+	// Listen, when true, makes the server accept TCP clients on Host:Port
+	// (Port -1 picks a free port). When false the server has no listener
+	// and is reachable only in-process.
+	Listen bool
+	Host   string
+	Port   int
+}
+
+// StartServer starts a nats-server with JetStream in this process and waits
+// until it accepts connections. runnel uses it for the embedded engine;
+// tests use it with Listen to stand in for an external server.
+func StartServer(c ServerConfig) (*server.Server, error) {
+	if err := os.MkdirAll(c.StoreDir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: data dir: %w", err)
+	}
+	opts := &server.Options{
+		JetStream:              true,
+		StoreDir:               c.StoreDir,
+		DontListen:             !c.Listen,
+		NoSigs:                 true,
+		NoLog:                  true,
+		DisableJetStreamBanner: true,
+		MaxPayload:             8 << 20,
+	}
+	if c.Listen {
+		opts.Host = c.Host
+		if opts.Host == "" {
+			opts.Host = "127.0.0.1"
+		}
+		opts.Port = c.Port
+		if opts.Port == 0 {
+			opts.Port = -1
+		}
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: start nats-server: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("engine: nats-server did not become ready within 30s")
+	}
+	return srv, nil
+}

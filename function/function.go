@@ -1,0 +1,399 @@
+// Package function runs functions the way AWS Lambda does: a handler with a
+// timeout (a context deadline; running out of time is a function error), a
+// concurrency limit (reserved concurrency; an invocation beyond it is
+// throttled), and panics caught and reported as function errors with the
+// errorType and errorMessage aws-lambda-go would report.
+//
+// Handlers are in-process Go functions registered by name (Register) that
+// take the events of github.com/aws/aws-lambda-go/events.
+package function
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// Ranges and defaults from the Lambda API (API_CreateFunction,
+// API_PutFunctionConcurrency).
+const (
+	DefaultTimeout = 3
+	MaxTimeout     = 900
+	DefaultMemory  = 128
+	MinMemory      = 128
+	MaxMemory      = 10240
+	// DefaultAccountConcurrency bounds a function without reserved
+	// concurrency, as the default Lambda account limit does.
+	DefaultAccountConcurrency = 1000
+)
+
+var functionNameRE = regexp.MustCompile(`^[a-zA-Z0-9-_]{1,64}$`)
+
+// Config is a function's configuration (API_CreateFunction with the fields
+// runnel uses).
+type Config struct {
+	// FunctionName: 1..64 characters of [a-zA-Z0-9-_]. Required.
+	FunctionName string `json:"FunctionName" yaml:"FunctionName"`
+	// Handler is the name an in-process handler was registered under.
+	// Required.
+	Handler string `json:"Handler" yaml:"Handler"`
+	// Timeout in seconds, 1..900. Default 3.
+	Timeout int `json:"Timeout" yaml:"Timeout"`
+	// MemorySize in MB, 128..10240. Default 128. Informational in-process.
+	MemorySize int `json:"MemorySize" yaml:"MemorySize"`
+	// ReservedConcurrentExecutions caps concurrent invocations (0..1000);
+	// nil leaves the function unreserved, bounded by the account's 1000.
+	// 0 throttles every invocation.
+	ReservedConcurrentExecutions *int `json:"ReservedConcurrentExecutions,omitempty" yaml:"ReservedConcurrentExecutions"`
+	// Environment variables, visible to the handler through its context
+	// (Env(ctx)).
+	Environment map[string]string `json:"Environment,omitempty" yaml:"Environment"`
+
+	// FunctionArn is set by runnel.
+	FunctionArn string `json:"FunctionArn,omitempty" yaml:"-"`
+}
+
+func (c *Config) setDefaults() {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MemorySize == 0 {
+		c.MemorySize = DefaultMemory
+	}
+}
+
+// Validate checks the configuration against Lambda's ranges, after
+// defaults, and returns an InvalidParameterValueException naming the field.
+func (c *Config) Validate() error {
+	c.setDefaults()
+	if !functionNameRE.MatchString(c.FunctionName) {
+		return awserr.New(awserr.ErrInvalidParameterValue, "FunctionName: %q must be 1..64 characters of [a-zA-Z0-9-_]", c.FunctionName)
+	}
+	if c.Handler == "" {
+		return awserr.New(awserr.ErrInvalidParameterValue, "Handler: required (the name of a registered handler)")
+	}
+	if c.Timeout < 1 || c.Timeout > MaxTimeout {
+		return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "Timeout", c.Timeout, 1, MaxTimeout)
+	}
+	if c.MemorySize < MinMemory || c.MemorySize > MaxMemory {
+		return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "MemorySize", c.MemorySize, MinMemory, MaxMemory)
+	}
+	if r := c.ReservedConcurrentExecutions; r != nil && (*r < 0 || *r > DefaultAccountConcurrency) {
+		return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "ReservedConcurrentExecutions", *r, 0, DefaultAccountConcurrency)
+	}
+	return nil
+}
+
+// Result is the outcome of an invocation that ran (API_Invoke's response).
+type Result struct {
+	// RequestID identifies the invocation (a UUID).
+	RequestID string
+	// Response is the handler's typed response when it returned one (for a
+	// KinesisHandler, *events.KinesisEventResponse); nil otherwise.
+	Response any
+	// Payload is the JSON the handler returned (raw handlers), or on a
+	// function error the error as JSON.
+	Payload []byte
+	// FunctionError is "" on success and "Unhandled" on a function error.
+	FunctionError string
+	// Error describes the function error (nil on success).
+	Error *InvokeError
+	// Duration is how long the handler ran (up to the timeout).
+	Duration time.Duration
+}
+
+// Failed reports whether the invocation ended in a function error.
+func (r *Result) Failed() bool { return r.FunctionError != "" }
+
+// Stats are a function's counters since the process started (Lambda's
+// CloudWatch metrics of the same names).
+type Stats struct {
+	Invocations, Errors, Throttles int64
+	ConcurrentExecutions           int64
+	TotalDuration                  time.Duration
+}
+
+// Function is a configured function ready to invoke.
+type Function struct {
+	cfg   Config
+	inv   invoker
+	clock clockwork.Clock
+	log   *slog.Logger
+	slots chan struct{} // concurrency semaphore
+
+	invocations, errors, throttles, running, durationNs atomic.Int64
+}
+
+// New builds a Function from a configuration and a handler without an
+// engine (the handler is not looked up in the registry). Service.Create
+// uses it; tests use it directly.
+func New(cfg Config, handler any, clock clockwork.Clock, log *slog.Logger) (*Function, error) {
+	if cfg.Handler == "" {
+		cfg.Handler = "inline"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	inv, err := toInvoker(handler)
+	if err != nil {
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %v", err)
+	}
+	return newFunction(cfg, inv, clock, log), nil
+}
+
+func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logger) *Function {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	n := DefaultAccountConcurrency
+	if cfg.ReservedConcurrentExecutions != nil {
+		n = *cfg.ReservedConcurrentExecutions
+	}
+	return &Function{cfg: cfg, inv: inv, clock: clock, log: log, slots: make(chan struct{}, n)}
+}
+
+// Config returns the function's configuration.
+func (f *Function) Config() Config { return f.cfg }
+
+// Stats returns the function's counters.
+func (f *Function) Stats() Stats {
+	return Stats{Invocations: f.invocations.Load(), Errors: f.errors.Load(), Throttles: f.throttles.Load(),
+		ConcurrentExecutions: f.running.Load(), TotalDuration: time.Duration(f.durationNs.Load())}
+}
+
+type envKey struct{}
+
+// Env returns the function's environment variables inside a handler.
+func Env(ctx context.Context) map[string]string {
+	m, _ := ctx.Value(envKey{}).(map[string]string)
+	return m
+}
+
+// Invoke runs the handler once, synchronously (InvocationType
+// RequestResponse). event is the typed event (for example
+// *events.KinesisEvent), passed as is to a typed handler and as JSON to any
+// other.
+//
+// Invoke returns an error only when the function did not run: a throttle
+// (awserr.ErrTooManyRequests, when all its concurrency is in use; it does
+// not wait) or an event that does not encode. A handler error, a panic and a
+// timeout are function errors: a Result with FunctionError "Unhandled".
+//
+// The timeout is a context deadline. A handler that ignores its context is
+// abandoned at the deadline, as Lambda stops the environment, but keeps its
+// concurrency slot until it returns.
+func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
+	select {
+	case f.slots <- struct{}{}:
+	default:
+		f.throttles.Add(1)
+		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(f.slots))
+	}
+	f.invocations.Add(1)
+	f.running.Add(1)
+	res := &Result{RequestID: uuid.NewString()}
+	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, time.Duration(f.cfg.Timeout)*time.Second)
+	defer cancel()
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: res.RequestID, InvokedFunctionArn: f.cfg.FunctionArn})
+	if f.cfg.Environment != nil {
+		ctx = context.WithValue(ctx, envKey{}, f.cfg.Environment)
+	}
+	var marshalled []byte
+	payload := func() ([]byte, error) {
+		if marshalled == nil {
+			if b, ok := event.([]byte); ok {
+				marshalled = b
+			} else {
+				var err error
+				if marshalled, err = json.Marshal(event); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return marshalled, nil
+	}
+	type outcome struct {
+		resp any
+		out  []byte
+		err  *InvokeError
+	}
+	done := make(chan outcome, 1)
+	start := f.clock.Now()
+	go func() {
+		defer func() { <-f.slots; f.running.Add(-1) }()
+		defer func() {
+			if v := recover(); v != nil {
+				done <- outcome{err: panicResponse(v)}
+			}
+		}()
+		resp, out, err := f.inv.invoke(ctx, event, payload)
+		if err != nil {
+			done <- outcome{err: errorResponse(err)}
+			return
+		}
+		done <- outcome{resp: resp, out: out}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+		if o.err == nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			o = outcome{err: timeoutError(f.cfg.Timeout)}
+		}
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			o = outcome{err: timeoutError(f.cfg.Timeout)}
+		} else {
+			o = outcome{err: &InvokeError{Message: ctx.Err().Error(), Type: "Canceled"}}
+		}
+	}
+	res.Duration = f.clock.Since(start)
+	f.durationNs.Add(int64(res.Duration))
+	if o.err != nil {
+		f.errors.Add(1)
+		res.FunctionError = FunctionErrorUnhandled
+		res.Error = o.err
+		res.Payload, _ = json.Marshal(o.err)
+		return res, nil
+	}
+	res.Response, res.Payload = o.resp, o.out
+	return res, nil
+}
+
+// Service keeps the functions of an engine. Configurations are stored in
+// the key-value bucket "runnel_functions"; handlers come from Register.
+type Service struct {
+	eng *engine.Engine
+	kv  jetstream.KeyValue
+
+	mu  sync.RWMutex
+	fns map[string]*Function
+}
+
+// NewService opens the functions service on eng and loads the stored
+// configurations whose handlers are registered in this process; the others
+// are logged and left stored.
+func NewService(ctx context.Context, eng *engine.Engine) (*Service, error) {
+	kv, err := eng.Bucket(ctx, "runnel_functions")
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{eng: eng, kv: kv, fns: map[string]*Function{}}
+	keys, err := kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, err
+	}
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var c Config
+		if json.Unmarshal(e.Value(), &c) != nil {
+			continue
+		}
+		inv, ok := lookup(c.Handler)
+		if !ok {
+			eng.Logger.Warn("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
+			continue
+		}
+		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
+	}
+	return s, nil
+}
+
+// ARN returns arn:aws:lambda:<region>:<account>:function:<name>.
+func (s *Service) ARN(name string) string {
+	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", s.eng.Region(), s.eng.AccountID(), name)
+}
+
+// CreateFunction creates (or, with replace, replaces) a function. It fails
+// with ErrResourceConflict if the name exists and replace is false, and
+// with ErrInvalidParameterValue for a bad field or an unregistered handler.
+func (s *Service) CreateFunction(ctx context.Context, cfg Config, replace bool) (*Function, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	inv, ok := lookup(cfg.Handler)
+	if !ok {
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %q is not a registered handler (registered: %v)", cfg.Handler, Handlers())
+	}
+	cfg.FunctionArn = s.ARN(cfg.FunctionName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.fns[cfg.FunctionName]; exists && !replace {
+		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", cfg.FunctionName)
+	}
+	b, _ := json.Marshal(cfg)
+	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
+		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
+	}
+	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	s.fns[cfg.FunctionName] = f
+	return f, nil
+}
+
+// GetFunction returns a function by name or ARN, or ErrResourceNotFound.
+func (s *Service) GetFunction(name string) (*Function, error) {
+	if n, ok := FunctionNameFromARN(name); ok {
+		name = n
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.fns[name]
+	if !ok {
+		return nil, awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
+	}
+	return f, nil
+}
+
+// ListFunctions returns the functions' configurations, sorted by name.
+func (s *Service) ListFunctions() []Config {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Config, 0, len(s.fns))
+	for _, f := range s.fns {
+		out = append(out, f.cfg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FunctionName < out[j].FunctionName })
+	return out
+}
+
+// DeleteFunction deletes a function.
+func (s *Service) DeleteFunction(ctx context.Context, name string) error {
+	if _, err := s.GetFunction(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.fns, name)
+	s.mu.Unlock()
+	return s.kv.Purge(ctx, name)
+}
+
+var functionARNRE = regexp.MustCompile(`^arn:aws:lambda:[^:]*:[^:]*:function:([a-zA-Z0-9-_]{1,64})(:\$LATEST)?$`)
+
+// FunctionNameFromARN returns the function name of a function ARN.
+func FunctionNameFromARN(arn string) (string, bool) {
+	m := functionARNRE.FindStringSubmatch(arn)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}

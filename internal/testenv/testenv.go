@@ -1,0 +1,73 @@
+// Package testenv starts a real runnel (embedded JetStream in a temporary
+// directory) for tests.
+package testenv
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/mapping"
+)
+
+// Options for Start.
+type Options struct {
+	// Dir is the data directory; default a new t.TempDir().
+	Dir string
+	// Clock; default the real clock.
+	Clock clockwork.Clock
+	// NATSURL connects to an external server instead of embedding one.
+	NATSURL string
+	// Mappings are the mapping service knobs; RetryBaseDelay defaults to
+	// a negative value (retry at once) in tests.
+	Mappings mapping.Options
+}
+
+// Logger returns a logger that writes to the test log when RUNNEL_TEST_LOG
+// is set, and nowhere otherwise.
+func Logger(t testing.TB) *slog.Logger {
+	if os.Getenv("RUNNEL_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// Start opens a runnel for the test and closes it at the end.
+func Start(t testing.TB, o Options) *runnel.Runnel {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.Mappings.RetryBaseDelay == 0 {
+		o.Mappings.RetryBaseDelay = -1
+	}
+	rn, err := runnel.Open(context.Background(), runnel.Config{
+		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, Clock: o.Clock, Logger: Logger(t)},
+		Mappings:          o.Mappings,
+		RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatalf("open runnel: %v", err)
+	}
+	t.Cleanup(func() { rn.Close() })
+	return rn
+}
+
+// Eventually polls cond every 5ms until it is true or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

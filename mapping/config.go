@@ -1,0 +1,229 @@
+package mapping
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/mapping/filter"
+)
+
+// Defaults and ranges of a stream event source mapping, from the Lambda
+// API (API_CreateEventSourceMapping) and
+// https://docs.aws.amazon.com/lambda/latest/dg/services-kinesis-parameters.html.
+const (
+	DefaultBatchSize                  = 100
+	MaxBatchSize                      = 10000
+	MaxBatchingWindowInSeconds        = 300
+	MaxParallelizationFactor          = 10
+	MaxMaximumRetryAttempts           = 10000
+	MinMaximumRecordAgeInSeconds      = 60
+	MaxMaximumRecordAgeInSeconds      = 604800
+	MaxFilters                        = 5
+	// MaxBatchPayloadBytes closes a batch before its event would pass 6 MB,
+	// Lambda's synchronous invocation payload limit.
+	MaxBatchPayloadBytes = 6 << 20
+)
+
+// Starting positions (API_CreateEventSourceMapping.StartingPosition).
+const (
+	TrimHorizon = "TRIM_HORIZON"
+	Latest      = "LATEST"
+	AtTimestamp = "AT_TIMESTAMP"
+)
+
+// ReportBatchItemFailures is the only value of FunctionResponseTypes.
+const ReportBatchItemFailures = "ReportBatchItemFailures"
+
+// Mapping states (API_EventSourceMappingConfiguration.State).
+const (
+	StateEnabled  = "Enabled"
+	StateDisabled = "Disabled"
+)
+
+// Conditions written in an on-failure record's requestContext.condition.
+const (
+	// ConditionRetryAttemptsExhausted: the records failed
+	// MaximumRetryAttempts+1 times (AWS's value for streams).
+	ConditionRetryAttemptsExhausted = "RetryAttemptsExhausted"
+	// ConditionRecordAgeExceeded: the records were older than
+	// MaximumRecordAgeInSeconds when a batch was formed or retried. AWS does
+	// not document the value it writes for this case; runnel writes
+	// "RecordAgeExceeded" (LocalStack's current value).
+	ConditionRecordAgeExceeded = "RecordAgeExceeded"
+)
+
+// DestinationConfig says where records go that the mapping gives up on.
+type DestinationConfig struct {
+	OnFailure *OnFailure `json:"OnFailure,omitempty" yaml:"OnFailure"`
+}
+
+// OnFailure names the on-failure destination by ARN. runnel accepts a
+// runnel stream (arn:aws:kinesis:<region>:<account>:stream/<name>) and any
+// kind a DestinationResolver registered with the service knows.
+type OnFailure struct {
+	Destination string `json:"Destination" yaml:"Destination"`
+}
+
+// Config is an event source mapping for a stream
+// (API_CreateEventSourceMapping). Pointer fields distinguish "not set"
+// (the AWS default applies) from an explicit zero.
+type Config struct {
+	// UUID identifies the mapping; set by CreateEventSourceMapping.
+	UUID string `json:"UUID" yaml:"UUID"`
+	// EventSourceArn is the stream's ARN. Required.
+	EventSourceArn string `json:"EventSourceArn" yaml:"EventSourceArn"`
+	// FunctionName is the function's name or ARN. Required.
+	FunctionName string `json:"FunctionName" yaml:"FunctionName"`
+	// Enabled: whether the mapping polls. Default true.
+	Enabled *bool `json:"Enabled,omitempty" yaml:"Enabled"`
+	// BatchSize: most records per invocation, 1..10000. Default 100.
+	BatchSize int `json:"BatchSize" yaml:"BatchSize"`
+	// MaximumBatchingWindowInSeconds: how long to gather records before
+	// invoking, 0..300. Default 0 (invoke as soon as records are there).
+	// The window starts when the previous invocation of the same batch
+	// lane completes.
+	MaximumBatchingWindowInSeconds int `json:"MaximumBatchingWindowInSeconds" yaml:"MaximumBatchingWindowInSeconds"`
+	// ParallelizationFactor: concurrent batches per shard, 1..10. Default 1.
+	// Records of one partition key always go to the same batch lane, so
+	// their order is kept.
+	ParallelizationFactor int `json:"ParallelizationFactor" yaml:"ParallelizationFactor"`
+	// StartingPosition: TRIM_HORIZON, LATEST or AT_TIMESTAMP. Required. It
+	// is resolved once, when the mapping is created, into a durable
+	// checkpoint per shard.
+	StartingPosition string `json:"StartingPosition" yaml:"StartingPosition"`
+	// StartingPositionTimestamp is required with AT_TIMESTAMP.
+	StartingPositionTimestamp *time.Time `json:"StartingPositionTimestamp,omitempty" yaml:"StartingPositionTimestamp"`
+	// MaximumRetryAttempts: retries of a failed batch before its records are
+	// discarded, -1..10000; -1 retries until the records expire. Default -1.
+	// Trap: with the default, one poison record blocks its shard until it
+	// ages out of the stream.
+	MaximumRetryAttempts *int `json:"MaximumRetryAttempts,omitempty" yaml:"MaximumRetryAttempts"`
+	// MaximumRecordAgeInSeconds: records older than this are discarded
+	// instead of invoked; -1 (infinite) or 60..604800. Default -1.
+	MaximumRecordAgeInSeconds *int `json:"MaximumRecordAgeInSeconds,omitempty" yaml:"MaximumRecordAgeInSeconds"`
+	// BisectBatchOnFunctionError: on a function error, split the batch in
+	// two and invoke each half. Splitting does not consume the retry quota.
+	// Default false.
+	BisectBatchOnFunctionError bool `json:"BisectBatchOnFunctionError" yaml:"BisectBatchOnFunctionError"`
+	// FunctionResponseTypes: ["ReportBatchItemFailures"] makes the mapping
+	// read batchItemFailures from the response. Default none.
+	FunctionResponseTypes []string `json:"FunctionResponseTypes,omitempty" yaml:"FunctionResponseTypes"`
+	// DestinationConfig.OnFailure receives a record (KinesisBatchInfo) for
+	// every batch the mapping discards. Without it discarded records are
+	// logged with shard and sequence numbers and counted.
+	DestinationConfig *DestinationConfig `json:"DestinationConfig,omitempty" yaml:"DestinationConfig"`
+	// FilterCriteria: up to 5 EventBridge-style patterns; records matching
+	// none are skipped (not invoked, checkpointed past).
+	FilterCriteria *filter.Criteria `json:"FilterCriteria,omitempty" yaml:"FilterCriteria"`
+
+	// State is Enabled or Disabled; set by runnel.
+	State string `json:"State" yaml:"-"`
+	// StateTransitionReason says who set the state ("USER_INITIATED").
+	StateTransitionReason string `json:"StateTransitionReason" yaml:"-"`
+	// LastModified is when the configuration last changed.
+	LastModified time.Time `json:"LastModified" yaml:"-"`
+	// FunctionArn is the resolved function ARN; set by runnel.
+	FunctionArn string `json:"FunctionArn" yaml:"-"`
+}
+
+func intPtr(v int) *int { return &v }
+
+func (c *Config) setDefaults() {
+	if c.Enabled == nil {
+		t := true
+		c.Enabled = &t
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.ParallelizationFactor == 0 {
+		c.ParallelizationFactor = 1
+	}
+	if c.MaximumRetryAttempts == nil {
+		c.MaximumRetryAttempts = intPtr(-1)
+	}
+	if c.MaximumRecordAgeInSeconds == nil {
+		c.MaximumRecordAgeInSeconds = intPtr(-1)
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return awserr.New(awserr.ErrInvalidParameterValue, format, args...)
+}
+
+func outOfRange(field string, v any, lo, hi any) error {
+	return awserr.OutOfRange(awserr.ErrInvalidParameterValue, field, v, lo, hi)
+}
+
+// Validate applies the AWS defaults and checks every field against its
+// range. It returns an InvalidParameterValueException naming the field and
+// the allowed values; nothing is changed on error except defaults.
+func (c *Config) Validate() error {
+	c.setDefaults()
+	if c.EventSourceArn == "" {
+		return invalid("EventSourceArn: required")
+	}
+	if c.FunctionName == "" {
+		return invalid("FunctionName: required")
+	}
+	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
+		return outOfRange("BatchSize", c.BatchSize, 1, MaxBatchSize)
+	}
+	if c.MaximumBatchingWindowInSeconds < 0 || c.MaximumBatchingWindowInSeconds > MaxBatchingWindowInSeconds {
+		return outOfRange("MaximumBatchingWindowInSeconds", c.MaximumBatchingWindowInSeconds, 0, MaxBatchingWindowInSeconds)
+	}
+	if c.ParallelizationFactor < 1 || c.ParallelizationFactor > MaxParallelizationFactor {
+		return outOfRange("ParallelizationFactor", c.ParallelizationFactor, 1, MaxParallelizationFactor)
+	}
+	switch c.StartingPosition {
+	case TrimHorizon, Latest:
+	case AtTimestamp:
+		if c.StartingPositionTimestamp == nil {
+			return invalid("StartingPositionTimestamp: required when StartingPosition is AT_TIMESTAMP")
+		}
+	case "":
+		return invalid("StartingPosition: required for a stream event source (TRIM_HORIZON, LATEST or AT_TIMESTAMP)")
+	default:
+		return invalid("StartingPosition: %q must be one of TRIM_HORIZON, LATEST, AT_TIMESTAMP", c.StartingPosition)
+	}
+	if r := *c.MaximumRetryAttempts; r < -1 || r > MaxMaximumRetryAttempts {
+		return outOfRange("MaximumRetryAttempts", r, -1, MaxMaximumRetryAttempts)
+	}
+	if a := *c.MaximumRecordAgeInSeconds; a != -1 && (a < MinMaximumRecordAgeInSeconds || a > MaxMaximumRecordAgeInSeconds) {
+		return invalid("MaximumRecordAgeInSeconds: value %d is not allowed: must be -1 (infinite) or between %d and %d", a, MinMaximumRecordAgeInSeconds, MaxMaximumRecordAgeInSeconds)
+	}
+	for i, t := range c.FunctionResponseTypes {
+		if t != ReportBatchItemFailures {
+			return invalid("FunctionResponseTypes[%d]: %q must be ReportBatchItemFailures", i, t)
+		}
+	}
+	if c.DestinationConfig != nil && c.DestinationConfig.OnFailure != nil && c.DestinationConfig.OnFailure.Destination == "" {
+		return invalid("DestinationConfig.OnFailure.Destination: required when OnFailure is set")
+	}
+	if c.FilterCriteria != nil && len(c.FilterCriteria.Filters) > MaxFilters {
+		return outOfRange("FilterCriteria.Filters", len(c.FilterCriteria.Filters), 0, MaxFilters)
+	}
+	if _, err := filter.Compile(c.FilterCriteria); err != nil {
+		return err
+	}
+	return nil
+}
+
+// reportBatchItemFailures reports whether the function's partial-failure
+// responses are honoured.
+func (c *Config) reportBatchItemFailures() bool {
+	return slices.Contains(c.FunctionResponseTypes, ReportBatchItemFailures)
+}
+
+func (c *Config) onFailure() string {
+	if c.DestinationConfig == nil || c.DestinationConfig.OnFailure == nil {
+		return ""
+	}
+	return c.DestinationConfig.OnFailure.Destination
+}
+
+func (c *Config) String() string {
+	return fmt.Sprintf("mapping %s (%s -> %s)", c.UUID, c.EventSourceArn, c.FunctionName)
+}

@@ -1,0 +1,177 @@
+package mapping
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// lane is one of a shard's ParallelizationFactor batch lanes. Records of a
+// partition key always go to the same lane, and a lane handles one batch at
+// a time, so order per partition key holds.
+//
+// A record is pending from the moment the dispatcher pushes it until the
+// lane has resolved it: processed by a successful invocation, or discarded
+// to the on-failure destination (or to the log). The shard's checkpoint
+// never passes a pending record.
+type lane struct {
+	w     *shardWorker
+	limit int // most records waiting in queue
+
+	mu         sync.Mutex
+	queue      []stream.Record // waiting, in shard order
+	queueBytes int
+	inflight   []stream.Record // the batch being resolved, in shard order
+	done       []bool
+	low        int // index of the first unresolved record of inflight
+	idleSince  time.Time
+
+	notify chan struct{} // a record was pushed
+	space  chan struct{} // the queue has room again
+}
+
+func newLane(w *shardWorker, limit int) *lane {
+	return &lane{w: w, limit: limit, notify: make(chan struct{}, 1), space: make(chan struct{}, 1), idleSince: w.r.svc.eng.Clock.Now()}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// recordBytes estimates a record's share of the invocation payload: its
+// data in base64 plus the JSON around it.
+func recordBytes(r *stream.Record) int { return (len(r.Data)+2)/3*4 + len(r.PartitionKey) + 400 }
+
+// push appends a record, waiting while the lane is full. It returns false
+// if ctx ended first.
+func (l *lane) push(ctx context.Context, r stream.Record) bool {
+	for {
+		l.mu.Lock()
+		if len(l.queue) < l.limit {
+			l.queue = append(l.queue, r)
+			l.queueBytes += recordBytes(&r)
+			l.mu.Unlock()
+			signal(l.notify)
+			return true
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.space:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// take waits for the next batch: BatchSize records, or the records there
+// when the batching window (counted from the end of the previous batch)
+// closes, or as many as fit in 6 MB. With a window of 0 it takes whatever
+// is waiting as soon as there is at least one record.
+func (l *lane) take(ctx context.Context) []stream.Record {
+	cfg := &l.w.r.cfg
+	clock := l.w.r.svc.eng.Clock
+	window := time.Duration(cfg.MaximumBatchingWindowInSeconds) * time.Second
+	for {
+		l.mu.Lock()
+		n := len(l.queue)
+		var wait time.Duration
+		if n > 0 {
+			wait = l.idleSince.Add(window).Sub(clock.Now())
+			if window == 0 || n >= cfg.BatchSize || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
+				k, size := 0, 0
+				for k < n && k < cfg.BatchSize {
+					b := recordBytes(&l.queue[k])
+					if k > 0 && size+b > MaxBatchPayloadBytes {
+						break
+					}
+					size += b
+					k++
+				}
+				batch := make([]stream.Record, k)
+				copy(batch, l.queue[:k])
+				l.queue = l.queue[k:]
+				l.queueBytes -= size
+				l.inflight, l.done, l.low = batch, make([]bool, k), 0
+				l.mu.Unlock()
+				signal(l.space)
+				return batch
+			}
+		}
+		l.mu.Unlock()
+		if n > 0 {
+			select {
+			case <-l.notify:
+			case <-clock.After(wait):
+			case <-ctx.Done():
+				return nil
+			}
+		} else {
+			select {
+			case <-l.notify:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// markDone records that recs (a part of the inflight batch) are resolved,
+// and lets the checkpoint move up to the first unresolved record.
+func (l *lane) markDone(recs []stream.Record) {
+	l.mu.Lock()
+	for i := range recs {
+		j := sort.Search(len(l.inflight), func(j int) bool { return l.inflight[j].Seq >= recs[i].Seq })
+		if j < len(l.inflight) && l.inflight[j].Seq == recs[i].Seq {
+			l.done[j] = true
+		}
+	}
+	for l.low < len(l.done) && l.done[l.low] {
+		l.low++
+	}
+	l.mu.Unlock()
+	signal(l.w.ckNotify)
+}
+
+// finish ends the inflight batch once all its records are resolved.
+func (l *lane) finish() {
+	l.mu.Lock()
+	l.inflight, l.done, l.low = nil, nil, 0
+	l.idleSince = l.w.r.svc.eng.Clock.Now()
+	l.mu.Unlock()
+	signal(l.w.ckNotify)
+}
+
+// lowestPending returns the first unresolved record of the lane.
+func (l *lane) lowestPending() (stream.Record, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.low < len(l.inflight) {
+		return l.inflight[l.low], true
+	}
+	if len(l.queue) > 0 {
+		return l.queue[0], true
+	}
+	return stream.Record{}, false
+}
+
+// run takes and resolves batches until ctx ends. A batch interrupted by
+// the end of ctx stays pending: its records are read again after a restart.
+func (l *lane) run(ctx context.Context) {
+	for {
+		batch := l.take(ctx)
+		if batch == nil {
+			return
+		}
+		b := &batchRun{l: l, w: l.w, r: l.w.r}
+		if err := b.run(ctx, batch); err != nil {
+			return
+		}
+		l.finish()
+	}
+}

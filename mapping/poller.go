@@ -1,0 +1,239 @@
+package mapping
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping/filter"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// runner runs one enabled mapping: a shardWorker per shard of its stream.
+type runner struct {
+	svc        *Service
+	cfg        Config
+	streamName string
+	streamARN  string
+	epoch      int64
+	matcher    *filter.Matcher
+	dest       Destination // nil: discarded records are logged and counted
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	shards []*shardWorker
+}
+
+// shardCounters are a shard's counters since the mapping started in this
+// process.
+type shardCounters struct {
+	invocations, deliveredRecords, processedRecords, discardedRecords atomic.Int64
+	functionErrors, partialFailures, bisects, retries, throttles       atomic.Int64
+	filteredRecords, expiredRecords                                    atomic.Int64
+}
+
+// shardWorker reads one shard, spreads its records over the lanes and keeps
+// the durable checkpoint.
+type shardWorker struct {
+	r       *runner
+	shardID string
+	lanes   []*lane
+
+	seen       atomic.Uint64 // highest position dispatched or filtered out
+	checkpoint atomic.Uint64 // next position to read, as last stored
+	ckNotify   chan struct{}
+	counters   shardCounters
+
+	mu         sync.Mutex
+	lastResult string
+	lastErr    string
+}
+
+func (w *shardWorker) setResult(res string) {
+	w.mu.Lock()
+	w.lastResult = res
+	w.mu.Unlock()
+}
+
+func checkpointKey(uuid, shardID string) string { return uuid + "." + shardID }
+
+func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (uint64, bool, error) {
+	e, err := s.ck.Get(ctx, checkpointKey(uuid, shardID))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
+	return v, err == nil, err
+}
+
+func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID string, next uint64) error {
+	_, err := s.ck.Put(ctx, checkpointKey(uuid, shardID), []byte(strconv.FormatUint(next, 10)))
+	return err
+}
+
+// start launches the shard workers.
+func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
+	ctx, r.cancel = context.WithCancel(ctx)
+	for _, sh := range shards {
+		next, ok, err := r.svc.loadCheckpoint(ctx, r.cfg.UUID, sh.ShardID)
+		if err != nil {
+			r.cancel()
+			return err
+		}
+		if !ok {
+			next = 1
+		}
+		w := &shardWorker{r: r, shardID: sh.ShardID, ckNotify: make(chan struct{}, 1), lastResult: "No records processed"}
+		w.seen.Store(next - 1)
+		w.checkpoint.Store(next)
+		for i := 0; i < r.cfg.ParallelizationFactor; i++ {
+			w.lanes = append(w.lanes, newLane(w, max(2*r.cfg.BatchSize, r.svc.opts.LaneBuffer)))
+		}
+		r.shards = append(r.shards, w)
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); w.run(ctx, next) }()
+	}
+	return nil
+}
+
+// stop ends the workers and waits for their last checkpoints.
+func (r *runner) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+func (w *shardWorker) run(ctx context.Context, from uint64) {
+	log := w.r.svc.eng.Logger.With("mapping", w.r.cfg.UUID, "shard", w.shardID)
+	var lanes sync.WaitGroup
+	laneCtx, stopLanes := context.WithCancel(ctx)
+	for _, l := range w.lanes {
+		lanes.Add(1)
+		go func() { defer lanes.Done(); l.run(laneCtx) }()
+	}
+	ckDone := make(chan struct{})
+	go func() { defer close(ckDone); w.checkpointer(laneCtx) }()
+	defer func() {
+		stopLanes()
+		lanes.Wait()
+		<-ckDone
+	}()
+
+	for ctx.Err() == nil {
+		rd, err := w.r.svc.streams.ReadShard(ctx, w.r.streamName, w.shardID, w.seen.Load()+1, stream.ReadShardOptions{
+			OnGap: func(g stream.Gap) {
+				w.counters.expiredRecords.Add(int64(g.Count))
+				log.Warn("records expired from the stream before the mapping read them",
+					"startSequenceNumber", g.FromSequence, "endSequenceNumber", g.ToSequence, "count", g.Count)
+			},
+		})
+		if err != nil {
+			w.setErr(err)
+			log.Warn("cannot read shard; retrying", "err", err)
+			if sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
+				return
+			}
+			continue
+		}
+		w.dispatch(ctx, rd)
+		rd.Stop()
+		if err := rd.Err(); err != nil && ctx.Err() == nil {
+			w.setErr(err)
+			log.Warn("shard reader stopped; reopening", "err", err)
+			if sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
+				return
+			}
+		}
+	}
+}
+
+func (w *shardWorker) setErr(err error) {
+	w.mu.Lock()
+	w.lastErr = err.Error()
+	w.mu.Unlock()
+}
+
+// dispatch hands each record to its lane, or skips it if no filter matches.
+func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
+	m := w.r.matcher
+	n := uint32(len(w.lanes))
+	for rec := range rd.Records() {
+		if !m.Empty() && !m.MatchKinesis(rec.PartitionKey, rec.SequenceNumber, rec.Data) {
+			w.counters.filteredRecords.Add(1)
+			w.seen.Store(rec.Seq)
+			signal(w.ckNotify)
+			continue
+		}
+		l := w.lanes[0]
+		if n > 1 {
+			h := fnv.New32a()
+			h.Write([]byte(rec.PartitionKey))
+			l = w.lanes[h.Sum32()%n]
+		}
+		if !l.push(ctx, rec) {
+			return
+		}
+		// Only after the push: the checkpoint may pass rec only once it is
+		// pending in a lane (see nextCheckpoint).
+		w.seen.Store(rec.Seq)
+	}
+}
+
+// nextCheckpoint is the position the shard may resume from: the lowest
+// pending record of any lane, or just past the last record seen.
+func (w *shardWorker) nextCheckpoint() (uint64, stream.Record, bool) {
+	next := w.seen.Load() + 1 // read before the lanes: see dispatch
+	var oldest stream.Record
+	found := false
+	for _, l := range w.lanes {
+		if r, ok := l.lowestPending(); ok && (!found || r.Seq < oldest.Seq) {
+			oldest, found = r, true
+		}
+	}
+	if found && oldest.Seq < next {
+		next = oldest.Seq
+	}
+	return next, oldest, found
+}
+
+// checkpointer stores the shard's checkpoint whenever it moves, coalescing
+// bursts of batch completions into one write, and once more at the end.
+func (w *shardWorker) checkpointer(ctx context.Context) {
+	store := func(c context.Context) {
+		next, _, _ := w.nextCheckpoint()
+		if next <= w.checkpoint.Load() {
+			return
+		}
+		if err := w.r.svc.storeCheckpoint(c, w.r.cfg.UUID, w.shardID, next); err != nil {
+			w.r.svc.eng.Logger.Warn("checkpoint write failed; will retry", "mapping", w.r.cfg.UUID, "shard", w.shardID, "err", err)
+			return
+		}
+		w.checkpoint.Store(next)
+	}
+	for {
+		select {
+		case <-w.ckNotify:
+			store(ctx)
+		case <-ctx.Done():
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			store(c)
+			cancel()
+			return
+		}
+	}
+}
+
+// function returns the mapping's function, looked up at each invocation so
+// a replaced function takes effect.
+func (r *runner) function() (*function.Function, error) {
+	return r.svc.functions.GetFunction(r.cfg.FunctionName)
+}

@@ -1,0 +1,428 @@
+// Package mapping implements Lambda event source mappings for streams: a
+// poller per shard that reads records in order, batches them
+// (BatchSize, MaximumBatchingWindowInSeconds), invokes a function with
+// Lambda's Kinesis event, and handles failures exactly as Lambda does
+// (MaximumRetryAttempts, MaximumRecordAgeInSeconds,
+// BisectBatchOnFunctionError, ReportBatchItemFailures, an on-failure
+// destination), with a durable checkpoint per (mapping, shard).
+//
+// Delivery is at least once: after a crash, the records after the last
+// checkpoint are invoked again. Nothing is skipped: the checkpoint passes a
+// record only once it was processed by a successful invocation or
+// discarded to the on-failure destination (or, with none set, logged with
+// its shard and sequence number and counted).
+//
+// The rules follow https://docs.aws.amazon.com/lambda/latest/dg/with-kinesis.html,
+// .../services-kinesis-parameters.html and .../services-kinesis-batchfailurereporting.html.
+package mapping
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping/filter"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Options are runtime knobs of the mapping service (not stored with a
+// mapping, not part of the AWS API).
+type Options struct {
+	// RetryBaseDelay is the first retry's upper bound for the full-jitter
+	// backoff between retries of the same records and after throttles.
+	// Default 100ms. A negative value retries at once (tests).
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps the backoff. Default 5s.
+	RetryMaxDelay time.Duration
+	// LaneBuffer is the least number of records a batch lane holds ahead
+	// of its function (it holds at least 2×BatchSize). Default 1000.
+	LaneBuffer int
+}
+
+func (o *Options) setDefaults() {
+	if o.RetryBaseDelay == 0 {
+		o.RetryBaseDelay = 100 * time.Millisecond
+	}
+	if o.RetryMaxDelay == 0 {
+		o.RetryMaxDelay = 5 * time.Second
+	}
+	if o.LaneBuffer == 0 {
+		o.LaneBuffer = 1000
+	}
+}
+
+// Service keeps the event source mappings of an engine: their
+// configurations in the bucket "runnel_mappings", their checkpoints in
+// "runnel_checkpoints" (key "<UUID>.<shardId>", value the next log position
+// to read), and a running poller per enabled mapping.
+type Service struct {
+	eng       *engine.Engine
+	streams   *stream.Service
+	functions *function.Service
+	kv, ck    jetstream.KeyValue
+	opts      Options
+	resolvers []DestinationResolver
+	discarded atomic.Int64
+
+	mu      sync.Mutex
+	configs map[string]Config
+	runners map[string]*runner
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// NewService opens the mapping service and starts every stored, enabled
+// mapping from its checkpoints.
+func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service, functions *function.Service, opts Options) (*Service, error) {
+	opts.setDefaults()
+	kv, err := eng.Bucket(ctx, "runnel_mappings")
+	if err != nil {
+		return nil, err
+	}
+	ck, err := eng.Bucket(ctx, "runnel_checkpoints")
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
+		configs: map[string]Config{}, runners: map[string]*runner{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
+	keys, err := kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, err
+	}
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var c Config
+		if err := json.Unmarshal(e.Value(), &c); err != nil {
+			eng.Logger.Warn("stored mapping does not decode", "uuid", k, "err", err)
+			continue
+		}
+		s.configs[c.UUID] = c
+		if *c.Enabled {
+			if err := s.startLocked(ctx, c); err != nil {
+				eng.Logger.Warn("stored mapping did not start", "uuid", c.UUID, "err", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// AddDestinationResolver lets OnFailure name another kind of destination
+// (queues, for example). Resolvers are tried in the order added, after the
+// built-in stream resolver; the first that does not return
+// awserr.ErrInvalidParameterValue wins.
+func (s *Service) AddDestinationResolver(r DestinationResolver) {
+	s.mu.Lock()
+	s.resolvers = append(s.resolvers, r)
+	s.mu.Unlock()
+}
+
+func (s *Service) resolveDestination(ctx context.Context, arn string) (Destination, error) {
+	if arn == "" {
+		return nil, nil
+	}
+	var last error
+	for _, r := range s.resolvers {
+		d, err := r(ctx, arn)
+		if err == nil {
+			return d, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// DiscardedRecords is how many records all mappings have discarded since
+// the service started (to a destination or, without one, to the log).
+func (s *Service) DiscardedRecords() int64 { return s.discarded.Load() }
+
+// CreateEventSourceMapping validates cfg (AWS defaults, ranges), checks
+// that the stream, the function and the destination exist, resolves
+// StartingPosition into a durable checkpoint per shard, stores the
+// mapping and, if enabled, starts it. It returns the stored configuration
+// with its UUID and State.
+func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Config, error) {
+	if err := s.validate(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	cfg.UUID = uuid.NewString()
+	name, _ := stream.NameFromARN(cfg.EventSourceArn)
+	shards, err := s.streams.ListShards(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		first, last, err := s.streams.ShardBounds(ctx, name, sh.ShardID)
+		if err != nil {
+			return nil, err
+		}
+		next := first
+		switch cfg.StartingPosition {
+		case Latest:
+			next = last + 1
+		case AtTimestamp:
+			if next, err = s.streams.PositionAtTime(ctx, name, sh.ShardID, *cfg.StartingPositionTimestamp); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.storeCheckpoint(ctx, cfg.UUID, sh.ShardID, next); err != nil {
+			return nil, awserr.New(awserr.ErrService, "store checkpoint: %v", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.saveLocked(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	if *cfg.Enabled {
+		if err := s.startLocked(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	out := s.configs[cfg.UUID]
+	return &out, nil
+}
+
+func (s *Service) validate(ctx context.Context, cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		var ae *awserr.Error
+		if !errors.As(err, &ae) {
+			// filter errors carry their own text; give them AWS's code.
+			return awserr.New(awserr.ErrInvalidParameterValue, "%s", strings.TrimPrefix(err.Error(), "InvalidParameterValueException: "))
+		}
+		return err
+	}
+	name, ok := stream.NameFromARN(cfg.EventSourceArn)
+	if !ok {
+		return invalid("EventSourceArn: %q is not a stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)", cfg.EventSourceArn)
+	}
+	if _, err := s.streams.DescribeStream(ctx, name); err != nil {
+		return err
+	}
+	fn, err := s.functions.GetFunction(cfg.FunctionName)
+	if err != nil {
+		return err
+	}
+	cfg.FunctionArn = fn.Config().FunctionArn
+	if _, err := s.resolveDestination(ctx, cfg.onFailure()); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Service) saveLocked(ctx context.Context, cfg *Config) error {
+	cfg.LastModified = s.eng.Clock.Now().UTC()
+	cfg.StateTransitionReason = "USER_INITIATED"
+	if *cfg.Enabled {
+		cfg.State = StateEnabled
+	} else {
+		cfg.State = StateDisabled
+	}
+	b, _ := json.Marshal(cfg)
+	if _, err := s.kv.Put(ctx, cfg.UUID, b); err != nil {
+		return awserr.New(awserr.ErrService, "store mapping: %v", err)
+	}
+	s.configs[cfg.UUID] = *cfg
+	return nil
+}
+
+func (s *Service) startLocked(ctx context.Context, cfg Config) error {
+	name, ok := stream.NameFromARN(cfg.EventSourceArn)
+	if !ok {
+		return invalid("EventSourceArn: %q is not a stream ARN", cfg.EventSourceArn)
+	}
+	epoch, err := s.streams.Epoch(ctx, name)
+	if err != nil {
+		return err
+	}
+	shards, err := s.streams.ListShards(ctx, name)
+	if err != nil {
+		return err
+	}
+	m, err := filter.Compile(cfg.FilterCriteria)
+	if err != nil {
+		return err
+	}
+	dest, err := s.resolveDestination(ctx, cfg.onFailure())
+	if err != nil {
+		return err
+	}
+	r := &runner{svc: s, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, epoch: epoch, matcher: m, dest: dest}
+	if err := r.start(s.ctx, shards); err != nil {
+		return err
+	}
+	s.runners[cfg.UUID] = r
+	return nil
+}
+
+// GetEventSourceMapping returns a mapping's configuration, or
+// ErrResourceNotFound.
+func (s *Service) GetEventSourceMapping(id string) (*Config, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.configs[id]
+	if !ok {
+		return nil, awserr.New(awserr.ErrResourceNotFound, "The resource you requested does not exist. (Service: Lambda, Status Code: 404, mapping %s)", id)
+	}
+	return &c, nil
+}
+
+// ListEventSourceMappings returns all mappings, sorted by UUID.
+func (s *Service) ListEventSourceMappings() []Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Config, 0, len(s.configs))
+	for _, c := range s.configs {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UUID < out[j].UUID })
+	return out
+}
+
+// UpdateEventSourceMapping replaces the mutable settings of mapping
+// cfg.UUID (everything but EventSourceArn and StartingPosition, which are
+// kept) and restarts its poller from the stored checkpoints.
+func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Config, error) {
+	old, err := s.GetEventSourceMapping(cfg.UUID)
+	if err != nil {
+		return nil, err
+	}
+	cfg.EventSourceArn = old.EventSourceArn
+	cfg.StartingPosition, cfg.StartingPositionTimestamp = old.StartingPosition, old.StartingPositionTimestamp
+	if cfg.FunctionName == "" {
+		cfg.FunctionName = old.FunctionName
+	}
+	if err := s.validate(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runners[cfg.UUID]; r != nil {
+		r.stop()
+		delete(s.runners, cfg.UUID)
+	}
+	if err := s.saveLocked(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	if *cfg.Enabled {
+		if err := s.startLocked(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	out := s.configs[cfg.UUID]
+	return &out, nil
+}
+
+// DeleteEventSourceMapping stops a mapping and deletes it with its
+// checkpoints.
+func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error {
+	c, err := s.GetEventSourceMapping(id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runners[id]; r != nil {
+		r.stop()
+		delete(s.runners, id)
+	}
+	delete(s.configs, id)
+	if name, ok := stream.NameFromARN(c.EventSourceArn); ok {
+		if shards, err := s.streams.ListShards(ctx, name); err == nil {
+			for _, sh := range shards {
+				_ = s.ck.Purge(ctx, checkpointKey(id, sh.ShardID))
+			}
+		}
+	}
+	return s.kv.Purge(ctx, id)
+}
+
+// Close stops every poller, storing final checkpoints. Batches being
+// processed are abandoned and will be invoked again after a restart.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel()
+	for id, r := range s.runners {
+		r.stop()
+		delete(s.runners, id)
+	}
+}
+
+// ShardStatus is what `runnel mappings` shows per shard.
+type ShardStatus struct {
+	ShardID string
+	// Checkpoint is the sequence number processing resumes at (the next
+	// record to read), as stored.
+	Checkpoint string
+	// IteratorAgeMs is the age of the oldest record the mapping has read but
+	// not yet resolved; 0 when it has caught up with what it read.
+	IteratorAgeMs        int64
+	LastProcessingResult string
+	LastError            string `json:",omitempty"`
+	Invocations          int64
+	DeliveredRecords     int64 // records sent to the function, retries included
+	ProcessedRecords     int64 // records resolved by a successful invocation
+	DiscardedRecords     int64 // records given up on (destination or log)
+	FilteredRecords      int64
+	ExpiredRecords       int64 // records that left the stream before being read
+	FunctionErrors       int64
+	PartialFailures      int64
+	Bisects              int64
+	Retries              int64
+	Throttles            int64
+}
+
+// Status is a mapping's configuration and the state of each shard.
+type Status struct {
+	Config Config
+	Shards []ShardStatus
+}
+
+// Status returns the live state of a mapping (empty Shards when disabled).
+func (s *Service) Status(id string) (*Status, error) {
+	c, err := s.GetEventSourceMapping(id)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Config: *c}
+	s.mu.Lock()
+	r := s.runners[id]
+	s.mu.Unlock()
+	if r == nil {
+		return st, nil
+	}
+	now := s.eng.Clock.Now()
+	for _, w := range r.shards {
+		_, oldest, found := w.nextCheckpoint()
+		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.checkpoint.Load())}
+		if found {
+			ss.IteratorAgeMs = max(0, now.Sub(oldest.ApproximateArrivalTimestamp).Milliseconds())
+		}
+		w.mu.Lock()
+		ss.LastProcessingResult, ss.LastError = w.lastResult, w.lastErr
+		w.mu.Unlock()
+		c := &w.counters
+		ss.Invocations, ss.DeliveredRecords, ss.ProcessedRecords = c.invocations.Load(), c.deliveredRecords.Load(), c.processedRecords.Load()
+		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredRecords = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredRecords.Load()
+		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
+		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
+		st.Shards = append(st.Shards, ss)
+	}
+	return st, nil
+}

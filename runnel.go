@@ -1,0 +1,102 @@
+// Package runnel wires runnel's services together over one engine: streams
+// (Kinesis model), functions, and the event source mappings that feed
+// functions from streams. Open it, use the services, Close it.
+//
+//	rn, err := runnel.Open(ctx, runnel.Config{})      // embedded, ./runnel-data
+//	rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "s", ShardCount: 2})
+//	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "f", Handler: "my-handler"}, false)
+//	rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{...})
+//
+// See docs/design.md for the map of the code.
+package runnel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Config configures Open: the engine (embedded or external JetStream) and
+// the mapping service's runtime knobs.
+type Config struct {
+	Engine   engine.Config
+	Mappings mapping.Options
+	// RetentionInterval is how often expired records are trimmed by the
+	// engine's clock. Default 1 minute; negative disables the trimmer
+	// (JetStream's MaxAge still trims by wall-clock time).
+	RetentionInterval time.Duration
+}
+
+// Runnel is an open runnel instance.
+type Runnel struct {
+	Engine    *engine.Engine
+	Streams   *stream.Service
+	Functions *function.Service
+	Mappings  *mapping.Service
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts (or connects to) the engine and opens every service. Stored
+// mappings whose functions are registered in this process resume from
+// their checkpoints.
+func Open(ctx context.Context, cfg Config) (*Runnel, error) {
+	eng, err := engine.Open(ctx, cfg.Engine)
+	if err != nil {
+		return nil, err
+	}
+	rn := &Runnel{Engine: eng, done: make(chan struct{})}
+	fail := func(err error) (*Runnel, error) { eng.Close(); return nil, err }
+	if rn.Streams, err = stream.New(ctx, eng); err != nil {
+		return fail(err)
+	}
+	if rn.Functions, err = function.NewService(ctx, eng); err != nil {
+		return fail(err)
+	}
+	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Functions, cfg.Mappings); err != nil {
+		return fail(err)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	rn.cancel = cancel
+	interval := cfg.RetentionInterval
+	if interval == 0 {
+		interval = time.Minute
+	}
+	go func() {
+		defer close(rn.done)
+		if interval > 0 {
+			rn.Streams.RunRetention(bg, interval)
+		}
+	}()
+	return rn, nil
+}
+
+// Close stops the mappings (storing their checkpoints) and the engine.
+// Close and Crash may be called more than once; only the first call acts.
+func (rn *Runnel) Close() error {
+	rn.closeOnce.Do(func() {
+		rn.Mappings.Close()
+		rn.cancel()
+		<-rn.done
+		rn.closeErr = rn.Engine.Close()
+	})
+	return rn.closeErr
+}
+
+// Crash stops everything at once, without final checkpoints, as a killed
+// process would. For tests of recovery.
+func (rn *Runnel) Crash() {
+	rn.closeOnce.Do(func() {
+		rn.cancel()
+		rn.Engine.Crash()
+		rn.Mappings.Close()
+		<-rn.done
+	})
+}

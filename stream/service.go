@@ -1,0 +1,358 @@
+// Package stream implements streams with the Amazon Kinesis Data Streams
+// data model on JetStream: shards that own ranges of the 128-bit hash key
+// space, records routed by the MD5 of their partition key, decimal sequence
+// numbers increasing per shard, shard iterators and retention.
+//
+// Each shard is one JetStream stream (file storage, MaxAge = retention), so
+// a shard's log, its trimming and its readers are JetStream's own. Stream
+// descriptions live in the key-value bucket "runnel_streams".
+//
+// Method and field names follow the Kinesis API
+// (https://docs.aws.amazon.com/kinesis/latest/APIReference/); refused calls
+// return *awserr.Error values (errors.Is(err, awserr.ErrResourceNotFound)).
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+)
+
+const metaBucket = "runnel_streams"
+
+// Limits copied from Kinesis (API_CreateStream, API_PutRecords, Kinesis
+// quotas page).
+const (
+	MinRetentionPeriodHours     = 24
+	MaxRetentionPeriodHours     = 8760
+	DefaultRetentionPeriodHours = 24
+	// MaxShardCount is runnel's own limit on ShardCount (Kinesis sets it by
+	// account quota).
+	MaxShardCount = 1024
+	// MaxRecordSize is the largest data blob plus partition key, 1 MiB.
+	MaxRecordSize = 1 << 20
+	// MaxPutRecords is the most entries one PutRecords call takes.
+	MaxPutRecords = 500
+	// MaxGetRecordsLimit is the largest Limit of GetRecords, and its default.
+	MaxGetRecordsLimit = 10000
+	// IteratorLifetime is how long a shard iterator stays valid.
+	IteratorLifetime = 5 * time.Minute
+)
+
+var streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
+
+// Stream statuses (API_StreamDescription.StreamStatus). runnel streams are
+// ACTIVE as soon as CreateStream returns.
+const (
+	StatusActive = "ACTIVE"
+)
+
+// Shard describes one shard (API_Shard).
+type Shard struct {
+	ShardID             string       `json:"ShardId"`
+	HashKeyRange        HashKeyRange `json:"HashKeyRange"`
+	SequenceNumberRange struct {
+		StartingSequenceNumber string `json:"StartingSequenceNumber"`
+	} `json:"SequenceNumberRange"`
+}
+
+// StreamDescription describes a stream (API_StreamDescription).
+type StreamDescription struct {
+	StreamName              string    `json:"StreamName"`
+	StreamARN               string    `json:"StreamARN"`
+	StreamStatus            string    `json:"StreamStatus"`
+	RetentionPeriodHours    int       `json:"RetentionPeriodHours"`
+	StreamCreationTimestamp time.Time `json:"StreamCreationTimestamp"`
+	Shards                  []Shard   `json:"Shards"`
+	// ID names the stream's JetStream streams ("KDS_<ID>_<shard index>").
+	ID string `json:"RunnelID"`
+	// Epoch is StreamCreationTimestamp in Unix seconds, the prefix of every
+	// sequence number of the stream.
+	Epoch int64 `json:"RunnelEpoch"`
+}
+
+// CreateStreamInput is the input of CreateStream (API_CreateStream).
+type CreateStreamInput struct {
+	// StreamName: 1..128 characters of [a-zA-Z0-9_.-]. Required.
+	StreamName string `json:"StreamName" yaml:"StreamName"`
+	// ShardCount: 1..MaxShardCount. Default 1.
+	ShardCount int `json:"ShardCount" yaml:"ShardCount"`
+	// RetentionPeriodHours: 24..8760. Default 24.
+	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
+}
+
+// Validate checks the input against Kinesis's ranges, after defaults.
+func (in *CreateStreamInput) Validate() error {
+	if in.ShardCount == 0 {
+		in.ShardCount = 1
+	}
+	if in.RetentionPeriodHours == 0 {
+		in.RetentionPeriodHours = DefaultRetentionPeriodHours
+	}
+	if !streamNameRE.MatchString(in.StreamName) {
+		return invalidArg("StreamName: %q must be 1..128 characters of [a-zA-Z0-9_.-]", in.StreamName)
+	}
+	if in.ShardCount < 1 || in.ShardCount > MaxShardCount {
+		return awserr.OutOfRange(awserr.ErrInvalidArgument, "ShardCount", in.ShardCount, 1, MaxShardCount)
+	}
+	if in.RetentionPeriodHours < MinRetentionPeriodHours || in.RetentionPeriodHours > MaxRetentionPeriodHours {
+		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", in.RetentionPeriodHours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
+	}
+	return nil
+}
+
+// Service is the streams API over one engine. It is safe for concurrent use.
+type Service struct {
+	eng  *engine.Engine
+	meta jetstream.KeyValue
+
+	mu      sync.Mutex
+	handles map[string]*handle
+}
+
+// handle caches what the put and read paths need of a stream.
+type handle struct {
+	desc   StreamDescription
+	starts []hashKey // starting hash key of each shard, ascending
+	shards []jetstream.Stream
+	subj   []string
+}
+
+// New opens the streams service on eng.
+func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
+	kv, err := eng.Bucket(ctx, metaBucket)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}}, nil
+}
+
+// ARN returns the stream ARN for name:
+// arn:aws:kinesis:<region>:<account>:stream/<name>.
+func (s *Service) ARN(name string) string {
+	return fmt.Sprintf("arn:aws:kinesis:%s:%s:stream/%s", s.eng.Region(), s.eng.AccountID(), name)
+}
+
+var streamARNRE = regexp.MustCompile(`^arn:aws:kinesis:[^:]*:[^:]*:stream/([a-zA-Z0-9_.-]{1,128})$`)
+
+// NameFromARN returns the stream name of a Kinesis stream ARN, or false.
+func NameFromARN(arn string) (string, bool) {
+	m := streamARNRE.FindStringSubmatch(arn)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+func jsName(id string, shard int) string { return fmt.Sprintf("KDS_%s_%04d", id, shard) }
+func jsSubject(id string, shard int) string { return fmt.Sprintf("kds.%s.%d", id, shard) }
+
+// ShardID formats a shard index as Kinesis does: shardId-000000000000.
+func ShardID(i int) string { return fmt.Sprintf("shardId-%012d", i) }
+
+func parseShardID(id string, n int) (int, error) {
+	var i int
+	if _, err := fmt.Sscanf(id, "shardId-%012d", &i); err != nil || ShardID(i) != id || i < 0 || i >= n {
+		return 0, awserr.New(awserr.ErrResourceNotFound, "Shard %s does not exist", id)
+	}
+	return i, nil
+}
+
+// CreateStream creates a stream with in.ShardCount shards splitting the hash
+// key space evenly. It fails with ErrResourceInUse if the name exists and
+// with ErrInvalidArgument, naming the field and range, on bad input.
+func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*StreamDescription, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	now := s.eng.Clock.Now().UTC()
+	d := StreamDescription{
+		StreamName:              in.StreamName,
+		StreamARN:               s.ARN(in.StreamName),
+		StreamStatus:            StatusActive,
+		RetentionPeriodHours:    in.RetentionPeriodHours,
+		StreamCreationTimestamp: now.Truncate(time.Millisecond),
+		ID:                      nuid.Next()[:12],
+		Epoch:                   now.Unix(),
+	}
+	for i, r := range splitHashKeySpace(in.ShardCount) {
+		sh := Shard{ShardID: ShardID(i), HashKeyRange: r}
+		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, 1)
+		d.Shards = append(d.Shards, sh)
+	}
+	b, _ := json.Marshal(d)
+	if _, err := s.meta.Create(ctx, in.StreamName, b); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, awserr.New(awserr.ErrResourceInUse, "Stream %s under account %s already exists.", in.StreamName, s.eng.AccountID())
+		}
+		return nil, awserr.New(awserr.ErrService, "create stream %s: %v", in.StreamName, err)
+	}
+	for i := range d.Shards {
+		if _, err := s.eng.JS.CreateOrUpdateStream(ctx, s.shardConfig(&d, i)); err != nil {
+			return nil, awserr.New(awserr.ErrService, "create shard %d of %s: %v", i, in.StreamName, err)
+		}
+	}
+	return &d, nil
+}
+
+func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        jsName(d.ID, i),
+		Description: fmt.Sprintf("runnel stream %s %s", d.StreamName, ShardID(i)),
+		Subjects:    []string{jsSubject(d.ID, i)},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      time.Duration(d.RetentionPeriodHours) * time.Hour,
+		Replicas:    s.eng.Replicas(),
+		AllowDirect: true,
+		MaxMsgSize:  MaxRecordSize + 1024,
+		Discard:     jetstream.DiscardOld,
+	}
+}
+
+// DeleteStream deletes a stream and all its records.
+func (s *Service) DeleteStream(ctx context.Context, name string) error {
+	d, err := s.DescribeStream(ctx, name)
+	if err != nil {
+		return err
+	}
+	for i := range d.Shards {
+		if err := s.eng.JS.DeleteStream(ctx, jsName(d.ID, i)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return awserr.New(awserr.ErrService, "delete shard %d of %s: %v", i, name, err)
+		}
+	}
+	if err := s.meta.Purge(ctx, name); err != nil {
+		return awserr.New(awserr.ErrService, "delete stream %s: %v", name, err)
+	}
+	s.mu.Lock()
+	delete(s.handles, name)
+	s.mu.Unlock()
+	return nil
+}
+
+// DescribeStream returns the stream's description, or ErrResourceNotFound.
+func (s *Service) DescribeStream(ctx context.Context, name string) (*StreamDescription, error) {
+	e, err := s.meta.Get(ctx, name)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, notFound(name, s.eng.AccountID())
+		}
+		return nil, awserr.New(awserr.ErrService, "describe stream %s: %v", name, err)
+	}
+	var d StreamDescription
+	if err := json.Unmarshal(e.Value(), &d); err != nil {
+		return nil, awserr.New(awserr.ErrService, "stream %s: bad description: %v", name, err)
+	}
+	return &d, nil
+}
+
+func notFound(name, account string) error {
+	return awserr.New(awserr.ErrResourceNotFound, "Stream %s under account %s not found.", name, account)
+}
+
+// ListStreams returns the names of all streams, sorted.
+func (s *Service) ListStreams(ctx context.Context) ([]string, error) {
+	keys, err := s.meta.Keys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// ListShards returns the shards of a stream.
+func (s *Service) ListShards(ctx context.Context, name string) ([]Shard, error) {
+	d, err := s.DescribeStream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Shards, nil
+}
+
+// UpdateRetentionPeriod sets the stream's retention (IncreaseStreamRetentionPeriod
+// and DecreaseStreamRetentionPeriod in one call), 24..8760 hours.
+func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours int) error {
+	if hours < MinRetentionPeriodHours || hours > MaxRetentionPeriodHours {
+		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", hours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
+	}
+	e, err := s.meta.Get(ctx, name)
+	if err != nil {
+		return notFound(name, s.eng.AccountID())
+	}
+	var d StreamDescription
+	if err := json.Unmarshal(e.Value(), &d); err != nil {
+		return err
+	}
+	d.RetentionPeriodHours = hours
+	b, _ := json.Marshal(d)
+	if _, err := s.meta.Update(ctx, name, b, e.Revision()); err != nil {
+		return awserr.New(awserr.ErrResourceInUse, "stream %s changed concurrently: %v", name, err)
+	}
+	for i := range d.Shards {
+		if _, err := s.eng.JS.UpdateStream(ctx, s.shardConfig(&d, i)); err != nil {
+			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.handles, name)
+	s.mu.Unlock()
+	return nil
+}
+
+// handle returns the cached handle of a stream, loading it if needed.
+func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
+	s.mu.Lock()
+	h, ok := s.handles[name]
+	s.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	d, err := s.DescribeStream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	h = &handle{desc: *d}
+	for i, sh := range d.Shards {
+		v, ok := new(big.Int).SetString(sh.HashKeyRange.StartingHashKey, 10)
+		if !ok {
+			return nil, fmt.Errorf("stream %s: bad hash key range", name)
+		}
+		h.starts = append(h.starts, hashKeyFromBig(v))
+		js, err := s.eng.JS.Stream(ctx, jsName(d.ID, i))
+		if err != nil {
+			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
+		}
+		h.shards = append(h.shards, js)
+		h.subj = append(h.subj, jsSubject(d.ID, i))
+	}
+	s.mu.Lock()
+	s.handles[name] = h
+	s.mu.Unlock()
+	return h, nil
+}
+
+// shardFor returns the index of the shard owning hash key k.
+func (h *handle) shardFor(k hashKey) int {
+	// first shard whose start is > k, minus one
+	i := sort.Search(len(h.starts), func(i int) bool { return k.less(h.starts[i]) })
+	return i - 1
+}
+
+func invalidArg(format string, args ...any) error {
+	return awserr.New(awserr.ErrInvalidArgument, format, args...)
+}
