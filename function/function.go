@@ -254,8 +254,15 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	var o outcome
 	select {
 	case o = <-done:
-		if o.err == nil && ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			o = outcome{err: timeoutError(f.cfg.Timeout)}
+		// A handler that returns after its deadline still timed out. (Check
+		// Done before Err: a clockwork fake-clock context's Err blocks until
+		// the context is done.)
+		select {
+		case <-ctx.Done():
+			if o.err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				o = outcome{err: timeoutError(f.cfg.Timeout)}
+			}
+		default:
 		}
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

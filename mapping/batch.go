@@ -70,7 +70,7 @@ type batchRun struct {
 }
 
 func (b *batchRun) run(ctx context.Context, recs []stream.Record) error {
-	recs, inv, err := b.invoke(ctx, recs, 0)
+	recs, inv, err := b.invoke(ctx, recs, invocation{})
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invoca
 			recs = recs[inv.failIdx:]
 			if cfg.BisectBatchOnFunctionError && inv.failIdx > 0 {
 				b.w.counters.bisects.Add(1)
-				if recs, inv, err = b.invoke(ctx, recs, inv.invokes); err != nil {
+				if recs, inv, err = b.invoke(ctx, recs, inv); err != nil {
 					return err
 				}
 				continue
@@ -103,11 +103,11 @@ func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invoca
 		if cfg.BisectBatchOnFunctionError && len(recs) > 1 {
 			b.w.counters.bisects.Add(1)
 			mid := (len(recs) + 1) / 2
-			left, invL, err := b.invoke(ctx, recs[:mid], inv.invokes)
+			left, invL, err := b.invoke(ctx, recs[:mid], inv)
 			if err != nil {
 				return err
 			}
-			right, invR, err := b.invoke(ctx, recs[mid:], inv.invokes)
+			right, invR, err := b.invoke(ctx, recs[mid:], inv)
 			if err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invoca
 		if err := b.r.svc.backoff(ctx, attempts); err != nil {
 			return err
 		}
-		if recs, inv, err = b.invoke(ctx, recs, inv.invokes); err != nil {
+		if recs, inv, err = b.invoke(ctx, recs, inv); err != nil {
 			return err
 		}
 	}
@@ -134,8 +134,11 @@ func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invoca
 // invoke discards aged records, then invokes the function with the rest,
 // waiting out throttles. It returns the records actually invoked. It
 // returns an error only when ctx ends.
-func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prior int) ([]stream.Record, invocation, error) {
-	inv := invocation{invokes: prior}
+//
+// prev is the previous invocation of these records (zero for a new batch):
+// its invoke count and result carry over into on-failure records.
+func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invocation) ([]stream.Record, invocation, error) {
+	inv := invocation{invokes: prev.invokes, last: prev.last}
 	for wait := 1; ; wait++ {
 		var err error
 		if recs, err = b.dropAged(ctx, recs, inv); err != nil {

@@ -151,6 +151,11 @@ func createMapping(t *testing.T, rn *runnel.Runnel, cfg mapping.Config) *mapping
 	if cfg.StartingPosition == "" {
 		cfg.StartingPosition = mapping.TrimHorizon
 	}
+	if cfg.MaximumBatchingWindowInSeconds == 0 {
+		// Tests put their records before the mapping starts; a window that
+		// closes when BatchSize records are there makes batches exact.
+		cfg.MaximumBatchingWindowInSeconds = 1
+	}
 	m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -184,7 +184,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		StreamStatus:            StatusActive,
 		RetentionPeriodHours:    in.RetentionPeriodHours,
 		StreamCreationTimestamp: now.Truncate(time.Millisecond),
-		ID:                      nuid.Next()[:12],
+		ID:                      nuid.Next(),
 		Epoch:                   now.Unix(),
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
