@@ -175,3 +175,16 @@ func (l *lane) run(ctx context.Context) {
 		l.finish()
 	}
 }
+
+// pending counts the lane's unresolved records.
+func (l *lane) pending() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.queue)
+	for _, d := range l.done {
+		if !d {
+			n++
+		}
+	}
+	return int64(n)
+}

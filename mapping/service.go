@@ -372,7 +372,10 @@ type ShardStatus struct {
 	Checkpoint string
 	// IteratorAgeMs is the age of the oldest record the mapping has read but
 	// not yet resolved; 0 when it has caught up with what it read.
-	IteratorAgeMs        int64
+	IteratorAgeMs int64
+	// PendingRecords is how many records the mapping has read from the
+	// shard and not yet resolved (waiting in batch lanes or in flight).
+	PendingRecords       int64
 	LastProcessingResult string
 	LastError            string `json:",omitempty"`
 	Invocations          int64
@@ -411,6 +414,9 @@ func (s *Service) Status(id string) (*Status, error) {
 	for _, w := range r.shards {
 		_, oldest, found := w.nextCheckpoint()
 		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.checkpoint.Load())}
+		for _, l := range w.lanes {
+			ss.PendingRecords += l.pending()
+		}
 		if found {
 			ss.IteratorAgeMs = max(0, now.Sub(oldest.ApproximateArrivalTimestamp).Milliseconds())
 		}
