@@ -66,10 +66,10 @@ func panicResponse(v any) *InvokeError {
 	for {
 		f, more := frames.Next()
 		if !strings.HasPrefix(f.Function, "runtime.") {
-			label := f.Function
-			if i := strings.LastIndex(label, "."); i >= 0 {
-				label = label[i+1:]
-			}
+			// as aws-lambda-go labels frames: the function name after the
+			// package, "(*thrower).boom"
+			label := f.Function[strings.LastIndex(f.Function, "/")+1:]
+			label = label[strings.Index(label, ".")+1:]
 			e.StackTrace = append(e.StackTrace, StackFrame{Path: f.File, Line: int32(f.Line), Label: label})
 		}
 		if !more {

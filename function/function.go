@@ -201,6 +201,28 @@ func Env(ctx context.Context) map[string]string {
 // abandoned at the deadline, as Lambda stops the environment, but keeps its
 // concurrency slot until it returns.
 func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
+	// Encode the event before taking a slot, unless the handler takes it
+	// typed: an event that does not encode is the caller's error.
+	var marshalled []byte
+	if _, typed := f.inv.(kinesisInvoker); !typed || !isKinesisEvent(event) {
+		if b, ok := event.([]byte); ok {
+			marshalled = b
+		} else {
+			var err error
+			if marshalled, err = json.Marshal(event); err != nil {
+				return nil, awserr.New(awserr.ErrInvalidParameterValue, "Could not parse request body into json: %v", err)
+			}
+		}
+	}
+	payload := func() ([]byte, error) {
+		if marshalled == nil {
+			var err error
+			if marshalled, err = json.Marshal(event); err != nil {
+				return nil, err
+			}
+		}
+		return marshalled, nil
+	}
 	select {
 	case f.slots <- struct{}{}:
 	default:
@@ -216,20 +238,6 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	if f.cfg.Environment != nil {
 		ctx = context.WithValue(ctx, envKey{}, f.cfg.Environment)
 	}
-	var marshalled []byte
-	payload := func() ([]byte, error) {
-		if marshalled == nil {
-			if b, ok := event.([]byte); ok {
-				marshalled = b
-			} else {
-				var err error
-				if marshalled, err = json.Marshal(event); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return marshalled, nil
-	}
 	type outcome struct {
 		resp any
 		out  []byte
@@ -238,18 +246,25 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	done := make(chan outcome, 1)
 	start := f.clock.Now()
 	go func() {
-		defer func() { <-f.slots; f.running.Add(-1) }()
+		var o outcome
+		// Release the slot before reporting, so a caller that invokes again
+		// as soon as this returns finds it free.
+		defer func() {
+			f.running.Add(-1)
+			<-f.slots
+			done <- o
+		}()
 		defer func() {
 			if v := recover(); v != nil {
-				done <- outcome{err: panicResponse(v)}
+				o = outcome{err: panicResponse(v)}
 			}
 		}()
 		resp, out, err := f.inv.invoke(ctx, event, payload)
 		if err != nil {
-			done <- outcome{err: errorResponse(err)}
+			o = outcome{err: errorResponse(err)}
 			return
 		}
-		done <- outcome{resp: resp, out: out}
+		o = outcome{resp: resp, out: out}
 	}()
 	var o outcome
 	select {
@@ -385,12 +400,15 @@ func (s *Service) ListFunctions() []Config {
 
 // DeleteFunction deletes a function.
 func (s *Service) DeleteFunction(ctx context.Context, name string) error {
-	if _, err := s.GetFunction(name); err != nil {
-		return err
+	if n, ok := FunctionNameFromARN(name); ok {
+		name = n
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.fns[name]; !ok {
+		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
+	}
 	delete(s.fns, name)
-	s.mu.Unlock()
 	return s.kv.Purge(ctx, name)
 }
 

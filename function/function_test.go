@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
 	"runtime"
 	"strings"
@@ -29,15 +28,6 @@ import (
 // ---- helpers ----
 
 var quiet = slog.New(slog.DiscardHandler)
-
-// knownBug skips a test that shows a reported bug; RUNNEL_SHOW_BUGS=1 runs
-// it anyway.
-func knownBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("RUNNEL_SHOW_BUGS") == "" {
-		t.Skip(msg)
-	}
-}
 
 func intp(n int) *int { return &n }
 
@@ -408,10 +398,6 @@ func algLabel(fn string) string {
 }
 
 func TestPanicStackFrameLabelsAreAwsLambdaGos(t *testing.T) {
-	knownBug(t, "BUG: errors.go panicResponse labels a frame with the text after the LAST '.' of the function name " +
-		"(\"boom\", \"func1\"); aws-lambda-go (lambda/panic.go formatFrame) strips only the package " +
-		"(\"(*thrower).boom\", \"TestX.func1\"). Fix: label = label[strings.LastIndex(label, \"/\")+1:]; " +
-		"label = label[strings.Index(label, \".\")+1:]")
 	synctest.Test(t, func(t *testing.T) {
 		f := newFn(t, function.Config{}, func(context.Context, events.KinesisEvent) error {
 			(&thrower{}).boom()
@@ -441,14 +427,17 @@ func TestReservedConcurrencyThrottlesBeyondTheLimit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
+				var wg sync.WaitGroup
+				defer wg.Wait()
 				release := make(chan struct{})
+				unblock := sync.OnceFunc(func() { close(release) })
+				defer unblock() // a failed check must not leave handlers blocked in the bubble
 				var ran atomic.Int64
 				f := newFn(t, function.Config{ReservedConcurrentExecutions: c.reserved}, func(ctx context.Context, _ events.KinesisEvent) error {
 					ran.Add(1)
 					<-release
 					return nil
 				})
-				var wg sync.WaitGroup
 				for range c.limit {
 					wg.Go(func() {
 						res, err := f.Invoke(context.Background(), emptyEvent)
@@ -478,7 +467,7 @@ func TestReservedConcurrencyThrottlesBeyondTheLimit(t *testing.T) {
 					t.Errorf("Stats = %+v, want 1 throttle, %d invocations, 0 errors", st, c.limit)
 				}
 
-				close(release)
+				unblock()
 				wg.Wait()
 				synctest.Wait()
 				if got := f.Stats().ConcurrentExecutions; got != 0 {
@@ -518,12 +507,6 @@ func TestReservedConcurrencyZeroThrottlesEveryInvocation(t *testing.T) {
 // invocations of a function with reserved concurrency 1 are never throttled,
 // whatever the previous one ended with.
 func TestConcurrencySlotIsReleasedWhenInvokeReturns(t *testing.T) {
-	knownBug(t, "BUG: function.go:241-252 the handler goroutine sends the outcome on done BEFORE its deferred " +
-		"`<-f.slots; f.running.Add(-1)` runs, so Invoke can return while the slot is still held: " +
-		"an immediately following Invoke is spuriously throttled (ErrTooManyRequests) and " +
-		"Stats().ConcurrentExecutions is still 1. Fix: release the slot and decrement running before " +
-		"sending the outcome (one outer defer: `defer func(){ f.running.Add(-1); <-f.slots; done <- o }()`, " +
-		"the recover defer setting o)")
 	endings := []struct {
 		name string
 		h    kinesisErrHandler
@@ -744,10 +727,6 @@ func TestPlainHandlerGetsJSONAndReturnsPayloadJSON(t *testing.T) {
 // A Result's Payload belongs to the caller: later invocations must not
 // change it.
 func TestPlainHandlerPayloadIsNotOverwrittenByTheNextInvocation(t *testing.T) {
-	knownBug(t, "BUG: handler.go:24 rawInvoker returns the []byte from aws-lambda-go's handlerFunc.Invoke, which is " +
-		"jsonOutBuffer.Bytes() of a sync.Pool buffer that Invoke's deferred Close() Resets and puts back in the pool; " +
-		"the next invocation encodes into the same array, so an earlier Result.Payload changes (and concurrent " +
-		"invocations race). Fix: in rawInvoker.invoke copy it: `return nil, bytes.Clone(out), err`")
 	synctest.Test(t, func(t *testing.T) {
 		f := newFn(t, function.Config{}, func(_ context.Context, in orderIn) (orderOut, error) {
 			return orderOut{ID: in.ID, Double: 2 * in.Items}, nil
@@ -909,13 +888,6 @@ func TestHandlerThatIsNotAFunctionIsRejected(t *testing.T) {
 // Invoke's doc: it returns an error only when the function did not run,
 // a throttle or "an event that does not encode".
 func TestEventThatDoesNotEncodeIsAnInvokeError(t *testing.T) {
-	knownBug(t, "BUG: function.go:220-232,247 the event is marshalled lazily inside the handler goroutine and a " +
-		"json.Marshal failure becomes a function error (FunctionError \"Unhandled\", errorType " +
-		"\"UnsupportedTypeError\", counted in Stats.Errors) instead of the Invoke error the doc promises " +
-		"(Lambda: InvalidRequestContentException, function not run). Fix: for invokers that need the payload " +
-		"(rawInvoker, or kinesisInvoker with a non-*KinesisEvent event) marshal before taking a slot and " +
-		"return nil, awserr.New(awserr.ErrInvalidParameterValue, \"Could not parse request body into json: %v\", err); " +
-		"or change the doc")
 	synctest.Test(t, func(t *testing.T) {
 		f := newFn(t, function.Config{}, &rawHandler{})
 		res, err := f.Invoke(context.Background(), make(chan int))

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,7 +52,8 @@ func (r rawInvoker) invoke(ctx context.Context, _ any, payload func() ([]byte, e
 		return nil, nil, err
 	}
 	out, err := r.h.Invoke(ctx, b)
-	return nil, out, err
+	// aws-lambda-go returns a pooled buffer that its next invocation reuses.
+	return nil, bytes.Clone(out), err
 }
 
 func toInvoker(h any) (invoker, error) {
@@ -112,4 +114,9 @@ func Handlers() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func isKinesisEvent(event any) bool {
+	_, ok := event.(*events.KinesisEvent)
+	return ok
 }

@@ -233,10 +233,6 @@ func TestDeleteFunctionThenGetIsResourceNotFound(t *testing.T) {
 }
 
 func TestDeleteFunctionByARN(t *testing.T) {
-	knownBug(t, "BUG: function.go:380-388 DeleteFunction resolves an ARN only for the existence check (GetFunction) and "+
-		"then deletes s.fns[name] and purges KV key name with the raw ARN: the map entry survives and Purge fails on an "+
-		"invalid key (':'), so DeleteFunction(ARN) errors and the function remains. Fix: at the top of DeleteFunction "+
-		"`if n, ok := FunctionNameFromARN(name); ok { name = n }` (and do the check+delete under one s.mu.Lock)")
 	ctx := context.Background()
 	s := startService(t, "")
 	create(t, s, function.Config{FunctionName: "by-arn"})

@@ -399,4 +399,3 @@ func sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-

@@ -13,14 +13,14 @@ import (
 // API (API_CreateEventSourceMapping) and
 // https://docs.aws.amazon.com/lambda/latest/dg/services-kinesis-parameters.html.
 const (
-	DefaultBatchSize                  = 100
-	MaxBatchSize                      = 10000
-	MaxBatchingWindowInSeconds        = 300
-	MaxParallelizationFactor          = 10
-	MaxMaximumRetryAttempts           = 10000
-	MinMaximumRecordAgeInSeconds      = 60
-	MaxMaximumRecordAgeInSeconds      = 604800
-	MaxFilters                        = 5
+	DefaultBatchSize             = 100
+	MaxBatchSize                 = 10000
+	MaxBatchingWindowInSeconds   = 300
+	MaxParallelizationFactor     = 10
+	MaxMaximumRetryAttempts      = 10000
+	MinMaximumRecordAgeInSeconds = 60
+	MaxMaximumRecordAgeInSeconds = 604800
+	MaxFilters                   = 5
 	// MaxBatchPayloadBytes closes a batch before its event would pass 6 MB,
 	// Lambda's synchronous invocation payload limit.
 	MaxBatchPayloadBytes = 6 << 20

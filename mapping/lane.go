@@ -48,14 +48,16 @@ func signal(c chan struct{}) {
 // data in base64 plus the JSON around it.
 func recordBytes(r *stream.Record) int { return (len(r.Data)+2)/3*4 + len(r.PartitionKey) + 400 }
 
-// push appends a record, waiting while the lane is full. It returns false
-// if ctx ended first.
-func (l *lane) push(ctx context.Context, r stream.Record) bool {
+// push appends records (in shard order), waiting while the lane is full.
+// It returns false if ctx ended first.
+func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 	for {
 		l.mu.Lock()
 		if len(l.queue) < l.limit {
-			l.queue = append(l.queue, r)
-			l.queueBytes += recordBytes(&r)
+			l.queue = append(l.queue, recs...)
+			for i := range recs {
+				l.queueBytes += recordBytes(&recs[i])
+			}
 			l.mu.Unlock()
 			signal(l.notify)
 			return true

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/function"
@@ -35,8 +36,8 @@ type runner struct {
 // process.
 type shardCounters struct {
 	invocations, deliveredRecords, processedRecords, discardedRecords atomic.Int64
-	functionErrors, partialFailures, bisects, retries, throttles       atomic.Int64
-	filteredRecords, expiredRecords                                    atomic.Int64
+	functionErrors, partialFailures, bisects, retries, throttles      atomic.Int64
+	filteredRecords, expiredRecords                                   atomic.Int64
 }
 
 // shardWorker reads one shard, spreads its records over the lanes and keeps
@@ -162,29 +163,64 @@ func (w *shardWorker) setErr(err error) {
 	w.mu.Unlock()
 }
 
-// dispatch hands each record to its lane, or skips it if no filter matches.
+// dispatch hands each record to its lane, or skips it if no filter
+// matches. It takes whatever the reader has ready (up to BatchSize per
+// lane) in one go, so that a lane finds a batch's worth of records when it
+// wakes, as a Lambda poller gets them from one GetRecords call.
 func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 	m := w.r.matcher
 	n := uint32(len(w.lanes))
-	for rec := range rd.Records() {
-		if !m.Empty() && !m.MatchKinesis(rec.PartitionKey, rec.SequenceNumber, rec.Data) {
-			w.counters.filteredRecords.Add(1)
-			w.seen.Store(rec.Seq)
-			signal(w.ckNotify)
-			continue
-		}
-		l := w.lanes[0]
-		if n > 1 {
-			h := fnv.New32a()
-			h.Write([]byte(rec.PartitionKey))
-			l = w.lanes[h.Sum32()%n]
-		}
-		if !l.push(ctx, rec) {
+	ch := rd.Records()
+	limit := w.r.cfg.BatchSize * int(n)
+	buf := make([]stream.Record, 0, limit)
+	perLane := make([][]stream.Record, n)
+	for {
+		rec, ok := <-ch
+		if !ok {
 			return
 		}
-		// Only after the push: the checkpoint may pass rec only once it is
-		// pending in a lane (see nextCheckpoint).
-		w.seen.Store(rec.Seq)
+		buf = append(buf[:0], rec)
+	drain:
+		for len(buf) < limit {
+			select {
+			case rec, ok := <-ch:
+				if !ok {
+					break drain
+				}
+				buf = append(buf, rec)
+			default:
+				break drain
+			}
+		}
+		for i := range perLane {
+			perLane[i] = perLane[i][:0]
+		}
+		filtered := 0
+		for _, rec := range buf {
+			if !m.Empty() && !m.MatchKinesis(rec.PartitionKey, rec.SequenceNumber, rec.Data) {
+				filtered++
+				continue
+			}
+			i := uint32(0)
+			if n > 1 {
+				h := fnv.New32a()
+				h.Write([]byte(rec.PartitionKey))
+				i = h.Sum32() % n
+			}
+			perLane[i] = append(perLane[i], rec)
+		}
+		for i, recs := range perLane {
+			if len(recs) > 0 && !w.lanes[i].push(ctx, recs) {
+				return
+			}
+		}
+		// Only after the pushes: the checkpoint may pass a record only once
+		// it is pending in a lane (see nextCheckpoint).
+		w.seen.Store(buf[len(buf)-1].Seq)
+		if filtered > 0 {
+			w.counters.filteredRecords.Add(int64(filtered))
+			signal(w.ckNotify)
+		}
 	}
 }
 
@@ -205,8 +241,11 @@ func (w *shardWorker) nextCheckpoint() (uint64, stream.Record, bool) {
 	return next, oldest, found
 }
 
-// checkpointer stores the shard's checkpoint whenever it moves, coalescing
-// bursts of batch completions into one write, and once more at the end.
+// checkpointer stores the shard's checkpoint when it moves, at most once
+// per Options.CheckpointInterval (so a burst of small batches costs one
+// write), and once more when the worker stops. A crash loses at most the
+// last interval's progress: those records are delivered again, never
+// skipped.
 func (w *shardWorker) checkpointer(ctx context.Context) {
 	store := func(c context.Context) {
 		next, _, _ := w.nextCheckpoint()
@@ -219,10 +258,14 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 		}
 		w.checkpoint.Store(next)
 	}
+	interval := w.r.svc.opts.CheckpointInterval
 	for {
 		select {
 		case <-w.ckNotify:
 			store(ctx)
+			if interval > 0 && sleep(ctx, clockwork.NewRealClock(), interval) != nil {
+				continue // ctx ended: the next loop does the final write
+			}
 		case <-ctx.Done():
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			store(c)

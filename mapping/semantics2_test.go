@@ -195,7 +195,6 @@ func TestBatching(t *testing.T) {
 	})
 }
 
-
 func TestFilterCriteriaSkipsRecordsThatMatchNoFilter(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	arn := createStream(t, rn, "src", 1)

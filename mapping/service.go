@@ -45,6 +45,10 @@ type Options struct {
 	RetryBaseDelay time.Duration
 	// RetryMaxDelay caps the backoff. Default 5s.
 	RetryMaxDelay time.Duration
+	// CheckpointInterval is the least time between two checkpoint writes
+	// of a shard. Default 100ms; negative writes after every batch. After
+	// a crash, up to this much progress is processed again.
+	CheckpointInterval time.Duration
 	// LaneBuffer is the least number of records a batch lane holds ahead
 	// of its function (it holds at least 2×BatchSize). Default 1000.
 	LaneBuffer int
@@ -56,6 +60,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.RetryMaxDelay == 0 {
 		o.RetryMaxDelay = 5 * time.Second
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = 100 * time.Millisecond
 	}
 	if o.LaneBuffer == 0 {
 		o.LaneBuffer = 1000

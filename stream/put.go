@@ -142,4 +142,3 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 }
 
 func fieldName(i int) string { return "Records." + strconv.Itoa(i) }
-

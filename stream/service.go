@@ -156,7 +156,7 @@ func NameFromARN(arn string) (string, bool) {
 	return m[1], true
 }
 
-func jsName(id string, shard int) string { return fmt.Sprintf("KDS_%s_%04d", id, shard) }
+func jsName(id string, shard int) string    { return fmt.Sprintf("KDS_%s_%04d", id, shard) }
 func jsSubject(id string, shard int) string { return fmt.Sprintf("kds.%s.%d", id, shard) }
 
 // ShardID formats a shard index as Kinesis does: shardId-000000000000.

@@ -1,8 +1,8 @@
 // Package flights reads the demo's real input data set, 3,000,000 US domestic
 // flights from January to June 2001 (data/flights-3m.parquet, see
 // data/README.md), and provides what the demo needs around it: a compact
-// JSON record encoding (the payload pushed through a stream), a fast parser
-// for it, and per-origin-airport statistics that the demo computes both
+// JSON record encoding (the payload pushed through a stream), a parser for
+// it, and per-origin-airport statistics that the demo computes both
 // through its pipeline and independently from the file to check the result.
 //
 // Records in JSON look exactly like the rows of vega-datasets'

@@ -36,8 +36,8 @@
 // sequenceNumber, approximateArrivalTimestamp, kinesisSchemaVersion and
 // encryptionType. For SQS they are body, messageId, receiptHandle,
 // attributes, messageAttributes, md5OfBody, eventSource... Match takes the
-// record as a generic JSON object; MatchKinesis is the allocation-light fast
-// path for Kinesis records.
+// record as a generic JSON object; MatchKinesis takes a Kinesis record's
+// fields directly and parses data only when a pattern references it.
 package filter
 
 import (
@@ -78,8 +78,7 @@ type Pattern struct {
 // everything. A Matcher is immutable and safe for concurrent use.
 type Matcher struct {
 	filters  []*compiled
-	refsData bool  // some filter has a top-level "data" key
-	dataProj *proj // the paths under "data" that filters read
+	refsData bool // some filter has a top-level "data" key
 }
 
 // compiled is one filter's pattern.
@@ -112,17 +111,7 @@ func Compile(c *Criteria) (*Matcher, error) {
 			return nil, err
 		}
 		m.filters = append(m.filters, f)
-		if f.refsData {
-			m.refsData = true
-			if m.dataProj == nil {
-				m.dataProj = &proj{}
-			}
-			for _, fd := range f.root.fields {
-				if fd.key == "data" && fd.child != nil {
-					m.dataProj.add(fd.child)
-				}
-			}
-		}
+		m.refsData = m.refsData || f.refsData
 	}
 	return m, nil
 }

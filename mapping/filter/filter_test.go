@@ -82,6 +82,13 @@ func TestMatchKinesis(t *testing.T) {
 		{"numeric equals", []string{`{"data":{"n":[{"numeric":["=",100]}]}}`}, "pk", `{"n":1e2}`, true},
 		{"numeric not equals", []string{`{"data":{"n":[{"numeric":["!=",100]}]}}`}, "pk", `{"n":100}`, false},
 		{"numeric not equals other", []string{`{"data":{"n":[{"numeric":["!=",100]}]}}`}, "pk", `{"n":99}`, true},
+		{"number out of float64 range compares as +Inf", []string{`{"data":{"n":[{"numeric":[">",1e300]}]}}`}, "pk", `{"n":1e999}`, true},
+		{"number out of float64 range compares as -Inf", []string{`{"data":{"n":[{"numeric":["<",-1e300]}]}}`}, "pk", `{"n":-1e999}`, true},
+		{"data with surrounding whitespace", []string{`{"data":{"n":[1]}}`}, "pk", " \n{\"n\":1}\t ", true},
+		{"data with trailing value is not JSON", []string{`{"data":{"n":[1]}}`}, "pk", `{"n":1} {}`, false},
+		{"data with trailing garbage is not JSON", []string{`{"data":{"n":[1]}}`}, "pk", `{"n":1} x`, false},
+		{"empty data is not JSON", []string{`{"data":{"n":[{"exists":false}]}}`}, "pk", ``, false},
+		{"escaped key in data", []string{`{"data":{"ab":["é"]}}`}, "pk", `{"a\u0062":"\u00e9"}`, true},
 		{"numeric does not match a numeric string", []string{`{"data":{"n":[{"numeric":[">",0]}]}}`}, "pk", `{"n":"5"}`, false},
 		{"exists true", []string{`{"data":{"city":[{"exists":true}]}}`}, "pk", weather, true},
 		{"exists true on a missing key", []string{`{"data":{"gone":[{"exists":true}]}}`}, "pk", weather, false},
@@ -362,14 +369,16 @@ func BenchmarkMatchKinesis(b *testing.B) {
 	}
 }
 
-// FuzzMatchKinesisAgreesWithMatch checks the projected decoder of the
-// MatchKinesis fast path against encoding/json: same notion of valid JSON,
-// and the same verdict as Match on a fully json.Unmarshal-ed record.
+// FuzzMatchKinesisAgreesWithMatch checks that MatchKinesis and Match give
+// the same verdict on the same record, whether Match gets data raw (decoded
+// the same way) or already json.Unmarshal-ed into any (float64 numbers
+// rather than json.Number), and that data is accepted exactly when it is
+// valid JSON.
 func FuzzMatchKinesisAgreesWithMatch(f *testing.F) {
 	for _, s := range []string{
 		string(benchData), `{"a":1}`, `[{"a":[1,{"b":"x"}]}]`, `"s"`, `1e999`, `{"a":"\u00e9\ud800"}`,
 		`{"a\u0062":{"c":null}}`, "{\"a\":\"\xff\"}", `{"a":01}`, `{"a":-0.5e+3}`, `{"a":[]} x`, ` {"a" : [ true , false ] } `,
-		`{"temp":31,"tags":["roof"],"reading":{"unit":"C","ok":true},"status":"ACTIVE"}`,
+		`{"temp":31,"tags":["roof"],"reading":{"unit":"C","ok":true},"status":"ACTIVE"}`, `{"temp":1e999}`, `{} {}`, `1 2`, ``,
 	} {
 		f.Add([]byte(s))
 	}
@@ -381,18 +390,21 @@ func FuzzMatchKinesisAgreesWithMatch(f *testing.F) {
 		`{"data":{"a":[{"exists":false}]},"partitionKey":["pk"]}`,
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, ok := decodeProjected(data, m.dataProj)
-		if ok != json.Valid(data) {
-			t.Fatalf("decodeProjected ok=%v, json.Valid=%v for %q", ok, !ok, data)
+		if _, ok := decodeJSON(data); ok != json.Valid(data) {
+			t.Fatalf("decodeJSON ok=%v, json.Valid=%v for %q", ok, !ok, data)
+		}
+		got := m.MatchKinesis("pk", "1", data)
+		raw := m.Match(map[string]any{"partitionKey": "pk", "sequenceNumber": "1", "data": json.RawMessage(data)})
+		if got != raw {
+			t.Fatalf("MatchKinesis=%v, Match(raw data)=%v for %q", got, raw, data)
 		}
 		var full any
 		if json.Unmarshal(data, &full) != nil {
-			return // e.g. 1e999: valid JSON that json.Unmarshal refuses
+			return // e.g. 1e999: valid JSON that json.Unmarshal into any refuses
 		}
-		got := m.MatchKinesis("pk", "1", data)
 		want := m.Match(map[string]any{"partitionKey": "pk", "sequenceNumber": "1", "data": full})
 		if got != want {
-			t.Fatalf("MatchKinesis=%v, Match=%v for %q", got, want, data)
+			t.Fatalf("MatchKinesis=%v, Match(decoded data)=%v for %q", got, want, data)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"unicode"
@@ -67,9 +68,10 @@ type alt struct {
 // integer types are accepted as numbers too.
 //
 // A top-level value of type json.RawMessage (typically the Kinesis data or
-// SQS body) is decoded at most once per call, and only if a filter
-// references its key; if it is not valid JSON, the filters that reference
-// that key do not match, as Lambda drops such records for data patterns.
+// SQS body) is decoded with encoding/json at most once per call, and only
+// if a filter references its key; if it is not valid JSON, the filters that
+// reference that key do not match, as Lambda drops such records for data
+// patterns. It is decoded exactly as MatchKinesis decodes record data.
 func (m *Matcher) Match(event map[string]any) bool {
 	if m.Empty() {
 		return true
@@ -97,8 +99,7 @@ func (c *rawCache) get(key string, raw json.RawMessage) (any, bool) {
 			return c.vals[i], c.oks[i]
 		}
 	}
-	var v any
-	ok := json.Unmarshal(raw, &v) == nil
+	v, ok := decodeJSON(raw)
 	c.keys = append(c.keys, key)
 	c.vals = append(c.vals, v)
 	c.oks = append(c.oks, ok)
@@ -128,11 +129,12 @@ func (f *compiled) matchEvent(event map[string]any, raw *rawCache) bool {
 // kinesisSchemaVersion, encryptionType...) are treated as absent here: use
 // Match with a full event to filter on them.
 //
-// It returns true at once when m has no filters. data is parsed as JSON only
-// if some filter references "data", at most once per call, and only after
-// the filters that do not reference it have failed. If data is not valid
-// JSON, the filters that reference "data" do not match (Lambda drops the
-// record for them); the others are still evaluated.
+// It returns true at once when m has no filters. data is decoded with
+// encoding/json only if some filter references "data", at most once per
+// call, and only after the filters that do not reference it have failed; so
+// a Matcher without data patterns never parses (or allocates for) data. If
+// data is not valid JSON, the filters that reference "data" do not match
+// (Lambda drops the record for them); the others are still evaluated.
 func (m *Matcher) MatchKinesis(partitionKey, sequenceNumber string, data []byte) bool {
 	if m.Empty() {
 		return true
@@ -145,7 +147,7 @@ func (m *Matcher) MatchKinesis(partitionKey, sequenceNumber string, data []byte)
 	if !m.refsData {
 		return false
 	}
-	v, ok := decodeProjected(data, m.dataProj)
+	v, ok := decodeJSON(data)
 	if !ok {
 		return false
 	}
@@ -362,8 +364,10 @@ func toFloat(v any) (float64, bool) {
 	case float64:
 		return x, true
 	case json.Number:
+		// A valid JSON number out of float64's range is ±Inf (ErrRange),
+		// as the numbers of decoded record data compare.
 		f, err := strconv.ParseFloat(string(x), 64)
-		return f, err == nil
+		return f, err == nil || errors.Is(err, strconv.ErrRange)
 	case float32:
 		return float64(x), true
 	case int:
