@@ -15,9 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -40,6 +43,10 @@ type Config struct {
 	// enabled (for example "nats://127.0.0.1:4222") instead of starting one
 	// in-process. Several URLs may be given comma-separated.
 	NATSURL string
+	// ListenAddr, when set ("127.0.0.1:4222"), makes the embedded server
+	// also accept NATS clients on that address, so other runnel commands can
+	// reach it with NATSURL while this process runs. Default: no listener.
+	ListenAddr string
 	// Replicas is the JetStream replica count for every stream and bucket
 	// runnel creates. Default 1; use 3 on a 3-node cluster.
 	Replicas int
@@ -83,6 +90,7 @@ type Engine struct {
 	Logger *slog.Logger
 	cfg    Config
 	srv    *server.Server
+	lock   *os.File
 
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
@@ -96,8 +104,27 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	opts := []nats.Option{nats.Name("runnel"), nats.MaxReconnects(-1)}
 	url := cfg.NATSURL
 	if url == "" {
-		srv, err := StartServer(ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "jetstream")})
+		lock, err := lockDataDir(cfg.DataDir)
 		if err != nil {
+			return nil, err
+		}
+		e.lock = lock
+		sc := ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "jetstream")}
+		if cfg.ListenAddr != "" {
+			host, port, err := net.SplitHostPort(cfg.ListenAddr)
+			if err != nil {
+				lock.Close()
+				return nil, fmt.Errorf("engine: ListenAddr %q: %w", cfg.ListenAddr, err)
+			}
+			sc.Listen, sc.Host = true, host
+			if sc.Port, err = strconv.Atoi(port); err != nil {
+				lock.Close()
+				return nil, fmt.Errorf("engine: ListenAddr %q: bad port", cfg.ListenAddr)
+			}
+		}
+		srv, err := StartServer(sc)
+		if err != nil {
+			lock.Close()
 			return nil, err
 		}
 		e.srv = srv
@@ -124,6 +151,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.NC, e.JS = nc, js
 	return e, nil
+}
+
+// ClientURL is the NATS URL other processes can use while this engine
+// runs: the embedded server's listener (Config.ListenAddr), or the external
+// URL. Empty for an embedded engine without a listener.
+func (e *Engine) ClientURL() string {
+	if e.srv != nil {
+		if e.cfg.ListenAddr == "" {
+			return ""
+		}
+		return e.srv.ClientURL()
+	}
+	return e.cfg.NATSURL
 }
 
 // Embedded reports whether the engine runs an in-process server.
@@ -175,7 +215,15 @@ func (e *Engine) Close() error {
 		e.srv.Shutdown()
 		e.srv.WaitForShutdown()
 	}
+	e.unlock()
 	return err
+}
+
+func (e *Engine) unlock() {
+	if e.lock != nil {
+		e.lock.Close()
+		e.lock = nil
+	}
 }
 
 // Crash stops the engine the way a killed process would: the connection is
@@ -189,6 +237,29 @@ func (e *Engine) Crash() {
 		e.srv.Shutdown()
 		e.srv.WaitForShutdown()
 	}
+	e.unlock()
+}
+
+// ErrDataDirInUse is returned by Open when another process (or another
+// Engine in this process) has the embedded engine's data directory open.
+// Two servers on one store would corrupt it; connect to the running one
+// with NATSURL instead (start it with ListenAddr).
+var ErrDataDirInUse = errors.New("engine: data directory is in use by another runnel; start that one with --listen and use --nats-url")
+
+// lockDataDir takes an exclusive lock on <dir>/LOCK for the engine's life.
+func lockDataDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: data dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("engine: data dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w (%s)", ErrDataDirInUse, dir)
+	}
+	return f, nil
 }
 
 // ServerConfig configures a nats-server started by StartServer.

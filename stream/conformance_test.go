@@ -71,6 +71,7 @@ func runConformance(t *testing.T, start func(t *testing.T) *runnel.Runnel) {
 		{"shard iterator types position the read", confIteratorTypes},
 		{"AT_TIMESTAMP starts at the first record arrived at or after the timestamp", confAtTimestamp},
 		{"GetRecords Limit and NextShardIterator continue without gaps or repeats", confLimitAndContinuation},
+		{"GetRecords returns at most 10 MiB per call", confTenMiB},
 		{"MillisBehindLatest is 0 when caught up and >0 when behind", confMillisBehind},
 		{"a shard iterator expires after 5 minutes", confIteratorExpiry},
 		{"invalid iterator requests are refused", confInvalidIteratorRequests},
@@ -707,6 +708,37 @@ func confLimitAndContinuation(t *testing.T, rn *runnel.Runnel, _ *clockwork.Fake
 			_, err := rn.Streams.GetRecords(t.Context(), it, l)
 			wantErr(t, err, awserr.ErrInvalidArgument, "Limit", "1 and 10000")
 		})
+	}
+}
+
+func confTenMiB(t *testing.T, rn *runnel.Runnel, _ *clockwork.FakeClock) {
+	createStream(t, rn, "big", 1)
+	// 12 records of exactly 1 MiB (data + key): 10 fit in one response.
+	putBigRecords(t, rn, "big", 12, stream.MaxRecordSize-1)
+	it := shardIterator(t, rn, stream.GetShardIteratorInput{StreamName: "big", ShardID: stream.ShardID(0), ShardIteratorType: stream.TrimHorizon})
+	var sizes []int
+	for range 3 {
+		o, err := rn.Streams.GetRecords(t.Context(), it, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(o.Records))
+		it = o.NextShardIterator
+	}
+	if fmt.Sprint(sizes) != "[10 2 0]" {
+		t.Errorf("records per call = %v, want [10 2 0]", sizes)
+	}
+}
+
+// putBigRecords puts n records of size data bytes with the key "k".
+func putBigRecords(t testing.TB, rn *runnel.Runnel, name string, n, size int) {
+	t.Helper()
+	data := make([]byte, size)
+	for i := range n {
+		data[0] = byte(i)
+		if _, err := rn.Streams.PutRecord(t.Context(), name, stream.PutRecordsRequestEntry{PartitionKey: "k", Data: data}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runnel-dev/runnel/stack"
+)
+
+func serveCmd(g *globals) *cobra.Command {
+	var file, listen string
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Apply a stack file and run its event source mappings until interrupted",
+		Long: `serve opens runnel, applies the stack file (streams, functions by registered
+handler name, event source mappings; see package stack), and runs the mappings
+until SIGINT or SIGTERM, then stores their checkpoints and stops. Stored
+mappings from earlier runs resume from their checkpoints.
+
+Handlers built into this binary: noop, log, fail, fail-on-poison.
+
+With --listen the embedded JetStream also accepts NATS clients, so other
+runnel commands can work on the same data with --nats-url while serve runs.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			rn, err := g.open(ctx, listen)
+			if err != nil {
+				return err
+			}
+			defer rn.Close()
+			if file != "" {
+				s, err := stack.Load(file)
+				if err != nil {
+					return err
+				}
+				a, err := stack.Apply(ctx, rn, s)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "stack applied: streams created %v kept %v; functions %v; mappings created %v updated %v\n",
+					a.StreamsCreated, a.StreamsKept, a.FunctionsCreated, a.MappingsCreated, a.MappingsUpdated)
+			}
+			if u := rn.Engine.ClientURL(); u != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "NATS clients: --nats-url %s\n", u)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "serving; Ctrl-C to stop")
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					fmt.Fprintln(cmd.OutOrStdout(), "stopping: storing checkpoints")
+					return nil
+				case <-t.C:
+					if every > 0 {
+						printMappings(cmd.OutOrStdout(), rn, false)
+					}
+				}
+			}
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
+	cmd.Flags().StringVar(&listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
+	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
+	return cmd
+}
