@@ -333,7 +333,7 @@ func NewService(ctx context.Context, eng *engine.Engine) (*Service, error) {
 		}
 		inv, ok := lookup(c.Handler)
 		if !ok {
-			eng.Logger.Warn("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
+			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
 			continue
 		}
 		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)

@@ -49,6 +49,13 @@ type Options struct {
 	// of a shard. Default 100ms; negative writes after every batch. After
 	// a crash, up to this much progress is processed again.
 	CheckpointInterval time.Duration
+	// Passive opens the service without running any poller: mappings can
+	// be created, listed and inspected, but this process does not invoke
+	// functions for them. CLI commands that only administer or read use it
+	// so they never compete with the `runnel serve` process that runs the
+	// mappings. Trap: two non-passive processes on one JetStream both run
+	// every mapping (records are delivered twice; none is lost).
+	Passive bool
 	// LaneBuffer is the least number of records a batch lane holds ahead
 	// of its function (it holds at least 2×BatchSize). Default 1000.
 	LaneBuffer int
@@ -120,7 +127,7 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 			continue
 		}
 		s.configs[c.UUID] = c
-		if *c.Enabled {
+		if *c.Enabled && !opts.Passive {
 			if err := s.startLocked(ctx, c); err != nil {
 				eng.Logger.Warn("stored mapping did not start", "uuid", c.UUID, "err", err)
 			}
@@ -196,7 +203,7 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	if err := s.saveLocked(ctx, &cfg); err != nil {
 		return nil, err
 	}
-	if *cfg.Enabled {
+	if *cfg.Enabled && !s.opts.Passive {
 		if err := s.startLocked(ctx, cfg); err != nil {
 			return nil, err
 		}
@@ -326,7 +333,7 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	if err := s.saveLocked(ctx, &cfg); err != nil {
 		return nil, err
 	}
-	if *cfg.Enabled {
+	if *cfg.Enabled && !s.opts.Passive {
 		if err := s.startLocked(ctx, cfg); err != nil {
 			return nil, err
 		}
@@ -404,7 +411,10 @@ type Status struct {
 	Shards []ShardStatus
 }
 
-// Status returns the live state of a mapping (empty Shards when disabled).
+// Status returns the state of a mapping. For a mapping running in this
+// process it is live; otherwise (disabled, or a passive service) each
+// shard shows only its stored checkpoint, with LastProcessingResult
+// "Not running in this process".
 func (s *Service) Status(id string) (*Status, error) {
 	c, err := s.GetEventSourceMapping(id)
 	if err != nil {
@@ -415,7 +425,7 @@ func (s *Service) Status(id string) (*Status, error) {
 	r := s.runners[id]
 	s.mu.Unlock()
 	if r == nil {
-		return st, nil
+		return s.storedStatus(st)
 	}
 	now := s.eng.Clock.Now()
 	for _, w := range r.shards {
@@ -436,6 +446,26 @@ func (s *Service) Status(id string) (*Status, error) {
 		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
 		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
 		st.Shards = append(st.Shards, ss)
+	}
+	return st, nil
+}
+
+func (s *Service) storedStatus(st *Status) (*Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	name, _ := stream.NameFromARN(st.Config.EventSourceArn)
+	shards, err := s.streams.ListShards(ctx, name)
+	if err != nil {
+		return st, nil // the stream is gone; the mapping remains
+	}
+	epoch, _ := s.streams.Epoch(ctx, name)
+	for _, sh := range shards {
+		next, ok, err := s.loadCheckpoint(ctx, st.Config.UUID, sh.ShardID)
+		if err != nil || !ok {
+			continue
+		}
+		st.Shards = append(st.Shards, ShardStatus{ShardID: sh.ShardID, Checkpoint: stream.FormatSequenceNumber(epoch, next),
+			LastProcessingResult: "Not running in this process"})
 	}
 	return st, nil
 }

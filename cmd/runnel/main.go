@@ -22,6 +22,7 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/builtin"
+	"github.com/runnel-dev/runnel/mapping"
 )
 
 // globals are the flags every command takes.
@@ -39,8 +40,16 @@ func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 }
 
-// open opens runnel with the global flags.
-func (g *globals) open(ctx context.Context, listen string) (*runnel.Runnel, error) {
+// open opens runnel with the global flags, passive: it administers and
+// reads but runs no mapping (that is serve's job).
+func (g *globals) open(ctx context.Context) (*runnel.Runnel, error) {
+	return runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, Logger: g.logger()},
+		Mappings: mapping.Options{Passive: true}})
+}
+
+// serve opens runnel to run the stored mappings, with the built-in handlers
+// registered.
+func (g *globals) serve(ctx context.Context, listen string) (*runnel.Runnel, error) {
 	log := g.logger()
 	builtin.Register(log)
 	return runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log}})

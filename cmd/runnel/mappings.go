@@ -22,7 +22,7 @@ processing result and counters. Run against a live 'runnel serve --listen'
 with --nats-url to see the running process's pollers; against a data
 directory it shows the stored state.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context(), "")
+			rn, err := g.open(cmd.Context())
 			if err != nil {
 				return err
 			}

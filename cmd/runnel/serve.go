@@ -26,7 +26,7 @@ With --listen the embedded JetStream also accepts NATS clients, so other
 runnel commands can work on the same data with --nats-url while serve runs.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rn, err := g.open(ctx, listen)
+			rn, err := g.serve(ctx, listen)
 			if err != nil {
 				return err
 			}

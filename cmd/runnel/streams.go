@@ -23,7 +23,7 @@ standard input), in PutRecords calls of up to 500, and prints each record's
 shard and sequence number as JSON lines.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rn, err := g.open(ctx, "")
+			rn, err := g.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ them as JSON lines (data as text). With --follow it keeps reading new records.
 MillisBehindLatest goes to standard error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rn, err := g.open(ctx, "")
+			rn, err := g.open(ctx)
 			if err != nil {
 				return err
 			}
@@ -161,7 +161,7 @@ func streamsCmd(g *globals) *cobra.Command {
 	create := &cobra.Command{
 		Use: "create NAME", Short: "CreateStream", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context(), "")
+			rn, err := g.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -179,7 +179,7 @@ func streamsCmd(g *globals) *cobra.Command {
 	list := &cobra.Command{
 		Use: "list", Short: "ListStreams",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context(), "")
+			rn, err := g.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ func streamsCmd(g *globals) *cobra.Command {
 	describe := &cobra.Command{
 		Use: "describe NAME", Short: "DescribeStream", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context(), "")
+			rn, err := g.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func streamsCmd(g *globals) *cobra.Command {
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "DeleteStream (and its records)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context(), "")
+			rn, err := g.open(cmd.Context())
 			if err != nil {
 				return err
 			}

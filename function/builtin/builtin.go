@@ -4,6 +4,8 @@
 //   - "noop": succeeds without looking at the records.
 //   - "log": logs each record (shard, sequence number, partition key, data)
 //     at info level and succeeds.
+//   - "slow-log": like "log", then waits 20 ms per batch (to watch
+//     checkpoints, lag and restarts at human speed).
 //   - "fail": fails every batch (to see retries, bisect and on-failure
 //     destinations at work).
 //   - "fail-on-poison": fails any batch holding a record whose data
@@ -19,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -42,6 +45,17 @@ func Register(log *slog.Logger) {
 	function.Register("log", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 		for _, r := range ev.Records {
 			log.Info("record", "eventID", r.EventID, "partitionKey", r.Kinesis.PartitionKey, "data", string(r.Kinesis.Data))
+		}
+		return events.KinesisEventResponse{}, nil
+	}))
+	function.Register("slow-log", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		for _, r := range ev.Records {
+			log.Info("record", "eventID", r.EventID, "partitionKey", r.Kinesis.PartitionKey, "data", string(r.Kinesis.Data))
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return events.KinesisEventResponse{}, ctx.Err()
 		}
 		return events.KinesisEventResponse{}, nil
 	}))
