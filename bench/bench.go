@@ -573,7 +573,9 @@ func (e *env) waitMapping(ctx context.Context, d *stream.StreamDescription, id s
 				if err != nil {
 					return err
 				}
-				ends[sh.ShardID] = stream.FormatSequenceNumber(d.Epoch, lastPos+1)
+				if ends[sh.ShardID], err = e.rn.Streams.SequenceNumber(ctx, d.StreamName, sh.ShardID, lastPos+1); err != nil {
+					return err
+				}
 			}
 		}
 		st, err := e.rn.Mappings.Status(id)

@@ -166,11 +166,6 @@ type errPoison struct{ seq string }
 
 func (e *errPoison) Error() string { return "poison record " + e.seq }
 
-func shardIndex(eventID string) int {
-	i := strings.IndexByte(eventID, ':')
-	n, _ := strconv.Atoi(strings.TrimLeft(eventID[len("shardId-"):i], "0"))
-	return n
-}
 
 // handle is the demo function: per-airport statistics over a batch,
 // merged only if the whole batch succeeds, once per record (records are
@@ -204,11 +199,11 @@ func (p *pipeline) handle(ctx context.Context, ev events.KinesisEvent) (events.K
 	defer p.mu.Unlock()
 	for i := range ev.Records {
 		r := &ev.Records[i]
-		pos, err := stream.ParseSequenceNumber("sequenceNumber", p.epoch, r.Kinesis.SequenceNumber)
+		sh, pos, err := stream.DecodeSequenceNumber(p.epoch, r.Kinesis.SequenceNumber)
 		if err != nil {
 			return events.KinesisEventResponse{}, err
 		}
-		if !p.done[shardIndex(r.EventID)].set(pos) {
+		if !p.done[sh].set(pos) {
 			continue // a redelivery: already counted
 		}
 		p.stats.Add(parsed[i])
@@ -357,10 +352,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("demo: failure destination holds a record that is not an on-failure record: %s", r.Data)
 		}
 		bi := f.KinesisBatchInfo
-		sh := shardIndex(bi.ShardID + ":")
-		from, err1 := stream.ParseSequenceNumber("startSequenceNumber", p.epoch, bi.StartSequenceNumber)
-		to, err2 := stream.ParseSequenceNumber("endSequenceNumber", p.epoch, bi.EndSequenceNumber)
-		if err := errors.Join(err1, err2); err != nil {
+		sh, err0 := stream.ShardIndex(bi.ShardID)
+		from, err1 := stream.ParseSequenceNumber("startSequenceNumber", p.epoch, sh, bi.StartSequenceNumber)
+		to, err2 := stream.ParseSequenceNumber("endSequenceNumber", p.epoch, sh, bi.EndSequenceNumber)
+		if err := errors.Join(err0, err1, err2); err != nil {
 			return nil, err
 		}
 		if int(to-from+1) != bi.BatchSize {
@@ -439,7 +434,7 @@ func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Conf
 							retryRows = append(retryRows, row)
 							continue
 						}
-						sh := shardIndex(r.ShardId + ":")
+						sh, _ := stream.ShardIndex(r.ShardId)
 						q := seqPosition(r.SequenceNumber)
 						for uint64(len(rows[sh])) < q {
 							rows[sh] = append(rows[sh], -1)

@@ -130,24 +130,29 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.srv = srv
 		opts = append(opts, nats.InProcessServer(srv))
 	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
+	// fail undoes what Open did so far: the connection, the embedded
+	// server and the data-dir lock.
+	fail := func(nc *nats.Conn, err error) (*Engine, error) {
+		if nc != nil {
+			nc.Close()
+		}
 		if e.srv != nil {
 			e.srv.Shutdown()
+			e.srv.WaitForShutdown()
 		}
-		return nil, fmt.Errorf("engine: connect to NATS %q: %w", url, err)
+		e.unlock()
+		return nil, err
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return fail(nil, fmt.Errorf("engine: connect to NATS %q: %w", url, err))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		nc.Close()
-		return nil, err
+		return fail(nc, err)
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
-		nc.Close()
-		if e.srv != nil {
-			e.srv.Shutdown()
-		}
-		return nil, fmt.Errorf("engine: JetStream not available at %q: %w", url, err)
+		return fail(nc, fmt.Errorf("engine: JetStream not available at %q: %w", url, err))
 	}
 	e.NC, e.JS = nc, js
 	return e, nil

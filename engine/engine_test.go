@@ -302,7 +302,6 @@ func TestDataDirLock(t *testing.T) {
 }
 
 func TestOpenFailureReleasesDataDir(t *testing.T) {
-	t.Skip("BUG: engine.Open keeps the data-dir lock when it fails after StartServer (nats.Connect, jetstream.New or AccountInfo error paths in engine/engine.go Open); with a cancelled ctx the next Open of the same dir fails with ErrDataDirInUse")
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -45,6 +45,7 @@ type shardCounters struct {
 type shardWorker struct {
 	r       *runner
 	shardID string
+	shard   int // index of shardID
 	lanes   []*lane
 
 	seen       atomic.Uint64 // highest position dispatched or filtered out
@@ -94,7 +95,12 @@ func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 		if !ok {
 			next = 1
 		}
-		w := &shardWorker{r: r, shardID: sh.ShardID, ckNotify: make(chan struct{}, 1), lastResult: "No records processed"}
+		idx, err := stream.ShardIndex(sh.ShardID)
+		if err != nil {
+			r.cancel()
+			return err
+		}
+		w := &shardWorker{r: r, shardID: sh.ShardID, shard: idx, ckNotify: make(chan struct{}, 1), lastResult: "No records processed"}
 		w.seen.Store(next - 1)
 		w.checkpoint.Store(next)
 		for i := 0; i < r.cfg.ParallelizationFactor; i++ {

@@ -75,10 +75,9 @@ func settle(t *testing.T, rn *runnel.Runnel, uuid, streamName string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		epoch, _ := rn.Streams.Epoch(ctx, streamName)
 		for _, sh := range st.Shards {
 			_, last, _ := rn.Streams.ShardBounds(ctx, streamName, sh.ShardID)
-			if sh.Checkpoint != stream.FormatSequenceNumber(epoch, last+1) {
+			if want, _ := rn.Streams.SequenceNumber(ctx, streamName, sh.ShardID, last+1); sh.Checkpoint != want {
 				return false
 			}
 		}

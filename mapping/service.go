@@ -430,7 +430,7 @@ func (s *Service) Status(id string) (*Status, error) {
 	now := s.eng.Clock.Now()
 	for _, w := range r.shards {
 		_, oldest, found := w.nextCheckpoint()
-		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.checkpoint.Load())}
+		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.shard, w.checkpoint.Load())}
 		for _, l := range w.lanes {
 			ss.PendingRecords += l.pending()
 		}
@@ -458,13 +458,13 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 	if err != nil {
 		return st, nil // the stream is gone; the mapping remains
 	}
-	epoch, _ := s.streams.Epoch(ctx, name)
 	for _, sh := range shards {
 		next, ok, err := s.loadCheckpoint(ctx, st.Config.UUID, sh.ShardID)
 		if err != nil || !ok {
 			continue
 		}
-		st.Shards = append(st.Shards, ShardStatus{ShardID: sh.ShardID, Checkpoint: stream.FormatSequenceNumber(epoch, next),
+		seq, _ := s.streams.SequenceNumber(ctx, name, sh.ShardID, next)
+		st.Shards = append(st.Shards, ShardStatus{ShardID: sh.ShardID, Checkpoint: seq,
 			LastProcessingResult: "Not running in this process"})
 	}
 	return st, nil

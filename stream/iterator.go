@@ -86,7 +86,7 @@ func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIt
 		if in.StartingSequenceNumber == "" {
 			return 0, invalidArg("StartingSequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
 		}
-		q, err := ParseSequenceNumber("StartingSequenceNumber", h.desc.Epoch, in.StartingSequenceNumber)
+		q, err := ParseSequenceNumber("StartingSequenceNumber", h.desc.Epoch, sh, in.StartingSequenceNumber)
 		if err != nil {
 			return 0, err
 		}
@@ -134,7 +134,7 @@ func (h *handle) decode(sh int, q uint64, b []byte) (Record, error) {
 		return Record{}, err
 	}
 	return Record{
-		SequenceNumber:              FormatSequenceNumber(h.desc.Epoch, q),
+		SequenceNumber:              FormatSequenceNumber(h.desc.Epoch, sh, q),
 		ApproximateArrivalTimestamp: time.UnixMilli(ms).UTC(),
 		Data:                        data,
 		PartitionKey:                pk,
@@ -212,6 +212,9 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	if h.desc.ID != it.ID {
 		return nil, awserr.New(awserr.ErrResourceNotFound, "ShardIterator: stream %s was deleted", it.Stream)
 	}
+	if it.Shard < 0 || it.Shard >= len(h.shards) {
+		return nil, invalidArg("ShardIterator: not a valid shard iterator")
+	}
 	first, last, err := s.bounds(ctx, h, it.Shard)
 	if err != nil {
 		return nil, err
@@ -227,6 +230,9 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 				continue
 			}
 			return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		if len(out.Records) > 0 && size+len(r.Data)+len(r.PartitionKey) > 10<<20 {
+			break // the next call starts with this record
 		}
 		out.Records = append(out.Records, r)
 		size += len(r.Data) + len(r.PartitionKey)

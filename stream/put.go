@@ -124,7 +124,7 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		}
 		select {
 		case ack := <-f.Ok():
-			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, ack.Sequence), ShardId: ShardID(shards[i])}
+			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: ShardID(shards[i])}
 		case err := <-f.Err():
 			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
 		case <-ctx.Done():

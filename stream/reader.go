@@ -95,8 +95,8 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 			}
 			q := md.Sequence.Stream
 			if q > expect && o.OnGap != nil {
-				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, expect),
-					ToSequence: FormatSequenceNumber(h.desc.Epoch, q-1), Count: q - expect})
+				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, expect),
+					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, q-1), Count: q - expect})
 			}
 			expect = q + 1
 			rec, err := h.decode(sh, q, m.Data())

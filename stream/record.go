@@ -3,8 +3,7 @@ package stream
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"strconv"
+		"strconv"
 	"time"
 )
 
@@ -12,10 +11,11 @@ import (
 // event source mapping hands it to a function (Kinesis API_Record).
 type Record struct {
 	// SequenceNumber is the record's position in its shard: a decimal string
-	// of up to 129 digits, increasing over time within the shard and unique
-	// there (Kinesis pattern 0|([1-9]\d{0,128})). runnel's are the stream's
-	// creation time in Unix seconds followed by Seq in 20 digits, so they
-	// compare as numbers and never repeat after a stream is re-created.
+	// of up to 129 digits, increasing over time within the shard (Kinesis
+	// pattern 0|([1-9]\d{0,128})). runnel's are the stream's creation time in
+	// Unix milliseconds, the shard index in 4 digits and Seq in 20 digits:
+	// they compare as numbers within a shard and are unique across the
+	// shards of a stream and across re-creations of a stream name.
 	SequenceNumber string
 	// ApproximateArrivalTimestamp is when the record was accepted, with
 	// millisecond precision.
@@ -62,23 +62,54 @@ func decodeEnvelope(b []byte) (arrivalMs int64, pk string, data []byte, err erro
 	return arrivalMs, string(b[off : off+int(n)]), b[off+int(n):], nil
 }
 
-// FormatSequenceNumber builds the public sequence number of position seq in
-// a stream created at epoch (Unix seconds).
-func FormatSequenceNumber(epoch int64, seq uint64) string {
-	return fmt.Sprintf("%d%020d", epoch, seq)
+// FormatSequenceNumber builds the public sequence number of log position
+// seq of shard index shard in a stream whose Epoch is epoch.
+func FormatSequenceNumber(epoch int64, shard int, seq uint64) string {
+	b := make([]byte, 0, 40)
+	b = strconv.AppendInt(b, epoch, 10)
+	b = appendPadded(b, uint64(shard), 4)
+	b = appendPadded(b, seq, 20)
+	return string(b)
 }
 
-// ParseSequenceNumber returns the shard log position of a sequence number
-// issued by a stream created at epoch. It fails with an error naming the
-// field when s is not one of that stream's sequence numbers.
-func ParseSequenceNumber(field string, epoch int64, s string) (uint64, error) {
-	prefix := strconv.FormatInt(epoch, 10)
-	if len(s) != len(prefix)+20 || s[:len(prefix)] != prefix {
-		return 0, invalidArg("%s: %q is not a sequence number of this stream", field, s)
+func appendPadded(b []byte, v uint64, width int) []byte {
+	var tmp [20]byte
+	d := strconv.AppendUint(tmp[:0], v, 10)
+	for i := len(d); i < width; i++ {
+		b = append(b, '0')
 	}
-	v, err := strconv.ParseUint(s[len(prefix):], 10, 64)
+	return append(b, d...)
+}
+
+// DecodeSequenceNumber splits a sequence number of the stream whose Epoch
+// is epoch into its shard index and log position. It fails with
+// ErrInvalidArgument when s was not issued by that stream.
+func DecodeSequenceNumber(epoch int64, s string) (shard int, seq uint64, err error) {
+	prefix := strconv.FormatInt(epoch, 10)
+	if len(s) != len(prefix)+24 || s[:len(prefix)] != prefix {
+		return 0, 0, errNotOurs
+	}
+	sh, err1 := strconv.ParseUint(s[len(prefix):len(prefix)+4], 10, 16)
+	q, err2 := strconv.ParseUint(s[len(prefix)+4:], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, errNotOurs
+	}
+	return int(sh), q, nil
+}
+
+var errNotOurs = errors.New("not a sequence number of this stream")
+
+// ParseSequenceNumber returns the log position of a sequence number of
+// shard index shard of the stream whose Epoch is epoch. It fails with an
+// InvalidArgumentException naming the field when s is not one of that
+// shard's sequence numbers.
+func ParseSequenceNumber(field string, epoch int64, shard int, s string) (uint64, error) {
+	sh, q, err := DecodeSequenceNumber(epoch, s)
 	if err != nil {
 		return 0, invalidArg("%s: %q is not a sequence number of this stream", field, s)
 	}
-	return v, nil
+	if sh != shard {
+		return 0, invalidArg("%s: %q is a sequence number of %s, not of %s", field, s, ShardID(sh), ShardID(shard))
+	}
+	return q, nil
 }

@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,8 +79,9 @@ type StreamDescription struct {
 	Shards                  []Shard   `json:"Shards"`
 	// ID names the stream's JetStream streams ("KDS_<ID>_<shard index>").
 	ID string `json:"RunnelID"`
-	// Epoch is StreamCreationTimestamp in Unix seconds, the prefix of every
-	// sequence number of the stream.
+	// Epoch is the stream's creation time in Unix milliseconds, made unique
+	// among the streams this process creates; it prefixes every sequence
+	// number of the stream.
 	Epoch int64 `json:"RunnelEpoch"`
 }
 
@@ -185,11 +187,11 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		RetentionPeriodHours:    in.RetentionPeriodHours,
 		StreamCreationTimestamp: now.Truncate(time.Millisecond),
 		ID:                      nuid.Next(),
-		Epoch:                   now.Unix(),
+		Epoch:                   nextEpoch(now.UnixMilli()),
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r}
-		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, 1)
+		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, i, 1)
 		d.Shards = append(d.Shards, sh)
 	}
 	b, _ := json.Marshal(d)
@@ -244,6 +246,9 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 
 // DescribeStream returns the stream's description, or ErrResourceNotFound.
 func (s *Service) DescribeStream(ctx context.Context, name string) (*StreamDescription, error) {
+	if !streamNameRE.MatchString(name) {
+		return nil, notFound(name, s.eng.AccountID())
+	}
 	e, err := s.meta.Get(ctx, name)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -351,6 +356,44 @@ func (h *handle) shardFor(k hashKey) int {
 	// first shard whose start is > k, minus one
 	i := sort.Search(len(h.starts), func(i int) bool { return k.less(h.starts[i]) })
 	return i - 1
+}
+
+// lastEpoch makes stream epochs unique within the process even when two
+// streams (or a deleted and a re-created one) are created in the same
+// millisecond.
+var lastEpoch atomic.Int64
+
+func nextEpoch(now int64) int64 {
+	for {
+		last := lastEpoch.Load()
+		e := max(now, last+1)
+		if lastEpoch.CompareAndSwap(last, e) {
+			return e
+		}
+	}
+}
+
+// ShardIndex returns the index of a shard id ("shardId-000000000003" -> 3).
+func ShardIndex(shardID string) (int, error) {
+	var i int
+	if _, err := fmt.Sscanf(shardID, "shardId-%012d", &i); err != nil || ShardID(i) != shardID {
+		return 0, invalidArg("ShardId: %q is not a shard id (shardId-000000000000)", shardID)
+	}
+	return i, nil
+}
+
+// SequenceNumber returns the sequence number of log position pos of a
+// shard, for comparisons with checkpoints and records.
+func (s *Service) SequenceNumber(ctx context.Context, streamName, shardID string, pos uint64) (string, error) {
+	h, err := s.handle(ctx, streamName)
+	if err != nil {
+		return "", err
+	}
+	sh, err := parseShardID(shardID, len(h.shards))
+	if err != nil {
+		return "", err
+	}
+	return FormatSequenceNumber(h.desc.Epoch, sh, pos), nil
 }
 
 func invalidArg(format string, args ...any) error {

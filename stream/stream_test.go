@@ -216,28 +216,35 @@ func TestSequenceNumberFormat(t *testing.T) {
 	cases := []struct {
 		name  string
 		epoch int64
+		shard int
 		seq   uint64
 	}{
-		{"first record", 1740830400, 1},
-		{"large position", 1740830400, 1<<63 + 5},
-		{"largest position", 1740830400, ^uint64(0)},
+		{"first record", 1740830400000, 0, 1},
+		{"large position", 1740830400000, 3, 1<<63 + 5},
+		{"largest position and shard", 1740830400000, 1023, ^uint64(0)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := stream.FormatSequenceNumber(c.epoch, c.seq)
+			s := stream.FormatSequenceNumber(c.epoch, c.shard, c.seq)
 			if !seqRE.MatchString(s) {
 				t.Errorf("%q does not match %s", s, seqRE)
 			}
-			q, err := stream.ParseSequenceNumber("F", c.epoch, s)
+			q, err := stream.ParseSequenceNumber("F", c.epoch, c.shard, s)
 			if err != nil || q != c.seq {
 				t.Errorf("ParseSequenceNumber(%q) = %d, %v; want %d", s, q, err, c.seq)
 			}
-			_, err = stream.ParseSequenceNumber("F", c.epoch+1, s)
+			_, err = stream.ParseSequenceNumber("F", c.epoch+1, c.shard, s)
 			wantErr(t, err, awserr.ErrInvalidArgument, "F")
+			_, err = stream.ParseSequenceNumber("F", c.epoch, c.shard+1, s)
+			wantErr(t, err, awserr.ErrInvalidArgument, "F")
+			sh, q2, err := stream.DecodeSequenceNumber(c.epoch, s)
+			if err != nil || sh != c.shard || q2 != c.seq {
+				t.Errorf("DecodeSequenceNumber(%q) = %d, %d, %v", s, sh, q2, err)
+			}
 		})
 	}
 	// Numeric order equals log order.
-	a, b := stream.FormatSequenceNumber(1740830400, 9), stream.FormatSequenceNumber(1740830400, 10)
+	a, b := stream.FormatSequenceNumber(1740830400000, 2, 9), stream.FormatSequenceNumber(1740830400000, 2, 10)
 	if seqBig(t, a).Cmp(seqBig(t, b)) >= 0 {
 		t.Errorf("%s is not below %s", a, b)
 	}
@@ -246,7 +253,6 @@ func TestSequenceNumberFormat(t *testing.T) {
 // ---- iterators: robustness ----
 
 func TestForgedIteratorIsRefused(t *testing.T) {
-	t.Skip("BUG: GetRecords indexes h.shards[it.Shard] without a bounds check (stream/iterator.go, GetRecords after the ID check); a forged iterator with \"h\":99 panics with index out of range")
 	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
 	createStream(t, rn, "forge", 2)
 	putToShard(t, rn, "forge", 1, "x")
@@ -281,7 +287,6 @@ func TestForgedIteratorIsRefused(t *testing.T) {
 }
 
 func TestSequenceNumberOfStreamCreatedInTheSameSecondIsRefused(t *testing.T) {
-	t.Skip("BUG: sequence numbers are <stream creation Unix second><20-digit position> (stream/record.go FormatSequenceNumber, stream/service.go CreateStream Epoch), so streams created in the same second, and all shards of one stream, share them: another stream's or shard's sequence number is accepted by AT_/AFTER_SEQUENCE_NUMBER")
 	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
 	createStream(t, rn, "one", 2)
 	createStream(t, rn, "two", 1)
@@ -294,7 +299,6 @@ func TestSequenceNumberOfStreamCreatedInTheSameSecondIsRefused(t *testing.T) {
 }
 
 func TestInvalidStreamNameIsNotAServiceError(t *testing.T) {
-	t.Skip("BUG: DescribeStream passes the name to the KV bucket unchecked (stream/service.go DescribeStream); names outside [a-zA-Z0-9_.-] (\"\", \"bad name\") fail with nats: invalid key, returned as retryable ServiceException by DescribeStream, DeleteStream, PutRecord(s), GetShardIterator, ReadShard")
 	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
 	for _, name := range []string{"", "bad name", "a*b", "a>b"} {
 		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
@@ -313,7 +317,6 @@ func TestInvalidStreamNameIsNotAServiceError(t *testing.T) {
 }
 
 func TestGetRecordsResponseNeverExceedsTenMiB(t *testing.T) {
-	t.Skip("BUG: GetRecords checks size < 10 MiB before adding a record (stream/iterator.go GetRecords loop), so a response can reach ~11 MiB: 16 records of 700 KiB come back 15 at once (10.25 MiB)")
 	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
 	createStream(t, rn, "big", 1)
 	const size = 700 << 10
