@@ -166,7 +166,6 @@ type errPoison struct{ seq string }
 
 func (e *errPoison) Error() string { return "poison record " + e.seq }
 
-
 // handle is the demo function: per-airport statistics over a batch,
 // merged only if the whole batch succeeds, once per record (records are
 // identified by shard and sequence number, so redeliveries are not counted

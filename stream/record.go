@@ -3,7 +3,7 @@ package stream
 import (
 	"encoding/binary"
 	"errors"
-		"strconv"
+	"strconv"
 	"time"
 )
 
