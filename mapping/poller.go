@@ -144,6 +144,9 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 			},
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			w.setErr(err)
 			log.Warn("cannot read shard; retrying", "err", err)
 			if sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {

@@ -254,7 +254,7 @@ func TestEnabledAndUpdate(t *testing.T) {
 	if m.State != mapping.StateDisabled {
 		t.Fatalf("state = %s", m.State)
 	}
-	if st, _ := rn.Mappings.Status(m.UUID); len(st.Shards) != 1 || st.Shards[0].LastProcessingResult != "Not running in this process" {
+	if st, _ := rn.Mappings.Status(m.UUID); len(st.Shards) != 1 || st.Live {
 		t.Fatalf("a disabled mapping has a running poller: %+v", st.Shards)
 	}
 	cfg := *m

@@ -85,9 +85,12 @@ type Service struct {
 	streams   *stream.Service
 	functions *function.Service
 	kv, ck    jetstream.KeyValue
+	live      jetstream.KeyValue // last published Status of mappings running anywhere
 	opts      Options
 	resolvers []DestinationResolver
 	discarded atomic.Int64
+
+	published chan struct{} // closed when the status publisher ends
 
 	mu      sync.Mutex
 	configs map[string]Config
@@ -111,10 +114,19 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
 		configs: map[string]Config{}, runners: map[string]*runner{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
+	if s.live, err = eng.Bucket(ctx, "runnel_mapping_status"); err != nil {
+		return nil, err
+	}
 	keys, err := kv.Keys(ctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, err
+	}
+	if opts.Passive {
+		close(s.published)
+	} else {
+		go s.publishStatus()
 	}
 	for _, k := range keys {
 		e, err := kv.Get(ctx, k)
@@ -370,11 +382,51 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 // processed are abandoned and will be invoked again after a restart.
 func (s *Service) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.cancel()
-	for id, r := range s.runners {
+	for _, r := range s.runners {
 		r.stop()
-		delete(s.runners, id)
+	}
+	s.mu.Unlock()
+	<-s.published // the final status, with the final checkpoints
+	s.mu.Lock()
+	clear(s.runners)
+	s.mu.Unlock()
+}
+
+// publishStatus writes the live Status of every mapping running in this
+// process to the bucket "runnel_mapping_status" every second and once at
+// Close, so `runnel mappings` in another process (--nats-url) shows it.
+func (s *Service) publishStatus() {
+	defer close(s.published)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	publish := func() {
+		s.mu.Lock()
+		ids := make([]string, 0, len(s.runners))
+		for id := range s.runners {
+			ids = append(ids, id)
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		for _, id := range ids {
+			st, err := s.Status(id)
+			if err != nil {
+				continue
+			}
+			st.PublishedAt = s.eng.Clock.Now().UTC()
+			b, _ := json.Marshal(st)
+			s.live.Put(ctx, id, b)
+		}
+	}
+	for {
+		select {
+		case <-t.C:
+			publish()
+		case <-s.ctx.Done():
+			publish()
+			return
+		}
 	}
 }
 
@@ -409,6 +461,12 @@ type ShardStatus struct {
 type Status struct {
 	Config Config
 	Shards []ShardStatus
+	// Live is true when the shards' state comes from the pollers running
+	// in this process; false when it was read from the store: the stored
+	// checkpoints, the iterator age computed from them, and the counters a
+	// running process last published (at PublishedAt).
+	Live        bool
+	PublishedAt time.Time `json:",omitempty"`
 }
 
 // Status returns the state of a mapping. For a mapping running in this
@@ -427,6 +485,7 @@ func (s *Service) Status(id string) (*Status, error) {
 	if r == nil {
 		return s.storedStatus(st)
 	}
+	st.Live = true
 	now := s.eng.Clock.Now()
 	for _, w := range r.shards {
 		_, oldest, found := w.nextCheckpoint()
@@ -458,14 +517,34 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 	if err != nil {
 		return st, nil // the stream is gone; the mapping remains
 	}
+	published := map[string]ShardStatus{}
+	if e, err := s.live.Get(ctx, st.Config.UUID); err == nil {
+		var last Status
+		if json.Unmarshal(e.Value(), &last) == nil {
+			st.PublishedAt = last.PublishedAt
+			for _, sh := range last.Shards {
+				published[sh.ShardID] = sh
+			}
+		}
+	}
+	now := s.eng.Clock.Now()
 	for _, sh := range shards {
 		next, ok, err := s.loadCheckpoint(ctx, st.Config.UUID, sh.ShardID)
 		if err != nil || !ok {
 			continue
 		}
-		seq, _ := s.streams.SequenceNumber(ctx, name, sh.ShardID, next)
-		st.Shards = append(st.Shards, ShardStatus{ShardID: sh.ShardID, Checkpoint: seq,
-			LastProcessingResult: "Not running in this process"})
+		ss, ok := published[sh.ShardID]
+		if !ok {
+			ss = ShardStatus{ShardID: sh.ShardID, LastProcessingResult: "Not running"}
+		}
+		ss.PendingRecords = 0
+		ss.Checkpoint, _ = s.streams.SequenceNumber(ctx, name, sh.ShardID, next)
+		// The iterator age: how old the first record not yet checkpointed is.
+		ss.IteratorAgeMs = 0
+		if r, err := s.streams.GetRecord(ctx, name, sh.ShardID, next); err == nil {
+			ss.IteratorAgeMs = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
+		}
+		st.Shards = append(st.Shards, ss)
 	}
 	return st, nil
 }

@@ -192,6 +192,24 @@ func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, fro
 	return recs, missing, nil
 }
 
+// GetRecord returns the record at log position pos of a shard, or an
+// error matching awserr.ErrResourceNotFound if it is gone or not written.
+func (s *Service) GetRecord(ctx context.Context, streamName, shardID string, pos uint64) (Record, error) {
+	h, err := s.handle(ctx, streamName)
+	if err != nil {
+		return Record{}, err
+	}
+	sh, err := parseShardID(shardID, len(h.shards))
+	if err != nil {
+		return Record{}, err
+	}
+	r, err := s.getRecord(ctx, h, sh, pos)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Record{}, awserr.New(awserr.ErrResourceNotFound, "no record at position %d of %s", pos, shardID)
+	}
+	return r, err
+}
+
 // Epoch returns the sequence-number prefix of a stream (see Record).
 func (s *Service) Epoch(ctx context.Context, streamName string) (int64, error) {
 	h, err := s.handle(ctx, streamName)

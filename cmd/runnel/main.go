@@ -64,7 +64,8 @@ func main() {
 mappings that behave like AWS Lambda's (batching, retries, bisect, partial batch
 failures, on-failure destinations), durable on local disk through embedded NATS
 JetStream, or against a NATS JetStream server with --nats-url.`,
-		SilenceUsage: true,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", engine.DefaultDataDir, "directory of the embedded engine's storage")
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")

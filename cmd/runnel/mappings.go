@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,14 +55,21 @@ func printMappings(w io.Writer, rn *runnel.Runnel, settings bool) {
 	}
 	for _, c := range ms {
 		fmt.Fprintf(w, "%s  %s -> %s  %s\n", c.UUID, c.EventSourceArn, c.FunctionName, c.State)
+		st, err := rn.Mappings.Status(c.UUID)
 		if settings {
 			fmt.Fprintf(w, "  BatchSize %d, window %ds, ParallelizationFactor %d, MaximumRetryAttempts %d, MaximumRecordAgeInSeconds %d, Bisect %v, FunctionResponseTypes %v, OnFailure %q\n",
 				c.BatchSize, c.MaximumBatchingWindowInSeconds, c.ParallelizationFactor, *c.MaximumRetryAttempts, *c.MaximumRecordAgeInSeconds,
 				c.BisectBatchOnFunctionError, c.FunctionResponseTypes, destination(c))
 		}
-		st, err := rn.Mappings.Status(c.UUID)
 		if err != nil || len(st.Shards) == 0 {
 			continue
+		}
+		if !st.Live {
+			if st.PublishedAt.IsZero() {
+				fmt.Fprintln(w, "  not running; stored checkpoints:")
+			} else {
+				fmt.Fprintf(w, "  counters as published by the running process at %s:\n", st.PublishedAt.Format(time.RFC3339))
+			}
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  shard\tcheckpoint\titerator age\tpending\tprocessed\tdiscarded\tretries\tlast result")

@@ -47,17 +47,19 @@ runnel commands can work on the same data with --nats-url while serve runs.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "NATS clients: --nats-url %s\n", u)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "serving; Ctrl-C to stop")
-			t := time.NewTicker(every)
-			defer t.Stop()
+			var tick <-chan time.Time
+			if every > 0 {
+				t := time.NewTicker(every)
+				defer t.Stop()
+				tick = t.C
+			}
 			for {
 				select {
 				case <-ctx.Done():
 					fmt.Fprintln(cmd.OutOrStdout(), "stopping: storing checkpoints")
 					return nil
-				case <-t.C:
-					if every > 0 {
-						printMappings(cmd.OutOrStdout(), rn, false)
-					}
+				case <-tick:
+					printMappings(cmd.OutOrStdout(), rn, false)
 				}
 			}
 		},
