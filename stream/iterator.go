@@ -138,7 +138,7 @@ func (h *handle) decode(sh int, q uint64, b []byte) (Record, error) {
 		ApproximateArrivalTimestamp: time.UnixMilli(ms).UTC(),
 		Data:                        data,
 		PartitionKey:                pk,
-		ShardID:                     ShardID(sh),
+		ShardID:                     h.shardIDs[sh],
 		Seq:                         q,
 	}, nil
 }

@@ -111,7 +111,9 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		sh := h.route(&entries[i])
 		shards[i] = sh
 		msg := &nats.Msg{Subject: h.subj[sh], Data: encodeEnvelope(make([]byte, 0, 16+len(entries[i].PartitionKey)+len(entries[i].Data)), now, entries[i].PartitionKey, entries[i].Data)}
-		f, err := s.eng.JS.PublishMsgAsync(msg, jetstream.WithExpectStream(jsName(h.desc.ID, sh)))
+		// Each shard's subject belongs to its own JetStream stream only, so
+		// no expected-stream header is needed.
+		f, err := s.eng.JS.PublishMsgAsync(msg)
 		if err != nil {
 			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
 			continue
@@ -124,7 +126,7 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		}
 		select {
 		case ack := <-f.Ok():
-			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: ShardID(shards[i])}
+			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: h.shardIDs[shards[i]]}
 		case err := <-f.Err():
 			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
 		case <-ctx.Done():

@@ -128,8 +128,9 @@ type Service struct {
 type handle struct {
 	desc   StreamDescription
 	starts []hashKey // starting hash key of each shard, ascending
-	shards []jetstream.Stream
-	subj   []string
+	shards   []jetstream.Stream
+	subj     []string
+	shardIDs []string // ShardID(i), formatted once
 }
 
 // New opens the streams service on eng.
@@ -344,6 +345,7 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 		}
 		h.shards = append(h.shards, js)
 		h.subj = append(h.subj, jsSubject(d.ID, i))
+		h.shardIDs = append(h.shardIDs, ShardID(i))
 	}
 	s.mu.Lock()
 	s.handles[name] = h

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,7 @@ type globals struct {
 	dataDir  string
 	natsURL  string
 	logLevel string
+	cpuProf  string
 }
 
 func (g *globals) logger() *slog.Logger {
@@ -70,6 +72,22 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", engine.DefaultDataDir, "directory of the embedded engine's storage")
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if g.cpuProf == "" {
+			return nil
+		}
+		f, err := os.Create(g.cpuProf)
+		if err != nil {
+			return err
+		}
+		return pprof.StartCPUProfile(f)
+	}
+	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
+		if g.cpuProf != "" {
+			pprof.StopCPUProfile()
+		}
+	}
 	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
