@@ -12,6 +12,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -107,13 +108,20 @@ const (
 	// publishWindow bounds the async publishes awaiting their ack
 	// (nats.go's own default limit is 4000).
 	publishWindow = 4000
-	// pullBatch is what the baseline consumers ask for per pull, the same
-	// as runnel's shard reader.
+	// pullBatch is what the no-ack baseline asks for per pull, the same
+	// as runnel's shard reader (an ordered consumer too).
 	pullBatch = 2048
+	// The ack baseline runs with JetStream's defaults: nats.go pulls 500
+	// messages at a time and the server allows 1000 unacknowledged.
+	ackPullBatch     = 500
+	ackMaxAckPending = 1000
 	// putProducers is how many PutRecords calls run at once.
 	putProducers = 4
 	// pollEvery is how often completion is checked.
 	pollEvery = 10 * time.Millisecond
+	// maxAttempts is how often Run measures a scenario whose client
+	// reported an error (errClientStalled).
+	maxAttempts = 3
 	// stallLimit fails a scenario that makes no progress for this long.
 	stallLimit = 2 * time.Minute
 )
@@ -155,9 +163,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rates := map[string]float64{}
 	for _, st := range steps {
-		sc, err := measure(ctx, cfg, st.name, st.fn)
+		var sc Scenario
+		var err error
+		var retried []string
+		for attempt := 1; ; attempt++ {
+			sc, err = measure(ctx, cfg, st.name, st.fn)
+			if err == nil || !errors.Is(err, errClientStalled) || attempt == maxAttempts {
+				break
+			}
+			retried = append(retried, err.Error())
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "%-28s measured again: %v\n", st.name, err)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", st.name, err)
+		}
+		if len(retried) > 0 {
+			sc.Note += fmt.Sprintf(" (measured again %d time(s): %s)", len(retried), strings.Join(retried, "; "))
 		}
 		rep.Scenarios = append(rep.Scenarios, sc)
 		rates[sc.Name] = sc.RecordsPerS
@@ -316,12 +339,18 @@ func runJetStreamPublish(ctx context.Context, e *env, n int, t timer) (string, e
 	return fmt.Sprintf("nats.go PublishAsync, 1 file stream, window %d, wait for all acks", publishWindow), err
 }
 
-// consume runs cons.Consume until n messages arrived (acking each when ack)
-// and returns once done reports the work complete.
-func consume(ctx context.Context, cons jetstream.Consumer, n int, ack bool, done func() (bool, error)) error {
+// errClientStalled marks a consume that the nats.go client reported trouble
+// with (such as "no heartbeat received", after which it re-pulls): such a
+// run is not a throughput measurement, and Run measures it again.
+var errClientStalled = errors.New("the nats.go consumer reported an error")
+
+// consume runs cons.Consume, pulling pull messages at a time, until n
+// messages arrived (acking each when ack) and returns once done reports the
+// work complete.
+func consume(ctx context.Context, cons jetstream.Consumer, n, pull int, ack bool, done func() (bool, error)) error {
 	var got atomic.Int64
 	all := make(chan struct{})
-	var ackErr atomic.Value
+	var ackErr, clientErr atomic.Value
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if ack {
 			if err := m.Ack(); err != nil {
@@ -331,7 +360,9 @@ func consume(ctx context.Context, cons jetstream.Consumer, n int, ack bool, done
 		if got.Add(1) == int64(n) {
 			close(all)
 		}
-	}, jetstream.PullMaxMessages(pullBatch))
+	}, jetstream.PullMaxMessages(pull), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		clientErr.CompareAndSwap(nil, fmt.Errorf("%w after %d of %d messages: %v", errClientStalled, got.Load(), n, err))
+	}))
 	if err != nil {
 		return err
 	}
@@ -344,8 +375,11 @@ func consume(ctx context.Context, cons jetstream.Consumer, n int, ack bool, done
 	}
 	for {
 		ok, err := done()
-		if err != nil || ok {
+		if err != nil {
 			return err
+		}
+		if ok {
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -353,6 +387,10 @@ func consume(ctx context.Context, cons jetstream.Consumer, n int, ack bool, done
 		case <-time.After(pollEvery):
 		}
 	}
+	if err, _ := clientErr.Load().(error); err != nil {
+		return err
+	}
+	return nil
 }
 
 // waitProgress waits for all to close, failing if got stops moving.
@@ -386,13 +424,13 @@ func runJetStreamConsumeAck(ctx context.Context, e *env, n int, t timer) (string
 	}
 	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-		MaxAckPending: 2 * pullBatch,
+		MaxAckPending: ackMaxAckPending,
 	})
 	if err != nil {
 		return "", err
 	}
 	t.Start()
-	err = consume(ctx, cons, n, true, func() (bool, error) {
+	err = consume(ctx, cons, n, ackPullBatch, true, func() (bool, error) {
 		// Done when the server has every ack.
 		ci, err := cons.Info(ctx)
 		if err != nil {
@@ -401,7 +439,7 @@ func runJetStreamConsumeAck(ctx context.Context, e *env, n int, t timer) (string
 		return ci.NumAckPending == 0 && ci.AckFloor.Stream >= uint64(n), nil
 	})
 	t.Stop()
-	return fmt.Sprintf("durable pull consumer, AckExplicit, Ack() each message, pull %d, MaxAckPending %d; until the server holds every ack", pullBatch, 2*pullBatch), err
+	return fmt.Sprintf("durable pull consumer, AckExplicit, Ack() each message, pull %d, MaxAckPending %d (the defaults); until the server holds every ack", ackPullBatch, ackMaxAckPending), err
 }
 
 func runJetStreamConsumeNoAck(ctx context.Context, e *env, n int, t timer) (string, error) {
@@ -419,7 +457,7 @@ func runJetStreamConsumeNoAck(ctx context.Context, e *env, n int, t timer) (stri
 		return "", err
 	}
 	t.Start()
-	err = consume(ctx, cons, n, false, func() (bool, error) { return true, nil })
+	err = consume(ctx, cons, n, pullBatch, false, func() (bool, error) { return true, nil })
 	t.Stop()
 	return fmt.Sprintf("ordered consumer (AckNone), pull %d", pullBatch), err
 }

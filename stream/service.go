@@ -126,8 +126,8 @@ type Service struct {
 
 // handle caches what the put and read paths need of a stream.
 type handle struct {
-	desc   StreamDescription
-	starts []hashKey // starting hash key of each shard, ascending
+	desc     StreamDescription
+	starts   []hashKey // starting hash key of each shard, ascending
 	shards   []jetstream.Stream
 	subj     []string
 	shardIDs []string // ShardID(i), formatted once
