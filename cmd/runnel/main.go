@@ -49,6 +49,19 @@ func (g *globals) open(ctx context.Context) (*runnel.Runnel, error) {
 		Mappings: mapping.Options{Passive: true}})
 }
 
+// with wraps a command body that needs a (passive) runnel: it opens one
+// with the global flags and closes it afterwards.
+func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		rn, err := g.open(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer rn.Close()
+		return fn(cmd, args, rn)
+	}
+}
+
 // serve opens runnel to run the stored mappings, with the built-in handlers
 // registered.
 func (g *globals) serve(ctx context.Context, listen string) (*runnel.Runnel, error) {

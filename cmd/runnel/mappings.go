@@ -22,12 +22,7 @@ mappings, each shard's checkpoint, iterator age, pending records, last
 processing result and counters. Run against a live 'runnel serve --listen'
 with --nats-url to see the running process's pollers; against a data
 directory it shows the stored state.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			if asJSON {
 				var all []*mapping.Status
 				for _, c := range rn.Mappings.ListEventSourceMappings() {
@@ -41,7 +36,7 @@ directory it shows the stored state.`,
 			}
 			printMappings(cmd.OutOrStdout(), rn, true)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnel-dev/runnel"
+
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -21,13 +23,8 @@ func putCmd(g *globals) *cobra.Command {
 		Long: `put stores one record (--data) or one record per line of a file (--file, "-" for
 standard input), in PutRecords calls of up to 500, and prints each record's
 shard and sequence number as JSON lines.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			ctx := cmd.Context()
-			rn, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
 			out := json.NewEncoder(cmd.OutOrStdout())
 			flush := func(entries []stream.PutRecordsRequestEntry) error {
 				if len(entries) == 0 {
@@ -73,7 +70,7 @@ shard and sequence number as JSON lines.`,
 				return err
 			}
 			return flush(batch)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&name, "stream", "", "stream name (required)")
 	cmd.Flags().StringVar(&key, "partition-key", "", "partition key (required)")
@@ -103,14 +100,10 @@ func getCmd(g *globals) *cobra.Command {
 		Long: `get reads records of one shard, starting where --iterator-type says, and prints
 them as JSON lines (data as text). With --follow it keeps reading new records.
 MillisBehindLatest goes to standard error.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			ctx := cmd.Context()
-			rn, err := g.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
 			if at != "" {
+				var err error
 				if in.Timestamp, err = time.Parse(time.RFC3339, at); err != nil {
 					return fmt.Errorf("--timestamp: %w", err)
 				}
@@ -141,7 +134,7 @@ MillisBehindLatest goes to standard error.`,
 					}
 				}
 			}
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&in.StreamName, "stream", "", "stream name (required)")
@@ -160,30 +153,20 @@ func streamsCmd(g *globals) *cobra.Command {
 	var in stream.CreateStreamInput
 	create := &cobra.Command{
 		Use: "create NAME", Short: "CreateStream", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			in.StreamName = args[0]
 			d, err := rn.Streams.CreateStream(cmd.Context(), in)
 			if err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), d)
-		},
+		}),
 	}
 	create.Flags().IntVar(&in.ShardCount, "shards", 1, "ShardCount")
 	create.Flags().IntVar(&in.RetentionPeriodHours, "retention-hours", 24, "RetentionPeriodHours (24..8760)")
 	list := &cobra.Command{
 		Use: "list", Short: "ListStreams",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			names, err := rn.Streams.ListStreams(cmd.Context())
 			if err != nil {
 				return err
@@ -192,33 +175,23 @@ func streamsCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), n)
 			}
 			return nil
-		},
+		}),
 	}
 	describe := &cobra.Command{
 		Use: "describe NAME", Short: "DescribeStream", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			d, err := rn.Streams.DescribeStream(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			return printJSON(cmd.OutOrStdout(), d)
-		},
+		}),
 	}
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "DeleteStream (and its records)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rn, err := g.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer rn.Close()
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			return rn.Streams.DeleteStream(cmd.Context(), args[0])
-		},
+		}),
 	}
 	cmd.AddCommand(create, list, describe, del)
 	return cmd
