@@ -18,6 +18,7 @@ import (
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -36,6 +37,7 @@ type Config struct {
 type Runnel struct {
 	Engine    *engine.Engine
 	Streams   *stream.Service
+	Queues    *queue.Service
 	Functions *function.Service
 	Mappings  *mapping.Service
 	cancel    context.CancelFunc
@@ -57,10 +59,13 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Streams, err = stream.New(ctx, eng); err != nil {
 		return fail(err)
 	}
+	if rn.Queues, err = queue.New(ctx, eng); err != nil {
+		return fail(err)
+	}
 	if rn.Functions, err = function.NewService(ctx, eng); err != nil {
 		return fail(err)
 	}
-	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Functions, cfg.Mappings); err != nil {
+	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Functions, cfg.Mappings); err != nil {
 		return fail(err)
 	}
 	bg, cancel := context.WithCancel(context.Background())

@@ -3,18 +3,45 @@ package bench
 import (
 	"context"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"testing"
 )
 
-// btimer drives a testing.B's timer and keeps the timed duration.
+// btimer drives a testing.B's timer and keeps the timed duration. With
+// RUNNEL_BENCH_PHASE_PROFILE=file it also writes a CPU profile of the timed
+// phase alone (go test -cpuprofile covers the untimed setup too, and the
+// two cannot run together).
 type btimer struct {
-	b  *testing.B
-	sw stopwatch
+	b       *testing.B
+	sw      stopwatch
+	profile *os.File
 }
 
-func (t *btimer) Start() { t.sw.Start(); t.b.StartTimer() }
-func (t *btimer) Stop()  { t.b.StopTimer(); t.sw.Stop() }
+func (t *btimer) Start() {
+	if path := os.Getenv("RUNNEL_BENCH_PHASE_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.b.Fatal(err)
+		}
+		t.profile = f
+	}
+	t.sw.Start()
+	t.b.StartTimer()
+}
+
+func (t *btimer) Stop() {
+	t.b.StopTimer()
+	t.sw.Stop()
+	if t.profile != nil {
+		pprof.StopCPUProfile()
+		t.profile.Close()
+		t.profile = nil
+	}
+}
 
 // benchScenario runs one scenario on a fresh engine with b.N records,
 // timing only its measured phase, and reports records/s.

@@ -204,7 +204,7 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	// Encode the event before taking a slot, unless the handler takes it
 	// typed: an event that does not encode is the caller's error.
 	var marshalled []byte
-	if _, typed := f.inv.(kinesisInvoker); !typed || !isKinesisEvent(event) {
+	if !acceptsTyped(f.inv, event) {
 		if b, ok := event.([]byte); ok {
 			marshalled = b
 		} else {

@@ -19,6 +19,21 @@ import (
 // when the mapping has FunctionResponseTypes ["ReportBatchItemFailures"]).
 type KinesisHandler func(ctx context.Context, event events.KinesisEvent) (events.KinesisEventResponse, error)
 
+// SQSHandler is the in-process form of a function fed by a queue event
+// source mapping. Returning an error fails the whole batch; a response with
+// batchItemFailures (message ids) reports a partial failure, honoured with
+// FunctionResponseTypes ["ReportBatchItemFailures"].
+type SQSHandler func(ctx context.Context, event events.SQSEvent) (events.SQSEventResponse, error)
+
+// EventHandler handles stream and queue events both: the function of the
+// whitepaper's flows, which consumes a stream and, through a second
+// mapping, its Retry-DLQ queue. Each event arrives typed on its method;
+// JSON input is told apart by its eventSource.
+type EventHandler interface {
+	HandleKinesis(ctx context.Context, event events.KinesisEvent) (events.KinesisEventResponse, error)
+	HandleSQS(ctx context.Context, event events.SQSEvent) (events.SQSEventResponse, error)
+}
+
 // invoker is what every registered handler is turned into. event is the
 // typed event when the caller has one (nil otherwise); payload is its JSON.
 // resp is a typed response when the handler produced one.
@@ -44,6 +59,67 @@ func (h kinesisInvoker) invoke(ctx context.Context, event any, payload func() ([
 	return &resp, nil, err
 }
 
+type sqsInvoker SQSHandler
+
+func (h sqsInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
+	ev, ok := event.(*events.SQSEvent)
+	if !ok {
+		b, err := payload()
+		if err != nil {
+			return nil, nil, err
+		}
+		ev = new(events.SQSEvent)
+		if err := json.Unmarshal(b, ev); err != nil {
+			return nil, nil, err
+		}
+	}
+	resp, err := h(ctx, *ev)
+	return &resp, nil, err
+}
+
+type dualInvoker struct{ h EventHandler }
+
+func (d dualInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
+	switch ev := event.(type) {
+	case *events.KinesisEvent:
+		return kinesisInvoker(d.h.HandleKinesis).invoke(ctx, ev, payload)
+	case *events.SQSEvent:
+		return sqsInvoker(d.h.HandleSQS).invoke(ctx, ev, payload)
+	}
+	b, err := payload()
+	if err != nil {
+		return nil, nil, err
+	}
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+	}
+	if json.Unmarshal(b, &probe) == nil && len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs" {
+		return sqsInvoker(d.h.HandleSQS).invoke(ctx, nil, payload)
+	}
+	return kinesisInvoker(d.h.HandleKinesis).invoke(ctx, nil, payload)
+}
+
+// acceptsTyped reports whether an invoker takes event as a Go value (so
+// Invoke need not encode it).
+func acceptsTyped(inv invoker, event any) bool {
+	switch inv.(type) {
+	case kinesisInvoker:
+		_, ok := event.(*events.KinesisEvent)
+		return ok
+	case sqsInvoker:
+		_, ok := event.(*events.SQSEvent)
+		return ok
+	case dualInvoker:
+		switch event.(type) {
+		case *events.KinesisEvent, *events.SQSEvent:
+			return true
+		}
+	}
+	return false
+}
+
 type rawInvoker struct{ h lambda.Handler }
 
 func (r rawInvoker) invoke(ctx context.Context, _ any, payload func() ([]byte, error)) (any, []byte, error) {
@@ -66,6 +142,12 @@ func toInvoker(h any) (invoker, error) {
 		return kinesisInvoker(func(ctx context.Context, e events.KinesisEvent) (events.KinesisEventResponse, error) {
 			return events.KinesisEventResponse{}, f(ctx, e)
 		}), nil
+	case SQSHandler:
+		return sqsInvoker(f), nil
+	case func(context.Context, events.SQSEvent) (events.SQSEventResponse, error):
+		return sqsInvoker(f), nil
+	case EventHandler:
+		return dualInvoker{f}, nil
 	case lambda.Handler:
 		return rawInvoker{f}, nil
 	}
@@ -83,7 +165,8 @@ var (
 
 // Register makes an in-process handler available under name, for
 // Config.Handler. h may be a KinesisHandler, a
-// func(context.Context, events.KinesisEvent) error, a lambda.Handler, or
+// func(context.Context, events.KinesisEvent) error, an SQSHandler, an
+// EventHandler (both), a lambda.Handler, or
 // any handler signature aws-lambda-go's lambda.Start accepts (it then gets
 // the event as JSON). Registering a name twice replaces the handler for
 // functions created afterwards. It panics if h is not a function.
@@ -114,9 +197,4 @@ func Handlers() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func isKinesisEvent(event any) bool {
-	_, ok := event.(*events.KinesisEvent)
-	return ok
 }

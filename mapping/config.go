@@ -3,9 +3,11 @@ package mapping
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/mapping/filter"
 )
 
@@ -115,8 +117,19 @@ type Config struct {
 	// logged with shard and sequence numbers and counted.
 	DestinationConfig *DestinationConfig `json:"DestinationConfig,omitempty" yaml:"DestinationConfig"`
 	// FilterCriteria: up to 5 EventBridge-style patterns; records matching
-	// none are skipped (not invoked, checkpointed past).
+	// none are skipped (not invoked, checkpointed past). For a queue,
+	// messages matching none are deleted, as Lambda does.
 	FilterCriteria *filter.Criteria `json:"FilterCriteria,omitempty" yaml:"FilterCriteria"`
+	// ScalingConfig (queues only) bounds the concurrent invocations of the
+	// mapping.
+	ScalingConfig *ScalingConfig `json:"ScalingConfig,omitempty" yaml:"ScalingConfig"`
+	// RetryPolicy (queues only; a runnel extension) retries failed messages
+	// with exponential backoff and full jitter applied through their
+	// visibility timeout, and moves them to the queue's dead-letter queue
+	// when MaxAttempts or MaximumAgeInSeconds is reached. Without it a
+	// failed message simply becomes visible again after the queue's
+	// VisibilityTimeout, as on AWS.
+	RetryPolicy *backoff.Policy `json:"RetryPolicy,omitempty" yaml:"RetryPolicy"`
 
 	// State is Enabled or Disabled; set by runnel.
 	State string `json:"State" yaml:"-"`
@@ -126,6 +139,95 @@ type Config struct {
 	LastModified time.Time `json:"LastModified" yaml:"-"`
 	// FunctionArn is the resolved function ARN; set by runnel.
 	FunctionArn string `json:"FunctionArn" yaml:"-"`
+}
+
+// ScalingConfig of a queue event source mapping.
+type ScalingConfig struct {
+	// MaximumConcurrency: most concurrent invocations, 2..1000. Default:
+	// DefaultQueueConcurrency (Lambda starts with 5 concurrent batches).
+	MaximumConcurrency int `json:"MaximumConcurrency" yaml:"MaximumConcurrency"`
+}
+
+// Queue event source defaults and ranges
+// (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html).
+const (
+	DefaultQueueBatchSize     = 10
+	MaxFIFOBatchSize          = 10
+	DefaultQueueConcurrency   = 5
+	MinMaximumConcurrency     = 2
+	MaxMaximumConcurrency     = 1000
+	sourceStream, sourceQueue = "kinesis", "sqs"
+)
+
+// sourceKind tells a stream source from a queue source by the ARN.
+func (c *Config) sourceKind() string {
+	if strings.HasPrefix(c.EventSourceArn, "arn:aws:sqs:") {
+		return sourceQueue
+	}
+	return sourceStream
+}
+
+// validateQueue applies the defaults of a queue source and checks its
+// ranges; stream-only parameters are refused by name.
+func (c *Config) validateQueue(fifo bool) error {
+	if c.Enabled == nil {
+		t := true
+		c.Enabled = &t
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultQueueBatchSize
+	}
+	if c.FunctionName == "" {
+		return invalid("FunctionName: required")
+	}
+	for field, set := range map[string]bool{
+		"StartingPosition":           c.StartingPosition != "",
+		"StartingPositionTimestamp":  c.StartingPositionTimestamp != nil,
+		"ParallelizationFactor":      c.ParallelizationFactor != 0,
+		"MaximumRetryAttempts":       c.MaximumRetryAttempts != nil,
+		"MaximumRecordAgeInSeconds":  c.MaximumRecordAgeInSeconds != nil,
+		"BisectBatchOnFunctionError": c.BisectBatchOnFunctionError,
+		"DestinationConfig":          c.DestinationConfig != nil,
+	} {
+		if set {
+			return invalid("%s is not valid for an SQS event source (configure failures on the queue's RedrivePolicy)", field)
+		}
+	}
+	maxBatch := MaxBatchSize
+	if fifo {
+		maxBatch = MaxFIFOBatchSize
+	}
+	if c.BatchSize < 1 || c.BatchSize > maxBatch {
+		return outOfRange("BatchSize", c.BatchSize, 1, maxBatch)
+	}
+	if c.MaximumBatchingWindowInSeconds < 0 || c.MaximumBatchingWindowInSeconds > MaxBatchingWindowInSeconds {
+		return outOfRange("MaximumBatchingWindowInSeconds", c.MaximumBatchingWindowInSeconds, 0, MaxBatchingWindowInSeconds)
+	}
+	if fifo && c.MaximumBatchingWindowInSeconds > 0 {
+		return invalid("MaximumBatchingWindowInSeconds is not supported for FIFO queues")
+	}
+	if c.BatchSize > 10 && c.MaximumBatchingWindowInSeconds < 1 {
+		return invalid("Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10")
+	}
+	if c.ScalingConfig != nil && (c.ScalingConfig.MaximumConcurrency < MinMaximumConcurrency || c.ScalingConfig.MaximumConcurrency > MaxMaximumConcurrency) {
+		return outOfRange("ScalingConfig.MaximumConcurrency", c.ScalingConfig.MaximumConcurrency, MinMaximumConcurrency, MaxMaximumConcurrency)
+	}
+	if c.RetryPolicy != nil {
+		p := c.RetryPolicy.WithDefaults()
+		if err := p.Validate("RetryPolicy."); err != nil {
+			return err
+		}
+		c.RetryPolicy = &p
+	}
+	for i, t := range c.FunctionResponseTypes {
+		if t != ReportBatchItemFailures {
+			return invalid("FunctionResponseTypes[%d]: %q must be ReportBatchItemFailures", i, t)
+		}
+	}
+	if _, err := filter.Compile(c.FilterCriteria); err != nil {
+		return err
+	}
+	return nil
 }
 
 func intPtr(v int) *int { return &v }
@@ -201,6 +303,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DestinationConfig != nil && c.DestinationConfig.OnFailure != nil && c.DestinationConfig.OnFailure.Destination == "" {
 		return invalid("DestinationConfig.OnFailure.Destination: required when OnFailure is set")
+	}
+	if c.ScalingConfig != nil || c.RetryPolicy != nil {
+		return invalid("ScalingConfig and RetryPolicy are valid for SQS event sources only")
 	}
 	if c.FilterCriteria != nil && len(c.FilterCriteria.Filters) > MaxFilters {
 		return outOfRange("FilterCriteria.Filters", len(c.FilterCriteria.Filters), 0, MaxFilters)

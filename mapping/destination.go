@@ -70,8 +70,9 @@ type Destination interface {
 	Send(ctx context.Context, record []byte) error
 }
 
-// DestinationResolver turns an ARN into a Destination, or returns an error
-// naming the ARN if it does not know the kind or the target does not exist.
+// DestinationResolver turns an ARN into a Destination. It returns (nil,
+// nil) for an ARN of a kind it does not handle, and an error naming the
+// ARN when the ARN is of its kind but the target does not exist.
 type DestinationResolver func(ctx context.Context, arn string) (Destination, error)
 
 // streamDestination writes on-failure records to a runnel stream, with the
@@ -92,7 +93,7 @@ func StreamDestinations(streams *stream.Service) DestinationResolver {
 	return func(ctx context.Context, arn string) (Destination, error) {
 		name, ok := stream.NameFromARN(arn)
 		if !ok {
-			return nil, invalid("DestinationConfig.OnFailure.Destination: %q is not a supported destination ARN (a stream: arn:aws:kinesis:<region>:<account>:stream/<name>)", arn)
+			return nil, nil
 		}
 		if _, err := streams.DescribeStream(ctx, name); err != nil {
 			return nil, invalid("DestinationConfig.OnFailure.Destination: %s: %v", arn, err)

@@ -33,6 +33,7 @@ import (
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
+	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -83,10 +84,12 @@ func (o *Options) setDefaults() {
 type Service struct {
 	eng       *engine.Engine
 	streams   *stream.Service
+	queues    *queue.Service
 	functions *function.Service
 	kv, ck    jetstream.KeyValue
 	live      jetstream.KeyValue // last published Status of mappings running anywhere
 	opts      Options
+	resMu     sync.Mutex // guards resolvers (taken inside mu, never the other way)
 	resolvers []DestinationResolver
 	discarded atomic.Int64
 
@@ -94,14 +97,16 @@ type Service struct {
 
 	mu      sync.Mutex
 	configs map[string]Config
-	runners map[string]*runner
+	runners map[string]poller
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
 
 // NewService opens the mapping service and starts every stored, enabled
 // mapping from its checkpoints.
-func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service, functions *function.Service, opts Options) (*Service, error) {
+//
+// queues may be nil: queue (SQS) event sources are then refused.
+func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service, queues *queue.Service, functions *function.Service, opts Options) (*Service, error) {
 	opts.setDefaults()
 	kv, err := eng.Bucket(ctx, "runnel_mappings")
 	if err != nil {
@@ -112,10 +117,13 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 		return nil, err
 	}
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
-		configs: map[string]Config{}, runners: map[string]*runner{}}
+		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
+	if queues != nil {
+		s.resolvers = append(s.resolvers, QueueDestinations(queues))
+	}
 	if s.live, err = eng.Bucket(ctx, "runnel_mapping_status"); err != nil {
 		return nil, err
 	}
@@ -148,29 +156,29 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	return s, nil
 }
 
-// AddDestinationResolver lets OnFailure name another kind of destination
-// (queues, for example). Resolvers are tried in the order added, after the
-// built-in stream resolver; the first that does not return
-// awserr.ErrInvalidParameterValue wins.
+// AddDestinationResolver lets OnFailure name another kind of destination.
+// Resolvers are tried in order, after the built-in stream and queue
+// resolvers; the first that claims the ARN decides.
 func (s *Service) AddDestinationResolver(r DestinationResolver) {
-	s.mu.Lock()
+	s.resMu.Lock()
 	s.resolvers = append(s.resolvers, r)
-	s.mu.Unlock()
+	s.resMu.Unlock()
 }
 
 func (s *Service) resolveDestination(ctx context.Context, arn string) (Destination, error) {
 	if arn == "" {
 		return nil, nil
 	}
-	var last error
-	for _, r := range s.resolvers {
+	s.resMu.Lock()
+	resolvers := append([]DestinationResolver(nil), s.resolvers...)
+	s.resMu.Unlock()
+	for _, r := range resolvers {
 		d, err := r(ctx, arn)
-		if err == nil {
-			return d, nil
+		if err != nil || d != nil {
+			return d, err
 		}
-		last = err
 	}
-	return nil, last
+	return nil, invalid("DestinationConfig.OnFailure.Destination: %q is not a supported destination ARN (a stream arn:aws:kinesis:<region>:<account>:stream/<name> or a queue arn:aws:sqs:<region>:<account>:<name>)", arn)
 }
 
 // DiscardedRecords is how many records all mappings have discarded since
@@ -187,10 +195,13 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 		return nil, err
 	}
 	cfg.UUID = uuid.NewString()
-	name, _ := stream.NameFromARN(cfg.EventSourceArn)
-	shards, err := s.streams.ListShards(ctx, name)
-	if err != nil {
-		return nil, err
+	name, isStream := stream.NameFromARN(cfg.EventSourceArn)
+	var shards []stream.Shard
+	if isStream {
+		var err error
+		if shards, err = s.streams.ListShards(ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	for _, sh := range shards {
 		first, last, err := s.streams.ShardBounds(ctx, name, sh.ShardID)
@@ -225,6 +236,9 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 }
 
 func (s *Service) validate(ctx context.Context, cfg *Config) error {
+	if cfg.sourceKind() == sourceQueue {
+		return s.validateQueue(ctx, cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		var ae *awserr.Error
 		if !errors.As(err, &ae) {
@@ -268,6 +282,9 @@ func (s *Service) saveLocked(ctx context.Context, cfg *Config) error {
 }
 
 func (s *Service) startLocked(ctx context.Context, cfg Config) error {
+	if cfg.sourceKind() == sourceQueue {
+		return s.startQueueLocked(ctx, cfg)
+	}
 	name, ok := stream.NameFromARN(cfg.EventSourceArn)
 	if !ok {
 		return invalid("EventSourceArn: %q is not a stream ARN", cfg.EventSourceArn)
@@ -457,10 +474,12 @@ type ShardStatus struct {
 	Throttles            int64
 }
 
-// Status is a mapping's configuration and the state of each shard.
+// Status is a mapping's configuration and the state of each shard (stream
+// sources) or of the queue poller (queue sources).
 type Status struct {
 	Config Config
-	Shards []ShardStatus
+	Shards []ShardStatus `json:",omitempty"`
+	Queue  *QueueStatus  `json:",omitempty"`
 	// Live is true when the shards' state comes from the pollers running
 	// in this process; false when it was read from the store: the stored
 	// checkpoints, the iterator age computed from them, and the counters a
@@ -486,7 +505,18 @@ func (s *Service) Status(id string) (*Status, error) {
 		return s.storedStatus(st)
 	}
 	st.Live = true
-	now := s.eng.Clock.Now()
+	r.status(st)
+	return st, nil
+}
+
+// poller is a running mapping: a stream runner or a queue runner.
+type poller interface {
+	stop()
+	status(st *Status)
+}
+
+func (r *runner) status(st *Status) {
+	now := r.svc.eng.Clock.Now()
 	for _, w := range r.shards {
 		_, oldest, found := w.nextCheckpoint()
 		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.shard, w.checkpoint.Load())}
@@ -506,13 +536,21 @@ func (s *Service) Status(id string) (*Status, error) {
 		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
 		st.Shards = append(st.Shards, ss)
 	}
-	return st, nil
 }
 
 func (s *Service) storedStatus(st *Status) (*Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	name, _ := stream.NameFromARN(st.Config.EventSourceArn)
+	name, isStream := stream.NameFromARN(st.Config.EventSourceArn)
+	if !isStream {
+		if e, err := s.live.Get(ctx, st.Config.UUID); err == nil {
+			var last Status
+			if json.Unmarshal(e.Value(), &last) == nil {
+				st.PublishedAt, st.Queue = last.PublishedAt, last.Queue
+			}
+		}
+		return st, nil
+	}
 	shards, err := s.streams.ListShards(ctx, name)
 	if err != nil {
 		return st, nil // the stream is gone; the mapping remains

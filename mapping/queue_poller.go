@@ -1,0 +1,506 @@
+package mapping
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping/filter"
+	"github.com/runnel-dev/runnel/queue"
+)
+
+// Queue event source mappings follow
+// https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html and
+// services-sqs-errorhandling.html:
+//
+//   - Pollers (ScalingConfig.MaximumConcurrency, default 5) long-poll the
+//     queue and gather up to BatchSize messages, waiting up to
+//     MaximumBatchingWindowInSeconds once the first message is there.
+//   - Messages that match no FilterCriteria filter are deleted.
+//   - On success the batch is deleted. On a function error nothing is
+//     deleted: the messages become visible again when their visibility
+//     timeout ends, and the queue's RedrivePolicy moves them to its
+//     dead-letter queue after maxReceiveCount receives.
+//   - With ReportBatchItemFailures, the messages listed in
+//     batchItemFailures stay and the others are deleted; an empty, null or
+//     unknown itemIdentifier fails the whole batch. On a FIFO queue every
+//     message after a failed one in the same message group stays too, so
+//     the group's order holds even if the function forgot to list them.
+//   - Throttles are retried with backoff while the batch's visibility
+//     timeout lasts; then the messages become visible again.
+//   - With a RetryPolicy (runnel), a failed message's visibility timeout
+//     is set to the policy's full-jitter delay for its attempt
+//     (ApproximateReceiveCount), and a message past MaxAttempts or
+//     MaximumAgeInSeconds is moved at once to the queue's dead-letter
+//     queue (sent there, then deleted here: a crash in between leaves a
+//     duplicate, never a loss).
+
+// QueueStatus is the live state of a queue mapping.
+type QueueStatus struct {
+	QueueURL             string
+	Pollers              int
+	LastProcessingResult string
+	LastError            string `json:",omitempty"`
+	Invocations          int64
+	ReceivedMessages     int64 // messages handed to the function, retries included
+	DeletedMessages      int64 // processed and deleted
+	FilteredMessages     int64 // matched no filter, deleted
+	FailedMessages       int64 // left for a retry (visible again later)
+	BackedOff            int64 // failed messages given a RetryPolicy delay
+	MovedToDeadLetter    int64 // moved by the RetryPolicy to the dead-letter queue
+	FunctionErrors       int64
+	Throttles            int64
+}
+
+type queueRunner struct {
+	svc      *Service
+	cfg      Config
+	queueURL string
+	fifo     bool
+	dlq      string // the queue's dead-letter queue URL, "" if none
+	vt       time.Duration
+	matcher  *filter.Matcher
+	pollers  int
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	mu                        sync.Mutex
+	lastResult, lastErr       string
+	invocations, received     atomic.Int64
+	deleted, filtered, failed atomic.Int64
+	backedOff, moved          atomic.Int64
+	functionErrors, throttles atomic.Int64
+}
+
+// validateQueue checks a queue source: the parameters, the queue, and
+// Lambda's rule that the queue's visibility timeout is not shorter than
+// the function's timeout.
+func (s *Service) validateQueue(ctx context.Context, cfg *Config) error {
+	if s.queues == nil {
+		return invalid("EventSourceArn: %q: queue event sources are not available in this runnel", cfg.EventSourceArn)
+	}
+	name, ok := queue.NameFromARN(cfg.EventSourceArn)
+	if !ok {
+		return invalid("EventSourceArn: %q is not a queue ARN (arn:aws:sqs:<region>:<account>:<name>)", cfg.EventSourceArn)
+	}
+	attrs, err := s.queues.GetQueueAttributes(ctx, name, []string{"All"})
+	if err != nil {
+		return err
+	}
+	if err := cfg.validateQueue(attrs["FifoQueue"] == "true"); err != nil {
+		var ae *awserr.Error
+		if !errors.As(err, &ae) {
+			return invalid("%s", err.Error())
+		}
+		return err
+	}
+	fn, err := s.functions.GetFunction(cfg.FunctionName)
+	if err != nil {
+		return err
+	}
+	cfg.FunctionArn = fn.Config().FunctionArn
+	vt, _ := strconv.Atoi(attrs["VisibilityTimeout"])
+	if timeout := fn.Config().Timeout; vt < timeout {
+		return invalid("Queue visibility timeout: %d seconds is less than Function timeout: %d seconds", vt, timeout)
+	}
+	return nil
+}
+
+func (s *Service) startQueueLocked(ctx context.Context, cfg Config) error {
+	name, _ := queue.NameFromARN(cfg.EventSourceArn)
+	attrs, err := s.queues.GetQueueAttributes(ctx, name, []string{"All"})
+	if err != nil {
+		return err
+	}
+	m, err := filter.Compile(cfg.FilterCriteria)
+	if err != nil {
+		return err
+	}
+	vt, _ := strconv.Atoi(attrs["VisibilityTimeout"])
+	r := &queueRunner{svc: s, cfg: cfg, queueURL: s.queues.QueueURL(name), fifo: attrs["FifoQueue"] == "true",
+		vt: time.Duration(vt) * time.Second, matcher: m, pollers: DefaultQueueConcurrency,
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)), lastResult: "No records processed"}
+	if cfg.ScalingConfig != nil {
+		r.pollers = cfg.ScalingConfig.MaximumConcurrency
+	}
+	if rp, err := queue.ParseRedrivePolicy(attrs["RedrivePolicy"]); err == nil && rp != nil {
+		if dlq, ok := queue.NameFromARN(rp.DeadLetterTargetArn); ok {
+			r.dlq = s.queues.QueueURL(dlq)
+		}
+	}
+	var rctx context.Context
+	rctx, r.cancel = context.WithCancel(s.ctx)
+	for i := 0; i < r.pollers; i++ {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.poll(rctx) }()
+	}
+	s.runners[cfg.UUID] = r
+	return nil
+}
+
+func (r *queueRunner) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+func (r *queueRunner) status(st *Status) {
+	r.mu.Lock()
+	qs := &QueueStatus{QueueURL: r.queueURL, Pollers: r.pollers, LastProcessingResult: r.lastResult, LastError: r.lastErr}
+	r.mu.Unlock()
+	qs.Invocations, qs.ReceivedMessages, qs.DeletedMessages = r.invocations.Load(), r.received.Load(), r.deleted.Load()
+	qs.FilteredMessages, qs.FailedMessages, qs.BackedOff = r.filtered.Load(), r.failed.Load(), r.backedOff.Load()
+	qs.MovedToDeadLetter, qs.FunctionErrors, qs.Throttles = r.moved.Load(), r.functionErrors.Load(), r.throttles.Load()
+	st.Queue = qs
+}
+
+func (r *queueRunner) setResult(res string, err error) {
+	r.mu.Lock()
+	r.lastResult = res
+	if err != nil {
+		r.lastErr = err.Error()
+	}
+	r.mu.Unlock()
+}
+
+func (r *queueRunner) poll(ctx context.Context) {
+	log := r.svc.eng.Logger.With("mapping", r.cfg.UUID, "queue", r.queueURL)
+	for ctx.Err() == nil {
+		msgs, err := r.gather(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.setResult("PROBLEM: cannot receive from the queue", err)
+			log.Warn("receive failed; retrying", "err", err)
+			if sleep(ctx, r.svc.eng.Clock, time.Second) != nil {
+				return
+			}
+			continue
+		}
+		if len(msgs) > 0 {
+			r.process(ctx, msgs)
+		}
+	}
+}
+
+var allNames = []string{"All"}
+
+// gather receives up to BatchSize messages: it long-polls for the first
+// one, then, with a batching window, keeps receiving until the batch is
+// full or the window closes; without one it takes what is there.
+func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, error) {
+	clock := r.svc.eng.Clock
+	var msgs []queue.Message
+	var deadline time.Time
+	for len(msgs) < r.cfg.BatchSize {
+		wait := 20
+		if len(msgs) > 0 {
+			if r.cfg.MaximumBatchingWindowInSeconds == 0 {
+				wait = 0
+			} else {
+				left := deadline.Sub(clock.Now())
+				if left <= 0 {
+					break
+				}
+				wait = min(20, int((left+time.Second-1)/time.Second))
+			}
+		}
+		got, err := r.svc.queues.ReceiveMessage(ctx, r.queueURL, queue.ReceiveMessageInput{
+			MaxNumberOfMessages: min(10, r.cfg.BatchSize-len(msgs)), WaitTimeSeconds: &wait,
+			AttributeNames: allNames, MessageAttributeNames: allNames,
+		})
+		if err != nil {
+			if len(msgs) > 0 && ctx.Err() == nil {
+				return msgs, nil // process what we have; the error comes back next time
+			}
+			return msgs, err
+		}
+		if len(msgs) == 0 && len(got) > 0 {
+			deadline = clock.Now().Add(time.Duration(r.cfg.MaximumBatchingWindowInSeconds) * time.Second)
+		}
+		msgs = append(msgs, got...)
+		if len(got) == 0 && len(msgs) > 0 && r.cfg.MaximumBatchingWindowInSeconds == 0 {
+			break
+		}
+	}
+	return msgs, nil
+}
+
+func (r *queueRunner) event(msgs []queue.Message) *events.SQSEvent {
+	ev := &events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
+	region := r.svc.eng.Region()
+	for i := range msgs {
+		m := &msgs[i]
+		var attrs map[string]events.SQSMessageAttribute
+		if len(m.MessageAttributes) > 0 {
+			attrs = make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes))
+			for k, v := range m.MessageAttributes {
+				attrs[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue,
+					StringListValues: []string{}, BinaryListValues: [][]byte{}, DataType: v.DataType}
+			}
+		}
+		ev.Records[i] = events.SQSMessage{MessageId: m.MessageId, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
+			Md5OfBody: m.MD5OfBody, Md5OfMessageAttributes: m.MD5OfMessageAttributes, Attributes: m.Attributes,
+			MessageAttributes: attrs, EventSourceARN: r.cfg.EventSourceArn, EventSource: "aws:sqs", AWSRegion: region}
+	}
+	return ev
+}
+
+// process runs one batch to its end: filter, invoke, delete what
+// succeeded, and leave (or back off, or move) what failed.
+func (r *queueRunner) process(ctx context.Context, msgs []queue.Message) {
+	log := r.svc.eng.Logger.With("mapping", r.cfg.UUID, "queue", r.queueURL)
+	received := r.svc.eng.Clock.Now()
+	if !r.matcher.Empty() {
+		kept := msgs[:0:0]
+		for _, m := range msgs {
+			if r.matcher.Match(sqsFilterEvent(&m)) {
+				kept = append(kept, m)
+				continue
+			}
+			r.filtered.Add(1)
+			r.deleteMessage(ctx, &m) // as Lambda: a message no filter matches is deleted
+		}
+		msgs = kept
+		if len(msgs) == 0 {
+			return
+		}
+	}
+	ev := r.event(msgs)
+	var res *function.Result
+	for attempt := 1; ; attempt++ {
+		fn, err := r.svc.functions.GetFunction(r.cfg.FunctionName)
+		if err == nil {
+			res, err = fn.Invoke(ctx, ev)
+		}
+		if ctx.Err() != nil {
+			return // the messages become visible again after their timeout
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, awserr.ErrTooManyRequests) {
+			r.throttles.Add(1)
+			r.setResult("PROBLEM: Function call throttled", err)
+		} else {
+			r.setResult("PROBLEM: Function not found", err)
+		}
+		if r.svc.eng.Clock.Since(received) >= r.vt {
+			return // visible again: another poller takes it from here
+		}
+		if r.svc.backoff(ctx, attempt) != nil {
+			return
+		}
+	}
+	r.invocations.Add(1)
+	r.received.Add(int64(len(msgs)))
+	failed := r.classify(msgs, res)
+	if res.Failed() {
+		r.functionErrors.Add(1)
+		r.setResult("PROBLEM: Function call failed", res.Error)
+	} else {
+		r.setResult("OK", nil)
+	}
+	for i := range msgs {
+		if failed[i] {
+			r.failed.Add(1)
+			r.retry(ctx, log, &msgs[i])
+			continue
+		}
+		if r.deleteMessage(ctx, &msgs[i]) {
+			r.deleted.Add(1)
+		}
+	}
+}
+
+// classify returns which messages failed.
+func (r *queueRunner) classify(msgs []queue.Message, res *function.Result) []bool {
+	failed := make([]bool, len(msgs))
+	all := func() []bool {
+		for i := range failed {
+			failed[i] = true
+		}
+		return failed
+	}
+	if res.Failed() {
+		return all()
+	}
+	if !r.cfg.reportBatchItemFailures() {
+		return failed
+	}
+	var ids []string
+	ok := true
+	if resp, typed := res.Response.(*events.SQSEventResponse); typed {
+		for _, f := range resp.BatchItemFailures {
+			ids = append(ids, f.ItemIdentifier)
+		}
+	} else {
+		ids, ok = itemFailures(res)
+	}
+	if !ok {
+		return all()
+	}
+	index := make(map[string]int, len(msgs))
+	for i, m := range msgs {
+		index[m.MessageId] = i
+	}
+	for _, id := range ids {
+		i, known := index[id]
+		if id == "" || !known {
+			return all() // an empty or unknown messageId fails the batch
+		}
+		failed[i] = true
+	}
+	if r.fifo {
+		// Keep every later message of a group that has a failed message.
+		blocked := map[string]bool{}
+		for i, m := range msgs {
+			g := m.Attributes[queue.MsgAttrMessageGroupId]
+			if failed[i] {
+				blocked[g] = true
+			} else if blocked[g] {
+				failed[i] = true
+			}
+		}
+	}
+	return failed
+}
+
+func (r *queueRunner) deleteMessage(ctx context.Context, m *queue.Message) bool {
+	if err := r.svc.queues.DeleteMessage(ctx, r.queueURL, m.ReceiptHandle); err != nil {
+		// The message comes back after its visibility timeout and is
+		// processed again: a duplicate, not a loss.
+		r.svc.eng.Logger.Warn("delete failed; the message will be delivered again", "mapping", r.cfg.UUID, "messageId", m.MessageId, "err", err)
+		return false
+	}
+	return true
+}
+
+// retry applies the RetryPolicy to a failed message, if there is one.
+func (r *queueRunner) retry(ctx context.Context, log interface {
+	Warn(string, ...any)
+	Info(string, ...any)
+}, m *queue.Message) {
+	p := r.cfg.RetryPolicy
+	if p == nil {
+		return
+	}
+	attempt, _ := strconv.Atoi(m.Attributes[queue.MsgAttrApproximateReceiveCount])
+	first := sentTime(m)
+	if env, ok := backoff.Unwrap([]byte(m.Body)); ok {
+		attempt += env.Metadata.Attempt - 1
+		first = time.Unix(env.Metadata.InitialTimestamp, 0)
+	}
+	now := r.svc.eng.Clock.Now()
+	if done, why := p.Exhausted(attempt, first, now); done {
+		if r.dlq == "" {
+			log.Warn("retry policy exhausted but the queue has no dead-letter queue; the message stays for the queue's own redrive",
+				"messageId", m.MessageId, "reason", why)
+			return
+		}
+		in := queue.SendMessageInput{MessageBody: m.Body, MessageAttributes: m.MessageAttributes}
+		if r.fifo {
+			in.MessageGroupId = m.Attributes[queue.MsgAttrMessageGroupId]
+			in.MessageDeduplicationId = m.MessageId
+		}
+		if _, err := r.svc.queues.SendMessage(ctx, r.dlq, in); err != nil {
+			log.Warn("move to the dead-letter queue failed; the message stays", "messageId", m.MessageId, "err", err)
+			return
+		}
+		if r.deleteMessage(ctx, m) {
+			r.moved.Add(1)
+			log.Info("message moved to the dead-letter queue", "messageId", m.MessageId, "reason", why, "attempt", attempt)
+		}
+		return
+	}
+	r.rngMu.Lock()
+	d := p.Delay(attempt, r.rng)
+	r.rngMu.Unlock()
+	if err := r.svc.queues.ChangeMessageVisibility(ctx, r.queueURL, m.ReceiptHandle, int(d/time.Second)); err != nil {
+		log.Warn("could not set the retry delay; the message comes back after its visibility timeout", "messageId", m.MessageId, "err", err)
+		return
+	}
+	r.backedOff.Add(1)
+}
+
+func sentTime(m *queue.Message) time.Time {
+	ms, err := strconv.ParseInt(m.Attributes[queue.MsgAttrSentTimestamp], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// sqsFilterEvent is the message as FilterCriteria sees it: body (parsed
+// as JSON by the matcher when it is JSON), attributes, messageAttributes.
+func sqsFilterEvent(m *queue.Message) map[string]any {
+	attrs := make(map[string]any, len(m.Attributes))
+	for k, v := range m.Attributes {
+		attrs[k] = v
+	}
+	ev := map[string]any{"messageId": m.MessageId, "attributes": attrs}
+	if json.Valid([]byte(m.Body)) {
+		ev["body"] = json.RawMessage(m.Body)
+	} else {
+		ev["body"] = m.Body
+	}
+	if len(m.MessageAttributes) > 0 {
+		ma := map[string]any{}
+		for k, v := range m.MessageAttributes {
+			a := map[string]any{"dataType": v.DataType}
+			if v.StringValue != nil {
+				a["stringValue"] = *v.StringValue
+			}
+			ma[k] = a
+		}
+		ev["messageAttributes"] = ma
+	}
+	return ev
+}
+
+// queueDestination sends on-failure records to a queue; SendMessage returns
+// once the message is stored.
+type queueDestination struct {
+	queues *queue.Service
+	url    string
+	fifo   bool
+}
+
+func (d *queueDestination) Send(ctx context.Context, record []byte) error {
+	in := queue.SendMessageInput{MessageBody: string(record)}
+	if d.fifo {
+		in.MessageGroupId = "on-failure"
+	}
+	_, err := d.queues.SendMessage(ctx, d.url, in)
+	return err
+}
+
+// QueueDestinations resolves SQS queue ARNs to runnel queues, for
+// DestinationConfig.OnFailure.
+func QueueDestinations(queues *queue.Service) DestinationResolver {
+	return func(ctx context.Context, arn string) (Destination, error) {
+		name, ok := queue.NameFromARN(arn)
+		if !ok {
+			return nil, nil
+		}
+		attrs, err := queues.GetQueueAttributes(ctx, name, []string{"FifoQueue", "ContentBasedDeduplication"})
+		if err != nil {
+			return nil, invalid("DestinationConfig.OnFailure.Destination: %s: %v", arn, err)
+		}
+		return &queueDestination{queues: queues, url: queues.QueueURL(name), fifo: attrs["FifoQueue"] == "true"}, nil
+	}
+}

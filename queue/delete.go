@@ -1,0 +1,267 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// DeleteMessageBatchRequestEntry is one message of DeleteMessageBatch.
+type DeleteMessageBatchRequestEntry struct {
+	Id            string
+	ReceiptHandle string
+}
+
+// ChangeMessageVisibilityBatchRequestEntry is one message of
+// ChangeMessageVisibilityBatch.
+type ChangeMessageVisibilityBatchRequestEntry struct {
+	Id                string
+	ReceiptHandle     string
+	VisibilityTimeout int
+}
+
+// BatchResultEntry is a successful entry of DeleteMessageBatch or
+// ChangeMessageVisibilityBatch.
+type BatchResultEntry struct {
+	Id string
+}
+
+// BatchOutput lists the successful and failed entries of
+// DeleteMessageBatch and ChangeMessageVisibilityBatch.
+type BatchOutput struct {
+	Successful []BatchResultEntry
+	Failed     []BatchResultErrorEntry
+}
+
+// DeleteMessage deletes a received message (API_DeleteMessage). It
+// returns once the deletion is stored. On a standard queue any receipt
+// handle the message was ever received with deletes it, even while
+// another receive holds it; on a FIFO queue only the latest handle, and
+// only while the message is in flight (ErrReceiptHandleIsInvalid: "The
+// receipt handle has expired"). Deleting a message that is already gone
+// succeeds. A malformed handle, or one of another queue, is
+// ErrReceiptHandleIsInvalid.
+func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle string) error {
+	out, err := s.DeleteMessageBatch(ctx, queueURL, []DeleteMessageBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle}})
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		return &awserr.Error{Code: out.Failed[0].Code, Message: out.Failed[0].Message}
+	}
+	return nil
+}
+
+// DeleteMessageBatch deletes up to 10 messages (API_DeleteMessageBatch),
+// each entry as DeleteMessage; the batch fails as a whole only for an
+// empty batch, more than 10 entries, or bad or repeated Ids.
+func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entries []DeleteMessageBatchRequestEntry) (*BatchOutput, error) {
+	ids := make([]string, len(entries))
+	for i := range entries {
+		ids[i] = entries[i].Id
+	}
+	if err := checkBatchIDs(ids); err != nil {
+		return nil, err
+	}
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	recs := make([]*record, len(entries))
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, notExist(queueURL)
+	}
+	now := s.eng.Clock.Now().UnixMilli()
+	q.advance(now)
+	for i, e := range entries {
+		m, rc, err := q.lookup(e.ReceiptHandle)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if m == nil {
+			continue // already gone: deleting again succeeds
+		}
+		if q.fifo && (m.nonce != rc.nonce || m.st != stInflight) {
+			errs[i] = awserr.New(ErrReceiptHandleIsInvalid, "The receipt handle has expired.")
+			continue
+		}
+		recs[i] = m.rec
+		q.remove(m)
+	}
+	futs, ferr := q.flush()
+	q.mu.Unlock()
+	return batchOutput(entries, ids, errs, recs, durable(ctx, futs, ferr)), nil
+}
+
+// durable waits for a call's writes; nil when they are all stored.
+func durable(ctx context.Context, futs []jetstream.PubAckFuture, err error) error {
+	if err == nil {
+		err = waitAcks(ctx, futs)
+	}
+	if err != nil {
+		return awserr.New(ErrInternal, "the change was not stored: %v", err)
+	}
+	return nil
+}
+
+// batchOutput builds a batch result. A storage failure fails every entry
+// that changed a record (a retry is harmless).
+func batchOutput[E any](entries []E, ids []string, errs []error, recs []*record, storeErr error) *BatchOutput {
+	out := &BatchOutput{}
+	for i := range entries {
+		err := errs[i]
+		if err == nil && storeErr != nil && recs[i] != nil {
+			err = storeErr
+		}
+		if err != nil {
+			out.Failed = append(out.Failed, failure(ids[i], err))
+		} else {
+			out.Successful = append(out.Successful, BatchResultEntry{Id: ids[i]})
+		}
+	}
+	return out
+}
+
+// ChangeMessageVisibility sets the remaining visibility timeout of an
+// in-flight message to visibilityTimeout seconds from now
+// (API_ChangeMessageVisibility); 0 makes it visible at once. The timeout
+// may not end more than 12 hours (MaxVisibilityTimeout) after the receive
+// that issued the handle (ErrInvalidParameterValue). Errors:
+// ErrReceiptHandleIsInvalid for a malformed handle, a handle of another
+// queue, a handle of an earlier receive, or a message that is gone;
+// ErrMessageNotInflight when the message's visibility timeout already
+// ended.
+func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHandle string, visibilityTimeout int) error {
+	out, err := s.ChangeMessageVisibilityBatch(ctx, queueURL, []ChangeMessageVisibilityBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle, VisibilityTimeout: visibilityTimeout}})
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		return &awserr.Error{Code: out.Failed[0].Code, Message: out.Failed[0].Message}
+	}
+	return nil
+}
+
+// ChangeMessageVisibilityBatch changes the visibility of up to 10
+// messages (API_ChangeMessageVisibilityBatch), each entry as
+// ChangeMessageVisibility.
+func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ChangeMessageVisibilityBatchRequestEntry) (*BatchOutput, error) {
+	ids := make([]string, len(entries))
+	for i := range entries {
+		ids[i] = entries[i].Id
+	}
+	if err := checkBatchIDs(ids); err != nil {
+		return nil, err
+	}
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(entries))
+	recs := make([]*record, len(entries))
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, notExist(queueURL)
+	}
+	now := s.eng.Clock.Now().UnixMilli()
+	q.advance(now)
+	woke := false
+	for i, e := range entries {
+		errs[i] = func() error {
+			if e.VisibilityTimeout < 0 || e.VisibilityTimeout > MaxVisibilityTimeout {
+				return awserr.New(ErrInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d.", e.VisibilityTimeout, MaxVisibilityTimeout)
+			}
+			m, rc, err := q.lookup(e.ReceiptHandle)
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				return awserr.New(ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.ReceiptHandle)
+			}
+			if m.nonce != rc.nonce {
+				return awserr.New(ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", e.ReceiptHandle)
+			}
+			if m.st != stInflight {
+				return awserr.New(ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired.", e.ReceiptHandle)
+			}
+			vis := now + int64(e.VisibilityTimeout)*1000
+			if vis-m.receivedAt > int64(MaxVisibilityTimeout)*1000 {
+				return awserr.New(ErrInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds].", e.VisibilityTimeout, MaxVisibilityTimeout)
+			}
+			m.visibleAt = vis
+			if e.VisibilityTimeout == 0 {
+				q.timer.remove(m)
+				q.makeVisible(m)
+				woke = true
+			} else {
+				q.timer.fix(m)
+			}
+			q.markDirty(m.rec)
+			recs[i] = m.rec
+			return nil
+		}()
+	}
+	if woke {
+		q.wake()
+	}
+	futs, ferr := q.flush()
+	q.mu.Unlock()
+	return batchOutput(entries, ids, errs, recs, durable(ctx, futs, ferr)), nil
+}
+
+// PurgeQueue deletes every message of the queue, in flight or not
+// (API_PurgeQueue). Messages sent while it runs may be deleted too. A
+// second purge within PurgeInterval (60 s, engine clock) is
+// ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
+func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return notExist(queueURL)
+	}
+	now := s.eng.Clock.Now()
+	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
+		return awserr.New(ErrPurgeQueueInProgress, "Only one PurgeQueue operation on %s is allowed every %d seconds.", q.name, int(PurgeInterval/time.Second))
+	}
+	// Sends publish under q.mu, so once the pending ones are answered the
+	// stream holds exactly what the purge must remove.
+	for _, rec := range q.records {
+		select {
+		case <-rec.acked:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := q.js.Purge(ctx); err != nil {
+		return awserr.New(ErrInternal, "purge %s: %v", q.name, err)
+	}
+	for _, rec := range q.records {
+		rec.purged = true
+		for _, m := range rec.msgs {
+			q.releasePayload(m)
+			m.st = stDeleted
+		}
+	}
+	for _, rec := range q.dirty {
+		rec.dirty = false
+	}
+	q.dirty = q.dirty[:0]
+	q.records = map[uint64]*record{}
+	q.groups = map[string]*group{}
+	newHeaps(q)
+	q.nVisible, q.nDelayed, q.nInflight = 0, 0, 0
+	q.lastPurge = now
+	return nil
+}

@@ -1,0 +1,597 @@
+// Package queue implements Amazon SQS queues on JetStream: standard and
+// FIFO queues, visibility timeouts, delays, retention, long polling,
+// dead-letter redrive and message move tasks, with the attribute names,
+// defaults, ranges and errors of the SQS API
+// (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/).
+//
+// # Time
+//
+// Every time rule (visibility timeouts, DelaySeconds, retention, long
+// polling, the FIFO five-minute deduplication window, PurgeQueue's 60 s,
+// move task rates) reads the engine's clock (engine.Engine.Clock), so
+// tests run them on a fake clock. JetStream's own timers (AckWait,
+// NakWithDelay, MaxAge) are not used for any rule: they run on the
+// server's wall clock. MaxAge is set only as a backstop.
+//
+// # Storage
+//
+// Each queue is one JetStream stream SQS_<id> (file storage, one message
+// per subject, per-message TTLs allowed, MaxAge = retention + 1 minute as a
+// backstop), where <id> is a NUID given at CreateQueue so a re-created
+// queue never sees old data:
+//
+//   - sqs.<id>.m.<n>: the body record of send call n: its 1..10 messages
+//     (id, send time, delay, group and deduplication ids, body, attributes).
+//   - sqs.<id>.s.<n>: the state record of call n: per message the receive
+//     count, visible-at time, first and latest receive times, receipt nonce
+//     and a deleted flag. Each change publishes the whole record again and
+//     the stream keeps only the latest.
+//   - when all messages of call n are gone, a tombstone (header
+//     Runnel-Gone, a TTL of its own) replaces both subjects; a FIFO
+//     tombstone remembers the deduplication ids for five minutes.
+//
+// Every write is an asynchronous publish; a call waits for the
+// acknowledgements of its own writes before it returns, so a sent message
+// is on disk when SendMessage returns, and a receive or delete is durable
+// when its call returns. One call touches one or two records whatever its
+// batch size, which is what makes batches of 10 cheap.
+//
+// Each queue's messages and state also live in memory, in an index built
+// on first use from the stream (after a restart: in-flight messages stay
+// invisible until their timeout, receive counts are kept). Bodies are
+// kept in memory up to a budget shared by all queues (CacheBytes) and
+// read back from JetStream beyond it. Queue metadata (name, id,
+// attributes, creation time) is in the key-value bucket "runnel_queues".
+//
+// A queue is served by the one process that holds the Service; other
+// processes must go through it (two Services on one queue would each
+// keep their own index).
+//
+// # Receipt handles
+//
+// A receipt handle encodes the queue id, the message's record and
+// position, and a random nonce drawn at each receive. ChangeMessageVisibility
+// accepts only the handle of the latest receive (ReceiptHandleIsInvalid
+// otherwise). DeleteMessage on a standard queue deletes the message with
+// any of its handles, as SQS does in practice; on a FIFO queue it needs
+// the latest handle while the message is still in flight (SQS: "The
+// receipt handle has expired").
+//
+// # Long polling
+//
+// There is no separate wait API: ReceiveMessage with WaitTimeSeconds (or
+// the queue's ReceiveMessageWaitTimeSeconds) blocks, without polling,
+// until a message is available (a send, an ended delay or visibility
+// timeout wakes it) or the wait ends on the engine clock. An event source
+// mapping polls with WaitTimeSeconds 20, as Lambda does.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+)
+
+const metaBucket = "runnel_queues"
+
+// CacheBytes is the default budget, shared by the queues of a Service,
+// for message bodies and attributes kept in memory. Messages beyond it
+// are read back from JetStream when received.
+const CacheBytes = 256 << 20
+
+var (
+	queueNameRE     = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,80}$`)
+	fifoQueueNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,75}\.fifo$`)
+	queueARNRE      = regexp.MustCompile(`^arn:aws[a-z-]*:sqs:[^:]*:[^:]*:([a-zA-Z0-9_-]{1,80}|[a-zA-Z0-9_-]{1,75}\.fifo)$`)
+)
+
+// Service is the SQS API over one engine. It is safe for concurrent use.
+type Service struct {
+	eng  *engine.Engine
+	meta jetstream.KeyValue
+	log  *slog.Logger
+
+	cacheBudget int64
+	cached      atomic.Int64
+
+	bg     context.Context // move tasks
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	queues  map[string]*queue // by name, loaded
+	loading map[string]chan struct{}
+	tasks   map[string]*moveTask // by handle
+	bySrc   map[string][]*moveTask
+	tasksWG sync.WaitGroup
+}
+
+// queueMeta is what "runnel_queues" stores per queue.
+type queueMeta struct {
+	Name         string            `json:"Name"`
+	ID           string            `json:"RunnelID"`
+	FIFO         bool              `json:"FifoQueue"`
+	Created      int64             `json:"CreatedTimestamp"` // Unix s
+	LastModified int64             `json:"LastModifiedTimestamp"`
+	Attributes   map[string]string `json:"Attributes"`
+}
+
+// queue is a loaded queue: its metadata, config and index.
+type queue struct {
+	svc    *Service
+	name   string
+	id     string
+	fifo   bool
+	arn    string
+	stream string // JetStream stream name
+	subj   string // "sqs.<id>."
+	js     jetstream.Stream
+
+	mu        sync.Mutex
+	meta      queueMeta
+	cfg       config
+	deleted   bool
+	records   map[uint64]*record
+	nextN     uint64
+	ready     mheap
+	timer     mheap
+	exp       mheap
+	groups    map[string]*group
+	nVisible  int
+	nDelayed  int
+	nInflight int
+	dirty     []*record
+	dedup     map[string]*dedupEntry
+	dedupFIFO []*dedupEntry // by sentAt, for pruning
+	notify    chan struct{}
+	waiters   int
+	lastPurge time.Time
+}
+
+// New opens the SQS service on eng. Queues are loaded on first use.
+func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
+	kv, err := eng.Bucket(ctx, metaBucket)
+	if err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	return &Service{
+		eng: eng, meta: kv, log: eng.Logger.With("service", "queue"),
+		cacheBudget: CacheBytes, bg: bg, cancel: cancel,
+		queues: map[string]*queue{}, loading: map[string]chan struct{}{},
+		tasks: map[string]*moveTask{}, bySrc: map[string][]*moveTask{},
+	}, nil
+}
+
+// Close stops running message move tasks (they end FAILED). Queues need
+// no closing: everything accepted is already in JetStream.
+func (s *Service) Close() {
+	s.cancel()
+	s.tasksWG.Wait()
+}
+
+// ARN returns the queue ARN for name: arn:aws:sqs:<region>:<account>:<name>.
+func (s *Service) ARN(name string) string {
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", s.eng.Region(), s.eng.AccountID(), name)
+}
+
+// QueueURL returns the URL runnel gives queue name:
+// http://sqs.<region>.localhost:4566/<account>/<name>. Every call that
+// takes a queue URL also accepts the plain name or the queue ARN.
+func (s *Service) QueueURL(name string) string {
+	return fmt.Sprintf("http://sqs.%s.localhost:4566/%s/%s", s.eng.Region(), s.eng.AccountID(), name)
+}
+
+// NameFromARN returns the queue name of an SQS queue ARN, or false.
+func NameFromARN(arn string) (string, bool) {
+	m := queueARNRE.FindStringSubmatch(arn)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// nameOf returns the queue name of a URL, ARN or name.
+func nameOf(ref string) (string, bool) {
+	if strings.HasPrefix(ref, "arn:") {
+		return NameFromARN(ref)
+	}
+	if i := strings.LastIndexByte(strings.TrimSuffix(ref, "/"), '/'); i >= 0 {
+		ref = strings.TrimSuffix(ref, "/")[i+1:]
+	}
+	return ref, queueNameRE.MatchString(ref) || fifoQueueNameRE.MatchString(ref)
+}
+
+func notExist(ref string) error {
+	return awserr.New(ErrQueueDoesNotExist, "The specified queue %s does not exist.", ref)
+}
+
+func jsName(id string) string { return "SQS_" + id }
+
+func (s *Service) streamConfig(m *queueMeta) jetstream.StreamConfig {
+	ret := time.Duration(atoi(attr(m.Attributes, AttrMessageRetentionPeriod))) * time.Second
+	return jetstream.StreamConfig{
+		Name:              jsName(m.ID),
+		Description:       "runnel queue " + m.Name,
+		Subjects:          []string{"sqs." + m.ID + ".>"},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		MaxMsgsPerSubject: 1,
+		MaxAge:            ret + time.Minute,
+		AllowMsgTTL:       true,
+		AllowDirect:       true,
+		Replicas:          s.eng.Replicas(),
+		Discard:           jetstream.DiscardOld,
+	}
+}
+
+// CreateQueue creates a queue and returns its URL (API_CreateQueue). A
+// queue is FIFO when attributes has FifoQueue "true"; its name must then
+// end in ".fifo" (and only then). Names are 1..80 characters of
+// [a-zA-Z0-9_-] (".fifo" included for FIFO queues). Attributes are
+// checked against their ranges (see the Attr* constants and
+// SetQueueAttributes): ErrInvalidAttributeValue names the attribute and
+// range, ErrInvalidAttributeName an unknown one. If the queue exists,
+// CreateQueue returns its URL when every given attribute has the queue's
+// value, and ErrQueueNameExists otherwise.
+func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[string]string) (string, error) {
+	fifo := strings.EqualFold(attributes[AttrFifoQueue], "true")
+	if fifo && !fifoQueueNameRE.MatchString(name) {
+		return "", awserr.New(ErrInvalidParameterValue, "Can not create queue %q: the name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.", name)
+	}
+	if !fifo && !queueNameRE.MatchString(name) {
+		if fifoQueueNameRE.MatchString(name) {
+			return "", awserr.New(ErrInvalidParameterValue, "Can not create queue %q: a name ending in .fifo needs the attribute FifoQueue=true.", name)
+		}
+		return "", awserr.New(ErrInvalidParameterValue, "Can not create queue %q: queue names can only include alphanumeric characters, hyphens, or underscores, 1 to 80 in length.", name)
+	}
+	attrs, err := validateAttributes(attributes, fifo, true)
+	if err != nil {
+		return "", err
+	}
+	delete(attrs, AttrFifoQueue)
+	if err := s.checkRedrive(ctx, name, fifo, attrs[AttrRedrivePolicy]); err != nil {
+		return "", err
+	}
+	if q, err := s.queue(ctx, name); err == nil {
+		return s.sameQueue(q, fifo, attrs)
+	} else if !errors.Is(err, ErrQueueDoesNotExist) {
+		return "", err
+	}
+	now := s.eng.Clock.Now().Unix()
+	meta := queueMeta{Name: name, ID: nuid.Next(), FIFO: fifo, Created: now, LastModified: now, Attributes: attrs}
+	for k, v := range attrs {
+		if v == "" { // an empty policy means none
+			delete(attrs, k)
+		}
+	}
+	b, _ := json.Marshal(meta)
+	if _, err := s.meta.Create(ctx, name, b); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			q, lerr := s.queue(ctx, name)
+			if lerr != nil {
+				return "", lerr
+			}
+			return s.sameQueue(q, fifo, attrs)
+		}
+		return "", awserr.New(ErrInternal, "create queue %s: %v", name, err)
+	}
+	if _, err := s.eng.JS.CreateOrUpdateStream(ctx, s.streamConfig(&meta)); err != nil {
+		return "", awserr.New(ErrInternal, "create queue %s: %v", name, err)
+	}
+	return s.QueueURL(name), nil
+}
+
+// sameQueue is CreateQueue on an existing queue.
+func (s *Service) sameQueue(q *queue, fifo bool, attrs map[string]string) (string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.meta.FIFO != fifo {
+		return "", awserr.New(ErrQueueNameExists, "A queue already exists with the same name and a different value for attribute FifoQueue")
+	}
+	for k, v := range attrs {
+		if attr(q.meta.Attributes, k) != v {
+			return "", awserr.New(ErrQueueNameExists, "A queue already exists with the same name and a different value for attribute %s", k)
+		}
+	}
+	return s.QueueURL(q.name), nil
+}
+
+// checkRedrive checks a RedrivePolicy about to be set on queue name: the
+// dead-letter queue exists, is of the same type, is not the queue itself,
+// and its RedriveAllowPolicy admits the source.
+func (s *Service) checkRedrive(ctx context.Context, name string, fifo bool, policy string) error {
+	if policy == "" {
+		return nil
+	}
+	p, _ := ParseRedrivePolicy(policy)
+	dlqName, _ := NameFromARN(p.DeadLetterTargetArn)
+	if dlqName == name {
+		return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: a queue can't be its own dead-letter queue.")
+	}
+	dlq, err := s.queue(ctx, p.DeadLetterTargetArn)
+	if err != nil {
+		if errors.Is(err, ErrQueueDoesNotExist) {
+			return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: Dead letter target does not exist: %s.", p.DeadLetterTargetArn)
+		}
+		return err
+	}
+	dlq.mu.Lock()
+	dfifo, allow := dlq.fifo, dlq.cfg.redriveAllow
+	dlq.mu.Unlock()
+	if dfifo != fifo {
+		return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: the dead-letter queue of a %s queue must also be a %s queue.", kind(fifo), kind(fifo))
+	}
+	if !allow.allows(s.ARN(name)) {
+		return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: the RedriveAllowPolicy of %s does not allow %s as a source queue.", dlqName, name)
+	}
+	return nil
+}
+
+func kind(fifo bool) string {
+	if fifo {
+		return "FIFO"
+	}
+	return "standard"
+}
+
+// GetQueueURL returns the URL of queue name, or ErrQueueDoesNotExist.
+func (s *Service) GetQueueURL(ctx context.Context, name string) (string, error) {
+	if _, err := s.loadMeta(ctx, name); err != nil {
+		return "", err
+	}
+	return s.QueueURL(name), nil
+}
+
+// ListQueues returns the URLs of the queues whose names start with
+// prefix (all with ""), sorted, at most 1000 (API_ListQueues).
+func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := s.meta.Keys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, nil
+		}
+		return nil, awserr.New(ErrInternal, "list queues: %v", err)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) && len(out) < 1000 {
+			out = append(out, s.QueueURL(k))
+		}
+	}
+	return out, nil
+}
+
+// DeleteQueue deletes a queue and all its messages (API_DeleteQueue).
+// Receives waiting on it return ErrQueueDoesNotExist; running move tasks
+// from it fail. A queue of the same name may be created at once (SQS asks
+// for 60 s; runnel doesn't).
+func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	q.deleted = true
+	for _, rec := range q.records {
+		for _, m := range rec.msgs {
+			q.releasePayload(m)
+		}
+	}
+	q.records = map[uint64]*record{}
+	q.wake()
+	name, id := q.name, q.id
+	q.mu.Unlock()
+	s.mu.Lock()
+	if s.queues[name] == q {
+		delete(s.queues, name)
+	}
+	s.mu.Unlock()
+	if err := s.eng.JS.DeleteStream(ctx, jsName(id)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return awserr.New(ErrInternal, "delete queue %s: %v", name, err)
+	}
+	if err := s.meta.Purge(ctx, name); err != nil {
+		return awserr.New(ErrInternal, "delete queue %s: %v", name, err)
+	}
+	return nil
+}
+
+// GetQueueAttributes returns the attributes names asks for ("All" for all)
+// (API_GetQueueAttributes): the settable ones (their value or default;
+// policies only when set; FIFO ones only on FIFO queues) and QueueArn,
+// CreatedTimestamp, LastModifiedTimestamp (Unix seconds),
+// ApproximateNumberOfMessages (visible), ApproximateNumberOfMessagesNotVisible
+// (in flight) and ApproximateNumberOfMessagesDelayed, counted by the
+// engine clock. An unknown name is ErrInvalidAttributeName.
+func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names []string) (map[string]string, error) {
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		if n == AttrAll {
+			continue
+		}
+		if _, ok := attrSpecs[n]; !ok && !contains(readOnlyAttrs, n) {
+			return nil, awserr.New(ErrInvalidAttributeName, "Unknown Attribute %s.", n)
+		}
+		want[n] = true
+	}
+	all := contains(names, AttrAll)
+	q.mu.Lock()
+	q.advance(s.eng.Clock.Now().UnixMilli())
+	futs, _ := q.flush()
+	all2 := map[string]string{
+		AttrApproximateNumberOfMessages:           strconv.Itoa(q.nVisible),
+		AttrApproximateNumberOfMessagesNotVisible: strconv.Itoa(q.nInflight),
+		AttrApproximateNumberOfMessagesDelayed:    strconv.Itoa(q.nDelayed),
+		AttrCreatedTimestamp:                      strconv.FormatInt(q.meta.Created, 10),
+		AttrLastModifiedTimestamp:                 strconv.FormatInt(q.meta.LastModified, 10),
+		AttrQueueArn:                              q.arn,
+	}
+	for n, spec := range attrSpecs {
+		if spec.fifoOnly && !q.meta.FIFO {
+			continue
+		}
+		if v := attr(q.meta.Attributes, n); v != "" {
+			all2[n] = v
+		}
+	}
+	if q.meta.FIFO {
+		all2[AttrFifoQueue] = "true"
+	}
+	q.mu.Unlock()
+	q.cleanup(futs)
+	out := map[string]string{}
+	for n, v := range all2 {
+		if all || want[n] {
+			out[n] = v
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SetQueueAttributes changes attributes of a queue (API_SetQueueAttributes).
+// Settable: DelaySeconds (0..900, default 0), MaximumMessageSize
+// (1024..1048576, default 262144), MessageRetentionPeriod (60..1209600 s,
+// default 345600), ReceiveMessageWaitTimeSeconds (0..20, default 0),
+// VisibilityTimeout (0..43200, default 30), Policy, RedrivePolicy
+// (`{"deadLetterTargetArn":...,"maxReceiveCount":1..1000}`; the
+// dead-letter queue must exist and be of the same type), RedriveAllowPolicy,
+// KmsMasterKeyId, KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled and,
+// on FIFO queues, ContentBasedDeduplication, DeduplicationScope
+// (messageGroup|queue) and FifoThroughputLimit (perQueue|perMessageGroupId).
+// An empty policy removes it. FifoQueue can't be changed. New values apply
+// to messages already in the queue (retention, visibility of later
+// receives).
+func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attributes map[string]string) error {
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	fifo, name := q.meta.FIFO, q.name
+	q.mu.Unlock()
+	attrs, err := validateAttributes(attributes, fifo, false)
+	if err != nil {
+		return err
+	}
+	if err := s.checkRedrive(ctx, name, fifo, attrs[AttrRedrivePolicy]); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.deleted {
+		return notExist(queueURL)
+	}
+	meta := q.meta
+	meta.Attributes = map[string]string{}
+	for k, v := range q.meta.Attributes {
+		meta.Attributes[k] = v
+	}
+	for k, v := range attrs {
+		if v == "" {
+			delete(meta.Attributes, k)
+		} else {
+			meta.Attributes[k] = v
+		}
+	}
+	meta.LastModified = s.eng.Clock.Now().Unix()
+	b, _ := json.Marshal(meta)
+	if _, err := s.meta.Put(ctx, name, b); err != nil {
+		return awserr.New(ErrInternal, "set attributes of %s: %v", name, err)
+	}
+	if attr(meta.Attributes, AttrMessageRetentionPeriod) != attr(q.meta.Attributes, AttrMessageRetentionPeriod) {
+		if _, err := s.eng.JS.UpdateStream(ctx, s.streamConfig(&meta)); err != nil {
+			s.log.Warn("queue: update stream retention", "queue", name, "err", err)
+		}
+	}
+	q.meta = meta
+	q.cfg = parseConfig(meta.Attributes, meta.FIFO)
+	return nil
+}
+
+// loadMeta reads a queue's metadata from the bucket.
+func (s *Service) loadMeta(ctx context.Context, ref string) (*queueMeta, error) {
+	name, ok := nameOf(ref)
+	if !ok {
+		return nil, notExist(ref)
+	}
+	e, err := s.meta.Get(ctx, name)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, notExist(ref)
+		}
+		return nil, awserr.New(ErrInternal, "read queue %s: %v", name, err)
+	}
+	var m queueMeta
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		return nil, awserr.New(ErrInternal, "queue %s: bad metadata: %v", name, err)
+	}
+	if m.Attributes == nil {
+		m.Attributes = map[string]string{}
+	}
+	return &m, nil
+}
+
+// queue returns the loaded queue that ref (URL, ARN or name) names,
+// loading it from JetStream on first use.
+func (s *Service) queue(ctx context.Context, ref string) (*queue, error) {
+	name, ok := nameOf(ref)
+	if !ok {
+		return nil, notExist(ref)
+	}
+	for {
+		s.mu.Lock()
+		if q, ok := s.queues[name]; ok {
+			s.mu.Unlock()
+			return q, nil
+		}
+		if ch, ok := s.loading[name]; ok {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		s.loading[name] = ch
+		s.mu.Unlock()
+		q, err := s.load(ctx, ref)
+		s.mu.Lock()
+		delete(s.loading, name)
+		if err == nil {
+			s.queues[name] = q
+		}
+		close(ch)
+		s.mu.Unlock()
+		return q, err
+	}
+}

@@ -1,0 +1,316 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// Tombstone lifetimes (JetStream per-message TTLs, wall clock: they only
+// bound how long a tombstone takes space). A FIFO tombstone carries the
+// deduplication ids of its messages and must outlive the five-minute
+// window by the engine clock; a standard one only has to replace the
+// body and state records.
+const (
+	goneTTL     = time.Second
+	fifoGoneTTL = DeduplicationInterval + time.Minute
+)
+
+func (q *queue) bodySubject(n uint64) string  { return q.subj + "m." + strconv.FormatUint(n, 10) }
+func (q *queue) stateSubject(n uint64) string { return q.subj + "s." + strconv.FormatUint(n, 10) }
+
+// flush publishes (asynchronously, under q.mu so the publishes of one
+// subject reach JetStream in order) the state of every dirty record: a
+// state record, or tombstones for a record whose messages are all gone.
+// The caller waits for the futures outside the lock when its call must
+// be durable.
+func (q *queue) flush() ([]jetstream.PubAckFuture, error) {
+	if len(q.dirty) == 0 {
+		return nil, nil
+	}
+	js := q.svc.eng.JS
+	futs := make([]jetstream.PubAckFuture, 0, len(q.dirty))
+	var errs error
+	pub := func(m *nats.Msg) {
+		f, err := js.PublishMsgAsync(m)
+		if err != nil {
+			errs = errors.Join(errs, err)
+			return
+		}
+		futs = append(futs, f)
+	}
+	for i, rec := range q.dirty {
+		q.dirty[i] = nil
+		rec.dirty = false
+		if rec.purged || q.deleted {
+			continue
+		}
+		if rec.live > 0 {
+			pub(&nats.Msg{Subject: q.stateSubject(rec.n), Data: encodeState(make([]byte, 0, 8+40*len(rec.msgs)), rec)})
+			rec.hasState = true
+			continue
+		}
+		ttl := goneTTL
+		var data []byte
+		if q.fifo {
+			ttl = fifoGoneTTL
+			entries := make([]goneEntry, 0, len(rec.msgs))
+			for _, m := range rec.msgs {
+				if m.dedup != "" {
+					entries = append(entries, goneEntry{idx: m.idx, id: m.id, group: m.group, dedup: m.dedup, sentAt: m.sentAt})
+				}
+			}
+			data = encodeGone(nil, entries)
+		}
+		pub(tombstone(q.bodySubject(rec.n), data, ttl))
+		if rec.hasState {
+			pub(tombstone(q.stateSubject(rec.n), nil, goneTTL))
+		}
+	}
+	q.dirty = q.dirty[:0]
+	return futs, errs
+}
+
+// closedCh is the acked channel of records read back from the stream.
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func tombstone(subject string, data []byte, ttl time.Duration) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Header.Set(goneHeader, "1")
+	m.Header.Set(jetstream.MsgTTLHeader, ttl.String())
+	m.Data = data
+	return m
+}
+
+// cleanup drops the futures of writes nobody waits for (state written as
+// a side effect, such as tombstones of expired messages). Their loss in a
+// crash is repaired at the next load, which recomputes expiry.
+func (q *queue) cleanup([]jetstream.PubAckFuture) {}
+
+// waitAcks waits for JetStream to acknowledge futs.
+func waitAcks(ctx context.Context, futs []jetstream.PubAckFuture) error {
+	var errs error
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			errs = errors.Join(errs, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errs
+}
+
+// wake wakes every receive waiting on the queue.
+func (q *queue) wake() {
+	if q.waiters > 0 {
+		close(q.notify)
+		q.notify = make(chan struct{})
+	}
+}
+
+// load builds a queue's index from its stream: body records, then the
+// state records that follow them, minus tombstones.
+func (s *Service) load(ctx context.Context, ref string) (*queue, error) {
+	meta, err := s.loadMeta(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	q := &queue{
+		svc: s, name: meta.Name, id: meta.ID, fifo: meta.FIFO, arn: s.ARN(meta.Name), stream: jsName(meta.ID), subj: "sqs." + meta.ID + ".",
+		meta: *meta, cfg: parseConfig(meta.Attributes, meta.FIFO),
+		records: map[uint64]*record{}, groups: map[string]*group{}, dedup: map[string]*dedupEntry{},
+		notify: make(chan struct{}),
+	}
+	newHeaps(q)
+	st, err := s.eng.JS.Stream(ctx, q.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// CreateQueue stored the metadata and stopped before the stream.
+		st, err = s.eng.JS.CreateOrUpdateStream(ctx, s.streamConfig(meta))
+	}
+	if err != nil {
+		return nil, awserr.New(ErrInternal, "open queue %s: %v", meta.Name, err)
+	}
+	q.js = st
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, awserr.New(ErrInternal, "open queue %s: %v", meta.Name, err)
+	}
+	q.nextN = info.State.LastSeq + 1
+	now := s.eng.Clock.Now().UnixMilli()
+	var gone []goneEntry
+	var gonen []uint64
+	if info.State.Msgs > 0 {
+		if err := s.readStream(ctx, q, &gone, &gonen); err != nil {
+			return nil, awserr.New(ErrInternal, "load queue %s: %v", meta.Name, err)
+		}
+	}
+	// Index the live messages in send order. In-flight and delayed ones
+	// first, so that a FIFO group with a message in flight is blocked
+	// before its visible head is considered.
+	ns := make([]uint64, 0, len(q.records))
+	for n := range q.records {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	var live []*message
+	for _, n := range ns {
+		rec := q.records[n]
+		for _, m := range rec.msgs {
+			if q.fifo && m.dedup != "" {
+				q.remember(m.group, m.dedup, m.id, q.sequenceNumber(n, m.idx), m.sentAt, nil, now)
+			}
+			if m.st == stDeleted {
+				m.payload = nil
+				continue
+			}
+			rec.live++
+			q.cachePayload(m)
+			if q.fifo {
+				q.addToGroup(m)
+			}
+			live = append(live, m)
+		}
+		if rec.live == 0 {
+			delete(q.records, n)
+			q.markDirty(rec) // tombstone it
+		}
+	}
+	for _, m := range live {
+		if m.visibleAt > now {
+			q.activate(m, now)
+		}
+	}
+	for _, m := range live {
+		if m.visibleAt <= now {
+			q.activate(m, now)
+		}
+	}
+	for i, e := range gone {
+		if q.fifo {
+			q.remember(e.group, e.dedup, e.id, q.sequenceNumber(gonen[i], e.idx), e.sentAt, nil, now)
+		}
+	}
+	q.advance(now)
+	futs, _ := q.flush()
+	q.cleanup(futs)
+	return q, nil
+}
+
+// readStream reads every message of the queue's stream in order.
+func (s *Service) readStream(ctx context.Context, q *queue, gone *[]goneEntry, gonen *[]uint64) error {
+	cons, err := q.js.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return err
+	}
+	for {
+		batch, err := cons.Fetch(1024, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			md, err := msg.Metadata()
+			if err != nil {
+				return err
+			}
+			s.loadMsg(q, msg.Subject(), msg.Headers(), msg.Data(), gone, gonen)
+			if md.NumPending == 0 {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return err
+		}
+		if got == 0 {
+			return nil // nothing left (TTLs may have removed the tail)
+		}
+	}
+}
+
+// loadMsg applies one stored message to the index being built.
+func (s *Service) loadMsg(q *queue, subject string, h nats.Header, data []byte, gone *[]goneEntry, gonen *[]uint64) {
+	rest := strings.TrimPrefix(subject, q.subj)
+	kind, num, ok := strings.Cut(rest, ".")
+	n, err := strconv.ParseUint(num, 10, 64)
+	if !ok || err != nil {
+		s.log.Warn("queue: unexpected subject in queue stream", "queue", q.name, "subject", subject)
+		return
+	}
+	if h.Get(goneHeader) != "" {
+		if kind == "m" {
+			delete(q.records, n)
+			entries, err := decodeGone(data)
+			if err == nil {
+				for _, e := range entries {
+					*gone = append(*gone, e)
+					*gonen = append(*gonen, n)
+				}
+			}
+		}
+		return
+	}
+	switch kind {
+	case "m":
+		msgs, err := decodeBody(data)
+		if err != nil {
+			s.log.Error("queue: unreadable body record", "queue", q.name, "record", n, "err", err)
+			return
+		}
+		rec := &record{n: n, msgs: msgs, acked: closedCh}
+		for _, m := range msgs {
+			m.rec = rec
+			m.st = stPending
+			m.md5Body = MD5OfBody(m.payload.body)
+			m.md5Attrs = MD5OfMessageAttributes(m.payload.attrs)
+		}
+		q.records[n] = rec
+	case "s":
+		rec := q.records[n]
+		if rec == nil {
+			return // body expired (MaxAge) or purged
+		}
+		if err := applyState(data, rec); err != nil {
+			s.log.Error("queue: unreadable state record", "queue", q.name, "record", n, "err", err)
+			return
+		}
+		rec.hasState = true
+	}
+}
+
+// fetchPayload reads back from JetStream the payload of a message that
+// was evicted from the cache.
+func (q *queue) fetchPayload(ctx context.Context, m *message) (*payload, error) {
+	raw, err := q.js.GetLastMsgForSubject(ctx, q.bodySubject(m.rec.n))
+	if err != nil {
+		return nil, err
+	}
+	if raw.Header.Get(goneHeader) != "" {
+		return nil, fmt.Errorf("record %d is gone", m.rec.n)
+	}
+	msgs, err := decodeBody(raw.Data)
+	if err != nil {
+		return nil, err
+	}
+	if int(m.idx) >= len(msgs) {
+		return nil, errBadRecord
+	}
+	return msgs[m.idx].payload, nil
+}
+
+// sequenceNumber is the FIFO SequenceNumber of message idx of record n:
+// 20 digits, increasing in send order within the queue.
+func (q *queue) sequenceNumber(n uint64, idx uint8) string {
+	return fmt.Sprintf("%020d", n*16+uint64(idx))
+}

@@ -1,0 +1,179 @@
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"errors"
+	"fmt"
+	"github.com/jonboulle/clockwork"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// RecordHandler is the business logic of the flows: it handles one stream
+// record, wherever it comes from (the stream, or the Retry-DLQ). attempt
+// is 1 on the stream and counts up through retries.
+type RecordHandler func(ctx context.Context, rec events.KinesisEventRecord, attempt int) error
+
+// IdempotentSupported is the function of the whitepaper's first flow, for
+// records that are safe to process twice (an idempotency key, or the
+// sequence number as one):
+//
+//   - the stream mapping uses BisectBatchOnFunctionError and retries; its
+//     DestinationConfig.OnFailure is the Retry-DLQ queue, which receives
+//     pointer records (KinesisBatchInfo);
+//   - the same function consumes the Retry-DLQ through a queue mapping
+//     (ReportBatchItemFailures; a RetryPolicy spaces the retries); each
+//     message is resolved back into its records (Resolve) and processed;
+//   - a message that keeps failing, or whose records aged out of the
+//     stream, stays in the Retry-DLQ until its maxReceiveCount (or the
+//     RetryPolicy) moves it to the Unrecoverable-DLQ.
+//
+// On the stream, a record's error fails the batch (so bisect isolates it).
+type IdempotentSupported struct {
+	Streams *stream.Service
+	Handle  RecordHandler
+	Logger  *slog.Logger
+}
+
+// HandleKinesis processes a stream batch; the first error fails it.
+func (f *IdempotentSupported) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	for _, r := range ev.Records {
+		if err := f.Handle(ctx, r, 1); err != nil {
+			return events.KinesisEventResponse{}, fmt.Errorf("%s: %w", r.EventID, err)
+		}
+	}
+	return events.KinesisEventResponse{}, nil
+}
+
+// HandleSQS processes Retry-DLQ messages; a message whose records do not
+// all succeed is reported in batchItemFailures and stays in the queue.
+func (f *IdempotentSupported) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev)
+}
+
+// IdempotentUnsupported is the function of the whitepaper's second flow,
+// for records that must not be processed twice:
+//
+//   - the stream mapping has MaximumRetryAttempts 0, no bisect, and
+//     ReportBatchItemFailures;
+//   - a record that fails is inserted into the Retry-DLQ (InsertRetry, in
+//     a retry envelope) before the batch returns, and counted as done only
+//     once the insert is stored: a crash in between means the record is
+//     delivered again (a duplicate in the Retry-DLQ at worst), never lost;
+//   - a record whose insert fails is reported in batchItemFailures;
+//   - the same function consumes the Retry-DLQ (queue mapping with a
+//     RetryPolicy); after MaxAttempts the message moves on to the
+//     Unrecoverable-DLQ.
+type IdempotentUnsupported struct {
+	Streams  *stream.Service
+	Queues   *queue.Service
+	RetryDLQ string // queue URL or name
+	Handle   RecordHandler
+	// Clock stamps the retry envelope's initial_timestamp; nil means the
+	// real clock.
+	Clock  clockwork.Clock
+	Logger *slog.Logger
+}
+
+// HandleKinesis processes a stream batch, inserting failed records into
+// the Retry-DLQ.
+func (f *IdempotentUnsupported) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	var resp events.KinesisEventResponse
+	resp.BatchItemFailures = []events.KinesisBatchItemFailure{}
+	for _, r := range ev.Records {
+		err := f.Handle(ctx, r, 1)
+		if err == nil {
+			continue
+		}
+		if ierr := InsertRetry(ctx, f.Queues, f.RetryDLQ, r, now(f.Clock)); ierr != nil {
+			logger(f.Logger).Error("record failed and could not be inserted into the Retry-DLQ; reporting it to the stream",
+				"eventID", r.EventID, "err", err, "insertErr", ierr)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: r.Kinesis.SequenceNumber})
+			// The checkpoint stops at the lowest failure: later records are
+			// delivered again, so stop here.
+			return resp, nil
+		}
+		logger(f.Logger).Info("record failed; inserted into the Retry-DLQ", "eventID", r.EventID, "err", err)
+	}
+	return resp, nil
+}
+
+// HandleSQS processes Retry-DLQ messages.
+func (f *IdempotentUnsupported) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev)
+}
+
+func handleRetryQueue(ctx context.Context, streams *stream.Service, handle RecordHandler, log *slog.Logger, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for _, m := range ev.Records {
+		res, err := Resolve(ctx, streams, []byte(m.Body))
+		if err != nil {
+			if errors.Is(err, ErrPastRetention) {
+				log.Error("Retry-DLQ message points at records past the stream's retention; keeping it in the DLQ",
+					"messageId", m.MessageId, "err", err)
+			} else {
+				log.Error("Retry-DLQ message cannot be resolved; keeping it in the DLQ", "messageId", m.MessageId, "err", err)
+			}
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
+		}
+		attempt := max(res.Attempt, 1) + receiveCount(m) - 1
+		failed := false
+		for _, r := range res.Records {
+			if err := handle(ctx, r, attempt+1); err != nil {
+				log.Info("retry failed", "messageId", m.MessageId, "eventID", r.EventID, "err", err)
+				failed = true
+				break
+			}
+		}
+		if failed {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func receiveCount(m events.SQSMessage) int {
+	n := 0
+	fmt.Sscanf(m.Attributes["ApproximateReceiveCount"], "%d", &n)
+	return max(n, 1)
+}
+
+// InsertRetry puts a failed stream record into a Retry-DLQ queue, in a
+// retry envelope (attempt 2, the first retry), and returns only once the
+// queue has stored it. Call it before reporting the record as done.
+func InsertRetry(ctx context.Context, queues *queue.Service, retryDLQ string, rec events.KinesisEventRecord, now time.Time) error {
+	payload, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	body, err := backoff.Wrap(payload, now)
+	if err != nil {
+		return err
+	}
+	in := queue.SendMessageInput{MessageBody: string(body)}
+	_, err = queues.SendMessage(ctx, retryDLQ, in)
+	return err
+}
+
+func now(c clockwork.Clock) time.Time {
+	if c == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}

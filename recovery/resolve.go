@@ -1,0 +1,153 @@
+// Package recovery turns failure records back into the events that
+// failed, and carries the two flows of the Kinesis–Lambda reliability
+// whitepaper (../shared/seeds/000): a Retry-DLQ queue consumed by the same
+// function that consumes the stream, and an Unrecoverable-DLQ behind it.
+//
+// Three formats reach a Retry-DLQ, and Resolve handles them all:
+//
+//   - a stream on-failure record (KinesisBatchInfo): pointers to a
+//     sequence-number range of a shard. Resolve reads that range back from
+//     the stream. If part of it has aged past the stream's retention,
+//     Resolve says so (ErrPastRetention) and returns what remains: the
+//     caller keeps the pointer message in the DLQ rather than drop it.
+//   - an asynchronous-invocation failure record ("requestPayload"): the
+//     original event is inside, Resolve returns it.
+//   - a record a handler inserted itself (InsertRetry): a retry envelope
+//     around one Kinesis event record.
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Kinds of failure record.
+const (
+	KindStreamBatch = "stream-batch" // a stream on-failure record (KinesisBatchInfo)
+	KindAsync       = "async"        // an async invocation record (requestPayload)
+	KindInserted    = "inserted"     // a record inserted by InsertRetry
+)
+
+// ErrPastRetention is returned (wrapped) by Resolve when records a
+// KinesisBatchInfo points at are no longer in the stream.
+var ErrPastRetention = errors.New("recovery: the records are past the stream's retention")
+
+// ErrUnknownFormat is returned by Resolve for a body that is none of the
+// three formats.
+var ErrUnknownFormat = errors.New("recovery: not a failure record runnel knows")
+
+// Resolved is what a failure record stands for.
+type Resolved struct {
+	Kind string
+	// Records are the stream records (KindStreamBatch, KindInserted), in
+	// shard order, as a function would see them in a Kinesis event.
+	Records []events.KinesisEventRecord
+	// Payload is the original event of an async invocation (KindAsync).
+	Payload json.RawMessage
+	// Info is the pointer of a KindStreamBatch record.
+	Info *mapping.KinesisBatchInfo
+	// Condition is why the records failed (RetryAttemptsExhausted, ...).
+	Condition string
+	// Attempt and InitialTimestamp come from a retry envelope (KindInserted):
+	// the attempt this delivery is, and the first attempt's time (Unix s).
+	Attempt          int
+	InitialTimestamp int64
+	// Missing counts records of the range that are gone (with ErrPastRetention).
+	Missing uint64
+}
+
+// asyncRecord is the part of an async destination record Resolve reads.
+type asyncRecord struct {
+	RequestContext struct {
+		Condition string `json:"condition"`
+	} `json:"requestContext"`
+	RequestPayload json.RawMessage `json:"requestPayload"`
+}
+
+// Resolve turns a failure record into what failed. With ParallelizationFactor
+// above 1 a KinesisBatchInfo range may also hold records of other partition
+// keys that were processed; Resolve returns the whole range (processing them
+// again is a duplicate, which idempotent handlers absorb).
+func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolved, error) {
+	if env, ok := backoff.Unwrap(body); ok {
+		var rec events.KinesisEventRecord
+		if err := json.Unmarshal(env.OriginalPayload, &rec); err != nil || rec.EventSource != "aws:kinesis" {
+			return nil, fmt.Errorf("%w: a retry envelope without a Kinesis record", ErrUnknownFormat)
+		}
+		return &Resolved{Kind: KindInserted, Records: []events.KinesisEventRecord{rec}, Attempt: env.Metadata.Attempt,
+			InitialTimestamp: env.Metadata.InitialTimestamp, Condition: "Inserted"}, nil
+	}
+	var f mapping.OnFailureRecord
+	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
+		return resolveBatch(ctx, streams, &f)
+	}
+	var a asyncRecord
+	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {
+		return &Resolved{Kind: KindAsync, Payload: a.RequestPayload, Condition: a.RequestContext.Condition}, nil
+	}
+	return nil, ErrUnknownFormat
+}
+
+func resolveBatch(ctx context.Context, streams *stream.Service, f *mapping.OnFailureRecord) (*Resolved, error) {
+	bi := f.KinesisBatchInfo
+	res := &Resolved{Kind: KindStreamBatch, Info: bi, Condition: f.RequestContext.Condition}
+	name, ok := stream.NameFromARN(bi.StreamArn)
+	if !ok {
+		return nil, fmt.Errorf("%w: streamArn %q", ErrUnknownFormat, bi.StreamArn)
+	}
+	epoch, err := streams.Epoch(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := stream.ShardIndex(bi.ShardID)
+	if err != nil {
+		return nil, err
+	}
+	from, err := stream.ParseSequenceNumber("startSequenceNumber", epoch, sh, bi.StartSequenceNumber)
+	if err != nil {
+		return nil, err
+	}
+	to, err := stream.ParseSequenceNumber("endSequenceNumber", epoch, sh, bi.EndSequenceNumber)
+	if err != nil {
+		return nil, err
+	}
+	recs, missing, err := streams.ReadRange(ctx, name, bi.ShardID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		res.Records = append(res.Records, KinesisEventRecord(bi.StreamArn, r))
+	}
+	res.Missing = missing
+	if missing > 0 {
+		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, missing, to-from+1, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
+	}
+	return res, nil
+}
+
+// KinesisEventRecord is a stream record in the shape a Kinesis event
+// carries it (events.KinesisEventRecord).
+func KinesisEventRecord(streamARN string, r stream.Record) events.KinesisEventRecord {
+	return events.KinesisEventRecord{
+		EventID:        r.ShardID + ":" + r.SequenceNumber,
+		EventName:      "aws:kinesis:record",
+		EventSource:    "aws:kinesis",
+		EventSourceArn: streamARN,
+		EventVersion:   "1.0",
+		Kinesis: events.KinesisRecord{
+			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.ApproximateArrivalTimestamp},
+			Data:                        r.Data,
+			PartitionKey:                r.PartitionKey,
+			SequenceNumber:              r.SequenceNumber,
+			KinesisSchemaVersion:        "1.0",
+		},
+	}
+}
