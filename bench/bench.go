@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/runnel-dev/runnel/internal/procstat"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -710,25 +711,9 @@ func cpuModel() string {
 	return ""
 }
 
-// PeakRSSMiB is the process's peak resident set (VmHWM) in MiB on Linux;
-// 0 elsewhere.
-func PeakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) < 2 {
-				return 0
-			}
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
+// PeakRSSMiB is the process's peak resident set in MiB (Linux; 0
+// elsewhere).
+func PeakRSSMiB() float64 { return procstat.PeakRSSMiB() }
 
 // Markdown renders the report as a table with the ratios, for
 // docs/benchmarks.md.

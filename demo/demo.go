@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnel-dev/runnel/internal/procstat"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -19,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -397,7 +397,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.StatsMatch, res.StatsDiff = pipelineStats.Equal(want)
 	res.Top = pipelineStats.Top(10)
-	res.PeakRSSMiB = peakRSSMiB()
+	res.PeakRSSMiB = procstat.PeakRSSMiB()
 	return res, nil
 }
 
@@ -528,23 +528,6 @@ func percentiles(ms []uint32) Latency {
 	slices.Sort(s)
 	at := func(q float64) float64 { return float64(s[min(len(s)-1, int(q*float64(len(s))))]) }
 	return Latency{P50: at(0.50), P99: at(0.99)}
-}
-
-// peakRSSMiB reads the process's peak resident set (VmHWM) on Linux; 0
-// elsewhere.
-func peakRSSMiB() float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 // progress shows the run: a bar on a terminal, a line every 5 s otherwise.

@@ -1,0 +1,28 @@
+// Package procstat reads the process's own resource figures for reports.
+package procstat
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// PeakRSSMiB is the process's peak resident set (VmHWM of
+// /proc/self/status) in MiB on Linux; 0 elsewhere.
+func PeakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				return 0
+			}
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
