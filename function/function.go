@@ -179,6 +179,11 @@ func (f *Function) Stats() Stats {
 		ConcurrentExecutions: f.running.Load(), TotalDuration: time.Duration(f.durationNs.Load())}
 }
 
+// hiddenDeadline is a context whose deadline is not exposed.
+type hiddenDeadline struct{ context.Context }
+
+func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+
 type envKey struct{}
 
 // Env returns the function's environment variables inside a handler.
@@ -234,6 +239,12 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	res := &Result{RequestID: uuid.NewString()}
 	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, time.Duration(f.cfg.Timeout)*time.Second)
 	defer cancel()
+	if _, fake := f.clock.(*clockwork.FakeClock); fake {
+		// A fake-clock deadline means nothing to libraries that read
+		// ctx.Deadline() against the wall clock (nats.go would fail every
+		// call at once): hide it; the context still ends on fake time.
+		ctx = hiddenDeadline{ctx}
+	}
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: res.RequestID, InvokedFunctionArn: f.cfg.FunctionArn})
 	if f.cfg.Environment != nil {
 		ctx = context.WithValue(ctx, envKey{}, f.cfg.Environment)

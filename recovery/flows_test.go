@@ -1,0 +1,264 @@
+package recovery_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/recovery"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// business is the flows' record handler: "poison" always fails, "flaky"
+// fails its first two attempts, everything else succeeds. It counts what
+// it processed.
+//
+// It is idempotent the way the whitepaper asks (an idempotency key per
+// record, here the eventID: shard and sequence number), so records that
+// bisect or a redelivery hand it again are not processed twice.
+type business struct {
+	mu        sync.Mutex
+	done      map[string]int
+	keys      map[string]bool
+	attempts  map[string]int
+	flakyFail int
+	// blockOn, when set, makes the first attempt of that record signal
+	// blocked and wait for its context to end (the process dying).
+	blockOn string
+	blocked chan struct{}
+}
+
+func newBusiness() *business {
+	return &business{done: map[string]int{}, keys: map[string]bool{}, attempts: map[string]int{}, flakyFail: 2}
+}
+
+func (b *business) handle(ctx context.Context, rec events.KinesisEventRecord, attempt int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.keys[rec.EventID] {
+		return nil // already processed: the idempotency key says so
+	}
+	d := string(rec.Kinesis.Data)
+	b.attempts[d]++
+	if d == b.blockOn && b.attempts[d] == 1 {
+		close(b.blocked)
+		b.mu.Unlock()
+		<-ctx.Done()
+		b.mu.Lock()
+		return ctx.Err()
+	}
+	switch {
+	case d == "poison":
+		return fmt.Errorf("poison record")
+	case d == "flaky" && b.attempts[d] <= b.flakyFail:
+		return fmt.Errorf("flaky, attempt %d", b.attempts[d])
+	}
+	b.done[d]++
+	b.keys[rec.EventID] = true
+	return nil
+}
+
+func (b *business) processed(d string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done[d]
+}
+
+type setup struct {
+	rn                  *runnel.Runnel
+	clock               *clockwork.FakeClock
+	retryDLQ, unrecover string
+	streamARN           string
+}
+
+// twoTier makes a stream, a Retry-DLQ (VisibilityTimeout 60, RedrivePolicy
+// to the Unrecoverable-DLQ after 5 receives) and the Unrecoverable-DLQ.
+func twoTier(t *testing.T, dir string) *setup {
+	t.Helper()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock, Dir: dir})
+	ctx := context.Background()
+	s := &setup{rn: rn, clock: clock}
+	d, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "orders", ShardCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.streamARN = d.StreamARN
+	if s.unrecover, err = rn.Queues.CreateQueue(ctx, "unrecoverable-dlq", nil); err != nil {
+		t.Fatal(err)
+	}
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":"%s","maxReceiveCount":"5"}`, rn.Queues.ARN("unrecoverable-dlq"))
+	if s.retryDLQ, err = rn.Queues.CreateQueue(ctx, "retry-dlq", map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// drain advances the fake clock until cond holds (the retry delays are
+// visibility timeouts on the engine clock).
+func (s *setup) drain(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		s.clock.Advance(2 * time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// messages returns the bodies in a queue without consuming them for good
+// (visibility 0 after the read).
+func messages(t *testing.T, rn *runnel.Runnel, url string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	var handles []string
+	for {
+		vt, wait := 600, 0
+		ms, err := rn.Queues.ReceiveMessage(ctx, url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, VisibilityTimeout: &vt, WaitTimeSeconds: &wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 0 {
+			break
+		}
+		for _, m := range ms {
+			out = append(out, m.Body)
+			handles = append(handles, m.ReceiptHandle)
+		}
+	}
+	for _, h := range handles {
+		rn.Queues.ChangeMessageVisibility(ctx, url, h, 0)
+	}
+	return out
+}
+
+func count(t *testing.T, rn *runnel.Runnel, url string) int {
+	t.Helper()
+	a, err := rn.Queues.GetQueueAttributes(context.Background(), url, []string{"All"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := strconv.Atoi(a["ApproximateNumberOfMessages"])
+	nv, _ := strconv.Atoi(a["ApproximateNumberOfMessagesNotVisible"])
+	d, _ := strconv.Atoi(a["ApproximateNumberOfMessagesDelayed"])
+	return v + nv + d
+}
+
+var policy = &backoff.Policy{BaseDelaySeconds: 1, MaxDelaySeconds: 4, MaxAttempts: 4, MaximumAgeInSeconds: 3600}
+
+func TestIdempotentSupportedFlow(t *testing.T) {
+	s := twoTier(t, "")
+	rn, ctx := s.rn, context.Background()
+	b := newBusiness()
+	function.Register("flow-supported", &recovery.IdempotentSupported{Streams: rn.Streams, Handle: b.handle})
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-supported", Timeout: 30}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{
+		{PartitionKey: "k", Data: []byte("a")}, {PartitionKey: "k", Data: []byte("flaky")}, {PartitionKey: "k", Data: []byte("b")},
+		{PartitionKey: "k", Data: []byte("poison")}, {PartitionKey: "k", Data: []byte("c")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: s.streamARN, FunctionName: "proc",
+		StartingPosition: mapping.TrimHorizon, BatchSize: 5, MaximumBatchingWindowInSeconds: 1, BisectBatchOnFunctionError: true, MaximumRetryAttempts: &zero,
+		DestinationConfig: &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: rn.Queues.ARN("retry-dlq")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: rn.Queues.ARN("retry-dlq"), FunctionName: "proc",
+		BatchSize: 10, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}, RetryPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	s.drain(t, "flaky recovered and poison unrecoverable", func() bool {
+		return b.processed("flaky") == 1 && count(t, rn, s.unrecover) == 1 && count(t, rn, s.retryDLQ) == 0
+	})
+	for _, d := range []string{"a", "b", "c"} {
+		if b.processed(d) != 1 {
+			t.Fatalf("%s processed %d times", d, b.processed(d))
+		}
+	}
+	bodies := messages(t, rn, s.unrecover)
+	res, err := recovery.Resolve(ctx, rn.Streams, []byte(bodies[0]))
+	if err != nil || res.Kind != recovery.KindStreamBatch || len(res.Records) != 1 || string(res.Records[0].Kinesis.Data) != "poison" {
+		t.Fatalf("unrecoverable message resolves to %+v, %v", res, err)
+	}
+}
+
+func TestIdempotentUnsupportedFlowSurvivesACrashBetweenInsertAndCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	s := twoTier(t, dir)
+	rn, ctx := s.rn, context.Background()
+	b := newBusiness()
+	b.blockOn, b.blocked = "b", make(chan struct{})
+	fn := &recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: s.retryDLQ, Handle: b.handle, Clock: s.clock}
+	function.Register("flow-unsupported", fn)
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-unsupported", Timeout: 30}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{
+		{PartitionKey: "k", Data: []byte("a")}, {PartitionKey: "k", Data: []byte("poison")}, {PartitionKey: "k", Data: []byte("b")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	streamMapping, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: s.streamARN, FunctionName: "proc",
+		StartingPosition: mapping.TrimHorizon, BatchSize: 3, MaximumBatchingWindowInSeconds: 1, MaximumRetryAttempts: &zero,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The batch [a poison b]: a is processed, poison is inserted into the
+	// Retry-DLQ, then b blocks. Kill the process there: after the insert,
+	// before the checkpoint.
+	<-b.blocked
+	if count(t, rn, s.retryDLQ) != 1 {
+		t.Fatal("the poison record is not in the Retry-DLQ before the crash")
+	}
+	rn.Crash()
+
+	rn2 := testenv.Start(t, testenv.Options{Clock: s.clock, Dir: dir})
+	fn.Streams, fn.Queues = rn2.Streams, rn2.Queues
+	if _, err := rn2.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: rn2.Queues.ARN("retry-dlq"), FunctionName: "proc",
+		BatchSize: 10, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}, RetryPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	s.rn = rn2
+	s.drain(t, "every record processed or in a DLQ", func() bool {
+		st, _ := rn2.Mappings.Status(streamMapping.UUID)
+		_, last, _ := rn2.Streams.ShardBounds(ctx, "orders", "shardId-000000000000")
+		end, _ := rn2.Streams.SequenceNumber(ctx, "orders", "shardId-000000000000", last+1)
+		caughtUp := len(st.Shards) == 1 && st.Shards[0].Checkpoint == end
+		return caughtUp && b.processed("b") >= 1 && count(t, rn2, s.retryDLQ) == 0 && count(t, rn2, s.unrecover) >= 2
+	})
+	// Nothing lost: a and b processed (a once: its idempotency key); the
+	// poison record was inserted twice (before the crash, and when the
+	// batch was delivered again) and both copies end in the
+	// Unrecoverable-DLQ: a duplicate, never a loss.
+	bodies := messages(t, rn2, s.unrecover)
+	if b.processed("a") != 1 || b.processed("b") != 1 || len(bodies) != 2 {
+		t.Fatalf("a processed %d, b processed %d, %d poison copies in the Unrecoverable-DLQ; want 1, 1, 2", b.processed("a"), b.processed("b"), len(bodies))
+	}
+	for _, body := range bodies {
+		res, err := recovery.Resolve(ctx, rn2.Streams, []byte(body))
+		if err != nil || res.Kind != recovery.KindInserted || string(res.Records[0].Kinesis.Data) != "poison" {
+			t.Fatalf("unrecoverable message %s resolves to %+v, %v", body, res, err)
+		}
+	}
+	t.Logf("a processed %d, b processed %d, poison in the Unrecoverable-DLQ %d time(s)", b.processed("a"), b.processed("b"), len(bodies))
+}
