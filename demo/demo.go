@@ -8,11 +8,14 @@
 package demo
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/internal/procstat"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/recovery"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -57,8 +60,17 @@ type Config struct {
 	BatchSize int
 	// ParallelizationFactor of the mapping. Default 1.
 	ParallelizationFactor int
-	// MaximumRetryAttempts of the mapping. Default 3.
+	// MaximumRetryAttempts of the stream mapping. Default 0: a record that
+	// fails alone goes to the Retry-DLQ at once (negative values count as 0).
 	MaximumRetryAttempts int
+	// FlakyRecords is how many records fail their first FlakyFailures
+	// attempts and then succeed: they recover through the Retry-DLQ.
+	// Default 20; negative for none.
+	FlakyRecords  int
+	FlakyFailures int // default 2
+	// RetryAttempts is the Retry-DLQ mapping's RetryPolicy.MaxAttempts:
+	// receives before a message moves to the Unrecoverable-DLQ. Default 4.
+	RetryAttempts int
 	// FailureRate is the share of invocations that fail transiently
 	// (before touching their records). Default 0.02; negative for none.
 	FailureRate float64
@@ -92,8 +104,15 @@ func (c *Config) setDefaults() {
 	if c.ParallelizationFactor == 0 {
 		c.ParallelizationFactor = 1
 	}
-	if c.MaximumRetryAttempts == 0 {
-		c.MaximumRetryAttempts = 3
+	c.MaximumRetryAttempts = max(c.MaximumRetryAttempts, 0)
+	if c.FlakyRecords == 0 {
+		c.FlakyRecords = 20
+	}
+	if c.FlakyFailures == 0 {
+		c.FlakyFailures = 2
+	}
+	if c.RetryAttempts == 0 {
+		c.RetryAttempts = 4
 	}
 	if c.FailureRate == 0 {
 		c.FailureRate = 0.02
@@ -125,7 +144,7 @@ type Result struct {
 	RecordsIn            int64   `json:"records_in"`
 	ProcessedUnique      int64   `json:"processed_unique"`
 	Deliveries           int64   `json:"deliveries"`
-	ToFailureDestination int64   `json:"to_failure_destination"`
+	ToFailureDestination int64   `json:"to_failure_destination"` // records the stream mapping sent to the Retry-DLQ
 	Lost                 int64   `json:"lost"`
 	StatsMatch           bool    `json:"stats_match"`
 	ElapsedS             float64 `json:"elapsed_s"`
@@ -136,7 +155,11 @@ type Result struct {
 	Invocations      int64                  `json:"invocations"`
 	FailedInvokes    int64                  `json:"failed_invocations"`
 	PoisonInjected   int                    `json:"poison_injected"`
-	PoisonInFailDest int                    `json:"poison_in_failure_destination"`
+	PoisonInFailDest int                    `json:"poison_unrecoverable"`
+	FlakyInjected    int                    `json:"flaky_injected"`
+	RetriedMessages  int64                  `json:"retried"`
+	Recovered        int64                  `json:"recovered"`
+	Unrecoverable    int64                  `json:"unrecoverable"`
 	StatsDiff        string                 `json:"stats_diff,omitempty"`
 	PeakRSSMiB       float64                `json:"peak_rss_mib"`
 	Top              []flights.AirportStats `json:"top_airports"`
@@ -157,6 +180,13 @@ type pipeline struct {
 	delivers atomic.Int64
 	invokes  atomic.Int64
 	failed   atomic.Int64
+
+	streams       *stream.Service
+	retried       atomic.Int64 // Retry-DLQ messages handled
+	recovered     atomic.Int64 // records processed from the Retry-DLQ
+	flakyFailures int
+	flakyMu       sync.Mutex
+	flakyTries    map[string]int
 }
 
 var errTransient = errors.New("injected transient failure")
@@ -166,50 +196,109 @@ type errPoison struct{ seq string }
 
 func (e *errPoison) Error() string { return "poison record " + e.seq }
 
-// handle is the demo function: per-airport statistics over a batch,
-// merged only if the whole batch succeeds, once per record (records are
-// identified by shard and sequence number, so redeliveries are not counted
-// twice: the whitepaper's sequence-number idempotency).
-func (p *pipeline) handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-	p.invokes.Add(1)
-	p.delivers.Add(int64(len(ev.Records)))
-	p.rngMu.Lock()
-	fail := p.rng.Float64() < p.rate
-	p.rngMu.Unlock()
-	if fail {
-		p.failed.Add(1)
-		return events.KinesisEventResponse{}, errTransient
-	}
-	parsed := make([]flights.Flight, len(ev.Records))
-	for i := range ev.Records {
-		f, poison, err := flights.ParseJSON(ev.Records[i].Kinesis.Data)
+var flakyMark = []byte(`"flaky":true`)
+
+// check parses a batch and applies the injected failures: a poison record
+// always fails; a flaky record fails its first FlakyFailures attempts.
+func (p *pipeline) check(recs []events.KinesisEventRecord) ([]flights.Flight, error) {
+	parsed := make([]flights.Flight, len(recs))
+	for i := range recs {
+		f, poison, err := flights.ParseJSON(recs[i].Kinesis.Data)
 		if err != nil {
-			p.failed.Add(1)
-			return events.KinesisEventResponse{}, err
+			return nil, err
 		}
 		if poison {
-			p.failed.Add(1)
-			return events.KinesisEventResponse{}, &errPoison{ev.Records[i].Kinesis.SequenceNumber}
+			return nil, &errPoison{recs[i].Kinesis.SequenceNumber}
+		}
+		if bytes.Contains(recs[i].Kinesis.Data, flakyMark) {
+			p.flakyMu.Lock()
+			p.flakyTries[recs[i].EventID]++
+			n := p.flakyTries[recs[i].EventID]
+			p.flakyMu.Unlock()
+			if n <= p.flakyFailures {
+				return nil, fmt.Errorf("flaky record %s: attempt %d fails", recs[i].EventID, n)
+			}
 		}
 		parsed[i] = f
 	}
+	return parsed, nil
+}
+
+// merge adds a successful batch to the statistics, once per record
+// (records are identified by shard and sequence number, so redeliveries
+// are not counted twice: the whitepaper's sequence-number idempotency).
+func (p *pipeline) merge(recs []events.KinesisEventRecord, parsed []flights.Flight, viaDLQ bool) error {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := range ev.Records {
-		r := &ev.Records[i]
+	for i := range recs {
+		r := &recs[i]
 		sh, pos, err := stream.DecodeSequenceNumber(p.epoch, r.Kinesis.SequenceNumber)
 		if err != nil {
-			return events.KinesisEventResponse{}, err
+			return err
 		}
 		if !p.done[sh].set(pos) {
 			continue // a redelivery: already counted
 		}
 		p.stats.Add(parsed[i])
 		p.unique.Add(1)
+		if viaDLQ {
+			p.recovered.Add(1)
+		}
 		p.latMs = append(p.latMs, uint32(max(0, now.Sub(r.Kinesis.ApproximateArrivalTimestamp.Time).Milliseconds())))
 	}
-	return events.KinesisEventResponse{}, nil
+	return nil
+}
+
+func (p *pipeline) transient() bool {
+	p.rngMu.Lock()
+	defer p.rngMu.Unlock()
+	return p.rng.Float64() < p.rate
+}
+
+// HandleKinesis is the demo function on the stream: per-airport statistics
+// over a batch, merged only if the whole batch succeeds.
+func (p *pipeline) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	p.invokes.Add(1)
+	p.delivers.Add(int64(len(ev.Records)))
+	if p.transient() {
+		p.failed.Add(1)
+		return events.KinesisEventResponse{}, errTransient
+	}
+	parsed, err := p.check(ev.Records)
+	if err != nil {
+		p.failed.Add(1)
+		return events.KinesisEventResponse{}, err
+	}
+	return events.KinesisEventResponse{}, p.merge(ev.Records, parsed, false)
+}
+
+// HandleSQS is the same function on the Retry-DLQ: each message is a
+// pointer (KinesisBatchInfo) resolved back into its records; a message
+// whose records fail is reported and stays for its next, backed-off try.
+func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	p.invokes.Add(1)
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for _, m := range ev.Records {
+		p.retried.Add(1)
+		res, err := recovery.Resolve(ctx, p.streams, []byte(m.Body))
+		if err == nil && p.transient() {
+			err = errTransient
+		}
+		var parsed []flights.Flight
+		if err == nil {
+			p.delivers.Add(int64(len(res.Records)))
+			parsed, err = p.check(res.Records)
+		}
+		if err == nil {
+			err = p.merge(res.Records, parsed, true)
+		}
+		if err != nil {
+			p.failed.Add(1)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+		}
+	}
+	return resp, nil
 }
 
 // Run runs the demo and returns its reconciliation.
@@ -239,33 +328,50 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer rn.Close()
 
 	suffix := filepath.Base(dir)
-	src, failed := "flights-"+suffix, "flights-failed-"+suffix
+	src := "flights-" + suffix
 	sd, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: src, ShardCount: cfg.Shards})
 	if err != nil {
 		return nil, err
 	}
-	fd, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: failed, ShardCount: 1})
+	// The two-tier dead-letter design: the stream's on-failure destination
+	// is the Retry-DLQ, consumed by the same function with backoff; what
+	// still fails moves on to the Unrecoverable-DLQ.
+	unrecoverable, err := rn.Queues.CreateQueue(ctx, "flights-unrecoverable-"+suffix, nil)
+	if err != nil {
+		return nil, err
+	}
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"10"}`, rn.Queues.ARN("flights-unrecoverable-"+suffix))
+	retry, err := rn.Queues.CreateQueue(ctx, "flights-retry-"+suffix, map[string]string{"VisibilityTimeout": "60", "RedrivePolicy": redrive})
 	if err != nil {
 		return nil, err
 	}
 	if cfg.NATSURL != "" {
 		defer rn.Streams.DeleteStream(context.Background(), src)
-		defer rn.Streams.DeleteStream(context.Background(), failed)
+		defer rn.Queues.DeleteQueue(context.Background(), retry)
+		defer rn.Queues.DeleteQueue(context.Background(), unrecoverable)
 	}
 	p := &pipeline{epoch: sd.Epoch, rate: max(cfg.FailureRate, 0), rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
-		stats: flights.NewStats(), done: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total)}
+		stats: flights.NewStats(), done: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total),
+		streams: rn.Streams, flakyFailures: cfg.FlakyFailures, flakyTries: map[string]int{}}
 	handlerName := "flight-stats-" + suffix
-	function.Register(handlerName, function.KinesisHandler(p.handle))
+	function.Register(handlerName, p)
 	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "flight-stats", Handler: handlerName, Timeout: 60}, true); err != nil {
 		return nil, err
 	}
 
-	// poison rows, spread at random over the run
-	poison := map[int64]bool{}
-	prng := rand.New(rand.NewPCG(cfg.Seed, 2))
-	for cfg.PoisonRecords > 0 && len(poison) < min(cfg.PoisonRecords, int(total)) {
-		poison[prng.Int64N(total)] = true
+	// poison and flaky rows, spread at random over the run
+	marked := func(n int, stream uint64, taken map[int64]bool) map[int64]bool {
+		out := map[int64]bool{}
+		r := rand.New(rand.NewPCG(cfg.Seed, stream))
+		for n > 0 && len(out) < min(n, int(total)-len(taken)) {
+			if row := r.Int64N(total); !taken[row] {
+				out[row] = true
+			}
+		}
+		return out
 	}
+	poison := marked(cfg.PoisonRecords, 2, nil)
+	flaky := marked(cfg.FlakyRecords, 3, poison)
 
 	start := time.Now()
 	p.start = start
@@ -277,7 +383,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		StartingPosition:           mapping.TrimHorizon,
 		MaximumRetryAttempts:       &cfg.MaximumRetryAttempts,
 		BisectBatchOnFunctionError: true,
-		DestinationConfig:          &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: fd.StreamARN}},
+		DestinationConfig:          &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: rn.Queues.ARN("flights-retry-" + suffix)}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	qm, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{
+		EventSourceArn:        rn.Queues.ARN("flights-retry-" + suffix),
+		FunctionName:          "flight-stats",
+		BatchSize:             10,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures},
+		RetryPolicy:           &backoff.Policy{BaseDelaySeconds: 1, MaxDelaySeconds: 2, MaxAttempts: cfg.RetryAttempts, MaximumAgeInSeconds: 3600},
 	})
 	if err != nil {
 		return nil, err
@@ -289,13 +405,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var rowsMu sync.Mutex
 	var put atomic.Int64
 	putErr := make(chan error, 1)
-	go func() { putErr <- produce(ctx, rn, src, cfg, total, poison, rows, &rowsMu, &put) }()
+	go func() { putErr <- produce(ctx, rn, src, cfg, total, poison, flaky, rows, &rowsMu, &put) }()
 
-	// Wait until every record put is resolved: processed, or in the
-	// failure destination.
-	var discarded int64
+	// Wait until every record put is resolved: the stream mapping has
+	// checkpointed every record, and the Retry-DLQ is empty (its messages
+	// recovered, or moved on to the Unrecoverable-DLQ).
 	lastChange, lastSeen := time.Now(), int64(-1)
 	producing := true
+	var st *mapping.Status
 	for {
 		if producing {
 			select {
@@ -307,17 +424,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			default:
 			}
 		}
-		st, err := rn.Mappings.Status(m.UUID)
+		if st, err = rn.Mappings.Status(m.UUID); err != nil {
+			return nil, err
+		}
+		qst, err := rn.Mappings.Status(qm.UUID)
 		if err != nil {
 			return nil, err
 		}
-		discarded = 0
+		caughtUp := !producing
 		for _, sh := range st.Shards {
-			discarded += sh.DiscardedRecords
+			_, last, err := rn.Streams.ShardBounds(ctx, src, sh.ShardID)
+			if err != nil {
+				return nil, err
+			}
+			if end, _ := rn.Streams.SequenceNumber(ctx, src, sh.ShardID, last+1); sh.Checkpoint != end {
+				caughtUp = false
+			}
 		}
-		resolved := p.unique.Load() + discarded
+		resolved := p.unique.Load() + qst.Queue.MovedToDeadLetter
 		prog.update(put.Load(), resolved)
-		if !producing && resolved >= put.Load() {
+		if caughtUp && queueDepth(ctx, rn, retry) == 0 {
 			break
 		}
 		if resolved != lastSeen {
@@ -334,35 +460,33 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	elapsed := time.Since(start)
 	prog.finish()
 
-	res := &Result{RecordsIn: put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison)}
+	res := &Result{RecordsIn: put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison), FlakyInjected: len(flaky)}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.FailedInvokes = p.delivers.Load(), p.invokes.Load(), p.failed.Load()
+	res.RetriedMessages, res.Recovered = p.retried.Load(), p.recovered.Load()
+	for _, sh := range st.Shards {
+		res.ToFailureDestination += sh.DiscardedRecords
+	}
 
-	// Resolve the failure destination's pointers back to rows.
+	// Resolve the Unrecoverable-DLQ's pointers back to rows.
 	failedRows := map[int64]bool{}
 	dropped := make([]positions, cfg.Shards)
-	recs, err := readStream(ctx, rn, failed)
+	bodies, err := drainQueue(ctx, rn, unrecoverable)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range recs {
-		var f mapping.OnFailureRecord
-		if err := json.Unmarshal(r.Data, &f); err != nil || f.KinesisBatchInfo == nil {
-			return nil, fmt.Errorf("demo: failure destination holds a record that is not an on-failure record: %s", r.Data)
+	for _, body := range bodies {
+		r, err := recovery.Resolve(ctx, rn.Streams, []byte(body))
+		if err != nil || r.Info == nil {
+			return nil, fmt.Errorf("demo: the Unrecoverable-DLQ holds a message that does not resolve to stream records (%v): %s", err, body)
 		}
-		bi := f.KinesisBatchInfo
-		sh, err0 := stream.ShardIndex(bi.ShardID)
-		from, err1 := stream.ParseSequenceNumber("startSequenceNumber", p.epoch, sh, bi.StartSequenceNumber)
-		to, err2 := stream.ParseSequenceNumber("endSequenceNumber", p.epoch, sh, bi.EndSequenceNumber)
-		if err := errors.Join(err0, err1, err2); err != nil {
-			return nil, err
-		}
-		if int(to-from+1) != bi.BatchSize {
-			return nil, fmt.Errorf("demo: on-failure record range %d..%d does not hold its batchSize %d", from, to, bi.BatchSize)
-		}
-		for pos := from; pos <= to; pos++ {
+		for _, rec := range r.Records {
+			sh, pos, err := stream.DecodeSequenceNumber(p.epoch, rec.Kinesis.SequenceNumber)
+			if err != nil {
+				return nil, err
+			}
 			if dropped[sh].set(pos) {
-				res.ToFailureDestination++
+				res.Unrecoverable++
 				row := int64(rows[sh][pos-1])
 				failedRows[row] = true
 				if poison[row] {
@@ -371,7 +495,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
-	// Lost: records put that are neither processed nor in the destination.
+	// Lost: records put that are neither processed nor unrecoverable.
 	p.mu.Lock()
 	for sh := range rows {
 		for i := range rows[sh] {
@@ -390,7 +514,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Latency = percentiles(lat)
 
 	// The independent computation: straight from the parquet file, leaving
-	// out the rows that went to the failure destination.
+	// out the rows in the Unrecoverable-DLQ.
 	want, _, err := flights.ComputeStats(cfg.DataPath, int(total), func(i int64) bool { return failedRows[i] })
 	if err != nil {
 		return nil, err
@@ -404,7 +528,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // produce reads the parquet file and puts every row, poison rows marked,
 // with the origin airport as partition key, Producers PutRecords calls at a
 // time. It records which row each (shard, position) holds.
-func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Config, total int64, poison map[int64]bool, rows [][]int32, rowsMu *sync.Mutex, put *atomic.Int64) error {
+func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Config, total int64, poison, flaky map[int64]bool, rows [][]int32, rowsMu *sync.Mutex, put *atomic.Int64) error {
 	type chunk struct {
 		rows    []int64 // parquet row of each entry
 		entries []stream.PutRecordsRequestEntry
@@ -463,9 +587,13 @@ func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Conf
 			for j := i; j < end; j++ {
 				c.rows = append(c.rows, row)
 				var data []byte
-				if poison[row] {
+				switch {
+				case poison[row]:
 					data = batch[j].AppendJSONPoison(nil)
-				} else {
+				case flaky[row]:
+					data = batch[j].AppendJSON(nil)
+					data = append(data[:len(data)-1], `,"flaky":true}`...)
+				default:
 					data = batch[j].AppendJSON(nil)
 				}
 				c.entries = append(c.entries, stream.PutRecordsRequestEntry{Data: data, PartitionKey: batch[j].Origin})
@@ -500,24 +628,38 @@ func seqPosition(seq string) uint64 {
 	return v
 }
 
-func readStream(ctx context.Context, rn *runnel.Runnel, name string) ([]stream.Record, error) {
-	shards, err := rn.Streams.ListShards(ctx, name)
+// queueDepth is how many messages a queue holds (visible, in flight and
+// delayed); -1 if it cannot be read.
+func queueDepth(ctx context.Context, rn *runnel.Runnel, url string) int {
+	a, err := rn.Queues.GetQueueAttributes(ctx, url, []string{"All"})
 	if err != nil {
-		return nil, err
+		return -1
 	}
-	var out []stream.Record
-	for _, sh := range shards {
-		first, last, err := rn.Streams.ShardBounds(ctx, name, sh.ShardID)
+	n := 0
+	for _, k := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		v, _ := strconv.Atoi(a[k])
+		n += v
+	}
+	return n
+}
+
+// drainQueue receives every message of a queue (keeping them invisible
+// while it reads) and returns their bodies.
+func drainQueue(ctx context.Context, rn *runnel.Runnel, url string) ([]string, error) {
+	var bodies []string
+	for {
+		vt, wait := 600, 0
+		ms, err := rn.Queues.ReceiveMessage(ctx, url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, VisibilityTimeout: &vt, WaitTimeSeconds: &wait})
 		if err != nil {
 			return nil, err
 		}
-		recs, _, err := rn.Streams.ReadRange(ctx, name, sh.ShardID, first, last)
-		if err != nil {
-			return nil, err
+		if len(ms) == 0 {
+			return bodies, nil
 		}
-		out = append(out, recs...)
+		for _, m := range ms {
+			bodies = append(bodies, m.Body)
+		}
 	}
-	return out, nil
 }
 
 func percentiles(ms []uint32) Latency {

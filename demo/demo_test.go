@@ -10,9 +10,10 @@ import (
 )
 
 // The demo's reconciliation on the first 20,000 flights, with a high
-// failure rate: every record is processed or in the failure destination,
-// the poison records are exactly what reached the destination, and the
-// statistics equal the independent computation from the parquet file.
+// failure rate: every record is processed or unrecoverable, the flaky
+// records recover through the Retry-DLQ, the poison records are exactly
+// what reached the Unrecoverable-DLQ, and the statistics equal the
+// independent computation from the parquet file.
 func TestDemoReconciles(t *testing.T) {
 	res, err := demo.Run(context.Background(), demo.Config{
 		DataPath:      "../data/flights-3m.parquet",
@@ -20,6 +21,7 @@ func TestDemoReconciles(t *testing.T) {
 		DataDir:       t.TempDir(),
 		FailureRate:   0.1,
 		PoisonRecords: 7,
+		FlakyRecords:  5,
 		BatchSize:     200,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -29,11 +31,14 @@ func TestDemoReconciles(t *testing.T) {
 	if res.RecordsIn != 20000 || res.Lost != 0 || !res.StatsMatch {
 		t.Fatalf("records in %d, lost %d, stats match %v (%s)", res.RecordsIn, res.Lost, res.StatsMatch, res.StatsDiff)
 	}
-	if res.ProcessedUnique+res.ToFailureDestination != res.RecordsIn {
-		t.Fatalf("processed %d + failure destination %d != records in %d", res.ProcessedUnique, res.ToFailureDestination, res.RecordsIn)
+	if res.ProcessedUnique+res.Unrecoverable != res.RecordsIn {
+		t.Fatalf("processed %d + unrecoverable %d != records in %d", res.ProcessedUnique, res.Unrecoverable, res.RecordsIn)
 	}
-	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 {
-		t.Fatalf("poison injected %d, in the failure destination %d", res.PoisonInjected, res.PoisonInFailDest)
+	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 || res.Unrecoverable != 7 {
+		t.Fatalf("poison injected %d, unrecoverable %d (poison among them %d)", res.PoisonInjected, res.Unrecoverable, res.PoisonInFailDest)
+	}
+	if res.FlakyInjected != 5 || res.Recovered < 5 || res.ToFailureDestination < 12 {
+		t.Fatalf("flaky %d, recovered through the Retry-DLQ %d, sent to the Retry-DLQ %d", res.FlakyInjected, res.Recovered, res.ToFailureDestination)
 	}
 	if res.FailedInvokes == 0 || res.Deliveries <= res.ProcessedUnique {
 		t.Fatalf("no failure was injected: %+v", res)

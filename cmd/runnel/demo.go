@@ -22,14 +22,18 @@ func demoCmd(g *globals) *cobra.Command {
 		Long: `demo puts every flight of data/flights-3m.parquet (3,000,000 US flights of 2001,
 U.S. Bureau of Transportation Statistics) into a stream with the origin airport
 as partition key. An event source mapping (BatchSize 500, BisectBatchOnFunctionError,
-MaximumRetryAttempts 3, an on-failure destination stream) feeds a function that
-computes per-airport statistics. The demo makes a share of invocations fail
-transiently and marks some records as poison; bisect isolates the poison records
-into the failure destination while everything else is processed.
+MaximumRetryAttempts 0) feeds a function that computes per-airport statistics,
+with the two-tier dead-letter design: the stream's on-failure destination is a
+Retry-DLQ queue, consumed by the same function with exponential backoff and full
+jitter; what still fails after 4 attempts moves to the Unrecoverable-DLQ. The
+demo makes a share of invocations fail transiently, marks some records flaky
+(they fail twice, then recover through the Retry-DLQ) and some poison (they
+always fail and end in the Unrecoverable-DLQ); bisect isolates them while
+everything else is processed.
 
-At the end it reconciles: records in = processed + sent to the failure
-destination, lost = 0, and the statistics equal an independent computation
-straight from the parquet file.`,
+At the end it reconciles: records in = processed + unrecoverable, lost = 0, and
+the statistics equal an independent computation straight from the parquet file
+without the unrecoverable records.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			cfg.Logger = g.logger()
@@ -60,9 +64,11 @@ straight from the parquet file.`,
 	f.IntVar(&cfg.Shards, "shards", 4, "shards of the flights stream")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "BatchSize of the mapping")
 	f.IntVar(&cfg.ParallelizationFactor, "parallelization-factor", 1, "ParallelizationFactor of the mapping")
-	f.IntVar(&cfg.MaximumRetryAttempts, "maximum-retry-attempts", 3, "MaximumRetryAttempts of the mapping")
+	f.IntVar(&cfg.MaximumRetryAttempts, "maximum-retry-attempts", 0, "MaximumRetryAttempts of the stream mapping (0: a record failing alone goes to the Retry-DLQ)")
 	f.Float64Var(&cfg.FailureRate, "failure-rate", 0.02, "share of invocations that fail transiently (negative: none)")
-	f.IntVar(&cfg.PoisonRecords, "poison", 10, "number of poison records (negative: none)")
+	f.IntVar(&cfg.PoisonRecords, "poison", 10, "number of poison records, which always fail (negative: none)")
+	f.IntVar(&cfg.FlakyRecords, "flaky", 20, "number of flaky records, which fail their first 2 attempts (negative: none)")
+	f.IntVar(&cfg.RetryAttempts, "retry-attempts", 4, "attempts through the Retry-DLQ before a message moves to the Unrecoverable-DLQ")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	return cmd
@@ -77,17 +83,19 @@ func printDemo(w io.Writer, r *demo.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, `
-Reconciliation:
-  records in                 %d
-  processed (unique)         %d
-  sent to failure destination %d  (poison injected %d, of them in the destination %d)
-  lost                       %d
-  deliveries                 %d  (redeliveries %d; %d invocations, %d failed)
-  statistics match parquet   %v%s
-  elapsed                    %.1f s  (%.0f records/s)
-  end-to-end latency         p50 %.0f ms, p99 %.0f ms
-  peak RSS                   %.0f MiB
-`, r.RecordsIn, r.ProcessedUnique, r.ToFailureDestination, r.PoisonInjected, r.PoisonInFailDest, r.Lost,
+Reconciliation (records in = processed + unrecoverable; lost = neither):
+  records in                  %d
+  processed (unique)          %d  (of them recovered through the Retry-DLQ: %d)
+  sent to the Retry-DLQ       %d  (Retry-DLQ messages handled: %d)
+  unrecoverable               %d  (in the Unrecoverable-DLQ; poison injected %d, of them unrecoverable %d; flaky injected %d)
+  lost                        %d
+  deliveries                  %d  (redeliveries %d; %d invocations, %d failed)
+  statistics match parquet    %v%s
+  elapsed                     %.1f s  (%.0f records/s)
+  end-to-end latency          p50 %.0f ms, p99 %.0f ms
+  peak RSS                    %.0f MiB
+`, r.RecordsIn, r.ProcessedUnique, r.Recovered, r.ToFailureDestination, r.RetriedMessages,
+		r.Unrecoverable, r.PoisonInjected, r.PoisonInFailDest, r.FlakyInjected, r.Lost,
 		r.Deliveries, r.Redeliveries, r.Invocations, r.FailedInvokes, r.StatsMatch, diff(r.StatsDiff),
 		r.ElapsedS, r.RecordsPerS, r.Latency.P50, r.Latency.P99, r.PeakRSSMiB)
 }
