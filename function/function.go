@@ -170,6 +170,12 @@ func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logge
 	return &Function{cfg: cfg, inv: inv, clock: clock, log: log, slots: make(chan struct{}, n)}
 }
 
+// Accepts reports whether the function's handler can take events of kind
+// (EventKinesis, EventSQS). A handler typed for Kinesis events given a
+// queue event would decode it into an empty Kinesis event and "succeed",
+// deleting the messages: event source mappings refuse that pairing.
+func (f *Function) Accepts(kind string) bool { return accepts(f.inv, kind) }
+
 // Config returns the function's configuration.
 func (f *Function) Config() Config { return f.cfg }
 

@@ -101,6 +101,25 @@ func (d dualInvoker) invoke(ctx context.Context, event any, payload func() ([]by
 	return kinesisInvoker(d.h.HandleKinesis).invoke(ctx, nil, payload)
 }
 
+// Event kinds for Function.Accepts.
+const (
+	EventKinesis = "kinesis"
+	EventSQS     = "sqs"
+)
+
+// accepts reports whether an invoker can take events of a kind: a typed
+// Kinesis handler takes only stream events, a typed SQS handler only queue
+// events; EventHandlers and JSON handlers take both.
+func accepts(inv invoker, kind string) bool {
+	switch inv.(type) {
+	case kinesisInvoker:
+		return kind == EventKinesis
+	case sqsInvoker:
+		return kind == EventSQS
+	}
+	return true
+}
+
 // acceptsTyped reports whether an invoker takes event as a Go value (so
 // Invoke need not encode it).
 func acceptsTyped(inv invoker, event any) bool {

@@ -258,6 +258,9 @@ func (s *Service) validate(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	if !fn.Accepts(function.EventKinesis) {
+		return invalid("FunctionName: the handler of %s takes only queue events (events.SQSEvent); a stream event source needs a Kinesis handler or an EventHandler", cfg.FunctionName)
+	}
 	cfg.FunctionArn = fn.Config().FunctionArn
 	if _, err := s.resolveDestination(ctx, cfg.onFailure()); err != nil {
 		return err

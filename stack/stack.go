@@ -9,8 +9,11 @@
 //	  - FunctionName: stats
 //	    Handler: log          # a handler registered in this binary
 //	    Timeout: 30
+//	Queues:
+//	  - QueueName: flights-retry
+//	    Attributes: {VisibilityTimeout: "60"}
 //	EventSourceMappings:
-//	  - EventSourceArn: flights       # a stream name or its ARN
+//	  - EventSourceArn: flights       # a stream or queue name, or an ARN
 //	    FunctionName: stats
 //	    StartingPosition: TRIM_HORIZON
 //	    BatchSize: 500
@@ -18,7 +21,14 @@
 //	    MaximumRetryAttempts: 3
 //	    DestinationConfig:
 //	      OnFailure:
-//	        Destination: flights-failed   # a stream name or its ARN
+//	        Destination: flights-retry    # a stream or queue name, or an ARN
+//	  - EventSourceArn: flights-retry # a queue mapping
+//	    FunctionName: stats
+//	    FunctionResponseTypes: [ReportBatchItemFailures]
+//	    RetryPolicy: {BaseDelaySeconds: 1, MaxAttempts: 5}
+//
+// A name is a queue's if the stack declares a queue of that name or one
+// exists, else a stream's.
 //
 // Apply is idempotent: streams that exist are kept, functions are created
 // or replaced, and a mapping that already joins the same stream and
@@ -28,6 +38,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +48,7 @@ import (
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/mapping/filter"
@@ -46,8 +58,18 @@ import (
 // Stack is the content of a stack file.
 type Stack struct {
 	Streams             []stream.CreateStreamInput `yaml:"Streams"`
+	Queues              []Queue                    `yaml:"Queues"`
 	Functions           []function.Config          `yaml:"Functions"`
 	EventSourceMappings []Mapping                  `yaml:"EventSourceMappings"`
+}
+
+// Queue is a queue as written in a stack file (CreateQueue): a name, and
+// attributes with SQS's names and string values, for example
+// VisibilityTimeout: "60" or RedrivePolicy: '{"deadLetterTargetArn":"...","maxReceiveCount":"5"}'.
+// In a RedrivePolicy, deadLetterTargetArn may be a plain queue name.
+type Queue struct {
+	QueueName  string            `yaml:"QueueName"`
+	Attributes map[string]string `yaml:"Attributes"`
 }
 
 // Mapping is an event source mapping as written in a stack file: the
@@ -68,6 +90,8 @@ type Mapping struct {
 	FunctionResponseTypes          []string                   `yaml:"FunctionResponseTypes"`
 	DestinationConfig              *mapping.DestinationConfig `yaml:"DestinationConfig"`
 	FilterCriteria                 *filterCriteria            `yaml:"FilterCriteria"`
+	ScalingConfig                  *mapping.ScalingConfig     `yaml:"ScalingConfig"`
+	RetryPolicy                    *backoff.Policy            `yaml:"RetryPolicy"`
 }
 
 type filterCriteria struct {
@@ -100,6 +124,7 @@ func Parse(b []byte) (*Stack, error) {
 // Applied says what Apply did.
 type Applied struct {
 	StreamsCreated, StreamsKept      []string
+	QueuesCreated                    []string
 	FunctionsCreated                 []string
 	MappingsCreated, MappingsUpdated []string // UUIDs
 }
@@ -119,6 +144,21 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		}
 		out.StreamsCreated = append(out.StreamsCreated, in.StreamName)
 	}
+	queueNames := map[string]bool{}
+	for i, q := range s.Queues {
+		attrs := map[string]string{}
+		for k, v := range q.Attributes {
+			attrs[k] = v
+		}
+		if rp, ok := attrs["RedrivePolicy"]; ok {
+			attrs["RedrivePolicy"] = qualifyRedrive(rn, rp)
+		}
+		if _, err := rn.Queues.CreateQueue(ctx, q.QueueName, attrs); err != nil {
+			return out, fmt.Errorf("Queues[%d] (%s): %w", i, q.QueueName, err)
+		}
+		queueNames[q.QueueName] = true
+		out.QueuesCreated = append(out.QueuesCreated, q.QueueName)
+	}
 	for i, fc := range s.Functions {
 		if _, err := rn.Functions.CreateFunction(ctx, fc, true); err != nil {
 			return out, fmt.Errorf("Functions[%d] (%s): %w", i, fc.FunctionName, err)
@@ -126,7 +166,7 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		out.FunctionsCreated = append(out.FunctionsCreated, fc.FunctionName)
 	}
 	for i, m := range s.EventSourceMappings {
-		cfg := m.config(rn)
+		cfg := m.config(ctx, rn, queueNames)
 		var existing *mapping.Config
 		for _, c := range rn.Mappings.ListEventSourceMappings() {
 			if c.EventSourceArn == cfg.EventSourceArn && (c.FunctionName == cfg.FunctionName || c.FunctionArn == rn.Functions.ARN(cfg.FunctionName)) {
@@ -151,17 +191,38 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 	return out, nil
 }
 
-// streamARN turns a stream name into its ARN; ARNs pass through.
-func streamARN(rn *runnel.Runnel, s string) string {
+// resolveARN turns a queue or stream name into its ARN; ARNs pass through.
+func resolveARN(ctx context.Context, rn *runnel.Runnel, queues map[string]bool, s string) string {
 	if s == "" || strings.HasPrefix(s, "arn:") {
 		return s
+	}
+	if queues[s] {
+		return rn.Queues.ARN(s)
+	}
+	if _, err := rn.Queues.GetQueueURL(ctx, s); err == nil {
+		return rn.Queues.ARN(s)
 	}
 	return rn.Streams.ARN(s)
 }
 
-func (m *Mapping) config(rn *runnel.Runnel) mapping.Config {
+// qualifyRedrive turns a plain queue name in a RedrivePolicy's
+// deadLetterTargetArn into the queue's ARN.
+func qualifyRedrive(rn *runnel.Runnel, policy string) string {
+	var p map[string]any
+	if json.Unmarshal([]byte(policy), &p) != nil {
+		return policy
+	}
+	if t, ok := p["deadLetterTargetArn"].(string); ok && t != "" && !strings.HasPrefix(t, "arn:") {
+		p["deadLetterTargetArn"] = rn.Queues.ARN(t)
+		b, _ := json.Marshal(p)
+		return string(b)
+	}
+	return policy
+}
+
+func (m *Mapping) config(ctx context.Context, rn *runnel.Runnel, queues map[string]bool) mapping.Config {
 	c := mapping.Config{
-		EventSourceArn:                 streamARN(rn, m.EventSourceArn),
+		EventSourceArn:                 resolveARN(ctx, rn, queues, m.EventSourceArn),
 		FunctionName:                   m.FunctionName,
 		Enabled:                        m.Enabled,
 		BatchSize:                      m.BatchSize,
@@ -172,13 +233,15 @@ func (m *Mapping) config(rn *runnel.Runnel) mapping.Config {
 		MaximumRecordAgeInSeconds:      m.MaximumRecordAgeInSeconds,
 		BisectBatchOnFunctionError:     m.BisectBatchOnFunctionError,
 		FunctionResponseTypes:          m.FunctionResponseTypes,
+		ScalingConfig:                  m.ScalingConfig,
+		RetryPolicy:                    m.RetryPolicy,
 	}
 	if m.StartingPositionTimestamp != nil {
 		t := m.StartingPositionTimestamp.Time
 		c.StartingPositionTimestamp = &t
 	}
 	if m.DestinationConfig != nil && m.DestinationConfig.OnFailure != nil {
-		c.DestinationConfig = &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: streamARN(rn, m.DestinationConfig.OnFailure.Destination)}}
+		c.DestinationConfig = &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: resolveARN(ctx, rn, queues, m.DestinationConfig.OnFailure.Destination)}}
 	}
 	if m.FilterCriteria != nil {
 		c.FilterCriteria = &filter.Criteria{}

@@ -15,12 +15,13 @@ import (
 )
 
 func TestExampleStackRunsAndIsIdempotent(t *testing.T) {
-	builtin.Register(nil)
+	streams := builtin.Register(nil)
 	s, err := stack.Load("../examples/stack.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rn := testenv.Start(t, testenv.Options{})
+	streams.Use(rn.Streams)
 	ctx := context.Background()
 	a, err := stack.Apply(ctx, rn, s)
 	if err != nil {
@@ -75,4 +76,33 @@ func TestRefusedItemIsNamed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Streams[0] (s)") || !strings.Contains(err.Error(), "RetentionPeriodHours") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+func TestTwoTierStackRoutesPoisonToTheUnrecoverableDLQ(t *testing.T) {
+	streams := builtin.Register(nil)
+	s, err := stack.Load("../examples/two-tier.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	streams.Use(rn.Streams)
+	ctx := context.Background()
+	a, err := stack.Apply(ctx, rn, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.QueuesCreated) != 2 || len(a.MappingsCreated) != 2 {
+		t.Fatalf("applied %+v", a)
+	}
+	if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{
+		{PartitionKey: "a", Data: []byte(`{"id":1}`)}, {PartitionKey: "a", Data: []byte(`{"id":2,"poison":true}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// fail-on-poison never succeeds: the pointer goes stream -> Retry-DLQ ->
+	// (5 attempts, 1 s base backoff) -> Unrecoverable-DLQ.
+	testenv.Eventually(t, 60*time.Second, "poison pointer in the Unrecoverable-DLQ", func() bool {
+		attrs, err := rn.Queues.GetQueueAttributes(ctx, "orders-unrecoverable", []string{"ApproximateNumberOfMessages"})
+		return err == nil && attrs["ApproximateNumberOfMessages"] == "1"
+	})
 }

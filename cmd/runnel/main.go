@@ -66,8 +66,13 @@ func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Run
 // registered.
 func (g *globals) serve(ctx context.Context, listen string) (*runnel.Runnel, error) {
 	log := g.logger()
-	builtin.Register(log)
-	return runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log}})
+	streams := builtin.Register(log)
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log}})
+	if err != nil {
+		return nil, err
+	}
+	streams.Use(rn.Streams)
+	return rn, nil
 }
 
 func main() {
