@@ -180,17 +180,21 @@ func (c *Config) validateQueue(fifo bool) error {
 	if c.FunctionName == "" {
 		return invalid("FunctionName: required")
 	}
-	for field, set := range map[string]bool{
-		"StartingPosition":           c.StartingPosition != "",
-		"StartingPositionTimestamp":  c.StartingPositionTimestamp != nil,
-		"ParallelizationFactor":      c.ParallelizationFactor != 0,
-		"MaximumRetryAttempts":       c.MaximumRetryAttempts != nil,
-		"MaximumRecordAgeInSeconds":  c.MaximumRecordAgeInSeconds != nil,
-		"BisectBatchOnFunctionError": c.BisectBatchOnFunctionError,
-		"DestinationConfig":          c.DestinationConfig != nil,
+	// In a fixed order, so that the error names the same field every time.
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"StartingPosition", c.StartingPosition != ""},
+		{"StartingPositionTimestamp", c.StartingPositionTimestamp != nil},
+		{"ParallelizationFactor", c.ParallelizationFactor != 0},
+		{"MaximumRetryAttempts", c.MaximumRetryAttempts != nil},
+		{"MaximumRecordAgeInSeconds", c.MaximumRecordAgeInSeconds != nil},
+		{"BisectBatchOnFunctionError", c.BisectBatchOnFunctionError},
+		{"DestinationConfig", c.DestinationConfig != nil},
 	} {
-		if set {
-			return invalid("%s is not valid for an SQS event source (configure failures on the queue's RedrivePolicy)", field)
+		if f.set {
+			return invalid("%s is not valid for an SQS event source (configure failures on the queue's RedrivePolicy)", f.field)
 		}
 	}
 	maxBatch := MaxBatchSize

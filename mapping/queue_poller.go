@@ -26,6 +26,10 @@ import (
 //   - Pollers (ScalingConfig.MaximumConcurrency, default 5) long-poll the
 //     queue and gather up to BatchSize messages, waiting up to
 //     MaximumBatchingWindowInSeconds once the first message is there.
+//     With a window, one poller gathers at a time (the others invoke), so
+//     batches fill up instead of being split between pollers; and when
+//     window + function timeout exceed the queue's VisibilityTimeout the
+//     messages are received with window + timeout + 30 s, as Lambda does.
 //   - Messages that match no FilterCriteria filter are deleted.
 //   - On success the batch is deleted. On a function error nothing is
 //     deleted: the messages become visible again when their visibility
@@ -71,6 +75,11 @@ type queueRunner struct {
 	vt       time.Duration
 	matcher  *filter.Matcher
 	pollers  int
+	// gathering is held by the poller forming a batch when there is a
+	// batching window, so one batch fills up before the next one starts
+	// (otherwise every poller would hold a part of the messages for the
+	// whole window). Invocations still run concurrently.
+	gathering chan struct{}
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -112,6 +121,11 @@ func (s *Service) validateQueue(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	if !fn.Accepts(function.EventSQS) {
+		// It would get an empty Kinesis event, "succeed", and the messages
+		// would be deleted unprocessed.
+		return invalid("FunctionName: the handler of %s takes only stream events (events.KinesisEvent); a queue event source needs an SQS handler or an EventHandler", cfg.FunctionName)
+	}
 	cfg.FunctionArn = fn.Config().FunctionArn
 	vt, _ := strconv.Atoi(attrs["VisibilityTimeout"])
 	if timeout := fn.Config().Timeout; vt < timeout {
@@ -132,7 +146,7 @@ func (s *Service) startQueueLocked(ctx context.Context, cfg Config) error {
 	}
 	vt, _ := strconv.Atoi(attrs["VisibilityTimeout"])
 	r := &queueRunner{svc: s, cfg: cfg, queueURL: s.queues.QueueURL(name), fifo: attrs["FifoQueue"] == "true",
-		vt: time.Duration(vt) * time.Second, matcher: m, pollers: DefaultQueueConcurrency,
+		vt: time.Duration(vt) * time.Second, matcher: m, pollers: DefaultQueueConcurrency, gathering: make(chan struct{}, 1),
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)), lastResult: "No records processed"}
 	if cfg.ScalingConfig != nil {
 		r.pollers = cfg.ScalingConfig.MaximumConcurrency
@@ -179,7 +193,7 @@ func (r *queueRunner) setResult(res string, err error) {
 func (r *queueRunner) poll(ctx context.Context) {
 	log := r.svc.eng.Logger.With("mapping", r.cfg.UUID, "queue", r.queueURL)
 	for ctx.Err() == nil {
-		msgs, err := r.gather(ctx)
+		msgs, rc, err := r.gatherTurn(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -192,20 +206,62 @@ func (r *queueRunner) poll(ctx context.Context) {
 			continue
 		}
 		if len(msgs) > 0 {
-			r.process(ctx, msgs)
+			r.process(ctx, msgs, rc)
 		}
 	}
+}
+
+// gatherTurn gathers a batch, taking its turn first when there is a
+// batching window.
+func (r *queueRunner) gatherTurn(ctx context.Context) ([]queue.Message, receipt, error) {
+	if r.cfg.MaximumBatchingWindowInSeconds == 0 {
+		return r.gather(ctx)
+	}
+	select {
+	case r.gathering <- struct{}{}:
+	case <-ctx.Done():
+		return nil, receipt{}, ctx.Err()
+	}
+	defer func() { <-r.gathering }()
+	return r.gather(ctx)
+}
+
+// visibility is the visibility timeout the mapping receives with: the
+// queue's, unless the batching window and the function timeout together
+// exceed it; Lambda then uses window + timeout + 30 s, so that a message
+// does not become visible again while its batch is still being gathered
+// or processed.
+func (r *queueRunner) visibility() time.Duration {
+	window := time.Duration(r.cfg.MaximumBatchingWindowInSeconds) * time.Second
+	if window == 0 {
+		return r.vt
+	}
+	timeout := time.Duration(function.DefaultTimeout) * time.Second
+	if fn, err := r.svc.functions.GetFunction(r.cfg.FunctionName); err == nil {
+		timeout = time.Duration(fn.Config().Timeout) * time.Second
+	}
+	if window+timeout <= r.vt {
+		return r.vt
+	}
+	return min(window+timeout+30*time.Second, queue.MaxVisibilityTimeout*time.Second)
 }
 
 var allNames = []string{"All"}
 
 // gather receives up to BatchSize messages: it long-polls for the first
 // one, then, with a batching window, keeps receiving until the batch is
-// full or the window closes; without one it takes what is there.
-func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, error) {
+// full or the window closes; without one it takes what is there. It
+// returns the messages and how they were received.
+func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, receipt, error) {
 	clock := r.svc.eng.Clock
 	var msgs []queue.Message
 	var deadline time.Time
+	rc := receipt{visibility: r.visibility()}
+	var visOverride *int
+	if rc.visibility != r.vt {
+		v := int(rc.visibility / time.Second)
+		visOverride = &v
+	}
 	for len(msgs) < r.cfg.BatchSize {
 		wait := 20
 		if len(msgs) > 0 {
@@ -219,17 +275,19 @@ func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, error) {
 				wait = min(20, int((left+time.Second-1)/time.Second))
 			}
 		}
+		before := clock.Now()
 		got, err := r.svc.queues.ReceiveMessage(ctx, r.queueURL, queue.ReceiveMessageInput{
 			MaxNumberOfMessages: min(10, r.cfg.BatchSize-len(msgs)), WaitTimeSeconds: &wait,
-			AttributeNames: allNames, MessageAttributeNames: allNames,
+			VisibilityTimeout: visOverride, AttributeNames: allNames, MessageAttributeNames: allNames,
 		})
 		if err != nil {
 			if len(msgs) > 0 && ctx.Err() == nil {
-				return msgs, nil // process what we have; the error comes back next time
+				return msgs, rc, nil // process what we have; the error comes back next time
 			}
-			return msgs, err
+			return msgs, rc, err
 		}
 		if len(msgs) == 0 && len(got) > 0 {
+			rc.at = before
 			deadline = clock.Now().Add(time.Duration(r.cfg.MaximumBatchingWindowInSeconds) * time.Second)
 		}
 		msgs = append(msgs, got...)
@@ -237,7 +295,15 @@ func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, error) {
 			break
 		}
 	}
-	return msgs, nil
+	return msgs, rc, nil
+}
+
+// receipt says how a batch was received: no earlier than at (the time
+// just before the receive call that returned its first messages), with
+// the visibility timeout visibility.
+type receipt struct {
+	at         time.Time
+	visibility time.Duration
 }
 
 func (r *queueRunner) event(msgs []queue.Message) *events.SQSEvent {
@@ -245,13 +311,11 @@ func (r *queueRunner) event(msgs []queue.Message) *events.SQSEvent {
 	region := r.svc.eng.Region()
 	for i := range msgs {
 		m := &msgs[i]
-		var attrs map[string]events.SQSMessageAttribute
-		if len(m.MessageAttributes) > 0 {
-			attrs = make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes))
-			for k, v := range m.MessageAttributes {
-				attrs[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue,
-					StringListValues: []string{}, BinaryListValues: [][]byte{}, DataType: v.DataType}
-			}
+		// Lambda sends "messageAttributes":{} for a message without any.
+		attrs := make(map[string]events.SQSMessageAttribute, len(m.MessageAttributes))
+		for k, v := range m.MessageAttributes {
+			attrs[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue,
+				StringListValues: []string{}, BinaryListValues: [][]byte{}, DataType: v.DataType}
 		}
 		ev.Records[i] = events.SQSMessage{MessageId: m.MessageId, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
 			Md5OfBody: m.MD5OfBody, Md5OfMessageAttributes: m.MD5OfMessageAttributes, Attributes: m.Attributes,
@@ -262,9 +326,8 @@ func (r *queueRunner) event(msgs []queue.Message) *events.SQSEvent {
 
 // process runs one batch to its end: filter, invoke, delete what
 // succeeded, and leave (or back off, or move) what failed.
-func (r *queueRunner) process(ctx context.Context, msgs []queue.Message) {
+func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc receipt) {
 	log := r.svc.eng.Logger.With("mapping", r.cfg.UUID, "queue", r.queueURL)
-	received := r.svc.eng.Clock.Now()
 	if !r.matcher.Empty() {
 		kept := msgs[:0:0]
 		for _, m := range msgs {
@@ -299,7 +362,7 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message) {
 		} else {
 			r.setResult("PROBLEM: Function not found", err)
 		}
-		if r.svc.eng.Clock.Since(received) >= r.vt {
+		if r.svc.eng.Clock.Since(rc.at) >= rc.visibility {
 			return // visible again: another poller takes it from here
 		}
 		if r.svc.backoff(ctx, attempt) != nil {
@@ -318,7 +381,7 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message) {
 	for i := range msgs {
 		if failed[i] {
 			r.failed.Add(1)
-			r.retry(ctx, log, &msgs[i])
+			r.retry(ctx, log, &msgs[i], rc)
 			continue
 		}
 		if r.deleteMessage(ctx, &msgs[i]) {
@@ -394,7 +457,7 @@ func (r *queueRunner) deleteMessage(ctx context.Context, m *queue.Message) bool 
 func (r *queueRunner) retry(ctx context.Context, log interface {
 	Warn(string, ...any)
 	Info(string, ...any)
-}, m *queue.Message) {
+}, m *queue.Message, rc receipt) {
 	p := r.cfg.RetryPolicy
 	if p == nil {
 		return
@@ -413,6 +476,10 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 			return
 		}
 		in := queue.SendMessageInput{MessageBody: m.Body, MessageAttributes: m.MessageAttributes}
+		if th := m.Attributes[queue.MsgAttrAWSTraceHeader]; th != "" {
+			in.MessageSystemAttributes = map[string]queue.MessageAttributeValue{
+				queue.MsgAttrAWSTraceHeader: {DataType: "String", StringValue: &th}}
+		}
 		if r.fifo {
 			in.MessageGroupId = m.Attributes[queue.MsgAttrMessageGroupId]
 			in.MessageDeduplicationId = m.MessageId
@@ -430,6 +497,11 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 	r.rngMu.Lock()
 	d := p.Delay(attempt, r.rng)
 	r.rngMu.Unlock()
+	// SQS refuses a visibility timeout ending more than 12 hours after
+	// the receive: cap the delay (whole seconds, rounding the time since
+	// the receive up).
+	since := (now.Sub(rc.at) + time.Second - 1) / time.Second * time.Second
+	d = max(0, min(d, queue.MaxVisibilityTimeout*time.Second-since))
 	if err := r.svc.queues.ChangeMessageVisibility(ctx, r.queueURL, m.ReceiptHandle, int(d/time.Second)); err != nil {
 		log.Warn("could not set the retry delay; the message comes back after its visibility timeout", "messageId", m.MessageId, "err", err)
 		return
