@@ -161,6 +161,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{RunnelPut, runRunnelPut},
 		{RunnelMapping, runRunnelMapping},
 		{RunnelPutThroughMap, runRunnelPutThroughMapping},
+		{JetStreamWorkQueue, runJetStreamWorkQueue},
+		{RunnelQueue, runRunnelQueue},
 	}
 	rates := map[string]float64{}
 	for _, st := range steps {
@@ -198,6 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Ratios["mapping/consume-ack"] = ratio(RunnelMapping, JetStreamConsumeAck)
 	rep.Ratios["mapping/consume-noack"] = ratio(RunnelMapping, JetStreamConsumeNoAck)
 	rep.Ratios["put/publish"] = ratio(RunnelPut, JetStreamPublish)
+	rep.Ratios["queue/workqueue"] = ratio(RunnelQueue, JetStreamWorkQueue)
 	rep.PeakRSSMiB = PeakRSSMiB()
 	return rep, nil
 }
@@ -726,7 +729,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s |\n", s.Name, s.Records, s.Seconds, group(s.RecordsPerS), s.Note)
 	}
 	b.WriteString("\n| ratio | value |\n|---|---:|\n")
-	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish"} {
+	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish", "queue/workqueue"} {
 		if v, ok := r.Ratios[k]; ok {
 			fmt.Fprintf(&b, "| %s | %.0f%% |\n", k, 100*v)
 		}

@@ -81,7 +81,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{JetStreamPublish, JetStreamConsumeAck, JetStreamConsumeNoAck, RunnelPut, RunnelMapping, RunnelPutThroughMap}
+	want := []string{JetStreamPublish, JetStreamConsumeAck, JetStreamConsumeNoAck, RunnelPut, RunnelMapping, RunnelPutThroughMap, JetStreamWorkQueue, RunnelQueue}
 	if len(rep.Scenarios) != len(want) {
 		t.Fatalf("got %d scenarios, want %d", len(rep.Scenarios), len(want))
 	}
