@@ -88,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 func (rn *Runnel) Close() error {
 	rn.closeOnce.Do(func() {
 		rn.Mappings.Close()
+		rn.Queues.Close()
 		rn.cancel()
 		<-rn.done
 		rn.closeErr = rn.Engine.Close()

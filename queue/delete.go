@@ -173,7 +173,6 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 	}
 	now := s.eng.Clock.Now().UnixMilli()
 	q.advance(now)
-	woke := false
 	for i, e := range entries {
 		errs[i] = func() error {
 			if e.VisibilityTimeout < 0 || e.VisibilityTimeout > MaxVisibilityTimeout {
@@ -200,7 +199,6 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 			if e.VisibilityTimeout == 0 {
 				q.timer.remove(m)
 				q.makeVisible(m)
-				woke = true
 			} else {
 				q.timer.fix(m)
 			}
@@ -208,9 +206,6 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 			recs[i] = m.rec
 			return nil
 		}()
-	}
-	if woke {
-		q.wake()
 	}
 	futs, ferr := q.flush()
 	q.mu.Unlock()

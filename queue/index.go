@@ -63,13 +63,7 @@ type message struct {
 
 func (m *message) setPayload(p *payload) {
 	m.payload = p
-	m.size = len(p.body)
-	for k, v := range p.attrs {
-		m.size += len(k) + len(v.DataType) + len(v.BinaryValue)
-		if v.StringValue != nil {
-			m.size += len(*v.StringValue)
-		}
-	}
+	m.size = len(p.body) + attributesSize(p.attrs)
 }
 
 // record is the messages of one send call, stored together as one body
@@ -253,7 +247,7 @@ func (q *queue) makeVisible(m *message) {
 	wasInflight := m.st == stInflight || m.st == stMoving
 	q.setStatus(m, stVisible)
 	if !q.fifo {
-		q.ready.push(m)
+		q.pushReady(m)
 		return
 	}
 	g := q.groups[m.group]
@@ -281,8 +275,14 @@ func (q *queue) refreshGroup(g *group) {
 	}
 	h := g.msgs[0]
 	if g.inflight == 0 && h.st == stVisible && h.readyIdx < 0 {
-		q.ready.push(h)
+		q.pushReady(h)
 	}
+}
+
+// pushReady makes m receivable and wakes waiting receives.
+func (q *queue) pushReady(m *message) {
+	q.ready.push(m)
+	q.wake()
 }
 
 // addToGroup appends a new message to its FIFO group.

@@ -202,6 +202,19 @@ func validateMessageAttributes(attrs map[string]MessageAttributeValue) (int, err
 	return size, nil
 }
 
+// attributesSize is what message attributes count towards a message's
+// size: names, data types and values.
+func attributesSize(attrs map[string]MessageAttributeValue) int {
+	n := 0
+	for k, v := range attrs {
+		n += len(k) + len(v.DataType) + len(v.BinaryValue)
+		if v.StringValue != nil {
+			n += len(*v.StringValue)
+		}
+	}
+	return n
+}
+
 // selectAttributes returns the message attributes whose names match the
 // MessageAttributeNames of a receive: "All" or ".*" for all, "prefix.*" for
 // a prefix, or exact names.

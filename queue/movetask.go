@@ -263,6 +263,10 @@ func (s *Service) runMove(t *moveTask, src *queue, dest string, rate int, limit 
 		default:
 		}
 		if inWindow >= rate {
+			if !src.moreToMove(limit) {
+				finish(MoveTaskCompleted, "")
+				return
+			}
 			next := window.Add(time.Second)
 			tm := clock.NewTimer(next.Sub(clock.Now()))
 			select {
@@ -321,6 +325,15 @@ func (q *queue) takeForMove(n int, limit uint64) ([]*message, []*payload, error)
 	futs, _ := q.flush()
 	q.cleanup(futs)
 	return msgs, payloads, nil
+}
+
+// moreToMove reports whether a visible message sent before record limit
+// is left.
+func (q *queue) moreToMove(limit uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.advance(q.svc.eng.Clock.Now().UnixMilli())
+	return !q.deleted && q.ready.len() > 0 && q.ready.peek().rec.n < limit
 }
 
 // moveBatch stores msgs in their destinations and deletes them from src;

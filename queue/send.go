@@ -152,10 +152,13 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 	total := 0
 	for i := range entries {
 		ids[i] = entries[i].Id
-		total += len(entries[i].MessageBody)
+		total += len(entries[i].MessageBody) + attributesSize(entries[i].MessageAttributes)
 	}
 	if err := checkBatchIDs(ids); err != nil {
 		return nil, err
+	}
+	if total > MaxBatchSize {
+		return nil, awserr.New(ErrBatchRequestTooLong, "Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchSize, total)
 	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
@@ -172,17 +175,13 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 	msgs := make([]*message, 0, len(entries))
 	entryOf := make([]int, 0, len(entries))
 	for i := range entries {
-		m, size, err := s.prepare(&entries[i], &cfg, now)
-		total += size - len(entries[i].MessageBody)
+		m, err := s.prepare(&entries[i], &cfg, now)
 		if err != nil {
 			out.Failed = append(out.Failed, failure(entries[i].Id, err))
 			continue
 		}
 		msgs = append(msgs, m)
 		entryOf = append(entryOf, i)
-	}
-	if total > MaxBatchSize {
-		return nil, awserr.New(ErrBatchRequestTooLong, "Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchSize, total)
 	}
 	if len(msgs) == 0 {
 		return out, nil
@@ -202,65 +201,64 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 	return out, nil
 }
 
-// prepare validates one entry and builds its message; size is what the
-// entry counts against MaximumMessageSize.
-func (s *Service) prepare(e *SendMessageBatchRequestEntry, cfg *config, now int64) (*message, int, error) {
+// prepare validates one entry and builds its message.
+func (s *Service) prepare(e *SendMessageBatchRequestEntry, cfg *config, now int64) (*message, error) {
 	if e.MessageBody == "" {
-		return nil, 0, awserr.New(ErrMissingParameter, "The request must contain the parameter MessageBody.")
+		return nil, awserr.New(ErrMissingParameter, "The request must contain the parameter MessageBody.")
 	}
 	if !validChars(e.MessageBody) {
-		return nil, 0, awserr.New(ErrInvalidMessageContents, "Invalid binary character in the message body: only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF are allowed.")
+		return nil, awserr.New(ErrInvalidMessageContents, "Invalid binary character in the message body: only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF are allowed.")
 	}
 	asize, err := validateMessageAttributes(e.MessageAttributes)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	size := len(e.MessageBody) + asize
 	if size > cfg.maxSize {
-		return nil, size, awserr.New(ErrInvalidParameterValue, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes (MaximumMessageSize); it is %d bytes with its attributes.", cfg.maxSize, size)
+		return nil, awserr.New(ErrInvalidParameterValue, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes (MaximumMessageSize); it is %d bytes with its attributes.", cfg.maxSize, size)
 	}
 	m := &message{id: uuid.NewString(), sentAt: now, readyIdx: -1, timerIdx: -1, expIdx: -1}
 	delay := cfg.delay.Milliseconds()
 	if e.DelaySeconds != nil {
 		if cfg.fifo {
-			return nil, size, awserr.New(ErrInvalidParameterValue, "Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type: FIFO queues take DelaySeconds per queue only.", *e.DelaySeconds)
+			return nil, awserr.New(ErrInvalidParameterValue, "Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type: FIFO queues take DelaySeconds per queue only.", *e.DelaySeconds)
 		}
 		if *e.DelaySeconds < 0 || *e.DelaySeconds > MaxDelaySeconds {
-			return nil, size, awserr.OutOfRange(ErrInvalidParameterValue, "DelaySeconds", *e.DelaySeconds, 0, MaxDelaySeconds)
+			return nil, awserr.OutOfRange(ErrInvalidParameterValue, "DelaySeconds", *e.DelaySeconds, 0, MaxDelaySeconds)
 		}
 		delay = int64(*e.DelaySeconds) * 1000
 	}
 	m.visibleAt = now + delay
 	for k, v := range e.MessageSystemAttributes {
 		if k != MsgAttrAWSTraceHeader || v.DataType != "String" || v.StringValue == nil {
-			return nil, size, awserr.New(ErrInvalidParameterValue, "Message system attribute %s is invalid: only AWSTraceHeader, a String, may be sent.", k)
+			return nil, awserr.New(ErrInvalidParameterValue, "Message system attribute %s is invalid: only AWSTraceHeader, a String, may be sent.", k)
 		}
 		m.trace = *v.StringValue
 	}
 	if e.MessageGroupId != "" {
 		if !fifoIDRE.MatchString(e.MessageGroupId) {
-			return nil, size, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageGroupId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageGroupId)
+			return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageGroupId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageGroupId)
 		}
 		m.group = e.MessageGroupId
 	}
 	if cfg.fifo {
 		if m.group == "" {
-			return nil, size, awserr.New(ErrMissingParameter, "The request must contain the parameter MessageGroupId.")
+			return nil, awserr.New(ErrMissingParameter, "The request must contain the parameter MessageGroupId.")
 		}
 		switch {
 		case e.MessageDeduplicationId != "":
 			if !fifoIDRE.MatchString(e.MessageDeduplicationId) {
-				return nil, size, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageDeduplicationId)
+				return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageDeduplicationId)
 			}
 			m.dedup = e.MessageDeduplicationId
 		case cfg.contentDedup:
 			sum := sha256.Sum256([]byte(e.MessageBody))
 			m.dedup = hex.EncodeToString(sum[:])
 		default:
-			return nil, size, awserr.New(ErrInvalidParameterValue, "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			return nil, awserr.New(ErrInvalidParameterValue, "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 		}
 	} else if e.MessageDeduplicationId != "" {
-		return nil, size, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", e.MessageDeduplicationId)
+		return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", e.MessageDeduplicationId)
 	}
 	attrs := e.MessageAttributes
 	if len(attrs) == 0 {
@@ -269,7 +267,7 @@ func (s *Service) prepare(e *SendMessageBatchRequestEntry, cfg *config, now int6
 	m.setPayload(&payload{body: e.MessageBody, attrs: attrs})
 	m.md5Body = MD5OfBody(e.MessageBody)
 	m.md5Attrs = MD5OfMessageAttributes(attrs)
-	return m, size, nil
+	return m, nil
 }
 
 // sendResult is the MessageId and SequenceNumber a send reports.
@@ -396,7 +394,6 @@ func (q *queue) completeStore(rec *record, err error) {
 		q.cachePayload(m)
 		q.activate(m, now)
 	}
-	q.wake()
 }
 
 // dropPending forgets the messages of a record JetStream refused.

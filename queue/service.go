@@ -62,8 +62,21 @@
 // There is no separate wait API: ReceiveMessage with WaitTimeSeconds (or
 // the queue's ReceiveMessageWaitTimeSeconds) blocks, without polling,
 // until a message is available (a send, an ended delay or visibility
-// timeout wakes it) or the wait ends on the engine clock. An event source
-// mapping polls with WaitTimeSeconds 20, as Lambda does.
+// timeout, a ChangeMessageVisibility to 0, a delete that unblocks a FIFO
+// group wakes it) or the wait ends on the engine clock. A waiting receive
+// holds exactly one timer of the engine clock, so a test on a fake clock
+// knows it waits with BlockUntilContext. An event source mapping polls
+// with WaitTimeSeconds 20, as Lambda does; GetQueueAttributes gives it the
+// queue's VisibilityTimeout.
+//
+// # Concurrency
+//
+// Service.mu guards the map of loaded queues and the move tasks; each
+// queue's mu guards its index and is held while the call's writes are
+// published (so the writes of one subject reach JetStream in order), never
+// while their acknowledgements are awaited. No goroutine holds two queue
+// locks: redrive and move tasks release the source's lock before storing
+// in the destination.
 package queue
 
 import (
@@ -402,10 +415,12 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 		delete(s.queues, name)
 	}
 	s.mu.Unlock()
-	if err := s.eng.JS.DeleteStream(ctx, jsName(id)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	// Metadata first: a concurrent load must not find it and re-create
+	// the stream.
+	if err := s.meta.Purge(ctx, name); err != nil {
 		return awserr.New(ErrInternal, "delete queue %s: %v", name, err)
 	}
-	if err := s.meta.Purge(ctx, name); err != nil {
+	if err := s.eng.JS.DeleteStream(ctx, jsName(id)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return awserr.New(ErrInternal, "delete queue %s: %v", name, err)
 	}
 	return nil
@@ -435,6 +450,10 @@ func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names
 	}
 	all := contains(names, AttrAll)
 	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, notExist(queueURL)
+	}
 	q.advance(s.eng.Clock.Now().UnixMilli())
 	futs, _ := q.flush()
 	all2 := map[string]string{

@@ -1,0 +1,90 @@
+package queue
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// TestStorageLayout checks what the stream holds (see the package doc):
+// one body record per send call, one state record replaced on each
+// change, tombstones with TTLs once a call's messages are all gone.
+func TestStorageLayout(t *testing.T) {
+	ctx := context.Background()
+	// The engine alone: this package's internal tests can't import
+	// testenv (runnel imports queue).
+	eng, err := engine.Open(ctx, engine.Config{
+		DataDir: t.TempDir(), Clock: clockwork.NewFakeClockAt(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	s, err := New(ctx, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	url, err := s.CreateQueue(ctx, "q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := s.queue(ctx, url)
+	entries := []SendMessageBatchRequestEntry{{Id: "a", MessageBody: "a"}, {Id: "b", MessageBody: "b"}}
+	if _, err := s.SendMessageBatch(ctx, url, entries); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.ReceiveMessage(ctx, url, ReceiveMessageInput{MaxNumberOfMessages: 10})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("receive = %d, %v", len(msgs), err)
+	}
+	rc, _ := decodeReceipt(msgs[0].ReceiptHandle)
+	last := func(subject string) *jetstream.RawStreamMsg {
+		t.Helper()
+		m, err := q.js.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		return m
+	}
+	info, _ := q.js.Info(ctx)
+	if info.State.Msgs != 2 {
+		t.Fatalf("stream holds %d messages after one send and one receive, want body + state", info.State.Msgs)
+	}
+	body := last(q.bodySubject(rc.n))
+	if decoded, err := decodeBody(body.Data); err != nil || len(decoded) != 2 || decoded[1].payload.body != "b" {
+		t.Fatalf("body record = %v, %v", decoded, err)
+	}
+	rec := &record{msgs: []*message{{}, {}}}
+	if err := applyState(last(q.stateSubject(rc.n)).Data, rec); err != nil || rec.msgs[0].receiveCount != 1 || rec.msgs[1].nonce == 0 {
+		t.Fatalf("state record = %+v, %v", rec.msgs[0], err)
+	}
+	if err := s.DeleteMessage(ctx, url, msgs[0].ReceiptHandle); err != nil {
+		t.Fatal(err)
+	}
+	rec = &record{msgs: []*message{{}, {}}}
+	if err := applyState(last(q.stateSubject(rc.n)).Data, rec); err != nil || rec.msgs[0].st != stDeleted || rec.msgs[1].st == stDeleted {
+		t.Fatalf("state after one delete: %v", err)
+	}
+	if err := s.DeleteMessage(ctx, url, msgs[1].ReceiptHandle); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{q.bodySubject(rc.n), q.stateSubject(rc.n)} {
+		m := last(subj)
+		if m.Header.Get(goneHeader) == "" || m.Header.Get(jetstream.MsgTTLHeader) == "" {
+			t.Fatalf("%s is not a tombstone with a TTL: %v", subj, m.Header)
+		}
+	}
+	info, _ = q.js.Info(ctx)
+	if info.State.Msgs != 2 {
+		t.Fatalf("stream holds %d messages, want 2 tombstones", info.State.Msgs)
+	}
+}
