@@ -475,23 +475,15 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 				"messageId", m.MessageId, "reason", why)
 			return
 		}
-		in := queue.SendMessageInput{MessageBody: m.Body, MessageAttributes: m.MessageAttributes}
-		if th := m.Attributes[queue.MsgAttrAWSTraceHeader]; th != "" {
-			in.MessageSystemAttributes = map[string]queue.MessageAttributeValue{
-				queue.MsgAttrAWSTraceHeader: {DataType: "String", StringValue: &th}}
-		}
-		if r.fifo {
-			in.MessageGroupId = m.Attributes[queue.MsgAttrMessageGroupId]
-			in.MessageDeduplicationId = m.MessageId
-		}
-		if _, err := r.svc.queues.SendMessage(ctx, r.dlq, in); err != nil {
+		// Moved as the queue's own redrive moves it: same MessageId,
+		// SentTimestamp (standard queues) and DeadLetterQueueSourceArn, so a
+		// move task can send it back. Durable when the call returns.
+		if err := r.svc.queues.MoveToDeadLetterQueue(ctx, r.queueURL, m.ReceiptHandle); err != nil {
 			log.Warn("move to the dead-letter queue failed; the message stays", "messageId", m.MessageId, "err", err)
 			return
 		}
-		if r.deleteMessage(ctx, m) {
-			r.moved.Add(1)
-			log.Info("message moved to the dead-letter queue", "messageId", m.MessageId, "reason", why, "attempt", attempt)
-		}
+		r.moved.Add(1)
+		log.Info("message moved to the dead-letter queue", "messageId", m.MessageId, "reason", why, "attempt", attempt)
 		return
 	}
 	r.rngMu.Lock()

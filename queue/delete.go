@@ -200,7 +200,7 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 				q.timer.remove(m)
 				q.makeVisible(m)
 			} else {
-				q.timer.fix(m)
+				q.schedule(m) // wakes receives armed on a later due time
 			}
 			q.markDirty(m.rec)
 			recs[i] = m.rec

@@ -16,11 +16,13 @@ var (
 	// (or no) attributes is not an error: the existing URL is returned.
 	ErrQueueNameExists = &awserr.Error{Code: "QueueAlreadyExists"}
 	// ErrReceiptHandleIsInvalid: the handle is malformed, belongs to another
-	// queue, or (ChangeMessageVisibility, and DeleteMessage on FIFO queues)
-	// is not the handle of the message's latest receive.
+	// queue, or (ChangeMessageVisibility, MoveToDeadLetterQueue, and
+	// DeleteMessage on FIFO queues) is not the handle of the message's
+	// latest receive.
 	ErrReceiptHandleIsInvalid = &awserr.Error{Code: "ReceiptHandleIsInvalid"}
-	// ErrMessageNotInflight: ChangeMessageVisibility named a message whose
-	// visibility timeout has already expired.
+	// ErrMessageNotInflight: ChangeMessageVisibility or
+	// MoveToDeadLetterQueue named a message whose visibility timeout has
+	// already expired.
 	ErrMessageNotInflight = &awserr.Error{Code: "AWS.SimpleQueueService.MessageNotInflight"}
 	// ErrPurgeQueueInProgress: PurgeQueue was called less than 60 seconds
 	// (by the engine clock) after the previous purge of the queue.
@@ -58,7 +60,8 @@ var (
 	ErrBatchRequestTooLong = &awserr.Error{Code: "AWS.SimpleQueueService.BatchRequestTooLong"}
 	// ErrUnsupportedOperation: the call is not possible on this queue: a
 	// message move task from a queue that is no queue's dead-letter queue,
-	// a second active task on one source.
+	// a second active task on one source, MoveToDeadLetterQueue on a queue
+	// without a usable RedrivePolicy.
 	ErrUnsupportedOperation = &awserr.Error{Code: "AWS.SimpleQueueService.UnsupportedOperation"}
 	// ErrInternal: JetStream failed to store or read; the call may be
 	// retried. Per-entry batch failures carry the code "InternalError".

@@ -229,13 +229,13 @@ func (q *queue) activate(m *message, now int64) {
 	switch {
 	case m.visibleAt > now && m.receiveCount > 0:
 		q.setStatus(m, stInflight)
-		q.timer.push(m)
+		q.schedule(m)
 		if q.fifo {
 			q.groups[m.group].inflight++
 		}
 	case m.visibleAt > now:
 		q.setStatus(m, stDelayed)
-		q.timer.push(m)
+		q.schedule(m)
 	default:
 		q.makeVisible(m)
 	}
@@ -368,6 +368,23 @@ func (q *queue) advance(now int64) {
 	}
 	if q.fifo {
 		q.pruneDedup(now)
+	}
+}
+
+// schedule puts m in the timer heap at its visibleAt, or moves it there
+// if it is in the heap already. Waiting receives armed their timers on
+// the earliest due time they saw (queue.armed); when m is due before
+// that, they are woken to re-arm on it, so a shorter delay, visibility
+// timeout or ChangeMessageVisibility is seen when it ends, not when the
+// wait does.
+func (q *queue) schedule(m *message) {
+	if m.timerIdx >= 0 {
+		q.timer.fix(m)
+	} else {
+		q.timer.push(m)
+	}
+	if q.armed != 0 && m.visibleAt < q.armed {
+		q.wake()
 	}
 }
 

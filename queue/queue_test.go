@@ -936,6 +936,29 @@ func TestLongPolling(t *testing.T) {
 				t.Fatalf("= %+v", r)
 			}
 		}},
+		{"a ChangeMessageVisibility that ends earlier wakes a waiting receive at its new end", func(t *testing.T, e *env, url string) {
+			e.send(url, "a")
+			m := e.receive(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(300)})
+			ch := e.poll(t, url, queue.ReceiveMessageInput{WaitTimeSeconds: ptr(20)})
+			if err := e.svc.ChangeMessageVisibility(e.ctx, url, m[0].ReceiptHandle, 5); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(6 * time.Second)
+			if r := polled(t, ch); r.err != nil || len(r.msgs) != 1 || r.msgs[0].Body != "a" {
+				t.Fatalf("= %+v", r)
+			}
+			if !e.clock.Now().Equal(epoch.Add(6 * time.Second)) {
+				t.Fatal("the clock moved")
+			}
+		}},
+		{"a delayed send wakes a waiting receive when its delay ends", func(t *testing.T, e *env, url string) {
+			ch := e.poll(t, url, queue.ReceiveMessageInput{WaitTimeSeconds: ptr(20)})
+			e.sendIn(url, queue.SendMessageInput{MessageBody: "later", DelaySeconds: ptr(5)})
+			e.clock.Advance(5 * time.Second)
+			if r := polled(t, ch); r.err != nil || len(r.msgs) != 1 || r.msgs[0].Body != "later" {
+				t.Fatalf("= %+v", r)
+			}
+		}},
 		{"deleting the queue ends the wait", func(t *testing.T, e *env, url string) {
 			ch := e.poll(t, url, queue.ReceiveMessageInput{WaitTimeSeconds: ptr(20)})
 			if err := e.svc.DeleteQueue(e.ctx, url); err != nil {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -205,6 +206,13 @@ func (q *queue) receiveOnce(max int, vt time.Duration, waiting bool) (r receiveR
 		q.waiters++
 		r.ch = q.notify
 		r.due = q.nextDue()
+		armed := r.due
+		if armed == 0 {
+			armed = math.MaxInt64 // only the wait's end
+		}
+		if armed > q.armed {
+			q.armed = armed
+		}
 	}
 	r.futs, err = q.flush()
 	if err != nil {
@@ -227,7 +235,7 @@ func (q *queue) receive(m *message, now, vms int64) delivery {
 	m.nonce = rand.Uint64() | 1
 	m.visibleAt = now + vms
 	q.setStatus(m, stInflight)
-	q.timer.push(m)
+	q.schedule(m)
 	q.markDirty(m.rec)
 	return delivery{m: m, p: m.payload, n: m.rec.n, count: m.receiveCount, first: m.firstReceive, nonce: m.nonce}
 }
@@ -237,27 +245,8 @@ func (q *queue) receive(m *message, now, vms int64) delivery {
 // RedriveAllowPolicy refuses), the messages are received as usual
 // instead, and returned, so they are never stuck.
 func (s *Service) redrive(ctx context.Context, q *queue, moves []*message, payloads []*payload, vt time.Duration) []delivery {
-	q.mu.Lock()
-	rp, fifo, src := q.cfg.redrive, q.fifo, q.arn
-	q.mu.Unlock()
-	var dlq *queue
-	var reason string
-	if rp == nil {
-		reason = "the RedrivePolicy was removed"
-	} else if d, err := s.queue(ctx, rp.DeadLetterTargetArn); err != nil {
-		reason = err.Error()
-	} else {
-		d.mu.Lock()
-		switch {
-		case d.cfg.fifo != fifo:
-			reason = "the dead-letter queue is of the other type"
-		case !d.cfg.redriveAllow.allows(src):
-			reason = "the dead-letter queue's RedriveAllowPolicy refuses this source"
-		default:
-			dlq = d
-		}
-		d.mu.Unlock()
-	}
+	fifo, src := q.fifo, q.arn
+	dlq, reason := s.deadLetterQueue(ctx, q)
 	var errs []error
 	if dlq != nil {
 		copies := make([]*message, len(moves))
@@ -299,6 +288,31 @@ func (s *Service) redrive(ctx context.Context, q *queue, moves []*message, paylo
 		s.log.Warn("queue: state after redrive not stored", "queue", q.name, "err", err)
 	}
 	return out
+}
+
+// deadLetterQueue returns the dead-letter queue of q's RedrivePolicy, or
+// nil and why it can't take q's messages (no policy, the queue is gone,
+// of the other type, or its RedriveAllowPolicy refuses q).
+func (s *Service) deadLetterQueue(ctx context.Context, q *queue) (*queue, string) {
+	q.mu.Lock()
+	rp, fifo, src := q.cfg.redrive, q.fifo, q.arn
+	q.mu.Unlock()
+	if rp == nil {
+		return nil, "the queue has no RedrivePolicy"
+	}
+	d, err := s.queue(ctx, rp.DeadLetterTargetArn)
+	if err != nil {
+		return nil, err.Error()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.cfg.fifo != fifo:
+		return nil, "the dead-letter queue is of the other type"
+	case !d.cfg.redriveAllow.allows(src):
+		return nil, "the dead-letter queue's RedriveAllowPolicy refuses this source"
+	}
+	return d, ""
 }
 
 // moved returns a copy of m for another queue: same id, body, attributes,

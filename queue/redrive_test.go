@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -125,6 +126,134 @@ func TestRedrive(t *testing.T) {
 		m := e.receive(src, queue.ReceiveMessageInput{})
 		if len(m) != 1 || m[0].Attributes["ApproximateReceiveCount"] != "2" {
 			t.Fatalf("= %+v", m)
+		}
+	})
+}
+
+func TestMoveToDeadLetterQueue(t *testing.T) {
+	t.Run("moves an in-flight message as redrive does; a move task without DestinationArn brings it back", func(t *testing.T) {
+		e := newEnv(t)
+		dlq := e.create("dlq", nil)
+		src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 5)})
+		sent := e.clock.Now()
+		out := e.send(src, "given up")
+		e.clock.Advance(3 * time.Second)
+		m := e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(300)})
+		if len(m) != 1 {
+			t.Fatal("nothing received")
+		}
+		if err := e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle); err != nil {
+			t.Fatal(err)
+		}
+		if c := e.counts(src); c != [3]string{"0", "0", "0"} {
+			t.Fatalf("source counts = %v, want the message gone", c)
+		}
+		if err := e.svc.ChangeMessageVisibility(e.ctx, src, m[0].ReceiptHandle, 0); !errors.Is(err, queue.ErrReceiptHandleIsInvalid) {
+			t.Fatalf("ChangeMessageVisibility of the moved message = %v", err)
+		}
+		e.restart() // durable when the call returned
+		got := e.receive(dlq, queue.ReceiveMessageInput{VisibilityTimeout: ptr(0)})
+		if len(got) != 1 {
+			t.Fatal("nothing in the dead-letter queue")
+		}
+		a := got[0].Attributes
+		if got[0].MessageId != out.MessageId || got[0].Body != "given up" || a["ApproximateReceiveCount"] != "1" ||
+			a["SentTimestamp"] != ms(sent) || a["DeadLetterQueueSourceArn"] != e.svc.ARN("src") {
+			t.Fatalf("dead-lettered message = %+v", got[0])
+		}
+		if m := e.receive(src, queue.ReceiveMessageInput{}); len(m) != 0 {
+			t.Fatalf("source after restart = %+v", m)
+		}
+		dlqArn := e.svc.ARN("dlq")
+		if _, err := e.svc.StartMessageMoveTask(e.ctx, dlqArn, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		e.waitMoved(dlqArn, 1, queue.MoveTaskCompleted)
+		back := e.receive(src, queue.ReceiveMessageInput{})
+		if len(back) != 1 || back[0].MessageId != out.MessageId || back[0].Body != "given up" {
+			t.Fatalf("back in the source = %+v", back)
+		}
+	})
+	t.Run("without a RedrivePolicy the message stays in flight", func(t *testing.T) {
+		e := newEnv(t)
+		url := e.create("q", nil)
+		e.send(url, "a")
+		m := e.receive(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(30)})
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, url, m[0].ReceiptHandle), queue.ErrUnsupportedOperation, "RedrivePolicy")
+		if c := e.counts(url); c != [3]string{"0", "1", "0"} {
+			t.Fatalf("counts = %v, want the message in flight", c)
+		}
+		e.clock.Advance(30 * time.Second)
+		if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"a"}) {
+			t.Fatalf("after the visibility timeout = %v", got)
+		}
+	})
+	t.Run("a dead-letter queue that is gone is an error naming RedrivePolicy; the message stays", func(t *testing.T) {
+		e := newEnv(t)
+		e.create("dlq", nil)
+		src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 5)})
+		e.send(src, "a")
+		m := e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(30)})
+		if err := e.svc.DeleteQueue(e.ctx, "dlq"); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle), queue.ErrUnsupportedOperation, "RedrivePolicy")
+		e.delete(src, m[0].ReceiptHandle) // still in flight with its handle
+		if c := e.counts(src); c != [3]string{"0", "0", "0"} {
+			t.Fatalf("counts = %v", c)
+		}
+	})
+	t.Run("the handle must be the latest receive's and the message in flight", func(t *testing.T) {
+		e := newEnv(t)
+		e.create("dlq", nil)
+		src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 5)})
+		e.send(src, "a")
+		old := e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(10)})[0].ReceiptHandle
+		e.clock.Advance(10 * time.Second)
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, old), queue.ErrMessageNotInflight)
+		e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(10)})
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, old), queue.ErrReceiptHandleIsInvalid)
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, "garbage"), queue.ErrReceiptHandleIsInvalid)
+		if c := e.counts(src); c != [3]string{"0", "1", "0"} {
+			t.Fatalf("counts = %v", c)
+		}
+	})
+	t.Run("FIFO: the group goes on, SentTimestamp is reset", func(t *testing.T) {
+		e := newEnv(t)
+		dlq := e.create("dlq.fifo", fifoAttrs())
+		src := e.create("src.fifo", fifoAttrs("RedrivePolicy", redrivePolicy(e, "dlq.fifo", 5)))
+		out := e.sendG(src, "g", "m1")
+		e.sendG(src, "g", "m2")
+		m := e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(300)})
+		if len(m) != 1 || m[0].Body != "m1" {
+			t.Fatalf("= %+v", m)
+		}
+		e.clock.Advance(time.Second)
+		moved := e.clock.Now()
+		if err := e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.bodies(src, queue.ReceiveMessageInput{}); !equal(got, []string{"m2"}) {
+			t.Fatalf("after m1 moved = %v, want m2", got)
+		}
+		d := e.receive(dlq, queue.ReceiveMessageInput{})
+		if len(d) != 1 || d[0].MessageId != out.MessageId || d[0].Attributes["SentTimestamp"] != ms(moved) ||
+			d[0].Attributes["MessageGroupId"] != "g" || d[0].Attributes["DeadLetterQueueSourceArn"] != e.svc.ARN("src.fifo") {
+			t.Fatalf("dead-lettered = %+v", d)
+		}
+	})
+	t.Run("a receive waiting on the dead-letter queue gets the moved message", func(t *testing.T) {
+		e := newEnv(t)
+		dlq := e.create("dlq", nil)
+		src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 5)})
+		e.send(src, "a")
+		m := e.receive(src, queue.ReceiveMessageInput{})
+		ch := e.poll(t, dlq, queue.ReceiveMessageInput{WaitTimeSeconds: ptr(20)})
+		if err := e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle); err != nil {
+			t.Fatal(err)
+		}
+		if r := polled(t, ch); r.err != nil || len(r.msgs) != 1 || r.msgs[0].Body != "a" {
+			t.Fatalf("= %+v", r)
 		}
 	})
 }

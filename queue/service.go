@@ -64,7 +64,10 @@
 // until a message is available (a send, an ended delay or visibility
 // timeout, a ChangeMessageVisibility to 0, a delete that unblocks a FIFO
 // group wakes it) or the wait ends on the engine clock. A waiting receive
-// holds exactly one timer of the engine clock, so a test on a fake clock
+// holds exactly one timer of the engine clock, armed on the earlier of
+// the wait's end and the next delay or visibility end; whatever brings
+// that next end forward (a shorter delay, receive or
+// ChangeMessageVisibility) makes it re-arm, so a test on a fake clock
 // knows it waits with BlockUntilContext. An event source mapping polls
 // with WaitTimeSeconds 20, as Lambda does; GetQueueAttributes gives it the
 // queue's VisibilityTimeout.
@@ -172,6 +175,10 @@ type queue struct {
 	dedupFIFO []*dedupEntry // by sentAt, for pruning
 	notify    chan struct{}
 	waiters   int
+	// armed is the latest due time (Unix ms; math.MaxInt64 for none) a
+	// receive waiting on notify armed its timer on, 0 when none waits on
+	// it: a message due before it must wake them (schedule).
+	armed     int64
 	lastPurge time.Time
 }
 

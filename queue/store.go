@@ -111,12 +111,14 @@ func waitAcks(ctx context.Context, futs []jetstream.PubAckFuture) error {
 	return errs
 }
 
-// wake wakes every receive waiting on the queue.
+// wake wakes every receive waiting on the queue; each looks again and,
+// finding nothing, waits anew on a fresh channel and timer.
 func (q *queue) wake() {
 	if q.waiters > 0 {
 		close(q.notify)
 		q.notify = make(chan struct{})
 	}
+	q.armed = 0
 }
 
 // load builds a queue's index from its stream: body records, then the
