@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -360,6 +361,8 @@ func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			b.w.setErr(fmt.Errorf("on-failure destination %s: %w", b.r.cfg.onFailure(), err))
+			b.w.setResult("PROBLEM: on-failure destination write failed")
 			log.Error("on-failure destination write failed; retrying, the checkpoint waits",
 				"mapping", b.r.cfg.UUID, "shard", b.w.shardID, "destination", b.r.cfg.onFailure(), "attempt", attempt, "err", err)
 			if err := b.r.svc.backoff(ctx, attempt); err != nil {

@@ -348,6 +348,14 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 	for attempt := 1; ; attempt++ {
 		fn, err := r.svc.functions.GetFunction(r.cfg.FunctionName)
 		if err == nil {
+			// After a throttle's backoff, invoke again only while the batch
+			// stays invisible for a whole function timeout; otherwise another
+			// poller could take the same messages while this invocation runs.
+			left := rc.visibility - r.svc.eng.Clock.Since(rc.at)
+			if attempt > 1 && left < time.Duration(fn.Config().Timeout)*time.Second {
+				r.setResult("PROBLEM: visibility timeout too short for the function timeout", nil)
+				return // visible again soon: another poller takes it from there
+			}
 			res, err = fn.Invoke(ctx, ev)
 		}
 		if ctx.Err() != nil {
@@ -564,6 +572,10 @@ func QueueDestinations(queues *queue.Service) DestinationResolver {
 		attrs, err := queues.GetQueueAttributes(ctx, name, []string{"FifoQueue", "ContentBasedDeduplication"})
 		if err != nil {
 			return nil, invalid("DestinationConfig.OnFailure.Destination: %s: %v", arn, err)
+		}
+		if attrs["FifoQueue"] == "true" {
+			// AWS does not take FIFO queues as destinations either.
+			return nil, invalid("DestinationConfig.OnFailure.Destination: %s is a FIFO queue; on-failure destinations must be standard queues", arn)
 		}
 		return &queueDestination{queues: queues, url: queues.QueueURL(name), fifo: attrs["FifoQueue"] == "true"}, nil
 	}

@@ -131,11 +131,6 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, err
 	}
-	if opts.Passive {
-		close(s.published)
-	} else {
-		go s.publishStatus()
-	}
 	for _, k := range keys {
 		e, err := kv.Get(ctx, k)
 		if err != nil {
@@ -152,6 +147,12 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 				eng.Logger.Warn("stored mapping did not start", "uuid", c.UUID, "err", err)
 			}
 		}
+	}
+	// Only now: the publisher reads the maps the loop above fills.
+	if opts.Passive {
+		close(s.published)
+	} else {
+		go s.publishStatus()
 	}
 	return s, nil
 }

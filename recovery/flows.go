@@ -125,10 +125,24 @@ func handleRetryQueue(ctx context.Context, streams *stream.Service, handle Recor
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 			continue
 		}
-		attempt := max(res.Attempt, 1) + receiveCount(m) - 1
+		if len(res.Records) == 0 {
+			// An async failure record (requestPayload) holds no stream
+			// records for these flows to process: keep it in the DLQ (it
+			// moves on to the Unrecoverable-DLQ) rather than delete it.
+			log.Error("Retry-DLQ message holds no stream records (kind "+res.Kind+"); keeping it in the DLQ", "messageId", m.MessageId)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
+		}
+		// The attempt this delivery is: a pointer record's first receive is
+		// the second attempt (the stream had the first); an envelope says
+		// its attempt itself.
+		attempt := receiveCount(m) + 1
+		if res.Kind == KindInserted {
+			attempt = res.Attempt + receiveCount(m) - 1
+		}
 		failed := false
 		for _, r := range res.Records {
-			if err := handle(ctx, r, attempt+1); err != nil {
+			if err := handle(ctx, r, attempt); err != nil {
 				log.Info("retry failed", "messageId", m.MessageId, "eventID", r.EventID, "err", err)
 				failed = true
 				break
