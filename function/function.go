@@ -126,6 +126,9 @@ type Stats struct {
 	Invocations, Errors, Throttles int64
 	ConcurrentExecutions           int64
 	TotalDuration                  time.Duration
+	// Abandoned counts invocations given up at their timeout (or
+	// cancellation) before the handler returned.
+	Abandoned int64
 }
 
 // Function is a configured function ready to invoke.
@@ -136,7 +139,7 @@ type Function struct {
 	log   *slog.Logger
 	slots chan struct{} // concurrency semaphore
 
-	invocations, errors, throttles, running, durationNs atomic.Int64
+	invocations, errors, throttles, running, durationNs, abandoned atomic.Int64
 }
 
 // New builds a Function from a configuration and a handler without an
@@ -182,7 +185,7 @@ func (f *Function) Config() Config { return f.cfg }
 // Stats returns the function's counters.
 func (f *Function) Stats() Stats {
 	return Stats{Invocations: f.invocations.Load(), Errors: f.errors.Load(), Throttles: f.throttles.Load(),
-		ConcurrentExecutions: f.running.Load(), TotalDuration: time.Duration(f.durationNs.Load())}
+		ConcurrentExecutions: f.running.Load(), TotalDuration: time.Duration(f.durationNs.Load()), Abandoned: f.abandoned.Load()}
 }
 
 // hiddenDeadline is a context whose deadline is not exposed.
@@ -209,8 +212,10 @@ func Env(ctx context.Context) map[string]string {
 // timeout are function errors: a Result with FunctionError "Unhandled".
 //
 // The timeout is a context deadline. A handler that ignores its context is
-// abandoned at the deadline, as Lambda stops the environment, but keeps its
-// concurrency slot until it returns.
+// abandoned at the deadline and its concurrency slot freed, as Lambda stops
+// the environment. Trap: an in-process handler cannot be killed; its
+// goroutine runs on until it returns, outside the concurrency limit, and is
+// counted in Stats().Abandoned.
 func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	// Encode the event before taking a slot, unless the handler takes it
 	// typed: an event that does not encode is the caller's error.
@@ -262,13 +267,16 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	}
 	done := make(chan outcome, 1)
 	start := f.clock.Now()
+	release := sync.OnceFunc(func() {
+		f.running.Add(-1)
+		<-f.slots
+	})
 	go func() {
 		var o outcome
 		// Release the slot before reporting, so a caller that invokes again
 		// as soon as this returns finds it free.
 		defer func() {
-			f.running.Add(-1)
-			<-f.slots
+			release()
 			done <- o
 		}()
 		defer func() {
@@ -297,6 +305,8 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		default:
 		}
 	case <-ctx.Done():
+		release() // the environment is stopped: its concurrency is free
+		f.abandoned.Add(1)
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			o = outcome{err: timeoutError(f.cfg.Timeout)}
 		} else {

@@ -1,0 +1,291 @@
+package async
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/queue"
+)
+
+// throttleBackoff is the delay of an event sent back after a throttle or
+// a missing function: 1 s doubling to 5 minutes, full jitter. Its age is
+// bounded by MaximumEventAgeInSeconds, not by the policy.
+var throttleBackoff = backoff.Policy{BaseDelaySeconds: 1, MaxDelaySeconds: 300, MaxAttempts: 1000, MaximumAgeInSeconds: MaxMaximumEventAgeInSeconds}
+
+// retryDelay is the delay before the retry that follows the n-th failed
+// attempt: 1 minute, then 2 more minutes (SPEC 3).
+func retryDelay(n int) int { return 60 * n }
+
+// writeTimeout bounds the writes that follow an invocation (wall clock: a
+// safety net against a dead engine, not a rule).
+const writeTimeout = 30 * time.Second
+
+// poller processes the events of one function.
+type poller struct {
+	s    *Service
+	name string
+	url  string
+	log  *slog.Logger
+	c    *counters
+}
+
+// ensurePoller starts the poller of a function (and creates its internal
+// queue) unless it runs already or the service is closed.
+func (s *Service) ensurePoller(ctx context.Context, name string) error {
+	s.mu.Lock()
+	running := s.closed || s.pollers[name] != nil
+	s.mu.Unlock()
+	if running {
+		return nil
+	}
+	url, err := s.ensureQueue(ctx, name)
+	if err != nil {
+		return err
+	}
+	p := &poller{s: s, name: name, url: url, log: s.log.With("function", name), c: s.counters(name)}
+	s.mu.Lock()
+	if s.closed || s.pollers[name] != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.pollers[name] = p
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() { defer s.wg.Done(); p.run(s.bg) }()
+	s.warnIfDropped(name)
+	return nil
+}
+
+// visibility is how long a received event stays invisible: the function's
+// timeout and a minute for the writes that follow.
+func (p *poller) visibility() int {
+	t := function.DefaultTimeout
+	if fn, err := p.s.fns.GetFunction(p.name); err == nil {
+		t = fn.Config().Timeout
+	}
+	return min(t+60, queue.MaxVisibilityTimeout)
+}
+
+var allAttributes = []string{"All"}
+
+// run long-polls the internal queue and processes up to the service's
+// concurrency events at once.
+func (p *poller) run(ctx context.Context) {
+	s := p.s
+	sem := make(chan struct{}, s.conc)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	fill:
+		for n < queue.MaxBatchEntries {
+			select {
+			case sem <- struct{}{}:
+				n++
+			default:
+				break fill
+			}
+		}
+		wait, vt := queue.MaxWaitTimeSeconds, p.visibility()
+		msgs, err := s.queues.ReceiveMessage(ctx, p.url, queue.ReceiveMessageInput{MaxNumberOfMessages: n,
+			WaitTimeSeconds: &wait, VisibilityTimeout: &vt, MessageAttributeNames: allAttributes,
+			AttributeNames: []string{queue.MsgAttrSentTimestamp}})
+		for i := len(msgs); i < n; i++ {
+			<-sem
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.log.Warn("async: cannot receive events; retrying in a second", "err", err)
+			if errors.Is(err, queue.ErrQueueDoesNotExist) {
+				s.ensureQueue(ctx, p.name)
+			}
+			if sleep(ctx, s.eng.Clock, time.Second) != nil {
+				return
+			}
+			continue
+		}
+		for i := range msgs {
+			wg.Add(1)
+			go func(m *queue.Message) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if p.handle(ctx, m) {
+					p.c.handled.Add(1)
+				}
+			}(&msgs[i])
+		}
+	}
+}
+
+func sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// outcome is what an attempt ended with, for records and the DLQ.
+type outcome struct {
+	status    int    // HTTP status: 200 (function ran), 429, 404, 500; 0 = no attempt
+	funcError string // "Unhandled" after a function error
+	response  []byte // the function's response, or the error object (JSON)
+	errMsg    string // the error message, for the DLQ's ErrorMessage
+}
+
+// errorObject is Lambda's error object, {"errorMessage":...,"errorType":...},
+// with the message cut to 1 KB.
+func errorObject(errType, msg string) string {
+	b, _ := json.Marshal(struct {
+		Message string `json:"errorMessage"`
+		Type    string `json:"errorType,omitempty"`
+	}{truncate(sanitizeText(msg), 1024), errType})
+	return string(b)
+}
+
+func errorOutcome(status int, errType, msg string) outcome {
+	return outcome{status: status, response: []byte(errorObject(errType, msg)), errMsg: msg}
+}
+
+// lastOutcome is the outcome recorded in an event's attributes.
+func (m meta) lastOutcome() outcome {
+	o := outcome{status: m.lastStatus, funcError: m.lastFuncError}
+	if m.lastError != "" {
+		o.response = []byte(m.lastError)
+		var e struct {
+			Message string `json:"errorMessage"`
+		}
+		json.Unmarshal(o.response, &e)
+		o.errMsg = e.Message
+	}
+	return o
+}
+
+// handle processes one event and reports whether its processing finished
+// (false: the message stays and comes back after its visibility timeout).
+func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
+	s := p.s
+	m := parseMeta(msg)
+	cfg := s.config(p.name)
+	now := s.eng.Clock.Now()
+	// Writes go on after a Close once the attempt is decided, so that an
+	// invocation that ran is not run again for want of a delete.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if now.Sub(m.enqueued) > cfg.maxAge {
+		p.c.aged.Add(1)
+		p.log.Info("async: event older than MaximumEventAgeInSeconds, not invoked", "requestId", m.requestID,
+			"age", now.Sub(m.enqueued), "maximumEventAge", cfg.maxAge, "attempts", m.invokeCount)
+		return p.fail(wctx, msg, m, ConditionEventAgeExceeded, m.lastOutcome())
+	}
+	fn, err := s.fns.GetFunction(p.name)
+	if err != nil {
+		return p.backOff(wctx, msg, m, errorOutcome(404, "ResourceNotFoundException", err.Error()))
+	}
+	if r := fn.Config().ReservedConcurrentExecutions; r != nil && *r == 0 {
+		p.c.exhausted.Add(1)
+		return p.fail(wctx, msg, m, ConditionRetriesExhausted, errorOutcome(429, "TooManyRequestsException",
+			"Rate Exceeded. (function "+p.name+": reserved concurrency 0; the event is not retried)"))
+	}
+	res, err := fn.Invoke(ctx, []byte(msg.Body))
+	if ctx.Err() != nil {
+		return false // closing: the event comes back after its visibility timeout
+	}
+	if err != nil {
+		var ae *awserr.Error
+		errType, status := "ServiceException", 500
+		if errors.As(err, &ae) {
+			errType = ae.Code
+		}
+		if errors.Is(err, awserr.ErrTooManyRequests) {
+			p.c.throttles.Add(1)
+			status = 429
+		}
+		if ae != nil {
+			err = errors.New(ae.Message)
+		}
+		return p.backOff(wctx, msg, m, errorOutcome(status, errType, err.Error()))
+	}
+	p.c.invocations.Add(1)
+	m.invokeCount++
+	if !res.Failed() {
+		p.c.succeeded.Add(1)
+		if cfg.onSuccess != "" {
+			rec := p.record(m, ConditionSuccess, outcome{status: 200, response: responsePayload(res)}, msg.Body)
+			if !p.deliver(wctx, cfg.onSuccess, rec, msg.Body, m, ConditionSuccess) {
+				return false
+			}
+		}
+		return p.delete(wctx, msg)
+	}
+	p.c.functionErrors.Add(1)
+	o := outcome{status: 200, funcError: res.FunctionError, response: res.Payload}
+	errType := ""
+	if res.Error != nil {
+		o.errMsg, errType = res.Error.Message, res.Error.Type
+	}
+	if m.invokeCount <= cfg.retries {
+		m.throttles, m.lastStatus, m.lastFuncError, m.lastError = 0, 200, res.FunctionError, errorObject(errType, o.errMsg)
+		d := retryDelay(m.invokeCount)
+		if !p.requeue(wctx, msg, m, d) {
+			return false
+		}
+		p.c.retried.Add(1)
+		p.log.Info("async: function error; retry scheduled", "requestId", m.requestID, "attempt", m.invokeCount, "in", time.Duration(d)*time.Second)
+		return true
+	}
+	p.c.exhausted.Add(1)
+	return p.fail(wctx, msg, m, ConditionRetriesExhausted, o)
+}
+
+// backOff sends an event that did not run (throttle, missing function)
+// back to the queue with the throttle backoff; it is not an attempt.
+func (p *poller) backOff(ctx context.Context, msg *queue.Message, m meta, o outcome) bool {
+	m.throttles++
+	m.lastStatus, m.lastFuncError, m.lastError = o.status, "", string(o.response)
+	p.s.rngMu.Lock()
+	d := throttleBackoff.Delay(m.throttles, p.s.rng)
+	p.s.rngMu.Unlock()
+	if !p.requeue(ctx, msg, m, int(d/time.Second)) {
+		return false
+	}
+	p.c.requeued.Add(1)
+	p.log.Debug("async: event not run; back to the queue", "requestId", m.requestID, "status", o.status, "in", d, "err", o.errMsg)
+	return true
+}
+
+// requeue sends the event again with its new state and a delay, then
+// deletes the received message: a crash in between leaves a duplicate.
+func (p *poller) requeue(ctx context.Context, msg *queue.Message, m meta, delay int) bool {
+	if err := p.s.send(ctx, p.name, msg.Body, m, min(delay, queue.MaxDelaySeconds)); err != nil {
+		p.log.Warn("async: could not re-schedule the event; it comes back after its visibility timeout", "requestId", m.requestID, "err", err)
+		return false
+	}
+	return p.delete(ctx, msg)
+}
+
+func (p *poller) delete(ctx context.Context, msg *queue.Message) bool {
+	if err := p.s.queues.DeleteMessage(ctx, p.url, msg.ReceiptHandle); err != nil {
+		p.log.Warn("async: delete failed; the event will be processed again (a duplicate)", "messageId", msg.MessageId, "err", err)
+	}
+	return true
+}
