@@ -381,3 +381,26 @@ func TestBadParametersAreRefusedNamingTheField(t *testing.T) {
 		t.Fatalf("%d mappings exist after refused creates", n)
 	}
 }
+
+func TestUpdateChangesOnlyTheGivenFields(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createStream(t, rn, "src", 1)
+	dest := createStream(t, rn, "failed", 1)
+	r := newRecorder(t, rn, function.Config{}, nil)
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 7, MaximumRetryAttempts: ptr(2),
+		BisectBatchOnFunctionError: true, DestinationConfig: withDestination(dest)})
+	up, err := rn.Mappings.UpdateEventSourceMapping(context.Background(), mapping.Config{UUID: m.UUID, BatchSize: 50, BisectBatchOnFunctionError: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.BatchSize != 50 || *up.MaximumRetryAttempts != 2 || up.DestinationConfig == nil || up.DestinationConfig.OnFailure.Destination != dest || *up.Enabled != true {
+		t.Fatalf("updated = %+v: fields not given must keep their values", up)
+	}
+	up, err = rn.Mappings.UpdateEventSourceMapping(context.Background(), mapping.Config{UUID: m.UUID, DestinationConfig: &mapping.DestinationConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.DestinationConfig != nil || up.BatchSize != 50 {
+		t.Fatalf("an empty DestinationConfig must remove it: %+v", up)
+	}
+}

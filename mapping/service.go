@@ -341,9 +341,18 @@ func (s *Service) ListEventSourceMappings() []Config {
 	return out
 }
 
-// UpdateEventSourceMapping replaces the mutable settings of mapping
-// cfg.UUID (everything but EventSourceArn and StartingPosition, which are
-// kept) and restarts its poller from the stored checkpoints.
+// UpdateEventSourceMapping changes the settings of mapping cfg.UUID that
+// cfg gives, as the Lambda API does, and restarts its poller from the
+// stored checkpoints. A field is "not given" when it is nil (the pointer,
+// list and struct fields: Enabled, MaximumRetryAttempts,
+// MaximumRecordAgeInSeconds, FunctionResponseTypes, DestinationConfig,
+// FilterCriteria, ScalingConfig, RetryPolicy), or zero where zero is not a
+// valid value (BatchSize, ParallelizationFactor, FunctionName); those keep
+// their stored values. Trap: BisectBatchOnFunctionError and
+// MaximumBatchingWindowInSeconds have valid zero values and are always
+// taken as given. EventSourceArn and StartingPosition never change.
+// To clear a list, give an empty non-nil one; to remove the destination,
+// give an empty DestinationConfig.
 func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Config, error) {
 	old, err := s.GetEventSourceMapping(cfg.UUID)
 	if err != nil {
@@ -353,6 +362,30 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	cfg.StartingPosition, cfg.StartingPositionTimestamp = old.StartingPosition, old.StartingPositionTimestamp
 	if cfg.FunctionName == "" {
 		cfg.FunctionName = old.FunctionName
+	}
+	keep := func(given bool, apply func()) {
+		if !given {
+			apply()
+		}
+	}
+	keep(cfg.Enabled != nil, func() { cfg.Enabled = old.Enabled })
+	keep(cfg.BatchSize != 0, func() { cfg.BatchSize = old.BatchSize })
+	keep(cfg.ParallelizationFactor != 0, func() { cfg.ParallelizationFactor = old.ParallelizationFactor })
+	keep(cfg.FunctionResponseTypes != nil, func() { cfg.FunctionResponseTypes = old.FunctionResponseTypes })
+	keep(cfg.DestinationConfig != nil, func() { cfg.DestinationConfig = old.DestinationConfig })
+	keep(cfg.FilterCriteria != nil, func() { cfg.FilterCriteria = old.FilterCriteria })
+	if old.sourceKind() == sourceQueue {
+		keep(cfg.ScalingConfig != nil, func() { cfg.ScalingConfig = old.ScalingConfig })
+		keep(cfg.RetryPolicy != nil, func() { cfg.RetryPolicy = old.RetryPolicy })
+		// Stream-only parameters are refused for queues; defaults left
+		// from a stream config do not apply.
+		cfg.StartingPosition, cfg.StartingPositionTimestamp = "", nil
+	} else {
+		keep(cfg.MaximumRetryAttempts != nil, func() { cfg.MaximumRetryAttempts = old.MaximumRetryAttempts })
+		keep(cfg.MaximumRecordAgeInSeconds != nil, func() { cfg.MaximumRecordAgeInSeconds = old.MaximumRecordAgeInSeconds })
+	}
+	if cfg.DestinationConfig != nil && cfg.DestinationConfig.OnFailure == nil {
+		cfg.DestinationConfig = nil // an empty DestinationConfig removes it
 	}
 	if err := s.validate(ctx, &cfg); err != nil {
 		return nil, err
