@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ type runner struct {
 	cfg        Config
 	streamName string
 	streamARN  string
+	streamID   string // the stream incarnation the mapping reads
 	epoch      int64
 	matcher    *filter.Matcher
 	dest       Destination // nil: discarded records are logged and counted
@@ -66,20 +68,29 @@ func (w *shardWorker) setResult(res string) {
 
 func checkpointKey(uuid, shardID string) string { return uuid + "." + shardID }
 
-func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (uint64, bool, error) {
+// A checkpoint is stored as "<stream id>:<next position>": positions mean
+// something only in the stream (incarnation) they were read from.
+
+// loadCheckpoint returns the stored next position of a shard, and the id
+// of the stream it belongs to ("" for a checkpoint without one).
+func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (next uint64, streamID string, ok bool, err error) {
 	e, err := s.ck.Get(ctx, checkpointKey(uuid, shardID))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, false, nil
+			return 0, "", false, nil
 		}
-		return 0, false, err
+		return 0, "", false, err
 	}
-	v, err := strconv.ParseUint(string(e.Value()), 10, 64)
-	return v, err == nil, err
+	v := string(e.Value())
+	if i := strings.LastIndexByte(v, ':'); i >= 0 {
+		streamID, v = v[:i], v[i+1:]
+	}
+	next, err = strconv.ParseUint(v, 10, 64)
+	return next, streamID, err == nil, err
 }
 
-func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID string, next uint64) error {
-	_, err := s.ck.Put(ctx, checkpointKey(uuid, shardID), []byte(strconv.FormatUint(next, 10)))
+func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID, streamID string, next uint64) error {
+	_, err := s.ck.Put(ctx, checkpointKey(uuid, shardID), []byte(streamID+":"+strconv.FormatUint(next, 10)))
 	return err
 }
 
@@ -87,12 +98,25 @@ func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID string, nex
 func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 	ctx, r.cancel = context.WithCancel(ctx)
 	for _, sh := range shards {
-		next, ok, err := r.svc.loadCheckpoint(ctx, r.cfg.UUID, sh.ShardID)
+		next, id, ok, err := r.svc.loadCheckpoint(ctx, r.cfg.UUID, sh.ShardID)
 		if err != nil {
 			r.cancel()
 			return err
 		}
-		if !ok {
+		if ok && id != "" && id != r.streamID {
+			// The stream was deleted and created again under the same name:
+			// the stored position belongs to the old records, which are gone.
+			// Start at the new stream's trim horizon, so none of its records
+			// is skipped.
+			first, _, err := r.svc.streams.ShardBounds(ctx, r.streamName, sh.ShardID)
+			if err != nil {
+				r.cancel()
+				return err
+			}
+			r.svc.eng.Logger.Warn("the source stream was re-created; the mapping starts at the new stream's TRIM_HORIZON",
+				"mapping", r.cfg.UUID, "shard", sh.ShardID, "stream", r.streamName)
+			next = first
+		} else if !ok {
 			next = 1
 		}
 		idx, err := stream.ShardIndex(sh.ShardID)
@@ -129,6 +153,11 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 	}
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); w.checkpointer(laneCtx) }()
+	// A JetStream consumer on a deleted stream just goes quiet: watch the
+	// stream's identity and restart the mapping when it changes.
+	if w.shard == 0 {
+		go w.r.watchStream(laneCtx)
+	}
 	defer func() {
 		stopLanes()
 		lanes.Wait()
@@ -261,7 +290,7 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 		if next <= w.checkpoint.Load() {
 			return
 		}
-		if err := w.r.svc.storeCheckpoint(c, w.r.cfg.UUID, w.shardID, next); err != nil {
+		if err := w.r.svc.storeCheckpoint(c, w.r.cfg.UUID, w.shardID, w.r.streamID, next); err != nil {
 			w.r.svc.eng.Logger.Warn("checkpoint write failed; will retry", "mapping", w.r.cfg.UUID, "shard", w.shardID, "err", err)
 			return
 		}
@@ -279,6 +308,28 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			store(c)
 			cancel()
+			return
+		}
+	}
+}
+
+// watchStream checks every few seconds that the source stream is still
+// the one the mapping started on. If it was deleted, the shards report
+// it; if it was created again, the mapping restarts (and starts the new
+// stream at its trim horizon).
+func (r *runner) watchStream(ctx context.Context) {
+	for sleep(ctx, clockwork.NewRealClock(), 2*time.Second) == nil {
+		d, err := r.svc.streams.DescribeStream(ctx, r.streamName)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			for _, w := range r.shards {
+				w.setResult("PROBLEM: source stream not found")
+				w.setErr(err)
+			}
+		case err == nil && d.ID != r.streamID:
+			r.svc.eng.Logger.Warn("the source stream was deleted and created again; restarting the mapping", "mapping", r.cfg.UUID, "stream", r.streamName)
+			r.svc.streams.Forget(r.streamName)
+			go r.svc.restart(r.cfg.UUID, r)
 			return
 		}
 	}

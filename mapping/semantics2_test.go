@@ -404,3 +404,26 @@ func TestUpdateChangesOnlyTheGivenFields(t *testing.T) {
 		t.Fatalf("an empty DestinationConfig must remove it: %+v", up)
 	}
 }
+
+func TestReCreatedSourceStreamIsReadFromItsTrimHorizon(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createStream(t, rn, "src", 1)
+	r := newRecorder(t, rn, function.Config{}, nil)
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 5})
+	put(t, rn, "src", "k", "a1", "a2", "a3", "a4", "a5")
+	settle(t, rn, m.UUID, "src")
+	ctx := context.Background()
+	if err := rn.Streams.DeleteStream(ctx, "src"); err != nil {
+		t.Fatal(err)
+	}
+	createStream(t, rn, "src", 1)
+	put(t, rn, "src", "k", "b1", "b2", "b3", "b4", "b5", "b6", "b7")
+	// The old checkpoint (position 6) must not be applied to the new
+	// stream: b1..b5 would be skipped.
+	testenv.Eventually(t, wait, "every record of the re-created stream processed", func() bool { return r.processed() == 12 })
+	for _, d := range []string{"b1", "b5", "b7"} {
+		if r.processedCount(d) != 1 {
+			t.Fatalf("%s processed %d times", d, r.processedCount(d))
+		}
+	}
+}

@@ -198,11 +198,13 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	cfg.UUID = uuid.NewString()
 	name, isStream := stream.NameFromARN(cfg.EventSourceArn)
 	var shards []stream.Shard
+	var streamDesc *stream.StreamDescription
 	if isStream {
 		var err error
-		if shards, err = s.streams.ListShards(ctx, name); err != nil {
+		if streamDesc, err = s.streams.DescribeStream(ctx, name); err != nil {
 			return nil, err
 		}
+		shards = streamDesc.Shards
 	}
 	for _, sh := range shards {
 		first, last, err := s.streams.ShardBounds(ctx, name, sh.ShardID)
@@ -218,7 +220,7 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 				return nil, err
 			}
 		}
-		if err := s.storeCheckpoint(ctx, cfg.UUID, sh.ShardID, next); err != nil {
+		if err := s.storeCheckpoint(ctx, cfg.UUID, sh.ShardID, streamDesc.ID, next); err != nil {
 			return nil, awserr.New(awserr.ErrService, "store checkpoint: %v", err)
 		}
 	}
@@ -293,14 +295,11 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if !ok {
 		return invalid("EventSourceArn: %q is not a stream ARN", cfg.EventSourceArn)
 	}
-	epoch, err := s.streams.Epoch(ctx, name)
+	desc, err := s.streams.DescribeStream(ctx, name)
 	if err != nil {
 		return err
 	}
-	shards, err := s.streams.ListShards(ctx, name)
-	if err != nil {
-		return err
-	}
+	epoch, shards := desc.Epoch, desc.Shards
 	m, err := filter.Compile(cfg.FilterCriteria)
 	if err != nil {
 		return err
@@ -309,12 +308,27 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{svc: s, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, epoch: epoch, matcher: m, dest: dest}
+	r := &runner{svc: s, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest}
 	if err := r.start(s.ctx, shards); err != nil {
 		return err
 	}
 	s.runners[cfg.UUID] = r
 	return nil
+}
+
+// restart stops the running poller r of mapping id and starts it again
+// from its checkpoints, unless the mapping changed meanwhile.
+func (s *Service) restart(id string, r poller) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runners[id] != r || s.ctx.Err() != nil {
+		return
+	}
+	r.stop()
+	delete(s.runners, id)
+	if err := s.startLocked(s.ctx, s.configs[id]); err != nil {
+		s.eng.Logger.Warn("mapping did not restart", "mapping", id, "err", err)
+	}
 }
 
 // GetEventSourceMapping returns a mapping's configuration, or
@@ -604,7 +618,7 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 	}
 	now := s.eng.Clock.Now()
 	for _, sh := range shards {
-		next, ok, err := s.loadCheckpoint(ctx, st.Config.UUID, sh.ShardID)
+		next, _, ok, err := s.loadCheckpoint(ctx, st.Config.UUID, sh.ShardID)
 		if err != nil || !ok {
 			continue
 		}

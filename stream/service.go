@@ -320,6 +320,15 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 	return nil
 }
 
+// Forget drops what this process has cached about a stream, so the next
+// call reads its description again (after another process deleted and
+// re-created it).
+func (s *Service) Forget(name string) {
+	s.mu.Lock()
+	delete(s.handles, name)
+	s.mu.Unlock()
+}
+
 // handle returns the cached handle of a stream, loading it if needed.
 func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 	s.mu.Lock()
