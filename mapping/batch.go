@@ -300,25 +300,45 @@ func itemFailures(res *function.Result) (ids []string, ok bool) {
 	return ids, true
 }
 
-// dropAged discards the records older than MaximumRecordAgeInSeconds. In
-// a lane records arrive in order, so the aged ones are a prefix.
+// dropAged discards the records older than MaximumRecordAgeInSeconds and
+// returns the others, in order. Arrival times mostly grow with the
+// sequence number, but two concurrent PutRecords calls may stamp theirs a
+// few milliseconds out of order, so every record is checked; each run of
+// consecutive aged records becomes one on-failure record.
 func (b *batchRun) dropAged(ctx context.Context, recs []stream.Record, inv invocation) ([]stream.Record, error) {
 	age := *b.r.cfg.MaximumRecordAgeInSeconds
 	if age < 0 || len(recs) == 0 {
 		return recs, nil
 	}
 	cutoff := b.r.svc.eng.Clock.Now().Add(-time.Duration(age) * time.Second)
-	i := 0
-	for i < len(recs) && recs[i].ApproximateArrivalTimestamp.Before(cutoff) {
-		i++
+	aged := func(r *stream.Record) bool { return r.ApproximateArrivalTimestamp.Before(cutoff) }
+	any := false
+	for i := range recs {
+		if aged(&recs[i]) {
+			any = true
+			break
+		}
 	}
-	if i == 0 {
+	if !any {
 		return recs, nil
 	}
-	if err := b.discard(ctx, recs[:i], ConditionRecordAgeExceeded, inv); err != nil {
-		return nil, err
+	keep := make([]stream.Record, 0, len(recs))
+	for i := 0; i < len(recs); {
+		if !aged(&recs[i]) {
+			keep = append(keep, recs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(recs) && aged(&recs[j]) {
+			j++
+		}
+		if err := b.discard(ctx, recs[i:j], ConditionRecordAgeExceeded, inv); err != nil {
+			return nil, err
+		}
+		i = j
 	}
-	return recs[i:], nil
+	return keep, nil
 }
 
 // discard gives up on recs: it sends one on-failure record pointing at
