@@ -17,6 +17,7 @@ import (
 
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
@@ -40,6 +41,9 @@ type Runnel struct {
 	Queues    *queue.Service
 	Functions *function.Service
 	Mappings  *mapping.Service
+	// Async is asynchronous invocation (Invoke with InvocationType Event,
+	// retries, destinations).
+	Async     *async.Service
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -65,7 +69,11 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Functions, err = function.NewService(ctx, eng); err != nil {
 		return fail(err)
 	}
+	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{}); err != nil {
+		return fail(err)
+	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Functions, cfg.Mappings); err != nil {
+		rn.Async.Close()
 		return fail(err)
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -83,11 +91,13 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	return rn, nil
 }
 
-// Close stops the mappings (storing their checkpoints) and the engine.
+// Close stops the mappings (storing their checkpoints), the asynchronous
+// invocation pollers, and the engine.
 // Close and Crash may be called more than once; only the first call acts.
 func (rn *Runnel) Close() error {
 	rn.closeOnce.Do(func() {
 		rn.Mappings.Close()
+		rn.Async.Close()
 		rn.Queues.Close()
 		rn.cancel()
 		<-rn.done
@@ -103,6 +113,7 @@ func (rn *Runnel) Crash() {
 		rn.cancel()
 		rn.Engine.Crash()
 		rn.Mappings.Close()
+		rn.Async.Close()
 		<-rn.done
 	})
 }

@@ -19,8 +19,10 @@
 //     message.
 //   - DryRun checks the function exists and the payload is acceptable: 204.
 //
-// A payload must be JSON (InvalidRequestContentException otherwise); an
-// empty payload is sent as {}.
+// A payload must be UTF-8 JSON (InvalidRequestContentException
+// otherwise); an empty payload is sent as {}. An Event payload holding
+// U+FFFE or U+FFFF, which queue messages refuse, is stored with those
+// characters as JSON escapes (the same JSON value).
 //
 // # Processing an event (SPEC 3)
 //
@@ -61,8 +63,9 @@
 // OnSuccess and OnFailure take the ARN of a standard queue (the record is
 // the message body), a stream (PutRecord, partition key = requestId) or a
 // function (an Event invocation with the record as payload). FIFO queues,
-// SNS topics, EventBridge buses and S3 buckets are refused. The record is
-// SPEC 3's (see Record):
+// SNS topics, EventBridge buses and S3 buckets are refused, and so is the
+// function itself (its records would invoke it without end). The record
+// is SPEC 3's (see Record):
 //
 //	{"version":"1.0","timestamp":"2019-11-14T18:16:05.568Z",
 //	 "requestContext":{"requestId":"...","functionArn":"arn:aws:lambda:...:function:f:$LATEST",
@@ -74,7 +77,8 @@
 // The legacy DeadLetterConfig (a standard queue) gets the raw event as the
 // body with the message attributes RequestID (String), ErrorCode (Number:
 // the HTTP status, 200 for a function error, 429 for a throttle) and
-// ErrorMessage (String, the first 1 KB of the error message). AWS keeps
+// ErrorMessage (String, the first 1 KB of the error message; ErrorCode is
+// 0 for an event that aged out before any attempt). AWS keeps
 // DeadLetterConfig on the function's configuration; runnel keeps it in the
 // EventInvokeConfig, next to the destinations, so that the function
 // package need not know about it.
@@ -91,7 +95,8 @@
 // Reason. A record too large for a queue message is stored as the raw
 // event with those attributes. PutFunctionEventInvokeConfig,
 // UpdateFunctionEventInvokeConfig and the start of a function's poller log
-// a WARN naming the store when a function has neither.
+// a WARN naming the store when a function has neither; so does the
+// creation of a function (runnel watches the functions' bucket).
 //
 // # Storage and processes
 //
@@ -318,7 +323,46 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 			return nil, err
 		}
 	}
+	s.watchFunctions(ctx)
 	return s, nil
+}
+
+// functionsBucket is where the function service stores configurations
+// (docs/design.md): watching it gives the warning "when the function is
+// created" without a hook in package function.
+const functionsBucket = "runnel_functions"
+
+// watchFunctions logs the built-in store warning for each function
+// created (or replaced) while the service runs.
+func (s *Service) watchFunctions(ctx context.Context) {
+	kv, err := s.eng.Bucket(ctx, functionsBucket)
+	if err != nil {
+		s.log.Debug("async: cannot watch function creations", "err", err)
+		return
+	}
+	w, err := kv.WatchAll(s.bg, jetstream.UpdatesOnly())
+	if err != nil {
+		s.log.Debug("async: cannot watch function creations", "err", err)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer w.Stop()
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil && e.Operation() == jetstream.KeyValuePut {
+					s.warnIfDropped(e.Key())
+				}
+			case <-s.bg.Done():
+				return
+			}
+		}
+	}()
 }
 
 // Close stops the pollers. An event being processed is abandoned and

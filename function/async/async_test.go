@@ -1,0 +1,956 @@
+package async_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+const wait = 10 * time.Second
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
+
+func ptr[T any](v T) *T { return &v }
+
+// idle waits until n timers wait on the fake clock: each poller is back in
+// its long poll and no invocation runs.
+func idle(t *testing.T, clock *clockwork.FakeClock, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, n); err != nil {
+		t.Fatalf("pollers not idle (%d timers): %v", n, err)
+	}
+}
+
+// call is one invocation a recorder saw.
+type call struct {
+	payload string
+	at      time.Time
+}
+
+// recorder is a function whose handler records its calls and answers
+// with behave (nil: succeed with {"ok":true}).
+type recorder struct {
+	name  string
+	mu    sync.Mutex
+	calls []call
+}
+
+var handlerSeq atomic.Int64
+
+// registerRecorder registers a handler that records into r.
+func registerRecorder(r *recorder, clock func() time.Time, behave func(payload string) (json.RawMessage, error)) string {
+	handler := fmt.Sprintf("async-test-%d", handlerSeq.Add(1))
+	function.Register(handler, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		r.mu.Lock()
+		r.calls = append(r.calls, call{string(in), clock()})
+		r.mu.Unlock()
+		if behave == nil {
+			return json.RawMessage(`{"ok":true}`), nil
+		}
+		return behave(string(in))
+	})
+	return handler
+}
+
+func newFunction(t *testing.T, rn *runnel.Runnel, cfg function.Config, behave func(payload string) (json.RawMessage, error)) *recorder {
+	t.Helper()
+	if cfg.FunctionName == "" {
+		cfg.FunctionName = "f"
+	}
+	r := &recorder{name: cfg.FunctionName}
+	cfg.Handler = registerRecorder(r, rn.Engine.Clock.Now, behave)
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+func (r *recorder) call(i int) call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[i]
+}
+
+func fail(msg string) func(string) (json.RawMessage, error) {
+	return func(string) (json.RawMessage, error) { return nil, errors.New(msg) }
+}
+
+func createQueue(t *testing.T, rn *runnel.Runnel, name string, attrs map[string]string) string {
+	t.Helper()
+	if _, err := rn.Queues.CreateQueue(context.Background(), name, attrs); err != nil {
+		t.Fatal(err)
+	}
+	return rn.Queues.ARN(name)
+}
+
+// receiveAll takes every visible message of a queue.
+func receiveAll(t *testing.T, rn *runnel.Runnel, name string) []queue.Message {
+	t.Helper()
+	var out []queue.Message
+	for {
+		zero := 0
+		got, err := rn.Queues.ReceiveMessage(context.Background(), name, queue.ReceiveMessageInput{MaxNumberOfMessages: 10,
+			WaitTimeSeconds: &zero, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			return out
+		}
+		out = append(out, got...)
+	}
+}
+
+// queueDepth is visible + in flight + delayed messages of a queue.
+func queueDepth(t *testing.T, rn *runnel.Runnel, name string) int {
+	t.Helper()
+	a, err := rn.Queues.GetQueueAttributes(context.Background(), name, []string{"All"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range []string{queue.AttrApproximateNumberOfMessages, queue.AttrApproximateNumberOfMessagesNotVisible, queue.AttrApproximateNumberOfMessagesDelayed} {
+		var v int
+		fmt.Sscan(a[k], &v)
+		n += v
+	}
+	return n
+}
+
+func waitStats(t *testing.T, rn *runnel.Runnel, fn, what string, cond func(async.Stats) bool) async.Stats {
+	t.Helper()
+	var st async.Stats
+	testenv.Eventually(t, wait, what, func() bool { st = rn.Async.Stats(fn); return cond(st) })
+	return st
+}
+
+// onlyMessage waits for exactly one message in a queue and returns it.
+func onlyMessage(t *testing.T, rn *runnel.Runnel, name string) queue.Message {
+	t.Helper()
+	var got []queue.Message
+	testenv.Eventually(t, wait, "a message in "+name, func() bool { got = append(got, receiveAll(t, rn, name)...); return len(got) > 0 })
+	if len(got) != 1 {
+		t.Fatalf("%s holds %d messages, want 1: %+v", name, len(got), got)
+	}
+	return got[0]
+}
+
+func invoke(t *testing.T, rn *runnel.Runnel, fn, typ, payload string) *async.InvokeOutput {
+	t.Helper()
+	out, err := rn.Async.Invoke(context.Background(), fn, typ, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func put(t *testing.T, rn *runnel.Runnel, cfg async.EventInvokeConfig) {
+	t.Helper()
+	if _, err := rn.Async.PutFunctionEventInvokeConfig(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func onFailure(arn string) *async.DestinationConfig {
+	return &async.DestinationConfig{OnFailure: &async.OnFailure{Destination: arn}}
+}
+
+func awsTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// wantRecord compares a destination record with SPEC 3 field by field,
+// then byte for byte (field order included).
+func wantRecord(t *testing.T, body string, want map[string]any, exact string) {
+	t.Helper()
+	var got map[string]any
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("record is not JSON: %v\n%s", err, body)
+	}
+	for _, k := range []string{"version", "timestamp", "requestContext", "requestPayload", "responseContext"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("record has no %s: %s", k, body)
+		}
+	}
+	for k := range got {
+		switch k {
+		case "version", "timestamp", "requestContext", "requestPayload", "responseContext", "responsePayload":
+		default:
+			t.Errorf("record has an unexpected field %s: %s", k, body)
+		}
+	}
+	for _, field := range []string{"version", "timestamp", "requestContext", "requestPayload", "responseContext", "responsePayload"} {
+		w, ok := want[field]
+		if !ok {
+			continue
+		}
+		var wv any
+		b, _ := json.Marshal(w)
+		json.Unmarshal(b, &wv)
+		if !reflect.DeepEqual(got[field], wv) {
+			t.Errorf("%s = %s, want %s", field, mustJSON(got[field]), mustJSON(wv))
+		}
+	}
+	if exact != "" && body != exact {
+		t.Errorf("record bytes\n got %s\nwant %s", body, exact)
+	}
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestInvocationTypes(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	ok := newFunction(t, rn, function.Config{FunctionName: "ok"}, func(p string) (json.RawMessage, error) {
+		return json.RawMessage(`{"echo":` + p + `}`), nil
+	})
+	bad := newFunction(t, rn, function.Config{FunctionName: "bad"}, fail("boom"))
+	zero := newFunction(t, rn, function.Config{FunctionName: "zero", ReservedConcurrentExecutions: ptr(0)}, nil)
+
+	t.Run("RequestResponse runs the function now: 200 and its response", func(t *testing.T) {
+		out := invoke(t, rn, "ok", async.RequestResponse, `{"a":1}`)
+		if out.StatusCode != 200 || string(out.Payload) != `{"echo":{"a":1}}` || out.FunctionError != "" || out.ExecutedVersion != "$LATEST" || out.RequestID == "" {
+			t.Fatalf("out = %+v (%s)", out, out.Payload)
+		}
+	})
+	t.Run("an empty InvocationType is RequestResponse; an empty payload is {}", func(t *testing.T) {
+		out := invoke(t, rn, "ok", "", "")
+		if out.StatusCode != 200 || string(out.Payload) != `{"echo":{}}` {
+			t.Fatalf("out = %+v (%s)", out, out.Payload)
+		}
+	})
+	t.Run("RequestResponse returns a function error as FunctionError Unhandled, without retry", func(t *testing.T) {
+		out := invoke(t, rn, "bad", async.RequestResponse, `{}`)
+		if out.StatusCode != 200 || out.FunctionError != "Unhandled" || string(out.Payload) != `{"errorMessage":"boom","errorType":"errorString"}` {
+			t.Fatalf("out = %+v (%s)", out, out.Payload)
+		}
+		if bad.count() != 1 || rn.Async.Stats("bad").Invocations != 0 {
+			t.Fatalf("%d calls, %d async invocations: want 1 call and no retry", bad.count(), rn.Async.Stats("bad").Invocations)
+		}
+	})
+	t.Run("RequestResponse of a throttled function is TooManyRequestsException", func(t *testing.T) {
+		_, err := rn.Async.Invoke(ctx, "zero", async.RequestResponse, []byte(`{}`))
+		if !errors.Is(err, awserr.ErrTooManyRequests) || zero.count() != 0 {
+			t.Fatalf("err = %v, %d calls", err, zero.count())
+		}
+	})
+	t.Run("DryRun checks the function exists: 204, not invoked", func(t *testing.T) {
+		before := ok.count()
+		out := invoke(t, rn, rn.Functions.ARN("ok"), async.DryRun, `{}`)
+		if out.StatusCode != 204 || ok.count() != before {
+			t.Fatalf("out = %+v, %d calls", out, ok.count()-before)
+		}
+	})
+	big := func(n int) []byte { return []byte(`"` + strings.Repeat("a", n-2) + `"`) }
+	errCases := []struct {
+		name, fn, typ string
+		payload       []byte
+		want          *awserr.Error
+		msg           string
+	}{
+		{"an unknown InvocationType is InvalidParameterValueException naming InvocationType", "ok", "Async", []byte(`{}`), awserr.ErrInvalidParameterValue, "InvocationType"},
+		{"an unknown function is ResourceNotFoundException (Event)", "nope", async.Event, []byte(`{}`), awserr.ErrResourceNotFound, "nope"},
+		{"an unknown function is ResourceNotFoundException (RequestResponse)", "nope", async.RequestResponse, []byte(`{}`), awserr.ErrResourceNotFound, "nope"},
+		{"an unknown function is ResourceNotFoundException (DryRun)", "nope", async.DryRun, []byte(`{}`), awserr.ErrResourceNotFound, "nope"},
+		{"an Event payload over the 1 MiB limit is RequestEntityTooLargeException", "ok", async.Event, big(async.MaxEventPayloadSize + 1), async.ErrRequestTooLarge, "Event"},
+		{"a RequestResponse payload over 6 MiB is RequestEntityTooLargeException", "ok", async.RequestResponse, big(async.MaxSyncPayloadSize + 1), async.ErrRequestTooLarge, "RequestResponse"},
+		{"a payload that is not JSON is InvalidRequestContentException", "ok", async.Event, []byte(`{not json`), async.ErrInvalidRequestContent, "json"},
+	}
+	for _, c := range errCases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := rn.Async.Invoke(ctx, c.fn, c.typ, c.payload)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err = %v, want %s mentioning %q", err, c.want.Code, c.msg)
+			}
+		})
+	}
+	t.Run("an Event payload of exactly MaxEventPayloadSize is accepted", func(t *testing.T) {
+		out, err := rn.Async.Invoke(ctx, "ok", async.Event, big(async.MaxEventPayloadSize))
+		if err != nil || out.StatusCode != 202 {
+			t.Fatalf("out = %+v, err = %v", out, err)
+		}
+		waitStats(t, rn, "ok", "the large event processed", func(s async.Stats) bool { return s.Succeeded == 1 })
+	})
+}
+
+func TestEventIsAcceptedDurablyWith202(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	entered, release := make(chan struct{}), make(chan struct{})
+	f := newFunction(t, rn, function.Config{}, func(string) (json.RawMessage, error) {
+		close(entered)
+		<-release
+		return json.RawMessage(`null`), nil
+	})
+	out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+	if out.StatusCode != 202 || len(out.Payload) != 0 || out.FunctionError != "" || out.RequestID == "" {
+		t.Fatalf("out = %+v", out)
+	}
+	// Invoke returned before the handler finished: the event is stored
+	// in the function's internal queue.
+	if n := queueDepth(t, rn, async.QueueName("f")); n != 1 {
+		t.Fatalf("internal queue holds %d messages after Invoke, want 1", n)
+	}
+	<-entered
+	close(release)
+	waitStats(t, rn, "f", "the event processed", func(s async.Stats) bool { return s.Succeeded == 1 && s.Handled == 1 })
+	if f.count() != 1 || f.call(0).payload != `{"order":42}` {
+		t.Fatalf("calls = %+v", f.calls)
+	}
+	if n := queueDepth(t, rn, async.QueueName("f")); n != 0 {
+		t.Fatalf("internal queue holds %d messages after success, want 0", n)
+	}
+	if st := rn.Async.Stats("f"); st.Accepted != 1 || st.Invocations != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestFunctionErrorIsRetriedAfterOneMinuteThenTwoMore(t *testing.T) {
+	cases := []struct {
+		name     string
+		retries  *int
+		attempts []time.Duration // when each attempt runs, from the Event invocation
+	}{
+		{"MaximumRetryAttempts 0: one attempt, then RetriesExhausted", ptr(0), []time.Duration{0}},
+		{"MaximumRetryAttempts 1: a retry after 1 minute", ptr(1), []time.Duration{0, time.Minute}},
+		{"MaximumRetryAttempts 2 (default): retries after 1 minute, then after 2 more minutes", nil, []time.Duration{0, time.Minute, 3 * time.Minute}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newClock()
+			rn := testenv.Start(t, testenv.Options{Clock: clock})
+			dest := createQueue(t, rn, "failures", nil)
+			f := newFunction(t, rn, function.Config{}, fail("boom"))
+			put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: c.retries, DestinationConfig: onFailure(dest)})
+			out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+			for i := 1; i < len(c.attempts); i++ {
+				waitStats(t, rn, "f", fmt.Sprintf("attempt %d re-scheduled", i), func(s async.Stats) bool { return s.Handled == int64(i) })
+				idle(t, clock, 1)
+				gap := c.attempts[i] - c.attempts[i-1]
+				clock.Advance(gap - time.Second)
+				idle(t, clock, 1)
+				if n := f.count(); n != i {
+					t.Fatalf("%d attempts %v after attempt %d, want %d (not before %v)", n, gap-time.Second, i, i, gap)
+				}
+				clock.Advance(time.Second)
+				testenv.Eventually(t, wait, fmt.Sprintf("attempt %d", i+1), func() bool { return f.count() == i+1 })
+				if at := f.call(i).at.Sub(t0); at != c.attempts[i] {
+					t.Fatalf("attempt %d ran at +%v, want +%v", i+1, at, c.attempts[i])
+				}
+			}
+			st := waitStats(t, rn, "f", "RetriesExhausted", func(s async.Stats) bool { return s.RetriesExhausted == 1 && s.Handled == int64(len(c.attempts)) })
+			if f.count() != len(c.attempts) || st.Invocations != int64(len(c.attempts)) || st.FunctionErrors != int64(len(c.attempts)) {
+				t.Fatalf("%d attempts, stats %+v; want %d", f.count(), st, len(c.attempts))
+			}
+			for i := range c.attempts {
+				if p := f.call(i).payload; p != `{"order":42}` {
+					t.Fatalf("attempt %d got %s", i+1, p)
+				}
+			}
+			last := t0.Add(c.attempts[len(c.attempts)-1])
+			arn := rn.Functions.ARN("f") + ":$LATEST"
+			n := len(c.attempts)
+			wantRecord(t, onlyMessage(t, rn, "failures").Body, map[string]any{
+				"version":   "1.0",
+				"timestamp": awsTime(last),
+				"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": arn,
+					"condition": "RetriesExhausted", "approximateInvokeCount": n},
+				"requestPayload":  map[string]any{"order": 42},
+				"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+				"responsePayload": map[string]any{"errorMessage": "boom", "errorType": "errorString"},
+			}, fmt.Sprintf(`{"version":"1.0","timestamp":"%s","requestContext":{"requestId":"%s","functionArn":"%s","condition":"RetriesExhausted","approximateInvokeCount":%d},"requestPayload":{"order":42},"responseContext":{"statusCode":200,"executedVersion":"$LATEST","functionError":"Unhandled"},"responsePayload":{"errorMessage":"boom","errorType":"errorString"}}`,
+				awsTime(last), out.RequestID, arn, n))
+			if d := queueDepth(t, rn, async.QueueName("f")); d != 0 {
+				t.Fatalf("internal queue holds %d messages, want 0", d)
+			}
+		})
+	}
+}
+
+func TestSuccessRecordGoesToOnSuccess(t *testing.T) {
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	dest := createQueue(t, rn, "successes", nil)
+	newFunction(t, rn, function.Config{}, func(string) (json.RawMessage, error) { return json.RawMessage(`{"ok":true}`), nil })
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: dest}}})
+	payload := `{"html":"<a & b>","n":[1,2]}`
+	out := invoke(t, rn, "f", async.Event, payload)
+	arn := rn.Functions.ARN("f") + ":$LATEST"
+	wantRecord(t, onlyMessage(t, rn, "successes").Body, map[string]any{
+		"version":   "1.0",
+		"timestamp": awsTime(t0),
+		"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": arn,
+			"condition": "Success", "approximateInvokeCount": 1},
+		"requestPayload":  map[string]any{"html": "<a & b>", "n": []int{1, 2}},
+		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST"},
+		"responsePayload": map[string]any{"ok": true},
+	}, fmt.Sprintf(`{"version":"1.0","timestamp":"%s","requestContext":{"requestId":"%s","functionArn":"%s","condition":"Success","approximateInvokeCount":1},"requestPayload":%s,"responseContext":{"statusCode":200,"executedVersion":"$LATEST"},"responsePayload":{"ok":true}}`,
+		awsTime(t0), out.RequestID, arn, payload))
+	if st := rn.Async.Stats("f"); st.DestinationDeliveries != 1 || st.KeptInStore != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestEventAgeExceeded(t *testing.T) {
+	t.Run("with MaximumEventAgeInSeconds 60 the retry due at +3 min is not invoked: EventAgeExceeded", func(t *testing.T) {
+		clock := newClock()
+		rn := testenv.Start(t, testenv.Options{Clock: clock})
+		dest := createQueue(t, rn, "failures", nil)
+		f := newFunction(t, rn, function.Config{}, fail("boom"))
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumEventAgeInSeconds: ptr(60), DestinationConfig: onFailure(dest)})
+		out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+		waitStats(t, rn, "f", "first attempt", func(s async.Stats) bool { return s.Handled == 1 })
+		idle(t, clock, 1)
+		clock.Advance(time.Minute) // exactly 60 s old: not older than 60 s, invoked
+		waitStats(t, rn, "f", "second attempt", func(s async.Stats) bool { return s.Handled == 2 })
+		if f.count() != 2 {
+			t.Fatalf("%d attempts at +60s, want 2 (an event exactly MaximumEventAgeInSeconds old is still run)", f.count())
+		}
+		idle(t, clock, 1)
+		clock.Advance(2 * time.Minute)
+		st := waitStats(t, rn, "f", "EventAgeExceeded", func(s async.Stats) bool { return s.EventAgeExceeded == 1 && s.Handled == 3 })
+		if f.count() != 2 || st.RetriesExhausted != 0 {
+			t.Fatalf("%d attempts, stats %+v: the aged event must not be invoked", f.count(), st)
+		}
+		arn := rn.Functions.ARN("f") + ":$LATEST"
+		wantRecord(t, onlyMessage(t, rn, "failures").Body, map[string]any{
+			"version":   "1.0",
+			"timestamp": awsTime(t0.Add(3 * time.Minute)),
+			"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": arn,
+				"condition": "EventAgeExceeded", "approximateInvokeCount": 2},
+			"requestPayload":  map[string]any{"order": 42},
+			"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+			"responsePayload": map[string]any{"errorMessage": "boom", "errorType": "errorString"},
+		}, "")
+	})
+	t.Run("an event throttled until it is older than MaximumEventAgeInSeconds is never invoked", func(t *testing.T) {
+		clock := newClock()
+		rn := testenv.Start(t, testenv.Options{Clock: clock})
+		dest := createQueue(t, rn, "failures", nil)
+		entered, release := make(chan struct{}), make(chan struct{})
+		f := newFunction(t, rn, function.Config{Timeout: 900, ReservedConcurrentExecutions: ptr(1)}, func(p string) (json.RawMessage, error) {
+			if p == `"hold"` {
+				close(entered)
+				<-release
+			}
+			return nil, nil
+		})
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumEventAgeInSeconds: ptr(60), DestinationConfig: onFailure(dest)})
+		held := make(chan struct{})
+		go func() {
+			defer close(held)
+			rn.Async.Invoke(context.Background(), "f", async.RequestResponse, []byte(`"hold"`))
+		}()
+		<-entered
+		out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+		// After the k-th throttle the event is due within 2^(k-1) s (full
+		// jitter, 1 s doubling): advance by that bound each time until the
+		// event is older than 60 s.
+		for k := 1; ; k++ {
+			st := waitStats(t, rn, "f", fmt.Sprintf("event handled %d times", k), func(s async.Stats) bool { return s.Handled == int64(k) })
+			if st.EventAgeExceeded == 1 {
+				break
+			}
+			if k > 20 {
+				t.Fatalf("no EventAgeExceeded after %d throttles: %+v", k, st)
+			}
+			idle(t, clock, 2) // the poller and the held invocation's timeout
+			clock.Advance(time.Duration(min(1<<(k-1), 300)) * time.Second)
+		}
+		st := waitStats(t, rn, "f", "EventAgeExceeded", func(s async.Stats) bool { return s.EventAgeExceeded == 1 })
+		close(release)
+		<-held
+		if f.count() != 1 || st.Invocations != 0 || st.Throttles < 2 || st.Requeued != st.Throttles {
+			t.Fatalf("%d calls (want only the held one), stats %+v", f.count(), st)
+		}
+		wantRecord(t, onlyMessage(t, rn, "failures").Body, map[string]any{
+			"version": "1.0",
+			"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+				"condition": "EventAgeExceeded", "approximateInvokeCount": 0},
+			"requestPayload":  map[string]any{"order": 42},
+			"responseContext": map[string]any{"statusCode": 429, "executedVersion": "$LATEST"},
+			"responsePayload": map[string]any{"errorMessage": "Rate Exceeded. (function f: reserved concurrency 1 in use)", "errorType": "TooManyRequestsException"},
+		}, "")
+	})
+}
+
+func TestThrottleIsNotCountedAsAnAttempt(t *testing.T) {
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	dest := createQueue(t, rn, "failures", nil)
+	entered, release := make(chan struct{}), make(chan struct{})
+	f := newFunction(t, rn, function.Config{Timeout: 900, ReservedConcurrentExecutions: ptr(1)}, func(p string) (json.RawMessage, error) {
+		if p == `"hold"` {
+			close(entered)
+			<-release
+			return nil, nil
+		}
+		return nil, errors.New("boom")
+	})
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(0), DestinationConfig: onFailure(dest)})
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		rn.Async.Invoke(context.Background(), "f", async.RequestResponse, []byte(`"hold"`))
+	}()
+	<-entered
+	out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+	st := waitStats(t, rn, "f", "the throttled event back in the queue", func(s async.Stats) bool { return s.Throttles == 1 && s.Handled == 1 })
+	if st.Invocations != 0 || st.Requeued != 1 || st.RetriesExhausted != 0 {
+		t.Fatalf("stats after the throttle = %+v", st)
+	}
+	close(release)
+	<-held
+	idle(t, clock, 1)
+	clock.Advance(time.Second) // the first throttle backoff is 1 s
+	st = waitStats(t, rn, "f", "RetriesExhausted", func(s async.Stats) bool { return s.RetriesExhausted == 1 })
+	if f.count() != 2 || st.Invocations != 1 {
+		t.Fatalf("%d calls, stats %+v; want the held call and one attempt", f.count(), st)
+	}
+	// MaximumRetryAttempts 0 and one attempt that ran: the throttle was
+	// not an attempt.
+	wantRecord(t, onlyMessage(t, rn, "failures").Body, map[string]any{
+		"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+			"condition": "RetriesExhausted", "approximateInvokeCount": 1},
+		"timestamp":       awsTime(t0.Add(time.Second)),
+		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+		"responsePayload": map[string]any{"errorMessage": "boom", "errorType": "errorString"},
+	}, "")
+}
+
+func TestReservedConcurrencyZeroSendsStraightToFailureDestinations(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	dest := createQueue(t, rn, "failures", nil)
+	dlq := createQueue(t, rn, "dlq", nil)
+	f := newFunction(t, rn, function.Config{ReservedConcurrentExecutions: ptr(0)}, nil)
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", DestinationConfig: onFailure(dest), DeadLetterConfig: &async.DeadLetterConfig{TargetArn: dlq}})
+	out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+	st := waitStats(t, rn, "f", "the event failed", func(s async.Stats) bool { return s.Handled == 1 })
+	if f.count() != 0 || st.Invocations != 0 || st.Requeued != 0 || st.Retried != 0 || st.RetriesExhausted != 1 {
+		t.Fatalf("%d calls, stats %+v: want no invocation and no retry", f.count(), st)
+	}
+	wantRecord(t, onlyMessage(t, rn, "failures").Body, map[string]any{
+		"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+			"condition": "RetriesExhausted", "approximateInvokeCount": 0},
+		"requestPayload":  map[string]any{"order": 42},
+		"responseContext": map[string]any{"statusCode": 429, "executedVersion": "$LATEST"},
+	}, "")
+	m := onlyMessage(t, rn, "dlq")
+	if m.Body != `{"order":42}` || *m.MessageAttributes["ErrorCode"].StringValue != "429" {
+		t.Fatalf("DLQ message = %s %v", m.Body, m.MessageAttributes)
+	}
+	if d := queueDepth(t, rn, async.QueueName("f")); d != 0 {
+		t.Fatalf("internal queue holds %d messages, want 0", d)
+	}
+}
+
+func TestDeadLetterConfig(t *testing.T) {
+	t.Run("the DLQ gets the raw event with RequestID, ErrorCode 200 and the first 1 KB of ErrorMessage", func(t *testing.T) {
+		rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+		dlq := createQueue(t, rn, "dlq", nil)
+		long := strings.Repeat("x", 2000)
+		newFunction(t, rn, function.Config{}, fail(long))
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(0), DeadLetterConfig: &async.DeadLetterConfig{TargetArn: dlq}})
+		payload := `{"html":"<a & b>"}`
+		out := invoke(t, rn, "f", async.Event, payload)
+		m := onlyMessage(t, rn, "dlq")
+		if m.Body != payload {
+			t.Fatalf("body = %s, want the raw event %s", m.Body, payload)
+		}
+		want := map[string][2]string{
+			"RequestID":    {"String", out.RequestID},
+			"ErrorCode":    {"Number", "200"},
+			"ErrorMessage": {"String", long[:1024]},
+		}
+		if len(m.MessageAttributes) != len(want) {
+			t.Fatalf("attributes = %v", m.MessageAttributes)
+		}
+		for k, w := range want {
+			a := m.MessageAttributes[k]
+			if a.DataType != w[0] || a.StringValue == nil || *a.StringValue != w[1] {
+				t.Fatalf("attribute %s = %s %v, want %s %.40q", k, a.DataType, a.StringValue, w[0], w[1])
+			}
+		}
+		if _, err := rn.Queues.GetQueueURL(context.Background(), async.DeadLetterStore); err == nil && queueDepth(t, rn, async.DeadLetterStore) != 0 {
+			t.Fatal("the built-in store got the event although a DLQ took it")
+		}
+	})
+	t.Run("DLQ and OnFailure coexist: both get the event", func(t *testing.T) {
+		rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+		dlq := createQueue(t, rn, "dlq", nil)
+		dest := createQueue(t, rn, "failures", nil)
+		newFunction(t, rn, function.Config{}, fail("boom"))
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(0),
+			DestinationConfig: onFailure(dest), DeadLetterConfig: &async.DeadLetterConfig{TargetArn: dlq}})
+		out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+		if m := onlyMessage(t, rn, "dlq"); m.Body != `{"order":42}` || *m.MessageAttributes["RequestID"].StringValue != out.RequestID {
+			t.Fatalf("DLQ message = %s %v", m.Body, m.MessageAttributes)
+		}
+		wantRecord(t, onlyMessage(t, rn, "failures").Body, map[string]any{
+			"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+				"condition": "RetriesExhausted", "approximateInvokeCount": 1},
+		}, "")
+	})
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestBuiltInDeadLetterStoreKeepsWhatAWSDrops(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	var logs syncBuffer
+	// A second service on the same engine, to read its log.
+	svc, err := async.New(ctx, rn.Engine, rn.Functions, rn.Queues, rn.Streams,
+		async.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	storeARN := rn.Queues.ARN(async.DeadLetterStore)
+	warning := func(fn string) string {
+		return "function " + fn + " has no OnFailure destination and no DeadLetterConfig: AWS Lambda would drop its failed asynchronous events; " +
+			"runnel keeps them in its built-in dead-letter store, queue " + async.DeadLetterStore + " (" + storeARN + ")"
+	}
+
+	// CreateFunction: warned about at once (the function has no
+	// configuration yet).
+	f := newFunction(t, rn, function.Config{}, fail("boom"))
+	testenv.Eventually(t, wait, "the warning at CreateFunction", func() bool { return strings.Contains(logs.String(), warning("f")) })
+	if l := logs.String(); !strings.Contains(l, "level=WARN") {
+		t.Fatalf("log:\n%s", l)
+	}
+	// PutFunctionEventInvokeConfig without OnFailure or DeadLetterConfig:
+	// warned about again.
+	mark := len(logs.String())
+	if _, err := svc.PutFunctionEventInvokeConfig(ctx, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if l := logs.String()[mark:]; !strings.Contains(l, warning("f")) {
+		t.Fatalf("log after PutFunctionEventInvokeConfig:\n%s", l)
+	}
+	if got := svc.FailedEventsGoTo("f"); !reflect.DeepEqual(got, []string{storeARN}) {
+		t.Fatalf("FailedEventsGoTo = %v", got)
+	}
+
+	out, err := svc.Invoke(ctx, "f", async.Event, []byte(`{"order":42}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the event kept", func() bool { return svc.Stats("f").KeptInStore == 1 })
+	if f.count() != 1 {
+		t.Fatalf("%d calls", f.count())
+	}
+	m := onlyMessage(t, rn, async.DeadLetterStore)
+	wantRecord(t, m.Body, map[string]any{
+		"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+			"condition": "RetriesExhausted", "approximateInvokeCount": 1},
+		"requestPayload":  map[string]any{"order": 42},
+		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+		"responsePayload": map[string]any{"errorMessage": "boom", "errorType": "errorString"},
+	}, "")
+	for k, v := range map[string]string{"FunctionName": "f", "Condition": "RetriesExhausted", "RequestId": out.RequestID} {
+		if a := m.MessageAttributes[k]; a.StringValue == nil || *a.StringValue != v {
+			t.Fatalf("attribute %s = %v, want %s", k, a.StringValue, v)
+		}
+	}
+
+	t.Run("a function given an OnFailure destination is not warned about again", func(t *testing.T) {
+		newFunction(t, rn, function.Config{FunctionName: "h"}, nil)
+		testenv.Eventually(t, wait, "the warning at CreateFunction", func() bool { return strings.Contains(logs.String(), warning("h")) })
+		mark := len(logs.String())
+		dest := createQueue(t, rn, "failures", nil)
+		if _, err := svc.PutFunctionEventInvokeConfig(ctx, async.EventInvokeConfig{FunctionName: "h", DestinationConfig: onFailure(dest)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Invoke(ctx, "h", async.Event, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, wait, "h's event", func() bool { return svc.Stats("h").Handled == 1 })
+		if l := logs.String()[mark:]; strings.Contains(l, "function h has") {
+			t.Fatalf("log:\n%s", l)
+		}
+		if got := svc.FailedEventsGoTo("h"); !reflect.DeepEqual(got, []string{dest}) {
+			t.Fatalf("FailedEventsGoTo = %v", got)
+		}
+	})
+}
+
+func TestDestinationKinds(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a stream gets the record, partition key = requestId", func(t *testing.T) {
+		rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+		if _, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "failures", ShardCount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		newFunction(t, rn, function.Config{}, fail("boom"))
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(0), DestinationConfig: onFailure(rn.Streams.ARN("failures"))})
+		out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+		waitStats(t, rn, "f", "delivered", func(s async.Stats) bool { return s.DestinationDeliveries == 1 })
+		it, err := rn.Streams.GetShardIterator(ctx, stream.GetShardIteratorInput{StreamName: "failures", ShardID: stream.ShardID(0), ShardIteratorType: stream.TrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := rn.Streams.GetRecords(ctx, it, 10)
+		if err != nil || len(recs.Records) != 1 {
+			t.Fatalf("records = %+v, err = %v", recs, err)
+		}
+		r := recs.Records[0]
+		if r.PartitionKey != out.RequestID {
+			t.Fatalf("partition key %q, want the request id %q", r.PartitionKey, out.RequestID)
+		}
+		wantRecord(t, string(r.Data), map[string]any{
+			"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+				"condition": "RetriesExhausted", "approximateInvokeCount": 1},
+			"requestPayload": map[string]any{"order": 42},
+		}, "")
+	})
+	t.Run("a function gets the record as its (asynchronous) event", func(t *testing.T) {
+		rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+		g := newFunction(t, rn, function.Config{FunctionName: "g"}, nil)
+		newFunction(t, rn, function.Config{}, func(string) (json.RawMessage, error) { return json.RawMessage(`{"done":1}`), nil })
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: rn.Functions.ARN("g")}}})
+		out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+		testenv.Eventually(t, wait, "g invoked", func() bool { return g.count() == 1 })
+		wantRecord(t, g.call(0).payload, map[string]any{
+			"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+				"condition": "Success", "approximateInvokeCount": 1},
+			"requestPayload":  map[string]any{"order": 42},
+			"responsePayload": map[string]any{"done": 1},
+		}, "")
+		if st := rn.Async.Stats("g"); st.Accepted != 1 {
+			t.Fatalf("g stats = %+v: the record must arrive as an Event invocation", st)
+		}
+	})
+	t.Run("a destination that no longer takes records: the record is kept in the built-in store", func(t *testing.T) {
+		rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+		dest := createQueue(t, rn, "failures", nil)
+		newFunction(t, rn, function.Config{}, fail("boom"))
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(0), DestinationConfig: onFailure(dest)})
+		if err := rn.Queues.DeleteQueue(ctx, "failures"); err != nil {
+			t.Fatal(err)
+		}
+		out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+		st := waitStats(t, rn, "f", "kept", func(s async.Stats) bool { return s.KeptInStore == 1 })
+		if st.DestinationDeliveryFailures != 1 {
+			t.Fatalf("stats = %+v", st)
+		}
+		m := onlyMessage(t, rn, async.DeadLetterStore)
+		if r := m.MessageAttributes["Reason"]; r.StringValue == nil || !strings.Contains(*r.StringValue, dest) {
+			t.Fatalf("Reason = %v", r.StringValue)
+		}
+		wantRecord(t, m.Body, map[string]any{
+			"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+				"condition": "RetriesExhausted", "approximateInvokeCount": 1},
+		}, "")
+	})
+}
+
+func TestEventInvokeConfigValidation(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	newFunction(t, rn, function.Config{}, nil)
+	newFunction(t, rn, function.Config{FunctionName: "g"}, nil)
+	std := createQueue(t, rn, "std", nil)
+	fifo := createQueue(t, rn, "q.fifo", map[string]string{"FifoQueue": "true"})
+	if _, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "s", ShardCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	region, account := "us-east-1", "000000000000"
+	if arn := rn.Queues.ARN("x"); strings.Count(arn, ":") == 5 {
+		parts := strings.Split(arn, ":")
+		region, account = parts[3], parts[4]
+	}
+	sqs := func(n string) string { return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, account, n) }
+	succ := func(arn string) *async.DestinationConfig {
+		return &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: arn}}
+	}
+	cases := []struct {
+		name string
+		cfg  async.EventInvokeConfig
+		want *awserr.Error
+		msgs []string
+	}{
+		{"MaximumRetryAttempts above 2", async.EventInvokeConfig{MaximumRetryAttempts: ptr(3)}, awserr.ErrInvalidParameterValue, []string{"MaximumRetryAttempts", "between 0 and 2"}},
+		{"MaximumRetryAttempts below 0", async.EventInvokeConfig{MaximumRetryAttempts: ptr(-1)}, awserr.ErrInvalidParameterValue, []string{"MaximumRetryAttempts", "between 0 and 2"}},
+		{"MaximumEventAgeInSeconds below 60", async.EventInvokeConfig{MaximumEventAgeInSeconds: ptr(59)}, awserr.ErrInvalidParameterValue, []string{"MaximumEventAgeInSeconds", "between 60 and 21600"}},
+		{"MaximumEventAgeInSeconds above 21600", async.EventInvokeConfig{MaximumEventAgeInSeconds: ptr(21601)}, awserr.ErrInvalidParameterValue, []string{"MaximumEventAgeInSeconds", "between 60 and 21600"}},
+		{"a queue destination that does not exist", async.EventInvokeConfig{DestinationConfig: onFailure(sqs("nope"))}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnFailure.Destination", "does not exist"}},
+		{"a FIFO queue destination (unsupported by Lambda)", async.EventInvokeConfig{DestinationConfig: succ(fifo)}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnSuccess.Destination", "FIFO"}},
+		{"an SNS topic destination", async.EventInvokeConfig{DestinationConfig: onFailure("arn:aws:sns:us-east-1:000000000000:t")}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnFailure.Destination", "not supported"}},
+		{"a destination that is not an ARN", async.EventInvokeConfig{DestinationConfig: onFailure("std")}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnFailure.Destination", "not the ARN"}},
+		{"a stream destination that does not exist", async.EventInvokeConfig{DestinationConfig: onFailure(rn.Streams.ARN("nope"))}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnFailure.Destination", "does not exist"}},
+		{"a function destination that does not exist", async.EventInvokeConfig{DestinationConfig: succ(rn.Functions.ARN("nope"))}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnSuccess.Destination", "does not exist"}},
+		{"the function itself as destination", async.EventInvokeConfig{DestinationConfig: onFailure(rn.Functions.ARN("f"))}, awserr.ErrInvalidParameterValue, []string{"DestinationConfig.OnFailure.Destination", "itself"}},
+		{"a DeadLetterConfig that is not a queue", async.EventInvokeConfig{DeadLetterConfig: &async.DeadLetterConfig{TargetArn: rn.Streams.ARN("s")}}, awserr.ErrInvalidParameterValue, []string{"DeadLetterConfig.TargetArn", "not a queue ARN"}},
+		{"a FIFO DeadLetterConfig", async.EventInvokeConfig{DeadLetterConfig: &async.DeadLetterConfig{TargetArn: fifo}}, awserr.ErrInvalidParameterValue, []string{"DeadLetterConfig.TargetArn", "FIFO"}},
+		{"an unknown function", async.EventInvokeConfig{FunctionName: "nope"}, awserr.ErrResourceNotFound, []string{"nope"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.cfg.FunctionName == "" {
+				c.cfg.FunctionName = "f"
+			}
+			for _, call := range []func(context.Context, async.EventInvokeConfig) (*async.EventInvokeConfig, error){
+				rn.Async.PutFunctionEventInvokeConfig, rn.Async.UpdateFunctionEventInvokeConfig} {
+				_, err := call(ctx, c.cfg)
+				if !errors.Is(err, c.want) {
+					t.Fatalf("err = %v, want %s", err, c.want.Code)
+				}
+				for _, m := range c.msgs {
+					if !strings.Contains(err.Error(), m) {
+						t.Fatalf("err = %v, want it to mention %q", err, m)
+					}
+				}
+			}
+			if _, err := rn.Async.GetFunctionEventInvokeConfig(ctx, "f"); !errors.Is(err, awserr.ErrResourceNotFound) {
+				t.Fatalf("a refused configuration was stored: %v", err)
+			}
+		})
+	}
+	t.Run("a standard queue, a stream and a function are accepted", func(t *testing.T) {
+		c, err := rn.Async.PutFunctionEventInvokeConfig(ctx, async.EventInvokeConfig{FunctionName: rn.Functions.ARN("f"),
+			DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: rn.Functions.ARN("g")},
+				OnFailure: &async.OnFailure{Destination: rn.Streams.ARN("s")}},
+			DeadLetterConfig: &async.DeadLetterConfig{TargetArn: std}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.FunctionName != "f" || c.FunctionArn != rn.Functions.ARN("f") || !c.LastModified.Equal(t0) {
+			t.Fatalf("config = %+v", c)
+		}
+		if err := rn.Async.DeleteFunctionEventInvokeConfig(ctx, "f"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestEventInvokeConfigPutReplacesUpdateMerges(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	newFunction(t, rn, function.Config{}, nil)
+	q1, q2 := createQueue(t, rn, "q1", nil), createQueue(t, rn, "q2", nil)
+	get := func() *async.EventInvokeConfig {
+		t.Helper()
+		c, err := rn.Async.GetFunctionEventInvokeConfig(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := rn.Async.GetFunctionEventInvokeConfig(ctx, "f"); !errors.Is(err, awserr.ErrResourceNotFound) {
+		t.Fatalf("Get before any Put: %v", err)
+	}
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumRetryAttempts: ptr(1), DestinationConfig: onFailure(q1)})
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumEventAgeInSeconds: ptr(120)})
+	if c := get(); c.MaximumRetryAttempts != nil || c.DestinationConfig != nil || *c.MaximumEventAgeInSeconds != 120 {
+		t.Fatalf("after the second Put: %+v (Put replaces the whole configuration)", c)
+	}
+	update := func(c async.EventInvokeConfig) {
+		t.Helper()
+		c.FunctionName = "f"
+		if _, err := rn.Async.UpdateFunctionEventInvokeConfig(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(async.EventInvokeConfig{MaximumRetryAttempts: ptr(0), DestinationConfig: onFailure(q1)})
+	update(async.EventInvokeConfig{DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: q2}}})
+	c := get()
+	if *c.MaximumRetryAttempts != 0 || *c.MaximumEventAgeInSeconds != 120 || c.DestinationConfig.OnFailure.Destination != q1 || c.DestinationConfig.OnSuccess.Destination != q2 {
+		t.Fatalf("after the Updates: %s (Update merges the fields it sets)", mustJSON(c))
+	}
+	update(async.EventInvokeConfig{DestinationConfig: &async.DestinationConfig{OnFailure: &async.OnFailure{Destination: ""}}})
+	if c := get(); c.DestinationConfig.OnFailure != nil || c.DestinationConfig.OnSuccess.Destination != q2 {
+		t.Fatalf("an empty Destination removes it: %s", mustJSON(c))
+	}
+	if err := rn.Async.DeleteFunctionEventInvokeConfig(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rn.Async.DeleteFunctionEventInvokeConfig(ctx, "f"); !errors.Is(err, awserr.ErrResourceNotFound) {
+		t.Fatalf("second Delete: %v", err)
+	}
+	if _, err := rn.Async.GetFunctionEventInvokeConfig(ctx, "f"); !errors.Is(err, awserr.ErrResourceNotFound) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+}
+
+func TestRestartKeepsPendingEvents(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	dest := createQueue(t, rn, "successes", nil)
+	var calls atomic.Int64
+	f := newFunction(t, rn, function.Config{}, func(string) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			return nil, errors.New("first attempt fails")
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: dest}}})
+	out := invoke(t, rn, "f", async.Event, `{"order":42}`)
+	waitStats(t, rn, "f", "first attempt failed and re-scheduled", func(s async.Stats) bool { return s.Retried == 1 && s.Handled == 1 })
+	if err := rn.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	if c, err := rn.Async.GetFunctionEventInvokeConfig(ctx, "f"); err != nil || c.DestinationConfig.OnSuccess.Destination != dest {
+		t.Fatalf("configuration after restart: %+v, %v", c, err)
+	}
+	idle(t, clock, 1) // the poller started at Open
+	if n := queueDepth(t, rn, async.QueueName("f")); n != 1 {
+		t.Fatalf("internal queue holds %d messages after restart, want the pending event", n)
+	}
+	clock.Advance(time.Minute)
+	wantRecord(t, onlyMessage(t, rn, "successes").Body, map[string]any{
+		"timestamp": awsTime(t0.Add(time.Minute)),
+		"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":$LATEST",
+			"condition": "Success", "approximateInvokeCount": 2},
+		"requestPayload": map[string]any{"order": 42},
+	}, "")
+	if f.count() != 2 || f.call(1).at != t0.Add(time.Minute) {
+		t.Fatalf("calls = %+v", f.calls)
+	}
+}
