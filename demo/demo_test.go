@@ -34,7 +34,9 @@ func TestDemoReconciles(t *testing.T) {
 	if res.ProcessedUnique+res.Unrecoverable != res.RecordsIn {
 		t.Fatalf("processed %d + unrecoverable %d != records in %d", res.ProcessedUnique, res.Unrecoverable, res.RecordsIn)
 	}
-	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 || res.Unrecoverable != 7 {
+	// Every poison record is unrecoverable; with 10 % transient failures a
+	// good record may also fail all its attempts and join them, accounted.
+	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 || res.Unrecoverable < 7 {
 		t.Fatalf("poison injected %d, unrecoverable %d (poison among them %d)", res.PoisonInjected, res.Unrecoverable, res.PoisonInFailDest)
 	}
 	if res.FlakyInjected != 5 || res.Recovered < 5 || res.ToFailureDestination < 12 {
