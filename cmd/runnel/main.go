@@ -106,7 +106,8 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 			pprof.StopCPUProfile()
 		}
 	}
-	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g))
+	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g), dlqCmd(g), replayCmd(g), resolveCmd(g))
+	root.AddCommand(statusCmd(g))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -12,6 +12,7 @@ import (
 func serveCmd(g *globals) *cobra.Command {
 	var file, listen string
 	var every time.Duration
+	var obs observeFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Apply a stack file and run its event source mappings until interrupted",
@@ -23,7 +24,11 @@ mappings from earlier runs resume from their checkpoints.
 Handlers built into this binary: noop, log, fail, fail-on-poison.
 
 With --listen the embedded JetStream also accepts NATS clients, so other
-runnel commands can work on the same data with --nats-url while serve runs.`,
+runnel commands can work on the same data with --nats-url while serve runs.
+
+serve evaluates the alarm rules (see 'runnel status') every --alarm-interval,
+logs their changes and runs --alarm-command / posts to --alarm-webhook on each;
+with --http it serves /metrics (Prometheus) and /status (JSON).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			rn, err := g.serve(ctx, listen)
@@ -46,6 +51,11 @@ runnel commands can work on the same data with --nats-url while serve runs.`,
 			if u := rn.Engine.ClientURL(); u != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "NATS clients: --nats-url %s\n", u)
 			}
+			stopObserve, err := obs.start(ctx, cmd.OutOrStdout(), rn, g.logger())
+			if err != nil {
+				return err
+			}
+			defer stopObserve()
 			fmt.Fprintln(cmd.OutOrStdout(), "serving; Ctrl-C to stop")
 			var tick <-chan time.Time
 			if every > 0 {
@@ -67,5 +77,6 @@ runnel commands can work on the same data with --nats-url while serve runs.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
 	cmd.Flags().StringVar(&listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
+	obs.register(cmd.Flags())
 	return cmd
 }

@@ -1,0 +1,572 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/function/builtin"
+	"github.com/runnel-dev/runnel/recovery"
+)
+
+// errAborted is returned when the operator does not confirm.
+var errAborted = errors.New("aborted: nothing done")
+
+// confirm prints what a command is about to do (to standard error, so
+// standard output stays the result) and, unless yes, asks for "y".
+func confirm(cmd *cobra.Command, yes bool, plan string) error {
+	w := cmd.ErrOrStderr()
+	fmt.Fprintln(w, plan)
+	if yes {
+		return nil
+	}
+	fmt.Fprint(w, "Proceed? [y/N] ")
+	line, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return errAborted
+}
+
+// bar is a progress bar on standard error when it is a terminal, else
+// nothing.
+type bar struct{ b *progressbar.ProgressBar }
+
+func newBar(cmd *cobra.Command, total int64, what string) *bar {
+	f, ok := cmd.ErrOrStderr().(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return &bar{}
+	}
+	return &bar{progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())}
+}
+
+func (b *bar) set(done, total int64) {
+	if b.b == nil {
+		return
+	}
+	if total > 0 && total != b.b.GetMax64() {
+		b.b.ChangeMax64(total)
+	}
+	b.b.Set64(done)
+}
+
+func (b *bar) finish() {
+	if b.b != nil {
+		b.b.Finish()
+	}
+}
+
+// withHandlers is g.with with the built-in handlers registered, so that
+// functions using them can be invoked (replay --to-function).
+func (g *globals) withHandlers(fn func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		streams := builtin.Register(g.logger())
+		rn, err := g.open(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer rn.Close()
+		streams.Use(rn.Streams)
+		return fn(cmd, args, rn)
+	}
+}
+
+func dlqCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Inspect, redrive, purge and archive dead-letter queues",
+		Long: `dlq works on dead-letter queues: queues named in some queue's RedrivePolicy, and
+queues whose name contains "dlq" or "dead".
+
+Looking at messages (list's age, show) receives them and sets their visibility
+back to 0 at once, as the AWS console does: each look adds one to their
+ApproximateReceiveCount (show reports the count before its own look).`,
+	}
+	cmd.AddCommand(dlqListCmd(g), dlqShowCmd(g), dlqRedriveCmd(g), dlqPurgeCmd(g), dlqArchiveCmd(g))
+	return cmd
+}
+
+func dlqListCmd(g *globals) *cobra.Command {
+	var asJSON, all, noAge bool
+	cmd := &cobra.Command{
+		Use: "list", Short: "List dead-letter queues with their depth and the age of their oldest message",
+		Args: cobra.NoArgs,
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			qs, err := recovery.ListQueues(cmd.Context(), rn.Queues, recovery.ListOptions{DLQOnly: !all, Age: !noAge, Now: rn.Engine.Clock.Now()})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if qs == nil {
+					qs = []recovery.QueueSummary{}
+				}
+				return printJSON(cmd.OutOrStdout(), qs)
+			}
+			if len(qs) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no dead-letter queues")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "queue\tdlq\tvisible\tin flight\tdelayed\toldest\tsources")
+			for _, q := range qs {
+				age := "-"
+				if q.OldestSent != nil {
+					age = (time.Duration(q.OldestAgeSeconds) * time.Second).String()
+				}
+				fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\n", q.Name, q.IsDLQ, q.Visible, q.InFlight, q.Delayed, age, strings.Join(q.Sources, ","))
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "list every queue, not only dead-letter queues")
+	cmd.Flags().BoolVar(&noAge, "no-age", false, "don't look at the oldest message (no receive)")
+	return cmd
+}
+
+func dlqShowCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var o recovery.InspectOptions
+	cmd := &cobra.Command{
+		Use: "show QUEUE", Short: "Show a dead-letter queue: counts, age, error breakdown and a page of messages",
+		Args: cobra.ExactArgs(1),
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			o.Now = rn.Engine.Clock.Now()
+			in, err := recovery.Inspect(cmd.Context(), rn.Queues, args[0], o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), in)
+			}
+			printInspection(cmd.OutOrStdout(), in)
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&o.Limit, "limit", 10, "messages to show")
+	cmd.Flags().IntVar(&o.Scan, "scan", 1000, "messages to look at for the breakdown")
+	return cmd
+}
+
+func printInspection(w io.Writer, in *recovery.Inspection) {
+	fmt.Fprintf(w, "%s: %d visible, %d in flight, %d delayed", in.Queue, in.Visible, in.InFlight, in.Delayed)
+	if len(in.Sources) > 0 {
+		fmt.Fprintf(w, "; dead-letter queue of %s", strings.Join(in.Sources, ", "))
+	}
+	fmt.Fprintln(w)
+	if in.OldestSent != nil {
+		fmt.Fprintf(w, "oldest message sent %s (%s ago)\n", in.OldestSent.Format(time.RFC3339), time.Duration(in.OldestAgeSeconds)*time.Second)
+	}
+	if in.Warning != "" {
+		fmt.Fprintln(w, "warning:", in.Warning)
+	}
+	fmt.Fprintf(w, "looked at %d messages:\n", in.Scanned)
+	for _, b := range []struct {
+		name string
+		m    map[string]int
+	}{{"kind", in.ByKind}, {"condition", in.ByCondition}, {"error type", in.ByErrorType}} {
+		fmt.Fprintf(w, "  by %s: %s\n", b.name, counts(b.m))
+	}
+	for _, m := range in.Messages {
+		fmt.Fprintf(w, "\n%s  sent %s  receives %d  %s", m.MessageId, m.SentTimestamp.Format(time.RFC3339), m.ReceiveCount, m.Kind)
+		if m.Condition != "" {
+			fmt.Fprintf(w, "  %s", m.Condition)
+		}
+		if m.ErrorType != "" {
+			fmt.Fprintf(w, "  %s", m.ErrorType)
+		}
+		if m.ErrorMessage != "" {
+			fmt.Fprintf(w, ": %s", m.ErrorMessage)
+		}
+		fmt.Fprintln(w)
+		if m.InvokeCount > 0 {
+			fmt.Fprintf(w, "  invocations %d (function %s, request %s)\n", m.InvokeCount, m.FunctionArn, m.RequestID)
+		}
+		if m.Attempt > 0 {
+			fmt.Fprintf(w, "  retry attempt %d, first at %s\n", m.Attempt, m.InitialTimestamp.Format(time.RFC3339))
+		}
+		if m.ShardID != "" {
+			fmt.Fprintf(w, "  %s %s %s..%s (%d records)\n", m.StreamArn, m.ShardID, m.StartSequenceNumber, m.EndSequenceNumber, m.BatchSize)
+		}
+		if m.DeadLetterQueueSourceArn != "" {
+			fmt.Fprintf(w, "  from %s\n", m.DeadLetterQueueSourceArn)
+		}
+		body := m.Body
+		if len(body) > 300 {
+			body = body[:300] + "..."
+		}
+		fmt.Fprintf(w, "  body: %s\n", body)
+	}
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// depthOf returns a queue's visible, in-flight and delayed counts.
+func depthOf(ctx context.Context, rn *runnel.Runnel, name string) (recovery.QueueSummary, error) {
+	qs, err := recovery.ListQueues(ctx, rn.Queues, recovery.ListOptions{})
+	if err != nil {
+		return recovery.QueueSummary{}, err
+	}
+	for _, q := range qs {
+		if q.Name == name {
+			return q, nil
+		}
+	}
+	_, err = rn.Queues.GetQueueURL(ctx, name)
+	return recovery.QueueSummary{}, err
+}
+
+func dlqRedriveCmd(g *globals) *cobra.Command {
+	var asJSON, yes bool
+	var o recovery.RedriveOptions
+	cmd := &cobra.Command{
+		Use: "redrive QUEUE", Short: "Move a dead-letter queue's messages back to their source queues, or to --to, at --rate",
+		Args: cobra.ExactArgs(1),
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			ctx := cmd.Context()
+			q, err := depthOf(ctx, rn, args[0])
+			if err != nil {
+				return err
+			}
+			to := "each message's source queue"
+			if len(q.Sources) > 0 {
+				to += " (" + strings.Join(q.Sources, ", ") + ")"
+			}
+			if o.To != "" {
+				to = "queue " + o.To
+			}
+			rate := o.Rate
+			if rate == 0 {
+				rate = 500
+			}
+			plan := fmt.Sprintf("redrive: move the %d visible messages of %s to %s, at most %d per second", q.Visible, args[0], to, rate)
+			if err := confirm(cmd, yes, plan); err != nil {
+				return err
+			}
+			b := newBar(cmd, int64(q.Visible), "moved")
+			o.Progress = b.set
+			res, err := recovery.Redrive(ctx, rn.Queues, args[0], o)
+			b.finish()
+			if res != nil {
+				if asJSON {
+					printJSON(cmd.OutOrStdout(), res)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: moved %d of %d messages (%s)\n", args[0], res.ApproximateNumberOfMessagesMoved,
+						res.ApproximateNumberOfMessagesToMove, res.Status)
+				}
+			}
+			return err
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
+	cmd.Flags().StringVar(&o.To, "to", "", "destination queue (default: each message's source queue)")
+	cmd.Flags().IntVar(&o.Rate, "rate", 0, "MaxNumberOfMessagesPerSecond, 1..500 (default 500)")
+	return cmd
+}
+
+func dlqPurgeCmd(g *globals) *cobra.Command {
+	var asJSON, yes bool
+	cmd := &cobra.Command{
+		Use: "purge QUEUE", Short: "Delete every message of a queue (PurgeQueue)",
+		Args: cobra.ExactArgs(1),
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			ctx := cmd.Context()
+			q, err := depthOf(ctx, rn, args[0])
+			if err != nil {
+				return err
+			}
+			plan := fmt.Sprintf("purge: DELETE all %d messages of %s (%d visible, %d in flight, %d delayed); they cannot be recovered. Archive first with 'runnel dlq archive'.",
+				q.Visible+q.InFlight+q.Delayed, args[0], q.Visible, q.InFlight, q.Delayed)
+			if err := confirm(cmd, yes, plan); err != nil {
+				return err
+			}
+			res, err := recovery.Purge(ctx, rn.Queues, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: purged %d messages\n", res.Queue, res.Messages)
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
+	return cmd
+}
+
+func dlqArchiveCmd(g *globals) *cobra.Command {
+	var asJSON, yes bool
+	var o recovery.ArchiveOptions
+	cmd := &cobra.Command{
+		Use:   "archive QUEUE --out FILE",
+		Short: "Write a queue's messages to a JSON Lines file (with the records pointers stand for), optionally deleting them",
+		Long: `archive writes each visible message of QUEUE as one JSON line: body, attributes,
+message attributes and, for a failure record pointing at stream records still
+retained, the records themselves (else the pointer and a note). The file must not
+exist. With --delete, exactly the archived messages are deleted, and only after
+the file is fsynced; without it they stay in the queue.`,
+		Args: cobra.ExactArgs(1),
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			ctx := cmd.Context()
+			q, err := depthOf(ctx, rn, args[0])
+			if err != nil {
+				return err
+			}
+			plan := fmt.Sprintf("archive: write the %d visible messages of %s to %s", q.Visible, args[0], o.Out)
+			if o.Delete {
+				plan += ", then DELETE them from the queue"
+				if err := confirm(cmd, yes, plan); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(cmd.ErrOrStderr(), plan+" (the messages stay in the queue)")
+			}
+			b := newBar(cmd, int64(q.Visible), "archived")
+			o.Progress = b.set
+			res, err := recovery.Archive(ctx, rn.Queues, rn.Streams, args[0], o)
+			b.finish()
+			if res != nil {
+				if asJSON {
+					printJSON(cmd.OutOrStdout(), res)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: archived %d messages to %s (%d resolved, %d with a note), deleted %d\n",
+						res.Queue, res.Archived, res.Out, res.Resolved, res.Unresolved, res.Deleted)
+					if len(res.DeleteFailed) > 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "not deleted (still in the queue and in the file): %s\n", strings.Join(res.DeleteFailed, ", "))
+					}
+				}
+			}
+			return err
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
+	cmd.Flags().StringVar(&o.Out, "out", "", "the JSON Lines file to write (required; must not exist)")
+	cmd.Flags().BoolVar(&o.Delete, "delete", false, "delete the archived messages once the file is on disk")
+	cmd.Flags().IntVar(&o.Limit, "limit", 0, "archive at most this many messages (0: all)")
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func replayCmd(g *globals) *cobra.Command {
+	var asJSON, yes bool
+	var o recovery.ReplayOptions
+	var fromTime, toTime string
+	cmd := &cobra.Command{
+		Use:   "replay --stream S (--from-seq X --to-seq Y | --from-time T --to-time T) --to-function F|--to-queue Q|--to-stream S2",
+		Short: "Put exactly a range of a stream's records back through a function, a queue or another stream",
+		Long: `replay reads the records of a stream range and puts exactly those through a target:
+a function (invoked with Kinesis events shaped as an event source mapping's, in
+batches of --batch-size), a queue (one message per record: the Kinesis event
+record as JSON) or another stream (PutRecords with the same partition keys).
+
+The range is a sequence-number range of one shard (--from-seq/--to-seq, both
+inclusive; the shard is the sequence numbers') or a time range (--from-time/
+--to-time, RFC 3339, both inclusive, AT_TIMESTAMP semantics) of --shard or of
+every shard. A range reaching past the stream's retention is reported (how many
+records are missing, the first sequence number still available) and refused
+unless --allow-past-retention. Replay stops at the first batch the target
+rejects and says where to resume.`,
+		Args: cobra.NoArgs,
+		RunE: g.withHandlers(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			ctx := cmd.Context()
+			var err error
+			if fromTime != "" {
+				if o.Range.FromTime, err = time.Parse(time.RFC3339Nano, fromTime); err != nil {
+					return fmt.Errorf("--from-time: %w", err)
+				}
+			}
+			if toTime != "" {
+				if o.Range.ToTime, err = time.Parse(time.RFC3339Nano, toTime); err != nil {
+					return fmt.Errorf("--to-time: %w", err)
+				}
+			}
+			o.Range.Now = rn.Engine.Clock.Now()
+			n := 0
+			for _, t := range []string{o.Target.Function, o.Target.Queue, o.Target.Stream} {
+				if t != "" {
+					n++
+				}
+			}
+			if n != 1 {
+				return errors.New("give exactly one of --to-function, --to-queue, --to-stream")
+			}
+			plan, err := recovery.PlanReplay(ctx, rn.Streams, o.Range)
+			if err != nil {
+				return err
+			}
+			plan.Target = o.Target.String()
+			text := describePlan(plan)
+			if plan.PastRetention && !o.AllowPastRetention {
+				fmt.Fprintln(cmd.ErrOrStderr(), text)
+				if asJSON {
+					printJSON(cmd.OutOrStdout(), &recovery.ReplayResult{Plan: plan, Error: "past retention"})
+				}
+				return fmt.Errorf("%w: %d records of the range are gone; run again with --allow-past-retention to replay the %d that are left",
+					recovery.ErrPastRetention, plan.Missing, plan.Available)
+			}
+			if err := confirm(cmd, yes, text); err != nil {
+				return err
+			}
+			b := newBar(cmd, int64(plan.Available), "replayed")
+			o.Progress = b.set
+			res, err := recovery.Replay(ctx, recovery.Services{Streams: rn.Streams, Queues: rn.Queues, Functions: rn.Functions}, o)
+			b.finish()
+			if res != nil {
+				if asJSON {
+					printJSON(cmd.OutOrStdout(), res)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "replayed %d records to %s (read %d, skipped %d, failed %d, missing %d)\n",
+						res.Sent, plan.Target, res.Read, res.Skipped, res.Failed, res.Plan.Missing)
+					if res.ResumeSequenceNumber != "" {
+						fmt.Fprintf(cmd.OutOrStdout(), "stopped: %s\nresume with --from-seq %s (%s)\n", res.Error, res.ResumeSequenceNumber, res.ResumeShardID)
+					}
+				}
+			}
+			return err
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Range.Stream, "stream", "", "the stream to read (required)")
+	f.StringVar(&o.Range.Shard, "shard", "", "the shard (default: the sequence numbers' shard, or every shard for a time range)")
+	f.StringVar(&o.Range.FromSeq, "from-seq", "", "first sequence number (inclusive)")
+	f.StringVar(&o.Range.ToSeq, "to-seq", "", "last sequence number (inclusive)")
+	f.StringVar(&fromTime, "from-time", "", "first arrival time (RFC 3339, inclusive)")
+	f.StringVar(&toTime, "to-time", "", "last arrival time (RFC 3339, inclusive)")
+	f.StringVar(&o.Target.Function, "to-function", "", "invoke this function")
+	f.StringVar(&o.Target.Queue, "to-queue", "", "send to this queue")
+	f.StringVar(&o.Target.Stream, "to-stream", "", "put into this stream")
+	f.IntVar(&o.BatchSize, "batch-size", 0, "records per invocation (default 100) or per PutRecords (default 500)")
+	f.BoolVar(&o.AllowPastRetention, "allow-past-retention", false, "replay what is left of a range that reaches past retention")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
+	cmd.MarkFlagRequired("stream")
+	return cmd
+}
+
+func describePlan(p *recovery.ReplayPlan) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "replay: put %d records of stream %s into %s", p.Available, p.Stream, p.Target)
+	for _, s := range p.Shards {
+		fmt.Fprintf(&sb, "\n  %s %s..%s: %d records", s.ShardID, s.FromSequenceNumber, s.ToSequenceNumber, s.Available)
+		if s.Missing > 0 {
+			exact := ""
+			if !s.MissingExact {
+				exact = "up to "
+			}
+			fmt.Fprintf(&sb, "; %s%d GONE (past retention; first available %s)", exact, s.Missing, s.FirstAvailableSequenceNumber)
+		}
+		if s.NotWritten > 0 {
+			fmt.Fprintf(&sb, "; %d positions not written yet", s.NotWritten)
+		}
+	}
+	return sb.String()
+}
+
+func resolveCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "resolve [FILE|-]",
+		Short: "Turn a failure record (async requestPayload, stream KinesisBatchInfo, retry envelope) into the original events",
+		Long: `resolve reads a failure record (a dead-letter message body; also an archive line or
+an SQS message JSON with a "body") from FILE or standard input and prints the
+original events as JSON: a Kinesis event with the records a KinesisBatchInfo
+points at (read back from the stream) or a retry envelope holds, or the
+requestPayload of an asynchronous invocation record. With --json it prints the
+whole resolution (kind, condition, pointer, missing count).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+			var r io.Reader = cmd.InOrStdin()
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			body, err := io.ReadAll(r)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			res, err := recovery.Resolve(ctx, rn.Streams, body)
+			if errors.Is(err, recovery.ErrUnknownFormat) {
+				// An archive line or an SQS message: resolve its body.
+				var wrapped struct {
+					Body  *string `json:"body"`
+					Body2 *string `json:"Body"`
+				}
+				if json.Unmarshal(body, &wrapped) == nil && (wrapped.Body != nil || wrapped.Body2 != nil) {
+					inner := wrapped.Body
+					if inner == nil {
+						inner = wrapped.Body2
+					}
+					res, err = recovery.Resolve(ctx, rn.Streams, []byte(*inner))
+				}
+			}
+			if err != nil && !errors.Is(err, recovery.ErrPastRetention) {
+				return err
+			}
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
+			}
+			if asJSON {
+				printJSON(cmd.OutOrStdout(), res)
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s failure record, condition %s\n", res.Kind, res.Condition)
+			if res.Kind == recovery.KindAsync {
+				var v any
+				if json.Unmarshal(res.Payload, &v) != nil {
+					v = string(res.Payload)
+				}
+				printJSON(cmd.OutOrStdout(), v)
+			} else {
+				recs := res.Records
+				if recs == nil {
+					recs = []events.KinesisEventRecord{}
+				}
+				printJSON(cmd.OutOrStdout(), events.KinesisEvent{Records: recs})
+			}
+			return err
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole resolution as JSON")
+	return cmd
+}

@@ -1,0 +1,251 @@
+package observe
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/mapping"
+)
+
+// Collector is a prometheus.Collector that reads runnel's state at scrape
+// time (a Snapshot per scrape): no counter is kept twice.
+//
+// Metrics (counters end in _total and count since the process running the
+// function or mapping started):
+//
+//	runnel_function_invocations_total{function}
+//	runnel_function_errors_total{function}
+//	runnel_function_throttles_total{function}
+//	runnel_function_duration_seconds_total{function}
+//	runnel_function_concurrent_executions{function}
+//	runnel_function_abandoned_total{function}
+//	runnel_function_async_{accepted,retries_exhausted,event_age_exceeded,
+//	  destination_delivery_failures,dead_letter_errors,kept_in_store}_total{function}
+//	runnel_mapping_iterator_age_milliseconds{uuid,function,source,shard}
+//	runnel_mapping_pending_records{uuid,function,source,shard}
+//	runnel_mapping_{invocations,processed_records,discarded_records,filtered_records,
+//	  expired_records,function_errors,partial_failures,retries,bisects,throttles}_total{uuid,function,source,shard}
+//	runnel_queue_mapping_pollers{uuid,function,source}
+//	runnel_queue_mapping_{invocations,received_messages,deleted_messages,filtered_messages,
+//	  failed_messages,backed_off,moved_to_dead_letter,function_errors,throttles}_total{uuid,function,source}
+//	runnel_queue_messages_visible{queue}
+//	runnel_queue_messages_not_visible{queue}
+//	runnel_queue_messages_delayed{queue}
+//	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
+//	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
+//
+// Function metrics are exported for the functions whose handlers run in
+// this process (FunctionState.Live).
+//
+// Not exported: runnel_queue_oldest_message_age_seconds (GetQueueAttributes
+// has no oldest-message attribute; see the package doc) and
+// AsyncEventAge.
+// TODO(observe): export runnel_function_async_event_age_seconds once
+// function/async exposes the age of the oldest pending event (async.Stats
+// has no such field; the internal queue's oldest message age is not
+// available either).
+type Collector struct {
+	rn      *runnel.Runnel
+	opts    TakeOptions
+	alarms  *Alarms
+	timeout time.Duration
+}
+
+// NewCollector returns a collector of rn's state. alarms may be nil; when
+// set, runnel_alarm_state reports its last evaluation, and its
+// configuration's dead-letter pattern and Passive apply.
+func NewCollector(rn *runnel.Runnel, alarms *Alarms) *Collector {
+	c := &Collector{rn: rn, alarms: alarms, timeout: 10 * time.Second}
+	if alarms != nil {
+		c.opts = alarms.takeOptions()
+	}
+	return c
+}
+
+var (
+	fnLabels    = []string{"function"}
+	shardLabels = []string{"uuid", "function", "source", "shard"}
+	qmLabels    = []string{"uuid", "function", "source"}
+	queueLabels = []string{"queue"}
+)
+
+func desc(name, help string, labels []string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+type fnMetric struct {
+	d   *prometheus.Desc
+	t   prometheus.ValueType
+	get func(FunctionState) float64
+}
+
+type asyncMetric struct {
+	d   *prometheus.Desc
+	get func(FunctionState) float64
+}
+
+type shardMetric struct {
+	d   *prometheus.Desc
+	t   prometheus.ValueType
+	get func(shardStatus) float64
+}
+
+type qmMetric struct {
+	d   *prometheus.Desc
+	t   prometheus.ValueType
+	get func(queueStatus) float64
+}
+
+type queueMetric struct {
+	d   *prometheus.Desc
+	get func(QueueState) float64
+}
+
+var (
+	fnMetrics = []fnMetric{
+		{desc("runnel_function_invocations_total", "Invocations of the function that ran (Lambda's Invocations).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Invocations) }},
+		{desc("runnel_function_errors_total", "Invocations that ended in a function error (Lambda's Errors).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Errors) }},
+		{desc("runnel_function_throttles_total", "Invocations refused because the function's concurrency was in use (Lambda's Throttles).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Throttles) }},
+		{desc("runnel_function_duration_seconds_total", "Total time the function's handlers ran (Lambda's Duration, summed).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return f.DurationSeconds }},
+		{desc("runnel_function_concurrent_executions", "Invocations running now (Lambda's ConcurrentExecutions).", fnLabels), prometheus.GaugeValue, func(f FunctionState) float64 { return float64(f.ConcurrentExecutions) }},
+		{desc("runnel_function_abandoned_total", "Invocations given up at their timeout while the handler still ran.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Abandoned) }},
+	}
+	asyncMetrics = []asyncMetric{
+		{desc("runnel_function_async_accepted_total", "Event (asynchronous) invocations accepted.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.Accepted) }},
+		{desc("runnel_function_async_retries_exhausted_total", "Asynchronous events that failed after their retries.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.RetriesExhausted) }},
+		{desc("runnel_function_async_event_age_exceeded_total", "Asynchronous events older than MaximumEventAgeInSeconds when due.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.EventAgeExceeded) }},
+		{desc("runnel_function_async_destination_delivery_failures_total", "Destination records not accepted by their destination (Lambda's DestinationDeliveryFailures).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DestinationDeliveryFailures) }},
+		{desc("runnel_function_async_dead_letter_errors_total", "DeadLetterConfig sends that failed (Lambda's DeadLetterErrors).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DeadLetterErrors) }},
+		{desc("runnel_function_async_kept_in_store_total", "Records kept in runnel's asynchronous dead-letter store.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.KeptInStore) }},
+	}
+	shardMetrics = []shardMetric{
+		{desc("runnel_mapping_iterator_age_milliseconds", "Age of the oldest record the mapping read from the shard and has not resolved (Lambda's IteratorAge).", shardLabels), prometheus.GaugeValue, func(s shardStatus) float64 { return float64(s.IteratorAgeMs) }},
+		{desc("runnel_mapping_pending_records", "Records read from the shard and not yet resolved.", shardLabels), prometheus.GaugeValue, func(s shardStatus) float64 { return float64(s.PendingRecords) }},
+		{desc("runnel_mapping_invocations_total", "Invocations of the function by the mapping for the shard.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Invocations) }},
+		{desc("runnel_mapping_processed_records_total", "Records resolved by a successful invocation.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.ProcessedRecords) }},
+		{desc("runnel_mapping_discarded_records_total", "Records given up on (sent to the on-failure destination or logged).", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.DiscardedRecords) }},
+		{desc("runnel_mapping_filtered_records_total", "Records no filter matched.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.FilteredRecords) }},
+		{desc("runnel_mapping_expired_records_total", "Records that left the stream (retention) before they were read.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.ExpiredRecords) }},
+		{desc("runnel_mapping_function_errors_total", "Invocations that ended in a function error.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.FunctionErrors) }},
+		{desc("runnel_mapping_partial_failures_total", "Invocations that reported batch item failures.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.PartialFailures) }},
+		{desc("runnel_mapping_retries_total", "Retries of records after a failure.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Retries) }},
+		{desc("runnel_mapping_bisects_total", "Batches split in two after a function error (BisectBatchOnFunctionError).", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Bisects) }},
+		{desc("runnel_mapping_throttles_total", "Invocations throttled by the function's concurrency.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Throttles) }},
+	}
+	qmMetrics = []qmMetric{
+		{desc("runnel_queue_mapping_pollers", "Pollers of the queue mapping.", qmLabels), prometheus.GaugeValue, func(q queueStatus) float64 { return float64(q.Pollers) }},
+		{desc("runnel_queue_mapping_invocations_total", "Invocations of the function by the queue mapping.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.Invocations) }},
+		{desc("runnel_queue_mapping_received_messages_total", "Messages handed to the function, retries included.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.ReceivedMessages) }},
+		{desc("runnel_queue_mapping_deleted_messages_total", "Messages processed and deleted.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.DeletedMessages) }},
+		{desc("runnel_queue_mapping_filtered_messages_total", "Messages no filter matched (deleted).", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.FilteredMessages) }},
+		{desc("runnel_queue_mapping_failed_messages_total", "Messages left for a retry.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.FailedMessages) }},
+		{desc("runnel_queue_mapping_backed_off_total", "Failed messages given a RetryPolicy delay.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.BackedOff) }},
+		{desc("runnel_queue_mapping_moved_to_dead_letter_total", "Messages moved by the RetryPolicy to the dead-letter queue.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.MovedToDeadLetter) }},
+		{desc("runnel_queue_mapping_function_errors_total", "Invocations that ended in a function error.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.FunctionErrors) }},
+		{desc("runnel_queue_mapping_throttles_total", "Invocations throttled by the function's concurrency.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.Throttles) }},
+	}
+	queueMetrics = []queueMetric{
+		{desc("runnel_queue_messages_visible", "Messages available for retrieval (ApproximateNumberOfMessages).", queueLabels), func(q QueueState) float64 { return float64(q.Visible) }},
+		{desc("runnel_queue_messages_not_visible", "Messages in flight (ApproximateNumberOfMessagesNotVisible).", queueLabels), func(q QueueState) float64 { return float64(q.NotVisible) }},
+		{desc("runnel_queue_messages_delayed", "Messages delayed (ApproximateNumberOfMessagesDelayed).", queueLabels), func(q QueueState) float64 { return float64(q.Delayed) }},
+		{desc("runnel_queue_dead_letter", "1 when the queue is a dead-letter queue (a RedrivePolicy or on-failure target, or named like one).", queueLabels), func(q QueueState) float64 { return b2f(q.DeadLetter) }},
+	}
+	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK (last evaluation).", []string{"alarm", "rule", "resource"})
+)
+
+type (
+	shardStatus = mapping.ShardStatus
+	queueStatus = mapping.QueueStatus
+)
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Describe sends the descriptors of every metric.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range fnMetrics {
+		ch <- m.d
+	}
+	for _, m := range asyncMetrics {
+		ch <- m.d
+	}
+	for _, m := range shardMetrics {
+		ch <- m.d
+	}
+	for _, m := range qmMetrics {
+		ch <- m.d
+	}
+	for _, m := range queueMetrics {
+		ch <- m.d
+	}
+	ch <- alarmDesc
+}
+
+// Collect takes a Snapshot and sends its metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	snap := Take(ctx, c.rn, c.opts)
+	c.collect(snap, ch)
+	if c.alarms != nil {
+		for _, a := range c.alarms.Alarms() {
+			ch <- prometheus.MustNewConstMetric(alarmDesc, prometheus.GaugeValue, b2f(a.State == StateAlarm), a.Name, a.Rule, a.Resource)
+		}
+	}
+}
+
+func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
+	for _, f := range snap.Functions {
+		if !f.Live {
+			continue
+		}
+		for _, m := range fnMetrics {
+			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(f), f.Name)
+		}
+		if f.Async != nil {
+			for _, m := range asyncMetrics {
+				ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, m.get(f), f.Name)
+			}
+		}
+	}
+	for _, mp := range snap.Mappings {
+		for _, s := range mp.Shards {
+			for _, m := range shardMetrics {
+				ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(s), mp.UUID, mp.Function, mp.Source, s.ShardID)
+			}
+		}
+		if q := mp.Queue; q != nil {
+			for _, m := range qmMetrics {
+				ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(*q), mp.UUID, mp.Function, mp.Source)
+			}
+		}
+	}
+	for _, q := range snap.Queues {
+		for _, m := range queueMetrics {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.get(q), q.Name)
+		}
+	}
+}
+
+// Registry returns a registry with c and the Go runtime and process
+// collectors.
+func Registry(c *Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// MetricsHandler serves reg in the Prometheus exposition formats.
+func MetricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}

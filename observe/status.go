@@ -1,0 +1,158 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/runnel-dev/runnel"
+)
+
+// Report is what /status serves and `runnel status` prints: the alarms
+// and a summary of the state.
+type Report struct {
+	// Time is when the summary (State) was read.
+	Time time.Time `json:"time"`
+	// EvaluatedAt is when the alarms were last evaluated.
+	EvaluatedAt time.Time `json:"evaluatedAt"`
+	// InAlarm counts the alarms in ALARM.
+	InAlarm int       `json:"inAlarm"`
+	Alarms  []Alarm   `json:"alarms"`
+	State   *Snapshot `json:"state"`
+}
+
+// Report returns the alarms as of the last evaluation (evaluating them
+// first if they never were) with a fresh snapshot of the state.
+func (a *Alarms) Report(ctx context.Context) *Report {
+	if last, _ := a.LastEvaluation(); last.IsZero() {
+		a.Evaluate(ctx)
+	}
+	last, _ := a.LastEvaluation()
+	r := &Report{EvaluatedAt: last, Alarms: a.Alarms(), State: Take(ctx, a.rn, a.takeOptions())}
+	r.Time = r.State.Time
+	for _, al := range r.Alarms {
+		if al.State == StateAlarm {
+			r.InAlarm++
+		}
+	}
+	return r
+}
+
+// StatusHandler serves the Report as JSON.
+func StatusHandler(a *Alarms) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(a.Report(ctx))
+	})
+}
+
+// Handler serves /metrics (Prometheus, with the Go and process
+// collectors) and /status (the Report as JSON) for rn and its alarms.
+func Handler(rn *runnel.Runnel, a *Alarms) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", MetricsHandler(Registry(NewCollector(rn, a))))
+	mux.Handle("GET /status", StatusHandler(a))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "runnel: /metrics (Prometheus), /status (JSON)")
+	})
+	return mux
+}
+
+// WriteText prints the report as tables: alarms, functions, mappings
+// (with iterator age per shard), queues (with depth).
+func WriteText(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	p("runnel status at %s: %d of %d alarms in ALARM\n", r.Time.UTC().Format(time.RFC3339), r.InAlarm, len(r.Alarms))
+	p("\nALARMS\n")
+	if len(r.Alarms) == 0 {
+		p("  (none: no dead-letter queue, stream mapping or function to watch)\n")
+	} else {
+		p("  STATE\tALARM\tVALUE\tTHRESHOLD\tSINCE\tMESSAGE\n")
+		for _, a := range r.Alarms {
+			p("  %s\t%s\t%s\t%s\t%s\t%s\n", a.State, a.Name, formatValue(a.Value, a.Unit), formatValue(a.Threshold, a.Unit),
+				a.Since.UTC().Format(time.RFC3339), a.Message)
+		}
+	}
+	s := r.State
+	p("\nFUNCTIONS\n")
+	if len(s.Functions) == 0 {
+		p("  (none)\n")
+	} else {
+		p("  FUNCTION\tINVOCATIONS\tERRORS\tTHROTTLES\tCONCURRENT\tCOUNTERS\n")
+		for _, f := range s.Functions {
+			src := "this process"
+			if !f.Live {
+				src = "sum of its mappings (as published)"
+			}
+			p("  %s\t%d\t%d\t%d\t%d\t%s\n", f.Name, f.Invocations, f.Errors, f.Throttles, f.ConcurrentExecutions, src)
+		}
+	}
+	p("\nMAPPINGS\n")
+	if len(s.Mappings) == 0 {
+		p("  (none)\n")
+	} else {
+		p("  UUID\tSOURCE\tFUNCTION\tSTATE\tSHARD\tITERATOR AGE\tPENDING\tPROCESSED\tDISCARDED\tLAST RESULT\n")
+		for _, m := range s.Mappings {
+			state := m.State
+			if !m.Live {
+				if m.PublishedAt.IsZero() {
+					state += " (stored)"
+				} else {
+					state += " (published " + m.PublishedAt.UTC().Format(time.TimeOnly) + ")"
+				}
+			}
+			src := m.SourceKind + " " + m.Source
+			if q := m.Queue; q != nil {
+				p("  %s\t%s\t%s\t%s\t-\t-\t-\t%d\t%d\t%s\n", m.UUID, src, m.Function, state, q.DeletedMessages, q.MovedToDeadLetter, q.LastProcessingResult)
+				continue
+			}
+			if len(m.Shards) == 0 {
+				p("  %s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t\n", m.UUID, src, m.Function, state)
+				continue
+			}
+			for _, sh := range m.Shards {
+				p("  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", m.UUID, src, m.Function, state, sh.ShardID,
+					time.Duration(sh.IteratorAgeMs)*time.Millisecond, sh.PendingRecords, sh.ProcessedRecords, sh.DiscardedRecords, sh.LastProcessingResult)
+			}
+		}
+	}
+	p("\nQUEUES\n")
+	if len(s.Queues) == 0 {
+		p("  (none)\n")
+	} else {
+		p("  QUEUE\tDEPTH\tVISIBLE\tNOT VISIBLE\tDELAYED\tDEAD-LETTER\n")
+		for _, q := range s.Queues {
+			dlq := "no"
+			if q.DeadLetter {
+				dlq = "yes: " + strings.Join(q.DeadLetterFor, "; ")
+			}
+			p("  %s\t%d\t%d\t%d\t%d\t%s\n", q.Name, q.Depth(), q.Visible, q.NotVisible, q.Delayed, dlq)
+		}
+	}
+	for _, e := range s.Errors {
+		p("\nnot read: %s\n", e)
+	}
+	return tw.Flush()
+}
+
+func formatValue(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		return (time.Duration(v) * time.Millisecond).String()
+	case "ratio":
+		return percent(v)
+	default:
+		return fmt.Sprintf("%g", v)
+	}
+}

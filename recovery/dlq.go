@@ -1,0 +1,769 @@
+package recovery
+
+// The operator's dead-letter queue tools: list, inspect, redrive, purge and
+// archive. They work through the queue API only (queue.Service), so they
+// keep SQS semantics and run against any runnel.
+//
+// # Reading without consuming
+//
+// SQS has no "peek": reading a message means receiving it. Inspect (and
+// the age shown by ListQueues) receives messages with a short visibility
+// timeout and sets their visibility back to 0 at once, as the AWS
+// console's "poll for messages" does. This increments each message's
+// ApproximateReceiveCount (the counts Inspect reports are the ones before
+// its own receive) and hides the messages from other consumers for the
+// few milliseconds the scan takes. On a queue that itself has a
+// RedrivePolicy, a message whose count reaches maxReceiveCount moves on to
+// the next dead-letter queue at a later receive: Inspect says so in
+// Inspection.Warning.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// KindLegacyDLQ is a message a function's DeadLetterConfig stored: the
+// original event as body, RequestID/ErrorCode/ErrorMessage attributes.
+// KindUnknown is any other body.
+const (
+	KindLegacyDLQ = "legacy-dlq"
+	KindUnknown   = "unknown"
+)
+
+// peekVisibility is the visibility timeout (s) of a scan's receives: long
+// enough for a scan of a few thousand messages, short enough that a crash
+// mid-scan hides them only briefly.
+const peekVisibility = 60
+
+// QueueSummary is one queue as ListQueues shows it.
+type QueueSummary struct {
+	Name string
+	URL  string
+	ARN  string
+	// IsDLQ: named in some queue's RedrivePolicy, or "dlq"/"dead" in the name.
+	IsDLQ bool
+	// Sources are the queues whose RedrivePolicy names this one.
+	Sources []string `json:",omitempty"`
+	// RedriveTarget is this queue's own dead-letter queue, if any.
+	RedriveTarget string `json:",omitempty"`
+	Visible       int
+	InFlight      int
+	Delayed       int
+	// OldestSent and OldestAgeSeconds are of the oldest visible message,
+	// when one was looked at (see ListOptions.Age).
+	OldestSent       *time.Time `json:",omitempty"`
+	OldestAgeSeconds float64    `json:",omitempty"`
+}
+
+// ListOptions tune ListQueues.
+type ListOptions struct {
+	// DLQOnly lists only dead-letter queues.
+	DLQOnly bool
+	// Age looks at the oldest visible message of each listed dead-letter
+	// queue (one receive, visibility reset at once; see the package doc).
+	Age bool
+	// Now is the time ages are measured at; zero means time.Now().
+	Now time.Time
+}
+
+// LooksLikeDLQ reports whether a queue name says it is a dead-letter queue.
+func LooksLikeDLQ(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "dlq") || strings.Contains(n, "dead")
+}
+
+// ListQueues lists queues with their depth, marking dead-letter queues:
+// those named in some queue's RedrivePolicy and those whose name contains
+// "dlq" or "dead".
+func ListQueues(ctx context.Context, queues *queue.Service, o ListOptions) ([]QueueSummary, error) {
+	urls, err := queues.ListQueues(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var all []QueueSummary
+	sources := map[string][]string{}
+	for _, u := range urls {
+		attrs, err := queues.GetQueueAttributes(ctx, u, []string{queue.AttrAll})
+		if err != nil {
+			if errors.Is(err, queue.ErrQueueDoesNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		name, _ := queue.NameFromARN(attrs[queue.AttrQueueArn])
+		s := QueueSummary{Name: name, URL: u, ARN: attrs[queue.AttrQueueArn],
+			Visible:  atoi(attrs[queue.AttrApproximateNumberOfMessages]),
+			InFlight: atoi(attrs[queue.AttrApproximateNumberOfMessagesNotVisible]),
+			Delayed:  atoi(attrs[queue.AttrApproximateNumberOfMessagesDelayed]),
+		}
+		if p := attrs[queue.AttrRedrivePolicy]; p != "" {
+			if rp, err := queue.ParseRedrivePolicy(p); err == nil {
+				if t, ok := queue.NameFromARN(rp.DeadLetterTargetArn); ok {
+					s.RedriveTarget = t
+					sources[t] = append(sources[t], name)
+				}
+			}
+		}
+		all = append(all, s)
+	}
+	var out []QueueSummary
+	for _, s := range all {
+		s.Sources = sources[s.Name]
+		sort.Strings(s.Sources)
+		s.IsDLQ = len(s.Sources) > 0 || LooksLikeDLQ(s.Name)
+		if o.DLQOnly && !s.IsDLQ {
+			continue
+		}
+		if o.Age && s.IsDLQ && s.Visible > 0 {
+			views, err := peek(ctx, queues, s.URL, 1)
+			if err != nil {
+				return nil, err
+			}
+			if len(views) > 0 {
+				t := views[0].SentTimestamp
+				s.OldestSent = &t
+				s.OldestAgeSeconds = now.Sub(t).Seconds()
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// MessageView is one dead-letter message as Inspect shows it: what it is,
+// why it failed and its attempt history.
+type MessageView struct {
+	MessageId     string
+	SentTimestamp time.Time
+	// ReceiveCount is ApproximateReceiveCount before Inspect's own receive.
+	ReceiveCount int
+	// DeadLetterQueueSourceArn is the queue a RedrivePolicy moved it from.
+	DeadLetterQueueSourceArn string `json:",omitempty"`
+	// Kind is one of the Kind* constants.
+	Kind string
+	// Condition is why it was discarded (RetryAttemptsExhausted,
+	// RecordAgeExceeded, RetriesExhausted, EventAgeExceeded, ...).
+	Condition string `json:",omitempty"`
+	// ErrorType and ErrorMessage are the last error, when the record says.
+	ErrorType    string `json:",omitempty"`
+	ErrorMessage string `json:",omitempty"`
+	// RequestID and FunctionArn are of the last invocation.
+	RequestID   string `json:",omitempty"`
+	FunctionArn string `json:",omitempty"`
+	// InvokeCount is the record's approximateInvokeCount.
+	InvokeCount int `json:",omitempty"`
+	// Attempt and InitialTimestamp come from a retry envelope.
+	Attempt          int        `json:",omitempty"`
+	InitialTimestamp *time.Time `json:",omitempty"`
+	// The range a KinesisBatchInfo pointer names.
+	StreamArn           string `json:",omitempty"`
+	ShardID             string `json:",omitempty"`
+	StartSequenceNumber string `json:",omitempty"`
+	EndSequenceNumber   string `json:",omitempty"`
+	BatchSize           int    `json:",omitempty"`
+	// Body is the message body.
+	Body string
+	// Attributes and MessageAttributes as received (with Inspect's own
+	// receive counted in ApproximateReceiveCount).
+	Attributes        map[string]string                      `json:",omitempty"`
+	MessageAttributes map[string]queue.MessageAttributeValue `json:",omitempty"`
+}
+
+// asyncView is the part of an async destination record Classify reads.
+type asyncView struct {
+	RequestContext struct {
+		RequestID              string `json:"requestId"`
+		FunctionArn            string `json:"functionArn"`
+		Condition              string `json:"condition"`
+		ApproximateInvokeCount int    `json:"approximateInvokeCount"`
+	} `json:"requestContext"`
+	RequestPayload  json.RawMessage `json:"requestPayload"`
+	ResponseContext struct {
+		FunctionError string `json:"functionError"`
+	} `json:"responseContext"`
+	ResponsePayload json.RawMessage `json:"responsePayload"`
+}
+
+// Classify describes a dead-letter message from its body and attributes,
+// without reading the stream.
+func Classify(m queue.Message) MessageView {
+	v := MessageView{MessageId: m.MessageId, Body: m.Body, Attributes: m.Attributes, MessageAttributes: m.MessageAttributes,
+		DeadLetterQueueSourceArn: m.Attributes[queue.MsgAttrDeadLetterQueueSourceArn], Kind: KindUnknown}
+	if ms, err := strconv.ParseInt(m.Attributes[queue.MsgAttrSentTimestamp], 10, 64); err == nil {
+		v.SentTimestamp = time.UnixMilli(ms).UTC()
+	}
+	v.ReceiveCount = atoi(m.Attributes[queue.MsgAttrApproximateReceiveCount])
+	body := []byte(m.Body)
+	if env, ok := backoff.Unwrap(body); ok {
+		v.Kind, v.Condition, v.Attempt = KindInserted, "Inserted", env.Metadata.Attempt
+		t := time.Unix(env.Metadata.InitialTimestamp, 0).UTC()
+		v.InitialTimestamp = &t
+		return v
+	}
+	var f mapping.OnFailureRecord
+	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
+		bi := f.KinesisBatchInfo
+		v.Kind, v.Condition = KindStreamBatch, f.RequestContext.Condition
+		v.ErrorType = f.ResponseContext.FunctionError
+		v.RequestID, v.FunctionArn, v.InvokeCount = f.RequestContext.RequestID, f.RequestContext.FunctionArn, f.RequestContext.ApproximateInvokeCount
+		v.StreamArn, v.ShardID, v.StartSequenceNumber, v.EndSequenceNumber, v.BatchSize = bi.StreamArn, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber, bi.BatchSize
+		return v
+	}
+	var a asyncView
+	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {
+		v.Kind, v.Condition = KindAsync, a.RequestContext.Condition
+		v.RequestID, v.FunctionArn, v.InvokeCount = a.RequestContext.RequestID, a.RequestContext.FunctionArn, a.RequestContext.ApproximateInvokeCount
+		v.ErrorType = a.ResponseContext.FunctionError
+		var rp struct {
+			ErrorType    string `json:"errorType"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		if json.Unmarshal(a.ResponsePayload, &rp) == nil {
+			if rp.ErrorType != "" {
+				v.ErrorType = rp.ErrorType
+			}
+			v.ErrorMessage = rp.ErrorMessage
+		}
+		return v
+	}
+	if ec, ok := m.MessageAttributes["ErrorCode"]; ok && ec.StringValue != nil {
+		v.Kind, v.ErrorType = KindLegacyDLQ, *ec.StringValue
+		if em, ok := m.MessageAttributes["ErrorMessage"]; ok && em.StringValue != nil {
+			v.ErrorMessage = *em.StringValue
+		}
+		if id, ok := m.MessageAttributes["RequestID"]; ok && id.StringValue != nil {
+			v.RequestID = *id.StringValue
+		}
+	}
+	return v
+}
+
+// InspectOptions tune Inspect.
+type InspectOptions struct {
+	// Limit is how many messages the page shows (default 10).
+	Limit int
+	// Scan is how many messages at most are looked at for the breakdown
+	// (default 1000; at least Limit).
+	Scan int
+	// Now is the time ages are measured at; zero means time.Now().
+	Now time.Time
+}
+
+// Inspection is what Inspect found.
+type Inspection struct {
+	Queue    string
+	URL      string
+	ARN      string
+	Visible  int
+	InFlight int
+	Delayed  int
+	// Sources are the queues that dead-letter into this one.
+	Sources []string `json:",omitempty"`
+	// Scanned is how many visible messages were looked at; the breakdowns
+	// count them (all visible messages when Scanned == Visible).
+	Scanned          int
+	OldestSent       *time.Time `json:",omitempty"`
+	OldestAgeSeconds float64    `json:",omitempty"`
+	ByKind           map[string]int
+	ByCondition      map[string]int
+	ByErrorType      map[string]int
+	// Messages is the first page, oldest first.
+	Messages []MessageView
+	// Warning says when looking could move messages on (see the package doc).
+	Warning string `json:",omitempty"`
+}
+
+// Inspect looks at a dead-letter queue without consuming it: counts, the
+// age of the oldest message, breakdowns by kind, condition and error type,
+// and a page of messages with their attempt history. See the package doc
+// for what reading does to receive counts.
+func Inspect(ctx context.Context, queues *queue.Service, name string, o InspectOptions) (*Inspection, error) {
+	name = queueName(name)
+	if o.Limit <= 0 {
+		o.Limit = 10
+	}
+	if o.Scan <= 0 {
+		o.Scan = 1000
+	}
+	o.Scan = max(o.Scan, o.Limit)
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	url, err := queues.GetQueueURL(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := queues.GetQueueAttributes(ctx, url, []string{queue.AttrAll})
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{Queue: name, URL: url, ARN: attrs[queue.AttrQueueArn],
+		Visible:  atoi(attrs[queue.AttrApproximateNumberOfMessages]),
+		InFlight: atoi(attrs[queue.AttrApproximateNumberOfMessagesNotVisible]),
+		Delayed:  atoi(attrs[queue.AttrApproximateNumberOfMessagesDelayed]),
+		ByKind:   map[string]int{}, ByCondition: map[string]int{}, ByErrorType: map[string]int{},
+	}
+	if all, err := ListQueues(ctx, queues, ListOptions{}); err == nil {
+		for _, q := range all {
+			if q.Name == name {
+				in.Sources = q.Sources
+			}
+		}
+	}
+	if p := attrs[queue.AttrRedrivePolicy]; p != "" {
+		in.Warning = "this queue has its own RedrivePolicy (" + p + "): each look counts as a receive, and a message at maxReceiveCount moves on at its next receive"
+	}
+	views, err := peek(ctx, queues, url, o.Scan)
+	if err != nil {
+		return nil, err
+	}
+	in.Scanned = len(views)
+	for i, v := range views {
+		if i == 0 || v.SentTimestamp.Before(*in.OldestSent) {
+			t := v.SentTimestamp
+			in.OldestSent = &t
+		}
+		in.ByKind[v.Kind]++
+		in.ByCondition[orNone(v.Condition)]++
+		in.ByErrorType[orNone(v.ErrorType)]++
+		if i < o.Limit {
+			in.Messages = append(in.Messages, v)
+		}
+	}
+	if in.OldestSent != nil {
+		in.OldestAgeSeconds = o.Now.Sub(*in.OldestSent).Seconds()
+	}
+	return in, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// peek receives up to n visible messages and makes them visible again,
+// returning them classified, oldest first.
+func peek(ctx context.Context, queues *queue.Service, url string, n int) ([]MessageView, error) {
+	var handles []string
+	defer func() { release(queues, url, handles) }()
+	var views []MessageView
+	seen := map[string]bool{}
+	for len(views) < n {
+		ms, err := receive(ctx, queues, url, min(queue.MaxBatchEntries, n-len(views)), peekVisibility)
+		if err != nil {
+			return views, err
+		}
+		if len(ms) == 0 {
+			break
+		}
+		for _, m := range ms {
+			handles = append(handles, m.ReceiptHandle)
+			if seen[m.MessageId] {
+				continue
+			}
+			seen[m.MessageId] = true
+			v := Classify(m)
+			v.ReceiveCount = max(v.ReceiveCount-1, 0)
+			views = append(views, v)
+		}
+	}
+	sort.SliceStable(views, func(i, j int) bool { return views[i].SentTimestamp.Before(views[j].SentTimestamp) })
+	return views, nil
+}
+
+func receive(ctx context.Context, queues *queue.Service, url string, n, visibility int) ([]queue.Message, error) {
+	wait := 0
+	return queues.ReceiveMessage(ctx, url, queue.ReceiveMessageInput{
+		MaxNumberOfMessages: n, VisibilityTimeout: &visibility, WaitTimeSeconds: &wait,
+		MessageSystemAttributeNames: []string{queue.AttrAll}, MessageAttributeNames: []string{queue.AttrAll},
+	})
+}
+
+// release makes received messages visible again, even when ctx ended.
+func release(queues *queue.Service, url string, handles []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(handles) > 0 {
+		n := min(len(handles), queue.MaxBatchEntries)
+		var entries []queue.ChangeMessageVisibilityBatchRequestEntry
+		for i, h := range handles[:n] {
+			entries = append(entries, queue.ChangeMessageVisibilityBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: h, VisibilityTimeout: 0})
+		}
+		queues.ChangeMessageVisibilityBatch(ctx, url, entries)
+		handles = handles[n:]
+	}
+}
+
+// RedriveOptions tune Redrive.
+type RedriveOptions struct {
+	// To is the destination queue (name, URL or ARN); empty means each
+	// message back to the queue it was dead-lettered from.
+	To string
+	// Rate is MaxNumberOfMessagesPerSecond (1..500; 0 means 500).
+	Rate int
+	// Poll is how often the task's progress is read (default 100 ms).
+	Poll time.Duration
+	// Progress, if set, is called with the messages moved so far and the
+	// number to move.
+	Progress func(moved, total int64)
+}
+
+// RedriveResult is a finished move task.
+type RedriveResult struct {
+	Queue string
+	To    string // "" for each message's source
+	queue.MessageMoveTask
+}
+
+// Redrive moves the messages of a dead-letter queue back to their source
+// queues, or to opts.To, through a message move task
+// (StartMessageMoveTask) at the rate limit, and waits for the task to end.
+// A cancelled ctx cancels the task (moved messages stay moved). A task
+// that ends FAILED is an error, with the result.
+func Redrive(ctx context.Context, queues *queue.Service, name string, o RedriveOptions) (*RedriveResult, error) {
+	name = queueName(name)
+	if _, err := queues.GetQueueURL(ctx, name); err != nil {
+		return nil, err
+	}
+	srcARN := queues.ARN(name)
+	dstARN := ""
+	if o.To != "" {
+		dn := queueName(o.To)
+		if _, err := queues.GetQueueURL(ctx, dn); err != nil {
+			return nil, fmt.Errorf("destination %s: %w", o.To, err)
+		}
+		dstARN = queues.ARN(dn)
+	}
+	handle, err := queues.StartMessageMoveTask(ctx, srcARN, dstARN, o.Rate)
+	if err != nil {
+		return nil, err
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	res := &RedriveResult{Queue: name, To: queueNameOrEmpty(o.To)}
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
+	for {
+		tasks, err := queues.ListMessageMoveTasks(ctx, srcARN)
+		if err != nil {
+			return nil, err
+		}
+		// Most recent first; only one task runs per source, so ours is the
+		// first (its handle is cleared when it ends).
+		var t queue.MessageMoveTask
+		if len(tasks) > 0 {
+			t = tasks[0]
+		}
+		if o.Progress != nil {
+			o.Progress(t.ApproximateNumberOfMessagesMoved, t.ApproximateNumberOfMessagesToMove)
+		}
+		switch t.Status {
+		case queue.MoveTaskCompleted, queue.MoveTaskCancelled:
+			res.MessageMoveTask = t
+			return res, nil
+		case queue.MoveTaskFailed:
+			res.MessageMoveTask = t
+			return res, fmt.Errorf("redrive of %s failed after %d messages: %s", name, t.ApproximateNumberOfMessagesMoved, t.FailureReason)
+		}
+		select {
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			moved, _ := queues.CancelMessageMoveTask(cctx, handle)
+			cancel()
+			res.MessageMoveTask = t
+			res.Status = queue.MoveTaskCancelled
+			res.ApproximateNumberOfMessagesMoved = moved
+			return res, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// PurgeResult says what Purge removed.
+type PurgeResult struct {
+	Queue string
+	// Messages is how many the queue held just before (visible, in flight
+	// and delayed).
+	Messages int
+}
+
+// Purge deletes every message of a queue (PurgeQueue).
+func Purge(ctx context.Context, queues *queue.Service, name string) (*PurgeResult, error) {
+	name = queueName(name)
+	url, err := queues.GetQueueURL(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := queues.GetQueueAttributes(ctx, url, []string{queue.AttrApproximateNumberOfMessages,
+		queue.AttrApproximateNumberOfMessagesNotVisible, queue.AttrApproximateNumberOfMessagesDelayed})
+	if err != nil {
+		return nil, err
+	}
+	n := atoi(attrs[queue.AttrApproximateNumberOfMessages]) + atoi(attrs[queue.AttrApproximateNumberOfMessagesNotVisible]) +
+		atoi(attrs[queue.AttrApproximateNumberOfMessagesDelayed])
+	if err := queues.PurgeQueue(ctx, url); err != nil {
+		return nil, err
+	}
+	return &PurgeResult{Queue: name, Messages: n}, nil
+}
+
+// ArchivedMessage is one line of an archive file: the message as it was
+// (enough to send it again with the same body and attributes) and, when
+// the stream still holds them, the records a pointer stands for.
+type ArchivedMessage struct {
+	Queue             string                                 `json:"queue"`
+	QueueArn          string                                 `json:"queueArn"`
+	ArchivedAt        time.Time                              `json:"archivedAt"`
+	MessageId         string                                 `json:"messageId"`
+	MD5OfBody         string                                 `json:"md5OfBody"`
+	Body              string                                 `json:"body"`
+	Attributes        map[string]string                      `json:"attributes,omitempty"`
+	MessageAttributes map[string]queue.MessageAttributeValue `json:"messageAttributes,omitempty"`
+	// Kind and Condition classify the body (see Classify).
+	Kind      string `json:"kind"`
+	Condition string `json:"condition,omitempty"`
+	ErrorType string `json:"errorType,omitempty"`
+	// Resolved is what the body stands for (Resolve): the stream records of
+	// a pointer (as far as still retained), the payload of an async record.
+	Resolved *Resolved `json:"resolved,omitempty"`
+	// Note says what could not be resolved (records past retention, ...).
+	Note string `json:"note,omitempty"`
+}
+
+// ArchiveOptions tune Archive.
+type ArchiveOptions struct {
+	// Out is the file to write (JSON Lines). It must not exist.
+	Out string
+	// Delete deletes the archived messages from the queue once the file
+	// is written and fsynced. Without it they are made visible again.
+	Delete bool
+	// Limit archives at most this many messages (0: all visible ones).
+	Limit int
+	// Visibility is how long (s) messages stay hidden while the archive is
+	// written (default 300).
+	Visibility int
+	// Progress, if set, is called with the messages archived so far and
+	// the queue's visible count at the start.
+	Progress func(done, total int64)
+}
+
+// ArchiveResult says what Archive did.
+type ArchiveResult struct {
+	Queue    string
+	Out      string
+	Archived int
+	// Resolved counts pointer/envelope/async messages resolved into their
+	// events; Unresolved those archived with a note.
+	Resolved   int
+	Unresolved int
+	Deleted    int
+	// DeleteFailed lists message ids archived but not deleted (they stay
+	// in the queue, so they are in the file and in the queue).
+	DeleteFailed []string `json:",omitempty"`
+}
+
+// Archive writes the visible messages of a queue to a JSON Lines file, one
+// ArchivedMessage per line, resolving pointers whose records are still
+// retained (streams may be nil: nothing is resolved then). The file is
+// fsynced before anything is deleted; with Delete, exactly the messages
+// written are deleted, by the receipt handles of this archive's receives.
+// On an error before the file is complete, nothing is deleted and the
+// messages become visible again.
+func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service, name string, o ArchiveOptions) (res *ArchiveResult, err error) {
+	name = queueName(name)
+	if o.Out == "" {
+		return nil, errors.New("archive: no output file")
+	}
+	if o.Visibility <= 0 {
+		o.Visibility = 300
+	}
+	url, err := queues.GetQueueURL(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := queues.GetQueueAttributes(ctx, url, []string{queue.AttrApproximateNumberOfMessages, queue.AttrQueueArn})
+	if err != nil {
+		return nil, err
+	}
+	total := int64(atoi(attrs[queue.AttrApproximateNumberOfMessages]))
+	if o.Limit > 0 {
+		total = min(total, int64(o.Limit))
+	}
+	f, err := os.OpenFile(o.Out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	res = &ArchiveResult{Queue: name, Out: o.Out}
+	type taken struct{ id, handle string }
+	var handles []taken
+	written := map[string]bool{}
+	defer func() {
+		// Whatever is not deleted becomes visible again.
+		var rest []string
+		for _, h := range handles {
+			rest = append(rest, h.handle)
+		}
+		release(queues, url, rest)
+	}()
+	enc := json.NewEncoder(f)
+	fail := func(e error) (*ArchiveResult, error) {
+		f.Close()
+		return res, e
+	}
+	for o.Limit == 0 || res.Archived < o.Limit {
+		n := queue.MaxBatchEntries
+		if o.Limit > 0 {
+			n = min(n, o.Limit-res.Archived)
+		}
+		ms, err := receive(ctx, queues, url, n, o.Visibility)
+		if err != nil {
+			return fail(err)
+		}
+		if len(ms) == 0 {
+			break
+		}
+		for _, m := range ms {
+			handles = append(handles, taken{m.MessageId, m.ReceiptHandle})
+			if written[m.MessageId] {
+				continue // visible again after a long archive: already written
+			}
+			line := archiveLine(ctx, streams, name, attrs[queue.AttrQueueArn], m)
+			switch {
+			case line.Resolved != nil && line.Note == "":
+				res.Resolved++
+			case line.Kind != KindUnknown && line.Kind != KindLegacyDLQ:
+				res.Unresolved++
+			}
+			if err := enc.Encode(line); err != nil {
+				return fail(err)
+			}
+			written[m.MessageId] = true
+			res.Archived++
+			if o.Progress != nil {
+				o.Progress(int64(res.Archived), total)
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return res, err
+	}
+	if d, err := os.Open(filepath.Dir(o.Out)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	if !o.Delete {
+		return res, nil
+	}
+	// The file is on disk: delete exactly what it holds.
+	for len(handles) > 0 {
+		n := min(len(handles), queue.MaxBatchEntries)
+		batch := handles[:n]
+		var entries []queue.DeleteMessageBatchRequestEntry
+		for i, h := range batch {
+			entries = append(entries, queue.DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: h.handle})
+		}
+		out, err := queues.DeleteMessageBatch(ctx, url, entries)
+		if err != nil {
+			return res, err
+		}
+		for _, s := range out.Successful {
+			_ = s
+			res.Deleted++
+		}
+		for _, fl := range out.Failed {
+			i := atoi(fl.Id)
+			res.DeleteFailed = append(res.DeleteFailed, batch[i].id)
+		}
+		handles = handles[n:]
+	}
+	return res, nil
+}
+
+func archiveLine(ctx context.Context, streams *stream.Service, name, arn string, m queue.Message) ArchivedMessage {
+	v := Classify(m)
+	line := ArchivedMessage{Queue: name, QueueArn: arn, ArchivedAt: time.Now().UTC(), MessageId: m.MessageId,
+		MD5OfBody: queue.MD5OfBody(m.Body), Body: m.Body, Attributes: m.Attributes, MessageAttributes: m.MessageAttributes,
+		Kind: v.Kind, Condition: v.Condition, ErrorType: v.ErrorType}
+	switch v.Kind {
+	case KindUnknown, KindLegacyDLQ:
+		return line // the body is the event itself
+	}
+	if streams == nil && v.Kind == KindStreamBatch {
+		line.Note = "not resolved: no stream service; the pointer is in the body"
+		return line
+	}
+	r, err := Resolve(ctx, streams, []byte(m.Body))
+	switch {
+	case errors.Is(err, ErrPastRetention):
+		line.Resolved = r
+		line.Note = err.Error() + "; the pointer is in the body"
+	case err != nil:
+		line.Note = "not resolved: " + err.Error() + "; the pointer is in the body"
+	default:
+		line.Resolved = r
+	}
+	return line
+}
+
+// ReadArchive reads an archive file written by Archive.
+func ReadArchive(path string) ([]ArchivedMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []ArchivedMessage
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		var a ArchivedMessage
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			return out, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// queueName returns the name of a queue given by name, URL or ARN.
+func queueName(s string) string {
+	if n, ok := queue.NameFromARN(s); ok {
+		return n
+	}
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+func queueNameOrEmpty(s string) string {
+	if s == "" {
+		return ""
+	}
+	return queueName(s)
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

@@ -1,0 +1,608 @@
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Services are what Replay reads from and writes to. Functions and Queues
+// may be nil when the target does not need them.
+type Services struct {
+	Streams   *stream.Service
+	Queues    *queue.Service
+	Functions *function.Service
+}
+
+// ReplayRange chooses records of a stream: a sequence-number range of one
+// shard (FromSeq..ToSeq, both inclusive), or a time range (FromTime..ToTime,
+// both inclusive, by ApproximateArrivalTimestamp with AT_TIMESTAMP
+// semantics: the first record at or after FromTime) of one shard or, with
+// Shard empty, of every shard.
+type ReplayRange struct {
+	Stream string
+	// Shard is a shard id; with sequence numbers it may be empty (a
+	// sequence number names its shard).
+	Shard            string
+	FromSeq, ToSeq   string
+	FromTime, ToTime time.Time
+	// Now is when the retention horizon of a time range is measured (the
+	// engine clock's now); zero means time.Now(). Only whether records may
+	// be missing depends on it.
+	Now time.Time
+}
+
+// ReplayTarget is where replayed records go: exactly one of a function
+// (invoked with a Kinesis event, as a mapping builds it), a queue (one
+// message per record: the Kinesis event record as JSON) or a stream
+// (PutRecords with the same partition keys and data).
+type ReplayTarget struct {
+	Function string
+	Queue    string
+	Stream   string
+}
+
+func (t ReplayTarget) String() string {
+	switch {
+	case t.Function != "":
+		return "function " + t.Function
+	case t.Queue != "":
+		return "queue " + t.Queue
+	default:
+		return "stream " + t.Stream
+	}
+}
+
+func (t ReplayTarget) validate() error {
+	n := 0
+	for _, s := range []string{t.Function, t.Queue, t.Stream} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return awserr.New(awserr.ErrInvalidParameterValue, "replay: give exactly one target (a function, a queue or a stream)")
+	}
+	return nil
+}
+
+// ShardPlan is the part of a replay range in one shard, in log positions
+// (From..To inclusive) and sequence numbers.
+type ShardPlan struct {
+	ShardID string
+	From    uint64
+	To      uint64
+	// FromSequenceNumber and ToSequenceNumber are the range asked for.
+	FromSequenceNumber string `json:",omitempty"`
+	ToSequenceNumber   string `json:",omitempty"`
+	// Available is how many records of the range are still in the stream.
+	Available uint64
+	// Missing is how many records of the range are gone (trimmed by
+	// retention). For a time range the count is an upper bound: trimmed
+	// records' times are no longer known (MissingExact false).
+	Missing      uint64
+	MissingExact bool
+	// FirstAvailableSequenceNumber is the shard's trim horizon, set when
+	// records are missing.
+	FirstAvailableSequenceNumber string `json:",omitempty"`
+	// NotWritten counts positions of the range after the shard's last
+	// record (a sequence number not issued yet).
+	NotWritten uint64 `json:",omitempty"`
+
+	readFrom uint64 // first retained position of the range
+}
+
+// ReplayPlan is what a replay will read.
+type ReplayPlan struct {
+	Stream    string
+	StreamArn string
+	Target    string
+	Shards    []ShardPlan
+	// Available and Missing total the shards'.
+	Available uint64
+	Missing   uint64
+	// PastRetention is true when part of the range is gone.
+	PastRetention bool
+}
+
+// PlanReplay works out which records a range holds and which are gone. A
+// range reaching past retention is reported (Missing, PastRetention,
+// FirstAvailableSequenceNumber), never silently shortened.
+func PlanReplay(ctx context.Context, streams *stream.Service, r ReplayRange) (*ReplayPlan, error) {
+	if r.Stream == "" {
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "replay: no stream")
+	}
+	d, err := streams.DescribeStream(ctx, r.Stream)
+	if err != nil {
+		return nil, err
+	}
+	p := &ReplayPlan{Stream: r.Stream, StreamArn: d.StreamARN}
+	bySeq := r.FromSeq != "" || r.ToSeq != ""
+	byTime := !r.FromTime.IsZero() || !r.ToTime.IsZero()
+	switch {
+	case bySeq && byTime:
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "replay: give a sequence range or a time range, not both")
+	case bySeq:
+		if r.FromSeq == "" || r.ToSeq == "" {
+			return nil, awserr.New(awserr.ErrInvalidParameterValue, "replay: a sequence range needs both ends (from and to)")
+		}
+		epoch, err := streams.Epoch(ctx, r.Stream)
+		if err != nil {
+			return nil, err
+		}
+		fsh, from, err := stream.DecodeSequenceNumber(epoch, r.FromSeq)
+		if err != nil {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: from sequence number %q is not one of stream %s", r.FromSeq, r.Stream)
+		}
+		tsh, to, err := stream.DecodeSequenceNumber(epoch, r.ToSeq)
+		if err != nil {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: to sequence number %q is not one of stream %s", r.ToSeq, r.Stream)
+		}
+		if fsh != tsh {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: from and to are in different shards (%s, %s)", stream.ShardID(fsh), stream.ShardID(tsh))
+		}
+		shard := stream.ShardID(fsh)
+		if r.Shard != "" && r.Shard != shard {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: the sequence numbers are of %s, not of %s", shard, r.Shard)
+		}
+		if from > to {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: from sequence number is after to")
+		}
+		sp, err := planShard(ctx, streams, r.Stream, shard, from, to, true)
+		if err != nil {
+			return nil, err
+		}
+		p.add(sp)
+	case byTime:
+		if r.FromTime.IsZero() || r.ToTime.IsZero() {
+			return nil, awserr.New(awserr.ErrInvalidParameterValue, "replay: a time range needs both ends (from and to)")
+		}
+		if r.ToTime.Before(r.FromTime) {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: from time is after to time")
+		}
+		shards := []string{r.Shard}
+		if r.Shard == "" {
+			shards = nil
+			for _, s := range d.Shards {
+				shards = append(shards, s.ShardID)
+			}
+		}
+		// Arrival times have millisecond precision: "at or before ToTime"
+		// is "before the next millisecond".
+		end := r.ToTime.Truncate(time.Millisecond).Add(time.Millisecond)
+		for _, sh := range shards {
+			first, last, err := streams.ShardBounds(ctx, r.Stream, sh)
+			if err != nil {
+				return nil, err
+			}
+			from, err := streams.PositionAtTime(ctx, r.Stream, sh, r.FromTime)
+			if err != nil {
+				return nil, err
+			}
+			to, err := streams.PositionAtTime(ctx, r.Stream, sh, end)
+			if err != nil {
+				return nil, err
+			}
+			sp := ShardPlan{ShardID: sh, From: from, To: to - 1, MissingExact: true}
+			if to > from {
+				sp.Available = to - from
+			}
+			// Records before the trim horizon are gone and their times
+			// unknown: if the range starts at or before the first retained
+			// record, any of them may have been in it.
+			sp.readFrom = max(from, first)
+			// Trimmed records arrived before the horizon (now - retention)
+			// and no later than the first retained record.
+			now := r.Now
+			if now.IsZero() {
+				now = time.Now()
+			}
+			horizon := now.Add(-time.Duration(d.RetentionPeriodHours) * time.Hour)
+			if from == first && first > 1 && r.FromTime.Before(horizon) {
+				startsBefore := true
+				if first <= last {
+					if rec, err := streams.GetRecord(ctx, r.Stream, sh, first); err == nil {
+						startsBefore = !r.FromTime.After(rec.ApproximateArrivalTimestamp)
+					}
+				}
+				if startsBefore {
+					sp.Missing, sp.MissingExact = first-1, false
+					sp.FirstAvailableSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, first)
+				}
+			}
+			sp.FromSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, max(sp.From, 1))
+			if sp.To >= 1 {
+				sp.ToSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, sp.To)
+			}
+			p.add(sp)
+		}
+	default:
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "replay: give a sequence range (from/to sequence numbers) or a time range (from/to times)")
+	}
+	return p, nil
+}
+
+func (p *ReplayPlan) add(sp ShardPlan) {
+	p.Shards = append(p.Shards, sp)
+	p.Available += sp.Available
+	p.Missing += sp.Missing
+	if sp.Missing > 0 {
+		p.PastRetention = true
+	}
+}
+
+func planShard(ctx context.Context, streams *stream.Service, name, shard string, from, to uint64, exact bool) (ShardPlan, error) {
+	sp := ShardPlan{ShardID: shard, From: from, To: to, MissingExact: exact}
+	sp.FromSequenceNumber, _ = streams.SequenceNumber(ctx, name, shard, from)
+	sp.ToSequenceNumber, _ = streams.SequenceNumber(ctx, name, shard, to)
+	first, last, err := streams.ShardBounds(ctx, name, shard)
+	if err != nil {
+		return sp, err
+	}
+	if from < first {
+		sp.Missing = min(to, first-1) - from + 1
+		sp.FirstAvailableSequenceNumber, _ = streams.SequenceNumber(ctx, name, shard, first)
+	}
+	if to > last {
+		sp.NotWritten = to - max(last, from-1)
+	}
+	lo, hi := max(from, first), min(to, last)
+	sp.readFrom = lo
+	if lo <= hi {
+		sp.Available = hi - lo + 1
+	}
+	return sp, nil
+}
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	Range  ReplayRange
+	Target ReplayTarget
+	// BatchSize is records per invocation (function, default 100), per
+	// PutRecords (stream, default 500); a queue always gets batches of 10.
+	BatchSize int
+	// Skip, if set, is asked about each record; records it returns true for
+	// are not sent and are counted in Skipped (an idempotency store: the
+	// records already processed).
+	Skip func(rec events.KinesisEventRecord) bool
+	// AllowPastRetention replays what is left of a range that reaches past
+	// retention; without it such a range is refused (ErrPastRetention,
+	// with the plan) before anything is sent.
+	AllowPastRetention bool
+	// Progress, if set, is called with the records handled so far (sent,
+	// skipped or failed) and the records available.
+	Progress func(done, total int64)
+}
+
+// ReplayResult is what Replay did.
+type ReplayResult struct {
+	Plan *ReplayPlan
+	// Read is the records read from the stream; Sent those the target
+	// accepted (a function: processed without error); Skipped those Skip
+	// refused; Failed those the target rejected.
+	Read, Sent, Skipped, Failed int64
+	// ResumeSequenceNumber is, after a failure, the first record of the
+	// failing shard not sent: replay from it once the cause is fixed.
+	ResumeSequenceNumber string `json:",omitempty"`
+	ResumeShardID        string `json:",omitempty"`
+	// Error describes the failure, if any.
+	Error string `json:",omitempty"`
+}
+
+// readChunk is how many log positions Replay reads at a time.
+const readChunk = 500
+
+// Replay puts exactly the records of a range through a target, in shard
+// order, shard after shard. A range reaching past retention is reported in
+// the plan (and refused unless AllowPastRetention). On the first batch the
+// target rejects, Replay stops and returns an error with the result: what
+// was sent stays sent, ResumeSequenceNumber says where to start again.
+func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, error) {
+	if err := o.Target.validate(); err != nil {
+		return nil, err
+	}
+	plan, err := PlanReplay(ctx, svc.Streams, o.Range)
+	if err != nil {
+		return nil, err
+	}
+	plan.Target = o.Target.String()
+	res := &ReplayResult{Plan: plan}
+	if plan.PastRetention && !o.AllowPastRetention {
+		return res, fmt.Errorf("%w: %d records of the range are gone (first available %s); replay what is left explicitly", ErrPastRetention, plan.Missing, firstAvailable(plan))
+	}
+	send, err := newSender(ctx, svc, o, plan.StreamArn)
+	if err != nil {
+		return res, err
+	}
+	total := int64(plan.Available)
+	progress := func() {
+		if o.Progress != nil {
+			o.Progress(res.Sent+res.Skipped+res.Failed, total)
+		}
+	}
+	progress()
+	for _, sp := range plan.Shards {
+		if sp.Available == 0 {
+			continue
+		}
+		var pending []events.KinesisEventRecord
+		flush := func() error {
+			if len(pending) == 0 {
+				return nil
+			}
+			done, err := send.send(ctx, pending)
+			res.Sent += int64(done)
+			if err != nil {
+				res.Failed += int64(len(pending) - done)
+				res.ResumeShardID = sp.ShardID
+				res.ResumeSequenceNumber = pending[done].Kinesis.SequenceNumber
+				res.Error = err.Error()
+				progress()
+				return err
+			}
+			pending = pending[:0]
+			progress()
+			return nil
+		}
+		for pos := max(sp.From, sp.readFrom); pos <= sp.To; pos += readChunk {
+			end := min(sp.To, pos+readChunk-1)
+			recs, _, err := svc.Streams.ReadRange(ctx, plan.Stream, sp.ShardID, pos, end)
+			if err != nil {
+				return res, err
+			}
+			for _, r := range recs {
+				res.Read++
+				ev := send.record(r)
+				if o.Skip != nil && o.Skip(ev) {
+					res.Skipped++
+					continue
+				}
+				pending = append(pending, ev)
+				if len(pending) >= send.batch {
+					if err := flush(); err != nil {
+						return res, err
+					}
+				}
+			}
+			progress()
+			if end == sp.To {
+				break
+			}
+		}
+		if err := flush(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func firstAvailable(p *ReplayPlan) string {
+	var out []string
+	for _, s := range p.Shards {
+		if s.FirstAvailableSequenceNumber != "" {
+			out = append(out, s.ShardID+" "+s.FirstAvailableSequenceNumber)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// sender puts batches of records through a target.
+type sender struct {
+	batch     int
+	region    string
+	role      string
+	streamARN string
+	send      func(ctx context.Context, recs []events.KinesisEventRecord) (int, error)
+}
+
+func newSender(ctx context.Context, svc Services, o ReplayOptions, streamARN string) (*sender, error) {
+	s := &sender{streamARN: streamARN}
+	// arn:aws:kinesis:<region>:<account>:stream/<name>
+	if parts := strings.Split(streamARN, ":"); len(parts) >= 6 {
+		s.region = parts[3]
+		s.role = "arn:aws:iam::" + parts[4] + ":role/runnel-event-source-mapping"
+	}
+	t := o.Target
+	switch {
+	case t.Function != "":
+		if svc.Functions == nil {
+			return nil, errors.New("replay: no function service")
+		}
+		fn, err := svc.Functions.GetFunction(t.Function)
+		if err != nil {
+			return nil, err
+		}
+		s.batch = o.BatchSize
+		if s.batch <= 0 {
+			s.batch = 100
+		}
+		s.send = func(ctx context.Context, recs []events.KinesisEventRecord) (int, error) {
+			return invokeBatch(ctx, fn, recs)
+		}
+	case t.Queue != "":
+		if svc.Queues == nil {
+			return nil, errors.New("replay: no queue service")
+		}
+		url, err := svc.Queues.GetQueueURL(ctx, queueName(t.Queue))
+		if err != nil {
+			return nil, err
+		}
+		s.batch = queue.MaxBatchEntries
+		s.send = func(ctx context.Context, recs []events.KinesisEventRecord) (int, error) {
+			return sendToQueue(ctx, svc.Queues, url, recs)
+		}
+	default:
+		if _, err := svc.Streams.DescribeStream(ctx, t.Stream); err != nil {
+			return nil, err
+		}
+		s.batch = o.BatchSize
+		if s.batch <= 0 || s.batch > stream.MaxPutRecords {
+			s.batch = stream.MaxPutRecords
+		}
+		s.send = func(ctx context.Context, recs []events.KinesisEventRecord) (int, error) {
+			return putToStream(ctx, svc.Streams, t.Stream, recs)
+		}
+	}
+	return s, nil
+}
+
+// record builds the event record of r as an event source mapping does.
+func (s *sender) record(r stream.Record) events.KinesisEventRecord {
+	ev := KinesisEventRecord(s.streamARN, r)
+	ev.AwsRegion = s.region
+	ev.InvokeIdentityArn = s.role
+	return ev
+}
+
+// invokeBatch invokes fn with one Kinesis event and returns how many
+// records (a prefix of recs) were processed.
+func invokeBatch(ctx context.Context, fn *function.Function, recs []events.KinesisEventRecord) (int, error) {
+	ev := &events.KinesisEvent{Records: recs}
+	delay := 50 * time.Millisecond
+	for {
+		res, err := fn.Invoke(ctx, ev)
+		if errors.Is(err, awserr.ErrTooManyRequests) {
+			select { // throttled: the function's concurrency is in use
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, 2*time.Second)
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if res.Failed() {
+			msg := "function error"
+			if res.Error != nil {
+				msg = res.Error.Type + ": " + res.Error.Message
+			}
+			return 0, fmt.Errorf("replay: %s failed on the batch %s..%s: %s", fn.Config().FunctionName,
+				recs[0].Kinesis.SequenceNumber, recs[len(recs)-1].Kinesis.SequenceNumber, msg)
+		}
+		// A partial batch response: the records before the lowest reported
+		// failure are processed.
+		var failures []events.KinesisBatchItemFailure
+		switch r := res.Response.(type) {
+		case *events.KinesisEventResponse:
+			failures = r.BatchItemFailures
+		case events.KinesisEventResponse:
+			failures = r.BatchItemFailures
+		default:
+			var kr events.KinesisEventResponse
+			if len(res.Payload) > 0 && json.Unmarshal(res.Payload, &kr) == nil {
+				failures = kr.BatchItemFailures
+			}
+		}
+		if len(failures) == 0 {
+			return len(recs), nil
+		}
+		lowest := len(recs)
+		for _, f := range failures {
+			found := false
+			for i, r := range recs {
+				if r.Kinesis.SequenceNumber == f.ItemIdentifier {
+					lowest, found = min(lowest, i), true
+				}
+			}
+			if !found {
+				lowest = 0
+			}
+		}
+		return lowest, fmt.Errorf("replay: %s reported %d failed records in the batch, the first at %s", fn.Config().FunctionName,
+			len(failures), recs[lowest].Kinesis.SequenceNumber)
+	}
+}
+
+// sendToQueue sends each record as a message (the event record as JSON)
+// and returns how many (a prefix of recs) were stored.
+func sendToQueue(ctx context.Context, queues *queue.Service, url string, recs []events.KinesisEventRecord) (int, error) {
+	entries := make([]queue.SendMessageBatchRequestEntry, len(recs))
+	for i, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return 0, err
+		}
+		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: string(b)}
+	}
+	for attempt := 0; ; attempt++ {
+		out, err := queues.SendMessageBatch(ctx, url, entries)
+		if err != nil {
+			return 0, err
+		}
+		if len(out.Failed) == 0 {
+			return len(recs), nil
+		}
+		// Standard queues keep no order anyway; send the failed ones again
+		// a few times before giving up.
+		failedIdx := map[int]bool{}
+		var retry []queue.SendMessageBatchRequestEntry
+		for _, f := range out.Failed {
+			failedIdx[atoi(f.Id)] = true
+			if f.SenderFault || attempt >= 3 {
+				first := len(recs)
+				for i := range failedIdx {
+					first = min(first, i)
+				}
+				return first, fmt.Errorf("replay: queue refused %s: %s %s", recs[atoi(f.Id)].EventID, f.Code, f.Message)
+			}
+		}
+		for _, e := range entries {
+			if failedIdx[atoi(e.Id)] {
+				retry = append(retry, e)
+			}
+		}
+		entries = retry
+	}
+}
+
+// putToStream puts the records into a stream with their partition keys,
+// putting entries that failed again (a few times), and returns how many
+// records (a prefix of recs) are stored. Entries after one that keeps
+// failing may be stored too: a replay resumed at it puts them again.
+func putToStream(ctx context.Context, streams *stream.Service, name string, recs []events.KinesisEventRecord) (int, error) {
+	todo := make([]int, len(recs))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; ; attempt++ {
+		entries := make([]stream.PutRecordsRequestEntry, len(todo))
+		for j, i := range todo {
+			entries[j] = stream.PutRecordsRequestEntry{PartitionKey: recs[i].Kinesis.PartitionKey, Data: recs[i].Kinesis.Data}
+		}
+		out, err := streams.PutRecords(ctx, name, entries)
+		if err != nil {
+			return todo[0], err
+		}
+		if out.FailedRecordCount == 0 {
+			return len(recs), nil
+		}
+		var again []int
+		for j, r := range out.Records {
+			if r.ErrorCode != "" {
+				again = append(again, todo[j])
+			}
+		}
+		if attempt >= 3 {
+			i := again[0]
+			j := 0
+			for todo[j] != i {
+				j++
+			}
+			return i, fmt.Errorf("replay: stream %s refused %s: %s %s", name, recs[i].EventID, out.Records[j].ErrorCode, out.Records[j].ErrorMessage)
+		}
+		todo = again
+	}
+}
