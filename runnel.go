@@ -69,7 +69,7 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Functions, err = function.NewService(ctx, eng); err != nil {
 		return fail(err)
 	}
-	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{}); err != nil {
+	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Functions, cfg.Mappings); err != nil {

@@ -206,6 +206,10 @@ type Options struct {
 	// Concurrency is how many events of one function are processed at
 	// once. Default 10.
 	Concurrency int
+	// Passive accepts Event invocations (they are stored) but processes
+	// none in this process: CLI commands use it so they never compete
+	// with the `runnel serve` process for events.
+	Passive bool
 }
 
 // Stats are a function's asynchronous counters since the service opened.
@@ -251,6 +255,7 @@ type Service struct {
 	kv      jetstream.KeyValue
 	log     *slog.Logger
 	conc    int
+	passive bool
 
 	bg     context.Context
 	cancel context.CancelFunc
@@ -286,7 +291,7 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s := &Service{eng: eng, fns: fns, queues: queues, streams: streams, kv: kv,
-		log: opts.Logger.With("service", "async"), conc: opts.Concurrency, bg: bg, cancel: cancel,
+		log: opts.Logger.With("service", "async"), conc: opts.Concurrency, passive: opts.Passive, bg: bg, cancel: cancel,
 		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11)),
 		configs: map[string]EventInvokeConfig{}, pollers: map[string]*poller{},
 		stats: map[string]*counters{}, warned: map[string]bool{}}

@@ -48,8 +48,8 @@ func (s *Service) ensurePoller(ctx context.Context, name string) error {
 		return nil
 	}
 	url, err := s.ensureQueue(ctx, name)
-	if err != nil {
-		return err
+	if err != nil || s.passive {
+		return err // a passive service stores events but runs no poller
 	}
 	p := &poller{s: s, name: name, url: url, log: s.log.With("function", name), c: s.counters(name)}
 	s.mu.Lock()
