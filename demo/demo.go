@@ -86,6 +86,9 @@ type Config struct {
 	Progress io.Writer
 	// Logger for runnel's own logs. Default: warnings and errors to stderr.
 	Logger *slog.Logger
+	// Outage, when set, runs the incident story (incident.go): an induced
+	// downstream outage, the alarm, the fix and the redrive.
+	Outage *Outage
 }
 
 func (c *Config) setDefaults() {
@@ -163,6 +166,7 @@ type Result struct {
 	StatsDiff        string                 `json:"stats_diff,omitempty"`
 	PeakRSSMiB       float64                `json:"peak_rss_mib"`
 	Top              []flights.AirportStats `json:"top_airports"`
+	Incident         *Incident              `json:"incident,omitempty"`
 }
 
 // the function's shared state
@@ -187,6 +191,9 @@ type pipeline struct {
 	flakyFailures int
 	flakyMu       sync.Mutex
 	flakyTries    map[string]int
+
+	outage outageState  // the induced outage (incident.go)
+	dupes  atomic.Int64 // records of successful batches already counted (skipped)
 }
 
 var errTransient = errors.New("injected transient failure")
@@ -209,6 +216,9 @@ func (p *pipeline) check(recs []events.KinesisEventRecord) ([]flights.Flight, er
 		}
 		if poison {
 			return nil, &errPoison{recs[i].Kinesis.SequenceNumber}
+		}
+		if p.outage.fails(recs[i].Kinesis.Data) {
+			return nil, errOutage
 		}
 		if bytes.Contains(recs[i].Kinesis.Data, flakyMark) {
 			p.flakyMu.Lock()
@@ -238,6 +248,7 @@ func (p *pipeline) merge(recs []events.KinesisEventRecord, parsed []flights.Flig
 			return err
 		}
 		if !p.done[sh].set(pos) {
+			p.dupes.Add(1)
 			continue // a redelivery: already counted
 		}
 		p.stats.Add(parsed[i])
@@ -303,6 +314,7 @@ func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 
 // Run runs the demo and returns its reconciliation.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.outageDefaults()
 	cfg.setDefaults()
 	total, err := flights.Count(cfg.DataPath)
 	if err != nil {
@@ -371,7 +383,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return out
 	}
 	poison := marked(cfg.PoisonRecords, 2, nil)
-	flaky := marked(cfg.FlakyRecords, 3, poison)
+	cfg.Outage.setWindow(total)
+	flaky := marked(cfg.FlakyRecords, 3, cfg.Outage.exclude(poison))
+	p.outage.on.Store(cfg.Outage != nil)
 
 	start := time.Now()
 	p.start = start
@@ -460,6 +474,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	elapsed := time.Since(start)
 	prog.finish()
 
+	var inc *Incident
+	if cfg.Outage != nil {
+		if inc, err = runIncident(ctx, rn, p, cfg, incidentNames{stream: src, retry: retry, unrecoverable: unrecoverable}, put.Load()); err != nil {
+			return nil, err
+		}
+	}
+
 	res := &Result{RecordsIn: put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison), FlakyInjected: len(flaky)}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.FailedInvokes = p.delivers.Load(), p.invokes.Load(), p.failed.Load()
@@ -522,6 +543,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.StatsMatch, res.StatsDiff = pipelineStats.Equal(want)
 	res.Top = pipelineStats.Top(10)
 	res.PeakRSSMiB = procstat.PeakRSSMiB()
+	if inc != nil {
+		if err := inc.finish(ctx, rn, p, cfg, src, rows); err != nil {
+			return nil, err
+		}
+		res.Incident = inc
+	}
 	return res, nil
 }
 
@@ -596,6 +623,7 @@ func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Conf
 				default:
 					data = batch[j].AppendJSON(nil)
 				}
+				data = cfg.Outage.mark(row, data)
 				c.entries = append(c.entries, stream.PutRecordsRequestEntry{Data: data, PartitionKey: batch[j].Origin})
 				row++
 			}

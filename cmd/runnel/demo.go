@@ -15,7 +15,8 @@ import (
 func demoCmd(g *globals) *cobra.Command {
 	var cfg demo.Config
 	var jsonPath string
-	var quiet bool
+	var quiet, outage bool
+	var outageCfg demo.Outage
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Put real flight records through a stream and a function, with failures injected, and reconcile",
@@ -33,9 +34,29 @@ everything else is processed.
 
 At the end it reconciles: records in = processed + unrecoverable, lost = 0, and
 the statistics equal an independent computation straight from the parquet file
-without the unrecoverable records.`,
+without the unrecoverable records.
+
+With --outage it tells the incident story: rows --outage-at .. --outage-at +
+--outage-records arrive during a downstream outage, so the function fails every
+one of them and they go stream -> Retry-DLQ -> (after --retry-attempts, 2 in
+this mode) -> Unrecoverable-DLQ. Once the run settles the demo evaluates the
+alarm rules as runnel status does (the Unrecoverable-DLQ's dlq-depth alarm
+fires), fixes the outage, redrives the Unrecoverable-DLQ back to the Retry-DLQ
+(runnel dlq redrive), waits for both DLQs to empty, and reconciles: every record
+processed exactly once, lost 0, statistics equal to the parquet computation over
+every row. The outage mode runs without poison records so that it ends clean.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
+			fl := cmd.Flags()
+			if outage || fl.Changed("outage-at") || fl.Changed("outage-records") {
+				if fl.Changed("poison") {
+					return fmt.Errorf("--outage runs without poison records (they would stay unrecoverable by design): drop --poison")
+				}
+				if !fl.Changed("retry-attempts") {
+					cfg.RetryAttempts = 0 // the outage mode's short RetryPolicy
+				}
+				cfg.Outage = &outageCfg
+			}
 			cfg.Logger = g.logger()
 			if !quiet {
 				cfg.Progress = os.Stderr
@@ -43,6 +64,9 @@ without the unrecoverable records.`,
 			res, err := demo.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
+			}
+			if res.Incident != nil {
+				printIncident(cmd.OutOrStdout(), res.Incident)
 			}
 			printDemo(cmd.OutOrStdout(), res)
 			if jsonPath != "" {
@@ -53,6 +77,10 @@ without the unrecoverable records.`,
 			}
 			if res.Lost != 0 || !res.StatsMatch {
 				return fmt.Errorf("reconciliation failed: lost=%d stats_match=%v", res.Lost, res.StatsMatch)
+			}
+			if inc := res.Incident; inc != nil && (!inc.AlarmFired || inc.OutageRecovered != inc.OutageRecords || res.Unrecoverable != 0) {
+				return fmt.Errorf("incident not recovered: alarm_fired=%v outage records recovered %d of %d, unrecoverable %d",
+					inc.AlarmFired, inc.OutageRecovered, inc.OutageRecords, res.Unrecoverable)
 			}
 			return nil
 		},
@@ -69,6 +97,9 @@ without the unrecoverable records.`,
 	f.IntVar(&cfg.PoisonRecords, "poison", 10, "number of poison records, which always fail (negative: none)")
 	f.IntVar(&cfg.FlakyRecords, "flaky", 20, "number of flaky records, which fail their first 2 attempts (negative: none)")
 	f.IntVar(&cfg.RetryAttempts, "retry-attempts", 4, "attempts through the Retry-DLQ before a message moves to the Unrecoverable-DLQ")
+	f.BoolVar(&outage, "outage", false, "induce a downstream outage, show the alarm, fix it and redrive the DLQ (the incident story)")
+	f.Int64Var(&outageCfg.At, "outage-at", 0, "first row of the outage (0: a third of the way through; implies --outage)")
+	f.Int64Var(&outageCfg.Records, "outage-records", 0, "rows the outage lasts (0: min(2000, a tenth of the run); implies --outage)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	return cmd
@@ -105,4 +136,48 @@ func diff(d string) string {
 		return ""
 	}
 	return " (" + d + ")"
+}
+
+func printIncident(w io.Writer, inc *demo.Incident) {
+	fmt.Fprintf(w, `
+Incident: a downstream outage on rows %d..%d (%d records): the function failed every one of them
+until the fix, so each went stream -> Retry-DLQ -> %d attempts -> Unrecoverable-DLQ.
+
+runnel status, evaluated once the run had settled (%d alarms in ALARM):
+`, inc.OutageAt, inc.OutageAt+inc.OutageRecords-1, inc.OutageRecords, inc.RetryAttempts, len(inc.InAlarm))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STATE\tALARM\tVALUE\tTHRESHOLD\tMESSAGE")
+	for _, a := range inc.InAlarm {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", a.State, a.Name, alarmValue(a.Value, a.Unit), alarmValue(a.Threshold, a.Unit), a.Message)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, `
+  alarm fired                 %v  (%s: %g messages in the Unrecoverable-DLQ, %d records)
+  fix                         fixing the outage; redriving the Unrecoverable-DLQ to the Retry-DLQ
+                              (runnel dlq redrive %s), which the same function consumes
+  redriven                    %d messages in %d round(s)
+  recovered after the fix     %d records in %.1f s  (outage records recovered: %d of %d; processed before the fix: %d)
+  duplicates prevented        %d  (records already counted, skipped by the shard+sequence dedupe)
+  DLQ alarm after recovery    %s
+`, inc.AlarmFired, inc.Alarm.Name, inc.Alarm.Value, inc.UnrecoverableBeforeFix, inc.Unrecoverable,
+		inc.Redriven, inc.RedriveRounds, inc.RecoveredAfterFix, inc.RecoveryS, inc.OutageRecovered, inc.OutageRecords,
+		inc.OutageProcessedBeforeFix, inc.DuplicatesPrevented, inc.AlarmAfter.State)
+	if len(inc.ReplayAlternative) > 0 {
+		fmt.Fprintln(w, "\n  The alternative, runnel replay of the affected ranges, would re-send records that had succeeded")
+		fmt.Fprintln(w, "  (skipped by the dedupe) and invoke the function directly, without the Retry-DLQ's retries:")
+		for _, r := range inc.ReplayAlternative {
+			fmt.Fprintf(w, "    runnel replay --stream %s --shard %s --from-seq %s --to-seq %s --to-function flight-stats  # %d records, %d already processed\n",
+				inc.Stream, r.Shard, r.FromSeq, r.ToSeq, r.Records, r.AlreadyProcessed)
+		}
+	}
+}
+
+func alarmValue(v float64, unit string) string {
+	if unit == "ratio" {
+		return fmt.Sprintf("%.4g%%", v*100)
+	}
+	if unit == "ms" {
+		return fmt.Sprintf("%gms", v)
+	}
+	return fmt.Sprintf("%g", v)
 }
