@@ -56,15 +56,13 @@ func StatusHandler(a *Alarms) http.Handler {
 }
 
 // Handler serves /metrics (Prometheus, with the Go and process
-// collectors) and /status (the Report as JSON) for rn and its alarms.
+// collectors), /status (the Report as JSON), and the web page at / with
+// its JSON endpoints under /api/ (web.go) for rn and its alarms.
 func Handler(rn *runnel.Runnel, a *Alarms) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", MetricsHandler(Registry(NewCollector(rn, a))))
 	mux.Handle("GET /status", StatusHandler(a))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "runnel: /metrics (Prometheus), /status (JSON)")
-	})
+	registerWeb(mux, rn, a) // / (the page) and /api/ (see web.go)
 	return mux
 }
 

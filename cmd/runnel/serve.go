@@ -28,7 +28,9 @@ runnel commands can work on the same data with --nats-url while serve runs.
 
 serve evaluates the alarm rules (see 'runnel status') every --alarm-interval,
 logs their changes and runs --alarm-command / posts to --alarm-webhook on each;
-with --http it serves /metrics (Prometheus) and /status (JSON).`,
+with --http it serves /metrics (Prometheus), /status (JSON), and at / a web page
+refreshed every second: the pipeline as a graph, the lag of every shard, the
+dead-letter queues with their messages and a redrive button (its JSON under /api/).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			rn, err := g.serve(ctx, listen)
