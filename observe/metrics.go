@@ -44,12 +44,7 @@ import (
 // this process (FunctionState.Live).
 //
 // Not exported: runnel_queue_oldest_message_age_seconds (GetQueueAttributes
-// has no oldest-message attribute; see the package doc) and
-// AsyncEventAge.
-// TODO(observe): export runnel_function_async_event_age_seconds once
-// function/async exposes the age of the oldest pending event (async.Stats
-// has no such field; the internal queue's oldest message age is not
-// available either).
+// has no oldest-message attribute; see the package doc).
 type Collector struct {
 	rn      *runnel.Runnel
 	opts    TakeOptions
@@ -86,8 +81,9 @@ type fnMetric struct {
 }
 
 type asyncMetric struct {
-	d   *prometheus.Desc
-	get func(FunctionState) float64
+	d     *prometheus.Desc
+	get   func(FunctionState) float64
+	gauge bool
 }
 
 type shardMetric struct {
@@ -117,12 +113,13 @@ var (
 		{desc("runnel_function_abandoned_total", "Invocations given up at their timeout while the handler still ran.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Abandoned) }},
 	}
 	asyncMetrics = []asyncMetric{
-		{desc("runnel_function_async_accepted_total", "Event (asynchronous) invocations accepted.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.Accepted) }},
-		{desc("runnel_function_async_retries_exhausted_total", "Asynchronous events that failed after their retries.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.RetriesExhausted) }},
-		{desc("runnel_function_async_event_age_exceeded_total", "Asynchronous events older than MaximumEventAgeInSeconds when due.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.EventAgeExceeded) }},
-		{desc("runnel_function_async_destination_delivery_failures_total", "Destination records not accepted by their destination (Lambda's DestinationDeliveryFailures).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DestinationDeliveryFailures) }},
-		{desc("runnel_function_async_dead_letter_errors_total", "DeadLetterConfig sends that failed (Lambda's DeadLetterErrors).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DeadLetterErrors) }},
-		{desc("runnel_function_async_kept_in_store_total", "Records kept in runnel's asynchronous dead-letter store.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.KeptInStore) }},
+		{desc("runnel_function_async_accepted_total", "Event (asynchronous) invocations accepted.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.Accepted) }, false},
+		{desc("runnel_function_async_retries_exhausted_total", "Asynchronous events that failed after their retries.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.RetriesExhausted) }, false},
+		{desc("runnel_function_async_event_age_exceeded_total", "Asynchronous events older than MaximumEventAgeInSeconds when due.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.EventAgeExceeded) }, false},
+		{desc("runnel_function_async_destination_delivery_failures_total", "Destination records not accepted by their destination (Lambda's DestinationDeliveryFailures).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DestinationDeliveryFailures) }, false},
+		{desc("runnel_function_async_dead_letter_errors_total", "DeadLetterConfig sends that failed (Lambda's DeadLetterErrors).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DeadLetterErrors) }, false},
+		{desc("runnel_function_async_kept_in_store_total", "Records kept in runnel's asynchronous dead-letter store.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.KeptInStore) }, false},
+		{desc("runnel_function_async_event_age_seconds", "Time from an event's acceptance to its latest invocation (Lambda's AsyncEventAge).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.AsyncEventAgeMs) / 1000 }, true},
 	}
 	shardMetrics = []shardMetric{
 		{desc("runnel_mapping_iterator_age_milliseconds", "Age of the oldest record the mapping read from the shard and has not resolved (Lambda's IteratorAge).", shardLabels), prometheus.GaugeValue, func(s shardStatus) float64 { return float64(s.IteratorAgeMs) }},
@@ -214,7 +211,11 @@ func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
 		}
 		if f.Async != nil {
 			for _, m := range asyncMetrics {
-				ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, m.get(f), f.Name)
+				kind := prometheus.CounterValue
+				if m.gauge {
+					kind = prometheus.GaugeValue
+				}
+				ch <- prometheus.MustNewConstMetric(m.d, kind, m.get(f), f.Name)
 			}
 		}
 	}

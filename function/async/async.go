@@ -236,6 +236,9 @@ type Stats struct {
 	// Handled counts internal queue messages whose processing finished
 	// (deleted, or replaced by their retry).
 	Handled int64
+	// AsyncEventAgeMs is Lambda's AsyncEventAge: the time between the
+	// event's acceptance and its latest invocation, in milliseconds.
+	AsyncEventAgeMs int64
 }
 
 type counters struct {
@@ -243,6 +246,7 @@ type counters struct {
 	retried, requeued, exhausted, aged                          atomic.Int64
 	deliveries, deliveryFailures, deadLetterErrors, kept        atomic.Int64
 	handled                                                     atomic.Int64
+	lastEventAgeMs                                              atomic.Int64
 }
 
 // Service is asynchronous invocation over one engine. It is safe for
@@ -387,7 +391,8 @@ func (s *Service) Stats(functionName string) Stats {
 		FunctionErrors: c.functionErrors.Load(), Throttles: c.throttles.Load(), Retried: c.retried.Load(),
 		Requeued: c.requeued.Load(), RetriesExhausted: c.exhausted.Load(), EventAgeExceeded: c.aged.Load(),
 		DestinationDeliveries: c.deliveries.Load(), DestinationDeliveryFailures: c.deliveryFailures.Load(),
-		DeadLetterErrors: c.deadLetterErrors.Load(), KeptInStore: c.kept.Load(), Handled: c.handled.Load()}
+		DeadLetterErrors: c.deadLetterErrors.Load(), KeptInStore: c.kept.Load(), Handled: c.handled.Load(),
+		AsyncEventAgeMs: c.lastEventAgeMs.Load()}
 }
 
 func (s *Service) counters(name string) *counters {

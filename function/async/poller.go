@@ -226,6 +226,7 @@ func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 		return p.backOff(wctx, msg, m, errorOutcome(status, errType, err.Error()))
 	}
 	p.c.invocations.Add(1)
+	p.c.lastEventAgeMs.Store(max(0, s.eng.Clock.Since(m.enqueued).Milliseconds()))
 	m.invokeCount++
 	if !res.Failed() {
 		p.c.succeeded.Add(1)
