@@ -37,14 +37,12 @@ import (
 //	runnel_queue_messages_visible{queue}
 //	runnel_queue_messages_not_visible{queue}
 //	runnel_queue_messages_delayed{queue}
+//	runnel_queue_oldest_message_age_seconds{queue}
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
 //	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
 //
 // Function metrics are exported for the functions whose handlers run in
 // this process (FunctionState.Live).
-//
-// Not exported: runnel_queue_oldest_message_age_seconds (GetQueueAttributes
-// has no oldest-message attribute; see the package doc).
 type Collector struct {
 	rn      *runnel.Runnel
 	opts    TakeOptions
@@ -151,6 +149,7 @@ var (
 		{desc("runnel_queue_messages_visible", "Messages available for retrieval (ApproximateNumberOfMessages).", queueLabels), func(q QueueState) float64 { return float64(q.Visible) }},
 		{desc("runnel_queue_messages_not_visible", "Messages in flight (ApproximateNumberOfMessagesNotVisible).", queueLabels), func(q QueueState) float64 { return float64(q.NotVisible) }},
 		{desc("runnel_queue_messages_delayed", "Messages delayed (ApproximateNumberOfMessagesDelayed).", queueLabels), func(q QueueState) float64 { return float64(q.Delayed) }},
+		{desc("runnel_queue_oldest_message_age_seconds", "Age of the oldest message in the queue (ApproximateAgeOfOldestMessage).", queueLabels), func(q QueueState) float64 { return q.OldestAgeSeconds }},
 		{desc("runnel_queue_dead_letter", "1 when the queue is a dead-letter queue (a RedrivePolicy or on-failure target, or named like one).", queueLabels), func(q QueueState) float64 { return b2f(q.DeadLetter) }},
 	}
 	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK (last evaluation).", []string{"alarm", "rule", "resource"})

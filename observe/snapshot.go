@@ -12,11 +12,9 @@
 // Time is read from the engine's clock (engine.Engine.Clock), so alarm
 // rules run on a fake clock in tests.
 //
-// Not covered yet:
-//   - the age of a queue's oldest message: GetQueueAttributes has no such
-//     attribute and the queue index is internal to package queue, so it is
-//     left out (it needs an ApproximateAgeOfOldestMessage accessor there);
-//   - AsyncEventAge is exported from async.Stats.AsyncEventAgeMs.
+// The age of a queue's oldest message comes from
+// queue.Service.ApproximateAgeOfOldestMessage, and Lambda's AsyncEventAge
+// from async.Stats.AsyncEventAgeMs.
 package observe
 
 import (
@@ -119,6 +117,9 @@ type QueueState struct {
 	Visible    int64  `json:"visible"`
 	NotVisible int64  `json:"notVisible"`
 	Delayed    int64  `json:"delayed"`
+	// OldestAgeSeconds is the age of the oldest message
+	// (ApproximateAgeOfOldestMessage).
+	OldestAgeSeconds float64 `json:"oldestAgeSeconds"`
 	// DeadLetter is true for a dead-letter queue: the RedrivePolicy target
 	// of some queue, the on-failure destination of a mapping, runnel's
 	// built-in asynchronous dead-letter store, or a queue whose name
@@ -258,6 +259,9 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 			Visible:    atoi(attrs[queue.AttrApproximateNumberOfMessages]),
 			NotVisible: atoi(attrs[queue.AttrApproximateNumberOfMessagesNotVisible]),
 			Delayed:    atoi(attrs[queue.AttrApproximateNumberOfMessagesDelayed])}
+		if age, err := rn.Queues.ApproximateAgeOfOldestMessage(ctx, u); err == nil {
+			q.OldestAgeSeconds = age.Seconds()
+		}
 		if p := attrs[queue.AttrRedrivePolicy]; p != "" {
 			if rp, err := queue.ParseRedrivePolicy(p); err == nil {
 				if n, ok := queue.NameFromARN(rp.DeadLetterTargetArn); ok {
