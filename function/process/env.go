@@ -1,0 +1,402 @@
+package process
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/runnel-dev/runnel/function"
+)
+
+// state is where an environment's runtime is in the Runtime API's state
+// machine.
+type state int
+
+const (
+	stInit      state = iota // started, has not yet called /next
+	stWaiting                // called /next, waiting for an invocation
+	stInvoked                // received an invocation, has not answered it
+	stResponded              // answered, has not yet called /next again
+)
+
+func (s state) String() string {
+	return [...]string{"Init", "Ready", "Invoke", "Response"}[s]
+}
+
+// invocation is one invocation on its way through an environment.
+type invocation struct {
+	id, arn, traceID, tenantID string
+	payload                    []byte
+	deadline                   time.Time
+	clientContext              lambdacontext.ClientContext
+	identity                   lambdacontext.CognitoIdentity
+	done                       chan result // buffered 1; one send at most
+}
+
+type result struct {
+	out []byte
+	err *function.InvokeError
+}
+
+// env is one execution environment: a bootstrap process and its Runtime
+// API server.
+type env struct {
+	f      *Function
+	n      int64
+	dir    string // per-environment directory (its TMPDIR below it)
+	cmd    *exec.Cmd
+	srv    *http.Server
+	stdout *lineWriter
+	stderr *lineWriter
+
+	queue      chan *invocation // the invocation for the next /next
+	exited     chan struct{}    // closed when the process has exited
+	initFailed chan struct{}    // closed when the runtime posts init/error
+	initOnce   sync.Once
+
+	mu      sync.Mutex
+	state   state
+	cur     *invocation // the invocation since /next delivered it
+	logID   string      // request id for log lines: the last delivered
+	ready   bool        // has called /next at least once
+	killed  bool
+	dead    bool
+	exitErr error
+	initErr *function.InvokeError
+}
+
+func (f *Function) newEnv() *env {
+	n := f.nextEnv.Add(1)
+	return &env{f: f, n: n, dir: filepath.Join(f.base, fmt.Sprintf("env-%d", n)),
+		queue: make(chan *invocation, 1), exited: make(chan struct{}), initFailed: make(chan struct{})}
+}
+
+// start starts the environment's Runtime API server and its process. On
+// failure the environment is dead (exited closed).
+func (e *env) start() (err error) {
+	f := e.f
+	defer func() {
+		if err != nil {
+			if e.srv != nil {
+				e.srv.Close()
+			}
+			os.RemoveAll(e.dir)
+			e.mu.Lock()
+			e.dead = true
+			e.exitErr = err
+			e.mu.Unlock()
+			close(e.exited)
+		}
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	e.srv = &http.Server{Handler: e.mux(), ReadHeaderTimeout: 30 * time.Second}
+	go e.srv.Serve(ln)
+	tmp := filepath.Join(e.dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(f.root, "bootstrap"))
+	cmd.Dir = f.root
+	cmd.Env = e.environ(ln.Addr().String(), tmp)
+	e.stdout = &lineWriter{e: e, stream: "stdout"}
+	e.stderr = &lineWriter{e: e, stream: "stderr"}
+	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	cmd.WaitDelay = 2 * time.Second
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.cmd = cmd
+	killed := e.killed // by Close, while starting
+	e.mu.Unlock()
+	if killed {
+		killProcess(cmd)
+	}
+	f.log.Debug("function environment started", "function", f.cfg.FunctionName, "env", e.n, "pid", cmd.Process.Pid, "runtime_api", ln.Addr().String())
+	go e.reap()
+	return nil
+}
+
+// reap waits for the process to exit and forgets the environment.
+func (e *env) reap() {
+	err := e.cmd.Wait()
+	e.stdout.flush()
+	e.stderr.flush()
+	e.mu.Lock()
+	e.dead = true
+	e.exitErr = err
+	killed := e.killed
+	e.mu.Unlock()
+	close(e.exited)
+	e.srv.Close()
+	os.RemoveAll(e.dir)
+	e.f.remove(e)
+	lvl := "function environment exited"
+	if killed {
+		lvl = "function environment stopped"
+	}
+	e.f.log.Debug(lvl, "function", e.f.cfg.FunctionName, "env", e.n, "exit", fmt.Sprint(err))
+}
+
+// environ is the process environment of SPEC 4. The function's own
+// variables may override the dummy credentials and the endpoint, not the
+// rest (Lambda reserves those keys).
+func (e *env) environ(api, tmp string) []string {
+	cfg := e.f.cfg
+	vars := map[string]string{
+		"AWS_ACCESS_KEY_ID":     "runnel",
+		"AWS_SECRET_ACCESS_KEY": "runnel",
+		"AWS_SESSION_TOKEN":     "runnel",
+	}
+	if cfg.Endpoint != "" {
+		vars["AWS_ENDPOINT_URL"] = cfg.Endpoint
+	}
+	for k, v := range cfg.Environment {
+		vars[k] = v
+	}
+	root := e.f.root
+	for k, v := range map[string]string{
+		"AWS_LAMBDA_RUNTIME_API":          api,
+		"_HANDLER":                        cfg.Handler,
+		"AWS_REGION":                      cfg.Region,
+		"AWS_DEFAULT_REGION":              cfg.Region,
+		"AWS_LAMBDA_FUNCTION_NAME":        cfg.FunctionName,
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(cfg.MemorySize),
+		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"AWS_LAMBDA_INITIALIZATION_TYPE":  "on-demand",
+		"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + cfg.FunctionName,
+		"AWS_LAMBDA_LOG_STREAM_NAME":      time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randHex(16),
+		"LAMBDA_TASK_ROOT":                root,
+		"LAMBDA_RUNTIME_DIR":              root,
+		"TZ":                              "UTC",
+		"LANG":                            "en_US.UTF-8",
+		"PATH":                            "/usr/local/bin:/usr/bin/:/bin:/opt/bin",
+		"LD_LIBRARY_PATH":                 root + ":" + root + "/lib:/opt/lib",
+		"TMPDIR":                          tmp,
+	} {
+		vars[k] = v
+	}
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// offer queues inv for the runtime's next /next; false if the environment
+// is gone.
+func (e *env) offer(inv *invocation) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead || e.killed {
+		return false
+	}
+	select {
+	case e.queue <- inv:
+		return true
+	default:
+		return false
+	}
+}
+
+// withdraw takes inv back if no /next has taken it.
+func (e *env) withdraw(inv *invocation) bool {
+	select {
+	case x := <-e.queue:
+		return x == inv
+	default:
+		return false
+	}
+}
+
+func (e *env) alive() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.dead && !e.killed
+}
+
+func (e *env) wasReady() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ready
+}
+
+func (e *env) initError() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.initErr == nil {
+		return nil
+	}
+	return e.initErr
+}
+
+// kill stops the process (and its process group); reap forgets the
+// environment when it has exited.
+func (e *env) kill() {
+	e.mu.Lock()
+	if e.killed || e.dead {
+		e.mu.Unlock()
+		return
+	}
+	e.killed = true
+	cmd := e.cmd
+	e.mu.Unlock()
+	if cmd != nil {
+		killProcess(cmd)
+	}
+}
+
+// currentID is the request id of the invocation the runtime is handling,
+// or last handled (output read after the runtime answered still belongs
+// to it), until the next one is delivered.
+func (e *env) currentID() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.logID
+}
+
+// exitError is the error of an invocation whose runtime exited without
+// reporting one, as Lambda words it.
+func exitError(id string, err error) *function.InvokeError {
+	reason := "Runtime exited without providing a reason"
+	if err != nil {
+		reason = "Runtime exited with error: " + err.Error()
+	}
+	return &function.InvokeError{Message: fmt.Sprintf("RequestId: %s Error: %s", id, reason), Type: "Runtime.ExitError"}
+}
+
+// lineWriter sends a process's output to the logger a line at a time.
+type lineWriter struct {
+	e      *env
+	stream string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+const maxLine = 256 << 10
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			if len(w.buf) >= maxLine {
+				w.emit(w.buf)
+				w.buf = w.buf[:0]
+			}
+			break
+		}
+		w.emit(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) == 0 {
+		w.buf = nil
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+}
+
+func (w *lineWriter) emit(line []byte) {
+	s := strings.TrimSuffix(string(line), "\r")
+	w.e.f.log.Info(s, "function", w.e.f.cfg.FunctionName, "request_id", w.e.currentID(), "stream", w.stream)
+}
+
+// Lambda's limit on a function's unzipped deployment package.
+const maxUnzipped = 250 << 20
+
+// unzip unpacks a deployment package into dir, refusing paths that leave
+// it; bootstrap is made executable whatever its recorded mode.
+func unzip(code []byte, dir string) error {
+	zr, err := zip.NewReader(bytes.NewReader(code), int64(len(code)))
+	if err != nil {
+		return fmt.Errorf("not a zip file: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var total int64
+	for _, zf := range zr.File {
+		name := filepath.FromSlash(zf.Name)
+		if !filepath.IsLocal(name) {
+			return fmt.Errorf("zip entry %q leaves the package", zf.Name)
+		}
+		dst := filepath.Join(dir, name)
+		if zf.FileInfo().IsDir() {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			continue
+		}
+		if zf.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("zip entry %q is a symbolic link", zf.Name)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		mode := zf.Mode().Perm() | 0o400
+		if zf.Name == "bootstrap" {
+			mode |= 0o555
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			return err
+		}
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+		if err != nil {
+			rc.Close()
+			return err
+		}
+		n, err := io.Copy(out, io.LimitReader(rc, maxUnzipped-total+1))
+		rc.Close()
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if total += n; total > maxUnzipped {
+			return errors.New("unzipped size exceeds 262144000 bytes")
+		}
+	}
+	return nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newTraceID is an X-Ray trace header as Lambda passes it.
+func newTraceID() string {
+	return fmt.Sprintf("Root=1-%08x-%s;Parent=%s;Sampled=0", time.Now().Unix(), randHex(12), randHex(8))
+}

@@ -1,0 +1,378 @@
+// Package process runs Lambda functions as processes: an unmodified custom
+// runtime binary (`bootstrap`, for example one built with
+// github.com/aws/aws-lambda-go and -tags lambda.norpc) talking to the Lambda
+// Runtime API (SPEC 4) that runnel serves.
+//
+// Each execution environment is one bootstrap process with its own Runtime
+// API server on 127.0.0.1 (a random port, in AWS_LAMBDA_RUNTIME_API), as each
+// Lambda sandbox has its own. A Function keeps a pool of them: an
+// environment is started on first use (a cold start), reused when idle, and
+// at most the reserved concurrency run at once. An environment that runs
+// out of time is killed and replaced; one whose process exits (aws-lambda-go
+// exits after reporting a panic) is replaced.
+//
+// A *Function implements aws-lambda-go's lambda.Handler, so it can be given
+// to function.Register or function.New wherever an in-process handler can:
+//
+//	fn, err := process.Handler(process.Config{Config: cfg, Code: zipBytes})
+//	function.Register("orders", fn)
+//
+// Its errors are *function.InvokeError, passed through unchanged by package
+// function.
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/uuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
+)
+
+// Config configures a process function.
+type Config struct {
+	// Config is the function's configuration: FunctionName, Timeout,
+	// MemorySize, ReservedConcurrentExecutions (the most environments that
+	// run at once; nil for the account's 1000), Environment and
+	// FunctionArn. Handler is passed to the runtime as _HANDLER (for a
+	// custom runtime usually "bootstrap", the default).
+	function.Config
+
+	// Code is the deployment package: a zip holding an executable
+	// `bootstrap` at its root.
+	Code []byte
+	// CodeDir is an already unpacked deployment package, used in place
+	// when Code is nil (and not removed by Close).
+	CodeDir string
+	// WorkDir is where the zip is unpacked (os.TempDir() when empty).
+	WorkDir string
+
+	// Region and AccountID are used in AWS_REGION and the default
+	// FunctionArn; default us-east-1 and 000000000000.
+	Region    string
+	AccountID string
+	// Endpoint, when set, is passed as AWS_ENDPOINT_URL so that AWS SDKs in
+	// the function call runnel.
+	Endpoint string
+
+	// Logger receives the function's stdout and stderr, a record per line
+	// with the function name and the request id; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Stats count a process function's environments.
+type Stats struct {
+	// ColdStarts counts environments started.
+	ColdStarts int64
+	// Live is the number of environments whose process is running; Idle
+	// of those, the ones waiting for an invocation.
+	Live, Idle int
+}
+
+// Function is a process function: a pool of execution environments
+// running the function's bootstrap.
+type Function struct {
+	cfg      Config
+	root     string // LAMBDA_TASK_ROOT
+	base     string // directory created by Handler, removed by Close ("" if none)
+	log      *slog.Logger
+	max      int
+	timeout  time.Duration
+	nextEnv  atomic.Int64
+	started  atomic.Int64
+	mu       sync.Mutex
+	idle     []*env // LIFO: the most recently used environment is reused first
+	all      map[*env]struct{}
+	changed  chan struct{} // closed and replaced when an environment is freed
+	closed   bool
+	closedCh chan struct{}
+}
+
+// Handler builds a process function from its configuration: it validates
+// the configuration, unpacks the deployment package and checks that it
+// holds a bootstrap. No process is started until the first invocation.
+func Handler(cfg Config) (*Function, error) {
+	if cfg.Handler == "" {
+		cfg.Handler = "bootstrap"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.AccountID == "" {
+		cfg.AccountID = "000000000000"
+	}
+	if cfg.FunctionArn == "" {
+		cfg.FunctionArn = fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", cfg.Region, cfg.AccountID, cfg.FunctionName)
+	}
+	f := &Function{cfg: cfg, log: cfg.Logger, all: map[*env]struct{}{}, changed: make(chan struct{}), closedCh: make(chan struct{})}
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	f.max = function.DefaultAccountConcurrency
+	if r := cfg.ReservedConcurrentExecutions; r != nil {
+		f.max = *r
+	}
+	f.timeout = time.Duration(cfg.Timeout) * time.Second
+	switch {
+	case cfg.Code != nil:
+		base, err := os.MkdirTemp(cfg.WorkDir, "runnel-fn-"+cfg.FunctionName+"-")
+		if err != nil {
+			return nil, awserr.New(awserr.ErrService, "unpack code: %v", err)
+		}
+		f.base = base
+		f.root = filepath.Join(base, "task")
+		if err := unzip(cfg.Code, f.root); err != nil {
+			os.RemoveAll(base)
+			return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code: %v", err)
+		}
+	case cfg.CodeDir != "":
+		root, err := filepath.Abs(cfg.CodeDir)
+		if err != nil {
+			return nil, awserr.New(awserr.ErrInvalidParameterValue, "CodeDir: %v", err)
+		}
+		f.root = root
+		if f.base, err = os.MkdirTemp(cfg.WorkDir, "runnel-fn-"+cfg.FunctionName+"-"); err != nil {
+			return nil, awserr.New(awserr.ErrService, "work directory: %v", err)
+		}
+	default:
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code: a zip holding bootstrap is required")
+	}
+	if st, err := os.Stat(filepath.Join(f.root, "bootstrap")); err != nil || st.IsDir() {
+		f.removeBase()
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code: the deployment package holds no bootstrap file at its root (a provided runtime needs one)")
+	}
+	return f, nil
+}
+
+// Config returns the function's configuration (with defaults applied).
+func (f *Function) Config() Config { return f.cfg }
+
+// TaskRoot is the directory the code was unpacked into (LAMBDA_TASK_ROOT).
+func (f *Function) TaskRoot() string { return f.root }
+
+// Stats returns the pool's counters.
+func (f *Function) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Stats{ColdStarts: f.started.Load(), Live: len(f.all), Idle: len(f.idle)}
+}
+
+// Invoke runs one invocation in an environment of the pool (lambda.Handler).
+// The request id and the client context are taken from ctx's
+// lambdacontext when package function set them, else a new UUID. The
+// invocation ends at the function's timeout or when ctx ends, whichever is
+// first; the environment is then killed and replaced.
+//
+// Errors are *function.InvokeError: the function's own error as the runtime
+// reported it, Sandbox.Timedout ("Task timed out after N.00 seconds"),
+// Runtime.ExitError when the process exited without reporting one, or an
+// init error. A throttle (reserved concurrency 0) is an awserr error.
+func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if f.max == 0 {
+		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency 0)", f.cfg.FunctionName)
+	}
+	inv := &invocation{payload: payload, arn: f.cfg.FunctionArn, done: make(chan result, 1)}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		inv.id = lc.AwsRequestID
+		if lc.InvokedFunctionArn != "" {
+			inv.arn = lc.InvokedFunctionArn
+		}
+		inv.clientContext = lc.ClientContext
+		inv.identity = lc.Identity
+		inv.tenantID = lc.TenantID
+	}
+	if inv.id == "" {
+		inv.id = uuid.NewString()
+	}
+	inv.traceID = newTraceID()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	inv.deadline, _ = ctx.Deadline()
+
+	for {
+		e, err := f.acquire(ctx)
+		if err != nil {
+			return nil, f.ctxError(ctx, err)
+		}
+		out, retry, err := f.run(ctx, e, inv)
+		if !retry {
+			return out, err
+		}
+		// The environment died before taking the invocation: try another.
+	}
+}
+
+// run delivers inv to e and waits for its outcome. retry reports that e
+// exited before the runtime took the invocation, so it can go elsewhere.
+func (f *Function) run(ctx context.Context, e *env, inv *invocation) (out []byte, retry bool, err error) {
+	if !e.offer(inv) {
+		return nil, true, nil
+	}
+	select {
+	case r := <-inv.done:
+		f.release(e)
+		return r.out, false, errOrNil(r.err)
+	case <-e.initFailed:
+		e.kill()
+		return nil, false, e.initError()
+	case <-e.exited:
+		select {
+		case r := <-inv.done: // reported, then exited (a panic)
+			return r.out, false, errOrNil(r.err)
+		default:
+		}
+		if err := e.initError(); err != nil {
+			return nil, false, err
+		}
+		if !e.wasReady() || !e.withdraw(inv) {
+			// Exited during init, or took the invocation and never
+			// answered it.
+			return nil, false, exitError(inv.id, e.exitErr)
+		}
+		return nil, true, nil
+	case <-ctx.Done():
+		select {
+		case r := <-inv.done: // answered as time ran out
+			f.release(e)
+			return r.out, false, errOrNil(r.err)
+		default:
+		}
+		e.kill() // the environment is stopped and replaced
+		return nil, false, f.ctxError(ctx, ctx.Err())
+	}
+}
+
+func errOrNil(e *function.InvokeError) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+func (f *Function) ctxError(ctx context.Context, err error) error {
+	var ae *awserr.Error
+	var ie *function.InvokeError
+	if errors.As(err, &ae) || errors.As(err, &ie) {
+		return err
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &function.InvokeError{Message: fmt.Sprintf("Task timed out after %d.00 seconds", f.cfg.Timeout), Type: function.TimeoutErrorType}
+	}
+	if ctx.Err() != nil {
+		return &function.InvokeError{Message: ctx.Err().Error(), Type: "Canceled"}
+	}
+	return &function.InvokeError{Message: err.Error(), Type: "Runtime.Unknown"}
+}
+
+// acquire returns an idle environment, or starts one if fewer than the
+// reserved concurrency are live, or waits for one to be freed.
+func (f *Function) acquire(ctx context.Context) (*env, error) {
+	for {
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			return nil, awserr.New(awserr.ErrResourceNotFound, "function %s is closed", f.cfg.FunctionName)
+		}
+		if n := len(f.idle); n > 0 {
+			e := f.idle[n-1]
+			f.idle = f.idle[:n-1]
+			f.mu.Unlock()
+			if e.alive() {
+				return e, nil
+			}
+			continue
+		}
+		if len(f.all) < f.max {
+			e := f.newEnv()
+			f.all[e] = struct{}{}
+			f.mu.Unlock()
+			if err := e.start(); err != nil {
+				f.remove(e)
+				return nil, &function.InvokeError{Message: fmt.Sprintf("Couldn't start the runtime: %v", err), Type: "Runtime.InvalidEntrypoint"}
+			}
+			f.started.Add(1)
+			return e, nil
+		}
+		ch := f.changed
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (f *Function) broadcastLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// release returns an environment to the idle pool.
+func (f *Function) release(e *env) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.all[e]; ok && e.alive() && !f.closed {
+		f.idle = append(f.idle, e)
+	}
+	f.broadcastLocked()
+}
+
+// remove forgets an environment whose process exited (or never started).
+func (f *Function) remove(e *env) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.all, e)
+	for i, x := range f.idle {
+		if x == e {
+			f.idle = append(f.idle[:i], f.idle[i+1:]...)
+			break
+		}
+	}
+	f.broadcastLocked()
+}
+
+// Close kills the function's environments and removes its unpacked code.
+func (f *Function) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	close(f.closedCh)
+	envs := make([]*env, 0, len(f.all))
+	for e := range f.all {
+		envs = append(envs, e)
+	}
+	f.idle = nil
+	f.broadcastLocked()
+	f.mu.Unlock()
+	for _, e := range envs {
+		e.kill()
+	}
+	for _, e := range envs {
+		<-e.exited
+	}
+	f.removeBase()
+	return nil
+}
+
+func (f *Function) removeBase() {
+	if f.base != "" {
+		os.RemoveAll(f.base)
+	}
+}
