@@ -1,16 +1,24 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/stack"
 )
 
 func serveCmd(g *globals) *cobra.Command {
-	var file, listen string
+	var file, listen, awsAddr string
 	var every time.Duration
 	var obs observeFlags
 	cmd := &cobra.Command{
@@ -30,7 +38,13 @@ serve evaluates the alarm rules (see 'runnel status') every --alarm-interval,
 logs their changes and runs --alarm-command / posts to --alarm-webhook on each;
 with --http it serves /metrics (Prometheus), /status (JSON), and at / a web page
 refreshed every second: the pipeline as a graph, the lag of every shard, the
-dead-letter queues with their messages and a redrive button (its JSON under /api/).`,
+dead-letter queues with their messages and a redrive button (its JSON under /api/).
+
+serve also answers AWS clients (SDKs, the AWS CLI) on --aws, 127.0.0.1:4566 by
+default: the Kinesis and SQS APIs over HTTP/1.1 and cleartext HTTP/2, e.g.
+'aws --endpoint-url http://127.0.0.1:4566 kinesis list-streams'. Signatures are
+not checked. --aws "" turns it off; if the default port is taken, serve warns and
+goes on without it (an explicit --aws address must be free).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			rn, err := g.serve(ctx, listen)
@@ -53,6 +67,11 @@ dead-letter queues with their messages and a redrive button (its JSON under /api
 			if u := rn.Engine.ClientURL(); u != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "NATS clients: --nats-url %s\n", u)
 			}
+			stopAWS, err := startAWS(cmd.OutOrStdout(), rn, awsAddr, cmd.Flags().Changed("aws"), g.logger())
+			if err != nil {
+				return err
+			}
+			defer stopAWS()
 			stopObserve, err := obs.start(ctx, cmd.OutOrStdout(), rn, g.logger())
 			if err != nil {
 				return err
@@ -78,7 +97,38 @@ dead-letter queues with their messages and a redrive button (its JSON under /api
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
 	cmd.Flags().StringVar(&listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
+	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
 	obs.register(cmd.Flags())
 	return cmd
+}
+
+// startAWS serves the AWS endpoint (package awsapi) on addr until the
+// returned stop is called. An empty addr disables it; when the address is
+// the default (explicit false) and cannot be bound, it warns and serves
+// without it, so a second runnel (or a test) on the machine still starts.
+func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if explicit {
+			return nil, fmt.Errorf("--aws: %w", err)
+		}
+		fmt.Fprintf(w, "AWS endpoint not started (%v); set --aws to another address\n", err)
+		return func() {}, nil
+	}
+	srv := awsapi.NewServer(addr, awsapi.NewHandler(rn, awsapi.Options{Logger: log}))
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("aws endpoint stopped", "err", err)
+		}
+	}()
+	fmt.Fprintf(w, "AWS clients: --endpoint-url http://%s\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(ctx)
+		cancel()
+	}, nil
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Smoke test of runnel's AWS endpoint with the AWS CLI: the Kinesis and SQS
+# operations that awsapi's Go tests drive with aws-sdk-go-v2.
+#
+#   scripts/aws-cli-smoke.sh                 # builds runnel, serves on a free port
+#   ENDPOINT=http://127.0.0.1:4566 scripts/aws-cli-smoke.sh   # an already running serve
+#
+# Exits 0 without doing anything when the aws CLI is not installed (CI does
+# not install it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v aws >/dev/null 2>&1; then
+  echo "aws CLI not found; skipping"
+  exit 0
+fi
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 AWS_PAGER=""
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
+tmp=$(mktemp -d)
+pid=""
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+if [ -z "${ENDPOINT:-}" ]; then
+  go build -o "$tmp/runnel" ./cmd/runnel
+  "$tmp/runnel" --data-dir "$tmp/data" serve --aws 127.0.0.1:0 --status-every 0 >"$tmp/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    ENDPOINT=$(grep -o 'endpoint-url http://[0-9.:]*' "$tmp/serve.log" | cut -d' ' -f2 || true)
+    [ -n "$ENDPOINT" ] && break
+    sleep 0.1
+  done
+  [ -n "$ENDPOINT" ] || { cat "$tmp/serve.log"; echo "serve did not start"; exit 1; }
+fi
+echo "endpoint $ENDPOINT ($(aws --version 2>&1))"
+
+# Blob arguments: CLI v1 sends the raw text, v2 wants base64 unless told.
+bin=()
+case "$(aws --version 2>&1)" in aws-cli/1.*) ;; *) bin=(--cli-binary-format raw-in-base64-out) ;; esac
+
+k() { aws --endpoint-url "$ENDPOINT" kinesis "$@"; }
+q() { aws --endpoint-url "$ENDPOINT" sqs "$@"; }
+check() { # check <what> <expected substring> <actual>
+  if [[ "$3" != *"$2"* ]]; then echo "FAIL $1: want $2 in: $3"; exit 1; fi
+  echo "ok   $1"
+}
+
+# Kinesis.
+k create-stream --stream-name smoke --shard-count 2
+check describe-stream '"StreamStatus": "ACTIVE"' "$(k describe-stream --stream-name smoke)"
+check describe-stream-summary '"OpenShardCount": 2' "$(k describe-stream-summary --stream-name smoke)"
+check list-streams '"smoke"' "$(k list-streams)"
+check list-shards 'shardId-000000000001' "$(k list-shards --stream-name smoke)"
+check put-record '"SequenceNumber"' "$(k put-record --stream-name smoke --partition-key a --data hello "${bin[@]}")"
+check put-records '"FailedRecordCount": 0' "$(k put-records --stream-name smoke --records Data=world,PartitionKey=a "${bin[@]}")"
+shard=$(k put-record --stream-name smoke --partition-key a --data x "${bin[@]}" --query ShardId --output text)
+it=$(k get-shard-iterator --stream-name smoke --shard-id "$shard" --shard-iterator-type TRIM_HORIZON --query ShardIterator --output text)
+check get-records '"Data": "aGVsbG8="' "$(k get-records --shard-iterator "$it")"
+k increase-stream-retention-period --stream-name smoke --retention-period-hours 48
+check increase-retention '"RetentionPeriodHours": 48' "$(k describe-stream-summary --stream-name smoke)"
+k decrease-stream-retention-period --stream-name smoke --retention-period-hours 24
+check missing-stream 'ResourceNotFoundException' "$(k describe-stream --stream-name nope 2>&1 || true)"
+k delete-stream --stream-name smoke
+
+# SQS.
+url=$(q create-queue --queue-name smoke --query QueueUrl --output text)
+dlq=$(q create-queue --queue-name smoke-dlq --query QueueUrl --output text)
+check get-queue-url "$url" "$(q get-queue-url --queue-name smoke)"
+check list-queues "$dlq" "$(q list-queues)"
+dlq_arn=$(q get-queue-attributes --queue-url "$dlq" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+arn=$(q get-queue-attributes --queue-url "$url" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+q set-queue-attributes --queue-url "$url" --attributes "{\"VisibilityTimeout\":\"60\",\"RedrivePolicy\":\"{\\\"deadLetterTargetArn\\\":\\\"$dlq_arn\\\",\\\"maxReceiveCount\\\":5}\"}"
+check get-queue-attributes '"VisibilityTimeout": "60"' "$(q get-queue-attributes --queue-url "$url" --attribute-names All)"
+check send-message '"MD5OfMessageBody"' "$(q send-message --queue-url "$url" --message-body hello --message-attributes '{"k":{"DataType":"String","StringValue":"v"}}')"
+check send-message-batch '"Successful"' "$(q send-message-batch --queue-url "$url" --entries Id=a,MessageBody=one Id=b,MessageBody=two)"
+handle=$(q receive-message --queue-url "$url" --message-attribute-names All --query 'Messages[0].ReceiptHandle' --output text)
+q change-message-visibility --queue-url "$url" --receipt-handle "$handle" --visibility-timeout 0
+handles=$(q receive-message --queue-url "$url" --max-number-of-messages 10 --query 'Messages[].ReceiptHandle' --output text)
+set -- $handles
+check change-message-visibility-batch '"Successful"' "$(q change-message-visibility-batch --queue-url "$url" --entries Id=x,ReceiptHandle="$1",VisibilityTimeout=0)"
+q delete-message --queue-url "$url" --receipt-handle "$1"
+check delete-message-batch '"Successful"' "$(q delete-message-batch --queue-url "$url" --entries Id=y,ReceiptHandle="$2")"
+q purge-queue --queue-url "$url"
+q send-message --queue-url "$dlq" --message-body dead >/dev/null
+task=$(q start-message-move-task --source-arn "$dlq_arn" --destination-arn "$arn" --query TaskHandle --output text)
+[ -n "$task" ] && [ "$task" != None ] || { echo "FAIL start-message-move-task: no handle"; exit 1; }; echo "ok   start-message-move-task"
+check list-message-move-tasks '"SourceArn"' "$(q list-message-move-tasks --source-arn "$dlq_arn")"
+check cancel-message-move-task 'ResourceNotFound' "$(q cancel-message-move-task --task-handle nope 2>&1 || true)"
+check missing-queue 'NonExistentQueue' "$(q get-queue-url --queue-name nope 2>&1 || true)"
+q delete-queue --queue-url "$url"
+q delete-queue --queue-url "$dlq"
+echo "aws CLI smoke test passed"
