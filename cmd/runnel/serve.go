@@ -97,7 +97,7 @@ goes on without it (an explicit --aws address must be free).`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
 	cmd.Flags().StringVar(&listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
-	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
+	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
 	obs.register(cmd.Flags())
 	return cmd
@@ -119,7 +119,7 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		fmt.Fprintf(w, "AWS endpoint not started (%v); set --aws to another address\n", err)
 		return func() {}, nil
 	}
-	srv := awsapi.NewServer(addr, awsapi.NewHandler(rn, awsapi.Options{Logger: log}))
+	srv := awsapi.NewServer(addr, awsapi.NewEndpoint(rn, awsapi.Options{Logger: log}, awsapi.LambdaOptions{Logger: log}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("aws endpoint stopped", "err", err)
@@ -130,5 +130,6 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		srv.Shutdown(ctx)
 		cancel()
+		awsapi.CloseProcessFunctions()
 	}, nil
 }
