@@ -32,6 +32,8 @@ type globals struct {
 	natsURL  string
 	logLevel string
 	cpuProf  string
+	region   string
+	account  string
 }
 
 func (g *globals) logger() *slog.Logger {
@@ -45,7 +47,7 @@ func (g *globals) logger() *slog.Logger {
 // open opens runnel with the global flags, passive: it administers and
 // reads but runs no mapping (that is serve's job).
 func (g *globals) open(ctx context.Context) (*runnel.Runnel, error) {
-	return runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, Logger: g.logger()},
+	return runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, Logger: g.logger(), Region: g.region, AccountID: g.account},
 		Mappings: mapping.Options{Passive: true}})
 }
 
@@ -67,7 +69,7 @@ func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Run
 func (g *globals) serve(ctx context.Context, listen string) (*runnel.Runnel, error) {
 	log := g.logger()
 	streams := builtin.Register(log)
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log}})
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log, Region: g.region, AccountID: g.account}})
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +93,8 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file")
+	root.PersistentFlags().StringVar(&g.region, "region", "us-east-1", "the AWS region in the ARNs runnel builds")
+	root.PersistentFlags().StringVar(&g.account, "account", "000000000000", "the AWS account id in the ARNs runnel builds")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if g.cpuProf == "" {
 			return nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ import (
 )
 
 func serveCmd(g *globals) *cobra.Command {
-	var file, listen, awsAddr string
+	var file, listen, awsAddr, authKeys string
 	var every time.Duration
 	var obs observeFlags
 	cmd := &cobra.Command{
@@ -67,7 +68,11 @@ goes on without it (an explicit --aws address must be free).`,
 			if u := rn.Engine.ClientURL(); u != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "NATS clients: --nats-url %s\n", u)
 			}
-			stopAWS, err := startAWS(cmd.OutOrStdout(), rn, awsAddr, cmd.Flags().Changed("aws"), g.logger())
+			auth, err := parseAuthKeys(authKeys)
+			if err != nil {
+				return err
+			}
+			stopAWS, err := startAWS(cmd.OutOrStdout(), rn, awsAddr, cmd.Flags().Changed("aws"), g.logger(), auth)
 			if err != nil {
 				return err
 			}
@@ -97,6 +102,7 @@ goes on without it (an explicit --aws address must be free).`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
 	cmd.Flags().StringVar(&listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
+	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...] (default: any credentials accepted)")
 	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
 	obs.register(cmd.Flags())
@@ -107,7 +113,7 @@ goes on without it (an explicit --aws address must be free).`,
 // returned stop is called. An empty addr disables it; when the address is
 // the default (explicit false) and cannot be bound, it warns and serves
 // without it, so a second runnel (or a test) on the machine still starts.
-func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *slog.Logger) (stop func(), err error) {
+func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *slog.Logger, auth map[string]string) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -119,7 +125,7 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		fmt.Fprintf(w, "AWS endpoint not started (%v); set --aws to another address\n", err)
 		return func() {}, nil
 	}
-	srv := awsapi.NewServer(addr, awsapi.NewEndpoint(rn, awsapi.Options{Logger: log}, awsapi.LambdaOptions{Logger: log}))
+	srv := awsapi.NewServer(addr, awsapi.NewEndpoint(rn, awsapi.Options{Logger: log, Auth: auth}, awsapi.LambdaOptions{Logger: log}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("aws endpoint stopped", "err", err)
@@ -132,4 +138,20 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		cancel()
 		awsapi.CloseProcessFunctions()
 	}, nil
+}
+
+// parseAuthKeys reads --auth: comma-separated ACCESS_KEY:SECRET pairs.
+func parseAuthKeys(v string) (map[string]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	keys := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		k, secret, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		if !ok || k == "" || secret == "" {
+			return nil, fmt.Errorf("--auth: %q is not ACCESS_KEY:SECRET", pair)
+		}
+		keys[k] = secret
+	}
+	return keys, nil
 }
