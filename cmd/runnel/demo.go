@@ -15,7 +15,7 @@ import (
 func demoCmd(g *globals) *cobra.Command {
 	var cfg demo.Config
 	var jsonPath string
-	var quiet, outage bool
+	var quiet, outage, external bool
 	var outageCfg demo.Outage
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -44,10 +44,41 @@ alarm rules as runnel status does (the Unrecoverable-DLQ's dlq-depth alarm
 fires), fixes the outage, redrives the Unrecoverable-DLQ back to the Retry-DLQ
 (runnel dlq redrive), waits for both DLQs to empty, and reconciles: every record
 processed exactly once, lost 0, statistics equal to the parquet computation over
-every row. The outage mode runs without poison records so that it ends clean.`,
+every row. The outage mode runs without poison records so that it ends clean.
+
+With --external runnel is only an AWS endpoint (on a free local port): the
+demo sets everything up with the aws-sdk-go-v2 clients (Kinesis CreateStream,
+SQS CreateQueue, Lambda CreateFunction and CreateEventSourceMapping), the
+producer puts the rows with Kinesis PutRecords, and the function is an
+aws-lambda-go binary (demo/external/fn, Runtime provided.al2023) that stores
+each batch's statistics in an SQS results queue. Poison records go to the
+mapping's on-failure queue; no flaky records, transient failures or outage.
+It builds the function with go build, so it needs the Go toolchain on PATH and
+must run inside runnel's source tree; it is slower than the in-process demo
+(every invocation goes over HTTP and JSON).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			fl := cmd.Flags()
+			if external {
+				for _, f := range []string{"outage", "outage-at", "outage-records", "flaky", "failure-rate", "retry-attempts"} {
+					if fl.Changed(f) {
+						return fmt.Errorf("--external runs without --%s (only poison records are injected)", f)
+					}
+				}
+				if cfg.MaximumRetryAttempts > 3 {
+					return fmt.Errorf("--external: --maximum-retry-attempts is 0..3")
+				}
+				cfg.Logger = g.logger()
+				if !quiet {
+					cfg.Progress = os.Stderr
+				}
+				res, err := demo.RunExternal(cmd.Context(), cfg)
+				if err != nil {
+					return err
+				}
+				printExternal(cmd.OutOrStdout(), res)
+				return finishDemo(res, jsonPath)
+			}
 			if outage || fl.Changed("outage-at") || fl.Changed("outage-records") {
 				if fl.Changed("poison") {
 					return fmt.Errorf("--outage runs without poison records (they would stay unrecoverable by design): drop --poison")
@@ -69,14 +100,8 @@ every row. The outage mode runs without poison records so that it ends clean.`,
 				printIncident(cmd.OutOrStdout(), res.Incident)
 			}
 			printDemo(cmd.OutOrStdout(), res)
-			if jsonPath != "" {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-					return err
-				}
-			}
-			if res.Lost != 0 || !res.StatsMatch {
-				return fmt.Errorf("reconciliation failed: lost=%d stats_match=%v", res.Lost, res.StatsMatch)
+			if err := finishDemo(res, jsonPath); err != nil {
+				return err
 			}
 			if inc := res.Incident; inc != nil && (!inc.AlarmFired || inc.OutageRecovered != inc.OutageRecords || res.Unrecoverable != 0) {
 				return fmt.Errorf("incident not recovered: alarm_fired=%v outage records recovered %d of %d, unrecoverable %d",
@@ -102,6 +127,7 @@ every row. The outage mode runs without poison records so that it ends clean.`,
 	f.Int64Var(&outageCfg.Records, "outage-records", 0, "rows the outage lasts (0: min(2000, a tenth of the run); implies --outage)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
+	f.BoolVar(&external, "external", false, "run through the AWS endpoint: aws-sdk-go-v2 producer, aws-lambda-go function binary (needs the Go toolchain and runnel's source tree: it runs go build)")
 	return cmd
 }
 
@@ -129,6 +155,43 @@ Reconciliation (records in = processed + unrecoverable; lost = neither):
 		r.Unrecoverable, r.PoisonInjected, r.PoisonInFailDest, r.FlakyInjected, r.Lost,
 		r.Deliveries, r.Redeliveries, r.Invocations, r.FailedInvokes, r.StatsMatch, diff(r.StatsDiff),
 		r.ElapsedS, r.RecordsPerS, r.Latency.P50, r.Latency.P99, r.PeakRSSMiB)
+}
+
+// finishDemo writes the reconciliation as JSON if asked, and fails if it
+// does not reconcile.
+func finishDemo(res *demo.Result, jsonPath string) error {
+	if jsonPath != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if res.Lost != 0 || !res.StatsMatch {
+		return fmt.Errorf("reconciliation failed: lost=%d stats_match=%v", res.Lost, res.StatsMatch)
+	}
+	return nil
+}
+
+// printExternal prints the reconciliation of demo --external.
+func printExternal(w io.Writer, r *demo.Result) {
+	fmt.Fprintln(w, "\nTop airports by flights (from the function's results):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "airport\tflights\tavg delay (min)\tmax delay (min)\tdelayed >15 min\t")
+	for _, a := range r.Top {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.1f%%\t\n", a.Airport, a.Flights, a.AvgDelay(), a.MaxDelay, 100*a.ShareDelayed())
+	}
+	tw.Flush()
+	fmt.Fprintf(w, `
+Reconciliation (records in = processed + on-failure queue; lost = neither):
+  records in                  %d
+  processed (unique)          %d  (in %d stored batch results; %d records reported twice)
+  to the on-failure queue     %d  (poison injected %d, of them in the on-failure queue %d; not processed %d)
+  lost                        %d
+  statistics match parquet    %v%s
+  elapsed                     %.1f s  (%.0f records/s)
+  peak RSS                    %.0f MiB
+`, r.RecordsIn, r.ProcessedUnique, r.Invocations, r.Redeliveries, r.ToFailureDestination, r.PoisonInjected, r.PoisonInFailDest,
+		r.Unrecoverable, r.Lost, r.StatsMatch, diff(r.StatsDiff), r.ElapsedS, r.RecordsPerS, r.PeakRSSMiB)
 }
 
 func diff(d string) string {
