@@ -954,3 +954,46 @@ func TestRestartKeepsPendingEvents(t *testing.T) {
 		t.Fatalf("calls = %+v", f.calls)
 	}
 }
+
+// With the defaults (MaximumEventAgeInSeconds 21600), an event that cannot
+// be run — its function was deleted after the first attempt — goes back to
+// the queue with backoff, never counted as an attempt, until it is six
+// hours old; then it goes to the OnFailure destination as EventAgeExceeded.
+func TestDefaultEventAgeIsSixHours(t *testing.T) {
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	dest := createQueue(t, rn, "failures", nil)
+	newFunction(t, rn, function.Config{}, fail("boom"))
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f", DestinationConfig: onFailure(dest)})
+	out := invoke(t, rn, "f", async.Event, `{"order":7}`)
+	waitStats(t, rn, "f", "first attempt", func(s async.Stats) bool { return s.Handled == 1 })
+	if err := rn.Functions.DeleteFunction(context.Background(), "f"); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Duration(0)
+	for k := 1; ; k++ {
+		st := async.Stats{}
+		if st = rn.Async.Stats("f"); st.EventAgeExceeded == 1 {
+			break
+		}
+		if elapsed > 7*time.Hour {
+			t.Fatalf("no EventAgeExceeded after %v: %+v", elapsed, st)
+		}
+		idle(t, clock, 1)
+		step := 5 * time.Minute // the backoff's cap; the first retry is due at +1 min
+		clock.Advance(step)
+		elapsed += step
+		waitStats(t, rn, "f", fmt.Sprintf("event handled again (%d)", k), func(s async.Stats) bool { return s.Handled > int64(k) || s.EventAgeExceeded == 1 })
+	}
+	if elapsed < 6*time.Hour {
+		t.Fatalf("the event aged out after %v, before the default six hours", elapsed)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(onlyMessage(t, rn, "failures").Body), &rec); err != nil {
+		t.Fatal(err)
+	}
+	rc := rec["requestContext"].(map[string]any)
+	if rc["condition"] != "EventAgeExceeded" || rc["requestId"] != out.RequestID || rc["approximateInvokeCount"] != 1.0 {
+		t.Fatalf("record %v", rec)
+	}
+}
