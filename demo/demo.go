@@ -419,7 +419,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var rowsMu sync.Mutex
 	var put atomic.Int64
 	putErr := make(chan error, 1)
-	go func() { putErr <- produce(ctx, rn, src, cfg, total, poison, flaky, rows, &rowsMu, &put) }()
+	encode := func(row int64, f *flights.Flight) []byte {
+		var data []byte
+		switch {
+		case poison[row]:
+			data = f.AppendJSONPoison(nil)
+		case flaky[row]:
+			data = f.AppendJSON(nil)
+			data = append(data[:len(data)-1], `,"flaky":true}`...)
+		default:
+			data = f.AppendJSON(nil)
+		}
+		return cfg.Outage.mark(row, data)
+	}
+	putRecords := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
+		out, err := rn.Streams.PutRecords(ctx, src, entries)
+		if err != nil {
+			return nil, err
+		}
+		return out.Records, nil
+	}
+	go func() { putErr <- produce(ctx, cfg, total, encode, putRecords, rows, &rowsMu, &put) }()
 
 	// Wait until every record put is resolved: the stream mapping has
 	// checkpointed every record, and the Retry-DLQ is empty (its messages
@@ -552,10 +572,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// produce reads the parquet file and puts every row, poison rows marked,
+// putFunc puts one PutRecords call's entries and returns a result per
+// entry, in order (a failed entry has an ErrorCode and is put again).
+type putFunc func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error)
+
+// produce reads the parquet file and puts every row, encoded by encode,
 // with the origin airport as partition key, Producers PutRecords calls at a
-// time. It records which row each (shard, position) holds.
-func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Config, total int64, poison, flaky map[int64]bool, rows [][]int32, rowsMu *sync.Mutex, put *atomic.Int64) error {
+// time through put. It records which row each (shard, position) holds in
+// rows, and counts the records stored in stored.
+func produce(ctx context.Context, cfg Config, total int64, encode func(row int64, f *flights.Flight) []byte, put putFunc, rows [][]int32, rowsMu *sync.Mutex, stored *atomic.Int64) error {
 	type chunk struct {
 		rows    []int64 // parquet row of each entry
 		entries []stream.PutRecordsRequestEntry
@@ -569,7 +594,7 @@ func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Conf
 			defer wg.Done()
 			for c := range work {
 				for attempt := 0; ; attempt++ {
-					out, err := rn.Streams.PutRecords(ctx, streamName, c.entries)
+					out, err := put(ctx, c.entries)
 					if err != nil {
 						errs <- err
 						return
@@ -577,22 +602,26 @@ func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Conf
 					rowsMu.Lock()
 					var retry []stream.PutRecordsRequestEntry
 					var retryRows []int64
-					for j, r := range out.Records {
-						row := c.rows[j]
+					for j, r := range out {
 						if r.ErrorCode != "" {
 							retry = append(retry, c.entries[j])
-							retryRows = append(retryRows, row)
+							retryRows = append(retryRows, c.rows[j])
 							continue
 						}
-						sh, _ := stream.ShardIndex(r.ShardId)
+						sh, err := stream.ShardIndex(r.ShardId)
+						if err != nil || sh >= len(rows) {
+							rowsMu.Unlock()
+							errs <- fmt.Errorf("demo: PutRecords answered an unexpected shard %q", r.ShardId)
+							return
+						}
 						q := seqPosition(r.SequenceNumber)
 						for uint64(len(rows[sh])) < q {
 							rows[sh] = append(rows[sh], -1)
 						}
-						rows[sh][q-1] = int32(row)
+						rows[sh][q-1] = int32(c.rows[j])
 					}
 					rowsMu.Unlock()
-					put.Add(int64(len(c.entries) - len(retry)))
+					stored.Add(int64(len(c.entries) - len(retry)))
 					if len(retry) == 0 {
 						break
 					}
@@ -613,18 +642,7 @@ func produce(ctx context.Context, rn *runnel.Runnel, streamName string, cfg Conf
 			var c chunk
 			for j := i; j < end; j++ {
 				c.rows = append(c.rows, row)
-				var data []byte
-				switch {
-				case poison[row]:
-					data = batch[j].AppendJSONPoison(nil)
-				case flaky[row]:
-					data = batch[j].AppendJSON(nil)
-					data = append(data[:len(data)-1], `,"flaky":true}`...)
-				default:
-					data = batch[j].AppendJSON(nil)
-				}
-				data = cfg.Outage.mark(row, data)
-				c.entries = append(c.entries, stream.PutRecordsRequestEntry{Data: data, PartitionKey: batch[j].Origin})
+				c.entries = append(c.entries, stream.PutRecordsRequestEntry{Data: encode(row, &batch[j]), PartitionKey: batch[j].Origin})
 				row++
 			}
 			select {

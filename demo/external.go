@@ -189,7 +189,30 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	var rowsMu sync.Mutex
 	var put atomic.Int64
 	putErr := make(chan error, 1)
-	go func() { putErr <- produceExternal(ctx, kc, src, cfg, total, poison, rows, &rowsMu, &put) }()
+	encode := func(row int64, f *flights.Flight) []byte {
+		if poison[row] {
+			return f.AppendJSONPoison(nil)
+		}
+		return f.AppendJSON(nil)
+	}
+	// The same producer as Run, putting through the aws-sdk-go-v2 client.
+	putRecords := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
+		in := &kinesis.PutRecordsInput{StreamName: aws.String(src), Records: make([]ktypes.PutRecordsRequestEntry, len(entries))}
+		for i, e := range entries {
+			in.Records[i] = ktypes.PutRecordsRequestEntry{Data: e.Data, PartitionKey: aws.String(e.PartitionKey)}
+		}
+		out, err := kc.PutRecords(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("PutRecords: %w", err)
+		}
+		res := make([]stream.PutRecordsResultEntry, len(out.Records))
+		for i, r := range out.Records {
+			res[i] = stream.PutRecordsResultEntry{SequenceNumber: aws.ToString(r.SequenceNumber), ShardId: aws.ToString(r.ShardId),
+				ErrorCode: aws.ToString(r.ErrorCode), ErrorMessage: aws.ToString(r.ErrorMessage)}
+		}
+		return res, nil
+	}
+	go func() { putErr <- produce(ctx, cfg, total, encode, putRecords, rows, &rowsMu, &put) }()
 
 	// Read the results and the on-failure queue until every record put is
 	// accounted for.
@@ -413,103 +436,6 @@ func (rd *resultReader) failure(ctx context.Context, rn *runnel.Runnel, body str
 		if rd.failed[sh].set(pos) && !rd.done[sh].has(pos) {
 			rd.failedN++
 		}
-	}
-	return nil
-}
-
-// produceExternal puts the rows with the aws-sdk-go-v2 Kinesis client,
-// poison rows marked, the origin airport as partition key, Producers
-// PutRecords calls at a time; it records which row each (shard, position)
-// holds.
-func produceExternal(ctx context.Context, kc *kinesis.Client, streamName string, cfg Config, total int64, poison map[int64]bool, rows [][]int32, rowsMu *sync.Mutex, put *atomic.Int64) error {
-	type chunk struct {
-		rows    []int64
-		entries []ktypes.PutRecordsRequestEntry
-	}
-	work := make(chan chunk, cfg.Producers*2)
-	errs := make(chan error, cfg.Producers)
-	var wg sync.WaitGroup
-	for i := 0; i < cfg.Producers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range work {
-				for attempt := 0; ; attempt++ {
-					out, err := kc.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(streamName), Records: c.entries})
-					if err != nil {
-						errs <- fmt.Errorf("PutRecords: %w", err)
-						return
-					}
-					rowsMu.Lock()
-					var retry []ktypes.PutRecordsRequestEntry
-					var retryRows []int64
-					for j, r := range out.Records {
-						if r.ErrorCode != nil {
-							retry = append(retry, c.entries[j])
-							retryRows = append(retryRows, c.rows[j])
-							continue
-						}
-						sh, err := stream.ShardIndex(aws.ToString(r.ShardId))
-						if err != nil || sh >= len(rows) {
-							rowsMu.Unlock()
-							errs <- fmt.Errorf("PutRecords: unexpected shard %q", aws.ToString(r.ShardId))
-							return
-						}
-						q := seqPosition(aws.ToString(r.SequenceNumber))
-						for uint64(len(rows[sh])) < q {
-							rows[sh] = append(rows[sh], -1)
-						}
-						rows[sh][q-1] = int32(c.rows[j])
-					}
-					rowsMu.Unlock()
-					put.Add(int64(len(c.entries) - len(retry)))
-					if len(retry) == 0 {
-						break
-					}
-					if attempt > 10 {
-						errs <- fmt.Errorf("demo: %d records failed 10 times", len(retry))
-						return
-					}
-					c.entries, c.rows = retry, retryRows
-				}
-			}
-		}()
-	}
-	var row int64
-	err := flights.Read(cfg.DataPath, int(total), func(batch []flights.Flight) error {
-		for i := 0; i < len(batch); i += stream.MaxPutRecords {
-			end := min(i+stream.MaxPutRecords, len(batch))
-			var c chunk
-			for j := i; j < end; j++ {
-				c.rows = append(c.rows, row)
-				var data []byte
-				if poison[row] {
-					data = batch[j].AppendJSONPoison(nil)
-				} else {
-					data = batch[j].AppendJSON(nil)
-				}
-				c.entries = append(c.entries, ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String(batch[j].Origin)})
-				row++
-			}
-			select {
-			case work <- c:
-			case err := <-errs:
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	close(work)
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-errs:
-		return err
-	default:
 	}
 	return nil
 }
