@@ -46,13 +46,7 @@ type BatchOutput struct {
 // ErrReceiptHandleIsInvalid.
 func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle string) error {
 	out, err := s.DeleteMessageBatch(ctx, queueURL, []DeleteMessageBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle}})
-	if err != nil {
-		return err
-	}
-	if len(out.Failed) > 0 {
-		return &awserr.Error{Code: out.Failed[0].Code, Message: out.Failed[0].Message}
-	}
-	return nil
+	return firstFailure(out, err)
 }
 
 // DeleteMessageBatch deletes up to 10 messages (API_DeleteMessageBatch),
@@ -63,22 +57,12 @@ func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entri
 	for i := range entries {
 		ids[i] = entries[i].Id
 	}
-	if err := checkBatchIDs(ids); err != nil {
-		return nil, err
-	}
-	q, err := s.queue(ctx, queueURL)
+	q, _, err := s.lockBatch(ctx, queueURL, ids)
 	if err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(entries))
 	recs := make([]*record, len(entries))
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return nil, notExist(queueURL)
-	}
-	now := s.eng.Clock.Now().UnixMilli()
-	q.advance(now)
 	for i, e := range entries {
 		m, rc, err := q.lookup(e.ReceiptHandle)
 		if err != nil {
@@ -140,13 +124,7 @@ func batchOutput[E any](entries []E, ids []string, errs []error, recs []*record,
 // ended.
 func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHandle string, visibilityTimeout int) error {
 	out, err := s.ChangeMessageVisibilityBatch(ctx, queueURL, []ChangeMessageVisibilityBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle, VisibilityTimeout: visibilityTimeout}})
-	if err != nil {
-		return err
-	}
-	if len(out.Failed) > 0 {
-		return &awserr.Error{Code: out.Failed[0].Code, Message: out.Failed[0].Message}
-	}
-	return nil
+	return firstFailure(out, err)
 }
 
 // ChangeMessageVisibilityBatch changes the visibility of up to 10
@@ -157,22 +135,12 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 	for i := range entries {
 		ids[i] = entries[i].Id
 	}
-	if err := checkBatchIDs(ids); err != nil {
-		return nil, err
-	}
-	q, err := s.queue(ctx, queueURL)
+	q, now, err := s.lockBatch(ctx, queueURL, ids)
 	if err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(entries))
 	recs := make([]*record, len(entries))
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return nil, notExist(queueURL)
-	}
-	now := s.eng.Clock.Now().UnixMilli()
-	q.advance(now)
 	for i, e := range entries {
 		errs[i] = func() error {
 			if e.VisibilityTimeout < 0 || e.VisibilityTimeout > MaxVisibilityTimeout {
@@ -258,5 +226,36 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	newHeaps(q)
 	q.nVisible, q.nDelayed, q.nInflight = 0, 0, 0
 	q.lastPurge = now
+	return nil
+}
+
+// lockBatch checks a batch's entry ids, finds the queue and returns it
+// locked (q.mu held) and advanced to now, the engine clock in Unix ms.
+func (s *Service) lockBatch(ctx context.Context, queueURL string, ids []string) (*queue, int64, error) {
+	if err := checkBatchIDs(ids); err != nil {
+		return nil, 0, err
+	}
+	q, err := s.queue(ctx, queueURL)
+	if err != nil {
+		return nil, 0, err
+	}
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, 0, notExist(queueURL)
+	}
+	now := s.eng.Clock.Now().UnixMilli()
+	q.advance(now)
+	return q, now, nil
+}
+
+// firstFailure turns a one-entry batch result into the single call's error.
+func firstFailure(out *BatchOutput, err error) error {
+	if err != nil {
+		return err
+	}
+	if len(out.Failed) > 0 {
+		return &awserr.Error{Code: out.Failed[0].Code, Message: out.Failed[0].Message}
+	}
 	return nil
 }
