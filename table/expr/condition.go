@@ -1,0 +1,546 @@
+package expr
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// maxInOperands is the most values IN accepts.
+const maxInOperands = 100
+
+// Condition is a parsed ConditionExpression or FilterExpression.
+//
+// Grammar (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.OperatorsAndFunctions.html):
+//
+//	condition  = operand comparator operand      (= <> < <= > >=)
+//	           | operand BETWEEN operand AND operand
+//	           | operand IN ( operand, ... )      (1 to 100 operands)
+//	           | function                         (attribute_exists, attribute_not_exists,
+//	                                               attribute_type, begins_with, contains)
+//	           | condition AND condition | condition OR condition | NOT condition
+//	           | ( condition )
+//	operand    = path | :value | size(path)
+//
+// Precedence, highest first: comparators, IN, BETWEEN, functions,
+// parentheses, NOT, AND, OR. Keywords are case-insensitive; function names
+// are not.
+type Condition struct {
+	root cond
+}
+
+// ParseCondition parses a ConditionExpression (PutItem, UpdateItem,
+// DeleteItem, TransactWriteItems), marking the placeholders it uses in c.
+//
+// Errors are *ValidationError with DynamoDB's text, prefixed "Invalid
+// ConditionExpression: ": an empty expression ("The expression can not be
+// empty;"), a syntax error (`Syntax error; token: "x", near: "a x"`), an
+// undefined placeholder ("An expression attribute name used in the
+// document path is not defined; attribute name: #x", "An expression
+// attribute value used in expression is not defined; attribute value:
+// :x"), an unknown function ("Invalid function name; function: f"), a
+// function in the wrong place ("The function is not allowed to be used this
+// way in an expression; function: size"), a wrong operand count or type, or
+// a BETWEEN whose constant bounds are reversed or of different types.
+func ParseCondition(s string, c *Context) (*Condition, error) {
+	return parseCondition(s, "ConditionExpression", c)
+}
+
+// ParseFilter parses a FilterExpression (Query, Scan): the same language
+// as [ParseCondition], with "Invalid FilterExpression: " in messages.
+func ParseFilter(s string, c *Context) (*Condition, error) {
+	return parseCondition(s, "FilterExpression", c)
+}
+
+func parseCondition(s, label string, c *Context) (*Condition, error) {
+	p, err := newParser(s, label, c)
+	if err != nil {
+		return nil, err
+	}
+	root, err := p.condition()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	return &Condition{root: root}, nil
+}
+
+// Eval evaluates the condition against item; a nil item means "no item"
+// (every path is missing, so attribute_not_exists(x) is true). Following
+// DynamoDB, a comparison whose operands are missing or of different types
+// is false (and <> is true), a function given the wrong type is false, and
+// nothing is an error at evaluation; the error result is always nil and is
+// kept for future checks.
+func (c *Condition) Eval(item Item) (bool, error) {
+	return c.root.eval(item), nil
+}
+
+// cond is one node of a condition tree.
+type cond interface{ eval(Item) bool }
+
+type andCond struct{ l, r cond }
+type orCond struct{ l, r cond }
+type notCond struct{ c cond }
+
+// cmpCond is a comparison; op is one of = <> < <= > >=.
+type cmpCond struct {
+	op   string
+	l, r *operand
+}
+
+type betweenCond struct{ v, lo, hi *operand }
+
+type inCond struct {
+	v    *operand
+	list []*operand
+}
+
+// funcCond is a boolean function call.
+type funcCond struct {
+	name string
+	args []*operand
+}
+
+func (c andCond) eval(it Item) bool { return c.l.eval(it) && c.r.eval(it) }
+func (c orCond) eval(it Item) bool  { return c.l.eval(it) || c.r.eval(it) }
+func (c notCond) eval(it Item) bool { return !c.c.eval(it) }
+
+func (c cmpCond) eval(it Item) bool {
+	a, okA := c.l.eval(it)
+	b, okB := c.r.eval(it)
+	if c.op == "<>" {
+		return !okA || !okB || !Equal(a, b)
+	}
+	if !okA || !okB {
+		return false
+	}
+	if c.op == "=" {
+		return Equal(a, b)
+	}
+	n, ok := Compare(a, b)
+	if !ok {
+		return false
+	}
+	switch c.op {
+	case "<":
+		return n < 0
+	case "<=":
+		return n <= 0
+	case ">":
+		return n > 0
+	default:
+		return n >= 0
+	}
+}
+
+func (c betweenCond) eval(it Item) bool {
+	v, ok1 := c.v.eval(it)
+	lo, ok2 := c.lo.eval(it)
+	hi, ok3 := c.hi.eval(it)
+	if !ok1 || !ok2 || !ok3 {
+		return false
+	}
+	a, okA := Compare(v, lo)
+	b, okB := Compare(v, hi)
+	return okA && okB && a >= 0 && b <= 0
+}
+
+func (c inCond) eval(it Item) bool {
+	v, ok := c.v.eval(it)
+	if !ok {
+		return false
+	}
+	for _, o := range c.list {
+		if w, ok := o.eval(it); ok && Equal(v, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c funcCond) eval(it Item) bool {
+	a, okA := c.args[0].eval(it)
+	switch c.name {
+	case "attribute_exists":
+		return okA
+	case "attribute_not_exists":
+		return !okA
+	}
+	b, okB := c.args[1].eval(it)
+	if !okA || !okB {
+		return false
+	}
+	switch c.name {
+	case "attribute_type":
+		return b.DataType() == events.DataTypeString && typeName(a.DataType()) == b.String()
+	case "begins_with":
+		switch {
+		case a.DataType() == events.DataTypeString && b.DataType() == events.DataTypeString:
+			return strings.HasPrefix(a.String(), b.String())
+		case a.DataType() == events.DataTypeBinary && b.DataType() == events.DataTypeBinary:
+			return bytes.HasPrefix(a.Binary(), b.Binary())
+		}
+		return false
+	default: // contains
+		switch a.DataType() {
+		case events.DataTypeString:
+			return b.DataType() == events.DataTypeString && strings.Contains(a.String(), b.String())
+		case events.DataTypeBinary:
+			return b.DataType() == events.DataTypeBinary && bytes.Contains(a.Binary(), b.Binary())
+		case events.DataTypeStringSet, events.DataTypeNumberSet, events.DataTypeBinarySet:
+			return b.DataType() == elemType(a.DataType()) && containsElem(setElems(a), b)
+		case events.DataTypeList:
+			return containsElem(a.List(), b)
+		}
+		return false
+	}
+}
+
+// operand is a path, a :value or size(operand).
+type operand struct {
+	path  path                           // set for a path
+	val   *events.DynamoDBAttributeValue // set for a :value
+	size  *operand                       // set for size(...)
+	token string                         // the source text of a :value or function name, for messages
+}
+
+func (o *operand) eval(it Item) (events.DynamoDBAttributeValue, bool) {
+	switch {
+	case o.val != nil:
+		return *o.val, true
+	case o.size != nil:
+		v, ok := o.size.eval(it)
+		if !ok {
+			return v, false
+		}
+		var n int
+		switch v.DataType() {
+		case events.DataTypeString:
+			n = utf8.RuneCountInString(v.String())
+		case events.DataTypeBinary:
+			n = len(v.Binary())
+		case events.DataTypeStringSet:
+			n = len(v.StringSet())
+		case events.DataTypeNumberSet:
+			n = len(v.NumberSet())
+		case events.DataTypeBinarySet:
+			n = len(v.BinarySet())
+		case events.DataTypeList:
+			n = len(v.List())
+		case events.DataTypeMap:
+			n = len(v.Map())
+		default:
+			return v, false
+		}
+		return events.NewNumberAttribute(strconv.Itoa(n)), true
+	}
+	if it == nil {
+		return events.DynamoDBAttributeValue{}, false
+	}
+	return get(it, o.path)
+}
+
+// condition = and (OR and)*
+func (p *parser) condition() (cond, error) {
+	l, err := p.andCondition()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("OR") {
+		p.next()
+		r, err := p.andCondition()
+		if err != nil {
+			return nil, err
+		}
+		l = orCond{l, r}
+	}
+	return l, nil
+}
+
+// and = not (AND not)*
+func (p *parser) andCondition() (cond, error) {
+	l, err := p.notCondition()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("AND") {
+		p.next()
+		r, err := p.notCondition()
+		if err != nil {
+			return nil, err
+		}
+		l = andCond{l, r}
+	}
+	return l, nil
+}
+
+// not = NOT not | primary
+func (p *parser) notCondition() (cond, error) {
+	if p.isKeyword("NOT") {
+		p.next()
+		c, err := p.notCondition()
+		if err != nil {
+			return nil, err
+		}
+		return notCond{c}, nil
+	}
+	return p.primary()
+}
+
+var boolFuncs = map[string]int{ // name -> operand count
+	"attribute_exists":     1,
+	"attribute_not_exists": 1,
+	"attribute_type":       2,
+	"begins_with":          2,
+	"contains":             2,
+}
+
+var comparators = map[string]bool{"=": true, "<>": true, "<": true, "<=": true, ">": true, ">=": true}
+
+func (p *parser) primary() (cond, error) {
+	if p.isPunct("(") {
+		p.next()
+		c, err := p.condition()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	if p.isCall() {
+		if n, ok := boolFuncs[p.peek().text]; ok {
+			f, err := p.boolFunction(n)
+			if err != nil {
+				return nil, err
+			}
+			if t := p.peek(); t.kind == tPunct && comparators[t.text] || p.isKeyword("BETWEEN") || p.isKeyword("IN") {
+				return nil, p.fail("The function is not allowed to be used this way in an expression; function: %s", f.name)
+			}
+			return f, nil
+		}
+	}
+	l, err := p.operand()
+	if err != nil {
+		return nil, err
+	}
+	t := p.peek()
+	switch {
+	case t.kind == tPunct && comparators[t.text]:
+		p.next()
+		r, err := p.operand()
+		if err != nil {
+			return nil, err
+		}
+		if t.text != "=" && t.text != "<>" {
+			if err := p.checkScalar(t.text, l, r); err != nil {
+				return nil, err
+			}
+		}
+		return cmpCond{t.text, l, r}, nil
+	case p.isKeyword("BETWEEN"):
+		p.next()
+		lo, err := p.operand()
+		if err != nil {
+			return nil, err
+		}
+		if !p.isKeyword("AND") {
+			return nil, p.syntaxErr()
+		}
+		p.next()
+		hi, err := p.operand()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.checkScalar("BETWEEN", l, lo, hi); err != nil {
+			return nil, err
+		}
+		if err := p.checkBounds(lo, hi); err != nil {
+			return nil, err
+		}
+		return betweenCond{l, lo, hi}, nil
+	case p.isKeyword("IN"):
+		p.next()
+		if err := p.expectPunct("("); err != nil {
+			return nil, err
+		}
+		var list []*operand
+		for {
+			o, err := p.operand()
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, o)
+			if !p.isPunct(",") {
+				break
+			}
+			p.next()
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		if len(list) > maxInOperands {
+			return nil, p.fail("Too many operands for the operator or function; operator or function: IN, number of operands: %d", len(list))
+		}
+		return inCond{l, list}, nil
+	}
+	if l.size != nil {
+		return nil, p.fail("The function is not allowed to be used this way in an expression; function: size")
+	}
+	return nil, p.syntaxErr()
+}
+
+// operand = path | :value | size(operand)
+func (p *parser) operand() (*operand, error) {
+	t := p.peek()
+	switch {
+	case t.kind == tValue:
+		v, name, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		return &operand{val: &v, token: name}, nil
+	case p.isCall():
+		if t.text != "size" {
+			return nil, p.misusedFunction(t.text)
+		}
+		args, err := p.args()
+		if err != nil {
+			return nil, err
+		}
+		if len(args) != 1 {
+			return nil, p.fail("Incorrect number of operands for operator or function; operator or function: size, number of operands: %d", len(args))
+		}
+		if a := args[0]; a.val != nil {
+			switch a.val.DataType() {
+			case events.DataTypeNumber, events.DataTypeBoolean, events.DataTypeNull:
+				return nil, p.fail("Incorrect operand type for operator or function; operator or function: size, operand type: %s", typeName(a.val.DataType()))
+			}
+		}
+		return &operand{size: args[0], token: "size"}, nil
+	case t.kind == tIdent || t.kind == tName:
+		pa, err := p.path()
+		if err != nil {
+			return nil, err
+		}
+		return &operand{path: pa}, nil
+	}
+	return nil, p.syntaxErr()
+}
+
+// misusedFunction is the error for a known function in an operand place,
+// or for an unknown function.
+func (p *parser) misusedFunction(name string) error {
+	switch name {
+	case "attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size",
+		"if_not_exists", "list_append":
+		return p.fail("The function is not allowed to be used this way in an expression; function: %s", name)
+	}
+	return p.fail("Invalid function name; function: %s", name)
+}
+
+// args parses name( operand, ... ) and returns the operands.
+func (p *parser) args() ([]*operand, error) {
+	p.next() // name
+	p.next() // (
+	var out []*operand
+	for {
+		o, err := p.operand()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+		if !p.isPunct(",") {
+			break
+		}
+		p.next()
+	}
+	return out, p.expectPunct(")")
+}
+
+// boolFunction parses one of boolFuncs and checks its operands.
+func (p *parser) boolFunction(want int) (funcCond, error) {
+	name := p.peek().text
+	args, err := p.args()
+	if err != nil {
+		return funcCond{}, err
+	}
+	if len(args) != want {
+		return funcCond{}, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))
+	}
+	if args[0].path == nil && name != "contains" && name != "begins_with" {
+		return funcCond{}, p.fail("Operator or function requires a document path; operator or function: %s", name)
+	}
+	switch name {
+	case "attribute_type":
+		if v := args[1].val; v != nil {
+			if v.DataType() != events.DataTypeString {
+				return funcCond{}, p.fail("Incorrect operand type for operator or function; operator or function: attribute_type, operand type: %s", typeName(v.DataType()))
+			}
+			switch v.String() {
+			case "S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "L", "M":
+			default:
+				return funcCond{}, p.fail("Invalid attribute type name found; type: %s, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}", v.String())
+			}
+		}
+	case "begins_with":
+		for _, a := range args {
+			if a.val != nil && a.val.DataType() != events.DataTypeString && a.val.DataType() != events.DataTypeBinary {
+				return funcCond{}, p.fail("Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(a.val.DataType()))
+			}
+		}
+	}
+	return funcCond{name: name, args: args}, nil
+}
+
+// checkScalar refuses constant operands of an ordering operator that are
+// not S, N or B.
+func (p *parser) checkScalar(op string, ops ...*operand) error {
+	for _, o := range ops {
+		if o.val == nil {
+			continue
+		}
+		switch o.val.DataType() {
+		case events.DataTypeString, events.DataTypeNumber, events.DataTypeBinary:
+		default:
+			return p.fail("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, typeName(o.val.DataType()))
+		}
+	}
+	return nil
+}
+
+// checkBounds refuses constant BETWEEN bounds of different types or in the
+// wrong order.
+func (p *parser) checkBounds(lo, hi *operand) error {
+	if lo.val == nil || hi.val == nil {
+		return nil
+	}
+	n, ok := Compare(*lo.val, *hi.val)
+	if !ok {
+		return p.fail("The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", render(*lo.val), render(*hi.val))
+	}
+	if n > 0 {
+		return p.fail("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", render(*lo.val), render(*hi.val))
+	}
+	return nil
+}
+
+// render prints a scalar as DynamoDB does in messages: {S:a}, {N:1}.
+func render(v events.DynamoDBAttributeValue) string {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return "{S:" + v.String() + "}"
+	case events.DataTypeNumber:
+		return "{N:" + v.Number() + "}"
+	case events.DataTypeBinary:
+		return "{B:" + base64.StdEncoding.EncodeToString(v.Binary()) + "}"
+	}
+	return "{" + typeName(v.DataType()) + "}"
+}

@@ -1,0 +1,166 @@
+package expr
+
+import (
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Context holds one request's ExpressionAttributeNames ("#n" -> "name") and
+// ExpressionAttributeValues (":v" -> value), and records which of them the
+// request's expressions use: DynamoDB rejects a request with an unused
+// name or value, counted across ALL its expressions (condition, update,
+// filter, key condition, projection), so parse every expression of a
+// request with the same Context and call CheckUnused last.
+//
+// Names and Values may be nil (the request sent none). A nil *Context is
+// accepted by the Parse functions and means both are nil.
+//
+// A Context is not safe for concurrent parses; the parsed expressions are
+// independent of it and safe to evaluate concurrently.
+//
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ExpressionAttributeNames.html
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ExpressionAttributeValues.html
+type Context struct {
+	Names  map[string]string
+	Values map[string]events.DynamoDBAttributeValue
+
+	usedNames  map[string]bool
+	usedValues map[string]bool
+}
+
+// Validate checks the maps themselves, before any expression is parsed, as
+// DynamoDB does first. Errors (*ValidationError):
+//   - "ExpressionAttributeNames must not be empty" (present but {}), the
+//     same for ExpressionAttributeValues;
+//   - `ExpressionAttributeNames contains invalid key: Syntax error; key: "a"`
+//     (a key not starting with '#'; ':' for values);
+//   - "ExpressionAttributeValues contains invalid value: <number error> for
+//     key :v" (a number or number-set element that [ParseNumber] refuses).
+//
+// Other value checks (empty sets, duplicates, empty values) belong to the
+// caller's attribute-value validation.
+func (c *Context) Validate() error {
+	if c == nil {
+		return nil
+	}
+	if c.Names != nil && len(c.Names) == 0 {
+		return validation("ExpressionAttributeNames must not be empty")
+	}
+	if c.Values != nil && len(c.Values) == 0 {
+		return validation("ExpressionAttributeValues must not be empty")
+	}
+	for _, k := range sortedKeys(keySet(c.Names)) {
+		if !validPlaceholder(k, '#') {
+			return validation("ExpressionAttributeNames contains invalid key: Syntax error; key: %q", k)
+		}
+	}
+	for _, k := range sortedKeys(keySet(c.Values)) {
+		if !validPlaceholder(k, ':') {
+			return validation("ExpressionAttributeValues contains invalid key: Syntax error; key: %q", k)
+		}
+		if err := checkNumbers(c.Values[k]); err != nil {
+			return validation("ExpressionAttributeValues contains invalid value: %s for key %s", err, k)
+		}
+	}
+	return nil
+}
+
+// CheckUnused reports names and values that no parsed expression used,
+// names first. Call it after parsing every expression of the request.
+// Errors (*ValidationError), keys sorted:
+//   - "Value provided in ExpressionAttributeNames unused in expressions: keys: {#a, #b}"
+//   - "Value provided in ExpressionAttributeValues unused in expressions: keys: {:x}"
+func (c *Context) CheckUnused() error {
+	if c == nil {
+		return nil
+	}
+	var names, values []string
+	for _, k := range sortedKeys(keySet(c.Names)) {
+		if !c.usedNames[k] {
+			names = append(names, k)
+		}
+	}
+	for _, k := range sortedKeys(keySet(c.Values)) {
+		if !c.usedValues[k] {
+			values = append(values, k)
+		}
+	}
+	if len(names) > 0 {
+		return validation("Value provided in ExpressionAttributeNames unused in expressions: keys: {%s}", strings.Join(names, ", "))
+	}
+	if len(values) > 0 {
+		return validation("Value provided in ExpressionAttributeValues unused in expressions: keys: {%s}", strings.Join(values, ", "))
+	}
+	return nil
+}
+
+func (c *Context) name(placeholder string) (string, bool) {
+	n, ok := c.Names[placeholder]
+	if ok {
+		if c.usedNames == nil {
+			c.usedNames = map[string]bool{}
+		}
+		c.usedNames[placeholder] = true
+	}
+	return n, ok
+}
+
+func (c *Context) value(placeholder string) (events.DynamoDBAttributeValue, bool) {
+	v, ok := c.Values[placeholder]
+	if ok {
+		if c.usedValues == nil {
+			c.usedValues = map[string]bool{}
+		}
+		c.usedValues[placeholder] = true
+	}
+	return v, ok
+}
+
+func keySet[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func validPlaceholder(k string, prefix byte) bool {
+	if len(k) < 2 || k[0] != prefix {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		if !isIdentPart(k[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNumbers validates every number inside v.
+func checkNumbers(v events.DynamoDBAttributeValue) error {
+	switch v.DataType() {
+	case events.DataTypeNumber:
+		_, err := ParseNumber(v.Number())
+		return err
+	case events.DataTypeNumberSet:
+		for _, s := range v.NumberSet() {
+			if _, err := ParseNumber(s); err != nil {
+				return err
+			}
+		}
+	case events.DataTypeList:
+		for _, e := range v.List() {
+			if err := checkNumbers(e); err != nil {
+				return err
+			}
+		}
+	case events.DataTypeMap:
+		for _, e := range v.Map() {
+			if err := checkNumbers(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package expr
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// KeyCondition is a parsed KeyConditionExpression: an equality on the
+// partition (hash) key and at most one condition on the sort (range) key.
+//
+//	pk = :v [AND sk op :v | AND sk BETWEEN :a AND :b | AND begins_with(sk, :p)]
+//
+// op is one of = < <= > >=; the two conditions may come in either order and
+// in parentheses. https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.KeyConditionExpressions.html
+type KeyCondition struct {
+	HashName  string
+	HashValue events.DynamoDBAttributeValue
+
+	// RangeName is the sort key's name, "" when the expression has no sort
+	// key condition.
+	RangeName string
+	// RangeOp is "=", "<", "<=", ">", ">=", "BETWEEN" or "begins_with".
+	RangeOp string
+	// RangeValues holds the operand: two values (low, high) for BETWEEN,
+	// one otherwise.
+	RangeValues []events.DynamoDBAttributeValue
+}
+
+// ParseKeyCondition parses a Query's KeyConditionExpression for a table or
+// index whose key is hashKey and, if not "", rangeKey. It marks the
+// placeholders it uses in c. The caller checks the values' types against
+// the key schema ("One or more parameter values were invalid: Condition
+// parameter type does not match schema type").
+//
+// Errors (*ValidationError), besides the syntax and placeholder errors of
+// [ParseCondition] prefixed "Invalid KeyConditionExpression: ":
+//   - "Invalid operator used in KeyConditionExpression: OR" (also NOT, IN,
+//     <>, and functions other than begins_with);
+//   - "KeyConditionExpressions must only contain one condition per key";
+//   - "KeyConditionExpressions cannot have conditions on nested attributes";
+//   - "KeyConditionExpressions cannot contain nested operations" (size());
+//   - "Invalid condition in KeyConditionExpression: No key attribute
+//     specified" / "Multiple attribute names used in one condition" /
+//     "BETWEEN operator must have the key attribute as its first operand";
+//   - "Query condition missed key schema element: pk" (no partition key
+//     condition, or, with a sort key, a condition on another attribute);
+//   - "Query key condition not supported" (a partition key condition other
+//     than =, or a condition on a non-key attribute of a hash-only key).
+func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCondition, error) {
+	p, err := newParser(s, "KeyConditionExpression", c)
+	if err != nil {
+		return nil, err
+	}
+	root, err := p.condition()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.end(); err != nil {
+		return nil, err
+	}
+	var leaves []cond
+	if err := flattenAnd(root, &leaves); err != nil {
+		return nil, err
+	}
+	type keyCond struct {
+		name string
+		op   string
+		vals []events.DynamoDBAttributeValue
+	}
+	var conds []keyCond
+	for _, l := range leaves {
+		var pathOps, valOps []*operand
+		var op string
+		switch l := l.(type) {
+		case cmpCond:
+			op = l.op
+			pathOps, valOps = splitOperands(l.l, l.r)
+			if len(pathOps) == 1 && l.l.path == nil { // ":v < sk" is "sk > :v"
+				op = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+			}
+		case betweenCond:
+			op = "BETWEEN"
+			pathOps, valOps = splitOperands(l.v, l.lo, l.hi)
+			if len(pathOps) == 1 && l.v.path == nil {
+				return nil, validation("Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as its first operand")
+			}
+		case funcCond: // begins_with
+			op = "begins_with"
+			pathOps, valOps = splitOperands(l.args...)
+			if len(pathOps) == 1 && l.args[0].path == nil {
+				return nil, validation("Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute as its first operand")
+			}
+		}
+		for _, o := range append(pathOps, valOps...) {
+			if o.size != nil {
+				return nil, validation("KeyConditionExpressions cannot contain nested operations")
+			}
+		}
+		switch {
+		case len(pathOps) == 0:
+			return nil, validation("Invalid condition in KeyConditionExpression: No key attribute specified")
+		case len(pathOps) > 1:
+			return nil, validation("Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition")
+		case len(pathOps[0].path) > 1:
+			return nil, validation("KeyConditionExpressions cannot have conditions on nested attributes")
+		}
+		kc := keyCond{name: pathOps[0].path[0].name, op: op}
+		for _, v := range valOps {
+			kc.vals = append(kc.vals, *v.val)
+		}
+		conds = append(conds, kc)
+	}
+	if len(conds) > 2 || len(conds) == 2 && conds[0].name == conds[1].name {
+		return nil, validation("KeyConditionExpressions must only contain one condition per key")
+	}
+	k := &KeyCondition{HashName: hashKey}
+	found := false
+	for _, kc := range conds {
+		switch {
+		case kc.name == hashKey:
+			if kc.op != "=" {
+				return nil, validation("Query key condition not supported")
+			}
+			k.HashValue, found = kc.vals[0], true
+		case rangeKey != "" && kc.name == rangeKey:
+			k.RangeName, k.RangeOp, k.RangeValues = kc.name, kc.op, kc.vals
+		case rangeKey != "":
+			return nil, validation("Query condition missed key schema element: %s", rangeKey)
+		default:
+			return nil, validation("Query key condition not supported")
+		}
+	}
+	if !found {
+		return nil, validation("Query condition missed key schema element: %s", hashKey)
+	}
+	return k, nil
+}
+
+// flattenAnd lists the leaves of a tree of ANDs, refusing every other
+// operator.
+func flattenAnd(c cond, out *[]cond) error {
+	switch c := c.(type) {
+	case andCond:
+		if err := flattenAnd(c.l, out); err != nil {
+			return err
+		}
+		return flattenAnd(c.r, out)
+	case orCond:
+		return badKeyOperator("OR")
+	case notCond:
+		return badKeyOperator("NOT")
+	case inCond:
+		return badKeyOperator("IN")
+	case cmpCond:
+		if c.op == "<>" {
+			return badKeyOperator("<>")
+		}
+	case funcCond:
+		if c.name != "begins_with" {
+			return badKeyOperator(c.name)
+		}
+	}
+	*out = append(*out, c)
+	return nil
+}
+
+func badKeyOperator(op string) error {
+	return validation("Invalid operator used in KeyConditionExpression: %s", op)
+}
+
+// splitOperands separates path (and size) operands from value operands.
+func splitOperands(ops ...*operand) (paths, values []*operand) {
+	for _, o := range ops {
+		if o.val != nil {
+			values = append(values, o)
+		} else {
+			paths = append(paths, o)
+		}
+	}
+	return paths, values
+}
+
+// MatchRange reports whether a sort key value satisfies the range
+// condition: always true when there is none, false when v is nil or of
+// another type than the condition's values.
+func (k *KeyCondition) MatchRange(v *events.DynamoDBAttributeValue) bool {
+	if k.RangeName == "" {
+		return true
+	}
+	if v == nil {
+		return false
+	}
+	switch k.RangeOp {
+	case "BETWEEN":
+		a, ok1 := Compare(*v, k.RangeValues[0])
+		b, ok2 := Compare(*v, k.RangeValues[1])
+		return ok1 && ok2 && a >= 0 && b <= 0
+	case "begins_with":
+		w := k.RangeValues[0]
+		switch {
+		case v.DataType() == events.DataTypeString && w.DataType() == events.DataTypeString:
+			return strings.HasPrefix(v.String(), w.String())
+		case v.DataType() == events.DataTypeBinary && w.DataType() == events.DataTypeBinary:
+			return bytes.HasPrefix(v.Binary(), w.Binary())
+		}
+		return false
+	}
+	n, ok := Compare(*v, k.RangeValues[0])
+	if !ok {
+		return false
+	}
+	switch k.RangeOp {
+	case "=":
+		return n == 0
+	case "<":
+		return n < 0
+	case "<=":
+		return n <= 0
+	case ">":
+		return n > 0
+	default:
+		return n >= 0
+	}
+}

@@ -1,0 +1,159 @@
+package expr
+
+import (
+	"strings"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// DynamoDB's number limits
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html#HowItWorks.DataTypes.Number):
+// up to 38 significant digits, positive magnitudes from 1E-130 to
+// 9.9999999999999999999999999999999999999E+125, the same negative, and zero.
+const (
+	maxDigits      = 38
+	maxAdjExponent = 125  // 9.99...E+125
+	minAdjExponent = -130 // 1E-130
+
+	msgTooManyDigits = "Attempting to store more than 38 significant digits in a Number"
+	msgOverflow      = "Number overflow. Attempting to store a number with magnitude larger than supported range"
+	msgUnderflow     = "Number underflow. Attempting to store a number with magnitude smaller than supported range"
+)
+
+// arith is the context of all number arithmetic: 38 digits, and any rounding
+// is reported (see add) rather than silently applied.
+var arith = apd.Context{
+	Precision:   maxDigits,
+	MaxExponent: apd.MaxExponent,
+	MinExponent: apd.MinExponent,
+	Traps:       apd.DefaultTraps,
+	Rounding:    apd.RoundHalfEven,
+}
+
+// ParseNumber parses a DynamoDB number (the "N" string of an attribute value,
+// or one element of an "NS") and checks DynamoDB's rules. Accepted forms are
+// decimal with an optional sign, fraction and exponent ("12", "-1.5",
+// "1e5", "0.000"); NaN, infinities and surrounding spaces are not numbers.
+//
+// Errors (*ValidationError), as DynamoDB words them:
+//   - "The parameter cannot be converted to a numeric value" (empty) or
+//     "The parameter cannot be converted to a numeric value: abc";
+//   - "Attempting to store more than 38 significant digits in a Number"
+//     (leading and trailing zeros do not count);
+//   - "Number overflow. Attempting to store a number with magnitude larger
+//     than supported range" (above 9.9999999999999999999999999999999999999E+125);
+//   - "Number underflow. Attempting to store a number with magnitude smaller
+//     than supported range" (non-zero and below 1E-130).
+//
+// Rules: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.NamingRulesDataTypes.html#HowItWorks.DataTypes.Number
+func ParseNumber(s string) (*apd.Decimal, error) {
+	if s == "" {
+		return nil, validation("The parameter cannot be converted to a numeric value")
+	}
+	d, _, err := apd.NewFromString(s)
+	if err != nil || d.Form != apd.Finite || strings.ContainsAny(s, " \t\r\n") {
+		return nil, validation("The parameter cannot be converted to a numeric value: %s", s)
+	}
+	if err := checkRange(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// checkRange applies the digit and magnitude rules to a finite decimal.
+func checkRange(d *apd.Decimal) error {
+	if d.IsZero() {
+		return nil
+	}
+	var r apd.Decimal
+	r.Reduce(d)
+	digits := r.NumDigits()
+	if digits > maxDigits {
+		return validation(msgTooManyDigits)
+	}
+	adj := int64(r.Exponent) + digits - 1
+	switch {
+	case adj > maxAdjExponent:
+		return validation(msgOverflow)
+	case adj < minAdjExponent:
+		return validation(msgUnderflow)
+	}
+	return nil
+}
+
+// FormatNumber renders a number the way DynamoDB returns it: plain decimal
+// notation without exponent, trailing fractional zeros and a negative zero
+// ("1.50" -> "1.5", "1e2" -> "100", "-0" -> "0").
+func FormatNumber(d *apd.Decimal) string {
+	if d.IsZero() {
+		return "0"
+	}
+	var r apd.Decimal
+	r.Reduce(d)
+	return r.Text('f')
+}
+
+// CanonicalNumber parses s with ParseNumber and returns FormatNumber of it:
+// the form DynamoDB stores and returns ("01.50" -> "1.5").
+func CanonicalNumber(s string) (string, error) {
+	d, err := ParseNumber(s)
+	if err != nil {
+		return "", err
+	}
+	return FormatNumber(d), nil
+}
+
+// addNumbers returns a+b (or a-b with neg) exactly, in canonical form, or the
+// DynamoDB error when the result needs more than 38 digits or leaves the range.
+func addNumbers(a, b string, neg bool) (string, error) {
+	x, err := ParseNumber(a)
+	if err != nil {
+		return "", err
+	}
+	y, err := ParseNumber(b)
+	if err != nil {
+		return "", err
+	}
+	var z apd.Decimal
+	var cond apd.Condition
+	if neg {
+		cond, err = arith.Sub(&z, x, y)
+	} else {
+		cond, err = arith.Add(&z, x, y)
+	}
+	if err != nil {
+		return "", validation(msgOverflow)
+	}
+	if cond.Inexact() || cond.Rounded() && !roundedExactly(x, y, &z, neg) {
+		return "", validation(msgTooManyDigits)
+	}
+	if err := checkRange(&z); err != nil {
+		return "", err
+	}
+	return FormatNumber(&z), nil
+}
+
+// roundedExactly reports whether a result flagged Rounded lost only zeros
+// (apd flags Rounded when trailing zero digits were dropped).
+func roundedExactly(x, y, z *apd.Decimal, neg bool) bool {
+	wide := arith
+	wide.Precision = 300
+	var exact apd.Decimal
+	if neg {
+		_, _ = wide.Sub(&exact, x, y)
+	} else {
+		_, _ = wide.Add(&exact, x, y)
+	}
+	return exact.Cmp(z) == 0
+}
+
+// cmpNumbers compares two number strings numerically; ok is false when
+// either is not a valid number.
+func cmpNumbers(a, b string) (int, bool) {
+	x, _, err1 := apd.NewFromString(a)
+	y, _, err2 := apd.NewFromString(b)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return x.Cmp(y), true
+}

@@ -1,0 +1,419 @@
+package expr
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Update is a parsed UpdateExpression.
+//
+// Grammar (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.UpdateExpressions.html):
+//
+//	update  = clause+                 each of SET, REMOVE, ADD, DELETE at most once, any order
+//	SET     path = value [, ...]      value = operand | operand + operand | operand - operand
+//	                                  operand = path | :value | if_not_exists(path, operand)
+//	                                          | list_append(operand, operand)
+//	REMOVE  path [, ...]
+//	ADD     path :value [, ...]       :value a number or a set
+//	DELETE  path :value [, ...]       :value a set
+//
+// Keywords are case-insensitive; function names are not. No two actions may
+// name overlapping paths (a and a.b, or a[1] twice).
+type Update struct {
+	actions []action
+	paths   []path // action paths in source order
+}
+
+type actionKind int
+
+const (
+	actSet actionKind = iota
+	actRemove
+	actAdd
+	actDelete
+)
+
+var clauseNames = map[string]actionKind{"SET": actSet, "REMOVE": actRemove, "ADD": actAdd, "DELETE": actDelete}
+
+// action is one SET, REMOVE, ADD or DELETE action.
+type action struct {
+	kind actionKind
+	path path
+	set  *setValue                     // SET
+	val  events.DynamoDBAttributeValue // ADD, DELETE
+}
+
+// setValue is the right side of a SET action: l, or l op r.
+type setValue struct {
+	l, r *updOperand
+	op   string // "", "+" or "-"
+}
+
+// updOperand is a path, a :value, or a call of if_not_exists/list_append.
+type updOperand struct {
+	path path
+	val  *events.DynamoDBAttributeValue
+	fn   string
+	args []*updOperand
+}
+
+// ParseUpdate parses an UpdateExpression (UpdateItem, TransactWriteItems
+// Update), marking the placeholders it uses in c.
+//
+// Errors are *ValidationError prefixed "Invalid UpdateExpression: ": an
+// empty expression, a syntax error, an undefined placeholder, a repeated
+// clause (`The "SET" section can only be used once in an update
+// expression;`), overlapping paths ("Two document paths overlap with each
+// other; must remove or rewrite one of these paths; path one: [a], path
+// two: [a, b]") or conflicting ones ("Two document paths conflict ..."), an
+// unknown or misplaced function, and constant operands of the wrong type
+// ("Incorrect operand type for operator or function; operator: ADD, operand
+// type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND").
+func ParseUpdate(s string, c *Context) (*Update, error) {
+	p, err := newParser(s, "UpdateExpression", c)
+	if err != nil {
+		return nil, err
+	}
+	u := &Update{}
+	seen := map[actionKind]bool{}
+	for p.peek().kind != tEOF {
+		t := p.peek()
+		kind, ok := clauseNames[strings.ToUpper(t.text)]
+		if t.kind != tIdent || !ok {
+			return nil, p.syntaxErr()
+		}
+		if seen[kind] {
+			return nil, p.fail("The %q section can only be used once in an update expression;", strings.ToUpper(t.text))
+		}
+		seen[kind] = true
+		p.next()
+		for {
+			a, err := p.updateAction(kind)
+			if err != nil {
+				return nil, err
+			}
+			u.actions = append(u.actions, a)
+			u.paths = append(u.paths, a.path)
+			if !p.isPunct(",") {
+				break
+			}
+			p.next()
+		}
+	}
+	if err := p.checkOverlap(u.paths); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func (p *parser) updateAction(kind actionKind) (action, error) {
+	pa, err := p.path()
+	if err != nil {
+		return action{}, err
+	}
+	a := action{kind: kind, path: pa}
+	switch kind {
+	case actSet:
+		if err := p.expectPunct("="); err != nil {
+			return a, err
+		}
+		a.set, err = p.setValue()
+		return a, err
+	case actAdd, actDelete:
+		if p.peek().kind != tValue {
+			return a, p.syntaxErr()
+		}
+		v, _, err := p.value()
+		if err != nil {
+			return a, err
+		}
+		a.val = v
+		t := v.DataType()
+		if kind == actAdd && t != events.DataTypeNumber && !isSet(t) {
+			return a, p.fail("Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longTypeName(t))
+		}
+		if kind == actDelete && !isSet(t) {
+			return a, p.fail("Incorrect operand type for operator or function; operator: DELETE, operand type: %s, typeSet: ALLOWED_FOR_DELETE_OPERAND", longTypeName(t))
+		}
+	}
+	return a, nil
+}
+
+func (p *parser) setValue() (*setValue, error) {
+	l, err := p.updOperand()
+	if err != nil {
+		return nil, err
+	}
+	sv := &setValue{l: l}
+	if p.isPunct("+") || p.isPunct("-") {
+		sv.op = p.next().text
+		if sv.r, err = p.updOperand(); err != nil {
+			return nil, err
+		}
+		for _, o := range []*updOperand{sv.l, sv.r} {
+			if o.val != nil && o.val.DataType() != events.DataTypeNumber {
+				return nil, p.fail("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", sv.op, typeName(o.val.DataType()))
+			}
+		}
+	}
+	return sv, nil
+}
+
+func (p *parser) updOperand() (*updOperand, error) {
+	t := p.peek()
+	switch {
+	case t.kind == tValue:
+		v, _, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		return &updOperand{val: &v}, nil
+	case p.isCall():
+		return p.updFunction()
+	case t.kind == tIdent || t.kind == tName:
+		pa, err := p.path()
+		if err != nil {
+			return nil, err
+		}
+		return &updOperand{path: pa}, nil
+	}
+	return nil, p.syntaxErr()
+}
+
+func (p *parser) updFunction() (*updOperand, error) {
+	name := p.peek().text
+	switch name {
+	case "if_not_exists", "list_append":
+	case "attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size":
+		return nil, p.fail("The function is not allowed in an update expression; function: %s", name)
+	default:
+		return nil, p.fail("Invalid function name; function: %s", name)
+	}
+	p.next()
+	p.next()
+	var args []*updOperand
+	for {
+		o, err := p.updOperand()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, o)
+		if !p.isPunct(",") {
+			break
+		}
+		p.next()
+	}
+	if err := p.expectPunct(")"); err != nil {
+		return nil, err
+	}
+	if len(args) != 2 {
+		return nil, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))
+	}
+	if name == "if_not_exists" && args[0].path == nil {
+		return nil, p.fail("Operator or function requires a document path; operator or function: if_not_exists")
+	}
+	if name == "list_append" {
+		for _, a := range args {
+			if a.val != nil && a.val.DataType() != events.DataTypeList {
+				return nil, p.fail("Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", typeName(a.val.DataType()))
+			}
+		}
+	}
+	return &updOperand{fn: name, args: args}, nil
+}
+
+// Paths returns the top-level attribute names the update writes or
+// removes, each once, in source order ("a.b[1]" gives "a"). The caller uses
+// it to refuse updates of key attributes ("Cannot update attribute pk.
+// This attribute is part of the key") and to compute UPDATED_OLD and
+// UPDATED_NEW return values.
+func (u *Update) Paths() []string {
+	var out []string
+	for _, pa := range u.paths {
+		if !slices.Contains(out, pa[0].name) {
+			out = append(out, pa[0].name)
+		}
+	}
+	return out
+}
+
+// Apply returns the item after the update; old is not modified (the new
+// item shares unchanged values with it). A nil old is a missing item: the
+// update creates the attributes it sets (the caller adds the key).
+//
+// All SET operands are read from old, so "SET a = b, b = a" swaps.
+// REMOVE of a missing path does nothing; REMOVE of several elements of one
+// list removes the elements at their positions in old. ADD of a number to a
+// missing attribute stores the number; ADD to a set is a union; DELETE from
+// a set is a difference, and an emptied set is removed (DynamoDB has no
+// empty sets). Number results are exact and canonical ("0.1" added ten
+// times is "1").
+//
+// Errors (*ValidationError): "The provided expression refers to an
+// attribute that does not exist in the item" (a SET operand path is
+// missing), "An operand in the update expression has an incorrect data
+// type" (arithmetic on non-numbers, list_append of non-lists, ADD or DELETE
+// on an attribute of another type), "The document path provided in the
+// update expression is invalid for update" (a parent of the path is
+// missing or not a map/list), and the number range errors of [ParseNumber].
+func (u *Update) Apply(old Item) (Item, error) {
+	// Evaluate every SET value against old before any change.
+	values := make([]events.DynamoDBAttributeValue, len(u.actions))
+	for i, a := range u.actions {
+		if a.kind != actSet {
+			continue
+		}
+		v, err := a.set.eval(old)
+		if err != nil {
+			return nil, err
+		}
+		values[i] = v
+	}
+	item := old
+	var err error
+	for i, a := range u.actions {
+		if a.kind == actSet {
+			if item, err = set(item, a.path, values[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var removes []path
+	for _, a := range u.actions {
+		if a.kind == actRemove {
+			removes = append(removes, a.path)
+		}
+	}
+	// Later list positions first, so earlier positions still name the old elements.
+	slices.SortFunc(removes, func(a, b path) int { return cmpPath(b, a) })
+	for _, pa := range removes {
+		item = remove(item, pa)
+	}
+	for _, a := range u.actions {
+		switch a.kind {
+		case actAdd:
+			item, err = applyAdd(item, a)
+		case actDelete:
+			item, err = applyDelete(item, a)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if item == nil {
+		item = Item{}
+	}
+	return item, nil
+}
+
+func applyAdd(item Item, a action) (Item, error) {
+	cur, ok := lookup(item, a.path)
+	if !ok {
+		v := a.val
+		if v.DataType() == events.DataTypeNumber {
+			n, err := CanonicalNumber(v.Number())
+			if err != nil {
+				return nil, err
+			}
+			v = events.NewNumberAttribute(n)
+		}
+		return set(item, a.path, v)
+	}
+	switch {
+	case cur.DataType() == events.DataTypeNumber && a.val.DataType() == events.DataTypeNumber:
+		n, err := addNumbers(cur.Number(), a.val.Number(), false)
+		if err != nil {
+			return nil, err
+		}
+		return set(item, a.path, events.NewNumberAttribute(n))
+	case isSet(cur.DataType()) && cur.DataType() == a.val.DataType():
+		elems := setElems(cur)
+		for _, e := range setElems(a.val) {
+			if !containsElem(elems, e) {
+				elems = append(elems, e)
+			}
+		}
+		return set(item, a.path, makeSet(cur.DataType(), elems))
+	}
+	return nil, validation(msgIncorrectType)
+}
+
+func applyDelete(item Item, a action) (Item, error) {
+	cur, ok := lookup(item, a.path)
+	if !ok {
+		return item, nil
+	}
+	if cur.DataType() != a.val.DataType() {
+		return nil, validation(msgIncorrectType)
+	}
+	drop := setElems(a.val)
+	var keep []events.DynamoDBAttributeValue
+	for _, e := range setElems(cur) {
+		if !containsElem(drop, e) {
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) == 0 {
+		return remove(item, a.path), nil
+	}
+	return set(item, a.path, makeSet(cur.DataType(), keep))
+}
+
+// lookup is get that accepts a nil item.
+func lookup(item Item, pa path) (events.DynamoDBAttributeValue, bool) {
+	if item == nil {
+		return events.DynamoDBAttributeValue{}, false
+	}
+	return get(item, pa)
+}
+
+func (sv *setValue) eval(item Item) (events.DynamoDBAttributeValue, error) {
+	l, err := sv.l.eval(item)
+	if err != nil || sv.op == "" {
+		return l, err
+	}
+	r, err := sv.r.eval(item)
+	if err != nil {
+		return r, err
+	}
+	if l.DataType() != events.DataTypeNumber || r.DataType() != events.DataTypeNumber {
+		return r, validation(msgIncorrectType)
+	}
+	n, err := addNumbers(l.Number(), r.Number(), sv.op == "-")
+	if err != nil {
+		return r, err
+	}
+	return events.NewNumberAttribute(n), nil
+}
+
+func (o *updOperand) eval(item Item) (events.DynamoDBAttributeValue, error) {
+	switch {
+	case o.val != nil:
+		return *o.val, nil
+	case o.fn == "if_not_exists":
+		if v, ok := lookup(item, o.args[0].path); ok {
+			return v, nil
+		}
+		return o.args[1].eval(item)
+	case o.fn == "list_append":
+		a, err := o.args[0].eval(item)
+		if err != nil {
+			return a, err
+		}
+		b, err := o.args[1].eval(item)
+		if err != nil {
+			return b, err
+		}
+		if a.DataType() != events.DataTypeList || b.DataType() != events.DataTypeList {
+			return a, validation(msgIncorrectType)
+		}
+		return events.NewListAttribute(slices.Concat(a.List(), b.List())), nil
+	}
+	v, ok := lookup(item, o.path)
+	if !ok {
+		return v, validation(msgMissingOperand)
+	}
+	return v, nil
+}

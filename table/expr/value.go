@@ -1,0 +1,310 @@
+package expr
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Compare orders two scalar values of the same type, as DynamoDB's <, <=, >,
+// >=, BETWEEN and sort keys do: strings by their UTF-8 bytes, numbers
+// numerically (exactly, with apd), binaries by their bytes. ok is false when
+// the values are not comparable: different types, or a type other than S, N
+// and B (a mismatched comparison is false in a condition, not an error).
+//
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.OperatorsAndFunctions.html#Expressions.OperatorsAndFunctions.Comparators
+func Compare(a, b events.DynamoDBAttributeValue) (int, bool) {
+	if a.DataType() != b.DataType() {
+		return 0, false
+	}
+	switch a.DataType() {
+	case events.DataTypeString:
+		switch {
+		case a.String() < b.String():
+			return -1, true
+		case a.String() > b.String():
+			return 1, true
+		}
+		return 0, true
+	case events.DataTypeNumber:
+		return cmpNumbers(a.Number(), b.Number())
+	case events.DataTypeBinary:
+		return bytes.Compare(a.Binary(), b.Binary()), true
+	}
+	return 0, false
+}
+
+// Equal reports whether two values are equal as DynamoDB's = operator sees
+// them: same type and same value; numbers numerically ("1" = "1.0"); sets as
+// sets (order does not matter, number sets numerically); lists element by
+// element in order; maps key by key. Values of different types are not
+// equal.
+func Equal(a, b events.DynamoDBAttributeValue) bool {
+	if a.DataType() != b.DataType() {
+		return false
+	}
+	switch a.DataType() {
+	case events.DataTypeString:
+		return a.String() == b.String()
+	case events.DataTypeNumber:
+		c, ok := cmpNumbers(a.Number(), b.Number())
+		return ok && c == 0
+	case events.DataTypeBinary:
+		return bytes.Equal(a.Binary(), b.Binary())
+	case events.DataTypeBoolean:
+		return a.Boolean() == b.Boolean()
+	case events.DataTypeNull:
+		return true
+	case events.DataTypeStringSet, events.DataTypeNumberSet, events.DataTypeBinarySet:
+		x, y := setElems(a), setElems(b)
+		if len(x) != len(y) {
+			return false
+		}
+		for _, e := range x {
+			if !containsElem(y, e) {
+				return false
+			}
+		}
+		return true
+	case events.DataTypeList:
+		x, y := a.List(), b.List()
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case events.DataTypeMap:
+		x, y := a.Map(), b.Map()
+		if len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// setElems returns the elements of a set as scalar values (SS -> S, NS ->
+// N, BS -> B), or nil for a non-set.
+func setElems(v events.DynamoDBAttributeValue) []events.DynamoDBAttributeValue {
+	var out []events.DynamoDBAttributeValue
+	switch v.DataType() {
+	case events.DataTypeStringSet:
+		for _, s := range v.StringSet() {
+			out = append(out, events.NewStringAttribute(s))
+		}
+	case events.DataTypeNumberSet:
+		for _, s := range v.NumberSet() {
+			out = append(out, events.NewNumberAttribute(s))
+		}
+	case events.DataTypeBinarySet:
+		for _, b := range v.BinarySet() {
+			out = append(out, events.NewBinaryAttribute(b))
+		}
+	}
+	return out
+}
+
+// elemType is the scalar type of a set's elements.
+func elemType(t events.DynamoDBDataType) events.DynamoDBDataType {
+	switch t {
+	case events.DataTypeStringSet:
+		return events.DataTypeString
+	case events.DataTypeNumberSet:
+		return events.DataTypeNumber
+	case events.DataTypeBinarySet:
+		return events.DataTypeBinary
+	}
+	return -1
+}
+
+func isSet(t events.DynamoDBDataType) bool { return elemType(t) >= 0 }
+
+// makeSet builds a set of type t from scalar elements.
+func makeSet(t events.DynamoDBDataType, elems []events.DynamoDBAttributeValue) events.DynamoDBAttributeValue {
+	switch t {
+	case events.DataTypeStringSet:
+		ss := make([]string, len(elems))
+		for i, e := range elems {
+			ss[i] = e.String()
+		}
+		return events.NewStringSetAttribute(ss)
+	case events.DataTypeNumberSet:
+		ns := make([]string, len(elems))
+		for i, e := range elems {
+			ns[i] = e.Number()
+		}
+		return events.NewNumberSetAttribute(ns)
+	default:
+		bs := make([][]byte, len(elems))
+		for i, e := range elems {
+			bs[i] = e.Binary()
+		}
+		return events.NewBinarySetAttribute(bs)
+	}
+}
+
+func containsElem(elems []events.DynamoDBAttributeValue, e events.DynamoDBAttributeValue) bool {
+	for _, x := range elems {
+		if Equal(x, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeName is the short type name DynamoDB uses in condition messages.
+func typeName(t events.DynamoDBDataType) string {
+	switch t {
+	case events.DataTypeString:
+		return "S"
+	case events.DataTypeNumber:
+		return "N"
+	case events.DataTypeBinary:
+		return "B"
+	case events.DataTypeBoolean:
+		return "BOOL"
+	case events.DataTypeNull:
+		return "NULL"
+	case events.DataTypeStringSet:
+		return "SS"
+	case events.DataTypeNumberSet:
+		return "NS"
+	case events.DataTypeBinarySet:
+		return "BS"
+	case events.DataTypeList:
+		return "L"
+	case events.DataTypeMap:
+		return "M"
+	}
+	return "?"
+}
+
+// longTypeName is the type name DynamoDB uses in the ADD and DELETE
+// operand messages.
+func longTypeName(t events.DynamoDBDataType) string {
+	switch t {
+	case events.DataTypeString:
+		return "STRING"
+	case events.DataTypeNumber:
+		return "NUMBER"
+	case events.DataTypeBinary:
+		return "BINARY"
+	case events.DataTypeBoolean:
+		return "BOOLEAN"
+	case events.DataTypeNull:
+		return "NULL"
+	case events.DataTypeStringSet:
+		return "STRING_SET"
+	case events.DataTypeNumberSet:
+		return "NUMBER_SET"
+	case events.DataTypeBinarySet:
+		return "BINARY_SET"
+	case events.DataTypeList:
+		return "LIST"
+	case events.DataTypeMap:
+		return "MAP"
+	}
+	return "?"
+}
+
+// ItemSize returns the size of an item in bytes by DynamoDB's rules
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html),
+// the figure checked against the 400 KB item limit (409600 bytes) and used
+// for capacity units:
+//   - each attribute: UTF-8 length of its name plus the size of its value;
+//   - S: UTF-8 length; B: byte length;
+//   - N: 1 byte per two significant digits, rounded up, plus 1 byte
+//     (leading and trailing zeros are not significant);
+//   - BOOL, NULL: 1 byte;
+//   - SS, NS, BS: the sum of the element sizes;
+//   - L, M: 3 bytes plus, per element, 1 byte plus the element (and, in a
+//     map, the key's UTF-8 length).
+//
+// The rules are the documented approximation; a real table may differ by a
+// few bytes on numbers.
+func ItemSize(item Item) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v events.DynamoDBAttributeValue) int {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return len(v.String())
+	case events.DataTypeBinary:
+		return len(v.Binary())
+	case events.DataTypeNumber:
+		return numberSize(v.Number())
+	case events.DataTypeBoolean, events.DataTypeNull:
+		return 1
+	case events.DataTypeStringSet:
+		n := 0
+		for _, s := range v.StringSet() {
+			n += len(s)
+		}
+		return n
+	case events.DataTypeNumberSet:
+		n := 0
+		for _, s := range v.NumberSet() {
+			n += numberSize(s)
+		}
+		return n
+	case events.DataTypeBinarySet:
+		n := 0
+		for _, b := range v.BinarySet() {
+			n += len(b)
+		}
+		return n
+	case events.DataTypeList:
+		n := 3
+		for _, e := range v.List() {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case events.DataTypeMap:
+		n := 3
+		for k, e := range v.Map() {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+func numberSize(s string) int {
+	d, err := ParseNumber(s)
+	if err != nil {
+		return len(s)
+	}
+	if d.IsZero() {
+		return 2
+	}
+	var r apd.Decimal
+	r.Reduce(d)
+	return (int(r.NumDigits())+1)/2 + 1
+}
+
+// sortedKeys returns the keys of a set of strings in order.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
