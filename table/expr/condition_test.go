@@ -122,7 +122,7 @@ func TestConditionEval(t *testing.T) {
 		{"age = :lo OR name = :s", nil, sample, true},
 		{"NOT age = :lo", nil, sample, true},
 		{"not attribute_exists(pk)", nil, sample, false},
-		{"age = :lo AND name = :a OR age = :n", nil, sample, true},   // (F AND F) OR T
+		{"age = :lo AND name = :a OR age = :n", nil, sample, true},    // (F AND F) OR T
 		{"age = :lo AND (name = :a OR age = :n)", nil, sample, false}, // F AND (...)
 		{"age = :n OR name = :a AND age = :lo", nil, sample, true},    // T OR (F AND F)
 		{"(age = :n OR name = :a) AND age = :lo", nil, sample, false},

@@ -20,14 +20,15 @@ const (
 	msgUnderflow     = "Number underflow. Attempting to store a number with magnitude smaller than supported range"
 )
 
-// arith is the context of all number arithmetic: 38 digits, and any rounding
-// is reported (see add) rather than silently applied.
-var arith = apd.Context{
-	Precision:   maxDigits,
+// exact is the context of number arithmetic: wide enough that the sum or
+// difference of two valid numbers (at most 38 digits, exponents from -130
+// to 125) is exact, so the result is checked against DynamoDB's limits
+// instead of being rounded to 38 digits silently.
+var exact = apd.Context{
+	Precision:   400,
 	MaxExponent: apd.MaxExponent,
 	MinExponent: apd.MinExponent,
 	Traps:       apd.DefaultTraps,
-	Rounding:    apd.RoundHalfEven,
 }
 
 // ParseNumber parses a DynamoDB number (the "N" string of an attribute value,
@@ -68,15 +69,14 @@ func checkRange(d *apd.Decimal) error {
 	var r apd.Decimal
 	r.Reduce(d)
 	digits := r.NumDigits()
-	if digits > maxDigits {
-		return validation(msgTooManyDigits)
-	}
 	adj := int64(r.Exponent) + digits - 1
 	switch {
 	case adj > maxAdjExponent:
 		return validation(msgOverflow)
 	case adj < minAdjExponent:
 		return validation(msgUnderflow)
+	case digits > maxDigits:
+		return validation(msgTooManyDigits)
 	}
 	return nil
 }
@@ -104,7 +104,8 @@ func CanonicalNumber(s string) (string, error) {
 }
 
 // addNumbers returns a+b (or a-b with neg) exactly, in canonical form, or the
-// DynamoDB error when the result needs more than 38 digits or leaves the range.
+// DynamoDB error when the result leaves the range or needs more than 38
+// digits (it is never rounded).
 func addNumbers(a, b string, neg bool) (string, error) {
 	x, err := ParseNumber(a)
 	if err != nil {
@@ -115,36 +116,18 @@ func addNumbers(a, b string, neg bool) (string, error) {
 		return "", err
 	}
 	var z apd.Decimal
-	var cond apd.Condition
 	if neg {
-		cond, err = arith.Sub(&z, x, y)
+		_, err = exact.Sub(&z, x, y)
 	} else {
-		cond, err = arith.Add(&z, x, y)
+		_, err = exact.Add(&z, x, y)
 	}
 	if err != nil {
 		return "", validation(msgOverflow)
-	}
-	if cond.Inexact() || cond.Rounded() && !roundedExactly(x, y, &z, neg) {
-		return "", validation(msgTooManyDigits)
 	}
 	if err := checkRange(&z); err != nil {
 		return "", err
 	}
 	return FormatNumber(&z), nil
-}
-
-// roundedExactly reports whether a result flagged Rounded lost only zeros
-// (apd flags Rounded when trailing zero digits were dropped).
-func roundedExactly(x, y, z *apd.Decimal, neg bool) bool {
-	wide := arith
-	wide.Precision = 300
-	var exact apd.Decimal
-	if neg {
-		_, _ = wide.Sub(&exact, x, y)
-	} else {
-		_, _ = wide.Add(&exact, x, y)
-	}
-	return exact.Cmp(z) == 0
 }
 
 // cmpNumbers compares two number strings numerically; ok is false when
