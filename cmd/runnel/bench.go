@@ -40,5 +40,6 @@ Markdown table (the form of docs/benchmarks.md).`,
 	f.IntVar(&cfg.Shards, "shards", 4, "shards")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "mapping BatchSize")
 	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
+	cmd.AddCommand(benchEndpointCmd())
 	return cmd
 }

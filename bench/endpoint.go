@@ -1,0 +1,591 @@
+package bench
+
+// The endpoint scenario: PutRecords and GetRecords through runnel's
+// AWS-compatible endpoint (package awsapi) with the real aws-sdk-go-v2
+// Kinesis client, against kinesalite (the npm package, a Kinesis emulator
+// in Node.js) measured in the same run on the same machine with the same
+// client code. `runnel bench endpoint` runs it; docs/benchmarks.md records
+// a run.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awsapi"
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// Endpoint targets.
+const (
+	TargetRunnel     = "runnel"
+	TargetKinesalite = "kinesalite"
+)
+
+// NoKinesalite as EndpointConfig.Kinesalite measures runnel alone.
+const NoKinesalite = "none"
+
+// EndpointConfig configures RunEndpoint. The zero value runs the defaults.
+type EndpointConfig struct {
+	// Records put and read back through runnel's endpoint. Default 200_000.
+	Records int
+	// PeerRecords put and read back through kinesalite, which is much
+	// slower; the ratios are of rates, so the counts may differ.
+	// Default 50_000.
+	PeerRecords int
+	// RecordSize is the bytes of data per record (at least 10: each record
+	// starts with its index, so that reading back can check every one).
+	// Default 100.
+	RecordSize int
+	// Shards of the stream, the same on both targets. Default 4.
+	Shards int
+	// Producers is how many PutRecords calls (of 500 records) run at once.
+	// Default 4.
+	Producers int
+	// Kinesalite is the kinesalite package (its directory, or its
+	// node_modules/.bin/kinesalite script). Empty: found with
+	// FindKinesalite. NoKinesalite: runnel only.
+	Kinesalite string
+	// DataDir is the parent directory of runnel's temporary engine.
+	// Default os.TempDir().
+	DataDir string
+	// Progress, when set, receives one line per phase as it finishes.
+	Progress io.Writer
+}
+
+func (c *EndpointConfig) setDefaults() {
+	if c.Records <= 0 {
+		c.Records = 200_000
+	}
+	if c.PeerRecords <= 0 {
+		c.PeerRecords = 50_000
+	}
+	if c.RecordSize <= 0 {
+		c.RecordSize = 100
+	}
+	if c.Shards <= 0 {
+		c.Shards = 4
+	}
+	if c.Producers <= 0 {
+		c.Producers = 4
+	}
+	if c.DataDir == "" {
+		c.DataDir = os.TempDir()
+	}
+}
+
+// EndpointTarget is the measurement of one target.
+type EndpointTarget struct {
+	Name string
+	// Server describes the server measured (version, how it ran).
+	Server string
+	// Records put; Read is how many distinct ones GetRecords returned
+	// (RunEndpoint fails unless they are equal and none came twice).
+	Records, Read int
+	PutSeconds    float64
+	PutPerS       float64
+	GetSeconds    float64
+	GetPerS       float64
+	// GetRecordsCalls is how many GetRecords calls the read took.
+	GetRecordsCalls int64
+}
+
+// EndpointReport is the result of RunEndpoint.
+type EndpointReport struct {
+	Machine string
+	Config  EndpointConfig
+	Targets []EndpointTarget
+	// PeerSkipped says why kinesalite was not measured ("" when it was).
+	PeerSkipped string
+	// PutRatio and GetRatio are runnel's rate over kinesalite's (0 when
+	// kinesalite was not measured).
+	PutRatio, GetRatio float64
+}
+
+// RunEndpoint measures runnel's endpoint and, when found, kinesalite, one
+// after the other, and returns the report. Each target gets a fresh
+// server, a stream of cfg.Shards shards, then the timed put (PutRecords of
+// 500, cfg.Producers at once, until every record is accepted) and the
+// timed read (one reader per shard, GetShardIterator TRIM_HORIZON and
+// GetRecords with Limit 10000, until every record has been read).
+func RunEndpoint(ctx context.Context, cfg EndpointConfig) (*EndpointReport, error) {
+	cfg.setDefaults()
+	if cfg.RecordSize < indexDigits {
+		return nil, fmt.Errorf("bench: RecordSize %d: the endpoint scenario needs at least %d bytes per record", cfg.RecordSize, indexDigits)
+	}
+	rep := &EndpointReport{Machine: Machine(), Config: cfg}
+	rep.Config.Progress = nil
+
+	var peer string
+	switch cfg.Kinesalite {
+	case NoKinesalite:
+		rep.PeerSkipped = "not asked for (--kinesalite " + NoKinesalite + ")"
+	case "":
+		p, err := FindKinesalite()
+		if err != nil {
+			rep.PeerSkipped = err.Error()
+		}
+		peer = p
+	default:
+		peer = cfg.Kinesalite
+	}
+	if rep.PeerSkipped != "" && cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "kinesalite skipped: %s\n", rep.PeerSkipped)
+	}
+
+	r, err := measureEndpoint(ctx, cfg, TargetRunnel, cfg.Records, startRunnelEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", TargetRunnel, err)
+	}
+	rep.Targets = append(rep.Targets, r)
+	if peer != "" {
+		k, err := measureEndpoint(ctx, cfg, TargetKinesalite, cfg.PeerRecords, func(ctx context.Context, cfg EndpointConfig) (*endpointServer, error) {
+			return startKinesalite(ctx, peer)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", TargetKinesalite, err)
+		}
+		rep.Targets = append(rep.Targets, k)
+		if k.PutPerS > 0 {
+			rep.PutRatio = r.PutPerS / k.PutPerS
+		}
+		if k.GetPerS > 0 {
+			rep.GetRatio = r.GetPerS / k.GetPerS
+		}
+	}
+	return rep, nil
+}
+
+// endpointServer is a running target: its URL, what it is, how to stop it.
+type endpointServer struct {
+	url         string
+	description string
+	stop        func()
+}
+
+func startRunnelEndpoint(ctx context.Context, cfg EndpointConfig) (*endpointServer, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.DataDir, "runnel-bench-endpoint-")
+	if err != nil {
+		return nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, Logger: logger}})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		rn.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	srv := awsapi.NewServer(ln.Addr().String(), awsapi.NewEndpoint(rn, awsapi.Options{Logger: logger}, awsapi.LambdaOptions{Logger: logger, WorkDir: dir}))
+	go srv.Serve(ln)
+	return &endpointServer{
+		url:         "http://" + ln.Addr().String(),
+		description: "runnel awsapi.NewEndpoint in this process (embedded JetStream, file storage)",
+		stop: func() {
+			srv.Close()
+			rn.Close()
+			os.RemoveAll(dir)
+		},
+	}, nil
+}
+
+// FindKinesalite returns the kinesalite package to run: $RUNNEL_KINESALITE,
+// else bench/kinesalite/node_modules/kinesalite of this checkout (found
+// from the working directory upwards; `npm install` in bench/kinesalite
+// puts it there), else a kinesalite on PATH. It fails, saying what to
+// install, when there is none or no node to run it.
+func FindKinesalite() (string, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", errors.New("node is not installed (kinesalite needs Node.js: apt-get install nodejs npm, then npm install in bench/kinesalite)")
+	}
+	if p := os.Getenv("RUNNEL_KINESALITE"); p != "" {
+		return p, nil
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			for _, rel := range []string{"bench/kinesalite/node_modules/kinesalite", "kinesalite/node_modules/kinesalite"} {
+				p := filepath.Join(dir, rel)
+				if _, err := os.Stat(filepath.Join(p, "index.js")); err == nil {
+					return p, nil
+				}
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	if p, err := exec.LookPath("kinesalite"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("kinesalite is not installed (run `npm install` in bench/kinesalite, or set --kinesalite / $RUNNEL_KINESALITE to a kinesalite package)")
+}
+
+// kinesaliteScript runs kinesalite as its command line does, with
+// --createStreamMs 0 --deleteStreamMs 0 --updateStreamMs 0 and in-memory
+// storage, but listening on 127.0.0.1 only (the command line listens on
+// every interface). Arguments: the package directory, the port.
+const kinesaliteScript = `
+var server = require(process.argv[1])({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0})
+server.listen(+process.argv[2], '127.0.0.1', function () { console.log('listening') })
+`
+
+// startKinesalite starts kinesalite (the package at path, or the script
+// that links to it) on a free loopback port.
+func startKinesalite(ctx context.Context, path string) (*endpointServer, error) {
+	pkg, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("kinesalite %s: %w", path, err)
+	}
+	if fi, err := os.Stat(pkg); err == nil && !fi.IsDir() {
+		pkg = filepath.Dir(pkg) // .bin/kinesalite links to <package>/cli.js
+	}
+	var meta struct {
+		Name, Version string
+	}
+	if b, err := os.ReadFile(filepath.Join(pkg, "package.json")); err != nil || json.Unmarshal(b, &meta) != nil || meta.Name != "kinesalite" {
+		return nil, fmt.Errorf("%s is not the kinesalite package (no package.json naming kinesalite)", pkg)
+	}
+	nodeVersion, _ := exec.Command("node", "--version").Output()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("node", "-e", kinesaliteScript, pkg, strconv.Itoa(port))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &lockedWriter{w: &out}, &lockedWriter{w: &out}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start kinesalite: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	stop := func() {
+		cmd.Process.Kill()
+		<-exited
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("kinesalite exited: %s", out.String())
+		case <-ctx.Done():
+			stop()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("kinesalite did not listen on %s within 30 s: %s", addr, out.String())
+		}
+	}
+	return &endpointServer{
+		url: "http://" + addr,
+		description: fmt.Sprintf("kinesalite %s on node %s (separate process, in-memory store, createStreamMs/deleteStreamMs/updateStreamMs 0)",
+			meta.Version, strings.TrimSpace(string(nodeVersion))),
+		stop: stop,
+	}, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// indexDigits is the width of the record index each record's data starts
+// with.
+const indexDigits = 10
+
+// endpointPutBatch is the PutRecords batch size (Kinesis's maximum).
+const endpointPutBatch = 500
+
+// endpointGetLimit is GetRecords' Limit (Kinesis's maximum).
+const endpointGetLimit = 10_000
+
+func measureEndpoint(ctx context.Context, cfg EndpointConfig, name string, n int,
+	start func(context.Context, EndpointConfig) (*endpointServer, error)) (EndpointTarget, error) {
+	srv, err := start(ctx, cfg)
+	if err != nil {
+		return EndpointTarget{}, err
+	}
+	defer srv.stop()
+	client := kinesis.NewFromConfig(aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
+		BaseEndpoint: aws.String(srv.url),
+	})
+	streamName := "bench-endpoint"
+	if _, err := client.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(streamName), ShardCount: aws.Int32(int32(cfg.Shards))}); err != nil {
+		return EndpointTarget{}, fmt.Errorf("CreateStream: %w", err)
+	}
+	shards, err := waitActive(ctx, client, streamName)
+	if err != nil {
+		return EndpointTarget{}, err
+	}
+	if len(shards) != cfg.Shards {
+		return EndpointTarget{}, fmt.Errorf("stream has %d shards, want %d", len(shards), cfg.Shards)
+	}
+
+	// The records, built before the clock starts: record i's data is i in
+	// indexDigits decimal digits followed by filler, its partition key one
+	// of 1024 (so every shard gets some).
+	filler := make([]byte, cfg.RecordSize)
+	for i := range filler {
+		filler[i] = byte('a' + i%26)
+	}
+	entries := make([]ktypes.PutRecordsRequestEntry, n)
+	for i := range entries {
+		data := make([]byte, cfg.RecordSize)
+		copy(data, filler)
+		copy(data, fmt.Sprintf("%0*d", indexDigits, i))
+		entries[i] = ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String("pk-" + strconv.Itoa(i%1024))}
+	}
+	runtimeGC()
+
+	t0 := time.Now()
+	if err := endpointPut(ctx, client, streamName, entries, cfg.Producers); err != nil {
+		return EndpointTarget{}, fmt.Errorf("put: %w", err)
+	}
+	putSec := time.Since(t0).Seconds()
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "%-11s put %9d records %8.2f s %11.0f records/s\n", name, n, putSec, float64(n)/putSec)
+	}
+	runtimeGC()
+
+	t0 = time.Now()
+	read, calls, err := endpointGet(ctx, client, streamName, shards, n, cfg.RecordSize)
+	if err != nil {
+		return EndpointTarget{}, fmt.Errorf("get: %w", err)
+	}
+	getSec := time.Since(t0).Seconds()
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "%-11s get %9d records %8.2f s %11.0f records/s (%d GetRecords calls)\n", name, read, getSec, float64(read)/getSec, calls)
+	}
+	return EndpointTarget{
+		Name: name, Server: srv.description, Records: n, Read: read,
+		PutSeconds: putSec, PutPerS: float64(n) / putSec,
+		GetSeconds: getSec, GetPerS: float64(read) / getSec,
+		GetRecordsCalls: calls,
+	}, nil
+}
+
+// waitActive waits for the stream to be ACTIVE and returns its shard ids.
+func waitActive(ctx context.Context, client *kinesis.Client, streamName string) ([]string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		d, err := client.DescribeStream(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(streamName)})
+		if err != nil {
+			return nil, fmt.Errorf("DescribeStream: %w", err)
+		}
+		if d.StreamDescription.StreamStatus == ktypes.StreamStatusActive {
+			var ids []string
+			for _, s := range d.StreamDescription.Shards {
+				ids = append(ids, aws.ToString(s.ShardId))
+			}
+			return ids, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("stream %s not ACTIVE after a minute (%s)", streamName, d.StreamDescription.StreamStatus)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// endpointPut puts the entries in PutRecords calls of endpointPutBatch,
+// producers at once; entries that fail are put again (at most 10 times).
+func endpointPut(ctx context.Context, client *kinesis.Client, streamName string, all []ktypes.PutRecordsRequestEntry, producers int) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	calls := make(chan []ktypes.PutRecordsRequestEntry)
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for entries := range calls {
+				for attempt := 0; len(entries) > 0; attempt++ {
+					if attempt == 10 {
+						cancel(fmt.Errorf("%d records failed 10 times", len(entries)))
+						return
+					}
+					out, err := client.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(streamName), Records: entries})
+					if err != nil {
+						cancel(err)
+						return
+					}
+					if aws.ToInt32(out.FailedRecordCount) == 0 {
+						break
+					}
+					var retry []ktypes.PutRecordsRequestEntry
+					for i, r := range out.Records {
+						if r.ErrorCode != nil {
+							retry = append(retry, entries[i])
+						}
+					}
+					entries = retry
+				}
+			}
+		}()
+	}
+send:
+	for i := 0; i < len(all); i += endpointPutBatch {
+		select {
+		case calls <- all[i:min(i+endpointPutBatch, len(all))]:
+		case <-ctx.Done():
+			break send
+		}
+	}
+	close(calls)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// endpointGet reads every shard from TRIM_HORIZON, one reader per shard,
+// each to its end (an empty page with MillisBehindLatest 0: every record
+// was put before), and checks that n distinct records were read: each
+// record's size and index are checked, a duplicate, a stall or a shortfall
+// fails. It returns the records read and the GetRecords calls made.
+func endpointGet(ctx context.Context, client *kinesis.Client, streamName string, shards []string, n, size int) (int, int64, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	seen := make([]atomic.Bool, n)
+	var read, calls atomic.Int64
+	var progress atomic.Int64 // unix nanos of the last record read
+	progress.Store(time.Now().UnixNano())
+	var wg sync.WaitGroup
+	for _, shard := range shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			it, err := client.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(streamName), ShardId: aws.String(shard),
+				ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				cancel(fmt.Errorf("GetShardIterator %s: %w", shard, err))
+				return
+			}
+			iter := it.ShardIterator
+			for read.Load() < int64(n) && ctx.Err() == nil {
+				out, err := client.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(endpointGetLimit)})
+				calls.Add(1)
+				if err != nil {
+					cancel(fmt.Errorf("GetRecords %s: %w", shard, err))
+					return
+				}
+				for _, r := range out.Records {
+					i, err := strconv.Atoi(string(r.Data[:min(indexDigits, len(r.Data))]))
+					if err != nil || len(r.Data) != size || i < 0 || i >= n {
+						cancel(fmt.Errorf("shard %s: a record that was not put: %q", shard, r.Data))
+						return
+					}
+					if seen[i].Swap(true) {
+						cancel(fmt.Errorf("shard %s: record %d read twice", shard, i))
+						return
+					}
+				}
+				if len(out.Records) > 0 {
+					read.Add(int64(len(out.Records)))
+					progress.Store(time.Now().UnixNano())
+				} else if aws.ToInt64(out.MillisBehindLatest) == 0 {
+					// Every record was put before the read began: an
+					// empty page at the tip is this shard's end. (If a
+					// record were missing, the count below says so.)
+					return
+				} else if time.Since(time.Unix(0, progress.Load())) > stallLimit {
+					cancel(fmt.Errorf("no record read for %v (%d of %d)", stallLimit, read.Load(), n))
+					return
+				}
+				if out.NextShardIterator == nil {
+					cancel(fmt.Errorf("shard %s closed after %d of %d records", shard, read.Load(), n))
+					return
+				}
+				iter = out.NextShardIterator
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return int(read.Load()), calls.Load(), err
+	}
+	if got := read.Load(); got != int64(n) {
+		return int(got), calls.Load(), fmt.Errorf("every shard read to its end, but %d of %d records were read", got, n)
+	}
+	return int(read.Load()), calls.Load(), nil
+}
+
+// runtimeGC starts a timed phase from a collected heap.
+func runtimeGC() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// Markdown renders the report for docs/benchmarks.md.
+func (r *EndpointReport) Markdown() string {
+	var b strings.Builder
+	c := r.Config
+	fmt.Fprintf(&b, "Machine: %s\n\n", r.Machine)
+	fmt.Fprintf(&b, "Client: aws-sdk-go-v2 Kinesis, %d shards, PutRecords of %d records of %d bytes, %d producers at once; "+
+		"GetRecords (Limit %d) with one reader per shard from TRIM_HORIZON until every record was read back (each checked).\n\n",
+		c.Shards, endpointPutBatch, c.RecordSize, c.Producers, endpointGetLimit)
+	b.WriteString("| target | records | put s | put records/s | get s | get records/s | GetRecords calls | server |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %.2f | %s | %d | %s |\n", t.Name, t.Records, t.PutSeconds, group(t.PutPerS), t.GetSeconds, group(t.GetPerS), t.GetRecordsCalls, t.Server)
+	}
+	if r.PeerSkipped != "" {
+		fmt.Fprintf(&b, "\nkinesalite not measured: %s\n", r.PeerSkipped)
+	} else {
+		b.WriteString("\n| ratio runnel/kinesalite | value |\n|---|---:|\n")
+		fmt.Fprintf(&b, "| put | %.1f× |\n| get | %.1f× |\n", r.PutRatio, r.GetRatio)
+	}
+	return b.String()
+}

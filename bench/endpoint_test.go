@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// The endpoint scenario at a tiny size: every record put through the AWS
+// SDK is read back exactly once (RunEndpoint checks each one and fails
+// otherwise), through runnel's endpoint and, when it is installed (npm
+// install in bench/kinesalite), through kinesalite. Timing is not checked.
+func TestRunEndpointSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an engine and an HTTP server")
+	}
+	peer := ""
+	if _, err := FindKinesalite(); err != nil {
+		t.Logf("runnel only: %v", err)
+		peer = NoKinesalite
+	}
+	const n, peerN = 3000, 1200
+	rep, err := RunEndpoint(context.Background(), EndpointConfig{Records: n, PeerRecords: peerN, Shards: 3, Kinesalite: peer,
+		DataDir: t.TempDir(), Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{TargetRunnel: n}
+	if peer == "" {
+		want[TargetKinesalite] = peerN
+		if rep.PeerSkipped != "" || rep.PutRatio <= 0 || rep.GetRatio <= 0 {
+			t.Errorf("kinesalite skipped (%q) or no ratios (%v, %v)", rep.PeerSkipped, rep.PutRatio, rep.GetRatio)
+		}
+	} else if rep.PeerSkipped == "" {
+		t.Error("kinesalite not measured but PeerSkipped is empty")
+	}
+	if len(rep.Targets) != len(want) {
+		t.Fatalf("%d targets measured, want %d: %+v", len(rep.Targets), len(want), rep.Targets)
+	}
+	for _, tg := range rep.Targets {
+		if tg.Records != want[tg.Name] || tg.Read != tg.Records || tg.PutPerS <= 0 || tg.GetPerS <= 0 || tg.GetRecordsCalls < 3 {
+			t.Errorf("target %+v: want %d records put and read back", tg, want[tg.Name])
+		}
+		if !strings.Contains(rep.Markdown(), "| "+tg.Name+" | ") {
+			t.Errorf("Markdown lacks a row for %s", tg.Name)
+		}
+	}
+	t.Log("\n" + rep.Markdown())
+}
+
+// A kinesalite that is not there is an error, not a silent runnel-only run.
+func TestRunEndpointMissingKinesalite(t *testing.T) {
+	_, err := RunEndpoint(context.Background(), EndpointConfig{Records: 10, Shards: 1, Kinesalite: t.TempDir() + "/nope", DataDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "kinesalite") {
+		t.Fatalf("err = %v, want one naming kinesalite", err)
+	}
+}
