@@ -21,6 +21,7 @@ import (
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Config configures Open: the engine (embedded or external JetStream) and
@@ -28,6 +29,7 @@ import (
 type Config struct {
 	Engine   engine.Config
 	Mappings mapping.Options
+	Tables   table.Options
 	// RetentionInterval is how often expired records are trimmed by the
 	// engine's clock. Default 1 minute; negative disables the trimmer
 	// (JetStream's MaxAge still trims by wall-clock time).
@@ -36,9 +38,12 @@ type Config struct {
 
 // Runnel is an open runnel instance.
 type Runnel struct {
-	Engine    *engine.Engine
-	Streams   *stream.Service
-	Queues    *queue.Service
+	Engine  *engine.Engine
+	Streams *stream.Service
+	Queues  *queue.Service
+	// Tables is the DynamoDB model (tables, transactions, TTL, change
+	// streams).
+	Tables    *table.Service
 	Functions *function.Service
 	Mappings  *mapping.Service
 	// Async is asynchronous invocation (Invoke with InvocationType Event,
@@ -66,7 +71,11 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Queues, err = queue.New(ctx, eng); err != nil {
 		return fail(err)
 	}
+	if rn.Tables, err = table.New(ctx, eng, cfg.Tables); err != nil {
+		return fail(err)
+	}
 	if rn.Functions, err = function.NewService(ctx, eng); err != nil {
+		rn.Tables.Close()
 		return fail(err)
 	}
 	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
@@ -99,6 +108,7 @@ func (rn *Runnel) Close() error {
 		rn.Mappings.Close()
 		rn.Async.Close()
 		rn.Queues.Close()
+		rn.Tables.Close()
 		rn.cancel()
 		<-rn.done
 		rn.closeErr = rn.Engine.Close()
@@ -114,6 +124,7 @@ func (rn *Runnel) Crash() {
 		rn.Engine.Crash()
 		rn.Mappings.Close()
 		rn.Async.Close()
+		rn.Tables.Close()
 		<-rn.done
 	})
 }

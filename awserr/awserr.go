@@ -60,6 +60,25 @@ var (
 	// ErrService is an internal failure of the engine; the request may be
 	// retried.
 	ErrService = &Error{Code: "ServiceException"}
+
+	// DynamoDB's exceptions (package table).
+
+	// ErrValidation: DynamoDB's ValidationException, for a malformed
+	// request or expression; the message says what and where.
+	ErrValidation = &Error{Code: "ValidationException"}
+	// ErrConditionalCheckFailed: a write's ConditionExpression was false
+	// ("The conditional request failed"). See table.ConditionalCheckFailedError
+	// for the item returned with ReturnValuesOnConditionCheckFailure.
+	ErrConditionalCheckFailed = &Error{Code: "ConditionalCheckFailedException"}
+	// ErrTransactionCanceled: TransactWriteItems changed nothing; see
+	// table.TransactionCanceledError for the reasons, one per action.
+	ErrTransactionCanceled = &Error{Code: "TransactionCanceledException"}
+	// ErrIdempotentParameterMismatch: a ClientRequestToken was used again
+	// within its 10 minutes with different parameters.
+	ErrIdempotentParameterMismatch = &Error{Code: "IdempotentParameterMismatchException"}
+	// ErrTransactionInProgress: a ClientRequestToken was used again while
+	// the first call with it was still running.
+	ErrTransactionInProgress = &Error{Code: "TransactionInProgressException"}
 )
 
 // New returns an *Error with the code of sentinel and a formatted message.

@@ -119,6 +119,9 @@ func (in *CreateStreamInput) Validate() error {
 type Service struct {
 	eng  *engine.Engine
 	meta jetstream.KeyValue
+	// keep: the streams are logs kept whole (see NewLog): no MaxAge, and
+	// TrimExpired leaves them alone.
+	keep bool
 
 	mu      sync.Mutex
 	handles map[string]*handle
@@ -140,6 +143,19 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 		return nil, err
 	}
 	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}}, nil
+}
+
+// NewLog opens a second, separate set of streams (their descriptions in
+// the key-value bucket metaBucket) whose records are never trimmed: no
+// MaxAge, and TrimExpired does nothing. The tables package keeps each
+// table's change log in one; RetentionPeriodHours of these streams only
+// describes how far back readers of the change stream may look.
+func NewLog(ctx context.Context, eng *engine.Engine, metaBucket string) (*Service, error) {
+	kv, err := eng.Bucket(ctx, metaBucket)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, keep: true}, nil
 }
 
 // ARN returns the stream ARN for name:
@@ -211,13 +227,17 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 }
 
 func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfig {
+	maxAge := time.Duration(d.RetentionPeriodHours) * time.Hour
+	if s.keep {
+		maxAge = 0
+	}
 	return jetstream.StreamConfig{
 		Name:        jsName(d.ID, i),
 		Description: fmt.Sprintf("runnel stream %s %s", d.StreamName, ShardID(i)),
 		Subjects:    []string{jsSubject(d.ID, i)},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      time.Duration(d.RetentionPeriodHours) * time.Hour,
+		MaxAge:      maxAge,
 		Replicas:    s.eng.Replicas(),
 		AllowDirect: true,
 		MaxMsgSize:  MaxRecordSize + 1024,

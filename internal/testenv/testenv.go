@@ -15,6 +15,7 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Options for Start.
@@ -28,6 +29,9 @@ type Options struct {
 	// Mappings are the mapping service knobs; RetryBaseDelay defaults to
 	// a negative value (retry at once) in tests.
 	Mappings mapping.Options
+	// Tables are the tables service knobs; TTLInterval defaults to -1 (no
+	// sweeper: tests call SweepExpired).
+	Tables table.Options
 }
 
 // Logger returns a logger that writes to the test log when RUNNEL_TEST_LOG
@@ -48,7 +52,11 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	if o.Mappings.RetryBaseDelay == 0 {
 		o.Mappings.RetryBaseDelay = -1
 	}
+	if o.Tables.TTLInterval == 0 {
+		o.Tables.TTLInterval = -1
+	}
 	rn, err := runnel.Open(context.Background(), runnel.Config{
+		Tables:            o.Tables,
 		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, Clock: o.Clock, Logger: Logger(t)},
 		Mappings:          o.Mappings,
 		RetentionInterval: -1,

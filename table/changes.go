@@ -1,0 +1,169 @@
+package table
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// EventRecord turns a change-log record into the DynamoDB stream record
+// Lambda delivers (events.DynamoDBEventRecord, SPEC 5): the images the
+// record's StreamViewType keeps, eventVersion "1.1", eventSource
+// "aws:dynamodb", dynamodb.SequenceNumber = the log record's sequence
+// number (the itemIdentifier of a partial batch response), and for a TTL
+// deletion userIdentity {"type":"Service","principalId":"dynamodb.amazonaws.com"}.
+func EventRecord(rec *stream.Record, c *Change, region, streamARN string) events.DynamoDBEventRecord {
+	view := c.View
+	if view == "" {
+		view = ViewNewAndOldImages
+	}
+	sr := events.DynamoDBStreamRecord{
+		ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.UnixMilli(c.TimeMs).Truncate(time.Second)},
+		Keys:                        c.Keys,
+		SequenceNumber:              rec.SequenceNumber,
+		SizeBytes:                   int64(len(rec.Data)),
+		StreamViewType:              view,
+	}
+	if view == ViewNewImage || view == ViewNewAndOldImages {
+		sr.NewImage = c.NewImage
+	}
+	if view == ViewOldImage || view == ViewNewAndOldImages {
+		sr.OldImage = c.OldImage
+	}
+	id := md5.Sum([]byte(streamARN + "/" + rec.SequenceNumber))
+	out := events.DynamoDBEventRecord{
+		AWSRegion:      region,
+		Change:         sr,
+		EventID:        hex.EncodeToString(id[:]),
+		EventName:      c.EventName,
+		EventSource:    "aws:dynamodb",
+		EventVersion:   "1.1",
+		EventSourceArn: streamARN,
+	}
+	if c.TTL {
+		out.UserIdentity = &events.DynamoDBUserIdentity{Type: "Service", PrincipalID: "dynamodb.amazonaws.com"}
+	}
+	return out
+}
+
+// InStream reports whether a change belongs to the stream with label
+// (changes written while the stream was off, or under an earlier label,
+// belong to no current stream).
+func (c *Change) InStream(label string) bool { return c.Label != "" && c.Label == label }
+
+// SweepExpired deletes, in every table with TTL enabled, the items whose
+// TTL attribute is in the past (by the engine's clock) and at most five
+// years old, each deletion a REMOVE change marked as a service delete.
+// It returns how many items it deleted. The sweeper calls it every
+// Options.TTLInterval.
+func (s *Service) SweepExpired(ctx context.Context) (int, error) {
+	now := s.eng.Clock.Now().Unix()
+	floor := now - 5*365*24*3600
+	total := 0
+	s.mu.RLock()
+	tables := make([]*Table, 0, len(s.tables))
+	for _, t := range s.tables {
+		tables = append(tables, t)
+	}
+	s.mu.RUnlock()
+	for _, t := range tables {
+		t.metaMu.Lock()
+		on := t.st.TTL.Enabled
+		t.metaMu.Unlock()
+		if !on {
+			continue
+		}
+		var due []entry
+		t.idxMu.RLock()
+		t.idx.Ascend(func(e entry) bool {
+			if e.exp > 0 && e.exp < now && e.exp >= floor {
+				due = append(due, e)
+			}
+			return true
+		})
+		t.idxMu.RUnlock()
+		for _, e := range due {
+			n, err := t.expire(ctx, key{h: e.h, rk: e.rk}, now)
+			if err != nil {
+				return total, err
+			}
+			total += n
+		}
+	}
+	return total, nil
+}
+
+// expire deletes one item if it is still expired.
+func (t *Table) expire(ctx context.Context, k key, now int64) (int, error) {
+	mu := t.stripe(k)
+	mu.Lock()
+	defer mu.Unlock()
+	old, _, err := t.get(ctx, k)
+	if err != nil || old == nil {
+		return 0, err
+	}
+	if exp := t.ttlOf(old); exp == 0 || exp >= now {
+		return 0, nil
+	}
+	kk, err := t.schema.keyOf(old, false)
+	if err != nil {
+		return 0, err
+	}
+	p := t.newChange(kk, old, nil, true)
+	if err := t.appendChanges(ctx, []*pending{p}); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// refreshTTL recomputes every entry's expiry after the TTL attribute
+// changed.
+func (t *Table) refreshTTL(ctx context.Context) error {
+	var all []entry
+	t.idxMu.RLock()
+	t.idx.Ascend(func(e entry) bool { all = append(all, e); return true })
+	t.idxMu.RUnlock()
+	for _, e := range all {
+		k := key{h: e.h, rk: e.rk}
+		mu := t.stripe(k)
+		mu.Lock()
+		cur, ok := t.lookup(k)
+		if ok && cur.pos == e.pos && cur.shard == e.shard {
+			it, err := t.fetch(ctx, k, cur)
+			if err != nil {
+				mu.Unlock()
+				return err
+			}
+			cur.exp = t.ttlOf(it)
+			t.idxMu.Lock()
+			t.idx.ReplaceOrInsert(cur)
+			t.idxMu.Unlock()
+		}
+		mu.Unlock()
+	}
+	return nil
+}
+
+func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
+	tk := s.eng.Clock.NewTicker(interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.Chan():
+			if n, err := s.SweepExpired(ctx); err != nil {
+				if ctx.Err() == nil {
+					s.eng.Logger.Warn("TTL sweep failed", "err", err)
+				}
+			} else if n > 0 {
+				s.eng.Logger.Info("TTL deleted expired items", "items", n)
+			}
+		}
+	}
+}

@@ -1,0 +1,424 @@
+package table
+
+import (
+	"context"
+	"errors"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// ReturnValues settings.
+const (
+	ReturnNone       = "NONE"
+	ReturnAllOld     = "ALL_OLD"
+	ReturnUpdatedOld = "UPDATED_OLD"
+	ReturnAllNew     = "ALL_NEW"
+	ReturnUpdatedNew = "UPDATED_NEW"
+)
+
+// ConditionalCheckFailedError is returned when a write's
+// ConditionExpression is false. Item is the item as it was, when the
+// request asked for it with ReturnValuesOnConditionCheckFailure ALL_OLD
+// (Powertools' idempotency layer reads it). errors.Is(err,
+// awserr.ErrConditionalCheckFailed) matches it.
+type ConditionalCheckFailedError struct {
+	Item Item
+}
+
+func (e *ConditionalCheckFailedError) Error() string {
+	return "ConditionalCheckFailedException: The conditional request failed"
+}
+
+// Is matches awserr.ErrConditionalCheckFailed.
+func (e *ConditionalCheckFailedError) Is(target error) bool {
+	return target == awserr.ErrConditionalCheckFailed
+}
+
+// PutItemInput is PutItem's request (API_PutItem), with DynamoDB's JSON
+// field names. ReturnValues is NONE or ALL_OLD.
+type PutItemInput struct {
+	TableName                           string            `json:"TableName"`
+	Item                                Item              `json:"Item"`
+	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValues                        string            `json:"ReturnValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+// WriteOutput is the answer of PutItem, UpdateItem and DeleteItem:
+// Attributes as ReturnValues asked.
+type WriteOutput struct {
+	Attributes Item `json:"Attributes,omitempty"`
+}
+
+// GetItemInput is GetItem's request. Reads are always strongly consistent.
+type GetItemInput struct {
+	TableName                string            `json:"TableName"`
+	Key                      Item              `json:"Key"`
+	ProjectionExpression     string            `json:"ProjectionExpression,omitempty"`
+	ExpressionAttributeNames map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ConsistentRead           bool              `json:"ConsistentRead,omitempty"`
+}
+
+// GetItemOutput holds the item, nil if there is none.
+type GetItemOutput struct {
+	Item Item `json:"Item,omitempty"`
+}
+
+// UpdateItemInput is UpdateItem's request (API_UpdateItem). An update of a
+// missing item creates it (from Key plus the update) unless the condition
+// says otherwise.
+type UpdateItemInput struct {
+	TableName                           string            `json:"TableName"`
+	Key                                 Item              `json:"Key"`
+	UpdateExpression                    string            `json:"UpdateExpression,omitempty"`
+	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValues                        string            `json:"ReturnValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+// DeleteItemInput is DeleteItem's request. Deleting a missing item
+// succeeds and writes nothing.
+type DeleteItemInput struct {
+	TableName                           string            `json:"TableName"`
+	Key                                 Item              `json:"Key"`
+	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValues                        string            `json:"ReturnValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+func newContext(names map[string]string, values Item) *expr.Context {
+	return &expr.Context{Names: names, Values: values}
+}
+
+// exprErr turns an expression error into a ValidationException.
+func exprErr(err error) error {
+	var ve *expr.ValidationError
+	if errors.As(err, &ve) {
+		return validation("%s", ve.Message)
+	}
+	return err
+}
+
+func checkReturn(field, v string, allowed ...string) error {
+	if v == "" {
+		return nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy enum value set: %v", v, field, allowed)
+}
+
+// op is a prepared single-item write: the table, the key, and what to do
+// with the current item.
+type op struct {
+	t    *Table
+	k    key
+	cond *expr.Condition
+	// next computes the new item from the current one (nil: delete).
+	next func(old Item) (Item, error)
+	// returnOld: put the current item in ConditionalCheckFailedError.
+	returnOld bool
+}
+
+// prepare checks the op's condition against the current item and computes
+// the change. The caller holds the item's stripe.
+func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
+	old, _, err = o.t.get(ctx, o.k)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.cond != nil {
+		ok, err := o.cond.Eval(old)
+		if err != nil {
+			return old, nil, exprErr(err)
+		}
+		if !ok {
+			e := &ConditionalCheckFailedError{}
+			if o.returnOld {
+				e.Item = old
+			}
+			return old, nil, e
+		}
+	}
+	if o.next == nil {
+		return old, nil, nil // ConditionCheck
+	}
+	nw, err := o.next(old)
+	if err != nil {
+		return old, nil, err
+	}
+	if nw != nil {
+		if size := expr.ItemSize(nw); size > MaxItemSize {
+			return old, nil, validation("Item size has exceeded the maximum allowed size")
+		}
+	}
+	return old, o.t.newChange(o.k, old, nw, false), nil
+}
+
+// run performs a single-item write: lock, check, append, move the index.
+func (o *op) run(ctx context.Context) (old, nw Item, err error) {
+	mu := o.t.stripe(o.k)
+	mu.Lock()
+	defer mu.Unlock()
+	old, p, err := o.prepare(ctx)
+	if err != nil {
+		return old, nil, err
+	}
+	if p == nil {
+		if o.next == nil {
+			return old, old, nil
+		}
+		nw, err = o.next(old)
+		return old, nw, err
+	}
+	if err := o.t.appendChanges(ctx, []*pending{p}); err != nil {
+		return old, nil, err
+	}
+	return old, p.change.NewImage, nil
+}
+
+func (s *Service) condition(text string, c *expr.Context) (*expr.Condition, error) {
+	if text == "" {
+		return nil, nil
+	}
+	cond, err := expr.ParseCondition(text, c)
+	if err != nil {
+		return nil, exprErr(err)
+	}
+	return cond, nil
+}
+
+// PutItem writes a whole item (API_PutItem), replacing any item with the
+// same key, if ConditionExpression (when given) holds for the current item.
+// Errors: ValidationException (missing or mistyped key, item over 400 KB,
+// bad expression, unused placeholder), ConditionalCheckFailedError.
+func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, error) {
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReturn("returnValues", in.ReturnValues, ReturnNone, ReturnAllOld); err != nil {
+		return nil, err
+	}
+	o, err := s.putOp(t, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	if err != nil {
+		return nil, err
+	}
+	old, _, err := o.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &WriteOutput{}
+	if in.ReturnValues == ReturnAllOld {
+		out.Attributes = old
+	}
+	return out, nil
+}
+
+func (s *Service) putOp(t *Table, item Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
+	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
+		return nil, err
+	}
+	k, err := t.schema.keyOf(item, false)
+	if err != nil {
+		return nil, err
+	}
+	c := newContext(names, values)
+	cond, err := s.condition(condition, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, exprErr(err)
+	}
+	if size := expr.ItemSize(item); size > MaxItemSize {
+		return nil, validation("Item size has exceeded the maximum allowed size")
+	}
+	it := copyItem(item)
+	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld,
+		next: func(Item) (Item, error) { return it, nil }}, nil
+}
+
+func copyItem(it Item) Item {
+	if it == nil {
+		return nil
+	}
+	out := make(Item, len(it))
+	for k, v := range it {
+		out[k] = v
+	}
+	return out
+}
+
+// GetItem returns the item with the given key, or an empty output.
+// Expired items not yet deleted by the TTL sweeper are returned, as in
+// DynamoDB.
+func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput, error) {
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	k, err := t.schema.keyOf(in.Key, true)
+	if err != nil {
+		return nil, err
+	}
+	var proj *expr.Projection
+	if in.ProjectionExpression != "" {
+		c := newContext(in.ExpressionAttributeNames, nil)
+		if proj, err = expr.ParseProjection(in.ProjectionExpression, c); err != nil {
+			return nil, exprErr(err)
+		}
+		if err := c.CheckUnused(); err != nil {
+			return nil, exprErr(err)
+		}
+	}
+	it, _, err := t.get(ctx, k)
+	if err != nil || it == nil {
+		return &GetItemOutput{}, err
+	}
+	if proj != nil {
+		return &GetItemOutput{Item: proj.Apply(it)}, nil
+	}
+	return &GetItemOutput{Item: copyItem(it)}, nil
+}
+
+// UpdateItem edits an item's attributes with an UpdateExpression
+// (API_UpdateItem), creating the item if it does not exist. Errors as
+// PutItem, plus "Cannot update attribute X. This attribute is part of the
+// key".
+func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOutput, error) {
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReturn("returnValues", in.ReturnValues, ReturnNone, ReturnAllOld, ReturnUpdatedOld, ReturnAllNew, ReturnUpdatedNew); err != nil {
+		return nil, err
+	}
+	o, upd, err := s.updateOp(t, in.Key, in.UpdateExpression, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	if err != nil {
+		return nil, err
+	}
+	old, nw, err := o.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &WriteOutput{}
+	switch in.ReturnValues {
+	case ReturnAllOld:
+		out.Attributes = old
+	case ReturnAllNew:
+		out.Attributes = nw
+	case ReturnUpdatedOld, ReturnUpdatedNew:
+		src := nw
+		if in.ReturnValues == ReturnUpdatedOld {
+			src = old
+		}
+		if upd != nil && src != nil {
+			out.Attributes = Item{}
+			for _, p := range upd.Paths() {
+				if v, ok := src[p]; ok {
+					out.Attributes[p] = v
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, names map[string]string, values Item, rvoccf string) (*op, *expr.Update, error) {
+	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
+		return nil, nil, err
+	}
+	k, err := t.schema.keyOf(keyItem, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := newContext(names, values)
+	var upd *expr.Update
+	if update != "" {
+		if upd, err = expr.ParseUpdate(update, c); err != nil {
+			return nil, nil, exprErr(err)
+		}
+		for _, p := range upd.Paths() {
+			if p == t.schema.hash || p == t.schema.rng {
+				return nil, nil, validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", p)
+			}
+		}
+	}
+	cond, err := s.condition(condition, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, nil, exprErr(err)
+	}
+	keys := k.keys
+	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(old Item) (Item, error) {
+		base := old
+		if base == nil {
+			base = copyItem(keys)
+		}
+		if upd == nil {
+			return copyItem(base), nil
+		}
+		nw, err := upd.Apply(base)
+		if err != nil {
+			return nil, exprErr(err)
+		}
+		return nw, nil
+	}}, upd, nil
+}
+
+// DeleteItem deletes the item with the given key (API_DeleteItem), if
+// ConditionExpression holds. ReturnValues is NONE or ALL_OLD.
+func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOutput, error) {
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReturn("returnValues", in.ReturnValues, ReturnNone, ReturnAllOld); err != nil {
+		return nil, err
+	}
+	o, err := s.deleteOp(t, in.Key, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	if err != nil {
+		return nil, err
+	}
+	old, _, err := o.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &WriteOutput{}
+	if in.ReturnValues == ReturnAllOld {
+		out.Attributes = old
+	}
+	return out, nil
+}
+
+func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
+	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
+		return nil, err
+	}
+	k, err := t.schema.keyOf(keyItem, true)
+	if err != nil {
+		return nil, err
+	}
+	c := newContext(names, values)
+	cond, err := s.condition(condition, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, exprErr(err)
+	}
+	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(Item) (Item, error) { return nil, nil }}, nil
+}

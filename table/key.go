@@ -1,0 +1,235 @@
+package table
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"math/big"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// schema is a table's key: the partition (HASH) attribute and the optional
+// sort (RANGE) attribute, each with its type.
+type schema struct {
+	hash, rng         string
+	hashType, rngType string
+}
+
+func newSchema(ks []KeySchemaElement, defs []AttributeDefinition) (schema, error) {
+	var sc schema
+	types := map[string]string{}
+	for _, d := range defs {
+		switch d.AttributeType {
+		case TypeS, TypeN, TypeB:
+		default:
+			return sc, validation("1 validation error detected: Value '%s' at 'attributeDefinitions.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
+		}
+		types[d.AttributeName] = d.AttributeType
+	}
+	if len(ks) < 1 || len(ks) > 2 {
+		return sc, validation("1 validation error detected: Value at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2 and greater than or equal to 1")
+	}
+	for i, k := range ks {
+		t, ok := types[k.AttributeName]
+		if !ok {
+			return sc, validation("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: %v", k.AttributeName, keysOf(types))
+		}
+		switch {
+		case k.KeyType == KeyTypeHash && i == 0:
+			sc.hash, sc.hashType = k.AttributeName, t
+		case k.KeyType == KeyTypeRange && i == 1:
+			sc.rng, sc.rngType = k.AttributeName, t
+		default:
+			return sc, validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type, or the second is not a RANGE key type")
+		}
+	}
+	if len(defs) != len(ks) {
+		return sc, validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+	}
+	return sc, nil
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (sc schema) elements() []KeySchemaElement {
+	out := []KeySchemaElement{{AttributeName: sc.hash, KeyType: KeyTypeHash}}
+	if sc.rng != "" {
+		out = append(out, KeySchemaElement{AttributeName: sc.rng, KeyType: KeyTypeRange})
+	}
+	return out
+}
+
+func (sc schema) definitions() []AttributeDefinition {
+	out := []AttributeDefinition{{AttributeName: sc.hash, AttributeType: sc.hashType}}
+	if sc.rng != "" {
+		out = append(out, AttributeDefinition{AttributeName: sc.rng, AttributeType: sc.rngType})
+	}
+	return out
+}
+
+// key is an item's primary key as the index orders it: h is the MD5 of the
+// partition key's canonical form, rk the sort key's canonical form ("" for
+// a table without one).
+type key struct {
+	h    [16]byte
+	rk   string
+	keys Item // the key attributes only
+}
+
+func (k key) id() string { return string(k.h[:]) + k.rk }
+
+// explicitHash routes every item of a partition to one shard of the log.
+func (k key) explicitHash() string { return new(big.Int).SetBytes(k.h[:]).String() }
+
+func (k key) hex() string { return hex.EncodeToString(k.h[:]) }
+
+// canonical returns the canonical text of a key value of type t, or an
+// error naming the attribute.
+func canonical(name, t string, v events.DynamoDBAttributeValue) (string, error) {
+	if dataTypeName(v) != t {
+		return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, t, dataTypeName(v))
+	}
+	switch t {
+	case TypeS:
+		if v.String() == "" {
+			return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: %s", name)
+		}
+		return v.String(), nil
+	case TypeB:
+		if len(v.Binary()) == 0 {
+			return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty binary value. Key: %s", name)
+		}
+		return string(v.Binary()), nil
+	default:
+		d, err := expr.ParseNumber(v.Number())
+		if err != nil {
+			return "", validation("%v", err)
+		}
+		var r apd.Decimal
+		r.Reduce(d)
+		return r.Text('E'), nil
+	}
+}
+
+// dataTypeName is the DynamoDB type letter of a value (S, N, B, BOOL...).
+func dataTypeName(v events.DynamoDBAttributeValue) string {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return "S"
+	case events.DataTypeNumber:
+		return "N"
+	case events.DataTypeBinary:
+		return "B"
+	case events.DataTypeBoolean:
+		return "BOOL"
+	case events.DataTypeNull:
+		return "NULL"
+	case events.DataTypeMap:
+		return "M"
+	case events.DataTypeList:
+		return "L"
+	case events.DataTypeStringSet:
+		return "SS"
+	case events.DataTypeNumberSet:
+		return "NS"
+	case events.DataTypeBinarySet:
+		return "BS"
+	}
+	return "?"
+}
+
+// keyOf extracts the primary key of item. With exact, item must hold the
+// key attributes and nothing else (a Key parameter).
+func (sc schema) keyOf(item Item, exact bool) (key, error) {
+	var k key
+	hv, ok := item[sc.hash]
+	if !ok {
+		if exact {
+			return k, validation("The provided key element does not match the schema")
+		}
+		return k, validation("One or more parameter values were invalid: Missing the key %s in the item", sc.hash)
+	}
+	hc, err := canonical(sc.hash, sc.hashType, hv)
+	if err != nil {
+		return k, err
+	}
+	k.h = md5.Sum([]byte(sc.hashType + hc))
+	k.keys = Item{sc.hash: hv}
+	if sc.rng != "" {
+		rv, ok := item[sc.rng]
+		if !ok {
+			if exact {
+				return k, validation("The provided key element does not match the schema")
+			}
+			return k, validation("One or more parameter values were invalid: Missing the key %s in the item", sc.rng)
+		}
+		if k.rk, err = canonical(sc.rng, sc.rngType, rv); err != nil {
+			return k, err
+		}
+		k.keys[sc.rng] = rv
+	}
+	if exact && len(item) != len(k.keys) {
+		return k, validation("The provided key element does not match the schema")
+	}
+	return k, nil
+}
+
+// partitionOf returns the key of a partition-key value alone (h set).
+func (sc schema) partitionOf(v events.DynamoDBAttributeValue) (key, error) {
+	hc, err := canonical(sc.hash, sc.hashType, v)
+	if err != nil {
+		return key{}, err
+	}
+	return key{h: md5.Sum([]byte(sc.hashType + hc))}, nil
+}
+
+// entry is one item in the index: where its latest image is in the log.
+type entry struct {
+	h     [16]byte
+	rk    string
+	bound int8   // -1 / +1: a search bound before / after every entry of h
+	shard uint16 // log shard and position of the item's latest change
+	pos   uint64
+	exp   int64 // TTL attribute value (epoch seconds), 0 if none
+	size  int32 // item size in bytes
+}
+
+// less orders entries by partition hash, then by sort key in the sort
+// key's order (numbers numerically).
+func (sc schema) less(a, b entry) bool {
+	if c := bytes.Compare(a.h[:], b.h[:]); c != 0 {
+		return c < 0
+	}
+	if a.bound != 0 || b.bound != 0 {
+		return a.bound < b.bound
+	}
+	return sc.compareRange(a.rk, b.rk) < 0
+}
+
+func (sc schema) compareRange(a, b string) int {
+	if sc.rngType == TypeN {
+		var x, y apd.Decimal
+		if _, _, err := x.SetString(a); err == nil {
+			if _, _, err := y.SetString(b); err == nil {
+				return x.Cmp(&y)
+			}
+		}
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

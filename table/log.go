@@ -1,0 +1,392 @@
+package table
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/btree"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// Event names of change records.
+const (
+	EventInsert = "INSERT"
+	EventModify = "MODIFY"
+	EventRemove = "REMOVE"
+)
+
+// Change is one record of a table's change log, as stored: the data of
+// a DynamoDB stream record before the view type is applied.
+type Change struct {
+	EventName string `json:"e"`
+	Keys      Item   `json:"k"`
+	NewImage  Item   `json:"n,omitempty"`
+	OldImage  Item   `json:"o,omitempty"`
+	// Label is the stream label the change belongs to ("" when the table's
+	// stream was off), View the stream's view type at the time.
+	Label string `json:"l,omitempty"`
+	View  string `json:"v,omitempty"`
+	// TTL marks a deletion by the TTL sweeper (a service delete).
+	TTL bool `json:"ttl,omitempty"`
+	// TimeMs is when the change was written (engine clock, ms).
+	TimeMs int64 `json:"t"`
+	// Txn and TxnIndex identify the change's transaction and its place in
+	// it; Txn is "" outside transactions.
+	Txn      string `json:"tx,omitempty"`
+	TxnIndex int    `json:"ti,omitempty"`
+}
+
+// DecodeChange parses a change-log record's data.
+func DecodeChange(data []byte) (*Change, error) {
+	var c Change
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Table is one open table.
+type Table struct {
+	s      *Service
+	schema schema
+	epoch  int64 // sequence-number prefix of the log
+
+	metaMu sync.Mutex
+	st     stored
+
+	idxMu sync.RWMutex
+	idx   *btree.BTreeG[entry]
+	bytes int64
+
+	stripes [1024]sync.Mutex
+
+	cacheMu sync.Mutex
+	cache   map[string]Item
+}
+
+const cacheMax = 1 << 16
+
+func (s *Service) openTable(st stored) (*Table, error) {
+	sc, err := newSchema(st.KeySchema, st.AttributeDefinitions)
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{s: s, schema: sc, st: st, cache: map[string]Item{}}
+	t.idx = btree.NewG(32, sc.less)
+	epoch, err := s.logs.Epoch(context.Background(), st.Log)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: open log: %w", st.TableName, err)
+	}
+	t.epoch = epoch
+	return t, nil
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.st.TableName }
+
+// LogName returns the name of the table's change log in Service.Logs().
+func (t *Table) LogName() string { return t.st.Log }
+
+// Stream returns the table's current stream label and view type ("" if the
+// stream is off) and its ARN.
+func (t *Table) Stream() (label, view, arn string) {
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	if sp := t.st.StreamSpecification; sp != nil && sp.StreamEnabled {
+		return t.st.LatestStreamLabel, sp.StreamViewType, t.st.LatestStreamArn
+	}
+	return "", "", t.st.LatestStreamArn
+}
+
+func (t *Table) describe() *TableDescription {
+	t.metaMu.Lock()
+	d := t.st.TableDescription
+	d.TimeToLive, d.Shards, d.Log = t.st.TTL, t.st.Shards, t.st.Log
+	t.metaMu.Unlock()
+	t.idxMu.RLock()
+	d.ItemCount, d.TableSizeBytes = int64(t.idx.Len()), t.bytes
+	t.idxMu.RUnlock()
+	return &d
+}
+
+func (t *Table) stripeIndex(k key) int { return (int(k.h[0])<<8 | int(k.h[1])) % len(t.stripes) }
+
+func (t *Table) stripe(k key) *sync.Mutex { return &t.stripes[t.stripeIndex(k)] }
+
+// lookup returns the index entry of k.
+func (t *Table) lookup(k key) (entry, bool) {
+	t.idxMu.RLock()
+	defer t.idxMu.RUnlock()
+	return t.idx.Get(entry{h: k.h, rk: k.rk})
+}
+
+// fetch returns the item of an index entry, from the cache or the log.
+func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
+	id := k.id()
+	t.cacheMu.Lock()
+	it, ok := t.cache[id]
+	t.cacheMu.Unlock()
+	if ok {
+		return it, nil
+	}
+	rec, err := t.s.logs.GetRecord(ctx, t.st.Log, stream.ShardID(int(e.shard)), e.pos)
+	if err != nil {
+		return nil, awserr.New(awserr.ErrService, "table %s: read item at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
+	}
+	c, err := DecodeChange(rec.Data)
+	if err != nil {
+		return nil, awserr.New(awserr.ErrService, "table %s: bad change at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
+	}
+	t.remember(id, c.NewImage)
+	return c.NewImage, nil
+}
+
+func (t *Table) remember(id string, it Item) {
+	t.cacheMu.Lock()
+	if len(t.cache) >= cacheMax {
+		n := 0
+		for k := range t.cache {
+			delete(t.cache, k)
+			if n++; n >= cacheMax/2 {
+				break
+			}
+		}
+	}
+	if it == nil {
+		delete(t.cache, id)
+	} else {
+		t.cache[id] = it
+	}
+	t.cacheMu.Unlock()
+}
+
+// get returns the current item of k (nil if none). The caller holds k's
+// stripe when it means to write.
+func (t *Table) get(ctx context.Context, k key) (Item, entry, error) {
+	e, ok := t.lookup(k)
+	if !ok {
+		return nil, entry{}, nil
+	}
+	it, err := t.fetch(ctx, k, e)
+	return it, e, err
+}
+
+// pending is a change ready to be appended.
+type pending struct {
+	t      *Table
+	k      key
+	change Change
+	exp    int64
+	size   int32
+}
+
+// newChange builds the change from old to new (new nil: a delete). It
+// returns nil when nothing changes (no stream record, as DynamoDB).
+func (t *Table) newChange(k key, old, nw Item, ttl bool) *pending {
+	c := Change{Keys: k.keys, OldImage: old, NewImage: nw, TTL: ttl, TimeMs: t.s.eng.Clock.Now().UnixMilli()}
+	switch {
+	case old == nil && nw == nil:
+		return nil
+	case old == nil:
+		c.EventName = EventInsert
+	case nw == nil:
+		c.EventName = EventRemove
+	default:
+		if itemsEqual(old, nw) {
+			return nil
+		}
+		c.EventName = EventModify
+	}
+	c.Label, c.View, _ = t.Stream()
+	p := &pending{t: t, k: k, change: c}
+	if nw != nil {
+		p.size = int32(expr.ItemSize(nw))
+		p.exp = t.ttlOf(nw)
+	}
+	return p
+}
+
+func itemsEqual(a, b Item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, v := range a {
+		w, ok := b[n]
+		if !ok || !expr.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// ttlOf returns the item's TTL attribute as epoch seconds (0: none).
+func (t *Table) ttlOf(it Item) int64 {
+	t.metaMu.Lock()
+	name := t.st.TTL.AttributeName
+	t.metaMu.Unlock()
+	if name == "" {
+		return 0
+	}
+	v, ok := it[name]
+	if !ok || dataTypeName(v) != TypeN {
+		return 0
+	}
+	d, err := expr.ParseNumber(v.Number())
+	if err != nil {
+		return 0
+	}
+	i, err := d.Int64()
+	if err != nil {
+		f, _ := d.Float64()
+		i = int64(f)
+	}
+	return i
+}
+
+// partitionKey of a log record carries what the index rebuild needs
+// without decoding the data: "<md5 hex>|<event>|<ttl>|<size>|<txn>|<index>".
+func (p *pending) partitionKey() string {
+	return p.k.hex() + "|" + p.change.EventName[:1] + "|" + strconv.FormatInt(p.exp, 10) + "|" +
+		strconv.Itoa(int(p.size)) + "|" + p.change.Txn + "|" + strconv.Itoa(p.change.TxnIndex)
+}
+
+func (p *pending) logEntry() (stream.PutRecordsRequestEntry, error) {
+	data, err := json.Marshal(&p.change)
+	if err != nil {
+		return stream.PutRecordsRequestEntry{}, err
+	}
+	return stream.PutRecordsRequestEntry{Data: data, PartitionKey: p.partitionKey(), ExplicitHashKey: p.k.explicitHash()}, nil
+}
+
+// appendChanges writes changes of one table to its log and, once all are
+// acknowledged, moves the index. The caller holds the items' stripes.
+func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	entries := make([]stream.PutRecordsRequestEntry, len(ps))
+	for i, p := range ps {
+		e, err := p.logEntry()
+		if err != nil {
+			return err
+		}
+		entries[i] = e
+	}
+	for start := 0; start < len(entries); start += stream.MaxPutRecords {
+		end := min(start+stream.MaxPutRecords, len(entries))
+		out, err := t.s.logs.PutRecords(ctx, t.st.Log, entries[start:end])
+		if err != nil {
+			return err
+		}
+		for i, r := range out.Records {
+			if r.ErrorCode != "" {
+				return awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, r.ErrorMessage)
+			}
+			sh, pos, err := stream.DecodeSequenceNumber(t.epoch, r.SequenceNumber)
+			if err != nil {
+				return err
+			}
+			t.apply(ps[start+i], uint16(sh), pos)
+		}
+	}
+	return nil
+}
+
+// apply moves the index (and the cache) to a written change.
+func (t *Table) apply(p *pending, shard uint16, pos uint64) {
+	t.idxMu.Lock()
+	if old, ok := t.idx.Delete(entry{h: p.k.h, rk: p.k.rk}); ok {
+		t.bytes -= int64(old.size)
+	}
+	if p.change.NewImage != nil {
+		t.idx.ReplaceOrInsert(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size})
+		t.bytes += int64(p.size)
+	}
+	t.idxMu.Unlock()
+	t.remember(p.k.id(), p.change.NewImage)
+}
+
+// txnSeen collects, while the logs are read at open, which changes of
+// transactions are in the logs: txn id -> indexes present.
+type txnSeen map[string]map[int]bool
+
+// rebuild reads the table's log from the start and rebuilds the index.
+func (t *Table) rebuild(ctx context.Context, seen txnSeen) error {
+	for sh := 0; sh < t.st.Shards; sh++ {
+		shardID := stream.ShardID(sh)
+		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, shardID)
+		if err != nil {
+			return err
+		}
+		if last == 0 || last < first {
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		rd, err := t.s.logs.ReadShard(rctx, t.st.Log, shardID, first, stream.ReadShardOptions{})
+		if err != nil {
+			cancel()
+			return err
+		}
+		for rec := range rd.Records() {
+			if err := t.replay(rec, uint16(sh), seen); err != nil {
+				cancel()
+				return err
+			}
+			if rec.Seq >= last {
+				break
+			}
+		}
+		cancel()
+		rd.Stop()
+		if err := rd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replay applies one log record to the index during rebuild.
+func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
+	f := strings.Split(rec.PartitionKey, "|")
+	if len(f) != 6 || len(f[0]) != 32 {
+		return fmt.Errorf("bad change key %q at %s", rec.PartitionKey, rec.SequenceNumber)
+	}
+	var k key
+	if _, err := hex.Decode(k.h[:], []byte(f[0])); err != nil {
+		return err
+	}
+	if t.schema.rng != "" {
+		c, err := DecodeChange(rec.Data)
+		if err != nil {
+			return err
+		}
+		if k, err = t.schema.keyOf(c.Keys, true); err != nil {
+			return err
+		}
+	}
+	exp, _ := strconv.ParseInt(f[2], 10, 64)
+	size, _ := strconv.Atoi(f[3])
+	if f[4] != "" {
+		i, _ := strconv.Atoi(f[5])
+		if seen[f[4]] == nil {
+			seen[f[4]] = map[int]bool{}
+		}
+		seen[f[4]][i] = true
+	}
+	if old, ok := t.idx.Delete(entry{h: k.h, rk: k.rk}); ok {
+		t.bytes -= int64(old.size)
+	}
+	if f[1] != "R" {
+		t.idx.ReplaceOrInsert(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)})
+		t.bytes += int64(size)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package table
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// MaxPageBytes is the most item data one Query or Scan page reads, 1 MB
+// as in DynamoDB; the page then ends with a LastEvaluatedKey.
+const MaxPageBytes = 1 << 20
+
+// Select values.
+const (
+	SelectAllAttributes = "ALL_ATTRIBUTES"
+	SelectCount         = "COUNT"
+	SelectSpecific      = "SPECIFIC_ATTRIBUTES"
+)
+
+// QueryInput is Query's request (API_Query): the items of one partition
+// key, in sort-key order (ScanIndexForward false: descending), optionally
+// narrowed by a sort-key condition, then filtered. Limit counts items
+// read before the filter, as in DynamoDB. Secondary indexes are not
+// supported (IndexName is refused).
+type QueryInput struct {
+	TableName                 string            `json:"TableName"`
+	IndexName                 string            `json:"IndexName,omitempty"`
+	KeyConditionExpression    string            `json:"KeyConditionExpression"`
+	FilterExpression          string            `json:"FilterExpression,omitempty"`
+	ProjectionExpression      string            `json:"ProjectionExpression,omitempty"`
+	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues Item              `json:"ExpressionAttributeValues,omitempty"`
+	Limit                     int               `json:"Limit,omitempty"`
+	ExclusiveStartKey         Item              `json:"ExclusiveStartKey,omitempty"`
+	ScanIndexForward          *bool             `json:"ScanIndexForward,omitempty"`
+	Select                    string            `json:"Select,omitempty"`
+	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+}
+
+// ScanInput is Scan's request (API_Scan): every item, in the order of
+// the partition keys' hashes, optionally one Segment of TotalSegments
+// (parallel scan), then filtered.
+type ScanInput struct {
+	TableName                 string            `json:"TableName"`
+	IndexName                 string            `json:"IndexName,omitempty"`
+	FilterExpression          string            `json:"FilterExpression,omitempty"`
+	ProjectionExpression      string            `json:"ProjectionExpression,omitempty"`
+	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues Item              `json:"ExpressionAttributeValues,omitempty"`
+	Limit                     int               `json:"Limit,omitempty"`
+	ExclusiveStartKey         Item              `json:"ExclusiveStartKey,omitempty"`
+	Segment                   *int              `json:"Segment,omitempty"`
+	TotalSegments             *int              `json:"TotalSegments,omitempty"`
+	Select                    string            `json:"Select,omitempty"`
+	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+}
+
+// QueryOutput is the answer of Query and Scan. Items is empty with Select
+// COUNT. LastEvaluatedKey is set when there may be more items.
+type QueryOutput struct {
+	Items            []Item `json:"Items"`
+	Count            int    `json:"Count"`
+	ScannedCount     int    `json:"ScannedCount"`
+	LastEvaluatedKey Item   `json:"LastEvaluatedKey,omitempty"`
+}
+
+// reader holds what Query and Scan share: filter, projection, paging.
+type reader struct {
+	t      *Table
+	filter *expr.Condition
+	proj   *expr.Projection
+	limit  int
+	count  bool
+	out    *QueryOutput
+	bytes  int
+}
+
+func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader, error) {
+	if in.IndexName != "" {
+		return nil, validation("The table does not have the specified index: %s (runnel supports no secondary indexes)", in.IndexName)
+	}
+	if in.Limit < 0 {
+		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
+	}
+	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}}
+	switch in.Select {
+	case "", SelectAllAttributes, SelectSpecific:
+	case SelectCount:
+		r.count = true
+	default:
+		return nil, validation("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", in.Select)
+	}
+	var err error
+	if in.FilterExpression != "" {
+		if r.filter, err = expr.ParseFilter(in.FilterExpression, c); err != nil {
+			return nil, exprErr(err)
+		}
+	}
+	if in.ProjectionExpression != "" {
+		if r.proj, err = expr.ParseProjection(in.ProjectionExpression, c); err != nil {
+			return nil, exprErr(err)
+		}
+	}
+	return r, nil
+}
+
+// visit reads one entry; it returns true when the page is full (1 MB).
+func (r *reader) visit(ctx context.Context, e entry) (bool, error) {
+	k := key{h: e.h, rk: e.rk}
+	it, err := r.t.fetch(ctx, k, e)
+	if err != nil {
+		return false, err
+	}
+	r.out.ScannedCount++
+	r.bytes += int(e.size)
+	lk := Item{r.t.schema.hash: it[r.t.schema.hash]}
+	if r.t.schema.rng != "" {
+		lk[r.t.schema.rng] = it[r.t.schema.rng]
+	}
+	r.out.LastEvaluatedKey = lk
+	if r.filter != nil {
+		ok, err := r.filter.Eval(it)
+		if err != nil {
+			return false, exprErr(err)
+		}
+		if !ok {
+			return r.bytes >= MaxPageBytes, nil
+		}
+	}
+	r.out.Count++
+	if !r.count {
+		if r.proj != nil {
+			r.out.Items = append(r.out.Items, r.proj.Apply(it))
+		} else {
+			r.out.Items = append(r.out.Items, copyItem(it))
+		}
+	}
+	return r.bytes >= MaxPageBytes, nil
+}
+
+// page visits entries until the limit or the page size; it leaves
+// LastEvaluatedKey set only if entries remain.
+//
+// truncated says entries is not the whole rest of the table.
+func (r *reader) page(ctx context.Context, entries []entry, truncated bool, match func(entry) (bool, error)) error {
+	more := truncated
+	for i, e := range entries {
+		if r.limit > 0 && r.out.ScannedCount >= r.limit {
+			more = true
+			break
+		}
+		if match != nil {
+			ok, err := match(e)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		full, err := r.visit(ctx, e)
+		if err != nil {
+			return err
+		}
+		if full {
+			more = more || i < len(entries)-1
+			break
+		}
+	}
+	if !more {
+		r.out.LastEvaluatedKey = nil
+	}
+	return nil
+}
+
+// Query returns the items of one partition key (see QueryInput).
+func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error) {
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	c := newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	if in.KeyConditionExpression == "" {
+		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
+	}
+	kc, err := expr.ParseKeyCondition(in.KeyConditionExpression, c, t.schema.hash, t.schema.rng)
+	if err != nil {
+		return nil, exprErr(err)
+	}
+	r, err := s.newReader(t, &in, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, exprErr(err)
+	}
+	pk, err := t.schema.partitionOf(kc.HashValue)
+	if err != nil {
+		return nil, err
+	}
+	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
+	var start *key
+	if in.ExclusiveStartKey != nil {
+		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
+		if err != nil {
+			return nil, validation("The provided starting key is invalid: %v", err)
+		}
+		if sk.h != pk.h {
+			return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
+		}
+		start = &sk
+	}
+	entries := t.partition(pk.h, forward, start)
+	var match func(entry) (bool, error)
+	if t.schema.rng != "" {
+		match = func(e entry) (bool, error) {
+			rv, err := t.rangeValue(ctx, e)
+			if err != nil {
+				return false, err
+			}
+			return kc.MatchRange(&rv), nil
+		}
+	}
+	if err := r.page(ctx, entries, false, match); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// rangeValue returns the sort-key value of an entry.
+func (t *Table) rangeValue(ctx context.Context, e entry) (v events.DynamoDBAttributeValue, err error) {
+	it, err := t.fetch(ctx, key{h: e.h, rk: e.rk}, e)
+	if err != nil {
+		return v, err
+	}
+	return it[t.schema.rng], nil
+}
+
+// partition lists the entries of one partition hash in sort order,
+// starting after start (exclusive) if given.
+func (t *Table) partition(h [16]byte, forward bool, start *key) []entry {
+	t.idxMu.RLock()
+	defer t.idxMu.RUnlock()
+	var out []entry
+	if forward {
+		from := entry{h: h, bound: -1}
+		if start != nil {
+			from = entry{h: h, rk: start.rk}
+		}
+		t.idx.AscendGreaterOrEqual(from, func(e entry) bool {
+			if e.h != h {
+				return false
+			}
+			if start != nil && e.rk == start.rk {
+				return true
+			}
+			out = append(out, e)
+			return true
+		})
+	} else {
+		from := entry{h: h, bound: 1}
+		if start != nil {
+			from = entry{h: h, rk: start.rk}
+		}
+		t.idx.DescendLessOrEqual(from, func(e entry) bool {
+			if e.h != h {
+				return false
+			}
+			if start != nil && e.rk == start.rk {
+				return true
+			}
+			out = append(out, e)
+			return true
+		})
+	}
+	return out
+}
+
+// Scan returns every item (see ScanInput), a page at a time.
+func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) {
+	t, err := s.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	c := newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select}
+	r, err := s.newReader(t, &q, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, exprErr(err)
+	}
+	seg, total := 0, 1
+	if in.TotalSegments != nil || in.Segment != nil {
+		if in.TotalSegments == nil || in.Segment == nil {
+			return nil, validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
+		}
+		total, seg = *in.TotalSegments, *in.Segment
+		if total < 1 || total > 1000000 {
+			return nil, awserr.OutOfRange(awserr.ErrValidation, "totalSegments", total, 1, 1000000)
+		}
+		if seg < 0 || seg >= total {
+			return nil, validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", seg, total)
+		}
+	}
+	var from entry
+	exclusive := false
+	if in.ExclusiveStartKey != nil {
+		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
+		if err != nil {
+			return nil, validation("The provided starting key is invalid: %v", err)
+		}
+		from, exclusive = entry{h: sk.h, rk: sk.rk}, true
+	}
+	// Collect the page's entries under the read lock, then read the items.
+	t.idxMu.RLock()
+	var entries []entry
+	budget, size, truncated := r.limit, 0, false
+	t.idx.AscendGreaterOrEqual(from, func(e entry) bool {
+		if exclusive && e.h == from.h && e.rk == from.rk {
+			return true
+		}
+		if total > 1 && segmentOf(e.h, total) != seg {
+			return true
+		}
+		entries = append(entries, e)
+		size += int(e.size)
+		// One entry past the page tells page() that more remain.
+		if (budget > 0 && len(entries) > budget) || size > MaxPageBytes {
+			truncated = true
+			return false
+		}
+		return true
+	})
+	t.idxMu.RUnlock()
+	if err := r.page(ctx, entries, truncated, nil); err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// segmentOf spreads partition hashes evenly over total segments.
+func segmentOf(h [16]byte, total int) int {
+	v := uint64(h[0])<<24 | uint64(h[1])<<16 | uint64(h[2])<<8 | uint64(h[3])
+	return int(v * uint64(total) >> 32)
+}

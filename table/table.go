@@ -1,0 +1,522 @@
+// Package table is runnel's DynamoDB model: tables of items keyed by a
+// partition key (and an optional sort key), conditional writes with
+// DynamoDB's expression language (package table/expr), all-or-nothing
+// transactions with ClientRequestToken idempotency, time to live, and
+// change streams (DynamoDB Streams) that event source mappings read like
+// Kinesis shards.
+//
+// # Storage
+//
+// A table's durable form is its change log: one record per change
+// (INSERT, MODIFY, REMOVE) holding the keys and the old and new images,
+// appended to a log stream of the stream package (NewLog: never trimmed)
+// and routed to a shard by the MD5 of the item's primary key, so the
+// changes of one item are in one shard, in order. The same log is the
+// table's change stream: readers see it for 24 hours as DynamoDB Streams
+// does, and mappings read it with the Kinesis mapping rules.
+//
+// The items themselves are a projection of the log: an in-memory ordered
+// index (key -> log position of the item's latest image) rebuilt when the
+// service opens, by reading the logs once. A write locks its item, checks
+// its condition against the current image, appends the change and waits
+// for JetStream's acknowledgement before the index moves and the lock is
+// released: an acknowledged write is on disk, and every write of one item
+// sees the one before it.
+//
+// Transactions first write one commit record (every change of the
+// transaction) to the transaction log RUNNEL_TXLOG, then the changes to
+// the tables' logs. If the process dies between the two, Open finds the
+// committed transaction's missing changes and appends them before serving:
+// a transaction is applied entirely or not at all.
+//
+// Traps: the log grows with every change (there is no compaction yet), and
+// Open reads all of it; a table of 10 million items opens in tens of
+// seconds. One process serves a set of tables: two runnel processes on one
+// JetStream would each keep their own index.
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Item is a DynamoDB item: attribute name -> value, in DynamoDB's JSON
+// form ({"S":"x"}, {"N":"1.5"}) when marshalled.
+type Item = map[string]events.DynamoDBAttributeValue
+
+// Key types of KeySchema attributes.
+const (
+	TypeS = "S"
+	TypeN = "N"
+	TypeB = "B"
+)
+
+// Key roles.
+const (
+	KeyTypeHash  = "HASH"
+	KeyTypeRange = "RANGE"
+)
+
+// Stream view types (StreamSpecification.StreamViewType).
+const (
+	ViewKeysOnly        = "KEYS_ONLY"
+	ViewNewImage        = "NEW_IMAGE"
+	ViewOldImage        = "OLD_IMAGE"
+	ViewNewAndOldImages = "NEW_AND_OLD_IMAGES"
+)
+
+const (
+	metaBucket    = "runnel_tables"
+	logBucket     = "runnel_table_logs"
+	txlogStream   = "RUNNEL_TXLOG"
+	txlogSubject  = "runnel.txlog"
+	tableStatus   = "ACTIVE"
+	streamEnabled = "ENABLED"
+	// DefaultShards is the number of change-log shards of a table when
+	// CreateTableInput.RunnelShards is 0. DynamoDB sizes its stream shards
+	// itself; runnel's count bounds a mapping's parallelism over the
+	// change stream (one batch in flight per shard and lane).
+	DefaultShards = 4
+	// MaxItemSize is DynamoDB's item size limit, 400 KB.
+	MaxItemSize = 400 * 1024
+	// StreamRetention is how far back the change stream can be read, as in
+	// DynamoDB Streams.
+	StreamRetention = 24 * time.Hour
+)
+
+// KeySchemaElement names a key attribute and its role (HASH or RANGE).
+type KeySchemaElement struct {
+	AttributeName string `json:"AttributeName"`
+	KeyType       string `json:"KeyType"`
+}
+
+// AttributeDefinition gives a key attribute's type: S, N or B.
+type AttributeDefinition struct {
+	AttributeName string `json:"AttributeName"`
+	AttributeType string `json:"AttributeType"`
+}
+
+// StreamSpecification turns the table's change stream on or off.
+// StreamViewType is KEYS_ONLY, NEW_IMAGE, OLD_IMAGE or NEW_AND_OLD_IMAGES.
+type StreamSpecification struct {
+	StreamEnabled  bool   `json:"StreamEnabled"`
+	StreamViewType string `json:"StreamViewType,omitempty"`
+}
+
+// TimeToLiveSpecification names the TTL attribute (a Number of epoch
+// seconds) and turns expiry on or off.
+type TimeToLiveSpecification struct {
+	AttributeName string `json:"AttributeName"`
+	Enabled       bool   `json:"Enabled"`
+}
+
+// CreateTableInput is CreateTable's request (API_CreateTable). Billing,
+// throughput and indexes are accepted by the API layer and ignored.
+type CreateTableInput struct {
+	TableName            string                `json:"TableName"`
+	KeySchema            []KeySchemaElement    `json:"KeySchema"`
+	AttributeDefinitions []AttributeDefinition `json:"AttributeDefinitions"`
+	StreamSpecification  *StreamSpecification  `json:"StreamSpecification,omitempty"`
+	// RunnelShards is the number of change-log shards (runnel's own
+	// field): 1..64, default DefaultShards.
+	RunnelShards int `json:"RunnelShards,omitempty"`
+}
+
+// TableDescription describes a table (DescribeTable's Table).
+type TableDescription struct {
+	TableName            string                `json:"TableName"`
+	TableArn             string                `json:"TableArn"`
+	TableId              string                `json:"TableId"`
+	TableStatus          string                `json:"TableStatus"`
+	KeySchema            []KeySchemaElement    `json:"KeySchema"`
+	AttributeDefinitions []AttributeDefinition `json:"AttributeDefinitions"`
+	CreationDateTime     float64               `json:"CreationDateTime"`
+	ItemCount            int64                 `json:"ItemCount"`
+	TableSizeBytes       int64                 `json:"TableSizeBytes"`
+	StreamSpecification  *StreamSpecification  `json:"StreamSpecification,omitempty"`
+	LatestStreamLabel    string                `json:"LatestStreamLabel,omitempty"`
+	LatestStreamArn      string                `json:"LatestStreamArn,omitempty"`
+	// TimeToLive is the table's TTL setting (DescribeTimeToLive).
+	TimeToLive TimeToLiveSpecification `json:"-"`
+	// Shards is the number of change-log shards; Log the name of the log
+	// stream (in the package's own stream namespace).
+	Shards int    `json:"-"`
+	Log    string `json:"-"`
+}
+
+// stored is what the metadata bucket keeps per table.
+type stored struct {
+	TableDescription
+	TTL    TimeToLiveSpecification `json:"RunnelTTL"`
+	Shards int                     `json:"RunnelShards"`
+	Log    string                  `json:"RunnelLog"`
+}
+
+// Service is the tables API over one engine. Open it with New; it is safe
+// for concurrent use.
+type Service struct {
+	eng   *engine.Engine
+	logs  *stream.Service
+	meta  jetstream.KeyValue
+	txlog jetstream.Stream
+
+	mu     sync.RWMutex
+	tables map[string]*Table // by name
+
+	tokens *tokenCache
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Options tunes the service. The zero value is the default.
+type Options struct {
+	// TTLInterval is how often expired items are deleted, by the engine's
+	// clock. Default 30 seconds; negative disables the sweeper (tests call
+	// SweepExpired themselves).
+	TTLInterval time.Duration
+}
+
+// Logs returns the stream service holding the tables' change logs, for the
+// mappings and the DynamoDB Streams API.
+func (s *Service) Logs() *stream.Service { return s.logs }
+
+var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// New opens the tables service on eng: it loads every table and rebuilds
+// its index from its log, then completes any transaction that was
+// committed but not fully applied when the process last stopped.
+func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error) {
+	meta, err := eng.Bucket(ctx, metaBucket)
+	if err != nil {
+		return nil, err
+	}
+	logs, err := stream.NewLog(ctx, eng, logBucket)
+	if err != nil {
+		return nil, err
+	}
+	txlog, err := eng.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        txlogStream,
+		Description: "runnel table transactions: one commit record per TransactWriteItems",
+		Subjects:    []string{txlogSubject},
+		Storage:     jetstream.FileStorage,
+		Replicas:    eng.Replicas(),
+		MaxAge:      StreamRetention,
+		AllowDirect: true,
+		MaxMsgSize:  8 << 20,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("table: open transaction log: %w", err)
+	}
+	s := &Service{eng: eng, logs: logs, meta: meta, txlog: txlog, tables: map[string]*Table{}, tokens: newTokenCache(eng.Clock), done: make(chan struct{})}
+	names, err := meta.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, err
+	}
+	seen := txnSeen{}
+	for _, name := range names {
+		e, err := meta.Get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		var st stored
+		if err := json.Unmarshal(e.Value(), &st); err != nil {
+			return nil, fmt.Errorf("table %s: bad description: %w", name, err)
+		}
+		t, err := s.openTable(st)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.rebuild(ctx, seen); err != nil {
+			return nil, fmt.Errorf("table %s: rebuild index: %w", name, err)
+		}
+		s.tables[name] = t
+	}
+	if err := s.recoverTransactions(ctx, seen); err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	interval := opts.TTLInterval
+	if interval == 0 {
+		interval = 30 * time.Second
+	}
+	go func() {
+		defer close(s.done)
+		if interval > 0 {
+			s.runTTL(bg, interval)
+		}
+	}()
+	return s, nil
+}
+
+// Close stops the TTL sweeper. The engine stays open.
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+		s.cancel = nil
+	}
+}
+
+// ARN returns the table ARN: arn:aws:dynamodb:<region>:<account>:table/<name>.
+func (s *Service) ARN(name string) string {
+	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", s.eng.Region(), s.eng.AccountID(), name)
+}
+
+var streamARNRE = regexp.MustCompile(`^arn:aws:dynamodb:[^:]*:[^:]*:table/([a-zA-Z0-9_.-]{3,255})/stream/(.+)$`)
+
+// ParseStreamARN returns the table name and stream label of a DynamoDB
+// stream ARN (arn:aws:dynamodb:<region>:<account>:table/<T>/stream/<label>).
+func ParseStreamARN(arn string) (tableName, label string, ok bool) {
+	m := streamARNRE.FindStringSubmatch(arn)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+func validation(format string, args ...any) error {
+	return awserr.New(awserr.ErrValidation, format, args...)
+}
+
+func tableNotFound(name string) error {
+	return awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Table: %s not found", name)
+}
+
+// CreateTable creates a table (API_CreateTable). The table is ACTIVE when
+// CreateTable returns. Errors: ValidationException naming the field
+// (TableName 3..255 of [a-zA-Z0-9_.-]; KeySchema one HASH and at most one
+// RANGE, each defined in AttributeDefinitions with type S, N or B;
+// StreamViewType one of the four; RunnelShards 1..64),
+// ResourceInUseException if the name is taken.
+func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableDescription, error) {
+	if !tableNameRE.MatchString(in.TableName) {
+		return nil, validation("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.TableName)
+	}
+	schema, err := newSchema(in.KeySchema, in.AttributeDefinitions)
+	if err != nil {
+		return nil, err
+	}
+	shards := in.RunnelShards
+	if shards == 0 {
+		shards = DefaultShards
+	}
+	if shards < 1 || shards > 64 {
+		return nil, awserr.OutOfRange(awserr.ErrValidation, "RunnelShards", shards, 1, 64)
+	}
+	if sp := in.StreamSpecification; sp != nil && sp.StreamEnabled {
+		if err := checkView(sp.StreamViewType); err != nil {
+			return nil, err
+		}
+	}
+	now := s.eng.Clock.Now().UTC()
+	st := stored{Shards: shards}
+	st.TableDescription = TableDescription{
+		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: nuid.Next(), TableStatus: tableStatus,
+		KeySchema: schema.elements(), AttributeDefinitions: schema.definitions(),
+		CreationDateTime: float64(now.UnixMilli()) / 1000,
+	}
+	st.Log = "tbl-" + st.TableId
+	if sp := in.StreamSpecification; sp != nil && sp.StreamEnabled {
+		st.StreamSpecification = &StreamSpecification{StreamEnabled: true, StreamViewType: sp.StreamViewType}
+		st.LatestStreamLabel = streamLabel(now)
+		st.LatestStreamArn = st.TableArn + "/stream/" + st.LatestStreamLabel
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tables[in.TableName]; ok {
+		return nil, awserr.New(awserr.ErrResourceInUse, "Table already exists: %s", in.TableName)
+	}
+	if _, err := s.logs.CreateStream(ctx, stream.CreateStreamInput{StreamName: st.Log, ShardCount: shards, RetentionPeriodHours: int(StreamRetention / time.Hour)}); err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(st)
+	if _, err := s.meta.Create(ctx, in.TableName, b); err != nil {
+		_ = s.logs.DeleteStream(ctx, st.Log)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, awserr.New(awserr.ErrResourceInUse, "Table already exists: %s", in.TableName)
+		}
+		return nil, awserr.New(awserr.ErrService, "create table %s: %v", in.TableName, err)
+	}
+	t, err := s.openTable(st)
+	if err != nil {
+		return nil, err
+	}
+	s.tables[in.TableName] = t
+	return t.describe(), nil
+}
+
+func streamLabel(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000") }
+
+func checkView(v string) error {
+	switch v {
+	case ViewKeysOnly, ViewNewImage, ViewOldImage, ViewNewAndOldImages:
+		return nil
+	}
+	return validation("1 validation error detected: Value '%s' at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set: [NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES, KEYS_ONLY]", v)
+}
+
+// DeleteTable deletes a table, its items and its change log.
+func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescription, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tables[name]
+	if !ok {
+		return nil, tableNotFound(name)
+	}
+	d := t.describe()
+	d.TableStatus = "DELETING"
+	if err := s.logs.DeleteStream(ctx, t.st.Log); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+		return nil, err
+	}
+	if err := s.meta.Purge(ctx, name); err != nil {
+		return nil, awserr.New(awserr.ErrService, "delete table %s: %v", name, err)
+	}
+	delete(s.tables, name)
+	return d, nil
+}
+
+// DescribeTable returns a table's description, ItemCount included (exact,
+// unlike DynamoDB's six-hourly figure).
+func (s *Service) DescribeTable(ctx context.Context, name string) (*TableDescription, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.describe(), nil
+}
+
+// ListTables returns the table names, sorted.
+func (s *Service) ListTables(ctx context.Context) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.tables))
+	for n := range s.tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// UpdateStream turns the table's change stream on (with a view type) or
+// off (UpdateTable's StreamSpecification). Turning it on gives the stream
+// a new label and ARN; changes written while it is off belong to no
+// stream. Errors: ValidationException if the stream is already in the
+// asked state, as DynamoDB.
+func (s *Service) UpdateStream(ctx context.Context, name string, spec StreamSpecification) (*TableDescription, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return nil, err
+	}
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	st := t.st
+	on := st.StreamSpecification != nil && st.StreamSpecification.StreamEnabled
+	switch {
+	case spec.StreamEnabled && on:
+		return nil, validation("Table already has an enabled stream: %s", st.LatestStreamArn)
+	case !spec.StreamEnabled && !on:
+		return nil, validation("Table already has no enabled stream: %s", name)
+	case spec.StreamEnabled:
+		if err := checkView(spec.StreamViewType); err != nil {
+			return nil, err
+		}
+		st.StreamSpecification = &StreamSpecification{StreamEnabled: true, StreamViewType: spec.StreamViewType}
+		st.LatestStreamLabel = streamLabel(s.eng.Clock.Now())
+		st.LatestStreamArn = st.TableArn + "/stream/" + st.LatestStreamLabel
+	default:
+		st.StreamSpecification = &StreamSpecification{StreamEnabled: false}
+	}
+	if err := s.saveMeta(ctx, st); err != nil {
+		return nil, err
+	}
+	t.st = st
+	return t.describe(), nil
+}
+
+// UpdateTimeToLive sets the table's TTL attribute (API_UpdateTimeToLive).
+// The attribute holds epoch seconds as a Number; items whose value is in
+// the past are deleted by the sweeper (every Options.TTLInterval, default
+// 30 s: much sooner than DynamoDB's "typically within a few days"), and
+// until then Get, Query and Scan still return them, as in DynamoDB. Items
+// whose value is more than five years in the past are not deleted (the
+// DynamoDB rule for values that are probably not epoch seconds).
+func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeToLiveSpecification) (*TimeToLiveSpecification, error) {
+	if spec.AttributeName == "" {
+		return nil, validation("1 validation error detected: Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null")
+	}
+	t, err := s.table(name)
+	if err != nil {
+		return nil, err
+	}
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	st := t.st
+	if st.TTL.Enabled == spec.Enabled {
+		if spec.Enabled {
+			return nil, validation("TimeToLive is already enabled")
+		}
+		return nil, validation("TimeToLive is already disabled")
+	}
+	st.TTL = spec
+	if err := s.saveMeta(ctx, st); err != nil {
+		return nil, err
+	}
+	t.st = st
+	t.metaMu.Unlock()
+	err = t.refreshTTL(ctx)
+	t.metaMu.Lock()
+	if err != nil {
+		return nil, err
+	}
+	return &spec, nil
+}
+
+// DescribeTimeToLive returns the table's TTL setting.
+func (s *Service) DescribeTimeToLive(ctx context.Context, name string) (TimeToLiveSpecification, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return TimeToLiveSpecification{}, err
+	}
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	return t.st.TTL, nil
+}
+
+func (s *Service) saveMeta(ctx context.Context, st stored) error {
+	b, _ := json.Marshal(st)
+	if _, err := s.meta.Put(ctx, st.TableName, b); err != nil {
+		return awserr.New(awserr.ErrService, "update table %s: %v", st.TableName, err)
+	}
+	return nil
+}
+
+// table returns an open table by name, or ResourceNotFoundException.
+func (s *Service) table(name string) (*Table, error) {
+	s.mu.RLock()
+	t, ok := s.tables[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, tableNotFound(name)
+	}
+	return t, nil
+}
+
+// Table returns the open table name, for callers that need its change log
+// (mappings, the Streams API).
+func (s *Service) Table(name string) (*Table, error) { return s.table(name) }

@@ -1,0 +1,501 @@
+package table
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Transaction limits (API_TransactWriteItems).
+const (
+	// MaxTransactItems is the most actions in one TransactWriteItems.
+	MaxTransactItems = 100
+	// MaxTransactBytes is the most item data in one transaction, 4 MB.
+	MaxTransactBytes = 4 << 20
+	// TokenWindow is how long a ClientRequestToken is remembered after its
+	// transaction completed: 10 minutes.
+	TokenWindow = 10 * time.Minute
+	// MaxTokenLength is the longest ClientRequestToken, 36 characters.
+	MaxTokenLength = 36
+)
+
+// ConditionCheck checks a condition on an item without writing it.
+type ConditionCheck struct {
+	TableName                           string            `json:"TableName"`
+	Key                                 Item              `json:"Key"`
+	ConditionExpression                 string            `json:"ConditionExpression"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+// TransactPut is a PutItem inside a transaction.
+type TransactPut struct {
+	TableName                           string            `json:"TableName"`
+	Item                                Item              `json:"Item"`
+	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+// TransactUpdate is an UpdateItem inside a transaction.
+type TransactUpdate struct {
+	TableName                           string            `json:"TableName"`
+	Key                                 Item              `json:"Key"`
+	UpdateExpression                    string            `json:"UpdateExpression"`
+	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+// TransactDelete is a DeleteItem inside a transaction.
+type TransactDelete struct {
+	TableName                           string            `json:"TableName"`
+	Key                                 Item              `json:"Key"`
+	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
+	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
+	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+}
+
+// TransactWriteItem is one action: exactly one of the four is set.
+type TransactWriteItem struct {
+	ConditionCheck *ConditionCheck `json:"ConditionCheck,omitempty"`
+	Put            *TransactPut    `json:"Put,omitempty"`
+	Update         *TransactUpdate `json:"Update,omitempty"`
+	Delete         *TransactDelete `json:"Delete,omitempty"`
+}
+
+// TransactWriteItemsInput is TransactWriteItems' request.
+type TransactWriteItemsInput struct {
+	TransactItems []TransactWriteItem `json:"TransactItems"`
+	// ClientRequestToken makes the call idempotent for TokenWindow after it
+	// completes (1..36 characters). Empty: no idempotency (the AWS SDKs
+	// fill in a random token).
+	ClientRequestToken string `json:"ClientRequestToken,omitempty"`
+}
+
+// CancellationReason is one action's outcome in a cancelled transaction:
+// Code "None" for actions that were fine.
+type CancellationReason struct {
+	Code    string `json:"Code"`
+	Message string `json:"Message,omitempty"`
+	Item    Item   `json:"Item,omitempty"`
+}
+
+// TransactionCanceledError is returned when a transaction changed
+// nothing: Reasons has one entry per action, in TransactItems order.
+// errors.Is(err, awserr.ErrTransactionCanceled) matches it.
+type TransactionCanceledError struct {
+	Reasons []CancellationReason
+}
+
+func (e *TransactionCanceledError) Error() string {
+	codes := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		codes[i] = r.Code
+	}
+	return "TransactionCanceledException: " + e.Message()
+}
+
+// Message is DynamoDB's message for the cancellation.
+func (e *TransactionCanceledError) Message() string {
+	codes := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		codes[i] = r.Code
+	}
+	return "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]"
+}
+
+// Is matches awserr.ErrTransactionCanceled.
+func (e *TransactionCanceledError) Is(target error) bool {
+	return target == awserr.ErrTransactionCanceled
+}
+
+// txRecord is a transaction's commit record in RUNNEL_TXLOG.
+type txRecord struct {
+	ID      string     `json:"id"`
+	Token   string     `json:"token,omitempty"`
+	Hash    string     `json:"hash,omitempty"`
+	TimeMs  int64      `json:"t"`
+	Changes []txChange `json:"changes"`
+}
+
+type txChange struct {
+	Table        string `json:"table"` // table name
+	Log          string `json:"log"`
+	PartitionKey string `json:"pk"`
+	ExplicitHash string `json:"hk"`
+	Data         []byte `json:"data"`
+}
+
+// TransactWriteItems applies up to 100 actions on distinct items, of one
+// or several tables, all or nothing (API_TransactWriteItems): every
+// condition is checked with the items locked, and either every write is
+// applied or none is.
+//
+// Errors: ValidationException (no actions or more than 100, an action
+// with not exactly one operation, two actions on one item: "Transaction
+// request cannot include multiple operations on one item", more than 4 MB);
+// TransactionCanceledError with one reason per action
+// (ConditionalCheckFailed, ValidationError) when a condition fails;
+// ClientRequestToken rules: the same token within TokenWindow after the
+// first call completed returns success and changes nothing;
+// IdempotentParameterMismatchException if the parameters differ;
+// TransactionInProgressException while the first call is still running.
+//
+// Where DynamoDB cancels with TransactionConflict when another
+// transaction holds an item, runnel waits for it: conflicting
+// transactions run one after the other.
+func (s *Service) TransactWriteItems(ctx context.Context, in TransactWriteItemsInput) error {
+	n := len(in.TransactItems)
+	if n < 1 || n > MaxTransactItems {
+		return awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", n, MaxTransactItems)
+	}
+	if len(in.ClientRequestToken) > MaxTokenLength {
+		return awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to %d", in.ClientRequestToken, MaxTokenLength)
+	}
+	ops, err := s.prepareTransaction(in.TransactItems)
+	if err != nil {
+		return err
+	}
+	var hash string
+	if in.ClientRequestToken != "" {
+		b, _ := json.Marshal(in.TransactItems)
+		sum := sha256.Sum256(b)
+		hash = hex.EncodeToString(sum[:])
+		done, err := s.tokens.begin(in.ClientRequestToken, hash)
+		if err != nil || done {
+			return err
+		}
+	}
+	committed, err := s.runTransaction(ctx, ops, in.ClientRequestToken, hash)
+	if in.ClientRequestToken != "" {
+		s.tokens.end(in.ClientRequestToken, committed)
+	}
+	return err
+}
+
+func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
+	ops := make([]*op, len(items))
+	seen := map[string]int{}
+	for i, it := range items {
+		set := 0
+		var o *op
+		var err error
+		field := fmt.Sprintf("transactItems.%d", i+1)
+		if c := it.ConditionCheck; c != nil {
+			set++
+			var t *Table
+			if t, err = s.table(c.TableName); err == nil {
+				if c.ConditionExpression == "" {
+					return nil, validation("%s.conditionCheck.conditionExpression: must not be empty", field)
+				}
+				o, err = s.deleteOp(t, c.Key, c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues, c.ReturnValuesOnConditionCheckFailure)
+				if o != nil {
+					o.next = nil
+				}
+			}
+		}
+		if p := it.Put; p != nil {
+			set++
+			var t *Table
+			if t, err = s.table(p.TableName); err == nil {
+				o, err = s.putOp(t, p.Item, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure)
+			}
+		}
+		if u := it.Update; u != nil {
+			set++
+			var t *Table
+			if t, err = s.table(u.TableName); err == nil {
+				o, _, err = s.updateOp(t, u.Key, u.UpdateExpression, u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, u.ReturnValuesOnConditionCheckFailure)
+			}
+		}
+		if d := it.Delete; d != nil {
+			set++
+			var t *Table
+			if t, err = s.table(d.TableName); err == nil {
+				o, err = s.deleteOp(t, d.Key, d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues, d.ReturnValuesOnConditionCheckFailure)
+			}
+		}
+		if set != 1 {
+			return nil, validation("%s: exactly one of ConditionCheck, Put, Update or Delete must be set", field)
+		}
+		if err != nil {
+			return nil, err
+		}
+		id := o.t.st.TableId + "/" + o.k.id()
+		if _, dup := seen[id]; dup {
+			return nil, validation("Transaction request cannot include multiple operations on one item")
+		}
+		seen[id] = i
+		ops[i] = o
+	}
+	return ops, nil
+}
+
+// runTransaction locks the items, checks every condition, writes the
+// commit record, then the changes. committed reports whether the commit
+// record was written (the transaction then happens, whatever err says).
+func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash string) (committed bool, err error) {
+	// Lock each stripe once, in a global order (table id, stripe index),
+	// so that transactions on overlapping items cannot deadlock.
+	type lockRef struct {
+		table string
+		idx   int
+		mu    *sync.Mutex
+	}
+	var locks []lockRef
+	have := map[*sync.Mutex]bool{}
+	for _, o := range ops {
+		if mu := o.t.stripe(o.k); !have[mu] {
+			have[mu] = true
+			locks = append(locks, lockRef{o.t.st.TableId, o.t.stripeIndex(o.k), mu})
+		}
+	}
+	sort.Slice(locks, func(i, j int) bool {
+		if locks[i].table != locks[j].table {
+			return locks[i].table < locks[j].table
+		}
+		return locks[i].idx < locks[j].idx
+	})
+	for _, l := range locks {
+		l.mu.Lock()
+	}
+	defer func() {
+		for _, l := range locks {
+			l.mu.Unlock()
+		}
+	}()
+
+	reasons := make([]CancellationReason, len(ops))
+	changes := make([]*pending, len(ops))
+	failed := false
+	for i, o := range ops {
+		reasons[i].Code = "None"
+		_, p, err := o.prepare(ctx)
+		var ccf *ConditionalCheckFailedError
+		switch {
+		case errors.As(err, &ccf):
+			failed = true
+			reasons[i] = CancellationReason{Code: "ConditionalCheckFailed", Message: "The conditional request failed", Item: ccf.Item}
+		case errors.Is(err, awserr.ErrValidation):
+			failed = true
+			reasons[i] = CancellationReason{Code: "ValidationError", Message: strings.TrimPrefix(err.Error(), "ValidationException: ")}
+		case err != nil:
+			return false, err
+		}
+		changes[i] = p
+	}
+	if failed {
+		return false, &TransactionCanceledError{Reasons: reasons}
+	}
+	rec := txRecord{ID: nuid.Next(), Token: token, Hash: hash, TimeMs: s.eng.Clock.Now().UnixMilli()}
+	byTable := map[*Table][]*pending{}
+	var order []*Table
+	for _, p := range changes {
+		if p == nil {
+			continue
+		}
+		p.change.Txn, p.change.TxnIndex = rec.ID, len(rec.Changes)
+		e, err := p.logEntry()
+		if err != nil {
+			return false, err
+		}
+		rec.Changes = append(rec.Changes, txChange{Table: p.t.st.TableName, Log: p.t.st.Log, PartitionKey: e.PartitionKey, ExplicitHash: e.ExplicitHashKey, Data: e.Data})
+		if byTable[p.t] == nil {
+			order = append(order, p.t)
+		}
+		byTable[p.t] = append(byTable[p.t], p)
+	}
+	size := 0
+	for _, c := range rec.Changes {
+		size += len(c.Data)
+	}
+	if size > MaxTransactBytes {
+		return false, validation("Transaction size has exceeded the maximum allowed size of 4 MB")
+	}
+	// The commit point: once this record is acknowledged the transaction
+	// happens, even if the process dies before the changes below land.
+	b, _ := json.Marshal(&rec)
+	if _, err := s.eng.JS.Publish(ctx, txlogSubject, b); err != nil {
+		return false, awserr.New(awserr.ErrService, "transaction commit: %v", err)
+	}
+	for _, t := range order {
+		if err := t.appendChanges(ctx, byTable[t]); err != nil {
+			// Committed: the changes that did not land are written when the
+			// service opens again. Report an internal error; a retry with the
+			// same token is answered from the token cache.
+			return true, awserr.New(awserr.ErrService, "transaction %s committed, applying it failed (it completes on restart): %v", rec.ID, err)
+		}
+	}
+	return true, nil
+}
+
+// recoverTransactions appends the changes of committed transactions that
+// are missing from the logs (the process stopped between the commit
+// record and the last change), and reloads the token cache.
+func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
+	info, err := s.txlog.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	cons, err := s.eng.JS.OrderedConsumer(ctx, txlogStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	repaired := 0
+	for {
+		msgs, err := cons.Fetch(256, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		n := 0
+		var seq uint64
+		for m := range msgs.Messages() {
+			n++
+			md, _ := m.Metadata()
+			seq = md.Sequence.Stream
+			var rec txRecord
+			if err := json.Unmarshal(m.Data(), &rec); err != nil {
+				return fmt.Errorf("table: bad transaction record %d: %w", seq, err)
+			}
+			if rec.Token != "" {
+				s.tokens.load(rec.Token, rec.Hash, time.UnixMilli(rec.TimeMs))
+			}
+			for i, c := range rec.Changes {
+				if seen[rec.ID][i] {
+					continue
+				}
+				t, err := s.table(c.Table)
+				if err != nil || t.st.Log != c.Log {
+					continue // the table was deleted since
+				}
+				ch, err := DecodeChange(c.Data)
+				if err != nil {
+					return err
+				}
+				k, err := t.schema.keyOf(ch.Keys, true)
+				if err != nil {
+					return err
+				}
+				p := &pending{t: t, k: k, change: *ch}
+				if ch.NewImage != nil {
+					p.size = int32(len(c.Data))
+					p.exp = t.ttlOf(ch.NewImage)
+				}
+				out, err := s.logs.PutRecords(ctx, c.Log, []stream.PutRecordsRequestEntry{{Data: c.Data, PartitionKey: c.PartitionKey, ExplicitHashKey: c.ExplicitHash}})
+				if err != nil || out.FailedRecordCount > 0 {
+					return fmt.Errorf("table: complete transaction %s: %v", rec.ID, err)
+				}
+				sh, pos, err := stream.DecodeSequenceNumber(t.epoch, out.Records[0].SequenceNumber)
+				if err != nil {
+					return err
+				}
+				t.apply(p, uint16(sh), pos)
+				repaired++
+			}
+		}
+		if err := msgs.Error(); err != nil {
+			return err
+		}
+		if n == 0 || seq >= last {
+			break
+		}
+	}
+	if repaired > 0 {
+		s.eng.Logger.Warn("completed committed transactions whose changes were not all written before the last stop", "changes", repaired)
+	}
+	return nil
+}
+
+// tokenCache remembers ClientRequestTokens: in progress, or completed
+// with the hash of their parameters, for TokenWindow.
+type tokenCache struct {
+	clock clockwork.Clock
+	mu    sync.Mutex
+	m     map[string]*tokenState
+	swept time.Time
+}
+
+type tokenState struct {
+	hash    string
+	running bool
+	done    time.Time
+}
+
+func newTokenCache(c clockwork.Clock) *tokenCache {
+	return &tokenCache{clock: c, m: map[string]*tokenState{}}
+}
+
+// begin claims token for a call with parameters hash. done is true when
+// an identical call completed within the window (nothing to do).
+func (c *tokenCache) begin(token, hash string) (done bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	if now.Sub(c.swept) > time.Minute { // forget expired tokens
+		c.swept = now
+		for k, st := range c.m {
+			if !st.running && now.Sub(st.done) > TokenWindow {
+				delete(c.m, k)
+			}
+		}
+	}
+	st, ok := c.m[token]
+	if ok && !st.running && now.Sub(st.done) > TokenWindow {
+		ok = false
+	}
+	switch {
+	case !ok:
+		c.m[token] = &tokenState{hash: hash, running: true}
+		return false, nil
+	case st.running:
+		return false, awserr.New(awserr.ErrTransactionInProgress, "The transaction with the given request token is already in progress.")
+	case st.hash != hash:
+		return false, awserr.New(awserr.ErrIdempotentParameterMismatch, "The request uses the same client token as a previous, but non-identical request.")
+	}
+	return true, nil
+}
+
+// end records the outcome: a failed call frees the token.
+func (c *tokenCache) end(token string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !ok {
+		delete(c.m, token)
+		return
+	}
+	if st := c.m[token]; st != nil {
+		st.running, st.done = false, c.clock.Now()
+	}
+}
+
+func (c *tokenCache) load(token, hash string, at time.Time) {
+	if c.clock.Now().Sub(at) > TokenWindow {
+		return
+	}
+	c.mu.Lock()
+	c.m[token] = &tokenState{hash: hash, done: at}
+	c.mu.Unlock()
+}
