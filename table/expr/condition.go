@@ -29,6 +29,12 @@ const maxInOperands = 100
 // Precedence, highest first: comparators, IN, BETWEEN, functions,
 // parentheses, NOT, AND, OR. Keywords are case-insensitive; function names
 // are not.
+//
+// size() is the length of a string in characters (Unicode code points), of
+// a binary in bytes, and the element count of a set, list or map; it has no
+// value for other types (the comparison is then false). contains() accepts
+// a string (substring), a binary (byte substring), a set (an element of the
+// set's type) or a list (an element equal to the operand).
 type Condition struct {
 	root cond
 }

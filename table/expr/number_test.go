@@ -1,0 +1,128 @@
+package expr
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+func TestParseNumber(t *testing.T) {
+	tests := []struct{ in, canonical, err string }{
+		{"0", "0", ""},
+		{"-0", "0", ""},
+		{"0.000", "0", ""},
+		{"1.50", "1.5", ""},
+		{"01", "1", ""},
+		{"-12.340e2", "-1234", ""},
+		{"1e2", "100", ""},
+		{"+7", "7", ""},
+		{"12345678901234567890123456789012345678", "12345678901234567890123456789012345678", ""},
+		{"1234567890123456789012345678901234567800000", "1234567890123456789012345678901234567800000", ""}, // trailing zeros are not significant
+		{"0.00012345678901234567890123456789012345678", "0.00012345678901234567890123456789012345678", ""},
+		{"9.9999999999999999999999999999999999999E+125", "99999999999999999999999999999999999999" + strings.Repeat("0", 88), ""},
+		{"-9.9999999999999999999999999999999999999E+125", "-99999999999999999999999999999999999999" + strings.Repeat("0", 88), ""},
+		{"1E-130", "0." + strings.Repeat("0", 129) + "1", ""},
+		{"123456789012345678901234567890123456789", "", msgTooManyDigits},
+		{"-1.23456789012345678901234567890123456789", "", msgTooManyDigits},
+		{"1e126", "", msgOverflow},
+		{"-1e126", "", msgOverflow},
+		{"1e-131", "", msgUnderflow},
+		{"-1e-131", "", msgUnderflow},
+		{"", "", "The parameter cannot be converted to a numeric value"},
+		{"b", "", "The parameter cannot be converted to a numeric value: b"},
+		{"NaN", "", "The parameter cannot be converted to a numeric value: NaN"},
+		{"Infinity", "", "The parameter cannot be converted to a numeric value: Infinity"},
+		{" 1", "", "The parameter cannot be converted to a numeric value:  1"},
+		{"1,5", "", "The parameter cannot be converted to a numeric value: 1,5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := CanonicalNumber(tt.in)
+			if tt.err != "" {
+				wantValidation(t, err, tt.err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.canonical {
+				t.Fatalf("CanonicalNumber = %s, want %s", got, tt.canonical)
+			}
+		})
+	}
+}
+
+func TestCompareEqual(t *testing.T) {
+	S, N, B := events.NewStringAttribute, events.NewNumberAttribute, events.NewBinaryAttribute
+	tests := []struct {
+		a, b  events.DynamoDBAttributeValue
+		cmp   int
+		ok    bool
+		equal bool
+	}{
+		{S("a"), S("b"), -1, true, false},
+		{S("b"), S("a"), 1, true, false},
+		{S("Z"), S("a"), -1, true, false}, // byte order
+		{S("é"), S("z"), 1, true, false},
+		{N("10"), N("9"), 1, true, false}, // numeric, not lexical
+		{N("-1"), N("0.5"), -1, true, false},
+		{N("1.0"), N("1"), 0, true, true},
+		{N("12345678901234567890123456789012345678"), N("12345678901234567890123456789012345677"), 1, true, false},
+		{B([]byte{1, 2}), B([]byte{1, 3}), -1, true, false},
+		{S("1"), N("1"), 0, false, false},
+		{events.NewBooleanAttribute(true), events.NewBooleanAttribute(true), 0, false, true},
+		{events.NewNullAttribute(), events.NewNullAttribute(), 0, false, true},
+		{events.NewStringSetAttribute([]string{"a", "b"}), events.NewStringSetAttribute([]string{"b", "a"}), 0, false, true},
+		{events.NewNumberSetAttribute([]string{"1", "2"}), events.NewNumberSetAttribute([]string{"2.0", "1"}), 0, false, true},
+		{events.NewNumberSetAttribute([]string{"1", "2"}), events.NewNumberSetAttribute([]string{"1"}), 0, false, false},
+		{events.NewBinarySetAttribute([][]byte{{1}}), events.NewBinarySetAttribute([][]byte{{1}}), 0, false, true},
+		{events.NewListAttribute([]events.DynamoDBAttributeValue{N("1"), S("a")}), events.NewListAttribute([]events.DynamoDBAttributeValue{N("1.0"), S("a")}), 0, false, true},
+		{events.NewListAttribute([]events.DynamoDBAttributeValue{N("1"), S("a")}), events.NewListAttribute([]events.DynamoDBAttributeValue{S("a"), N("1")}), 0, false, false},
+		{events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"x": N("1")}), events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"x": N("1")}), 0, false, true},
+		{events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"x": N("1")}), events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"y": N("1")}), 0, false, false},
+	}
+	for _, tt := range tests {
+		c, ok := Compare(tt.a, tt.b)
+		if ok != tt.ok || ok && sign(c) != tt.cmp {
+			t.Errorf("Compare(%v, %v) = %d, %v; want %d, %v", tt.a, tt.b, c, ok, tt.cmp, tt.ok)
+		}
+		if e := Equal(tt.a, tt.b); e != tt.equal {
+			t.Errorf("Equal(%v, %v) = %v", tt.a, tt.b, e)
+		}
+	}
+}
+
+func TestItemSize(t *testing.T) {
+	tests := []struct {
+		item string
+		want int
+	}{
+		{`{}`, 0},
+		{`{"ab": {"S": "héllo"}}`, 2 + 6},
+		{`{"b": {"B": "AQID"}}`, 1 + 3},
+		{`{"n": {"N": "12345"}}`, 1 + 3 + 1},
+		{`{"n": {"N": "1000"}}`, 1 + 1 + 1}, // trailing zeros are not significant
+		{`{"n": {"N": "0"}}`, 1 + 2},
+		{`{"t": {"BOOL": true}, "z": {"NULL": true}}`, 2 + 2},
+		{`{"ss": {"SS": ["ab", "c"]}}`, 2 + 3},
+		{`{"l": {"L": []}}`, 1 + 3},
+		{`{"l": {"L": [{"S": "ab"}]}}`, 1 + 3 + 1 + 2},
+		{`{"m": {"M": {"k": {"S": "ab"}}}}`, 1 + 3 + 1 + 1 + 2},
+	}
+	for _, tt := range tests {
+		if got := ItemSize(item(t, tt.item)); got != tt.want {
+			t.Errorf("ItemSize(%s) = %d, want %d", tt.item, got, tt.want)
+		}
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
+}
