@@ -1,13 +1,6 @@
 package expr
 
-import (
-	"fmt"
-
-	"github.com/aws/aws-lambda-go/events"
-)
-
-// Item is one DynamoDB item: attribute name to value.
-type Item = map[string]events.DynamoDBAttributeValue
+import "fmt"
 
 // ValidationError is the error of every parse and validation failure in this
 // package, and of the runtime failures of [Update.Apply]. Message is

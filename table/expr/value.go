@@ -8,6 +8,10 @@ import (
 	"github.com/cockroachdb/apd/v3"
 )
 
+// Item is one DynamoDB item: attribute name to value, as in the
+// events.DynamoDBEventRecord images and the DynamoDB JSON wire format.
+type Item = map[string]events.DynamoDBAttributeValue
+
 // Compare orders two scalar values of the same type, as DynamoDB's <, <=, >,
 // >=, BETWEEN and sort keys do: strings by their UTF-8 bytes, numbers
 // numerically (exactly, with apd), binaries by their bytes. ok is false when
