@@ -81,7 +81,7 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
-	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Functions, cfg.Mappings); err != nil {
+	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
 		rn.Async.Close()
 		return fail(err)
 	}

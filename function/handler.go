@@ -25,6 +25,12 @@ type KinesisHandler func(ctx context.Context, event events.KinesisEvent) (events
 // FunctionResponseTypes ["ReportBatchItemFailures"].
 type SQSHandler func(ctx context.Context, event events.SQSEvent) (events.SQSEventResponse, error)
 
+// DynamoDBHandler is the in-process form of a function fed by a DynamoDB
+// stream (a table's change stream) through an event source mapping. The
+// rules are those of KinesisHandler; batchItemFailures name
+// dynamodb.SequenceNumber.
+type DynamoDBHandler func(ctx context.Context, event events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+
 // EventHandler handles stream and queue events both: the function of the
 // whitepaper's flows, which consumes a stream and, through a second
 // mapping, its Retry-DLQ queue. Each event arrives typed on its method;
@@ -77,6 +83,24 @@ func (h sqsInvoker) invoke(ctx context.Context, event any, payload func() ([]byt
 	return &resp, nil, err
 }
 
+type dynamodbInvoker DynamoDBHandler
+
+func (h dynamodbInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
+	ev, ok := event.(*events.DynamoDBEvent)
+	if !ok {
+		b, err := payload()
+		if err != nil {
+			return nil, nil, err
+		}
+		ev = new(events.DynamoDBEvent)
+		if err := json.Unmarshal(b, ev); err != nil {
+			return nil, nil, err
+		}
+	}
+	resp, err := h(ctx, *ev)
+	return &resp, nil, err
+}
+
 type dualInvoker struct{ h EventHandler }
 
 func (d dualInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
@@ -103,8 +127,9 @@ func (d dualInvoker) invoke(ctx context.Context, event any, payload func() ([]by
 
 // Event kinds for Function.Accepts.
 const (
-	EventKinesis = "kinesis"
-	EventSQS     = "sqs"
+	EventKinesis  = "kinesis"
+	EventSQS      = "sqs"
+	EventDynamoDB = "dynamodb"
 )
 
 // accepts reports whether an invoker can take events of a kind: a typed
@@ -116,6 +141,10 @@ func accepts(inv invoker, kind string) bool {
 		return kind == EventKinesis
 	case sqsInvoker:
 		return kind == EventSQS
+	case dynamodbInvoker:
+		return kind == EventDynamoDB
+	case dualInvoker:
+		return kind != EventDynamoDB
 	}
 	return true
 }
@@ -129,6 +158,9 @@ func acceptsTyped(inv invoker, event any) bool {
 		return ok
 	case sqsInvoker:
 		_, ok := event.(*events.SQSEvent)
+		return ok
+	case dynamodbInvoker:
+		_, ok := event.(*events.DynamoDBEvent)
 		return ok
 	case dualInvoker:
 		switch event.(type) {
@@ -165,6 +197,14 @@ func toInvoker(h any) (invoker, error) {
 		return sqsInvoker(f), nil
 	case func(context.Context, events.SQSEvent) (events.SQSEventResponse, error):
 		return sqsInvoker(f), nil
+	case DynamoDBHandler:
+		return dynamodbInvoker(f), nil
+	case func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error):
+		return dynamodbInvoker(f), nil
+	case func(context.Context, events.DynamoDBEvent) error:
+		return dynamodbInvoker(func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			return events.DynamoDBEventResponse{}, f(ctx, e)
+		}), nil
 	case EventHandler:
 		return dualInvoker{f}, nil
 	case lambda.Handler:
@@ -184,7 +224,8 @@ var (
 
 // Register makes an in-process handler available under name, for
 // Config.Handler. h may be a KinesisHandler, a
-// func(context.Context, events.KinesisEvent) error, an SQSHandler, an
+// func(context.Context, events.KinesisEvent) error, an SQSHandler, a
+// DynamoDBHandler (or func(context.Context, events.DynamoDBEvent) error), an
 // EventHandler (both), a lambda.Handler, or
 // any handler signature aws-lambda-go's lambda.Start accepts (it then gets
 // the event as JSON). Registering a name twice replaces the handler for

@@ -192,9 +192,18 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 	}
 }
 
-// event builds the Kinesis event of a batch (the shape of aws-lambda-go's
+// event builds the event of a batch: a Kinesis event, or a DynamoDB
+// event when the source is a table's change stream.
+func (b *batchRun) event(recs []stream.Record) any {
+	if b.r.ddb != nil {
+		return b.r.ddb.event(b.r, recs)
+	}
+	return b.kinesisEvent(recs)
+}
+
+// kinesisEvent builds the Kinesis event of a batch (the shape of aws-lambda-go's
 // events/testdata/kinesis-event.json).
-func (b *batchRun) event(recs []stream.Record) *events.KinesisEvent {
+func (b *batchRun) kinesisEvent(recs []stream.Record) *events.KinesisEvent {
 	ev := &events.KinesisEvent{Records: make([]events.KinesisEventRecord, len(recs))}
 	region := b.r.svc.eng.Region()
 	role := "arn:aws:iam::" + b.r.svc.eng.AccountID() + ":role/runnel-event-source-mapping"
@@ -263,6 +272,12 @@ func (b *batchRun) classify(recs []stream.Record, res *function.Result) (outcome
 // itemIdentifier string).
 func itemFailures(res *function.Result) (ids []string, ok bool) {
 	if r, isTyped := res.Response.(*events.KinesisEventResponse); isTyped {
+		for _, f := range r.BatchItemFailures {
+			ids = append(ids, f.ItemIdentifier)
+		}
+		return ids, true
+	}
+	if r, isTyped := res.Response.(*events.DynamoDBEventResponse); isTyped {
 		for _, f := range r.BatchItemFailures {
 			ids = append(ids, f.ItemIdentifier)
 		}
@@ -361,6 +376,12 @@ func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition 
 			BatchSize:                       len(recs),
 			StreamArn:                       b.r.streamARN,
 		},
+	}
+	if b.r.ddb != nil {
+		info := rec.KinesisBatchInfo
+		info.ApproximateArrivalOfFirstRecord = first.ApproximateArrivalTimestamp.UTC().Format("2006-01-02T15:04:05Z")
+		info.ApproximateArrivalOfLastRecord = last.ApproximateArrivalTimestamp.UTC().Format("2006-01-02T15:04:05Z")
+		rec.KinesisBatchInfo, rec.DDBStreamBatchInfo = nil, info
 	}
 	if inv.last != nil {
 		rec.RequestContext.RequestID = inv.last.RequestID

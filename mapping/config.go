@@ -157,12 +157,16 @@ const (
 	MinMaximumConcurrency     = 2
 	MaxMaximumConcurrency     = 1000
 	sourceStream, sourceQueue = "kinesis", "sqs"
+	sourceDynamoDB            = "dynamodb"
 )
 
 // sourceKind tells a stream source from a queue source by the ARN.
 func (c *Config) sourceKind() string {
 	if strings.HasPrefix(c.EventSourceArn, "arn:aws:sqs:") {
 		return sourceQueue
+	}
+	if strings.HasPrefix(c.EventSourceArn, "arn:aws:dynamodb:") {
+		return sourceDynamoDB
 	}
 	return sourceStream
 }

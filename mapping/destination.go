@@ -28,7 +28,11 @@ type OnFailureRecord struct {
 	ResponseContext  ResponseContext   `json:"responseContext"`
 	Version          string            `json:"version"`
 	Timestamp        string            `json:"timestamp"`
-	KinesisBatchInfo *KinesisBatchInfo `json:"KinesisBatchInfo"`
+	KinesisBatchInfo *KinesisBatchInfo `json:"KinesisBatchInfo,omitempty"`
+	// DDBStreamBatchInfo replaces KinesisBatchInfo when the source is a
+	// DynamoDB stream (same seven fields; arrival times without
+	// milliseconds, as AWS writes them).
+	DDBStreamBatchInfo *KinesisBatchInfo `json:"DDBStreamBatchInfo,omitempty"`
 }
 
 // RequestContext of an on-failure record.

@@ -21,6 +21,8 @@ import (
 // runner runs one enabled mapping: a shardWorker per shard of its stream.
 type runner struct {
 	svc        *Service
+	streams    *stream.Service // where the source's shards are: the streams, or the tables' logs
+	ddb        *ddbSource      // set when the source is a table's change stream
 	cfg        Config
 	streamName string
 	streamARN  string
@@ -108,7 +110,7 @@ func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 			// the stored position belongs to the old records, which are gone.
 			// Start at the new stream's trim horizon, so none of its records
 			// is skipped.
-			first, _, err := r.svc.streams.ShardBounds(ctx, r.streamName, sh.ShardID)
+			first, _, err := r.streams.ShardBounds(ctx, r.streamName, sh.ShardID)
 			if err != nil {
 				r.cancel()
 				return err
@@ -155,7 +157,7 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 	go func() { defer close(ckDone); w.checkpointer(laneCtx) }()
 	// A JetStream consumer on a deleted stream just goes quiet: watch the
 	// stream's identity and restart the mapping when it changes.
-	if w.shard == 0 {
+	if w.shard == 0 && w.r.ddb == nil {
 		go w.r.watchStream(laneCtx)
 	}
 	defer func() {
@@ -165,7 +167,7 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 	}()
 
 	for ctx.Err() == nil {
-		rd, err := w.r.svc.streams.ReadShard(ctx, w.r.streamName, w.shardID, w.seen.Load()+1, stream.ReadShardOptions{
+		rd, err := w.r.streams.ReadShard(ctx, w.r.streamName, w.shardID, w.seen.Load()+1, stream.ReadShardOptions{
 			OnGap: func(g stream.Gap) {
 				w.counters.expiredRecords.Add(int64(g.Count))
 				log.Warn("records expired from the stream before the mapping read them",
@@ -235,14 +237,26 @@ func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 		}
 		filtered := 0
 		for _, rec := range buf {
-			if !m.Empty() && !m.MatchKinesis(rec.PartitionKey, rec.SequenceNumber, rec.Data) {
+			if w.r.ddb != nil {
+				if !w.r.ddb.inStream(&rec) {
+					continue // written while the stream was off, or under another label
+				}
+				if !m.Empty() && !w.r.ddb.match(w.r, m, &rec) {
+					filtered++
+					continue
+				}
+			} else if !m.Empty() && !m.MatchKinesis(rec.PartitionKey, rec.SequenceNumber, rec.Data) {
 				filtered++
 				continue
 			}
 			i := uint32(0)
 			if n > 1 {
 				h := fnv.New32a()
-				h.Write([]byte(rec.PartitionKey))
+				if w.r.ddb != nil {
+					h.Write([]byte(ddbItemKey(&rec))) // one item, one lane
+				} else {
+					h.Write([]byte(rec.PartitionKey))
+				}
 				i = h.Sum32() % n
 			}
 			perLane[i] = append(perLane[i], rec)
@@ -319,7 +333,7 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 // stream at its trim horizon).
 func (r *runner) watchStream(ctx context.Context) {
 	for sleep(ctx, clockwork.NewRealClock(), 2*time.Second) == nil {
-		d, err := r.svc.streams.DescribeStream(ctx, r.streamName)
+		d, err := r.streams.DescribeStream(ctx, r.streamName)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			for _, w := range r.shards {
@@ -328,7 +342,7 @@ func (r *runner) watchStream(ctx context.Context) {
 			}
 		case err == nil && d.ID != r.streamID:
 			r.svc.eng.Logger.Warn("the source stream was deleted and created again; restarting the mapping", "mapping", r.cfg.UUID, "stream", r.streamName)
-			r.svc.streams.Forget(r.streamName)
+			r.streams.Forget(r.streamName)
 			go r.svc.restart(r.cfg.UUID, r)
 			return
 		}

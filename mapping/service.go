@@ -35,6 +35,7 @@ import (
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Options are runtime knobs of the mapping service (not stored with a
@@ -85,6 +86,7 @@ type Service struct {
 	eng       *engine.Engine
 	streams   *stream.Service
 	queues    *queue.Service
+	tables    *table.Service
 	functions *function.Service
 	kv, ck    jetstream.KeyValue
 	live      jetstream.KeyValue // last published Status of mappings running anywhere
@@ -105,8 +107,9 @@ type Service struct {
 // NewService opens the mapping service and starts every stored, enabled
 // mapping from its checkpoints.
 //
-// queues may be nil: queue (SQS) event sources are then refused.
-func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service, queues *queue.Service, functions *function.Service, opts Options) (*Service, error) {
+// queues and tables may be nil: queue (SQS) and DynamoDB stream event
+// sources are then refused.
+func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service, queues *queue.Service, tables *table.Service, functions *function.Service, opts Options) (*Service, error) {
 	opts.setDefaults()
 	kv, err := eng.Bucket(ctx, "runnel_mappings")
 	if err != nil {
@@ -117,7 +120,7 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 		return nil, err
 	}
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
-		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues}
+		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues, tables: tables}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
@@ -250,19 +253,30 @@ func (s *Service) validate(ctx context.Context, cfg *Config) error {
 		}
 		return err
 	}
-	name, ok := stream.NameFromARN(cfg.EventSourceArn)
-	if !ok {
-		return invalid("EventSourceArn: %q is not a stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)", cfg.EventSourceArn)
-	}
-	if _, err := s.streams.DescribeStream(ctx, name); err != nil {
-		return err
+	kind := function.EventKinesis
+	if cfg.sourceKind() == sourceDynamoDB {
+		kind = function.EventDynamoDB
+		if _, _, _, err := s.dynamoSource(*cfg); err != nil {
+			return err
+		}
+		if cfg.StartingPosition == AtTimestamp {
+			return invalid("StartingPosition: AT_TIMESTAMP is not supported for a DynamoDB stream (TRIM_HORIZON or LATEST)")
+		}
+	} else {
+		name, ok := stream.NameFromARN(cfg.EventSourceArn)
+		if !ok {
+			return invalid("EventSourceArn: %q is not a stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)", cfg.EventSourceArn)
+		}
+		if _, err := s.streams.DescribeStream(ctx, name); err != nil {
+			return err
+		}
 	}
 	fn, err := s.functions.GetFunction(cfg.FunctionName)
 	if err != nil {
 		return err
 	}
-	if !fn.Accepts(function.EventKinesis) {
-		return invalid("FunctionName: the handler of %s takes only queue events (events.SQSEvent); a stream event source needs a Kinesis handler or an EventHandler", cfg.FunctionName)
+	if !fn.Accepts(kind) {
+		return invalid("FunctionName: the handler of %s does not take %s events; use a handler of that event type or a JSON handler", cfg.FunctionName, kind)
 	}
 	cfg.FunctionArn = fn.Config().FunctionArn
 	if _, err := s.resolveDestination(ctx, cfg.onFailure()); err != nil {
@@ -291,11 +305,11 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if cfg.sourceKind() == sourceQueue {
 		return s.startQueueLocked(ctx, cfg)
 	}
-	name, ok := stream.NameFromARN(cfg.EventSourceArn)
-	if !ok {
-		return invalid("EventSourceArn: %q is not a stream ARN", cfg.EventSourceArn)
+	streams, name, ddb, err := s.sourceStreams(cfg)
+	if err != nil {
+		return err
 	}
-	desc, err := s.streams.DescribeStream(ctx, name)
+	desc, err := streams.DescribeStream(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -308,7 +322,7 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{svc: s, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest}
+	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest}
 	if err := r.start(s.ctx, shards); err != nil {
 		return err
 	}
@@ -436,8 +450,8 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 		delete(s.runners, id)
 	}
 	delete(s.configs, id)
-	if name, ok := stream.NameFromARN(c.EventSourceArn); ok {
-		if shards, err := s.streams.ListShards(ctx, name); err == nil {
+	if streams, name, _, err := s.sourceStreams(*c); err == nil {
+		if shards, err := streams.ListShards(ctx, name); err == nil {
 			for _, sh := range shards {
 				_ = s.ck.Purge(ctx, checkpointKey(id, sh.ShardID))
 			}
@@ -592,8 +606,8 @@ func (r *runner) status(st *Status) {
 func (s *Service) storedStatus(st *Status) (*Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	name, isStream := stream.NameFromARN(st.Config.EventSourceArn)
-	if !isStream {
+	streams, name, _, err := s.sourceStreams(st.Config)
+	if err != nil {
 		if e, err := s.live.Get(ctx, st.Config.UUID); err == nil {
 			var last Status
 			if json.Unmarshal(e.Value(), &last) == nil {
@@ -602,7 +616,7 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 		}
 		return st, nil
 	}
-	shards, err := s.streams.ListShards(ctx, name)
+	shards, err := streams.ListShards(ctx, name)
 	if err != nil {
 		return st, nil // the stream is gone; the mapping remains
 	}
@@ -636,4 +650,38 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 		st.Shards = append(st.Shards, ss)
 	}
 	return st, nil
+}
+
+// sourceStreams returns where a stream-like source's shards are: the
+// Kinesis streams, or for a DynamoDB stream the tables' change logs (and
+// the stream's label).
+func (s *Service) sourceStreams(cfg Config) (*stream.Service, string, *ddbSource, error) {
+	if cfg.sourceKind() == sourceDynamoDB {
+		t, label, _, err := s.dynamoSource(cfg)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return s.tables.Logs(), t.LogName(), &ddbSource{label: label}, nil
+	}
+	name, ok := stream.NameFromARN(cfg.EventSourceArn)
+	if !ok {
+		return nil, "", nil, invalid("EventSourceArn: %q is not a stream ARN", cfg.EventSourceArn)
+	}
+	return s.streams, name, nil, nil
+}
+
+// dynamoSource resolves a DynamoDB stream ARN to its table.
+func (s *Service) dynamoSource(cfg Config) (*table.Table, string, string, error) {
+	if s.tables == nil {
+		return nil, "", "", invalid("EventSourceArn: DynamoDB streams are not available in this process")
+	}
+	name, label, ok := table.ParseStreamARN(cfg.EventSourceArn)
+	if !ok {
+		return nil, "", "", invalid("EventSourceArn: %q is not a DynamoDB stream ARN (arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>)", cfg.EventSourceArn)
+	}
+	t, err := s.tables.Table(name)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return t, label, name, nil
 }

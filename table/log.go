@@ -251,11 +251,31 @@ func (t *Table) ttlOf(it Item) int64 {
 	return i
 }
 
-// partitionKey of a log record carries what the index rebuild needs
-// without decoding the data: "<md5 hex>|<event>|<ttl>|<size>|<txn>|<index>".
+// partitionKey of a log record carries what the index rebuild and the
+// stream readers need without decoding the data:
+// "<md5 hex of the item key>|<event>|<ttl>|<size>|<txn>|<index>|<stream label>".
 func (p *pending) partitionKey() string {
 	return p.k.hex() + "|" + p.change.EventName[:1] + "|" + strconv.FormatInt(p.exp, 10) + "|" +
-		strconv.Itoa(int(p.size)) + "|" + p.change.Txn + "|" + strconv.Itoa(p.change.TxnIndex)
+		strconv.Itoa(int(p.size)) + "|" + p.change.Txn + "|" + strconv.Itoa(p.change.TxnIndex) + "|" + p.change.Label
+}
+
+// ItemKeyOf returns the item-key part of a change-log record's partition
+// key: changes with the same value are of the same item.
+func ItemKeyOf(partitionKey string) string {
+	if len(partitionKey) < 32 {
+		return partitionKey
+	}
+	return partitionKey[:32]
+}
+
+// LabelOf returns the stream label a change-log record was written under
+// ("" if the stream was off), from its partition key.
+func LabelOf(partitionKey string) string {
+	i := strings.LastIndexByte(partitionKey, '|')
+	if i < 0 || strings.Count(partitionKey, "|") < 6 {
+		return ""
+	}
+	return partitionKey[i+1:]
 }
 
 func (p *pending) logEntry() (stream.PutRecordsRequestEntry, error) {
@@ -356,7 +376,7 @@ func (t *Table) rebuild(ctx context.Context, seen txnSeen) error {
 // replay applies one log record to the index during rebuild.
 func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 	f := strings.Split(rec.PartitionKey, "|")
-	if len(f) != 6 || len(f[0]) != 32 {
+	if len(f) < 6 || len(f[0]) != 32 {
 		return fmt.Errorf("bad change key %q at %s", rec.PartitionKey, rec.SequenceNumber)
 	}
 	var k key

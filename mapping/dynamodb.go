@@ -1,0 +1,60 @@
+package mapping
+
+import (
+	"encoding/json"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/mapping/filter"
+	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// ddbSource is a table's change stream as an event source: the shards of
+// the table's change log, read with the stream mapping rules
+// (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html), delivered
+// as events.DynamoDBEvent. Only changes written under the stream's label
+// belong to it.
+type ddbSource struct {
+	label string
+}
+
+func ddbItemKey(rec *stream.Record) string { return table.ItemKeyOf(rec.PartitionKey) }
+
+func (d *ddbSource) inStream(rec *stream.Record) bool {
+	return table.LabelOf(rec.PartitionKey) == d.label
+}
+
+// record decodes one change into the record Lambda delivers.
+func (d *ddbSource) record(r *runner, rec *stream.Record) events.DynamoDBEventRecord {
+	c, err := table.DecodeChange(rec.Data)
+	if err != nil {
+		// A record runnel wrote itself; a bad one is delivered with its
+		// sequence number so it can be reported, never dropped.
+		r.svc.eng.Logger.Error("undecodable change record", "mapping", r.cfg.UUID, "sequenceNumber", rec.SequenceNumber, "err", err)
+		c = &table.Change{}
+	}
+	return table.EventRecord(rec, c, r.svc.eng.Region(), r.streamARN)
+}
+
+// match applies FilterCriteria to the record as Lambda sees it
+// ({"eventName":...,"dynamodb":{"NewImage":...}}).
+func (d *ddbSource) match(r *runner, m *filter.Matcher, rec *stream.Record) bool {
+	b, err := json.Marshal(d.record(r, rec))
+	if err != nil {
+		return false
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return false
+	}
+	return m.Match(ev)
+}
+
+func (d *ddbSource) event(r *runner, recs []stream.Record) *events.DynamoDBEvent {
+	ev := &events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, len(recs))}
+	for i := range recs {
+		ev.Records[i] = d.record(r, &recs[i])
+	}
+	return ev
+}

@@ -1,0 +1,122 @@
+package mapping_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// TestDynamoDBStreamSource: a table's change stream feeds a function with
+// events.DynamoDBEvent under the stream mapping rules: every change in
+// order with the images of the view type, partial batch failures by
+// dynamodb.SequenceNumber, and the on-failure record with
+// DDBStreamBatchInfo.
+func TestDynamoDBStreamSource(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "state",
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
+		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewAndOldImages},
+		RunnelShards:         2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createStream(t, rn, "failures", 1)
+
+	var mu sync.Mutex
+	var got []events.DynamoDBEventRecord
+	poisonSeen := 0
+	function.Register("ddb-recorder", function.DynamoDBHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var resp events.DynamoDBEventResponse
+		for _, r := range ev.Records {
+			if id := r.Change.Keys["id"].String(); id == "poison" {
+				poisonSeen++
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
+				return resp, nil
+			}
+			got = append(got, r)
+		}
+		return resp, nil
+	}))
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "fn", Handler: "ddb-recorder"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// A Kinesis-typed handler is refused for a DynamoDB stream.
+	function.Register("kinesis-only", function.KinesisHandler(func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return events.KinesisEventResponse{}, nil
+	}))
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "kfn", Handler: "kinesis-only"}, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "kfn", StartingPosition: "TRIM_HORIZON"})
+	if !errors.Is(err, awserr.ErrInvalidParameterValue) {
+		t.Fatalf("kinesis handler on a DynamoDB stream: %v", err)
+	}
+
+	put := func(id, v string) {
+		if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "state", Item: table.Item{"id": S(id), "v": N(v)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "1")
+	put("b", "2")
+	put("a", "3")
+	if _, err := rn.Tables.DeleteItem(ctx, table.DeleteItemInput{TableName: "state", Key: table.Item{"id": S("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	put("poison", "0")
+
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "fn", StartingPosition: "TRIM_HORIZON",
+		BatchSize: 10, MaximumRetryAttempts: ptr(1), FunctionResponseTypes: []string{"ReportBatchItemFailures"},
+		DestinationConfig: withDestination(rn.Streams.ARN("failures"))})
+	testenv.Eventually(t, wait, "poison discarded", func() bool { return len(readAll(t, rn, "failures")) == 1 })
+	_ = m
+
+	mu.Lock()
+	defer mu.Unlock()
+	byItem := map[string][]string{}
+	for _, r := range got {
+		byItem[r.Change.Keys["id"].String()] = append(byItem[r.Change.Keys["id"].String()], r.EventName)
+		if r.EventSource != "aws:dynamodb" || r.EventVersion != "1.1" || r.EventSourceArn != desc.LatestStreamArn || r.Change.StreamViewType != "NEW_AND_OLD_IMAGES" {
+			t.Fatalf("record = %+v", r)
+		}
+	}
+	if len(byItem["a"]) != 2 || byItem["a"][0] != "INSERT" || byItem["a"][1] != "MODIFY" || len(byItem["b"]) != 2 || byItem["b"][1] != "REMOVE" {
+		t.Fatalf("events per item = %v", byItem)
+	}
+	for _, r := range got {
+		if r.EventName == "MODIFY" && (r.Change.OldImage["v"].Number() != "1" || r.Change.NewImage["v"].Number() != "3") {
+			t.Fatalf("modify images = %+v", r.Change)
+		}
+	}
+	if poisonSeen != 2 {
+		t.Fatalf("poison invoked %d times, want 2 (MaximumRetryAttempts 1)", poisonSeen)
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(readAll(t, rn, "failures")[0].Data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f["DDBStreamBatchInfo"]; !ok {
+		t.Fatalf("on-failure record without DDBStreamBatchInfo: %s", readAll(t, rn, "failures")[0].Data)
+	}
+	if _, ok := f["KinesisBatchInfo"]; ok {
+		t.Fatal("on-failure record of a DynamoDB stream has KinesisBatchInfo")
+	}
+}
+
+func S(s string) events.DynamoDBAttributeValue { return events.NewStringAttribute(s) }
+func N(s string) events.DynamoDBAttributeValue { return events.NewNumberAttribute(s) }
