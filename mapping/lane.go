@@ -20,6 +20,13 @@ import (
 type lane struct {
 	w     *shardWorker
 	limit int // most records waiting in queue
+	index int
+
+	// replay is the batch that was in flight when the mapping last
+	// stopped (see laneBatch): the lane forms exactly it first. Set at
+	// start; read and cleared by the lane's goroutine (and read by the
+	// dispatcher through wants, under mu).
+	replay *laneBatch
 
 	mu         sync.Mutex
 	queue      []stream.Record // waiting, in shard order
@@ -71,6 +78,20 @@ func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 	}
 }
 
+// wants reports whether a record read after a restart is still to be
+// delivered by this lane: the records of its replayed batch, and the
+// records after it; records before the batch, or before the shard's
+// checkpoint and outside the batch, were resolved.
+func (l *lane) wants(seq, resolvedBelow uint64) bool {
+	l.mu.Lock()
+	r := l.replay
+	l.mu.Unlock()
+	if r == nil {
+		return seq >= resolvedBelow
+	}
+	return seq >= r.first
+}
+
 // take waits for the next batch: BatchSize records, or the records there
 // when the batching window (counted from the end of the previous batch)
 // closes, or as many as fit in 6 MB. With a window of 0 it takes whatever
@@ -83,6 +104,38 @@ func (l *lane) take(ctx context.Context) []stream.Record {
 		l.mu.Lock()
 		n := len(l.queue)
 		var wait time.Duration
+		if r := l.replay; r != nil && n > 0 {
+			// Re-form the batch that was in flight: its records, and only
+			// them, once the last one (or anything after it) has arrived.
+			if l.queue[n-1].Seq >= r.last || l.w.seen.Load() >= r.last {
+				k := 0
+				for k < n && l.queue[k].Seq <= r.last {
+					k++
+				}
+				batch := make([]stream.Record, k)
+				copy(batch, l.queue[:k])
+				for i := range batch {
+					l.queueBytes -= recordBytes(&batch[i])
+				}
+				l.queue = l.queue[k:]
+				l.replay = nil
+				l.inflight, l.done, l.low = batch, make([]bool, k), 0
+				l.mu.Unlock()
+				signal(l.space)
+				if k == 0 {
+					continue
+				}
+				return batch
+			}
+			l.mu.Unlock()
+			select {
+			case <-l.notify:
+			case <-clock.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
 		if n > 0 {
 			wait = l.idleSince.Add(window).Sub(clock.Now())
 			if window == 0 || n >= cfg.BatchSize || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
@@ -170,6 +223,9 @@ func (l *lane) run(ctx context.Context) {
 		if batch == nil {
 			return
 		}
+		if err := l.recordBatch(ctx, batch); err != nil {
+			return
+		}
 		b := &batchRun{l: l, w: l.w, r: l.w.r}
 		if err := b.run(ctx, batch); err != nil {
 			return
@@ -189,4 +245,26 @@ func (l *lane) pending() int64 {
 		}
 	}
 	return int64(n)
+}
+
+// recordBatch stores the lane's batch record before the batch is invoked,
+// retrying until it is stored (an invocation without it could not be
+// replayed identically after a crash). It returns an error only when ctx
+// ends.
+func (l *lane) recordBatch(ctx context.Context, batch []stream.Record) error {
+	r := l.w.r
+	b := laneBatch{first: batch[0].Seq, last: batch[len(batch)-1].Seq}
+	for attempt := 1; ; attempt++ {
+		err := r.svc.storeLaneBatch(ctx, r.cfg.UUID, l.w.shardID, r.streamID, l.index, r.cfg.ParallelizationFactor, b)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.svc.eng.Logger.Warn("batch record write failed; retrying before invoking", "mapping", r.cfg.UUID, "shard", l.w.shardID, "err", err)
+		if err := r.svc.backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
 }

@@ -54,6 +54,10 @@ type shardWorker struct {
 
 	seen       atomic.Uint64 // highest position dispatched or filtered out
 	checkpoint atomic.Uint64 // next position to read, as last stored
+	// resolvedBelow is the checkpoint the worker started from: records
+	// before it were resolved, except those of a lane's replayed batch.
+	resolvedBelow uint64
+	replayUntil   uint64 // the last position of any lane's replayed batch
 	ckNotify   chan struct{}
 	counters   shardCounters
 
@@ -69,6 +73,45 @@ func (w *shardWorker) setResult(res string) {
 }
 
 func checkpointKey(uuid, shardID string) string { return uuid + "." + shardID }
+
+// laneKey names the batch record of one lane of a shard.
+func laneKey(uuid, shardID string, lane int) string {
+	return uuid + "." + shardID + ".lane" + strconv.Itoa(lane)
+}
+
+// A lane's batch record, "<stream id>:<lanes>:<first>:<last>", is written
+// before each invocation of a new batch: the lane's records before first
+// are resolved, and [first, last] is the batch being resolved. After a
+// crash the lane re-forms exactly that batch before any other, so a
+// function that keys its idempotency on the batch (a hash of its records,
+// as the map and reduce functions of the exactly-once aggregation
+// pipeline do) sees the same batch again, never an overlapping one.
+type laneBatch struct {
+	first, last uint64
+}
+
+func (s *Service) loadLaneBatch(ctx context.Context, uuid, shardID, streamID string, lane, lanes int) (laneBatch, bool) {
+	e, err := s.ck.Get(ctx, laneKey(uuid, shardID, lane))
+	if err != nil {
+		return laneBatch{}, false
+	}
+	f := strings.Split(string(e.Value()), ":")
+	if len(f) != 4 || f[0] != streamID || f[1] != strconv.Itoa(lanes) {
+		return laneBatch{}, false
+	}
+	first, err1 := strconv.ParseUint(f[2], 10, 64)
+	last, err2 := strconv.ParseUint(f[3], 10, 64)
+	if err1 != nil || err2 != nil || first > last {
+		return laneBatch{}, false
+	}
+	return laneBatch{first, last}, true
+}
+
+func (s *Service) storeLaneBatch(ctx context.Context, uuid, shardID, streamID string, lane, lanes int, b laneBatch) error {
+	v := streamID + ":" + strconv.Itoa(lanes) + ":" + strconv.FormatUint(b.first, 10) + ":" + strconv.FormatUint(b.last, 10)
+	_, err := s.ck.Put(ctx, laneKey(uuid, shardID, lane), []byte(v))
+	return err
+}
 
 // A checkpoint is stored as "<stream id>:<next position>": positions mean
 // something only in the stream (incarnation) they were read from.
@@ -126,15 +169,25 @@ func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 			r.cancel()
 			return err
 		}
-		w := &shardWorker{r: r, shardID: sh.ShardID, shard: idx, ckNotify: make(chan struct{}, 1), lastResult: "No records processed"}
-		w.seen.Store(next - 1)
+		w := &shardWorker{r: r, shardID: sh.ShardID, shard: idx, ckNotify: make(chan struct{}, 1), lastResult: "No records processed", resolvedBelow: next}
 		w.checkpoint.Store(next)
+		from := next
 		for i := 0; i < r.cfg.ParallelizationFactor; i++ {
-			w.lanes = append(w.lanes, newLane(w, max(2*r.cfg.BatchSize, r.svc.opts.LaneBuffer)))
+			l := newLane(w, max(2*r.cfg.BatchSize, r.svc.opts.LaneBuffer))
+			l.index = i
+			if ok && id == r.streamID {
+				if b, found := r.svc.loadLaneBatch(ctx, r.cfg.UUID, sh.ShardID, r.streamID, i, r.cfg.ParallelizationFactor); found && b.last >= next {
+					l.replay = &b
+					from = min(from, b.first)
+					w.replayUntil = max(w.replayUntil, b.last)
+				}
+			}
+			w.lanes = append(w.lanes, l)
 		}
+		w.seen.Store(from - 1)
 		r.shards = append(r.shards, w)
 		r.wg.Add(1)
-		go func() { defer r.wg.Done(); w.run(ctx, next) }()
+		go func() { defer r.wg.Done(); w.run(ctx, from) }()
 	}
 	return nil
 }
@@ -258,6 +311,11 @@ func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 					h.Write([]byte(rec.PartitionKey))
 				}
 				i = h.Sum32() % n
+			}
+			if rec.Seq < w.resolvedBelow || rec.Seq <= w.replayUntil {
+				if !w.lanes[i].wants(rec.Seq, w.resolvedBelow) {
+					continue // resolved before the restart
+				}
 			}
 			perLane[i] = append(perLane[i], rec)
 		}
