@@ -115,6 +115,8 @@ const (
 	protoKinesis  protocol = iota // JSON 1.1
 	protoSQSJSON                  // JSON 1.0, query-compatible errors
 	protoSQSQuery                 // form in, XML out
+	protoDynamoDB                 // JSON 1.0, DynamoDB's error shapes (dynamodb.go)
+	protoDynamoDBStreams          // JSON 1.0, DynamoDB Streams (dynamodbstreams.go)
 )
 
 // request is one call being served.
@@ -153,6 +155,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.proto, rq.op = protoKinesis, strings.TrimPrefix(target, "Kinesis_20131202.")
 	case strings.HasPrefix(target, "AmazonSQS."):
 		rq.proto, rq.op = protoSQSJSON, strings.TrimPrefix(target, "AmazonSQS.")
+	case strings.HasPrefix(target, dynamoDBTarget):
+		rq.proto, rq.op = protoDynamoDB, strings.TrimPrefix(target, dynamoDBTarget)
+	case strings.HasPrefix(target, dynamoDBStreamsTarget):
+		rq.proto, rq.op = protoDynamoDBStreams, strings.TrimPrefix(target, dynamoDBStreamsTarget)
 	default:
 		form := r.URL.Query()
 		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
@@ -171,10 +177,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 				// A health check: say what this is.
 				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\"]}\n")
+				fmt.Fprintf(w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\"]}\n")
 				return
 			}
-			rq.fail(&apiError{status: 400, code: "UnknownOperationException", message: fmt.Sprintf("no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, SQS query Action)", target)})
+			rq.fail(&apiError{status: 400, code: "UnknownOperationException", message: fmt.Sprintf("no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, SQS query Action)", target)})
 			return
 		}
 		rq.proto, rq.op, rq.form = protoSQSQuery, form.Get("Action"), form
@@ -188,6 +194,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch rq.proto {
 	case protoKinesis:
 		rq.kinesis()
+	case protoDynamoDB:
+		rq.dynamodb()
+	case protoDynamoDBStreams:
+		rq.dynamodbStreams()
 	default:
 		rq.sqs()
 	}
@@ -292,6 +302,10 @@ func (rq *request) toAPIError(err error) *apiError {
 
 // fail writes err in the shape of the request's protocol.
 func (rq *request) fail(err error) {
+	if rq.proto == protoDynamoDB || rq.proto == protoDynamoDBStreams {
+		rq.dynamoFail(err)
+		return
+	}
 	e := rq.toAPIError(err)
 	w := rq.w
 	w.Header().Set("x-amzn-RequestId", rq.reqID)

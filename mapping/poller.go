@@ -58,8 +58,8 @@ type shardWorker struct {
 	// before it were resolved, except those of a lane's replayed batch.
 	resolvedBelow uint64
 	replayUntil   uint64 // the last position of any lane's replayed batch
-	ckNotify   chan struct{}
-	counters   shardCounters
+	ckNotify      chan struct{}
+	counters      shardCounters
 
 	mu         sync.Mutex
 	lastResult string
