@@ -1,0 +1,186 @@
+// Package tablestore keeps idempotency records (package idempotency) in a
+// runnel table: the DynamoDB layer of Powertools on runnel's DynamoDB
+// model (*table.Service), in the same process, without HTTP.
+//
+// The table has the partition key "id" (S) and TTL on "expiration";
+// CreateTable makes one. Records use Powertools' attribute names (see
+// idempotency.Attr*), so a table written here reads the same through
+// runnel's DynamoDB API and package idempotency/dynamodbstore.
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/idempotency"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// Store is an idempotency.Store on one runnel table.
+type Store struct {
+	tables *table.Service
+	name   string
+}
+
+var _ idempotency.Store = (*Store)(nil)
+
+// New returns a store on the existing table name of tables.
+func New(tables *table.Service, name string) *Store {
+	return &Store{tables: tables, name: name}
+}
+
+// CreateTable creates the table name with the schema the store needs
+// (partition key "id", type S) and TTL on "expiration", and returns a
+// store on it. An existing table is an error
+// (errors.Is(err, awserr.ErrResourceInUse)).
+func CreateTable(ctx context.Context, tables *table.Service, name string) (*Store, error) {
+	if _, err := tables.CreateTable(ctx, table.CreateTableInput{
+		TableName:            name,
+		KeySchema:            []table.KeySchemaElement{{AttributeName: idempotency.AttrID, KeyType: table.KeyTypeHash}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: idempotency.AttrID, AttributeType: table.TypeS}},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := tables.UpdateTimeToLive(ctx, name, table.TimeToLiveSpecification{AttributeName: idempotency.AttrExpiration, Enabled: true}); err != nil {
+		return nil, err
+	}
+	return New(tables, name), nil
+}
+
+func key(id string) table.Item {
+	return table.Item{idempotency.AttrID: events.NewStringAttribute(id)}
+}
+
+func num(n int64) events.DynamoDBAttributeValue {
+	return events.NewNumberAttribute(strconv.FormatInt(n, 10))
+}
+
+// Put writes r under idempotency.PutCondition.
+func (s *Store) Put(ctx context.Context, r idempotency.Record, now time.Time) error {
+	item := table.Item{
+		idempotency.AttrID:         events.NewStringAttribute(r.ID),
+		idempotency.AttrExpiration: num(r.Expiration),
+		idempotency.AttrStatus:     events.NewStringAttribute(string(r.Status)),
+	}
+	if r.InProgressExpiration != 0 {
+		item[idempotency.AttrInProgressExpiration] = num(r.InProgressExpiration)
+	}
+	if r.Validation != "" {
+		item[idempotency.AttrValidation] = events.NewStringAttribute(r.Validation)
+	}
+	_, err := s.tables.PutItem(ctx, table.PutItemInput{
+		TableName:                s.name,
+		Item:                     item,
+		ConditionExpression:      idempotency.PutCondition,
+		ExpressionAttributeNames: idempotency.PutConditionNames(),
+		ExpressionAttributeValues: table.Item{
+			":now":           num(now.Unix()),
+			":now_in_millis": num(now.UnixMilli()),
+			":inprogress":    events.NewStringAttribute(string(idempotency.StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: table.ReturnAllOld,
+	})
+	var cf *table.ConditionalCheckFailedError
+	if errors.As(err, &cf) {
+		e := &idempotency.ExistsError{}
+		if cf.Item != nil {
+			if e.Record, err = decode(cf.Item); err != nil {
+				return err
+			}
+		}
+		return e
+	}
+	return err
+}
+
+// Get reads the record id.
+func (s *Store) Get(ctx context.Context, id string) (*idempotency.Record, error) {
+	out, err := s.tables.GetItem(ctx, table.GetItemInput{TableName: s.name, Key: key(id), ConsistentRead: true})
+	if err != nil {
+		return nil, err
+	}
+	if out.Item == nil {
+		return nil, idempotency.ErrRecordNotFound
+	}
+	return decode(out.Item)
+}
+
+// Update saves a completed record.
+func (s *Store) Update(ctx context.Context, r idempotency.Record) error {
+	expr, names := idempotency.UpdateExpression(r.Validation != "")
+	values := table.Item{
+		":data":   events.NewStringAttribute(string(r.Data)),
+		":expiry": num(r.Expiration),
+		":status": events.NewStringAttribute(string(r.Status)),
+	}
+	if r.Validation != "" {
+		values[":validation"] = events.NewStringAttribute(r.Validation)
+	}
+	_, err := s.tables.UpdateItem(ctx, table.UpdateItemInput{
+		TableName: s.name, Key: key(r.ID), UpdateExpression: expr,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	})
+	return err
+}
+
+// Delete removes the record id.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	_, err := s.tables.DeleteItem(ctx, table.DeleteItemInput{TableName: s.name, Key: key(id)})
+	return err
+}
+
+func decode(it table.Item) (*idempotency.Record, error) {
+	r := &idempotency.Record{}
+	var err error
+	get := func(name string) (events.DynamoDBAttributeValue, bool) {
+		v, ok := it[name]
+		return v, ok && !v.IsNull()
+	}
+	intOf := func(name string) int64 {
+		v, ok := get(name)
+		if !ok || err != nil {
+			return 0
+		}
+		if v.DataType() != events.DataTypeNumber {
+			err = fmt.Errorf("tablestore: attribute %s is not a number", name)
+			return 0
+		}
+		n, perr := strconv.ParseInt(v.Number(), 10, 64)
+		if perr != nil {
+			f, ferr := strconv.ParseFloat(v.Number(), 64)
+			if ferr != nil {
+				err = fmt.Errorf("tablestore: attribute %s: %w", name, perr)
+			}
+			n = int64(f)
+		}
+		return n
+	}
+	strOf := func(name string) string {
+		v, ok := get(name)
+		if !ok || err != nil {
+			return ""
+		}
+		if v.DataType() != events.DataTypeString {
+			err = fmt.Errorf("tablestore: attribute %s is not a string", name)
+			return ""
+		}
+		return v.String()
+	}
+	r.ID = strOf(idempotency.AttrID)
+	r.Status = idempotency.Status(strOf(idempotency.AttrStatus))
+	r.Expiration = intOf(idempotency.AttrExpiration)
+	r.InProgressExpiration = intOf(idempotency.AttrInProgressExpiration)
+	if d := strOf(idempotency.AttrData); d != "" {
+		r.Data = []byte(d)
+	}
+	r.Validation = strOf(idempotency.AttrValidation)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
