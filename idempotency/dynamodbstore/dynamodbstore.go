@@ -72,7 +72,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) (*S
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-func num(n int64) types.AttributeValue  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
 
 func key(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{idempotency.AttrID: str(id)}
