@@ -1,0 +1,85 @@
+package batch
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ProcessKinesis runs fn over the records of a Kinesis event and returns
+// the response naming the failed ones by kinesis.sequenceNumber. See the
+// package doc for the rules and the error.
+func ProcessKinesis(ctx context.Context, ev events.KinesisEvent, fn func(context.Context, events.KinesisEventRecord) error, opts ...Option) (events.KinesisEventResponse, error) {
+	recs := make([]record[events.KinesisEventRecord], len(ev.Records))
+	for i, r := range ev.Records {
+		recs[i] = record[events.KinesisEventRecord]{rec: r, id: r.Kinesis.SequenceNumber}
+	}
+	failed, err := process(ctx, recs, fn, newOptions(opts), false)
+	resp := events.KinesisEventResponse{BatchItemFailures: make([]events.KinesisBatchItemFailure, len(failed))}
+	for i, id := range failed {
+		resp.BatchItemFailures[i].ItemIdentifier = id
+	}
+	return resp, err
+}
+
+// ProcessSQS runs fn over the messages of an SQS event and returns the
+// response naming the failed ones by messageId. A batch from a FIFO queue
+// (event source ARN ending in ".fifo") stops at the first failure, or
+// with SkipGroupOnError skips the failed message's group.
+func ProcessSQS(ctx context.Context, ev events.SQSEvent, fn func(context.Context, events.SQSMessage) error, opts ...Option) (events.SQSEventResponse, error) {
+	recs := make([]record[events.SQSMessage], len(ev.Records))
+	fifo := false
+	for i, m := range ev.Records {
+		recs[i] = record[events.SQSMessage]{rec: m, id: m.MessageId, group: m.Attributes["MessageGroupId"]}
+		if strings.HasSuffix(m.EventSourceARN, ".fifo") {
+			fifo = true
+		}
+	}
+	o := newOptions(opts)
+	o.stopOnFirstFailure = false // a standard queue has no order to keep
+	failed, err := process(ctx, recs, fn, o, fifo)
+	resp := events.SQSEventResponse{BatchItemFailures: make([]events.SQSBatchItemFailure, len(failed))}
+	for i, id := range failed {
+		resp.BatchItemFailures[i].ItemIdentifier = id
+	}
+	return resp, err
+}
+
+// ProcessDynamoDB runs fn over the records of a DynamoDB Streams event and
+// returns the response naming the failed ones by dynamodb.SequenceNumber.
+func ProcessDynamoDB(ctx context.Context, ev events.DynamoDBEvent, fn func(context.Context, events.DynamoDBEventRecord) error, opts ...Option) (events.DynamoDBEventResponse, error) {
+	recs := make([]record[events.DynamoDBEventRecord], len(ev.Records))
+	for i, r := range ev.Records {
+		recs[i] = record[events.DynamoDBEventRecord]{rec: r, id: r.Change.SequenceNumber}
+	}
+	failed, err := process(ctx, recs, fn, newOptions(opts), false)
+	resp := events.DynamoDBEventResponse{BatchItemFailures: make([]events.DynamoDBBatchItemFailure, len(failed))}
+	for i, id := range failed {
+		resp.BatchItemFailures[i].ItemIdentifier = id
+	}
+	return resp, err
+}
+
+// KinesisHandler returns a Lambda handler that runs ProcessKinesis with
+// fn: for lambda.Start or function.Register.
+func KinesisHandler(fn func(context.Context, events.KinesisEventRecord) error, opts ...Option) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return ProcessKinesis(ctx, ev, fn, opts...)
+	}
+}
+
+// SQSHandler returns a Lambda handler that runs ProcessSQS with fn.
+func SQSHandler(fn func(context.Context, events.SQSMessage) error, opts ...Option) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return ProcessSQS(ctx, ev, fn, opts...)
+	}
+}
+
+// DynamoDBHandler returns a Lambda handler that runs ProcessDynamoDB with
+// fn.
+func DynamoDBHandler(fn func(context.Context, events.DynamoDBEventRecord) error, opts ...Option) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return ProcessDynamoDB(ctx, ev, fn, opts...)
+	}
+}
