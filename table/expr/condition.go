@@ -36,7 +36,8 @@ const maxInOperands = 100
 // a string (substring), a binary (byte substring), a set (an element of the
 // set's type) or a list (an element equal to the operand).
 type Condition struct {
-	root cond
+	root cond // shared by the cached parses of the same expression
+	vals []events.DynamoDBAttributeValue
 }
 
 // ParseCondition parses a ConditionExpression (PutItem, UpdateItem,
@@ -63,6 +64,14 @@ func ParseFilter(s string, c *Context) (*Condition, error) {
 }
 
 func parseCondition(s, label string, c *Context) (*Condition, error) {
+	kind := kindCondition
+	if label == "FilterExpression" {
+		kind = kindFilter
+	}
+	key := cacheKey{kind: kind, text: s}
+	if e, vals := cacheLookup(key, c); e != nil {
+		return &Condition{root: e.tree.(cond), vals: vals}, nil
+	}
 	p, err := newParser(s, label, c)
 	if err != nil {
 		return nil, err
@@ -74,7 +83,8 @@ func parseCondition(s, label string, c *Context) (*Condition, error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	return &Condition{root: root}, nil
+	cacheStore(key, p, root)
+	return &Condition{root: root, vals: p.vals}, nil
 }
 
 // Eval evaluates the condition against item; a nil item means "no item"
@@ -84,11 +94,14 @@ func parseCondition(s, label string, c *Context) (*Condition, error) {
 // nothing is an error at evaluation; the error result is always nil and is
 // kept for future checks.
 func (c *Condition) Eval(item Item) (bool, error) {
-	return c.root.eval(item), nil
+	return c.root.eval(item, c.vals), nil
 }
 
 // cond is one node of a condition tree.
-type cond interface{ eval(Item) bool }
+// vals are the bound :values the operands refer to.
+type cond interface {
+	eval(it Item, vals []events.DynamoDBAttributeValue) bool
+}
 
 type andCond struct{ l, r cond }
 type orCond struct{ l, r cond }
@@ -113,13 +126,15 @@ type funcCond struct {
 	args []*operand
 }
 
-func (c andCond) eval(it Item) bool { return c.l.eval(it) && c.r.eval(it) }
-func (c orCond) eval(it Item) bool  { return c.l.eval(it) || c.r.eval(it) }
-func (c notCond) eval(it Item) bool { return !c.c.eval(it) }
+type valList = []events.DynamoDBAttributeValue
 
-func (c cmpCond) eval(it Item) bool {
-	a, okA := c.l.eval(it)
-	b, okB := c.r.eval(it)
+func (c andCond) eval(it Item, vs valList) bool { return c.l.eval(it, vs) && c.r.eval(it, vs) }
+func (c orCond) eval(it Item, vs valList) bool  { return c.l.eval(it, vs) || c.r.eval(it, vs) }
+func (c notCond) eval(it Item, vs valList) bool { return !c.c.eval(it, vs) }
+
+func (c cmpCond) eval(it Item, vs valList) bool {
+	a, okA := c.l.eval(it, vs)
+	b, okB := c.r.eval(it, vs)
 	if c.op == "<>" {
 		return !okA || !okB || !Equal(a, b)
 	}
@@ -145,10 +160,10 @@ func (c cmpCond) eval(it Item) bool {
 	}
 }
 
-func (c betweenCond) eval(it Item) bool {
-	v, ok1 := c.v.eval(it)
-	lo, ok2 := c.lo.eval(it)
-	hi, ok3 := c.hi.eval(it)
+func (c betweenCond) eval(it Item, vs valList) bool {
+	v, ok1 := c.v.eval(it, vs)
+	lo, ok2 := c.lo.eval(it, vs)
+	hi, ok3 := c.hi.eval(it, vs)
 	if !ok1 || !ok2 || !ok3 {
 		return false
 	}
@@ -157,28 +172,28 @@ func (c betweenCond) eval(it Item) bool {
 	return okA && okB && a >= 0 && b <= 0
 }
 
-func (c inCond) eval(it Item) bool {
-	v, ok := c.v.eval(it)
+func (c inCond) eval(it Item, vs valList) bool {
+	v, ok := c.v.eval(it, vs)
 	if !ok {
 		return false
 	}
 	for _, o := range c.list {
-		if w, ok := o.eval(it); ok && Equal(v, w) {
+		if w, ok := o.eval(it, vs); ok && Equal(v, w) {
 			return true
 		}
 	}
 	return false
 }
 
-func (c funcCond) eval(it Item) bool {
-	a, okA := c.args[0].eval(it)
+func (c funcCond) eval(it Item, vs valList) bool {
+	a, okA := c.args[0].eval(it, vs)
 	switch c.name {
 	case "attribute_exists":
 		return okA
 	case "attribute_not_exists":
 		return !okA
 	}
-	b, okB := c.args[1].eval(it)
+	b, okB := c.args[1].eval(it, vs)
 	if !okA || !okB {
 		return false
 	}
@@ -210,18 +225,18 @@ func (c funcCond) eval(it Item) bool {
 
 // operand is a path, a :value or size(operand).
 type operand struct {
-	path  path                           // set for a path
-	val   *events.DynamoDBAttributeValue // set for a :value
-	size  *operand                       // set for size(...)
-	token string                         // the source text of a :value or function name, for messages
+	path  path     // set for a path
+	val   valRef   // set for a :value
+	size  *operand // set for size(...)
+	token string   // the source text of a :value or function name, for messages
 }
 
-func (o *operand) eval(it Item) (events.DynamoDBAttributeValue, bool) {
+func (o *operand) eval(it Item, vs valList) (events.DynamoDBAttributeValue, bool) {
 	switch {
-	case o.val != nil:
-		return *o.val, true
+	case o.val != 0:
+		return o.val.at(vs), true
 	case o.size != nil:
-		v, ok := o.size.eval(it)
+		v, ok := o.size.eval(it, vs)
 		if !ok {
 			return v, false
 		}
@@ -412,7 +427,7 @@ func (p *parser) operand() (*operand, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &operand{val: &v, token: name}, nil
+		return &operand{val: v, token: name}, nil
 	case p.isCall():
 		if t.text != "size" {
 			return nil, p.misusedFunction(t.text)
@@ -424,10 +439,16 @@ func (p *parser) operand() (*operand, error) {
 		if len(args) != 1 {
 			return nil, p.fail("Incorrect number of operands for operator or function; operator or function: size, number of operands: %d", len(args))
 		}
-		if a := args[0]; a.val != nil {
-			switch a.val.DataType() {
-			case events.DataTypeNumber, events.DataTypeBoolean, events.DataTypeNull:
-				return nil, p.fail("Incorrect operand type for operator or function; operator or function: size, operand type: %s", typeName(a.val.DataType()))
+		if a := args[0]; a.val != 0 {
+			label := p.label
+			if err := p.check(func(vs valList) error {
+				switch t := a.val.at(vs).DataType(); t {
+				case events.DataTypeNumber, events.DataTypeBoolean, events.DataTypeNull:
+					return failIn(label, "Incorrect operand type for operator or function; operator or function: size, operand type: %s", typeName(t))
+				}
+				return nil
+			}); err != nil {
+				return nil, err
 			}
 		}
 		return &operand{size: args[0], token: "size"}, nil
@@ -484,22 +505,36 @@ func (p *parser) boolFunction(want int) (funcCond, error) {
 	if args[0].path == nil && name != "contains" && name != "begins_with" {
 		return funcCond{}, p.fail("Operator or function requires a document path; operator or function: %s", name)
 	}
+	label := p.label
 	switch name {
 	case "attribute_type":
-		if v := args[1].val; v != nil {
-			if v.DataType() != events.DataTypeString {
-				return funcCond{}, p.fail("Incorrect operand type for operator or function; operator or function: attribute_type, operand type: %s", typeName(v.DataType()))
-			}
-			switch v.String() {
-			case "S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "L", "M":
-			default:
-				return funcCond{}, p.fail("Invalid attribute type name found; type: %s, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}", v.String())
+		if r := args[1].val; r != 0 {
+			if err := p.check(func(vs valList) error {
+				v := r.at(vs)
+				if v.DataType() != events.DataTypeString {
+					return failIn(label, "Incorrect operand type for operator or function; operator or function: attribute_type, operand type: %s", typeName(v.DataType()))
+				}
+				switch v.String() {
+				case "S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "L", "M":
+				default:
+					return failIn(label, "Invalid attribute type name found; type: %s, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}", v.String())
+				}
+				return nil
+			}); err != nil {
+				return funcCond{}, err
 			}
 		}
 	case "begins_with":
 		for _, a := range args {
-			if a.val != nil && a.val.DataType() != events.DataTypeString && a.val.DataType() != events.DataTypeBinary {
-				return funcCond{}, p.fail("Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(a.val.DataType()))
+			if r := a.val; r != 0 {
+				if err := p.check(func(vs valList) error {
+					if t := r.at(vs).DataType(); t != events.DataTypeString && t != events.DataTypeBinary {
+						return failIn(label, "Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(t))
+					}
+					return nil
+				}); err != nil {
+					return funcCond{}, err
+				}
 			}
 		}
 	}
@@ -509,33 +544,46 @@ func (p *parser) boolFunction(want int) (funcCond, error) {
 // checkScalar refuses constant operands of an ordering operator that are
 // not S, N or B.
 func (p *parser) checkScalar(op string, ops ...*operand) error {
+	var refs []valRef
 	for _, o := range ops {
-		if o.val == nil {
-			continue
-		}
-		switch o.val.DataType() {
-		case events.DataTypeString, events.DataTypeNumber, events.DataTypeBinary:
-		default:
-			return p.fail("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, typeName(o.val.DataType()))
+		if o.val != 0 {
+			refs = append(refs, o.val)
 		}
 	}
-	return nil
+	if len(refs) == 0 {
+		return nil
+	}
+	label := p.label
+	return p.check(func(vs valList) error {
+		for _, r := range refs {
+			switch t := r.at(vs).DataType(); t {
+			case events.DataTypeString, events.DataTypeNumber, events.DataTypeBinary:
+			default:
+				return failIn(label, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, typeName(t))
+			}
+		}
+		return nil
+	})
 }
 
 // checkBounds refuses constant BETWEEN bounds of different types or in the
 // wrong order.
 func (p *parser) checkBounds(lo, hi *operand) error {
-	if lo.val == nil || hi.val == nil {
+	if lo.val == 0 || hi.val == 0 {
 		return nil
 	}
-	n, ok := Compare(*lo.val, *hi.val)
-	if !ok {
-		return p.fail("The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", render(*lo.val), render(*hi.val))
-	}
-	if n > 0 {
-		return p.fail("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", render(*lo.val), render(*hi.val))
-	}
-	return nil
+	label, lr, hr := p.label, lo.val, hi.val
+	return p.check(func(vs valList) error {
+		l, h := lr.at(vs), hr.at(vs)
+		n, ok := Compare(l, h)
+		if !ok {
+			return failIn(label, "The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", render(l), render(h))
+		}
+		if n > 0 {
+			return failIn(label, "The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s", render(l), render(h))
+		}
+		return nil
+	})
 }
 
 // render prints a scalar as DynamoDB does in messages: {S:a}, {N:1}.

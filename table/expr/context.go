@@ -98,21 +98,29 @@ func (c *Context) CheckUnused() error {
 func (c *Context) name(placeholder string) (string, bool) {
 	n, ok := c.Names[placeholder]
 	if ok {
-		if c.usedNames == nil {
-			c.usedNames = map[string]bool{}
-		}
-		c.usedNames[placeholder] = true
+		c.markName(placeholder)
 	}
 	return n, ok
+}
+
+func (c *Context) markName(placeholder string) {
+	if c.usedNames == nil {
+		c.usedNames = map[string]bool{}
+	}
+	c.usedNames[placeholder] = true
+}
+
+func (c *Context) markValue(placeholder string) {
+	if c.usedValues == nil {
+		c.usedValues = map[string]bool{}
+	}
+	c.usedValues[placeholder] = true
 }
 
 func (c *Context) value(placeholder string) (events.DynamoDBAttributeValue, bool) {
 	v, ok := c.Values[placeholder]
 	if ok {
-		if c.usedValues == nil {
-			c.usedValues = map[string]bool{}
-		}
-		c.usedValues[placeholder] = true
+		c.markValue(placeholder)
 	}
 	return v, ok
 }

@@ -49,6 +49,10 @@ type KeyCondition struct {
 //   - "Query key condition not supported" (a partition key condition other
 //     than =, or a condition on a non-key attribute of a hash-only key).
 func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCondition, error) {
+	key := cacheKey{kind: kindKeyCondition, text: s, hashKey: hashKey, rangeKey: rangeKey}
+	if e, vals := cacheLookup(key, c); e != nil {
+		return e.tree.(*keyShape).bind(vals), nil
+	}
 	p, err := newParser(s, "KeyConditionExpression", c)
 	if err != nil {
 		return nil, err
@@ -67,7 +71,7 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 	type keyCond struct {
 		name string
 		op   string
-		vals []events.DynamoDBAttributeValue
+		vals []valRef
 	}
 	var conds []keyCond
 	for _, l := range leaves {
@@ -108,14 +112,14 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 		}
 		kc := keyCond{name: pathOps[0].path[0].name, op: op}
 		for _, v := range valOps {
-			kc.vals = append(kc.vals, *v.val)
+			kc.vals = append(kc.vals, v.val)
 		}
 		conds = append(conds, kc)
 	}
 	if len(conds) > 2 || len(conds) == 2 && conds[0].name == conds[1].name {
 		return nil, validation("KeyConditionExpressions must only contain one condition per key")
 	}
-	k := &KeyCondition{HashName: hashKey}
+	k := &keyShape{hashName: hashKey}
 	found := false
 	for _, kc := range conds {
 		switch {
@@ -123,9 +127,9 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 			if kc.op != "=" {
 				return nil, validation("Query key condition not supported")
 			}
-			k.HashValue, found = kc.vals[0], true
+			k.hashValue, found = kc.vals[0], true
 		case rangeKey != "" && kc.name == rangeKey:
-			k.RangeName, k.RangeOp, k.RangeValues = kc.name, kc.op, kc.vals
+			k.rangeName, k.rangeOp, k.rangeValues = kc.name, kc.op, kc.vals
 		case rangeKey != "":
 			return nil, validation("Query condition missed key schema element: %s", rangeKey)
 		default:
@@ -135,7 +139,25 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 	if !found {
 		return nil, validation("Query condition missed key schema element: %s", hashKey)
 	}
-	return k, nil
+	cacheStore(key, p, k)
+	return k.bind(p.vals), nil
+}
+
+// keyShape is a parsed KeyConditionExpression with its values by
+// reference, the form the cache keeps.
+type keyShape struct {
+	hashName, rangeName, rangeOp string
+	hashValue                    valRef
+	rangeValues                  []valRef
+}
+
+// bind returns the KeyCondition with the request's values.
+func (k *keyShape) bind(vals valList) *KeyCondition {
+	out := &KeyCondition{HashName: k.hashName, HashValue: k.hashValue.at(vals), RangeName: k.rangeName, RangeOp: k.rangeOp}
+	for _, r := range k.rangeValues {
+		out.RangeValues = append(out.RangeValues, r.at(vals))
+	}
+	return out
 }
 
 // flattenAnd lists the leaves of a tree of ANDs, refusing every other
@@ -173,7 +195,7 @@ func badKeyOperator(op string) error {
 // splitOperands separates path (and size) operands from value operands.
 func splitOperands(ops ...*operand) (paths, values []*operand) {
 	for _, o := range ops {
-		if o.val != nil {
+		if o.val != 0 {
 			values = append(values, o)
 		} else {
 			paths = append(paths, o)

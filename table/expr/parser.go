@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,13 +12,41 @@ import (
 // parser is the recursive-descent parser shared by every expression kind.
 // label names the request parameter in messages ("ConditionExpression",
 // "UpdateExpression", ...).
+//
+// Besides the tree, a parse records what the tree depends on in the
+// request: the #names it resolved (names), the :values it refers to (vals,
+// which operands address by position through a valRef), and the checks
+// that depend on those values' types or contents (checks). The cache (see
+// cache.go) keeps the tree with these records and binds another request's
+// values to it.
 type parser struct {
 	src   string
 	label string
 	toks  []token
 	i     int
 	ctx   *Context
+
+	names    []nameBinding
+	valNames []string // value placeholders, in order of first use
+	vals     []events.DynamoDBAttributeValue
+	checks   []check
 }
+
+// valRef refers to a :value of a parsed expression: 1 + its index in the
+// bound values; 0 means "not a :value".
+type valRef int
+
+// at returns the bound value r refers to.
+func (r valRef) at(vals []events.DynamoDBAttributeValue) events.DynamoDBAttributeValue {
+	return vals[r-1]
+}
+
+// check is a parse-time check that depends on the values (their types or
+// contents); it returns the parse error, or nil.
+type check func(vals []events.DynamoDBAttributeValue) error
+
+// nameBinding is a #name placeholder and the attribute name it resolved to.
+type nameBinding struct{ placeholder, name string }
 
 func newParser(s, label string, c *Context) (*parser, error) {
 	if c == nil {
@@ -43,7 +72,17 @@ func (p *parser) next() token {
 
 // fail returns "Invalid <label>: <message>".
 func (p *parser) fail(format string, args ...any) error {
-	return validation("Invalid %s: %s", p.label, fmt.Sprintf(format, args...))
+	return failIn(p.label, format, args...)
+}
+
+func failIn(label, format string, args ...any) error {
+	return validation("Invalid %s: %s", label, fmt.Sprintf(format, args...))
+}
+
+// check runs a value-dependent check now and records it for the cache.
+func (p *parser) check(c check) error {
+	p.checks = append(p.checks, c)
+	return c(p.vals)
 }
 
 // syntaxErr reports the current token as DynamoDB does: `Syntax error;
@@ -140,17 +179,25 @@ func (p *parser) pathName() (pathElem, error) {
 		if !ok {
 			return pathElem{}, p.fail("An expression attribute name used in the document path is not defined; attribute name: %s", t.text)
 		}
+		if !slices.Contains(p.names, nameBinding{t.text, n}) {
+			p.names = append(p.names, nameBinding{t.text, n})
+		}
 		return pathElem{name: n}, nil
 	}
 	return pathElem{}, p.syntaxErr()
 }
 
 // value resolves a :placeholder token.
-func (p *parser) value() (events.DynamoDBAttributeValue, string, error) {
+func (p *parser) value() (valRef, string, error) {
 	t := p.next()
 	v, ok := p.ctx.value(t.text)
 	if !ok {
-		return v, t.text, p.fail("An expression attribute value used in expression is not defined; attribute value: %s", t.text)
+		return 0, t.text, p.fail("An expression attribute value used in expression is not defined; attribute value: %s", t.text)
 	}
-	return v, t.text, nil
+	if i := slices.Index(p.valNames, t.text); i >= 0 {
+		return valRef(i + 1), t.text, nil
+	}
+	p.valNames = append(p.valNames, t.text)
+	p.vals = append(p.vals, v)
+	return valRef(len(p.vals)), t.text, nil
 }

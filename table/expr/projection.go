@@ -28,6 +28,10 @@ type projNode struct {
 // empty, syntax, undefined name, and overlapping or conflicting paths ("a,
 // a.b"; "a.b, a[1]").
 func ParseProjection(s string, c *Context) (*Projection, error) {
+	key := cacheKey{kind: kindProjection, text: s}
+	if e, _ := cacheLookup(key, c); e != nil {
+		return e.tree.(*Projection), nil // immutable: shared
+	}
 	p, err := newParser(s, "ProjectionExpression", c)
 	if err != nil {
 		return nil, err
@@ -57,6 +61,7 @@ func ParseProjection(s string, c *Context) (*Projection, error) {
 		}
 		n.leaf = true
 	}
+	cacheStore(key, p, pr)
 	return pr, nil
 }
 

@@ -22,6 +22,11 @@ import (
 // Keywords are case-insensitive; function names are not. No two actions may
 // name overlapping paths (a and a.b, or a[1] twice).
 type Update struct {
+	*updateTree // shared by the cached parses of the same expression
+	vals        []events.DynamoDBAttributeValue
+}
+
+type updateTree struct {
 	actions []action
 	paths   []path // action paths in source order
 }
@@ -41,8 +46,8 @@ var clauseNames = map[string]actionKind{"SET": actSet, "REMOVE": actRemove, "ADD
 type action struct {
 	kind actionKind
 	path path
-	set  *setValue                     // SET
-	val  events.DynamoDBAttributeValue // ADD, DELETE
+	set  *setValue // SET
+	val  valRef    // ADD, DELETE
 }
 
 // setValue is the right side of a SET action: l, or l op r.
@@ -54,7 +59,7 @@ type setValue struct {
 // updOperand is a path, a :value, or a call of if_not_exists/list_append.
 type updOperand struct {
 	path path
-	val  *events.DynamoDBAttributeValue
+	val  valRef
 	fn   string
 	args []*updOperand
 }
@@ -72,11 +77,15 @@ type updOperand struct {
 // ("Incorrect operand type for operator or function; operator: ADD, operand
 // type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND").
 func ParseUpdate(s string, c *Context) (*Update, error) {
+	key := cacheKey{kind: kindUpdate, text: s}
+	if e, vals := cacheLookup(key, c); e != nil {
+		return &Update{updateTree: e.tree.(*updateTree), vals: vals}, nil
+	}
 	p, err := newParser(s, "UpdateExpression", c)
 	if err != nil {
 		return nil, err
 	}
-	u := &Update{}
+	u := &updateTree{}
 	seen := map[actionKind]bool{}
 	for p.peek().kind != tEOF {
 		t := p.peek()
@@ -105,7 +114,8 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 	if err := p.checkOverlap(u.paths); err != nil {
 		return nil, err
 	}
-	return u, nil
+	cacheStore(key, p, u)
+	return &Update{updateTree: u, vals: p.vals}, nil
 }
 
 func (p *parser) updateAction(kind actionKind) (action, error) {
@@ -125,17 +135,23 @@ func (p *parser) updateAction(kind actionKind) (action, error) {
 		if p.peek().kind != tValue {
 			return a, p.syntaxErr()
 		}
-		v, _, err := p.value()
+		r, _, err := p.value()
 		if err != nil {
 			return a, err
 		}
-		a.val = v
-		t := v.DataType()
-		if kind == actAdd && t != events.DataTypeNumber && !isSet(t) {
-			return a, p.fail("Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longTypeName(t))
-		}
-		if kind == actDelete && !isSet(t) {
-			return a, p.fail("Incorrect operand type for operator or function; operator: DELETE, operand type: %s, typeSet: ALLOWED_FOR_DELETE_OPERAND", longTypeName(t))
+		a.val = r
+		label := p.label
+		if err := p.check(func(vs valList) error {
+			t := r.at(vs).DataType()
+			if kind == actAdd && t != events.DataTypeNumber && !isSet(t) {
+				return failIn(label, "Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longTypeName(t))
+			}
+			if kind == actDelete && !isSet(t) {
+				return failIn(label, "Incorrect operand type for operator or function; operator: DELETE, operand type: %s, typeSet: ALLOWED_FOR_DELETE_OPERAND", longTypeName(t))
+			}
+			return nil
+		}); err != nil {
+			return a, err
 		}
 	}
 	return a, nil
@@ -153,8 +169,16 @@ func (p *parser) setValue() (*setValue, error) {
 			return nil, err
 		}
 		for _, o := range []*updOperand{sv.l, sv.r} {
-			if o.val != nil && o.val.DataType() != events.DataTypeNumber {
-				return nil, p.fail("Incorrect operand type for operator or function; operator or function: %s, operand type: %s", sv.op, typeName(o.val.DataType()))
+			if r := o.val; r != 0 {
+				label, op := p.label, sv.op
+				if err := p.check(func(vs valList) error {
+					if t := r.at(vs).DataType(); t != events.DataTypeNumber {
+						return failIn(label, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, typeName(t))
+					}
+					return nil
+				}); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -165,11 +189,11 @@ func (p *parser) updOperand() (*updOperand, error) {
 	t := p.peek()
 	switch {
 	case t.kind == tValue:
-		v, _, err := p.value()
+		r, _, err := p.value()
 		if err != nil {
 			return nil, err
 		}
-		return &updOperand{val: &v}, nil
+		return &updOperand{val: r}, nil
 	case p.isCall():
 		return p.updFunction()
 	case t.kind == tIdent || t.kind == tName:
@@ -216,8 +240,16 @@ func (p *parser) updFunction() (*updOperand, error) {
 	}
 	if name == "list_append" {
 		for _, a := range args {
-			if a.val != nil && a.val.DataType() != events.DataTypeList {
-				return nil, p.fail("Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", typeName(a.val.DataType()))
+			if r := a.val; r != 0 {
+				label := p.label
+				if err := p.check(func(vs valList) error {
+					if t := r.at(vs).DataType(); t != events.DataTypeList {
+						return failIn(label, "Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", typeName(t))
+					}
+					return nil
+				}); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -265,7 +297,7 @@ func (u *Update) Apply(old Item) (Item, error) {
 		if a.kind != actSet {
 			continue
 		}
-		v, err := a.set.eval(old)
+		v, err := a.set.eval(old, u.vals)
 		if err != nil {
 			return nil, err
 		}
@@ -294,9 +326,9 @@ func (u *Update) Apply(old Item) (Item, error) {
 	for _, a := range u.actions {
 		switch a.kind {
 		case actAdd:
-			item, err = applyAdd(item, a)
+			item, err = applyAdd(item, a.path, a.val.at(u.vals))
 		case actDelete:
-			item, err = applyDelete(item, a)
+			item, err = applyDelete(item, a.path, a.val.at(u.vals))
 		}
 		if err != nil {
 			return nil, err
@@ -308,10 +340,10 @@ func (u *Update) Apply(old Item) (Item, error) {
 	return item, nil
 }
 
-func applyAdd(item Item, a action) (Item, error) {
-	cur, ok := lookup(item, a.path)
+func applyAdd(item Item, pa path, val events.DynamoDBAttributeValue) (Item, error) {
+	cur, ok := lookup(item, pa)
 	if !ok {
-		v := a.val
+		v := val
 		if v.DataType() == events.DataTypeNumber {
 			n, err := CanonicalNumber(v.Number())
 			if err != nil {
@@ -319,36 +351,36 @@ func applyAdd(item Item, a action) (Item, error) {
 			}
 			v = events.NewNumberAttribute(n)
 		}
-		return set(item, a.path, v)
+		return set(item, pa, v)
 	}
 	switch {
-	case cur.DataType() == events.DataTypeNumber && a.val.DataType() == events.DataTypeNumber:
-		n, err := addNumbers(cur.Number(), a.val.Number(), false)
+	case cur.DataType() == events.DataTypeNumber && val.DataType() == events.DataTypeNumber:
+		n, err := addNumbers(cur.Number(), val.Number(), false)
 		if err != nil {
 			return nil, err
 		}
-		return set(item, a.path, events.NewNumberAttribute(n))
-	case isSet(cur.DataType()) && cur.DataType() == a.val.DataType():
+		return set(item, pa, events.NewNumberAttribute(n))
+	case isSet(cur.DataType()) && cur.DataType() == val.DataType():
 		elems := setElems(cur)
-		for _, e := range setElems(a.val) {
+		for _, e := range setElems(val) {
 			if !containsElem(elems, e) {
 				elems = append(elems, e)
 			}
 		}
-		return set(item, a.path, makeSet(cur.DataType(), elems))
+		return set(item, pa, makeSet(cur.DataType(), elems))
 	}
 	return nil, validation(msgIncorrectType)
 }
 
-func applyDelete(item Item, a action) (Item, error) {
-	cur, ok := lookup(item, a.path)
+func applyDelete(item Item, pa path, val events.DynamoDBAttributeValue) (Item, error) {
+	cur, ok := lookup(item, pa)
 	if !ok {
 		return item, nil
 	}
-	if cur.DataType() != a.val.DataType() {
+	if cur.DataType() != val.DataType() {
 		return nil, validation(msgIncorrectType)
 	}
-	drop := setElems(a.val)
+	drop := setElems(val)
 	var keep []events.DynamoDBAttributeValue
 	for _, e := range setElems(cur) {
 		if !containsElem(drop, e) {
@@ -356,9 +388,9 @@ func applyDelete(item Item, a action) (Item, error) {
 		}
 	}
 	if len(keep) == 0 {
-		return remove(item, a.path), nil
+		return remove(item, pa), nil
 	}
-	return set(item, a.path, makeSet(cur.DataType(), keep))
+	return set(item, pa, makeSet(cur.DataType(), keep))
 }
 
 // lookup is get that accepts a nil item.
@@ -369,12 +401,12 @@ func lookup(item Item, pa path) (events.DynamoDBAttributeValue, bool) {
 	return get(item, pa)
 }
 
-func (sv *setValue) eval(item Item) (events.DynamoDBAttributeValue, error) {
-	l, err := sv.l.eval(item)
+func (sv *setValue) eval(item Item, vs valList) (events.DynamoDBAttributeValue, error) {
+	l, err := sv.l.eval(item, vs)
 	if err != nil || sv.op == "" {
 		return l, err
 	}
-	r, err := sv.r.eval(item)
+	r, err := sv.r.eval(item, vs)
 	if err != nil {
 		return r, err
 	}
@@ -388,21 +420,21 @@ func (sv *setValue) eval(item Item) (events.DynamoDBAttributeValue, error) {
 	return events.NewNumberAttribute(n), nil
 }
 
-func (o *updOperand) eval(item Item) (events.DynamoDBAttributeValue, error) {
+func (o *updOperand) eval(item Item, vs valList) (events.DynamoDBAttributeValue, error) {
 	switch {
-	case o.val != nil:
-		return *o.val, nil
+	case o.val != 0:
+		return o.val.at(vs), nil
 	case o.fn == "if_not_exists":
 		if v, ok := lookup(item, o.args[0].path); ok {
 			return v, nil
 		}
-		return o.args[1].eval(item)
+		return o.args[1].eval(item, vs)
 	case o.fn == "list_append":
-		a, err := o.args[0].eval(item)
+		a, err := o.args[0].eval(item, vs)
 		if err != nil {
 			return a, err
 		}
-		b, err := o.args[1].eval(item)
+		b, err := o.args[1].eval(item, vs)
 		if err != nil {
 			return b, err
 		}
