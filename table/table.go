@@ -446,6 +446,8 @@ func (s *Service) UpdateStream(ctx context.Context, name string, spec StreamSpec
 		return nil, err
 	}
 	t.st = st
+	t.metaMu.Unlock() // describe takes metaMu; the deferred Unlock needs it held
+	defer t.metaMu.Lock()
 	return t.describe(), nil
 }
 

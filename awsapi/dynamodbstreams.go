@@ -1,0 +1,393 @@
+package awsapi
+
+// The DynamoDB Streams API (JSON 1.0, X-Amz-Target
+// "DynamoDBStreams_20120810.<Op>") over the tables' change logs
+// (table.Service.Logs(), one log stream per table).
+//
+// A table's stream is its change log seen through a label: a stream ARN
+// ends in /stream/<label>, and GetRecords returns only the changes written
+// under that label (table.Change.InStream) and at most 24 hours old
+// (table.StreamRetention, by the engine clock). The log's shards are the
+// stream's shards, named as DynamoDB names them
+// (shardId-<20 digits>-<8 hex>, the AWS CLI checks the length): the stream
+// label's time in ms, then the log shard's index. Shards never close: a
+// disabled stream keeps its shards open and GetRecords keeps returning a
+// NextShardIterator.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// labelLayout is the form of a stream label (table.streamLabel).
+const labelLayout = "2006-01-02T15:04:05.000"
+
+// maxStreamRecords is GetRecords' largest Limit in DynamoDB Streams.
+const maxStreamRecords = 1000
+
+// ddbStream is a resolved stream ARN.
+type ddbStream struct {
+	arn, label string
+	t          *table.Table
+	d          *table.TableDescription
+	// enabled: the table's current stream, turned on; view its view type
+	// ("" when not known: a stream that was turned off).
+	enabled bool
+	view    string
+	labelMs int64
+}
+
+func streamNotFound(arn string) error {
+	return awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Stream: %s not found", arn)
+}
+
+// resolveStream finds the table and label of a stream ARN. A label is
+// valid if it is the table's latest, or an earlier one from the table's
+// lifetime (a stream turned off and on again: the old stream stays
+// readable, DISABLED).
+func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, error) {
+	if arn == "" {
+		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value null at 'streamArn' failed to satisfy constraint: Member must not be null")
+	}
+	name, label, ok := table.ParseStreamARN(arn)
+	if !ok {
+		return nil, awserr.New(awserr.ErrValidation, "Invalid StreamArn: %s", arn)
+	}
+	lt, err := time.Parse(labelLayout, label)
+	if err != nil {
+		return nil, streamNotFound(arn)
+	}
+	t, err := rq.h.rn.Tables.Table(name)
+	if err != nil {
+		return nil, streamNotFound(arn)
+	}
+	d, err := rq.h.rn.Tables.DescribeTable(ctx, name)
+	if err != nil {
+		return nil, streamNotFound(arn)
+	}
+	created := epochSeconds(d.CreationDateTime).UTC().Format(labelLayout)
+	if !strings.HasPrefix(arn, d.TableArn+"/stream/") || d.LatestStreamLabel == "" || label > d.LatestStreamLabel || label < created {
+		return nil, streamNotFound(arn)
+	}
+	s := &ddbStream{arn: arn, label: label, t: t, d: d, labelMs: lt.UnixMilli()}
+	if label == d.LatestStreamLabel && d.StreamSpecification != nil && d.StreamSpecification.StreamEnabled {
+		s.enabled, s.view = true, d.StreamSpecification.StreamViewType
+	}
+	return s, nil
+}
+
+func (s *ddbStream) shardID(i int) string { return fmt.Sprintf("shardId-%020d-%08x", s.labelMs, i) }
+
+// shardIndex parses a shard id of this stream; -1 if it is not one.
+func (s *ddbStream) shardIndex(id string) int {
+	prefix := fmt.Sprintf("shardId-%020d-", s.labelMs)
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) != 8 {
+		return -1
+	}
+	i, err := strconv.ParseUint(rest, 16, 31)
+	if err != nil || int(i) >= s.d.Shards {
+		return -1
+	}
+	return int(i)
+}
+
+// streamIterator is the Streams API's shard iterator: the stream ARN (for
+// the label) around the log's own iterator.
+type streamIterator struct {
+	ARN   string `json:"a"`
+	Inner string `json:"i"`
+}
+
+func (it streamIterator) encode() string {
+	b, _ := json.Marshal(it)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeStreamIterator(s string) (streamIterator, bool) {
+	var it streamIterator
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &it) != nil || it.ARN == "" || it.Inner == "" {
+		return it, false
+	}
+	return it, true
+}
+
+// streamsRecord is a Records entry of GetRecords: the shape of
+// events.DynamoDBEventRecord, except userIdentity, whose members are
+// capitalized in the Streams API.
+type streamsRecord struct {
+	AWSRegion    string                      `json:"awsRegion"`
+	Dynamodb     events.DynamoDBStreamRecord `json:"dynamodb"`
+	EventID      string                      `json:"eventID"`
+	EventName    string                      `json:"eventName"`
+	EventSource  string                      `json:"eventSource"`
+	EventVersion string                      `json:"eventVersion"`
+	UserIdentity *streamsIdentity            `json:"userIdentity,omitempty"`
+}
+
+type streamsIdentity struct {
+	PrincipalID string `json:"PrincipalId"`
+	Type        string `json:"Type"`
+}
+
+func (rq *request) dynamodbStreams() {
+	out, err := rq.streamsOp()
+	if err != nil {
+		rq.dynamoFail(err)
+		return
+	}
+	rq.dynamoReply(out)
+}
+
+func (rq *request) streamsOp() (any, error) {
+	ctx := rq.r.Context()
+	switch rq.op {
+	case "ListStreams":
+		return rq.listDynamoStreams(ctx)
+	case "DescribeStream":
+		var in struct {
+			StreamArn             string `json:"StreamArn"`
+			Limit                 *int   `json:"Limit"`
+			ExclusiveStartShardId string `json:"ExclusiveStartShardId"`
+		}
+		if err := rq.dynamoDecode(&in); err != nil {
+			return nil, err
+		}
+		limit := 100
+		if in.Limit != nil {
+			limit = *in.Limit
+			if limit < 1 || limit > 100 {
+				return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", limit, 1, 100)
+			}
+		}
+		s, err := rq.resolveStream(ctx, in.StreamArn)
+		if err != nil {
+			return nil, err
+		}
+		ld, err := rq.h.rn.Tables.Logs().DescribeStream(ctx, s.t.LogName())
+		if err != nil {
+			if errors.Is(err, awserr.ErrResourceNotFound) {
+				return nil, streamNotFound(in.StreamArn)
+			}
+			return nil, err
+		}
+		type seqRange struct {
+			StartingSequenceNumber string `json:"StartingSequenceNumber"`
+		}
+		type shardOut struct {
+			ShardId             string   `json:"ShardId"`
+			SequenceNumberRange seqRange `json:"SequenceNumberRange"`
+		}
+		shards := []shardOut{}
+		start := -1
+		if in.ExclusiveStartShardId != "" {
+			if start = s.shardIndex(in.ExclusiveStartShardId); start < 0 {
+				return nil, awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Shard: %s in Stream: %s not found", in.ExclusiveStartShardId, in.StreamArn)
+			}
+		}
+		var last string
+		for i, sh := range ld.Shards {
+			if i <= start {
+				continue
+			}
+			if len(shards) == limit {
+				last = shards[len(shards)-1].ShardId
+				break
+			}
+			shards = append(shards, shardOut{ShardId: s.shardID(i), SequenceNumberRange: seqRange{sh.SequenceNumberRange.StartingSequenceNumber}})
+		}
+		status := "DISABLED"
+		if s.enabled {
+			status = "ENABLED"
+		}
+		desc := map[string]any{
+			"StreamArn": s.arn, "StreamLabel": s.label, "StreamStatus": status, "TableName": s.d.TableName,
+			"KeySchema": s.d.KeySchema, "Shards": shards, "CreationRequestDateTime": epoch(time.UnixMilli(s.labelMs)),
+		}
+		if s.view != "" {
+			desc["StreamViewType"] = s.view
+		}
+		if last != "" {
+			desc["LastEvaluatedShardId"] = last
+		}
+		return map[string]any{"StreamDescription": desc}, nil
+	case "GetShardIterator":
+		var in struct {
+			StreamArn         string `json:"StreamArn"`
+			ShardId           string `json:"ShardId"`
+			ShardIteratorType string `json:"ShardIteratorType"`
+			SequenceNumber    string `json:"SequenceNumber"`
+		}
+		if err := rq.dynamoDecode(&in); err != nil {
+			return nil, err
+		}
+		s, err := rq.resolveStream(ctx, in.StreamArn)
+		if err != nil {
+			return nil, err
+		}
+		i := s.shardIndex(in.ShardId)
+		if i < 0 {
+			return nil, awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Shard: %s in Stream: %s not found", in.ShardId, in.StreamArn)
+		}
+		gi := stream.GetShardIteratorInput{StreamName: s.t.LogName(), ShardID: stream.ShardID(i), ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.SequenceNumber}
+		switch in.ShardIteratorType {
+		case stream.TrimHorizon:
+			// The log is never trimmed; the stream's horizon is 24 hours back.
+			gi.ShardIteratorType, gi.Timestamp = stream.AtTimestamp, rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention)
+		case stream.Latest:
+		case stream.AtSequenceNumber, stream.AfterSequenceNumber:
+			if in.SequenceNumber == "" {
+				return nil, awserr.New(awserr.ErrValidation, "SequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
+			}
+		default:
+			return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER]", in.ShardIteratorType)
+		}
+		inner, err := rq.h.rn.Tables.Logs().GetShardIterator(ctx, gi)
+		if err != nil {
+			if errors.Is(err, awserr.ErrResourceNotFound) {
+				return nil, streamNotFound(in.StreamArn)
+			}
+			return nil, err
+		}
+		return map[string]string{"ShardIterator": streamIterator{ARN: s.arn, Inner: inner}.encode()}, nil
+	case "GetRecords":
+		var in struct {
+			ShardIterator string `json:"ShardIterator"`
+			Limit         *int   `json:"Limit"`
+		}
+		if err := rq.dynamoDecode(&in); err != nil {
+			return nil, err
+		}
+		limit := maxStreamRecords
+		if in.Limit != nil {
+			limit = *in.Limit
+			if limit < 1 || limit > maxStreamRecords {
+				return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", limit, 1, maxStreamRecords)
+			}
+		}
+		it, ok := decodeStreamIterator(in.ShardIterator)
+		if !ok {
+			return nil, awserr.New(awserr.ErrValidation, "Invalid ShardIterator")
+		}
+		s, err := rq.resolveStream(ctx, it.ARN)
+		if err != nil {
+			return nil, err
+		}
+		return rq.streamRecords(ctx, s, it.Inner, limit)
+	}
+	return nil, badRequest("UnknownOperationException", "DynamoDB Streams operation %s is not supported by runnel", rq.op)
+}
+
+// streamRecords reads the log from the inner iterator and keeps the
+// stream's records. When a whole read is filtered out and more is
+// waiting, it reads on (a few times) rather than answer with nothing.
+func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string, limit int) (any, error) {
+	logs := rq.h.rn.Tables.Logs()
+	horizon := rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention).UnixMilli()
+	recs := []streamsRecord{}
+	for round := 0; ; round++ {
+		o, err := logs.GetRecords(ctx, inner, limit)
+		if err != nil {
+			if errors.Is(err, awserr.ErrResourceNotFound) {
+				return nil, streamNotFound(s.arn)
+			}
+			return nil, err
+		}
+		for i := range o.Records {
+			rec := &o.Records[i]
+			c, err := table.DecodeChange(rec.Data)
+			if err != nil {
+				return nil, awserr.New(awserr.ErrService, "stream %s: bad change record %s: %v", s.arn, rec.SequenceNumber, err)
+			}
+			if !c.InStream(s.label) || c.TimeMs < horizon {
+				continue
+			}
+			ev := table.EventRecord(rec, c, rq.h.opts.Region, s.arn)
+			out := streamsRecord{AWSRegion: ev.AWSRegion, Dynamodb: ev.Change, EventID: ev.EventID, EventName: ev.EventName,
+				EventSource: ev.EventSource, EventVersion: ev.EventVersion}
+			if u := ev.UserIdentity; u != nil {
+				out.UserIdentity = &streamsIdentity{PrincipalID: u.PrincipalID, Type: u.Type}
+			}
+			recs = append(recs, out)
+		}
+		inner = o.NextShardIterator
+		if len(recs) > 0 || len(o.Records) < limit || round >= 9 {
+			break
+		}
+	}
+	out := map[string]any{"Records": recs}
+	if inner != "" {
+		out["NextShardIterator"] = streamIterator{ARN: s.arn, Inner: inner}.encode()
+	}
+	return out, nil
+}
+
+// listDynamoStreams serves ListStreams: the latest stream of each table
+// (or of TableName) that ever had one, in table-name order.
+func (rq *request) listDynamoStreams(ctx context.Context) (any, error) {
+	var in struct {
+		TableName               string `json:"TableName"`
+		Limit                   *int   `json:"Limit"`
+		ExclusiveStartStreamArn string `json:"ExclusiveStartStreamArn"`
+	}
+	if err := rq.dynamoDecode(&in); err != nil {
+		return nil, err
+	}
+	limit := 100
+	if in.Limit != nil {
+		limit = *in.Limit
+		if limit < 1 || limit > 100 {
+			return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", limit, 1, 100)
+		}
+	}
+	svc := rq.h.rn.Tables
+	names := svc.ListTables(ctx)
+	if in.TableName != "" {
+		n := tableName(in.TableName)
+		if _, err := svc.Table(n); err != nil {
+			return nil, err
+		}
+		names = []string{n}
+	}
+	type streamOut struct {
+		StreamArn   string `json:"StreamArn"`
+		TableName   string `json:"TableName"`
+		StreamLabel string `json:"StreamLabel"`
+	}
+	all := []streamOut{}
+	for _, n := range names {
+		d, err := svc.DescribeTable(ctx, n)
+		if err != nil || d.LatestStreamArn == "" {
+			continue // deleted meanwhile, or never had a stream
+		}
+		all = append(all, streamOut{StreamArn: d.LatestStreamArn, TableName: d.TableName, StreamLabel: d.LatestStreamLabel})
+	}
+	if in.ExclusiveStartStreamArn != "" {
+		name, _, _ := table.ParseStreamARN(in.ExclusiveStartStreamArn)
+		i := sort.Search(len(all), func(i int) bool {
+			return all[i].TableName > name || (all[i].TableName == name && all[i].StreamArn > in.ExclusiveStartStreamArn)
+		})
+		all = all[i:]
+	}
+	out := map[string]any{}
+	if len(all) > limit {
+		all = all[:limit]
+		out["LastEvaluatedStreamArn"] = all[limit-1].StreamArn
+	}
+	out["Streams"] = all
+	return out, nil
+}
