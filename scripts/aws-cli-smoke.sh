@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Smoke test of runnel's AWS endpoint with the AWS CLI: the Kinesis and SQS
-# operations that awsapi's Go tests drive with aws-sdk-go-v2.
+# Smoke test of runnel's AWS endpoint with the AWS CLI: the Kinesis, SQS,
+# DynamoDB and DynamoDB Streams operations that awsapi's Go tests drive with
+# aws-sdk-go-v2.
 #
 #   scripts/aws-cli-smoke.sh                 # builds runnel, serves on a free port
 #   ENDPOINT=http://127.0.0.1:4566 scripts/aws-cli-smoke.sh   # an already running serve
@@ -93,4 +94,46 @@ check cancel-message-move-task 'ResourceNotFound' "$(q cancel-message-move-task 
 check missing-queue 'NonExistentQueue' "$(q get-queue-url --queue-name nope 2>&1 || true)"
 q delete-queue --queue-url "$url"
 q delete-queue --queue-url "$dlq"
+
+# DynamoDB and DynamoDB Streams.
+d() { aws --endpoint-url "$ENDPOINT" dynamodb "$@"; }
+ds() { aws --endpoint-url "$ENDPOINT" dynamodbstreams "$@"; }
+d create-table --table-name smoke --billing-mode PAY_PER_REQUEST \
+  --attribute-definitions AttributeName=pk,AttributeType=S AttributeName=sk,AttributeType=N \
+  --key-schema AttributeName=pk,KeyType=HASH AttributeName=sk,KeyType=RANGE \
+  --stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES >/dev/null
+d wait table-exists --table-name smoke
+check describe-table '"TableStatus": "ACTIVE"' "$(d describe-table --table-name smoke)"
+check list-tables '"smoke"' "$(d list-tables)"
+d put-item --table-name smoke --item '{"pk":{"S":"a"},"sk":{"N":"1"},"v":{"S":"one"}}'
+d put-item --table-name smoke --item '{"pk":{"S":"a"},"sk":{"N":"2"},"v":{"S":"two"}}'
+check get-item '"one"' "$(d get-item --table-name smoke --key '{"pk":{"S":"a"},"sk":{"N":"1"}}')"
+check conditional-put 'ConditionalCheckFailedException' "$(d put-item --table-name smoke --item '{"pk":{"S":"a"},"sk":{"N":"1"}}' --condition-expression 'attribute_not_exists(pk)' 2>&1 || true)"
+check update-item '"N": "2"' "$(d update-item --table-name smoke --key '{"pk":{"S":"a"},"sk":{"N":"1"}}' --update-expression 'SET n = :one + :one' --expression-attribute-values '{":one":{"N":"1"}}' --return-values ALL_NEW)"
+check query '"Count": 2' "$(d query --table-name smoke --key-condition-expression 'pk = :p' --expression-attribute-values '{":p":{"S":"a"}}')"
+check query-desc '"N": "2"' "$(d query --table-name smoke --key-condition-expression 'pk = :p AND sk > :s' --expression-attribute-values '{":p":{"S":"a"},":s":{"N":"1"}}' --no-scan-index-forward)"
+check scan '"ScannedCount": 2' "$(d scan --table-name smoke)"
+d transact-write-items --client-request-token smoke-token --transact-items '[
+  {"Put":{"TableName":"smoke","Item":{"pk":{"S":"b"},"sk":{"N":"1"}},"ConditionExpression":"attribute_not_exists(pk)"}},
+  {"Delete":{"TableName":"smoke","Key":{"pk":{"S":"a"},"sk":{"N":"2"}}}}]'
+check transact-write-items-cancelled 'TransactionCanceledException' "$(d transact-write-items --transact-items '[
+  {"Put":{"TableName":"smoke","Item":{"pk":{"S":"b"},"sk":{"N":"1"}},"ConditionExpression":"attribute_not_exists(pk)"}}]' 2>&1 || true)"
+d update-time-to-live --table-name smoke --time-to-live-specification Enabled=true,AttributeName=exp >/dev/null
+check describe-time-to-live '"TimeToLiveStatus": "ENABLED"' "$(d describe-time-to-live --table-name smoke)"
+check missing-table 'ResourceNotFoundException' "$(d describe-table --table-name nope 2>&1 || true)"
+sarn=$(d describe-table --table-name smoke --query Table.LatestStreamArn --output text)
+check list-streams "$sarn" "$(ds list-streams --table-name smoke)"
+check describe-stream '"StreamStatus": "ENABLED"' "$(ds describe-stream --stream-arn "$sarn")"
+recs=""
+for sid in $(ds describe-stream --stream-arn "$sarn" --query 'StreamDescription.Shards[].ShardId' --output text); do
+  sit=$(ds get-shard-iterator --stream-arn "$sarn" --shard-id "$sid" --shard-iterator-type TRIM_HORIZON --query ShardIterator --output text)
+  recs+=$(ds get-records --shard-iterator "$sit")
+done
+check get-records-insert '"eventName": "INSERT"' "$recs"
+check get-records-modify '"eventName": "MODIFY"' "$recs"
+check get-records-remove '"eventName": "REMOVE"' "$recs"
+check get-records-old-image '"OldImage"' "$recs"
+d delete-table --table-name smoke >/dev/null
+d wait table-not-exists --table-name smoke
+echo "ok   delete-table"
 echo "aws CLI smoke test passed"
