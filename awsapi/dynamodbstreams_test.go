@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -236,5 +237,63 @@ func TestDynamoDBStreams(t *testing.T) {
 	_, err = sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: latest})
 	if !errors.As(err, &notFound) {
 		t.Fatalf("GetRecords after DeleteTable: %v", err)
+	}
+}
+
+// An order as an application keeps it, marshalled with the SDK's
+// attributevalue package.
+type order struct {
+	PK      string            `dynamodbav:"pk"`
+	SK      int               `dynamodbav:"sk"`
+	Items   []string          `dynamodbav:"items"`
+	Tags    []string          `dynamodbav:"tags,stringset"`
+	Price   float64           `dynamodbav:"price"`
+	Paid    bool              `dynamodbav:"paid"`
+	Meta    map[string]string `dynamodbav:"meta"`
+	Note    *string           `dynamodbav:"note"`
+	Created time.Time         `dynamodbav:"created,unixtime"`
+}
+
+// Items marshalled by attributevalue go through PutItem, Query and the
+// stream unchanged.
+func TestDynamoDBAttributeValue(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c, sc := e.ddb(), e.ddbStreams()
+	ctx := context.Background()
+	td := createOrders(t, c, "orders")
+	in := order{PK: "cust#1", SK: 42, Items: []string{"a", "b"}, Tags: []string{"gift", "rush"}, Price: 12.5, Paid: true,
+		Meta: map[string]string{"src": "web"}, Created: time.Unix(1700000000, 0)}
+	item, err := attributevalue.MarshalMap(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("orders"), Item: item}))
+	kc, err := attributevalue.MarshalMap(map[string]any{":p": "cust#1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := must(c.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("orders"), KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: kc}))
+	var got []order
+	if err := attributevalue.UnmarshalListOfMaps(q.Items, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].PK != in.PK || got[0].SK != 42 || got[0].Price != 12.5 || !got[0].Paid || len(got[0].Tags) != 2 ||
+		got[0].Meta["src"] != "web" || got[0].Note != nil || !got[0].Created.Equal(in.Created) || strings.Join(got[0].Items, ",") != "a,b" {
+		t.Fatalf("Query round trip: %+v", got)
+	}
+	recs := readStream(t, sc, td.LatestStreamArn)
+	if len(recs) != 1 {
+		t.Fatalf("%d stream records", len(recs))
+	}
+	img, err := attributevalue.FromDynamoDBStreamsMap(recs[0].Dynamodb.NewImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromStream order
+	if err := attributevalue.UnmarshalMap(img, &fromStream); err != nil {
+		t.Fatal(err)
+	}
+	if fromStream.PK != in.PK || fromStream.Price != 12.5 || !fromStream.Created.Equal(in.Created) || len(fromStream.Tags) != 2 {
+		t.Fatalf("stream image round trip: %+v", fromStream)
 	}
 }
