@@ -89,8 +89,8 @@ func TestDynamoDBTables(t *testing.T) {
 		t.Fatalf("CreateTable with a bad name: %v", err)
 	}
 	must(c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("plain"),
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:             []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions:  []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
 		ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)}}))
 
 	d := must(c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("orders")})).Table

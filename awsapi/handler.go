@@ -3,7 +3,10 @@
 // the Kinesis API (JSON 1.1, X-Amz-Target "Kinesis_20131202.<Op>") and the
 // SQS API, both its JSON protocol (X-Amz-Target "AmazonSQS.<Op>", the
 // protocol of current SDKs) and its older query protocol (a form POST with
-// Action=<Op>, XML responses; what older AWS CLIs and SDKs send).
+// Action=<Op>, XML responses; what older AWS CLIs and SDKs send), and the
+// DynamoDB and DynamoDB Streams APIs (JSON 1.0, X-Amz-Target
+// "DynamoDB_20120810.<Op>" and "DynamoDBStreams_20120810.<Op>", over
+// package table; see dynamodb.go and dynamodbstreams.go).
 //
 // Point a client at it with an endpoint override:
 //
@@ -112,11 +115,11 @@ func newHandler(rn *runnel.Runnel, opts Options) *Handler {
 type protocol int
 
 const (
-	protoKinesis  protocol = iota // JSON 1.1
-	protoSQSJSON                  // JSON 1.0, query-compatible errors
-	protoSQSQuery                 // form in, XML out
-	protoDynamoDB                 // JSON 1.0, DynamoDB's error shapes (dynamodb.go)
-	protoDynamoDBStreams          // JSON 1.0, DynamoDB Streams (dynamodbstreams.go)
+	protoKinesis         protocol = iota // JSON 1.1
+	protoSQSJSON                         // JSON 1.0, query-compatible errors
+	protoSQSQuery                        // form in, XML out
+	protoDynamoDB                        // JSON 1.0, DynamoDB's error shapes (dynamodb.go)
+	protoDynamoDBStreams                 // JSON 1.0, DynamoDB Streams (dynamodbstreams.go)
 )
 
 // request is one call being served.
