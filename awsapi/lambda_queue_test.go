@@ -37,7 +37,9 @@ func TestLambdaProcessFunctionFedByAQueue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Go binary")
 	}
-	ctx := context.Background()
+	// Every call is bounded, so that a hang fails here, naming the call.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	zipFile := buildBootstrap(t, "./awsapi/testdata/sqsfail")
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
