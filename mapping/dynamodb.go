@@ -2,6 +2,8 @@ package mapping
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -17,6 +19,7 @@ import (
 // belong to it.
 type ddbSource struct {
 	label string
+	table *table.Table
 }
 
 func ddbItemKey(rec *stream.Record) string { return table.ItemKeyOf(rec.PartitionKey) }
@@ -27,6 +30,11 @@ func (d *ddbSource) inStream(rec *stream.Record) bool {
 
 // record decodes one change into the record Lambda delivers.
 func (d *ddbSource) record(r *runner, rec *stream.Record) events.DynamoDBEventRecord {
+	if idx, err := strconv.Atoi(strings.TrimPrefix(rec.ShardID, "shardId-")); err == nil {
+		if c := d.table.RecentChange(idx, rec.Seq); c != nil {
+			return table.EventRecord(rec, c, r.svc.eng.Region(), r.streamARN)
+		}
+	}
 	c, err := table.DecodeChange(rec.Data)
 	if err != nil {
 		// A record runnel wrote itself; a bad one is delivered with its

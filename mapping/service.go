@@ -661,7 +661,7 @@ func (s *Service) sourceStreams(cfg Config) (*stream.Service, string, *ddbSource
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return s.tables.Logs(), t.LogName(), &ddbSource{label: label}, nil
+		return s.tables.Logs(), t.LogName(), &ddbSource{label: label, table: t}, nil
 	}
 	name, ok := stream.NameFromARN(cfg.EventSourceArn)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/big"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
@@ -120,11 +121,20 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		}
 		futures[i] = f
 	}
+	// An acknowledgement that never comes (the connection closed under
+	// the publish) must not hang the call: after AckTimeout the entry is
+	// reported failed, as a synchronous publish would time out.
+	timeout := time.NewTimer(AckTimeout)
+	defer timeout.Stop()
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
 		select {
+		case <-timeout.C:
+			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: "no acknowledgement within " + AckTimeout.String()}
+			timeout.Reset(0)
+			continue
 		case ack := <-f.Ok():
 			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: h.shardIDs[shards[i]]}
 		case err := <-f.Err():
@@ -142,5 +152,11 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 	}
 	return out, nil
 }
+
+// AckTimeout is how long PutRecords waits for JetStream to acknowledge
+// its entries; an entry not acknowledged by then is reported failed
+// (InternalFailure) and may still have been stored: a retry may
+// duplicate it, never lose it.
+const AckTimeout = 10 * time.Second
 
 func fieldName(i int) string { return "Records." + strconv.Itoa(i) }

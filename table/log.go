@@ -70,6 +70,50 @@ type Table struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]Item
+
+	// recent keeps the latest changes written per shard, decoded, so that
+	// the change stream's readers (mappings) need not decode what this
+	// process just wrote.
+	recentMu sync.Mutex
+	recent   []recentRing
+}
+
+const recentPerShard = 1 << 15
+
+type recentRing struct {
+	pos  [recentPerShard]uint64
+	chg  [recentPerShard]*Change
+	next int
+}
+
+// RecentChange returns the change at log position pos of shard if this
+// process wrote it recently, or nil (then decode the record's data). The
+// returned Change is shared: do not modify it or its images.
+func (t *Table) RecentChange(shard int, pos uint64) *Change {
+	t.recentMu.Lock()
+	defer t.recentMu.Unlock()
+	if shard < 0 || shard >= len(t.recent) {
+		return nil
+	}
+	r := &t.recent[shard]
+	i := int(pos % recentPerShard)
+	if r.pos[i] == pos {
+		return r.chg[i]
+	}
+	return nil
+}
+
+func (t *Table) rememberChange(shard uint16, pos uint64, c *Change) {
+	t.recentMu.Lock()
+	if t.recent == nil {
+		t.recent = make([]recentRing, t.st.Shards)
+	}
+	if int(shard) < len(t.recent) {
+		r := &t.recent[shard]
+		i := int(pos % recentPerShard)
+		r.pos[i], r.chg[i] = pos, c
+	}
+	t.recentMu.Unlock()
 }
 
 const cacheMax = 1 << 16
@@ -332,6 +376,8 @@ func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	}
 	t.idxMu.Unlock()
 	t.remember(p.k.id(), p.change.NewImage)
+	c := p.change
+	t.rememberChange(shard, pos, &c)
 }
 
 // txnSeen collects, while the logs are read at open, which changes of

@@ -1,0 +1,323 @@
+package trades
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// errInjected is the failure the functions inject, as the sample's
+// "Manually Introduced Random Failure!".
+var errInjected = errors.New("Manually Introduced Random Failure!")
+
+// stage counts one function's work.
+type stage struct {
+	invocations, injected, records atomic.Int64
+}
+
+// functions are the pipeline's three functions (seed 002), in process.
+type functions struct {
+	tables                       *table.Service
+	stateTable, reduceTable, agg string
+	stateFail, mapFail, redFail  float64
+	concurrency                  int // record writes in flight per state invocation
+
+	state, mapper, reducer stage
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	// latency of the messages the reducer applied, by token: a replayed
+	// transaction (same token) is not counted twice.
+	latMu   sync.Mutex
+	applied map[string]bool
+	lat     *histogram
+	series  *series
+}
+
+func (f *functions) fail(p float64) bool {
+	if p <= 0 {
+		return false
+	}
+	f.rngMu.Lock()
+	defer f.rngMu.Unlock()
+	return f.rng.Float64() < p
+}
+
+// State writes every message of the batch to the state table with the
+// sample's conditional update: only if the trade is new or the stored
+// Version is lower. Duplicates and out-of-order messages fail the
+// condition and are skipped. The writes of one batch run concurrently
+// (different trades; the condition makes the order of one trade's
+// messages irrelevant). An injected failure strikes at a random point of
+// the batch, after some writes: the retry finds them done.
+func (f *functions) State(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	f.state.invocations.Add(1)
+	failAt := -1
+	if f.fail(f.stateFail) {
+		f.rngMu.Lock()
+		failAt = f.rng.IntN(len(ev.Records) + 1)
+		f.rngMu.Unlock()
+	}
+	recs := ev.Records
+	if failAt >= 0 {
+		recs = recs[:failAt]
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	sem := make(chan struct{}, f.concurrency)
+	for i := range recs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(data []byte) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f.writeState(ctx, data); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}(recs[i].Kinesis.Data)
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return events.KinesisEventResponse{}, err
+	default:
+	}
+	f.state.records.Add(int64(len(recs)))
+	if failAt >= 0 {
+		f.state.injected.Add(1)
+		return events.KinesisEventResponse{}, errInjected
+	}
+	return events.KinesisEventResponse{}, nil
+}
+
+func (f *functions) writeState(ctx context.Context, data []byte) error {
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("bad message: %w", err)
+	}
+	_, err := f.tables.UpdateItem(ctx, table.UpdateItemInput{
+		TableName:        f.stateTable,
+		Key:              table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
+		UpdateExpression: "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
+		ConditionExpression: "attribute_not_exists(TradeID) OR #version < :version",
+		ExpressionAttributeNames: map[string]string{"#value": "Value", "#version": "Version", "#rt": "RiskType", "#rg": "Region",
+			"#td": "TradeDesk", "#ts": "Timestamp"},
+		ExpressionAttributeValues: table.Item{
+			":value": events.NewNumberAttribute(m.Value.String()), ":version": events.NewNumberAttribute(strconv.Itoa(m.Version)),
+			":rt": events.NewStringAttribute(m.Hierarchy.RiskType), ":rg": events.NewStringAttribute(m.Hierarchy.Region),
+			":td": events.NewStringAttribute(m.Hierarchy.TradeDesk), ":ts": events.NewNumberAttribute(m.Timestamp.String()),
+		},
+	})
+	if errors.Is(err, awserr.ErrConditionalCheckFailed) {
+		return nil // a duplicate or an older version
+	}
+	return err
+}
+
+// preAggregate is what the map function writes per batch: value deltas
+// per aggregate key, how many state changes it covers, and when their
+// messages were produced (10 ms buckets, for the latency report).
+type preAggregate struct {
+	Deltas  map[string]string `json:"deltas"`
+	Changes int64             `json:"changes"`
+	Trades  int64             `json:"trades"`
+	Stamps  map[int64]int64   `json:"stamps"`
+}
+
+var decCtx = apd.BaseContext.WithPrecision(38)
+
+func addDec(m map[string]*apd.Decimal, k string, v *apd.Decimal, sub bool) {
+	d, ok := m[k]
+	if !ok {
+		d = new(apd.Decimal)
+		m[k] = d
+	}
+	if sub {
+		decCtx.Sub(d, d, v)
+	} else {
+		decCtx.Add(d, d, v)
+	}
+}
+
+// Map pre-aggregates the batch of state changes (new value minus old
+// value per hierarchy level) and writes it to the reduce table with a
+// conditional put keyed by the SHA-256 of the batch: a retried batch
+// (the same records, which the mapping guarantees also across crashes)
+// finds its hash there and writes nothing.
+func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	f.mapper.invocations.Add(1)
+	if f.fail(f.mapFail / 2) {
+		f.mapper.injected.Add(1)
+		return events.DynamoDBEventResponse{}, errInjected
+	}
+	deltas := map[string]*apd.Decimal{}
+	agg := preAggregate{Stamps: map[int64]int64{}}
+	h := sha256.New()
+	for _, r := range ev.Records {
+		h.Write([]byte(r.Change.SequenceNumber))
+		h.Write([]byte{0})
+		if r.EventName != "INSERT" && r.EventName != "MODIFY" {
+			continue
+		}
+		agg.Changes++
+		if r.EventName == "INSERT" {
+			agg.Trades++
+		}
+		if old := r.Change.OldImage; old != nil {
+			v, _, err := apd.NewFromString(old["Value"].Number())
+			if err != nil {
+				return events.DynamoDBEventResponse{}, err
+			}
+			for _, k := range imageKeys(old) {
+				addDec(deltas, k, v, true)
+			}
+		}
+		nw := r.Change.NewImage
+		v, _, err := apd.NewFromString(nw["Value"].Number())
+		if err != nil {
+			return events.DynamoDBEventResponse{}, err
+		}
+		for _, k := range imageKeys(nw) {
+			addDec(deltas, k, v, false)
+		}
+		if ts, err := strconv.ParseFloat(nw["Timestamp"].Number(), 64); err == nil {
+			agg.Stamps[int64(ts*100)]++
+		}
+	}
+	if agg.Changes == 0 {
+		return events.DynamoDBEventResponse{}, nil
+	}
+	agg.Deltas = make(map[string]string, len(deltas))
+	for k, d := range deltas {
+		agg.Deltas[k] = d.Text('f')
+	}
+	msg, _ := json.Marshal(&agg)
+	hash := hex.EncodeToString(h.Sum(nil))
+	_, err := f.tables.PutItem(ctx, table.PutItemInput{TableName: f.reduceTable,
+		Item:                table.Item{"MessageHash": events.NewStringAttribute(hash), "Message": events.NewStringAttribute(string(msg))},
+		ConditionExpression: "attribute_not_exists(MessageHash)"})
+	if err != nil && !errors.Is(err, awserr.ErrConditionalCheckFailed) {
+		return events.DynamoDBEventResponse{}, err
+	}
+	f.mapper.records.Add(int64(len(ev.Records)))
+	if f.fail(f.mapFail / 2) { // after the write: the retry must find it
+		f.mapper.injected.Add(1)
+		return events.DynamoDBEventResponse{}, errInjected
+	}
+	return events.DynamoDBEventResponse{}, nil
+}
+
+func imageKeys(img table.Item) []string {
+	h := Hierarchy{img["RiskType"].String(), img["Region"].String(), img["TradeDesk"].String()}
+	k := h.aggregateKeys()
+	return []string{k[0], k[1], k[2], KeyTotal}
+}
+
+// Reduce adds the batch's pre-aggregates to the aggregate table in one
+// transaction of ADDs, with ClientRequestToken = MD5 of the batch: a
+// retry within 10 minutes changes nothing. Its function has reserved
+// concurrency 1.
+func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	f.reducer.invocations.Add(1)
+	if f.fail(f.redFail / 2) {
+		f.reducer.injected.Add(1)
+		return events.DynamoDBEventResponse{}, errInjected
+	}
+	sums := map[string]*apd.Decimal{}
+	counts := map[string]int64{}
+	stamps := map[int64]int64{}
+	h := md5.New()
+	for _, r := range ev.Records {
+		h.Write([]byte(r.Change.SequenceNumber))
+		h.Write([]byte{0})
+		if r.EventName != "INSERT" {
+			continue
+		}
+		var agg preAggregate
+		if err := json.Unmarshal([]byte(r.Change.NewImage["Message"].String()), &agg); err != nil {
+			return events.DynamoDBEventResponse{}, err
+		}
+		for k, s := range agg.Deltas {
+			v, _, err := apd.NewFromString(s)
+			if err != nil {
+				return events.DynamoDBEventResponse{}, err
+			}
+			addDec(sums, k, v, false)
+		}
+		counts[KeyChanges] += agg.Changes
+		counts[KeyTrades] += agg.Trades
+		for t, n := range agg.Stamps {
+			stamps[t] += n
+		}
+	}
+	if len(sums) == 0 && len(counts) == 0 {
+		return events.DynamoDBEventResponse{}, nil
+	}
+	keys := make([]string, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var items []table.TransactWriteItem
+	add := func(k, v string) {
+		items = append(items, table.TransactWriteItem{Update: &table.TransactUpdate{TableName: f.agg,
+			Key: table.Item{"Key": events.NewStringAttribute(k)}, UpdateExpression: "ADD #v :v",
+			ExpressionAttributeNames: map[string]string{"#v": "Value"}, ExpressionAttributeValues: table.Item{":v": events.NewNumberAttribute(v)}}})
+	}
+	for _, k := range keys {
+		add(k, sums[k].Text('f'))
+	}
+	for _, k := range []string{KeyChanges, KeyTrades} {
+		if counts[k] != 0 {
+			add(k, strconv.FormatInt(counts[k], 10))
+		}
+	}
+	token := hex.EncodeToString(h.Sum(nil))
+	if err := f.tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: token}); err != nil {
+		return events.DynamoDBEventResponse{}, err
+	}
+	f.reducer.records.Add(int64(len(ev.Records)))
+	f.observe(token, stamps, counts[KeyChanges])
+	if f.fail(f.redFail / 2) { // after the commit: the retry is answered by the token
+		f.reducer.injected.Add(1)
+		return events.DynamoDBEventResponse{}, errInjected
+	}
+	return events.DynamoDBEventResponse{}, nil
+}
+
+// observe records the latency of a committed batch's messages, once per
+// token.
+func (f *functions) observe(token string, stamps map[int64]int64, changes int64) {
+	now := time.Now()
+	f.latMu.Lock()
+	defer f.latMu.Unlock()
+	if f.applied[token] {
+		return
+	}
+	f.applied[token] = true
+	for t, n := range stamps {
+		ms := now.Sub(time.UnixMilli(t * 10)).Milliseconds()
+		f.lat.add(ms, n)
+	}
+	f.series.add(now, changes)
+}

@@ -1,0 +1,138 @@
+package trades
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+)
+
+// Hierarchy levels of a risk message, as in the AWS sample.
+var (
+	RiskTypes  = []string{"Delta", "Gamma", "Vega", "Theta", "Rho"}
+	Regions    = []string{"AMER", "EMEA", "APAC"}
+	TradeDesks = []string{"FXSpot", "FXOptions", "Rates", "Credit", "Equity"}
+)
+
+// Hierarchy is a risk message's place in the aggregation tree.
+type Hierarchy struct {
+	RiskType  string `json:"RiskType"`
+	Region    string `json:"Region"`
+	TradeDesk string `json:"TradeDesk"`
+}
+
+// Message is the risk message of the AWS sample (seed 002):
+// {TradeID, Version, Value, Hierarchy, Timestamp}. Value is a decimal with
+// two places, sent as a JSON number; Timestamp is epoch seconds.
+type Message struct {
+	TradeID   string      `json:"TradeID"`
+	Version   int         `json:"Version"`
+	Value     json.Number `json:"Value"`
+	Hierarchy Hierarchy   `json:"Hierarchy"`
+	Timestamp json.Number `json:"Timestamp"`
+}
+
+// aggregateKeys are the aggregate-table keys a message contributes to.
+func (h Hierarchy) aggregateKeys() [3]string {
+	return [3]string{"RiskType:" + h.RiskType, "Region:" + h.Region, "TradeDesk:" + h.TradeDesk}
+}
+
+// Key of the aggregate item counting trades, and of the one counting
+// state changes aggregated (the verifier's per-stage check).
+const (
+	KeyTrades  = "Trades"
+	KeyChanges = "Changes"
+	KeyTotal   = "Total"
+)
+
+// trade is the producer's memory of a trade: its latest version.
+type trade struct {
+	id      string
+	version int
+	cents   int64
+	h       Hierarchy
+}
+
+// producer generates the message sequence and the exact expected totals.
+type producer struct {
+	rng    *rand.Rand
+	trades []trade // every trade sent, for modifications
+	// Expected is cents per aggregate key, from the latest version of
+	// every trade.
+	expected map[string]int64
+	// Counters of what was generated.
+	news, mods, outOfOrder, dups int64
+	modRate, dupRate             float64
+}
+
+func newProducer(seed uint64, modRate, dupRate float64) *producer {
+	return &producer{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), expected: map[string]int64{}, modRate: modRate, dupRate: dupRate}
+}
+
+func formatCents(c int64) string {
+	neg := c < 0
+	if neg {
+		c = -c
+	}
+	s := strconv.FormatInt(c/100, 10) + "." + fmt.Sprintf("%02d", c%100)
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+func (p *producer) add(h Hierarchy, cents int64) {
+	for _, k := range h.aggregateKeys() {
+		p.expected[k] += cents
+	}
+	p.expected[KeyTotal] += cents
+}
+
+// next returns the messages of one step: a new trade, or (modRate of the
+// time) a modification with a higher Version followed by an out-of-order
+// message with an older Version; each message is duplicated dupRate of
+// the time (in the same batch).
+func (p *producer) next(nowSec float64) []Message {
+	ts := json.Number(strconv.FormatFloat(nowSec, 'f', 3, 64))
+	var out []Message
+	if len(p.trades) > 100 && p.rng.Float64() < p.modRate {
+		i := p.rng.IntN(len(p.trades))
+		t := &p.trades[i]
+		old := *t
+		t.version++
+		t.cents = p.rng.Int64N(20_000_000) - 10_000_000
+		p.add(t.h, t.cents-old.cents)
+		p.mods++
+		p.outOfOrder++
+		out = append(out,
+			Message{TradeID: t.id, Version: t.version, Value: json.Number(formatCents(t.cents)), Hierarchy: t.h, Timestamp: ts},
+			// The stale message: an older version with another value.
+			Message{TradeID: t.id, Version: t.version - 1, Value: json.Number(formatCents(p.rng.Int64N(1000))), Hierarchy: t.h, Timestamp: ts})
+	} else {
+		t := trade{
+			id:    fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", p.rng.Uint32(), p.rng.Uint32()&0xffff, p.rng.Uint32()&0xffff, p.rng.Uint32()&0xffff, p.rng.Uint64()&0xffffffffffff),
+			cents: p.rng.Int64N(20_000_000) - 10_000_000,
+			h:     Hierarchy{RiskTypes[p.rng.IntN(len(RiskTypes))], Regions[p.rng.IntN(len(Regions))], TradeDesks[p.rng.IntN(len(TradeDesks))]},
+		}
+		p.trades = append(p.trades, t)
+		p.add(t.h, t.cents)
+		p.expected[KeyTrades]++
+		p.news++
+		out = append(out, Message{TradeID: t.id, Version: 0, Value: json.Number(formatCents(t.cents)), Hierarchy: t.h, Timestamp: ts})
+	}
+	if p.rng.Float64() < p.dupRate {
+		p.dups++
+		out = append(out, out[0])
+	}
+	return out
+}
+
+// encode returns a message's JSON and its partition key, the SHA-256 of
+// the message (as the AWS sample's producer).
+func encode(m *Message) ([]byte, string) {
+	b, _ := json.Marshal(m)
+	sum := sha256.Sum256(b)
+	return b, hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,521 @@
+// Package trades reproduces the exactly-once trade-risk aggregation
+// pipeline of seed 002 ("Build a fault-tolerant, serverless data
+// aggregation pipeline with exactly-once processing", AWS Database Blog)
+// on one runnel process:
+//
+//	producer -> Kinesis stream "trades"
+//	  -> state function (conditional UpdateItem: new trade or higher Version)
+//	  -> state table, change stream NEW_AND_OLD_IMAGES
+//	  -> map function (value deltas per hierarchy level, conditional put keyed by the batch's SHA-256)
+//	  -> reduce table, change stream NEW_IMAGE
+//	  -> reduce function (reserved concurrency 1; one TransactWriteItems of ADDs, ClientRequestToken = MD5 of the batch)
+//	  -> aggregate table
+//
+// with the sample's failure injection (state 1 %, map 2 %, reduce 2 % of
+// invocations), in-batch duplicates, 1 % modifications with a higher
+// Version each followed by an out-of-order older Version, and an optional
+// crash of the whole engine mid-run. A verifier compares every aggregate
+// with the producer's exact expected totals and counts duplicates and
+// losses per stage.
+package trades
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/nats-io/nuid"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/procstat"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// Config configures a run. The zero value is the published experiment:
+// 10,000,000 messages at 50,000 per second with every failure injection.
+type Config struct {
+	// Messages to put into the stream (duplicates, modifications and
+	// out-of-order messages included). Default 10,000,000.
+	Messages int64
+	// Rate is the producer's target in messages per second. Default
+	// 50,000; negative means as fast as the pipeline accepts them.
+	Rate int
+	// Shards of the trades stream. Default 8. StateShards of the state
+	// table's change log. Default 8.
+	Shards, StateShards int
+	// StateFailure, MapFailure, ReduceFailure are the share of
+	// invocations that fail (0..1). Defaults 0.01, 0.02, 0.02; negative
+	// disables.
+	StateFailure, MapFailure, ReduceFailure float64
+	// Modifications and Duplicates: share of steps that modify an earlier
+	// trade (plus one out-of-order message each), and of messages sent
+	// twice in one batch. Defaults 0.01 and 0.01.
+	Modifications, Duplicates float64
+	// CrashAt, in (0,1), crashes the engine (no final checkpoints, as a
+	// killed process) when that share of the messages has been put, and
+	// opens it again on the same data; 0 means no crash.
+	CrashAt float64
+	// DataDir, NATSURL, Keep as in the flights demo.
+	DataDir string
+	NATSURL string
+	Keep    bool
+	// Seed of the producer. Default 1.
+	Seed uint64
+	// Progress, if set, receives a progress bar. Logger receives logs.
+	Progress io.Writer
+	Logger   *slog.Logger
+	// DrainTimeout is how long the run waits, after the last message, for
+	// the aggregates to stop changing. Default 2 minutes.
+	DrainTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Messages == 0 {
+		c.Messages = 10_000_000
+	}
+	if c.Rate == 0 {
+		c.Rate = 50_000
+	} else if c.Rate < 0 {
+		c.Rate = 0
+	}
+	if c.Shards == 0 {
+		c.Shards = 8
+	}
+	if c.StateShards == 0 {
+		c.StateShards = 8
+	}
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		} else if *v < 0 {
+			*v = 0
+		}
+	}
+	def(&c.StateFailure, 0.01)
+	def(&c.MapFailure, 0.02)
+	def(&c.ReduceFailure, 0.02)
+	def(&c.Modifications, 0.01)
+	def(&c.Duplicates, 0.01)
+	if c.DataDir == "" {
+		c.DataDir = engine.DefaultDataDir
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 2 * time.Minute
+	}
+}
+
+// StageReport is one function's figures.
+type StageReport struct {
+	Invocations      int64 `json:"invocations"`
+	FailuresInjected int64 `json:"failures_injected"`
+	Retries          int64 `json:"retries"`
+	Duplicates       int64 `json:"duplicates"`
+	Losses           int64 `json:"losses"`
+}
+
+// Result is the run's report.
+type Result struct {
+	Messages      int64            `json:"messages"`
+	Trades        int64            `json:"trades"`
+	Modifications int64            `json:"modifications"`
+	OutOfOrder    int64            `json:"out_of_order"`
+	Duplicates    int64            `json:"duplicates"`
+	Crashed       bool             `json:"crashed"`
+	Seconds       float64          `json:"seconds"`
+	Throughput    float64          `json:"messages_per_second"`
+	ProduceRate   float64          `json:"produce_messages_per_second"`
+	Latency       Latency          `json:"latency_ms"`
+	PerSecond     []int64          `json:"state_changes_aggregated_per_second"`
+	Stages        map[string]*StageReport `json:"stages"`
+	Aggregates    []AggregateCheck `json:"aggregates"`
+	Exact         bool             `json:"exact"`
+	PeakRSSMiB    float64          `json:"peak_rss_mib"`
+}
+
+// AggregateCheck compares one aggregate with its expected value.
+type AggregateCheck struct {
+	Key      string `json:"key"`
+	Expected string `json:"expected"`
+	Got      string `json:"got"`
+	OK       bool   `json:"ok"`
+}
+
+const (
+	stateTable  = "trades-state"
+	reduceTable = "trades-reduce"
+	aggTable    = "trades-aggregate"
+	tradeStream = "trades"
+)
+
+// Run runs the experiment and verifies it.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg.setDefaults()
+	// The run allocates fast and keeps little: trade GC work for memory.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	dir := filepath.Join(cfg.DataDir, "trades-"+nuid.Next())
+	if !cfg.Keep && cfg.NATSURL == "" {
+		defer os.RemoveAll(dir)
+	}
+	open := func() (*runnel.Runnel, error) {
+		return runnel.Open(ctx, runnel.Config{
+			Engine:   engine.Config{DataDir: dir, NATSURL: cfg.NATSURL, Logger: cfg.Logger},
+			Mappings: mapping.Options{RetryBaseDelay: 20 * time.Millisecond, RetryMaxDelay: time.Second},
+		})
+	}
+	rn, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { rn.Close() }()
+
+	fns := &functions{stateTable: stateTable, reduceTable: reduceTable, agg: aggTable,
+		stateFail: cfg.StateFailure, mapFail: cfg.MapFailure, redFail: cfg.ReduceFailure, concurrency: 64,
+		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), applied: map[string]bool{}, lat: &histogram{}, series: &series{}}
+	fns.tables = rn.Tables
+	prefix := "trades-" + nuid.Next()
+	function.Register(prefix+"-state", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return fns.State(ctx, ev)
+	}))
+	function.Register(prefix+"-map", function.DynamoDBHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return fns.Map(ctx, ev)
+	}))
+	function.Register(prefix+"-reduce", function.DynamoDBHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return fns.Reduce(ctx, ev)
+	}))
+	if err := setup(ctx, rn, cfg, prefix); err != nil {
+		return nil, err
+	}
+
+	p := newProducer(cfg.Seed, cfg.Modifications, cfg.Duplicates)
+	res := &Result{Stages: map[string]*StageReport{}}
+	var put atomic.Int64
+	var rnMu sync.RWMutex // held for writing while the engine restarts
+	current := func() *runnel.Runnel { rnMu.RLock(); defer rnMu.RUnlock(); return rn }
+
+	var bar *progressbar.ProgressBar
+	if cfg.Progress != nil {
+		bar = progressbar.NewOptions64(cfg.Messages, progressbar.OptionSetWriter(cfg.Progress), progressbar.OptionSetDescription("trades"),
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetItsString("msg"), progressbar.OptionShowIts())
+	}
+	start := time.Now()
+	crashAt := int64(cfg.CrashAt * float64(cfg.Messages))
+	// Produce: batches of 500 in order, several in flight.
+	type batch struct{ entries []stream.PutRecordsRequestEntry }
+	batches := make(chan batch, 8)
+	var prodErr error
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				for {
+					out, err := current().Streams.PutRecords(ctx, tradeStream, b.entries)
+					if err == nil && out.FailedRecordCount == 0 {
+						break
+					}
+					if ctx.Err() != nil {
+						return
+					}
+					// Retry the whole batch (the failed entries, and again the
+					// stored ones: duplicates the pipeline absorbs).
+					time.Sleep(50 * time.Millisecond)
+				}
+				n := put.Add(int64(len(b.entries)))
+				if bar != nil {
+					bar.Set64(min(n, cfg.Messages))
+				}
+			}
+		}()
+	}
+	crashed := false
+	var produced int64
+	for produced < cfg.Messages && ctx.Err() == nil {
+		entries := make([]stream.PutRecordsRequestEntry, 0, stream.MaxPutRecords)
+		now := float64(time.Now().UnixMilli()) / 1000
+		for len(entries) < stream.MaxPutRecords-3 && produced+int64(len(entries)) < cfg.Messages {
+			for _, m := range p.next(now) {
+				data, pk := encode(&m)
+				entries = append(entries, stream.PutRecordsRequestEntry{Data: data, PartitionKey: pk})
+			}
+		}
+		produced += int64(len(entries))
+		batches <- batch{entries}
+		if cfg.Rate > 0 {
+			if ahead := time.Duration(float64(produced)/float64(cfg.Rate)*float64(time.Second)) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
+		if crashAt > 0 && !crashed && put.Load() >= crashAt {
+			crashed = true
+			cfg.Logger.Warn("crashing the engine mid-run", "put", put.Load())
+			rnMu.Lock()
+			rn.Crash()
+			if rn, err = open(); err != nil {
+				rnMu.Unlock()
+				prodErr = err
+				break
+			}
+			fns.tables = rn.Tables
+			rnMu.Unlock()
+		}
+	}
+	close(batches)
+	wg.Wait()
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(cfg.Progress)
+	}
+	if prodErr != nil {
+		return nil, prodErr
+	}
+	produceSecs := time.Since(start).Seconds()
+
+	// Drain: wait until every trade and change is aggregated, or nothing
+	// moves for DrainTimeout.
+	want := p.expected[KeyTrades]
+	lastChange, lastVal := time.Now(), int64(-1)
+	for ctx.Err() == nil {
+		got := aggInt(ctx, rn, KeyTrades)
+		if got != lastVal {
+			lastVal, lastChange = got, time.Now()
+		}
+		if got >= want && drained(ctx, rn) {
+			break
+		}
+		if time.Since(lastChange) > cfg.DrainTimeout {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := fns.series.last().Sub(start).Seconds()
+	if elapsed <= 0 {
+		elapsed = time.Since(start).Seconds()
+	}
+	res.Messages, res.Trades, res.Modifications, res.OutOfOrder, res.Duplicates = put.Load(), p.news, p.mods, p.outOfOrder, p.dups
+	res.Crashed = crashed
+	res.Seconds = elapsed
+	res.Throughput = float64(res.Messages) / elapsed
+	res.ProduceRate = float64(res.Messages) / produceSecs
+	res.Latency = fns.lat.summary()
+	res.PerSecond = fns.series.perSecond(start)
+	if err := verify(ctx, rn, p, fns, res); err != nil {
+		return nil, err
+	}
+	res.PeakRSSMiB = procstat.PeakRSSMiB()
+	return res, nil
+}
+
+func setup(ctx context.Context, rn *runnel.Runnel, cfg Config, prefix string) error {
+	if _, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: tradeStream, ShardCount: cfg.Shards}); err != nil {
+		return err
+	}
+	mk := func(name, key, view string, shards int) (string, error) {
+		d, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: name,
+			KeySchema:            []table.KeySchemaElement{{AttributeName: key, KeyType: table.KeyTypeHash}},
+			AttributeDefinitions: []table.AttributeDefinition{{AttributeName: key, AttributeType: table.TypeS}},
+			StreamSpecification:  &table.StreamSpecification{StreamEnabled: view != "", StreamViewType: view},
+			RunnelShards:         shards})
+		if err != nil {
+			return "", err
+		}
+		return d.LatestStreamArn, nil
+	}
+	stateARN, err := mk(stateTable, "TradeID", table.ViewNewAndOldImages, cfg.StateShards)
+	if err != nil {
+		return err
+	}
+	reduceARN, err := mk(reduceTable, "MessageHash", table.ViewNewImage, 1)
+	if err != nil {
+		return err
+	}
+	if _, err := mk(aggTable, "Key", "", 1); err != nil {
+		return err
+	}
+	one := 1
+	for _, f := range []function.Config{
+		{FunctionName: "state", Handler: prefix + "-state", Timeout: 60},
+		{FunctionName: "map", Handler: prefix + "-map", Timeout: 60},
+		{FunctionName: "reduce", Handler: prefix + "-reduce", Timeout: 60, ReservedConcurrentExecutions: &one},
+	} {
+		if _, err := rn.Functions.CreateFunction(ctx, f, false); err != nil {
+			return err
+		}
+	}
+	for _, m := range []mapping.Config{
+		{EventSourceArn: rn.Streams.ARN(tradeStream), FunctionName: "state", StartingPosition: "TRIM_HORIZON", BatchSize: 500},
+		{EventSourceArn: stateARN, FunctionName: "map", StartingPosition: "TRIM_HORIZON", BatchSize: 2000},
+		{EventSourceArn: reduceARN, FunctionName: "reduce", StartingPosition: "TRIM_HORIZON", BatchSize: 1000},
+	} {
+		if _, err := rn.Mappings.CreateEventSourceMapping(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drained reports whether every mapping has resolved everything it read
+// and the aggregates count every change of the state table.
+func drained(ctx context.Context, rn *runnel.Runnel) bool {
+	for _, m := range rn.Mappings.ListEventSourceMappings() {
+		st, err := rn.Mappings.Status(m.UUID)
+		if err != nil {
+			return false
+		}
+		for _, sh := range st.Shards {
+			if sh.PendingRecords > 0 {
+				return false
+			}
+		}
+	}
+	changes, err := stateChanges(ctx, rn)
+	return err == nil && aggInt(ctx, rn, KeyChanges) >= changes
+}
+
+// stateChanges counts the change records of the state table (INSERT and
+// MODIFY: the state table has no deletes).
+func stateChanges(ctx context.Context, rn *runnel.Runnel) (int64, error) {
+	t, err := rn.Tables.Table(stateTable)
+	if err != nil {
+		return 0, err
+	}
+	shards, err := rn.Tables.Logs().ListShards(ctx, t.LogName())
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, sh := range shards {
+		first, last, err := rn.Tables.Logs().ShardBounds(ctx, t.LogName(), sh.ShardID)
+		if err != nil {
+			return 0, err
+		}
+		if last >= first && last > 0 {
+			n += int64(last - first + 1)
+		}
+	}
+	return n, nil
+}
+
+func aggInt(ctx context.Context, rn *runnel.Runnel, key string) int64 {
+	out, err := rn.Tables.GetItem(ctx, table.GetItemInput{TableName: aggTable, Key: table.Item{"Key": events.NewStringAttribute(key)}})
+	if err != nil || out.Item == nil {
+		return 0
+	}
+	v, _ := out.Item["Value"].Int64()
+	return v
+}
+
+// Latency summarises end-to-end latency in milliseconds: from the
+// message's Timestamp (the producer) to the commit of the aggregate
+// transaction that includes it.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  int64   `json:"p50"`
+	P99  int64   `json:"p99"`
+	Max  int64   `json:"max"`
+	N    int64   `json:"n"`
+}
+
+// histogram counts latencies per millisecond.
+type histogram struct {
+	mu     sync.Mutex
+	counts map[int64]int64
+}
+
+func (h *histogram) add(ms, n int64) {
+	h.mu.Lock()
+	if h.counts == nil {
+		h.counts = map[int64]int64{}
+	}
+	h.counts[max(ms, 0)] += n
+	h.mu.Unlock()
+}
+
+func (h *histogram) summary() Latency {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keys := make([]int64, 0, len(h.counts))
+	var l Latency
+	var sum float64
+	for k, n := range h.counts {
+		keys = append(keys, k)
+		l.N += n
+		sum += float64(k) * float64(n)
+	}
+	if l.N == 0 {
+		return l
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	l.Mean = sum / float64(l.N)
+	l.Max = keys[len(keys)-1]
+	var acc int64
+	for _, k := range keys {
+		acc += h.counts[k]
+		if l.P50 == 0 && acc*2 >= l.N {
+			l.P50 = k
+		}
+		if acc*100 >= l.N*99 {
+			l.P99 = k
+			break
+		}
+	}
+	return l
+}
+
+// series counts state changes aggregated per second.
+type series struct {
+	mu    sync.Mutex
+	at    []time.Time
+	n     []int64
+	final time.Time
+}
+
+func (s *series) add(t time.Time, n int64) {
+	s.mu.Lock()
+	s.at, s.n, s.final = append(s.at, t), append(s.n, n), t
+	s.mu.Unlock()
+}
+
+func (s *series) last() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.final
+}
+
+func (s *series) perSecond(start time.Time) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int64
+	for i, t := range s.at {
+		sec := int(t.Sub(start).Seconds())
+		for len(out) <= sec {
+			out = append(out, 0)
+		}
+		out[sec] += s.n[i]
+	}
+	return out
+}
+
+var errNotExact = errors.New("trades: the aggregates are not exact")
