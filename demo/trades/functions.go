@@ -116,9 +116,9 @@ func (f *functions) writeState(ctx context.Context, data []byte) error {
 		return fmt.Errorf("bad message: %w", err)
 	}
 	_, err := f.tables.UpdateItem(ctx, table.UpdateItemInput{
-		TableName:        f.stateTable,
-		Key:              table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
-		UpdateExpression: "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
+		TableName:           f.stateTable,
+		Key:                 table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
+		UpdateExpression:    "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
 		ConditionExpression: "attribute_not_exists(TradeID) OR #version < :version",
 		ExpressionAttributeNames: map[string]string{"#value": "Value", "#version": "Version", "#rt": "RiskType", "#rg": "Region",
 			"#td": "TradeDesk", "#ts": "Timestamp"},

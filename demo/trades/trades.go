@@ -137,21 +137,21 @@ type StageReport struct {
 
 // Result is the run's report.
 type Result struct {
-	Messages      int64            `json:"messages"`
-	Trades        int64            `json:"trades"`
-	Modifications int64            `json:"modifications"`
-	OutOfOrder    int64            `json:"out_of_order"`
-	Duplicates    int64            `json:"duplicates"`
-	Crashed       bool             `json:"crashed"`
-	Seconds       float64          `json:"seconds"`
-	Throughput    float64          `json:"messages_per_second"`
-	ProduceRate   float64          `json:"produce_messages_per_second"`
-	Latency       Latency          `json:"latency_ms"`
-	PerSecond     []int64          `json:"state_changes_aggregated_per_second"`
+	Messages      int64                   `json:"messages"`
+	Trades        int64                   `json:"trades"`
+	Modifications int64                   `json:"modifications"`
+	OutOfOrder    int64                   `json:"out_of_order"`
+	Duplicates    int64                   `json:"duplicates"`
+	Crashed       bool                    `json:"crashed"`
+	Seconds       float64                 `json:"seconds"`
+	Throughput    float64                 `json:"messages_per_second"`
+	ProduceRate   float64                 `json:"produce_messages_per_second"`
+	Latency       Latency                 `json:"latency_ms"`
+	PerSecond     []int64                 `json:"state_changes_aggregated_per_second"`
 	Stages        map[string]*StageReport `json:"stages"`
-	Aggregates    []AggregateCheck `json:"aggregates"`
-	Exact         bool             `json:"exact"`
-	PeakRSSMiB    float64          `json:"peak_rss_mib"`
+	Aggregates    []AggregateCheck        `json:"aggregates"`
+	Exact         bool                    `json:"exact"`
+	PeakRSSMiB    float64                 `json:"peak_rss_mib"`
 }
 
 // AggregateCheck compares one aggregate with its expected value.
@@ -222,7 +222,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	crashAt := int64(cfg.CrashAt * float64(cfg.Messages))
 	// Produce: batches of 500 in order, several in flight.
-	type batch struct{ entries []stream.PutRecordsRequestEntry }
+	type batch struct {
+		entries []stream.PutRecordsRequestEntry
+	}
 	batches := make(chan batch, 8)
 	var prodErr error
 	var wg sync.WaitGroup

@@ -49,4 +49,3 @@ func TestExactWithFailuresAndCrash(t *testing.T) {
 		t.Fatal("no latency observed")
 	}
 }
-
