@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -222,21 +223,46 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	q := max(it.Next, first)
 	out := &GetRecordsOutput{}
 	size := 0
+	// Read in batched direct gets (one request per up to 1,000 records,
+	// jetstreamext.GetBatch) rather than one request per record.
+read:
 	for q <= last && len(out.Records) < limit && size < 10<<20 {
-		r, err := s.getRecord(ctx, h, it.Shard, q)
+		n := min(limit-len(out.Records), 1000, int(last-q+1))
+		msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, it.Shard), n,
+			jetstreamext.GetBatchSeq(q), jetstreamext.GetBatchMaxBytes(10<<20-size+1<<16))
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				q++
-				continue
-			}
 			return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
 		}
-		if len(out.Records) > 0 && size+len(r.Data)+len(r.PartitionKey) > 10<<20 {
-			break // the next call starts with this record
+		got := 0
+		for m, err := range msgs {
+			if err != nil {
+				if errors.Is(err, jetstreamext.ErrNoMessages) {
+					break
+				}
+				return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
+			}
+			if m.Sequence > last {
+				break
+			}
+			r, err := h.decode(it.Shard, m.Sequence, m.Data)
+			if err != nil {
+				return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
+			}
+			if len(out.Records) > 0 && size+len(r.Data)+len(r.PartitionKey) > 10<<20 {
+				q = m.Sequence // the next call starts with this record
+				break read
+			}
+			out.Records = append(out.Records, r)
+			size += len(r.Data) + len(r.PartitionKey)
+			q = m.Sequence + 1
+			got++
+			if len(out.Records) >= limit {
+				break
+			}
 		}
-		out.Records = append(out.Records, r)
-		size += len(r.Data) + len(r.PartitionKey)
-		q++
+		if got == 0 {
+			q = last + 1 // nothing left at or after q
+		}
 	}
 	if q <= last {
 		if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {

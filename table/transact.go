@@ -107,10 +107,6 @@ type TransactionCanceledError struct {
 }
 
 func (e *TransactionCanceledError) Error() string {
-	codes := make([]string, len(e.Reasons))
-	for i, r := range e.Reasons {
-		codes[i] = r.Code
-	}
 	return "TransactionCanceledException: " + e.Message()
 }
 
