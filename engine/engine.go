@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,6 +95,34 @@ type Engine struct {
 
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
+
+	// pubs are extra connections for the hot publish paths (PublisherJS):
+	// one connection is one reader goroutine in the server and one lock
+	// in the client, which many concurrent publishers queue behind.
+	pubConns []*nats.Conn
+	pubs     []jetstream.JetStream
+	pubNext  atomic.Uint32
+}
+
+// publisherConns is the number of extra publishing connections.
+const publisherConns = 4
+
+// PublisherJS returns a JetStream handle for publishing, spread over a few
+// connections (round robin), for the paths that publish from many
+// goroutines at once (PutRecords, table writes). Trap: messages published
+// through different handles are not ordered with respect to each other;
+// callers that need an order publish through one handle (PublisherJS
+// returns the same handle for the same key) or wait for the first ack.
+func (e *Engine) PublisherJS(key uint32) jetstream.JetStream {
+	if len(e.pubs) == 0 {
+		return e.JS
+	}
+	return e.pubs[key%uint32(len(e.pubs))]
+}
+
+// NextPublisherJS returns the next publishing handle, round robin.
+func (e *Engine) NextPublisherJS() jetstream.JetStream {
+	return e.PublisherJS(e.pubNext.Add(1))
 }
 
 // Open starts the embedded server (or connects to Config.NATSURL) and
@@ -147,12 +176,29 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return fail(nil, fmt.Errorf("engine: connect to NATS %q: %w", url, err))
 	}
-	js, err := jetstream.New(nc)
+	// Many writers publish asynchronously at once (mappings, tables,
+	// producers): nats.go's default of 4,000 outstanding publishes would
+	// stall them for up to 200 ms each time it is reached.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1<<16))
 	if err != nil {
 		return fail(nc, err)
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return fail(nc, fmt.Errorf("engine: JetStream not available at %q: %w", url, err))
+	}
+	for i := 0; i < publisherConns; i++ {
+		pc, err := nats.Connect(url, opts...)
+		if err != nil {
+			e.closePublishers()
+			return fail(nc, fmt.Errorf("engine: connect to NATS %q: %w", url, err))
+		}
+		pjs, err := jetstream.New(pc, jetstream.WithPublishAsyncMaxPending(1<<16))
+		if err != nil {
+			pc.Close()
+			e.closePublishers()
+			return fail(nc, err)
+		}
+		e.pubConns, e.pubs = append(e.pubConns, pc), append(e.pubs, pjs)
 	}
 	e.NC, e.JS = nc, js
 	return e, nil
@@ -204,8 +250,19 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 // Close drains the connection and stops the embedded server. Data written
 // before Close is on disk and is there when the engine is opened again on
 // the same DataDir.
+func (e *Engine) closePublishers() {
+	for _, c := range e.pubConns {
+		c.Close()
+	}
+	e.pubConns, e.pubs = nil, nil
+}
+
 func (e *Engine) Close() error {
 	var err error
+	for _, c := range e.pubConns {
+		_ = c.Flush()
+	}
+	e.closePublishers()
 	if e.NC != nil {
 		if derr := e.NC.Drain(); derr != nil && !errors.Is(derr, nats.ErrConnectionClosed) {
 			err = derr
@@ -235,6 +292,7 @@ func (e *Engine) unlock() {
 // closed without draining and the embedded server is shut down at once.
 // Tests use it to check that work resumes from durable state.
 func (e *Engine) Crash() {
+	e.closePublishers()
 	if e.NC != nil {
 		e.NC.Close()
 	}

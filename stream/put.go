@@ -107,6 +107,9 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 	now := s.eng.Clock.Now().UnixMilli()
 	out := &PutRecordsOutput{Records: make([]PutRecordsResultEntry, len(entries))}
 	futures := make([]jetstream.PubAckFuture, len(entries))
+	// One connection per call keeps the request's order per partition key;
+	// concurrent calls spread over the engine's publishing connections.
+	js := s.eng.NextPublisherJS()
 	shards := make([]int, len(entries))
 	for i := range entries {
 		sh := h.route(&entries[i])
@@ -114,7 +117,7 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		msg := &nats.Msg{Subject: h.subj[sh], Data: encodeEnvelope(make([]byte, 0, 16+len(entries[i].PartitionKey)+len(entries[i].Data)), now, entries[i].PartitionKey, entries[i].Data)}
 		// Each shard's subject belongs to its own JetStream stream only, so
 		// no expected-stream header is needed.
-		f, err := s.eng.JS.PublishMsgAsync(msg)
+		f, err := js.PublishMsgAsync(msg)
 		if err != nil {
 			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
 			continue

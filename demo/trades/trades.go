@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -173,7 +174,7 @@ const (
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.setDefaults()
 	// The run allocates fast and keeps little: trade GC work for memory.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetGCPercent(debug.SetGCPercent(200))
 	dir := filepath.Join(cfg.DataDir, "trades-"+nuid.Next())
 	if !cfg.Keep && cfg.NATSURL == "" {
 		defer os.RemoveAll(dir)
@@ -323,6 +324,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.ProduceRate = float64(res.Messages) / produceSecs
 	res.Latency = fns.lat.summary()
 	res.PerSecond = fns.series.perSecond(start)
+	if hp := os.Getenv("RUNNEL_HEAPPROFILE"); hp != "" {
+		if f, err := os.Create(hp); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	if err := verify(ctx, rn, p, fns, res); err != nil {
 		return nil, err
 	}
