@@ -423,32 +423,39 @@ func (s *Service) UpdateStream(ctx context.Context, name string, spec StreamSpec
 	if err != nil {
 		return nil, err
 	}
+	if err := t.updateStream(ctx, spec); err != nil {
+		return nil, err
+	}
+	return t.describe(), nil
+}
+
+func (t *Table) updateStream(ctx context.Context, spec StreamSpecification) error {
 	t.metaMu.Lock()
 	defer t.metaMu.Unlock()
 	st := t.st
 	on := st.StreamSpecification != nil && st.StreamSpecification.StreamEnabled
 	switch {
 	case spec.StreamEnabled && on:
-		return nil, validation("Table already has an enabled stream: %s", st.LatestStreamArn)
+		return validation("Table already has an enabled stream: %s", st.LatestStreamArn)
 	case !spec.StreamEnabled && !on:
-		return nil, validation("Table already has no enabled stream: %s", name)
+		return validation("Table already has no enabled stream: %s", st.TableName)
 	case spec.StreamEnabled:
 		if err := checkView(spec.StreamViewType); err != nil {
-			return nil, err
+			return err
 		}
 		st.StreamSpecification = &StreamSpecification{StreamEnabled: true, StreamViewType: spec.StreamViewType}
-		st.LatestStreamLabel = streamLabel(s.eng.Clock.Now())
+		st.LatestStreamLabel = streamLabel(t.s.eng.Clock.Now())
 		st.LatestStreamArn = st.TableArn + "/stream/" + st.LatestStreamLabel
 	default:
-		st.StreamSpecification = &StreamSpecification{StreamEnabled: false}
+		// The disabled stream keeps its view type: it stays readable for
+		// 24 hours under its ARN.
+		st.StreamSpecification = &StreamSpecification{StreamEnabled: false, StreamViewType: st.StreamSpecification.StreamViewType}
 	}
-	if err := s.saveMeta(ctx, st); err != nil {
-		return nil, err
+	if err := t.s.saveMeta(ctx, st); err != nil {
+		return err
 	}
 	t.st = st
-	t.metaMu.Unlock() // describe takes metaMu; the deferred Unlock needs it held
-	defer t.metaMu.Lock()
-	return t.describe(), nil
+	return nil
 }
 
 // UpdateTimeToLive sets the table's TTL attribute (API_UpdateTimeToLive).

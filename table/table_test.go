@@ -448,3 +448,40 @@ func TestTTL(t *testing.T) {
 		t.Fatalf("userIdentity = %+v", ev.UserIdentity)
 	}
 }
+
+// TestStreamOnOff: a change belongs to the stream label it was written
+// under; changes made while the stream is off belong to none; turning the
+// stream on again gives a new label and ARN.
+func TestStreamOnOff(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "sss", "", table.ViewKeysOnly)
+	put := func(k string) {
+		if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "sss", Item: table.Item{"pk": S(k)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1, _ := tb.DescribeTable(ctx, "sss")
+	put("a")
+	if _, err := tb.UpdateStream(ctx, "sss", table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewImage}); !errors.Is(err, awserr.ErrValidation) {
+		t.Fatalf("enable twice: %v", err)
+	}
+	d, err := tb.UpdateStream(ctx, "sss", table.StreamSpecification{StreamEnabled: false})
+	if err != nil || d.StreamSpecification.StreamEnabled || d.StreamSpecification.StreamViewType != table.ViewKeysOnly {
+		t.Fatalf("disable: %+v %v", d, err)
+	}
+	put("b")
+	time.Sleep(2 * time.Millisecond) // a new label needs a new millisecond
+	d3, err := tb.UpdateStream(ctx, "sss", table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewImage})
+	if err != nil || d3.LatestStreamArn == d1.LatestStreamArn {
+		t.Fatalf("re-enable: %+v %v", d3, err)
+	}
+	put("c")
+	labels := map[string]string{}
+	for _, c := range changes(t, tb, "sss") {
+		labels[c.Keys["pk"].String()] = c.Label
+	}
+	if labels["a"] != d1.LatestStreamLabel || labels["b"] != "" || labels["c"] != d3.LatestStreamLabel {
+		t.Fatalf("labels = %v (first %s, second %s)", labels, d1.LatestStreamLabel, d3.LatestStreamLabel)
+	}
+}
