@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/binary"
 	"context"
 	"math/big"
 	"strconv"
@@ -23,6 +24,10 @@ type PutRecordsRequestEntry struct {
 	// ExplicitHashKey, when set, overrides the partition key's hash: a
 	// decimal in 0..2^128-1.
 	ExplicitHashKey string
+	// HashKey, when set, routes by these 128 bits (big-endian) like
+	// ExplicitHashKey, without the decimal text. For runnel's own callers
+	// (the tables' change logs); not part of the Kinesis API.
+	HashKey *[16]byte
 }
 
 // PutRecordsResultEntry is the outcome of one entry (API_PutRecordsResultEntry):
@@ -62,6 +67,9 @@ func validateEntry(i int, e *PutRecordsRequestEntry, field string) error {
 }
 
 func (h *handle) route(e *PutRecordsRequestEntry) int {
+	if e.HashKey != nil {
+		return h.shardFor(hashKey{binary.BigEndian.Uint64(e.HashKey[:8]), binary.BigEndian.Uint64(e.HashKey[8:])})
+	}
 	if e.ExplicitHashKey != "" {
 		v, _ := new(big.Int).SetString(e.ExplicitHashKey, 10)
 		return h.shardFor(hashKeyFromBig(v))

@@ -157,12 +157,11 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	if err != nil {
 		return old, nil, err
 	}
-	if nw != nil {
-		if size := expr.ItemSize(nw); size > MaxItemSize {
-			return old, nil, validation("Item size has exceeded the maximum allowed size")
-		}
+	p = o.t.newChange(o.k, old, nw, false)
+	if p != nil && nw != nil && p.size > MaxItemSize {
+		return old, nil, validation("Item size has exceeded the maximum allowed size")
 	}
-	return old, o.t.newChange(o.k, old, nw, false), nil
+	return old, p, nil
 }
 
 // run performs a single-item write: lock, check, append, move the index.

@@ -327,7 +327,8 @@ func (p *pending) logEntry() (stream.PutRecordsRequestEntry, error) {
 	if err != nil {
 		return stream.PutRecordsRequestEntry{}, err
 	}
-	return stream.PutRecordsRequestEntry{Data: data, PartitionKey: p.partitionKey(), ExplicitHashKey: p.k.explicitHash()}, nil
+	h := p.k.h
+	return stream.PutRecordsRequestEntry{Data: data, PartitionKey: p.partitionKey(), HashKey: &h}, nil
 }
 
 // appendChanges writes changes of one table to its log and, once all are
@@ -367,12 +368,16 @@ func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
 // apply moves the index (and the cache) to a written change.
 func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	t.idxMu.Lock()
-	if old, ok := t.idx.Delete(entry{h: p.k.h, rk: p.k.rk}); ok {
-		t.bytes -= int64(old.size)
-	}
+	var old entry
+	var had bool
 	if p.change.NewImage != nil {
-		t.idx.ReplaceOrInsert(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size})
+		old, had = t.idx.ReplaceOrInsert(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size})
 		t.bytes += int64(p.size)
+	} else {
+		old, had = t.idx.Delete(entry{h: p.k.h, rk: p.k.rk})
+	}
+	if had {
+		t.bytes -= int64(old.size)
 	}
 	t.idxMu.Unlock()
 	t.remember(p.k.id(), p.change.NewImage)

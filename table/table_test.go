@@ -2,7 +2,11 @@ package table_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"math/big"
 	"fmt"
 	"sync"
 	"testing"
@@ -483,5 +487,46 @@ func TestStreamOnOff(t *testing.T) {
 	}
 	if labels["a"] != d1.LatestStreamLabel || labels["b"] != "" || labels["c"] != d3.LatestStreamLabel {
 		t.Fatalf("labels = %v (first %s, second %s)", labels, d1.LatestStreamLabel, d3.LatestStreamLabel)
+	}
+}
+
+// TestCommittedTransactionCompletesOnOpen: a transaction whose commit
+// record is in RUNNEL_TXLOG but whose changes never reached the table's log
+// (the process died in between) is completed when the tables open, before
+// any request is served, and its token is remembered.
+func TestCommittedTransactionCompletesOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	createTable(t, rn.Tables, "agg", "", "")
+	tt, _ := rn.Tables.Table("agg")
+	// The commit record of a transaction that set a.v = 7, written as
+	// runTransaction writes it, with no change in the log after it.
+	sum := md5.Sum([]byte("S" + "a"))
+	change, _ := json.Marshal(&table.Change{EventName: "INSERT", Keys: table.Item{"pk": S("a")}, NewImage: table.Item{"pk": S("a"), "v": N("7")},
+		TimeMs: time.Now().UnixMilli(), Txn: "tx-lost", TxnIndex: 0})
+	rec, _ := json.Marshal(map[string]any{"id": "tx-lost", "token": "tok-lost", "hash": "h", "t": time.Now().UnixMilli(),
+		"changes": []map[string]any{{"table": "agg", "log": tt.LogName(), "pk": hex.EncodeToString(sum[:]) + "|I|0|20|tx-lost|0|",
+			"hk": new(big.Int).SetBytes(sum[:]).String(), "data": change}}})
+	if _, err := rn.Engine.JS.Publish(ctx, "runnel.txlog", rec); err != nil {
+		t.Fatal(err)
+	}
+	if it := get(t, rn.Tables, "agg", table.Item{"pk": S("a")}); it != nil {
+		t.Fatalf("the change is not applied before the restart: %v", it)
+	}
+	rn.Crash()
+
+	rn = testenv.Start(t, testenv.Options{Dir: dir})
+	it := get(t, rn.Tables, "agg", table.Item{"pk": S("a")})
+	if it == nil || it["v"].Number() != "7" {
+		t.Fatalf("after open: %v, want the committed transaction applied", it)
+	}
+	if n := len(changes(t, rn.Tables, "agg")); n != 1 {
+		t.Fatalf("%d changes in the log, want 1", n)
+	}
+	// Opening again does not apply it twice.
+	rn.Crash()
+	rn = testenv.Start(t, testenv.Options{Dir: dir})
+	if n := len(changes(t, rn.Tables, "agg")); n != 1 {
+		t.Fatalf("%d changes in the log after a second open, want 1", n)
 	}
 }

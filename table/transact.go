@@ -314,7 +314,7 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 		if err != nil {
 			return false, err
 		}
-		rec.Changes = append(rec.Changes, txChange{Table: p.t.st.TableName, Log: p.t.st.Log, PartitionKey: e.PartitionKey, ExplicitHash: e.ExplicitHashKey, Data: e.Data})
+		rec.Changes = append(rec.Changes, txChange{Table: p.t.st.TableName, Log: p.t.st.Log, PartitionKey: e.PartitionKey, ExplicitHash: p.k.explicitHash(), Data: e.Data})
 		if byTable[p.t] == nil {
 			order = append(order, p.t)
 		}
@@ -360,9 +360,11 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 		return err
 	}
 	last := info.State.LastSeq
+	remaining := info.State.Msgs
 	repaired := 0
-	for {
-		msgs, err := cons.Fetch(256, jetstream.FetchMaxWait(2*time.Second))
+	for remaining > 0 {
+		// Ask for no more than there are, so Fetch returns at once.
+		msgs, err := cons.Fetch(int(min(remaining, 256)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return err
 		}
@@ -370,6 +372,7 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 		var seq uint64
 		for m := range msgs.Messages() {
 			n++
+			remaining--
 			md, _ := m.Metadata()
 			seq = md.Sequence.Stream
 			var rec txRecord
