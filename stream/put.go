@@ -1,8 +1,8 @@
 package stream
 
 import (
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"math/big"
 	"strconv"
 	"time"
