@@ -36,7 +36,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -140,7 +142,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.TLS != nil {
 		rq.scheme = "https"
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, err := readBody(r)
 	if err != nil {
 		rq.proto = guessProtocol(r)
 		rq.fail(&apiError{status: 400, code: "SerializationException", message: "reading the request body: " + err.Error()})
@@ -345,12 +347,58 @@ func (rq *request) fail(err error) {
 	}
 }
 
+// readBody reads the request body, at most maxBody+1 bytes, into a
+// buffer sized from Content-Length when there is one (io.ReadAll would
+// grow and copy it step by step).
+func readBody(r *http.Request) ([]byte, error) {
+	lr := io.LimitReader(r.Body, maxBody+1)
+	if r.ContentLength <= 0 || r.ContentLength > maxBody {
+		return io.ReadAll(lr)
+	}
+	// bytes.MinRead spare: the read that sees the end does not grow it.
+	buf := bytes.NewBuffer(make([]byte, 0, int(r.ContentLength)+bytes.MinRead))
+	_, err := buf.ReadFrom(lr)
+	return buf.Bytes(), err
+}
+
+// jsonBuf is a response body already encoded (by the Kinesis data-plane
+// calls, see kinesis.go), in a buffer that goes back to a pool once
+// written.
+type jsonBuf struct{ b []byte }
+
+var jsonBufs sync.Pool
+
+// newJSONBuf returns an empty buffer with at least size bytes of room.
+func newJSONBuf(size int) *jsonBuf {
+	if jb, _ := jsonBufs.Get().(*jsonBuf); jb != nil {
+		if cap(jb.b) >= size {
+			return jb
+		}
+	}
+	return &jsonBuf{b: make([]byte, 0, size)}
+}
+
+func (jb *jsonBuf) free() {
+	if cap(jb.b) > 16<<20 {
+		return
+	}
+	jb.b = jb.b[:0]
+	jsonBufs.Put(jb)
+}
+
 // reply writes a JSON result.
 func (rq *request) reply(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		rq.fail(err)
-		return
+	var b []byte
+	if jb, ok := v.(*jsonBuf); ok {
+		b = jb.b
+		defer jb.free() // Write copies it or has sent it on return
+		rq.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			rq.fail(err)
+			return
+		}
 	}
 	ct := "application/x-amz-json-1.1"
 	if rq.proto == protoSQSJSON {

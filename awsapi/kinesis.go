@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,13 +18,110 @@ import (
 type epoch time.Time
 
 func (t epoch) MarshalJSON() ([]byte, error) {
-	ms := time.Time(t).UnixMilli()
-	return []byte(json.Number(formatSeconds(ms))), nil
+	return appendSeconds(nil, time.Time(t).UnixMilli()), nil
 }
 
-func formatSeconds(ms int64) string {
-	b, _ := json.Marshal(float64(ms) / 1000)
-	return string(b)
+// appendSeconds appends ms as epoch seconds with a fraction, exactly as
+// encoding/json writes the float64 ms/1000: strconv's shortest 'f' form
+// in the range where encoding/json uses it (every date from 1970 on),
+// else encoding/json itself.
+func appendSeconds(b []byte, ms int64) []byte {
+	f := float64(ms) / 1000
+	if a := math.Abs(f); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	j, _ := json.Marshal(f)
+	return append(b, j...)
+}
+
+// appendJSONString appends s as a JSON string, byte for byte as
+// encoding/json.Marshal writes it (HTML-safe escaping): strings of plain
+// printable ASCII, like sequence numbers, shard ids and most partition
+// keys, are copied as they are; any other is written by encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendGetRecords appends GetRecords' response body: the bytes
+// json.Marshal wrote for it (a map, so the keys in order; each record's
+// fields in the order of the struct it used; Data in standard base64, ""
+// for no data), without the reflection and the per-record copies.
+func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
+	b = append(b, `{"MillisBehindLatest":`...)
+	b = strconv.AppendInt(b, o.MillisBehindLatest, 10)
+	if o.NextShardIterator != "" {
+		b = append(b, `,"NextShardIterator":`...)
+		b = appendJSONString(b, o.NextShardIterator)
+	}
+	b = append(b, `,"Records":[`...)
+	for i := range o.Records {
+		r := &o.Records[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"SequenceNumber":`...)
+		b = appendJSONString(b, r.SequenceNumber)
+		b = append(b, `,"ApproximateArrivalTimestamp":`...)
+		b = appendSeconds(b, r.ApproximateArrivalTimestamp.UnixMilli())
+		b = append(b, `,"Data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, r.Data)
+		b = append(b, `","PartitionKey":`...)
+		b = appendJSONString(b, r.PartitionKey)
+		b = append(b, `,"EncryptionType":"NONE"}`...)
+	}
+	return append(b, "]}"...)
+}
+
+// getRecordsSize is about the size of appendGetRecords' output.
+func getRecordsSize(o *stream.GetRecordsOutput) int {
+	n := 128 + len(o.NextShardIterator)
+	for i := range o.Records {
+		r := &o.Records[i]
+		n += 128 + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(len(r.Data)) + len(r.PartitionKey)
+	}
+	return n
+}
+
+// appendPutRecords appends PutRecords' response body, the bytes
+// json.Marshal wrote for it (a map, so the keys in order; each entry's
+// fields in the order of stream.PutRecordsResultEntry, the empty ones
+// left out).
+func appendPutRecords(b []byte, o *stream.PutRecordsOutput) []byte {
+	b = append(b, `{"EncryptionType":"NONE","FailedRecordCount":`...)
+	b = strconv.AppendInt(b, int64(o.FailedRecordCount), 10)
+	b = append(b, `,"Records":[`...)
+	for i := range o.Records {
+		r := &o.Records[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		sep := false
+		for _, f := range [...]struct{ name, v string }{
+			{`"SequenceNumber":`, r.SequenceNumber}, {`"ShardId":`, r.ShardId},
+			{`"ErrorCode":`, r.ErrorCode}, {`"ErrorMessage":`, r.ErrorMessage},
+		} {
+			if f.v == "" {
+				continue
+			}
+			if sep {
+				b = append(b, ',')
+			}
+			b = append(b, f.name...)
+			b = appendJSONString(b, f.v)
+			sep = true
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
 }
 
 func (t *epoch) UnmarshalJSON(b []byte) error {
@@ -210,13 +308,12 @@ func (rq *request) kinesis() {
 		}
 		out = map[string]any{"ShardId": r.ShardId, "SequenceNumber": r.SequenceNumber, "EncryptionType": "NONE"}
 	case "PutRecords":
+		// stream.PutRecordsRequestEntry has the request's field names
+		// (Data, PartitionKey, ExplicitHashKey) and no tags: the entries
+		// are decoded in place.
 		var in struct {
 			streamRef
-			Records []struct {
-				Data            []byte
-				PartitionKey    string
-				ExplicitHashKey string
-			}
+			Records []stream.PutRecordsRequestEntry
 		}
 		if err = rq.decode(&in); err != nil {
 			break
@@ -225,19 +322,13 @@ func (rq *request) kinesis() {
 		if name, err = in.name(); err != nil {
 			break
 		}
-		entries := make([]stream.PutRecordsRequestEntry, len(in.Records))
-		for i, r := range in.Records {
-			entries[i] = stream.PutRecordsRequestEntry{Data: r.Data, PartitionKey: r.PartitionKey, ExplicitHashKey: r.ExplicitHashKey}
-		}
 		var o *stream.PutRecordsOutput
-		if o, err = svc.PutRecords(ctx, name, entries); err != nil {
+		if o, err = svc.PutRecords(ctx, name, in.Records); err != nil {
 			break
 		}
-		recs := o.Records
-		if recs == nil {
-			recs = []stream.PutRecordsResultEntry{}
-		}
-		out = map[string]any{"FailedRecordCount": o.FailedRecordCount, "Records": recs, "EncryptionType": "NONE"}
+		buf := newJSONBuf(64 + len(o.Records)*96)
+		buf.b = appendPutRecords(buf.b, o)
+		out = buf
 	case "GetShardIterator":
 		var in struct {
 			streamRef
@@ -273,26 +364,9 @@ func (rq *request) kinesis() {
 		if o, err = svc.GetRecords(ctx, in.ShardIterator, in.Limit); err != nil {
 			break
 		}
-		type record struct {
-			SequenceNumber              string
-			ApproximateArrivalTimestamp epoch
-			Data                        []byte
-			PartitionKey                string
-			EncryptionType              string
-		}
-		recs := make([]record, len(o.Records))
-		for i, r := range o.Records {
-			data := r.Data
-			if data == nil {
-				data = []byte{}
-			}
-			recs[i] = record{r.SequenceNumber, epoch(r.ApproximateArrivalTimestamp), data, r.PartitionKey, "NONE"}
-		}
-		res := map[string]any{"Records": recs, "MillisBehindLatest": o.MillisBehindLatest}
-		if o.NextShardIterator != "" {
-			res["NextShardIterator"] = o.NextShardIterator
-		}
-		out = res
+		buf := newJSONBuf(getRecordsSize(o))
+		buf.b = appendGetRecords(buf.b, o)
+		out = buf
 	case "IncreaseStreamRetentionPeriod", "DecreaseStreamRetentionPeriod":
 		var in struct {
 			streamRef

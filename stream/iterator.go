@@ -223,11 +223,16 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	q := max(it.Next, first)
 	out := &GetRecordsOutput{}
 	size := 0
-	// Read in batched direct gets (one request per up to 1,000 records,
-	// jetstreamext.GetBatch) rather than one request per record.
+	// Read in batched direct gets (jetstreamext.GetBatch) rather than one
+	// request per record: one request for the whole page (up to limit
+	// records and about the 10 MiB cap, which MaxBytes bounds), another
+	// only when a record was missing or the server stopped at MaxBytes.
+	// Each batch is a request/reply round trip with its own reply
+	// subscription; batches of 1,000 made a full page ten of them.
+	out.Records = make([]Record, 0, min(limit, int(last-min(q, last+1)+1)))
 read:
 	for q <= last && len(out.Records) < limit && size < 10<<20 {
-		n := min(limit-len(out.Records), 1000, int(last-q+1))
+		n := min(limit-len(out.Records), int(last-q+1))
 		msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, it.Shard), n,
 			jetstreamext.GetBatchSeq(q), jetstreamext.GetBatchMaxBytes(10<<20-size+1<<16))
 		if err != nil {
