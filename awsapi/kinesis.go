@@ -308,12 +308,16 @@ func (rq *request) kinesis() {
 		}
 		out = map[string]any{"ShardId": r.ShardId, "SequenceNumber": r.SequenceNumber, "EncryptionType": "NONE"}
 	case "PutRecords":
-		// stream.PutRecordsRequestEntry has the request's field names
-		// (Data, PartitionKey, ExplicitHashKey) and no tags: the entries
-		// are decoded in place.
+		// Decoded into the request's own shape, not into
+		// stream.PutRecordsRequestEntry: that has fields (HashKey) a client
+		// must not set.
 		var in struct {
 			streamRef
-			Records []stream.PutRecordsRequestEntry
+			Records []struct {
+				Data            []byte
+				PartitionKey    string
+				ExplicitHashKey string
+			}
 		}
 		if err = rq.decode(&in); err != nil {
 			break
@@ -322,8 +326,12 @@ func (rq *request) kinesis() {
 		if name, err = in.name(); err != nil {
 			break
 		}
+		entries := make([]stream.PutRecordsRequestEntry, len(in.Records))
+		for i, r := range in.Records {
+			entries[i] = stream.PutRecordsRequestEntry{Data: r.Data, PartitionKey: r.PartitionKey, ExplicitHashKey: r.ExplicitHashKey}
+		}
 		var o *stream.PutRecordsOutput
-		if o, err = svc.PutRecords(ctx, name, in.Records); err != nil {
+		if o, err = svc.PutRecords(ctx, name, entries); err != nil {
 			break
 		}
 		buf := newJSONBuf(64 + len(o.Records)*96)

@@ -49,9 +49,10 @@ const NoKinesalite = "none"
 type EndpointConfig struct {
 	// Records put and read back through runnel's endpoint. Default 200_000.
 	Records int
-	// PeerRecords put and read back through kinesalite, which is much
-	// slower; the ratios are of rates, so the counts may differ.
-	// Default 50_000.
+	// PeerRecords put and read back through kinesalite. Default: Records,
+	// the same work for both (the ratios are of rates, but a run's rate
+	// depends on its size: fixed costs amortize over more records, and
+	// kinesalite's put slows as its store grows).
 	PeerRecords int
 	// RecordSize is the bytes of data per record (at least 10: each record
 	// starts with its index, so that reading back can check every one).
@@ -78,7 +79,7 @@ func (c *EndpointConfig) setDefaults() {
 		c.Records = 200_000
 	}
 	if c.PeerRecords <= 0 {
-		c.PeerRecords = 50_000
+		c.PeerRecords = c.Records
 	}
 	if c.RecordSize <= 0 {
 		c.RecordSize = 100
