@@ -2,6 +2,7 @@ package trades
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -47,12 +48,22 @@ const (
 	KeyTotal   = "Total"
 )
 
-// trade is the producer's memory of a trade: its latest version.
+// trade is the producer's memory of a trade: its latest version. It holds
+// no pointers (10 million of them are kept).
 type trade struct {
-	id      string
-	version int
+	id      [16]byte
+	version int32
 	cents   int64
-	h       Hierarchy
+	h       [3]uint8 // indexes into RiskTypes, Regions, TradeDesks
+}
+
+func (t *trade) tradeID() string {
+	b := t.id
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func (t *trade) hierarchy() Hierarchy {
+	return Hierarchy{RiskTypes[t.h[0]], Regions[t.h[1]], TradeDesks[t.h[2]]}
 }
 
 // producer generates the message sequence and the exact expected totals.
@@ -103,24 +114,27 @@ func (p *producer) next(nowSec float64) []Message {
 		old := *t
 		t.version++
 		t.cents = p.rng.Int64N(20_000_000) - 10_000_000
-		p.add(t.h, t.cents-old.cents)
+		h, id := t.hierarchy(), t.tradeID()
+		p.add(h, t.cents-old.cents)
 		p.mods++
 		p.outOfOrder++
 		out = append(out,
-			Message{TradeID: t.id, Version: t.version, Value: json.Number(formatCents(t.cents)), Hierarchy: t.h, Timestamp: ts},
+			Message{TradeID: id, Version: int(t.version), Value: json.Number(formatCents(t.cents)), Hierarchy: h, Timestamp: ts},
 			// The stale message: an older version with another value.
-			Message{TradeID: t.id, Version: t.version - 1, Value: json.Number(formatCents(p.rng.Int64N(1000))), Hierarchy: t.h, Timestamp: ts})
+			Message{TradeID: id, Version: int(t.version) - 1, Value: json.Number(formatCents(p.rng.Int64N(1000))), Hierarchy: h, Timestamp: ts})
 	} else {
 		t := trade{
-			id:    fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", p.rng.Uint32(), p.rng.Uint32()&0xffff, p.rng.Uint32()&0xffff, p.rng.Uint32()&0xffff, p.rng.Uint64()&0xffffffffffff),
 			cents: p.rng.Int64N(20_000_000) - 10_000_000,
-			h:     Hierarchy{RiskTypes[p.rng.IntN(len(RiskTypes))], Regions[p.rng.IntN(len(Regions))], TradeDesks[p.rng.IntN(len(TradeDesks))]},
+			h:     [3]uint8{uint8(p.rng.IntN(len(RiskTypes))), uint8(p.rng.IntN(len(Regions))), uint8(p.rng.IntN(len(TradeDesks)))},
 		}
+		binary.BigEndian.PutUint64(t.id[:8], p.rng.Uint64())
+		binary.BigEndian.PutUint64(t.id[8:], p.rng.Uint64())
 		p.trades = append(p.trades, t)
-		p.add(t.h, t.cents)
+		h := t.hierarchy()
+		p.add(h, t.cents)
 		p.expected[KeyTrades]++
 		p.news++
-		out = append(out, Message{TradeID: t.id, Version: 0, Value: json.Number(formatCents(t.cents)), Hierarchy: t.h, Timestamp: ts})
+		out = append(out, Message{TradeID: t.tradeID(), Version: 0, Value: json.Number(formatCents(t.cents)), Hierarchy: h, Timestamp: ts})
 	}
 	if p.rng.Float64() < p.dupRate {
 		p.dups++
