@@ -245,36 +245,26 @@ func (t *Table) partition(h [16]byte, forward bool, start *key) []entry {
 	t.idxMu.RLock()
 	defer t.idxMu.RUnlock()
 	var out []entry
+	visit := func(e entry) bool {
+		if e.h != h {
+			return false
+		}
+		if start == nil || e.rk != start.rk { // ExclusiveStartKey itself is skipped
+			out = append(out, e)
+		}
+		return true
+	}
+	from := entry{h: h, bound: -1}
+	if !forward {
+		from.bound = 1
+	}
+	if start != nil {
+		from = entry{h: h, rk: start.rk}
+	}
 	if forward {
-		from := entry{h: h, bound: -1}
-		if start != nil {
-			from = entry{h: h, rk: start.rk}
-		}
-		t.idx.AscendGreaterOrEqual(from, func(e entry) bool {
-			if e.h != h {
-				return false
-			}
-			if start != nil && e.rk == start.rk {
-				return true
-			}
-			out = append(out, e)
-			return true
-		})
+		t.idx.AscendGreaterOrEqual(from, visit)
 	} else {
-		from := entry{h: h, bound: 1}
-		if start != nil {
-			from = entry{h: h, rk: start.rk}
-		}
-		t.idx.DescendLessOrEqual(from, func(e entry) bool {
-			if e.h != h {
-				return false
-			}
-			if start != nil && e.rk == start.rk {
-				return true
-			}
-			out = append(out, e)
-			return true
-		})
+		t.idx.DescendLessOrEqual(from, visit)
 	}
 	return out
 }
