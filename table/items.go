@@ -186,6 +186,20 @@ func (o *op) run(ctx context.Context) (old, nw Item, err error) {
 	return old, p.change.NewImage, nil
 }
 
+// conditionOnly parses the ConditionExpression of a request that has no
+// other expression, and checks that every placeholder was used.
+func (s *Service) conditionOnly(text string, names map[string]string, values Item) (*expr.Condition, error) {
+	c := newContext(names, values)
+	cond, err := s.condition(text, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, exprErr(err)
+	}
+	return cond, nil
+}
+
 func (s *Service) condition(text string, c *expr.Context) (*expr.Condition, error) {
 	if text == "" {
 		return nil, nil
@@ -202,14 +216,21 @@ func (s *Service) condition(text string, c *expr.Context) (*expr.Condition, erro
 // Errors: ValidationException (missing or mistyped key, item over 400 KB,
 // bad expression, unused placeholder), ConditionalCheckFailedError.
 func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, error) {
-	t, err := s.table(in.TableName)
+	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, func(t *Table) (*op, error) {
+		return s.putOp(t, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	})
+}
+
+// writeAllOld runs a PutItem or DeleteItem: ReturnValues NONE or ALL_OLD.
+func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues string, build func(*Table) (*op, error)) (*WriteOutput, error) {
+	t, err := s.table(tableName)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkReturn("returnValues", in.ReturnValues, ReturnNone, ReturnAllOld); err != nil {
+	if err := checkReturn("returnValues", returnValues, ReturnNone, ReturnAllOld); err != nil {
 		return nil, err
 	}
-	o, err := s.putOp(t, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	o, err := build(t)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +239,7 @@ func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, e
 		return nil, err
 	}
 	out := &WriteOutput{}
-	if in.ReturnValues == ReturnAllOld {
+	if returnValues == ReturnAllOld {
 		out.Attributes = old
 	}
 	return out, nil
@@ -232,13 +253,9 @@ func (s *Service) putOp(t *Table, item Item, condition string, names map[string]
 	if err != nil {
 		return nil, err
 	}
-	c := newContext(names, values)
-	cond, err := s.condition(condition, c)
+	cond, err := s.conditionOnly(condition, names, values)
 	if err != nil {
 		return nil, err
-	}
-	if err := c.CheckUnused(); err != nil {
-		return nil, exprErr(err)
 	}
 	if size := expr.ItemSize(item); size > MaxItemSize {
 		return nil, validation("Item size has exceeded the maximum allowed size")
@@ -381,26 +398,9 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 // DeleteItem deletes the item with the given key (API_DeleteItem), if
 // ConditionExpression holds. ReturnValues is NONE or ALL_OLD.
 func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOutput, error) {
-	t, err := s.table(in.TableName)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkReturn("returnValues", in.ReturnValues, ReturnNone, ReturnAllOld); err != nil {
-		return nil, err
-	}
-	o, err := s.deleteOp(t, in.Key, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
-	if err != nil {
-		return nil, err
-	}
-	old, _, err := o.run(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := &WriteOutput{}
-	if in.ReturnValues == ReturnAllOld {
-		out.Attributes = old
-	}
-	return out, nil
+	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, func(t *Table) (*op, error) {
+		return s.deleteOp(t, in.Key, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	})
 }
 
 func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
@@ -411,13 +411,9 @@ func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[s
 	if err != nil {
 		return nil, err
 	}
-	c := newContext(names, values)
-	cond, err := s.condition(condition, c)
+	cond, err := s.conditionOnly(condition, names, values)
 	if err != nil {
 		return nil, err
-	}
-	if err := c.CheckUnused(); err != nil {
-		return nil, exprErr(err)
 	}
 	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(Item) (Item, error) { return nil, nil }}, nil
 }
