@@ -12,6 +12,12 @@
 //	Queues:
 //	  - QueueName: flights-retry
 //	    Attributes: {VisibilityTimeout: "60"}
+//	Tables:
+//	  - TableName: state
+//	    KeySchema: [{AttributeName: TradeID, KeyType: HASH}]
+//	    AttributeDefinitions: [{AttributeName: TradeID, AttributeType: S}]
+//	    StreamSpecification: {StreamEnabled: true, StreamViewType: NEW_AND_OLD_IMAGES}
+//	    TimeToLiveSpecification: {AttributeName: expires, Enabled: true}
 //	EventSourceMappings:
 //	  - EventSourceArn: flights       # a stream or queue name, or an ARN
 //	    FunctionName: stats
@@ -28,9 +34,10 @@
 //	    RetryPolicy: {BaseDelaySeconds: 1, MaxAttempts: 5}
 //
 // A name is a queue's if the stack declares a queue of that name or one
-// exists, else a stream's.
+// exists; else a table's (its current stream) if the stack declares a table
+// of that name or one exists; else a stream's.
 //
-// Apply is idempotent: streams that exist are kept, functions are created
+// Apply is idempotent: streams and tables that exist are kept, functions are created
 // or replaced, and a mapping that already joins the same stream and
 // function is updated rather than duplicated.
 package stack
@@ -53,12 +60,14 @@ import (
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Stack is the content of a stack file.
 type Stack struct {
 	Streams             []stream.CreateStreamInput `yaml:"Streams"`
 	Queues              []Queue                    `yaml:"Queues"`
+	Tables              []Table                    `yaml:"Tables"`
 	Functions           []function.Config          `yaml:"Functions"`
 	EventSourceMappings []Mapping                  `yaml:"EventSourceMappings"`
 }
@@ -70,6 +79,44 @@ type Stack struct {
 type Queue struct {
 	QueueName  string            `yaml:"QueueName"`
 	Attributes map[string]string `yaml:"Attributes"`
+}
+
+// Table is a table as written in a stack file (CreateTable with
+// StreamSpecification, plus UpdateTimeToLive's TimeToLiveSpecification).
+type Table struct {
+	TableName string `yaml:"TableName"`
+	KeySchema []struct {
+		AttributeName string `yaml:"AttributeName"`
+		KeyType       string `yaml:"KeyType"`
+	} `yaml:"KeySchema"`
+	AttributeDefinitions []struct {
+		AttributeName string `yaml:"AttributeName"`
+		AttributeType string `yaml:"AttributeType"`
+	} `yaml:"AttributeDefinitions"`
+	StreamSpecification *struct {
+		StreamEnabled  bool   `yaml:"StreamEnabled"`
+		StreamViewType string `yaml:"StreamViewType"`
+	} `yaml:"StreamSpecification"`
+	TimeToLiveSpecification *struct {
+		AttributeName string `yaml:"AttributeName"`
+		Enabled       bool   `yaml:"Enabled"`
+	} `yaml:"TimeToLiveSpecification"`
+	// RunnelShards is the number of change-log shards (runnel's own; default 4).
+	RunnelShards int `yaml:"RunnelShards"`
+}
+
+func (t *Table) input() table.CreateTableInput {
+	in := table.CreateTableInput{TableName: t.TableName, RunnelShards: t.RunnelShards}
+	for _, k := range t.KeySchema {
+		in.KeySchema = append(in.KeySchema, table.KeySchemaElement{AttributeName: k.AttributeName, KeyType: k.KeyType})
+	}
+	for _, d := range t.AttributeDefinitions {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, table.AttributeDefinition{AttributeName: d.AttributeName, AttributeType: d.AttributeType})
+	}
+	if sp := t.StreamSpecification; sp != nil {
+		in.StreamSpecification = &table.StreamSpecification{StreamEnabled: sp.StreamEnabled, StreamViewType: sp.StreamViewType}
+	}
+	return in
 }
 
 // Mapping is an event source mapping as written in a stack file: the
@@ -125,6 +172,7 @@ func Parse(b []byte) (*Stack, error) {
 type Applied struct {
 	StreamsCreated, StreamsKept      []string
 	QueuesCreated                    []string
+	TablesCreated, TablesKept        []string
 	FunctionsCreated                 []string
 	MappingsCreated, MappingsUpdated []string // UUIDs
 }
@@ -158,6 +206,27 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		}
 		queueNames[q.QueueName] = true
 		out.QueuesCreated = append(out.QueuesCreated, q.QueueName)
+	}
+	for i, t := range s.Tables {
+		if _, err := rn.Tables.CreateTable(ctx, t.input()); err != nil {
+			if !errors.Is(err, awserr.ErrResourceInUse) {
+				return out, fmt.Errorf("Tables[%d] (%s): %w", i, t.TableName, err)
+			}
+			out.TablesKept = append(out.TablesKept, t.TableName)
+		} else {
+			out.TablesCreated = append(out.TablesCreated, t.TableName)
+		}
+		if ttl := t.TimeToLiveSpecification; ttl != nil {
+			cur, err := rn.Tables.DescribeTimeToLive(ctx, t.TableName)
+			if err != nil {
+				return out, fmt.Errorf("Tables[%d] (%s): %w", i, t.TableName, err)
+			}
+			if cur.Enabled != ttl.Enabled || (ttl.Enabled && cur.AttributeName != ttl.AttributeName) {
+				if _, err := rn.Tables.UpdateTimeToLive(ctx, t.TableName, table.TimeToLiveSpecification{AttributeName: ttl.AttributeName, Enabled: ttl.Enabled}); err != nil {
+					return out, fmt.Errorf("Tables[%d] (%s): TimeToLiveSpecification: %w", i, t.TableName, err)
+				}
+			}
+		}
 	}
 	for i, fc := range s.Functions {
 		if _, err := rn.Functions.CreateFunction(ctx, fc, true); err != nil {
@@ -201,6 +270,9 @@ func resolveARN(ctx context.Context, rn *runnel.Runnel, queues map[string]bool, 
 	}
 	if _, err := rn.Queues.GetQueueURL(ctx, s); err == nil {
 		return rn.Queues.ARN(s)
+	}
+	if d, err := rn.Tables.DescribeTable(ctx, s); err == nil && d.LatestStreamArn != "" {
+		return d.LatestStreamArn
 	}
 	return rn.Streams.ARN(s)
 }

@@ -7,11 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stack"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 func TestExampleStackRunsAndIsIdempotent(t *testing.T) {
@@ -105,4 +109,59 @@ func TestTwoTierStackRoutesPoisonToTheUnrecoverableDLQ(t *testing.T) {
 		attrs, err := rn.Queues.GetQueueAttributes(ctx, "orders-unrecoverable", []string{"ApproximateNumberOfMessages"})
 		return err == nil && attrs["ApproximateNumberOfMessages"] == "1"
 	})
+}
+
+// TestTableStack: a stack declares a table with a stream and TTL, and a
+// mapping from the table (by name) to a function; applying it twice keeps
+// the table; a put reaches the function as a DynamoDB event.
+func TestTableStack(t *testing.T) {
+	got := make(chan events.DynamoDBEventRecord, 10)
+	function.Register("stack-ddb", function.DynamoDBHandler(func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		for _, r := range ev.Records {
+			got <- r
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}))
+	s, err := stack.Parse([]byte(`
+Tables:
+  - TableName: sessions
+    KeySchema: [{AttributeName: id, KeyType: HASH}]
+    AttributeDefinitions: [{AttributeName: id, AttributeType: S}]
+    StreamSpecification: {StreamEnabled: true, StreamViewType: NEW_IMAGE}
+    TimeToLiveSpecification: {AttributeName: expires, Enabled: true}
+Functions:
+  - FunctionName: on-session
+    Handler: stack-ddb
+EventSourceMappings:
+  - EventSourceArn: sessions
+    FunctionName: on-session
+    StartingPosition: TRIM_HORIZON
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	a, err := stack.Apply(ctx, rn, s)
+	if err != nil || len(a.TablesCreated) != 1 || len(a.MappingsCreated) != 1 {
+		t.Fatalf("apply: %+v %v", a, err)
+	}
+	if a, err = stack.Apply(ctx, rn, s); err != nil || len(a.TablesKept) != 1 || len(a.MappingsUpdated) != 1 {
+		t.Fatalf("apply again: %+v %v", a, err)
+	}
+	ttl, _ := rn.Tables.DescribeTimeToLive(ctx, "sessions")
+	if !ttl.Enabled || ttl.AttributeName != "expires" {
+		t.Fatalf("ttl = %+v", ttl)
+	}
+	if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "sessions", Item: table.Item{"id": events.NewStringAttribute("s1")}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.EventName != "INSERT" || r.Change.NewImage["id"].String() != "s1" {
+			t.Fatalf("record = %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the mapping did not deliver the change")
+	}
 }
