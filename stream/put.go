@@ -143,8 +143,13 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		}
 		select {
 		case <-timeout.C:
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: "no acknowledgement within " + AckTimeout.String()}
-			timeout.Reset(0)
+			timeout.Reset(0) // the deadline has passed for the rest too
+			select {         // an ack that is already there still counts
+			case ack := <-f.Ok():
+				out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: h.shardIDs[shards[i]]}
+			default:
+				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: "no acknowledgement within " + AckTimeout.String()}
+			}
 			continue
 		case ack := <-f.Ok():
 			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: h.shardIDs[shards[i]]}
