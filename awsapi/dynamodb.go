@@ -311,12 +311,11 @@ func (rq *request) dynamoOp() (any, error) {
 		if err := rq.dynamoDecode(&in); err != nil {
 			return nil, err
 		}
-		if in.Limit != nil {
-			if *in.Limit < 1 {
-				return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
-			}
-			in.QueryInput.Limit = *in.Limit
+		limit, err := pageLimit(in.Limit)
+		if err != nil {
+			return nil, err
 		}
+		in.QueryInput.Limit = limit
 		in.TableName = tableName(in.TableName)
 		return svc.Query(ctx, in.QueryInput)
 	case "Scan":
@@ -327,12 +326,11 @@ func (rq *request) dynamoOp() (any, error) {
 		if err := rq.dynamoDecode(&in); err != nil {
 			return nil, err
 		}
-		if in.Limit != nil {
-			if *in.Limit < 1 {
-				return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
-			}
-			in.ScanInput.Limit = *in.Limit
+		limit, err := pageLimit(in.Limit)
+		if err != nil {
+			return nil, err
 		}
+		in.ScanInput.Limit = limit
 		in.TableName = tableName(in.TableName)
 		return svc.Scan(ctx, in.ScanInput)
 	case "TransactWriteItems":
@@ -432,4 +430,16 @@ func (rq *request) updateTable() (any, error) {
 // epochSeconds turns DynamoDB's epoch seconds (with a fraction) into a time.
 func epochSeconds(f float64) time.Time {
 	return time.UnixMilli(int64(math.Round(f * 1000)))
+}
+
+// pageLimit checks Query's and Scan's Limit (at least 1 when given; 0 means
+// none).
+func pageLimit(limit *int) (int, error) {
+	if limit == nil {
+		return 0, nil
+	}
+	if *limit < 1 {
+		return 0, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *limit)
+	}
+	return *limit, nil
 }
