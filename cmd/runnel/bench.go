@@ -26,12 +26,7 @@ Markdown table (the form of docs/benchmarks.md).`,
 			if err != nil {
 				return err
 			}
-			md := rep.Markdown()
-			fmt.Fprint(cmd.OutOrStdout(), md)
-			if out != "" {
-				return os.WriteFile(out, []byte(md), 0o644)
-			}
-			return nil
+			return printReport(cmd, rep.Markdown(), out)
 		},
 	}
 	f := cmd.Flags()
@@ -42,4 +37,14 @@ Markdown table (the form of docs/benchmarks.md).`,
 	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
 	cmd.AddCommand(benchEndpointCmd())
 	return cmd
+}
+
+// printReport prints a benchmark's Markdown report and, with --out, also
+// writes it to that file.
+func printReport(cmd *cobra.Command, md, out string) error {
+	fmt.Fprint(cmd.OutOrStdout(), md)
+	if out != "" {
+		return os.WriteFile(out, []byte(md), 0o644)
+	}
+	return nil
 }

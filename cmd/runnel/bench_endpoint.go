@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -30,12 +29,7 @@ printed as a Markdown table (the form of docs/benchmarks.md).`,
 			if err != nil {
 				return err
 			}
-			md := rep.Markdown()
-			fmt.Fprint(cmd.OutOrStdout(), md)
-			if out != "" {
-				return os.WriteFile(out, []byte(md), 0o644)
-			}
-			return nil
+			return printReport(cmd, rep.Markdown(), out)
 		},
 	}
 	f := cmd.Flags()
