@@ -34,7 +34,7 @@ printed as a Markdown table (the form of docs/benchmarks.md).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 200_000, "records put and read back through runnel")
-	f.IntVar(&cfg.PeerRecords, "kinesalite-records", 50_000, "records put and read back through kinesalite (slower; the ratio is of rates)")
+	f.IntVar(&cfg.PeerRecords, "kinesalite-records", 0, "records put and read back through kinesalite (0: as many as --records, so both do the same work)")
 	f.IntVar(&cfg.RecordSize, "record-size", 100, "bytes of data per record (at least 10)")
 	f.IntVar(&cfg.Shards, "shards", 4, "shards of the stream, on both")
 	f.IntVar(&cfg.Producers, "producers", 4, "PutRecords calls at once")
