@@ -539,7 +539,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Lost: records put that are neither processed nor unrecoverable.
 	p.mu.Lock()
 	for sh := range rows {
-		for i := range rows[sh] {
+		for i, row := range rows[sh] {
+			if row < 0 { // a position that holds no record (positions are not dense)
+				continue
+			}
 			pos := uint64(i + 1)
 			if p.done[sh].has(pos) {
 				res.ProcessedUnique++

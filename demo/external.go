@@ -269,6 +269,9 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	failedRows := map[int64]bool{}
 	for sh := range rows {
 		for i, row := range rows[sh] {
+			if row < 0 { // a position that holds no record (positions are not dense)
+				continue
+			}
 			pos := uint64(i + 1)
 			switch {
 			case rd.done[sh].has(pos):
@@ -320,7 +323,10 @@ func (rd *resultReader) missing(rows [][]int32) string {
 	var b strings.Builder
 	for sh := range rows {
 		n, first := 0, uint64(0)
-		for i := range rows[sh] {
+		for i, row := range rows[sh] {
+			if row < 0 { // a position that holds no record (positions are not dense)
+				continue
+			}
 			pos := uint64(i + 1)
 			if !rd.done[sh].has(pos) && !rd.failed[sh].has(pos) {
 				if n == 0 {

@@ -307,6 +307,9 @@ func (inc *Incident) finish(ctx context.Context, rn *runnel.Runnel, p *pipeline,
 		var lo, hi uint64
 		var inRange int64
 		for i, row := range rows[sh] {
+			if row < 0 { // a position that holds no record (positions are not dense)
+				continue
+			}
 			pos := uint64(i + 1)
 			before, now := inc.doneBeforeFix[sh].has(pos), p.done[sh].has(pos)
 			if !before {

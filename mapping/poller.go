@@ -41,7 +41,7 @@ type runner struct {
 type shardCounters struct {
 	invocations, deliveredRecords, processedRecords, discardedRecords atomic.Int64
 	functionErrors, partialFailures, bisects, retries, throttles      atomic.Int64
-	filteredRecords, expiredRecords                                   atomic.Int64
+	filteredRecords, expiredMessages                                  atomic.Int64
 }
 
 // shardWorker reads one shard, spreads its records over the lanes and keeps
@@ -222,9 +222,9 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 	for ctx.Err() == nil {
 		rd, err := w.r.streams.ReadShard(ctx, w.r.streamName, w.shardID, w.seen.Load()+1, stream.ReadShardOptions{
 			OnGap: func(g stream.Gap) {
-				w.counters.expiredRecords.Add(int64(g.Count))
+				w.counters.expiredMessages.Add(int64(g.Messages))
 				log.Warn("records expired from the stream before the mapping read them",
-					"startSequenceNumber", g.FromSequence, "endSequenceNumber", g.ToSequence, "count", g.Count)
+					"startSequenceNumber", g.FromSequence, "endSequenceNumber", g.ToSequence, "messages", g.Messages)
 			},
 		})
 		if err != nil {

@@ -531,7 +531,7 @@ type ShardStatus struct {
 	ProcessedRecords     int64 // records resolved by a successful invocation
 	DiscardedRecords     int64 // records given up on (destination or log)
 	FilteredRecords      int64
-	ExpiredRecords       int64 // records that left the stream before being read
+	ExpiredMessages      int64 // stored messages (1..500 records each, see stream.Gap) that left the stream before being read
 	FunctionErrors       int64
 	PartialFailures      int64
 	Bisects              int64
@@ -596,7 +596,7 @@ func (r *runner) status(st *Status) {
 		w.mu.Unlock()
 		c := &w.counters
 		ss.Invocations, ss.DeliveredRecords, ss.ProcessedRecords = c.invocations.Load(), c.deliveredRecords.Load(), c.processedRecords.Load()
-		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredRecords = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredRecords.Load()
+		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredMessages = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredMessages.Load()
 		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
 		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
 		st.Shards = append(st.Shards, ss)

@@ -30,7 +30,7 @@ import (
 //	runnel_mapping_iterator_age_milliseconds{uuid,function,source,shard}
 //	runnel_mapping_pending_records{uuid,function,source,shard}
 //	runnel_mapping_{invocations,processed_records,discarded_records,filtered_records,
-//	  expired_records,function_errors,partial_failures,retries,bisects,throttles}_total{uuid,function,source,shard}
+//	  expired_messages,function_errors,partial_failures,retries,bisects,throttles}_total{uuid,function,source,shard}
 //	runnel_queue_mapping_pollers{uuid,function,source}
 //	runnel_queue_mapping_{invocations,received_messages,deleted_messages,filtered_messages,
 //	  failed_messages,backed_off,moved_to_dead_letter,function_errors,throttles}_total{uuid,function,source}
@@ -126,7 +126,7 @@ var (
 		{desc("runnel_mapping_processed_records_total", "Records resolved by a successful invocation.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.ProcessedRecords) }},
 		{desc("runnel_mapping_discarded_records_total", "Records given up on (sent to the on-failure destination or logged).", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.DiscardedRecords) }},
 		{desc("runnel_mapping_filtered_records_total", "Records no filter matched.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.FilteredRecords) }},
-		{desc("runnel_mapping_expired_records_total", "Records that left the stream (retention) before they were read.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.ExpiredRecords) }},
+		{desc("runnel_mapping_expired_messages_total", "Stored messages (each 1..500 records of one PutRecords call) that left the stream (retention) before they were read.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.ExpiredMessages) }},
 		{desc("runnel_mapping_function_errors_total", "Invocations that ended in a function error.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.FunctionErrors) }},
 		{desc("runnel_mapping_partial_failures_total", "Invocations that reported batch item failures.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.PartialFailures) }},
 		{desc("runnel_mapping_retries_total", "Retries of records after a failure.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Retries) }},

@@ -77,7 +77,7 @@ func (t ReplayTarget) validate() error {
 	return nil
 }
 
-// ShardPlan is the part of a replay range in one shard, in log positions
+// ShardPlan is the part of a replay range in one shard, in positions (stream.Position)
 // (From..To inclusive) and sequence numbers.
 type ShardPlan struct {
 	ShardID string
@@ -88,17 +88,22 @@ type ShardPlan struct {
 	ToSequenceNumber   string `json:",omitempty"`
 	// Available is how many records of the range are still in the stream.
 	Available uint64
-	// Missing is how many records of the range are gone (trimmed by
-	// retention). For a time range the count is an upper bound: trimmed
-	// records' times are no longer known (MissingExact false).
-	Missing      uint64
-	MissingExact bool
+	// MissingMessages is how many stored messages of the range are gone
+	// (trimmed by retention). A stored message held the 1..500 records
+	// one PutRecords call put into the shard, and how many is gone with
+	// it, so what is gone is counted in messages (at least that many
+	// records). For a sequence range every one of them was in the range
+	// (MissingExact true); for a time range their times are no longer
+	// known, so it is every message trimmed before the first retained
+	// record, of which some or all were in the range (MissingExact false).
+	MissingMessages uint64
+	MissingExact    bool
 	// FirstAvailableSequenceNumber is the shard's trim horizon, set when
-	// records are missing.
+	// messages are missing.
 	FirstAvailableSequenceNumber string `json:",omitempty"`
-	// NotWritten counts positions of the range after the shard's last
+	// NotWritten is true when the range reaches past the shard's last
 	// record (a sequence number not issued yet).
-	NotWritten uint64 `json:",omitempty"`
+	NotWritten bool `json:",omitempty"`
 
 	readFrom uint64 // first retained position of the range
 }
@@ -109,9 +114,9 @@ type ReplayPlan struct {
 	StreamArn string
 	Target    string
 	Shards    []ShardPlan
-	// Available and Missing total the shards'.
-	Available uint64
-	Missing   uint64
+	// Available and MissingMessages total the shards'.
+	Available       uint64
+	MissingMessages uint64
 	// PastRetention is true when part of the range is gone.
 	PastRetention bool
 }
@@ -196,7 +201,11 @@ func PlanReplay(ctx context.Context, streams *stream.Service, r ReplayRange) (*R
 			}
 			sp := ShardPlan{ShardID: sh, From: from, To: to - 1, MissingExact: true}
 			if to > from {
-				sp.Available = to - from
+				c, err := streams.CountRange(ctx, r.Stream, sh, from, to-1)
+				if err != nil {
+					return nil, err
+				}
+				sp.Available = c.Records
 			}
 			// Records before the trim horizon are gone and their times
 			// unknown: if the range starts at or before the first retained
@@ -209,7 +218,7 @@ func PlanReplay(ctx context.Context, streams *stream.Service, r ReplayRange) (*R
 				now = time.Now()
 			}
 			horizon := now.Add(-time.Duration(d.RetentionPeriodHours) * time.Hour)
-			if from == first && first > 1 && r.FromTime.Before(horizon) {
+			if firstMsg, _ := stream.MessageOf(first); from == first && firstMsg > 1 && r.FromTime.Before(horizon) {
 				startsBefore := true
 				if first <= last {
 					if rec, err := streams.GetRecord(ctx, r.Stream, sh, first); err == nil {
@@ -217,12 +226,12 @@ func PlanReplay(ctx context.Context, streams *stream.Service, r ReplayRange) (*R
 					}
 				}
 				if startsBefore {
-					sp.Missing, sp.MissingExact = first-1, false
+					sp.MissingMessages, sp.MissingExact = firstMsg-1, false
 					sp.FirstAvailableSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, first)
 				}
 			}
-			sp.FromSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, max(sp.From, 1))
-			if sp.To >= 1 {
+			sp.FromSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, max(sp.From, stream.FirstPosition))
+			if sp.To >= stream.FirstPosition {
 				sp.ToSequenceNumber, _ = streams.SequenceNumber(ctx, r.Stream, sh, sp.To)
 			}
 			p.add(sp)
@@ -236,8 +245,8 @@ func PlanReplay(ctx context.Context, streams *stream.Service, r ReplayRange) (*R
 func (p *ReplayPlan) add(sp ShardPlan) {
 	p.Shards = append(p.Shards, sp)
 	p.Available += sp.Available
-	p.Missing += sp.Missing
-	if sp.Missing > 0 {
+	p.MissingMessages += sp.MissingMessages
+	if sp.MissingMessages > 0 {
 		p.PastRetention = true
 	}
 }
@@ -250,18 +259,16 @@ func planShard(ctx context.Context, streams *stream.Service, name, shard string,
 	if err != nil {
 		return sp, err
 	}
-	if from < first {
-		sp.Missing = min(to, first-1) - from + 1
+	c, err := streams.CountRange(ctx, name, shard, from, to)
+	if err != nil {
+		return sp, err
+	}
+	sp.Available, sp.MissingMessages = c.Records, c.MissingMessages
+	if sp.MissingMessages > 0 {
 		sp.FirstAvailableSequenceNumber, _ = streams.SequenceNumber(ctx, name, shard, first)
 	}
-	if to > last {
-		sp.NotWritten = to - max(last, from-1)
-	}
-	lo, hi := max(from, first), min(to, last)
-	sp.readFrom = lo
-	if lo <= hi {
-		sp.Available = hi - lo + 1
-	}
+	sp.NotWritten = to > last
+	sp.readFrom = max(from, first)
 	return sp, nil
 }
 
@@ -300,8 +307,9 @@ type ReplayResult struct {
 	Error string `json:",omitempty"`
 }
 
-// readChunk is how many log positions Replay reads at a time.
-const readChunk = 500
+// readChunk is how many positions Replay reads at a time: 16 stored
+// messages (see stream.Position).
+const readChunk = 16 << stream.PositionBits
 
 // Replay puts exactly the records of a range through a target, in shard
 // order, shard after shard. A range reaching past retention is reported in
@@ -319,7 +327,7 @@ func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, 
 	plan.Target = o.Target.String()
 	res := &ReplayResult{Plan: plan}
 	if plan.PastRetention && !o.AllowPastRetention {
-		return res, fmt.Errorf("%w: %d records of the range are gone (first available %s); replay what is left explicitly", ErrPastRetention, plan.Missing, firstAvailable(plan))
+		return res, fmt.Errorf("%w: %d stored messages of the range (1..500 records each) are gone (first available %s); replay what is left explicitly", ErrPastRetention, plan.MissingMessages, firstAvailable(plan))
 	}
 	send, err := newSender(ctx, svc, o, plan.StreamArn)
 	if err != nil {

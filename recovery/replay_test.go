@@ -115,7 +115,7 @@ func TestReplaySequenceRangeToFunction(t *testing.T) {
 	if got := fmt.Sprint(c.all()); got != "[r2 r3 r4 r5 r6]" {
 		t.Fatalf("function got %s", got)
 	}
-	if len(c.batches) != 3 || res.Sent != 5 || res.Read != 5 || res.Plan.Missing != 0 || last != 5 {
+	if len(c.batches) != 3 || res.Sent != 5 || res.Read != 5 || res.Plan.MissingMessages != 0 || last != 5 {
 		t.Fatalf("batches %v, result %+v, progress %d", c.batches, res, last)
 	}
 }
@@ -180,7 +180,7 @@ func TestReplayToStreamKeepsPartitionKeys(t *testing.T) {
 	if err != nil || res.Sent != 10 {
 		t.Fatalf("Replay = %+v, %v", res, err)
 	}
-	recs, missing, err := e.rn.Streams.ReadRange(ctx, "s2", "shardId-000000000000", 1, 10)
+	recs, missing, err := e.rn.Streams.ReadRange(ctx, "s2", "shardId-000000000000", 0, stream.Position(1000, 0))
 	if err != nil || missing != 0 || len(recs) != 10 {
 		t.Fatalf("s2: %d records, %d missing, %v", len(recs), missing, err)
 	}
@@ -212,19 +212,19 @@ func TestReplayPastRetentionIsReported(t *testing.T) {
 	t.Run("sequence range", func(t *testing.T) {
 		opts := recovery.ReplayOptions{Range: recovery.ReplayRange{Stream: "s", FromSeq: e.seqs[8], ToSeq: e.seqs[11]}, Target: recovery.ReplayTarget{Function: "retfn"}}
 		res, err := recovery.Replay(ctx, e.svc(), opts)
-		if !errors.Is(err, recovery.ErrPastRetention) || res.Plan.Missing != 2 || !res.Plan.Shards[0].MissingExact ||
+		if !errors.Is(err, recovery.ErrPastRetention) || res.Plan.MissingMessages != 2 || !res.Plan.Shards[0].MissingExact ||
 			res.Plan.Shards[0].FirstAvailableSequenceNumber != e.seqs[10] || res.Sent != 0 || len(c.all()) != 0 {
 			t.Fatalf("Replay = %+v (plan %+v), %v", res, res.Plan, err)
 		}
 		opts.AllowPastRetention = true
 		res, err = recovery.Replay(ctx, e.svc(), opts)
-		if err != nil || res.Sent != 2 || res.Plan.Missing != 2 || fmt.Sprint(c.all()) != "[r10 r11]" {
+		if err != nil || res.Sent != 2 || res.Plan.MissingMessages != 2 || fmt.Sprint(c.all()) != "[r10 r11]" {
 			t.Fatalf("Replay allowing past retention = %+v, %v; got %v", res, err, c.all())
 		}
 	})
 	t.Run("time range", func(t *testing.T) {
 		plan, err := recovery.PlanReplay(ctx, e.rn.Streams, recovery.ReplayRange{Stream: "s", FromTime: t0.Add(5 * time.Minute), ToTime: e.clock.Now(), Now: e.clock.Now()})
-		if err != nil || !plan.PastRetention || plan.Missing != 10 || plan.Shards[0].MissingExact || plan.Available != 3 ||
+		if err != nil || !plan.PastRetention || plan.MissingMessages != 10 || plan.Shards[0].MissingExact || plan.Available != 3 ||
 			plan.Shards[0].FirstAvailableSequenceNumber != e.seqs[10] {
 			t.Fatalf("plan = %+v, %v", plan, err)
 		}

@@ -126,9 +126,11 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *mapping.OnFai
 	for _, r := range recs {
 		res.Records = append(res.Records, KinesisEventRecord(bi.StreamArn, r))
 	}
-	res.Missing = missing
 	if missing > 0 {
-		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, missing, to-from+1, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
+		// The pointer says how many records the batch held; the stored
+		// messages that are gone do not.
+		res.Missing = uint64(max(1, int64(bi.BatchSize)-int64(len(recs))))
+		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, res.Missing, bi.BatchSize, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
 	}
 	return res, nil
 }

@@ -42,7 +42,7 @@ type iterator struct {
 	Stream string `json:"s"`
 	ID     string `json:"i"`
 	Shard  int    `json:"h"`
-	Next   uint64 `json:"q"` // next log position to read
+	Next   uint64 `json:"q"` // next position to read (see Position)
 	Issued int64  `json:"t"` // Unix ms
 }
 
@@ -72,17 +72,17 @@ func (s *Service) GetShardIterator(ctx context.Context, in GetShardIteratorInput
 	return iterator{Stream: in.StreamName, ID: h.desc.ID, Shard: sh, Next: next, Issued: s.eng.Clock.Now().UnixMilli()}.encode(), nil
 }
 
-// position resolves an iterator type to the next log position to read.
+// position resolves an iterator type to the next position to read.
 func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIteratorInput) (uint64, error) {
-	first, last, err := s.bounds(ctx, h, sh)
+	firstMsg, lastMsg, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, err
 	}
 	switch in.ShardIteratorType {
 	case TrimHorizon:
-		return first, nil
+		return Position(firstMsg, 0), nil
 	case Latest:
-		return last + 1, nil
+		return Position(lastMsg+1, 0), nil
 	case AtSequenceNumber, AfterSequenceNumber:
 		if in.StartingSequenceNumber == "" {
 			return 0, invalidArg("StartingSequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
@@ -94,20 +94,21 @@ func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIt
 		if in.ShardIteratorType == AfterSequenceNumber {
 			q++
 		}
-		return max(q, first), nil
+		return max(q, Position(firstMsg, 0)), nil
 	case AtTimestamp:
 		if in.Timestamp.IsZero() {
 			return 0, invalidArg("Timestamp is required with ShardIteratorType AT_TIMESTAMP")
 		}
-		return s.seqAtTime(ctx, h, sh, in.Timestamp)
+		m, err := s.msgAtTime(ctx, h, sh, in.Timestamp)
+		return Position(m, 0), err
 	default:
 		return 0, invalidArg("ShardIteratorType: %q must be one of AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER, TRIM_HORIZON, LATEST, AT_TIMESTAMP", in.ShardIteratorType)
 	}
 }
 
-// bounds returns the first retained and the last written log positions of a
-// shard; an empty shard has last = first-1.
-func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last uint64, err error) {
+// msgBounds returns the JetStream sequences of the first retained and the
+// last written messages of a shard; an empty shard has last = first-1.
+func (s *Service) msgBounds(ctx context.Context, h *handle, sh int) (first, last uint64, err error) {
 	info, err := h.shards[sh].Info(ctx)
 	if err != nil {
 		return 0, 0, awserr.New(awserr.ErrService, "shard info: %v", err)
@@ -119,43 +120,94 @@ func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last ui
 	return first, last, nil
 }
 
-// getRecord reads the record at log position q, or returns
+// bounds returns the positions of the first retained and the last written
+// records of a shard; an empty shard has last = first-1. The last one
+// costs a read of the last message (to count its records).
+func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last uint64, err error) {
+	firstMsg, lastMsg, err := s.msgBounds(ctx, h, sh)
+	if err != nil {
+		return 0, 0, err
+	}
+	first = Position(firstMsg, 0)
+	for m := lastMsg; m >= firstMsg; m-- {
+		msg, err := h.shards[sh].GetMsg(ctx, m)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // purged meanwhile
+		}
+		if err != nil {
+			return 0, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		e, err := openEnvelope(msg.Data)
+		if err != nil {
+			return 0, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		return first, Position(m, e.count-1), nil
+	}
+	return first, first - 1, nil
+}
+
+// getRecord reads the record at position q, or returns
 // jetstream.ErrMsgNotFound.
 func (s *Service) getRecord(ctx context.Context, h *handle, sh int, q uint64) (Record, error) {
-	m, err := h.shards[sh].GetMsg(ctx, q)
+	msg, idx := MessageOf(q)
+	m, err := h.shards[sh].GetMsg(ctx, msg)
 	if err != nil {
 		return Record{}, err
 	}
-	return h.decode(sh, q, m.Data)
-}
-
-func (h *handle) decode(sh int, q uint64, b []byte) (Record, error) {
-	ms, pk, data, err := decodeEnvelope(b)
+	recs, err := h.decode(nil, sh, msg, m.Data, idx, idx+1)
 	if err != nil {
 		return Record{}, err
 	}
-	return Record{
-		SequenceNumber:              FormatSequenceNumber(h.desc.Epoch, sh, q),
-		ApproximateArrivalTimestamp: time.UnixMilli(ms).UTC(),
-		Data:                        data,
-		PartitionKey:                pk,
-		ShardID:                     h.shardIDs[sh],
-		Seq:                         q,
-	}, nil
+	if len(recs) == 0 {
+		return Record{}, jetstream.ErrMsgNotFound
+	}
+	return recs[0], nil
 }
 
-// seqAtTime returns the position of the first record of the shard that
-// arrived at or after t (last+1 if none), by binary search over arrival
-// times, which increase with position.
-func (s *Service) seqAtTime(ctx context.Context, h *handle, sh int, t time.Time) (uint64, error) {
-	first, last, err := s.bounds(ctx, h, sh)
+// decode appends the records with indexes from..to-1 of the stored message
+// with sequence msg to dst (fewer when the message holds fewer). Keys are
+// copied; data aliases b.
+func (h *handle) decode(dst []Record, sh int, msg uint64, b []byte, from, to int) ([]Record, error) {
+	e, err := openEnvelope(b)
+	if err != nil {
+		return dst, err
+	}
+	at := time.UnixMilli(e.arrivalMs).UTC()
+	to = min(to, e.count)
+	for k := 0; k < to; k++ {
+		pk, data, err := e.next()
+		if err != nil {
+			return dst, err
+		}
+		if k < from {
+			continue
+		}
+		q := Position(msg, k)
+		dst = append(dst, Record{
+			SequenceNumber:              FormatSequenceNumber(h.desc.Epoch, sh, q),
+			ApproximateArrivalTimestamp: at,
+			Data:                        data,
+			PartitionKey:                pk,
+			ShardID:                     h.shardIDs[sh],
+			Seq:                         q,
+		})
+	}
+	return dst, nil
+}
+
+// msgAtTime returns the sequence of the first message of the shard that
+// arrived at or after t (the last message's + 1 if none), by binary search
+// over arrival times, which increase with the sequence. All the records of
+// a message arrived together.
+func (s *Service) msgAtTime(ctx context.Context, h *handle, sh int, t time.Time) (uint64, error) {
+	first, last, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, err
 	}
 	lo, hi := first, last+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		r, err := s.getRecord(ctx, h, sh, mid)
+		m, err := h.shards[sh].GetMsg(ctx, mid)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgNotFound) { // trimmed meanwhile
 				lo = mid + 1
@@ -163,7 +215,11 @@ func (s *Service) seqAtTime(ctx context.Context, h *handle, sh int, t time.Time)
 			}
 			return 0, awserr.New(awserr.ErrService, "read shard: %v", err)
 		}
-		if r.ApproximateArrivalTimestamp.Before(t) {
+		e, err := openEnvelope(m.Data)
+		if err != nil {
+			return 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		if time.UnixMilli(e.arrivalMs).Before(t) {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -216,25 +272,30 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	if it.Shard < 0 || it.Shard >= len(h.shards) {
 		return nil, invalidArg("ShardIterator: not a valid shard iterator")
 	}
-	first, last, err := s.bounds(ctx, h, it.Shard)
+	firstMsg, lastMsg, err := s.msgBounds(ctx, h, it.Shard)
 	if err != nil {
 		return nil, err
 	}
-	q := max(it.Next, first)
+	q := max(it.Next, Position(firstMsg, 0))
 	out := &GetRecordsOutput{}
 	size := 0
 	// Read in batched direct gets (jetstreamext.GetBatch) rather than one
-	// request per record: one request for the whole page (up to limit
-	// records and about the 10 MiB cap, which MaxBytes bounds), another
-	// only when a record was missing or the server stopped at MaxBytes.
-	// Each batch is a request/reply round trip with its own reply
-	// subscription; batches of 1,000 made a full page ten of them.
-	out.Records = make([]Record, 0, min(limit, int(last-min(q, last+1)+1)))
+	// request per message: one request for about the messages the page
+	// needs (estimated from the shard's records per message so far) and
+	// about the 10 MiB cap (which MaxBytes bounds), another only when the
+	// estimate fell short.
+	perMsg := max(1, int(h.perMsg[it.Shard].Load()))
+	var msgsRead, recsRead int
 read:
-	for q <= last && len(out.Records) < limit && size < 10<<20 {
-		n := min(limit-len(out.Records), int(last-q+1))
+	for {
+		msg, idx := MessageOf(q)
+		if msg > lastMsg || len(out.Records) >= limit || size >= 10<<20 {
+			break
+		}
+		need := limit - len(out.Records)
+		n := int(min(uint64((need+perMsg-1)/perMsg+1), lastMsg-msg+1))
 		msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, it.Shard), n,
-			jetstreamext.GetBatchSeq(q), jetstreamext.GetBatchMaxBytes(10<<20-size+1<<16))
+			jetstreamext.GetBatchSeq(msg), jetstreamext.GetBatchMaxBytes(10<<20-size+1<<16))
 		if err != nil {
 			return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
 		}
@@ -246,30 +307,49 @@ read:
 				}
 				return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
 			}
-			if m.Sequence > last {
+			if m.Sequence > lastMsg {
 				break
 			}
-			r, err := h.decode(it.Shard, m.Sequence, m.Data)
+			got++
+			from := 0
+			if m.Sequence == msg {
+				from = idx
+			}
+			before := len(out.Records)
+			out.Records, err = h.decode(out.Records, it.Shard, m.Sequence, m.Data, from, maxPerMessage)
 			if err != nil {
 				return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
 			}
-			if len(out.Records) > 0 && size+len(r.Data)+len(r.PartitionKey) > 10<<20 {
-				q = m.Sequence // the next call starts with this record
+			msgsRead++
+			recsRead += len(out.Records) - before + from
+			// Keep the page within limit and 10 MiB: the records past
+			// either stay for the next call.
+			k := before
+			for ; k < len(out.Records) && k < limit; k++ {
+				rs := len(out.Records[k].Data) + len(out.Records[k].PartitionKey)
+				if k > 0 && size+rs > 10<<20 {
+					break
+				}
+				size += rs
+			}
+			if k < len(out.Records) {
+				q = out.Records[k].Seq
+				out.Records = out.Records[:k]
 				break read
 			}
-			out.Records = append(out.Records, r)
-			size += len(r.Data) + len(r.PartitionKey)
-			q = m.Sequence + 1
-			got++
+			q = Position(m.Sequence+1, 0)
 			if len(out.Records) >= limit {
 				break
 			}
 		}
 		if got == 0 {
-			q = last + 1 // nothing left at or after q
+			q = Position(lastMsg+1, 0) // nothing left at or after q
 		}
 	}
-	if q <= last {
+	if msgsRead > 0 {
+		h.perMsg[it.Shard].Store(int64(max(1, recsRead/msgsRead)))
+	}
+	if msg, _ := MessageOf(q); msg <= lastMsg {
 		if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {
 			out.MillisBehindLatest = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
 		}

@@ -99,6 +99,11 @@ func (s *Service) PutRecord(ctx context.Context, streamName string, e PutRecords
 // "InternalFailure" and was not stored; every entry with a SequenceNumber
 // was acknowledged by JetStream and will be delivered. Records of one
 // partition key keep the order of the request.
+//
+// The records of a call that go to one shard are stored as one JetStream
+// message (several when they exceed maxMessageBody), so they succeed or
+// fail together; Kinesis allows any subset to fail, and a caller that
+// retries its failed entries (as it must) sees no difference.
 func (s *Service) PutRecords(ctx context.Context, streamName string, entries []PutRecordsRequestEntry) (*PutRecordsOutput, error) {
 	if len(entries) < 1 || len(entries) > MaxPutRecords {
 		return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "Records", len(entries), 1, MaxPutRecords)
@@ -114,51 +119,86 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 	}
 	now := s.eng.Clock.Now().UnixMilli()
 	out := &PutRecordsOutput{Records: make([]PutRecordsResultEntry, len(entries))}
-	futures := make([]jetstream.PubAckFuture, len(entries))
-	// One connection per call keeps the request's order per partition key;
-	// concurrent calls spread over the engine's publishing connections.
-	js := s.eng.NextPublisherJS()
-	shards := make([]int, len(entries))
+
+	// The entries of each shard, in request order, go into as few stored
+	// messages as fit (see Position): one message per shard for a typical
+	// call, so a call of 500 records is a handful of JetStream publishes.
+	type chunk struct {
+		shard   int
+		entries []int // request indexes, in order; entry k is record k of the message
+		size    int
+		future  jetstream.PubAckFuture
+	}
+	var chunks []*chunk
+	open := make(map[int]*chunk, len(h.shards))
 	for i := range entries {
 		sh := h.route(&entries[i])
-		shards[i] = sh
-		msg := &nats.Msg{Subject: h.subj[sh], Data: encodeEnvelope(make([]byte, 0, 16+len(entries[i].PartitionKey)+len(entries[i].Data)), now, entries[i].PartitionKey, entries[i].Data)}
+		sz := envelopePerRecord + len(entries[i].PartitionKey) + len(entries[i].Data)
+		c := open[sh]
+		if c == nil || len(c.entries) == maxPerMessage || c.size+sz > maxMessageBody {
+			c = &chunk{shard: sh, size: envelopeHead}
+			chunks = append(chunks, c)
+			open[sh] = c
+		}
+		c.entries = append(c.entries, i)
+		c.size += sz
+	}
+	// One connection per call keeps the request's order per partition key
+	// (a shard's messages are published in order on it); concurrent calls
+	// spread over the engine's publishing connections.
+	js := s.eng.NextPublisherJS()
+	for _, c := range chunks {
+		body := appendEnvelopeHead(make([]byte, 0, c.size), now, len(c.entries))
+		for _, i := range c.entries {
+			body = appendEnvelopeRecord(body, entries[i].PartitionKey, entries[i].Data)
+		}
 		// Each shard's subject belongs to its own JetStream stream only, so
 		// no expected-stream header is needed.
-		f, err := js.PublishMsgAsync(msg)
+		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Data: body})
 		if err != nil {
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
+			for _, i := range c.entries {
+				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
+			}
 			continue
 		}
-		futures[i] = f
+		c.future = f
 	}
 	// An acknowledgement that never comes (the connection closed under
-	// the publish) must not hang the call: after AckTimeout the entry is
+	// the publish) must not hang the call: after AckTimeout the entries are
 	// reported failed, as a synchronous publish would time out.
 	timeout := time.NewTimer(AckTimeout)
 	defer timeout.Stop()
-	for i, f := range futures {
-		if f == nil {
+	accept := func(c *chunk, ack *jetstream.PubAck) {
+		for k, i := range c.entries {
+			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
+		}
+	}
+	fail := func(c *chunk, msg string) {
+		for _, i := range c.entries {
+			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: msg}
+		}
+	}
+	for _, c := range chunks {
+		if c.future == nil {
 			continue
 		}
 		select {
 		case <-timeout.C:
 			timeout.Reset(0) // the deadline has passed for the rest too
 			select {         // an ack that is already there still counts
-			case ack := <-f.Ok():
-				out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: h.shardIDs[shards[i]]}
+			case ack := <-c.future.Ok():
+				accept(c, ack)
 			default:
-				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: "no acknowledgement within " + AckTimeout.String()}
+				fail(c, "no acknowledgement within "+AckTimeout.String())
 			}
-			continue
-		case ack := <-f.Ok():
-			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, shards[i], ack.Sequence), ShardId: h.shardIDs[shards[i]]}
-		case err := <-f.Err():
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
+		case ack := <-c.future.Ok():
+			accept(c, ack)
+		case err := <-c.future.Err():
+			fail(c, err.Error())
 		case <-ctx.Done():
 			// The publish may still land; the caller sees a failure and may
 			// put again (a duplicate, never a loss).
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: ctx.Err().Error()}
+			fail(c, ctx.Err().Error())
 		}
 	}
 	for _, r := range out.Records {
@@ -174,5 +214,10 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 // (InternalFailure) and may still have been stored: a retry may
 // duplicate it, never lose it.
 const AckTimeout = 10 * time.Second
+
+// maxMessageBody is the largest stored message PutRecords writes: the
+// shard's MaxMsgSize (shardConfig). A record at the 1 MiB limit always
+// fits (the envelope adds at most 32 bytes to it).
+const maxMessageBody = MaxRecordSize + 1024
 
 func fieldName(i int) string { return "Records." + strconv.Itoa(i) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -25,11 +26,16 @@ type ShardReader struct {
 }
 
 // Gap reports records that expired (retention) or were purged before a
-// reader reached them: positions From..To of the shard were never read.
+// reader reached them: positions FromSequence..ToSequence of the shard
+// were never read. Messages is how many stored messages were lost; each
+// held the 1..500 records one PutRecords call put into the shard, and
+// their number is gone with them, so the gap is reported by range and
+// messages, not by a record count. ToSequence is the last position the
+// range can hold, not necessarily a record that existed.
 type Gap struct {
 	ShardID                  string
 	FromSequence, ToSequence string
-	Count                    uint64
+	Messages                 uint64
 }
 
 // ReadShardOptions tune a ShardReader.
@@ -41,8 +47,9 @@ type ReadShardOptions struct {
 	OnGap func(Gap)
 }
 
-// ReadShard opens a reader on shardID of streamName starting at log
-// position from (1 is the first record ever written). Records come on
+// ReadShard opens a reader on shardID of streamName starting at position
+// from (see Position; FirstPosition is the first record ever written, and
+// any position past a message's last record starts at the next message). Records come on
 // Records() until ctx ends or Stop is called; Err tells why it stopped.
 func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, from uint64, o ReadShardOptions) (*ShardReader, error) {
 	h, err := s.handle(ctx, streamName)
@@ -53,15 +60,14 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	if err != nil {
 		return nil, err
 	}
-	if from < 1 {
-		from = 1
-	}
+	from = max(from, FirstPosition)
+	fromMsg, fromIdx := MessageOf(from)
 	if o.Buffer <= 0 {
 		o.Buffer = 4096
 	}
 	cons, err := s.eng.JS.OrderedConsumer(ctx, jsName(h.desc.ID, sh), jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   from,
+		OptStartSeq:   fromMsg,
 	})
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "open reader on %s %s: %v", streamName, shardID, err)
@@ -79,7 +85,8 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	go func() {
 		defer close(r.done)
 		defer close(r.records)
-		expect := from
+		expect := fromMsg
+		var buf []Record
 		for {
 			m, err := iter.Next()
 			if err != nil {
@@ -94,20 +101,30 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 				return
 			}
 			q := md.Sequence.Stream
+			skip := 0
+			if q == fromMsg {
+				skip = fromIdx
+			}
 			if q > expect && o.OnGap != nil {
-				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, expect),
-					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, q-1), Count: q - expect})
+				start := Position(expect, 0)
+				if expect == fromMsg {
+					start = from
+				}
+				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, start),
+					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, Position(q, 0)-1), Messages: q - expect})
 			}
 			expect = q + 1
-			rec, err := h.decode(sh, q, m.Data())
+			buf, err = h.decode(buf[:0], sh, q, m.Data(), skip, maxPerMessage)
 			if err != nil {
-				r.setErr(fmt.Errorf("%s %s position %d: %w", streamName, shardID, q, err))
+				r.setErr(fmt.Errorf("%s %s message %d: %w", streamName, shardID, q, err))
 				return
 			}
-			select {
-			case r.records <- rec:
-			case <-rctx.Done():
-				return
+			for _, rec := range buf {
+				select {
+				case r.records <- rec:
+				case <-rctx.Done():
+					return
+				}
 			}
 		}
 	}()
@@ -137,8 +154,9 @@ func (r *ShardReader) Err() error {
 	return r.err
 }
 
-// ShardBounds returns the first retained and last written log positions of
-// a shard (last = first-1 when it is empty).
+// ShardBounds returns the positions of the first retained and the last
+// written records of a shard (last < first when it is empty). Positions are
+// not dense (see Position): last-first+1 is not a record count.
 func (s *Service) ShardBounds(ctx context.Context, streamName, shardID string) (first, last uint64, err error) {
 	h, err := s.handle(ctx, streamName)
 	if err != nil {
@@ -151,8 +169,9 @@ func (s *Service) ShardBounds(ctx context.Context, streamName, shardID string) (
 	return s.bounds(ctx, h, sh)
 }
 
-// PositionAtTime returns the log position of the first record of the shard
-// that arrived at or after t (ShardBounds' last+1 if none did).
+// PositionAtTime returns the position of the first record of the shard
+// that arrived at or after t; if none did, a position after the last
+// record (where a reader would start to read only newer records).
 func (s *Service) PositionAtTime(ctx context.Context, streamName, shardID string, t time.Time) (uint64, error) {
 	h, err := s.handle(ctx, streamName)
 	if err != nil {
@@ -162,14 +181,15 @@ func (s *Service) PositionAtTime(ctx context.Context, streamName, shardID string
 	if err != nil {
 		return 0, err
 	}
-	return s.seqAtTime(ctx, h, sh, t)
+	m, err := s.msgAtTime(ctx, h, sh, t)
+	return Position(m, 0), err
 }
 
-// ReadRange returns the records of a shard with log positions from..to
-// inclusive that are still retained, and how many of the range are gone.
-// Recovery tools use it to turn a failure pointer (KinesisBatchInfo) back
-// into records.
-func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, from, to uint64) (recs []Record, missing uint64, err error) {
+// ReadRange returns the records of a shard with positions from..to
+// inclusive that are still retained, and how many stored messages of the
+// range are gone (positions after the last record written are not counted) (each held 1..500 records; see Gap). Recovery tools use it
+// to turn a failure pointer (KinesisBatchInfo) back into records.
+func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, from, to uint64) (recs []Record, missingMessages uint64, err error) {
 	h, err := s.handle(ctx, streamName)
 	if err != nil {
 		return nil, 0, err
@@ -178,21 +198,127 @@ func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, fro
 	if err != nil {
 		return nil, 0, err
 	}
-	for q := from; q <= to; q++ {
-		r, err := s.getRecord(ctx, h, sh, q)
+	from = max(from, FirstPosition)
+	if to < from {
+		return nil, 0, nil
+	}
+	fromMsg, fromIdx := MessageOf(from)
+	toMsg, toIdx := MessageOf(to)
+	_, lastMsg, err := s.msgBounds(ctx, h, sh)
+	if err != nil {
+		return nil, 0, err
+	}
+	for q := fromMsg; q <= min(toMsg, lastMsg); q++ { // past the last message is not written, not missing
+		m, err := h.shards[sh].GetMsg(ctx, q)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				missing++
+				missingMessages++
 				continue
 			}
 			return nil, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
 		}
-		recs = append(recs, r)
+		lo, hi := 0, maxPerMessage
+		if q == fromMsg {
+			lo = fromIdx
+		}
+		if q == toMsg {
+			hi = toIdx + 1
+		}
+		if recs, err = h.decode(recs, sh, q, m.Data, lo, hi); err != nil {
+			return nil, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
 	}
-	return recs, missing, nil
+	return recs, missingMessages, nil
 }
 
-// GetRecord returns the record at log position pos of a shard, or an
+// RangeCount is what a position range of a shard holds (CountRange).
+type RangeCount struct {
+	// Records is how many records of the range are retained.
+	Records uint64
+	// MissingMessages is how many stored messages of the range are gone
+	// (trimmed by retention or purged); each held 1..500 records, whose
+	// number is gone with it (see Gap).
+	MissingMessages uint64
+	// First and Last are the positions of the first and last retained
+	// records of the range (zero when Records is 0).
+	First, Last uint64
+}
+
+// CountRange counts the records of a shard with positions from..to
+// inclusive, reading the range's stored messages (in batches of direct
+// gets; no record is decoded beyond its length prefixes).
+func (s *Service) CountRange(ctx context.Context, streamName, shardID string, from, to uint64) (RangeCount, error) {
+	var c RangeCount
+	h, err := s.handle(ctx, streamName)
+	if err != nil {
+		return c, err
+	}
+	sh, err := parseShardID(shardID, len(h.shards))
+	if err != nil {
+		return c, err
+	}
+	from = max(from, FirstPosition)
+	if to < from {
+		return c, nil
+	}
+	firstMsg, lastMsg, err := s.msgBounds(ctx, h, sh)
+	if err != nil {
+		return c, err
+	}
+	fromMsg, fromIdx := MessageOf(from)
+	toMsg, toIdx := MessageOf(to)
+	if fromMsg < firstMsg {
+		c.MissingMessages = min(toMsg+1, firstMsg) - fromMsg
+		fromMsg, fromIdx = firstMsg, 0
+	}
+	next := fromMsg
+	for next <= min(toMsg, lastMsg) {
+		msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, sh), int(min(toMsg, lastMsg)-next+1),
+			jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchMaxBytes(8<<20))
+		if err != nil {
+			return c, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		got := 0
+		for m, err := range msgs {
+			if err != nil {
+				if errors.Is(err, jetstreamext.ErrNoMessages) {
+					break
+				}
+				return c, awserr.New(awserr.ErrService, "read shard: %v", err)
+			}
+			if m.Sequence > toMsg {
+				break
+			}
+			got++
+			c.MissingMessages += m.Sequence - next // purged inside the range
+			e, err := openEnvelope(m.Data)
+			if err != nil {
+				return c, awserr.New(awserr.ErrService, "read shard: %v", err)
+			}
+			lo, hi := 0, e.count-1
+			if m.Sequence == fromMsg {
+				lo = fromIdx
+			}
+			if m.Sequence == toMsg {
+				hi = min(hi, toIdx)
+			}
+			if lo <= hi {
+				if c.Records == 0 {
+					c.First = Position(m.Sequence, lo)
+				}
+				c.Records += uint64(hi - lo + 1)
+				c.Last = Position(m.Sequence, hi)
+			}
+			next = m.Sequence + 1
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return c, nil
+}
+
+// GetRecord returns the record at position pos of a shard, or an
 // error matching awserr.ErrResourceNotFound if it is gone or not written.
 func (s *Service) GetRecord(ctx context.Context, streamName, shardID string, pos uint64) (Record, error) {
 	h, err := s.handle(ctx, streamName)

@@ -26,40 +26,136 @@ type Record struct {
 	PartitionKey string
 	// ShardID is the shard the record belongs to ("shardId-000000000000").
 	ShardID string
-	// Seq is the record's position in the shard's JetStream log (1, 2, 3...).
-	// SequenceNumber is derived from it.
+	// Seq is the record's position in its shard (see Position): increasing
+	// with the shard's order, not dense. SequenceNumber is derived from it.
 	Seq uint64
 }
 
-// envelope layout of a stored record (the JetStream message body):
+// Positions. A shard's JetStream log holds one message per PutRecords call
+// and shard (more when the records exceed one message's size): the
+// records of one call that hash to one shard are stored together, so that
+// putting and reading 500 records costs a few JetStream messages, not 500.
+// A record's position is its message's JetStream sequence shifted left by
+// PositionBits, plus its index in the message:
+//
+//	position = messageSeq<<PositionBits | index
+//
+// Positions increase with the shard's order but are not dense: the first
+// record ever written is at FirstPosition (1<<PositionBits), and the record
+// after the last one of a message is at the next message's index 0.
+// "The position after p" is always p+1: a reader started at a position
+// past the last index of a message continues with the next message.
+const (
+	// PositionBits is how many low bits of a position hold the index of
+	// the record in its stored message (at most 1<<PositionBits records
+	// per message; PutRecords stores at most 500).
+	PositionBits = 10
+	// FirstPosition is the position of the first record ever written to
+	// a shard.
+	FirstPosition uint64 = 1 << PositionBits
+
+	maxPerMessage = 1 << PositionBits
+	indexMask     = maxPerMessage - 1
+)
+
+// Position returns the position of record index of the stored message
+// with JetStream sequence msg.
+func Position(msg uint64, index int) uint64 { return msg<<PositionBits | uint64(index) }
+
+// MessageOf returns the JetStream sequence of the message holding
+// position pos, and the record's index in it.
+func MessageOf(pos uint64) (msg uint64, index int) {
+	return pos >> PositionBits, int(pos & indexMask)
+}
+
+// envelope layouts of a stored message (the JetStream message body).
+//
+// Version 1, one record:
 //
 //	byte 0      format version (1)
 //	bytes 1..8  arrival, Unix milliseconds, big-endian
 //	uvarint     partition key length, then the key
 //	rest        data
-const envelopeV1 = 1
+//
+// Version 2, the records of one PutRecords call for one shard, in request
+// order (all accepted at the same time):
+//
+//	byte 0      format version (2)
+//	bytes 1..8  arrival, Unix milliseconds, big-endian
+//	uvarint     record count (1..1024)
+//	per record: uvarint key length, key, uvarint data length, data
+const (
+	envelopeV1 = 1
+	envelopeV2 = 2
+)
 
-func encodeEnvelope(dst []byte, arrivalMs int64, pk string, data []byte) []byte {
-	dst = append(dst, envelopeV1)
+// envelopeOverhead bounds the bytes a v2 envelope adds: the 9-byte head and
+// the count, and per record two length prefixes.
+const (
+	envelopeHead      = 9 + binary.MaxVarintLen16
+	envelopePerRecord = 2 * binary.MaxVarintLen32
+)
+
+func appendEnvelopeHead(dst []byte, arrivalMs int64, count int) []byte {
+	dst = append(dst, envelopeV2)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(arrivalMs))
+	return binary.AppendUvarint(dst, uint64(count))
+}
+
+func appendEnvelopeRecord(dst []byte, pk string, data []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(pk)))
 	dst = append(dst, pk...)
+	dst = binary.AppendUvarint(dst, uint64(len(data)))
 	return append(dst, data...)
 }
 
 var errBadEnvelope = errors.New("stream: stored record has an unknown format")
 
-func decodeEnvelope(b []byte) (arrivalMs int64, pk string, data []byte, err error) {
-	if len(b) < 10 || b[0] != envelopeV1 {
-		return 0, "", nil, errBadEnvelope
+// envelope is a decoded stored message: its records are read one by one
+// with next, without copying (keys and data alias the message body).
+type envelope struct {
+	arrivalMs int64
+	count     int
+	rest      []byte
+	v1        bool
+}
+
+func openEnvelope(b []byte) (envelope, error) {
+	if len(b) < 10 || (b[0] != envelopeV1 && b[0] != envelopeV2) {
+		return envelope{}, errBadEnvelope
 	}
-	arrivalMs = int64(binary.BigEndian.Uint64(b[1:9]))
+	e := envelope{arrivalMs: int64(binary.BigEndian.Uint64(b[1:9]))}
+	if b[0] == envelopeV1 {
+		e.count, e.v1, e.rest = 1, true, b[9:]
+		return e, nil
+	}
 	n, w := binary.Uvarint(b[9:])
-	if w <= 0 || uint64(len(b)-9-w) < n {
-		return 0, "", nil, errBadEnvelope
+	if w <= 0 || n < 1 || n > maxPerMessage {
+		return envelope{}, errBadEnvelope
 	}
-	off := 9 + w
-	return arrivalMs, string(b[off : off+int(n)]), b[off+int(n):], nil
+	e.count, e.rest = int(n), b[9+w:]
+	return e, nil
+}
+
+// next returns the next record's key and data.
+func (e *envelope) next() (pk string, data []byte, err error) {
+	n, w := binary.Uvarint(e.rest)
+	if w <= 0 || uint64(len(e.rest)-w) < n {
+		return "", nil, errBadEnvelope
+	}
+	pk = string(e.rest[w : w+int(n)])
+	e.rest = e.rest[w+int(n):]
+	if e.v1 {
+		data, e.rest = e.rest, nil
+		return pk, data, nil
+	}
+	n, w = binary.Uvarint(e.rest)
+	if w <= 0 || uint64(len(e.rest)-w) < n {
+		return "", nil, errBadEnvelope
+	}
+	data = e.rest[w : w+int(n) : w+int(n)]
+	e.rest = e.rest[w+int(n):]
+	return pk, data, nil
 }
 
 // FormatSequenceNumber builds the public sequence number of log position

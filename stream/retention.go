@@ -31,11 +31,11 @@ func (s *Service) TrimExpired(ctx context.Context) (uint64, error) {
 		}
 		cutoff := s.eng.Clock.Now().Add(-time.Duration(h.desc.RetentionPeriodHours) * time.Hour)
 		for sh := range h.shards {
-			first, _, err := s.bounds(ctx, h, sh)
+			first, _, err := s.msgBounds(ctx, h, sh)
 			if err != nil {
 				return total, err
 			}
-			pos, err := s.seqAtTime(ctx, h, sh, cutoff)
+			pos, err := s.msgAtTime(ctx, h, sh, cutoff)
 			if err != nil {
 				return total, err
 			}

@@ -134,6 +134,9 @@ type handle struct {
 	shards   []jetstream.Stream
 	subj     []string
 	shardIDs []string // ShardID(i), formatted once
+	// perMsg is, per shard, the records per stored message GetRecords saw
+	// last: how many messages to ask for to fill a page.
+	perMsg []atomic.Int64
 }
 
 // New opens the streams service on eng.
@@ -208,7 +211,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r}
-		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, i, 1)
+		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, i, FirstPosition)
 		d.Shards = append(d.Shards, sh)
 	}
 	b, _ := json.Marshal(d)
@@ -240,7 +243,7 @@ func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfi
 		MaxAge:      maxAge,
 		Replicas:    s.eng.Replicas(),
 		AllowDirect: true,
-		MaxMsgSize:  MaxRecordSize + 1024,
+		MaxMsgSize:  maxMessageBody,
 		Discard:     jetstream.DiscardOld,
 	}
 }
@@ -376,6 +379,7 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 		h.subj = append(h.subj, jsSubject(d.ID, i))
 		h.shardIDs = append(h.shardIDs, ShardID(i))
 	}
+	h.perMsg = make([]atomic.Int64, len(h.shards))
 	s.mu.Lock()
 	s.handles[name] = h
 	s.mu.Unlock()

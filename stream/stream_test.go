@@ -381,8 +381,8 @@ func TestRetention(t *testing.T) {
 			t.Errorf("shard 1 = %q, want untouched", got)
 		}
 		first, last, err := rn.Streams.ShardBounds(ctx, "short", stream.ShardID(0))
-		if err != nil || first != 4 || last != 5 {
-			t.Errorf("ShardBounds = %d..%d, %v; want 4..5", first, last, err)
+		if err != nil || first != stream.Position(4, 0) || last != stream.Position(5, 0) {
+			t.Errorf("ShardBounds = %d..%d, %v; want positions 4:0..5:0", first, last, err)
 		}
 		// An iterator at a trimmed sequence number starts at the trim horizon.
 		it := shardIterator(t, rn, stream.GetShardIteratorInput{StreamName: "short", ShardID: stream.ShardID(0), ShardIteratorType: stream.AtSequenceNumber, StartingSequenceNumber: old[0]})
@@ -570,12 +570,12 @@ func TestReadShard(t *testing.T) {
 
 	t.Run("delivers records in order from the start position, then new ones", func(t *testing.T) {
 		var gaps []stream.Gap
-		r, err := rn.Streams.ReadShard(t.Context(), "rs", stream.ShardID(1), 3, stream.ReadShardOptions{OnGap: func(g stream.Gap) { gaps = append(gaps, g) }})
+		r, err := rn.Streams.ReadShard(t.Context(), "rs", stream.ShardID(1), stream.Position(3, 0), stream.ReadShardOptions{OnGap: func(g stream.Gap) { gaps = append(gaps, g) }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := receive(t, r, 3)
-		if dataOf(got) != "2,3,4" || got[0].SequenceNumber != seqs[2] || got[0].Seq != 3 || got[0].ShardID != stream.ShardID(1) {
+		if dataOf(got) != "2,3,4" || got[0].SequenceNumber != seqs[2] || got[0].Seq != stream.Position(3, 0) || got[0].ShardID != stream.ShardID(1) {
 			t.Errorf("from position 3 got %q (%+v)", dataOf(got), got[0])
 		}
 		putToShard(t, rn, "rs", 1, "5")
@@ -610,6 +610,15 @@ func TestReadShard(t *testing.T) {
 	})
 }
 
+func seqAt(t *testing.T, rn *runnel.Runnel, streamName string, pos uint64) string {
+	t.Helper()
+	s, err := rn.Streams.SequenceNumber(t.Context(), streamName, stream.ShardID(0), pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestReadShardReportsTrimmedGap(t *testing.T) {
 	clk := newClock()
 	rn := testenv.Start(t, testenv.Options{Clock: clk})
@@ -630,10 +639,13 @@ func TestReadShardReportsTrimmedGap(t *testing.T) {
 		from uint64
 		gap  *stream.Gap
 	}{
-		{"start at a trimmed position reports the trimmed range", 1, &stream.Gap{ShardID: stream.ShardID(0), FromSequence: seqs[0], ToSequence: seqs[2], Count: 3}},
-		{"start in the middle of the trimmed range", 2, &stream.Gap{ShardID: stream.ShardID(0), FromSequence: seqs[1], ToSequence: seqs[2], Count: 2}},
-		{"a single trimmed position is a gap of 1", 3, &stream.Gap{ShardID: stream.ShardID(0), FromSequence: seqs[2], ToSequence: seqs[2], Count: 1}},
-		{"start at the trim horizon reports no gap", 4, nil},
+		// A lost message's record count is gone with it: the gap ends at
+		// the last position its range can hold (the message before the
+		// first one still there, index 1023), and counts messages.
+		{"start at a trimmed position reports the trimmed range", stream.Position(1, 0), &stream.Gap{ShardID: stream.ShardID(0), FromSequence: seqs[0], ToSequence: seqAt(t, rn, "gap", stream.Position(4, 0)-1), Messages: 3}},
+		{"start in the middle of the trimmed range", stream.Position(2, 0), &stream.Gap{ShardID: stream.ShardID(0), FromSequence: seqs[1], ToSequence: seqAt(t, rn, "gap", stream.Position(4, 0)-1), Messages: 2}},
+		{"a single trimmed message is a gap of 1", stream.Position(3, 0), &stream.Gap{ShardID: stream.ShardID(0), FromSequence: seqs[2], ToSequence: seqAt(t, rn, "gap", stream.Position(4, 0)-1), Messages: 1}},
+		{"start at the trim horizon reports no gap", stream.Position(4, 0), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -666,10 +678,11 @@ func TestReadShardReportsTrimmedGap(t *testing.T) {
 			data     string
 			missing  uint64
 		}{
-			{1, 5, "new0,new1", 3},
-			{2, 4, "new0", 2},
-			{4, 5, "new0,new1", 0},
-			{1, 3, "", 3},
+			{stream.Position(1, 0), stream.Position(5, 0), "new0,new1", 3},
+			{stream.Position(2, 0), stream.Position(4, 0), "new0", 2},
+			{stream.Position(4, 0), stream.Position(5, 0), "new0,new1", 0},
+			{stream.Position(1, 0), stream.Position(3, 0), "", 3},
+			{0, stream.Position(3, 0), "", 3},
 		}
 		for _, rg := range ranges {
 			recs, missing, err := rn.Streams.ReadRange(t.Context(), "gap", stream.ShardID(0), rg.from, rg.to)
@@ -677,8 +690,8 @@ func TestReadShardReportsTrimmedGap(t *testing.T) {
 				t.Errorf("ReadRange(%d, %d) = %q, %d missing, %v; want %q, %d", rg.from, rg.to, dataOf(recs), missing, err, rg.data, rg.missing)
 			}
 			for _, r := range recs {
-				if r.SequenceNumber != seqs[r.Seq-1] {
-					t.Errorf("ReadRange record at %d has sequence number %s, want %s", r.Seq, r.SequenceNumber, seqs[r.Seq-1])
+				if msg, _ := stream.MessageOf(r.Seq); r.SequenceNumber != seqs[msg-1] {
+					t.Errorf("ReadRange record at %d has sequence number %s, want %s", r.Seq, r.SequenceNumber, seqs[msg-1])
 				}
 			}
 		}

@@ -3,11 +3,11 @@ package table
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/btree"
 
@@ -44,15 +44,6 @@ type Change struct {
 	TxnIndex int    `json:"ti,omitempty"`
 }
 
-// DecodeChange parses a change-log record's data.
-func DecodeChange(data []byte) (*Change, error) {
-	var c Change
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 // Table is one open table.
 type Table struct {
 	s      *Service
@@ -75,7 +66,11 @@ type Table struct {
 	// the change stream's readers (mappings) need not decode what this
 	// process just wrote.
 	recentMu sync.Mutex
-	recent   []recentRing
+	gc       groupCommit
+	// changes counts the table's change records: those in the log when it
+	// opened and those written since (ChangeRecords).
+	changes atomic.Int64
+	recent  []recentRing
 }
 
 const recentPerShard = 1 << 15
@@ -85,6 +80,12 @@ type recentRing struct {
 	chg  [recentPerShard]*Change
 	next int
 }
+
+// ChangeRecords is how many change records the table's log holds: one
+// per write that changed an item (its change stream's records), counted
+// when the table opened and as they are written. A count, not a position:
+// the log's positions are not dense (stream.Position).
+func (t *Table) ChangeRecords() int64 { return t.changes.Load() }
 
 // RecentChange returns the change at log position pos of shard if this
 // process wrote it recently, or nil (then decode the record's data). The
@@ -96,11 +97,19 @@ func (t *Table) RecentChange(shard int, pos uint64) *Change {
 		return nil
 	}
 	r := &t.recent[shard]
-	i := int(pos % recentPerShard)
+	i := recentSlot(pos)
 	if r.pos[i] == pos {
 		return r.chg[i]
 	}
 	return nil
+}
+
+// recentSlot spreads positions over the ring: consecutive messages take
+// consecutive slots (positions are message<<stream.PositionBits | index,
+// so pos % size alone would put every single-record message in a few).
+func recentSlot(pos uint64) int {
+	msg, idx := stream.MessageOf(pos)
+	return int((msg + uint64(idx)*7919) % recentPerShard)
 }
 
 func (t *Table) rememberChange(shard uint16, pos uint64, c *Change) {
@@ -110,7 +119,7 @@ func (t *Table) rememberChange(shard uint16, pos uint64, c *Change) {
 	}
 	if int(shard) < len(t.recent) {
 		r := &t.recent[shard]
-		i := int(pos % recentPerShard)
+		i := recentSlot(pos)
 		r.pos[i], r.chg[i] = pos, c
 	}
 	t.recentMu.Unlock()
@@ -323,16 +332,22 @@ func LabelOf(partitionKey string) string {
 }
 
 func (p *pending) logEntry() (stream.PutRecordsRequestEntry, error) {
-	data, err := json.Marshal(&p.change)
-	if err != nil {
-		return stream.PutRecordsRequestEntry{}, err
-	}
+	data := encodeChange(nil, &p.change)
 	h := p.k.h
 	return stream.PutRecordsRequestEntry{Data: data, PartitionKey: p.partitionKey(), HashKey: &h}, nil
 }
 
 // appendChanges writes changes of one table to its log and, once all are
 // acknowledged, moves the index. The caller holds the items' stripes.
+//
+// Concurrent appends to a table are committed together (group commit):
+// an append that finds fewer than maxAppendsInFlight log writes running
+// writes its own changes and every change queued behind it in one
+// PutRecords call (one stored message per shard); one that finds them
+// all busy queues and is written by the next. Under load, a write costs a
+// share of one JetStream publish instead of one; alone, it costs what it
+// did. Changes of one item are never in one call: the item's stripe is
+// held until its change is acknowledged.
 func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
 	if len(ps) == 0 {
 		return nil
@@ -345,28 +360,118 @@ func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
 		}
 		entries[i] = e
 	}
-	for start := 0; start < len(entries); start += stream.MaxPutRecords {
-		end := min(start+stream.MaxPutRecords, len(entries))
-		out, err := t.s.logs.PutRecords(ctx, t.st.Log, entries[start:end])
-		if err != nil {
-			return err
+	req := &appendReq{entries: entries, done: make(chan struct{})}
+	t.gc.mu.Lock()
+	t.gc.queue = append(t.gc.queue, req)
+	lead := t.gc.inFlight < maxAppendsInFlight
+	if lead {
+		t.gc.inFlight++
+	}
+	t.gc.mu.Unlock()
+	if lead {
+		t.flushAppends(ctx)
+	}
+	// Wait for the write even when ctx ends: it is under way (bounded by
+	// stream.AckTimeout), and the item's stripe must stay held until the
+	// index says what the log says.
+	<-req.done
+	if req.err != nil {
+		return req.err
+	}
+	var err error
+	for i, r := range req.out {
+		if r.ErrorCode != "" {
+			if err == nil {
+				err = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, r.ErrorMessage)
+			}
+			continue
 		}
-		for i, r := range out.Records {
-			if r.ErrorCode != "" {
-				return awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, r.ErrorMessage)
-			}
-			sh, pos, err := stream.DecodeSequenceNumber(t.epoch, r.SequenceNumber)
-			if err != nil {
-				return err
-			}
-			t.apply(ps[start+i], uint16(sh), pos)
+		sh, pos, derr := stream.DecodeSequenceNumber(t.epoch, r.SequenceNumber)
+		if derr != nil {
+			return derr
+		}
+		t.apply(ps[i], uint16(sh), pos)
+	}
+	return err
+}
+
+// maxAppendsInFlight is how many log writes of one table may run at once
+// (see appendChanges).
+const maxAppendsInFlight = 2
+
+// groupCommit queues the appends waiting for a log write.
+type groupCommit struct {
+	mu       sync.Mutex
+	queue    []*appendReq
+	inFlight int
+}
+
+type appendReq struct {
+	entries []stream.PutRecordsRequestEntry
+	out     []stream.PutRecordsResultEntry
+	err     error
+	done    chan struct{}
+}
+
+// flushAppends writes queued appends, up to MaxPutRecords entries per call,
+// until the queue is empty; the caller counted itself in inFlight.
+func (t *Table) flushAppends(ctx context.Context) {
+	for {
+		t.gc.mu.Lock()
+		var batch []*appendReq
+		n := 0
+		for len(t.gc.queue) > 0 && (n == 0 || n+len(t.gc.queue[0].entries) <= stream.MaxPutRecords) {
+			r := t.gc.queue[0]
+			t.gc.queue[0] = nil
+			t.gc.queue = t.gc.queue[1:]
+			batch = append(batch, r)
+			n += len(r.entries)
+		}
+		if len(batch) == 0 {
+			t.gc.inFlight--
+			t.gc.mu.Unlock()
+			return
+		}
+		t.gc.mu.Unlock()
+		t.writeAppends(context.WithoutCancel(ctx), batch)
+	}
+}
+
+func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
+	var all []stream.PutRecordsRequestEntry
+	if len(batch) == 1 {
+		all = batch[0].entries
+	} else {
+		for _, r := range batch {
+			all = append(all, r.entries...)
 		}
 	}
-	return nil
+	// A single request larger than MaxPutRecords (a transaction's changes
+	// to one table are at most 100) is written in slices.
+	var out []stream.PutRecordsResultEntry
+	var err error
+	for start := 0; start < len(all) && err == nil; start += stream.MaxPutRecords {
+		var o *stream.PutRecordsOutput
+		o, err = t.s.logs.PutRecords(ctx, t.st.Log, all[start:min(start+stream.MaxPutRecords, len(all))])
+		if err == nil {
+			out = append(out, o.Records...)
+		}
+	}
+	k := 0
+	for _, r := range batch {
+		if err != nil {
+			r.err = err
+		} else {
+			r.out = out[k : k+len(r.entries)]
+		}
+		k += len(r.entries)
+		close(r.done)
+	}
 }
 
 // apply moves the index (and the cache) to a written change.
 func (t *Table) apply(p *pending, shard uint16, pos uint64) {
+	t.changes.Add(1)
 	t.idxMu.Lock()
 	var old entry
 	var had bool
@@ -426,6 +531,7 @@ func (t *Table) rebuild(ctx context.Context, seen txnSeen) error {
 
 // replay applies one log record to the index during rebuild.
 func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
+	t.changes.Add(1)
 	f := strings.Split(rec.PartitionKey, "|")
 	if len(f) < 6 || len(f[0]) != 32 {
 		return fmt.Errorf("bad change key %q at %s", rec.PartitionKey, rec.SequenceNumber)

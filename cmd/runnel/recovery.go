@@ -437,8 +437,8 @@ rejects and says where to resume.`,
 				if asJSON {
 					printJSON(cmd.OutOrStdout(), &recovery.ReplayResult{Plan: plan, Error: "past retention"})
 				}
-				return fmt.Errorf("%w: %d records of the range are gone; run again with --allow-past-retention to replay the %d that are left",
-					recovery.ErrPastRetention, plan.Missing, plan.Available)
+				return fmt.Errorf("%w: %d stored messages of the range (1..500 records each) are gone; run again with --allow-past-retention to replay the %d records that are left",
+					recovery.ErrPastRetention, plan.MissingMessages, plan.Available)
 			}
 			if err := confirm(cmd, yes, text); err != nil {
 				return err
@@ -451,8 +451,8 @@ rejects and says where to resume.`,
 				if asJSON {
 					printJSON(cmd.OutOrStdout(), res)
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "replayed %d records to %s (read %d, skipped %d, failed %d, missing %d)\n",
-						res.Sent, plan.Target, res.Read, res.Skipped, res.Failed, res.Plan.Missing)
+					fmt.Fprintf(cmd.OutOrStdout(), "replayed %d records to %s (read %d, skipped %d, failed %d, stored messages missing %d)\n",
+						res.Sent, plan.Target, res.Read, res.Skipped, res.Failed, res.Plan.MissingMessages)
 					if res.ResumeSequenceNumber != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "stopped: %s\nresume with --from-seq %s (%s)\n", res.Error, res.ResumeSequenceNumber, res.ResumeShardID)
 					}
@@ -484,15 +484,15 @@ func describePlan(p *recovery.ReplayPlan) string {
 	fmt.Fprintf(&sb, "replay: put %d records of stream %s into %s", p.Available, p.Stream, p.Target)
 	for _, s := range p.Shards {
 		fmt.Fprintf(&sb, "\n  %s %s..%s: %d records", s.ShardID, s.FromSequenceNumber, s.ToSequenceNumber, s.Available)
-		if s.Missing > 0 {
+		if s.MissingMessages > 0 {
 			exact := ""
 			if !s.MissingExact {
 				exact = "up to "
 			}
-			fmt.Fprintf(&sb, "; %s%d GONE (past retention; first available %s)", exact, s.Missing, s.FirstAvailableSequenceNumber)
+			fmt.Fprintf(&sb, "; %s%d stored messages (1..500 records each) GONE (past retention; first available %s)", exact, s.MissingMessages, s.FirstAvailableSequenceNumber)
 		}
-		if s.NotWritten > 0 {
-			fmt.Fprintf(&sb, "; %d positions not written yet", s.NotWritten)
+		if s.NotWritten {
+			fmt.Fprintf(&sb, "; the range ends after the last record written")
 		}
 	}
 	return sb.String()

@@ -36,7 +36,12 @@ type functions struct {
 	tables                       *table.Service
 	stateTable, reduceTable, agg string
 	stateFail, mapFail, redFail  float64
-	concurrency                  int // record writes in flight per state invocation
+	concurrency                  int // state writers: record writes in flight across state invocations
+
+	// writes feeds the state writers: long-lived goroutines (a goroutine
+	// per record would grow a fresh stack for every JSON decode).
+	writersOnce sync.Once
+	writes      chan stateWrite
 
 	state, mapper, reducer stage
 
@@ -49,6 +54,27 @@ type functions struct {
 	applied map[string]bool
 	lat     *histogram
 	series  *series
+}
+
+type stateWrite struct {
+	ctx  context.Context
+	data []byte
+	done func(error)
+}
+
+// startWriters starts the state writers once; they live as long as the
+// process (the demo runs one pipeline per process).
+func (f *functions) startWriters() {
+	f.writersOnce.Do(func() {
+		f.writes = make(chan stateWrite)
+		for range max(1, f.concurrency) {
+			go func() {
+				for w := range f.writes {
+					w.done(f.writeState(w.ctx, w.data))
+				}
+			}()
+		}
+	})
 }
 
 func (f *functions) fail(p float64) bool {
@@ -81,20 +107,18 @@ func (f *functions) State(ctx context.Context, ev events.KinesisEvent) (events.K
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 1)
-	sem := make(chan struct{}, f.concurrency)
+	f.startWriters()
 	for i := range recs {
-		sem <- struct{}{}
 		wg.Add(1)
-		go func(data []byte) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := f.writeState(ctx, data); err != nil {
+		f.writes <- stateWrite{ctx: ctx, data: recs[i].Kinesis.Data, done: func(err error) {
+			if err != nil {
 				select {
 				case errs <- err:
 				default:
 				}
 			}
-		}(recs[i].Kinesis.Data)
+			wg.Done()
+		}}
 	}
 	wg.Wait()
 	select {
