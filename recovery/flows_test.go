@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,6 +201,44 @@ func TestIdempotentSupportedFlow(t *testing.T) {
 	}
 }
 
+// restartable is the registered handler of a test that restarts the
+// process: the restarted runnel resumes its mappings as it starts, before
+// the test can hand the function the new process's services, so an
+// invocation made in between waits for them (a real restart starts the
+// function with its services).
+type restartable struct {
+	fn    atomic.Pointer[recovery.IdempotentUnsupported]
+	ready chan struct{}
+}
+
+func (r *restartable) current(ctx context.Context) (*recovery.IdempotentUnsupported, error) {
+	if fn := r.fn.Load(); fn != nil {
+		return fn, nil
+	}
+	select {
+	case <-r.ready:
+		return r.fn.Load(), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (r *restartable) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	fn, err := r.current(ctx)
+	if err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	return fn.HandleKinesis(ctx, ev)
+}
+
+func (r *restartable) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	fn, err := r.current(ctx)
+	if err != nil {
+		return events.SQSEventResponse{}, err
+	}
+	return fn.HandleSQS(ctx, ev)
+}
+
 func TestIdempotentUnsupportedFlowSurvivesACrashBetweenInsertAndCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	s := twoTier(t, dir)
@@ -207,7 +246,9 @@ func TestIdempotentUnsupportedFlowSurvivesACrashBetweenInsertAndCheckpoint(t *te
 	b := newBusiness()
 	b.blockOn, b.blocked = "b", make(chan struct{})
 	fn := &recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: s.retryDLQ, Handle: b.handle, Clock: s.clock}
-	function.Register("flow-unsupported", fn)
+	restart := &restartable{ready: make(chan struct{})}
+	restart.fn.Store(fn)
+	function.Register("flow-unsupported", restart)
 	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-unsupported", Timeout: 30}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -230,10 +271,12 @@ func TestIdempotentUnsupportedFlowSurvivesACrashBetweenInsertAndCheckpoint(t *te
 	if count(t, rn, s.retryDLQ) != 1 {
 		t.Fatal("the poison record is not in the Retry-DLQ before the crash")
 	}
+	restart.fn.Store(nil) // the restarted process's handler waits for its services
 	rn.Crash()
 
 	rn2 := testenv.Start(t, testenv.Options{Clock: s.clock, Dir: dir})
-	fn.Streams, fn.Queues = rn2.Streams, rn2.Queues
+	restart.fn.Store(&recovery.IdempotentUnsupported{Streams: rn2.Streams, Queues: rn2.Queues, RetryDLQ: s.retryDLQ, Handle: b.handle, Clock: s.clock})
+	close(restart.ready)
 	if _, err := rn2.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: rn2.Queues.ARN("retry-dlq"), FunctionName: "proc",
 		BatchSize: 10, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}, RetryPolicy: policy}); err != nil {
 		t.Fatal(err)
