@@ -1,8 +1,8 @@
 package table
 
 import (
-	"bytes"
 	"crypto/md5"
+	"encoding/binary"
 	"encoding/hex"
 	"math/big"
 
@@ -163,7 +163,7 @@ func (sc schema) keyOf(item Item, exact bool) (key, error) {
 	if err != nil {
 		return k, err
 	}
-	k.h = md5.Sum([]byte(sc.hashType + hc))
+	k.h = hashKey(sc.hashType, hc)
 	k.keys = Item{sc.hash: hv}
 	if sc.rng != "" {
 		rv, ok := item[sc.rng]
@@ -190,7 +190,15 @@ func (sc schema) partitionOf(v events.DynamoDBAttributeValue) (key, error) {
 	if err != nil {
 		return key{}, err
 	}
-	return key{h: md5.Sum([]byte(sc.hashType + hc))}, nil
+	return key{h: hashKey(sc.hashType, hc)}, nil
+}
+
+// hashKey is the MD5 of the partition key's type and canonical form (a
+// stack buffer for the usual short keys: no allocation).
+func hashKey(typ, canonical string) [16]byte {
+	var buf [128]byte
+	b := append(append(buf[:0], typ...), canonical...)
+	return md5.Sum(b)
 }
 
 // entry is one item in the index: where its latest image is in the log.
@@ -207,8 +215,13 @@ type entry struct {
 // less orders entries by partition hash, then by sort key in the sort
 // key's order (numbers numerically).
 func (sc schema) less(a, b entry) bool {
-	if c := bytes.Compare(a.h[:], b.h[:]); c != 0 {
-		return c < 0
+	if a.h != b.h {
+		// Big-endian halves order like bytes.Compare, without its call.
+		ah, bh := binary.BigEndian.Uint64(a.h[:8]), binary.BigEndian.Uint64(b.h[:8])
+		if ah != bh {
+			return ah < bh
+		}
+		return binary.BigEndian.Uint64(a.h[8:]) < binary.BigEndian.Uint64(b.h[8:])
 	}
 	if a.bound != 0 || b.bound != 0 {
 		return a.bound < b.bound

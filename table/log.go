@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/btree"
-
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table/expr"
@@ -54,7 +52,7 @@ type Table struct {
 	st     stored
 
 	idxMu sync.RWMutex
-	idx   *btree.BTreeG[entry]
+	idx   *index
 	bytes int64
 
 	stripes [1024]sync.Mutex
@@ -133,7 +131,7 @@ func (s *Service) openTable(st stored) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{s: s, schema: sc, st: st, cache: map[string]Item{}}
-	t.idx = btree.NewG(32, sc.less)
+	t.idx = newIndex(sc.less)
 	epoch, err := s.logs.Epoch(context.Background(), st.Log)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: open log: %w", st.TableName, err)

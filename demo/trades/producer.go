@@ -4,10 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+
+	json "github.com/goccy/go-json"
 )
 
 // Hierarchy levels of a risk message, as in the AWS sample.

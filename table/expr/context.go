@@ -75,6 +75,9 @@ func (c *Context) CheckUnused() error {
 	if c == nil {
 		return nil
 	}
+	if c.allUsed() {
+		return nil
+	}
 	var names, values []string
 	for _, k := range sortedKeys(keySet(c.Names)) {
 		if !c.usedNames[k] {
@@ -93,6 +96,22 @@ func (c *Context) CheckUnused() error {
 		return validation("Value provided in ExpressionAttributeValues unused in expressions: keys: {%s}", strings.Join(values, ", "))
 	}
 	return nil
+}
+
+// allUsed reports whether every placeholder was used (the common case,
+// checked without building the sorted lists of the error).
+func (c *Context) allUsed() bool {
+	for k := range c.Names {
+		if !c.usedNames[k] {
+			return false
+		}
+	}
+	for k := range c.Values {
+		if !c.usedValues[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Context) name(placeholder string) (string, bool) {
