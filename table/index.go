@@ -1,21 +1,36 @@
 package table
 
-import "github.com/google/btree"
+import (
+	"slices"
+	"sync"
 
-// index is a table's item index, kept under Table.idxMu: a B-tree of keys
-// in key order (Query, Scan, the TTL sweep) and a hash map from key to
-// entry (where the item's latest image is in the log, its expiry and
-// size).
+	"github.com/google/btree"
+)
+
+// index is a table's item index, kept under Table.idxMu: a hash map from
+// key to entry (where the item's latest image is in the log, its expiry
+// and size) and a B-tree of the keys in key order (Query, Scan, the TTL
+// sweep).
 //
 // Point operations, which are most of a table's work (GetItem and the
-// read of the current item that every write does), touch only the map; a
-// write that replaces an existing item updates the map alone, and the tree
-// changes only when an item is created or deleted. On a 2-core machine a
-// B-tree lookup among millions of items costs several cache misses per
-// level; the map costs about one.
+// read of the current item that every write does), touch only the map. A
+// write that replaces an item updates the map alone; one that creates an
+// item appends its key to pending, and the tree takes the pending keys in
+// one sorted pass when an ordered read next needs it (settle). A table
+// written with new keys and never scanned (the trades demo's state table:
+// millions of random partition keys) so never pays for a B-tree insert,
+// which costs several cache misses per level among millions of keys.
+//
+// Trap: the first ordered read after many creations pays for them (about
+// a second per few million keys on a 2-core machine).
 type index struct {
-	tree   *btree.BTreeG[entry] // key fields only (h, rk)
-	points map[pointKey]entry
+	less    btree.LessFunc[entry]
+	tree    *btree.BTreeG[entry] // key fields only (h, rk)
+	points  map[pointKey]entry
+	pending []pointKey // keys created since the last settle; may repeat or be deleted since
+	// settleMu serializes settle among readers (holding Table.idxMu for
+	// reading); writers hold Table.idxMu exclusively and never settle.
+	settleMu sync.Mutex
 }
 
 type pointKey struct {
@@ -24,7 +39,36 @@ type pointKey struct {
 }
 
 func newIndex(less btree.LessFunc[entry]) *index {
-	return &index{tree: btree.NewG(32, less), points: map[pointKey]entry{}}
+	return &index{less: less, tree: btree.NewG(32, less), points: map[pointKey]entry{}}
+}
+
+// settle moves the pending keys that still exist into the tree, in key
+// order. Callers hold Table.idxMu (for reading or writing).
+func (x *index) settle() {
+	x.settleMu.Lock()
+	defer x.settleMu.Unlock()
+	if len(x.pending) == 0 {
+		return
+	}
+	keys := make([]entry, 0, len(x.pending))
+	for _, k := range x.pending {
+		if _, ok := x.points[k]; ok {
+			keys = append(keys, entry{h: k.h, rk: k.rk})
+		}
+	}
+	slices.SortFunc(keys, func(a, b entry) int {
+		switch {
+		case x.less(a, b):
+			return -1
+		case x.less(b, a):
+			return 1
+		}
+		return 0
+	})
+	for _, e := range keys {
+		x.tree.ReplaceOrInsert(e)
+	}
+	x.pending = nil
 }
 
 // Len is the number of items.
@@ -42,7 +86,7 @@ func (x *index) ReplaceOrInsert(e entry) (entry, bool) {
 	old, had := x.points[k]
 	x.points[k] = e
 	if !had {
-		x.tree.ReplaceOrInsert(entry{h: e.h, rk: e.rk})
+		x.pending = append(x.pending, k)
 	}
 	return old, had
 }
@@ -53,7 +97,7 @@ func (x *index) Delete(e entry) (entry, bool) {
 	old, had := x.points[k]
 	if had {
 		delete(x.points, k)
-		x.tree.Delete(entry{h: e.h, rk: e.rk})
+		x.tree.Delete(entry{h: e.h, rk: e.rk}) // a pending key is skipped by settle instead
 	}
 	return old, had
 }
@@ -65,15 +109,20 @@ func (x *index) full(visit btree.ItemIteratorG[entry]) btree.ItemIteratorG[entry
 }
 
 // Ascend visits every entry in key order until visit returns false.
-func (x *index) Ascend(visit btree.ItemIteratorG[entry]) { x.tree.Ascend(x.full(visit)) }
+func (x *index) Ascend(visit btree.ItemIteratorG[entry]) {
+	x.settle()
+	x.tree.Ascend(x.full(visit))
+}
 
 // AscendGreaterOrEqual visits the entries from pivot (a key or a search
 // bound) upwards.
 func (x *index) AscendGreaterOrEqual(pivot entry, visit btree.ItemIteratorG[entry]) {
+	x.settle()
 	x.tree.AscendGreaterOrEqual(pivot, x.full(visit))
 }
 
 // DescendLessOrEqual visits the entries from pivot downwards.
 func (x *index) DescendLessOrEqual(pivot entry, visit btree.ItemIteratorG[entry]) {
+	x.settle()
 	x.tree.DescendLessOrEqual(pivot, x.full(visit))
 }

@@ -105,7 +105,7 @@ func (c *Config) setDefaults() {
 		c.Shards = 8
 	}
 	if c.StateShards == 0 {
-		c.StateShards = 8
+		c.StateShards = 1
 	}
 	if c.MemoryLimitMiB == 0 {
 		c.MemoryLimitMiB = 12 << 10

@@ -1,0 +1,87 @@
+package table
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestIndexMatchesAReference runs random creations, replacements and
+// deletions, with ordered reads in between, against a plain map: every
+// point read and every ordered read (which settles the pending keys)
+// agrees, and ordered reads come in key order.
+func TestIndexMatchesAReference(t *testing.T) {
+	sc, err := newSchema([]KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}, {AttributeName: "sk", KeyType: KeyTypeRange}},
+		[]AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}, {AttributeName: "sk", AttributeType: TypeN}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newIndex(sc.less)
+	ref := map[pointKey]entry{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	keyOf := func() pointKey {
+		return pointKey{h: hashKey("S", strconv.Itoa(rng.IntN(50))), rk: strconv.Itoa(rng.IntN(20))}
+	}
+	for i := range 20000 {
+		k := keyOf()
+		switch op := rng.IntN(10); {
+		case op < 6:
+			e := entry{h: k.h, rk: k.rk, pos: uint64(i)}
+			old, had := x.ReplaceOrInsert(e)
+			want, wantHad := ref[k]
+			if had != wantHad || old != want {
+				t.Fatalf("op %d: ReplaceOrInsert returned %v %v, want %v %v", i, old, had, want, wantHad)
+			}
+			ref[k] = e
+		case op < 9:
+			old, had := x.Delete(entry{h: k.h, rk: k.rk})
+			want, wantHad := ref[k]
+			if had != wantHad || old != want {
+				t.Fatalf("op %d: Delete returned %v %v, want %v %v", i, old, had, want, wantHad)
+			}
+			delete(ref, k)
+		default:
+			var got []entry
+			x.Ascend(func(e entry) bool { got = append(got, e); return true })
+			if len(got) != len(ref) || x.Len() != len(ref) {
+				t.Fatalf("op %d: Ascend visited %d, Len %d, want %d", i, len(got), x.Len(), len(ref))
+			}
+			for j, e := range got {
+				if ref[pointKey{e.h, e.rk}] != e {
+					t.Fatalf("op %d: Ascend visited %v, want %v", i, e, ref[pointKey{e.h, e.rk}])
+				}
+				if j > 0 && !sc.less(got[j-1], e) {
+					t.Fatalf("op %d: Ascend out of order at %d", i, j)
+				}
+			}
+		}
+		if got, ok := x.Get(entry{h: k.h, rk: k.rk}); ok != (ref[k] != entry{}) || got != ref[k] {
+			t.Fatalf("op %d: Get = %v %v, want %v", i, got, ok, ref[k])
+		}
+	}
+	// A partition's range read from a bound, after creations only.
+	h := hashKey("S", "7")
+	for _, rk := range []string{"3", "1", "2"} {
+		x.ReplaceOrInsert(entry{h: h, rk: rk, pos: 1})
+		ref[pointKey{h, rk}] = entry{h: h, rk: rk, pos: 1}
+	}
+	var rks []string
+	x.AscendGreaterOrEqual(entry{h: h, bound: -1}, func(e entry) bool {
+		if e.h != h {
+			return false
+		}
+		rks = append(rks, e.rk)
+		return true
+	})
+	var want []string
+	for k := range ref {
+		if k.h == h {
+			want = append(want, k.rk)
+		}
+	}
+	slices.SortFunc(want, func(a, b string) int { return sc.compareRange(a, b) })
+	if !slices.Equal(rks, want) {
+		t.Fatalf("partition range %v, want %v", rks, want)
+	}
+}
