@@ -104,15 +104,14 @@ func get(item Item, p path) (events.DynamoDBAttributeValue, bool) {
 	return v, true
 }
 
-// set returns a copy of item with p set to nv, copying only the containers
-// along p. A list index past the end appends. Every step but the last must
+// set returns item, which the caller owns, with p set to nv, copying only
+// the nested containers along p. A list index past the end appends. Every step but the last must
 // exist with the right type, else "The document path provided in the update
 // expression is invalid for update".
 func set(item Item, p path, nv events.DynamoDBAttributeValue) (Item, error) {
-	out := maps.Clone(item)
-	if out == nil {
-		out = Item{}
-	}
+	// item is the copy Update.Apply owns: its top level is changed in
+	// place; nested containers, shared with the old item, are copied.
+	out := item
 	if len(p) == 1 {
 		out[p[0].name] = nv
 		return out, nil
@@ -177,14 +176,14 @@ func setIn(v events.DynamoDBAttributeValue, p path, nv events.DynamoDBAttributeV
 	return events.NewMapAttribute(m), nil
 }
 
-// remove returns a copy of item without p; a missing path (or a step of
+// remove returns item (owned by Update.Apply) without p; a missing path (or a step of
 // the wrong type) leaves the item as it is. Removing a list element shifts
 // the later ones down.
 func remove(item Item, p path) Item {
 	if _, ok := get(item, p); !ok {
 		return item
 	}
-	out := maps.Clone(item)
+	out := item // owned by Update.Apply, as in set
 	if len(p) == 1 {
 		delete(out, p[0].name)
 		return out

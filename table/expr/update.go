@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -303,7 +304,10 @@ func (u *Update) Apply(old Item) (Item, error) {
 		}
 		values[i] = v
 	}
-	item := old
+	// One copy of the item's top level, changed in place by every action
+	// (set and remove copy only the nested containers they change).
+	item := make(Item, len(old)+len(u.actions))
+	maps.Copy(item, old)
 	var err error
 	for i, a := range u.actions {
 		if a.kind == actSet {
