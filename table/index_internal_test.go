@@ -12,15 +12,27 @@ import (
 // point read and every ordered read (which settles the pending keys)
 // agrees, and ordered reads come in key order.
 func TestIndexMatchesAReference(t *testing.T) {
-	sc, err := newSchema([]KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}, {AttributeName: "sk", KeyType: KeyTypeRange}},
-		[]AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}, {AttributeName: "sk", AttributeType: TypeN}})
+	t.Run("partition and sort key", func(t *testing.T) { testIndex(t, false) })
+	t.Run("partition key only", func(t *testing.T) { testIndex(t, true) })
+}
+
+func testIndex(t *testing.T, hashOnly bool) {
+	ks := []KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}, {AttributeName: "sk", KeyType: KeyTypeRange}}
+	defs := []AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}, {AttributeName: "sk", AttributeType: TypeN}}
+	if hashOnly {
+		ks, defs = ks[:1], defs[:1]
+	}
+	sc, err := newSchema(ks, defs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := newIndex(sc.less)
+	x := newIndex(sc.less, hashOnly)
 	ref := map[pointKey]entry{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	keyOf := func() pointKey {
+		if hashOnly {
+			return pointKey{h: hashKey("S", strconv.Itoa(rng.IntN(300)))}
+		}
 		return pointKey{h: hashKey("S", strconv.Itoa(rng.IntN(50))), rk: strconv.Itoa(rng.IntN(20))}
 	}
 	for i := range 20000 {
@@ -59,6 +71,9 @@ func TestIndexMatchesAReference(t *testing.T) {
 		if got, ok := x.Get(entry{h: k.h, rk: k.rk}); ok != (ref[k] != entry{}) || got != ref[k] {
 			t.Fatalf("op %d: Get = %v %v, want %v", i, got, ok, ref[k])
 		}
+	}
+	if hashOnly {
+		return
 	}
 	// A partition's range read from a bound, after creations only.
 	h := hashKey("S", "7")

@@ -131,7 +131,7 @@ func (s *Service) openTable(st stored) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{s: s, schema: sc, st: st, cache: map[string]Item{}}
-	t.idx = newIndex(sc.less)
+	t.idx = newIndex(sc.less, sc.rng == "")
 	epoch, err := s.logs.Epoch(context.Background(), st.Log)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: open log: %w", st.TableName, err)
