@@ -58,7 +58,13 @@ type Config struct {
 	// 50,000; negative means as fast as the pipeline accepts them.
 	Rate int
 	// Shards of the trades stream. Default 8. StateShards of the state
-	// table's change log. Default 8.
+	// table's change log. Default 1: the map function's mapping reads one
+	// shard, so its batches hold every change that arrived while the
+	// previous batch ran (about 60 changes at 50,000 messages/s) instead
+	// of an eighth of them; with 8 shards the per-invocation work (the
+	// map's conditional put, the reduce table's change, a reduce
+	// transaction) was paid 4 times as often and the pipeline topped out
+	// near 26,000 messages/s on 2 cores (docs/benchmarks.md, session 4).
 	Shards, StateShards int
 	// MemoryLimitMiB is the Go heap's soft limit during the run
 	// (debug.SetMemoryLimit), in MiB. Default 12288 (half of the 24 GiB
