@@ -41,6 +41,9 @@ totals and counts duplicates and losses per stage; the command fails unless
 the run is exact.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
+			if cfg.Rate <= 0 {
+				cfg.Rate = -1 // the flag's 0 (or less): as fast as accepted
+			}
 			cfg.Logger = g.logger()
 			if !quiet {
 				cfg.Progress = os.Stderr
@@ -64,7 +67,7 @@ the run is exact.`,
 	}
 	f := cmd.Flags()
 	f.Int64Var(&cfg.Messages, "messages", 10_000_000, "messages to put (duplicates, modifications and out-of-order messages included)")
-	f.IntVar(&cfg.Rate, "rate", 50_000, "producer target in messages/s (0: as fast as accepted)")
+	f.IntVar(&cfg.Rate, "rate", 50_000, "producer target in messages/s (0 or less: as fast as the pipeline accepts them)")
 	f.IntVar(&cfg.Shards, "shards", 8, "shards of the trades stream")
 	f.IntVar(&cfg.StateShards, "state-shards", 1, "shards of the state table's change stream")
 	f.IntVar(&cfg.MemoryLimitMiB, "memory-limit-mib", 12<<10, "soft limit of the Go heap during the run, MiB")
