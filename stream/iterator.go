@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -286,39 +285,24 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	// estimate fell short.
 	perMsg := max(1, int(h.perMsg[it.Shard].Load()))
 	var msgsRead, recsRead int
-read:
-	for {
+	full := false // the page ended inside a message
+	for !full {
 		msg, idx := MessageOf(q)
 		if msg > lastMsg || len(out.Records) >= limit || size >= 10<<20 {
 			break
 		}
 		need := limit - len(out.Records)
 		n := int(min(uint64((need+perMsg-1)/perMsg+1), lastMsg-msg+1))
-		msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, it.Shard), n,
-			jetstreamext.GetBatchSeq(msg), jetstreamext.GetBatchMaxBytes(10<<20-size+1<<16))
-		if err != nil {
-			return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
-		}
-		got := 0
-		for m, err := range msgs {
-			if err != nil {
-				if errors.Is(err, jetstreamext.ErrNoMessages) {
-					break
-				}
-				return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
-			}
-			if m.Sequence > lastMsg {
-				break
-			}
-			got++
+		got, err := s.getBatch(ctx, h, it.Shard, msg, n, 10<<20-size+1<<16, lastMsg, func(seq uint64, data []byte) (bool, error) {
 			from := 0
-			if m.Sequence == msg {
+			if seq == msg {
 				from = idx
 			}
 			before := len(out.Records)
-			out.Records, err = h.decode(out.Records, it.Shard, m.Sequence, m.Data, from, maxPerMessage)
+			var err error
+			out.Records, err = h.decode(out.Records, it.Shard, seq, data, from, maxPerMessage)
 			if err != nil {
-				return nil, awserr.New(awserr.ErrService, "read shard: %v", err)
+				return false, awserr.New(awserr.ErrService, "read shard: %v", err)
 			}
 			msgsRead++
 			recsRead += len(out.Records) - before + from
@@ -335,12 +319,14 @@ read:
 			if k < len(out.Records) {
 				q = out.Records[k].Seq
 				out.Records = out.Records[:k]
-				break read
+				full = true
+				return false, nil
 			}
-			q = Position(m.Sequence+1, 0)
-			if len(out.Records) >= limit {
-				break
-			}
+			q = Position(seq+1, 0)
+			return len(out.Records) < limit, nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if got == 0 {
 			q = Position(lastMsg+1, 0) // nothing left at or after q

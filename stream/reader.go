@@ -52,11 +52,7 @@ type ReadShardOptions struct {
 // any position past a message's last record starts at the next message). Records come on
 // Records() until ctx ends or Stop is called; Err tells why it stopped.
 func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, from uint64, o ReadShardOptions) (*ShardReader, error) {
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return nil, err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +154,7 @@ func (r *ShardReader) Err() error {
 // written records of a shard (last < first when it is empty). Positions are
 // not dense (see Position): last-first+1 is not a record count.
 func (s *Service) ShardBounds(ctx context.Context, streamName, shardID string) (first, last uint64, err error) {
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return 0, 0, err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -173,11 +165,7 @@ func (s *Service) ShardBounds(ctx context.Context, streamName, shardID string) (
 // that arrived at or after t; if none did, a position after the last
 // record (where a reader would start to read only newer records).
 func (s *Service) PositionAtTime(ctx context.Context, streamName, shardID string, t time.Time) (uint64, error) {
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return 0, err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return 0, err
 	}
@@ -187,14 +175,12 @@ func (s *Service) PositionAtTime(ctx context.Context, streamName, shardID string
 
 // ReadRange returns the records of a shard with positions from..to
 // inclusive that are still retained, and how many stored messages of the
-// range are gone (positions after the last record written are not counted) (each held 1..500 records; see Gap). Recovery tools use it
-// to turn a failure pointer (KinesisBatchInfo) back into records.
+// range are gone (each held 1..500 records; see Gap; positions after the
+// last record written are not counted). It reads in batched direct gets of
+// up to 8 MiB. Recovery tools use it to turn a failure pointer
+// (KinesisBatchInfo) back into records.
 func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, from, to uint64) (recs []Record, missingMessages uint64, err error) {
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return nil, 0, err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -208,24 +194,31 @@ func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, fro
 	if err != nil {
 		return nil, 0, err
 	}
-	for q := fromMsg; q <= min(toMsg, lastMsg); q++ { // past the last message is not written, not missing
-		m, err := h.shards[sh].GetMsg(ctx, q)
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				missingMessages++
-				continue
+	end := min(toMsg, lastMsg) // past the last message is not written, not missing
+	next := fromMsg
+	for next <= end {
+		got, err := s.getBatch(ctx, h, sh, next, int(end-next+1), 8<<20, end, func(seq uint64, data []byte) (bool, error) {
+			missingMessages += seq - next // trimmed or purged
+			lo, hi := 0, maxPerMessage
+			if seq == fromMsg {
+				lo = fromIdx
 			}
-			return nil, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+			if seq == toMsg {
+				hi = toIdx + 1
+			}
+			var err error
+			if recs, err = h.decode(recs, sh, seq, data, lo, hi); err != nil {
+				return false, awserr.New(awserr.ErrService, "read shard: %v", err)
+			}
+			next = seq + 1
+			return true, nil
+		})
+		if err != nil {
+			return nil, 0, err
 		}
-		lo, hi := 0, maxPerMessage
-		if q == fromMsg {
-			lo = fromIdx
-		}
-		if q == toMsg {
-			hi = toIdx + 1
-		}
-		if recs, err = h.decode(recs, sh, q, m.Data, lo, hi); err != nil {
-			return nil, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		if got == 0 {
+			missingMessages += end - next + 1
+			break
 		}
 	}
 	return recs, missingMessages, nil
@@ -249,11 +242,7 @@ type RangeCount struct {
 // gets; no record is decoded beyond its length prefixes).
 func (s *Service) CountRange(ctx context.Context, streamName, shardID string, from, to uint64) (RangeCount, error) {
 	var c RangeCount
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return c, err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return c, err
 	}
@@ -273,43 +262,31 @@ func (s *Service) CountRange(ctx context.Context, streamName, shardID string, fr
 	}
 	next := fromMsg
 	for next <= min(toMsg, lastMsg) {
-		msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, sh), int(min(toMsg, lastMsg)-next+1),
-			jetstreamext.GetBatchSeq(next), jetstreamext.GetBatchMaxBytes(8<<20))
-		if err != nil {
-			return c, awserr.New(awserr.ErrService, "read shard: %v", err)
-		}
-		got := 0
-		for m, err := range msgs {
+		got, err := s.getBatch(ctx, h, sh, next, int(min(toMsg, lastMsg)-next+1), 8<<20, toMsg, func(seq uint64, data []byte) (bool, error) {
+			c.MissingMessages += seq - next // purged inside the range
+			e, err := openEnvelope(data)
 			if err != nil {
-				if errors.Is(err, jetstreamext.ErrNoMessages) {
-					break
-				}
-				return c, awserr.New(awserr.ErrService, "read shard: %v", err)
-			}
-			if m.Sequence > toMsg {
-				break
-			}
-			got++
-			c.MissingMessages += m.Sequence - next // purged inside the range
-			e, err := openEnvelope(m.Data)
-			if err != nil {
-				return c, awserr.New(awserr.ErrService, "read shard: %v", err)
+				return false, awserr.New(awserr.ErrService, "read shard: %v", err)
 			}
 			lo, hi := 0, e.count-1
-			if m.Sequence == fromMsg {
+			if seq == fromMsg {
 				lo = fromIdx
 			}
-			if m.Sequence == toMsg {
+			if seq == toMsg {
 				hi = min(hi, toIdx)
 			}
 			if lo <= hi {
 				if c.Records == 0 {
-					c.First = Position(m.Sequence, lo)
+					c.First = Position(seq, lo)
 				}
 				c.Records += uint64(hi - lo + 1)
-				c.Last = Position(m.Sequence, hi)
+				c.Last = Position(seq, hi)
 			}
-			next = m.Sequence + 1
+			next = seq + 1
+			return true, nil
+		})
+		if err != nil {
+			return c, err
 		}
 		if got == 0 {
 			break
@@ -321,11 +298,7 @@ func (s *Service) CountRange(ctx context.Context, streamName, shardID string, fr
 // GetRecord returns the record at position pos of a shard, or an
 // error matching awserr.ErrResourceNotFound if it is gone or not written.
 func (s *Service) GetRecord(ctx context.Context, streamName, shardID string, pos uint64) (Record, error) {
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return Record{}, err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return Record{}, err
 	}
@@ -343,4 +316,36 @@ func (s *Service) Epoch(ctx context.Context, streamName string) (int64, error) {
 		return 0, err
 	}
 	return h.desc.Epoch, nil
+}
+
+// getBatch reads up to n stored messages of shard sh from message sequence
+// seq in one batched direct get (jetstreamext.GetBatch, at most maxBytes,
+// none past last) and calls each for them in order until it returns false
+// or an error. It returns how many messages it read: 0 means none is left
+// at or after seq up to last (purged messages are skipped by the server).
+func (s *Service) getBatch(ctx context.Context, h *handle, sh int, seq uint64, n, maxBytes int, last uint64,
+	each func(seq uint64, data []byte) (bool, error)) (int, error) {
+	msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, sh), n,
+		jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchMaxBytes(maxBytes))
+	if err != nil {
+		return 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+	}
+	got := 0
+	for m, err := range msgs {
+		if err != nil {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			return got, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		if m.Sequence > last {
+			break
+		}
+		got++
+		more, err := each(m.Sequence, m.Data)
+		if err != nil || !more {
+			return got, err
+		}
+	}
+	return got, nil
 }

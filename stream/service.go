@@ -420,11 +420,7 @@ func ShardIndex(shardID string) (int, error) {
 // SequenceNumber returns the sequence number of log position pos of a
 // shard, for comparisons with checkpoints and records.
 func (s *Service) SequenceNumber(ctx context.Context, streamName, shardID string, pos uint64) (string, error) {
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return "", err
-	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
 		return "", err
 	}
@@ -433,4 +429,18 @@ func (s *Service) SequenceNumber(ctx context.Context, streamName, shardID string
 
 func invalidArg(format string, args ...any) error {
 	return awserr.New(awserr.ErrInvalidArgument, format, args...)
+}
+
+// shardOf returns the handle of streamName and the index of shardID in it,
+// or an error matching awserr.ErrResourceNotFound for either.
+func (s *Service) shardOf(ctx context.Context, streamName, shardID string) (*handle, int, error) {
+	h, err := s.handle(ctx, streamName)
+	if err != nil {
+		return nil, 0, err
+	}
+	sh, err := parseShardID(shardID, len(h.shards))
+	if err != nil {
+		return nil, 0, err
+	}
+	return h, sh, nil
 }
