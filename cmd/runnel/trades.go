@@ -69,7 +69,7 @@ the run is exact.`,
 	f.Int64Var(&cfg.Messages, "messages", 10_000_000, "messages to put (duplicates, modifications and out-of-order messages included)")
 	f.IntVar(&cfg.Rate, "rate", 50_000, "producer target in messages/s (0 or less: as fast as the pipeline accepts them)")
 	f.IntVar(&cfg.Shards, "shards", 8, "shards of the trades stream")
-	f.IntVar(&cfg.StateShards, "state-shards", 1, "shards of the state table's change stream")
+	f.IntVar(&cfg.StateShards, "state-shards", 1, "shards of the state table's change stream (more shards: smaller map batches, more map and reduce invocations)")
 	f.IntVar(&cfg.MemoryLimitMiB, "memory-limit-mib", 12<<10, "soft limit of the Go heap during the run, MiB")
 	f.Float64Var(&cfg.StateFailure, "state-failure", 0.01, "share of state invocations that fail (negative: none)")
 	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail (negative: none)")
