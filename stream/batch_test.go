@@ -3,6 +3,7 @@ package stream_test
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +190,51 @@ func TestAtTimestampFindsTheFirstMessageAtOrAfter(t *testing.T) {
 	}
 	if p, err := rn.Streams.PositionAtTime(t.Context(), "ts", stream.ShardID(0), mid); err != nil || p != stream.Position(2, 0) {
 		t.Errorf("PositionAtTime = %d, %v", p, err)
+	}
+}
+
+// TestRangesCountPurgedMessages: a stored message deleted from the middle
+// or the end of a range (an operator's purge) is counted as missing by
+// ReadRange and CountRange alike, and its neighbours are still read.
+func TestRangesCountPurgedMessages(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := t.Context()
+	if _, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "purge", ShardCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"m1", "m2", "m3", "m4"} {
+		putBatch(t, rn, "purge", 0, d) // one stored message each: sequences 1..4
+	}
+	// The shard's JetStream stream is the only KDS_ stream of this engine.
+	var name string
+	for n := range rn.Engine.JS.StreamNames(ctx).Name() {
+		if strings.HasPrefix(n, "KDS_") {
+			name = n
+		}
+	}
+	js, err := rn.Engine.JS.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteMsg(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		from, to uint64
+		data     string
+		missing  uint64
+	}{
+		{stream.Position(1, 0), stream.Position(4, 0), "m1,m2,m4", 1}, // purged in the middle
+		{stream.Position(2, 0), stream.Position(3, 0), "m2", 1},       // purged at the end of the range
+		{stream.Position(3, 0), stream.Position(3, 0), "", 1},         // the range is only the purged message
+	} {
+		recs, missing, err := rn.Streams.ReadRange(ctx, "purge", stream.ShardID(0), c.from, c.to)
+		if err != nil || dataOf(recs) != c.data || missing != c.missing {
+			t.Errorf("ReadRange(%d, %d) = %q, %d missing, %v; want %q, %d", c.from, c.to, dataOf(recs), missing, err, c.data, c.missing)
+		}
+		cnt, err := rn.Streams.CountRange(ctx, "purge", stream.ShardID(0), c.from, c.to)
+		if err != nil || cnt.Records != uint64(len(recs)) || cnt.MissingMessages != c.missing {
+			t.Errorf("CountRange(%d, %d) = %+v, %v; want %d records, %d missing", c.from, c.to, cnt, err, len(recs), c.missing)
+		}
 	}
 }

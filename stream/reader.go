@@ -289,6 +289,7 @@ func (s *Service) CountRange(ctx context.Context, streamName, shardID string, fr
 			return c, err
 		}
 		if got == 0 {
+			c.MissingMessages += min(toMsg, lastMsg) - next + 1 // purged at the end of the range
 			break
 		}
 	}

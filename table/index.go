@@ -147,7 +147,38 @@ func (x *index) ReplaceOrInsert(e entry) (entry, bool) {
 			x.pendingK = append(x.pendingK, k)
 		}
 	}
+	if n := len(x.pendingH) + len(x.pendingK); n > 2*x.Len()+1024 {
+		x.prunePending()
+	}
 	return old, had
+}
+
+// prunePending drops the pending keys that were deleted since or repeat,
+// so that a table that creates and deletes keys and is never read in
+// order holds at most about twice its items in pending keys (amortized
+// O(1) per write). The caller holds Table.idxMu exclusively.
+func (x *index) prunePending() {
+	if x.hashOnly {
+		seen := make(map[[16]byte]bool, len(x.pendingH))
+		kept := x.pendingH[:0]
+		for _, h := range x.pendingH {
+			if _, ok := x.byHash[h]; ok && !seen[h] {
+				seen[h] = true
+				kept = append(kept, h)
+			}
+		}
+		x.pendingH = slices.Clone(kept) // a fresh array: the old one is released
+		return
+	}
+	seen := make(map[pointKey]bool, len(x.pendingK))
+	kept := x.pendingK[:0]
+	for _, k := range x.pendingK {
+		if _, ok := x.byKey[k]; ok && !seen[k] {
+			seen[k] = true
+			kept = append(kept, k)
+		}
+	}
+	x.pendingK = slices.Clone(kept)
 }
 
 // Delete removes the entry of e's key and returns it.

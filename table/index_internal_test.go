@@ -100,3 +100,39 @@ func testIndex(t *testing.T, hashOnly bool) {
 		t.Fatalf("partition range %v, want %v", rks, want)
 	}
 }
+
+// TestIndexPendingKeysStayBounded: a table that creates and deletes
+// unique keys and is never read in order keeps at most about twice its
+// items in pending keys, and what survives still settles in order.
+func TestIndexPendingKeysStayBounded(t *testing.T) {
+	for _, hashOnly := range []bool{true, false} {
+		sc, err := newSchema([]KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}}, []AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := newIndex(sc.less, hashOnly)
+		for i := range 100_000 {
+			e := entry{h: hashKey("S", strconv.Itoa(i)), pos: uint64(i)}
+			x.ReplaceOrInsert(e)
+			if i%10 != 0 {
+				x.Delete(e)
+			}
+		}
+		pending := len(x.pendingH) + len(x.pendingK)
+		if x.Len() != 10_000 || pending > 2*x.Len()+1024 {
+			t.Fatalf("hashOnly %v: %d items, %d pending keys; want 10000 items and at most %d pending", hashOnly, x.Len(), pending, 2*x.Len()+1024)
+		}
+		n := 0
+		var prev entry
+		x.Ascend(func(e entry) bool {
+			if n > 0 && !sc.less(prev, e) {
+				t.Fatalf("out of order at %d", n)
+			}
+			prev, n = e, n+1
+			return true
+		})
+		if n != 10_000 {
+			t.Fatalf("hashOnly %v: Ascend visited %d, want 10000", hashOnly, n)
+		}
+	}
+}

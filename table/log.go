@@ -556,12 +556,16 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 		}
 		seen[f[4]][i] = true
 	}
-	if old, ok := t.idx.Delete(entry{h: k.h, rk: k.rk}); ok {
-		t.bytes -= int64(old.size)
-	}
+	var old entry
+	var had bool
 	if f[1] != "R" {
-		t.idx.ReplaceOrInsert(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)})
+		old, had = t.idx.ReplaceOrInsert(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)})
 		t.bytes += int64(size)
+	} else {
+		old, had = t.idx.Delete(entry{h: k.h, rk: k.rk})
+	}
+	if had {
+		t.bytes -= int64(old.size)
 	}
 	return nil
 }
