@@ -70,7 +70,7 @@ the run is exact.`,
 	f.IntVar(&cfg.Rate, "rate", 50_000, "producer target in messages/s (0 or less: as fast as the pipeline accepts them)")
 	f.IntVar(&cfg.Shards, "shards", 8, "shards of the trades stream")
 	f.IntVar(&cfg.StateShards, "state-shards", 1, "shards of the state table's change stream (more shards: smaller map batches, more map and reduce invocations)")
-	f.IntVar(&cfg.MemoryLimitMiB, "memory-limit-mib", 12<<10, "soft limit of the Go heap during the run, MiB")
+	f.IntVar(&cfg.MemoryLimitMiB, "memory-limit-mib", 0, "soft limit of the Go heap during the run, MiB (0: five eighths of the machine's memory, at most 12288)")
 	f.Float64Var(&cfg.StateFailure, "state-failure", 0.01, "share of state invocations that fail (negative: none)")
 	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail (negative: none)")
 	f.Float64Var(&cfg.ReduceFailure, "reduce-failure", 0.02, "share of reduce invocations that fail (negative: none)")

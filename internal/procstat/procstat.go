@@ -26,3 +26,27 @@ func PeakRSSMiB() float64 {
 	}
 	return 0
 }
+
+// MemTotalMiB is the machine's physical memory (MemTotal of /proc/meminfo)
+// in MiB on Linux; 0 elsewhere or when it cannot be read.
+func MemTotalMiB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	return memTotalMiB(string(b))
+}
+
+func memTotalMiB(meminfo string) int {
+	for _, line := range strings.Split(meminfo, "\n") {
+		if strings.HasPrefix(line, "MemTotal:") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				return 0
+			}
+			kb, _ := strconv.Atoi(f[1])
+			return kb / 1024
+		}
+	}
+	return 0
+}
