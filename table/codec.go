@@ -162,6 +162,18 @@ func (d *changeDecoder) fail() {
 	d.b = nil
 }
 
+// count reads an element count; a count larger than the bytes left (every
+// element takes at least one) is malformed input, refused before any
+// allocation.
+func (d *changeDecoder) count() (uint64, bool) {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail()
+		return 0, false
+	}
+	return n, true
+}
+
 func (d *changeDecoder) uvarint() uint64 {
 	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
@@ -260,9 +272,8 @@ func (d *changeDecoder) value(depth int) events.DynamoDBAttributeValue {
 		}
 		return events.NewMapAttribute(m)
 	case tL:
-		n := d.uvarint()
-		if n > uint64(len(d.b)) {
-			d.fail()
+		n, ok := d.count()
+		if !ok {
 			return events.DynamoDBAttributeValue{}
 		}
 		l := make([]events.DynamoDBAttributeValue, n)
@@ -271,9 +282,8 @@ func (d *changeDecoder) value(depth int) events.DynamoDBAttributeValue {
 		}
 		return events.NewListAttribute(l)
 	case tSS, tNS:
-		n := d.uvarint()
-		if n > uint64(len(d.b)) {
-			d.fail()
+		n, ok := d.count()
+		if !ok {
 			return events.DynamoDBAttributeValue{}
 		}
 		ss := make([]string, n)
@@ -285,9 +295,8 @@ func (d *changeDecoder) value(depth int) events.DynamoDBAttributeValue {
 		}
 		return events.NewStringSetAttribute(ss)
 	case tBS:
-		n := d.uvarint()
-		if n > uint64(len(d.b)) {
-			d.fail()
+		n, ok := d.count()
+		if !ok {
 			return events.DynamoDBAttributeValue{}
 		}
 		bs := make([][]byte, n)
