@@ -42,36 +42,48 @@ import (
 type Config struct {
 	// Records per scenario. Default 500_000.
 	Records int
-	// RecordSize is the bytes of data per record. Default 100.
-	RecordSize int
-	// Shards of the runnel stream. Default 4.
-	Shards int
 	// BatchSize of the mapping. Default 500.
 	BatchSize int
+	// NATSURL runs against an external JetStream server instead.
+	NATSURL string
+	Workload
+}
+
+// Workload is what both benchmarks (Run and RunEndpoint) share.
+type Workload struct {
+	// RecordSize is the bytes of data per record. Default 100 (RunEndpoint
+	// needs at least 10: each record starts with its index, so that reading
+	// back can check every one).
+	RecordSize int
+	// Shards of the stream (the same on both targets of RunEndpoint).
+	// Default 4.
+	Shards int
 	// DataDir is the parent directory of the fresh temporary engines.
 	// Default os.TempDir().
 	DataDir string
-	// NATSURL runs against an external JetStream server instead.
-	NATSURL string
-	// Progress, when set, receives one line per scenario as it finishes.
+	// Progress, when set, receives one line per scenario or phase as it
+	// finishes.
 	Progress io.Writer
 }
 
+func (w *Workload) setDefaults() {
+	orDefault(&w.RecordSize, 100)
+	orDefault(&w.Shards, 4)
+	if w.DataDir == "" {
+		w.DataDir = os.TempDir()
+	}
+}
+
 func (c *Config) setDefaults() {
-	if c.Records <= 0 {
-		c.Records = 500_000
-	}
-	if c.RecordSize <= 0 {
-		c.RecordSize = 100
-	}
-	if c.Shards <= 0 {
-		c.Shards = 4
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 500
-	}
-	if c.DataDir == "" {
-		c.DataDir = os.TempDir()
+	orDefault(&c.Records, 500_000)
+	orDefault(&c.BatchSize, 500)
+	c.Workload.setDefaults()
+}
+
+// orDefault sets *v to def when it is zero or negative.
+func orDefault(v *int, def int) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 
@@ -234,19 +246,32 @@ type env struct {
 	cleanup []func()
 }
 
-func openEnv(ctx context.Context, cfg Config) (*env, error) {
-	cfg.setDefaults()
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
+// openTemp opens a runnel instance on a new temporary directory under
+// parent (which it creates), logging warnings to stderr. The caller
+// closes it and removes dir.
+func openTemp(ctx context.Context, parent, pattern, natsURL string) (rn *runnel.Runnel, dir string, err error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, "", err
 	}
-	dir, err := os.MkdirTemp(cfg.DataDir, "runnel-bench-")
-	if err != nil {
-		return nil, err
+	if dir, err = os.MkdirTemp(parent, pattern); err != nil {
+		return nil, "", err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, NATSURL: cfg.NATSURL, Logger: logger}})
+	rn, err = runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, NATSURL: natsURL, Logger: warnLogger()}})
 	if err != nil {
 		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return rn, dir, nil
+}
+
+func warnLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+func openEnv(ctx context.Context, cfg Config) (*env, error) {
+	cfg.setDefaults()
+	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-", cfg.NATSURL)
+	if err != nil {
 		return nil, err
 	}
 	e := &env{cfg: cfg, rn: rn, dir: dir, payload: make([]byte, cfg.RecordSize)}
@@ -418,12 +443,19 @@ func waitProgress(ctx context.Context, got *atomic.Int64, n int, all chan struct
 	}
 }
 
-func runJetStreamConsumeAck(ctx context.Context, e *env, n int, t timer) (string, error) {
+// filledStream is a new stream holding n records, published before the
+// clock starts.
+func (e *env) filledStream(ctx context.Context, n int) (jetstream.Stream, error) {
 	s, subj, err := e.jsStream(ctx)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := e.publish(ctx, subj, n); err != nil {
+	return s, e.publish(ctx, subj, n)
+}
+
+func runJetStreamConsumeAck(ctx context.Context, e *env, n int, t timer) (string, error) {
+	s, err := e.filledStream(ctx, n)
+	if err != nil {
 		return "", err
 	}
 	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
@@ -447,11 +479,8 @@ func runJetStreamConsumeAck(ctx context.Context, e *env, n int, t timer) (string
 }
 
 func runJetStreamConsumeNoAck(ctx context.Context, e *env, n int, t timer) (string, error) {
-	s, subj, err := e.jsStream(ctx)
+	s, err := e.filledStream(ctx, n)
 	if err != nil {
-		return "", err
-	}
-	if err := e.publish(ctx, subj, n); err != nil {
 		return "", err
 	}
 	cons, err := e.rn.Engine.JS.OrderedConsumer(ctx, s.CachedInfo().Config.Name, jetstream.OrderedConsumerConfig{

@@ -48,7 +48,7 @@ func (t *btimer) Stop() {
 func benchScenario(b *testing.B, fn scenarioFunc) {
 	b.StopTimer()
 	ctx := context.Background()
-	cfg := Config{DataDir: os.Getenv("RUNNEL_BENCH_DIR"), NATSURL: os.Getenv("RUNNEL_BENCH_NATS")}
+	cfg := Config{Workload: Workload{DataDir: os.Getenv("RUNNEL_BENCH_DIR")}, NATSURL: os.Getenv("RUNNEL_BENCH_NATS")}
 	e, err := openEnv(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -77,7 +77,7 @@ func TestRunSmall(t *testing.T) {
 		t.Skip("starts six engines")
 	}
 	const n = 5000
-	rep, err := Run(context.Background(), Config{Records: n, DataDir: t.TempDir(), Progress: testWriter{t}})
+	rep, err := Run(context.Background(), Config{Records: n, Workload: Workload{DataDir: t.TempDir(), Progress: testWriter{t}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRunDefaults(t *testing.T) {
 	if os.Getenv("RUNNEL_BENCH_FULL") == "" {
 		t.Skip("set RUNNEL_BENCH_FULL=1 to run the full benchmark")
 	}
-	rep, err := Run(context.Background(), Config{DataDir: os.Getenv("RUNNEL_BENCH_DIR"), Progress: loadWriter{t}})
+	rep, err := Run(context.Background(), Config{Workload: Workload{DataDir: os.Getenv("RUNNEL_BENCH_DIR"), Progress: loadWriter{t}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -31,9 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awsapi"
-	"github.com/runnel-dev/runnel/engine"
 )
 
 // Endpoint targets.
@@ -54,12 +51,6 @@ type EndpointConfig struct {
 	// depends on its size: fixed costs amortize over more records, and
 	// kinesalite's put slows as its store grows).
 	PeerRecords int
-	// RecordSize is the bytes of data per record (at least 10: each record
-	// starts with its index, so that reading back can check every one).
-	// Default 100.
-	RecordSize int
-	// Shards of the stream, the same on both targets. Default 4.
-	Shards int
 	// Producers is how many PutRecords calls (of 500 records) run at once.
 	// Default 4.
 	Producers int
@@ -67,32 +58,14 @@ type EndpointConfig struct {
 	// node_modules/.bin/kinesalite script). Empty: found with
 	// FindKinesalite. NoKinesalite: runnel only.
 	Kinesalite string
-	// DataDir is the parent directory of runnel's temporary engine.
-	// Default os.TempDir().
-	DataDir string
-	// Progress, when set, receives one line per phase as it finishes.
-	Progress io.Writer
+	Workload
 }
 
 func (c *EndpointConfig) setDefaults() {
-	if c.Records <= 0 {
-		c.Records = 200_000
-	}
-	if c.PeerRecords <= 0 {
-		c.PeerRecords = c.Records
-	}
-	if c.RecordSize <= 0 {
-		c.RecordSize = 100
-	}
-	if c.Shards <= 0 {
-		c.Shards = 4
-	}
-	if c.Producers <= 0 {
-		c.Producers = 4
-	}
-	if c.DataDir == "" {
-		c.DataDir = os.TempDir()
-	}
+	orDefault(&c.Records, 200_000)
+	orDefault(&c.PeerRecords, c.Records)
+	orDefault(&c.Producers, 4)
+	c.Workload.setDefaults()
 }
 
 // EndpointTarget is the measurement of one target.
@@ -185,19 +158,11 @@ type endpointServer struct {
 }
 
 func startRunnelEndpoint(ctx context.Context, cfg EndpointConfig) (*endpointServer, error) {
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.DataDir, "runnel-bench-endpoint-")
+	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-endpoint-", "")
 	if err != nil {
 		return nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, Logger: logger}})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
+	logger := warnLogger()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		rn.Close()

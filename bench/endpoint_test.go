@@ -20,8 +20,8 @@ func TestRunEndpointSmall(t *testing.T) {
 		peer = NoKinesalite
 	}
 	const n, peerN = 3000, 1200
-	rep, err := RunEndpoint(context.Background(), EndpointConfig{Records: n, PeerRecords: peerN, Shards: 3, Kinesalite: peer,
-		DataDir: t.TempDir(), Progress: testWriter{t}})
+	rep, err := RunEndpoint(context.Background(), EndpointConfig{Records: n, PeerRecords: peerN, Kinesalite: peer,
+		Workload: Workload{Shards: 3, DataDir: t.TempDir(), Progress: testWriter{t}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestRunEndpointSmall(t *testing.T) {
 
 // A kinesalite that is not there is an error, not a silent runnel-only run.
 func TestRunEndpointMissingKinesalite(t *testing.T) {
-	_, err := RunEndpoint(context.Background(), EndpointConfig{Records: 10, Shards: 1, Kinesalite: t.TempDir() + "/nope", DataDir: t.TempDir()})
+	_, err := RunEndpoint(context.Background(), EndpointConfig{Records: 10, Kinesalite: t.TempDir() + "/nope", Workload: Workload{Shards: 1, DataDir: t.TempDir()}})
 	if err == nil || !strings.Contains(err.Error(), "kinesalite") {
 		t.Fatalf("err = %v, want one naming kinesalite", err)
 	}

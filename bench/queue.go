@@ -43,54 +43,40 @@ func runJetStreamWorkQueue(ctx context.Context, e *env, n int, t timer) (string,
 		return "", err
 	}
 	var acked atomic.Int64
-	errs := make(chan error, 2*queueWorkers)
 	t.Start()
-	var wg sync.WaitGroup
-	per := (n + queueWorkers - 1) / queueWorkers
-	for w := 0; w < queueWorkers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w * per; i < min(n, (w+1)*per); i += 10 {
-				var fs []jetstream.PubAckFuture
-				for j := i; j < min(i+10, (w+1)*per, n); j++ {
-					f, err := js.PublishAsync(subj, e.payload)
-					if err != nil {
-						errs <- err
-						return
-					}
-					fs = append(fs, f)
-				}
-				for _, f := range fs {
-					select {
-					case <-f.Ok():
-					case err := <-f.Err():
-						errs <- err
-						return
-					}
-				}
+	err = sendAndReceive(n, func(lo, hi int) error {
+		var fs []jetstream.PubAckFuture
+		for j := lo; j < hi; j++ {
+			f, err := js.PublishAsync(subj, e.payload)
+			if err != nil {
+				return err
 			}
-		}(w)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for acked.Load() < int64(n) && ctx.Err() == nil {
-				batch, err := cons.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
-				if err != nil {
-					errs <- err
-					return
-				}
-				for m := range batch.Messages() {
-					if err := m.Ack(); err != nil {
-						errs <- err
-						return
-					}
-					acked.Add(1)
-				}
+			fs = append(fs, f)
+		}
+		for _, f := range fs {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return err
 			}
-		}()
+		}
+		return nil
+	}, func() (bool, error) {
+		batch, err := cons.Fetch(10, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			return false, err
+		}
+		for m := range batch.Messages() {
+			if err := m.Ack(); err != nil {
+				return false, err
+			}
+			acked.Add(1)
+		}
+		return acked.Load() < int64(n) && ctx.Err() == nil, nil
+	})
+	if err != nil {
+		return "", err
 	}
-	wg.Wait()
 	// Done when the server holds every ack (the stream is empty).
 	for {
 		info, err := s.Info(ctx)
@@ -103,11 +89,6 @@ func runJetStreamWorkQueue(ctx context.Context, e *env, n int, t timer) (string,
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Stop()
-	select {
-	case err := <-errs:
-		return "", err
-	default:
-	}
 	return fmt.Sprintf("work-queue stream; %d publishers in async batches of 10, %d pull consumers Fetch(10) + Ack each; until the stream is empty", queueWorkers, queueWorkers), nil
 }
 
@@ -121,62 +102,83 @@ func runRunnelQueue(ctx context.Context, e *env, n int, t timer) (string, error)
 	}
 	body := string(e.payload)
 	var deleted atomic.Int64
-	errs := make(chan error, 2*queueWorkers)
+	wait := 1
 	t.Start()
+	err = sendAndReceive(n, func(lo, hi int) error {
+		var entries []queue.SendMessageBatchRequestEntry
+		for j := lo; j < hi; j++ {
+			entries = append(entries, queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(j - lo), MessageBody: body})
+		}
+		out, err := qs.SendMessageBatch(ctx, url, entries)
+		if err != nil {
+			return err
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("send: %d failed: %+v", len(out.Failed), out.Failed[0])
+		}
+		return nil
+	}, func() (bool, error) {
+		ms, err := qs.ReceiveMessage(ctx, url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, WaitTimeSeconds: &wait})
+		if err != nil {
+			return false, err
+		}
+		if len(ms) == 0 {
+			return deleted.Load() < int64(n) && ctx.Err() == nil, nil
+		}
+		var del []queue.DeleteMessageBatchRequestEntry
+		for i, m := range ms {
+			del = append(del, queue.DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: m.ReceiptHandle})
+		}
+		out, err := qs.DeleteMessageBatch(ctx, url, del)
+		if err != nil {
+			return false, err
+		}
+		deleted.Add(int64(len(del) - len(out.Failed)))
+		return deleted.Load() < int64(n) && ctx.Err() == nil, nil
+	})
+	t.Stop()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("standard queue; %d senders SendMessageBatch(10), %d receivers ReceiveMessage(10, wait 1 s) + DeleteMessageBatch(10); until all deleted", queueWorkers, queueWorkers), nil
+}
+
+// sendAndReceive runs queueWorkers senders and queueWorkers receivers at
+// once. The senders split [0,n) evenly and call send on consecutive ranges
+// [lo,hi) of at most 10; each receiver calls receive until it returns false
+// or an error. It returns the first error (a failed worker stops; the
+// others run on to their end, as a benchmark's failure is fatal anyway).
+func sendAndReceive(n int, send func(lo, hi int) error, receive func() (more bool, err error)) error {
+	errs := make(chan error, 2*queueWorkers)
 	var wg sync.WaitGroup
 	per := (n + queueWorkers - 1) / queueWorkers
 	for w := 0; w < queueWorkers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := w * per; i < min(n, (w+1)*per); i += 10 {
-				var entries []queue.SendMessageBatchRequestEntry
-				for j := i; j < min(i+10, (w+1)*per, n); j++ {
-					entries = append(entries, queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(j - i), MessageBody: body})
-				}
-				out, err := qs.SendMessageBatch(ctx, url, entries)
-				if err != nil {
+				if err := send(i, min(i+10, (w+1)*per, n)); err != nil {
 					errs <- err
-					return
-				}
-				if len(out.Failed) > 0 {
-					errs <- fmt.Errorf("send: %d failed: %+v", len(out.Failed), out.Failed[0])
 					return
 				}
 			}
-		}(w)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait := 1
-			for deleted.Load() < int64(n) && ctx.Err() == nil {
-				ms, err := qs.ReceiveMessage(ctx, url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, WaitTimeSeconds: &wait})
+		})
+		wg.Go(func() {
+			for {
+				more, err := receive()
 				if err != nil {
 					errs <- err
 					return
 				}
-				if len(ms) == 0 {
-					continue
-				}
-				var del []queue.DeleteMessageBatchRequestEntry
-				for i, m := range ms {
-					del = append(del, queue.DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: m.ReceiptHandle})
-				}
-				out, err := qs.DeleteMessageBatch(ctx, url, del)
-				if err != nil {
-					errs <- err
+				if !more {
 					return
 				}
-				deleted.Add(int64(len(del) - len(out.Failed)))
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	t.Stop()
 	select {
 	case err := <-errs:
-		return "", err
+		return err
 	default:
+		return nil
 	}
-	return fmt.Sprintf("standard queue; %d senders SendMessageBatch(10), %d receivers ReceiveMessage(10, wait 1 s) + DeleteMessageBatch(10); until all deleted", queueWorkers, queueWorkers), nil
 }

@@ -2,6 +2,8 @@ package idempotency
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -107,4 +109,55 @@ func UpdateExpression(withValidation bool) (expr string, names map[string]string
 		names["#validation"] = AttrValidation
 	}
 	return expr, names
+}
+
+// DecodeRecord builds a Record from a stored item, for Store
+// implementations. attr reports one attribute: its DynamoDB type letter
+// ("S", "N"...) and its text, with present false when the attribute is
+// absent or NULL. Numbers may be written as integers or decimals (a
+// decimal is truncated). It fails, naming the attribute, when one has the
+// wrong type or is not a number; store names the store in that error.
+func DecodeRecord(store string, attr func(name string) (typ, text string, present bool)) (*Record, error) {
+	var err error
+	get := func(name, want string) string {
+		typ, text, ok := attr(name)
+		if !ok || err != nil {
+			return ""
+		}
+		if typ != want {
+			kind := map[string]string{"S": "a string", "N": "a number"}[want]
+			err = fmt.Errorf("%s: attribute %s is not %s", store, name, kind)
+			return ""
+		}
+		return text
+	}
+	intOf := func(name string) int64 {
+		text := get(name, "N")
+		if text == "" {
+			return 0
+		}
+		i, perr := strconv.ParseInt(text, 10, 64)
+		if perr != nil {
+			f, ferr := strconv.ParseFloat(text, 64)
+			if ferr != nil && err == nil {
+				err = fmt.Errorf("%s: attribute %s: %w", store, name, perr)
+			}
+			i = int64(f)
+		}
+		return i
+	}
+	r := &Record{
+		ID:                   get(AttrID, "S"),
+		Status:               Status(get(AttrStatus, "S")),
+		Expiration:           intOf(AttrExpiration),
+		InProgressExpiration: intOf(AttrInProgressExpiration),
+		Validation:           get(AttrValidation, "S"),
+	}
+	if d := get(AttrData, "S"); d != "" {
+		r.Data = []byte(d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

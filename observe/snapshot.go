@@ -20,9 +20,9 @@ package observe
 import (
 	"context"
 	"errors"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -205,7 +205,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 	for _, m := range snap.Mappings {
 		names[m.Function] = true
 	}
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		f := FunctionState{Name: name}
 		if fn, err := rn.Functions.GetFunction(name); err == nil && !o.Passive {
 			s := fn.Stats()
@@ -291,12 +291,3 @@ func functionName(ref string) string {
 }
 
 func atoi(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -122,31 +122,7 @@ func canonical(name, t string, v events.DynamoDBAttributeValue) (string, error) 
 }
 
 // dataTypeName is the DynamoDB type letter of a value (S, N, B, BOOL...).
-func dataTypeName(v events.DynamoDBAttributeValue) string {
-	switch v.DataType() {
-	case events.DataTypeString:
-		return "S"
-	case events.DataTypeNumber:
-		return "N"
-	case events.DataTypeBinary:
-		return "B"
-	case events.DataTypeBoolean:
-		return "BOOL"
-	case events.DataTypeNull:
-		return "NULL"
-	case events.DataTypeMap:
-		return "M"
-	case events.DataTypeList:
-		return "L"
-	case events.DataTypeStringSet:
-		return "SS"
-	case events.DataTypeNumberSet:
-		return "NS"
-	case events.DataTypeBinarySet:
-		return "BS"
-	}
-	return "?"
-}
+func dataTypeName(v events.DynamoDBAttributeValue) string { return expr.TypeName(v.DataType()) }
 
 // keyOf extracts the primary key of item. With exact, item must hold the
 // key attributes and nothing else (a Key parameter).

@@ -249,90 +249,92 @@ func depthOf(ctx context.Context, rn *runnel.Runnel, name string) (recovery.Queu
 }
 
 func dlqRedriveCmd(g *globals) *cobra.Command {
-	var asJSON, yes bool
+	var op queueOp
 	var o recovery.RedriveOptions
-	cmd := &cobra.Command{
+	cmd := g.queueCmd(&cobra.Command{
 		Use: "redrive QUEUE", Short: "Move a dead-letter queue's messages back to their source queues, or to --to, at --rate",
-		Args: cobra.ExactArgs(1),
-		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
-			ctx := cmd.Context()
-			q, err := depthOf(ctx, rn, args[0])
-			if err != nil {
-				return err
-			}
-			to := "each message's source queue"
-			if len(q.Sources) > 0 {
-				to += " (" + strings.Join(q.Sources, ", ") + ")"
-			}
-			if o.To != "" {
-				to = "queue " + o.To
-			}
-			rate := o.Rate
-			if rate == 0 {
-				rate = 500
-			}
-			plan := fmt.Sprintf("redrive: move the %d visible messages of %s to %s, at most %d per second", q.Visible, args[0], to, rate)
-			if err := confirm(cmd, yes, plan); err != nil {
-				return err
-			}
-			b := newBar(cmd, int64(q.Visible), "moved")
-			o.Progress = b.set
-			res, err := recovery.Redrive(ctx, rn.Queues, args[0], o)
-			b.finish()
-			if res != nil {
-				if asJSON {
-					printJSON(cmd.OutOrStdout(), res)
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: moved %d of %d messages (%s)\n", args[0], res.ApproximateNumberOfMessagesMoved,
-						res.ApproximateNumberOfMessagesToMove, res.Status)
-				}
-			}
+	}, &op, func(cmd *cobra.Command, rn *runnel.Runnel, name string, q recovery.QueueSummary) error {
+		to := "each message's source queue"
+		if len(q.Sources) > 0 {
+			to += " (" + strings.Join(q.Sources, ", ") + ")"
+		}
+		if o.To != "" {
+			to = "queue " + o.To
+		}
+		rate := o.Rate
+		if rate == 0 {
+			rate = 500
+		}
+		plan := fmt.Sprintf("redrive: move the %d visible messages of %s to %s, at most %d per second", q.Visible, name, to, rate)
+		if err := confirm(cmd, op.yes, plan); err != nil {
 			return err
-		}),
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
+		}
+		b := newBar(cmd, int64(q.Visible), "moved")
+		o.Progress = b.set
+		res, err := recovery.Redrive(cmd.Context(), rn.Queues, name, o)
+		b.finish()
+		report(op, cmd, res, func(w io.Writer) {
+			fmt.Fprintf(w, "%s: moved %d of %d messages (%s)\n", name, res.ApproximateNumberOfMessagesMoved,
+				res.ApproximateNumberOfMessagesToMove, res.Status)
+		})
+		return err
+	})
 	cmd.Flags().StringVar(&o.To, "to", "", "destination queue (default: each message's source queue)")
 	cmd.Flags().IntVar(&o.Rate, "rate", 0, "MaxNumberOfMessagesPerSecond, 1..500 (default 500)")
 	return cmd
 }
 
-func dlqPurgeCmd(g *globals) *cobra.Command {
-	var asJSON, yes bool
-	cmd := &cobra.Command{
-		Use: "purge QUEUE", Short: "Delete every message of a queue (PurgeQueue)",
-		Args: cobra.ExactArgs(1),
-		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
-			ctx := cmd.Context()
-			q, err := depthOf(ctx, rn, args[0])
-			if err != nil {
-				return err
-			}
-			plan := fmt.Sprintf("purge: DELETE all %d messages of %s (%d visible, %d in flight, %d delayed); they cannot be recovered. Archive first with 'runnel dlq archive'.",
-				q.Visible+q.InFlight+q.Delayed, args[0], q.Visible, q.InFlight, q.Delayed)
-			if err := confirm(cmd, yes, plan); err != nil {
-				return err
-			}
-			res, err := recovery.Purge(ctx, rn.Queues, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: purged %d messages\n", res.Queue, res.Messages)
-			return nil
-		}),
+// queueOp holds the flags of a dlq subcommand acting on one QUEUE.
+type queueOp struct{ asJSON, yes bool }
+
+// queueCmd completes c as a dlq subcommand on one QUEUE: it opens runnel,
+// reads the queue's depth (failing if there is no such queue) and calls
+// run; --json and --yes set op.
+func (g *globals) queueCmd(c *cobra.Command, op *queueOp, run func(cmd *cobra.Command, rn *runnel.Runnel, name string, q recovery.QueueSummary) error) *cobra.Command {
+	c.Args = cobra.ExactArgs(1)
+	c.RunE = g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+		q, err := depthOf(cmd.Context(), rn, args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, rn, args[0], q)
+	})
+	c.Flags().BoolVar(&op.asJSON, "json", false, "print JSON")
+	c.Flags().BoolVarP(&op.yes, "yes", "y", false, "don't ask for confirmation")
+	return c
+}
+
+// report prints res (when not nil) as JSON with --json, else with text.
+func report[T any](op queueOp, cmd *cobra.Command, res *T, text func(w io.Writer)) {
+	switch {
+	case res == nil:
+	case op.asJSON:
+		printJSON(cmd.OutOrStdout(), res)
+	default:
+		text(cmd.OutOrStdout())
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
-	return cmd
+}
+
+func dlqPurgeCmd(g *globals) *cobra.Command {
+	var op queueOp
+	return g.queueCmd(&cobra.Command{
+		Use: "purge QUEUE", Short: "Delete every message of a queue (PurgeQueue)",
+	}, &op, func(cmd *cobra.Command, rn *runnel.Runnel, name string, q recovery.QueueSummary) error {
+		plan := fmt.Sprintf("purge: DELETE all %d messages of %s (%d visible, %d in flight, %d delayed); they cannot be recovered. Archive first with 'runnel dlq archive'.",
+			q.Visible+q.InFlight+q.Delayed, name, q.Visible, q.InFlight, q.Delayed)
+		if err := confirm(cmd, op.yes, plan); err != nil {
+			return err
+		}
+		res, err := recovery.Purge(cmd.Context(), rn.Queues, name)
+		report(op, cmd, res, func(w io.Writer) { fmt.Fprintf(w, "%s: purged %d messages\n", res.Queue, res.Messages) })
+		return err
+	})
 }
 
 func dlqArchiveCmd(g *globals) *cobra.Command {
-	var asJSON, yes bool
+	var op queueOp
 	var o recovery.ArchiveOptions
-	cmd := &cobra.Command{
+	cmd := g.queueCmd(&cobra.Command{
 		Use:   "archive QUEUE --out FILE",
 		Short: "Write a queue's messages to a JSON Lines file (with the records pointers stand for), optionally deleting them",
 		Long: `archive writes each visible message of QUEUE as one JSON line: body, attributes,
@@ -340,42 +342,29 @@ message attributes and, for a failure record pointing at stream records still
 retained, the records themselves (else the pointer and a note). The file must not
 exist. With --delete, exactly the archived messages are deleted, and only after
 the file is fsynced; without it they stay in the queue.`,
-		Args: cobra.ExactArgs(1),
-		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
-			ctx := cmd.Context()
-			q, err := depthOf(ctx, rn, args[0])
-			if err != nil {
+	}, &op, func(cmd *cobra.Command, rn *runnel.Runnel, name string, q recovery.QueueSummary) error {
+		plan := fmt.Sprintf("archive: write the %d visible messages of %s to %s", q.Visible, name, o.Out)
+		if o.Delete {
+			plan += ", then DELETE them from the queue"
+			if err := confirm(cmd, op.yes, plan); err != nil {
 				return err
 			}
-			plan := fmt.Sprintf("archive: write the %d visible messages of %s to %s", q.Visible, args[0], o.Out)
-			if o.Delete {
-				plan += ", then DELETE them from the queue"
-				if err := confirm(cmd, yes, plan); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintln(cmd.ErrOrStderr(), plan+" (the messages stay in the queue)")
+		} else {
+			fmt.Fprintln(cmd.ErrOrStderr(), plan+" (the messages stay in the queue)")
+		}
+		b := newBar(cmd, int64(q.Visible), "archived")
+		o.Progress = b.set
+		res, err := recovery.Archive(cmd.Context(), rn.Queues, rn.Streams, name, o)
+		b.finish()
+		report(op, cmd, res, func(w io.Writer) {
+			fmt.Fprintf(w, "%s: archived %d messages to %s (%d resolved, %d with a note), deleted %d\n",
+				res.Queue, res.Archived, res.Out, res.Resolved, res.Unresolved, res.Deleted)
+			if len(res.DeleteFailed) > 0 {
+				fmt.Fprintf(w, "not deleted (still in the queue and in the file): %s\n", strings.Join(res.DeleteFailed, ", "))
 			}
-			b := newBar(cmd, int64(q.Visible), "archived")
-			o.Progress = b.set
-			res, err := recovery.Archive(ctx, rn.Queues, rn.Streams, args[0], o)
-			b.finish()
-			if res != nil {
-				if asJSON {
-					printJSON(cmd.OutOrStdout(), res)
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: archived %d messages to %s (%d resolved, %d with a note), deleted %d\n",
-						res.Queue, res.Archived, res.Out, res.Resolved, res.Unresolved, res.Deleted)
-					if len(res.DeleteFailed) > 0 {
-						fmt.Fprintf(cmd.OutOrStdout(), "not deleted (still in the queue and in the file): %s\n", strings.Join(res.DeleteFailed, ", "))
-					}
-				}
-			}
-			return err
-		}),
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
+		})
+		return err
+	})
 	cmd.Flags().StringVar(&o.Out, "out", "", "the JSON Lines file to write (required; must not exist)")
 	cmd.Flags().BoolVar(&o.Delete, "delete", false, "delete the archived messages once the file is on disk")
 	cmd.Flags().IntVar(&o.Limit, "limit", 0, "archive at most this many messages (0: all)")

@@ -13,7 +13,6 @@ package dynamodbstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -156,50 +155,15 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 func decode(it map[string]types.AttributeValue) (*idempotency.Record, error) {
-	r := &idempotency.Record{}
-	var err error
-	intOf := func(name string) int64 {
-		v, ok := it[name]
-		if !ok || err != nil {
-			return 0
+	return idempotency.DecodeRecord("dynamodbstore", func(name string) (string, string, bool) {
+		switch v := it[name].(type) {
+		case *types.AttributeValueMemberS:
+			return "S", v.Value, true
+		case *types.AttributeValueMemberN:
+			return "N", v.Value, true
+		case nil, *types.AttributeValueMemberNULL:
+			return "", "", false
 		}
-		n, isN := v.(*types.AttributeValueMemberN)
-		if !isN {
-			err = fmt.Errorf("dynamodbstore: attribute %s is not a number", name)
-			return 0
-		}
-		i, perr := strconv.ParseInt(n.Value, 10, 64)
-		if perr != nil {
-			f, ferr := strconv.ParseFloat(n.Value, 64)
-			if ferr != nil {
-				err = fmt.Errorf("dynamodbstore: attribute %s: %w", name, perr)
-			}
-			i = int64(f)
-		}
-		return i
-	}
-	strOf := func(name string) string {
-		v, ok := it[name]
-		if !ok || err != nil {
-			return ""
-		}
-		s, isS := v.(*types.AttributeValueMemberS)
-		if !isS {
-			err = fmt.Errorf("dynamodbstore: attribute %s is not a string", name)
-			return ""
-		}
-		return s.Value
-	}
-	r.ID = strOf(idempotency.AttrID)
-	r.Status = idempotency.Status(strOf(idempotency.AttrStatus))
-	r.Expiration = intOf(idempotency.AttrExpiration)
-	r.InProgressExpiration = intOf(idempotency.AttrInProgressExpiration)
-	if d := strOf(idempotency.AttrData); d != "" {
-		r.Data = []byte(d)
-	}
-	r.Validation = strOf(idempotency.AttrValidation)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+		return "?", "", true
+	})
 }

@@ -11,7 +11,6 @@ package tablestore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -135,52 +134,17 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 func decode(it table.Item) (*idempotency.Record, error) {
-	r := &idempotency.Record{}
-	var err error
-	get := func(name string) (events.DynamoDBAttributeValue, bool) {
+	return idempotency.DecodeRecord("tablestore", func(name string) (string, string, bool) {
 		v, ok := it[name]
-		return v, ok && !v.IsNull()
-	}
-	intOf := func(name string) int64 {
-		v, ok := get(name)
-		if !ok || err != nil {
-			return 0
+		if !ok || v.IsNull() {
+			return "", "", false
 		}
-		if v.DataType() != events.DataTypeNumber {
-			err = fmt.Errorf("tablestore: attribute %s is not a number", name)
-			return 0
+		switch v.DataType() {
+		case events.DataTypeString:
+			return "S", v.String(), true
+		case events.DataTypeNumber:
+			return "N", v.Number(), true
 		}
-		n, perr := strconv.ParseInt(v.Number(), 10, 64)
-		if perr != nil {
-			f, ferr := strconv.ParseFloat(v.Number(), 64)
-			if ferr != nil {
-				err = fmt.Errorf("tablestore: attribute %s: %w", name, perr)
-			}
-			n = int64(f)
-		}
-		return n
-	}
-	strOf := func(name string) string {
-		v, ok := get(name)
-		if !ok || err != nil {
-			return ""
-		}
-		if v.DataType() != events.DataTypeString {
-			err = fmt.Errorf("tablestore: attribute %s is not a string", name)
-			return ""
-		}
-		return v.String()
-	}
-	r.ID = strOf(idempotency.AttrID)
-	r.Status = idempotency.Status(strOf(idempotency.AttrStatus))
-	r.Expiration = intOf(idempotency.AttrExpiration)
-	r.InProgressExpiration = intOf(idempotency.AttrInProgressExpiration)
-	if d := strOf(idempotency.AttrData); d != "" {
-		r.Data = []byte(d)
-	}
-	r.Validation = strOf(idempotency.AttrValidation)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+		return "?", "", true
+	})
 }

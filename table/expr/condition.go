@@ -199,7 +199,7 @@ func (c funcCond) eval(it Item, vs valList) bool {
 	}
 	switch c.name {
 	case "attribute_type":
-		return b.DataType() == events.DataTypeString && typeName(a.DataType()) == b.String()
+		return b.DataType() == events.DataTypeString && TypeName(a.DataType()) == b.String()
 	case "begins_with":
 		switch {
 		case a.DataType() == events.DataTypeString && b.DataType() == events.DataTypeString:
@@ -444,7 +444,7 @@ func (p *parser) operand() (*operand, error) {
 			if err := p.check(func(vs valList) error {
 				switch t := a.val.at(vs).DataType(); t {
 				case events.DataTypeNumber, events.DataTypeBoolean, events.DataTypeNull:
-					return failIn(label, "Incorrect operand type for operator or function; operator or function: size, operand type: %s", typeName(t))
+					return failIn(label, "Incorrect operand type for operator or function; operator or function: size, operand type: %s", TypeName(t))
 				}
 				return nil
 			}); err != nil {
@@ -512,7 +512,7 @@ func (p *parser) boolFunction(want int) (funcCond, error) {
 			if err := p.check(func(vs valList) error {
 				v := r.at(vs)
 				if v.DataType() != events.DataTypeString {
-					return failIn(label, "Incorrect operand type for operator or function; operator or function: attribute_type, operand type: %s", typeName(v.DataType()))
+					return failIn(label, "Incorrect operand type for operator or function; operator or function: attribute_type, operand type: %s", TypeName(v.DataType()))
 				}
 				switch v.String() {
 				case "S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "L", "M":
@@ -529,7 +529,7 @@ func (p *parser) boolFunction(want int) (funcCond, error) {
 			if r := a.val; r != 0 {
 				if err := p.check(func(vs valList) error {
 					if t := r.at(vs).DataType(); t != events.DataTypeString && t != events.DataTypeBinary {
-						return failIn(label, "Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", typeName(t))
+						return failIn(label, "Incorrect operand type for operator or function; operator or function: begins_with, operand type: %s", TypeName(t))
 					}
 					return nil
 				}); err != nil {
@@ -559,7 +559,7 @@ func (p *parser) checkScalar(op string, ops ...*operand) error {
 			switch t := r.at(vs).DataType(); t {
 			case events.DataTypeString, events.DataTypeNumber, events.DataTypeBinary:
 			default:
-				return failIn(label, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, typeName(t))
+				return failIn(label, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, TypeName(t))
 			}
 		}
 		return nil
@@ -596,5 +596,5 @@ func render(v events.DynamoDBAttributeValue) string {
 	case events.DataTypeBinary:
 		return "{B:" + base64.StdEncoding.EncodeToString(v.Binary()) + "}"
 	}
-	return "{" + typeName(v.DataType()) + "}"
+	return "{" + TypeName(v.DataType()) + "}"
 }

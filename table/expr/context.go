@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -50,12 +52,12 @@ func (c *Context) Validate() error {
 	if c.Values != nil && len(c.Values) == 0 {
 		return validation("ExpressionAttributeValues must not be empty")
 	}
-	for _, k := range sortedKeys(keySet(c.Names)) {
+	for _, k := range slices.Sorted(maps.Keys(c.Names)) {
 		if !validPlaceholder(k, '#') {
 			return validation("ExpressionAttributeNames contains invalid key: Syntax error; key: %q", k)
 		}
 	}
-	for _, k := range sortedKeys(keySet(c.Values)) {
+	for _, k := range slices.Sorted(maps.Keys(c.Values)) {
 		if !validPlaceholder(k, ':') {
 			return validation("ExpressionAttributeValues contains invalid key: Syntax error; key: %q", k)
 		}
@@ -79,12 +81,12 @@ func (c *Context) CheckUnused() error {
 		return nil
 	}
 	var names, values []string
-	for _, k := range sortedKeys(keySet(c.Names)) {
+	for _, k := range slices.Sorted(maps.Keys(c.Names)) {
 		if !c.usedNames[k] {
 			names = append(names, k)
 		}
 	}
-	for _, k := range sortedKeys(keySet(c.Values)) {
+	for _, k := range slices.Sorted(maps.Keys(c.Values)) {
 		if !c.usedValues[k] {
 			values = append(values, k)
 		}
@@ -142,14 +144,6 @@ func (c *Context) value(placeholder string) (events.DynamoDBAttributeValue, bool
 		c.markValue(placeholder)
 	}
 	return v, ok
-}
-
-func keySet[V any](m map[string]V) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }
 
 func validPlaceholder(k string, prefix byte) bool {

@@ -174,7 +174,7 @@ func (p *parser) setValue() (*setValue, error) {
 				label, op := p.label, sv.op
 				if err := p.check(func(vs valList) error {
 					if t := r.at(vs).DataType(); t != events.DataTypeNumber {
-						return failIn(label, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, typeName(t))
+						return failIn(label, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", op, TypeName(t))
 					}
 					return nil
 				}); err != nil {
@@ -245,7 +245,7 @@ func (p *parser) updFunction() (*updOperand, error) {
 				label := p.label
 				if err := p.check(func(vs valList) error {
 					if t := r.at(vs).DataType(); t != events.DataTypeList {
-						return failIn(label, "Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", typeName(t))
+						return failIn(label, "Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", TypeName(t))
 					}
 					return nil
 				}); err != nil {

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"bytes"
-	"sort"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
@@ -168,8 +167,10 @@ func containsElem(elems []events.DynamoDBAttributeValue, e events.DynamoDBAttrib
 	return false
 }
 
-// typeName is the short type name DynamoDB uses in condition messages.
-func typeName(t events.DynamoDBDataType) string {
+// TypeName is the short type name of a data type as DynamoDB writes it
+// in its messages and in attribute values: S, N, B, BOOL, NULL, SS, NS,
+// BS, L or M ("?" for none of these).
+func TypeName(t events.DynamoDBDataType) string {
 	switch t {
 	case events.DataTypeString:
 		return "S"
@@ -301,14 +302,4 @@ func numberSize(s string) int {
 	var r apd.Decimal
 	r.Reduce(d)
 	return (int(r.NumDigits())+1)/2 + 1
-}
-
-// sortedKeys returns the keys of a set of strings in order.
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
