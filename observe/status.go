@@ -72,36 +72,21 @@ func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("runnel status at %s: %d of %d alarms in ALARM\n", r.Time.UTC().Format(time.RFC3339), r.InAlarm, len(r.Alarms))
-	p("\nALARMS\n")
-	if len(r.Alarms) == 0 {
-		p("  (none: no dead-letter queue, stream mapping or function to watch)\n")
-	} else {
-		p("  STATE\tALARM\tVALUE\tTHRESHOLD\tSINCE\tMESSAGE\n")
-		for _, a := range r.Alarms {
+	section(p, "ALARMS", "STATE\tALARM\tVALUE\tTHRESHOLD\tSINCE\tMESSAGE", "(none: no dead-letter queue, stream mapping or function to watch)",
+		r.Alarms, func(a Alarm) {
 			p("  %s\t%s\t%s\t%s\t%s\t%s\n", a.State, a.Name, formatValue(a.Value, a.Unit), formatValue(a.Threshold, a.Unit),
 				a.Since.UTC().Format(time.RFC3339), a.Message)
-		}
-	}
+		})
 	s := r.State
-	p("\nFUNCTIONS\n")
-	if len(s.Functions) == 0 {
-		p("  (none)\n")
-	} else {
-		p("  FUNCTION\tINVOCATIONS\tERRORS\tTHROTTLES\tCONCURRENT\tCOUNTERS\n")
-		for _, f := range s.Functions {
-			src := "this process"
-			if !f.Live {
-				src = "sum of its mappings (as published)"
-			}
-			p("  %s\t%d\t%d\t%d\t%d\t%s\n", f.Name, f.Invocations, f.Errors, f.Throttles, f.ConcurrentExecutions, src)
+	section(p, "FUNCTIONS", "FUNCTION\tINVOCATIONS\tERRORS\tTHROTTLES\tCONCURRENT\tCOUNTERS", "(none)", s.Functions, func(f FunctionState) {
+		src := "this process"
+		if !f.Live {
+			src = "sum of its mappings (as published)"
 		}
-	}
-	p("\nMAPPINGS\n")
-	if len(s.Mappings) == 0 {
-		p("  (none)\n")
-	} else {
-		p("  UUID\tSOURCE\tFUNCTION\tSTATE\tSHARD\tITERATOR AGE\tPENDING\tPROCESSED\tDISCARDED\tLAST RESULT\n")
-		for _, m := range s.Mappings {
+		p("  %s\t%d\t%d\t%d\t%d\t%s\n", f.Name, f.Invocations, f.Errors, f.Throttles, f.ConcurrentExecutions, src)
+	})
+	section(p, "MAPPINGS", "UUID\tSOURCE\tFUNCTION\tSTATE\tSHARD\tITERATOR AGE\tPENDING\tPROCESSED\tDISCARDED\tLAST RESULT", "(none)",
+		s.Mappings, func(m MappingState) {
 			state := m.State
 			if !m.Live {
 				if m.PublishedAt.IsZero() {
@@ -113,35 +98,42 @@ func WriteText(w io.Writer, r *Report) error {
 			src := m.SourceKind + " " + m.Source
 			if q := m.Queue; q != nil {
 				p("  %s\t%s\t%s\t%s\t-\t-\t-\t%d\t%d\t%s\n", m.UUID, src, m.Function, state, q.DeletedMessages, q.MovedToDeadLetter, q.LastProcessingResult)
-				continue
+				return
 			}
 			if len(m.Shards) == 0 {
 				p("  %s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t\n", m.UUID, src, m.Function, state)
-				continue
+				return
 			}
 			for _, sh := range m.Shards {
 				p("  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", m.UUID, src, m.Function, state, sh.ShardID,
 					time.Duration(sh.IteratorAgeMs)*time.Millisecond, sh.PendingRecords, sh.ProcessedRecords, sh.DiscardedRecords, sh.LastProcessingResult)
 			}
+		})
+	section(p, "QUEUES", "QUEUE\tDEPTH\tVISIBLE\tNOT VISIBLE\tDELAYED\tDEAD-LETTER", "(none)", s.Queues, func(q QueueState) {
+		dlq := "no"
+		if q.DeadLetter {
+			dlq = "yes: " + strings.Join(q.DeadLetterFor, "; ")
 		}
-	}
-	p("\nQUEUES\n")
-	if len(s.Queues) == 0 {
-		p("  (none)\n")
-	} else {
-		p("  QUEUE\tDEPTH\tVISIBLE\tNOT VISIBLE\tDELAYED\tDEAD-LETTER\n")
-		for _, q := range s.Queues {
-			dlq := "no"
-			if q.DeadLetter {
-				dlq = "yes: " + strings.Join(q.DeadLetterFor, "; ")
-			}
-			p("  %s\t%d\t%d\t%d\t%d\t%s\n", q.Name, q.Depth(), q.Visible, q.NotVisible, q.Delayed, dlq)
-		}
-	}
+		p("  %s\t%d\t%d\t%d\t%d\t%s\n", q.Name, q.Depth(), q.Visible, q.NotVisible, q.Delayed, dlq)
+	})
 	for _, e := range s.Errors {
 		p("\nnot read: %s\n", e)
 	}
 	return tw.Flush()
+}
+
+// section prints one table of WriteText: its title, then the header and
+// a row per element, or the none line when there are no elements.
+func section[E any](p func(string, ...any), title, header, none string, rows []E, row func(E)) {
+	p("\n%s\n", title)
+	if len(rows) == 0 {
+		p("  %s\n", none)
+		return
+	}
+	p("  %s\n", header)
+	for _, r := range rows {
+		row(r)
+	}
 }
 
 func formatValue(v float64, unit string) string {

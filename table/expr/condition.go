@@ -72,19 +72,25 @@ func parseCondition(s, label string, c *Context) (*Condition, error) {
 	if e, vals := cacheLookup(key, c); e != nil {
 		return &Condition{root: e.tree.(cond), vals: vals}, nil
 	}
-	p, err := newParser(s, label, c)
+	p, root, err := parseWhole(s, label, c)
 	if err != nil {
-		return nil, err
-	}
-	root, err := p.condition()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.end(); err != nil {
 		return nil, err
 	}
 	cacheStore(key, p, root)
 	return &Condition{root: root, vals: p.vals}, nil
+}
+
+// parseWhole parses s as one condition that must take the whole text.
+func parseWhole(s, label string, c *Context) (*parser, cond, error) {
+	p, err := newParser(s, label, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := p.condition()
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, root, p.end()
 }
 
 // Eval evaluates the condition against item; a nil item means "no item"

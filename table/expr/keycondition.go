@@ -53,15 +53,8 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 	if e, vals := cacheLookup(key, c); e != nil {
 		return e.tree.(*keyShape).bind(vals), nil
 	}
-	p, err := newParser(s, "KeyConditionExpression", c)
+	p, root, err := parseWhole(s, "KeyConditionExpression", c)
 	if err != nil {
-		return nil, err
-	}
-	root, err := p.condition()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.end(); err != nil {
 		return nil, err
 	}
 	var leaves []cond

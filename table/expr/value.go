@@ -258,23 +258,11 @@ func valueSize(v events.DynamoDBAttributeValue) int {
 	case events.DataTypeBoolean, events.DataTypeNull:
 		return 1
 	case events.DataTypeStringSet:
-		n := 0
-		for _, s := range v.StringSet() {
-			n += len(s)
-		}
-		return n
+		return sizeOf(v.StringSet(), func(s string) int { return len(s) })
 	case events.DataTypeNumberSet:
-		n := 0
-		for _, s := range v.NumberSet() {
-			n += numberSize(s)
-		}
-		return n
+		return sizeOf(v.NumberSet(), numberSize)
 	case events.DataTypeBinarySet:
-		n := 0
-		for _, b := range v.BinarySet() {
-			n += len(b)
-		}
-		return n
+		return sizeOf(v.BinarySet(), func(b []byte) int { return len(b) })
 	case events.DataTypeList:
 		n := 3
 		for _, e := range v.List() {
@@ -302,4 +290,13 @@ func numberSize(s string) int {
 	var r apd.Decimal
 	r.Reduce(d)
 	return (int(r.NumDigits())+1)/2 + 1
+}
+
+// sizeOf is the sum of size over the elements of a set.
+func sizeOf[E any](set []E, size func(E) int) int {
+	n := 0
+	for _, e := range set {
+		n += size(e)
+	}
+	return n
 }
