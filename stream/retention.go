@@ -31,7 +31,10 @@ func (s *Service) TrimExpired(ctx context.Context) (uint64, error) {
 		}
 		cutoff := s.eng.Clock.Now().Add(-time.Duration(h.desc.RetentionPeriodHours) * time.Hour)
 		for sh := range h.shards {
-			first, _, err := s.msgBounds(ctx, h, sh)
+			if h.shards[sh] == nil {
+				continue
+			}
+			first, _, _, err := s.msgBounds(ctx, h, sh)
 			if err != nil {
 				return total, err
 			}

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -55,19 +56,43 @@ const (
 var streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 
 // Stream statuses (API_StreamDescription.StreamStatus). runnel streams are
-// ACTIVE as soon as CreateStream returns.
+// ACTIVE as soon as CreateStream returns, and UPDATING while SplitShard,
+// MergeShards or UpdateShardCount runs (they return once it is ACTIVE
+// again).
 const (
-	StatusActive = "ACTIVE"
+	StatusActive   = "ACTIVE"
+	StatusUpdating = "UPDATING"
 )
 
-// Shard describes one shard (API_Shard).
+// Shard describes one shard (API_Shard). A shard is OPEN until a
+// SplitShard, MergeShards or UpdateShardCount closes it: a CLOSED shard
+// takes no more records, stays readable until its records expire, and
+// has an EndingSequenceNumber; its children name it in ParentShardId (and,
+// for a merge, AdjacentParentShardId).
 type Shard struct {
-	ShardID             string       `json:"ShardId"`
-	HashKeyRange        HashKeyRange `json:"HashKeyRange"`
-	SequenceNumberRange struct {
-		StartingSequenceNumber string `json:"StartingSequenceNumber"`
-	} `json:"SequenceNumberRange"`
+	ShardID               string              `json:"ShardId"`
+	ParentShardID         string              `json:"ParentShardId,omitempty"`
+	AdjacentParentShardID string              `json:"AdjacentParentShardId,omitempty"`
+	HashKeyRange          HashKeyRange        `json:"HashKeyRange"`
+	SequenceNumberRange   SequenceNumberRange `json:"SequenceNumberRange"`
+	// CreatedMs is when the shard was created (Unix ms; 0 for the shards
+	// of CreateStream before runnel recorded it: the stream's creation).
+	CreatedMs int64 `json:"RunnelCreated,omitempty"`
+	// ClosedMs is when a reshard closed the shard (Unix ms), 0 while open.
+	// EndingSequenceNumber is set once the shard is sealed, right after.
+	ClosedMs int64 `json:"RunnelClosed,omitempty"`
 }
+
+// SequenceNumberRange is the range of a shard's sequence numbers
+// (API_SequenceNumberRange): EndingSequenceNumber is empty while the shard
+// is open.
+type SequenceNumberRange struct {
+	StartingSequenceNumber string `json:"StartingSequenceNumber"`
+	EndingSequenceNumber   string `json:"EndingSequenceNumber,omitempty"`
+}
+
+// Open reports whether the shard takes new records.
+func (sh Shard) Open() bool { return sh.ClosedMs == 0 }
 
 // StreamDescription describes a stream (API_StreamDescription).
 type StreamDescription struct {
@@ -83,6 +108,33 @@ type StreamDescription struct {
 	// among the streams this process creates; it prefixes every sequence
 	// number of the stream.
 	Epoch int64 `json:"RunnelEpoch"`
+	// Scalings are the times (Unix ms) of the UpdateShardCount calls of
+	// the last 24 hours, for its limit of 10 per rolling 24 hours.
+	Scalings []int64 `json:"RunnelScalings,omitempty"`
+	// UpdatingMs is when the running reshard began (Unix ms), while
+	// StreamStatus is UPDATING.
+	UpdatingMs int64 `json:"RunnelUpdating,omitempty"`
+}
+
+// OpenShardCount is the number of open shards.
+func (d *StreamDescription) OpenShardCount() int {
+	n := 0
+	for i := range d.Shards {
+		if d.Shards[i].Open() {
+			n++
+		}
+	}
+	return n
+}
+
+// shard returns the description of a shard, or nil.
+func (d *StreamDescription) shard(id string) *Shard {
+	for i := range d.Shards {
+		if d.Shards[i].ShardID == id {
+			return &d.Shards[i]
+		}
+	}
+	return nil
 }
 
 // CreateStreamInput is the input of CreateStream (API_CreateStream).
@@ -127,16 +179,25 @@ type Service struct {
 	handles map[string]*handle
 }
 
-// handle caches what the put and read paths need of a stream.
+// handle caches what the put and read paths need of a stream. Slices
+// other than open and starts are indexed by shard index; shards is nil at
+// the index of a shard not in the description.
 type handle struct {
-	desc     StreamDescription
-	starts   []hashKey // starting hash key of each shard, ascending
-	shards   []jetstream.Stream
-	subj     []string
+	desc   StreamDescription
+	open   []int     // indexes of the open shards, by starting hash key
+	starts []hashKey // starting hash key of each open shard, ascending
+	shards []jetstream.Stream
+	subj   []string
+	// guard is, per shard, the headers every put carries: the publish
+	// fails once the shard is sealed (see reshard.go).
+	guard    []nats.Header
 	shardIDs []string // ShardID(i), formatted once
 	// perMsg is, per shard, the records per stored message GetRecords saw
 	// last: how many messages to ask for to fill a page.
 	perMsg []atomic.Int64
+	// seal is, per shard, the JetStream sequence of its seal message once
+	// known (0 while open or not yet seen).
+	seal []atomic.Uint64
 }
 
 // New opens the streams service on eng.
@@ -181,12 +242,17 @@ func NameFromARN(arn string) (string, bool) {
 func jsName(id string, shard int) string    { return fmt.Sprintf("KDS_%s_%04d", id, shard) }
 func jsSubject(id string, shard int) string { return fmt.Sprintf("kds.%s.%d", id, shard) }
 
+// sealSubject is where a closed shard's seal message is stored.
+func sealSubject(id string, shard int) string { return fmt.Sprintf("kds.%s.%d.seal", id, shard) }
+
 // ShardID formats a shard index as Kinesis does: shardId-000000000000.
 func ShardID(i int) string { return fmt.Sprintf("shardId-%012d", i) }
 
-func parseShardID(id string, n int) (int, error) {
+// index returns the index of shard id of the stream, or
+// ErrResourceNotFound.
+func (h *handle) index(id string) (int, error) {
 	var i int
-	if _, err := fmt.Sscanf(id, "shardId-%012d", &i); err != nil || ShardID(i) != id || i < 0 || i >= n {
+	if _, err := fmt.Sscanf(id, "shardId-%012d", &i); err != nil || ShardID(i) != id || i < 0 || i >= len(h.shards) || h.shards[i] == nil {
 		return 0, awserr.New(awserr.ErrResourceNotFound, "Shard %s does not exist", id)
 	}
 	return i, nil
@@ -210,7 +276,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		Epoch:                   nextEpoch(now.UnixMilli()),
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
-		sh := Shard{ShardID: ShardID(i), HashKeyRange: r}
+		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
 		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, i, FirstPosition)
 		d.Shards = append(d.Shards, sh)
 	}
@@ -237,7 +303,7 @@ func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfi
 	return jetstream.StreamConfig{
 		Name:        jsName(d.ID, i),
 		Description: fmt.Sprintf("runnel stream %s %s", d.StreamName, ShardID(i)),
-		Subjects:    []string{jsSubject(d.ID, i)},
+		Subjects:    []string{jsSubject(d.ID, i), sealSubject(d.ID, i)},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      maxAge,
@@ -254,7 +320,8 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	for i := range d.Shards {
+	for _, sh := range d.Shards {
+		i, _ := ShardIndex(sh.ShardID)
 		if err := s.eng.JS.DeleteStream(ctx, jsName(d.ID, i)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return awserr.New(awserr.ErrService, "delete shard %d of %s: %v", i, name, err)
 		}
@@ -332,8 +399,13 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 	if _, err := s.meta.Update(ctx, name, b, e.Revision()); err != nil {
 		return awserr.New(awserr.ErrResourceInUse, "stream %s changed concurrently: %v", name, err)
 	}
-	for i := range d.Shards {
-		if _, err := s.eng.JS.UpdateStream(ctx, s.shardConfig(&d, i)); err != nil {
+	for _, sh := range d.Shards {
+		i, _ := ShardIndex(sh.ShardID)
+		cfg := s.shardConfig(&d, i)
+		if info, err := s.eng.JS.Stream(ctx, cfg.Name); err == nil {
+			cfg.Metadata = info.CachedInfo().Config.Metadata // keeps a seal's record
+		}
+		if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
 			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
 		}
 	}
@@ -365,32 +437,74 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 		return nil, err
 	}
 	h = &handle{desc: *d}
-	for i, sh := range d.Shards {
-		v, ok := new(big.Int).SetString(sh.HashKeyRange.StartingHashKey, 10)
-		if !ok {
-			return nil, fmt.Errorf("stream %s: bad hash key range", name)
+	n := 0
+	for _, sh := range d.Shards {
+		i, err := ShardIndex(sh.ShardID)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %v", name, err)
 		}
-		h.starts = append(h.starts, hashKeyFromBig(v))
+		n = max(n, i+1)
+	}
+	h.shards, h.subj, h.shardIDs = make([]jetstream.Stream, n), make([]string, n), make([]string, n)
+	h.guard = make([]nats.Header, n)
+	h.perMsg, h.seal = make([]atomic.Int64, n), make([]atomic.Uint64, n)
+	for _, sh := range d.Shards {
+		i, _ := ShardIndex(sh.ShardID)
 		js, err := s.eng.JS.Stream(ctx, jsName(d.ID, i))
 		if err != nil {
 			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
 		}
-		h.shards = append(h.shards, js)
-		h.subj = append(h.subj, jsSubject(d.ID, i))
-		h.shardIDs = append(h.shardIDs, ShardID(i))
+		h.shards[i], h.subj[i], h.shardIDs[i] = js, jsSubject(d.ID, i), sh.ShardID
+		h.guard[i] = nats.Header{
+			jetstream.ExpectedLastSubjSeqHeader:     []string{"0"},
+			jetstream.ExpectedLastSubjSeqSubjHeader: []string{sealSubject(d.ID, i)},
+		}
+		if sh.SequenceNumberRange.EndingSequenceNumber != "" {
+			if _, end, err := DecodeSequenceNumber(d.Epoch, sh.SequenceNumberRange.EndingSequenceNumber); err == nil {
+				h.seal[i].Store(end>>PositionBits + 1)
+			}
+		}
+		if sh.Open() {
+			h.open = append(h.open, i)
+		}
 	}
-	h.perMsg = make([]atomic.Int64, len(h.shards))
+	sort.Slice(h.open, func(a, b int) bool {
+		return startKey(&d.Shards[indexIn(d, h.open[a])]).less(startKey(&d.Shards[indexIn(d, h.open[b])]))
+	})
+	for _, i := range h.open {
+		h.starts = append(h.starts, startKey(&d.Shards[indexIn(d, i)]))
+	}
 	s.mu.Lock()
 	s.handles[name] = h
 	s.mu.Unlock()
 	return h, nil
 }
 
-// shardFor returns the index of the shard owning hash key k.
+// shardFor returns the index of the open shard owning hash key k.
 func (h *handle) shardFor(k hashKey) int {
-	// first shard whose start is > k, minus one
+	// first open shard whose start is > k, minus one
 	i := sort.Search(len(h.starts), func(i int) bool { return k.less(h.starts[i]) })
-	return i - 1
+	return h.open[i-1]
+}
+
+// startKey returns a shard's starting hash key.
+func startKey(sh *Shard) hashKey {
+	v, _ := new(big.Int).SetString(sh.HashKeyRange.StartingHashKey, 10)
+	if v == nil {
+		v = new(big.Int)
+	}
+	return hashKeyFromBig(v)
+}
+
+// indexIn returns the position in d.Shards of the shard with index i.
+func indexIn(d *StreamDescription, i int) int {
+	id := ShardID(i)
+	for k := range d.Shards {
+		if d.Shards[k].ShardID == id {
+			return k
+		}
+	}
+	return -1
 }
 
 // lastEpoch makes stream epochs unique within the process even when two
@@ -438,9 +552,17 @@ func (s *Service) shardOf(ctx context.Context, streamName, shardID string) (*han
 	if err != nil {
 		return nil, 0, err
 	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	sh, err := h.index(shardID)
 	if err != nil {
-		return nil, 0, err
+		// A shard created by a reshard in another process: read the
+		// description again, once.
+		s.Forget(streamName)
+		if h, err = s.handle(ctx, streamName); err != nil {
+			return nil, 0, err
+		}
+		if sh, err = h.index(shardID); err != nil {
+			return nil, 0, err
+		}
 	}
 	return h, sh, nil
 }
