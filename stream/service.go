@@ -177,6 +177,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	handles map[string]*handle
+	// gens counts, per stream, the Forget calls: a handle loaded before one
+	// is not cached (it may hold the routing of before a reshard).
+	gens map[string]uint64
 }
 
 // handle caches what the put and read paths need of a stream. Slices
@@ -206,7 +209,7 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}}, nil
+	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
 }
 
 // NewLog opens a second, separate set of streams (their descriptions in
@@ -219,7 +222,7 @@ func NewLog(ctx context.Context, eng *engine.Engine, metaBucket string) (*Servic
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, keep: true}, nil
+	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, gens: map[string]uint64{}, keep: true}, nil
 }
 
 // ARN returns the stream ARN for name:
@@ -329,9 +332,7 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 	if err := s.meta.Purge(ctx, name); err != nil {
 		return awserr.New(awserr.ErrService, "delete stream %s: %v", name, err)
 	}
-	s.mu.Lock()
-	delete(s.handles, name)
-	s.mu.Unlock()
+	s.Forget(name)
 	return nil
 }
 
@@ -409,9 +410,7 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
 		}
 	}
-	s.mu.Lock()
-	delete(s.handles, name)
-	s.mu.Unlock()
+	s.Forget(name)
 	return nil
 }
 
@@ -421,6 +420,7 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 func (s *Service) Forget(name string) {
 	s.mu.Lock()
 	delete(s.handles, name)
+	s.gens[name]++
 	s.mu.Unlock()
 }
 
@@ -428,6 +428,7 @@ func (s *Service) Forget(name string) {
 func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 	s.mu.Lock()
 	h, ok := s.handles[name]
+	gen := s.gens[name]
 	s.mu.Unlock()
 	if ok {
 		return h, nil
@@ -475,7 +476,9 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 		h.starts = append(h.starts, startKey(&d.Shards[indexIn(d, i)]))
 	}
 	s.mu.Lock()
-	s.handles[name] = h
+	if s.gens[name] == gen {
+		s.handles[name] = h
+	}
 	s.mu.Unlock()
 	return h, nil
 }
