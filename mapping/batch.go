@@ -16,6 +16,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // outcome of one invocation of a batch.
@@ -363,29 +364,29 @@ func (b *batchRun) dropAged(ctx context.Context, recs []stream.Record, inv invoc
 // that was neither processed nor accounted for.
 func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition string, inv invocation) error {
 	first, last := recs[0], recs[len(recs)-1]
-	rec := &OnFailureRecord{
-		RequestContext: RequestContext{FunctionArn: b.r.cfg.FunctionArn, Condition: condition, ApproximateInvokeCount: inv.invokes},
-		Version:        "1.0",
-		Timestamp:      awsTime(b.r.svc.eng.Clock.Now()),
-		KinesisBatchInfo: &KinesisBatchInfo{
+	rec := &wire.OnFailureRecord{
+		RequestContext: wire.RequestContext{FunctionArn: b.r.cfg.FunctionArn, Condition: condition, ApproximateInvokeCount: inv.invokes},
+		Version:        wire.RecordVersion,
+		Timestamp:      wire.Timestamp(b.r.svc.eng.Clock.Now()),
+		KinesisBatchInfo: &wire.KinesisBatchInfo{
 			ShardID:                         b.w.shardID,
 			StartSequenceNumber:             first.SequenceNumber,
 			EndSequenceNumber:               last.SequenceNumber,
-			ApproximateArrivalOfFirstRecord: awsTime(first.ApproximateArrivalTimestamp),
-			ApproximateArrivalOfLastRecord:  awsTime(last.ApproximateArrivalTimestamp),
+			ApproximateArrivalOfFirstRecord: wire.Timestamp(first.ApproximateArrivalTimestamp),
+			ApproximateArrivalOfLastRecord:  wire.Timestamp(last.ApproximateArrivalTimestamp),
 			BatchSize:                       len(recs),
 			StreamArn:                       b.r.streamARN,
 		},
 	}
 	if b.r.ddb != nil {
 		info := rec.KinesisBatchInfo
-		info.ApproximateArrivalOfFirstRecord = first.ApproximateArrivalTimestamp.UTC().Format("2006-01-02T15:04:05Z")
-		info.ApproximateArrivalOfLastRecord = last.ApproximateArrivalTimestamp.UTC().Format("2006-01-02T15:04:05Z")
+		info.ApproximateArrivalOfFirstRecord = wire.TimestampSeconds(first.ApproximateArrivalTimestamp)
+		info.ApproximateArrivalOfLastRecord = wire.TimestampSeconds(last.ApproximateArrivalTimestamp)
 		rec.KinesisBatchInfo, rec.DDBStreamBatchInfo = nil, info
 	}
 	if inv.last != nil {
 		rec.RequestContext.RequestID = inv.last.RequestID
-		rec.ResponseContext = ResponseContext{StatusCode: 200, ExecutedVersion: "$LATEST", FunctionError: inv.last.FunctionError}
+		rec.ResponseContext = wire.ResponseContext{StatusCode: 200, ExecutedVersion: wire.ExecutedVersion, FunctionError: inv.last.FunctionError}
 	}
 	log := b.r.svc.eng.Logger
 	if b.r.dest == nil {
@@ -393,7 +394,7 @@ func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition 
 			"mapping", b.r.cfg.UUID, "shard", b.w.shardID, "condition", condition,
 			"startSequenceNumber", first.SequenceNumber, "endSequenceNumber", last.SequenceNumber, "count", len(recs))
 	} else {
-		body := rec.marshal()
+		body := marshal(rec)
 		for attempt := 1; ; attempt++ {
 			err := b.r.dest.Send(ctx, body)
 			if err == nil {

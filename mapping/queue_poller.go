@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/awserr"
-	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // Queue event source mappings follow
@@ -472,7 +472,7 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 	}
 	attempt, _ := strconv.Atoi(m.Attributes[queue.MsgAttrApproximateReceiveCount])
 	first := sentTime(m)
-	if env, ok := backoff.Unwrap([]byte(m.Body)); ok {
+	if env, ok := wire.UnwrapRetry([]byte(m.Body)); ok {
 		attempt += env.Metadata.Attempt - 1
 		first = time.Unix(env.Metadata.InitialTimestamp, 0)
 	}

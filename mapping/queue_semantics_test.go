@@ -39,6 +39,7 @@ import (
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // sqsRecorder is a function fed by a queue mapping: it records every
@@ -847,9 +848,9 @@ func TestQueueRetryPolicy(t *testing.T) {
 	t.Run("a retry envelope counts its attempt", func(t *testing.T) {
 		p := backoff.Policy{BaseDelaySeconds: 10, MaxDelaySeconds: 60, MaxAttempts: 3, MaximumAgeInSeconds: 3600}
 		rn, clock, arn := setup(t)
-		env2, _ := backoff.Wrap([]byte(`{"order":2}`), clock.Now())
-		env3, _ := backoff.Wrap([]byte(`{"order":3}`), clock.Now())
-		env3, _ = backoff.Wrap(env3, clock.Now())
+		env2, _ := wire.WrapRetry([]byte(`{"order":2}`), clock.Now())
+		env3, _ := wire.WrapRetry([]byte(`{"order":3}`), clock.Now())
+		env3, _ = wire.WrapRetry(env3, clock.Now())
 		send(t, rn, "src", string(env2), string(env3))
 		r := newSQSRecorder(t, rn, function.Config{}, failAlways)
 		m := createQueueMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, RetryPolicy: &p})
@@ -923,7 +924,7 @@ func TestQueueAsOnFailureDestination(t *testing.T) {
 	if _, ok := raw["KinesisBatchInfo"]; !ok {
 		t.Fatalf("body has no KinesisBatchInfo: %s", msgs[0].Body)
 	}
-	var f mapping.OnFailureRecord
+	var f wire.OnFailureRecord
 	json.Unmarshal([]byte(msgs[0].Body), &f)
 	bi := f.KinesisBatchInfo
 	if bi == nil || bi.BatchSize != 1 || bi.StreamArn != arn || bi.ShardID != "shardId-000000000000" || bi.StartSequenceNumber != seqs[0] ||

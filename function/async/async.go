@@ -65,7 +65,7 @@
 // function (an Event invocation with the record as payload). FIFO queues,
 // SNS topics, EventBridge buses and S3 buckets are refused, and so is the
 // function itself (its records would invoke it without end). The record
-// is SPEC 3's (see Record):
+// is SPEC 3's (see wire.InvocationRecord):
 //
 //	{"version":"1.0","timestamp":"2019-11-14T18:16:05.568Z",
 //	 "requestContext":{"requestId":"...","functionArn":"arn:aws:lambda:...:function:f:$LATEST",
