@@ -40,9 +40,12 @@ import (
 )
 
 // Config configures a demo run. The zero value runs on every record of
-// data/flights-3m.parquet with the defaults below.
+// data/flights-3m.parquet (the copy embedded in the binary) with the
+// defaults below.
 type Config struct {
-	// DataPath is the parquet file. Default data/flights-3m.parquet.
+	// DataPath is the parquet file. Default "" (flights.EmbeddedPath): the
+	// copy of data/flights-3m.parquet embedded in the binary, so the demo
+	// runs from any working directory.
 	DataPath string
 	// Records limits the run to the first N rows; 0 means all.
 	Records int
@@ -92,9 +95,6 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.DataPath == "" {
-		c.DataPath = filepath.Join("data", "flights-3m.parquet")
-	}
 	if c.DataDir == "" {
 		c.DataDir = engine.DefaultDataDir
 	}
@@ -366,8 +366,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		stats: flights.NewStats(), done: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total),
 		streams: rn.Streams, flakyFailures: cfg.FlakyFailures, flakyTries: map[string]int{}}
 	handlerName := "flight-stats-" + suffix
-	function.Register(handlerName, p)
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "flight-stats", Handler: handlerName, Timeout: 60}, true); err != nil {
+	if err := rn.Functions.Registry().Register(handlerName, p); err != nil {
+		return nil, err
+	}
+	if _, err := rn.Functions.PutFunction(ctx, function.Config{FunctionName: "flight-stats", Handler: handlerName, Timeout: 60}); err != nil {
 		return nil, err
 	}
 

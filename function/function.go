@@ -4,8 +4,9 @@
 // throttled), and panics caught and reported as function errors with the
 // errorType and errorMessage aws-lambda-go would report.
 //
-// Handlers are in-process Go functions registered by name (Register) that
-// take the events of github.com/aws/aws-lambda-go/events.
+// Handlers are in-process Go functions registered by name in a Registry
+// (Register fills the default one) that take the events of
+// github.com/aws/aws-lambda-go/events.
 package function
 
 import (
@@ -68,19 +69,23 @@ type Config struct {
 	FunctionArn string `json:"FunctionArn,omitempty" yaml:"-"`
 }
 
-func (c *Config) setDefaults() {
+// WithDefaults returns c with the zero fields that have defaults filled
+// in: Timeout 3 (DefaultTimeout), MemorySize 128 (DefaultMemory).
+func (c Config) WithDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
 	if c.MemorySize == 0 {
 		c.MemorySize = DefaultMemory
 	}
+	return c
 }
 
-// Validate checks the configuration against Lambda's ranges, after
-// defaults, and returns an InvalidParameterValueException naming the field.
-func (c *Config) Validate() error {
-	c.setDefaults()
+// Validate checks the configuration, with its defaults (WithDefaults),
+// against Lambda's ranges, and returns an InvalidParameterValueException
+// naming the field. It does not change c.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	if !functionNameRE.MatchString(c.FunctionName) {
 		return awserr.New(awserr.ErrInvalidParameterValue, "FunctionName: %q must be 1..64 characters of [a-zA-Z0-9-_]", c.FunctionName)
 	}
@@ -149,6 +154,7 @@ func New(cfg Config, handler any, clock clockwork.Clock, log *slog.Logger) (*Fun
 	if cfg.Handler == "" {
 		cfg.Handler = "inline"
 	}
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -327,62 +333,78 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 }
 
 // Service keeps the functions of an engine. Configurations are stored in
-// the key-value bucket "runnel_functions"; handlers come from Register.
+// the key-value bucket "runnel_functions"; handlers come from the
+// service's Registry.
 type Service struct {
 	eng *engine.Engine
 	kv  jetstream.KeyValue
+	reg *Registry
 
 	mu  sync.RWMutex
 	fns map[string]*Function
 }
 
-// NewService opens the functions service on eng and loads the stored
-// configurations whose handlers are registered in this process; the others
-// are logged and left stored.
-func NewService(ctx context.Context, eng *engine.Engine) (*Service, error) {
+// NewService opens the functions service on eng with the handlers of reg
+// (nil: DefaultRegistry) and loads the stored configurations whose
+// handlers are registered there; the others are logged and left stored.
+func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Service, error) {
+	if reg == nil {
+		reg = defaultRegistry
+	}
 	kv, err := eng.Bucket(ctx, "runnel_functions")
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{eng: eng, kv: kv, fns: map[string]*Function{}}
-	keys, err := kv.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
-	}
-	for _, k := range keys {
-		e, err := kv.Get(ctx, k)
+	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}}
+	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
 		if err != nil {
-			continue
+			return
 		}
-		var c Config
-		if json.Unmarshal(e.Value(), &c) != nil {
-			continue
-		}
-		inv, ok := lookup(c.Handler)
+		inv, ok := reg.lookup(c.Handler)
 		if !ok {
 			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
-			continue
+			return
 		}
 		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
+
+// Registry returns the registry the service looks handlers up in.
+func (s *Service) Registry() *Registry { return s.reg }
 
 // ARN returns arn:aws:lambda:<region>:<account>:function:<name>.
 func (s *Service) ARN(name string) string {
 	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", s.eng.Region(), s.eng.AccountID(), name)
 }
 
-// CreateFunction creates (or, with replace, replaces) a function. It fails
-// with ErrResourceConflict if the name exists and replace is false, and
+// CreateFunction creates a function from cfg (defaults applied, see
+// Config.WithDefaults) with the handler registered under cfg.Handler. It
+// fails with ErrResourceConflict if a function of that name exists, and
 // with ErrInvalidParameterValue for a bad field or an unregistered handler.
-func (s *Service) CreateFunction(ctx context.Context, cfg Config, replace bool) (*Function, error) {
+func (s *Service) CreateFunction(ctx context.Context, cfg Config) (*Function, error) {
+	return s.put(ctx, cfg, false)
+}
+
+// PutFunction creates a function, or replaces the one of that name (its
+// configuration and handler; invocations already running finish with the
+// old ones). It fails as CreateFunction does, except that an existing name
+// is no error.
+func (s *Service) PutFunction(ctx context.Context, cfg Config) (*Function, error) {
+	return s.put(ctx, cfg, true)
+}
+
+func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function, error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	inv, ok := lookup(cfg.Handler)
+	inv, ok := s.reg.lookup(cfg.Handler)
 	if !ok {
-		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %q is not a registered handler (registered: %v)", cfg.Handler, Handlers())
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %q is not a registered handler (registered: %v)", cfg.Handler, s.reg.Handlers())
 	}
 	cfg.FunctionArn = s.ARN(cfg.FunctionName)
 	s.mu.Lock()

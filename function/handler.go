@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -215,46 +213,4 @@ func toInvoker(h any) (invoker, error) {
 	}
 	// Any other signature lambda.Start accepts, with JSON in and out.
 	return rawInvoker{lambda.NewHandler(h)}, nil
-}
-
-var (
-	regMu    sync.RWMutex
-	registry = map[string]invoker{}
-)
-
-// Register makes an in-process handler available under name, for
-// Config.Handler. h may be a KinesisHandler, a
-// func(context.Context, events.KinesisEvent) error, an SQSHandler, a
-// DynamoDBHandler (or func(context.Context, events.DynamoDBEvent) error), an
-// EventHandler (both), a lambda.Handler, or
-// any handler signature aws-lambda-go's lambda.Start accepts (it then gets
-// the event as JSON). Registering a name twice replaces the handler for
-// functions created afterwards. It panics if h is not a function.
-func Register(name string, h any) {
-	inv, err := toInvoker(h)
-	if err != nil {
-		panic(err)
-	}
-	regMu.Lock()
-	registry[name] = inv
-	regMu.Unlock()
-}
-
-func lookup(name string) (invoker, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	inv, ok := registry[name]
-	return inv, ok
-}
-
-// Handlers lists the registered handler names, sorted.
-func Handlers() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for k := range registry {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

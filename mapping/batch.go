@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/wire"
@@ -431,16 +431,5 @@ func (s *Service) backoff(ctx context.Context, attempt int) error {
 	if d > cap || d <= 0 {
 		d = cap
 	}
-	return sleep(ctx, s.eng.Clock, time.Duration(rand.Int64N(int64(d))+1))
-}
-
-func sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return engine.Sleep(ctx, s.eng.Clock, time.Duration(rand.Int64N(int64(d))+1))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
@@ -200,7 +201,7 @@ func (r *queueRunner) poll(ctx context.Context) {
 			}
 			r.setResult("PROBLEM: cannot receive from the queue", err)
 			log.Warn("receive failed; retrying", "err", err)
-			if sleep(ctx, r.svc.eng.Clock, time.Second) != nil {
+			if engine.Sleep(ctx, r.svc.eng.Clock, time.Second) != nil {
 				return
 			}
 			continue

@@ -81,7 +81,7 @@ func newSQSRecorder(t *testing.T, rn *runnel.Runnel, cfg function.Config, behave
 		cfg.FunctionName = name
 	}
 	cfg.Handler = name
-	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	r.name = cfg.FunctionName
@@ -534,7 +534,7 @@ func TestQueueReportBatchItemFailures(t *testing.T) {
 		function.Register("sqs-raw-null", func(ctx context.Context, ev events.SQSEvent) (json.RawMessage, error) {
 			return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":null}]}`), nil
 		})
-		if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "raw", Handler: "sqs-raw-null"}, false); err != nil {
+		if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "raw", Handler: "sqs-raw-null"}); err != nil {
 			t.Fatal(err)
 		}
 		m := createQueueMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "raw", FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}})
@@ -892,7 +892,7 @@ func TestQueueThrottlesDoNotLoseMessages(t *testing.T) {
 	}
 	wantCounts(t, rn, "src", 0, 2)
 	// Lift the limit: the held batch is invoked, without a new receive.
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: r.name, Handler: r.handler}, true); err != nil {
+	if _, err := rn.Functions.PutFunction(context.Background(), function.Config{FunctionName: r.name, Handler: r.handler}); err != nil {
 		t.Fatal(err)
 	}
 	waitQueueStatus(t, rn, m.UUID, "processed", func(qs mapping.QueueStatus) bool { return qs.DeletedMessages == 2 })

@@ -320,7 +320,7 @@ func TestReportBatchItemFailuresRawResponses(t *testing.T) {
 				}
 				return json.RawMessage(`null`), nil
 			})
-			if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name}, false); err != nil {
+			if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name}); err != nil {
 				t.Fatal(err)
 			}
 			m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: name, BatchSize: 2, FunctionResponseTypes: []string{"ReportBatchItemFailures"}})

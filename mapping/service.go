@@ -1,19 +1,30 @@
-// Package mapping implements Lambda event source mappings for streams: a
-// poller per shard that reads records in order, batches them
-// (BatchSize, MaximumBatchingWindowInSeconds), invokes a function with
-// Lambda's Kinesis event, and handles failures exactly as Lambda does
-// (MaximumRetryAttempts, MaximumRecordAgeInSeconds,
-// BisectBatchOnFunctionError, ReportBatchItemFailures, an on-failure
-// destination), with a durable checkpoint per (mapping, shard).
+// Package mapping implements Lambda event source mappings for three kinds
+// of source: Kinesis streams, SQS queues and DynamoDB streams (a table's
+// change stream). Each enabled mapping runs pollers in this process that
+// read its source, batch records (BatchSize,
+// MaximumBatchingWindowInSeconds), filter them (FilterCriteria), invoke a
+// function with Lambda's event for the source, and handle failures as
+// Lambda does.
 //
-// Delivery is at least once: after a crash, the records after the last
-// checkpoint are invoked again. Nothing is skipped: the checkpoint passes a
-// record only once it was processed by a successful invocation or
-// discarded to the on-failure destination (or, with none set, logged with
-// its shard and sequence number and counted).
+// Stream and DynamoDB stream sources (poller.go, batch.go, lane.go): a
+// poller per shard reads records in order, with MaximumRetryAttempts,
+// MaximumRecordAgeInSeconds, BisectBatchOnFunctionError,
+// ReportBatchItemFailures, ParallelizationFactor and an on-failure
+// destination (wire.OnFailureRecord), and a durable checkpoint per
+// (mapping, shard). Delivery is at least once: after a crash, the records
+// after the last checkpoint are invoked again. Nothing is skipped: the
+// checkpoint passes a record only once it was processed by a successful
+// invocation or discarded to the on-failure destination (or, with none
+// set, logged with its shard and sequence number and counted).
+//
+// Queue sources (queue_poller.go): receive, invoke, delete; a failed
+// message returns after its visibility timeout and moves by the queue's
+// RedrivePolicy, with ReportBatchItemFailures, ScalingConfig and runnel's
+// RetryPolicy (backoff through the visibility timeout).
 //
 // The rules follow https://docs.aws.amazon.com/lambda/latest/dg/with-kinesis.html,
-// .../services-kinesis-parameters.html and .../services-kinesis-batchfailurereporting.html.
+// .../services-kinesis-parameters.html, .../services-kinesis-batchfailurereporting.html,
+// .../with-sqs.html and .../with-ddb.html.
 package mapping
 
 import (
@@ -241,7 +252,11 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	return &out, nil
 }
 
+// validate fills cfg's defaults (Config.WithDefaults) and its
+// FunctionArn, and checks it against its source, its function and its
+// destination.
 func (s *Service) validate(ctx context.Context, cfg *Config) error {
+	*cfg = cfg.WithDefaults()
 	if cfg.sourceKind() == sourceQueue {
 		return s.validateQueue(ctx, cfg)
 	}

@@ -95,14 +95,23 @@ type CreateStreamInput struct {
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
 }
 
-// Validate checks the input against Kinesis's ranges, after defaults.
-func (in *CreateStreamInput) Validate() error {
+// WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
+// (DefaultRetentionPeriodHours) where they are zero.
+func (in CreateStreamInput) WithDefaults() CreateStreamInput {
 	if in.ShardCount == 0 {
 		in.ShardCount = 1
 	}
 	if in.RetentionPeriodHours == 0 {
 		in.RetentionPeriodHours = DefaultRetentionPeriodHours
 	}
+	return in
+}
+
+// Validate checks the input, with its defaults (WithDefaults), against
+// Kinesis's ranges and returns an InvalidArgumentException naming the
+// field. It does not change in.
+func (in CreateStreamInput) Validate() error {
+	in = in.WithDefaults()
 	if !streamNameRE.MatchString(in.StreamName) {
 		return invalidArg("StreamName: %q must be 1..128 characters of [a-zA-Z0-9_.-]", in.StreamName)
 	}
@@ -196,6 +205,7 @@ func parseShardID(id string, n int) (int, error) {
 // key space evenly. It fails with ErrResourceInUse if the name exists and
 // with ErrInvalidArgument, naming the field and range, on bad input.
 func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*StreamDescription, error) {
+	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ func recoverySetup(t *testing.T) (string, []string, []string) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "logf", Handler: "log"}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "logf", Handler: "log"}); err != nil {
 		t.Fatal(err)
 	}
 	rn.Close()
