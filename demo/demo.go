@@ -9,6 +9,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,40 +96,18 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.DataDir == "" {
-		c.DataDir = engine.DefaultDataDir
-	}
-	if c.Shards == 0 {
-		c.Shards = 4
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 500
-	}
-	if c.ParallelizationFactor == 0 {
-		c.ParallelizationFactor = 1
-	}
+	c.DataDir = cmp.Or(c.DataDir, engine.DefaultDataDir)
+	c.Shards = cmp.Or(c.Shards, 4)
+	c.BatchSize = cmp.Or(c.BatchSize, 500)
+	c.ParallelizationFactor = cmp.Or(c.ParallelizationFactor, 1)
 	c.MaximumRetryAttempts = max(c.MaximumRetryAttempts, 0)
-	if c.FlakyRecords == 0 {
-		c.FlakyRecords = 20
-	}
-	if c.FlakyFailures == 0 {
-		c.FlakyFailures = 2
-	}
-	if c.RetryAttempts == 0 {
-		c.RetryAttempts = 4
-	}
-	if c.FailureRate == 0 {
-		c.FailureRate = 0.02
-	}
-	if c.PoisonRecords == 0 {
-		c.PoisonRecords = 10
-	}
-	if c.Producers == 0 {
-		c.Producers = 4
-	}
-	if c.Seed == 0 {
-		c.Seed = 2001
-	}
+	c.FlakyRecords = cmp.Or(c.FlakyRecords, 20)
+	c.FlakyFailures = cmp.Or(c.FlakyFailures, 2)
+	c.RetryAttempts = cmp.Or(c.RetryAttempts, 4)
+	c.FailureRate = cmp.Or(c.FailureRate, 0.02)
+	c.PoisonRecords = cmp.Or(c.PoisonRecords, 10)
+	c.Producers = cmp.Or(c.Producers, 4)
+	c.Seed = cmp.Or(c.Seed, 2001)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
@@ -316,28 +295,12 @@ func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.outageDefaults()
 	cfg.setDefaults()
-	total, err := flights.Count(cfg.DataPath)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w (run from the repository root, or pass --data)", err)
-	}
-	if cfg.Records > 0 && int64(cfg.Records) < total {
-		total = int64(cfg.Records)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.DataDir, "demo-")
+	run, err := openRun(ctx, cfg, "demo-", "")
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(dir)
-	}
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, NATSURL: cfg.NATSURL, Logger: cfg.Logger}})
-	if err != nil {
-		return nil, err
-	}
-	defer rn.Close()
+	defer run.close()
+	total, dir, rn := run.total, run.dir, run.rn
 
 	suffix := filepath.Base(dir)
 	src := "flights-" + suffix
@@ -375,14 +338,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// poison and flaky rows, spread at random over the run
 	marked := func(n int, stream uint64, taken map[int64]bool) map[int64]bool {
-		out := map[int64]bool{}
-		r := rand.New(rand.NewPCG(cfg.Seed, stream))
-		for n > 0 && len(out) < min(n, int(total)-len(taken)) {
-			if row := r.Int64N(total); !taken[row] {
-				out[row] = true
-			}
-		}
-		return out
+		return markRows(cfg.Seed, stream, n, total, taken)
 	}
 	poison := marked(cfg.PoisonRecords, 2, nil)
 	cfg.Outage.setWindow(total)
@@ -415,12 +371,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	prog := newProgress(cfg.Progress, total)
-	// rows[shard][pos-1] = parquet row index, to map records back to rows.
-	rows := make([][]int32, cfg.Shards)
-	var rowsMu sync.Mutex
-	var put atomic.Int64
-	putErr := make(chan error, 1)
 	encode := func(row int64, f *flights.Flight) []byte {
 		var data []byte
 		switch {
@@ -441,69 +391,47 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return out.Records, nil
 	}
-	go func() { putErr <- produce(ctx, cfg, total, encode, putRecords, rows, &rowsMu, &put) }()
+	prod := startProduction(ctx, cfg, total, encode, putRecords)
 
 	// Wait until every record put is resolved: the stream mapping has
 	// checkpointed every record, and the Retry-DLQ is empty (its messages
 	// recovered, or moved on to the Unrecoverable-DLQ).
-	lastChange, lastSeen := time.Now(), int64(-1)
-	producing := true
 	var st *mapping.Status
-	for {
-		if producing {
-			select {
-			case err := <-putErr:
-				if err != nil {
-					return nil, err
-				}
-				producing = false
-			default:
-			}
-		}
+	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
+		var err error
 		if st, err = rn.Mappings.Status(m.UUID); err != nil {
-			return nil, err
+			return 0, false, false, err
 		}
 		qst, err := rn.Mappings.Status(qm.UUID)
 		if err != nil {
-			return nil, err
+			return 0, false, false, err
 		}
 		caughtUp := !producing
 		for _, sh := range st.Shards {
 			_, last, err := rn.Streams.ShardBounds(ctx, src, sh.ShardID)
 			if err != nil {
-				return nil, err
+				return 0, false, false, err
 			}
 			if end, _ := rn.Streams.SequenceNumber(ctx, src, sh.ShardID, last+1); sh.Checkpoint != end {
 				caughtUp = false
 			}
 		}
 		resolved := p.unique.Load() + qst.Queue.MovedToDeadLetter
-		prog.update(put.Load(), resolved)
-		if caughtUp && queueDepth(ctx, rn, retry) == 0 {
-			break
-		}
-		if resolved != lastSeen {
-			lastSeen, lastChange = resolved, time.Now()
-		} else if time.Since(lastChange) > 2*time.Minute {
-			return nil, fmt.Errorf("demo: no progress for 2 minutes (%d of %d resolved)", resolved, put.Load())
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return resolved, caughtUp && queueDepth(ctx, rn, retry) == 0, false, nil
+	}, func() string { return "" })
+	if err != nil {
+		return nil, err
 	}
 	elapsed := time.Since(start)
-	prog.finish()
 
 	var inc *Incident
 	if cfg.Outage != nil {
-		if inc, err = runIncident(ctx, rn, p, cfg, incidentNames{stream: src, retry: retry, unrecoverable: unrecoverable}, put.Load()); err != nil {
+		if inc, err = runIncident(ctx, rn, p, cfg, incidentNames{stream: src, retry: retry, unrecoverable: unrecoverable}, prod.put.Load()); err != nil {
 			return nil, err
 		}
 	}
 
-	res := &Result{RecordsIn: put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison), FlakyInjected: len(flaky)}
+	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison), FlakyInjected: len(flaky)}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.FailedInvokes = p.delivers.Load(), p.invokes.Load(), p.failed.Load()
 	res.RetriedMessages, res.Recovered = p.retried.Load(), p.recovered.Load()
@@ -530,7 +458,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			if dropped[sh].set(pos) {
 				res.Unrecoverable++
-				row := int64(rows[sh][pos-1])
+				row := int64(prod.rows[sh][pos-1])
 				failedRows[row] = true
 				if poison[row] {
 					res.PoisonInFailDest++
@@ -540,19 +468,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Lost: records put that are neither processed nor unrecoverable.
 	p.mu.Lock()
-	for sh := range rows {
-		for i, row := range rows[sh] {
-			if row < 0 { // a position that holds no record (positions are not dense)
-				continue
-			}
-			pos := uint64(i + 1)
-			if p.done[sh].has(pos) {
-				res.ProcessedUnique++
-			} else if !dropped[sh].has(pos) {
-				res.Lost++
-			}
+	eachRow(prod.rows, func(sh int, pos uint64, _ int64) {
+		if p.done[sh].has(pos) {
+			res.ProcessedUnique++
+		} else if !dropped[sh].has(pos) {
+			res.Lost++
 		}
-	}
+	})
 	res.Redeliveries = res.Deliveries - res.ProcessedUnique
 	lat := p.latMs
 	pipelineStats := p.stats
@@ -561,15 +483,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// The independent computation: straight from the parquet file, leaving
 	// out the rows in the Unrecoverable-DLQ.
-	want, _, err := flights.ComputeStats(cfg.DataPath, int(total), func(i int64) bool { return failedRows[i] })
-	if err != nil {
+	if err := res.check(cfg, total, failedRows, pipelineStats); err != nil {
 		return nil, err
 	}
-	res.StatsMatch, res.StatsDiff = pipelineStats.Equal(want)
-	res.Top = pipelineStats.Top(10)
-	res.PeakRSSMiB = procstat.PeakRSSMiB()
 	if inc != nil {
-		if err := inc.finish(ctx, rn, p, cfg, src, rows); err != nil {
+		if err := inc.finish(ctx, rn, p, cfg, src, prod.rows); err != nil {
 			return nil, err
 		}
 		res.Incident = inc
@@ -581,10 +499,152 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // entry, in order (a failed entry has an ErrorCode and is put again).
 type putFunc func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error)
 
-// produce reads the parquet file and puts every row, encoded by encode,
-// with the origin airport as partition key, Producers PutRecords calls at a
-// time through put. It records which row each (shard, position) holds in
-// rows, and counts the records stored in stored.
+// production is the producer of a run, working in the background: it
+// reads the parquet file and puts every row, encoded by encode, with the
+// origin airport as partition key, Producers PutRecords calls at a time.
+type production struct {
+	prog *progress
+	errc chan error
+	// rows[shard][pos-1] = parquet row index, to map records back to rows
+	// (-1: a position that holds no record). Guarded by mu while producing.
+	rows      [][]int32
+	mu        sync.Mutex
+	put       atomic.Int64 // records stored
+	producing bool
+}
+
+// startProduction starts producing the first total rows through put.
+func startProduction(ctx context.Context, cfg Config, total int64, encode func(row int64, f *flights.Flight) []byte, put putFunc) *production {
+	pr := &production{prog: newProgress(cfg.Progress, total), errc: make(chan error, 1), rows: make([][]int32, cfg.Shards), producing: true}
+	go func() { pr.errc <- produce(ctx, cfg, total, encode, put, pr.rows, &pr.mu, &pr.put) }()
+	return pr
+}
+
+// settle waits until every record put is resolved: it calls step (told
+// whether the producer still runs) every 50 ms, or at once while step
+// reports busy, until step reports done, showing progress. It returns the
+// producer's error or step's, and fails when the resolved count (step's
+// first result) stays the same for 2 minutes, with stuck's words.
+func (pr *production) settle(ctx context.Context, step func(producing bool) (resolved int64, done, busy bool, err error), stuck func() string) error {
+	defer pr.prog.finish()
+	lastChange, lastSeen := time.Now(), int64(-1)
+	for {
+		if pr.producing {
+			select {
+			case err := <-pr.errc:
+				if err != nil {
+					return err
+				}
+				pr.producing = false
+			default:
+			}
+		}
+		resolved, done, busy, err := step(pr.producing)
+		if err != nil {
+			return err
+		}
+		pr.prog.update(pr.put.Load(), resolved)
+		if done {
+			return nil
+		}
+		if resolved != lastSeen {
+			lastSeen, lastChange = resolved, time.Now()
+		} else if time.Since(lastChange) > 2*time.Minute {
+			return fmt.Errorf("demo: no progress for 2 minutes (%d of %d resolved%s)", resolved, pr.put.Load(), stuck())
+		}
+		if !busy {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// eachRow calls fn for every position of rows (see production.rows) that
+// holds a record, with its shard index, log position and parquet row.
+func eachRow(rows [][]int32, fn func(sh int, pos uint64, row int64)) {
+	for sh := range rows {
+		for i, row := range rows[sh] {
+			if row >= 0 {
+				fn(sh, uint64(i+1), int64(row))
+			}
+		}
+	}
+}
+
+// run is what Run and RunExternal share: the rows to put, a fresh data
+// directory (removed by close unless Config.Keep) and a runnel open on it.
+type run struct {
+	total int64
+	dir   string
+	rn    *runnel.Runnel
+	close func()
+}
+
+// openRun counts the rows, makes a data directory named prefix* under
+// Config.DataDir and opens runnel with its engine in sub of it.
+func openRun(ctx context.Context, cfg Config, prefix, sub string) (*run, error) {
+	total, err := flights.Count(cfg.DataPath)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w (--data names the parquet file; without it the embedded one is read)", err)
+	}
+	if cfg.Records > 0 && int64(cfg.Records) < total {
+		total = int64(cfg.Records)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.DataDir, prefix)
+	if err != nil {
+		return nil, err
+	}
+	removeDir := func() {
+		if !cfg.Keep {
+			os.RemoveAll(dir)
+		}
+	}
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: filepath.Join(dir, sub), NATSURL: cfg.NATSURL, Logger: cfg.Logger}})
+	if err != nil {
+		removeDir()
+		return nil, err
+	}
+	return &run{total: total, dir: dir, rn: rn, close: func() { rn.Close(); removeDir() }}, nil
+}
+
+// markRows picks n distinct rows of total (fewer when total runs out),
+// none of them in taken, at random from (seed, stream): the poison and
+// flaky rows, the same for a seed in Run and RunExternal.
+func markRows(seed, stream uint64, n int, total int64, taken map[int64]bool) map[int64]bool {
+	out := map[int64]bool{}
+	r := rand.New(rand.NewPCG(seed, stream))
+	for n > 0 && len(out) < min(n, int(total)-len(taken)) {
+		if row := r.Int64N(total); !taken[row] {
+			out[row] = true
+		}
+	}
+	return out
+}
+
+// check compares the pipeline's statistics with the independent
+// computation straight from the parquet file over the first total rows,
+// leaving out failedRows, and fills StatsMatch, StatsDiff, Top and
+// PeakRSSMiB.
+func (res *Result) check(cfg Config, total int64, failedRows map[int64]bool, got *flights.Stats) error {
+	want, _, err := flights.ComputeStats(cfg.DataPath, int(total), func(i int64) bool { return failedRows[i] })
+	if err != nil {
+		return err
+	}
+	res.StatsMatch, res.StatsDiff = got.Equal(want)
+	res.Top = got.Top(10)
+	res.PeakRSSMiB = procstat.PeakRSSMiB()
+	return nil
+}
+
+// produce puts the rows (see production), recording which row each
+// (shard, position) holds in rows and counting the records stored in
+// stored.
 func produce(ctx context.Context, cfg Config, total int64, encode func(row int64, f *flights.Flight) []byte, put putFunc, rows [][]int32, rowsMu *sync.Mutex, stored *atomic.Int64) error {
 	type chunk struct {
 		rows    []int64 // parquet row of each entry

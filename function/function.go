@@ -10,6 +10,7 @@
 package function
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,12 +73,8 @@ type Config struct {
 // WithDefaults returns c with the zero fields that have defaults filled
 // in: Timeout 3 (DefaultTimeout), MemorySize 128 (DefaultMemory).
 func (c Config) WithDefaults() Config {
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MemorySize == 0 {
-		c.MemorySize = DefaultMemory
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MemorySize = cmp.Or(c.MemorySize, DefaultMemory)
 	return c
 }
 

@@ -1,7 +1,8 @@
 package function
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -60,12 +61,7 @@ func (r *Registry) lookup(name string) (invoker, bool) {
 func (r *Registry) Handlers() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.m))
-	for k := range r.m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.m))
 }
 
 // Register registers h under name in the default registry (see

@@ -210,22 +210,8 @@ func (b *batchRun) kinesisEvent(recs []stream.Record) *events.KinesisEvent {
 	role := "arn:aws:iam::" + b.r.svc.eng.AccountID() + ":role/runnel-event-source-mapping"
 	for i := range recs {
 		r := &recs[i]
-		ev.Records[i] = events.KinesisEventRecord{
-			AwsRegion:         region,
-			EventID:           r.ShardID + ":" + r.SequenceNumber,
-			EventName:         "aws:kinesis:record",
-			EventSource:       "aws:kinesis",
-			EventSourceArn:    b.r.streamARN,
-			EventVersion:      "1.0",
-			InvokeIdentityArn: role,
-			Kinesis: events.KinesisRecord{
-				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.ApproximateArrivalTimestamp},
-				Data:                        r.Data,
-				PartitionKey:                r.PartitionKey,
-				SequenceNumber:              r.SequenceNumber,
-				KinesisSchemaVersion:        "1.0",
-			},
-		}
+		ev.Records[i] = r.KinesisEventRecord(b.r.streamARN)
+		ev.Records[i].AwsRegion, ev.Records[i].InvokeIdentityArn = region, role
 	}
 	return ev
 }

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -231,8 +232,6 @@ func (c Config) validateQueue(fifo bool) error {
 	return nil
 }
 
-func intPtr(v int) *int { return &v }
-
 // WithDefaults returns c with AWS's defaults in its unset fields: Enabled
 // true; for a queue source BatchSize 10 (DefaultQueueBatchSize) and the
 // zero fields of RetryPolicy from backoff.Default; for a stream or
@@ -245,27 +244,16 @@ func (c Config) WithDefaults() Config {
 		c.Enabled = new(true)
 	}
 	if c.sourceKind() == sourceQueue {
-		if c.BatchSize == 0 {
-			c.BatchSize = DefaultQueueBatchSize
-		}
+		c.BatchSize = cmp.Or(c.BatchSize, DefaultQueueBatchSize)
 		if c.RetryPolicy != nil {
-			p := c.RetryPolicy.WithDefaults()
-			c.RetryPolicy = &p
+			c.RetryPolicy = new(c.RetryPolicy.WithDefaults())
 		}
 		return c
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.ParallelizationFactor == 0 {
-		c.ParallelizationFactor = 1
-	}
-	if c.MaximumRetryAttempts == nil {
-		c.MaximumRetryAttempts = intPtr(-1)
-	}
-	if c.MaximumRecordAgeInSeconds == nil {
-		c.MaximumRecordAgeInSeconds = intPtr(-1)
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.ParallelizationFactor = cmp.Or(c.ParallelizationFactor, 1)
+	c.MaximumRetryAttempts = cmp.Or(c.MaximumRetryAttempts, new(-1))
+	c.MaximumRecordAgeInSeconds = cmp.Or(c.MaximumRecordAgeInSeconds, new(-1))
 	return c
 }
 

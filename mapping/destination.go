@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/wire"
 )
@@ -21,18 +22,11 @@ type Destination interface {
 // ARN when the ARN is of its kind but the target does not exist.
 type DestinationResolver func(ctx context.Context, arn string) (Destination, error)
 
-// streamDestination writes on-failure records to a runnel stream, with the
-// source shard id as partition key so one shard's failures stay in order.
-type streamDestination struct {
-	streams *stream.Service
-	name    string
-	key     string
-}
+// DestinationFunc is a Destination that sends with a function.
+type DestinationFunc func(ctx context.Context, record []byte) error
 
-func (d *streamDestination) Send(ctx context.Context, record []byte) error {
-	_, err := d.streams.PutRecord(ctx, d.name, stream.PutRecordsRequestEntry{Data: record, PartitionKey: d.key})
-	return err
-}
+// Send calls f.
+func (f DestinationFunc) Send(ctx context.Context, record []byte) error { return f(ctx, record) }
 
 // StreamDestinations resolves Kinesis stream ARNs to runnel streams.
 func StreamDestinations(streams *stream.Service) DestinationResolver {
@@ -44,7 +38,36 @@ func StreamDestinations(streams *stream.Service) DestinationResolver {
 		if _, err := streams.DescribeStream(ctx, name); err != nil {
 			return nil, invalid("DestinationConfig.OnFailure.Destination: %s: %v", arn, err)
 		}
-		return &streamDestination{streams: streams, name: name, key: "on-failure"}, nil
+		// The partition key is fixed, so that one mapping's failure records
+		// stay in order in one shard.
+		return DestinationFunc(func(ctx context.Context, record []byte) error {
+			_, err := streams.PutRecord(ctx, name, stream.PutRecordsRequestEntry{Data: record, PartitionKey: "on-failure"})
+			return err
+		}), nil
+	}
+}
+
+// QueueDestinations resolves SQS queue ARNs to runnel queues, for
+// DestinationConfig.OnFailure.
+func QueueDestinations(queues *queue.Service) DestinationResolver {
+	return func(ctx context.Context, arn string) (Destination, error) {
+		name, ok := queue.NameFromARN(arn)
+		if !ok {
+			return nil, nil
+		}
+		attrs, err := queues.GetQueueAttributes(ctx, name, []string{"FifoQueue", "ContentBasedDeduplication"})
+		if err != nil {
+			return nil, invalid("DestinationConfig.OnFailure.Destination: %s: %v", arn, err)
+		}
+		if attrs["FifoQueue"] == "true" {
+			// AWS does not take FIFO queues as destinations either.
+			return nil, invalid("DestinationConfig.OnFailure.Destination: %s is a FIFO queue; on-failure destinations must be standard queues", arn)
+		}
+		url := queues.QueueURL(name)
+		return DestinationFunc(func(ctx context.Context, record []byte) error {
+			_, err := queues.SendMessage(ctx, url, queue.SendMessageInput{MessageBody: string(record)})
+			return err
+		}), nil
 	}
 }
 

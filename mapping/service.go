@@ -28,6 +28,7 @@
 package mapping
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,18 +76,10 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.RetryBaseDelay == 0 {
-		o.RetryBaseDelay = 100 * time.Millisecond
-	}
-	if o.RetryMaxDelay == 0 {
-		o.RetryMaxDelay = 5 * time.Second
-	}
-	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = 100 * time.Millisecond
-	}
-	if o.LaneBuffer == 0 {
-		o.LaneBuffer = 1000
-	}
+	o.RetryBaseDelay = cmp.Or(o.RetryBaseDelay, 100*time.Millisecond)
+	o.RetryMaxDelay = cmp.Or(o.RetryMaxDelay, 5*time.Second)
+	o.CheckpointInterval = cmp.Or(o.CheckpointInterval, 100*time.Millisecond)
+	o.LaneBuffer = cmp.Or(o.LaneBuffer, 1000)
 }
 
 // Service keeps the event source mappings of an engine: their
@@ -141,19 +134,10 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	if s.live, err = eng.Bucket(ctx, "runnel_mapping_status"); err != nil {
 		return nil, err
 	}
-	keys, err := kv.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
-	}
-	for _, k := range keys {
-		e, err := kv.Get(ctx, k)
+	err = engine.LoadJSON(ctx, kv, func(k string, c Config, err error) {
 		if err != nil {
-			continue
-		}
-		var c Config
-		if err := json.Unmarshal(e.Value(), &c); err != nil {
 			eng.Logger.Warn("stored mapping does not decode", "uuid", k, "err", err)
-			continue
+			return
 		}
 		s.configs[c.UUID] = c
 		if *c.Enabled && !opts.Passive {
@@ -161,6 +145,9 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 				eng.Logger.Warn("stored mapping did not start", "uuid", c.UUID, "err", err)
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Only now: the publisher reads the maps the loop above fills.
 	if opts.Passive {
@@ -240,16 +227,7 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.saveLocked(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	if *cfg.Enabled && !s.opts.Passive {
-		if err := s.startLocked(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	out := s.configs[cfg.UUID]
-	return &out, nil
+	return s.commitLocked(ctx, cfg)
 }
 
 // validate fills cfg's defaults (Config.WithDefaults) and its
@@ -314,6 +292,29 @@ func (s *Service) saveLocked(ctx context.Context, cfg *Config) error {
 	}
 	s.configs[cfg.UUID] = *cfg
 	return nil
+}
+
+// commitLocked stores cfg and, when it is enabled and the service is not
+// passive, starts its poller. It returns the stored configuration.
+func (s *Service) commitLocked(ctx context.Context, cfg Config) (*Config, error) {
+	if err := s.saveLocked(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	if *cfg.Enabled && !s.opts.Passive {
+		if err := s.startLocked(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	out := s.configs[cfg.UUID]
+	return &out, nil
+}
+
+// stopLocked stops the poller of mapping id, if one runs.
+func (s *Service) stopLocked(id string) {
+	if r := s.runners[id]; r != nil {
+		r.stop()
+		delete(s.runners, id)
+	}
 }
 
 func (s *Service) startLocked(ctx context.Context, cfg Config) error {
@@ -435,20 +436,8 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.runners[cfg.UUID]; r != nil {
-		r.stop()
-		delete(s.runners, cfg.UUID)
-	}
-	if err := s.saveLocked(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	if *cfg.Enabled && !s.opts.Passive {
-		if err := s.startLocked(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	out := s.configs[cfg.UUID]
-	return &out, nil
+	s.stopLocked(cfg.UUID)
+	return s.commitLocked(ctx, cfg)
 }
 
 // DeleteEventSourceMapping stops a mapping and deletes it with its
@@ -460,10 +449,7 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.runners[id]; r != nil {
-		r.stop()
-		delete(s.runners, id)
-	}
+	s.stopLocked(id)
 	delete(s.configs, id)
 	if streams, name, _, err := s.sourceStreams(*c); err == nil {
 		if shards, err := streams.ListShards(ctx, name); err == nil {

@@ -128,20 +128,7 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailur
 }
 
 // KinesisEventRecord is a stream record in the shape a Kinesis event
-// carries it (events.KinesisEventRecord).
+// carries it (see stream.Record.KinesisEventRecord).
 func KinesisEventRecord(streamARN string, r stream.Record) events.KinesisEventRecord {
-	return events.KinesisEventRecord{
-		EventID:        r.ShardID + ":" + r.SequenceNumber,
-		EventName:      "aws:kinesis:record",
-		EventSource:    "aws:kinesis",
-		EventSourceArn: streamARN,
-		EventVersion:   "1.0",
-		Kinesis: events.KinesisRecord{
-			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.ApproximateArrivalTimestamp},
-			Data:                        r.Data,
-			PartitionKey:                r.PartitionKey,
-			SequenceNumber:              r.SequenceNumber,
-			KinesisSchemaVersion:        "1.0",
-		},
-	}
+	return r.KinesisEventRecord(streamARN)
 }

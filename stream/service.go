@@ -13,6 +13,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,12 +99,8 @@ type CreateStreamInput struct {
 // WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
 // (DefaultRetentionPeriodHours) where they are zero.
 func (in CreateStreamInput) WithDefaults() CreateStreamInput {
-	if in.ShardCount == 0 {
-		in.ShardCount = 1
-	}
-	if in.RetentionPeriodHours == 0 {
-		in.RetentionPeriodHours = DefaultRetentionPeriodHours
-	}
+	in.ShardCount = cmp.Or(in.ShardCount, 1)
+	in.RetentionPeriodHours = cmp.Or(in.RetentionPeriodHours, DefaultRetentionPeriodHours)
 	return in
 }
 

@@ -21,26 +21,6 @@ package wire
 
 import "time"
 
-// Timestamp formats t as these records do, in UTC with milliseconds:
-// 2019-11-14T00:38:06.021Z.
-func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-// TimestampSeconds formats t in UTC without milliseconds, as DynamoDB
-// stream on-failure records give arrival times: 2019-11-14T00:38:06Z.
-func TimestampSeconds(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
-
-// Versions and outcome strings shared by both records.
-const (
-	// RecordVersion is the "version" field of both records.
-	RecordVersion = "1.0"
-	// ExecutedVersion is the function version runnel runs ($LATEST; it has
-	// no published versions).
-	ExecutedVersion = "$LATEST"
-	// FunctionErrorUnhandled is responseContext.functionError after a
-	// function error.
-	FunctionErrorUnhandled = "Unhandled"
-)
-
 // RequestContext of an OnFailureRecord or an InvocationRecord: the last
 // invocation and why the record was written.
 //
@@ -55,3 +35,20 @@ type RequestContext struct {
 	Condition              string `json:"condition"`
 	ApproximateInvokeCount int    `json:"approximateInvokeCount"`
 }
+
+// Timestamp formats t as these records do, in UTC with milliseconds:
+// 2019-11-14T00:38:06.021Z.
+func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// TimestampSeconds formats t in UTC without milliseconds, as DynamoDB
+// stream on-failure records give arrival times: 2019-11-14T00:38:06Z.
+func TimestampSeconds(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// Versions both records carry.
+const (
+	// RecordVersion is the "version" field of both records.
+	RecordVersion = "1.0"
+	// ExecutedVersion is the function version runnel runs ($LATEST; it has
+	// no published versions).
+	ExecutedVersion = "$LATEST"
+)
