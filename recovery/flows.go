@@ -3,14 +3,13 @@ package recovery
 import (
 	"context"
 	"encoding/json"
-	"time"
-
 	"errors"
 	"fmt"
-	"github.com/jonboulle/clockwork"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
