@@ -13,15 +13,14 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"regexp"
-	"sort"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -95,14 +94,19 @@ type CreateStreamInput struct {
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
 }
 
-// Validate checks the input against Kinesis's ranges, after defaults.
-func (in *CreateStreamInput) Validate() error {
-	if in.ShardCount == 0 {
-		in.ShardCount = 1
-	}
-	if in.RetentionPeriodHours == 0 {
-		in.RetentionPeriodHours = DefaultRetentionPeriodHours
-	}
+// WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
+// (DefaultRetentionPeriodHours) where they are zero.
+func (in CreateStreamInput) WithDefaults() CreateStreamInput {
+	in.ShardCount = cmp.Or(in.ShardCount, 1)
+	in.RetentionPeriodHours = cmp.Or(in.RetentionPeriodHours, DefaultRetentionPeriodHours)
+	return in
+}
+
+// Validate checks the input, with its defaults (WithDefaults), against
+// Kinesis's ranges and returns an InvalidArgumentException naming the
+// field. It does not change in.
+func (in CreateStreamInput) Validate() error {
+	in = in.WithDefaults()
 	if !streamNameRE.MatchString(in.StreamName) {
 		return invalidArg("StreamName: %q must be 1..128 characters of [a-zA-Z0-9_.-]", in.StreamName)
 	}
@@ -125,18 +129,6 @@ type Service struct {
 
 	mu      sync.Mutex
 	handles map[string]*handle
-}
-
-// handle caches what the put and read paths need of a stream.
-type handle struct {
-	desc     StreamDescription
-	starts   []hashKey // starting hash key of each shard, ascending
-	shards   []jetstream.Stream
-	subj     []string
-	shardIDs []string // ShardID(i), formatted once
-	// perMsg is, per shard, the records per stored message GetRecords saw
-	// last: how many messages to ask for to fill a page.
-	perMsg []atomic.Int64
 }
 
 // New opens the streams service on eng.
@@ -196,6 +188,7 @@ func parseShardID(id string, n int) (int, error) {
 // key space evenly. It fails with ErrResourceInUse if the name exists and
 // with ErrInvalidArgument, naming the field and range, on bad input.
 func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*StreamDescription, error) {
+	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -300,7 +293,7 @@ func (s *Service) ListStreams(ctx context.Context) ([]string, error) {
 		}
 		return nil, err
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys, nil
 }
 
@@ -350,62 +343,6 @@ func (s *Service) Forget(name string) {
 	s.mu.Lock()
 	delete(s.handles, name)
 	s.mu.Unlock()
-}
-
-// handle returns the cached handle of a stream, loading it if needed.
-func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
-	s.mu.Lock()
-	h, ok := s.handles[name]
-	s.mu.Unlock()
-	if ok {
-		return h, nil
-	}
-	d, err := s.DescribeStream(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	h = &handle{desc: *d}
-	for i, sh := range d.Shards {
-		v, ok := new(big.Int).SetString(sh.HashKeyRange.StartingHashKey, 10)
-		if !ok {
-			return nil, fmt.Errorf("stream %s: bad hash key range", name)
-		}
-		h.starts = append(h.starts, hashKeyFromBig(v))
-		js, err := s.eng.JS.Stream(ctx, jsName(d.ID, i))
-		if err != nil {
-			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
-		}
-		h.shards = append(h.shards, js)
-		h.subj = append(h.subj, jsSubject(d.ID, i))
-		h.shardIDs = append(h.shardIDs, ShardID(i))
-	}
-	h.perMsg = make([]atomic.Int64, len(h.shards))
-	s.mu.Lock()
-	s.handles[name] = h
-	s.mu.Unlock()
-	return h, nil
-}
-
-// shardFor returns the index of the shard owning hash key k.
-func (h *handle) shardFor(k hashKey) int {
-	// first shard whose start is > k, minus one
-	i := sort.Search(len(h.starts), func(i int) bool { return k.less(h.starts[i]) })
-	return i - 1
-}
-
-// lastEpoch makes stream epochs unique within the process even when two
-// streams (or a deleted and a re-created one) are created in the same
-// millisecond.
-var lastEpoch atomic.Int64
-
-func nextEpoch(now int64) int64 {
-	for {
-		last := lastEpoch.Load()
-		e := max(now, last+1)
-		if lastEpoch.CompareAndSwap(last, e) {
-			return e
-		}
-	}
 }
 
 // ShardIndex returns the index of a shard id ("shardId-000000000003" -> 3).
