@@ -1,11 +1,16 @@
-// Package runnel wires runnel's services together over one engine: streams
-// (Kinesis model), functions, and the event source mappings that feed
-// functions from streams. Open it, use the services, Close it.
+// Package runnel wires runnel's services together over one engine (NATS
+// JetStream, embedded or external): streams (the Kinesis model), queues
+// (SQS), tables with change streams (DynamoDB), functions (Lambda, with
+// in-process handlers from a function.Registry), asynchronous invocation
+// with retries and destinations, and the event source mappings that feed
+// functions from streams, queues and table change streams. Open it, use
+// the services, Close it.
 //
 //	rn, err := runnel.Open(ctx, runnel.Config{})      // embedded, ./runnel-data
 //	rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "s", ShardCount: 2})
-//	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "f", Handler: "my-handler"}, false)
+//	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "f", Handler: "my-handler"})
 //	rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{...})
+//	rn.Async.Invoke(ctx, "f", async.Event, payload)
 //
 // See docs/design.md for the map of the code.
 package runnel
@@ -24,12 +29,16 @@ import (
 	"github.com/runnel-dev/runnel/table"
 )
 
-// Config configures Open: the engine (embedded or external JetStream) and
-// the mapping service's runtime knobs.
+// Config configures Open: the engine (embedded or external JetStream),
+// the handler registry and the services' runtime knobs.
 type Config struct {
 	Engine   engine.Config
 	Mappings mapping.Options
 	Tables   table.Options
+	// Registry holds the in-process handlers the instance's functions
+	// run. Default (nil): function.DefaultRegistry(), which
+	// function.Register fills.
+	Registry *function.Registry
 	// RetentionInterval is how often expired records are trimmed by the
 	// engine's clock. Default 1 minute; negative disables the trimmer
 	// (JetStream's MaxAge still trims by wall-clock time).
@@ -57,14 +66,19 @@ type Runnel struct {
 
 // Open starts (or connects to) the engine and opens every service. Stored
 // mappings whose functions are registered in this process resume from
-// their checkpoints.
+// their checkpoints. When a step fails, Open closes what it opened, in the
+// reverse order, and returns the error.
 func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	eng, err := engine.Open(ctx, cfg.Engine)
 	if err != nil {
 		return nil, err
 	}
 	rn := &Runnel{Engine: eng, done: make(chan struct{})}
-	fail := func(err error) (*Runnel, error) { eng.Close(); return nil, err }
+	fail := func(err error) (*Runnel, error) {
+		rn.closeServices()
+		eng.Close()
+		return nil, err
+	}
 	if rn.Streams, err = stream.New(ctx, eng); err != nil {
 		return fail(err)
 	}
@@ -74,15 +88,13 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Tables, err = table.New(ctx, eng, cfg.Tables); err != nil {
 		return fail(err)
 	}
-	if rn.Functions, err = function.NewService(ctx, eng); err != nil {
-		rn.Tables.Close()
+	if rn.Functions, err = function.NewService(ctx, eng, cfg.Registry); err != nil {
 		return fail(err)
 	}
 	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
-		rn.Async.Close()
 		return fail(err)
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -100,31 +112,47 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	return rn, nil
 }
 
-// Close stops the mappings (storing their checkpoints), the asynchronous
-// invocation pollers, and the engine.
+// closeServices closes the services that are open, in the reverse order
+// of Open: the mappings (storing their checkpoints), the asynchronous
+// invocation pollers, the tables, the queues. Streams and functions hold
+// nothing to close.
+func (rn *Runnel) closeServices() {
+	if rn.Mappings != nil {
+		rn.Mappings.Close()
+	}
+	if rn.Async != nil {
+		rn.Async.Close()
+	}
+	if rn.Tables != nil {
+		rn.Tables.Close()
+	}
+	if rn.Queues != nil {
+		rn.Queues.Close()
+	}
+}
+
+// Close stops everything Open started, in the reverse order: the
+// retention trimmer, the mappings (storing their checkpoints), the
+// asynchronous invocation pollers, the tables, the queues, and the engine.
 // Close and Crash may be called more than once; only the first call acts.
 func (rn *Runnel) Close() error {
 	rn.closeOnce.Do(func() {
-		rn.Mappings.Close()
-		rn.Async.Close()
-		rn.Queues.Close()
-		rn.Tables.Close()
 		rn.cancel()
 		<-rn.done
+		rn.closeServices()
 		rn.closeErr = rn.Engine.Close()
 	})
 	return rn.closeErr
 }
 
 // Crash stops everything at once, without final checkpoints, as a killed
-// process would. For tests of recovery.
+// process would: the engine first, then every service Close stops. For
+// tests of recovery.
 func (rn *Runnel) Crash() {
 	rn.closeOnce.Do(func() {
 		rn.cancel()
 		rn.Engine.Crash()
-		rn.Mappings.Close()
-		rn.Async.Close()
-		rn.Tables.Close()
+		rn.closeServices()
 		<-rn.done
 	})
 }

@@ -275,6 +275,7 @@ func lambdaStoreMeta(ctx context.Context, rn *runnel.Runnel, name string, m *lam
 func lambdaDeployProcess(ctx context.Context, rn *runnel.Runnel, opts LambdaOptions, cfg function.Config, runtimeHandler string, code []byte, replace bool) error {
 	name := cfg.FunctionName
 	cfg.Handler = ProcessHandlerPrefix + name
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -297,7 +298,11 @@ func lambdaDeployProcess(ctx context.Context, rn *runnel.Runnel, opts LambdaOpti
 	lambdaProcs.Lock()
 	old := lambdaProcs.m[name]
 	function.Register(cfg.Handler, pf)
-	if _, err := rn.Functions.CreateFunction(ctx, cfg, replace); err != nil {
+	put := rn.Functions.CreateFunction
+	if replace {
+		put = rn.Functions.PutFunction
+	}
+	if _, err := put(ctx, cfg); err != nil {
 		if old != nil {
 			function.Register(cfg.Handler, old)
 		}
@@ -607,7 +612,7 @@ func (h *lambdaHandler) createFunction(w http.ResponseWriter, r *http.Request) {
 		if meta.Runtime == "" {
 			meta.Runtime = RuntimeRunnel
 		}
-		if _, err := h.rn.Functions.CreateFunction(ctx, cfg, false); err != nil {
+		if _, err := h.rn.Functions.CreateFunction(ctx, cfg); err != nil {
 			h.fail(w, r, err)
 			return
 		}
@@ -742,7 +747,7 @@ func (h *lambdaHandler) deleteFunction(w http.ResponseWriter, r *http.Request) {
 // process function, code (nil: the stored code).
 func (h *lambdaHandler) redeploy(ctx context.Context, cfg function.Config, meta *lambdaMeta, code []byte) error {
 	if !meta.isProcess() {
-		if _, err := h.rn.Functions.CreateFunction(ctx, cfg, true); err != nil {
+		if _, err := h.rn.Functions.PutFunction(ctx, cfg); err != nil {
 			return err
 		}
 		return lambdaStoreMeta(ctx, h.rn, cfg.FunctionName, meta)
@@ -939,7 +944,7 @@ func (h *lambdaHandler) setConcurrency(w http.ResponseWriter, r *http.Request, n
 	cfg.ReservedConcurrentExecutions = n
 	// A process function's pool has no limit of its own (deployProcess),
 	// so the registered handler is kept: only the configuration changes.
-	if _, err := h.rn.Functions.CreateFunction(ctx, cfg, true); err != nil {
+	if _, err := h.rn.Functions.PutFunction(ctx, cfg); err != nil {
 		h.fail(w, r, err)
 		return nil, false
 	}

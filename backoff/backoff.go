@@ -11,7 +11,6 @@
 package backoff
 
 import (
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -106,55 +105,4 @@ func (p Policy) Exhausted(attempt int, first, now time.Time) (bool, string) {
 		return true, "MaximumAge"
 	}
 	return false, ""
-}
-
-// Envelope is the retry envelope: the original payload wrapped with the
-// attempt count and the time of the first attempt, so a retry handler
-// knows the backoff to apply and when to give up:
-//
-//	{"_retry_metadata":{"attempt":2,"initial_timestamp":1643667670},"_original_payload":{...}}
-//
-// initial_timestamp is in Unix seconds.
-type Envelope struct {
-	Metadata        Metadata        `json:"_retry_metadata"`
-	OriginalPayload json.RawMessage `json:"_original_payload"`
-}
-
-// Metadata of a retry envelope.
-type Metadata struct {
-	Attempt          int   `json:"attempt"`
-	InitialTimestamp int64 `json:"initial_timestamp"`
-}
-
-// Wrap returns the envelope of payload for its next attempt: attempt 2 and
-// initial time now for a payload that is not yet an envelope, else the
-// envelope with its attempt incremented. payload must be JSON (a non-JSON
-// payload is wrapped as a JSON string).
-func Wrap(payload []byte, now time.Time) ([]byte, error) {
-	if env, ok := Unwrap(payload); ok {
-		env.Metadata.Attempt++
-		return json.Marshal(env)
-	}
-	orig := json.RawMessage(payload)
-	if !json.Valid(payload) {
-		b, _ := json.Marshal(string(payload))
-		orig = b
-	}
-	return json.Marshal(Envelope{Metadata: Metadata{Attempt: 2, InitialTimestamp: now.Unix()}, OriginalPayload: orig})
-}
-
-// Unwrap returns the envelope in payload, or false if payload is not one.
-func Unwrap(payload []byte) (*Envelope, bool) {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(payload, &probe) != nil {
-		return nil, false
-	}
-	if _, ok := probe["_retry_metadata"]; !ok {
-		return nil, false
-	}
-	var env Envelope
-	if json.Unmarshal(payload, &env) != nil || env.Metadata.Attempt < 1 {
-		return nil, false
-	}
-	return &env, true
 }

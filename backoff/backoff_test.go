@@ -1,7 +1,6 @@
 package backoff_test
 
 import (
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -96,32 +95,5 @@ func TestValidateNamesFieldAndRange(t *testing.T) {
 	}
 	if err := (backoff.Policy{}).WithDefaults().Validate(""); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
-	}
-}
-
-func TestRetryEnvelope(t *testing.T) {
-	now := time.Unix(1643667670, 0)
-	first, err := backoff.Wrap([]byte(`{"s3_bucket":"my_bucket"}`), now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	json.Unmarshal(first, &m)
-	md := m["_retry_metadata"].(map[string]any)
-	if md["attempt"] != 2.0 || md["initial_timestamp"] != 1643667670.0 || m["_original_payload"].(map[string]any)["s3_bucket"] != "my_bucket" {
-		t.Fatalf("first envelope = %s", first)
-	}
-	second, _ := backoff.Wrap(first, now.Add(time.Hour))
-	env, ok := backoff.Unwrap(second)
-	if !ok || env.Metadata.Attempt != 3 || env.Metadata.InitialTimestamp != 1643667670 || string(env.OriginalPayload) != `{"s3_bucket":"my_bucket"}` {
-		t.Fatalf("second envelope = %s", second)
-	}
-	if _, ok := backoff.Unwrap([]byte(`{"a":1}`)); ok {
-		t.Fatal("a plain payload unwrapped as an envelope")
-	}
-	nonJSON, _ := backoff.Wrap([]byte("not json"), now)
-	env, _ = backoff.Unwrap(nonJSON)
-	if string(env.OriginalPayload) != `"not json"` {
-		t.Fatalf("non-JSON payload wrapped as %s", env.OriginalPayload)
 	}
 }

@@ -51,7 +51,7 @@ func (a *attempts) get() map[string]int {
 func register(t *testing.T, rn *runnel.Runnel, name string, h any) {
 	t.Helper()
 	function.Register(name, h)
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name, Timeout: 1}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name, Timeout: 1}); err != nil {
 		t.Fatal(err)
 	}
 }

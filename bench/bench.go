@@ -599,7 +599,7 @@ func (e *env) startMapping(ctx context.Context, d *stream.StreamDescription) (st
 	handler := "bench-noop-" + nuid.Next()
 	function.Register(handler, function.KinesisHandler(noop))
 	fn := "bench-noop-" + strings.ToLower(nuid.Next())
-	if _, err := e.rn.Functions.CreateFunction(ctx, function.Config{FunctionName: fn, Handler: handler, Timeout: 60}, true); err != nil {
+	if _, err := e.rn.Functions.PutFunction(ctx, function.Config{FunctionName: fn, Handler: handler, Timeout: 60}); err != nil {
 		return "", err
 	}
 	e.onClose(func() {

@@ -12,14 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runnel-dev/runnel/backoff"
-	"github.com/runnel-dev/runnel/internal/procstat"
-	"github.com/runnel-dev/runnel/queue"
-	"github.com/runnel-dev/runnel/recovery"
-	"io"
-	"log/slog"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,111 +21,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/demo/flights"
-	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 )
-
-// Config configures a demo run. The zero value runs on every record of
-// data/flights-3m.parquet with the defaults below.
-type Config struct {
-	// DataPath is the parquet file. Default data/flights-3m.parquet.
-	DataPath string
-	// Records limits the run to the first N rows; 0 means all.
-	Records int
-	// DataDir is where the run's engine stores its data (a fresh
-	// subdirectory is made and removed afterwards unless Keep).
-	// Default ./runnel-data.
-	DataDir string
-	// NATSURL runs against an external JetStream instead of the embedded one.
-	NATSURL string
-	// Keep leaves the run's data directory in place.
-	Keep bool
-	// Shards of the flights stream. Default 4.
-	Shards int
-	// BatchSize of the mapping. Default 500.
-	BatchSize int
-	// ParallelizationFactor of the mapping. Default 1.
-	ParallelizationFactor int
-	// MaximumRetryAttempts of the stream mapping. Default 0: a record that
-	// fails alone goes to the Retry-DLQ at once (negative values count as 0).
-	MaximumRetryAttempts int
-	// FlakyRecords is how many records fail their first FlakyFailures
-	// attempts and then succeed: they recover through the Retry-DLQ.
-	// Default 20; negative for none.
-	FlakyRecords  int
-	FlakyFailures int // default 2
-	// RetryAttempts is the Retry-DLQ mapping's RetryPolicy.MaxAttempts:
-	// receives before a message moves to the Unrecoverable-DLQ. Default 4.
-	RetryAttempts int
-	// FailureRate is the share of invocations that fail transiently
-	// (before touching their records). Default 0.02; negative for none.
-	FailureRate float64
-	// PoisonRecords is how many records are marked poison: the function
-	// always fails a batch holding one. Default 10; negative for none.
-	PoisonRecords int
-	// Producers is how many PutRecords calls run at once. Default 4.
-	Producers int
-	// Seed makes the injected failures and poison positions repeatable.
-	Seed uint64
-	// Progress, when set, receives a progress bar (a terminal) or progress
-	// lines (anything else).
-	Progress io.Writer
-	// Logger for runnel's own logs. Default: warnings and errors to stderr.
-	Logger *slog.Logger
-	// Outage, when set, runs the incident story (incident.go): an induced
-	// downstream outage, the alarm, the fix and the redrive.
-	Outage *Outage
-}
-
-func (c *Config) setDefaults() {
-	if c.DataPath == "" {
-		c.DataPath = filepath.Join("data", "flights-3m.parquet")
-	}
-	if c.DataDir == "" {
-		c.DataDir = engine.DefaultDataDir
-	}
-	if c.Shards == 0 {
-		c.Shards = 4
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 500
-	}
-	if c.ParallelizationFactor == 0 {
-		c.ParallelizationFactor = 1
-	}
-	c.MaximumRetryAttempts = max(c.MaximumRetryAttempts, 0)
-	if c.FlakyRecords == 0 {
-		c.FlakyRecords = 20
-	}
-	if c.FlakyFailures == 0 {
-		c.FlakyFailures = 2
-	}
-	if c.RetryAttempts == 0 {
-		c.RetryAttempts = 4
-	}
-	if c.FailureRate == 0 {
-		c.FailureRate = 0.02
-	}
-	if c.PoisonRecords == 0 {
-		c.PoisonRecords = 10
-	}
-	if c.Producers == 0 {
-		c.Producers = 4
-	}
-	if c.Seed == 0 {
-		c.Seed = 2001
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-}
 
 // Latency holds end-to-end latency percentiles in milliseconds, from a
 // record's arrival in the stream to the end of the invocation that
@@ -316,28 +214,12 @@ func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.outageDefaults()
 	cfg.setDefaults()
-	total, err := flights.Count(cfg.DataPath)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w (run from the repository root, or pass --data)", err)
-	}
-	if cfg.Records > 0 && int64(cfg.Records) < total {
-		total = int64(cfg.Records)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.DataDir, "demo-")
+	run, err := openRun(ctx, cfg, "demo-", "")
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(dir)
-	}
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, NATSURL: cfg.NATSURL, Logger: cfg.Logger}})
-	if err != nil {
-		return nil, err
-	}
-	defer rn.Close()
+	defer run.close()
+	total, dir, rn := run.total, run.dir, run.rn
 
 	suffix := filepath.Base(dir)
 	src := "flights-" + suffix
@@ -366,21 +248,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		stats: flights.NewStats(), done: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total),
 		streams: rn.Streams, flakyFailures: cfg.FlakyFailures, flakyTries: map[string]int{}}
 	handlerName := "flight-stats-" + suffix
-	function.Register(handlerName, p)
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "flight-stats", Handler: handlerName, Timeout: 60}, true); err != nil {
+	if err := rn.Functions.Registry().Register(handlerName, p); err != nil {
+		return nil, err
+	}
+	if _, err := rn.Functions.PutFunction(ctx, function.Config{FunctionName: "flight-stats", Handler: handlerName, Timeout: 60}); err != nil {
 		return nil, err
 	}
 
 	// poison and flaky rows, spread at random over the run
 	marked := func(n int, stream uint64, taken map[int64]bool) map[int64]bool {
-		out := map[int64]bool{}
-		r := rand.New(rand.NewPCG(cfg.Seed, stream))
-		for n > 0 && len(out) < min(n, int(total)-len(taken)) {
-			if row := r.Int64N(total); !taken[row] {
-				out[row] = true
-			}
-		}
-		return out
+		return markRows(cfg.Seed, stream, n, total, taken)
 	}
 	poison := marked(cfg.PoisonRecords, 2, nil)
 	cfg.Outage.setWindow(total)
@@ -413,12 +290,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	prog := newProgress(cfg.Progress, total)
-	// rows[shard][pos-1] = parquet row index, to map records back to rows.
-	rows := make([][]int32, cfg.Shards)
-	var rowsMu sync.Mutex
-	var put atomic.Int64
-	putErr := make(chan error, 1)
 	encode := func(row int64, f *flights.Flight) []byte {
 		var data []byte
 		switch {
@@ -439,69 +310,47 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return out.Records, nil
 	}
-	go func() { putErr <- produce(ctx, cfg, total, encode, putRecords, rows, &rowsMu, &put) }()
+	prod := startProduction(ctx, cfg, total, encode, putRecords)
 
 	// Wait until every record put is resolved: the stream mapping has
 	// checkpointed every record, and the Retry-DLQ is empty (its messages
 	// recovered, or moved on to the Unrecoverable-DLQ).
-	lastChange, lastSeen := time.Now(), int64(-1)
-	producing := true
 	var st *mapping.Status
-	for {
-		if producing {
-			select {
-			case err := <-putErr:
-				if err != nil {
-					return nil, err
-				}
-				producing = false
-			default:
-			}
-		}
+	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
+		var err error
 		if st, err = rn.Mappings.Status(m.UUID); err != nil {
-			return nil, err
+			return 0, false, false, err
 		}
 		qst, err := rn.Mappings.Status(qm.UUID)
 		if err != nil {
-			return nil, err
+			return 0, false, false, err
 		}
 		caughtUp := !producing
 		for _, sh := range st.Shards {
 			_, last, err := rn.Streams.ShardBounds(ctx, src, sh.ShardID)
 			if err != nil {
-				return nil, err
+				return 0, false, false, err
 			}
 			if end, _ := rn.Streams.SequenceNumber(ctx, src, sh.ShardID, last+1); sh.Checkpoint != end {
 				caughtUp = false
 			}
 		}
 		resolved := p.unique.Load() + qst.Queue.MovedToDeadLetter
-		prog.update(put.Load(), resolved)
-		if caughtUp && queueDepth(ctx, rn, retry) == 0 {
-			break
-		}
-		if resolved != lastSeen {
-			lastSeen, lastChange = resolved, time.Now()
-		} else if time.Since(lastChange) > 2*time.Minute {
-			return nil, fmt.Errorf("demo: no progress for 2 minutes (%d of %d resolved)", resolved, put.Load())
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return resolved, caughtUp && queueDepth(ctx, rn, retry) == 0, false, nil
+	}, func() string { return "" })
+	if err != nil {
+		return nil, err
 	}
 	elapsed := time.Since(start)
-	prog.finish()
 
 	var inc *Incident
 	if cfg.Outage != nil {
-		if inc, err = runIncident(ctx, rn, p, cfg, incidentNames{stream: src, retry: retry, unrecoverable: unrecoverable}, put.Load()); err != nil {
+		if inc, err = runIncident(ctx, rn, p, cfg, incidentNames{stream: src, retry: retry, unrecoverable: unrecoverable}, prod.put.Load()); err != nil {
 			return nil, err
 		}
 	}
 
-	res := &Result{RecordsIn: put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison), FlakyInjected: len(flaky)}
+	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison), FlakyInjected: len(flaky)}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.FailedInvokes = p.delivers.Load(), p.invokes.Load(), p.failed.Load()
 	res.RetriedMessages, res.Recovered = p.retried.Load(), p.recovered.Load()
@@ -528,7 +377,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			if dropped[sh].set(pos) {
 				res.Unrecoverable++
-				row := int64(rows[sh][pos-1])
+				row := int64(prod.rows[sh][pos-1])
 				failedRows[row] = true
 				if poison[row] {
 					res.PoisonInFailDest++
@@ -538,19 +387,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Lost: records put that are neither processed nor unrecoverable.
 	p.mu.Lock()
-	for sh := range rows {
-		for i, row := range rows[sh] {
-			if row < 0 { // a position that holds no record (positions are not dense)
-				continue
-			}
-			pos := uint64(i + 1)
-			if p.done[sh].has(pos) {
-				res.ProcessedUnique++
-			} else if !dropped[sh].has(pos) {
-				res.Lost++
-			}
+	eachRow(prod.rows, func(sh int, pos uint64, _ int64) {
+		if p.done[sh].has(pos) {
+			res.ProcessedUnique++
+		} else if !dropped[sh].has(pos) {
+			res.Lost++
 		}
-	}
+	})
 	res.Redeliveries = res.Deliveries - res.ProcessedUnique
 	lat := p.latMs
 	pipelineStats := p.stats
@@ -559,122 +402,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// The independent computation: straight from the parquet file, leaving
 	// out the rows in the Unrecoverable-DLQ.
-	want, _, err := flights.ComputeStats(cfg.DataPath, int(total), func(i int64) bool { return failedRows[i] })
-	if err != nil {
+	if err := res.check(cfg, total, failedRows, pipelineStats); err != nil {
 		return nil, err
 	}
-	res.StatsMatch, res.StatsDiff = pipelineStats.Equal(want)
-	res.Top = pipelineStats.Top(10)
-	res.PeakRSSMiB = procstat.PeakRSSMiB()
 	if inc != nil {
-		if err := inc.finish(ctx, rn, p, cfg, src, rows); err != nil {
+		if err := inc.finish(ctx, rn, p, cfg, src, prod.rows); err != nil {
 			return nil, err
 		}
 		res.Incident = inc
 	}
 	return res, nil
-}
-
-// putFunc puts one PutRecords call's entries and returns a result per
-// entry, in order (a failed entry has an ErrorCode and is put again).
-type putFunc func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error)
-
-// produce reads the parquet file and puts every row, encoded by encode,
-// with the origin airport as partition key, Producers PutRecords calls at a
-// time through put. It records which row each (shard, position) holds in
-// rows, and counts the records stored in stored.
-func produce(ctx context.Context, cfg Config, total int64, encode func(row int64, f *flights.Flight) []byte, put putFunc, rows [][]int32, rowsMu *sync.Mutex, stored *atomic.Int64) error {
-	type chunk struct {
-		rows    []int64 // parquet row of each entry
-		entries []stream.PutRecordsRequestEntry
-	}
-	work := make(chan chunk, cfg.Producers*2)
-	errs := make(chan error, cfg.Producers)
-	var wg sync.WaitGroup
-	for i := 0; i < cfg.Producers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := range work {
-				for attempt := 0; ; attempt++ {
-					out, err := put(ctx, c.entries)
-					if err != nil {
-						errs <- err
-						return
-					}
-					rowsMu.Lock()
-					var retry []stream.PutRecordsRequestEntry
-					var retryRows []int64
-					for j, r := range out {
-						if r.ErrorCode != "" {
-							retry = append(retry, c.entries[j])
-							retryRows = append(retryRows, c.rows[j])
-							continue
-						}
-						sh, err := stream.ShardIndex(r.ShardId)
-						if err != nil || sh >= len(rows) {
-							rowsMu.Unlock()
-							errs <- fmt.Errorf("demo: PutRecords answered an unexpected shard %q", r.ShardId)
-							return
-						}
-						q := seqPosition(r.SequenceNumber)
-						for uint64(len(rows[sh])) < q {
-							rows[sh] = append(rows[sh], -1)
-						}
-						rows[sh][q-1] = int32(c.rows[j])
-					}
-					rowsMu.Unlock()
-					stored.Add(int64(len(c.entries) - len(retry)))
-					if len(retry) == 0 {
-						break
-					}
-					// PutRecords' per-record failures: put those again.
-					if attempt > 10 {
-						errs <- fmt.Errorf("demo: %d records failed 10 times", len(retry))
-						return
-					}
-					c.entries, c.rows = retry, retryRows
-				}
-			}
-		}()
-	}
-	var row int64
-	err := flights.Read(cfg.DataPath, int(total), func(batch []flights.Flight) error {
-		for i := 0; i < len(batch); i += stream.MaxPutRecords {
-			end := min(i+stream.MaxPutRecords, len(batch))
-			var c chunk
-			for j := i; j < end; j++ {
-				c.rows = append(c.rows, row)
-				c.entries = append(c.entries, stream.PutRecordsRequestEntry{Data: encode(row, &batch[j]), PartitionKey: batch[j].Origin})
-				row++
-			}
-			select {
-			case work <- c:
-			case err := <-errs:
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	close(work)
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-errs:
-		return err
-	default:
-	}
-	return nil
-}
-
-// seqPosition is the log position at the end of a sequence number.
-func seqPosition(seq string) uint64 {
-	v, _ := strconv.ParseUint(seq[len(seq)-20:], 10, 64)
-	return v
 }
 
 // queueDepth is how many messages a queue holds (visible, in flight and
@@ -719,47 +456,4 @@ func percentiles(ms []uint32) Latency {
 	slices.Sort(s)
 	at := func(q float64) float64 { return float64(s[min(len(s)-1, int(q*float64(len(s))))]) }
 	return Latency{P50: at(0.50), P99: at(0.99)}
-}
-
-// progress shows the run: a bar on a terminal, a line every 5 s otherwise.
-type progress struct {
-	w     io.Writer
-	bar   *progressbar.ProgressBar
-	total int64
-	last  time.Time
-}
-
-func newProgress(w io.Writer, total int64) *progress {
-	p := &progress{w: w, total: total}
-	if w == nil {
-		return p
-	}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("records resolved"),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rec"),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetWidth(30))
-	}
-	return p
-}
-
-func (p *progress) update(put, resolved int64) {
-	if p.w == nil {
-		return
-	}
-	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("put %d, resolved", put))
-		p.bar.Set64(resolved)
-		return
-	}
-	if time.Since(p.last) >= 5*time.Second {
-		p.last = time.Now()
-		fmt.Fprintf(p.w, "demo: put %d/%d, resolved %d\n", put, p.total, resolved)
-	}
-}
-
-func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-		fmt.Fprintln(p.w)
-	}
 }

@@ -15,15 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,8 +35,6 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/demo/flights"
-	"github.com/runnel-dev/runnel/engine"
-	"github.com/runnel-dev/runnel/internal/procstat"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -67,28 +62,12 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	total, err := flights.Count(cfg.DataPath)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w (run from the repository root, or pass --data)", err)
-	}
-	if cfg.Records > 0 && int64(cfg.Records) < total {
-		total = int64(cfg.Records)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.DataDir, "demo-external-")
+	run, err := openRun(ctx, cfg, "demo-external-", "engine")
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(dir)
-	}
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: filepath.Join(dir, "engine"), NATSURL: cfg.NATSURL, Logger: cfg.Logger}})
-	if err != nil {
-		return nil, err
-	}
-	defer rn.Close()
+	defer run.close()
+	total, dir, rn := run.total, run.dir, run.rn
 
 	// The endpoint, on a free local port.
 	if err := os.MkdirAll(filepath.Join(dir, "functions"), 0o755); err != nil {
@@ -164,11 +143,7 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	defer lc.DeleteFunction(context.Background(), &lambda.DeleteFunctionInput{FunctionName: aws.String(fn)})
 
 	// Poison rows, spread at random over the run (as Run marks them).
-	poison := map[int64]bool{}
-	r := rand.New(rand.NewPCG(cfg.Seed, 2))
-	for n := min(max(cfg.PoisonRecords, 0), int(total)); len(poison) < n; {
-		poison[r.Int64N(total)] = true
-	}
+	poison := markRows(cfg.Seed, 2, max(cfg.PoisonRecords, 0), total, nil)
 
 	start := time.Now()
 	esm, err := lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
@@ -184,11 +159,6 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer lc.DeleteEventSourceMapping(context.Background(), &lambda.DeleteEventSourceMappingInput{UUID: esm.UUID})
 
-	prog := newProgress(cfg.Progress, total)
-	rows := make([][]int32, cfg.Shards)
-	var rowsMu sync.Mutex
-	var put atomic.Int64
-	putErr := make(chan error, 1)
 	encode := func(row int64, f *flights.Flight) []byte {
 		if poison[row] {
 			return f.AppendJSONPoison(nil)
@@ -212,93 +182,59 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return res, nil
 	}
-	go func() { putErr <- produce(ctx, cfg, total, encode, putRecords, rows, &rowsMu, &put) }()
+	prod := startProduction(ctx, cfg, total, encode, putRecords)
 
 	// Read the results and the on-failure queue until every record put is
 	// accounted for.
 	rd := &resultReader{done: make([]positions, cfg.Shards), failed: make([]positions, cfg.Shards), stats: flights.NewStats()}
-	producing := true
-	lastChange, lastSeen := time.Now(), int64(-1)
-	for {
-		if producing {
-			select {
-			case err := <-putErr:
-				if err != nil {
-					return nil, err
-				}
-				producing = false
-			default:
-			}
-		}
+	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
 		got, err := rd.drain(ctx, qc, resultsURL, func(body string) error { return rd.result(body) })
 		if err != nil {
-			return nil, err
+			return 0, false, false, err
 		}
 		gotFail, err := rd.drain(ctx, qc, failURL, func(body string) error { return rd.failure(ctx, rn, body) })
 		if err != nil {
-			return nil, err
+			return 0, false, false, err
 		}
 		resolved := rd.resolved()
-		prog.update(put.Load(), resolved)
-		if !producing && resolved >= put.Load() {
-			break
-		}
-		if resolved != lastSeen {
-			lastSeen, lastChange = resolved, time.Now()
-		} else if time.Since(lastChange) > 2*time.Minute {
-			rowsMu.Lock()
-			missing := rd.missing(rows)
-			rowsMu.Unlock()
-			return nil, fmt.Errorf("demo: no progress for 2 minutes (%d of %d resolved; unresolved by shard: %s)", resolved, put.Load(), missing)
-		}
-		if got+gotFail == 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
+		return resolved, !producing && resolved >= prod.put.Load(), got+gotFail > 0, nil
+	}, func() string {
+		prod.mu.Lock()
+		defer prod.mu.Unlock()
+		return "; unresolved by shard: " + rd.missing(prod.rows)
+	})
+	if err != nil {
+		return nil, err
 	}
 	elapsed := time.Since(start)
-	prog.finish()
 
-	res := &Result{RecordsIn: put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison)}
+	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison)}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations = rd.delivered, rd.batches
 	res.ToFailureDestination = rd.toFailure
 	failedRows := map[int64]bool{}
-	for sh := range rows {
-		for i, row := range rows[sh] {
-			if row < 0 { // a position that holds no record (positions are not dense)
-				continue
+	eachRow(prod.rows, func(sh int, pos uint64, row int64) {
+		switch {
+		case rd.done[sh].has(pos):
+			res.ProcessedUnique++
+		case rd.failed[sh].has(pos):
+			res.Unrecoverable++
+			failedRows[row] = true
+			if poison[row] {
+				res.PoisonInFailDest++
 			}
-			pos := uint64(i + 1)
-			switch {
-			case rd.done[sh].has(pos):
-				res.ProcessedUnique++
-			case rd.failed[sh].has(pos):
-				res.Unrecoverable++
-				failedRows[int64(row)] = true
-				if poison[int64(row)] {
-					res.PoisonInFailDest++
-				}
-			default:
-				res.Lost++
-			}
+		default:
+			res.Lost++
 		}
-	}
+	})
 	res.Redeliveries = res.Deliveries - res.ProcessedUnique
-	want, _, err := flights.ComputeStats(cfg.DataPath, int(total), func(i int64) bool { return failedRows[i] })
-	if err != nil {
+	if err := res.check(cfg, total, failedRows, rd.stats); err != nil {
 		return nil, err
 	}
-	res.StatsMatch, res.StatsDiff = rd.stats.Equal(want)
 	if rd.partial > 0 {
 		res.StatsMatch = false
 		res.StatsDiff = fmt.Sprintf("%d results partly overlapped earlier ones and could not be merged; %s", rd.partial, res.StatsDiff)
 	}
-	res.Top = rd.stats.Top(10)
-	res.PeakRSSMiB = procstat.PeakRSSMiB()
 	return res, nil
 }
 
@@ -320,22 +256,18 @@ func (rd *resultReader) resolved() int64 { return rd.unique + rd.failedN }
 // missing describes the records put but not resolved, per shard: how many
 // and the first position.
 func (rd *resultReader) missing(rows [][]int32) string {
+	n, first := make([]int, len(rows)), make([]uint64, len(rows))
+	eachRow(rows, func(sh int, pos uint64, _ int64) {
+		if !rd.done[sh].has(pos) && !rd.failed[sh].has(pos) {
+			if n[sh] == 0 {
+				first[sh] = pos
+			}
+			n[sh]++
+		}
+	})
 	var b strings.Builder
 	for sh := range rows {
-		n, first := 0, uint64(0)
-		for i, row := range rows[sh] {
-			if row < 0 { // a position that holds no record (positions are not dense)
-				continue
-			}
-			pos := uint64(i + 1)
-			if !rd.done[sh].has(pos) && !rd.failed[sh].has(pos) {
-				if n == 0 {
-					first = pos
-				}
-				n++
-			}
-		}
-		fmt.Fprintf(&b, "%s: %d from position %d of %d; ", stream.ShardID(sh), n, first, len(rows[sh]))
+		fmt.Fprintf(&b, "%s: %d from position %d of %d; ", stream.ShardID(sh), n[sh], first[sh], len(rows[sh]))
 	}
 	return strings.TrimSuffix(b.String(), "; ")
 }

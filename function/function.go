@@ -4,18 +4,18 @@
 // throttled), and panics caught and reported as function errors with the
 // errorType and errorMessage aws-lambda-go would report.
 //
-// Handlers are in-process Go functions registered by name (Register) that
-// take the events of github.com/aws/aws-lambda-go/events.
+// Handlers are in-process Go functions registered by name in a Registry
+// (Register fills the default one) that take the events of
+// github.com/aws/aws-lambda-go/events.
 package function
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +23,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
-	"github.com/runnel-dev/runnel/engine"
 )
 
 // Ranges and defaults from the Lambda API (API_CreateFunction,
@@ -68,19 +66,19 @@ type Config struct {
 	FunctionArn string `json:"FunctionArn,omitempty" yaml:"-"`
 }
 
-func (c *Config) setDefaults() {
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MemorySize == 0 {
-		c.MemorySize = DefaultMemory
-	}
+// WithDefaults returns c with the zero fields that have defaults filled
+// in: Timeout 3 (DefaultTimeout), MemorySize 128 (DefaultMemory).
+func (c Config) WithDefaults() Config {
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MemorySize = cmp.Or(c.MemorySize, DefaultMemory)
+	return c
 }
 
-// Validate checks the configuration against Lambda's ranges, after
-// defaults, and returns an InvalidParameterValueException naming the field.
-func (c *Config) Validate() error {
-	c.setDefaults()
+// Validate checks the configuration, with its defaults (WithDefaults),
+// against Lambda's ranges, and returns an InvalidParameterValueException
+// naming the field. It does not change c.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	if !functionNameRE.MatchString(c.FunctionName) {
 		return awserr.New(awserr.ErrInvalidParameterValue, "FunctionName: %q must be 1..64 characters of [a-zA-Z0-9-_]", c.FunctionName)
 	}
@@ -149,6 +147,7 @@ func New(cfg Config, handler any, clock clockwork.Clock, log *slog.Logger) (*Fun
 	if cfg.Handler == "" {
 		cfg.Handler = "inline"
 	}
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -324,128 +323,4 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	}
 	res.Response, res.Payload = o.resp, o.out
 	return res, nil
-}
-
-// Service keeps the functions of an engine. Configurations are stored in
-// the key-value bucket "runnel_functions"; handlers come from Register.
-type Service struct {
-	eng *engine.Engine
-	kv  jetstream.KeyValue
-
-	mu  sync.RWMutex
-	fns map[string]*Function
-}
-
-// NewService opens the functions service on eng and loads the stored
-// configurations whose handlers are registered in this process; the others
-// are logged and left stored.
-func NewService(ctx context.Context, eng *engine.Engine) (*Service, error) {
-	kv, err := eng.Bucket(ctx, "runnel_functions")
-	if err != nil {
-		return nil, err
-	}
-	s := &Service{eng: eng, kv: kv, fns: map[string]*Function{}}
-	keys, err := kv.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
-	}
-	for _, k := range keys {
-		e, err := kv.Get(ctx, k)
-		if err != nil {
-			continue
-		}
-		var c Config
-		if json.Unmarshal(e.Value(), &c) != nil {
-			continue
-		}
-		inv, ok := lookup(c.Handler)
-		if !ok {
-			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
-			continue
-		}
-		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
-	}
-	return s, nil
-}
-
-// ARN returns arn:aws:lambda:<region>:<account>:function:<name>.
-func (s *Service) ARN(name string) string {
-	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", s.eng.Region(), s.eng.AccountID(), name)
-}
-
-// CreateFunction creates (or, with replace, replaces) a function. It fails
-// with ErrResourceConflict if the name exists and replace is false, and
-// with ErrInvalidParameterValue for a bad field or an unregistered handler.
-func (s *Service) CreateFunction(ctx context.Context, cfg Config, replace bool) (*Function, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	inv, ok := lookup(cfg.Handler)
-	if !ok {
-		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %q is not a registered handler (registered: %v)", cfg.Handler, Handlers())
-	}
-	cfg.FunctionArn = s.ARN(cfg.FunctionName)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, exists := s.fns[cfg.FunctionName]; exists && !replace {
-		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", cfg.FunctionName)
-	}
-	b, _ := json.Marshal(cfg)
-	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
-		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
-	}
-	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
-	s.fns[cfg.FunctionName] = f
-	return f, nil
-}
-
-// GetFunction returns a function by name or ARN, or ErrResourceNotFound.
-func (s *Service) GetFunction(name string) (*Function, error) {
-	if n, ok := FunctionNameFromARN(name); ok {
-		name = n
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	f, ok := s.fns[name]
-	if !ok {
-		return nil, awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
-	}
-	return f, nil
-}
-
-// ListFunctions returns the functions' configurations, sorted by name.
-func (s *Service) ListFunctions() []Config {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Config, 0, len(s.fns))
-	for _, f := range s.fns {
-		out = append(out, f.cfg)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].FunctionName < out[j].FunctionName })
-	return out
-}
-
-// DeleteFunction deletes a function.
-func (s *Service) DeleteFunction(ctx context.Context, name string) error {
-	if n, ok := FunctionNameFromARN(name); ok {
-		name = n
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.fns[name]; !ok {
-		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
-	}
-	delete(s.fns, name)
-	return s.kv.Purge(ctx, name)
-}
-
-var functionARNRE = regexp.MustCompile(`^arn:aws:lambda:[^:]*:[^:]*:function:([a-zA-Z0-9-_]{1,64})(:\$LATEST)?$`)
-
-// FunctionNameFromARN returns the function name of a function ARN.
-func FunctionNameFromARN(arn string) (string, bool) {
-	m := functionARNRE.FindStringSubmatch(arn)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
 }

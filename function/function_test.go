@@ -949,9 +949,10 @@ func TestConfigValidationFollowsTheLambdaAPIRanges(t *testing.T) {
 			if cfg.FunctionName == "" && !strings.HasPrefix(c.name, "FunctionName") {
 				cfg.FunctionName = "f"
 			}
-			// Through Validate, with a Handler name.
+			// Through WithDefaults and Validate, with a Handler name.
 			vc := cfg
 			vc.Handler = "h"
+			vc = vc.WithDefaults()
 			verr := vc.Validate()
 			// Through New.
 			f, nerr := function.New(cfg, h, nil, quiet)

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -47,16 +45,18 @@ type invoker interface {
 	invoke(ctx context.Context, event any, payload func() ([]byte, error)) (resp any, out []byte, err error)
 }
 
-type kinesisInvoker KinesisHandler
+// typedInvoker is a handler typed for events of type E: it takes the
+// event as is when the caller has one of type *E, else decodes the JSON.
+type typedInvoker[E, R any] func(ctx context.Context, event E) (R, error)
 
-func (h kinesisInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
-	ev, ok := event.(*events.KinesisEvent)
+func (h typedInvoker[E, R]) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
+	ev, ok := event.(*E)
 	if !ok {
 		b, err := payload()
 		if err != nil {
 			return nil, nil, err
 		}
-		ev = new(events.KinesisEvent)
+		ev = new(E)
 		if err := json.Unmarshal(b, ev); err != nil {
 			return nil, nil, err
 		}
@@ -65,41 +65,17 @@ func (h kinesisInvoker) invoke(ctx context.Context, event any, payload func() ([
 	return &resp, nil, err
 }
 
-type sqsInvoker SQSHandler
-
-func (h sqsInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
-	ev, ok := event.(*events.SQSEvent)
-	if !ok {
-		b, err := payload()
-		if err != nil {
-			return nil, nil, err
-		}
-		ev = new(events.SQSEvent)
-		if err := json.Unmarshal(b, ev); err != nil {
-			return nil, nil, err
-		}
-	}
-	resp, err := h(ctx, *ev)
-	return &resp, nil, err
+// takes reports whether event is of the handler's type, *E.
+func (h typedInvoker[E, R]) takes(event any) bool {
+	_, ok := event.(*E)
+	return ok
 }
 
-type dynamodbInvoker DynamoDBHandler
-
-func (h dynamodbInvoker) invoke(ctx context.Context, event any, payload func() ([]byte, error)) (any, []byte, error) {
-	ev, ok := event.(*events.DynamoDBEvent)
-	if !ok {
-		b, err := payload()
-		if err != nil {
-			return nil, nil, err
-		}
-		ev = new(events.DynamoDBEvent)
-		if err := json.Unmarshal(b, ev); err != nil {
-			return nil, nil, err
-		}
-	}
-	resp, err := h(ctx, *ev)
-	return &resp, nil, err
-}
+type (
+	kinesisInvoker  = typedInvoker[events.KinesisEvent, events.KinesisEventResponse]
+	sqsInvoker      = typedInvoker[events.SQSEvent, events.SQSEventResponse]
+	dynamodbInvoker = typedInvoker[events.DynamoDBEvent, events.DynamoDBEventResponse]
+)
 
 type dualInvoker struct{ h EventHandler }
 
@@ -152,16 +128,9 @@ func accepts(inv invoker, kind string) bool {
 // acceptsTyped reports whether an invoker takes event as a Go value (so
 // Invoke need not encode it).
 func acceptsTyped(inv invoker, event any) bool {
-	switch inv.(type) {
-	case kinesisInvoker:
-		_, ok := event.(*events.KinesisEvent)
-		return ok
-	case sqsInvoker:
-		_, ok := event.(*events.SQSEvent)
-		return ok
-	case dynamodbInvoker:
-		_, ok := event.(*events.DynamoDBEvent)
-		return ok
+	switch h := inv.(type) {
+	case kinesisInvoker, sqsInvoker, dynamodbInvoker:
+		return h.(interface{ takes(any) bool }).takes(event)
 	case dualInvoker:
 		switch event.(type) {
 		case *events.KinesisEvent, *events.SQSEvent:
@@ -183,6 +152,15 @@ func (r rawInvoker) invoke(ctx context.Context, _ any, payload func() ([]byte, e
 	return nil, bytes.Clone(out), err
 }
 
+// errorOnly turns a handler that returns only an error into one that
+// returns the zero response R with it.
+func errorOnly[E, R any](f func(context.Context, E) error) typedInvoker[E, R] {
+	return func(ctx context.Context, e E) (R, error) {
+		var zero R
+		return zero, f(ctx, e)
+	}
+}
+
 func toInvoker(h any) (invoker, error) {
 	switch f := h.(type) {
 	case KinesisHandler:
@@ -190,9 +168,7 @@ func toInvoker(h any) (invoker, error) {
 	case func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error):
 		return kinesisInvoker(f), nil
 	case func(context.Context, events.KinesisEvent) error:
-		return kinesisInvoker(func(ctx context.Context, e events.KinesisEvent) (events.KinesisEventResponse, error) {
-			return events.KinesisEventResponse{}, f(ctx, e)
-		}), nil
+		return errorOnly[events.KinesisEvent, events.KinesisEventResponse](f), nil
 	case SQSHandler:
 		return sqsInvoker(f), nil
 	case func(context.Context, events.SQSEvent) (events.SQSEventResponse, error):
@@ -202,9 +178,7 @@ func toInvoker(h any) (invoker, error) {
 	case func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error):
 		return dynamodbInvoker(f), nil
 	case func(context.Context, events.DynamoDBEvent) error:
-		return dynamodbInvoker(func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-			return events.DynamoDBEventResponse{}, f(ctx, e)
-		}), nil
+		return errorOnly[events.DynamoDBEvent, events.DynamoDBEventResponse](f), nil
 	case EventHandler:
 		return dualInvoker{f}, nil
 	case lambda.Handler:
@@ -215,46 +189,4 @@ func toInvoker(h any) (invoker, error) {
 	}
 	// Any other signature lambda.Start accepts, with JSON in and out.
 	return rawInvoker{lambda.NewHandler(h)}, nil
-}
-
-var (
-	regMu    sync.RWMutex
-	registry = map[string]invoker{}
-)
-
-// Register makes an in-process handler available under name, for
-// Config.Handler. h may be a KinesisHandler, a
-// func(context.Context, events.KinesisEvent) error, an SQSHandler, a
-// DynamoDBHandler (or func(context.Context, events.DynamoDBEvent) error), an
-// EventHandler (both), a lambda.Handler, or
-// any handler signature aws-lambda-go's lambda.Start accepts (it then gets
-// the event as JSON). Registering a name twice replaces the handler for
-// functions created afterwards. It panics if h is not a function.
-func Register(name string, h any) {
-	inv, err := toInvoker(h)
-	if err != nil {
-		panic(err)
-	}
-	regMu.Lock()
-	registry[name] = inv
-	regMu.Unlock()
-}
-
-func lookup(name string) (invoker, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	inv, ok := registry[name]
-	return inv, ok
-}
-
-// Handlers lists the registered handler names, sorted.
-func Handlers() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for k := range registry {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

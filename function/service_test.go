@@ -47,7 +47,7 @@ func create(t *testing.T, s *function.Service, cfg function.Config) *function.Fu
 	if cfg.Handler == "" {
 		cfg.Handler = echoHandler
 	}
-	f, err := s.CreateFunction(context.Background(), cfg, false)
+	f, err := s.CreateFunction(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("CreateFunction(%s): %v", cfg.FunctionName, err)
 	}
@@ -56,7 +56,7 @@ func create(t *testing.T, s *function.Service, cfg function.Config) *function.Fu
 
 func TestCreateFunctionRejectsAnUnregisteredHandler(t *testing.T) {
 	s := startService(t, "")
-	_, err := s.CreateFunction(context.Background(), function.Config{FunctionName: "f", Handler: "no-such-handler"}, false)
+	_, err := s.CreateFunction(context.Background(), function.Config{FunctionName: "f", Handler: "no-such-handler"})
 	if !errors.Is(err, awserr.ErrInvalidParameterValue) {
 		t.Fatalf("err = %v, want ErrInvalidParameterValue", err)
 	}
@@ -89,7 +89,7 @@ func TestCreateFunctionValidatesTheConfiguration(t *testing.T) {
 			if c.name != "no Handler" {
 				cfg.Handler = echoHandler
 			}
-			_, err := s.CreateFunction(context.Background(), cfg, false)
+			_, err := s.CreateFunction(context.Background(), cfg)
 			if !errors.Is(err, awserr.ErrInvalidParameterValue) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want ErrInvalidParameterValue naming %s", err, c.want)
 			}
@@ -105,7 +105,7 @@ func TestCreateFunctionOfAnExistingNameIsAResourceConflictUnlessReplaced(t *test
 	s := startService(t, "")
 	create(t, s, function.Config{FunctionName: "orders", Timeout: 10})
 
-	_, err := s.CreateFunction(ctx, function.Config{FunctionName: "orders", Handler: echoHandler, Timeout: 20}, false)
+	_, err := s.CreateFunction(ctx, function.Config{FunctionName: "orders", Handler: echoHandler, Timeout: 20})
 	if !errors.Is(err, awserr.ErrResourceConflict) {
 		t.Fatalf("duplicate create: err = %v, want ErrResourceConflict", err)
 	}
@@ -114,7 +114,7 @@ func TestCreateFunctionOfAnExistingNameIsAResourceConflictUnlessReplaced(t *test
 		t.Fatalf("after a refused duplicate: %v, %+v; want the original (Timeout 10)", err, f)
 	}
 
-	nf, err := s.CreateFunction(ctx, function.Config{FunctionName: "orders", Handler: echoHandler, Timeout: 20}, true)
+	nf, err := s.PutFunction(ctx, function.Config{FunctionName: "orders", Handler: echoHandler, Timeout: 20})
 	if err != nil {
 		t.Fatalf("replace: %v", err)
 	}

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // outcome of one invocation of a batch.
@@ -209,22 +210,8 @@ func (b *batchRun) kinesisEvent(recs []stream.Record) *events.KinesisEvent {
 	role := "arn:aws:iam::" + b.r.svc.eng.AccountID() + ":role/runnel-event-source-mapping"
 	for i := range recs {
 		r := &recs[i]
-		ev.Records[i] = events.KinesisEventRecord{
-			AwsRegion:         region,
-			EventID:           r.ShardID + ":" + r.SequenceNumber,
-			EventName:         "aws:kinesis:record",
-			EventSource:       "aws:kinesis",
-			EventSourceArn:    b.r.streamARN,
-			EventVersion:      "1.0",
-			InvokeIdentityArn: role,
-			Kinesis: events.KinesisRecord{
-				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.ApproximateArrivalTimestamp},
-				Data:                        r.Data,
-				PartitionKey:                r.PartitionKey,
-				SequenceNumber:              r.SequenceNumber,
-				KinesisSchemaVersion:        "1.0",
-			},
-		}
+		ev.Records[i] = r.KinesisEventRecord(b.r.streamARN)
+		ev.Records[i].AwsRegion, ev.Records[i].InvokeIdentityArn = region, role
 	}
 	return ev
 }
@@ -363,29 +350,29 @@ func (b *batchRun) dropAged(ctx context.Context, recs []stream.Record, inv invoc
 // that was neither processed nor accounted for.
 func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition string, inv invocation) error {
 	first, last := recs[0], recs[len(recs)-1]
-	rec := &OnFailureRecord{
-		RequestContext: RequestContext{FunctionArn: b.r.cfg.FunctionArn, Condition: condition, ApproximateInvokeCount: inv.invokes},
-		Version:        "1.0",
-		Timestamp:      awsTime(b.r.svc.eng.Clock.Now()),
-		KinesisBatchInfo: &KinesisBatchInfo{
+	rec := &wire.OnFailureRecord{
+		RequestContext: wire.RequestContext{FunctionArn: b.r.cfg.FunctionArn, Condition: condition, ApproximateInvokeCount: inv.invokes},
+		Version:        wire.RecordVersion,
+		Timestamp:      wire.Timestamp(b.r.svc.eng.Clock.Now()),
+		KinesisBatchInfo: &wire.KinesisBatchInfo{
 			ShardID:                         b.w.shardID,
 			StartSequenceNumber:             first.SequenceNumber,
 			EndSequenceNumber:               last.SequenceNumber,
-			ApproximateArrivalOfFirstRecord: awsTime(first.ApproximateArrivalTimestamp),
-			ApproximateArrivalOfLastRecord:  awsTime(last.ApproximateArrivalTimestamp),
+			ApproximateArrivalOfFirstRecord: wire.Timestamp(first.ApproximateArrivalTimestamp),
+			ApproximateArrivalOfLastRecord:  wire.Timestamp(last.ApproximateArrivalTimestamp),
 			BatchSize:                       len(recs),
 			StreamArn:                       b.r.streamARN,
 		},
 	}
 	if b.r.ddb != nil {
 		info := rec.KinesisBatchInfo
-		info.ApproximateArrivalOfFirstRecord = first.ApproximateArrivalTimestamp.UTC().Format("2006-01-02T15:04:05Z")
-		info.ApproximateArrivalOfLastRecord = last.ApproximateArrivalTimestamp.UTC().Format("2006-01-02T15:04:05Z")
+		info.ApproximateArrivalOfFirstRecord = wire.TimestampSeconds(first.ApproximateArrivalTimestamp)
+		info.ApproximateArrivalOfLastRecord = wire.TimestampSeconds(last.ApproximateArrivalTimestamp)
 		rec.KinesisBatchInfo, rec.DDBStreamBatchInfo = nil, info
 	}
 	if inv.last != nil {
 		rec.RequestContext.RequestID = inv.last.RequestID
-		rec.ResponseContext = ResponseContext{StatusCode: 200, ExecutedVersion: "$LATEST", FunctionError: inv.last.FunctionError}
+		rec.ResponseContext = wire.ResponseContext{StatusCode: 200, ExecutedVersion: wire.ExecutedVersion, FunctionError: inv.last.FunctionError}
 	}
 	log := b.r.svc.eng.Logger
 	if b.r.dest == nil {
@@ -393,7 +380,7 @@ func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition 
 			"mapping", b.r.cfg.UUID, "shard", b.w.shardID, "condition", condition,
 			"startSequenceNumber", first.SequenceNumber, "endSequenceNumber", last.SequenceNumber, "count", len(recs))
 	} else {
-		body := rec.marshal()
+		body := marshal(rec)
 		for attempt := 1; ; attempt++ {
 			err := b.r.dest.Send(ctx, body)
 			if err == nil {
@@ -430,16 +417,5 @@ func (s *Service) backoff(ctx context.Context, attempt int) error {
 	if d > cap || d <= 0 {
 		d = cap
 	}
-	return sleep(ctx, s.eng.Clock, time.Duration(rand.Int64N(int64(d))+1))
-}
-
-func sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return engine.Sleep(ctx, s.eng.Clock, time.Duration(rand.Int64N(int64(d))+1))
 }

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -171,16 +172,11 @@ func (c *Config) sourceKind() string {
 	return sourceStream
 }
 
-// validateQueue applies the defaults of a queue source and checks its
-// ranges; stream-only parameters are refused by name.
-func (c *Config) validateQueue(fifo bool) error {
-	if c.Enabled == nil {
-		t := true
-		c.Enabled = &t
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultQueueBatchSize
-	}
+// validateQueue checks the ranges of a queue source, with its defaults
+// (WithDefaults); stream-only parameters are refused by name. It does not
+// change c.
+func (c Config) validateQueue(fifo bool) error {
+	c = c.WithDefaults()
 	if c.FunctionName == "" {
 		return invalid("FunctionName: required")
 	}
@@ -221,11 +217,9 @@ func (c *Config) validateQueue(fifo bool) error {
 		return outOfRange("ScalingConfig.MaximumConcurrency", c.ScalingConfig.MaximumConcurrency, MinMaximumConcurrency, MaxMaximumConcurrency)
 	}
 	if c.RetryPolicy != nil {
-		p := c.RetryPolicy.WithDefaults()
-		if err := p.Validate("RetryPolicy."); err != nil {
+		if err := c.RetryPolicy.Validate("RetryPolicy."); err != nil {
 			return err
 		}
-		c.RetryPolicy = &p
 	}
 	for i, t := range c.FunctionResponseTypes {
 		if t != ReportBatchItemFailures {
@@ -238,25 +232,29 @@ func (c *Config) validateQueue(fifo bool) error {
 	return nil
 }
 
-func intPtr(v int) *int { return &v }
-
-func (c *Config) setDefaults() {
+// WithDefaults returns c with AWS's defaults in its unset fields: Enabled
+// true; for a queue source BatchSize 10 (DefaultQueueBatchSize) and the
+// zero fields of RetryPolicy from backoff.Default; for a stream or
+// DynamoDB stream source BatchSize 100 (DefaultBatchSize),
+// ParallelizationFactor 1, MaximumRetryAttempts and
+// MaximumRecordAgeInSeconds -1 (infinite). Pointer fields it fills are
+// new values: c's are not changed.
+func (c Config) WithDefaults() Config {
 	if c.Enabled == nil {
-		t := true
-		c.Enabled = &t
+		c.Enabled = new(true)
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
+	if c.sourceKind() == sourceQueue {
+		c.BatchSize = cmp.Or(c.BatchSize, DefaultQueueBatchSize)
+		if c.RetryPolicy != nil {
+			c.RetryPolicy = new(c.RetryPolicy.WithDefaults())
+		}
+		return c
 	}
-	if c.ParallelizationFactor == 0 {
-		c.ParallelizationFactor = 1
-	}
-	if c.MaximumRetryAttempts == nil {
-		c.MaximumRetryAttempts = intPtr(-1)
-	}
-	if c.MaximumRecordAgeInSeconds == nil {
-		c.MaximumRecordAgeInSeconds = intPtr(-1)
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.ParallelizationFactor = cmp.Or(c.ParallelizationFactor, 1)
+	c.MaximumRetryAttempts = cmp.Or(c.MaximumRetryAttempts, new(-1))
+	c.MaximumRecordAgeInSeconds = cmp.Or(c.MaximumRecordAgeInSeconds, new(-1))
+	return c
 }
 
 func invalid(format string, args ...any) error {
@@ -267,11 +265,13 @@ func outOfRange(field string, v any, lo, hi any) error {
 	return awserr.OutOfRange(awserr.ErrInvalidParameterValue, field, v, lo, hi)
 }
 
-// Validate applies the AWS defaults and checks every field against its
-// range. It returns an InvalidParameterValueException naming the field and
-// the allowed values; nothing is changed on error except defaults.
-func (c *Config) Validate() error {
-	c.setDefaults()
+// Validate checks every field of a stream or DynamoDB stream source, with
+// its defaults (WithDefaults), against its range. It returns an
+// InvalidParameterValueException naming the field and the allowed values.
+// It does not change c. (A queue source is checked against its queue by
+// Service.CreateEventSourceMapping.)
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	if c.EventSourceArn == "" {
 		return invalid("EventSourceArn: required")
 	}

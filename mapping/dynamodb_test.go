@@ -52,14 +52,14 @@ func TestDynamoDBStreamSource(t *testing.T) {
 		}
 		return resp, nil
 	}))
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "fn", Handler: "ddb-recorder"}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "fn", Handler: "ddb-recorder"}); err != nil {
 		t.Fatal(err)
 	}
 	// A Kinesis-typed handler is refused for a DynamoDB stream.
 	function.Register("kinesis-only", function.KinesisHandler(func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 		return events.KinesisEventResponse{}, nil
 	}))
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "kfn", Handler: "kinesis-only"}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "kfn", Handler: "kinesis-only"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "kfn", StartingPosition: "TRIM_HORIZON"})

@@ -83,7 +83,7 @@ func newRecorder(t *testing.T, rn *runnel.Runnel, cfg function.Config, behave fu
 		cfg.FunctionName = name
 	}
 	cfg.Handler = name
-	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	r.name = cfg.FunctionName

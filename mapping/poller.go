@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
@@ -363,7 +364,7 @@ func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 			}
 			w.setErr(err)
 			log.Warn("cannot read shard; retrying", "err", err)
-			if sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
+			if engine.Sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
 				return false
 			}
 			continue
@@ -376,7 +377,7 @@ func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 		if err := rd.Err(); err != nil && ctx.Err() == nil {
 			w.setErr(err)
 			log.Warn("shard reader stopped; reopening", "err", err)
-			if sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
+			if engine.Sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
 				return false
 			}
 		}
@@ -394,7 +395,7 @@ func (w *shardWorker) finish(ctx context.Context, end uint64) bool {
 	clk := clockwork.NewRealClock()
 	for w.checkpoint.Load() < end {
 		signal(w.ckNotify)
-		if sleep(ctx, clk, 10*time.Millisecond) != nil {
+		if engine.Sleep(ctx, clk, 10*time.Millisecond) != nil {
 			return false
 		}
 	}
@@ -525,7 +526,7 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 		select {
 		case <-w.ckNotify:
 			store(ctx)
-			if interval > 0 && sleep(ctx, clockwork.NewRealClock(), interval) != nil {
+			if interval > 0 && engine.Sleep(ctx, clockwork.NewRealClock(), interval) != nil {
 				continue // ctx ended: the next loop does the final write
 			}
 		case <-ctx.Done():
@@ -542,7 +543,7 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 // it; if it was created again, the mapping restarts (and starts the new
 // stream at its trim horizon).
 func (r *runner) watchStream(ctx context.Context) {
-	for sleep(ctx, clockwork.NewRealClock(), 2*time.Second) == nil {
+	for engine.Sleep(ctx, clockwork.NewRealClock(), 2*time.Second) == nil {
 		d, err := r.streams.DescribeStream(ctx, r.streamName)
 		switch {
 		case err != nil && ctx.Err() == nil:

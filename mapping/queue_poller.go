@@ -13,10 +13,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/awserr"
-	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // Queue event source mappings follow
@@ -200,7 +201,7 @@ func (r *queueRunner) poll(ctx context.Context) {
 			}
 			r.setResult("PROBLEM: cannot receive from the queue", err)
 			log.Warn("receive failed; retrying", "err", err)
-			if sleep(ctx, r.svc.eng.Clock, time.Second) != nil {
+			if engine.Sleep(ctx, r.svc.eng.Clock, time.Second) != nil {
 				return
 			}
 			continue
@@ -472,7 +473,7 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 	}
 	attempt, _ := strconv.Atoi(m.Attributes[queue.MsgAttrApproximateReceiveCount])
 	first := sentTime(m)
-	if env, ok := backoff.Unwrap([]byte(m.Body)); ok {
+	if env, ok := wire.UnwrapRetry([]byte(m.Body)); ok {
 		attempt += env.Metadata.Attempt - 1
 		first = time.Unix(env.Metadata.InitialTimestamp, 0)
 	}
@@ -542,41 +543,4 @@ func sqsFilterEvent(m *queue.Message) map[string]any {
 		ev["messageAttributes"] = ma
 	}
 	return ev
-}
-
-// queueDestination sends on-failure records to a queue; SendMessage returns
-// once the message is stored.
-type queueDestination struct {
-	queues *queue.Service
-	url    string
-	fifo   bool
-}
-
-func (d *queueDestination) Send(ctx context.Context, record []byte) error {
-	in := queue.SendMessageInput{MessageBody: string(record)}
-	if d.fifo {
-		in.MessageGroupId = "on-failure"
-	}
-	_, err := d.queues.SendMessage(ctx, d.url, in)
-	return err
-}
-
-// QueueDestinations resolves SQS queue ARNs to runnel queues, for
-// DestinationConfig.OnFailure.
-func QueueDestinations(queues *queue.Service) DestinationResolver {
-	return func(ctx context.Context, arn string) (Destination, error) {
-		name, ok := queue.NameFromARN(arn)
-		if !ok {
-			return nil, nil
-		}
-		attrs, err := queues.GetQueueAttributes(ctx, name, []string{"FifoQueue", "ContentBasedDeduplication"})
-		if err != nil {
-			return nil, invalid("DestinationConfig.OnFailure.Destination: %s: %v", arn, err)
-		}
-		if attrs["FifoQueue"] == "true" {
-			// AWS does not take FIFO queues as destinations either.
-			return nil, invalid("DestinationConfig.OnFailure.Destination: %s is a FIFO queue; on-failure destinations must be standard queues", arn)
-		}
-		return &queueDestination{queues: queues, url: queues.QueueURL(name), fifo: attrs["FifoQueue"] == "true"}, nil
-	}
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // sqsRecorder is a function fed by a queue mapping: it records every
@@ -80,7 +81,7 @@ func newSQSRecorder(t *testing.T, rn *runnel.Runnel, cfg function.Config, behave
 		cfg.FunctionName = name
 	}
 	cfg.Handler = name
-	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	r.name = cfg.FunctionName
@@ -533,7 +534,7 @@ func TestQueueReportBatchItemFailures(t *testing.T) {
 		function.Register("sqs-raw-null", func(ctx context.Context, ev events.SQSEvent) (json.RawMessage, error) {
 			return json.RawMessage(`{"batchItemFailures":[{"itemIdentifier":null}]}`), nil
 		})
-		if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "raw", Handler: "sqs-raw-null"}, false); err != nil {
+		if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "raw", Handler: "sqs-raw-null"}); err != nil {
 			t.Fatal(err)
 		}
 		m := createQueueMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "raw", FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}})
@@ -847,9 +848,9 @@ func TestQueueRetryPolicy(t *testing.T) {
 	t.Run("a retry envelope counts its attempt", func(t *testing.T) {
 		p := backoff.Policy{BaseDelaySeconds: 10, MaxDelaySeconds: 60, MaxAttempts: 3, MaximumAgeInSeconds: 3600}
 		rn, clock, arn := setup(t)
-		env2, _ := backoff.Wrap([]byte(`{"order":2}`), clock.Now())
-		env3, _ := backoff.Wrap([]byte(`{"order":3}`), clock.Now())
-		env3, _ = backoff.Wrap(env3, clock.Now())
+		env2, _ := wire.WrapRetry([]byte(`{"order":2}`), clock.Now())
+		env3, _ := wire.WrapRetry([]byte(`{"order":3}`), clock.Now())
+		env3, _ = wire.WrapRetry(env3, clock.Now())
 		send(t, rn, "src", string(env2), string(env3))
 		r := newSQSRecorder(t, rn, function.Config{}, failAlways)
 		m := createQueueMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, RetryPolicy: &p})
@@ -891,7 +892,7 @@ func TestQueueThrottlesDoNotLoseMessages(t *testing.T) {
 	}
 	wantCounts(t, rn, "src", 0, 2)
 	// Lift the limit: the held batch is invoked, without a new receive.
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: r.name, Handler: r.handler}, true); err != nil {
+	if _, err := rn.Functions.PutFunction(context.Background(), function.Config{FunctionName: r.name, Handler: r.handler}); err != nil {
 		t.Fatal(err)
 	}
 	waitQueueStatus(t, rn, m.UUID, "processed", func(qs mapping.QueueStatus) bool { return qs.DeletedMessages == 2 })
@@ -923,7 +924,7 @@ func TestQueueAsOnFailureDestination(t *testing.T) {
 	if _, ok := raw["KinesisBatchInfo"]; !ok {
 		t.Fatalf("body has no KinesisBatchInfo: %s", msgs[0].Body)
 	}
-	var f mapping.OnFailureRecord
+	var f wire.OnFailureRecord
 	json.Unmarshal([]byte(msgs[0].Body), &f)
 	bi := f.KinesisBatchInfo
 	if bi == nil || bi.BatchSize != 1 || bi.StreamArn != arn || bi.ShardID != "shardId-000000000000" || bi.StartSequenceNumber != seqs[0] ||

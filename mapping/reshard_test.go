@@ -67,7 +67,7 @@ func newOrderedSink(t *testing.T, rn *runnel.Runnel, name string, failEvery int6
 		}
 		return events.KinesisEventResponse{}, nil
 	}))
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: handler}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: handler}); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -30,6 +30,7 @@ import (
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 var errBoom = errors.New("boom")
@@ -48,11 +49,11 @@ func failOn(data ...string) func(events.KinesisEvent) (events.KinesisEventRespon
 	}
 }
 
-func failures(t *testing.T, rn *runnel.Runnel, streamName string) []mapping.OnFailureRecord {
+func failures(t *testing.T, rn *runnel.Runnel, streamName string) []wire.OnFailureRecord {
 	t.Helper()
-	var out []mapping.OnFailureRecord
+	var out []wire.OnFailureRecord
 	for _, r := range readAll(t, rn, streamName) {
-		var f mapping.OnFailureRecord
+		var f wire.OnFailureRecord
 		if err := json.Unmarshal(r.Data, &f); err != nil {
 			t.Fatal(err)
 		}
@@ -319,7 +320,7 @@ func TestReportBatchItemFailuresRawResponses(t *testing.T) {
 				}
 				return json.RawMessage(`null`), nil
 			})
-			if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name}, false); err != nil {
+			if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name}); err != nil {
 				t.Fatal(err)
 			}
 			m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: name, BatchSize: 2, FunctionResponseTypes: []string{"ReportBatchItemFailures"}})

@@ -1,22 +1,34 @@
-// Package mapping implements Lambda event source mappings for streams: a
-// poller per shard that reads records in order, batches them
-// (BatchSize, MaximumBatchingWindowInSeconds), invokes a function with
-// Lambda's Kinesis event, and handles failures exactly as Lambda does
-// (MaximumRetryAttempts, MaximumRecordAgeInSeconds,
-// BisectBatchOnFunctionError, ReportBatchItemFailures, an on-failure
-// destination), with a durable checkpoint per (mapping, shard).
+// Package mapping implements Lambda event source mappings for three kinds
+// of source: Kinesis streams, SQS queues and DynamoDB streams (a table's
+// change stream). Each enabled mapping runs pollers in this process that
+// read its source, batch records (BatchSize,
+// MaximumBatchingWindowInSeconds), filter them (FilterCriteria), invoke a
+// function with Lambda's event for the source, and handle failures as
+// Lambda does.
 //
-// Delivery is at least once: after a crash, the records after the last
-// checkpoint are invoked again. Nothing is skipped: the checkpoint passes a
-// record only once it was processed by a successful invocation or
-// discarded to the on-failure destination (or, with none set, logged with
-// its shard and sequence number and counted).
+// Stream and DynamoDB stream sources (poller.go, batch.go, lane.go): a
+// poller per shard reads records in order, with MaximumRetryAttempts,
+// MaximumRecordAgeInSeconds, BisectBatchOnFunctionError,
+// ReportBatchItemFailures, ParallelizationFactor and an on-failure
+// destination (wire.OnFailureRecord), and a durable checkpoint per
+// (mapping, shard). Delivery is at least once: after a crash, the records
+// after the last checkpoint are invoked again. Nothing is skipped: the
+// checkpoint passes a record only once it was processed by a successful
+// invocation or discarded to the on-failure destination (or, with none
+// set, logged with its shard and sequence number and counted).
+//
+// Queue sources (queue_poller.go): receive, invoke, delete; a failed
+// message returns after its visibility timeout and moves by the queue's
+// RedrivePolicy, with ReportBatchItemFailures, ScalingConfig and runnel's
+// RetryPolicy (backoff through the visibility timeout).
 //
 // The rules follow https://docs.aws.amazon.com/lambda/latest/dg/with-kinesis.html,
-// .../services-kinesis-parameters.html and .../services-kinesis-batchfailurereporting.html.
+// .../services-kinesis-parameters.html, .../services-kinesis-batchfailurereporting.html,
+// .../with-sqs.html and .../with-ddb.html.
 package mapping
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,18 +76,10 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.RetryBaseDelay == 0 {
-		o.RetryBaseDelay = 100 * time.Millisecond
-	}
-	if o.RetryMaxDelay == 0 {
-		o.RetryMaxDelay = 5 * time.Second
-	}
-	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = 100 * time.Millisecond
-	}
-	if o.LaneBuffer == 0 {
-		o.LaneBuffer = 1000
-	}
+	o.RetryBaseDelay = cmp.Or(o.RetryBaseDelay, 100*time.Millisecond)
+	o.RetryMaxDelay = cmp.Or(o.RetryMaxDelay, 5*time.Second)
+	o.CheckpointInterval = cmp.Or(o.CheckpointInterval, 100*time.Millisecond)
+	o.LaneBuffer = cmp.Or(o.LaneBuffer, 1000)
 }
 
 // Service keeps the event source mappings of an engine: their
@@ -130,19 +134,10 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	if s.live, err = eng.Bucket(ctx, "runnel_mapping_status"); err != nil {
 		return nil, err
 	}
-	keys, err := kv.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
-	}
-	for _, k := range keys {
-		e, err := kv.Get(ctx, k)
+	err = engine.LoadJSON(ctx, kv, func(k string, c Config, err error) {
 		if err != nil {
-			continue
-		}
-		var c Config
-		if err := json.Unmarshal(e.Value(), &c); err != nil {
 			eng.Logger.Warn("stored mapping does not decode", "uuid", k, "err", err)
-			continue
+			return
 		}
 		s.configs[c.UUID] = c
 		if *c.Enabled && !opts.Passive {
@@ -150,6 +145,9 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 				eng.Logger.Warn("stored mapping did not start", "uuid", c.UUID, "err", err)
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Only now: the publisher reads the maps the loop above fills.
 	if opts.Passive {
@@ -229,19 +227,14 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.saveLocked(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	if *cfg.Enabled && !s.opts.Passive {
-		if err := s.startLocked(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	out := s.configs[cfg.UUID]
-	return &out, nil
+	return s.commitLocked(ctx, cfg)
 }
 
+// validate fills cfg's defaults (Config.WithDefaults) and its
+// FunctionArn, and checks it against its source, its function and its
+// destination.
 func (s *Service) validate(ctx context.Context, cfg *Config) error {
+	*cfg = cfg.WithDefaults()
 	if cfg.sourceKind() == sourceQueue {
 		return s.validateQueue(ctx, cfg)
 	}
@@ -299,6 +292,29 @@ func (s *Service) saveLocked(ctx context.Context, cfg *Config) error {
 	}
 	s.configs[cfg.UUID] = *cfg
 	return nil
+}
+
+// commitLocked stores cfg and, when it is enabled and the service is not
+// passive, starts its poller. It returns the stored configuration.
+func (s *Service) commitLocked(ctx context.Context, cfg Config) (*Config, error) {
+	if err := s.saveLocked(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	if *cfg.Enabled && !s.opts.Passive {
+		if err := s.startLocked(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	out := s.configs[cfg.UUID]
+	return &out, nil
+}
+
+// stopLocked stops the poller of mapping id, if one runs.
+func (s *Service) stopLocked(id string) {
+	if r := s.runners[id]; r != nil {
+		r.stop()
+		delete(s.runners, id)
+	}
 }
 
 func (s *Service) startLocked(ctx context.Context, cfg Config) error {
@@ -420,20 +436,8 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.runners[cfg.UUID]; r != nil {
-		r.stop()
-		delete(s.runners, cfg.UUID)
-	}
-	if err := s.saveLocked(ctx, &cfg); err != nil {
-		return nil, err
-	}
-	if *cfg.Enabled && !s.opts.Passive {
-		if err := s.startLocked(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	out := s.configs[cfg.UUID]
-	return &out, nil
+	s.stopLocked(cfg.UUID)
+	return s.commitLocked(ctx, cfg)
 }
 
 // DeleteEventSourceMapping stops a mapping and deletes it with its
@@ -445,10 +449,7 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.runners[id]; r != nil {
-		r.stop()
-		delete(s.runners, id)
-	}
+	s.stopLocked(id)
 	delete(s.configs, id)
 	if streams, name, _, err := s.sourceStreams(*c); err == nil {
 		if shards, err := streams.ListShards(ctx, name); err == nil {

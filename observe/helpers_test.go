@@ -41,7 +41,7 @@ func kinesisFunction(t *testing.T, rn *runnel.Runnel, cfg function.Config, h fun
 		cfg.FunctionName = name
 	}
 	cfg.Handler = name
-	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg.FunctionName
@@ -61,7 +61,7 @@ func rawFunction(t *testing.T, rn *runnel.Runnel, cfg function.Config) string {
 		cfg.FunctionName = name
 	}
 	cfg.Handler = name
-	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg.FunctionName

@@ -43,11 +43,13 @@ type reader struct {
 	err error
 }
 
-func (r *reader) uvarint() uint64 {
+// readVarint decodes one varint of r with decode (binary.Uvarint or
+// binary.Varint) and moves past it; a bad one sets errBadRecord.
+func readVarint[T uint64 | int64](r *reader, decode func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(r.b)
+	v, n := decode(r.b)
 	if n <= 0 {
 		r.err = errBadRecord
 		return 0
@@ -56,31 +58,13 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errBadRecord
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *reader) uvarint() uint64 { return readVarint(r, binary.Uvarint) }
 
-func (r *reader) byte() byte {
-	if r.err != nil || len(r.b) < 1 {
-		r.err = errBadRecord
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
+func (r *reader) varint() int64 { return readVarint(r, binary.Varint) }
 
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
+// take returns the next n bytes of r and moves past them; when fewer
+// remain (or after an error) it sets errBadRecord and returns nil.
+func (r *reader) take(n uint64) []byte {
 	if r.err != nil || uint64(len(r.b)) < n {
 		r.err = errBadRecord
 		return nil
@@ -90,16 +74,22 @@ func (r *reader) bytes() []byte {
 	return v
 }
 
+func (r *reader) byte() byte {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *reader) bytes() []byte { return r.take(r.uvarint()) }
+
 func (r *reader) string() string { return string(r.bytes()) }
 
 func (r *reader) uint64() uint64 {
-	if r.err != nil || len(r.b) < 8 {
-		r.err = errBadRecord
-		return 0
+	if b := r.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
 	}
-	v := binary.BigEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
+	return 0
 }
 
 // body record, per message: id, sentAt, initial visibleAt, group id,

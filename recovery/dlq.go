@@ -29,10 +29,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnel-dev/runnel/backoff"
-	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // KindLegacyDLQ is a message a function's DeadLetterConfig stored: the
@@ -186,21 +185,6 @@ type MessageView struct {
 	MessageAttributes map[string]queue.MessageAttributeValue `json:",omitempty"`
 }
 
-// asyncView is the part of an async destination record Classify reads.
-type asyncView struct {
-	RequestContext struct {
-		RequestID              string `json:"requestId"`
-		FunctionArn            string `json:"functionArn"`
-		Condition              string `json:"condition"`
-		ApproximateInvokeCount int    `json:"approximateInvokeCount"`
-	} `json:"requestContext"`
-	RequestPayload  json.RawMessage `json:"requestPayload"`
-	ResponseContext struct {
-		FunctionError string `json:"functionError"`
-	} `json:"responseContext"`
-	ResponsePayload json.RawMessage `json:"responsePayload"`
-}
-
 // Classify describes a dead-letter message from its body and attributes,
 // without reading the stream.
 func Classify(m queue.Message) MessageView {
@@ -211,13 +195,13 @@ func Classify(m queue.Message) MessageView {
 	}
 	v.ReceiveCount = atoi(m.Attributes[queue.MsgAttrApproximateReceiveCount])
 	body := []byte(m.Body)
-	if env, ok := backoff.Unwrap(body); ok {
+	if env, ok := wire.UnwrapRetry(body); ok {
 		v.Kind, v.Condition, v.Attempt = KindInserted, "Inserted", env.Metadata.Attempt
 		t := time.Unix(env.Metadata.InitialTimestamp, 0).UTC()
 		v.InitialTimestamp = &t
 		return v
 	}
-	var f mapping.OnFailureRecord
+	var f wire.OnFailureRecord
 	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
 		bi := f.KinesisBatchInfo
 		v.Kind, v.Condition = KindStreamBatch, f.RequestContext.Condition
@@ -226,15 +210,12 @@ func Classify(m queue.Message) MessageView {
 		v.StreamArn, v.ShardID, v.StartSequenceNumber, v.EndSequenceNumber, v.BatchSize = bi.StreamArn, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber, bi.BatchSize
 		return v
 	}
-	var a asyncView
+	var a wire.InvocationRecord
 	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {
 		v.Kind, v.Condition = KindAsync, a.RequestContext.Condition
 		v.RequestID, v.FunctionArn, v.InvokeCount = a.RequestContext.RequestID, a.RequestContext.FunctionArn, a.RequestContext.ApproximateInvokeCount
 		v.ErrorType = a.ResponseContext.FunctionError
-		var rp struct {
-			ErrorType    string `json:"errorType"`
-			ErrorMessage string `json:"errorMessage"`
-		}
+		var rp wire.ErrorPayload
 		if json.Unmarshal(a.ResponsePayload, &rp) == nil {
 			if rp.ErrorType != "" {
 				v.ErrorType = rp.ErrorType
@@ -243,12 +224,12 @@ func Classify(m queue.Message) MessageView {
 		}
 		return v
 	}
-	if ec, ok := m.MessageAttributes["ErrorCode"]; ok && ec.StringValue != nil {
+	if ec, ok := m.MessageAttributes[wire.AttrErrorCode]; ok && ec.StringValue != nil {
 		v.Kind, v.ErrorType = KindLegacyDLQ, *ec.StringValue
-		if em, ok := m.MessageAttributes["ErrorMessage"]; ok && em.StringValue != nil {
+		if em, ok := m.MessageAttributes[wire.AttrErrorMessage]; ok && em.StringValue != nil {
 			v.ErrorMessage = *em.StringValue
 		}
-		if id, ok := m.MessageAttributes["RequestID"]; ok && id.StringValue != nil {
+		if id, ok := m.MessageAttributes[wire.AttrRequestID]; ok && id.StringValue != nil {
 			v.RequestID = *id.StringValue
 		}
 	}

@@ -13,12 +13,11 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel"
-	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/internal/testenv"
-	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -67,10 +66,10 @@ func newDLQEnv(t *testing.T) *dlqEnv {
 }
 
 func (e *dlqEnv) pointer(from, to int, condition string) string {
-	b, _ := json.Marshal(mapping.OnFailureRecord{
-		RequestContext:  mapping.RequestContext{Condition: condition, ApproximateInvokeCount: 3, RequestID: "req"},
-		ResponseContext: mapping.ResponseContext{StatusCode: 200, FunctionError: "Unhandled"}, Version: "1.0",
-		KinesisBatchInfo: &mapping.KinesisBatchInfo{ShardID: "shardId-000000000000", StartSequenceNumber: e.seqs[from],
+	b, _ := json.Marshal(wire.OnFailureRecord{
+		RequestContext:  wire.RequestContext{Condition: condition, ApproximateInvokeCount: 3, RequestID: "req"},
+		ResponseContext: wire.ResponseContext{StatusCode: 200, FunctionError: "Unhandled"}, Version: "1.0",
+		KinesisBatchInfo: &wire.KinesisBatchInfo{ShardID: "shardId-000000000000", StartSequenceNumber: e.seqs[from],
 			EndSequenceNumber: e.seqs[to], BatchSize: to - from + 1, StreamArn: e.streamARN},
 	})
 	return string(b)
@@ -138,7 +137,7 @@ func TestInspectDoesNotLoseMessages(t *testing.T) {
 	e := newDLQEnv(t)
 	ctx := context.Background()
 	rec, _ := json.Marshal(recovery.KinesisEventRecord(e.streamARN, stream.Record{SequenceNumber: e.seqs[5], ShardID: "shardId-000000000000", Data: []byte("r5"), PartitionKey: "k"}))
-	inserted, _ := backoff.Wrap(rec, t0)
+	inserted, _ := wire.WrapRetry(rec, t0)
 	e.deadLetter(t, e.pointer(0, 1, "RetryAttemptsExhausted"), e.pointer(2, 2, "RecordAgeExceeded"), asyncBody, string(inserted), "plain")
 
 	in, err := recovery.Inspect(ctx, e.rn.Queues, "work-dlq", recovery.InspectOptions{Limit: 3, Now: e.clock.Now()})

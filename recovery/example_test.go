@@ -54,7 +54,7 @@ func ExampleIdempotentSupported() {
 	rn.Queues.CreateQueue(ctx, "retry-dlq", map[string]string{"VisibilityTimeout": "30",
 		"RedrivePolicy": `{"deadLetterTargetArn":"` + rn.Queues.ARN("unrecoverable-dlq") + `","maxReceiveCount":"10"}`})
 	function.Register("orders-handler", &recovery.IdempotentSupported{Streams: rn.Streams, Handle: handle})
-	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "process-orders", Handler: "orders-handler", Timeout: 30}, false)
+	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "process-orders", Handler: "orders-handler", Timeout: 30})
 
 	zero := 0
 	rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{ // the stream
@@ -129,7 +129,7 @@ func ExampleIdempotentUnsupported() {
 	retryURL, _ := rn.Queues.CreateQueue(ctx, "payments-retry", map[string]string{"VisibilityTimeout": "30",
 		"RedrivePolicy": `{"deadLetterTargetArn":"` + rn.Queues.ARN("payments-unrecoverable") + `","maxReceiveCount":"10"}`})
 	function.Register("payments-handler", &recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: retryURL, Handle: handle})
-	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "pay", Handler: "payments-handler", Timeout: 30}, false)
+	rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "pay", Handler: "payments-handler", Timeout: 30})
 
 	zero := 0
 	rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{ // the stream: no retries, no bisect

@@ -3,18 +3,17 @@ package recovery
 import (
 	"context"
 	"encoding/json"
-	"time"
-
 	"errors"
 	"fmt"
-	"github.com/jonboulle/clockwork"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/jonboulle/clockwork"
 
-	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // RecordHandler is the business logic of the flows: it handles one stream
@@ -169,7 +168,7 @@ func InsertRetry(ctx context.Context, queues *queue.Service, retryDLQ string, re
 	if err != nil {
 		return err
 	}
-	body, err := backoff.Wrap(payload, now)
+	body, err := wire.WrapRetry(payload, now)
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,7 @@ func TestIdempotentSupportedFlow(t *testing.T) {
 	rn, ctx := s.rn, context.Background()
 	b := newBusiness()
 	function.Register("flow-supported", &recovery.IdempotentSupported{Streams: rn.Streams, Handle: b.handle})
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-supported", Timeout: 30}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-supported", Timeout: 30}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{
@@ -249,7 +249,7 @@ func TestIdempotentUnsupportedFlowSurvivesACrashBetweenInsertAndCheckpoint(t *te
 	restart := &restartable{ready: make(chan struct{})}
 	restart.fn.Store(fn)
 	function.Register("flow-unsupported", restart)
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-unsupported", Timeout: 30}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-unsupported", Timeout: 30}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{

@@ -61,7 +61,7 @@ func registerCollector(t *testing.T, rn *runnel.Runnel, name string) *collector 
 	t.Helper()
 	c := &collector{}
 	function.Register("recovery-test-"+name, function.KinesisHandler(c.handle))
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: "recovery-test-" + name}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: "recovery-test-" + name}); err != nil {
 		t.Fatal(err)
 	}
 	return c

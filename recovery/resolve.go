@@ -3,7 +3,8 @@
 // whitepaper (../shared/seeds/000): a Retry-DLQ queue consumed by the same
 // function that consumes the stream, and an Unrecoverable-DLQ behind it.
 //
-// Three formats reach a Retry-DLQ, and Resolve handles them all:
+// Three formats reach a Retry-DLQ (their shapes are in package wire), and
+// Resolve handles them all:
 //
 //   - a stream on-failure record (KinesisBatchInfo): pointers to a
 //     sequence-number range of a shard. Resolve reads that range back from
@@ -24,9 +25,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/runnel-dev/runnel/backoff"
-	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // Kinds of failure record.
@@ -53,7 +53,7 @@ type Resolved struct {
 	// Payload is the original event of an async invocation (KindAsync).
 	Payload json.RawMessage
 	// Info is the pointer of a KindStreamBatch record.
-	Info *mapping.KinesisBatchInfo
+	Info *wire.KinesisBatchInfo
 	// Condition is why the records failed (RetryAttemptsExhausted, ...).
 	Condition string
 	// Attempt and InitialTimestamp come from a retry envelope (KindInserted):
@@ -64,20 +64,12 @@ type Resolved struct {
 	Missing uint64
 }
 
-// asyncRecord is the part of an async destination record Resolve reads.
-type asyncRecord struct {
-	RequestContext struct {
-		Condition string `json:"condition"`
-	} `json:"requestContext"`
-	RequestPayload json.RawMessage `json:"requestPayload"`
-}
-
 // Resolve turns a failure record into what failed. With ParallelizationFactor
 // above 1 a KinesisBatchInfo range may also hold records of other partition
 // keys that were processed; Resolve returns the whole range (processing them
 // again is a duplicate, which idempotent handlers absorb).
 func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolved, error) {
-	if env, ok := backoff.Unwrap(body); ok {
+	if env, ok := wire.UnwrapRetry(body); ok {
 		var rec events.KinesisEventRecord
 		if err := json.Unmarshal(env.OriginalPayload, &rec); err != nil || rec.EventSource != "aws:kinesis" {
 			return nil, fmt.Errorf("%w: a retry envelope without a Kinesis record", ErrUnknownFormat)
@@ -85,18 +77,18 @@ func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolv
 		return &Resolved{Kind: KindInserted, Records: []events.KinesisEventRecord{rec}, Attempt: env.Metadata.Attempt,
 			InitialTimestamp: env.Metadata.InitialTimestamp, Condition: "Inserted"}, nil
 	}
-	var f mapping.OnFailureRecord
+	var f wire.OnFailureRecord
 	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
 		return resolveBatch(ctx, streams, &f)
 	}
-	var a asyncRecord
+	var a wire.InvocationRecord
 	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {
 		return &Resolved{Kind: KindAsync, Payload: a.RequestPayload, Condition: a.RequestContext.Condition}, nil
 	}
 	return nil, ErrUnknownFormat
 }
 
-func resolveBatch(ctx context.Context, streams *stream.Service, f *mapping.OnFailureRecord) (*Resolved, error) {
+func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailureRecord) (*Resolved, error) {
 	bi := f.KinesisBatchInfo
 	res := &Resolved{Kind: KindStreamBatch, Info: bi, Condition: f.RequestContext.Condition}
 	name, ok := stream.NameFromARN(bi.StreamArn)
@@ -136,20 +128,7 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *mapping.OnFai
 }
 
 // KinesisEventRecord is a stream record in the shape a Kinesis event
-// carries it (events.KinesisEventRecord).
+// carries it (see stream.Record.KinesisEventRecord).
 func KinesisEventRecord(streamARN string, r stream.Record) events.KinesisEventRecord {
-	return events.KinesisEventRecord{
-		EventID:        r.ShardID + ":" + r.SequenceNumber,
-		EventName:      "aws:kinesis:record",
-		EventSource:    "aws:kinesis",
-		EventSourceArn: streamARN,
-		EventVersion:   "1.0",
-		Kinesis: events.KinesisRecord{
-			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.ApproximateArrivalTimestamp},
-			Data:                        r.Data,
-			PartitionKey:                r.PartitionKey,
-			SequenceNumber:              r.SequenceNumber,
-			KinesisSchemaVersion:        "1.0",
-		},
-	}
+	return r.KinesisEventRecord(streamARN)
 }

@@ -10,11 +10,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/internal/testenv"
-	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 func TestResolveHandlesBothFailureFormats(t *testing.T) {
@@ -29,9 +28,9 @@ func TestResolveHandlesBothFailureFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pointer, _ := json.Marshal(mapping.OnFailureRecord{
-		RequestContext: mapping.RequestContext{Condition: "RetryAttemptsExhausted"}, Version: "1.0",
-		KinesisBatchInfo: &mapping.KinesisBatchInfo{ShardID: "shardId-000000000000", StartSequenceNumber: out.Records[0].SequenceNumber,
+	pointer, _ := json.Marshal(wire.OnFailureRecord{
+		RequestContext: wire.RequestContext{Condition: "RetryAttemptsExhausted"}, Version: "1.0",
+		KinesisBatchInfo: &wire.KinesisBatchInfo{ShardID: "shardId-000000000000", StartSequenceNumber: out.Records[0].SequenceNumber,
 			EndSequenceNumber: out.Records[1].SequenceNumber, BatchSize: 2, StreamArn: d.StreamARN},
 	})
 
@@ -51,7 +50,7 @@ func TestResolveHandlesBothFailureFormats(t *testing.T) {
 	})
 	t.Run("an inserted record resolves from its retry envelope", func(t *testing.T) {
 		rec, _ := json.Marshal(events.KinesisEventRecord{EventSource: "aws:kinesis", EventID: "shardId-000000000000:1", Kinesis: events.KinesisRecord{Data: []byte("z")}})
-		body, _ := backoff.Wrap(rec, clock.Now())
+		body, _ := wire.WrapRetry(rec, clock.Now())
 		res, err := recovery.Resolve(ctx, rn.Streams, body)
 		if err != nil || res.Kind != recovery.KindInserted || string(res.Records[0].Kinesis.Data) != "z" || res.Attempt != 2 {
 			t.Fatalf("Resolve = %+v, %v", res, err)

@@ -229,7 +229,7 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		}
 	}
 	for i, fc := range s.Functions {
-		if _, err := rn.Functions.CreateFunction(ctx, fc, true); err != nil {
+		if _, err := rn.Functions.PutFunction(ctx, fc); err != nil {
 			return out, fmt.Errorf("Functions[%d] (%s): %w", i, fc.FunctionName, err)
 		}
 		out.FunctionsCreated = append(out.FunctionsCreated, fc.FunctionName)

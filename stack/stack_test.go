@@ -12,10 +12,10 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/internal/testenv"
-	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stack"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 func TestExampleStackRunsAndIsIdempotent(t *testing.T) {
@@ -57,7 +57,7 @@ func TestExampleStackRunsAndIsIdempotent(t *testing.T) {
 			return false
 		}
 		recs, _, _ := rn.Streams.ReadRange(ctx, "orders-failed", "shardId-000000000000", first, last)
-		var f mapping.OnFailureRecord
+		var f wire.OnFailureRecord
 		json.Unmarshal(recs[0].Data, &f)
 		return f.KinesisBatchInfo.BatchSize == 1
 	})

@@ -13,18 +13,16 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"regexp"
-	"sort"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -147,14 +145,19 @@ type CreateStreamInput struct {
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
 }
 
-// Validate checks the input against Kinesis's ranges, after defaults.
-func (in *CreateStreamInput) Validate() error {
-	if in.ShardCount == 0 {
-		in.ShardCount = 1
-	}
-	if in.RetentionPeriodHours == 0 {
-		in.RetentionPeriodHours = DefaultRetentionPeriodHours
-	}
+// WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
+// (DefaultRetentionPeriodHours) where they are zero.
+func (in CreateStreamInput) WithDefaults() CreateStreamInput {
+	in.ShardCount = cmp.Or(in.ShardCount, 1)
+	in.RetentionPeriodHours = cmp.Or(in.RetentionPeriodHours, DefaultRetentionPeriodHours)
+	return in
+}
+
+// Validate checks the input, with its defaults (WithDefaults), against
+// Kinesis's ranges and returns an InvalidArgumentException naming the
+// field. It does not change in.
+func (in CreateStreamInput) Validate() error {
+	in = in.WithDefaults()
 	if !streamNameRE.MatchString(in.StreamName) {
 		return invalidArg("StreamName: %q must be 1..128 characters of [a-zA-Z0-9_.-]", in.StreamName)
 	}
@@ -180,27 +183,6 @@ type Service struct {
 	// gens counts, per stream, the Forget calls: a handle loaded before one
 	// is not cached (it may hold the routing of before a reshard).
 	gens map[string]uint64
-}
-
-// handle caches what the put and read paths need of a stream. Slices
-// other than open and starts are indexed by shard index; shards is nil at
-// the index of a shard not in the description.
-type handle struct {
-	desc   StreamDescription
-	open   []int     // indexes of the open shards, by starting hash key
-	starts []hashKey // starting hash key of each open shard, ascending
-	shards []jetstream.Stream
-	subj   []string
-	// guard is, per shard, the headers every put carries: the publish
-	// fails once the shard is sealed (see reshard.go).
-	guard    []nats.Header
-	shardIDs []string // ShardID(i), formatted once
-	// perMsg is, per shard, the records per stored message GetRecords saw
-	// last: how many messages to ask for to fill a page.
-	perMsg []atomic.Int64
-	// seal is, per shard, the JetStream sequence of its seal message once
-	// known (0 while open or not yet seen).
-	seal []atomic.Uint64
 }
 
 // New opens the streams service on eng.
@@ -265,6 +247,7 @@ func (h *handle) index(id string) (int, error) {
 // key space evenly. It fails with ErrResourceInUse if the name exists and
 // with ErrInvalidArgument, naming the field and range, on bad input.
 func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*StreamDescription, error) {
+	in = in.WithDefaults()
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -368,7 +351,7 @@ func (s *Service) ListStreams(ctx context.Context) ([]string, error) {
 		}
 		return nil, err
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys, nil
 }
 
@@ -422,107 +405,6 @@ func (s *Service) Forget(name string) {
 	delete(s.handles, name)
 	s.gens[name]++
 	s.mu.Unlock()
-}
-
-// handle returns the cached handle of a stream, loading it if needed.
-func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
-	s.mu.Lock()
-	h, ok := s.handles[name]
-	gen := s.gens[name]
-	s.mu.Unlock()
-	if ok {
-		return h, nil
-	}
-	d, err := s.DescribeStream(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	h = &handle{desc: *d}
-	n := 0
-	for _, sh := range d.Shards {
-		i, err := ShardIndex(sh.ShardID)
-		if err != nil {
-			return nil, fmt.Errorf("stream %s: %v", name, err)
-		}
-		n = max(n, i+1)
-	}
-	h.shards, h.subj, h.shardIDs = make([]jetstream.Stream, n), make([]string, n), make([]string, n)
-	h.guard = make([]nats.Header, n)
-	h.perMsg, h.seal = make([]atomic.Int64, n), make([]atomic.Uint64, n)
-	for _, sh := range d.Shards {
-		i, _ := ShardIndex(sh.ShardID)
-		js, err := s.eng.JS.Stream(ctx, jsName(d.ID, i))
-		if err != nil {
-			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
-		}
-		h.shards[i], h.subj[i], h.shardIDs[i] = js, jsSubject(d.ID, i), sh.ShardID
-		h.guard[i] = nats.Header{
-			jetstream.ExpectedLastSubjSeqHeader:     []string{"0"},
-			jetstream.ExpectedLastSubjSeqSubjHeader: []string{sealSubject(d.ID, i)},
-		}
-		if sh.SequenceNumberRange.EndingSequenceNumber != "" {
-			if _, end, err := DecodeSequenceNumber(d.Epoch, sh.SequenceNumberRange.EndingSequenceNumber); err == nil {
-				h.seal[i].Store(end>>PositionBits + 1)
-			}
-		}
-		if sh.Open() {
-			h.open = append(h.open, i)
-		}
-	}
-	sort.Slice(h.open, func(a, b int) bool {
-		return startKey(&d.Shards[indexIn(d, h.open[a])]).less(startKey(&d.Shards[indexIn(d, h.open[b])]))
-	})
-	for _, i := range h.open {
-		h.starts = append(h.starts, startKey(&d.Shards[indexIn(d, i)]))
-	}
-	s.mu.Lock()
-	if s.gens[name] == gen {
-		s.handles[name] = h
-	}
-	s.mu.Unlock()
-	return h, nil
-}
-
-// shardFor returns the index of the open shard owning hash key k.
-func (h *handle) shardFor(k hashKey) int {
-	// first open shard whose start is > k, minus one
-	i := sort.Search(len(h.starts), func(i int) bool { return k.less(h.starts[i]) })
-	return h.open[i-1]
-}
-
-// startKey returns a shard's starting hash key.
-func startKey(sh *Shard) hashKey {
-	v, _ := new(big.Int).SetString(sh.HashKeyRange.StartingHashKey, 10)
-	if v == nil {
-		v = new(big.Int)
-	}
-	return hashKeyFromBig(v)
-}
-
-// indexIn returns the position in d.Shards of the shard with index i.
-func indexIn(d *StreamDescription, i int) int {
-	id := ShardID(i)
-	for k := range d.Shards {
-		if d.Shards[k].ShardID == id {
-			return k
-		}
-	}
-	return -1
-}
-
-// lastEpoch makes stream epochs unique within the process even when two
-// streams (or a deleted and a re-created one) are created in the same
-// millisecond.
-var lastEpoch atomic.Int64
-
-func nextEpoch(now int64) int64 {
-	for {
-		last := lastEpoch.Load()
-		e := max(now, last+1)
-		if lastEpoch.CompareAndSwap(last, e) {
-			return e
-		}
-	}
 }
 
 // ShardIndex returns the index of a shard id ("shardId-000000000003" -> 3).

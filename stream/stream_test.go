@@ -199,7 +199,7 @@ func TestCreateStreamInputDefaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := c.in
+			in := c.in.WithDefaults()
 			err := in.Validate()
 			if c.wantErr != "" {
 				wantErr(t, err, awserr.ErrInvalidArgument, c.mention)

@@ -21,7 +21,8 @@ func demoCmd(g *globals) *cobra.Command {
 		Use:   "demo",
 		Short: "Put real flight records through a stream and a function, with failures injected, and reconcile",
 		Long: `demo puts every flight of data/flights-3m.parquet (3,000,000 US flights of 2001,
-U.S. Bureau of Transportation Statistics) into a stream with the origin airport
+U.S. Bureau of Transportation Statistics; a copy is embedded in the binary, so
+the demo runs from any directory, and --data reads another file) into a stream with the origin airport
 as partition key. An event source mapping (BatchSize 500, BisectBatchOnFunctionError,
 MaximumRetryAttempts 0) feeds a function that computes per-airport statistics,
 with the two-tier dead-letter design: the stream's on-failure destination is a
@@ -113,7 +114,7 @@ must run inside runnel's source tree; it is slower than the in-process demo
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 0, "run on the first N rows only (0: all 3,000,000)")
 	f.StringVar(&jsonPath, "json", "", "write the reconciliation as JSON to this file")
-	f.StringVar(&cfg.DataPath, "data", "data/flights-3m.parquet", "the flights parquet file")
+	f.StringVar(&cfg.DataPath, "data", "", "another flights parquet file to read (default: the copy of data/flights-3m.parquet embedded in the binary)")
 	f.IntVar(&cfg.Shards, "shards", 4, "shards of the flights stream")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "BatchSize of the mapping")
 	f.IntVar(&cfg.ParallelizationFactor, "parallelization-factor", 1, "ParallelizationFactor of the mapping")

@@ -15,10 +15,10 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/internal/testenv"
-	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // recoverySetup writes a data directory with a stream "s" (records r0..r5),
@@ -61,10 +61,10 @@ func recoverySetup(t *testing.T) (string, []string, []string) {
 	}
 	var pointers []string
 	for _, r := range [][2]int{{0, 1}, {2, 2}, {3, 5}} {
-		b, _ := json.Marshal(mapping.OnFailureRecord{
-			RequestContext: mapping.RequestContext{Condition: "RetryAttemptsExhausted", ApproximateInvokeCount: 2}, Version: "1.0",
-			ResponseContext: mapping.ResponseContext{FunctionError: "Unhandled"},
-			KinesisBatchInfo: &mapping.KinesisBatchInfo{ShardID: "shardId-000000000000", StartSequenceNumber: seqs[r[0]],
+		b, _ := json.Marshal(wire.OnFailureRecord{
+			RequestContext: wire.RequestContext{Condition: "RetryAttemptsExhausted", ApproximateInvokeCount: 2}, Version: "1.0",
+			ResponseContext: wire.ResponseContext{FunctionError: "Unhandled"},
+			KinesisBatchInfo: &wire.KinesisBatchInfo{ShardID: "shardId-000000000000", StartSequenceNumber: seqs[r[0]],
 				EndSequenceNumber: seqs[r[1]], BatchSize: r[1] - r[0] + 1, StreamArn: d.StreamARN},
 		})
 		pointers = append(pointers, string(b))
@@ -81,7 +81,7 @@ func recoverySetup(t *testing.T) (string, []string, []string) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "logf", Handler: "log"}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "logf", Handler: "log"}); err != nil {
 		t.Fatal(err)
 	}
 	rn.Close()

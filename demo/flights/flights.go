@@ -14,6 +14,7 @@
 package flights
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/runnel-dev/runnel/data"
 )
 
 // Flight is one row of the data set.
@@ -52,7 +55,13 @@ func (f *Flight) Time() time.Time { return time.UnixMicro(f.Date).UTC() }
 // (every batch but the last is full).
 const BatchSize = 4096
 
-// Read streams the flights of the parquet file at path, in file order, to fn
+// EmbeddedPath is the path that names the copy of data/flights-3m.parquet
+// embedded in the binary (package data): Read, Count and ComputeStats read
+// it when given "", from any working directory.
+const EmbeddedPath = ""
+
+// Read streams the flights of the parquet file at path (EmbeddedPath: the
+// embedded file), in file order, to fn
 // in batches of BatchSize rows (the last batch may be shorter). It stops after
 // limit rows; limit <= 0 means the whole file. Memory use is one batch, not
 // the file.
@@ -100,7 +109,8 @@ func Read(path string, limit int, fn func(batch []Flight) error) error {
 	return nil
 }
 
-// Count returns the number of rows of the parquet file at path, taken from
+// Count returns the number of rows of the parquet file at path
+// (EmbeddedPath: the embedded file), taken from
 // the file's metadata (no rows are read).
 func Count(path string) (int64, error) {
 	file, pf, err := open(path)
@@ -111,8 +121,17 @@ func Count(path string) (int64, error) {
 	return pf.NumRows(), nil
 }
 
-// open opens path as a parquet file. The caller closes the *os.File.
-func open(path string) (*os.File, *parquet.File, error) {
+// open opens path as a parquet file, or the embedded
+// data/flights-3m.parquet when path is "" (EmbeddedPath). The caller
+// closes the io.Closer.
+func open(path string) (io.Closer, *parquet.File, error) {
+	if path == EmbeddedPath {
+		pf, err := parquet.OpenFile(bytes.NewReader(data.Flights), int64(len(data.Flights)), parquet.SkipBloomFilters(true))
+		if err != nil {
+			return nil, nil, fmt.Errorf("flights: embedded %s: %w", data.FlightsName, err)
+		}
+		return io.NopCloser(nil), pf, nil
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err

@@ -222,7 +222,7 @@ func (s *Stats) Top(n int) []AirportStats {
 }
 
 // ComputeStats computes the per-origin statistics straight from the parquet
-// file at path, independently of any pipeline, over the first limit rows
+// file at path (EmbeddedPath: the embedded file), independently of any pipeline, over the first limit rows
 // (limit <= 0: all rows). Rows whose 0-based index in the file satisfies
 // exclude are skipped; exclude may be nil. It also returns the number of
 // flights counted (rows read minus rows excluded).

@@ -401,7 +401,7 @@ func setup(ctx context.Context, rn *runnel.Runnel, cfg Config, prefix string) er
 		{FunctionName: "map", Handler: prefix + "-map", Timeout: 60},
 		{FunctionName: "reduce", Handler: prefix + "-reduce", Timeout: 60, ReservedConcurrentExecutions: &one},
 	} {
-		if _, err := rn.Functions.CreateFunction(ctx, f, false); err != nil {
+		if _, err := rn.Functions.CreateFunction(ctx, f); err != nil {
 			return err
 		}
 	}

@@ -65,7 +65,7 @@
 // function (an Event invocation with the record as payload). FIFO queues,
 // SNS topics, EventBridge buses and S3 buckets are refused, and so is the
 // function itself (its records would invoke it without end). The record
-// is SPEC 3's (see Record):
+// is SPEC 3's (see wire.InvocationRecord):
 //
 //	{"version":"1.0","timestamp":"2019-11-14T18:16:05.568Z",
 //	 "requestContext":{"requestId":"...","functionArn":"arn:aws:lambda:...:function:f:$LATEST",
@@ -299,24 +299,18 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11)),
 		configs: map[string]EventInvokeConfig{}, pollers: map[string]*poller{},
 		stats: map[string]*counters{}, warned: map[string]bool{}}
-	keys, err := kv.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		cancel()
-		return nil, err
-	}
 	names := map[string]bool{}
-	for _, k := range keys {
-		e, err := kv.Get(ctx, k)
+	err = engine.LoadJSON(ctx, kv, func(k string, c EventInvokeConfig, err error) {
 		if err != nil {
-			continue
-		}
-		var c EventInvokeConfig
-		if json.Unmarshal(e.Value(), &c) != nil {
 			s.log.Warn("unreadable event invoke configuration ignored", "function", k)
-			continue
+			return
 		}
 		s.configs[k] = c
 		names[k] = true
+	})
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	urls, err := queues.ListQueues(ctx, QueuePrefix)
 	if err != nil {

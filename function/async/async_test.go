@@ -82,7 +82,7 @@ func newFunction(t *testing.T, rn *runnel.Runnel, cfg function.Config, behave fu
 	}
 	r := &recorder{name: cfg.FunctionName}
 	cfg.Handler = registerRecorder(r, rn.Engine.Clock.Now, behave)
-	if _, err := rn.Functions.CreateFunction(context.Background(), cfg, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/queue"
 )
@@ -115,7 +114,7 @@ func (p *poller) run(ctx context.Context) {
 			if errors.Is(err, queue.ErrQueueDoesNotExist) {
 				s.ensureQueue(ctx, p.name)
 			}
-			if sleep(ctx, s.eng.Clock, time.Second) != nil {
+			if engine.Sleep(ctx, s.eng.Clock, time.Second) != nil {
 				return
 			}
 			continue
@@ -130,17 +129,6 @@ func (p *poller) run(ctx context.Context) {
 				}
 			}(&msgs[i])
 		}
-	}
-}
-
-func sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -11,48 +11,16 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/wire"
 )
-
-// Record is the invocation record sent to destinations (SPEC 3,
-// invocation-async-retain-records), in AWS's field order.
-type Record struct {
-	Version         string          `json:"version"`
-	Timestamp       string          `json:"timestamp"`
-	RequestContext  RequestContext  `json:"requestContext"`
-	RequestPayload  json.RawMessage `json:"requestPayload"`
-	ResponseContext ResponseContext `json:"responseContext"`
-	// ResponsePayload is the function's response (Success), the error
-	// object of the last attempt, or absent when there was none.
-	ResponsePayload json.RawMessage `json:"responsePayload,omitempty"`
-}
-
-// RequestContext of a Record.
-type RequestContext struct {
-	RequestID              string `json:"requestId"`
-	FunctionArn            string `json:"functionArn"`
-	Condition              string `json:"condition"`
-	ApproximateInvokeCount int    `json:"approximateInvokeCount"`
-}
-
-// ResponseContext of a Record: the last attempt's HTTP status (200 when
-// the function ran, 429 when it was throttled, 0 when nothing was tried),
-// the version, and "Unhandled" after a function error.
-type ResponseContext struct {
-	StatusCode      int    `json:"statusCode"`
-	ExecutedVersion string `json:"executedVersion"`
-	FunctionError   string `json:"functionError,omitempty"`
-}
-
-// awsTime formats a time as these records do: 2019-11-14T18:16:05.568Z.
-const awsTime = "2006-01-02T15:04:05.000Z"
 
 // record builds the destination record of an event.
 func (p *poller) record(m meta, condition string, o outcome, payload string) []byte {
-	r := Record{Version: "1.0", Timestamp: p.s.eng.Clock.Now().UTC().Format(awsTime),
-		RequestContext: RequestContext{RequestID: m.requestID, FunctionArn: p.s.fns.ARN(p.name) + ":$LATEST",
+	r := wire.InvocationRecord{Version: wire.RecordVersion, Timestamp: wire.Timestamp(p.s.eng.Clock.Now()),
+		RequestContext: wire.RequestContext{RequestID: m.requestID, FunctionArn: p.s.fns.ARN(p.name) + ":" + wire.ExecutedVersion,
 			Condition: condition, ApproximateInvokeCount: m.invokeCount},
 		RequestPayload:  json.RawMessage(payload),
-		ResponseContext: ResponseContext{StatusCode: o.status, ExecutedVersion: "$LATEST", FunctionError: o.funcError},
+		ResponseContext: wire.InvocationResponseContext{StatusCode: o.status, ExecutedVersion: wire.ExecutedVersion, FunctionError: o.funcError},
 	}
 	switch {
 	case len(o.response) > 0 && json.Valid(o.response):
@@ -146,9 +114,9 @@ func (p *poller) deadLetter(ctx context.Context, arn string, rec []byte, payload
 		msg = condition
 	}
 	attrs := map[string]queue.MessageAttributeValue{
-		"RequestID":    {DataType: "String", StringValue: str(m.requestID)},
-		"ErrorCode":    {DataType: "Number", StringValue: str(strconv.Itoa(o.status))},
-		"ErrorMessage": {DataType: "String", StringValue: str(truncate(sanitizeText(msg), 1024))},
+		wire.AttrRequestID:    {DataType: "String", StringValue: str(m.requestID)},
+		wire.AttrErrorCode:    {DataType: "Number", StringValue: str(strconv.Itoa(o.status))},
+		wire.AttrErrorMessage: {DataType: "String", StringValue: str(truncate(sanitizeText(msg), 1024))},
 	}
 	_, err := p.s.queues.SendMessage(ctx, arn, queue.SendMessageInput{MessageBody: payload, MessageAttributes: attrs})
 	if err == nil {

@@ -17,7 +17,7 @@
 //     record); on a queue the message is reported in batchItemFailures.
 //
 // Programs that embed runnel register their own handlers with
-// function.Register.
+// function.Register, or in the function.Registry of their instance.
 package builtin
 
 import (
@@ -98,10 +98,19 @@ type Streams struct {
 // Use sets the streams service the handlers read failure records from.
 func (s *Streams) Use(svc *stream.Service) { s.p.Store(svc) }
 
-// Register registers the built-in handlers. Call it before runnel.Open
-// (stored functions find their handlers then), and call Use on the result
-// once the streams service exists.
-func Register(log *slog.Logger) *Streams {
+// Register registers the built-in handlers in the default registry (see
+// RegisterIn).
+func Register(log *slog.Logger) *Streams { return RegisterIn(function.DefaultRegistry(), log) }
+
+// RegisterIn registers the built-in handlers in reg. Call it before
+// runnel.Open (stored functions find their handlers then), and call Use on
+// the result once the streams service exists.
+func RegisterIn(reg *function.Registry, log *slog.Logger) *Streams {
+	register := func(name string, h perRecord) {
+		if err := reg.Register(name, h); err != nil {
+			panic(err) // a perRecord is always a handler
+		}
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -110,9 +119,9 @@ func Register(log *slog.Logger) *Streams {
 		log.Info("record", "eventID", r.EventID, "partitionKey", r.Kinesis.PartitionKey, "data", string(r.Kinesis.Data))
 		return nil
 	}
-	function.Register("noop", perRecord{streams: streams, log: log, each: func(context.Context, events.KinesisEventRecord) error { return nil }})
-	function.Register("log", perRecord{streams: streams, log: log, each: logRecord})
-	function.Register("slow-log", perRecord{streams: streams, log: log, each: logRecord, after: func(ctx context.Context) error {
+	register("noop", perRecord{streams: streams, log: log, each: func(context.Context, events.KinesisEventRecord) error { return nil }})
+	register("log", perRecord{streams: streams, log: log, each: logRecord})
+	register("slow-log", perRecord{streams: streams, log: log, each: logRecord, after: func(ctx context.Context) error {
 		select {
 		case <-time.After(20 * time.Millisecond):
 			return nil
@@ -120,8 +129,8 @@ func Register(log *slog.Logger) *Streams {
 			return ctx.Err()
 		}
 	}})
-	function.Register("fail", perRecord{streams: streams, log: log, each: func(context.Context, events.KinesisEventRecord) error { return ErrAlwaysFails }})
-	function.Register("fail-on-poison", perRecord{streams: streams, log: log, each: func(ctx context.Context, r events.KinesisEventRecord) error {
+	register("fail", perRecord{streams: streams, log: log, each: func(context.Context, events.KinesisEventRecord) error { return ErrAlwaysFails }})
+	register("fail-on-poison", perRecord{streams: streams, log: log, each: func(ctx context.Context, r events.KinesisEventRecord) error {
 		if bytes.Contains(r.Kinesis.Data, []byte("poison")) {
 			return ErrPoison
 		}

@@ -105,6 +105,7 @@ func Handler(cfg Config) (*Function, error) {
 	if cfg.Handler == "" {
 		cfg.Handler = "bootstrap"
 	}
+	cfg.Config = cfg.Config.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -165,7 +165,28 @@ func tooLargeError() *function.InvokeError {
 }
 
 func (e *env) handleResponse(w http.ResponseWriter, r *http.Request) {
-	inv := e.lookup(w, r, "Response")
+	e.handleReport(w, r, "Response", func(r *http.Request, body []byte) result {
+		// A streamed body that failed part way carries the error in trailers.
+		if typ := r.Trailer.Get(headerErrorType); typ != "" {
+			ie := &function.InvokeError{Type: typ}
+			if b, err := base64.StdEncoding.DecodeString(r.Trailer.Get(headerErrorBody)); err == nil {
+				_ = json.Unmarshal(b, ie)
+			}
+			if ie.Type == "" {
+				ie.Type = typ
+			}
+			return result{err: ie}
+		}
+		return result{out: body}
+	})
+}
+
+// handleReport takes a runtime's report on its invocation (what:
+// "Response" or "Error"): the body, turned into the invocation's result by
+// toResult (a body over MaxResponseSize is a
+// Function.ResponseSizeTooLarge error).
+func (e *env) handleReport(w http.ResponseWriter, r *http.Request, what string, toResult func(r *http.Request, body []byte) result) {
+	inv := e.lookup(w, r, what)
 	if inv == nil {
 		return
 	}
@@ -177,20 +198,8 @@ func (e *env) handleResponse(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the runtime went away mid-body
 	}
-	res := result{out: body}
-	// A streamed body that failed part way carries the error in trailers.
-	if typ := r.Trailer.Get(headerErrorType); typ != "" {
-		ie := &function.InvokeError{Type: typ}
-		if b, err := base64.StdEncoding.DecodeString(r.Trailer.Get(headerErrorBody)); err == nil {
-			_ = json.Unmarshal(b, ie)
-		}
-		if ie.Type == "" {
-			ie.Type = typ
-		}
-		res = result{err: ie}
-	}
-	if !e.finish(inv, res) {
-		invalidTransition(w, "Response", "Response")
+	if !e.finish(inv, toResult(r, body)) {
+		invalidTransition(w, what, what)
 		return
 	}
 	writeAccepted(w)
@@ -215,23 +224,9 @@ func parseError(r *http.Request, body []byte) *function.InvokeError {
 }
 
 func (e *env) handleError(w http.ResponseWriter, r *http.Request) {
-	inv := e.lookup(w, r, "Error")
-	if inv == nil {
-		return
-	}
-	body, tooLarge, err := readBody(w, r)
-	if tooLarge {
-		e.finish(inv, result{err: tooLargeError()})
-		return
-	}
-	if err != nil {
-		return
-	}
-	if !e.finish(inv, result{err: parseError(r, body)}) {
-		invalidTransition(w, "Error", "Error")
-		return
-	}
-	writeAccepted(w)
+	e.handleReport(w, r, "Error", func(r *http.Request, body []byte) result {
+		return result{err: parseError(r, body)}
+	})
 }
 
 func (e *env) handleInitError(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/table"
 )
@@ -32,6 +33,8 @@ type Options struct {
 	// Tables are the tables service knobs; TTLInterval defaults to -1 (no
 	// sweeper: tests call SweepExpired).
 	Tables table.Options
+	// Registry holds the instance's handlers; nil: the default registry.
+	Registry *function.Registry
 }
 
 // Logger returns a logger that writes to the test log when RUNNEL_TEST_LOG
@@ -60,6 +63,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, Clock: o.Clock, Logger: Logger(t)},
 		Mappings:          o.Mappings,
 		RetentionInterval: -1,
+		Registry:          o.Registry,
 	})
 	if err != nil {
 		t.Fatalf("open runnel: %v", err)

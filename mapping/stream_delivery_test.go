@@ -52,7 +52,7 @@ func TestRestartResumesAtTheLastCheckpoint(t *testing.T) {
 		}
 		return events.KinesisEventResponse{}, nil
 	}))
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "fn", Handler: "restart-fn"}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "fn", Handler: "restart-fn"}); err != nil {
 		t.Fatal(err)
 	}
 	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "fn", BatchSize: 10})
@@ -323,7 +323,7 @@ func TestThrottleDoesNotConsumeRetryQuota(t *testing.T) {
 		return st.Shards[0].Throttles >= 3
 	})
 	// Lift the limit: the record is processed, not discarded.
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: r.name, Handler: r.handler}, true); err != nil {
+	if _, err := rn.Functions.PutFunction(context.Background(), function.Config{FunctionName: r.name, Handler: r.handler}); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, rn, m.UUID, "src")
@@ -459,7 +459,7 @@ func TestCrashReplaysTheSameBatch(t *testing.T) {
 		}
 		return events.KinesisEventResponse{}, nil
 	}))
-	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "fn", Handler: "replay-fn"}, false); err != nil {
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "fn", Handler: "replay-fn"}); err != nil {
 		t.Fatal(err)
 	}
 	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "fn", BatchSize: 10, StartingPosition: "TRIM_HORIZON"})

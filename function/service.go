@@ -1,0 +1,156 @@
+package function
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// Service keeps the functions of an engine. Configurations are stored in
+// the key-value bucket "runnel_functions"; handlers come from the
+// service's Registry.
+type Service struct {
+	eng *engine.Engine
+	kv  jetstream.KeyValue
+	reg *Registry
+
+	mu  sync.RWMutex
+	fns map[string]*Function
+}
+
+// NewService opens the functions service on eng with the handlers of reg
+// (nil: DefaultRegistry) and loads the stored configurations whose
+// handlers are registered there; the others are logged and left stored.
+func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Service, error) {
+	if reg == nil {
+		reg = defaultRegistry
+	}
+	kv, err := eng.Bucket(ctx, "runnel_functions")
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}}
+	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
+		if err != nil {
+			return
+		}
+		inv, ok := reg.lookup(c.Handler)
+		if !ok {
+			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
+			return
+		}
+		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Registry returns the registry the service looks handlers up in.
+func (s *Service) Registry() *Registry { return s.reg }
+
+// ARN returns arn:aws:lambda:<region>:<account>:function:<name>.
+func (s *Service) ARN(name string) string {
+	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", s.eng.Region(), s.eng.AccountID(), name)
+}
+
+// CreateFunction creates a function from cfg (defaults applied, see
+// Config.WithDefaults) with the handler registered under cfg.Handler. It
+// fails with ErrResourceConflict if a function of that name exists, and
+// with ErrInvalidParameterValue for a bad field or an unregistered handler.
+func (s *Service) CreateFunction(ctx context.Context, cfg Config) (*Function, error) {
+	return s.put(ctx, cfg, false)
+}
+
+// PutFunction creates a function, or replaces the one of that name (its
+// configuration and handler; invocations already running finish with the
+// old ones). It fails as CreateFunction does, except that an existing name
+// is no error.
+func (s *Service) PutFunction(ctx context.Context, cfg Config) (*Function, error) {
+	return s.put(ctx, cfg, true)
+}
+
+func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	inv, ok := s.reg.lookup(cfg.Handler)
+	if !ok {
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %q is not a registered handler (registered: %v)", cfg.Handler, s.reg.Handlers())
+	}
+	cfg.FunctionArn = s.ARN(cfg.FunctionName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, exists := s.fns[cfg.FunctionName]; exists && !replace {
+		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", cfg.FunctionName)
+	}
+	b, _ := json.Marshal(cfg)
+	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
+		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
+	}
+	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	s.fns[cfg.FunctionName] = f
+	return f, nil
+}
+
+// GetFunction returns a function by name or ARN, or ErrResourceNotFound.
+func (s *Service) GetFunction(name string) (*Function, error) {
+	if n, ok := FunctionNameFromARN(name); ok {
+		name = n
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.fns[name]
+	if !ok {
+		return nil, awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
+	}
+	return f, nil
+}
+
+// ListFunctions returns the functions' configurations, sorted by name.
+func (s *Service) ListFunctions() []Config {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Config, 0, len(s.fns))
+	for _, f := range s.fns {
+		out = append(out, f.cfg)
+	}
+	slices.SortFunc(out, func(a, b Config) int { return strings.Compare(a.FunctionName, b.FunctionName) })
+	return out
+}
+
+// DeleteFunction deletes a function.
+func (s *Service) DeleteFunction(ctx context.Context, name string) error {
+	if n, ok := FunctionNameFromARN(name); ok {
+		name = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.fns[name]; !ok {
+		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
+	}
+	delete(s.fns, name)
+	return s.kv.Purge(ctx, name)
+}
+
+var functionARNRE = regexp.MustCompile(`^arn:aws:lambda:[^:]*:[^:]*:function:([a-zA-Z0-9-_]{1,64})(:\$LATEST)?$`)
+
+// FunctionNameFromARN returns the function name of a function ARN.
+func FunctionNameFromARN(arn string) (string, bool) {
+	m := functionARNRE.FindStringSubmatch(arn)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
