@@ -112,6 +112,9 @@ type StreamDescription struct {
 	// UpdatingMs is when the running reshard began (Unix ms), while
 	// StreamStatus is UPDATING.
 	UpdatingMs int64 `json:"RunnelUpdating,omitempty"`
+	// Tags are the stream's tags (ListTagsForStream; not part of
+	// API_StreamDescription).
+	Tags map[string]string `json:"RunnelTags,omitempty"`
 }
 
 // OpenShardCount is the number of open shards.
@@ -143,6 +146,8 @@ type CreateStreamInput struct {
 	ShardCount int `json:"ShardCount" yaml:"ShardCount"`
 	// RetentionPeriodHours: 24..8760. Default 24.
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
+	// Tags: up to 50, as AddTagsToStream takes them.
+	Tags map[string]string `json:"Tags,omitempty" yaml:"Tags,omitempty"`
 }
 
 // WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
@@ -167,7 +172,7 @@ func (in CreateStreamInput) Validate() error {
 	if in.RetentionPeriodHours < MinRetentionPeriodHours || in.RetentionPeriodHours > MaxRetentionPeriodHours {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", in.RetentionPeriodHours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
 	}
-	return nil
+	return validateTags("Tags", in.Tags)
 }
 
 // Service is the streams API over one engine. It is safe for concurrent use.
@@ -260,6 +265,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		StreamCreationTimestamp: now.Truncate(time.Millisecond),
 		ID:                      nuid.Next(),
 		Epoch:                   nextEpoch(now.UnixMilli()),
+		Tags:                    in.Tags,
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
