@@ -66,9 +66,14 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
 		}
 		h.shards[i], h.subj[i], h.shardIDs[i] = js, jsSubject(d.ID, i), sh.ShardID
-		h.guard[i] = nats.Header{
-			jetstream.ExpectedLastSubjSeqHeader:     []string{"0"},
-			jetstream.ExpectedLastSubjSeqSubjHeader: []string{sealSubject(d.ID, i)},
+		if s.eng.Replicas() <= 1 {
+			// Replicated streams serialize messages carrying these
+			// headers (one in flight per checked subject): there the
+			// seal relies on removing the records' subject alone.
+			h.guard[i] = nats.Header{
+				jetstream.ExpectedLastSubjSeqHeader:     []string{"0"},
+				jetstream.ExpectedLastSubjSeqSubjHeader: []string{sealSubject(d.ID, i)},
+			}
 		}
 		if sh.SequenceNumberRange.EndingSequenceNumber != "" {
 			if _, end, err := DecodeSequenceNumber(d.Epoch, sh.SequenceNumberRange.EndingSequenceNumber); err == nil {

@@ -259,9 +259,13 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 // a sealed shard refused them.
 const maxSealedRetries = 20
 
-// isSealedErr reports whether a publish was refused by a shard's seal
-// guard (the expected last sequence of the seal subject is no longer 0).
+// isSealedErr reports whether a publish was refused by a closed shard:
+// its seal guard (the expected last sequence of the seal subject is no
+// longer 0), or no stream for the subject any more.
 func isSealedErr(err error) bool {
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		return true // the subject was taken from a closed shard (or the server is away: routed again, then failed)
+	}
 	var je jetstream.JetStreamError
 	if !errors.As(err, &je) || je.APIError() == nil {
 		return false

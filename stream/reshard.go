@@ -476,8 +476,11 @@ func (s *Service) seal(ctx context.Context, d *StreamDescription, i int, closedM
 		return strconv.ParseUint(v, 10, 64)
 	}
 	// Mark it closing first, so a reader that sees the seal message as the
-	// last one also knows to look for it (sealOf).
-	cfg.Subjects = []string{jsSubject(d.ID, i), sealSubject(d.ID, i)}
+	// last one also knows to look for it (sealOf), and take the records'
+	// subject away: a put routed by an older description now finds no
+	// stream (and with one replica, one that raced this update is refused
+	// by its guard headers after the seal).
+	cfg.Subjects = []string{sealSubject(d.ID, i)}
 	if cfg.Metadata == nil {
 		cfg.Metadata = map[string]string{}
 	}

@@ -393,7 +393,9 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 		i, _ := ShardIndex(sh.ShardID)
 		cfg := s.shardConfig(&d, i)
 		if info, err := s.eng.JS.Stream(ctx, cfg.Name); err == nil {
-			cfg.Metadata = info.CachedInfo().Config.Metadata // keeps a seal's record
+			// A sealed shard keeps its seal's record and stays without
+			// its records' subject.
+			cfg.Metadata, cfg.Subjects = info.CachedInfo().Config.Metadata, info.CachedInfo().Config.Subjects
 		}
 		if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
 			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
