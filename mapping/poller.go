@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
@@ -362,6 +363,10 @@ func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 			if ctx.Err() != nil {
 				return
 			}
+			if w.expired(ctx, err) {
+				log.Warn("the closed shard expired (retention) before the mapping read all of it")
+				return true
+			}
 			w.setErr(err)
 			log.Warn("cannot read shard; retrying", "err", err)
 			if engine.Sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
@@ -383,6 +388,25 @@ func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 		}
 	}
 	return false
+}
+
+// expired reports whether err says the worker's shard is no longer in
+// its stream (a closed shard removed after its retention period) while
+// the stream is the same.
+func (w *shardWorker) expired(ctx context.Context, err error) bool {
+	if !errors.Is(err, awserr.ErrResourceNotFound) {
+		return false
+	}
+	d, derr := w.r.streams.DescribeStream(ctx, w.r.streamName)
+	if derr != nil || d.ID != w.r.streamID {
+		return false
+	}
+	for _, sh := range d.Shards {
+		if sh.ShardID == w.shardID {
+			return false
+		}
+	}
+	return true
 }
 
 // finish waits until every record of the closed shard, which ends at

@@ -66,12 +66,23 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	}
 	if _, _, seal, err := s.msgBounds(ctx, h, sh); err != nil {
 		return nil, err
-	} else if seal != 0 && fromMsg > seal {
-		// Past the end of a closed shard: nothing to read.
-		r := &ShardReader{records: make(chan Record), cancel: func() {}, done: make(chan struct{}), end: Position(seal, 0)}
-		close(r.records)
-		close(r.done)
-		return r, nil
+	} else if seal != 0 {
+		gone := fromMsg > seal
+		if !gone {
+			_, err := h.shards[sh].GetMsg(ctx, seal)
+			if gone = errors.Is(err, jetstream.ErrMsgNotFound); gone && o.OnGap != nil {
+				// The seal expired, and every record before it with it.
+				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, from),
+					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, Position(seal, 0)-1), Messages: seal - fromMsg})
+			}
+		}
+		if gone {
+			// At or past the end of a closed shard: nothing to read.
+			r := &ShardReader{records: make(chan Record), cancel: func() {}, done: make(chan struct{}), end: Position(seal, 0)}
+			close(r.records)
+			close(r.done)
+			return r, nil
+		}
 	}
 	cons, err := s.eng.JS.OrderedConsumer(ctx, jsName(h.desc.ID, sh), jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,

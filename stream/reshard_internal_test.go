@@ -99,3 +99,49 @@ func awserrIs(err error, target *awserr.Error) bool {
 	e, ok := err.(*awserr.Error)
 	return ok && e.Code == target.Code
 }
+
+// TestReaderEndsAtAnExpiredSeal: a closed shard whose records and seal
+// are gone (retention) ends a reader at once, reporting the gap.
+func TestReaderEndsAtAnExpiredSeal(t *testing.T) {
+	ctx := t.Context()
+	eng, err := engine.Open(ctx, engine.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	s, err := New(ctx, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.CreateStream(ctx, CreateStreamInput{StreamName: "gone", ShardCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.PutRecord(ctx, "gone", PutRecordsRequestEntry{PartitionKey: "a", Data: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SplitShard(ctx, "gone", ShardID(0), "170141183460469231731687303715884105728"); err != nil {
+		t.Fatal(err)
+	}
+	js, err := eng.JS.Stream(ctx, jsName(d.ID, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var gaps []Gap
+	r, err := s.ReadShard(ctx, "gone", ShardID(0), FirstPosition, ReadShardOptions{OnGap: func(g Gap) { gaps = append(gaps, g) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-r.Records(); ok {
+		t.Fatal("a record from a purged shard")
+	}
+	end, ok := r.End()
+	if !ok || end != Position(4, 0) || len(gaps) != 1 || gaps[0].Messages != 3 {
+		t.Fatalf("End = %d %v, gaps %+v", end, ok, gaps)
+	}
+}
