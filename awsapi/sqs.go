@@ -93,7 +93,7 @@ func (f *qform) intp(k string) *int {
 	}
 	n, err := strconv.Atoi(f.get(k))
 	if err != nil && f.err == nil {
-		f.err = awserr.New(queue.ErrInvalidParameterValue, "Value %s for parameter %s is invalid. Reason: must be an integer.", f.get(k), k)
+		f.err = awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter %s is invalid. Reason: must be an integer.", f.get(k), k)
 	}
 	return &n
 }
@@ -174,7 +174,7 @@ func (f *qform) msgAttrs(prefix string) map[string]msgAttr {
 		if f.has(k + ".Value.BinaryValue") {
 			b, err := base64.StdEncoding.DecodeString(f.get(k + ".Value.BinaryValue"))
 			if err != nil && f.err == nil {
-				f.err = awserr.New(queue.ErrInvalidParameterValue, "%s.Value.BinaryValue is not base64: %v", k, err)
+				f.err = awserr.New(awserr.ErrSQSInvalidParameterValue, "%s.Value.BinaryValue is not base64: %v", k, err)
 			}
 			a.BinaryValue = b
 		}
@@ -318,7 +318,7 @@ func (s *sendIn) fromForm(f *qform, p string) {
 
 func (s *sendIn) entry() (queue.SendMessageBatchRequestEntry, error) {
 	if s.MessageBody == nil {
-		return queue.SendMessageBatchRequestEntry{}, awserr.New(queue.ErrMissingParameter, "The request must contain the parameter MessageBody.")
+		return queue.SendMessageBatchRequestEntry{}, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter MessageBody.")
 	}
 	return queue.SendMessageBatchRequestEntry{
 		Id: s.Id, MessageBody: *s.MessageBody, DelaySeconds: s.DelaySeconds,
@@ -351,7 +351,7 @@ type moveTaskOut struct {
 
 func requireURL(u string) error {
 	if u == "" {
-		return awserr.New(queue.ErrMissingParameter, "The request must contain the parameter QueueUrl.")
+		return awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter QueueUrl.")
 	}
 	return nil
 }
@@ -380,7 +380,7 @@ func (rq *request) sqsOp() (any, error) {
 			return nil, err
 		}
 		if in.QueueName == "" {
-			return nil, awserr.New(queue.ErrMissingParameter, "The request must contain the parameter QueueName.")
+			return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter QueueName.")
 		}
 		u, err := svc.CreateQueue(ctx, in.QueueName, in.Attributes)
 		if err != nil {
@@ -415,7 +415,7 @@ func (rq *request) sqsOp() (any, error) {
 		if in.NextToken != "" {
 			b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
 			if err != nil {
-				return nil, awserr.New(queue.ErrInvalidParameterValue, "Invalid NextToken value.")
+				return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Invalid NextToken value.")
 			}
 			i := sort.Search(len(urls), func(i int) bool { return urls[i][strings.LastIndexByte(urls[i], '/')+1:] > string(b) })
 			urls = urls[i:]
@@ -423,7 +423,7 @@ func (rq *request) sqsOp() (any, error) {
 		var next string
 		if in.MaxResults != nil {
 			if *in.MaxResults < 1 || *in.MaxResults > 1000 {
-				return nil, awserr.New(queue.ErrInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *in.MaxResults)
+				return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *in.MaxResults)
 			}
 			if len(urls) > *in.MaxResults {
 				urls = urls[:*in.MaxResults]
@@ -610,13 +610,13 @@ func (rq *request) sqsOp() (any, error) {
 			return nil, err
 		}
 		if in.ReceiptHandle == "" {
-			return nil, awserr.New(queue.ErrMissingParameter, "The request must contain the parameter ReceiptHandle.")
+			return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter ReceiptHandle.")
 		}
 		if rq.op == "DeleteMessage" {
 			return nil, svc.DeleteMessage(ctx, in.QueueUrl, in.ReceiptHandle)
 		}
 		if in.VisibilityTimeout == nil {
-			return nil, awserr.New(queue.ErrMissingParameter, "The request must contain the parameter VisibilityTimeout.")
+			return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter VisibilityTimeout.")
 		}
 		return nil, svc.ChangeMessageVisibility(ctx, in.QueueUrl, in.ReceiptHandle, *in.VisibilityTimeout)
 	case "DeleteMessageBatch", "ChangeMessageVisibilityBatch":
@@ -694,7 +694,7 @@ func (rq *request) sqsOp() (any, error) {
 		if in.MaxResults != nil {
 			max = *in.MaxResults
 			if max < 1 || max > 10 {
-				return nil, awserr.New(queue.ErrInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: must be between 1 and 10.", max)
+				return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: must be between 1 and 10.", max)
 			}
 		}
 		tasks, err := svc.ListMessageMoveTasks(ctx, in.SourceArn)

@@ -3,26 +3,27 @@ package filter
 import (
 	"errors"
 	"fmt"
+
+	"github.com/runnel-dev/runnel/awserr"
 )
 
 // Sentinel errors returned (wrapped) by Compile. Every error Compile returns
-// satisfies errors.Is(err, ErrInvalidParameterValue); every error about one
-// filter's pattern also satisfies errors.Is(err, ErrInvalidPattern), plus the
-// more specific sentinel naming the broken rule. The message has the shape
+// wraps an *awserr.Error of code InvalidParameterValueException (so
+// errors.Is(err, ErrInvalidParameterValue) and errors.As(err, &ae) with
+// ae *awserr.Error both hold, and an API layer answers it as Lambda does,
+// HTTP 400); every error about one filter's pattern also satisfies
+// errors.Is(err, ErrInvalidPattern), plus the more specific sentinel naming
+// the broken rule. The message has the shape
 //
 //	InvalidParameterValueException: FilterCriteria.Filters[0].Pattern: value of "data.temp" must be an array
 //
 // See https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html
 // for the rules.
 var (
-	// ErrInvalidParameterValue is wrapped by every error Compile returns,
-	// like Lambda's InvalidParameterValueException (HTTP 400) for a bad
-	// FilterCriteria. Its text is exactly "InvalidParameterValueException",
-	// and Compile's errors also report errors.Is == true for any other
-	// sentinel error whose text is exactly that (such as runnel's
-	// awserr.ErrInvalidParameterValue), so API layers can map them to 400
-	// without importing this package's sentinels.
-	ErrInvalidParameterValue = errors.New("InvalidParameterValueException")
+	// ErrInvalidParameterValue is awserr.ErrInvalidParameterValue, matched
+	// by every error Compile returns, like Lambda's
+	// InvalidParameterValueException (HTTP 400) for a bad FilterCriteria.
+	ErrInvalidParameterValue = awserr.ErrInvalidParameterValue
 
 	// ErrTooManyFilters: FilterCriteria.Filters holds more than MaxFilters
 	// (5) filters. The allowed range is 0..5.
@@ -57,34 +58,29 @@ var (
 	ErrInvalidOperand = errors.New("invalid operator value")
 )
 
-// compileError is the concrete error Compile returns.
+// compileError is the concrete error Compile returns: the *awserr.Error
+// an API layer writes (its message names the field and the rule) and the
+// sentinels of the rule it breaks.
 type compileError struct {
-	field string  // "FilterCriteria.Filters[0].Pattern"
-	msg   string  // human text naming the path and rule
-	kinds []error // sentinels it wraps, besides ErrInvalidParameterValue
+	err   *awserr.Error // InvalidParameterValueException: "<field>: <rule>"
+	kinds []error       // sentinels it wraps, besides err
 }
 
-func (e *compileError) Error() string {
-	return ErrInvalidParameterValue.Error() + ": " + e.field + ": " + e.msg
-}
+func (e *compileError) Error() string { return e.err.Error() }
 
-// Unwrap exposes the sentinels for errors.Is.
+// Unwrap exposes the *awserr.Error and the sentinels for errors.Is and
+// errors.As.
 func (e *compileError) Unwrap() []error {
-	return append([]error{ErrInvalidParameterValue}, e.kinds...)
+	return append([]error{e.err}, e.kinds...)
 }
 
-// Is makes errors.Is(err, x) true for any sentinel x whose text is exactly
-// "InvalidParameterValueException" (for example another package's sentinel
-// for the same AWS exception).
-func (e *compileError) Is(target error) bool {
-	return target != nil && target.Error() == ErrInvalidParameterValue.Error()
+// newCompileError returns the error for field breaking a rule, described
+// by msg, wrapping kinds.
+func newCompileError(field, msg string, kinds ...error) error {
+	return &compileError{err: awserr.New(awserr.ErrInvalidParameterValue, "%s: %s", field, msg), kinds: kinds}
 }
 
 // patternError builds the error for filter i breaking rule kind.
 func patternError(i int, kind error, format string, args ...any) error {
-	return &compileError{
-		field: fmt.Sprintf("FilterCriteria.Filters[%d].Pattern", i),
-		msg:   fmt.Sprintf(format, args...),
-		kinds: []error{ErrInvalidPattern, kind},
-	}
+	return newCompileError(fmt.Sprintf("FilterCriteria.Filters[%d].Pattern", i), fmt.Sprintf(format, args...), ErrInvalidPattern, kind)
 }
