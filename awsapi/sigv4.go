@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/runnel-dev/runnel/awserr"
 )
 
 // maxClockSkew is how far a request's X-Amz-Date may be from now, as AWS
@@ -50,21 +51,22 @@ func parseAuthorization(h string) (sigV4, bool) {
 	return s, s.accessKey != "" && s.signature != "" && len(s.signedHeaders) > 0
 }
 
-// authError is the error for a refused signature, in the service's terms.
-func authError(p protocol, kind, msg string) *apiError {
-	if p == protoKinesis {
-		code := map[string]string{"missing": "MissingAuthenticationTokenException", "key": "UnrecognizedClientException", "sig": "InvalidSignatureException"}[kind]
-		return &apiError{status: 400, code: code, message: msg}
+// authError is the error for a refused signature (kind "missing", "key"
+// or "sig"), in the service's words: the JSON APIs' (Kinesis, DynamoDB)
+// or SQS's.
+func authError(p protocol, kind, msg string) *awserr.Error {
+	codes := map[string]*awserr.Error{"missing": awserr.ErrMissingAuthenticationToken, "key": awserr.ErrUnrecognizedClient, "sig": awserr.ErrInvalidSignature}
+	if p == protoSQSJSON || p == protoSQSQuery {
+		codes = map[string]*awserr.Error{"missing": awserr.ErrSQSMissingAuthenticationToken, "key": awserr.ErrInvalidClientTokenID, "sig": awserr.ErrSignatureDoesNotMatch}
 	}
-	code := map[string]string{"missing": "MissingAuthenticationToken", "key": "InvalidClientTokenId", "sig": "SignatureDoesNotMatch"}[kind]
-	return &apiError{status: 403, code: code, message: msg}
+	return awserr.New(codes[kind], "%s", msg)
 }
 
 // verify checks the request's SigV4 signature against opts.Auth: it signs
 // a copy of the request holding only the headers the client signed, with
 // the secret of the client's access key, using aws-sdk-go-v2's signer, and
 // compares the signatures.
-func (h *Handler) verify(r *http.Request, body []byte, p protocol) *apiError {
+func (h *Handler) verify(r *http.Request, body []byte, p protocol) error {
 	authz := r.Header.Get("Authorization")
 	if authz == "" {
 		return authError(p, "missing", "Request is missing Authentication Token")

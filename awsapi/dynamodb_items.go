@@ -1,0 +1,99 @@
+package awsapi
+
+// DynamoDB: items (JSON 1.0) over package table: the expression
+// parameters only (the legacy ones are refused, protocol_dynamodb.go),
+// items as map[string]events.DynamoDBAttributeValue, DynamoDB's wire
+// JSON. A table ARN is accepted wherever a TableName is.
+
+import "github.com/runnel-dev/runnel/table"
+
+func init() {
+	register(Operation{Service: DynamoDB, Name: "PutItem",
+		Doc: "Writes an item (ConditionExpression, ReturnValues ALL_OLD, ReturnValuesOnConditionCheckFailure)."},
+		handle(dynamoPutItem))
+	register(Operation{Service: DynamoDB, Name: "GetItem",
+		Doc: "Reads an item by key (ProjectionExpression)."},
+		handle(dynamoGetItem))
+	register(Operation{Service: DynamoDB, Name: "UpdateItem",
+		Doc: "Changes or creates an item by UpdateExpression (SET, REMOVE, ADD, DELETE), with ConditionExpression and ReturnValues."},
+		handle(dynamoUpdateItem))
+	register(Operation{Service: DynamoDB, Name: "DeleteItem",
+		Doc: "Deletes an item by key (ConditionExpression, ReturnValues ALL_OLD)."},
+		handle(dynamoDeleteItem))
+	register(Operation{Service: DynamoDB, Name: "Query",
+		Doc: "Reads the items of one partition key in range-key order (KeyConditionExpression, FilterExpression, Limit, ExclusiveStartKey)."},
+		handle(dynamoQuery))
+	register(Operation{Service: DynamoDB, Name: "Scan",
+		Doc: "Reads every item of a table, a page at a time (FilterExpression, Limit, ExclusiveStartKey); no parallel Segments."},
+		handle(dynamoScan))
+	register(Operation{Service: DynamoDB, Name: "TransactWriteItems",
+		Doc: "Applies up to 100 Put, Update, Delete and ConditionCheck actions all or none (ClientRequestToken for 10 minutes)."},
+		handle(dynamoTransactWriteItems))
+}
+
+func dynamoPutItem(rq *request, in *table.PutItemInput) (any, error) {
+	in.TableName = tableName(in.TableName)
+	return rq.h.rn.Tables.PutItem(rq.ctx, *in)
+}
+
+func dynamoGetItem(rq *request, in *table.GetItemInput) (any, error) {
+	in.TableName = tableName(in.TableName)
+	return rq.h.rn.Tables.GetItem(rq.ctx, *in)
+}
+
+func dynamoUpdateItem(rq *request, in *table.UpdateItemInput) (any, error) {
+	in.TableName = tableName(in.TableName)
+	return rq.h.rn.Tables.UpdateItem(rq.ctx, *in)
+}
+
+func dynamoDeleteItem(rq *request, in *table.DeleteItemInput) (any, error) {
+	in.TableName = tableName(in.TableName)
+	return rq.h.rn.Tables.DeleteItem(rq.ctx, *in)
+}
+
+// queryInput is Query's request with Limit as given (table takes 0 for
+// none; DynamoDB refuses 0).
+type queryInput struct {
+	table.QueryInput
+	Limit *int `json:"Limit"`
+}
+
+func dynamoQuery(rq *request, in *queryInput) (any, error) {
+	limit, err := pageLimit(in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	in.QueryInput.Limit, in.TableName = limit, tableName(in.TableName)
+	return rq.h.rn.Tables.Query(rq.ctx, in.QueryInput)
+}
+
+// scanInput is Scan's request with Limit as given.
+type scanInput struct {
+	table.ScanInput
+	Limit *int `json:"Limit"`
+}
+
+func dynamoScan(rq *request, in *scanInput) (any, error) {
+	limit, err := pageLimit(in.Limit)
+	if err != nil {
+		return nil, err
+	}
+	in.ScanInput.Limit, in.TableName = limit, tableName(in.TableName)
+	return rq.h.rn.Tables.Scan(rq.ctx, in.ScanInput)
+}
+
+func dynamoTransactWriteItems(rq *request, in *table.TransactWriteItemsInput) (any, error) {
+	for _, it := range in.TransactItems {
+		switch {
+		case it.ConditionCheck != nil:
+			it.ConditionCheck.TableName = tableName(it.ConditionCheck.TableName)
+		case it.Put != nil:
+			it.Put.TableName = tableName(it.Put.TableName)
+		case it.Update != nil:
+			it.Update.TableName = tableName(it.Update.TableName)
+		case it.Delete != nil:
+			it.Delete.TableName = tableName(it.Delete.TableName)
+		}
+	}
+	return nil, rq.h.rn.Tables.TransactWriteItems(rq.ctx, *in)
+}

@@ -1,0 +1,279 @@
+package awsapi
+
+// Lambda: event source mappings (REST, /2015-03-31/event-source-mappings)
+// over package mapping: Kinesis streams, DynamoDB streams and SQS queues
+// feeding functions, with batching, filters, retries, bisection, partial
+// batch responses and on-failure destinations. No Kafka or MQ sources, no
+// tumbling windows, no OnSuccess destination.
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/mapping/filter"
+)
+
+func init() {
+	const path = "/2015-03-31/event-source-mappings"
+	register(Operation{Service: Lambda, Name: "CreateEventSourceMapping", Status: http.StatusAccepted,
+		Routes: []string{"POST " + path, "POST " + path + "/{$}"},
+		Doc:    "Feeds a function from a Kinesis stream, DynamoDB stream or SQS queue (batching, FilterCriteria, retries, bisect, OnFailure)."},
+		handle(lambdaCreateEventSourceMapping))
+	register(Operation{Service: Lambda, Name: "ListEventSourceMappings",
+		Routes: []string{"GET " + path, "GET " + path + "/{$}"},
+		Doc:    "Lists mappings, by EventSourceArn and FunctionName (MaxItems 1..10000, default 100; Marker)."},
+		handle(lambdaListEventSourceMappings))
+	register(Operation{Service: Lambda, Name: "GetEventSourceMapping",
+		Routes: []string{"GET " + path + "/{uuid}"},
+		Doc:    "Returns a mapping, with its state and LastProcessingResult."},
+		handle(lambdaGetEventSourceMapping))
+	register(Operation{Service: Lambda, Name: "UpdateEventSourceMapping", Status: http.StatusAccepted,
+		Routes: []string{"PUT " + path + "/{uuid}"},
+		Doc:    "Changes a mapping (not its EventSourceArn or StartingPosition); Enabled false pauses it."},
+		handle(lambdaUpdateEventSourceMapping))
+	register(Operation{Service: Lambda, Name: "DeleteEventSourceMapping", Status: http.StatusAccepted,
+		Routes: []string{"DELETE " + path + "/{uuid}"},
+		Doc:    "Stops and deletes a mapping; its checkpoints go with it."},
+		handle(lambdaDeleteEventSourceMapping))
+}
+
+// mappingInput is CreateEventSourceMapping's and UpdateEventSourceMapping's
+// request: pointers tell "not given" from zero.
+type mappingInput struct {
+	EventSourceArn                 string                 `json:"EventSourceArn"`
+	FunctionName                   string                 `json:"FunctionName"`
+	Enabled                        *bool                  `json:"Enabled"`
+	BatchSize                      *int                   `json:"BatchSize"`
+	MaximumBatchingWindowInSeconds *int                   `json:"MaximumBatchingWindowInSeconds"`
+	ParallelizationFactor          *int                   `json:"ParallelizationFactor"`
+	StartingPosition               string                 `json:"StartingPosition"`
+	StartingPositionTimestamp      *float64               `json:"StartingPositionTimestamp"`
+	MaximumRetryAttempts           *int                   `json:"MaximumRetryAttempts"`
+	MaximumRecordAgeInSeconds      *int                   `json:"MaximumRecordAgeInSeconds"`
+	BisectBatchOnFunctionError     *bool                  `json:"BisectBatchOnFunctionError"`
+	FunctionResponseTypes          []string               `json:"FunctionResponseTypes"`
+	DestinationConfig              *destinations          `json:"DestinationConfig"`
+	FilterCriteria                 *filter.Criteria       `json:"FilterCriteria"`
+	ScalingConfig                  *mapping.ScalingConfig `json:"ScalingConfig"`
+	// RetryPolicy is a runnel extension (queue sources).
+	RetryPolicy *backoff.Policy `json:"RetryPolicy"`
+
+	// Parameters of other event sources, refused when set.
+	TumblingWindowInSeconds    *int              `json:"TumblingWindowInSeconds"`
+	Topics                     []string          `json:"Topics"`
+	Queues                     []string          `json:"Queues"`
+	SourceAccessConfigurations []json.RawMessage `json:"SourceAccessConfigurations"`
+	SelfManagedEventSource     json.RawMessage   `json:"SelfManagedEventSource"`
+}
+
+func (in *mappingInput) check() error {
+	switch {
+	case in.TumblingWindowInSeconds != nil && *in.TumblingWindowInSeconds != 0:
+		return lambdaInvalid("TumblingWindowInSeconds: not supported by runnel")
+	case len(in.Topics) > 0, len(in.Queues) > 0, len(in.SourceAccessConfigurations) > 0, len(in.SelfManagedEventSource) > 0:
+		return lambdaInvalid("Topics, Queues, SourceAccessConfigurations and SelfManagedEventSource are for Kafka and MQ event sources, which runnel does not have")
+	case in.BatchSize != nil && *in.BatchSize < 1:
+		return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "BatchSize", *in.BatchSize, 1, mapping.MaxBatchSize)
+	case in.ParallelizationFactor != nil && *in.ParallelizationFactor < 1:
+		return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "ParallelizationFactor", *in.ParallelizationFactor, 1, mapping.MaxParallelizationFactor)
+	case in.DestinationConfig != nil && in.DestinationConfig.OnSuccess != nil && in.DestinationConfig.OnSuccess.Destination != "":
+		return lambdaInvalid("DestinationConfig.OnSuccess: not supported for stream and queue event sources (only OnFailure)")
+	}
+	return nil
+}
+
+// destinations converts the request's DestinationConfig: nil when not
+// given, an empty one (no destination) when OnFailure is absent or empty.
+func (in *mappingInput) destinations() *mapping.DestinationConfig {
+	if in.DestinationConfig == nil {
+		return nil
+	}
+	d := &mapping.DestinationConfig{}
+	if f := in.DestinationConfig.OnFailure; f != nil && f.Destination != "" {
+		d.OnFailure = &mapping.OnFailure{Destination: f.Destination}
+	}
+	return d
+}
+
+type mappingOutput struct {
+	UUID                           string                 `json:"UUID"`
+	EventSourceArn                 string                 `json:"EventSourceArn"`
+	FunctionArn                    string                 `json:"FunctionArn"`
+	State                          string                 `json:"State"`
+	StateTransitionReason          string                 `json:"StateTransitionReason"`
+	LastModified                   float64                `json:"LastModified"`
+	LastProcessingResult           string                 `json:"LastProcessingResult,omitempty"`
+	BatchSize                      int                    `json:"BatchSize"`
+	MaximumBatchingWindowInSeconds int                    `json:"MaximumBatchingWindowInSeconds"`
+	ParallelizationFactor          int                    `json:"ParallelizationFactor,omitempty"`
+	StartingPosition               string                 `json:"StartingPosition,omitempty"`
+	StartingPositionTimestamp      float64                `json:"StartingPositionTimestamp,omitempty"`
+	MaximumRetryAttempts           *int                   `json:"MaximumRetryAttempts,omitempty"`
+	MaximumRecordAgeInSeconds      *int                   `json:"MaximumRecordAgeInSeconds,omitempty"`
+	BisectBatchOnFunctionError     *bool                  `json:"BisectBatchOnFunctionError,omitempty"`
+	FunctionResponseTypes          []string               `json:"FunctionResponseTypes,omitempty"`
+	DestinationConfig              *destinations          `json:"DestinationConfig,omitempty"`
+	FilterCriteria                 *filter.Criteria       `json:"FilterCriteria,omitempty"`
+	ScalingConfig                  *mapping.ScalingConfig `json:"ScalingConfig,omitempty"`
+	RetryPolicy                    *backoff.Policy        `json:"RetryPolicy,omitempty"`
+}
+
+func (h *Handler) mappingOut(c *mapping.Config) mappingOutput {
+	out := mappingOutput{
+		UUID: c.UUID, EventSourceArn: c.EventSourceArn, FunctionArn: c.FunctionArn,
+		State: c.State, StateTransitionReason: c.StateTransitionReason, LastModified: epochSecondsOf(c.LastModified),
+		BatchSize: c.BatchSize, MaximumBatchingWindowInSeconds: c.MaximumBatchingWindowInSeconds,
+		ParallelizationFactor: c.ParallelizationFactor, StartingPosition: c.StartingPosition,
+		MaximumRetryAttempts: c.MaximumRetryAttempts, MaximumRecordAgeInSeconds: c.MaximumRecordAgeInSeconds,
+		FunctionResponseTypes: c.FunctionResponseTypes, FilterCriteria: c.FilterCriteria,
+		ScalingConfig: c.ScalingConfig, RetryPolicy: c.RetryPolicy,
+	}
+	if c.StartingPositionTimestamp != nil {
+		out.StartingPositionTimestamp = epochSecondsOf(*c.StartingPositionTimestamp)
+	}
+	if !strings.HasPrefix(c.EventSourceArn, "arn:aws:sqs:") {
+		b := c.BisectBatchOnFunctionError
+		out.BisectBatchOnFunctionError = &b
+		out.DestinationConfig = &destinations{OnFailure: &destination{}}
+		if c.DestinationConfig != nil && c.DestinationConfig.OnFailure != nil {
+			out.DestinationConfig.OnFailure.Destination = c.DestinationConfig.OnFailure.Destination
+		}
+	}
+	if st, err := h.rn.Mappings.Status(c.UUID); err == nil {
+		switch {
+		case st.Queue != nil:
+			out.LastProcessingResult = st.Queue.LastProcessingResult
+		case len(st.Shards) > 0:
+			out.LastProcessingResult = st.Shards[0].LastProcessingResult
+		}
+	}
+	return out
+}
+
+// config is the mapping.Config the request's fields give, on top of base
+// (the stored mapping's, for an update).
+func (in *mappingInput) config(base mapping.Config) mapping.Config {
+	cfg := base
+	cfg.FunctionName, cfg.Enabled = in.FunctionName, in.Enabled
+	cfg.MaximumRetryAttempts, cfg.MaximumRecordAgeInSeconds = in.MaximumRetryAttempts, in.MaximumRecordAgeInSeconds
+	cfg.FunctionResponseTypes, cfg.DestinationConfig = in.FunctionResponseTypes, in.destinations()
+	cfg.FilterCriteria, cfg.ScalingConfig, cfg.RetryPolicy = in.FilterCriteria, in.ScalingConfig, in.RetryPolicy
+	if in.BatchSize != nil {
+		cfg.BatchSize = *in.BatchSize
+	}
+	if in.MaximumBatchingWindowInSeconds != nil {
+		cfg.MaximumBatchingWindowInSeconds = *in.MaximumBatchingWindowInSeconds
+	}
+	if in.ParallelizationFactor != nil {
+		cfg.ParallelizationFactor = *in.ParallelizationFactor
+	}
+	if in.BisectBatchOnFunctionError != nil {
+		cfg.BisectBatchOnFunctionError = *in.BisectBatchOnFunctionError
+	}
+	return cfg
+}
+
+func lambdaCreateEventSourceMapping(rq *request, in *mappingInput) (any, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
+	cfg := in.config(mapping.Config{EventSourceArn: in.EventSourceArn, StartingPosition: in.StartingPosition})
+	if cfg.DestinationConfig != nil && cfg.DestinationConfig.OnFailure == nil {
+		cfg.DestinationConfig = nil
+	}
+	if in.StartingPositionTimestamp != nil {
+		t := fromEpochSeconds(*in.StartingPositionTimestamp)
+		cfg.StartingPositionTimestamp = &t
+	}
+	out, err := rq.h.rn.Mappings.CreateEventSourceMapping(rq.ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.mappingOut(out), nil
+}
+
+func lambdaGetEventSourceMapping(rq *request, _ *noInput) (any, error) {
+	c, err := rq.h.rn.Mappings.GetEventSourceMapping(rq.r.PathValue("uuid"))
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.mappingOut(c), nil
+}
+
+func lambdaListEventSourceMappings(rq *request, _ *noInput) (any, error) {
+	q := rq.r.URL.Query()
+	src, fn := q.Get("EventSourceArn"), q.Get("FunctionName")
+	if fn != "" {
+		if n, ok := function.FunctionNameFromARN(fn); ok {
+			fn = n
+		}
+		fn = rq.h.rn.Functions.ARN(fn)
+	}
+	var all []mapping.Config
+	for _, c := range rq.h.rn.Mappings.ListEventSourceMappings() {
+		if src != "" && c.EventSourceArn != src {
+			continue
+		}
+		if fn != "" && strings.TrimSuffix(c.FunctionArn, ":$LATEST") != fn {
+			continue
+		}
+		all = append(all, c)
+	}
+	from, to, next, err := rq.page(len(all), 100)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		EventSourceMappings []mappingOutput `json:"EventSourceMappings"`
+		NextMarker          string          `json:"NextMarker,omitempty"`
+	}{EventSourceMappings: []mappingOutput{}, NextMarker: next}
+	for i := from; i < to; i++ {
+		out.EventSourceMappings = append(out.EventSourceMappings, rq.h.mappingOut(&all[i]))
+	}
+	return out, nil
+}
+
+func lambdaUpdateEventSourceMapping(rq *request, in *mappingInput) (any, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.EventSourceArn != "":
+		return nil, lambdaInvalid("EventSourceArn: cannot be changed; create a new mapping")
+	case in.StartingPosition != "" || in.StartingPositionTimestamp != nil:
+		return nil, lambdaInvalid("StartingPosition: cannot be changed; create a new mapping")
+	}
+	old, err := rq.h.rn.Mappings.GetEventSourceMapping(rq.r.PathValue("uuid"))
+	if err != nil {
+		return nil, err
+	}
+	// BisectBatchOnFunctionError and MaximumBatchingWindowInSeconds are
+	// always taken as given by the service: keep the stored values unless
+	// the request sets them.
+	cfg := in.config(mapping.Config{UUID: old.UUID, BisectBatchOnFunctionError: old.BisectBatchOnFunctionError,
+		MaximumBatchingWindowInSeconds: old.MaximumBatchingWindowInSeconds})
+	out, err := rq.h.rn.Mappings.UpdateEventSourceMapping(rq.ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.mappingOut(out), nil
+}
+
+func lambdaDeleteEventSourceMapping(rq *request, _ *noInput) (any, error) {
+	id := rq.r.PathValue("uuid")
+	c, err := rq.h.rn.Mappings.GetEventSourceMapping(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := rq.h.rn.Mappings.DeleteEventSourceMapping(rq.ctx, id); err != nil {
+		return nil, err
+	}
+	out := rq.h.mappingOut(c)
+	out.State, out.LastProcessingResult = "Deleting", ""
+	return out, nil
+}
