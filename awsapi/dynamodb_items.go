@@ -7,30 +7,6 @@ package awsapi
 
 import "github.com/runnel-dev/runnel/table"
 
-func init() {
-	register(Operation{Service: DynamoDB, Name: "PutItem",
-		Doc: "Writes an item (ConditionExpression, ReturnValues ALL_OLD, ReturnValuesOnConditionCheckFailure)."},
-		handle(dynamoPutItem))
-	register(Operation{Service: DynamoDB, Name: "GetItem",
-		Doc: "Reads an item by key (ProjectionExpression)."},
-		handle(dynamoGetItem))
-	register(Operation{Service: DynamoDB, Name: "UpdateItem",
-		Doc: "Changes or creates an item by UpdateExpression (SET, REMOVE, ADD, DELETE), with ConditionExpression and ReturnValues."},
-		handle(dynamoUpdateItem))
-	register(Operation{Service: DynamoDB, Name: "DeleteItem",
-		Doc: "Deletes an item by key (ConditionExpression, ReturnValues ALL_OLD)."},
-		handle(dynamoDeleteItem))
-	register(Operation{Service: DynamoDB, Name: "Query",
-		Doc: "Reads the items of one partition key in range-key order (KeyConditionExpression, FilterExpression, Limit, ExclusiveStartKey)."},
-		handle(dynamoQuery))
-	register(Operation{Service: DynamoDB, Name: "Scan",
-		Doc: "Reads every item of a table, a page at a time (FilterExpression, Limit, ExclusiveStartKey); no parallel Segments."},
-		handle(dynamoScan))
-	register(Operation{Service: DynamoDB, Name: "TransactWriteItems",
-		Doc: "Applies up to 100 Put, Update, Delete and ConditionCheck actions all or none (ClientRequestToken for 10 minutes)."},
-		handle(dynamoTransactWriteItems))
-}
-
 func dynamoPutItem(rq *request, in *table.PutItemInput) (any, error) {
 	in.TableName = tableName(in.TableName)
 	return rq.h.rn.Tables.PutItem(rq.ctx, *in)

@@ -16,30 +16,6 @@ import (
 	"github.com/runnel-dev/runnel/table"
 )
 
-func init() {
-	register(Operation{Service: DynamoDB, Name: "CreateTable",
-		Doc: "Creates a table (hash or hash and range key, optional StreamSpecification); no secondary indexes."},
-		handle(dynamoCreateTable))
-	register(Operation{Service: DynamoDB, Name: "DeleteTable",
-		Doc: "Deletes a table and its items."},
-		handle(dynamoDeleteTable))
-	register(Operation{Service: DynamoDB, Name: "DescribeTable",
-		Doc: "Describes a table, as on-demand, with its stream."},
-		handle(dynamoDescribeTable))
-	register(Operation{Service: DynamoDB, Name: "ListTables",
-		Doc: "Lists table names in order (Limit 1..100, ExclusiveStartTableName)."},
-		handle(dynamoListTables))
-	register(Operation{Service: DynamoDB, Name: "UpdateTable",
-		Doc: "Turns the stream on or off (StreamSpecification); billing and throughput are accepted and ignored; index and replica updates are refused."},
-		handle(dynamoUpdateTable))
-	register(Operation{Service: DynamoDB, Name: "UpdateTimeToLive",
-		Doc: "Turns TTL on or off for an attribute (TimeToLiveSpecification)."},
-		handle(dynamoUpdateTimeToLive))
-	register(Operation{Service: DynamoDB, Name: "DescribeTimeToLive",
-		Doc: "Returns the table's TTL status (ENABLED or DISABLED) and attribute."},
-		handle(dynamoDescribeTimeToLive))
-}
-
 type createTableInput struct {
 	table.CreateTableInput
 	GlobalSecondaryIndexes json.RawMessage `json:"GlobalSecondaryIndexes"`

@@ -144,21 +144,6 @@ type streamsIdentity struct {
 	Type        string `json:"Type"`
 }
 
-func init() {
-	register(Operation{Service: DynamoDBStreams, Name: "ListStreams",
-		Doc: "Lists the latest stream of each table (or of TableName) in table-name order (Limit 1..100)."},
-		handle(streamsListStreams))
-	register(Operation{Service: DynamoDBStreams, Name: "DescribeStream",
-		Doc: "Describes a stream (ENABLED or DISABLED) and a page of its shards (Limit 1..100); shards never close."},
-		handle(streamsDescribeStream))
-	register(Operation{Service: DynamoDBStreams, Name: "GetShardIterator",
-		Doc: "Returns an iterator at TRIM_HORIZON (24 hours back), LATEST, AT_ or AFTER_SEQUENCE_NUMBER."},
-		handle(streamsGetShardIterator))
-	register(Operation{Service: DynamoDBStreams, Name: "GetRecords",
-		Doc: "Reads up to Limit (1..1000) changes of the stream's label from an iterator, at most 24 hours old."},
-		handle(streamsGetRecords))
-}
-
 // logNotFound turns the log's "not found" into the stream's.
 func logNotFound(err error, arn string) error {
 	if errors.Is(err, awserr.ErrResourceNotFound) {

@@ -13,21 +13,6 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-func init() {
-	register(Operation{Service: Kinesis, Name: "PutRecord",
-		Doc: "Writes one record to the shard of its PartitionKey (or ExplicitHashKey)."},
-		handle(kinesisPutRecord))
-	register(Operation{Service: Kinesis, Name: "PutRecords",
-		Doc: "Writes up to 500 records; each entry succeeds or fails on its own (FailedRecordCount)."},
-		handle(kinesisPutRecords))
-	register(Operation{Service: Kinesis, Name: "GetShardIterator",
-		Doc: "Returns an iterator (valid 5 minutes) at TRIM_HORIZON, LATEST, AT_/AFTER_SEQUENCE_NUMBER or AT_TIMESTAMP."},
-		handle(kinesisGetShardIterator))
-	register(Operation{Service: Kinesis, Name: "GetRecords",
-		Doc: "Reads up to Limit records (default and most 10000) from an iterator, with NextShardIterator and MillisBehindLatest."},
-		handle(kinesisGetRecords))
-}
-
 type putRecordInput struct {
 	streamRef
 	Data            []byte

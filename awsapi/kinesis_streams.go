@@ -14,33 +14,6 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-func init() {
-	register(Operation{Service: Kinesis, Name: "CreateStream",
-		Doc: "Creates a stream with ShardCount shards (4 for ON_DEMAND without a count); ShardCount 0 is refused."},
-		handle(kinesisCreateStream))
-	register(Operation{Service: Kinesis, Name: "DeleteStream",
-		Doc: "Deletes a stream (by StreamName or StreamARN) and its records."},
-		handle(kinesisDeleteStream))
-	register(Operation{Service: Kinesis, Name: "DescribeStream",
-		Doc: "Describes a stream and a page of its shards (Limit 1..10000, default 100; ExclusiveStartShardId)."},
-		handle(kinesisDescribeStream))
-	register(Operation{Service: Kinesis, Name: "DescribeStreamSummary",
-		Doc: "Describes a stream without its shards (OpenShardCount; ConsumerCount is always 0)."},
-		handle(kinesisDescribeStreamSummary))
-	register(Operation{Service: Kinesis, Name: "ListStreams",
-		Doc: "Lists stream names and summaries in name order (Limit 1..10000, default 100; ExclusiveStartStreamName or NextToken)."},
-		handle(kinesisListStreams))
-	register(Operation{Service: Kinesis, Name: "ListShards",
-		Doc: "Lists a stream's shards (MaxResults 1..10000, default 1000; ExclusiveStartShardId or NextToken). No ShardFilter."},
-		handle(kinesisListShards))
-	register(Operation{Service: Kinesis, Name: "IncreaseStreamRetentionPeriod",
-		Doc: "Raises a stream's retention (RetentionPeriodHours, not below the current one)."},
-		handle(kinesisIncreaseStreamRetentionPeriod))
-	register(Operation{Service: Kinesis, Name: "DecreaseStreamRetentionPeriod",
-		Doc: "Lowers a stream's retention (RetentionPeriodHours, not above the current one)."},
-		handle(kinesisDecreaseStreamRetentionPeriod))
-}
-
 type streamModeDetails struct {
 	StreamMode string `json:"StreamMode"`
 }

@@ -6,25 +6,8 @@ package awsapi
 // TooManyRequestsException). No provisioned concurrency.
 
 import (
-	"net/http"
-
 	"github.com/runnel-dev/runnel/function"
 )
-
-func init() {
-	register(Operation{Service: Lambda, Name: "PutFunctionConcurrency",
-		Routes: []string{"PUT /2017-10-31/functions/{name}/concurrency"},
-		Doc:    "Reserves ReservedConcurrentExecutions for a function (0 stops its invocations)."},
-		handle(lambdaPutFunctionConcurrency))
-	register(Operation{Service: Lambda, Name: "DeleteFunctionConcurrency", Status: http.StatusNoContent,
-		Routes: []string{"DELETE /2017-10-31/functions/{name}/concurrency"},
-		Doc:    "Removes a function's reserved concurrency."},
-		handle(lambdaDeleteFunctionConcurrency))
-	register(Operation{Service: Lambda, Name: "GetFunctionConcurrency",
-		Routes: []string{"GET /2019-09-30/functions/{name}/concurrency"},
-		Doc:    "Returns a function's reserved concurrency, if any."},
-		handle(lambdaGetFunctionConcurrency))
-}
 
 // setConcurrency sets the reserved concurrency of the function the path
 // names (nil: none).

@@ -16,30 +16,6 @@ import (
 	"github.com/runnel-dev/runnel/function/async"
 )
 
-func init() {
-	const path = "/2019-09-25/functions/{name}/event-invoke-config"
-	register(Operation{Service: Lambda, Name: "PutFunctionEventInvokeConfig",
-		Routes: []string{"PUT " + path},
-		Doc:    "Sets (replaces) a function's retries (0..2), maximum event age (60..21600 s) and destinations."},
-		handle(lambdaPutFunctionEventInvokeConfig))
-	register(Operation{Service: Lambda, Name: "UpdateFunctionEventInvokeConfig",
-		Routes: []string{"POST " + path},
-		Doc:    "Changes the given fields of a function's event invoke config."},
-		handle(lambdaUpdateFunctionEventInvokeConfig))
-	register(Operation{Service: Lambda, Name: "GetFunctionEventInvokeConfig",
-		Routes: []string{"GET " + path},
-		Doc:    "Returns a function's event invoke config."},
-		handle(lambdaGetFunctionEventInvokeConfig))
-	register(Operation{Service: Lambda, Name: "DeleteFunctionEventInvokeConfig", Status: 204,
-		Routes: []string{"DELETE " + path},
-		Doc:    "Removes a function's event invoke config (the defaults apply again)."},
-		handle(lambdaDeleteFunctionEventInvokeConfig))
-	register(Operation{Service: Lambda, Name: "ListFunctionEventInvokeConfigs",
-		Routes: []string{"GET " + path + "/list"},
-		Doc:    "Lists a function's event invoke configs ($LATEST's, if any)."},
-		handle(lambdaListFunctionEventInvokeConfigs))
-}
-
 type destination struct {
 	Destination string `json:"Destination"`
 }

@@ -8,7 +8,6 @@ package awsapi
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -17,30 +16,6 @@ import (
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/mapping/filter"
 )
-
-func init() {
-	const path = "/2015-03-31/event-source-mappings"
-	register(Operation{Service: Lambda, Name: "CreateEventSourceMapping", Status: http.StatusAccepted,
-		Routes: []string{"POST " + path, "POST " + path + "/{$}"},
-		Doc:    "Feeds a function from a Kinesis stream, DynamoDB stream or SQS queue (batching, FilterCriteria, retries, bisect, OnFailure)."},
-		handle(lambdaCreateEventSourceMapping))
-	register(Operation{Service: Lambda, Name: "ListEventSourceMappings",
-		Routes: []string{"GET " + path, "GET " + path + "/{$}"},
-		Doc:    "Lists mappings, by EventSourceArn and FunctionName (MaxItems 1..10000, default 100; Marker)."},
-		handle(lambdaListEventSourceMappings))
-	register(Operation{Service: Lambda, Name: "GetEventSourceMapping",
-		Routes: []string{"GET " + path + "/{uuid}"},
-		Doc:    "Returns a mapping, with its state and LastProcessingResult."},
-		handle(lambdaGetEventSourceMapping))
-	register(Operation{Service: Lambda, Name: "UpdateEventSourceMapping", Status: http.StatusAccepted,
-		Routes: []string{"PUT " + path + "/{uuid}"},
-		Doc:    "Changes a mapping (not its EventSourceArn or StartingPosition); Enabled false pauses it."},
-		handle(lambdaUpdateEventSourceMapping))
-	register(Operation{Service: Lambda, Name: "DeleteEventSourceMapping", Status: http.StatusAccepted,
-		Routes: []string{"DELETE " + path + "/{uuid}"},
-		Doc:    "Stops and deletes a mapping; its checkpoints go with it."},
-		handle(lambdaDeleteEventSourceMapping))
-}
 
 // mappingInput is CreateEventSourceMapping's and UpdateEventSourceMapping's
 // request: pointers tell "not given" from zero.

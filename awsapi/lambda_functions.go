@@ -10,7 +10,6 @@ package awsapi
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -23,38 +22,6 @@ import (
 
 // functionTimeLayout is the form of a function's LastModified.
 const functionTimeLayout = "2006-01-02T15:04:05.000-0700"
-
-func init() {
-	fns := []string{"/2015-03-31/functions", "/2015-03-31/functions/{$}"}
-	register(Operation{Service: Lambda, Name: "CreateFunction", Status: http.StatusCreated,
-		Routes: []string{"POST " + fns[0], "POST " + fns[1]},
-		Doc:    "Creates an in-process function (Runtime runnel, Handler registered) or a process function (provided.* with Code.ZipFile)."},
-		handle(lambdaCreateFunction))
-	register(Operation{Service: Lambda, Name: "ListFunctions",
-		Routes: []string{"GET " + fns[0], "GET " + fns[1]},
-		Doc:    "Lists functions' configurations (MaxItems 1..10000, default 50; Marker)."},
-		handle(lambdaListFunctions))
-	register(Operation{Service: Lambda, Name: "GetFunction",
-		Routes: []string{"GET /2015-03-31/functions/{name}"},
-		Doc:    "Returns a function's configuration and reserved concurrency (no code location)."},
-		handle(lambdaGetFunction))
-	register(Operation{Service: Lambda, Name: "GetFunctionConfiguration",
-		Routes: []string{"GET /2015-03-31/functions/{name}/configuration"},
-		Doc:    "Returns a function's configuration."},
-		handle(lambdaGetFunctionConfiguration))
-	register(Operation{Service: Lambda, Name: "DeleteFunction", Status: http.StatusNoContent,
-		Routes: []string{"DELETE /2015-03-31/functions/{name}"},
-		Doc:    "Deletes a function, its code and its event invoke config."},
-		handle(lambdaDeleteFunction))
-	register(Operation{Service: Lambda, Name: "UpdateFunctionConfiguration",
-		Routes: []string{"PUT /2015-03-31/functions/{name}/configuration"},
-		Doc:    "Changes Timeout, MemorySize, Environment, Handler, Role, Description; the Runtime only within its kind."},
-		handle(lambdaUpdateFunctionConfiguration))
-	register(Operation{Service: Lambda, Name: "UpdateFunctionCode",
-		Routes: []string{"PUT /2015-03-31/functions/{name}/code"},
-		Doc:    "Replaces a process function's zip (ZipFile; DryRun checks only)."},
-		handle(lambdaUpdateFunctionCode))
-}
 
 type environment struct {
 	Variables map[string]string `json:"Variables"`

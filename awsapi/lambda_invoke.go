@@ -12,13 +12,6 @@ import (
 	"github.com/runnel-dev/runnel/function/async"
 )
 
-func init() {
-	register(Operation{Service: Lambda, Name: "Invoke",
-		Routes: []string{"POST /2015-03-31/functions/{name}/invocations"},
-		Doc:    "Invokes a function: RequestResponse (payload up to 6 MB), Event (queued, retried, sent to destinations) or DryRun."},
-		handle(lambdaInvoke))
-}
-
 // invokeInput is the raw payload and the invocation type.
 type invokeInput struct {
 	Payload        []byte

@@ -22,7 +22,7 @@ const (
 var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams}
 
 // Operation is one AWS operation the endpoint serves: a row of the table
-// (Operations) that the router dispatches on, the tests check, and
+// (operations.go) that the router dispatches on, the tests check, and
 // README.md's list of supported operations is generated from.
 type Operation struct {
 	Service Service
@@ -42,7 +42,7 @@ type Operation struct {
 	// Input is the type the request body (or form) is decoded into.
 	Input reflect.Type
 
-	serve func(*request) (any, error)
+	h handler
 }
 
 // handler is an operation's function, with its input type.
@@ -69,27 +69,23 @@ func handle[In any](fn func(rq *request, in *In) (any, error)) handler {
 	}}
 }
 
-// operations is the table, by service then name. It is filled by the
-// init functions of the operations' files and only read afterwards.
-var operations = map[Service]map[string]*Operation{}
-
-// register adds op, answered by h, to the table. It panics on a
-// duplicate, an operation without a Doc, or a Lambda operation without a
-// route: mistakes of the file adding it, found by any test.
-func register(op Operation, h handler) {
-	if operations[op.Service] == nil {
-		operations[op.Service] = map[string]*Operation{}
+// index checks the table and returns it by service then name. It panics
+// on a duplicate, a row without a doc, or a Lambda row without routes:
+// mistakes of the row, found by any test.
+func index(ops []Operation) map[Service]map[string]*Operation {
+	m := map[Service]map[string]*Operation{}
+	for i := range ops {
+		op := &ops[i]
+		if m[op.Service] == nil {
+			m[op.Service] = map[string]*Operation{}
+		}
+		if m[op.Service][op.Name] != nil || op.Doc == "" || (op.Service == Lambda) != (len(op.Routes) > 0) {
+			panic(fmt.Sprintf("awsapi: operation %s %s: a duplicate, without a doc, or (Lambda only) without routes", op.Service, op.Name))
+		}
+		op.Input = op.h.in
+		m[op.Service][op.Name] = op
 	}
-	switch {
-	case operations[op.Service][op.Name] != nil:
-		panic(fmt.Sprintf("awsapi: %s %s registered twice", op.Service, op.Name))
-	case op.Doc == "":
-		panic(fmt.Sprintf("awsapi: %s %s has no Doc", op.Service, op.Name))
-	case (op.Service == Lambda) != (len(op.Routes) > 0):
-		panic(fmt.Sprintf("awsapi: %s %s: Routes are for Lambda operations, which need them", op.Service, op.Name))
-	}
-	op.Input, op.serve = h.in, h.serve
-	operations[op.Service][op.Name] = &op
+	return m
 }
 
 // lookup returns the operation name of svc, or nil.

@@ -189,7 +189,7 @@ func (h *Handler) lambdaMux() *http.ServeMux {
 
 // serve answers the request with op.
 func (rq *request) serve(op *Operation) {
-	out, err := op.serve(rq)
+	out, err := op.h.serve(rq)
 	if err != nil {
 		rq.fail(err)
 		return

@@ -10,30 +10,6 @@ import (
 	"github.com/runnel-dev/runnel/queue"
 )
 
-func init() {
-	register(Operation{Service: SQS, Name: "SendMessage",
-		Doc: "Sends one message (DelaySeconds, MessageAttributes; MessageGroupId and deduplication on FIFO queues)."},
-		handle(sqsSendMessage))
-	register(Operation{Service: SQS, Name: "SendMessageBatch",
-		Doc: "Sends up to 10 messages; each entry succeeds or fails on its own."},
-		handle(sqsSendMessageBatch))
-	register(Operation{Service: SQS, Name: "ReceiveMessage",
-		Doc: "Receives up to 10 messages, waiting up to WaitTimeSeconds (20), hiding them for the VisibilityTimeout."},
-		handle(sqsReceiveMessage))
-	register(Operation{Service: SQS, Name: "DeleteMessage",
-		Doc: "Deletes a received message by its receipt handle."},
-		handle(sqsDeleteMessage))
-	register(Operation{Service: SQS, Name: "ChangeMessageVisibility",
-		Doc: "Changes when a received message becomes visible again (0..43200 seconds)."},
-		handle(sqsChangeMessageVisibility))
-	register(Operation{Service: SQS, Name: "DeleteMessageBatch",
-		Doc: "Deletes up to 10 received messages; each entry succeeds or fails on its own."},
-		handle(sqsDeleteMessageBatch))
-	register(Operation{Service: SQS, Name: "ChangeMessageVisibilityBatch",
-		Doc: "Changes the visibility of up to 10 received messages; each entry succeeds or fails on its own."},
-		handle(sqsChangeMessageVisibilityBatch))
-}
-
 type sendMessageInput struct{ sendIn }
 
 func (in *sendMessageInput) readForm(f *qform) {

@@ -5,18 +5,6 @@ package awsapi
 
 import "github.com/runnel-dev/runnel/awserr"
 
-func init() {
-	register(Operation{Service: SQS, Name: "StartMessageMoveTask",
-		Doc: "Moves the messages of a dead-letter queue back to their source (or to DestinationArn), at most MaxNumberOfMessagesPerSecond."},
-		handle(sqsStartMessageMoveTask))
-	register(Operation{Service: SQS, Name: "ListMessageMoveTasks",
-		Doc: "Lists the move tasks of a source queue (MaxResults 1..10, default 1)."},
-		handle(sqsListMessageMoveTasks))
-	register(Operation{Service: SQS, Name: "CancelMessageMoveTask",
-		Doc: "Cancels a running move task; the messages moved stay moved."},
-		handle(sqsCancelMessageMoveTask))
-}
-
 type startMessageMoveTaskInput struct {
 	SourceArn                    string
 	DestinationArn               string

@@ -13,30 +13,6 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 )
 
-func init() {
-	register(Operation{Service: SQS, Name: "CreateQueue",
-		Doc: "Creates a standard or FIFO queue with attributes; the same name and attributes again returns the URL."},
-		handle(sqsCreateQueue))
-	register(Operation{Service: SQS, Name: "GetQueueUrl",
-		Doc: "Returns the URL of a queue by name."},
-		handle(sqsGetQueueURL))
-	register(Operation{Service: SQS, Name: "ListQueues",
-		Doc: "Lists queue URLs by QueueNamePrefix, in name order (MaxResults 1..1000 with NextToken)."},
-		handle(sqsListQueues))
-	register(Operation{Service: SQS, Name: "DeleteQueue",
-		Doc: "Deletes a queue and its messages."},
-		handle(sqsDeleteQueue))
-	register(Operation{Service: SQS, Name: "PurgeQueue",
-		Doc: "Deletes every message of a queue; once per 60 seconds."},
-		handle(sqsPurgeQueue))
-	register(Operation{Service: SQS, Name: "GetQueueAttributes",
-		Doc: "Returns the named attributes (or All), with the approximate message counts."},
-		handle(sqsGetQueueAttributes))
-	register(Operation{Service: SQS, Name: "SetQueueAttributes",
-		Doc: "Changes queue attributes (VisibilityTimeout, RedrivePolicy, DelaySeconds...)."},
-		handle(sqsSetQueueAttributes))
-}
-
 type createQueueInput struct {
 	QueueName  string
 	Attributes map[string]string
