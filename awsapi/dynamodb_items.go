@@ -31,7 +31,7 @@ func dynamoDeleteItem(rq *request, in *table.DeleteItemInput) (any, error) {
 // none; DynamoDB refuses 0).
 type queryInput struct {
 	table.QueryInput
-	Limit *int `json:"Limit"`
+	Limit *int
 }
 
 func dynamoQuery(rq *request, in *queryInput) (any, error) {
@@ -46,7 +46,7 @@ func dynamoQuery(rq *request, in *queryInput) (any, error) {
 // scanInput is Scan's request with Limit as given.
 type scanInput struct {
 	table.ScanInput
-	Limit *int `json:"Limit"`
+	Limit *int
 }
 
 func dynamoScan(rq *request, in *scanInput) (any, error) {

@@ -18,8 +18,8 @@ import (
 
 type createTableInput struct {
 	table.CreateTableInput
-	GlobalSecondaryIndexes json.RawMessage `json:"GlobalSecondaryIndexes"`
-	LocalSecondaryIndexes  json.RawMessage `json:"LocalSecondaryIndexes"`
+	GlobalSecondaryIndexes json.RawMessage
+	LocalSecondaryIndexes  json.RawMessage
 }
 
 func dynamoCreateTable(rq *request, in *createTableInput) (any, error) {
@@ -50,8 +50,8 @@ func dynamoDescribeTable(rq *request, in *tableRef) (any, error) {
 }
 
 type listTablesInput struct {
-	ExclusiveStartTableName string `json:"ExclusiveStartTableName"`
-	Limit                   *int   `json:"Limit"`
+	ExclusiveStartTableName string
+	Limit                   *int
 }
 
 func dynamoListTables(rq *request, in *listTablesInput) (any, error) {
@@ -79,8 +79,8 @@ func dynamoListTables(rq *request, in *listTablesInput) (any, error) {
 // parameters given (raw): the ones runnel ignores count as "something to
 // update".
 type updateTableInput struct {
-	TableName           string                     `json:"TableName"`
-	StreamSpecification *table.StreamSpecification `json:"StreamSpecification"`
+	TableName           string
+	StreamSpecification *table.StreamSpecification
 	raw                 map[string]json.RawMessage
 }
 
@@ -118,8 +118,8 @@ func dynamoUpdateTable(rq *request, in *updateTableInput) (any, error) {
 }
 
 type updateTimeToLiveInput struct {
-	TableName               string                         `json:"TableName"`
-	TimeToLiveSpecification *table.TimeToLiveSpecification `json:"TimeToLiveSpecification"`
+	TableName               string
+	TimeToLiveSpecification *table.TimeToLiveSpecification
 }
 
 func dynamoUpdateTimeToLive(rq *request, in *updateTimeToLiveInput) (any, error) {
@@ -150,20 +150,20 @@ func dynamoDescribeTimeToLive(rq *request, in *tableRef) (any, error) {
 // on-demand.
 type tableOut struct {
 	*table.TableDescription
-	BillingModeSummary        billingModeSummary    `json:"BillingModeSummary"`
-	ProvisionedThroughput     provisionedThroughput `json:"ProvisionedThroughput"`
-	DeletionProtectionEnabled bool                  `json:"DeletionProtectionEnabled"`
+	BillingModeSummary        billingModeSummary
+	ProvisionedThroughput     provisionedThroughput
+	DeletionProtectionEnabled bool
 }
 
 type billingModeSummary struct {
-	BillingMode                       string  `json:"BillingMode"`
-	LastUpdateToPayPerRequestDateTime float64 `json:"LastUpdateToPayPerRequestDateTime"`
+	BillingMode                       string
+	LastUpdateToPayPerRequestDateTime float64
 }
 
 type provisionedThroughput struct {
-	NumberOfDecreasesToday int64 `json:"NumberOfDecreasesToday"`
-	ReadCapacityUnits      int64 `json:"ReadCapacityUnits"`
-	WriteCapacityUnits     int64 `json:"WriteCapacityUnits"`
+	NumberOfDecreasesToday int64
+	ReadCapacityUnits      int64
+	WriteCapacityUnits     int64
 }
 
 func describeOut(d *table.TableDescription) tableOut {
@@ -176,7 +176,7 @@ func describeOut(d *table.TableDescription) tableOut {
 // tableRef is the TableName most calls take (a table ARN is accepted too,
 // as DynamoDB does).
 type tableRef struct {
-	TableName string `json:"TableName"`
+	TableName string
 }
 
 func tableName(name string) string {

@@ -141,7 +141,7 @@ type streamsRecord struct {
 
 type streamsIdentity struct {
 	PrincipalID string `json:"PrincipalId"`
-	Type        string `json:"Type"`
+	Type        string
 }
 
 // logNotFound turns the log's "not found" into the stream's.
@@ -159,9 +159,9 @@ func shardNotFound(shard, arn string) error {
 }
 
 type streamsDescribeStreamInput struct {
-	StreamArn             string `json:"StreamArn"`
-	Limit                 *int   `json:"Limit"`
-	ExclusiveStartShardId string `json:"ExclusiveStartShardId"`
+	StreamArn             string
+	Limit                 *int
+	ExclusiveStartShardId string
 }
 
 func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, error) {
@@ -178,11 +178,11 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 		return nil, logNotFound(err, in.StreamArn)
 	}
 	type seqRange struct {
-		StartingSequenceNumber string `json:"StartingSequenceNumber"`
+		StartingSequenceNumber string
 	}
 	type shardOut struct {
-		ShardId             string   `json:"ShardId"`
-		SequenceNumberRange seqRange `json:"SequenceNumberRange"`
+		ShardId             string
+		SequenceNumberRange seqRange
 	}
 	shards := []shardOut{}
 	start := -1
@@ -220,10 +220,10 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 }
 
 type streamsGetShardIteratorInput struct {
-	StreamArn         string `json:"StreamArn"`
-	ShardId           string `json:"ShardId"`
-	ShardIteratorType string `json:"ShardIteratorType"`
-	SequenceNumber    string `json:"SequenceNumber"`
+	StreamArn         string
+	ShardId           string
+	ShardIteratorType string
+	SequenceNumber    string
 }
 
 func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any, error) {
@@ -256,8 +256,8 @@ func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any
 }
 
 type streamsGetRecordsInput struct {
-	ShardIterator string `json:"ShardIterator"`
-	Limit         *int   `json:"Limit"`
+	ShardIterator string
+	Limit         *int
 }
 
 func streamsGetRecords(rq *request, in *streamsGetRecordsInput) (any, error) {
@@ -318,9 +318,9 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 }
 
 type streamsListStreamsInput struct {
-	TableName               string `json:"TableName"`
-	Limit                   *int   `json:"Limit"`
-	ExclusiveStartStreamArn string `json:"ExclusiveStartStreamArn"`
+	TableName               string
+	Limit                   *int
+	ExclusiveStartStreamArn string
 }
 
 // streamsListStreams serves ListStreams: the latest stream of each table
@@ -340,9 +340,9 @@ func streamsListStreams(rq *request, in *streamsListStreamsInput) (any, error) {
 		names = []string{n}
 	}
 	type streamOut struct {
-		StreamArn   string `json:"StreamArn"`
-		TableName   string `json:"TableName"`
-		StreamLabel string `json:"StreamLabel"`
+		StreamArn   string
+		TableName   string
+		StreamLabel string
 	}
 	all := []streamOut{}
 	for _, n := range names {

@@ -15,21 +15,21 @@ import (
 )
 
 type streamModeDetails struct {
-	StreamMode string `json:"StreamMode"`
+	StreamMode string
 }
 
 var provisioned = &streamModeDetails{StreamMode: "PROVISIONED"}
 
 type enhancedMetrics struct {
-	ShardLevelMetrics []string `json:"ShardLevelMetrics"`
+	ShardLevelMetrics []string
 }
 
 var noEnhancedMetrics = []enhancedMetrics{{ShardLevelMetrics: []string{}}}
 
 // streamRef is the StreamName / StreamARN pair most Kinesis calls take.
 type streamRef struct {
-	StreamName string `json:"StreamName"`
-	StreamARN  string `json:"StreamARN"`
+	StreamName string
+	StreamARN  string
 }
 
 func (s streamRef) name() (string, error) {
@@ -46,9 +46,9 @@ func (s streamRef) name() (string, error) {
 }
 
 type shardOut struct {
-	ShardId             string `json:"ShardId"`
-	HashKeyRange        any    `json:"HashKeyRange"`
-	SequenceNumberRange any    `json:"SequenceNumberRange"`
+	ShardId             string
+	HashKeyRange        any
+	SequenceNumberRange any
 }
 
 func shardsOut(in []stream.Shard) []shardOut {

@@ -10,43 +10,34 @@ import (
 )
 
 // setConcurrency sets the reserved concurrency of the function the path
-// names (nil: none).
-func (rq *request) setConcurrency(n *int) (*function.Function, error) {
-	h := rq.h
-	h.fnMu.Lock()
-	defer h.fnMu.Unlock()
-	f, err := rq.function()
-	if err != nil {
-		return nil, err
-	}
-	cfg := f.Config()
-	cfg.ReservedConcurrentExecutions = n
-	// A process function's pool has no limit of its own (deployProcess),
-	// so the registered handler is kept: only the configuration changes.
-	if _, err := h.rn.Functions.CreateFunction(rq.ctx, cfg, true); err != nil {
-		return nil, err
-	}
-	return h.rn.Functions.GetFunction(cfg.FunctionName)
+// names (nil: none). A process function's pool has no limit of its own
+// (deployProcess), so the registered handler is kept: only the
+// configuration changes.
+func (rq *request) setConcurrency(n *int) error {
+	_, err := rq.change(func(cfg *function.Config, _ *functionMeta) error {
+		cfg.ReservedConcurrentExecutions = n
+		_, err := rq.h.rn.Functions.CreateFunction(rq.ctx, *cfg, true)
+		return err
+	})
+	return err
 }
 
 type putFunctionConcurrencyInput struct {
-	ReservedConcurrentExecutions *int `json:"ReservedConcurrentExecutions"`
+	ReservedConcurrentExecutions *int
 }
 
 func lambdaPutFunctionConcurrency(rq *request, in *putFunctionConcurrencyInput) (any, error) {
 	if in.ReservedConcurrentExecutions == nil {
 		return nil, lambdaInvalid("ReservedConcurrentExecutions: required")
 	}
-	f, err := rq.setConcurrency(in.ReservedConcurrentExecutions)
-	if err != nil {
+	if err := rq.setConcurrency(in.ReservedConcurrentExecutions); err != nil {
 		return nil, err
 	}
-	return map[string]int{"ReservedConcurrentExecutions": *f.Config().ReservedConcurrentExecutions}, nil
+	return map[string]int{"ReservedConcurrentExecutions": *in.ReservedConcurrentExecutions}, nil
 }
 
 func lambdaDeleteFunctionConcurrency(rq *request, _ *noInput) (any, error) {
-	_, err := rq.setConcurrency(nil)
-	return nil, err
+	return nil, rq.setConcurrency(nil)
 }
 
 func lambdaGetFunctionConcurrency(rq *request, _ *noInput) (any, error) {

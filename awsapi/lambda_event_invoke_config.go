@@ -17,24 +17,22 @@ import (
 )
 
 type destination struct {
-	Destination string `json:"Destination"`
+	Destination string
 }
 
 // destinations is a DestinationConfig on the wire.
 type destinations struct {
-	OnSuccess *destination `json:"OnSuccess,omitempty"`
-	OnFailure *destination `json:"OnFailure,omitempty"`
+	OnSuccess, OnFailure *destination `json:",omitempty"`
 }
 
 type eventInvokeConfig struct {
-	FunctionArn              string        `json:"FunctionArn,omitempty"`
-	LastModified             float64       `json:"LastModified,omitempty"`
-	MaximumRetryAttempts     *int          `json:"MaximumRetryAttempts,omitempty"`
-	MaximumEventAgeInSeconds *int          `json:"MaximumEventAgeInSeconds,omitempty"`
-	DestinationConfig        *destinations `json:"DestinationConfig,omitempty"`
+	FunctionArn                                    string        `json:",omitempty"`
+	LastModified                                   float64       `json:",omitempty"`
+	MaximumRetryAttempts, MaximumEventAgeInSeconds *int          `json:",omitempty"`
+	DestinationConfig                              *destinations `json:",omitempty"`
 	// DeadLetterConfig is a runnel extension (AWS keeps it on the
 	// function's configuration).
-	DeadLetterConfig *async.DeadLetterConfig `json:"DeadLetterConfig,omitempty"`
+	DeadLetterConfig *async.DeadLetterConfig `json:",omitempty"`
 }
 
 func epochSecondsOf(t time.Time) float64 {

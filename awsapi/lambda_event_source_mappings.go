@@ -20,30 +20,25 @@ import (
 // mappingInput is CreateEventSourceMapping's and UpdateEventSourceMapping's
 // request: pointers tell "not given" from zero.
 type mappingInput struct {
-	EventSourceArn                 string                 `json:"EventSourceArn"`
-	FunctionName                   string                 `json:"FunctionName"`
-	Enabled                        *bool                  `json:"Enabled"`
-	BatchSize                      *int                   `json:"BatchSize"`
-	MaximumBatchingWindowInSeconds *int                   `json:"MaximumBatchingWindowInSeconds"`
-	ParallelizationFactor          *int                   `json:"ParallelizationFactor"`
-	StartingPosition               string                 `json:"StartingPosition"`
-	StartingPositionTimestamp      *float64               `json:"StartingPositionTimestamp"`
-	MaximumRetryAttempts           *int                   `json:"MaximumRetryAttempts"`
-	MaximumRecordAgeInSeconds      *int                   `json:"MaximumRecordAgeInSeconds"`
-	BisectBatchOnFunctionError     *bool                  `json:"BisectBatchOnFunctionError"`
-	FunctionResponseTypes          []string               `json:"FunctionResponseTypes"`
-	DestinationConfig              *destinations          `json:"DestinationConfig"`
-	FilterCriteria                 *filter.Criteria       `json:"FilterCriteria"`
-	ScalingConfig                  *mapping.ScalingConfig `json:"ScalingConfig"`
+	EventSourceArn, FunctionName                                     string
+	Enabled                                                          *bool
+	BatchSize, MaximumBatchingWindowInSeconds, ParallelizationFactor *int
+	StartingPosition                                                 string
+	StartingPositionTimestamp                                        *float64
+	MaximumRetryAttempts, MaximumRecordAgeInSeconds                  *int
+	BisectBatchOnFunctionError                                       *bool
+	FunctionResponseTypes                                            []string
+	DestinationConfig                                                *destinations
+	FilterCriteria                                                   *filter.Criteria
+	ScalingConfig                                                    *mapping.ScalingConfig
 	// RetryPolicy is a runnel extension (queue sources).
-	RetryPolicy *backoff.Policy `json:"RetryPolicy"`
+	RetryPolicy *backoff.Policy
 
 	// Parameters of other event sources, refused when set.
-	TumblingWindowInSeconds    *int              `json:"TumblingWindowInSeconds"`
-	Topics                     []string          `json:"Topics"`
-	Queues                     []string          `json:"Queues"`
-	SourceAccessConfigurations []json.RawMessage `json:"SourceAccessConfigurations"`
-	SelfManagedEventSource     json.RawMessage   `json:"SelfManagedEventSource"`
+	TumblingWindowInSeconds    *int
+	Topics, Queues             []string
+	SourceAccessConfigurations []json.RawMessage
+	SelfManagedEventSource     json.RawMessage
 }
 
 func (in *mappingInput) check() error {
@@ -76,26 +71,20 @@ func (in *mappingInput) destinations() *mapping.DestinationConfig {
 }
 
 type mappingOutput struct {
-	UUID                           string                 `json:"UUID"`
-	EventSourceArn                 string                 `json:"EventSourceArn"`
-	FunctionArn                    string                 `json:"FunctionArn"`
-	State                          string                 `json:"State"`
-	StateTransitionReason          string                 `json:"StateTransitionReason"`
-	LastModified                   float64                `json:"LastModified"`
-	LastProcessingResult           string                 `json:"LastProcessingResult,omitempty"`
-	BatchSize                      int                    `json:"BatchSize"`
-	MaximumBatchingWindowInSeconds int                    `json:"MaximumBatchingWindowInSeconds"`
-	ParallelizationFactor          int                    `json:"ParallelizationFactor,omitempty"`
-	StartingPosition               string                 `json:"StartingPosition,omitempty"`
-	StartingPositionTimestamp      float64                `json:"StartingPositionTimestamp,omitempty"`
-	MaximumRetryAttempts           *int                   `json:"MaximumRetryAttempts,omitempty"`
-	MaximumRecordAgeInSeconds      *int                   `json:"MaximumRecordAgeInSeconds,omitempty"`
-	BisectBatchOnFunctionError     *bool                  `json:"BisectBatchOnFunctionError,omitempty"`
-	FunctionResponseTypes          []string               `json:"FunctionResponseTypes,omitempty"`
-	DestinationConfig              *destinations          `json:"DestinationConfig,omitempty"`
-	FilterCriteria                 *filter.Criteria       `json:"FilterCriteria,omitempty"`
-	ScalingConfig                  *mapping.ScalingConfig `json:"ScalingConfig,omitempty"`
-	RetryPolicy                    *backoff.Policy        `json:"RetryPolicy,omitempty"`
+	UUID, EventSourceArn, FunctionArn, State, StateTransitionReason string
+	LastModified                                                    float64
+	LastProcessingResult                                            string `json:",omitempty"`
+	BatchSize, MaximumBatchingWindowInSeconds                       int
+	ParallelizationFactor                                           int                    `json:",omitempty"`
+	StartingPosition                                                string                 `json:",omitempty"`
+	StartingPositionTimestamp                                       float64                `json:",omitempty"`
+	MaximumRetryAttempts, MaximumRecordAgeInSeconds                 *int                   `json:",omitempty"`
+	BisectBatchOnFunctionError                                      *bool                  `json:",omitempty"`
+	FunctionResponseTypes                                           []string               `json:",omitempty"`
+	DestinationConfig                                               *destinations          `json:",omitempty"`
+	FilterCriteria                                                  *filter.Criteria       `json:",omitempty"`
+	ScalingConfig                                                   *mapping.ScalingConfig `json:",omitempty"`
+	RetryPolicy                                                     *backoff.Policy        `json:",omitempty"`
 }
 
 func (h *Handler) mappingOut(c *mapping.Config) mappingOutput {
@@ -204,8 +193,8 @@ func lambdaListEventSourceMappings(rq *request, _ *noInput) (any, error) {
 		return nil, err
 	}
 	out := struct {
-		EventSourceMappings []mappingOutput `json:"EventSourceMappings"`
-		NextMarker          string          `json:"NextMarker,omitempty"`
+		EventSourceMappings []mappingOutput
+		NextMarker          string `json:",omitempty"`
 	}{EventSourceMappings: []mappingOutput{}, NextMarker: next}
 	for i := from; i < to; i++ {
 		out.EventSourceMappings = append(out.EventSourceMappings, rq.h.mappingOut(&all[i]))

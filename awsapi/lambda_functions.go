@@ -24,48 +24,32 @@ import (
 const functionTimeLayout = "2006-01-02T15:04:05.000-0700"
 
 type environment struct {
-	Variables map[string]string `json:"Variables"`
+	Variables map[string]string
 }
 
 type functionCode struct {
-	ZipFile         []byte `json:"ZipFile"`
-	S3Bucket        string `json:"S3Bucket"`
-	S3Key           string `json:"S3Key"`
-	S3ObjectVersion string `json:"S3ObjectVersion"`
-	ImageUri        string `json:"ImageUri"`
+	ZipFile                                    []byte
+	S3Bucket, S3Key, S3ObjectVersion, ImageUri string
 }
 
 type createFunctionInput struct {
-	FunctionName string        `json:"FunctionName"`
-	Runtime      string        `json:"Runtime"`
-	Role         string        `json:"Role"`
-	Handler      string        `json:"Handler"`
-	Code         *functionCode `json:"Code"`
-	Description  string        `json:"Description"`
-	Timeout      int           `json:"Timeout"`
-	MemorySize   int           `json:"MemorySize"`
-	Environment  *environment  `json:"Environment"`
-	PackageType  string        `json:"PackageType"`
+	FunctionName, Runtime, Role, Handler string
+	Code                                 *functionCode
+	Description                          string
+	Timeout, MemorySize                  int
+	Environment                          *environment
+	PackageType                          string
 }
 
 type functionConfiguration struct {
-	FunctionName     string       `json:"FunctionName"`
-	FunctionArn      string       `json:"FunctionArn"`
-	Runtime          string       `json:"Runtime"`
-	Role             string       `json:"Role"`
-	Handler          string       `json:"Handler"`
-	CodeSize         int64        `json:"CodeSize"`
-	Description      string       `json:"Description"`
-	Timeout          int          `json:"Timeout"`
-	MemorySize       int          `json:"MemorySize"`
-	LastModified     string       `json:"LastModified"`
-	CodeSha256       string       `json:"CodeSha256"`
-	Version          string       `json:"Version"`
-	Environment      *environment `json:"Environment,omitempty"`
-	State            string       `json:"State"`
-	LastUpdateStatus string       `json:"LastUpdateStatus"`
-	PackageType      string       `json:"PackageType"`
-	Architectures    []string     `json:"Architectures"`
+	FunctionName, FunctionArn, Runtime, Role, Handler string
+	CodeSize                                          int64
+	Description                                       string
+	Timeout, MemorySize                               int
+	LastModified, CodeSha256, Version                 string
+	Environment                                       *environment `json:",omitempty"`
+	State, LastUpdateStatus, PackageType              string
+	Architectures                                     []string
 }
 
 // configuration is the FunctionConfiguration of cfg.
@@ -209,8 +193,8 @@ func lambdaListFunctions(rq *request, _ *noInput) (any, error) {
 		return nil, err
 	}
 	out := struct {
-		Functions  []functionConfiguration `json:"Functions"`
-		NextMarker string                  `json:"NextMarker,omitempty"`
+		Functions  []functionConfiguration
+		NextMarker string `json:",omitempty"`
 	}{Functions: []functionConfiguration{}, NextMarker: next}
 	for _, c := range all[from:to] {
 		out.Functions = append(out.Functions, rq.h.configuration(rq.ctx, c))
@@ -284,99 +268,95 @@ func (h *Handler) metaOf(ctx context.Context, cfg function.Config) *functionMeta
 }
 
 type updateFunctionConfigurationInput struct {
-	Runtime     *string      `json:"Runtime"`
-	Role        *string      `json:"Role"`
-	Handler     *string      `json:"Handler"`
-	Description *string      `json:"Description"`
-	Timeout     *int         `json:"Timeout"`
-	MemorySize  *int         `json:"MemorySize"`
-	Environment *environment `json:"Environment"`
+	Runtime, Role, Handler, Description *string
+	Timeout, MemorySize                 *int
+	Environment                         *environment
+}
+
+// change calls fn with the configuration and metadata of the function
+// the path names, holding fnMu (the calls that change functions are
+// serialized), and answers with the function's configuration after.
+func (rq *request) change(fn func(cfg *function.Config, meta *functionMeta) error) (any, error) {
+	rq.h.fnMu.Lock()
+	defer rq.h.fnMu.Unlock()
+	f, err := rq.function()
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Config()
+	if err := fn(&cfg, rq.h.metaOf(rq.ctx, cfg)); err != nil {
+		return nil, err
+	}
+	return rq.current(cfg.FunctionName)
 }
 
 func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurationInput) (any, error) {
-	h, ctx := rq.h, rq.ctx
-	h.fnMu.Lock()
-	defer h.fnMu.Unlock()
-	f, err := rq.function()
-	if err != nil {
-		return nil, err
-	}
-	cfg := f.Config()
-	meta := h.metaOf(ctx, cfg)
-	if in.Runtime != nil && *in.Runtime != meta.Runtime {
-		if meta.isProcess() != slices.Contains(processRuntimes, *in.Runtime) {
-			return nil, lambdaInvalid("Runtime: cannot change %s to %s (between a process function and an in-process one); delete and create the function", meta.Runtime, *in.Runtime)
-		}
-		meta.Runtime = *in.Runtime
-	}
-	if in.Role != nil {
-		meta.Role = *in.Role
-	}
-	if in.Description != nil {
-		meta.Description = *in.Description
-	}
-	if in.Handler != nil {
-		if meta.isProcess() {
-			meta.Handler = *in.Handler
-		} else {
-			if strings.HasPrefix(*in.Handler, ProcessHandlerPrefix) {
-				return nil, lambdaInvalid("Handler: %q names a process function's handler", *in.Handler)
+	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
+		if in.Runtime != nil && *in.Runtime != meta.Runtime {
+			if meta.isProcess() != slices.Contains(processRuntimes, *in.Runtime) {
+				return lambdaInvalid("Runtime: cannot change %s to %s (between a process function and an in-process one); delete and create the function", meta.Runtime, *in.Runtime)
 			}
-			cfg.Handler, meta.Handler = *in.Handler, *in.Handler
+			meta.Runtime = *in.Runtime
 		}
-	}
-	if in.Timeout != nil {
-		cfg.Timeout = *in.Timeout
-	}
-	if in.MemorySize != nil {
-		cfg.MemorySize = *in.MemorySize
-	}
-	if in.Environment != nil {
-		cfg.Environment = in.Environment.Variables
-	}
-	meta.LastModified = time.Now()
-	if err := h.redeploy(ctx, cfg, meta, nil); err != nil {
-		return nil, err
-	}
-	return rq.current(cfg.FunctionName)
+		if in.Role != nil {
+			meta.Role = *in.Role
+		}
+		if in.Description != nil {
+			meta.Description = *in.Description
+		}
+		if in.Handler != nil {
+			if meta.isProcess() {
+				meta.Handler = *in.Handler
+			} else {
+				if strings.HasPrefix(*in.Handler, ProcessHandlerPrefix) {
+					return lambdaInvalid("Handler: %q names a process function's handler", *in.Handler)
+				}
+				cfg.Handler, meta.Handler = *in.Handler, *in.Handler
+			}
+		}
+		if in.Timeout != nil {
+			cfg.Timeout = *in.Timeout
+		}
+		if in.MemorySize != nil {
+			cfg.MemorySize = *in.MemorySize
+		}
+		if in.Environment != nil {
+			cfg.Environment = in.Environment.Variables
+		}
+		meta.LastModified = time.Now()
+		return rq.h.redeploy(rq.ctx, *cfg, meta, nil)
+	})
 }
 
 type updateFunctionCodeInput struct {
-	ZipFile  []byte `json:"ZipFile"`
-	S3Bucket string `json:"S3Bucket"`
-	ImageUri string `json:"ImageUri"`
-	DryRun   bool   `json:"DryRun"`
+	ZipFile            []byte
+	S3Bucket, ImageUri string
+	DryRun             bool
 }
 
 func lambdaUpdateFunctionCode(rq *request, in *updateFunctionCodeInput) (any, error) {
-	h, ctx := rq.h, rq.ctx
-	h.fnMu.Lock()
-	defer h.fnMu.Unlock()
-	f, err := rq.function()
-	if err != nil {
-		return nil, err
-	}
-	cfg := f.Config()
-	meta := h.metaOf(ctx, cfg)
-	if !meta.isProcess() {
-		return nil, lambdaInvalid("ZipFile: function %s is an in-process function (Runtime %s); it has no code to update", cfg.FunctionName, meta.Runtime)
-	}
-	if len(in.ZipFile) == 0 {
-		return nil, lambdaInvalid("ZipFile: required (S3 and image code are not supported)")
-	}
-	if !in.DryRun {
-		store, err := h.codeStore(ctx)
+	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
+		if !meta.isProcess() {
+			return lambdaInvalid("ZipFile: function %s is an in-process function (Runtime %s); it has no code to update", cfg.FunctionName, meta.Runtime)
+		}
+		if len(in.ZipFile) == 0 {
+			return lambdaInvalid("ZipFile: required (S3 and image code are not supported)")
+		}
+		if in.DryRun {
+			return nil
+		}
+		store, err := rq.h.codeStore(rq.ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		meta.CodeSha256, meta.CodeSize, meta.LastModified = codeDigest(in.ZipFile), int64(len(in.ZipFile)), time.Now()
 		// Deploy first (it checks the zip), then store the code.
-		if err := h.redeploy(ctx, cfg, meta, in.ZipFile); err != nil {
-			return nil, err
+		if err := rq.h.redeploy(rq.ctx, *cfg, meta, in.ZipFile); err != nil {
+			return err
 		}
-		if _, err := store.PutBytes(ctx, cfg.FunctionName, in.ZipFile); err != nil {
-			return nil, awserr.New(awserr.ErrService, "store code: %v", err)
+		if _, err := store.PutBytes(rq.ctx, cfg.FunctionName, in.ZipFile); err != nil {
+			return awserr.New(awserr.ErrService, "store code: %v", err)
 		}
-	}
-	return rq.current(cfg.FunctionName)
+		return nil
+	})
 }

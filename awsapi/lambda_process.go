@@ -81,13 +81,13 @@ func (p *processFunctions) closeAll() {
 // functionMeta is what the Lambda API reports about a function beyond its
 // function.Config.
 type functionMeta struct {
-	Runtime      string    `json:"Runtime"`
-	Handler      string    `json:"Handler"`
-	Role         string    `json:"Role,omitempty"`
-	Description  string    `json:"Description,omitempty"`
-	CodeSha256   string    `json:"CodeSha256,omitempty"`
-	CodeSize     int64     `json:"CodeSize,omitempty"`
-	LastModified time.Time `json:"LastModified"`
+	Runtime      string
+	Handler      string
+	Role         string `json:",omitempty"`
+	Description  string `json:",omitempty"`
+	CodeSha256   string `json:",omitempty"`
+	CodeSize     int64  `json:",omitempty"`
+	LastModified time.Time
 }
 
 func (m *functionMeta) isProcess() bool { return slices.Contains(processRuntimes, m.Runtime) }

@@ -123,7 +123,7 @@ func sqsReceiveMessage(rq *request, in *receiveMessageInput) (any, error) {
 		out = append(out, mo)
 	}
 	return struct {
-		Messages []messageOut `json:"Messages,omitempty" xml:"Message"`
+		Messages []messageOut `json:",omitempty" xml:"Message"`
 	}{out}, nil
 }
 

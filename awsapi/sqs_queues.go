@@ -83,8 +83,8 @@ func sqsListQueues(rq *request, in *listQueuesInput) (any, error) {
 		urls[i] = rq.queueURL(urls[i])
 	}
 	return struct {
-		QueueUrls []string `json:"QueueUrls,omitempty" xml:"QueueUrl"`
-		NextToken string   `json:"NextToken,omitempty" xml:"NextToken,omitempty"`
+		QueueUrls []string `json:",omitempty" xml:"QueueUrl"`
+		NextToken string   `json:",omitempty" xml:",omitempty"`
 	}{urls, next}, nil
 }
 
@@ -125,7 +125,7 @@ func sqsGetQueueAttributes(rq *request, in *getQueueAttributesInput) (any, error
 		return nil, err
 	}
 	return struct {
-		Attributes xmlMap[string] `json:"Attributes,omitempty" xml:"Attribute,omitempty"`
+		Attributes xmlMap[string] `json:",omitempty" xml:"Attribute,omitempty"`
 	}{attrs}, nil
 }
 

@@ -15,12 +15,12 @@ import (
 // msgAttr is a MessageAttributeValue on the wire (JSON: blobs in base64 by
 // encoding/json; XML: BinaryValue in base64 by hand).
 type msgAttr struct {
-	StringValue      *string  `json:"StringValue,omitempty" xml:"StringValue,omitempty"`
-	BinaryValue      []byte   `json:"BinaryValue,omitempty" xml:"-"`
+	StringValue      *string  `json:",omitempty" xml:",omitempty"`
+	BinaryValue      []byte   `json:",omitempty" xml:"-"`
 	BinaryValueXML   string   `json:"-" xml:"BinaryValue,omitempty"`
-	StringListValues []string `json:"StringListValues,omitempty" xml:"StringListValue,omitempty"`
-	BinaryListValues [][]byte `json:"BinaryListValues,omitempty" xml:"-"`
-	DataType         string   `json:"DataType" xml:"DataType"`
+	StringListValues []string `json:",omitempty" xml:"StringListValue,omitempty"`
+	BinaryListValues [][]byte `json:",omitempty" xml:"-"`
+	DataType         string
 }
 
 func toQueueAttrs(in map[string]msgAttr) map[string]queue.MessageAttributeValue {
@@ -62,10 +62,10 @@ func (rq *request) queueURL(u string) string {
 }
 
 type batchErr struct {
-	Id          string `json:"Id" xml:"Id"`
-	SenderFault bool   `json:"SenderFault" xml:"SenderFault"`
-	Code        string `json:"Code" xml:"Code"`
-	Message     string `json:"Message,omitempty" xml:"Message,omitempty"`
+	Id          string
+	SenderFault bool
+	Code        string
+	Message     string `json:",omitempty" xml:",omitempty"`
 }
 
 func batchErrs(in []queue.BatchResultErrorEntry) []batchErr {
@@ -77,12 +77,12 @@ func batchErrs(in []queue.BatchResultErrorEntry) []batchErr {
 }
 
 type idEntry struct {
-	Id string `json:"Id" xml:"Id"`
+	Id string
 }
 
 type batchOut struct {
-	Successful []idEntry  `json:"Successful"`
-	Failed     []batchErr `json:"Failed"`
+	Successful []idEntry
+	Failed     []batchErr
 }
 
 func (rq *request) batchResult(o *queue.BatchOutput, okName string) any {
@@ -110,22 +110,22 @@ type batchXML struct {
 }
 
 type sendOut struct {
-	Id                     string `json:"Id,omitempty" xml:"Id,omitempty"`
-	MessageId              string `json:"MessageId" xml:"MessageId"`
-	MD5OfMessageBody       string `json:"MD5OfMessageBody" xml:"MD5OfMessageBody"`
-	MD5OfMessageAttributes string `json:"MD5OfMessageAttributes,omitempty" xml:"MD5OfMessageAttributes,omitempty"`
-	SequenceNumber         string `json:"SequenceNumber,omitempty" xml:"SequenceNumber,omitempty"`
+	Id                     string `json:",omitempty" xml:",omitempty"`
+	MessageId              string
+	MD5OfMessageBody       string
+	MD5OfMessageAttributes string `json:",omitempty" xml:",omitempty"`
+	SequenceNumber         string `json:",omitempty" xml:",omitempty"`
 }
 
 type sendIn struct {
-	Id                      string             `json:"Id"`
-	QueueUrl                string             `json:"QueueUrl"`
-	MessageBody             *string            `json:"MessageBody"`
-	DelaySeconds            *int               `json:"DelaySeconds"`
-	MessageAttributes       map[string]msgAttr `json:"MessageAttributes"`
-	MessageSystemAttributes map[string]msgAttr `json:"MessageSystemAttributes"`
-	MessageDeduplicationId  string             `json:"MessageDeduplicationId"`
-	MessageGroupId          string             `json:"MessageGroupId"`
+	Id                      string
+	QueueUrl                string
+	MessageBody             *string
+	DelaySeconds            *int
+	MessageAttributes       map[string]msgAttr
+	MessageSystemAttributes map[string]msgAttr
+	MessageDeduplicationId  string
+	MessageGroupId          string
 }
 
 func (s *sendIn) readEntry(f *qform, p string) {
@@ -153,25 +153,25 @@ func (s *sendIn) entry() (queue.SendMessageBatchRequestEntry, error) {
 }
 
 type messageOut struct {
-	MessageId              string          `json:"MessageId" xml:"MessageId"`
-	ReceiptHandle          string          `json:"ReceiptHandle" xml:"ReceiptHandle"`
-	MD5OfBody              string          `json:"MD5OfBody" xml:"MD5OfBody"`
-	Body                   string          `json:"Body" xml:"Body"`
-	Attributes             xmlMap[string]  `json:"Attributes,omitempty" xml:"Attribute,omitempty"`
-	MD5OfMessageAttributes string          `json:"MD5OfMessageAttributes,omitempty" xml:"MD5OfMessageAttributes,omitempty"`
-	MessageAttributes      xmlMap[msgAttr] `json:"MessageAttributes,omitempty" xml:"MessageAttribute,omitempty"`
+	MessageId              string
+	ReceiptHandle          string
+	MD5OfBody              string
+	Body                   string
+	Attributes             xmlMap[string]  `json:",omitempty" xml:"Attribute,omitempty"`
+	MD5OfMessageAttributes string          `json:",omitempty" xml:",omitempty"`
+	MessageAttributes      xmlMap[msgAttr] `json:",omitempty" xml:"MessageAttribute,omitempty"`
 }
 
 type moveTaskOut struct {
-	TaskHandle                        string `json:"TaskHandle,omitempty" xml:"TaskHandle,omitempty"`
-	Status                            string `json:"Status" xml:"Status"`
-	SourceArn                         string `json:"SourceArn" xml:"SourceArn"`
-	DestinationArn                    string `json:"DestinationArn,omitempty" xml:"DestinationArn,omitempty"`
-	MaxNumberOfMessagesPerSecond      int    `json:"MaxNumberOfMessagesPerSecond,omitempty" xml:"MaxNumberOfMessagesPerSecond,omitempty"`
-	ApproximateNumberOfMessagesMoved  int64  `json:"ApproximateNumberOfMessagesMoved" xml:"ApproximateNumberOfMessagesMoved"`
-	ApproximateNumberOfMessagesToMove int64  `json:"ApproximateNumberOfMessagesToMove" xml:"ApproximateNumberOfMessagesToMove"`
-	FailureReason                     string `json:"FailureReason,omitempty" xml:"FailureReason,omitempty"`
-	StartedTimestamp                  int64  `json:"StartedTimestamp" xml:"StartedTimestamp"`
+	TaskHandle                        string `json:",omitempty" xml:",omitempty"`
+	Status                            string
+	SourceArn                         string
+	DestinationArn                    string `json:",omitempty" xml:",omitempty"`
+	MaxNumberOfMessagesPerSecond      int    `json:",omitempty" xml:",omitempty"`
+	ApproximateNumberOfMessagesMoved  int64
+	ApproximateNumberOfMessagesToMove int64
+	FailureReason                     string `json:",omitempty" xml:",omitempty"`
+	StartedTimestamp                  int64
 }
 
 func requireURL(u string) error {
