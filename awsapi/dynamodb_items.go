@@ -5,7 +5,10 @@ package awsapi
 // items as map[string]events.DynamoDBAttributeValue, DynamoDB's wire
 // JSON. A table ARN is accepted wherever a TableName is.
 
-import "github.com/runnel-dev/runnel/table"
+import (
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table"
+)
 
 func dynamoPutItem(rq *request, in *table.PutItemInput) (any, error) {
 	in.TableName = tableName(in.TableName)
@@ -35,11 +38,9 @@ type queryInput struct {
 }
 
 func dynamoQuery(rq *request, in *queryInput) (any, error) {
-	limit, err := pageLimit(in.Limit)
-	if err != nil {
+	if err := pageInput(&in.QueryInput.Limit, in.Limit, &in.TableName); err != nil {
 		return nil, err
 	}
-	in.QueryInput.Limit, in.TableName = limit, tableName(in.TableName)
 	return rq.h.rn.Tables.Query(rq.ctx, in.QueryInput)
 }
 
@@ -50,12 +51,24 @@ type scanInput struct {
 }
 
 func dynamoScan(rq *request, in *scanInput) (any, error) {
-	limit, err := pageLimit(in.Limit)
-	if err != nil {
+	if err := pageInput(&in.ScanInput.Limit, in.Limit, &in.TableName); err != nil {
 		return nil, err
 	}
-	in.ScanInput.Limit, in.TableName = limit, tableName(in.TableName)
 	return rq.h.rn.Tables.Scan(rq.ctx, in.ScanInput)
+}
+
+// pageInput checks Query's and Scan's Limit (at least 1 when given) into
+// dst (0: none) and resolves the table name.
+func pageInput(dst, limit *int, table *string) error {
+	*table = tableName(*table)
+	if limit == nil {
+		return nil
+	}
+	if *limit < 1 {
+		return awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *limit)
+	}
+	*dst = *limit
+	return nil
 }
 
 func dynamoTransactWriteItems(rq *request, in *table.TransactWriteItemsInput) (any, error) {

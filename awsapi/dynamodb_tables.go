@@ -196,15 +196,3 @@ func tableName(name string) string {
 func epochSeconds(f float64) time.Time {
 	return time.UnixMilli(int64(math.Round(f * 1000)))
 }
-
-// pageLimit checks Query's and Scan's Limit (at least 1 when given; 0 means
-// none).
-func pageLimit(limit *int) (int, error) {
-	if limit == nil {
-		return 0, nil
-	}
-	if *limit < 1 {
-		return 0, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *limit)
-	}
-	return *limit, nil
-}

@@ -22,15 +22,15 @@ type putRecordInput struct {
 
 func kinesisPutRecord(rq *request, in *putRecordInput) (any, error) {
 	name, err := in.name()
-	if err != nil {
-		return nil, err
+	var r stream.PutRecordsResultEntry
+	if err == nil {
+		r, err = rq.h.rn.Streams.PutRecord(rq.ctx, name, stream.PutRecordsRequestEntry{Data: in.Data, PartitionKey: in.PartitionKey, ExplicitHashKey: in.ExplicitHashKey})
 	}
-	r, err := rq.h.rn.Streams.PutRecord(rq.ctx, name, stream.PutRecordsRequestEntry{Data: in.Data, PartitionKey: in.PartitionKey, ExplicitHashKey: in.ExplicitHashKey})
-	if err == nil && r.ErrorCode != "" {
-		err = &awserr.Error{Code: r.ErrorCode, Message: r.ErrorMessage}
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case r.ErrorCode != "":
+		return nil, &awserr.Error{Code: r.ErrorCode, Message: r.ErrorMessage}
 	}
 	return map[string]any{"ShardId": r.ShardId, "SequenceNumber": r.SequenceNumber, "EncryptionType": "NONE"}, nil
 }

@@ -127,18 +127,10 @@ func (in *mappingInput) config(base mapping.Config) mapping.Config {
 	cfg.MaximumRetryAttempts, cfg.MaximumRecordAgeInSeconds = in.MaximumRetryAttempts, in.MaximumRecordAgeInSeconds
 	cfg.FunctionResponseTypes, cfg.DestinationConfig = in.FunctionResponseTypes, in.destinations()
 	cfg.FilterCriteria, cfg.ScalingConfig, cfg.RetryPolicy = in.FilterCriteria, in.ScalingConfig, in.RetryPolicy
-	if in.BatchSize != nil {
-		cfg.BatchSize = *in.BatchSize
-	}
-	if in.MaximumBatchingWindowInSeconds != nil {
-		cfg.MaximumBatchingWindowInSeconds = *in.MaximumBatchingWindowInSeconds
-	}
-	if in.ParallelizationFactor != nil {
-		cfg.ParallelizationFactor = *in.ParallelizationFactor
-	}
-	if in.BisectBatchOnFunctionError != nil {
-		cfg.BisectBatchOnFunctionError = *in.BisectBatchOnFunctionError
-	}
+	setIf(&cfg.BatchSize, in.BatchSize)
+	setIf(&cfg.MaximumBatchingWindowInSeconds, in.MaximumBatchingWindowInSeconds)
+	setIf(&cfg.ParallelizationFactor, in.ParallelizationFactor)
+	setIf(&cfg.BisectBatchOnFunctionError, in.BisectBatchOnFunctionError)
 	return cfg
 }
 

@@ -298,12 +298,8 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 			}
 			meta.Runtime = *in.Runtime
 		}
-		if in.Role != nil {
-			meta.Role = *in.Role
-		}
-		if in.Description != nil {
-			meta.Description = *in.Description
-		}
+		setIf(&meta.Role, in.Role)
+		setIf(&meta.Description, in.Description)
 		if in.Handler != nil {
 			if meta.isProcess() {
 				meta.Handler = *in.Handler
@@ -314,12 +310,8 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 				cfg.Handler, meta.Handler = *in.Handler, *in.Handler
 			}
 		}
-		if in.Timeout != nil {
-			cfg.Timeout = *in.Timeout
-		}
-		if in.MemorySize != nil {
-			cfg.MemorySize = *in.MemorySize
-		}
+		setIf(&cfg.Timeout, in.Timeout)
+		setIf(&cfg.MemorySize, in.MemorySize)
 		if in.Environment != nil {
 			cfg.Environment = in.Environment.Variables
 		}

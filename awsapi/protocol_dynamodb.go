@@ -38,15 +38,9 @@ func dynamoDecode(body []byte, v any) error {
 
 // dynamoReply writes a JSON 1.0 result (nil: {}).
 func (rq *request) dynamoReply(v any) {
-	if v == nil {
-		v = struct{}{}
+	if b, ok := rq.encode(v); ok {
+		rq.dynamoWrite(200, b)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		rq.fail(err)
-		return
-	}
-	rq.dynamoWrite(200, b)
 }
 
 func (rq *request) dynamoWrite(status int, b []byte) {

@@ -12,28 +12,43 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 )
 
-// decodeJSON reads body into v (an empty body is {}).
+// decodeJSON reads body into v (an empty body is {}); a body that does
+// not decode is a SerializationException.
 func decodeJSON(body []byte, v any) error {
+	return decodeJSONOr(body, v, awserr.ErrSerialization, "")
+}
+
+// decodeJSONOr is decodeJSON with the error code and message prefix of a
+// body that does not decode.
+func decodeJSONOr(body []byte, v any, sentinel *awserr.Error, prefix string) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return awserr.New(awserr.ErrSerialization, "%v", err)
+		return awserr.New(sentinel, "%s%v", prefix, err)
 	}
 	return nil
 }
 
-// replyJSON writes v as a JSON result (nil: {}).
-func (rq *request) replyJSON(v any) {
+// encode marshals a JSON result (nil: {}); when it cannot, it answers
+// with the error and reports false.
+func (rq *request) encode(v any) ([]byte, bool) {
 	if v == nil {
 		v = struct{}{}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		rq.fail(err)
-		return
+		return nil, false
 	}
-	rq.writeJSON(b)
+	return b, true
+}
+
+// replyJSON writes v as a JSON result (nil: {}).
+func (rq *request) replyJSON(v any) {
+	if b, ok := rq.encode(v); ok {
+		rq.writeJSON(b)
+	}
 }
 
 func (rq *request) writeJSON(b []byte) {

@@ -125,27 +125,12 @@ func (f *qform) list(prefix string) []string {
 
 // attrs reads prefix.N.Name / prefix.N.Value.
 func (f *qform) attrs(prefix string) map[string]string {
-	p, ns := f.indexes(prefix)
-	if len(ns) == 0 {
-		return nil
-	}
-	out := map[string]string{}
-	for _, n := range ns {
-		k := p + "." + strconv.Itoa(n)
-		out[f.get(k+".Name")] = f.get(k + ".Value")
-	}
-	return out
+	return formMap(f, prefix, func(k string) string { return f.get(k + ".Value") })
 }
 
 // msgAttrs reads prefix.N.Name and prefix.N.Value.{DataType,StringValue,BinaryValue}.
 func (f *qform) msgAttrs(prefix string) map[string]msgAttr {
-	p, ns := f.indexes(prefix)
-	if len(ns) == 0 {
-		return nil
-	}
-	out := map[string]msgAttr{}
-	for _, n := range ns {
-		k := p + "." + strconv.Itoa(n)
+	return formMap(f, prefix, func(k string) msgAttr {
 		a := msgAttr{DataType: f.get(k + ".Value.DataType")}
 		if f.has(k + ".Value.StringValue") {
 			s := f.get(k + ".Value.StringValue")
@@ -159,7 +144,21 @@ func (f *qform) msgAttrs(prefix string) map[string]msgAttr {
 			a.BinaryValue = b
 		}
 		a.StringListValues = f.list(k + ".Value.StringListValue")
-		out[f.get(k+".Name")] = a
+		return a
+	})
+}
+
+// formMap reads prefix.N.Name and, with value, what prefix.N holds (nil
+// when there is no prefix.N).
+func formMap[V any](f *qform, prefix string, value func(k string) V) map[string]V {
+	p, ns := f.indexes(prefix)
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make(map[string]V, len(ns))
+	for _, n := range ns {
+		k := p + "." + strconv.Itoa(n)
+		out[f.get(k+".Name")] = value(k)
 	}
 	return out
 }

@@ -5,7 +5,6 @@ package awsapi
 // a JSON body; errors carry their type in X-Amzn-ErrorType.
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -20,13 +19,15 @@ const lambdaMaxBody = 70 << 20
 
 // lambdaDecode reads the JSON body into v (an empty body is {}).
 func lambdaDecode(b []byte, v any) error {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil
+	return decodeJSONOr(b, v, awserr.ErrInvalidRequestContent, "Could not parse request body into json: ")
+}
+
+// setIf sets *dst to *p when the request gives p (Lambda's pointers tell
+// "not given" from zero).
+func setIf[T any](dst *T, p *T) {
+	if p != nil {
+		*dst = *p
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return awserr.New(awserr.ErrInvalidRequestContent, "Could not parse request body into json: %v", err)
-	}
-	return nil
 }
 
 // lambdaReply writes v as JSON with the operation's status (nil: the

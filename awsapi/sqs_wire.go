@@ -110,22 +110,17 @@ type batchXML struct {
 }
 
 type sendOut struct {
-	Id                     string `json:",omitempty" xml:",omitempty"`
-	MessageId              string
-	MD5OfMessageBody       string
-	MD5OfMessageAttributes string `json:",omitempty" xml:",omitempty"`
-	SequenceNumber         string `json:",omitempty" xml:",omitempty"`
+	Id                                     string `json:",omitempty" xml:",omitempty"`
+	MessageId, MD5OfMessageBody            string
+	MD5OfMessageAttributes, SequenceNumber string `json:",omitempty" xml:",omitempty"`
 }
 
 type sendIn struct {
-	Id                      string
-	QueueUrl                string
-	MessageBody             *string
-	DelaySeconds            *int
-	MessageAttributes       map[string]msgAttr
-	MessageSystemAttributes map[string]msgAttr
-	MessageDeduplicationId  string
-	MessageGroupId          string
+	Id, QueueUrl                               string
+	MessageBody                                *string
+	DelaySeconds                               *int
+	MessageAttributes, MessageSystemAttributes map[string]msgAttr
+	MessageDeduplicationId, MessageGroupId     string
 }
 
 func (s *sendIn) readEntry(f *qform, p string) {
@@ -153,25 +148,20 @@ func (s *sendIn) entry() (queue.SendMessageBatchRequestEntry, error) {
 }
 
 type messageOut struct {
-	MessageId              string
-	ReceiptHandle          string
-	MD5OfBody              string
-	Body                   string
-	Attributes             xmlMap[string]  `json:",omitempty" xml:"Attribute,omitempty"`
-	MD5OfMessageAttributes string          `json:",omitempty" xml:",omitempty"`
-	MessageAttributes      xmlMap[msgAttr] `json:",omitempty" xml:"MessageAttribute,omitempty"`
+	MessageId, ReceiptHandle, MD5OfBody, Body string
+	Attributes                                xmlMap[string]  `json:",omitempty" xml:"Attribute,omitempty"`
+	MD5OfMessageAttributes                    string          `json:",omitempty" xml:",omitempty"`
+	MessageAttributes                         xmlMap[msgAttr] `json:",omitempty" xml:"MessageAttribute,omitempty"`
 }
 
 type moveTaskOut struct {
-	TaskHandle                        string `json:",omitempty" xml:",omitempty"`
-	Status                            string
-	SourceArn                         string
-	DestinationArn                    string `json:",omitempty" xml:",omitempty"`
-	MaxNumberOfMessagesPerSecond      int    `json:",omitempty" xml:",omitempty"`
-	ApproximateNumberOfMessagesMoved  int64
-	ApproximateNumberOfMessagesToMove int64
-	FailureReason                     string `json:",omitempty" xml:",omitempty"`
-	StartedTimestamp                  int64
+	TaskHandle                                                          string `json:",omitempty" xml:",omitempty"`
+	Status, SourceArn                                                   string
+	DestinationArn                                                      string `json:",omitempty" xml:",omitempty"`
+	MaxNumberOfMessagesPerSecond                                        int    `json:",omitempty" xml:",omitempty"`
+	ApproximateNumberOfMessagesMoved, ApproximateNumberOfMessagesToMove int64
+	FailureReason                                                       string `json:",omitempty" xml:",omitempty"`
+	StartedTimestamp                                                    int64
 }
 
 func requireURL(u string) error {
