@@ -135,9 +135,6 @@ func (in *mappingInput) config(base mapping.Config) mapping.Config {
 }
 
 func lambdaCreateEventSourceMapping(rq *request, in *mappingInput) (any, error) {
-	if err := in.check(); err != nil {
-		return nil, err
-	}
 	cfg := in.config(mapping.Config{EventSourceArn: in.EventSourceArn, StartingPosition: in.StartingPosition})
 	if cfg.DestinationConfig != nil && cfg.DestinationConfig.OnFailure == nil {
 		cfg.DestinationConfig = nil
@@ -195,9 +192,6 @@ func lambdaListEventSourceMappings(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaUpdateEventSourceMapping(rq *request, in *mappingInput) (any, error) {
-	if err := in.check(); err != nil {
-		return nil, err
-	}
 	switch {
 	case in.EventSourceArn != "":
 		return nil, lambdaInvalid("EventSourceArn: cannot be changed; create a new mapping")

@@ -65,6 +65,11 @@ func handle[In any](fn func(rq *request, in *In) (any, error)) handler {
 		if err := rq.decode(in); err != nil {
 			return nil, err
 		}
+		if c, ok := any(in).(checker); ok {
+			if err := c.check(); err != nil {
+				return nil, err
+			}
+		}
 		return fn(rq, in)
 	}}
 }

@@ -205,6 +205,10 @@ type replier interface{ writeReply(rq *request) }
 // payload, UpdateTable's list of the keys given).
 type decoder interface{ decodeFrom(rq *request) error }
 
+// checker is an input that checks itself once decoded (the parameters
+// it requires, their ranges).
+type checker interface{ check() error }
+
 // decode reads the request into in, in the request's protocol (an empty
 // body is {}).
 func (rq *request) decode(in any) error {

@@ -12,15 +12,14 @@ import (
 
 type sendMessageInput struct{ sendIn }
 
+func (in *sendMessageInput) check() error { return requireURL(in.QueueUrl) }
+
 func (in *sendMessageInput) readForm(f *qform) {
 	in.QueueUrl = f.get("QueueUrl")
 	in.readEntry(f, "")
 }
 
 func sqsSendMessage(rq *request, in *sendMessageInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	e, err := in.entry()
 	if err != nil {
 		return nil, err
@@ -36,8 +35,8 @@ func sqsSendMessage(rq *request, in *sendMessageInput) (any, error) {
 }
 
 type sendMessageBatchInput struct {
-	QueueUrl string
-	Entries  []sendIn
+	queueInput
+	Entries []sendIn
 }
 
 func (in *sendMessageBatchInput) readForm(f *qform) {
@@ -51,9 +50,6 @@ func (in *sendMessageBatchInput) readForm(f *qform) {
 }
 
 func sqsSendMessageBatch(rq *request, in *sendMessageBatchInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	entries := make([]queue.SendMessageBatchRequestEntry, len(in.Entries))
 	for i := range in.Entries {
 		e, err := in.Entries[i].entry()
@@ -77,7 +73,7 @@ func sqsSendMessageBatch(rq *request, in *sendMessageBatchInput) (any, error) {
 }
 
 type receiveMessageInput struct {
-	QueueUrl                    string
+	queueInput
 	AttributeNames              []string
 	MessageSystemAttributeNames []string
 	MessageAttributeNames       []string
@@ -99,9 +95,6 @@ func (in *receiveMessageInput) readForm(f *qform) {
 }
 
 func sqsReceiveMessage(rq *request, in *receiveMessageInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	msgs, err := rq.h.rn.Queues.ReceiveMessage(rq.ctx, in.QueueUrl, queue.ReceiveMessageInput{
 		MaxNumberOfMessages: in.MaxNumberOfMessages, VisibilityTimeout: in.VisibilityTimeout, WaitTimeSeconds: in.WaitTimeSeconds,
 		AttributeNames: in.AttributeNames, MessageSystemAttributeNames: in.MessageSystemAttributeNames,
@@ -129,7 +122,7 @@ func sqsReceiveMessage(rq *request, in *receiveMessageInput) (any, error) {
 
 // receiptInput is DeleteMessage's and ChangeMessageVisibility's input.
 type receiptInput struct {
-	QueueUrl          string
+	queueInput
 	ReceiptHandle     string
 	VisibilityTimeout *int
 }
@@ -150,16 +143,10 @@ func (in *receiptInput) check() error {
 }
 
 func sqsDeleteMessage(rq *request, in *receiptInput) (any, error) {
-	if err := in.check(); err != nil {
-		return nil, err
-	}
 	return nil, rq.h.rn.Queues.DeleteMessage(rq.ctx, in.QueueUrl, in.ReceiptHandle)
 }
 
 func sqsChangeMessageVisibility(rq *request, in *receiptInput) (any, error) {
-	if err := in.check(); err != nil {
-		return nil, err
-	}
 	if in.VisibilityTimeout == nil {
 		return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter VisibilityTimeout.")
 	}
@@ -169,8 +156,8 @@ func sqsChangeMessageVisibility(rq *request, in *receiptInput) (any, error) {
 // receiptBatch is the input of DeleteMessageBatch and
 // ChangeMessageVisibilityBatch.
 type receiptBatch struct {
-	QueueUrl string
-	Entries  []struct {
+	queueInput
+	Entries []struct {
 		Id                string
 		ReceiptHandle     string
 		VisibilityTimeout int
@@ -196,9 +183,6 @@ type deleteMessageBatchInput struct{ receiptBatch }
 func (in *deleteMessageBatchInput) readForm(f *qform) { in.readBatch(f, "DeleteMessageBatch") }
 
 func sqsDeleteMessageBatch(rq *request, in *deleteMessageBatchInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	entries := make([]queue.DeleteMessageBatchRequestEntry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i] = queue.DeleteMessageBatchRequestEntry{Id: e.Id, ReceiptHandle: e.ReceiptHandle}
@@ -217,9 +201,6 @@ func (in *changeMessageVisibilityBatchInput) readForm(f *qform) {
 }
 
 func sqsChangeMessageVisibilityBatch(rq *request, in *changeMessageVisibilityBatchInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	entries := make([]queue.ChangeMessageVisibilityBatchRequestEntry, len(in.Entries))
 	for i, e := range in.Entries {
 		entries[i] = queue.ChangeMessageVisibilityBatchRequestEntry{Id: e.Id, ReceiptHandle: e.ReceiptHandle, VisibilityTimeout: e.VisibilityTimeout}

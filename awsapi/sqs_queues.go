@@ -93,22 +93,19 @@ type queueInput struct{ QueueUrl string }
 
 func (in *queueInput) readForm(f *qform) { in.QueueUrl = f.get("QueueUrl") }
 
+// check requires the QueueUrl, for every input that embeds queueInput.
+func (in *queueInput) check() error { return requireURL(in.QueueUrl) }
+
 func sqsDeleteQueue(rq *request, in *queueInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	return nil, rq.h.rn.Queues.DeleteQueue(rq.ctx, in.QueueUrl)
 }
 
 func sqsPurgeQueue(rq *request, in *queueInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	return nil, rq.h.rn.Queues.PurgeQueue(rq.ctx, in.QueueUrl)
 }
 
 type getQueueAttributesInput struct {
-	QueueUrl       string
+	queueInput
 	AttributeNames []string
 }
 
@@ -117,9 +114,6 @@ func (in *getQueueAttributesInput) readForm(f *qform) {
 }
 
 func sqsGetQueueAttributes(rq *request, in *getQueueAttributesInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	attrs, err := rq.h.rn.Queues.GetQueueAttributes(rq.ctx, in.QueueUrl, in.AttributeNames)
 	if err != nil {
 		return nil, err
@@ -130,7 +124,7 @@ func sqsGetQueueAttributes(rq *request, in *getQueueAttributesInput) (any, error
 }
 
 type setQueueAttributesInput struct {
-	QueueUrl   string
+	queueInput
 	Attributes map[string]string
 }
 
@@ -139,8 +133,5 @@ func (in *setQueueAttributesInput) readForm(f *qform) {
 }
 
 func sqsSetQueueAttributes(rq *request, in *setQueueAttributesInput) (any, error) {
-	if err := requireURL(in.QueueUrl); err != nil {
-		return nil, err
-	}
 	return nil, rq.h.rn.Queues.SetQueueAttributes(rq.ctx, in.QueueUrl, in.Attributes)
 }
