@@ -177,18 +177,7 @@ func lambdaListEventSourceMappings(rq *request, _ *noInput) (any, error) {
 		}
 		all = append(all, c)
 	}
-	from, to, next, err := rq.page(len(all), 100)
-	if err != nil {
-		return nil, err
-	}
-	out := struct {
-		EventSourceMappings []mappingOutput
-		NextMarker          string `json:",omitempty"`
-	}{EventSourceMappings: []mappingOutput{}, NextMarker: next}
-	for i := from; i < to; i++ {
-		out.EventSourceMappings = append(out.EventSourceMappings, rq.h.mappingOut(&all[i]))
-	}
-	return out, nil
+	return pageOf(rq, all, 100, "EventSourceMappings", rq.h.mappingOut)
 }
 
 func lambdaUpdateEventSourceMapping(rq *request, in *mappingInput) (any, error) {

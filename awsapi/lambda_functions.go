@@ -187,19 +187,9 @@ func lambdaGetFunctionConfiguration(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaListFunctions(rq *request, _ *noInput) (any, error) {
-	all := rq.h.rn.Functions.ListFunctions()
-	from, to, next, err := rq.page(len(all), 50)
-	if err != nil {
-		return nil, err
-	}
-	out := struct {
-		Functions  []functionConfiguration
-		NextMarker string `json:",omitempty"`
-	}{Functions: []functionConfiguration{}, NextMarker: next}
-	for _, c := range all[from:to] {
-		out.Functions = append(out.Functions, rq.h.configuration(rq.ctx, c))
-	}
-	return out, nil
+	return pageOf(rq, rq.h.rn.Functions.ListFunctions(), 50, "Functions", func(c *function.Config) functionConfiguration {
+		return rq.h.configuration(rq.ctx, *c)
+	})
 }
 
 func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {

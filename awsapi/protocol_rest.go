@@ -127,3 +127,22 @@ func (rq *request) page(n, def int) (from, to int, next string, err error) {
 	}
 	return from, to, next, nil
 }
+
+// pageOf answers a Lambda list: {key: [...], "NextMarker": ...} with the
+// items Marker and MaxItems select (def by default), each converted by
+// out.
+func pageOf[T, O any](rq *request, items []T, def int, key string, out func(*T) O) (any, error) {
+	from, to, next, err := rq.page(len(items), def)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]O, 0, to-from)
+	for i := from; i < to; i++ {
+		list = append(list, out(&items[i]))
+	}
+	res := map[string]any{key: list}
+	if next != "" {
+		res["NextMarker"] = next
+	}
+	return res, nil
+}
