@@ -26,12 +26,12 @@
 //
 // One operation is one function, in a file named by its service and
 // resource (kinesis_records.go, sqs_messages.go, lambda_functions.go...),
-// registered in init with register: the table of operations (Operations)
-// is what the router dispatches on, what the tests check, and what
-// README.md's list of supported operations is generated from. The
-// protocols are in protocol_json.go, protocol_query.go,
-// protocol_dynamodb.go and protocol_rest.go; routing in router.go; errors
-// in errors.go. See "Adding an AWS operation" in docs/design.md.
+// and one row of the table of operations (operations.go, Operations): the
+// router dispatches on the table, the tests check it, and README.md's list
+// of supported operations is generated from it. The protocols are in
+// protocol_json.go, protocol_query.go, protocol_dynamodb.go and
+// protocol_rest.go; routing in router.go; errors in errors.go. See "Adding
+// an AWS operation" in docs/design.md.
 //
 // # Errors
 //
