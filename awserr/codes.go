@@ -75,13 +75,12 @@ func Specs() []Spec {
 	return out
 }
 
-// Internal failure shapes of each API (Kinesis, SQS, Lambda, DynamoDB).
-var internalWire = [4]Wire{{Shape: "InternalFailureException"}, {Shape: "InternalError"}, {Shape: "ServiceException"}, {Shape: "InternalServerError"}}
-
-// internal is the Spec of a server fault: each API's own name for it,
-// status 500, retryable.
+// internal is the Spec of a server fault: status 500, retryable, written
+// under each API's own name for an internal failure.
 func internal(code string) Spec {
-	return Spec{Code: code, Status: 500, Kinesis: internalWire[0], SQS: internalWire[1], Lambda: internalWire[2], DynamoDB: internalWire[3], Retryable: true}
+	return Spec{Code: code, Status: 500, Retryable: true,
+		Kinesis: Wire{Shape: "InternalFailureException"}, SQS: Wire{Shape: "InternalError"},
+		Lambda: Wire{Shape: "ServiceException"}, DynamoDB: Wire{Shape: "InternalServerError"}}
 }
 
 // coral is a DynamoDB shape in the service framework's namespace.
