@@ -80,18 +80,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rq.body = body
 	op, err := rq.route()
-	if err != nil {
-		rq.fail(err)
-		return
-	}
-	if op == nil {
+	if op == nil && err == nil {
 		return // answered (a health check)
 	}
-	if h.opts.Auth != nil {
+	// A request for an operation, known or not, is checked first.
+	if h.opts.Auth != nil && rq.op != "" {
 		if err := h.verify(r, body, rq.proto); err != nil {
 			rq.fail(err)
 			return
 		}
+	}
+	if err != nil {
+		rq.fail(err)
+		return
 	}
 	rq.serve(op)
 }
