@@ -61,6 +61,9 @@ type request struct {
 	status int // Lambda: the status of a successful reply
 }
 
+// ServeHTTP answers one request: a Lambda path to its operation's route,
+// anything else by X-Amz-Target or SQS Action (and a GET / with what this
+// is).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := &request{h: h, w: w, r: r, ctx: r.Context(), reqID: uuid.NewString(), scheme: "http"}
 	if r.TLS != nil {
