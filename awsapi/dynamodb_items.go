@@ -6,48 +6,53 @@ package awsapi
 // JSON. A table ARN is accepted wherever a TableName is.
 
 import (
+	"context"
+
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table"
 )
 
 func dynamoPutItem(rq *request, in *table.PutItemInput) (any, error) {
-	in.TableName = tableName(in.TableName)
-	return rq.h.rn.Tables.PutItem(rq.ctx, *in)
+	return itemCall(rq, (*table.Service).PutItem, in, &in.TableName)
 }
 
 func dynamoGetItem(rq *request, in *table.GetItemInput) (any, error) {
-	in.TableName = tableName(in.TableName)
-	return rq.h.rn.Tables.GetItem(rq.ctx, *in)
+	return itemCall(rq, (*table.Service).GetItem, in, &in.TableName)
 }
 
 func dynamoUpdateItem(rq *request, in *table.UpdateItemInput) (any, error) {
-	in.TableName = tableName(in.TableName)
-	return rq.h.rn.Tables.UpdateItem(rq.ctx, *in)
+	return itemCall(rq, (*table.Service).UpdateItem, in, &in.TableName)
 }
 
 func dynamoDeleteItem(rq *request, in *table.DeleteItemInput) (any, error) {
-	in.TableName = tableName(in.TableName)
-	return rq.h.rn.Tables.DeleteItem(rq.ctx, *in)
+	return itemCall(rq, (*table.Service).DeleteItem, in, &in.TableName)
 }
 
-// queryInput is Query's request with Limit as given (table takes 0 for
-// none; DynamoDB refuses 0).
-type queryInput struct {
-	table.QueryInput
-	Limit *int
+// itemCall resolves the table name (a table ARN is accepted) and makes
+// the call.
+func itemCall[In, Out any](rq *request, call func(*table.Service, context.Context, In) (Out, error), in *In, table *string) (any, error) {
+	*table = tableName(*table)
+	return call(rq.h.rn.Tables, rq.ctx, *in)
 }
+
+// queryInput and scanInput are Query's and Scan's requests with Limit as
+// given (table takes 0 for none; DynamoDB refuses 0).
+type (
+	queryInput struct {
+		table.QueryInput
+		Limit *int
+	}
+	scanInput struct {
+		table.ScanInput
+		Limit *int
+	}
+)
 
 func dynamoQuery(rq *request, in *queryInput) (any, error) {
 	if err := pageInput(&in.QueryInput.Limit, in.Limit, &in.TableName); err != nil {
 		return nil, err
 	}
 	return rq.h.rn.Tables.Query(rq.ctx, in.QueryInput)
-}
-
-// scanInput is Scan's request with Limit as given.
-type scanInput struct {
-	table.ScanInput
-	Limit *int
 }
 
 func dynamoScan(rq *request, in *scanInput) (any, error) {
