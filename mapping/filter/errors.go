@@ -1,14 +1,19 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
 
-// Sentinel errors returned (wrapped) by Compile. Every error Compile returns
-// wraps an *awserr.Error of code InvalidParameterValueException (so
+// ErrInvalidParameterValue is awserr.ErrInvalidParameterValue, matched by
+// every error Compile returns, like Lambda's InvalidParameterValueException
+// (HTTP 400) for a bad FilterCriteria.
+var ErrInvalidParameterValue = awserr.ErrInvalidParameterValue
+
+// Rule is a rule of FilterCriteria that a filter breaks, a sentinel error
+// matched with errors.Is. Every error Compile returns wraps an
+// *awserr.Error of code InvalidParameterValueException (so
 // errors.Is(err, ErrInvalidParameterValue) and errors.As(err, &ae) with
 // ae *awserr.Error both hold, and an API layer answers it as Lambda does,
 // HTTP 400); every error about one filter's pattern also satisfies
@@ -19,43 +24,43 @@ import (
 //
 // See https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html
 // for the rules.
-var (
-	// ErrInvalidParameterValue is awserr.ErrInvalidParameterValue, matched
-	// by every error Compile returns, like Lambda's
-	// InvalidParameterValueException (HTTP 400) for a bad FilterCriteria.
-	ErrInvalidParameterValue = awserr.ErrInvalidParameterValue
+type Rule string
 
+func (r Rule) Error() string { return string(r) }
+
+// The rules.
+const (
 	// ErrTooManyFilters: FilterCriteria.Filters holds more than MaxFilters
 	// (5) filters. The allowed range is 0..5.
-	ErrTooManyFilters = errors.New("too many filters")
+	ErrTooManyFilters Rule = "too many filters"
 
 	// ErrInvalidPattern is wrapped by every error about one filter's
 	// Pattern string, whatever the rule it breaks.
-	ErrInvalidPattern = errors.New("invalid filter pattern")
+	ErrInvalidPattern Rule = "invalid filter pattern"
 
 	// ErrPatternTooLong: a Pattern string is longer than MaxPatternLength
 	// (4096) bytes. Also wraps ErrInvalidPattern.
-	ErrPatternTooLong = errors.New("pattern too long")
+	ErrPatternTooLong Rule = "pattern too long"
 
 	// ErrInvalidJSON: a Pattern string is not one valid JSON value. Also
 	// wraps ErrInvalidPattern.
-	ErrInvalidJSON = errors.New("invalid JSON")
+	ErrInvalidJSON Rule = "invalid JSON"
 
 	// ErrNotArray: a pattern leaf (the value of a field that is not a nested
 	// object) is not a JSON array of alternatives, e.g. {"data":{"temp":5}}
 	// instead of {"data":{"temp":[5]}}. Also wraps ErrInvalidPattern.
-	ErrNotArray = errors.New("leaf value must be an array")
+	ErrNotArray Rule = "leaf value must be an array"
 
 	// ErrUnknownOperator: an operator object names an operator Lambda does
 	// not support, e.g. {"regex":"..."}. The supported ones are prefix,
 	// suffix, equals-ignore-case, anything-but, numeric, exists and
 	// wildcard. Also wraps ErrInvalidPattern.
-	ErrUnknownOperator = errors.New("unknown operator")
+	ErrUnknownOperator Rule = "unknown operator"
 
 	// ErrInvalidOperand: an operator is given a value of the wrong shape,
 	// e.g. {"prefix":5}, {"exists":"yes"}, {"numeric":[">"]} or a wildcard
 	// with consecutive '*'. Also wraps ErrInvalidPattern.
-	ErrInvalidOperand = errors.New("invalid operator value")
+	ErrInvalidOperand Rule = "invalid operator value"
 )
 
 // compileError is the concrete error Compile returns: the *awserr.Error
