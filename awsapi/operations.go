@@ -1,13 +1,15 @@
 package awsapi
 
+//go:generate go test -run TestREADMEOperations -update .
+
 // operations is the table of the operations the endpoint serves: the
 // router dispatches on it (router.go), the tests check it, and README.md's
-// list of supported operations is generated from it (go test ./awsapi
-// -run TestREADMEOperations -update). One row an operation: its service
-// and name, its handler (a function of the file named by its service and
-// resource, given to handle), for Lambda its routes and status, and one
-// line on what runnel does of it. See "Adding an AWS operation" in
-// docs/design.md.
+// list of supported operations is generated from it (go generate
+// ./awsapi, which runs go test -run TestREADMEOperations -update). One
+// row an operation: its service and name, its handler (a function of the
+// file named by its service and resource, given to handle), for Lambda its
+// status and routes, and one line on what runnel does of it. See "Adding
+// an AWS operation" in docs/design.md.
 var operations = index([]Operation{
 	// Kinesis (kinesis_streams.go, kinesis_records.go)
 	{Service: Kinesis, Name: "PutRecord", h: handle(kinesisPutRecord),
