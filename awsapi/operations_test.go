@@ -127,7 +127,7 @@ func TestREADMEOperations(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md's list of supported operations differs from the table; run go test ./awsapi -run TestREADMEOperations -update")
+	t.Errorf("README.md's list of supported operations differs from the table; run go generate ./awsapi")
 }
 
 // TestErrorCodesInSourceHaveEntries walks the repository's Go code for
