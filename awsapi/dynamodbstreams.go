@@ -159,9 +159,8 @@ func shardNotFound(shard, arn string) error {
 }
 
 type streamsDescribeStreamInput struct {
-	StreamArn             string
-	Limit                 *int
-	ExclusiveStartShardId string
+	StreamArn, ExclusiveStartShardId string
+	Limit                            *int
 }
 
 func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, error) {
@@ -318,9 +317,8 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 }
 
 type streamsListStreamsInput struct {
-	TableName               string
-	Limit                   *int
-	ExclusiveStartStreamArn string
+	TableName, ExclusiveStartStreamArn string
+	Limit                              *int
 }
 
 // streamsListStreams serves ListStreams: the latest stream of each table

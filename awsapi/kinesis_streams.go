@@ -157,9 +157,8 @@ func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
 }
 
 type listStreamsInput struct {
-	Limit                    *int
-	ExclusiveStartStreamName string
-	NextToken                string
+	Limit                               *int
+	ExclusiveStartStreamName, NextToken string
 }
 
 func kinesisListStreams(rq *request, in *listStreamsInput) (any, error) {
@@ -209,9 +208,8 @@ func kinesisListStreams(rq *request, in *listStreamsInput) (any, error) {
 
 type listShardsInput struct {
 	streamRef
-	NextToken             string
-	ExclusiveStartShardId string
-	MaxResults            *int
+	NextToken, ExclusiveStartShardId string
+	MaxResults                       *int
 }
 
 func kinesisListShards(rq *request, in *listShardsInput) (any, error) {

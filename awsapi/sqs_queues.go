@@ -26,7 +26,12 @@ func sqsCreateQueue(rq *request, in *createQueueInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter QueueName.")
 	}
-	u, err := rq.h.rn.Queues.CreateQueue(rq.ctx, in.QueueName, in.Attributes)
+	return rq.urlResult(rq.h.rn.Queues.CreateQueue(rq.ctx, in.QueueName, in.Attributes))
+}
+
+// urlResult answers CreateQueue and GetQueueUrl: the queue's URL as the
+// client reaches it.
+func (rq *request) urlResult(u string, err error) (any, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +43,7 @@ type getQueueURLInput struct{ QueueName string }
 func (in *getQueueURLInput) readForm(f *qform) { in.QueueName = f.get("QueueName") }
 
 func sqsGetQueueURL(rq *request, in *getQueueURLInput) (any, error) {
-	u, err := rq.h.rn.Queues.GetQueueURL(rq.ctx, in.QueueName)
-	if err != nil {
-		return nil, err
-	}
-	return struct{ QueueUrl string }{rq.queueURL(u)}, nil
+	return rq.urlResult(rq.h.rn.Queues.GetQueueURL(rq.ctx, in.QueueName))
 }
 
 type listQueuesInput struct {
