@@ -157,7 +157,7 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Data: body})
 		if err != nil {
 			for _, i := range c.entries {
-				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
+				out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: err.Error()}
 			}
 			continue
 		}
@@ -175,7 +175,7 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 	}
 	fail := func(c *chunk, msg string) {
 		for _, i := range c.entries {
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: msg}
+			out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: msg}
 		}
 	}
 	for _, c := range chunks {
