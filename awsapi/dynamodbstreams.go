@@ -1,6 +1,6 @@
 package awsapi
 
-// The DynamoDB Streams API (JSON 1.0, X-Amz-Target
+// DynamoDB Streams: the API (JSON 1.0, X-Amz-Target
 // "DynamoDBStreams_20120810.<Op>") over the tables' change logs
 // (table.Service.Logs(), one log stream per table).
 //
@@ -141,155 +141,138 @@ type streamsRecord struct {
 
 type streamsIdentity struct {
 	PrincipalID string `json:"PrincipalId"`
-	Type        string `json:"Type"`
+	Type        string
 }
 
-func (rq *request) dynamodbStreams() {
-	out, err := rq.streamsOp()
+// logNotFound turns the log's "not found" into the stream's.
+func logNotFound(err error, arn string) error {
+	if errors.Is(err, awserr.ErrResourceNotFound) {
+		return streamNotFound(arn)
+	}
+	return err
+}
+
+// shardNotFound is the error for a shard id that is not one of the
+// stream's.
+func shardNotFound(shard, arn string) error {
+	return awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Shard: %s in Stream: %s not found", shard, arn)
+}
+
+type streamsDescribeStreamInput struct {
+	StreamArn, ExclusiveStartShardId string
+	Limit                            *int
+}
+
+func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, error) {
+	limit, err := limit("limit", in.Limit, 100, 100, awserr.ErrValidation)
 	if err != nil {
-		rq.dynamoFail(err)
-		return
+		return nil, err
 	}
-	rq.dynamoReply(out)
+	s, err := rq.resolveStream(rq.ctx, in.StreamArn)
+	if err != nil {
+		return nil, err
+	}
+	ld, err := rq.h.rn.Tables.Logs().DescribeStream(rq.ctx, s.t.LogName())
+	if err != nil {
+		return nil, logNotFound(err, in.StreamArn)
+	}
+	type seqRange struct {
+		StartingSequenceNumber string
+	}
+	type shardOut struct {
+		ShardId             string
+		SequenceNumberRange seqRange
+	}
+	shards := []shardOut{}
+	start := -1
+	if in.ExclusiveStartShardId != "" {
+		if start = s.shardIndex(in.ExclusiveStartShardId); start < 0 {
+			return nil, shardNotFound(in.ExclusiveStartShardId, in.StreamArn)
+		}
+	}
+	var last string
+	for i, sh := range ld.Shards {
+		if i <= start {
+			continue
+		}
+		if len(shards) == limit {
+			last = shards[len(shards)-1].ShardId
+			break
+		}
+		shards = append(shards, shardOut{ShardId: s.shardID(i), SequenceNumberRange: seqRange{sh.SequenceNumberRange.StartingSequenceNumber}})
+	}
+	status := "DISABLED"
+	if s.enabled {
+		status = "ENABLED"
+	}
+	desc := map[string]any{
+		"StreamArn": s.arn, "StreamLabel": s.label, "StreamStatus": status, "TableName": s.d.TableName,
+		"KeySchema": s.d.KeySchema, "Shards": shards, "CreationRequestDateTime": epoch(time.UnixMilli(s.labelMs)),
+	}
+	if s.view != "" {
+		desc["StreamViewType"] = s.view
+	}
+	if last != "" {
+		desc["LastEvaluatedShardId"] = last
+	}
+	return map[string]any{"StreamDescription": desc}, nil
 }
 
-func (rq *request) streamsOp() (any, error) {
-	ctx := rq.r.Context()
-	switch rq.op {
-	case "ListStreams":
-		return rq.listDynamoStreams(ctx)
-	case "DescribeStream":
-		var in struct {
-			StreamArn             string `json:"StreamArn"`
-			Limit                 *int   `json:"Limit"`
-			ExclusiveStartShardId string `json:"ExclusiveStartShardId"`
-		}
-		if err := rq.dynamoDecode(&in); err != nil {
-			return nil, err
-		}
-		limit := 100
-		if in.Limit != nil {
-			limit = *in.Limit
-			if limit < 1 || limit > 100 {
-				return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", limit, 1, 100)
-			}
-		}
-		s, err := rq.resolveStream(ctx, in.StreamArn)
-		if err != nil {
-			return nil, err
-		}
-		ld, err := rq.h.rn.Tables.Logs().DescribeStream(ctx, s.t.LogName())
-		if err != nil {
-			if errors.Is(err, awserr.ErrResourceNotFound) {
-				return nil, streamNotFound(in.StreamArn)
-			}
-			return nil, err
-		}
-		type seqRange struct {
-			StartingSequenceNumber string `json:"StartingSequenceNumber"`
-		}
-		type shardOut struct {
-			ShardId             string   `json:"ShardId"`
-			SequenceNumberRange seqRange `json:"SequenceNumberRange"`
-		}
-		shards := []shardOut{}
-		start := -1
-		if in.ExclusiveStartShardId != "" {
-			if start = s.shardIndex(in.ExclusiveStartShardId); start < 0 {
-				return nil, awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Shard: %s in Stream: %s not found", in.ExclusiveStartShardId, in.StreamArn)
-			}
-		}
-		var last string
-		for i, sh := range ld.Shards {
-			if i <= start {
-				continue
-			}
-			if len(shards) == limit {
-				last = shards[len(shards)-1].ShardId
-				break
-			}
-			shards = append(shards, shardOut{ShardId: s.shardID(i), SequenceNumberRange: seqRange{sh.SequenceNumberRange.StartingSequenceNumber}})
-		}
-		status := "DISABLED"
-		if s.enabled {
-			status = "ENABLED"
-		}
-		desc := map[string]any{
-			"StreamArn": s.arn, "StreamLabel": s.label, "StreamStatus": status, "TableName": s.d.TableName,
-			"KeySchema": s.d.KeySchema, "Shards": shards, "CreationRequestDateTime": epoch(time.UnixMilli(s.labelMs)),
-		}
-		if s.view != "" {
-			desc["StreamViewType"] = s.view
-		}
-		if last != "" {
-			desc["LastEvaluatedShardId"] = last
-		}
-		return map[string]any{"StreamDescription": desc}, nil
-	case "GetShardIterator":
-		var in struct {
-			StreamArn         string `json:"StreamArn"`
-			ShardId           string `json:"ShardId"`
-			ShardIteratorType string `json:"ShardIteratorType"`
-			SequenceNumber    string `json:"SequenceNumber"`
-		}
-		if err := rq.dynamoDecode(&in); err != nil {
-			return nil, err
-		}
-		s, err := rq.resolveStream(ctx, in.StreamArn)
-		if err != nil {
-			return nil, err
-		}
-		i := s.shardIndex(in.ShardId)
-		if i < 0 {
-			return nil, awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Shard: %s in Stream: %s not found", in.ShardId, in.StreamArn)
-		}
-		gi := stream.GetShardIteratorInput{StreamName: s.t.LogName(), ShardID: stream.ShardID(i), ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.SequenceNumber}
-		switch in.ShardIteratorType {
-		case stream.TrimHorizon:
-			// The log is never trimmed; the stream's horizon is 24 hours back.
-			gi.ShardIteratorType, gi.Timestamp = stream.AtTimestamp, rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention)
-		case stream.Latest:
-		case stream.AtSequenceNumber, stream.AfterSequenceNumber:
-			if in.SequenceNumber == "" {
-				return nil, awserr.New(awserr.ErrValidation, "SequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
-			}
-		default:
-			return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER]", in.ShardIteratorType)
-		}
-		inner, err := rq.h.rn.Tables.Logs().GetShardIterator(ctx, gi)
-		if err != nil {
-			if errors.Is(err, awserr.ErrResourceNotFound) {
-				return nil, streamNotFound(in.StreamArn)
-			}
-			return nil, err
-		}
-		return map[string]string{"ShardIterator": streamIterator{ARN: s.arn, Inner: inner}.encode()}, nil
-	case "GetRecords":
-		var in struct {
-			ShardIterator string `json:"ShardIterator"`
-			Limit         *int   `json:"Limit"`
-		}
-		if err := rq.dynamoDecode(&in); err != nil {
-			return nil, err
-		}
-		limit := maxStreamRecords
-		if in.Limit != nil {
-			limit = *in.Limit
-			if limit < 1 || limit > maxStreamRecords {
-				return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", limit, 1, maxStreamRecords)
-			}
-		}
-		it, ok := decodeStreamIterator(in.ShardIterator)
-		if !ok {
-			return nil, awserr.New(awserr.ErrValidation, "Invalid ShardIterator")
-		}
-		s, err := rq.resolveStream(ctx, it.ARN)
-		if err != nil {
-			return nil, err
-		}
-		return rq.streamRecords(ctx, s, it.Inner, limit)
+type streamsGetShardIteratorInput struct {
+	StreamArn         string
+	ShardId           string
+	ShardIteratorType string
+	SequenceNumber    string
+}
+
+func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any, error) {
+	s, err := rq.resolveStream(rq.ctx, in.StreamArn)
+	if err != nil {
+		return nil, err
 	}
-	return nil, badRequest("UnknownOperationException", "DynamoDB Streams operation %s is not supported by runnel", rq.op)
+	i := s.shardIndex(in.ShardId)
+	if i < 0 {
+		return nil, shardNotFound(in.ShardId, in.StreamArn)
+	}
+	gi := stream.GetShardIteratorInput{StreamName: s.t.LogName(), ShardID: stream.ShardID(i), ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.SequenceNumber}
+	switch in.ShardIteratorType {
+	case stream.TrimHorizon:
+		// The log is never trimmed; the stream's horizon is 24 hours back.
+		gi.ShardIteratorType, gi.Timestamp = stream.AtTimestamp, rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention)
+	case stream.Latest:
+	case stream.AtSequenceNumber, stream.AfterSequenceNumber:
+		if in.SequenceNumber == "" {
+			return nil, awserr.New(awserr.ErrValidation, "SequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
+		}
+	default:
+		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER]", in.ShardIteratorType)
+	}
+	inner, err := rq.h.rn.Tables.Logs().GetShardIterator(rq.ctx, gi)
+	if err != nil {
+		return nil, logNotFound(err, in.StreamArn)
+	}
+	return map[string]string{"ShardIterator": streamIterator{ARN: s.arn, Inner: inner}.encode()}, nil
+}
+
+type streamsGetRecordsInput struct {
+	ShardIterator string
+	Limit         *int
+}
+
+func streamsGetRecords(rq *request, in *streamsGetRecordsInput) (any, error) {
+	limit, err := limit("limit", in.Limit, maxStreamRecords, maxStreamRecords, awserr.ErrValidation)
+	if err != nil {
+		return nil, err
+	}
+	it, ok := decodeStreamIterator(in.ShardIterator)
+	if !ok {
+		return nil, awserr.New(awserr.ErrValidation, "Invalid ShardIterator")
+	}
+	s, err := rq.resolveStream(rq.ctx, it.ARN)
+	if err != nil {
+		return nil, err
+	}
+	return rq.streamRecords(rq.ctx, s, it.Inner, limit)
 }
 
 // streamRecords reads the log from the inner iterator and keeps the
@@ -302,10 +285,7 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 	for round := 0; ; round++ {
 		o, err := logs.GetRecords(ctx, inner, limit)
 		if err != nil {
-			if errors.Is(err, awserr.ErrResourceNotFound) {
-				return nil, streamNotFound(s.arn)
-			}
-			return nil, err
+			return nil, logNotFound(err, s.arn)
 		}
 		for i := range o.Records {
 			rec := &o.Records[i]
@@ -336,25 +316,19 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 	return out, nil
 }
 
-// listDynamoStreams serves ListStreams: the latest stream of each table
+type streamsListStreamsInput struct {
+	TableName, ExclusiveStartStreamArn string
+	Limit                              *int
+}
+
+// streamsListStreams serves ListStreams: the latest stream of each table
 // (or of TableName) that ever had one, in table-name order.
-func (rq *request) listDynamoStreams(ctx context.Context) (any, error) {
-	var in struct {
-		TableName               string `json:"TableName"`
-		Limit                   *int   `json:"Limit"`
-		ExclusiveStartStreamArn string `json:"ExclusiveStartStreamArn"`
-	}
-	if err := rq.dynamoDecode(&in); err != nil {
+func streamsListStreams(rq *request, in *streamsListStreamsInput) (any, error) {
+	limit, err := limit("limit", in.Limit, 100, 100, awserr.ErrValidation)
+	if err != nil {
 		return nil, err
 	}
-	limit := 100
-	if in.Limit != nil {
-		limit = *in.Limit
-		if limit < 1 || limit > 100 {
-			return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", limit, 1, 100)
-		}
-	}
-	svc := rq.h.rn.Tables
+	ctx, svc := rq.ctx, rq.h.rn.Tables
 	names := svc.ListTables(ctx)
 	if in.TableName != "" {
 		n := tableName(in.TableName)
@@ -364,9 +338,9 @@ func (rq *request) listDynamoStreams(ctx context.Context) (any, error) {
 		names = []string{n}
 	}
 	type streamOut struct {
-		StreamArn   string `json:"StreamArn"`
-		TableName   string `json:"TableName"`
-		StreamLabel string `json:"StreamLabel"`
+		StreamArn   string
+		TableName   string
+		StreamLabel string
 	}
 	all := []streamOut{}
 	for _, n := range names {

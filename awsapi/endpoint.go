@@ -1,32 +1,138 @@
 package awsapi
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
-	"strings"
+	"sync"
+	"time"
 
 	"github.com/runnel-dev/runnel"
 )
 
-// lambdaPrefixes are the path prefixes of the Lambda REST API.
-var lambdaPrefixes = []string{"/2015-03-31/", "/2017-10-31/", "/2019-09-25/"}
+// DefaultAddr is the address `runnel serve` listens on for AWS clients by
+// default: the port AWS emulators use.
+const DefaultAddr = "127.0.0.1:4566"
+
+// Options configures the Kinesis, SQS and DynamoDB side of the endpoint.
+type Options struct {
+	// Region and AccountID appear in the queue URLs the endpoint returns
+	// (http://<host the client used>/<AccountID>/<queue>) and in error
+	// messages. Default: the engine's (which also appear in every ARN).
+	Region    string
+	AccountID string
+	// Auth, when not nil, maps access key ids to secret keys: every request
+	// must then carry a SigV4 Authorization header signed by one of them.
+	// When nil, any signature (or none) is accepted.
+	Auth map[string]string
+	// Logger receives internal failures (status 500). Default: discard.
+	Logger *slog.Logger
+}
+
+// LambdaOptions configures the Lambda side of the endpoint.
+type LambdaOptions struct {
+	// Logger receives internal failures and restore messages. Default: the
+	// engine's logger (NewLambdaHandler), Options.Logger (NewEndpoint).
+	Logger *slog.Logger
+	// WorkDir is where process functions' zips are unpacked
+	// (os.TempDir() when empty).
+	WorkDir string
+	// Endpoint, when set, is given to process functions as
+	// AWS_ENDPOINT_URL so that AWS SDKs inside them call runnel.
+	Endpoint string
+}
+
+// Handler is the endpoint: an http.Handler for the APIs it was made for
+// (NewHandler, NewLambdaHandler, NewEndpoint). It is safe for concurrent
+// use. Close stops the process functions it started.
+type Handler struct {
+	rn    *runnel.Runnel
+	opts  Options
+	lopts LambdaOptions
+	// json serves Kinesis, SQS and DynamoDB; lambda serves the Lambda
+	// REST API (on mux).
+	json, lambda bool
+	mux          *http.ServeMux
+	// fnMu serializes the Lambda calls that create, change or delete
+	// functions.
+	fnMu sync.Mutex
+	// procs are the process functions this Handler started.
+	procs processFunctions
+}
+
+// NewHandler returns the Kinesis, SQS and DynamoDB APIs for rn. It serves
+// whatever protocol its server speaks; serve it with NewServer (or set
+// Protocols as NewServer does) to accept HTTP/1.1 and cleartext HTTP/2 on
+// one port.
+func NewHandler(rn *runnel.Runnel, opts Options) *Handler {
+	return newHandler(rn, opts, LambdaOptions{}, true, false)
+}
+
+// NewLambdaHandler returns the Lambda REST API for rn (paths
+// /2015-03-31/functions..., /2017-10-31/.../concurrency,
+// /2019-09-25/.../event-invoke-config, /2015-03-31/event-source-mappings).
+// It first restores the process functions whose code is stored
+// (RestoreProcessFunctions); failures are logged. Close it at shutdown.
+func NewLambdaHandler(rn *runnel.Runnel, opts LambdaOptions) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = rn.Engine.Logger
+	}
+	return newHandler(rn, Options{}, opts, false, true)
+}
 
 // NewEndpoint is the whole AWS-compatible endpoint on one address: the
-// Lambda REST API (by path, NewLambdaHandler) and the Kinesis and SQS APIs
-// (by X-Amz-Target or Action, NewHandler). This is what `runnel serve
-// --aws` serves.
-func NewEndpoint(rn *runnel.Runnel, opts Options, lopts LambdaOptions) http.Handler {
-	api := NewHandler(rn, opts)
+// Lambda REST API (by path, as NewLambdaHandler) and the Kinesis, SQS and
+// DynamoDB APIs (by X-Amz-Target or Action, as NewHandler). This is what
+// `runnel serve --aws` serves. Close it at shutdown.
+func NewEndpoint(rn *runnel.Runnel, opts Options, lopts LambdaOptions) *Handler {
 	if lopts.Logger == nil {
 		lopts.Logger = opts.Logger
 	}
-	lambda := NewLambdaHandler(rn, lopts)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, p := range lambdaPrefixes {
-			if strings.HasPrefix(r.URL.Path, p) {
-				lambda.ServeHTTP(w, r)
-				return
-			}
+	if lopts.Logger == nil {
+		lopts.Logger = rn.Engine.Logger
+	}
+	return newHandler(rn, opts, lopts, true, true)
+}
+
+func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lambda bool) *Handler {
+	if opts.Region == "" {
+		opts.Region = rn.Engine.Region()
+	}
+	if opts.AccountID == "" {
+		opts.AccountID = rn.Engine.AccountID()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{rn: rn, opts: opts, lopts: lopts, json: json, lambda: lambda}
+	if lambda {
+		h.mux = h.lambdaMux()
+		if err := h.RestoreProcessFunctions(context.Background()); err != nil {
+			lopts.Logger.Error("lambda api: restoring process functions", "err", err)
 		}
-		api.ServeHTTP(w, r)
-	})
+	}
+	return h
+}
+
+// Close stops the execution environments of the process functions this
+// Handler started. Their handlers stay registered: a later invocation
+// fails until RestoreProcessFunctions (or a new Handler) restores them.
+func (h *Handler) Close() { h.procs.closeAll() }
+
+// Protocols returns HTTP/1.1 plus cleartext HTTP/2 with prior knowledge
+// (h2c, what the AWS SDK for JavaScript v3 and other HTTP/2 clients send to
+// an http:// endpoint). net/http serves both on one listener since Go
+// 1.24, so golang.org/x/net/http2/h2c is not needed; the HTTP/1.1
+// "Upgrade: h2c" dance is not supported (no AWS client uses it).
+func Protocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
+// NewServer returns an http.Server for the endpoint on addr, speaking
+// HTTP/1.1 and h2c.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, Protocols: Protocols(), ReadHeaderTimeout: 30 * time.Second}
 }

@@ -43,9 +43,10 @@ func TestLambdaProcessFunctionFedByAQueue(t *testing.T) {
 	zipFile := buildBootstrap(t, "./awsapi/testdata/sqsfail")
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
-	srv := httptest.NewServer(awsapi.NewEndpoint(rn, awsapi.Options{}, awsapi.LambdaOptions{WorkDir: t.TempDir()}))
+	ep := awsapi.NewEndpoint(rn, awsapi.Options{}, awsapi.LambdaOptions{WorkDir: t.TempDir()})
+	srv := httptest.NewServer(ep)
 	t.Cleanup(srv.Close)
-	t.Cleanup(awsapi.CloseProcessFunctions)
+	t.Cleanup(ep.Close)
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
 	lc, sc := lambda.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 

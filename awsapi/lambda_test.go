@@ -33,16 +33,20 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-// lambdaEndpoint serves rn's Lambda API on httptest and returns a client.
-func lambdaEndpoint(t *testing.T, rn *runnel.Runnel) *lambda.Client {
+// lambdaEndpoint serves rn's Lambda API on httptest and returns a client;
+// the handler's process functions are stopped at the end of the test (or
+// by calling its Close).
+func lambdaEndpoint(t *testing.T, rn *runnel.Runnel) (*lambda.Client, *awsapi.Handler) {
 	t.Helper()
-	srv := httptest.NewServer(awsapi.NewLambdaHandler(rn, awsapi.LambdaOptions{WorkDir: t.TempDir()}))
+	h := awsapi.NewLambdaHandler(rn, awsapi.LambdaOptions{WorkDir: t.TempDir()})
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	t.Cleanup(h.Close)
 	return lambda.NewFromConfig(aws.Config{
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("a", "b", ""),
 		BaseEndpoint: aws.String(srv.URL),
-	})
+	}), h
 }
 
 // lambdaMust returns v, or panics (failing the test with a stack) on err.
@@ -68,7 +72,7 @@ func wantLambdaErr[E error](t *testing.T, err error, substr string) {
 func TestLambdaInProcessFunction(t *testing.T) {
 	ctx := context.Background()
 	rn := testenv.Start(t, testenv.Options{})
-	lc := lambdaEndpoint(t, rn)
+	lc, _ := lambdaEndpoint(t, rn)
 	var calls atomic.Int64
 	function.Register("lambdatest-echo", func(ctx context.Context, ev json.RawMessage) (any, error) {
 		calls.Add(1)
@@ -197,7 +201,7 @@ func TestLambdaInProcessFunction(t *testing.T) {
 func TestLambdaEventSourceMappings(t *testing.T) {
 	ctx := context.Background()
 	rn := testenv.Start(t, testenv.Options{})
-	lc := lambdaEndpoint(t, rn)
+	lc, _ := lambdaEndpoint(t, rn)
 	var mu sync.Mutex
 	var seen []string
 	function.Register("lambdatest-kinesis", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
@@ -386,8 +390,7 @@ func TestLambdaProcessFunction(t *testing.T) {
 	poisonZip := buildBootstrap(t, "./awsapi/testdata/poison")
 	dataDir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dataDir})
-	lc := lambdaEndpoint(t, rn)
-	t.Cleanup(awsapi.CloseProcessFunctions)
+	lc, lh := lambdaEndpoint(t, rn)
 
 	// The echo function: RequestResponse, function error, UpdateFunctionCode.
 	cf := lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{
@@ -493,10 +496,10 @@ func TestLambdaProcessFunction(t *testing.T) {
 	}
 
 	// The code survives a restart.
-	awsapi.CloseProcessFunctions()
+	lh.Close()
 	rn.Close()
 	rn2 := testenv.Start(t, testenv.Options{Dir: dataDir})
-	lc2 := lambdaEndpoint(t, rn2)
+	lc2, _ := lambdaEndpoint(t, rn2)
 	out = lambdaMust(lc2.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("lam-proc-echo"), Payload: []byte(`{"op":"echo"}`)}))
 	if out.FunctionError != nil || json.Unmarshal(out.Payload, &echo) != nil || echo.Env["MY_VAR"] != "v2" {
 		t.Fatalf("Invoke after restart: %v %s", aws.ToString(out.FunctionError), out.Payload)

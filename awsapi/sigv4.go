@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/runnel-dev/runnel/awserr"
 )
 
 // maxClockSkew is how far a request's X-Amz-Date may be from now, as AWS
@@ -50,40 +51,49 @@ func parseAuthorization(h string) (sigV4, bool) {
 	return s, s.accessKey != "" && s.signature != "" && len(s.signedHeaders) > 0
 }
 
-// authError is the error for a refused signature, in the service's terms.
-func authError(p protocol, kind, msg string) *apiError {
-	if p == protoKinesis {
-		code := map[string]string{"missing": "MissingAuthenticationTokenException", "key": "UnrecognizedClientException", "sig": "InvalidSignatureException"}[kind]
-		return &apiError{status: 400, code: code, message: msg}
+// authFailure is why a signature is refused.
+type authFailure int
+
+const (
+	authMissing authFailure = iota // no Authorization header
+	authKey                        // an access key not in Options.Auth
+	authSig                        // a signature that does not match
+)
+
+// authError is the error for a refused signature, in the service's
+// words: the JSON APIs' (Kinesis, DynamoDB) or SQS's.
+func authError(p protocol, why authFailure, msg string) *awserr.Error {
+	errs := [...]*awserr.Error{awserr.ErrMissingAuthenticationToken, awserr.ErrUnrecognizedClient, awserr.ErrInvalidSignature}
+	if p == protoSQSJSON || p == protoSQSQuery {
+		errs = [...]*awserr.Error{awserr.ErrSQSMissingAuthenticationToken, awserr.ErrInvalidClientTokenID, awserr.ErrSignatureDoesNotMatch}
 	}
-	code := map[string]string{"missing": "MissingAuthenticationToken", "key": "InvalidClientTokenId", "sig": "SignatureDoesNotMatch"}[kind]
-	return &apiError{status: 403, code: code, message: msg}
+	return awserr.New(errs[why], "%s", msg)
 }
 
 // verify checks the request's SigV4 signature against opts.Auth: it signs
 // a copy of the request holding only the headers the client signed, with
 // the secret of the client's access key, using aws-sdk-go-v2's signer, and
 // compares the signatures.
-func (h *Handler) verify(r *http.Request, body []byte, p protocol) *apiError {
+func (h *Handler) verify(r *http.Request, body []byte, p protocol) error {
 	authz := r.Header.Get("Authorization")
 	if authz == "" {
-		return authError(p, "missing", "Request is missing Authentication Token")
+		return authError(p, authMissing, "Request is missing Authentication Token")
 	}
 	sig, ok := parseAuthorization(authz)
 	if !ok {
-		return authError(p, "sig", "Authorization header is not a valid AWS4-HMAC-SHA256 signature.")
+		return authError(p, authSig, "Authorization header is not a valid AWS4-HMAC-SHA256 signature.")
 	}
 	secret, ok := h.opts.Auth[sig.accessKey]
 	if !ok {
-		return authError(p, "key", "The security token included in the request is invalid.")
+		return authError(p, authKey, "The security token included in the request is invalid.")
 	}
 	amzDate := r.Header.Get("X-Amz-Date")
 	t, err := time.Parse("20060102T150405Z", amzDate)
 	if err != nil || !strings.HasPrefix(amzDate, sig.date) {
-		return authError(p, "sig", "X-Amz-Date is missing or does not match the credential scope.")
+		return authError(p, authSig, "X-Amz-Date is missing or does not match the credential scope.")
 	}
 	if d := time.Since(t); d > maxClockSkew || d < -maxClockSkew {
-		return authError(p, "sig", "Signature expired: "+amzDate+" is more than 15 minutes from the server's time.")
+		return authError(p, authSig, "Signature expired: "+amzDate+" is more than 15 minutes from the server's time.")
 	}
 	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
 	if payloadHash == "" {
@@ -96,7 +106,7 @@ func (h *Handler) verify(r *http.Request, body []byte, p protocol) *apiError {
 	}
 	cp, err := http.NewRequest(r.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
-		return authError(p, "sig", "request URL: "+err.Error())
+		return authError(p, authSig, "request URL: "+err.Error())
 	}
 	cp.Host = r.Host
 	cp.ContentLength = 0
@@ -113,11 +123,11 @@ func (h *Handler) verify(r *http.Request, body []byte, p protocol) *apiError {
 	}
 	creds := aws.Credentials{AccessKeyID: sig.accessKey, SecretAccessKey: secret, SessionToken: cp.Header.Get("X-Amz-Security-Token")}
 	if err := v4.NewSigner().SignHTTP(r.Context(), creds, cp, payloadHash, sig.service, sig.region, t); err != nil {
-		return authError(p, "sig", "signing: "+err.Error())
+		return authError(p, authSig, "signing: "+err.Error())
 	}
 	want, ok := parseAuthorization(cp.Header.Get("Authorization"))
 	if !ok || !hmac.Equal([]byte(want.signature), []byte(sig.signature)) {
-		return authError(p, "sig", "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.")
+		return authError(p, authSig, "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.")
 	}
 	return nil
 }

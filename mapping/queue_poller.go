@@ -112,11 +112,7 @@ func (s *Service) validateQueue(ctx context.Context, cfg *Config) error {
 		return err
 	}
 	if err := cfg.validateQueue(attrs["FifoQueue"] == "true"); err != nil {
-		var ae *awserr.Error
-		if !errors.As(err, &ae) {
-			return invalid("%s", err.Error())
-		}
-		return err
+		return err // an *awserr.Error, filter errors too
 	}
 	fn, err := s.functions.GetFunction(cfg.FunctionName)
 	if err != nil {

@@ -665,7 +665,7 @@ func TestQueueBadParametersAreRefusedNamingTheField(t *testing.T) {
 		}, awserr.ErrInvalidParameterValue, "FilterCriteria.Filters[0]"},
 		{"unknown function", func(c *mapping.Config) { c.FunctionName = "nope" }, awserr.ErrResourceNotFound, "nope"},
 		{"a function whose handler takes only Kinesis events", func(c *mapping.Config) { c.FunctionName = kinesisOnly.name }, awserr.ErrInvalidParameterValue, "FunctionName"},
-		{"unknown queue", func(c *mapping.Config) { c.EventSourceArn = rn.Queues.ARN("nope") }, queue.ErrQueueDoesNotExist, "nope"},
+		{"unknown queue", func(c *mapping.Config) { c.EventSourceArn = rn.Queues.ARN("nope") }, awserr.ErrQueueDoesNotExist, "nope"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

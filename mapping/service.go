@@ -31,9 +31,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,12 +237,7 @@ func (s *Service) validate(ctx context.Context, cfg *Config) error {
 		return s.validateQueue(ctx, cfg)
 	}
 	if err := cfg.Validate(); err != nil {
-		var ae *awserr.Error
-		if !errors.As(err, &ae) {
-			// filter errors carry their own text; give them AWS's code.
-			return awserr.New(awserr.ErrInvalidParameterValue, "%s", strings.TrimPrefix(err.Error(), "InvalidParameterValueException: "))
-		}
-		return err
+		return err // an *awserr.Error, filter errors too
 	}
 	kind := function.EventKinesis
 	if cfg.sourceKind() == sourceDynamoDB {

@@ -122,7 +122,9 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-func (c *Config) setDefaults() {
+// WithDefaults returns a copy of c with every zero field set to its
+// default (see each field).
+func (c Config) WithDefaults() Config {
 	if c.Interval == 0 {
 		c.Interval = 10 * time.Second
 	}
@@ -144,12 +146,13 @@ func (c *Config) setDefaults() {
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
 	}
+	return c
 }
 
-// Validate applies the defaults and checks the thresholds, the interval,
-// the pattern and the webhook URL.
-func (c *Config) Validate() error {
-	c.setDefaults()
+// Validate checks the thresholds, the interval, the pattern and the
+// webhook URL of c with its defaults applied; c itself is not changed.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	switch {
 	case c.Interval < 0:
 		return fmt.Errorf("alarm interval: %v must be positive", c.Interval)
@@ -200,6 +203,7 @@ type Alarms struct {
 // NewAlarms validates cfg and returns the alarms of rn; call Run (or
 // Evaluate) to evaluate them.
 func NewAlarms(rn *runnel.Runnel, cfg Config) (*Alarms, error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	var c observe.Config
+	c := observe.Config{}.WithDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -524,10 +524,10 @@ func writeError(rw http.ResponseWriter, status int, err error) {
 
 func errorStatus(err error) int {
 	switch {
-	case errors.Is(err, queue.ErrQueueDoesNotExist), errors.Is(err, awserr.ErrResourceNotFound):
+	case errors.Is(err, awserr.ErrQueueDoesNotExist), errors.Is(err, awserr.ErrResourceNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, awserr.ErrInvalidParameterValue), errors.Is(err, queue.ErrInvalidParameterValue),
-		errors.Is(err, queue.ErrUnsupportedOperation):
+	case errors.Is(err, awserr.ErrInvalidParameterValue), errors.Is(err, awserr.ErrSQSInvalidParameterValue),
+		errors.Is(err, awserr.ErrUnsupportedOperation):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

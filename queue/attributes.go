@@ -138,19 +138,19 @@ func validateAttributes(attrs map[string]string, fifo, creating bool) (map[strin
 		v := attrs[name]
 		spec, ok := attrSpecs[name]
 		if !ok {
-			return nil, awserr.New(ErrInvalidAttributeName, "Unknown Attribute %s.", name)
+			return nil, awserr.New(awserr.ErrInvalidAttributeName, "Unknown Attribute %s.", name)
 		}
 		if spec.fifoOnly && !fifo {
-			return nil, awserr.New(ErrInvalidAttributeName, "Unknown Attribute %s: it applies to FIFO queues only.", name)
+			return nil, awserr.New(awserr.ErrInvalidAttributeName, "Unknown Attribute %s: it applies to FIFO queues only.", name)
 		}
 		if spec.createOnly && !creating {
-			return nil, awserr.New(ErrInvalidAttributeName, "Attribute %s can only be set when the queue is created.", name)
+			return nil, awserr.New(awserr.ErrInvalidAttributeName, "Attribute %s can only be set when the queue is created.", name)
 		}
 		switch {
 		case spec.parse != nil:
 			n, err := spec.parse(v)
 			if err != nil {
-				return nil, awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter %s. Reason: %v", name, err)
+				return nil, awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter %s. Reason: %v", name, err)
 			}
 			v = n
 		case spec.enum != nil:
@@ -162,12 +162,12 @@ func validateAttributes(attrs map[string]string, fifo, creating bool) (map[strin
 				found = found || e == v
 			}
 			if !found {
-				return nil, awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter %s: %q must be one of %s.", name, v, strings.Join(spec.enum, ", "))
+				return nil, awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter %s: %q must be one of %s.", name, v, strings.Join(spec.enum, ", "))
 			}
 		case spec.min != 0 || spec.max != 0:
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < spec.min || n > spec.max {
-				return nil, awserr.OutOfRange(ErrInvalidAttributeValue, name, v, spec.min, spec.max)
+				return nil, awserr.OutOfRange(awserr.ErrInvalidAttributeValue, name, v, spec.min, spec.max)
 			}
 			v = strconv.Itoa(n)
 		}

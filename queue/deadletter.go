@@ -23,13 +23,13 @@ import (
 // copy can't be stored, the message stays in flight in the queue, its
 // visibility timeout unchanged.
 //
-// Errors: ErrReceiptHandleIsInvalid for a malformed handle, a handle of
+// Errors: awserr.ErrReceiptHandleIsInvalid for a malformed handle, a handle of
 // another queue or of an earlier receive, or a message that is gone;
-// ErrMessageNotInflight when its visibility timeout has ended (or another
-// move of it is under way); ErrUnsupportedOperation, naming RedrivePolicy,
+// awserr.ErrMessageNotInflight when its visibility timeout has ended (or another
+// move of it is under way); awserr.ErrUnsupportedOperation, naming RedrivePolicy,
 // when the queue has none or its dead-letter queue can't take the message
 // (gone, of the other type, or its RedriveAllowPolicy refuses the queue);
-// ErrQueueDoesNotExist; ErrInternal when JetStream failed (the call may
+// awserr.ErrQueueDoesNotExist; awserr.ErrInternal when JetStream failed (the call may
 // be retried with the same handle if the message is still in flight).
 func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHandle string) error {
 	q, err := s.queue(ctx, queueURL)
@@ -48,13 +48,13 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 			return nil, err
 		}
 		if m == nil {
-			return nil, awserr.New(ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist.", receiptHandle)
+			return nil, awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist.", receiptHandle)
 		}
 		if m.nonce != rc.nonce {
-			return nil, awserr.New(ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", receiptHandle)
+			return nil, awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", receiptHandle)
 		}
 		if m.st != stInflight {
-			return nil, awserr.New(ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired, or it is being moved.", receiptHandle)
+			return nil, awserr.New(awserr.ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired, or it is being moved.", receiptHandle)
 		}
 		return m, nil
 	}
@@ -70,7 +70,7 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 	}
 	dlq, reason := s.deadLetterQueue(ctx, q)
 	if dlq == nil {
-		return awserr.New(ErrUnsupportedOperation, "Cannot move the message of %s to a dead-letter queue: the queue's RedrivePolicy gives none it can use (%s).", q.name, reason)
+		return awserr.New(awserr.ErrUnsupportedOperation, "Cannot move the message of %s to a dead-letter queue: the queue's RedrivePolicy gives none it can use (%s).", q.name, reason)
 	}
 
 	// Set the message aside: invisible, out of the timer heap, counted in
@@ -97,7 +97,7 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 	}
 	if p == nil {
 		if p, err = q.fetchPayload(ctx, m); err != nil {
-			return fail(awserr.New(ErrInternal, "read message %s: %v", m.id, err))
+			return fail(awserr.New(awserr.ErrInternal, "read message %s: %v", m.id, err))
 		}
 	}
 	now := s.eng.Clock.Now().UnixMilli()

@@ -40,10 +40,10 @@ type BatchOutput struct {
 // returns once the deletion is stored. On a standard queue any receipt
 // handle the message was ever received with deletes it, even while
 // another receive holds it; on a FIFO queue only the latest handle, and
-// only while the message is in flight (ErrReceiptHandleIsInvalid: "The
+// only while the message is in flight (awserr.ErrReceiptHandleIsInvalid: "The
 // receipt handle has expired"). Deleting a message that is already gone
 // succeeds. A malformed handle, or one of another queue, is
-// ErrReceiptHandleIsInvalid.
+// awserr.ErrReceiptHandleIsInvalid.
 func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle string) error {
 	out, err := s.DeleteMessageBatch(ctx, queueURL, []DeleteMessageBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle}})
 	return firstFailure(out, err)
@@ -73,7 +73,7 @@ func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entri
 			continue // already gone: deleting again succeeds
 		}
 		if q.fifo && (m.nonce != rc.nonce || m.st != stInflight) {
-			errs[i] = awserr.New(ErrReceiptHandleIsInvalid, "The receipt handle has expired.")
+			errs[i] = awserr.New(awserr.ErrReceiptHandleIsInvalid, "The receipt handle has expired.")
 			continue
 		}
 		recs[i] = m.rec
@@ -90,7 +90,7 @@ func durable(ctx context.Context, futs []jetstream.PubAckFuture, err error) erro
 		err = waitAcks(ctx, futs)
 	}
 	if err != nil {
-		return awserr.New(ErrInternal, "the change was not stored: %v", err)
+		return awserr.New(awserr.ErrInternal, "the change was not stored: %v", err)
 	}
 	return nil
 }
@@ -117,10 +117,10 @@ func batchOutput[E any](entries []E, ids []string, errs []error, recs []*record,
 // in-flight message to visibilityTimeout seconds from now
 // (API_ChangeMessageVisibility); 0 makes it visible at once. The timeout
 // may not end more than 12 hours (MaxVisibilityTimeout) after the receive
-// that issued the handle (ErrInvalidParameterValue). Errors:
-// ErrReceiptHandleIsInvalid for a malformed handle, a handle of another
+// that issued the handle (awserr.ErrSQSInvalidParameterValue). Errors:
+// awserr.ErrReceiptHandleIsInvalid for a malformed handle, a handle of another
 // queue, a handle of an earlier receive, or a message that is gone;
-// ErrMessageNotInflight when the message's visibility timeout already
+// awserr.ErrMessageNotInflight when the message's visibility timeout already
 // ended.
 func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receiptHandle string, visibilityTimeout int) error {
 	out, err := s.ChangeMessageVisibilityBatch(ctx, queueURL, []ChangeMessageVisibilityBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle, VisibilityTimeout: visibilityTimeout}})
@@ -144,24 +144,24 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 	for i, e := range entries {
 		errs[i] = func() error {
 			if e.VisibilityTimeout < 0 || e.VisibilityTimeout > MaxVisibilityTimeout {
-				return awserr.New(ErrInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d.", e.VisibilityTimeout, MaxVisibilityTimeout)
+				return awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d.", e.VisibilityTimeout, MaxVisibilityTimeout)
 			}
 			m, rc, err := q.lookup(e.ReceiptHandle)
 			if err != nil {
 				return err
 			}
 			if m == nil {
-				return awserr.New(ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.ReceiptHandle)
+				return awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.ReceiptHandle)
 			}
 			if m.nonce != rc.nonce {
-				return awserr.New(ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", e.ReceiptHandle)
+				return awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", e.ReceiptHandle)
 			}
 			if m.st != stInflight {
-				return awserr.New(ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired.", e.ReceiptHandle)
+				return awserr.New(awserr.ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired.", e.ReceiptHandle)
 			}
 			vis := now + int64(e.VisibilityTimeout)*1000
 			if vis-m.receivedAt > int64(MaxVisibilityTimeout)*1000 {
-				return awserr.New(ErrInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds].", e.VisibilityTimeout, MaxVisibilityTimeout)
+				return awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds].", e.VisibilityTimeout, MaxVisibilityTimeout)
 			}
 			m.visibleAt = vis
 			if e.VisibilityTimeout == 0 {
@@ -183,7 +183,7 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 // PurgeQueue deletes every message of the queue, in flight or not
 // (API_PurgeQueue). Messages sent while it runs may be deleted too. A
 // second purge within PurgeInterval (60 s, engine clock) is
-// ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
+// awserr.ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
 func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	}
 	now := s.eng.Clock.Now()
 	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
-		return awserr.New(ErrPurgeQueueInProgress, "Only one PurgeQueue operation on %s is allowed every %d seconds.", q.name, int(PurgeInterval/time.Second))
+		return awserr.New(awserr.ErrPurgeQueueInProgress, "Only one PurgeQueue operation on %s is allowed every %d seconds.", q.name, int(PurgeInterval/time.Second))
 	}
 	// Sends publish under q.mu, so once the pending ones are answered the
 	// stream holds exactly what the purge must remove.
@@ -208,7 +208,7 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 		}
 	}
 	if err := q.js.Purge(ctx); err != nil {
-		return awserr.New(ErrInternal, "purge %s: %v", q.name, err)
+		return awserr.New(awserr.ErrInternal, "purge %s: %v", q.name, err)
 	}
 	for _, rec := range q.records {
 		rec.purged = true

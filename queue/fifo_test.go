@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/queue"
 )
 
@@ -130,17 +131,17 @@ func TestFIFOGroups(t *testing.T) {
 		}},
 		{"FIFO queues refuse a message's DelaySeconds and need a MessageGroupId", func(t *testing.T, e *env, url string) {
 			_, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "x", DelaySeconds: ptr(5)})
-			wantErr(t, err, queue.ErrInvalidParameterValue, "DelaySeconds")
+			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "DelaySeconds")
 			_, err = e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "x", MessageDeduplicationId: "x"})
-			wantErr(t, err, queue.ErrMissingParameter, "MessageGroupId")
+			wantErr(t, err, awserr.ErrMissingParameter, "MessageGroupId")
 		}},
 		{"on a FIFO queue an expired receipt handle does not delete", func(t *testing.T, e *env, url string) {
 			e.sendG(url, "A", "a1")
 			m := e.receive(url, queue.ReceiveMessageInput{})
 			e.clock.Advance(30 * time.Second)
-			wantErr(t, e.svc.DeleteMessage(e.ctx, url, m[0].ReceiptHandle), queue.ErrReceiptHandleIsInvalid)
+			wantErr(t, e.svc.DeleteMessage(e.ctx, url, m[0].ReceiptHandle), awserr.ErrReceiptHandleIsInvalid)
 			again := e.receive(url, queue.ReceiveMessageInput{})
-			wantErr(t, e.svc.DeleteMessage(e.ctx, url, m[0].ReceiptHandle), queue.ErrReceiptHandleIsInvalid)
+			wantErr(t, e.svc.DeleteMessage(e.ctx, url, m[0].ReceiptHandle), awserr.ErrReceiptHandleIsInvalid)
 			e.delete(url, again[0].ReceiptHandle)
 		}},
 	}
@@ -235,7 +236,7 @@ func TestFIFODeduplication(t *testing.T) {
 		}},
 		{"without an id or ContentBasedDeduplication the send is refused", fifoAttrs(), func(t *testing.T, e *env, url string) {
 			_, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "x", MessageGroupId: "g"})
-			wantErr(t, err, queue.ErrInvalidParameterValue, "ContentBasedDeduplication")
+			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "ContentBasedDeduplication")
 		}},
 		{"DeduplicationScope messageGroup deduplicates within a group only", fifoAttrs("DeduplicationScope", "messageGroup", "FifoThroughputLimit", "perMessageGroupId"), func(t *testing.T, e *env, url string) {
 			e.sendIn(url, queue.SendMessageInput{MessageBody: "a", MessageGroupId: "g1", MessageDeduplicationId: "d"})

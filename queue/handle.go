@@ -31,7 +31,7 @@ func encodeReceipt(queueID string, n uint64, idx uint8, nonce uint64) string {
 }
 
 func decodeReceipt(h string) (receipt, error) {
-	bad := awserr.New(ErrReceiptHandleIsInvalid, "The input receipt handle %q is not a valid receipt handle.", h)
+	bad := awserr.New(awserr.ErrReceiptHandleIsInvalid, "The input receipt handle %q is not a valid receipt handle.", h)
 	b, err := base64.RawURLEncoding.DecodeString(h)
 	if err != nil || len(b) < 1 || b[0] != receiptV1 {
 		return receipt{}, bad
@@ -49,7 +49,7 @@ func decodeReceipt(h string) (receipt, error) {
 }
 
 // lookup resolves a receipt handle of queue q to its message: nil (and no
-// error) if the message is gone, ErrReceiptHandleIsInvalid if the handle
+// error) if the message is gone, awserr.ErrReceiptHandleIsInvalid if the handle
 // is malformed or belongs to another queue. Under q.mu.
 func (q *queue) lookup(handle string) (*message, receipt, error) {
 	rc, err := decodeReceipt(handle)
@@ -57,14 +57,14 @@ func (q *queue) lookup(handle string) (*message, receipt, error) {
 		return nil, rc, err
 	}
 	if rc.queueID != q.id {
-		return nil, rc, awserr.New(ErrReceiptHandleIsInvalid, "The receipt handle %q does not belong to queue %s.", handle, q.name)
+		return nil, rc, awserr.New(awserr.ErrReceiptHandleIsInvalid, "The receipt handle %q does not belong to queue %s.", handle, q.name)
 	}
 	rec := q.records[rc.n]
 	if rec == nil {
 		return nil, rc, nil
 	}
 	if int(rc.idx) >= len(rec.msgs) {
-		return nil, rc, awserr.New(ErrReceiptHandleIsInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
+		return nil, rc, awserr.New(awserr.ErrReceiptHandleIsInvalid, "The input receipt handle %q is not a valid receipt handle.", handle)
 	}
 	m := rec.msgs[rc.idx]
 	if m.st == stDeleted || m.st == stPending {

@@ -163,39 +163,39 @@ const MaxMessageAttributes = 10
 // bytes they count towards the message size (names, data types, values).
 func validateMessageAttributes(attrs map[string]MessageAttributeValue) (int, error) {
 	if len(attrs) > MaxMessageAttributes {
-		return 0, awserr.New(ErrInvalidParameterValue, "Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
+		return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
 	}
 	size := 0
 	for name, v := range attrs {
 		lower := strings.ToLower(name)
 		if !attrNameRE.MatchString(name) || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") ||
 			strings.Contains(name, "..") || strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon.") {
-			return 0, awserr.New(ErrInvalidParameterValue, "Message attribute name '%s' is invalid: 1..256 characters of [a-zA-Z0-9_.-], no leading, trailing or doubled '.', no 'AWS.' or 'Amazon.' prefix.", name)
+			return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "Message attribute name '%s' is invalid: 1..256 characters of [a-zA-Z0-9_.-], no leading, trailing or doubled '.', no 'AWS.' or 'Amazon.' prefix.", name)
 		}
 		if !dataTypeRE.MatchString(v.DataType) {
-			return 0, awserr.New(ErrInvalidParameterValue, "The message attribute '%s' has an invalid message attribute type '%s': String, Number or Binary, optionally with a '.label' suffix.", name, v.DataType)
+			return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "The message attribute '%s' has an invalid message attribute type '%s': String, Number or Binary, optionally with a '.label' suffix.", name, v.DataType)
 		}
 		if len(v.StringListValues) > 0 || len(v.BinaryListValues) > 0 {
-			return 0, awserr.New(ErrInvalidParameterValue, "Message attribute '%s': StringListValues and BinaryListValues are not implemented.", name)
+			return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "Message attribute '%s': StringListValues and BinaryListValues are not implemented.", name)
 		}
 		size += len(name) + len(v.DataType)
 		if strings.HasPrefix(v.DataType, "Binary") {
 			if len(v.BinaryValue) == 0 {
-				return 0, awserr.New(ErrInvalidParameterValue, "The message attribute '%s' with type 'Binary' must use field 'BinaryValue'.", name)
+				return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "The message attribute '%s' with type 'Binary' must use field 'BinaryValue'.", name)
 			}
 			size += len(v.BinaryValue)
 			continue
 		}
 		if v.StringValue == nil || *v.StringValue == "" {
-			return 0, awserr.New(ErrInvalidParameterValue, "The message attribute '%s' must contain a non-empty value of message attribute type '%s'.", name, v.DataType)
+			return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "The message attribute '%s' must contain a non-empty value of message attribute type '%s'.", name, v.DataType)
 		}
 		s := *v.StringValue
 		if strings.HasPrefix(v.DataType, "Number") {
 			if _, err := strconv.ParseFloat(s, 64); err != nil {
-				return 0, awserr.New(ErrInvalidParameterValue, "Could not cast message attribute '%s' value to number.", name)
+				return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "Could not cast message attribute '%s' value to number.", name)
 			}
 		} else if !validChars(s) {
-			return 0, awserr.New(ErrInvalidMessageContents, "Message attribute '%s' contains characters outside the allowed set.", name)
+			return 0, awserr.New(awserr.ErrInvalidMessageContents, "Message attribute '%s' contains characters outside the allowed set.", name)
 		}
 		size += len(s)
 	}

@@ -77,24 +77,24 @@ const maxTasksListed = 10
 // FAILED (what it moved stays moved).
 //
 // Errors: awserr.ErrResourceNotFound for a source or destination that does
-// not exist; ErrUnsupportedOperation when the source is no queue's
+// not exist; awserr.ErrUnsupportedOperation when the source is no queue's
 // dead-letter queue or already has a running task;
-// ErrInvalidParameterValue for a rate outside 1..500, a destination equal
+// awserr.ErrSQSInvalidParameterValue for a rate outside 1..500, a destination equal
 // to the source or of the other queue type.
 func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinationArn string, maxPerSecond int) (string, error) {
 	srcName, ok := NameFromARN(sourceArn)
 	if !ok {
-		return "", awserr.New(ErrInvalidParameterValue, "Value %s for parameter SourceArn is invalid. Reason: not an SQS queue ARN.", sourceArn)
+		return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter SourceArn is invalid. Reason: not an SQS queue ARN.", sourceArn)
 	}
 	if maxPerSecond == 0 {
 		maxPerSecond = MaxMoveTaskRate
 	}
 	if maxPerSecond < 1 || maxPerSecond > MaxMoveTaskRate {
-		return "", awserr.OutOfRange(ErrInvalidParameterValue, "MaxNumberOfMessagesPerSecond", maxPerSecond, 1, MaxMoveTaskRate)
+		return "", awserr.OutOfRange(awserr.ErrSQSInvalidParameterValue, "MaxNumberOfMessagesPerSecond", maxPerSecond, 1, MaxMoveTaskRate)
 	}
 	src, err := s.queue(ctx, sourceArn)
 	if err != nil {
-		if errors.Is(err, ErrQueueDoesNotExist) {
+		if errors.Is(err, awserr.ErrQueueDoesNotExist) {
 			return "", awserr.New(awserr.ErrResourceNotFound, "The resource that you specified for the SourceArn parameter doesn't exist: %s.", sourceArn)
 		}
 		return "", err
@@ -104,25 +104,25 @@ func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinati
 		return "", err
 	}
 	if !isDLQ {
-		return "", awserr.New(ErrUnsupportedOperation, "Source queue %s must be configured as a dead-letter queue of another queue.", srcName)
+		return "", awserr.New(awserr.ErrUnsupportedOperation, "Source queue %s must be configured as a dead-letter queue of another queue.", srcName)
 	}
 	if destinationArn != "" {
 		dstName, ok := NameFromARN(destinationArn)
 		if !ok {
-			return "", awserr.New(ErrInvalidParameterValue, "Value %s for parameter DestinationArn is invalid. Reason: not an SQS queue ARN.", destinationArn)
+			return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter DestinationArn is invalid. Reason: not an SQS queue ARN.", destinationArn)
 		}
 		if dstName == srcName {
-			return "", awserr.New(ErrInvalidParameterValue, "Value %s for parameter DestinationArn is invalid. Reason: the destination is the source.", destinationArn)
+			return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter DestinationArn is invalid. Reason: the destination is the source.", destinationArn)
 		}
 		dst, err := s.queue(ctx, destinationArn)
 		if err != nil {
-			if errors.Is(err, ErrQueueDoesNotExist) {
+			if errors.Is(err, awserr.ErrQueueDoesNotExist) {
 				return "", awserr.New(awserr.ErrResourceNotFound, "The resource that you specified for the DestinationArn parameter doesn't exist: %s.", destinationArn)
 			}
 			return "", err
 		}
 		if dst.fifo != src.fifo {
-			return "", awserr.New(ErrInvalidParameterValue, "Value %s for parameter DestinationArn is invalid. Reason: the destination must be a %s queue like the source.", destinationArn, kind(src.fifo))
+			return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter DestinationArn is invalid. Reason: the destination must be a %s queue like the source.", destinationArn, kind(src.fifo))
 		}
 	}
 	src.mu.Lock()
@@ -144,12 +144,12 @@ func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinati
 	for _, o := range s.bySrc[srcName] {
 		if o.snapshot().Status == MoveTaskRunning {
 			s.mu.Unlock()
-			return "", awserr.New(ErrUnsupportedOperation, "A message move task is already running on %s; there can be only one per queue.", srcName)
+			return "", awserr.New(awserr.ErrUnsupportedOperation, "A message move task is already running on %s; there can be only one per queue.", srcName)
 		}
 	}
 	if s.bg.Err() != nil {
 		s.mu.Unlock()
-		return "", awserr.New(ErrInternal, "the queue service is closed")
+		return "", awserr.New(awserr.ErrInternal, "the queue service is closed")
 	}
 	list := append([]*moveTask{t}, s.bySrc[srcName]...)
 	if len(list) > maxTasksListed {
@@ -174,7 +174,7 @@ func (s *Service) isDeadLetterQueue(ctx context.Context, name string) (bool, err
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return false, nil
 		}
-		return false, awserr.New(ErrInternal, "list queues: %v", err)
+		return false, awserr.New(awserr.ErrInternal, "list queues: %v", err)
 	}
 	for _, k := range keys {
 		m, err := s.loadMeta(ctx, k)
@@ -197,7 +197,7 @@ func (s *Service) isDeadLetterQueue(ctx context.Context, name string) (bool, err
 func (s *Service) ListMessageMoveTasks(ctx context.Context, sourceArn string) ([]MessageMoveTask, error) {
 	name, ok := NameFromARN(sourceArn)
 	if !ok {
-		return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter SourceArn is invalid. Reason: not an SQS queue ARN.", sourceArn)
+		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter SourceArn is invalid. Reason: not an SQS queue ARN.", sourceArn)
 	}
 	if _, err := s.loadMeta(ctx, name); err != nil {
 		return nil, awserr.New(awserr.ErrResourceNotFound, "The resource that you specified for the SourceArn parameter doesn't exist: %s.", sourceArn)

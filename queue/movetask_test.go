@@ -136,7 +136,7 @@ func TestMessageMoveTask(t *testing.T) {
 		}
 		e.waitMoved(arn, 1, queue.MoveTaskRunning)
 		_, err = e.svc.StartMessageMoveTask(e.ctx, arn, "", 1)
-		wantErr(t, err, queue.ErrUnsupportedOperation, "already")
+		wantErr(t, err, awserr.ErrUnsupportedOperation, "already")
 		moved, err := e.svc.CancelMessageMoveTask(e.ctx, handle)
 		if err != nil || moved != 1 {
 			t.Fatalf("CancelMessageMoveTask = %d, %v", moved, err)
@@ -169,13 +169,13 @@ func TestMessageMoveTask(t *testing.T) {
 			rate         int
 			err          error
 		}{
-			{"the source must be a dead-letter queue", e.svc.ARN("plain"), "", 10, queue.ErrUnsupportedOperation},
+			{"the source must be a dead-letter queue", e.svc.ARN("plain"), "", 10, awserr.ErrUnsupportedOperation},
 			{"the source must exist", e.svc.ARN("nope"), "", 10, awserr.ErrResourceNotFound},
 			{"the destination must exist", arn, e.svc.ARN("nope"), 10, awserr.ErrResourceNotFound},
-			{"the destination is not the source", arn, arn, 10, queue.ErrInvalidParameterValue},
-			{"the destination is of the source's type", arn, e.svc.ARN("dlq.fifo"), 10, queue.ErrInvalidParameterValue},
-			{"MaxNumberOfMessagesPerSecond is at most 500", arn, "", 501, queue.ErrInvalidParameterValue},
-			{"MaxNumberOfMessagesPerSecond is positive", arn, "", -1, queue.ErrInvalidParameterValue},
+			{"the destination is not the source", arn, arn, 10, awserr.ErrSQSInvalidParameterValue},
+			{"the destination is of the source's type", arn, e.svc.ARN("dlq.fifo"), 10, awserr.ErrSQSInvalidParameterValue},
+			{"MaxNumberOfMessagesPerSecond is at most 500", arn, "", 501, awserr.ErrSQSInvalidParameterValue},
+			{"MaxNumberOfMessagesPerSecond is positive", arn, "", -1, awserr.ErrSQSInvalidParameterValue},
 		}
 		for _, tt := range tests {
 			t.Run(tt.rule, func(t *testing.T) {

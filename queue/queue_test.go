@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/queue"
 )
@@ -164,14 +165,14 @@ func TestCreateQueue(t *testing.T) {
 	}{
 		{"same name and same attributes returns the existing queue", "orders", map[string]string{"VisibilityTimeout": "60"}, nil},
 		{"same name and no attributes returns the existing queue", "orders", nil, nil},
-		{"same name and a different attribute is QueueNameExists", "orders", map[string]string{"VisibilityTimeout": "61"}, queue.ErrQueueNameExists},
-		{"same name as a FIFO queue is QueueNameExists", "orders", map[string]string{"DelaySeconds": "5"}, queue.ErrQueueNameExists},
-		{"FifoQueue needs a .fifo name", "plain", map[string]string{"FifoQueue": "true"}, queue.ErrInvalidParameterValue},
-		{"a .fifo name needs FifoQueue", "x.fifo", nil, queue.ErrInvalidParameterValue},
-		{"names are at most 80 characters", strings.Repeat("a", 81), nil, queue.ErrInvalidParameterValue},
-		{"names are alphanumerics, - and _", "a b", nil, queue.ErrInvalidParameterValue},
-		{"FIFO attributes are refused on standard queues", "std", map[string]string{"ContentBasedDeduplication": "true"}, queue.ErrInvalidAttributeName},
-		{"an unknown attribute is InvalidAttributeName", "std", map[string]string{"Color": "red"}, queue.ErrInvalidAttributeName},
+		{"same name and a different attribute is QueueNameExists", "orders", map[string]string{"VisibilityTimeout": "61"}, awserr.ErrQueueNameExists},
+		{"same name as a FIFO queue is QueueNameExists", "orders", map[string]string{"DelaySeconds": "5"}, awserr.ErrQueueNameExists},
+		{"FifoQueue needs a .fifo name", "plain", map[string]string{"FifoQueue": "true"}, awserr.ErrSQSInvalidParameterValue},
+		{"a .fifo name needs FifoQueue", "x.fifo", nil, awserr.ErrSQSInvalidParameterValue},
+		{"names are at most 80 characters", strings.Repeat("a", 81), nil, awserr.ErrSQSInvalidParameterValue},
+		{"names are alphanumerics, - and _", "a b", nil, awserr.ErrSQSInvalidParameterValue},
+		{"FIFO attributes are refused on standard queues", "std", map[string]string{"ContentBasedDeduplication": "true"}, awserr.ErrInvalidAttributeName},
+		{"an unknown attribute is InvalidAttributeName", "std", map[string]string{"Color": "red"}, awserr.ErrInvalidAttributeName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -208,11 +209,11 @@ func TestCreateQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := e.svc.GetQueueURL(e.ctx, "orders-dlq")
-		wantErr(t, err, queue.ErrQueueDoesNotExist)
+		wantErr(t, err, awserr.ErrQueueDoesNotExist)
 		_, err = e.svc.SendMessage(e.ctx, "orders-dlq", queue.SendMessageInput{MessageBody: "x"})
-		wantErr(t, err, queue.ErrQueueDoesNotExist)
+		wantErr(t, err, awserr.ErrQueueDoesNotExist)
 		_, err = e.svc.GetQueueURL(e.ctx, "nope")
-		wantErr(t, err, queue.ErrQueueDoesNotExist)
+		wantErr(t, err, awserr.ErrQueueDoesNotExist)
 	})
 }
 
@@ -247,7 +248,7 @@ func TestQueueAttributes(t *testing.T) {
 			t.Fatalf("= %v, %v", a, err)
 		}
 		_, err = e.svc.GetQueueAttributes(e.ctx, url, []string{"Colour"})
-		wantErr(t, err, queue.ErrInvalidAttributeName)
+		wantErr(t, err, awserr.ErrInvalidAttributeName)
 	})
 	tests := []struct {
 		rule     string
@@ -255,26 +256,26 @@ func TestQueueAttributes(t *testing.T) {
 		err      error
 		mentions []string
 	}{
-		{"VisibilityTimeout is at most 43200", map[string]string{"VisibilityTimeout": "43201"}, queue.ErrInvalidAttributeValue, []string{"VisibilityTimeout", "0 and 43200"}},
-		{"VisibilityTimeout is not negative", map[string]string{"VisibilityTimeout": "-1"}, queue.ErrInvalidAttributeValue, []string{"VisibilityTimeout"}},
-		{"VisibilityTimeout is a number", map[string]string{"VisibilityTimeout": "ten"}, queue.ErrInvalidAttributeValue, []string{"VisibilityTimeout"}},
-		{"DelaySeconds is at most 900", map[string]string{"DelaySeconds": "901"}, queue.ErrInvalidAttributeValue, []string{"DelaySeconds", "0 and 900"}},
-		{"MessageRetentionPeriod is at least 60", map[string]string{"MessageRetentionPeriod": "59"}, queue.ErrInvalidAttributeValue, []string{"MessageRetentionPeriod", "60 and 1209600"}},
-		{"MessageRetentionPeriod is at most 14 days", map[string]string{"MessageRetentionPeriod": "1209601"}, queue.ErrInvalidAttributeValue, []string{"MessageRetentionPeriod"}},
-		{"ReceiveMessageWaitTimeSeconds is at most 20", map[string]string{"ReceiveMessageWaitTimeSeconds": "21"}, queue.ErrInvalidAttributeValue, []string{"ReceiveMessageWaitTimeSeconds", "0 and 20"}},
-		{"MaximumMessageSize is at least 1024", map[string]string{"MaximumMessageSize": "1023"}, queue.ErrInvalidAttributeValue, []string{"MaximumMessageSize", "1024 and 1048576"}},
-		{"MaximumMessageSize is at most 1 MiB", map[string]string{"MaximumMessageSize": "1048577"}, queue.ErrInvalidAttributeValue, []string{"MaximumMessageSize"}},
-		{"maxReceiveCount is at least 1", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":0}`}, queue.ErrInvalidAttributeValue, []string{"RedrivePolicy", "maxReceiveCount", "1 and 1000"}},
-		{"maxReceiveCount is at most 1000", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1001}`}, queue.ErrInvalidAttributeValue, []string{"maxReceiveCount"}},
-		{"RedrivePolicy is JSON", map[string]string{"RedrivePolicy": `dlq,5`}, queue.ErrInvalidAttributeValue, []string{"RedrivePolicy"}},
-		{"the dead-letter queue must exist", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:nope","maxReceiveCount":3}`}, queue.ErrInvalidAttributeValue, []string{"does not exist"}},
-		{"the dead-letter queue of a standard queue is standard", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":3}`}, queue.ErrInvalidAttributeValue, []string{"standard"}},
-		{"a queue is not its own dead-letter queue", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:q","maxReceiveCount":3}`}, queue.ErrInvalidAttributeValue, []string{"own"}},
-		{"byQueue needs source ARNs", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"byQueue"}`}, queue.ErrInvalidAttributeValue, []string{"RedriveAllowPolicy"}},
-		{"redrivePermission is allowAll, denyAll or byQueue", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"some"}`}, queue.ErrInvalidAttributeValue, []string{"redrivePermission"}},
-		{"FifoQueue can't be changed", map[string]string{"FifoQueue": "true"}, queue.ErrInvalidAttributeName, []string{"FifoQueue"}},
-		{"ContentBasedDeduplication is FIFO only", map[string]string{"ContentBasedDeduplication": "true"}, queue.ErrInvalidAttributeName, []string{"ContentBasedDeduplication"}},
-		{"read-only attributes can't be set", map[string]string{"QueueArn": "x"}, queue.ErrInvalidAttributeName, nil},
+		{"VisibilityTimeout is at most 43200", map[string]string{"VisibilityTimeout": "43201"}, awserr.ErrInvalidAttributeValue, []string{"VisibilityTimeout", "0 and 43200"}},
+		{"VisibilityTimeout is not negative", map[string]string{"VisibilityTimeout": "-1"}, awserr.ErrInvalidAttributeValue, []string{"VisibilityTimeout"}},
+		{"VisibilityTimeout is a number", map[string]string{"VisibilityTimeout": "ten"}, awserr.ErrInvalidAttributeValue, []string{"VisibilityTimeout"}},
+		{"DelaySeconds is at most 900", map[string]string{"DelaySeconds": "901"}, awserr.ErrInvalidAttributeValue, []string{"DelaySeconds", "0 and 900"}},
+		{"MessageRetentionPeriod is at least 60", map[string]string{"MessageRetentionPeriod": "59"}, awserr.ErrInvalidAttributeValue, []string{"MessageRetentionPeriod", "60 and 1209600"}},
+		{"MessageRetentionPeriod is at most 14 days", map[string]string{"MessageRetentionPeriod": "1209601"}, awserr.ErrInvalidAttributeValue, []string{"MessageRetentionPeriod"}},
+		{"ReceiveMessageWaitTimeSeconds is at most 20", map[string]string{"ReceiveMessageWaitTimeSeconds": "21"}, awserr.ErrInvalidAttributeValue, []string{"ReceiveMessageWaitTimeSeconds", "0 and 20"}},
+		{"MaximumMessageSize is at least 1024", map[string]string{"MaximumMessageSize": "1023"}, awserr.ErrInvalidAttributeValue, []string{"MaximumMessageSize", "1024 and 1048576"}},
+		{"MaximumMessageSize is at most 1 MiB", map[string]string{"MaximumMessageSize": "1048577"}, awserr.ErrInvalidAttributeValue, []string{"MaximumMessageSize"}},
+		{"maxReceiveCount is at least 1", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":0}`}, awserr.ErrInvalidAttributeValue, []string{"RedrivePolicy", "maxReceiveCount", "1 and 1000"}},
+		{"maxReceiveCount is at most 1000", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":1001}`}, awserr.ErrInvalidAttributeValue, []string{"maxReceiveCount"}},
+		{"RedrivePolicy is JSON", map[string]string{"RedrivePolicy": `dlq,5`}, awserr.ErrInvalidAttributeValue, []string{"RedrivePolicy"}},
+		{"the dead-letter queue must exist", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:nope","maxReceiveCount":3}`}, awserr.ErrInvalidAttributeValue, []string{"does not exist"}},
+		{"the dead-letter queue of a standard queue is standard", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","maxReceiveCount":3}`}, awserr.ErrInvalidAttributeValue, []string{"standard"}},
+		{"a queue is not its own dead-letter queue", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:q","maxReceiveCount":3}`}, awserr.ErrInvalidAttributeValue, []string{"own"}},
+		{"byQueue needs source ARNs", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"byQueue"}`}, awserr.ErrInvalidAttributeValue, []string{"RedriveAllowPolicy"}},
+		{"redrivePermission is allowAll, denyAll or byQueue", map[string]string{"RedriveAllowPolicy": `{"redrivePermission":"some"}`}, awserr.ErrInvalidAttributeValue, []string{"redrivePermission"}},
+		{"FifoQueue can't be changed", map[string]string{"FifoQueue": "true"}, awserr.ErrInvalidAttributeName, []string{"FifoQueue"}},
+		{"ContentBasedDeduplication is FIFO only", map[string]string{"ContentBasedDeduplication": "true"}, awserr.ErrInvalidAttributeName, []string{"ContentBasedDeduplication"}},
+		{"read-only attributes can't be set", map[string]string{"QueueArn": "x"}, awserr.ErrInvalidAttributeName, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -309,7 +310,7 @@ func TestQueueAttributes(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := e.svc.SetQueueAttributes(e.ctx, url, map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":3}`})
-		wantErr(t, err, queue.ErrInvalidAttributeValue, "RedriveAllowPolicy")
+		wantErr(t, err, awserr.ErrInvalidAttributeValue, "RedriveAllowPolicy")
 	})
 }
 
@@ -380,7 +381,7 @@ func TestVisibilityTimeout(t *testing.T) {
 			m := e.receive(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(43200)})
 			e.clock.Advance(time.Hour)
 			err := e.svc.ChangeMessageVisibility(e.ctx, url, m[0].ReceiptHandle, 43200)
-			wantErr(t, err, queue.ErrInvalidParameterValue, "43200")
+			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "43200")
 			if err := e.svc.ChangeMessageVisibility(e.ctx, url, m[0].ReceiptHandle, 39600); err != nil {
 				t.Fatalf("extending to exactly 12 h after the receive: %v", err)
 			}
@@ -414,7 +415,7 @@ func TestVisibilityTimeout(t *testing.T) {
 				t.Fatal("two receives gave the same receipt handle")
 			}
 			err := e.svc.ChangeMessageVisibility(e.ctx, url, first[0].ReceiptHandle, 60)
-			wantErr(t, err, queue.ErrReceiptHandleIsInvalid)
+			wantErr(t, err, awserr.ErrReceiptHandleIsInvalid)
 			if err := e.svc.ChangeMessageVisibility(e.ctx, url, second[0].ReceiptHandle, 60); err != nil {
 				t.Fatalf("latest handle: %v", err)
 			}
@@ -424,22 +425,22 @@ func TestVisibilityTimeout(t *testing.T) {
 			m := e.receive(url, queue.ReceiveMessageInput{})
 			e.clock.Advance(30 * time.Second)
 			err := e.svc.ChangeMessageVisibility(e.ctx, url, m[0].ReceiptHandle, 60)
-			wantErr(t, err, queue.ErrMessageNotInflight)
+			wantErr(t, err, awserr.ErrMessageNotInflight)
 		}},
 		{"a deleted message's handle is invalid", func(t *testing.T, e *env, url string) {
 			e.send(url, "a")
 			m := e.receive(url, queue.ReceiveMessageInput{})
 			e.delete(url, m[0].ReceiptHandle)
 			err := e.svc.ChangeMessageVisibility(e.ctx, url, m[0].ReceiptHandle, 60)
-			wantErr(t, err, queue.ErrReceiptHandleIsInvalid)
+			wantErr(t, err, awserr.ErrReceiptHandleIsInvalid)
 		}},
 		{"VisibilityTimeout is 0..43200", func(t *testing.T, e *env, url string) {
 			e.send(url, "a")
 			_, err := e.svc.ReceiveMessage(e.ctx, url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(43201)})
-			wantErr(t, err, queue.ErrInvalidParameterValue, "VisibilityTimeout")
+			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "VisibilityTimeout")
 			m := e.receive(url, queue.ReceiveMessageInput{})
 			err = e.svc.ChangeMessageVisibility(e.ctx, url, m[0].ReceiptHandle, 43201)
-			wantErr(t, err, queue.ErrInvalidParameterValue, "VisibilityTimeout")
+			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "VisibilityTimeout")
 		}},
 	}
 	for _, tt := range tests {
@@ -481,7 +482,7 @@ func TestDelaySeconds(t *testing.T) {
 	})
 	t.Run("DelaySeconds is 0..900", func(t *testing.T) {
 		_, err := e.svc.SendMessage(e.ctx, "delayed", queue.SendMessageInput{MessageBody: "x", DelaySeconds: ptr(901)})
-		wantErr(t, err, queue.ErrInvalidParameterValue, "DelaySeconds", "0 and 900")
+		wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "DelaySeconds", "0 and 900")
 	})
 }
 
@@ -534,15 +535,15 @@ func TestReceiveAttributes(t *testing.T) {
 	})
 	t.Run("unknown system attribute names are refused", func(t *testing.T) {
 		_, err := e.svc.ReceiveMessage(e.ctx, url, queue.ReceiveMessageInput{AttributeNames: []string{"Colour"}})
-		wantErr(t, err, queue.ErrInvalidAttributeName)
+		wantErr(t, err, awserr.ErrInvalidAttributeName)
 	})
 	t.Run("MaxNumberOfMessages is 1..10", func(t *testing.T) {
 		for _, n := range []int{-1, 11} {
 			_, err := e.svc.ReceiveMessage(e.ctx, url, queue.ReceiveMessageInput{MaxNumberOfMessages: n})
-			wantErr(t, err, queue.ErrInvalidParameterValue, "MaxNumberOfMessages")
+			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "MaxNumberOfMessages")
 		}
 		_, err := e.svc.ReceiveMessage(e.ctx, url, queue.ReceiveMessageInput{WaitTimeSeconds: ptr(21)})
-		wantErr(t, err, queue.ErrInvalidParameterValue, "WaitTimeSeconds")
+		wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "WaitTimeSeconds")
 	})
 }
 
@@ -607,12 +608,12 @@ func TestDeleteMessage(t *testing.T) {
 			}
 		}},
 		{"a malformed handle is ReceiptHandleIsInvalid", func(t *testing.T) {
-			wantErr(t, e.svc.DeleteMessage(e.ctx, url, "not-a-handle"), queue.ErrReceiptHandleIsInvalid)
+			wantErr(t, e.svc.DeleteMessage(e.ctx, url, "not-a-handle"), awserr.ErrReceiptHandleIsInvalid)
 		}},
 		{"another queue's handle is ReceiptHandleIsInvalid", func(t *testing.T) {
 			e.send(other, "b")
 			m := e.receive(other, queue.ReceiveMessageInput{})
-			wantErr(t, e.svc.DeleteMessage(e.ctx, url, m[0].ReceiptHandle), queue.ErrReceiptHandleIsInvalid)
+			wantErr(t, e.svc.DeleteMessage(e.ctx, url, m[0].ReceiptHandle), awserr.ErrReceiptHandleIsInvalid)
 		}},
 	}
 	for _, tt := range tests {
@@ -636,11 +637,11 @@ func TestBatchAPIs(t *testing.T) {
 			entries []queue.SendMessageBatchRequestEntry
 			err     error
 		}{
-			{"an empty batch is EmptyBatchRequest", nil, queue.ErrEmptyBatchRequest},
-			{"more than 10 entries is TooManyEntriesInBatchRequest", eleven, queue.ErrTooManyEntriesInBatchRequest},
-			{"repeated Ids are BatchEntryIdsNotDistinct", []queue.SendMessageBatchRequestEntry{entry("a", "x"), entry("a", "y")}, queue.ErrBatchEntryIdsNotDistinct},
-			{"Ids are alphanumerics, - and _", []queue.SendMessageBatchRequestEntry{entry("a b", "x")}, queue.ErrInvalidBatchEntryId},
-			{"more than 1 MiB in all is BatchRequestTooLong", []queue.SendMessageBatchRequestEntry{entry("a", strings.Repeat("x", 600_000)), entry("b", strings.Repeat("x", 600_000))}, queue.ErrBatchRequestTooLong},
+			{"an empty batch is EmptyBatchRequest", nil, awserr.ErrEmptyBatchRequest},
+			{"more than 10 entries is TooManyEntriesInBatchRequest", eleven, awserr.ErrTooManyEntriesInBatchRequest},
+			{"repeated Ids are BatchEntryIdsNotDistinct", []queue.SendMessageBatchRequestEntry{entry("a", "x"), entry("a", "y")}, awserr.ErrBatchEntryIdsNotDistinct},
+			{"Ids are alphanumerics, - and _", []queue.SendMessageBatchRequestEntry{entry("a b", "x")}, awserr.ErrInvalidBatchEntryId},
+			{"more than 1 MiB in all is BatchRequestTooLong", []queue.SendMessageBatchRequestEntry{entry("a", strings.Repeat("x", 600_000)), entry("b", strings.Repeat("x", 600_000))}, awserr.ErrBatchRequestTooLong},
 		}
 		for _, tt := range tests {
 			t.Run(tt.rule, func(t *testing.T) {
@@ -649,9 +650,9 @@ func TestBatchAPIs(t *testing.T) {
 			})
 		}
 		_, err := e.svc.DeleteMessageBatch(e.ctx, url, nil)
-		wantErr(t, err, queue.ErrEmptyBatchRequest)
+		wantErr(t, err, awserr.ErrEmptyBatchRequest)
 		_, err = e.svc.ChangeMessageVisibilityBatch(e.ctx, url, []queue.ChangeMessageVisibilityBatchRequestEntry{{Id: "a"}, {Id: "a"}})
-		wantErr(t, err, queue.ErrBatchEntryIdsNotDistinct)
+		wantErr(t, err, awserr.ErrBatchEntryIdsNotDistinct)
 	})
 	t.Run("each entry succeeds or fails on its own", func(t *testing.T) {
 		out, err := e.svc.SendMessageBatch(e.ctx, url, []queue.SendMessageBatchRequestEntry{
@@ -666,8 +667,8 @@ func TestBatchAPIs(t *testing.T) {
 		if len(out.Successful) != 2 || out.Successful[0].Id != "ok1" || out.Successful[1].Id != "ok2" || out.Successful[0].MD5OfMessageBody != queue.MD5OfBody("one") {
 			t.Fatalf("successful = %+v", out.Successful)
 		}
-		if len(out.Failed) != 2 || out.Failed[0].Id != "late" || out.Failed[0].Code != queue.ErrInvalidParameterValue.Code || !out.Failed[0].SenderFault ||
-			out.Failed[1].Id != "empty" || out.Failed[1].Code != queue.ErrMissingParameter.Code {
+		if len(out.Failed) != 2 || out.Failed[0].Id != "late" || out.Failed[0].Code != awserr.ErrSQSInvalidParameterValue.Code || !out.Failed[0].SenderFault ||
+			out.Failed[1].Id != "empty" || out.Failed[1].Code != awserr.ErrMissingParameter.Code {
 			t.Fatalf("failed = %+v", out.Failed)
 		}
 		msgs := e.receive(url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10})
@@ -678,7 +679,7 @@ func TestBatchAPIs(t *testing.T) {
 			{Id: "a", ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: 100},
 			{Id: "b", ReceiptHandle: msgs[1].ReceiptHandle, VisibilityTimeout: 50000},
 		})
-		if err != nil || len(cv.Successful) != 1 || cv.Successful[0].Id != "a" || len(cv.Failed) != 1 || cv.Failed[0].Code != queue.ErrInvalidParameterValue.Code {
+		if err != nil || len(cv.Successful) != 1 || cv.Successful[0].Id != "a" || len(cv.Failed) != 1 || cv.Failed[0].Code != awserr.ErrSQSInvalidParameterValue.Code {
 			t.Fatalf("ChangeMessageVisibilityBatch = %+v, %v", cv, err)
 		}
 		del, err := e.svc.DeleteMessageBatch(e.ctx, url, []queue.DeleteMessageBatchRequestEntry{
@@ -686,7 +687,7 @@ func TestBatchAPIs(t *testing.T) {
 			{Id: "bad", ReceiptHandle: "garbage"},
 			{Id: "b", ReceiptHandle: msgs[1].ReceiptHandle},
 		})
-		if err != nil || len(del.Successful) != 2 || len(del.Failed) != 1 || del.Failed[0].Id != "bad" || del.Failed[0].Code != queue.ErrReceiptHandleIsInvalid.Code {
+		if err != nil || len(del.Successful) != 2 || len(del.Failed) != 1 || del.Failed[0].Id != "bad" || del.Failed[0].Code != awserr.ErrReceiptHandleIsInvalid.Code {
 			t.Fatalf("DeleteMessageBatch = %+v, %v", del, err)
 		}
 		if c := e.counts(url); c != [3]string{"0", "0", "0"} {
@@ -710,15 +711,15 @@ func TestMessageValidation(t *testing.T) {
 		in   queue.SendMessageInput
 		err  error
 	}{
-		{"the body is required", queue.SendMessageInput{}, queue.ErrMissingParameter},
-		{"the body holds XML characters only", queue.SendMessageInput{MessageBody: "a\x00b"}, queue.ErrInvalidMessageContents},
-		{"the body and attributes fit MaximumMessageSize", queue.SendMessageInput{MessageBody: strings.Repeat("x", 1020), MessageAttributes: attrs(1)}, queue.ErrInvalidParameterValue},
-		{"at most 10 message attributes", queue.SendMessageInput{MessageBody: "x", MessageAttributes: attrs(11)}, queue.ErrInvalidParameterValue},
-		{"attribute names can't start with AWS.", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"AWS.x": {DataType: "String", StringValue: str("v")}}}, queue.ErrInvalidParameterValue},
-		{"a Number attribute is a number", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"n": {DataType: "Number", StringValue: str("ten")}}}, queue.ErrInvalidParameterValue},
-		{"data types are String, Number or Binary", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"n": {DataType: "Text", StringValue: str("v")}}}, queue.ErrInvalidParameterValue},
-		{"a Binary attribute needs a BinaryValue", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"n": {DataType: "Binary"}}}, queue.ErrInvalidParameterValue},
-		{"MessageDeduplicationId is FIFO only", queue.SendMessageInput{MessageBody: "x", MessageDeduplicationId: "d"}, queue.ErrInvalidParameterValue},
+		{"the body is required", queue.SendMessageInput{}, awserr.ErrMissingParameter},
+		{"the body holds XML characters only", queue.SendMessageInput{MessageBody: "a\x00b"}, awserr.ErrInvalidMessageContents},
+		{"the body and attributes fit MaximumMessageSize", queue.SendMessageInput{MessageBody: strings.Repeat("x", 1020), MessageAttributes: attrs(1)}, awserr.ErrSQSInvalidParameterValue},
+		{"at most 10 message attributes", queue.SendMessageInput{MessageBody: "x", MessageAttributes: attrs(11)}, awserr.ErrSQSInvalidParameterValue},
+		{"attribute names can't start with AWS.", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"AWS.x": {DataType: "String", StringValue: str("v")}}}, awserr.ErrSQSInvalidParameterValue},
+		{"a Number attribute is a number", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"n": {DataType: "Number", StringValue: str("ten")}}}, awserr.ErrSQSInvalidParameterValue},
+		{"data types are String, Number or Binary", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"n": {DataType: "Text", StringValue: str("v")}}}, awserr.ErrSQSInvalidParameterValue},
+		{"a Binary attribute needs a BinaryValue", queue.SendMessageInput{MessageBody: "x", MessageAttributes: map[string]queue.MessageAttributeValue{"n": {DataType: "Binary"}}}, awserr.ErrSQSInvalidParameterValue},
+		{"MessageDeduplicationId is FIFO only", queue.SendMessageInput{MessageBody: "x", MessageDeduplicationId: "d"}, awserr.ErrSQSInvalidParameterValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -799,7 +800,7 @@ func TestPurgeQueue(t *testing.T) {
 	t.Run("one purge per 60 s", func(t *testing.T) {
 		e.send(url, "e")
 		e.clock.Advance(29 * time.Second)
-		wantErr(t, e.svc.PurgeQueue(e.ctx, url), queue.ErrPurgeQueueInProgress)
+		wantErr(t, e.svc.PurgeQueue(e.ctx, url), awserr.ErrPurgeQueueInProgress)
 		e.clock.Advance(time.Second) // 60 s after the purge; the delayed d would be visible now
 		if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"e"}) {
 			t.Fatalf("= %v, want only e, sent after the purge", got)
@@ -964,7 +965,7 @@ func TestLongPolling(t *testing.T) {
 			if err := e.svc.DeleteQueue(e.ctx, url); err != nil {
 				t.Fatal(err)
 			}
-			wantErr(t, polled(t, ch).err, queue.ErrQueueDoesNotExist)
+			wantErr(t, polled(t, ch).err, awserr.ErrQueueDoesNotExist)
 		}},
 		{"cancelling the context ends the wait", func(t *testing.T, e *env, url string) {
 			ctx, cancel := context.WithCancel(e.ctx)

@@ -58,23 +58,23 @@ type delivery struct {
 // reset it; DeadLetterQueueSourceArn records the source). Messages older
 // than MessageRetentionPeriod are deleted, never returned.
 //
-// Errors: ErrInvalidParameterValue for MaxNumberOfMessages outside 1..10,
+// Errors: awserr.ErrSQSInvalidParameterValue for MaxNumberOfMessages outside 1..10,
 // VisibilityTimeout outside 0..43200, WaitTimeSeconds outside 0..20;
-// ErrInvalidAttributeName for an unknown system attribute;
-// ErrQueueDoesNotExist, also when the queue is deleted during a wait.
+// awserr.ErrInvalidAttributeName for an unknown system attribute;
+// awserr.ErrQueueDoesNotExist, also when the queue is deleted during a wait.
 func (s *Service) ReceiveMessage(ctx context.Context, queueURL string, in ReceiveMessageInput) ([]Message, error) {
 	max := in.MaxNumberOfMessages
 	if max == 0 {
 		max = 1
 	}
 	if max < 1 || max > MaxBatchEntries {
-		return nil, awserr.New(ErrInvalidParameterValue, "Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and %d, if provided.", max, MaxBatchEntries)
+		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and %d, if provided.", max, MaxBatchEntries)
 	}
 	if v := in.VisibilityTimeout; v != nil && (*v < 0 || *v > MaxVisibilityTimeout) {
-		return nil, awserr.New(ErrInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d, if provided.", *v, MaxVisibilityTimeout)
+		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d, if provided.", *v, MaxVisibilityTimeout)
 	}
 	if v := in.WaitTimeSeconds; v != nil && (*v < 0 || *v > MaxWaitTimeSeconds) {
-		return nil, awserr.New(ErrInvalidParameterValue, "Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= %d, if provided.", *v, MaxWaitTimeSeconds)
+		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= %d, if provided.", *v, MaxWaitTimeSeconds)
 	}
 	want, err := systemAttrsWanted(in.AttributeNames, in.MessageSystemAttributeNames)
 	if err != nil {
@@ -335,7 +335,7 @@ func systemAttrsWanted(lists ...[]string) (map[string]bool, error) {
 	for _, l := range lists {
 		for _, n := range l {
 			if n != AttrAll && !systemAttrNames[n] {
-				return nil, awserr.New(ErrInvalidAttributeName, "Unknown Attribute %s.", n)
+				return nil, awserr.New(awserr.ErrInvalidAttributeName, "Unknown Attribute %s.", n)
 			}
 			if want == nil {
 				want = map[string]bool{}

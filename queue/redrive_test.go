@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/queue"
 )
 
@@ -148,7 +149,7 @@ func TestMoveToDeadLetterQueue(t *testing.T) {
 		if c := e.counts(src); c != [3]string{"0", "0", "0"} {
 			t.Fatalf("source counts = %v, want the message gone", c)
 		}
-		if err := e.svc.ChangeMessageVisibility(e.ctx, src, m[0].ReceiptHandle, 0); !errors.Is(err, queue.ErrReceiptHandleIsInvalid) {
+		if err := e.svc.ChangeMessageVisibility(e.ctx, src, m[0].ReceiptHandle, 0); !errors.Is(err, awserr.ErrReceiptHandleIsInvalid) {
 			t.Fatalf("ChangeMessageVisibility of the moved message = %v", err)
 		}
 		e.restart() // durable when the call returned
@@ -179,7 +180,7 @@ func TestMoveToDeadLetterQueue(t *testing.T) {
 		url := e.create("q", nil)
 		e.send(url, "a")
 		m := e.receive(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(30)})
-		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, url, m[0].ReceiptHandle), queue.ErrUnsupportedOperation, "RedrivePolicy")
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, url, m[0].ReceiptHandle), awserr.ErrUnsupportedOperation, "RedrivePolicy")
 		if c := e.counts(url); c != [3]string{"0", "1", "0"} {
 			t.Fatalf("counts = %v, want the message in flight", c)
 		}
@@ -197,7 +198,7 @@ func TestMoveToDeadLetterQueue(t *testing.T) {
 		if err := e.svc.DeleteQueue(e.ctx, "dlq"); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle), queue.ErrUnsupportedOperation, "RedrivePolicy")
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle), awserr.ErrUnsupportedOperation, "RedrivePolicy")
 		e.delete(src, m[0].ReceiptHandle) // still in flight with its handle
 		if c := e.counts(src); c != [3]string{"0", "0", "0"} {
 			t.Fatalf("counts = %v", c)
@@ -210,10 +211,10 @@ func TestMoveToDeadLetterQueue(t *testing.T) {
 		e.send(src, "a")
 		old := e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(10)})[0].ReceiptHandle
 		e.clock.Advance(10 * time.Second)
-		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, old), queue.ErrMessageNotInflight)
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, old), awserr.ErrMessageNotInflight)
 		e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(10)})
-		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, old), queue.ErrReceiptHandleIsInvalid)
-		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, "garbage"), queue.ErrReceiptHandleIsInvalid)
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, old), awserr.ErrReceiptHandleIsInvalid)
+		wantErr(t, e.svc.MoveToDeadLetterQueue(e.ctx, src, "garbage"), awserr.ErrReceiptHandleIsInvalid)
 		if c := e.counts(src); c != [3]string{"0", "1", "0"} {
 			t.Fatalf("counts = %v", c)
 		}

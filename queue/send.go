@@ -21,7 +21,7 @@ type SendMessageInput struct {
 	MessageBody string
 	// DelaySeconds delays this message: 0..900, default the queue's
 	// DelaySeconds. Standard queues only (FIFO queues refuse it with
-	// ErrInvalidParameterValue: their delay is per queue).
+	// awserr.ErrSQSInvalidParameterValue: their delay is per queue).
 	DelaySeconds *int
 	// MessageAttributes: up to 10, see MessageAttributeValue.
 	MessageAttributes map[string]MessageAttributeValue
@@ -115,18 +115,18 @@ var batchIDRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,80}$`)
 // checkBatchIDs applies the rules common to every batch call.
 func checkBatchIDs(ids []string) error {
 	if len(ids) == 0 {
-		return awserr.New(ErrEmptyBatchRequest, "There should be at least one entry in the request.")
+		return awserr.New(awserr.ErrEmptyBatchRequest, "There should be at least one entry in the request.")
 	}
 	if len(ids) > MaxBatchEntries {
-		return awserr.New(ErrTooManyEntriesInBatchRequest, "Maximum number of entries per request are %d. You have sent %d.", MaxBatchEntries, len(ids))
+		return awserr.New(awserr.ErrTooManyEntriesInBatchRequest, "Maximum number of entries per request are %d. You have sent %d.", MaxBatchEntries, len(ids))
 	}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		if !batchIDRE.MatchString(id) {
-			return awserr.New(ErrInvalidBatchEntryId, "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long: %q", id)
+			return awserr.New(awserr.ErrInvalidBatchEntryId, "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long: %q", id)
 		}
 		if seen[id] {
-			return awserr.New(ErrBatchEntryIdsNotDistinct, "Id %s repeated.", id)
+			return awserr.New(awserr.ErrBatchEntryIdsNotDistinct, "Id %s repeated.", id)
 		}
 		seen[id] = true
 	}
@@ -135,15 +135,15 @@ func checkBatchIDs(ids []string) error {
 
 func failure(id string, err error) BatchResultErrorEntry {
 	if e, ok := err.(*awserr.Error); ok {
-		return BatchResultErrorEntry{Id: id, Code: e.Code, Message: e.Message, SenderFault: e.Code != ErrInternal.Code}
+		return BatchResultErrorEntry{Id: id, Code: e.Code, Message: e.Message, SenderFault: e.Code != awserr.ErrInternal.Code}
 	}
-	return BatchResultErrorEntry{Id: id, Code: ErrInternal.Code, Message: err.Error()}
+	return BatchResultErrorEntry{Id: id, Code: awserr.ErrInternal.Code, Message: err.Error()}
 }
 
 // SendMessageBatch stores up to 10 messages (API_SendMessageBatch). The
-// call fails as a whole for an empty batch (ErrEmptyBatchRequest), more
-// than 10 entries (ErrTooManyEntriesInBatchRequest), bad or repeated
-// Ids, or more than MaxBatchSize bytes in all (ErrBatchRequestTooLong).
+// call fails as a whole for an empty batch (awserr.ErrEmptyBatchRequest), more
+// than 10 entries (awserr.ErrTooManyEntriesInBatchRequest), bad or repeated
+// Ids, or more than MaxBatchSize bytes in all (awserr.ErrBatchRequestTooLong).
 // Otherwise each entry succeeds or fails on its own: an invalid entry is
 // in Failed with SenderFault; the valid ones are stored together in one
 // JetStream write and are in Successful once it is acknowledged.
@@ -158,7 +158,7 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 		return nil, err
 	}
 	if total > MaxBatchSize {
-		return nil, awserr.New(ErrBatchRequestTooLong, "Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchSize, total)
+		return nil, awserr.New(awserr.ErrBatchRequestTooLong, "Batch requests cannot be longer than %d bytes. You have sent %d bytes.", MaxBatchSize, total)
 	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
@@ -204,10 +204,10 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 // prepare validates one entry and builds its message.
 func (s *Service) prepare(e *SendMessageBatchRequestEntry, cfg *config, now int64) (*message, error) {
 	if e.MessageBody == "" {
-		return nil, awserr.New(ErrMissingParameter, "The request must contain the parameter MessageBody.")
+		return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter MessageBody.")
 	}
 	if !validChars(e.MessageBody) {
-		return nil, awserr.New(ErrInvalidMessageContents, "Invalid binary character in the message body: only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF are allowed.")
+		return nil, awserr.New(awserr.ErrInvalidMessageContents, "Invalid binary character in the message body: only #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF are allowed.")
 	}
 	asize, err := validateMessageAttributes(e.MessageAttributes)
 	if err != nil {
@@ -215,50 +215,50 @@ func (s *Service) prepare(e *SendMessageBatchRequestEntry, cfg *config, now int6
 	}
 	size := len(e.MessageBody) + asize
 	if size > cfg.maxSize {
-		return nil, awserr.New(ErrInvalidParameterValue, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes (MaximumMessageSize); it is %d bytes with its attributes.", cfg.maxSize, size)
+		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "One or more parameters are invalid. Reason: Message must be shorter than %d bytes (MaximumMessageSize); it is %d bytes with its attributes.", cfg.maxSize, size)
 	}
 	m := &message{id: uuid.NewString(), sentAt: now, readyIdx: -1, timerIdx: -1, expIdx: -1}
 	delay := cfg.delay.Milliseconds()
 	if e.DelaySeconds != nil {
 		if cfg.fifo {
-			return nil, awserr.New(ErrInvalidParameterValue, "Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type: FIFO queues take DelaySeconds per queue only.", *e.DelaySeconds)
+			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type: FIFO queues take DelaySeconds per queue only.", *e.DelaySeconds)
 		}
 		if *e.DelaySeconds < 0 || *e.DelaySeconds > MaxDelaySeconds {
-			return nil, awserr.OutOfRange(ErrInvalidParameterValue, "DelaySeconds", *e.DelaySeconds, 0, MaxDelaySeconds)
+			return nil, awserr.OutOfRange(awserr.ErrSQSInvalidParameterValue, "DelaySeconds", *e.DelaySeconds, 0, MaxDelaySeconds)
 		}
 		delay = int64(*e.DelaySeconds) * 1000
 	}
 	m.visibleAt = now + delay
 	for k, v := range e.MessageSystemAttributes {
 		if k != MsgAttrAWSTraceHeader || v.DataType != "String" || v.StringValue == nil {
-			return nil, awserr.New(ErrInvalidParameterValue, "Message system attribute %s is invalid: only AWSTraceHeader, a String, may be sent.", k)
+			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Message system attribute %s is invalid: only AWSTraceHeader, a String, may be sent.", k)
 		}
 		m.trace = *v.StringValue
 	}
 	if e.MessageGroupId != "" {
 		if !fifoIDRE.MatchString(e.MessageGroupId) {
-			return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageGroupId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageGroupId)
+			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter MessageGroupId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageGroupId)
 		}
 		m.group = e.MessageGroupId
 	}
 	if cfg.fifo {
 		if m.group == "" {
-			return nil, awserr.New(ErrMissingParameter, "The request must contain the parameter MessageGroupId.")
+			return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter MessageGroupId.")
 		}
 		switch {
 		case e.MessageDeduplicationId != "":
 			if !fifoIDRE.MatchString(e.MessageDeduplicationId) {
-				return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageDeduplicationId)
+				return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: 1..128 alphanumeric or punctuation characters.", e.MessageDeduplicationId)
 			}
 			m.dedup = e.MessageDeduplicationId
 		case cfg.contentDedup:
 			sum := sha256.Sum256([]byte(e.MessageBody))
 			m.dedup = hex.EncodeToString(sum[:])
 		default:
-			return nil, awserr.New(ErrInvalidParameterValue, "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 		}
 	} else if e.MessageDeduplicationId != "" {
-		return nil, awserr.New(ErrInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", e.MessageDeduplicationId)
+		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", e.MessageDeduplicationId)
 	}
 	attrs := e.MessageAttributes
 	if len(attrs) == 0 {
@@ -325,7 +325,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			q.mu.Unlock()
 			for i := range msgs {
 				if msgs[i].rec == rec {
-					errs[i] = awserr.New(ErrInternal, "store message: %v", err)
+					errs[i] = awserr.New(awserr.ErrInternal, "store message: %v", err)
 				}
 			}
 			return q.finishDups(ctx, results, errs, dups, dupOf)
@@ -349,7 +349,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			}()
 			for i := range msgs {
 				if msgs[i].rec == rec {
-					errs[i] = awserr.New(ErrInternal, "store message: %v", ctx.Err())
+					errs[i] = awserr.New(awserr.ErrInternal, "store message: %v", ctx.Err())
 				}
 			}
 			return q.finishDups(ctx, results, errs, dups, dupOf)
@@ -358,7 +358,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 		if perr != nil {
 			for i := range msgs {
 				if msgs[i].rec == rec {
-					errs[i] = awserr.New(ErrInternal, "store message: %v", perr)
+					errs[i] = awserr.New(awserr.ErrInternal, "store message: %v", perr)
 				}
 			}
 		}
@@ -433,11 +433,11 @@ func (q *queue) finishDups(ctx context.Context, results []sendResult, errs []err
 			select {
 			case <-e.rec.acked:
 			case <-ctx.Done():
-				errs[i] = awserr.New(ErrInternal, "store message: %v", ctx.Err())
+				errs[i] = awserr.New(awserr.ErrInternal, "store message: %v", ctx.Err())
 				continue
 			}
 			if e.rec.failed {
-				errs[i] = awserr.New(ErrInternal, "store message: the first send of deduplication id failed; send again")
+				errs[i] = awserr.New(awserr.ErrInternal, "store message: the first send of deduplication id failed; send again")
 				continue
 			}
 		}

@@ -237,7 +237,7 @@ func nameOf(ref string) (string, bool) {
 }
 
 func notExist(ref string) error {
-	return awserr.New(ErrQueueDoesNotExist, "The specified queue %s does not exist.", ref)
+	return awserr.New(awserr.ErrQueueDoesNotExist, "The specified queue %s does not exist.", ref)
 }
 
 func jsName(id string) string { return "SQS_" + id }
@@ -264,20 +264,20 @@ func (s *Service) streamConfig(m *queueMeta) jetstream.StreamConfig {
 // end in ".fifo" (and only then). Names are 1..80 characters of
 // [a-zA-Z0-9_-] (".fifo" included for FIFO queues). Attributes are
 // checked against their ranges (see the Attr* constants and
-// SetQueueAttributes): ErrInvalidAttributeValue names the attribute and
-// range, ErrInvalidAttributeName an unknown one. If the queue exists,
+// SetQueueAttributes): awserr.ErrInvalidAttributeValue names the attribute and
+// range, awserr.ErrInvalidAttributeName an unknown one. If the queue exists,
 // CreateQueue returns its URL when every given attribute has the queue's
-// value, and ErrQueueNameExists otherwise.
+// value, and awserr.ErrQueueNameExists otherwise.
 func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[string]string) (string, error) {
 	fifo := strings.EqualFold(attributes[AttrFifoQueue], "true")
 	if fifo && !fifoQueueNameRE.MatchString(name) {
-		return "", awserr.New(ErrInvalidParameterValue, "Can not create queue %q: the name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.", name)
+		return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Can not create queue %q: the name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.", name)
 	}
 	if !fifo && !queueNameRE.MatchString(name) {
 		if fifoQueueNameRE.MatchString(name) {
-			return "", awserr.New(ErrInvalidParameterValue, "Can not create queue %q: a name ending in .fifo needs the attribute FifoQueue=true.", name)
+			return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Can not create queue %q: a name ending in .fifo needs the attribute FifoQueue=true.", name)
 		}
-		return "", awserr.New(ErrInvalidParameterValue, "Can not create queue %q: queue names can only include alphanumeric characters, hyphens, or underscores, 1 to 80 in length.", name)
+		return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Can not create queue %q: queue names can only include alphanumeric characters, hyphens, or underscores, 1 to 80 in length.", name)
 	}
 	attrs, err := validateAttributes(attributes, fifo, true)
 	if err != nil {
@@ -289,7 +289,7 @@ func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[s
 	}
 	if q, err := s.queue(ctx, name); err == nil {
 		return s.sameQueue(q, fifo, attrs)
-	} else if !errors.Is(err, ErrQueueDoesNotExist) {
+	} else if !errors.Is(err, awserr.ErrQueueDoesNotExist) {
 		return "", err
 	}
 	now := s.eng.Clock.Now().Unix()
@@ -308,10 +308,10 @@ func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[s
 			}
 			return s.sameQueue(q, fifo, attrs)
 		}
-		return "", awserr.New(ErrInternal, "create queue %s: %v", name, err)
+		return "", awserr.New(awserr.ErrInternal, "create queue %s: %v", name, err)
 	}
 	if _, err := s.eng.JS.CreateOrUpdateStream(ctx, s.streamConfig(&meta)); err != nil {
-		return "", awserr.New(ErrInternal, "create queue %s: %v", name, err)
+		return "", awserr.New(awserr.ErrInternal, "create queue %s: %v", name, err)
 	}
 	return s.QueueURL(name), nil
 }
@@ -321,11 +321,11 @@ func (s *Service) sameQueue(q *queue, fifo bool, attrs map[string]string) (strin
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.meta.FIFO != fifo {
-		return "", awserr.New(ErrQueueNameExists, "A queue already exists with the same name and a different value for attribute FifoQueue")
+		return "", awserr.New(awserr.ErrQueueNameExists, "A queue already exists with the same name and a different value for attribute FifoQueue")
 	}
 	for k, v := range attrs {
 		if attr(q.meta.Attributes, k) != v {
-			return "", awserr.New(ErrQueueNameExists, "A queue already exists with the same name and a different value for attribute %s", k)
+			return "", awserr.New(awserr.ErrQueueNameExists, "A queue already exists with the same name and a different value for attribute %s", k)
 		}
 	}
 	return s.QueueURL(q.name), nil
@@ -341,12 +341,12 @@ func (s *Service) checkRedrive(ctx context.Context, name string, fifo bool, poli
 	p, _ := ParseRedrivePolicy(policy)
 	dlqName, _ := NameFromARN(p.DeadLetterTargetArn)
 	if dlqName == name {
-		return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: a queue can't be its own dead-letter queue.")
+		return awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: a queue can't be its own dead-letter queue.")
 	}
 	dlq, err := s.queue(ctx, p.DeadLetterTargetArn)
 	if err != nil {
-		if errors.Is(err, ErrQueueDoesNotExist) {
-			return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: Dead letter target does not exist: %s.", p.DeadLetterTargetArn)
+		if errors.Is(err, awserr.ErrQueueDoesNotExist) {
+			return awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: Dead letter target does not exist: %s.", p.DeadLetterTargetArn)
 		}
 		return err
 	}
@@ -354,10 +354,10 @@ func (s *Service) checkRedrive(ctx context.Context, name string, fifo bool, poli
 	dfifo, allow := dlq.fifo, dlq.cfg.redriveAllow
 	dlq.mu.Unlock()
 	if dfifo != fifo {
-		return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: the dead-letter queue of a %s queue must also be a %s queue.", kind(fifo), kind(fifo))
+		return awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: the dead-letter queue of a %s queue must also be a %s queue.", kind(fifo), kind(fifo))
 	}
 	if !allow.allows(s.ARN(name)) {
-		return awserr.New(ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: the RedriveAllowPolicy of %s does not allow %s as a source queue.", dlqName, name)
+		return awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter RedrivePolicy. Reason: the RedriveAllowPolicy of %s does not allow %s as a source queue.", dlqName, name)
 	}
 	return nil
 }
@@ -369,7 +369,7 @@ func kind(fifo bool) string {
 	return "standard"
 }
 
-// GetQueueURL returns the URL of queue name, or ErrQueueDoesNotExist.
+// GetQueueURL returns the URL of queue name, or awserr.ErrQueueDoesNotExist.
 func (s *Service) GetQueueURL(ctx context.Context, name string) (string, error) {
 	if _, err := s.loadMeta(ctx, name); err != nil {
 		return "", err
@@ -385,7 +385,7 @@ func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, erro
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return nil, nil
 		}
-		return nil, awserr.New(ErrInternal, "list queues: %v", err)
+		return nil, awserr.New(awserr.ErrInternal, "list queues: %v", err)
 	}
 	sort.Strings(keys)
 	var out []string
@@ -398,7 +398,7 @@ func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, erro
 }
 
 // DeleteQueue deletes a queue and all its messages (API_DeleteQueue).
-// Receives waiting on it return ErrQueueDoesNotExist; running move tasks
+// Receives waiting on it return awserr.ErrQueueDoesNotExist; running move tasks
 // from it fail. A queue of the same name may be created at once (SQS asks
 // for 60 s; runnel doesn't).
 func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
@@ -425,10 +425,10 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 	// Metadata first: a concurrent load must not find it and re-create
 	// the stream.
 	if err := s.meta.Purge(ctx, name); err != nil {
-		return awserr.New(ErrInternal, "delete queue %s: %v", name, err)
+		return awserr.New(awserr.ErrInternal, "delete queue %s: %v", name, err)
 	}
 	if err := s.eng.JS.DeleteStream(ctx, jsName(id)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return awserr.New(ErrInternal, "delete queue %s: %v", name, err)
+		return awserr.New(awserr.ErrInternal, "delete queue %s: %v", name, err)
 	}
 	return nil
 }
@@ -439,7 +439,7 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 // CreatedTimestamp, LastModifiedTimestamp (Unix seconds),
 // ApproximateNumberOfMessages (visible), ApproximateNumberOfMessagesNotVisible
 // (in flight) and ApproximateNumberOfMessagesDelayed, counted by the
-// engine clock. An unknown name is ErrInvalidAttributeName.
+// engine clock. An unknown name is awserr.ErrInvalidAttributeName.
 func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names []string) (map[string]string, error) {
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
@@ -451,7 +451,7 @@ func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names
 			continue
 		}
 		if _, ok := attrSpecs[n]; !ok && !contains(readOnlyAttrs, n) {
-			return nil, awserr.New(ErrInvalidAttributeName, "Unknown Attribute %s.", n)
+			return nil, awserr.New(awserr.ErrInvalidAttributeName, "Unknown Attribute %s.", n)
 		}
 		want[n] = true
 	}
@@ -550,7 +550,7 @@ func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attri
 	meta.LastModified = s.eng.Clock.Now().Unix()
 	b, _ := json.Marshal(meta)
 	if _, err := s.meta.Put(ctx, name, b); err != nil {
-		return awserr.New(ErrInternal, "set attributes of %s: %v", name, err)
+		return awserr.New(awserr.ErrInternal, "set attributes of %s: %v", name, err)
 	}
 	if attr(meta.Attributes, AttrMessageRetentionPeriod) != attr(q.meta.Attributes, AttrMessageRetentionPeriod) {
 		if _, err := s.eng.JS.UpdateStream(ctx, s.streamConfig(&meta)); err != nil {
@@ -573,11 +573,11 @@ func (s *Service) loadMeta(ctx context.Context, ref string) (*queueMeta, error) 
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, notExist(ref)
 		}
-		return nil, awserr.New(ErrInternal, "read queue %s: %v", name, err)
+		return nil, awserr.New(awserr.ErrInternal, "read queue %s: %v", name, err)
 	}
 	var m queueMeta
 	if err := json.Unmarshal(e.Value(), &m); err != nil {
-		return nil, awserr.New(ErrInternal, "queue %s: bad metadata: %v", name, err)
+		return nil, awserr.New(awserr.ErrInternal, "queue %s: bad metadata: %v", name, err)
 	}
 	if m.Attributes == nil {
 		m.Attributes = map[string]string{}

@@ -141,12 +141,12 @@ func (s *Service) load(ctx context.Context, ref string) (*queue, error) {
 		st, err = s.eng.JS.CreateOrUpdateStream(ctx, s.streamConfig(meta))
 	}
 	if err != nil {
-		return nil, awserr.New(ErrInternal, "open queue %s: %v", meta.Name, err)
+		return nil, awserr.New(awserr.ErrInternal, "open queue %s: %v", meta.Name, err)
 	}
 	q.js = st
 	info, err := st.Info(ctx)
 	if err != nil {
-		return nil, awserr.New(ErrInternal, "open queue %s: %v", meta.Name, err)
+		return nil, awserr.New(awserr.ErrInternal, "open queue %s: %v", meta.Name, err)
 	}
 	q.nextN = info.State.LastSeq + 1
 	now := s.eng.Clock.Now().UnixMilli()
@@ -154,7 +154,7 @@ func (s *Service) load(ctx context.Context, ref string) (*queue, error) {
 	var gonen []uint64
 	if info.State.Msgs > 0 {
 		if err := s.readStream(ctx, q, &gone, &gonen); err != nil {
-			return nil, awserr.New(ErrInternal, "load queue %s: %v", meta.Name, err)
+			return nil, awserr.New(awserr.ErrInternal, "load queue %s: %v", meta.Name, err)
 		}
 	}
 	// Index the live messages in send order. In-flight and delayed ones

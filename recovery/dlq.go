@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/wire"
@@ -101,7 +102,7 @@ func ListQueues(ctx context.Context, queues *queue.Service, o ListOptions) ([]Qu
 	for _, u := range urls {
 		attrs, err := queues.GetQueueAttributes(ctx, u, []string{queue.AttrAll})
 		if err != nil {
-			if errors.Is(err, queue.ErrQueueDoesNotExist) {
+			if errors.Is(err, awserr.ErrQueueDoesNotExist) {
 				continue
 			}
 			return nil, err

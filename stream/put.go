@@ -203,7 +203,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body})
 		if err != nil {
 			for _, i := range c.entries {
-				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
+				out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: err.Error()}
 			}
 			continue
 		}
@@ -221,7 +221,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	}
 	fail := func(c *chunk, msg string) {
 		for _, i := range c.entries {
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: msg}
+			out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: msg}
 		}
 	}
 	for _, c := range chunks {

@@ -287,13 +287,14 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 		reasons[i].Code = "None"
 		_, p, err := o.prepare(ctx)
 		var ccf *ConditionalCheckFailedError
+		var ae *awserr.Error
 		switch {
 		case errors.As(err, &ccf):
 			failed = true
 			reasons[i] = CancellationReason{Code: "ConditionalCheckFailed", Message: "The conditional request failed", Item: ccf.Item}
-		case errors.Is(err, awserr.ErrValidation):
+		case errors.As(err, &ae) && ae.Code == awserr.ErrValidation.Code:
 			failed = true
-			reasons[i] = CancellationReason{Code: "ValidationError", Message: strings.TrimPrefix(err.Error(), "ValidationException: ")}
+			reasons[i] = CancellationReason{Code: "ValidationError", Message: ae.Message}
 		case err != nil:
 			return false, err
 		}

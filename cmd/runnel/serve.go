@@ -125,7 +125,8 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		fmt.Fprintf(w, "AWS endpoint not started (%v); set --aws to another address\n", err)
 		return func() {}, nil
 	}
-	srv := awsapi.NewServer(addr, awsapi.NewEndpoint(rn, awsapi.Options{Logger: log, Auth: auth}, awsapi.LambdaOptions{Logger: log}))
+	ep := awsapi.NewEndpoint(rn, awsapi.Options{Logger: log, Auth: auth}, awsapi.LambdaOptions{Logger: log})
+	srv := awsapi.NewServer(addr, ep)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("aws endpoint stopped", "err", err)
@@ -136,7 +137,7 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		srv.Shutdown(ctx)
 		cancel()
-		awsapi.CloseProcessFunctions()
+		ep.Close()
 	}, nil
 }
 

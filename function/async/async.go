@@ -178,9 +178,9 @@ const configBucket = "runnel_event_invoke_configs"
 var (
 	// ErrRequestTooLarge: the payload is larger than the invocation type
 	// allows (HTTP 413).
-	ErrRequestTooLarge = &awserr.Error{Code: "RequestEntityTooLargeException"}
+	ErrRequestTooLarge = awserr.ErrRequestTooLarge
 	// ErrInvalidRequestContent: the payload is not JSON.
-	ErrInvalidRequestContent = &awserr.Error{Code: "InvalidRequestContentException"}
+	ErrInvalidRequestContent = awserr.ErrInvalidRequestContent
 )
 
 // InvokeOutput is the result of Invoke (API_Invoke's response).
@@ -482,7 +482,7 @@ func (s *Service) send(ctx context.Context, name, body string, m meta, delay int
 		in.DelaySeconds = &delay
 	}
 	_, err := s.queues.SendMessage(ctx, QueueName(name), in)
-	if errors.Is(err, queue.ErrQueueDoesNotExist) {
+	if errors.Is(err, awserr.ErrQueueDoesNotExist) {
 		if _, err = s.ensureQueue(ctx, name); err == nil {
 			_, err = s.queues.SendMessage(ctx, QueueName(name), in)
 		}

@@ -111,7 +111,7 @@ func (p *poller) run(ctx context.Context) {
 				return
 			}
 			p.log.Warn("async: cannot receive events; retrying in a second", "err", err)
-			if errors.Is(err, queue.ErrQueueDoesNotExist) {
+			if errors.Is(err, awserr.ErrQueueDoesNotExist) {
 				s.ensureQueue(ctx, p.name)
 			}
 			if engine.Sleep(ctx, s.eng.Clock, time.Second) != nil {

@@ -99,11 +99,8 @@ func Compile(c *Criteria) (*Matcher, error) {
 		return m, nil
 	}
 	if len(c.Filters) > MaxFilters {
-		return nil, &compileError{
-			field: "FilterCriteria.Filters",
-			msg:   fmt.Sprintf("number of filters must be in the range 0..%d, got %d", MaxFilters, len(c.Filters)),
-			kinds: []error{ErrTooManyFilters},
-		}
+		return nil, newCompileError("FilterCriteria.Filters",
+			fmt.Sprintf("number of filters must be in the range 0..%d, got %d", MaxFilters, len(c.Filters)), ErrTooManyFilters)
 	}
 	for i, p := range c.Filters {
 		f, err := compileFilter(i, p.Pattern)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/runnel-dev/runnel/awserr"
 )
 
 func mustCompile(t testing.TB, patterns ...string) *Matcher {
@@ -297,18 +299,19 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
-// foreignSentinel mimics another package's sentinel for the same AWS
-// exception (runnel's awserr.ErrInvalidParameterValue prints its code).
-type foreignSentinel struct{}
-
-func (foreignSentinel) Error() string { return "InvalidParameterValueException" }
-
-func TestCompileErrorMatchesForeignSentinel(t *testing.T) {
+// TestCompileErrorIsAnAWSError: Compile's errors carry runnel's
+// awserr.Error for InvalidParameterValueException (matched by code, never
+// by text), whose message is the field and the rule.
+func TestCompileErrorIsAnAWSError(t *testing.T) {
 	_, err := Compile(&Criteria{Filters: []Pattern{{Pattern: `{`}}})
-	if !errors.Is(err, foreignSentinel{}) {
-		t.Errorf("errors.Is(%v, foreign InvalidParameterValueException) = false", err)
+	if !errors.Is(err, awserr.ErrInvalidParameterValue) {
+		t.Errorf("errors.Is(%v, awserr.ErrInvalidParameterValue) = false", err)
 	}
-	if errors.Is(err, errors.New("ResourceNotFoundException")) {
+	var ae *awserr.Error
+	if !errors.As(err, &ae) || ae.Code != "InvalidParameterValueException" || !strings.HasPrefix(ae.Message, "FilterCriteria.Filters[0].Pattern: ") {
+		t.Errorf("errors.As(%v, *awserr.Error) = %+v", err, ae)
+	}
+	if errors.Is(err, awserr.ErrResourceNotFound) || errors.Is(err, errors.New("InvalidParameterValueException")) {
 		t.Error("matched an unrelated sentinel")
 	}
 }

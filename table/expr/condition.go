@@ -151,10 +151,15 @@ func (c cmpCond) eval(it Item, vs valList) bool {
 		return Equal(a, b)
 	}
 	n, ok := Compare(a, b)
-	if !ok {
-		return false
-	}
-	switch c.op {
+	return ok && holds(c.op, n)
+}
+
+// holds reports whether a comparison whose [Compare] result is n
+// satisfies op: one of =, <, <=, > and >=.
+func holds(op string, n int) bool {
+	switch op {
+	case "=":
+		return n == 0
 	case "<":
 		return n < 0
 	case "<=":

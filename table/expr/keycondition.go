@@ -223,19 +223,5 @@ func (k *KeyCondition) MatchRange(v *events.DynamoDBAttributeValue) bool {
 		return false
 	}
 	n, ok := Compare(*v, k.RangeValues[0])
-	if !ok {
-		return false
-	}
-	switch k.RangeOp {
-	case "=":
-		return n == 0
-	case "<":
-		return n < 0
-	case "<=":
-		return n <= 0
-	case ">":
-		return n > 0
-	default:
-		return n >= 0
-	}
+	return ok && holds(k.RangeOp, n)
 }

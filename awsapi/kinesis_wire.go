@@ -1,0 +1,144 @@
+package awsapi
+
+// The Kinesis wire: timestamps, and the GetRecords and PutRecords
+// response bodies, written by hand (they are the hot path).
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// epoch is a timestamp on the wire of the JSON protocols: epoch seconds
+// with a fraction.
+type epoch time.Time
+
+func (t epoch) MarshalJSON() ([]byte, error) {
+	return appendSeconds(nil, time.Time(t).UnixMilli()), nil
+}
+
+// appendSeconds appends ms as epoch seconds with a fraction, exactly as
+// encoding/json writes the float64 ms/1000: strconv's shortest 'f' form
+// in the range where encoding/json uses it (every date from 1970 on),
+// else encoding/json itself.
+func appendSeconds(b []byte, ms int64) []byte {
+	f := float64(ms) / 1000
+	if a := math.Abs(f); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	j, _ := json.Marshal(f)
+	return append(b, j...)
+}
+
+// appendJSONString appends s as a JSON string, byte for byte as
+// encoding/json.Marshal writes it (HTML-safe escaping): strings of plain
+// printable ASCII, like sequence numbers, shard ids and most partition
+// keys, are copied as they are; any other is written by encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendGetRecords appends GetRecords' response body: the bytes
+// json.Marshal wrote for it (a map, so the keys in order; each record's
+// fields in the order of the struct it used; Data in standard base64, ""
+// for no data), without the reflection and the per-record copies.
+func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
+	b = append(b, `{"MillisBehindLatest":`...)
+	b = strconv.AppendInt(b, o.MillisBehindLatest, 10)
+	if o.NextShardIterator != "" {
+		b = append(b, `,"NextShardIterator":`...)
+		b = appendJSONString(b, o.NextShardIterator)
+	}
+	b = append(b, `,"Records":[`...)
+	for i := range o.Records {
+		r := &o.Records[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"SequenceNumber":`...)
+		b = appendJSONString(b, r.SequenceNumber)
+		b = append(b, `,"ApproximateArrivalTimestamp":`...)
+		b = appendSeconds(b, r.ApproximateArrivalTimestamp.UnixMilli())
+		b = append(b, `,"Data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, r.Data)
+		b = append(b, `","PartitionKey":`...)
+		b = appendJSONString(b, r.PartitionKey)
+		b = append(b, `,"EncryptionType":"NONE"}`...)
+	}
+	return append(b, "]}"...)
+}
+
+// getRecordsSize is about the size of appendGetRecords' output.
+func getRecordsSize(o *stream.GetRecordsOutput) int {
+	n := 128 + len(o.NextShardIterator)
+	for i := range o.Records {
+		r := &o.Records[i]
+		n += 128 + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(len(r.Data)) + len(r.PartitionKey)
+	}
+	return n
+}
+
+// appendPutRecords appends PutRecords' response body, the bytes
+// json.Marshal wrote for it (a map, so the keys in order; each entry's
+// fields in the order of stream.PutRecordsResultEntry, the empty ones
+// left out).
+func appendPutRecords(b []byte, o *stream.PutRecordsOutput) []byte {
+	b = append(b, `{"EncryptionType":"NONE","FailedRecordCount":`...)
+	b = strconv.AppendInt(b, int64(o.FailedRecordCount), 10)
+	b = append(b, `,"Records":[`...)
+	for i := range o.Records {
+		r := &o.Records[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		sep := false
+		for _, f := range [...]struct{ name, v string }{
+			{`"SequenceNumber":`, r.SequenceNumber}, {`"ShardId":`, r.ShardId},
+			{`"ErrorCode":`, r.ErrorCode}, {`"ErrorMessage":`, r.ErrorMessage},
+		} {
+			if f.v == "" {
+				continue
+			}
+			if sep {
+				b = append(b, ',')
+			}
+			b = append(b, f.name...)
+			b = appendJSONString(b, f.v)
+			sep = true
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+func (t *epoch) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		var s string
+		if err2 := json.Unmarshal(b, &s); err2 != nil {
+			return err
+		}
+		tt, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return err
+		}
+		*t = epoch(tt)
+		return nil
+	}
+	sec, frac := math.Modf(f)
+	*t = epoch(time.Unix(int64(sec), int64(math.Round(frac*1e9))))
+	return nil
+}

@@ -1,0 +1,154 @@
+package awsapi
+
+// Lambda: asynchronous invocation's configuration (REST,
+// /2019-09-25/functions/{name}/event-invoke-config) over package
+// function/async: retries, maximum event age, destinations, and a
+// DeadLetterConfig (a runnel extension; AWS keeps it on the function).
+// Only $LATEST has one.
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function/async"
+)
+
+type destination struct {
+	Destination string
+}
+
+// destinations is a DestinationConfig on the wire.
+type destinations struct {
+	OnSuccess, OnFailure *destination `json:",omitempty"`
+}
+
+type eventInvokeConfig struct {
+	FunctionArn                                    string        `json:",omitempty"`
+	LastModified                                   float64       `json:",omitempty"`
+	MaximumRetryAttempts, MaximumEventAgeInSeconds *int          `json:",omitempty"`
+	DestinationConfig                              *destinations `json:",omitempty"`
+	// DeadLetterConfig is a runnel extension (AWS keeps it on the
+	// function's configuration).
+	DeadLetterConfig *async.DeadLetterConfig `json:",omitempty"`
+}
+
+func epochSecondsOf(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return math.Round(float64(t.UnixMilli())) / 1000
+}
+
+func fromEpochSeconds(f float64) time.Time {
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
+}
+
+func (h *Handler) eicOut(c *async.EventInvokeConfig) eventInvokeConfig {
+	out := eventInvokeConfig{
+		FunctionArn: c.FunctionArn, LastModified: epochSecondsOf(c.LastModified),
+		MaximumRetryAttempts: c.MaximumRetryAttempts, MaximumEventAgeInSeconds: c.MaximumEventAgeInSeconds,
+		DeadLetterConfig: c.DeadLetterConfig,
+	}
+	if out.FunctionArn == "" {
+		out.FunctionArn = h.rn.Functions.ARN(c.FunctionName)
+	}
+	if !strings.HasSuffix(out.FunctionArn, ":$LATEST") {
+		out.FunctionArn += ":$LATEST"
+	}
+	out.DestinationConfig = &destinations{OnSuccess: &destination{}, OnFailure: &destination{}}
+	if d := c.DestinationConfig; d != nil {
+		if d.OnSuccess != nil {
+			out.DestinationConfig.OnSuccess.Destination = d.OnSuccess.Destination
+		}
+		if d.OnFailure != nil {
+			out.DestinationConfig.OnFailure.Destination = d.OnFailure.Destination
+		}
+	}
+	return out
+}
+
+// config is the async configuration the request asks for, for the
+// function the path names.
+func (in *eventInvokeConfig) config(rq *request) (async.EventInvokeConfig, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return async.EventInvokeConfig{}, err
+	}
+	c := async.EventInvokeConfig{
+		FunctionName: name, MaximumRetryAttempts: in.MaximumRetryAttempts,
+		MaximumEventAgeInSeconds: in.MaximumEventAgeInSeconds, DeadLetterConfig: in.DeadLetterConfig,
+	}
+	if d := in.DestinationConfig; d != nil {
+		c.DestinationConfig = &async.DestinationConfig{}
+		if d.OnSuccess != nil {
+			c.DestinationConfig.OnSuccess = &async.OnSuccess{Destination: d.OnSuccess.Destination}
+		}
+		if d.OnFailure != nil {
+			c.DestinationConfig.OnFailure = &async.OnFailure{Destination: d.OnFailure.Destination}
+		}
+	}
+	return c, nil
+}
+
+// eicCall answers with call's configuration.
+func (rq *request) eicCall(out *async.EventInvokeConfig, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.eicOut(out), nil
+}
+
+func lambdaPutFunctionEventInvokeConfig(rq *request, in *eventInvokeConfig) (any, error) {
+	c, err := in.config(rq)
+	if err != nil {
+		return nil, err
+	}
+	return rq.eicCall(rq.h.rn.Async.PutFunctionEventInvokeConfig(rq.ctx, c))
+}
+
+func lambdaUpdateFunctionEventInvokeConfig(rq *request, in *eventInvokeConfig) (any, error) {
+	c, err := in.config(rq)
+	if err != nil {
+		return nil, err
+	}
+	return rq.eicCall(rq.h.rn.Async.UpdateFunctionEventInvokeConfig(rq.ctx, c))
+}
+
+func lambdaGetFunctionEventInvokeConfig(rq *request, _ *noInput) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	return rq.eicCall(rq.h.rn.Async.GetFunctionEventInvokeConfig(rq.ctx, name))
+}
+
+func lambdaListFunctionEventInvokeConfigs(rq *request, _ *noInput) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rq.h.rn.Functions.GetFunction(name); err != nil {
+		return nil, err
+	}
+	list := []eventInvokeConfig{}
+	out, err := rq.h.rn.Async.GetFunctionEventInvokeConfig(rq.ctx, name)
+	switch {
+	case err == nil:
+		list = append(list, rq.h.eicOut(out))
+	case !errors.Is(err, awserr.ErrResourceNotFound):
+		return nil, err
+	}
+	return map[string]any{"FunctionEventInvokeConfigs": list}, nil
+}
+
+func lambdaDeleteFunctionEventInvokeConfig(rq *request, _ *noInput) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	return nil, rq.h.rn.Async.DeleteFunctionEventInvokeConfig(rq.ctx, name)
+}

@@ -1,0 +1,344 @@
+package awsapi
+
+// Lambda: functions (REST, /2015-03-31/functions) over package function.
+// A function is in-process (Runtime "runnel": Handler names a handler
+// registered in the runnel instance's function.Registry; no code) or a process function
+// (Runtime provided.al2023, provided.al2 or provided: Code.ZipFile holds
+// an executable bootstrap; lambda_process.go). Only $LATEST exists: no
+// versions, aliases, layers, S3 or image code.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
+)
+
+// functionTimeLayout is the form of a function's LastModified.
+const functionTimeLayout = "2006-01-02T15:04:05.000-0700"
+
+type environment struct {
+	Variables map[string]string
+}
+
+type functionCode struct {
+	ZipFile                                    []byte
+	S3Bucket, S3Key, S3ObjectVersion, ImageUri string
+}
+
+type createFunctionInput struct {
+	FunctionName, Runtime, Role, Handler string
+	Code                                 *functionCode
+	Description                          string
+	Timeout, MemorySize                  int
+	Environment                          *environment
+	PackageType                          string
+}
+
+type functionConfiguration struct {
+	FunctionName, FunctionArn, Runtime, Role, Handler string
+	CodeSize                                          int64
+	Description                                       string
+	Timeout, MemorySize                               int
+	LastModified, CodeSha256, Version                 string
+	Environment                                       *environment `json:",omitempty"`
+	State, LastUpdateStatus, PackageType              string
+	Architectures                                     []string
+}
+
+// configuration is the FunctionConfiguration of cfg.
+func (h *Handler) configuration(ctx context.Context, cfg function.Config) functionConfiguration {
+	meta, err := h.loadMeta(ctx, cfg.FunctionName)
+	if err != nil || meta == nil {
+		meta = &functionMeta{Runtime: RuntimeRunnel, Handler: cfg.Handler}
+	}
+	out := functionConfiguration{
+		FunctionName: cfg.FunctionName, FunctionArn: cfg.FunctionArn,
+		Runtime: meta.Runtime, Role: meta.Role, Handler: meta.Handler,
+		CodeSize: meta.CodeSize, Description: meta.Description,
+		Timeout: cfg.Timeout, MemorySize: cfg.MemorySize,
+		CodeSha256: meta.CodeSha256, Version: "$LATEST",
+		State: "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
+		Architectures: []string{"x86_64"},
+	}
+	if !meta.LastModified.IsZero() {
+		out.LastModified = meta.LastModified.UTC().Format(functionTimeLayout)
+	}
+	if out.FunctionArn == "" {
+		out.FunctionArn = h.rn.Functions.ARN(cfg.FunctionName)
+	}
+	if len(cfg.Environment) > 0 {
+		out.Environment = &environment{Variables: cfg.Environment}
+	}
+	return out
+}
+
+// current is the configuration of the function name as it is now.
+func (rq *request) current(name string) (any, error) {
+	f, err := rq.h.rn.Functions.GetFunction(name)
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.configuration(rq.ctx, f.Config()), nil
+}
+
+func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
+	h, ctx := rq.h, rq.ctx
+	cfg := function.Config{
+		FunctionName: in.FunctionName, Handler: in.Handler, Timeout: in.Timeout, MemorySize: in.MemorySize,
+	}
+	if in.Environment != nil {
+		cfg.Environment = in.Environment.Variables
+	}
+	if in.PackageType != "" && in.PackageType != "Zip" {
+		return nil, lambdaInvalid("PackageType: %q is not supported: only Zip", in.PackageType)
+	}
+	meta := &functionMeta{Runtime: in.Runtime, Handler: in.Handler, Role: in.Role, Description: in.Description, LastModified: time.Now()}
+	h.fnMu.Lock()
+	defer h.fnMu.Unlock()
+	if _, err := h.rn.Functions.GetFunction(in.FunctionName); err == nil {
+		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", in.FunctionName)
+	}
+	switch {
+	case meta.isProcess():
+		if in.Code == nil || len(in.Code.ZipFile) == 0 {
+			return nil, lambdaInvalid("Code.ZipFile: required for Runtime %s (a zip holding an executable bootstrap); S3 and image code are not supported", in.Runtime)
+		}
+		if meta.Handler == "" {
+			meta.Handler = "bootstrap"
+		}
+		zip := in.Code.ZipFile
+		meta.CodeSha256, meta.CodeSize = codeDigest(zip), int64(len(zip))
+		probe := cfg
+		probe.Handler = ProcessHandlerPrefix + cfg.FunctionName
+		if err := probe.Validate(); err != nil {
+			return nil, err
+		}
+		store, err := h.codeStore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := store.PutBytes(ctx, cfg.FunctionName, zip); err != nil {
+			return nil, awserr.New(awserr.ErrService, "store code: %v", err)
+		}
+		if err := h.deployProcess(ctx, cfg, meta.Handler, zip, false); err != nil {
+			store.Delete(ctx, cfg.FunctionName)
+			return nil, err
+		}
+	case in.Runtime == RuntimeRunnel || in.Runtime == "" || slices.Contains(h.rn.Functions.Registry().Handlers(), in.Handler):
+		if in.Code != nil && len(in.Code.ZipFile) > 0 {
+			return nil, lambdaInvalid("Code.ZipFile: an in-process function (Runtime %s) has no code; use Runtime provided.al2023 for a zip", RuntimeRunnel)
+		}
+		if strings.HasPrefix(in.Handler, ProcessHandlerPrefix) {
+			return nil, lambdaInvalid("Handler: %q names a process function's handler", in.Handler)
+		}
+		if meta.Runtime == "" {
+			meta.Runtime = RuntimeRunnel
+		}
+		if _, err := h.rn.Functions.CreateFunction(ctx, cfg); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, lambdaInvalid("Runtime: %q is not supported: use provided.al2023 or provided.al2 with Code.ZipFile holding bootstrap, or %s with Handler naming a registered in-process handler (registered: %v)", in.Runtime, RuntimeRunnel, h.rn.Functions.Registry().Handlers())
+	}
+	if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
+		h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
+	}
+	return rq.current(cfg.FunctionName)
+}
+
+// function is the function the path names.
+func (rq *request) function() (*function.Function, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.rn.Functions.GetFunction(name)
+}
+
+func lambdaGetFunction(rq *request, _ *noInput) (any, error) {
+	f, err := rq.function()
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Config()
+	out := map[string]any{
+		"Configuration": rq.h.configuration(rq.ctx, cfg),
+		"Code":          map[string]string{"RepositoryType": "S3", "Location": ""},
+	}
+	if cfg.ReservedConcurrentExecutions != nil {
+		out["Concurrency"] = map[string]int{"ReservedConcurrentExecutions": *cfg.ReservedConcurrentExecutions}
+	}
+	return out, nil
+}
+
+func lambdaGetFunctionConfiguration(rq *request, _ *noInput) (any, error) {
+	f, err := rq.function()
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.configuration(rq.ctx, f.Config()), nil
+}
+
+func lambdaListFunctions(rq *request, _ *noInput) (any, error) {
+	return pageOf(rq, rq.h.rn.Functions.ListFunctions(), 50, "Functions", func(c *function.Config) functionConfiguration {
+		return rq.h.configuration(rq.ctx, *c)
+	})
+}
+
+func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	h, ctx := rq.h, rq.ctx
+	h.fnMu.Lock()
+	defer h.fnMu.Unlock()
+	if f, err := h.rn.Functions.GetFunction(name); err == nil {
+		name = f.Config().FunctionName
+	}
+	if err := h.rn.Functions.DeleteFunction(ctx, name); err != nil {
+		return nil, err
+	}
+	h.procs.remove(name)
+	if store, err := h.codeStore(ctx); err == nil {
+		if err := store.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			h.lopts.Logger.Warn("lambda api: delete function code", "function", name, "err", err)
+		}
+	}
+	if kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket); err == nil {
+		kv.Purge(ctx, name)
+	}
+	if err := h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, name); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+		h.lopts.Logger.Warn("lambda api: delete event invoke config", "function", name, "err", err)
+	}
+	return nil, nil
+}
+
+// redeploy replaces function cfg (already changed) with meta and, for a
+// process function, code (nil: the stored code).
+func (h *Handler) redeploy(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte) error {
+	if !meta.isProcess() {
+		if _, err := h.rn.Functions.PutFunction(ctx, cfg); err != nil {
+			return err
+		}
+		return h.storeMeta(ctx, cfg.FunctionName, meta)
+	}
+	store, err := h.codeStore(ctx)
+	if err != nil {
+		return err
+	}
+	if code == nil {
+		if code, err = store.GetBytes(ctx, cfg.FunctionName); err != nil {
+			return awserr.New(awserr.ErrService, "read stored code of %s: %v", cfg.FunctionName, err)
+		}
+	}
+	if err := h.deployProcess(ctx, cfg, meta.Handler, code, true); err != nil {
+		return err
+	}
+	return h.storeMeta(ctx, cfg.FunctionName, meta)
+}
+
+// metaOf is the stored metadata of cfg, or what it must be.
+func (h *Handler) metaOf(ctx context.Context, cfg function.Config) *functionMeta {
+	meta, err := h.loadMeta(ctx, cfg.FunctionName)
+	if err != nil || meta == nil {
+		meta = &functionMeta{Runtime: RuntimeRunnel, Handler: cfg.Handler}
+	}
+	if strings.HasPrefix(cfg.Handler, ProcessHandlerPrefix) && !meta.isProcess() {
+		meta.Runtime = processRuntimes[0]
+	}
+	return meta
+}
+
+type updateFunctionConfigurationInput struct {
+	Runtime, Role, Handler, Description *string
+	Timeout, MemorySize                 *int
+	Environment                         *environment
+}
+
+// change calls fn with the configuration and metadata of the function
+// the path names, holding fnMu (the calls that change functions are
+// serialized), and answers with the function's configuration after.
+func (rq *request) change(fn func(cfg *function.Config, meta *functionMeta) error) (any, error) {
+	rq.h.fnMu.Lock()
+	defer rq.h.fnMu.Unlock()
+	f, err := rq.function()
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Config()
+	if err := fn(&cfg, rq.h.metaOf(rq.ctx, cfg)); err != nil {
+		return nil, err
+	}
+	return rq.current(cfg.FunctionName)
+}
+
+func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurationInput) (any, error) {
+	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
+		if in.Runtime != nil && *in.Runtime != meta.Runtime {
+			if meta.isProcess() != slices.Contains(processRuntimes, *in.Runtime) {
+				return lambdaInvalid("Runtime: cannot change %s to %s (between a process function and an in-process one); delete and create the function", meta.Runtime, *in.Runtime)
+			}
+			meta.Runtime = *in.Runtime
+		}
+		setIf(&meta.Role, in.Role)
+		setIf(&meta.Description, in.Description)
+		if in.Handler != nil {
+			if meta.isProcess() {
+				meta.Handler = *in.Handler
+			} else {
+				if strings.HasPrefix(*in.Handler, ProcessHandlerPrefix) {
+					return lambdaInvalid("Handler: %q names a process function's handler", *in.Handler)
+				}
+				cfg.Handler, meta.Handler = *in.Handler, *in.Handler
+			}
+		}
+		setIf(&cfg.Timeout, in.Timeout)
+		setIf(&cfg.MemorySize, in.MemorySize)
+		if in.Environment != nil {
+			cfg.Environment = in.Environment.Variables
+		}
+		meta.LastModified = time.Now()
+		return rq.h.redeploy(rq.ctx, *cfg, meta, nil)
+	})
+}
+
+type updateFunctionCodeInput struct {
+	ZipFile            []byte
+	S3Bucket, ImageUri string
+	DryRun             bool
+}
+
+func lambdaUpdateFunctionCode(rq *request, in *updateFunctionCodeInput) (any, error) {
+	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
+		if !meta.isProcess() {
+			return lambdaInvalid("ZipFile: function %s is an in-process function (Runtime %s); it has no code to update", cfg.FunctionName, meta.Runtime)
+		}
+		if len(in.ZipFile) == 0 {
+			return lambdaInvalid("ZipFile: required (S3 and image code are not supported)")
+		}
+		if in.DryRun {
+			return nil
+		}
+		store, err := rq.h.codeStore(rq.ctx)
+		if err != nil {
+			return err
+		}
+		meta.CodeSha256, meta.CodeSize, meta.LastModified = codeDigest(in.ZipFile), int64(len(in.ZipFile)), time.Now()
+		// Deploy first (it checks the zip), then store the code.
+		if err := rq.h.redeploy(rq.ctx, *cfg, meta, in.ZipFile); err != nil {
+			return err
+		}
+		if _, err := store.PutBytes(rq.ctx, cfg.FunctionName, in.ZipFile); err != nil {
+			return awserr.New(awserr.ErrService, "store code: %v", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,111 @@
+package awsapi
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+)
+
+// Service is an AWS API the endpoint serves.
+type Service string
+
+// The services, as README's list of supported operations names them.
+const (
+	Kinesis         Service = "Kinesis"
+	SQS             Service = "SQS"
+	Lambda          Service = "Lambda"
+	DynamoDB        Service = "DynamoDB"
+	DynamoDBStreams Service = "DynamoDB Streams"
+)
+
+// Services lists the services in the order README lists them.
+var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams}
+
+// Operation is one AWS operation the endpoint serves: a row of the table
+// (operations.go) that the router dispatches on, the tests check, and
+// README.md's list of supported operations is generated from.
+type Operation struct {
+	Service Service
+	// Name is the operation's name in the AWS API reference
+	// ("PutRecords"): the X-Amz-Target suffix or SQS Action.
+	Name string
+	// Doc is one line on what runnel does of the operation, and what it
+	// does not.
+	Doc string
+	// Routes are the Lambda REST API's http.ServeMux patterns
+	// ("POST /2015-03-31/functions/{name}/invocations"); empty for the
+	// other services.
+	Routes []string
+	// Status is a Lambda operation's HTTP status on success: 200 when
+	// zero.
+	Status int
+	// Input is the type the request body (or form) is decoded into.
+	Input reflect.Type
+
+	h handler
+}
+
+// handler is an operation's function, with its input type.
+type handler struct {
+	in    reflect.Type
+	serve func(*request) (any, error)
+}
+
+// noInput is the input of an operation that reads no body.
+type noInput struct{}
+
+// handle makes fn an operation's handler: the request is decoded into a
+// new In in the request's protocol (JSON, the SQS query form, DynamoDB's
+// JSON, Lambda's JSON body; see request.decode), then fn answers it. The
+// value fn returns is written as the protocol's result (nil: no result
+// body); its error as the protocol's error (errors.go).
+func handle[In any](fn func(rq *request, in *In) (any, error)) handler {
+	return handler{in: reflect.TypeFor[In](), serve: func(rq *request) (any, error) {
+		in := new(In)
+		if err := rq.decode(in); err != nil {
+			return nil, err
+		}
+		if c, ok := any(in).(checker); ok {
+			if err := c.check(); err != nil {
+				return nil, err
+			}
+		}
+		return fn(rq, in)
+	}}
+}
+
+// index checks the table and returns it by service then name. It panics
+// on a duplicate, a row without a doc, or a Lambda row without routes:
+// mistakes of the row, found by any test.
+func index(ops []Operation) map[Service]map[string]*Operation {
+	m := map[Service]map[string]*Operation{}
+	for i := range ops {
+		op := &ops[i]
+		if m[op.Service] == nil {
+			m[op.Service] = map[string]*Operation{}
+		}
+		if m[op.Service][op.Name] != nil || op.Doc == "" || (op.Service == Lambda) != (len(op.Routes) > 0) {
+			panic(fmt.Sprintf("awsapi: operation %s %s: a duplicate, without a doc, or (Lambda only) without routes", op.Service, op.Name))
+		}
+		op.Input = op.h.in
+		m[op.Service][op.Name] = op
+	}
+	return m
+}
+
+// lookup returns the operation name of svc, or nil.
+func lookup(svc Service, name string) *Operation { return operations[svc][name] }
+
+// Operations returns the table: every operation the endpoint serves, by
+// service (in the order of Services) then name.
+func Operations() []Operation {
+	var out []Operation
+	for _, svc := range Services {
+		start := len(out)
+		for _, op := range operations[svc] {
+			out = append(out, *op)
+		}
+		sort.Slice(out[start:], func(i, j int) bool { return out[start+i].Name < out[start+j].Name })
+	}
+	return out
+}

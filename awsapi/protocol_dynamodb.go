@@ -1,0 +1,54 @@
+package awsapi
+
+// DynamoDB's and DynamoDB Streams' JSON 1.0: like the other JSON
+// protocols, but legacy parameters are refused, errors have DynamoDB's
+// namespaces (errors.go), and every response carries X-Amz-Crc32, which
+// the SDKs check.
+
+import (
+	"bytes"
+	"encoding/json"
+	"hash/crc32"
+	"strconv"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// legacyParams are the pre-expression parameters runnel refuses rather
+// than ignores.
+var legacyParams = []string{"Expected", "AttributeUpdates", "AttributesToGet", "KeyConditions", "QueryFilter", "ScanFilter", "ConditionalOperator"}
+
+// dynamoDecode reads body into v, refusing the legacy parameters.
+func dynamoDecode(body []byte, v any) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return awserr.New(awserr.ErrSerialization, "%v", err)
+	}
+	for _, legacy := range legacyParams {
+		if _, ok := raw[legacy]; ok {
+			return awserr.New(awserr.ErrValidation, "runnel supports the expression parameters only: the legacy parameter %s is not supported (use ConditionExpression, UpdateExpression, KeyConditionExpression, FilterExpression or ProjectionExpression)", legacy)
+		}
+	}
+	return decodeJSON(body, v)
+}
+
+// dynamoReply writes a JSON 1.0 result (nil: {}).
+func (rq *request) dynamoReply(v any) {
+	if b, ok := rq.encode(v); ok {
+		rq.dynamoWrite(200, b)
+	}
+}
+
+func (rq *request) dynamoWrite(status int, b []byte) {
+	h := rq.w.Header()
+	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("x-amzn-RequestId", rq.reqID)
+	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(b)), 10))
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	rq.w.WriteHeader(status)
+	rq.w.Write(b)
+}

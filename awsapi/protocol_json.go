@@ -1,0 +1,93 @@
+package awsapi
+
+// The JSON protocols of Kinesis (JSON 1.1) and SQS (JSON 1.0): a JSON
+// body in, a JSON body out.
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// decodeJSON reads body into v (an empty body is {}); a body that does
+// not decode is a SerializationException.
+func decodeJSON(body []byte, v any) error {
+	return decodeJSONOr(body, v, awserr.ErrSerialization, "")
+}
+
+// decodeJSONOr is decodeJSON with the error code and message prefix of a
+// body that does not decode.
+func decodeJSONOr(body []byte, v any, sentinel *awserr.Error, prefix string) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return awserr.New(sentinel, "%s%v", prefix, err)
+	}
+	return nil
+}
+
+// encode marshals a JSON result (nil: {}); when it cannot, it answers
+// with the error and reports false.
+func (rq *request) encode(v any) ([]byte, bool) {
+	if v == nil {
+		v = struct{}{}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		rq.fail(err)
+		return nil, false
+	}
+	return b, true
+}
+
+// replyJSON writes v as a JSON result (nil: {}).
+func (rq *request) replyJSON(v any) {
+	if b, ok := rq.encode(v); ok {
+		rq.writeJSON(b)
+	}
+}
+
+func (rq *request) writeJSON(b []byte) {
+	ct := "application/x-amz-json-1.1"
+	if rq.proto == protoSQSJSON {
+		ct = "application/x-amz-json-1.0"
+	}
+	rq.w.Header().Set("Content-Type", ct)
+	rq.w.Header().Set("x-amzn-RequestId", rq.reqID)
+	rq.w.Write(b)
+}
+
+// jsonBuf is a response body already encoded (by the Kinesis data-plane
+// calls, see kinesis_wire.go), in a buffer that goes back to a pool once
+// written.
+type jsonBuf struct{ b []byte }
+
+var jsonBufs sync.Pool
+
+// newJSONBuf returns an empty buffer with at least size bytes of room.
+func newJSONBuf(size int) *jsonBuf {
+	if jb, _ := jsonBufs.Get().(*jsonBuf); jb != nil {
+		if cap(jb.b) >= size {
+			return jb
+		}
+	}
+	return &jsonBuf{b: make([]byte, 0, size)}
+}
+
+func (jb *jsonBuf) free() {
+	if cap(jb.b) > 16<<20 {
+		return
+	}
+	jb.b = jb.b[:0]
+	jsonBufs.Put(jb)
+}
+
+func (jb *jsonBuf) writeReply(rq *request) {
+	defer jb.free() // Write copies it or has sent it on return
+	rq.w.Header().Set("Content-Length", strconv.Itoa(len(jb.b)))
+	rq.writeJSON(jb.b)
+}
