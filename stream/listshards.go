@@ -31,8 +31,8 @@ const (
 )
 
 // ErrExpiredNextToken is the error of a ListShards NextToken older than
-// NextTokenLifetime.
-var ErrExpiredNextToken = &awserr.Error{Code: "ExpiredNextTokenException"}
+// NextTokenLifetime (awserr.ErrExpiredNextToken).
+var ErrExpiredNextToken = awserr.ErrExpiredNextToken
 
 // ShardFilter selects the shards ListShardsPage returns (API_ShardFilter).
 // Start and end times of a shard are when it was created and closed.
