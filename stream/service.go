@@ -5,7 +5,10 @@
 //
 // Each shard is one JetStream stream (file storage, MaxAge = retention), so
 // a shard's log, its trimming and its readers are JetStream's own. Stream
-// descriptions live in the key-value bucket "runnel_streams".
+// descriptions live in the key-value bucket "runnel_streams". SplitShard,
+// MergeShards and UpdateShardCount close shards and open children
+// (reshard.go): a closed shard is sealed so that no record lands in it
+// after its end, and stays readable until it expires.
 //
 // Method and field names follow the Kinesis API
 // (https://docs.aws.amazon.com/kinesis/latest/APIReference/); refused calls
