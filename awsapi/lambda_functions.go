@@ -18,6 +18,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/process"
 )
 
 // functionTimeLayout is the form of a function's LastModified.
@@ -49,7 +50,10 @@ type functionConfiguration struct {
 	LastModified, CodeSha256, Version                 string
 	Environment                                       *environment `json:",omitempty"`
 	State, LastUpdateStatus, PackageType              string
-	Architectures                                     []string
+	// StateReason says what differs between a managed runtime and the
+	// interpreter it runs on (python3.12 on Python 3.11).
+	StateReason   string `json:",omitempty"`
+	Architectures []string
 }
 
 // configuration is the FunctionConfiguration of cfg.
@@ -63,7 +67,7 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		Runtime: meta.Runtime, Role: meta.Role, Handler: meta.Handler,
 		CodeSize: meta.CodeSize, Description: meta.Description,
 		Timeout: cfg.Timeout, MemorySize: cfg.MemorySize,
-		CodeSha256: meta.CodeSha256, Version: "$LATEST",
+		CodeSha256: meta.CodeSha256, Version: "$LATEST", StateReason: meta.RuntimeWarning,
 		State: "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
 		Architectures: []string{"x86_64"},
 	}
@@ -110,6 +114,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		if in.Code == nil || len(in.Code.ZipFile) == 0 {
 			return nil, lambdaInvalid("Code.ZipFile: required for Runtime %s (a zip holding an executable bootstrap); S3 and image code are not supported", in.Runtime)
 		}
+		if meta.Handler == "" && process.IsManagedRuntime(meta.Runtime) {
+			return nil, lambdaInvalid("Handler: required for Runtime %s (module.function, as handler.handler)", meta.Runtime)
+		}
 		if meta.Handler == "" {
 			meta.Handler = "bootstrap"
 		}
@@ -127,7 +134,7 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		if _, err := store.PutBytes(ctx, cfg.FunctionName, zip); err != nil {
 			return nil, awserr.New(awserr.ErrService, "store code: %v", err)
 		}
-		if err := h.deployProcess(ctx, cfg, meta.Handler, zip, false); err != nil {
+		if err := h.deployProcess(ctx, cfg, meta, zip, false); err != nil {
 			store.Delete(ctx, cfg.FunctionName)
 			return nil, err
 		}
@@ -145,7 +152,7 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 			return nil, err
 		}
 	default:
-		return nil, lambdaInvalid("Runtime: %q is not supported: use provided.al2023 or provided.al2 with Code.ZipFile holding bootstrap, or %s with Handler naming a registered in-process handler (registered: %v)", in.Runtime, RuntimeRunnel, h.rn.Functions.Registry().Handlers())
+		return nil, lambdaInvalid("Runtime: %q is not supported: use python3.x or nodejs* (run on this machine's interpreter), provided.al2023 or provided.al2 with Code.ZipFile holding bootstrap, or %s with Handler naming a registered in-process handler (registered: %v)", in.Runtime, RuntimeRunnel, h.rn.Functions.Registry().Handlers())
 	}
 	if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
 		h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
@@ -239,7 +246,7 @@ func (h *Handler) redeploy(ctx context.Context, cfg function.Config, meta *funct
 			return awserr.New(awserr.ErrService, "read stored code of %s: %v", cfg.FunctionName, err)
 		}
 	}
-	if err := h.deployProcess(ctx, cfg, meta.Handler, code, true); err != nil {
+	if err := h.deployProcess(ctx, cfg, meta, code, true); err != nil {
 		return err
 	}
 	return h.storeMeta(ctx, cfg.FunctionName, meta)
@@ -283,7 +290,7 @@ func (rq *request) change(fn func(cfg *function.Config, meta *functionMeta) erro
 func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurationInput) (any, error) {
 	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
 		if in.Runtime != nil && *in.Runtime != meta.Runtime {
-			if meta.isProcess() != slices.Contains(processRuntimes, *in.Runtime) {
+			if meta.isProcess() != isProcessRuntime(*in.Runtime) {
 				return lambdaInvalid("Runtime: cannot change %s to %s (between a process function and an in-process one); delete and create the function", meta.Runtime, *in.Runtime)
 			}
 			meta.Runtime = *in.Runtime
