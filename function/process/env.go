@@ -68,6 +68,7 @@ type env struct {
 
 	logStream string        // the environment's log stream
 	flushed   chan struct{} // a managed runtime's flush marks (awaitFlush)
+	readyCh   chan struct{} // closed at the runtime's first /next
 
 	queue      chan *invocation // the invocation for the next /next
 	exited     chan struct{}    // closed when the process has exited
@@ -91,7 +92,7 @@ func (f *Function) newEnv() *env {
 	n := f.nextEnv.Add(1)
 	return &env{f: f, n: n, dir: filepath.Join(f.base, fmt.Sprintf("env-%d", n)),
 		queue: make(chan *invocation, 1), exited: make(chan struct{}), initFailed: make(chan struct{}),
-		logStream: time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randHex(16), flushed: make(chan struct{}, 2)}
+		logStream: time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randHex(16), flushed: make(chan struct{}, 2), readyCh: make(chan struct{})}
 }
 
 // start starts the environment's Runtime API server and its process. On
@@ -349,7 +350,7 @@ func (w *lineWriter) emit(line []byte) {
 		}
 		return
 	}
-	w.e.logLine(w.e.current(), s)
+	w.e.logLine(w.e.current(), s, "stream", w.stream)
 }
 
 // Lambda's limit on a function's unzipped deployment package.

@@ -73,8 +73,8 @@ func LogGroup(functionName string) string { return "/aws/lambda/" + functionName
 
 // logLine writes a line of the environment's log stream: to the sink, to
 // the tail of the invocation it belongs to (inv, nil for none), and to the
-// function's logger.
-func (e *env) logLine(inv *invocation, line string) {
+// function's logger (with attrs: the process's stream of a line it wrote).
+func (e *env) logLine(inv *invocation, line string, attrs ...any) {
 	f := e.f
 	if f.cfg.Logs != nil {
 		f.cfg.Logs.PutLogEvent(LogGroup(f.cfg.FunctionName), e.logStream, line)
@@ -86,7 +86,7 @@ func (e *env) logLine(inv *invocation, line string) {
 			inv.tail.add(line)
 		}
 	}
-	f.log.Info(line, "function", f.cfg.FunctionName, "request_id", id, "log_stream", e.logStream)
+	f.log.Info(line, append([]any{"function", f.cfg.FunctionName, "request_id", id, "log_stream", e.logStream}, attrs...)...)
 }
 
 // logStart writes START before inv is offered to e.

@@ -263,16 +263,32 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // the runtime took the invocation, so it can go elsewhere. cold: e was
 // started for inv.
 func (f *Function) run(ctx context.Context, e *env, inv *invocation, cold bool) (out []byte, retry bool, err error) {
-	e.logStart(inv)
-	if !e.offer(inv) {
-		return nil, true, nil
+	if cold {
+		// The init phase's output comes before START, as in Lambda.
+		select {
+		case <-e.readyCh:
+			e.awaitFlush()
+		case <-e.initFailed:
+		case <-e.exited:
+		case <-ctx.Done():
+		}
 	}
+	e.logStart(inv)
 	timedOut := false
 	defer func() {
 		if !retry {
 			e.logEnd(inv, cold, timedOut)
 		}
 	}()
+	if !e.offer(inv) {
+		if cold && !e.wasReady() { // exited during init
+			if err := e.initError(); err != nil {
+				return nil, false, err
+			}
+			return nil, false, exitError(inv.id, e.exitErr)
+		}
+		return nil, true, nil
+	}
 	select {
 	case r := <-inv.done:
 		e.awaitFlush()

@@ -76,6 +76,7 @@ func (e *env) handleNext(w http.ResponseWriter, r *http.Request) {
 	}
 	if !e.ready {
 		e.readyAt = time.Now()
+		close(e.readyCh)
 	}
 	e.ready = true
 	e.state = stWaiting

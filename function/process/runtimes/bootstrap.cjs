@@ -170,6 +170,7 @@ async function main() {
     await postError("/init/error", e);
     process.exit(1);
   }
+  flushLogs(); // the init phase's output is logged before START
   let current = "";
   process.on("uncaughtException", async (e) => {
     if (current) await postError("/invocation/" + current + "/error", e, "Runtime.UncaughtException");

@@ -132,6 +132,7 @@ def main():
         log_error(body)
         post("/init/error", json.dumps(body), {"Lambda-Runtime-Function-Error-Type": e.typ})
         sys.exit(1)
+    flush_logs()  # the init phase's output is logged before START
     while True:
         c = conn()
         c.request("GET", BASE + "/invocation/next")
