@@ -68,9 +68,9 @@ func TestIAMRolesAndSTS(t *testing.T) {
 	}
 	status, body := iam("CreateRole", "RoleName", "lab-role", "AssumeRolePolicyDocument", trust, "Path", "/service-role/")
 	var created struct {
-		XMLName xml.Name `xml:"https://iam.amazonaws.com/doc/2010-05-08/ CreateRoleResponse"`
+		XMLName xml.Name                                                                           `xml:"https://iam.amazonaws.com/doc/2010-05-08/ CreateRoleResponse"`
 		Role    struct{ Path, RoleName, RoleId, Arn, CreateDate, AssumeRolePolicyDocument string } `xml:"CreateRoleResult>Role"`
-		ReqID   string                                                                           `xml:"ResponseMetadata>RequestId"`
+		ReqID   string                                                                             `xml:"ResponseMetadata>RequestId"`
 	}
 	if status != 200 || xml.Unmarshal([]byte(body), &created) != nil {
 		t.Fatalf("CreateRole: %d %s", status, body)
