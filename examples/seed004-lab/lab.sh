@@ -14,6 +14,9 @@
 #     when the CLI is v1, which has no `logs tail` (v2 runs the lab's);
 #   - the script runs in a temporary directory (handler.py, fn.zip) and
 #     stops at the first failing command (set -e);
+#   - LAB_FUNCTION=node runs the same scenario with a Node.js function
+#     (nodejs20.x, index.mjs with @aws-sdk/client-dynamodb installed from
+#     npm into the package) in place of step 5's handler.py;
 #   - LAB_EXPECT_ITEMS=N (the test sets it) adds, after the lab's
 #     `sleep 8`, a wait of at most 60 s until the table holds N items and
 #     the log shows N "processed" lines, so that a loaded machine does not
@@ -65,6 +68,42 @@ aws iam attach-role-policy --role-name ${PFX}-role \
   --policy-arn arn:aws:iam::aws:policy/AmazonDynamoDBFullAccess
 
 # Step 5 — Package and deploy the idempotent function.
+if [ "${LAB_FUNCTION:-python}" = node ]; then
+# The same function in Node.js, with the AWS SDK for JavaScript v3.
+cat > index.mjs <<'JS'
+import { DynamoDBClient, PutItemCommand, ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+const ddb = new DynamoDBClient({}); // init code: reused on warm invokes
+const T = process.env.TABLE;
+export const handler = async (event) => {
+  const failures = [];
+  for (const r of event.Records) {
+    const mid = r.messageId;
+    try {
+      await ddb.send(new PutItemCommand({ TableName: T, Item: { id: { S: mid } },
+        ConditionExpression: "attribute_not_exists(id)" }));
+      console.log("processed", mid);
+    } catch (e) {
+      if (e instanceof ConditionalCheckFailedException) {
+        console.log("duplicate, skipped", mid); // idempotent: no double side effect
+      } else {
+        console.log("error", mid, String(e));
+        failures.push({ itemIdentifier: mid }); // partial-batch failure
+      }
+    }
+  }
+  return { batchItemFailures: failures };
+};
+JS
+npm init -y >/dev/null
+npm install --no-audit --no-fund --loglevel=error @aws-sdk/client-dynamodb
+zip -qr fn.zip index.mjs package.json node_modules
+sleep 10  # let the role propagate
+aws lambda create-function --function-name ${PFX}-worker \
+  --runtime nodejs20.x --handler index.handler --timeout 30 --memory-size 256 \
+  --role arn:aws:iam::${ACC}:role/${PFX}-role \
+  --environment "Variables={TABLE=${PFX}-events}" \
+  --zip-file fileb://fn.zip --region $R
+else
 cat > handler.py <<'PY'
 import boto3, json, os
 ddb = boto3.client("dynamodb")  # init code: reused on warm invokes
@@ -91,6 +130,7 @@ aws lambda create-function --function-name ${PFX}-worker \
   --role arn:aws:iam::${ACC}:role/${PFX}-role \
   --environment "Variables={TABLE=${PFX}-events}" \
   --zip-file fileb://fn.zip --region $R
+fi
 
 # Step 6 — Map the queue to the function with partial-batch reporting.
 aws lambda create-event-source-mapping --function-name ${PFX}-worker \

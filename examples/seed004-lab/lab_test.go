@@ -86,6 +86,30 @@ func TestSeed004Lab(t *testing.T) {
 	checkLab(t, string(out), 2)
 }
 
+// TestSeed004LabNode is TestSeed004Lab with the function in Node.js
+// (LAB_FUNCTION=node): nodejs20.x on this machine's node, writing to
+// DynamoDB with @aws-sdk/client-dynamodb installed from npm into the
+// deployment package.
+func TestSeed004LabNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs @aws-sdk/client-dynamodb from npm, runs the AWS CLI about 30 times and the lab's sleeps (about 1.5 minutes)")
+	}
+	needTools(t)
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.MissingTool(t, "%s is not installed (apt-get install nodejs npm)", tool)
+		}
+	}
+	cmd := exec.Command("bash", "lab.sh")
+	cmd.Env = append(awsEnv(t, serve(t)), "LAB_EXPECT_ITEMS=2", "LAB_FUNCTION=node", "npm_config_cache="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	t.Logf("lab.sh (Node.js):\n%s", out)
+	if err != nil {
+		t.Fatalf("lab.sh: %v", err)
+	}
+	checkLab(t, string(out), 2)
+}
+
 // checkLab checks the lab's output: the scan counts want items, and the
 // log has a "processed <id>" line for each message id sent.
 func checkLab(t *testing.T, out string, want int) {

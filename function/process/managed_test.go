@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -252,10 +253,10 @@ func TestRuntimeVersionsAndMissingInterpreter(t *testing.T) {
 
 // Node.js handlers as AWS resolves them: CommonJS, ES modules (.mjs, and
 // .js under "type":"module", in a nested directory), async handlers and
-// callbacks.
+// callbacks. console's lines are the Node.js runtime's.
 func TestNodeHandlers(t *testing.T) {
 	files := map[string]string{
-		"index.js":               "exports.handler = async (event, context) => ({ got: event, id: context.awsRequestId, fn: context.functionName, env: process.env.AWS_EXECUTION_ENV });",
+		"index.js":               "exports.handler = async (event, context) => { console.log('hi', event.n, '\\nthere'); return { got: event, id: context.awsRequestId, fn: context.functionName, env: process.env.AWS_EXECUTION_ENV }; };",
 		"esm.mjs":                "export const handler = async (event) => ({ esm: event.n });",
 		"lib/package.json":       `{"type":"module"}`,
 		"lib/mod.js":             "export async function handler(event) { return { lib: event.n }; }",
@@ -270,7 +271,7 @@ func TestNodeHandlers(t *testing.T) {
 		{"nodejs20.x", "cb.handler", `{"cb":1}`},
 		{"nodejs20.x", "nested/obj.api.handler", `"deep"`},
 	} {
-		f, _ := managed(t, c.runtime, c.handler, files, nil)
+		f, sink := managed(t, c.runtime, c.handler, files, nil)
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "node-1"})
 		out, err := f.Invoke(ctx, []byte(`{"n":1}`))
 		if err != nil || !strings.Contains(string(out), c.want) {
@@ -278,6 +279,9 @@ func TestNodeHandlers(t *testing.T) {
 		}
 		if c.handler == "index.handler" && !strings.Contains(string(out), `"id":"node-1","fn":"fn","env":"AWS_Lambda_nodejs20.x"`) {
 			t.Errorf("context: %s", out)
+		}
+		if c.handler == "index.handler" && !slices.ContainsFunc(sink.messages("/aws/lambda/fn"), regexp.MustCompile(`^\d{4}-\d\d-\d\dT[0-9:.]+Z\tnode-1\tINFO\thi 1 \rthere$`).MatchString) {
+			t.Errorf("console.log line not found in %q", sink.messages("/aws/lambda/fn"))
 		}
 	}
 }

@@ -7,6 +7,7 @@
 const http = require("http");
 const fs = require("fs");
 const path = require("path");
+const util = require("util");
 const { pathToFileURL } = require("url");
 
 const FLUSH_MARK = process.env._RUNNEL_FLUSH_MARK || "";
@@ -55,7 +56,7 @@ function errorBody(err) {
 
 function logError(body) {
   // One log event: lines joined by \r, as Lambda writes it.
-  const line = [new Date().toISOString(), "undefined", "ERROR", JSON.stringify(body)].join("\t");
+  const line = [new Date().toISOString(), requestId, "ERROR", "Invoke Error", JSON.stringify(body)].join("\t");
   fs.writeSync(1, line.replace(/\n/g, "\r") + "\n");
 }
 
@@ -162,7 +163,21 @@ function invoke(fn, event, ctx) {
   });
 }
 
+// As the Node.js runtime: console's lines are
+// "<ISO time>\t<request id>\t<LEVEL>\t<message>", one log event each
+// (a message's newlines become \r).
+let requestId = "undefined";
+function patchConsole() {
+  for (const [method, level] of [["log", "INFO"], ["info", "INFO"], ["debug", "DEBUG"], ["warn", "WARN"], ["error", "ERROR"], ["trace", "TRACE"]]) {
+    console[method] = (...args) => {
+      const msg = util.format(...args).replace(/\n/g, "\r");
+      fs.writeSync(1, [new Date().toISOString(), requestId, level, msg].join("\t") + "\n");
+    };
+  }
+}
+
 async function main() {
+  patchConsole();
   let fn;
   try {
     fn = await loadHandler(process.env._HANDLER || "");
@@ -185,6 +200,7 @@ async function main() {
     const h = next.headers;
     const id = h["lambda-runtime-aws-request-id"];
     current = id;
+    requestId = id;
     if (h["lambda-runtime-trace-id"]) process.env._X_AMZN_TRACE_ID = h["lambda-runtime-trace-id"];
     let event;
     try {
