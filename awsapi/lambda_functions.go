@@ -2,10 +2,13 @@ package awsapi
 
 // Lambda: functions (REST, /2015-03-31/functions) over package function.
 // A function is in-process (Runtime "runnel": Handler names a handler
-// registered in the runnel instance's function.Registry; no code) or a process function
-// (Runtime provided.al2023, provided.al2 or provided: Code.ZipFile holds
-// an executable bootstrap; lambda_process.go). Only $LATEST exists: no
-// versions, aliases, layers, S3 or image code.
+// registered in the runnel instance's function.Registry; no code) or a
+// process function (lambda_process.go): Runtime provided.al2023,
+// provided.al2 or provided with an executable bootstrap in Code.ZipFile,
+// or a managed runtime (python3.x, nodejs*) run on this machine's
+// interpreter, its Handler resolved as Lambda does; a different minor
+// version of the interpreter is reported in StateReason. Only $LATEST
+// exists: no versions, aliases, layers, S3 or image code.
 
 import (
 	"context"

@@ -73,7 +73,7 @@ var operations = index([]Operation{
 		Doc: "Changes queue attributes (VisibilityTimeout, RedrivePolicy, DelaySeconds...)."},
 	// Lambda (lambda_functions.go, lambda_invoke.go, lambda_concurrency.go, lambda_event_invoke_config.go, lambda_event_source_mappings.go)
 	{Service: Lambda, Name: "CreateFunction", Status: 201, h: handle(lambdaCreateFunction), Routes: []string{"POST /2015-03-31/functions", "POST /2015-03-31/functions/{$}"},
-		Doc: "Creates an in-process function (Runtime runnel, Handler registered) or a process function (provided.* with Code.ZipFile)."},
+		Doc: "Creates an in-process function (Runtime runnel, Handler registered) or a process function from Code.ZipFile: provided.* (bootstrap), python3.x or nodejs* (this machine's interpreter)."},
 	{Service: Lambda, Name: "ListFunctions", Status: 200, h: handle(lambdaListFunctions), Routes: []string{"GET /2015-03-31/functions", "GET /2015-03-31/functions/{$}"},
 		Doc: "Lists functions' configurations (MaxItems 1..10000, default 50; Marker)."},
 	{Service: Lambda, Name: "GetFunction", Status: 200, h: handle(lambdaGetFunction), Routes: []string{"GET /2015-03-31/functions/{name}"},
@@ -87,7 +87,7 @@ var operations = index([]Operation{
 	{Service: Lambda, Name: "DeleteFunction", Status: 204, h: handle(lambdaDeleteFunction), Routes: []string{"DELETE /2015-03-31/functions/{name}"},
 		Doc: "Deletes a function, its code and its event invoke config."},
 	{Service: Lambda, Name: "Invoke", Status: 200, h: handle(lambdaInvoke), Routes: []string{"POST /2015-03-31/functions/{name}/invocations"},
-		Doc: "Invokes a function: RequestResponse (payload up to 6 MB), Event (queued, retried, sent to destinations) or DryRun."},
+		Doc: "Invokes a function: RequestResponse (payload up to 6 MB; LogType Tail: the last 4 KB of its log), Event (queued, retried, sent to destinations) or DryRun."},
 	{Service: Lambda, Name: "DeleteFunctionConcurrency", Status: 204, h: handle(lambdaDeleteFunctionConcurrency), Routes: []string{"DELETE /2017-10-31/functions/{name}/concurrency"},
 		Doc: "Removes a function's reserved concurrency."},
 	{Service: Lambda, Name: "GetFunctionConcurrency", Status: 200, h: handle(lambdaGetFunctionConcurrency), Routes: []string{"GET /2019-09-30/functions/{name}/concurrency"},
