@@ -122,7 +122,7 @@ func checkLab(t *testing.T, out string, want int) {
 		t.Fatalf("%d message ids sent, want %d", len(ids), want)
 	}
 	for _, id := range ids {
-		if !regexp.MustCompile(`(?m)\tprocessed ` + regexp.QuoteMeta(id[1]) + `$`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)[\t ]processed ` + regexp.QuoteMeta(id[1]) + `$`).MatchString(out) {
 			t.Errorf("no \"processed %s\" line in the function's log", id[1])
 		}
 	}
