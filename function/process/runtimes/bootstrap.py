@@ -123,8 +123,34 @@ def to_json(o):
     raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
 
 
+def endpoint_for_old_botocore(force=False):
+    # botocore reads AWS_ENDPOINT_URL from 1.31 on; an older one (the
+    # host's, e.g. Debian 12's 1.29) is given it at create_client so that
+    # the function's boto3 calls reach runnel as they would with a newer.
+    url = os.environ.get("AWS_ENDPOINT_URL")
+    if not url:
+        return
+    try:
+        from importlib.metadata import version
+        major, minor = (int(x) for x in version("botocore").split(".")[:2])
+    except Exception:
+        return  # no botocore
+    if (major, minor) >= (1, 31) and not force:
+        return
+    import botocore.session
+    create_client = botocore.session.Session.create_client
+
+    def with_endpoint(self, *args, **kwargs):
+        if len(args) < 6 and kwargs.get("endpoint_url") is None:
+            kwargs["endpoint_url"] = url
+        return create_client(self, *args, **kwargs)
+
+    botocore.session.Session.create_client = with_endpoint
+
+
 def main():
     sys.path.insert(0, os.environ.get("LAMBDA_TASK_ROOT", "."))
+    endpoint_for_old_botocore()
     try:
         fn = load(os.environ.get("_HANDLER", ""))
     except FaultError as e:
