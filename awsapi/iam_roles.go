@@ -101,6 +101,16 @@ func getRole(ctx context.Context, kv jetstream.KeyValue, name string) (*iamRole,
 	return &r, e.Revision(), nil
 }
 
+// role reads the role name (NoSuchEntity when there is none).
+func (rq *request) role(name string) (*iamRole, error) {
+	kv, err := rq.iamRoles()
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := getRole(rq.ctx, kv, name)
+	return r, err
+}
+
 // updateRole applies change to the role name and stores it (retrying
 // when another call changed it meanwhile).
 func (rq *request) updateRole(name string, change func(*iamRole) error) error {
@@ -227,11 +237,7 @@ func iamCreateRole(rq *request, in *createRoleInput) (any, error) {
 }
 
 func iamGetRole(rq *request, in *roleNameInput) (any, error) {
-	kv, err := rq.iamRoles()
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := getRole(rq.ctx, kv, in.RoleName)
+	r, err := rq.role(in.RoleName)
 	if err != nil {
 		return nil, err
 	}
@@ -314,11 +320,7 @@ type attachedPoliciesResult struct {
 }
 
 func iamListAttachedRolePolicies(rq *request, in *listAttachedRolePoliciesInput) (any, error) {
-	kv, err := rq.iamRoles()
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := getRole(rq.ctx, kv, in.RoleName)
+	r, err := rq.role(in.RoleName)
 	if err != nil {
 		return nil, err
 	}
@@ -381,11 +383,7 @@ type getRolePolicyResult struct {
 }
 
 func iamGetRolePolicy(rq *request, in *rolePolicyInput) (any, error) {
-	kv, err := rq.iamRoles()
-	if err != nil {
-		return nil, err
-	}
-	r, _, err := getRole(rq.ctx, kv, in.RoleName)
+	r, err := rq.role(in.RoleName)
 	if err != nil {
 		return nil, err
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/runnel-dev/runnel/awsapi"
 )
 
-// query posts a query-protocol call signed for scope (iam, sts) and
-// returns its status and body.
-func query(t *testing.T, base, scope string, form url.Values) (int, string) {
+// post sends body to base with header and returns the status and body.
+func post(t *testing.T, base, body string, header map[string]string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/"+scope+"/aws4_request, SignedHeaders=host, Signature=00")
+	req, _ := http.NewRequest("POST", base+"/", strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -28,26 +28,26 @@ func query(t *testing.T, base, scope string, form url.Values) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// query posts a query-protocol call signed for scope (iam, sts) and
+// returns its status and body.
+func query(t *testing.T, base, scope string, form url.Values) (int, string) {
+	t.Helper()
+	return post(t, base, form.Encode(), map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+		"Authorization": "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/" + scope + "/aws4_request, SignedHeaders=host, Signature=00"})
+}
+
 // jsonCall posts a JSON 1.1 call (X-Amz-Target) and decodes its reply into
 // out (when not nil); it returns the status and the body.
 func jsonCall(t *testing.T, base, target string, in any, out any) (int, string) {
 	t.Helper()
 	body, _ := json.Marshal(in)
-	req, _ := http.NewRequest("POST", base+"/", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("X-Amz-Target", target)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode == 200 {
-		if err := json.Unmarshal(b, out); err != nil {
+	status, b := post(t, base, string(body), map[string]string{"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target})
+	if out != nil && status == 200 {
+		if err := json.Unmarshal([]byte(b), out); err != nil {
 			t.Fatalf("%s: %v: %s", target, err, b)
 		}
 	}
-	return resp.StatusCode, string(b)
+	return status, b
 }
 
 // IAM roles as deploy scripts make them, in IAM's XML: created (once, by

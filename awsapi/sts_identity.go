@@ -60,12 +60,7 @@ type assumeRoleResult struct {
 }
 
 func stsAssumeRole(rq *request, in *assumeRoleInput) (any, error) {
-	kv, err := rq.iamRoles()
-	if err != nil {
-		return nil, err
-	}
-	name := in.RoleArn[strings.LastIndexByte(in.RoleArn, '/')+1:]
-	role, _, err := getRole(rq.ctx, kv, name)
+	role, err := rq.role(in.RoleArn[strings.LastIndexByte(in.RoleArn, '/')+1:])
 	if err != nil {
 		return nil, err
 	}

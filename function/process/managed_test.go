@@ -82,15 +82,7 @@ func managed(t *testing.T, runtime, handler string, files map[string]string, mod
 		Endpoint: "http://127.0.0.1:4566", Logs: sink,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	if mod != nil {
-		mod(&cfg)
-	}
-	f, err := Handler(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f, sink
+	return open(t, cfg, mod), sink
 }
 
 func invokeJSON(t *testing.T, f *Function, id, event string) map[string]any {
