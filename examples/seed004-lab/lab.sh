@@ -28,7 +28,8 @@ aws() { command aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
 # wait_for_items: LAB_EXPECT_ITEMS (see above).
 wait_for_items() {
   [ -n "${LAB_EXPECT_ITEMS:-}" ] || return 0
-  for _ in $(seq 60); do
+  local end=$((SECONDS + 60))
+  while [ $SECONDS -lt $end ]; do
     items=$(aws dynamodb scan --table-name ${PFX}-events --select COUNT --query Count --output text --region $R)
     logged=$(aws logs filter-log-events --log-group-name /aws/lambda/${PFX}-worker --filter-pattern processed \
       --query 'length(events)' --output text --region $R 2>/dev/null || echo 0)

@@ -245,7 +245,7 @@ func TestRuntimeVersionsAndMissingInterpreter(t *testing.T) {
 
 // Node.js handlers as AWS resolves them: CommonJS, ES modules (.mjs, and
 // .js under "type":"module", in a nested directory), async handlers and
-// callbacks. console's lines are the Node.js runtime's.
+// callbacks (a sync handler that never calls back answers null). console's lines are the Node.js runtime's.
 func TestNodeHandlers(t *testing.T) {
 	files := map[string]string{
 		"index.js":               "exports.handler = async (event, context) => { console.log('hi', event.n, '\\nthere'); return { got: event, id: context.awsRequestId, fn: context.functionName, env: process.env.AWS_EXECUTION_ENV }; };",
@@ -254,6 +254,7 @@ func TestNodeHandlers(t *testing.T) {
 		"lib/mod.js":             "export async function handler(event) { return { lib: event.n }; }",
 		"cb.js":                  "exports.handler = (event, context, callback) => { setTimeout(() => callback(null, { cb: event.n }), 10); };",
 		"nested/obj.js":          "module.exports = { api: { handler: async () => 'deep' } };",
+		"sync.js":                "exports.handler = (event) => 42;",
 		"node_modules/dep/index": "",
 	}
 	for _, c := range []struct{ runtime, handler, want string }{
@@ -262,6 +263,7 @@ func TestNodeHandlers(t *testing.T) {
 		{"nodejs20.x", "lib/mod.handler", `{"lib":1}`},
 		{"nodejs20.x", "cb.handler", `{"cb":1}`},
 		{"nodejs20.x", "nested/obj.api.handler", `"deep"`},
+		{"nodejs20.x", "sync.handler", `null`}, // returns without calling back: null, as Lambda
 	} {
 		f, sink := managed(t, c.runtime, c.handler, files, nil)
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "node-1"})

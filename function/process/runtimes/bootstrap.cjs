@@ -143,11 +143,11 @@ function invoke(fn, event, ctx) {
       done = true;
       resolve({ err, result });
     };
+    let called = null; // [err, result] once the callback was called
     const callback = (err, result) => {
-      if (ctx.callbackWaitsForEmptyEventLoop) {
-        process.once("beforeExit", () => finish(err, result));
-        setImmediate(() => {}); // let beforeExit fire when nothing else is pending
-      } else finish(err, result);
+      if (called) return;
+      called = [err, result];
+      if (!ctx.callbackWaitsForEmptyEventLoop) finish(err, result);
     };
     ctx.done = (err, result) => callback(err, result);
     ctx.succeed = (result) => callback(null, result);
@@ -159,7 +159,9 @@ function invoke(fn, event, ctx) {
       return finish(e);
     }
     if (ret && typeof ret.then === "function") ret.then((r) => finish(null, r), (e) => finish(e == null ? new Error("rejected") : e));
-    else if (fn.length < 3) finish(null, ret); // sync handler: its return value
+    // Otherwise the callback's outcome once the event loop is empty (a
+    // handler that never called back: null).
+    else process.once("beforeExit", () => (called ? finish(called[0], called[1]) : finish(null, null)));
   });
 }
 
