@@ -64,13 +64,21 @@ type roleXML struct {
 	AssumeRolePolicyDocument string
 	Description              string   `xml:",omitempty"`
 	MaxSessionDuration       int      `xml:",omitempty"`
-	Tags                     []iamTag `xml:"Tags>member,omitempty"`
+	Tags                     *tagList `xml:",omitempty"` // nil: no element (encoding/xml writes an empty Tags>member)
+}
+
+type tagList struct {
+	Member []iamTag `xml:"member"`
 }
 
 func (r *iamRole) xml() roleXML {
-	return roleXML{Path: r.Path, RoleName: r.RoleName, RoleId: r.RoleId, Arn: r.Arn,
+	out := roleXML{Path: r.Path, RoleName: r.RoleName, RoleId: r.RoleId, Arn: r.Arn,
 		CreateDate: r.CreateDate.UTC().Format(time.RFC3339), AssumeRolePolicyDocument: url.PathEscape(r.AssumeRolePolicyDocument),
-		Description: r.Description, MaxSessionDuration: r.MaxSessionDuration, Tags: r.Tags}
+		Description: r.Description, MaxSessionDuration: r.MaxSessionDuration}
+	if len(r.Tags) > 0 {
+		out.Tags = &tagList{Member: r.Tags}
+	}
+	return out
 }
 
 type roleResult struct {

@@ -66,7 +66,8 @@ func TestIAMRolesAndSTS(t *testing.T) {
 		}
 		return query(t, base, "iam", f)
 	}
-	status, body := iam("CreateRole", "RoleName", "lab-role", "AssumeRolePolicyDocument", trust, "Path", "/service-role/")
+	status, body := iam("CreateRole", "RoleName", "lab-role", "AssumeRolePolicyDocument", trust, "Path", "/service-role/",
+		"Tags.member.1.Key", "team", "Tags.member.1.Value", "data")
 	var created struct {
 		XMLName xml.Name                                                                           `xml:"https://iam.amazonaws.com/doc/2010-05-08/ CreateRoleResponse"`
 		Role    struct{ Path, RoleName, RoleId, Arn, CreateDate, AssumeRolePolicyDocument string } `xml:"CreateRoleResult>Role"`
@@ -88,6 +89,12 @@ func TestIAMRolesAndSTS(t *testing.T) {
 	}
 	if status, body := iam("CreateRole", "RoleName", "bad", "AssumeRolePolicyDocument", "{not json"); status != 400 || !strings.Contains(body, "<Code>MalformedPolicyDocument</Code>") {
 		t.Errorf("CreateRole with a bad policy: %d %s", status, body)
+	}
+	if !strings.Contains(body, "<Tags><member><Key>team</Key><Value>data</Value></member></Tags>") {
+		t.Errorf("tags: %s", body)
+	}
+	if _, body := iam("CreateRole", "RoleName", "untagged", "AssumeRolePolicyDocument", trust); strings.Contains(body, "<Tags>") {
+		t.Errorf("a role without tags: %s", body)
 	}
 	if status, body := iam("GetRole", "RoleName", "lab-role"); status != 200 || !strings.Contains(body, "<RoleId>"+r.RoleId+"</RoleId>") {
 		t.Errorf("GetRole: %d %s", status, body)
