@@ -5,16 +5,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	stypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -38,6 +42,69 @@ func zipFiles(t *testing.T, files map[string]string) []byte {
 	return b.Bytes()
 }
 
+// pythonFunction serves a runnel whose function pyfn (python3.12,
+// app.handler) prints "hello world <n>" and returns {"n": n}, or raises
+// KeyError when the event has "fail"; it returns the server and the
+// clients' configuration.
+func pythonFunction(t *testing.T) (*httptest.Server, aws.Config) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		testenv.MissingTool(t, "python3 is not installed: runtime python3.12 runs on it")
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	ep := awsapi.NewEndpoint(rn, awsapi.Options{}, awsapi.LambdaOptions{WorkDir: t.TempDir()})
+	srv := httptest.NewServer(ep)
+	t.Cleanup(srv.Close)
+	t.Cleanup(ep.Close)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
+	code := zipFiles(t, map[string]string{"app.py": "def handler(event, context):\n" +
+		"    if event.get('fail'):\n        raise KeyError('missing ' + event['fail'])\n" +
+		"    print('hello world', event['n'])\n    return {'n': event['n']}\n"})
+	cf := lambdaMust(lambda.NewFromConfig(cfg).CreateFunction(context.Background(), &lambda.CreateFunctionInput{FunctionName: aws.String("pyfn"), Runtime: ltypes.RuntimePython312,
+		Handler: aws.String("app.handler"), Role: aws.String("arn:aws:iam::000000000000:role/r"), Code: &ltypes.FunctionCode{ZipFile: code}}))
+	if cf.Runtime != ltypes.RuntimePython312 || aws.ToString(cf.Handler) != "app.handler" {
+		t.Errorf("configuration %+v", cf)
+	}
+	return srv, cfg
+}
+
+// A Python function's unhandled exception in an asynchronous invocation
+// arrives in its on-failure destination with AWS's errorType and
+// errorMessage (the record's responsePayload).
+func TestPythonExceptionToOnFailureDestination(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, cfg := pythonFunction(t)
+	lc, sc := lambda.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	qurl := lambdaMust(sc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("py-failures")})).QueueUrl
+	lambdaMust(lc.PutFunctionEventInvokeConfig(ctx, &lambda.PutFunctionEventInvokeConfigInput{FunctionName: aws.String("pyfn"), MaximumRetryAttempts: aws.Int32(0),
+		DestinationConfig: &ltypes.DestinationConfig{OnFailure: &ltypes.OnFailure{Destination: aws.String("arn:aws:sqs:us-east-1:000000000000:py-failures")}}}))
+	out := lambdaMust(lc.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("pyfn"), InvocationType: ltypes.InvocationTypeEvent, Payload: []byte(`{"fail":"key"}`)}))
+	if out.StatusCode != 202 {
+		t.Fatalf("status %d", out.StatusCode)
+	}
+	var msgs []stypes.Message
+	for len(msgs) == 0 {
+		msgs = lambdaMust(sc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: qurl, WaitTimeSeconds: 20})).Messages
+	}
+	var record struct {
+		RequestContext  struct{ Condition string }
+		ResponseContext struct{ FunctionError string }
+		ResponsePayload struct {
+			ErrorType, ErrorMessage string
+			StackTrace              []string
+		}
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(msgs[0].Body)), &record); err != nil {
+		t.Fatal(err)
+	}
+	p := record.ResponsePayload
+	if p.ErrorType != "KeyError" || p.ErrorMessage != "'missing key'" || len(p.StackTrace) != 1 || record.ResponseContext.FunctionError != "Unhandled" ||
+		record.RequestContext.Condition != "RetriesExhausted" {
+		t.Errorf("record %s", aws.ToString(msgs[0].Body))
+	}
+}
+
 type logEvent struct {
 	LogStreamName, Message string
 	Timestamp              int64
@@ -50,25 +117,9 @@ type logEvent struct {
 // filter pattern matches. A Python exception is the invocation's error
 // with AWS's errorType and errorMessage.
 func TestPythonFunctionLogs(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		testenv.MissingTool(t, "python3 is not installed: runtime python3.12 runs on it")
-	}
 	ctx := context.Background()
-	rn := testenv.Start(t, testenv.Options{})
-	ep := awsapi.NewEndpoint(rn, awsapi.Options{}, awsapi.LambdaOptions{WorkDir: t.TempDir()})
-	srv := httptest.NewServer(ep)
-	t.Cleanup(srv.Close)
-	t.Cleanup(ep.Close)
-	lc := lambda.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)})
-
-	code := zipFiles(t, map[string]string{"app.py": "def handler(event, context):\n" +
-		"    if event.get('fail'):\n        raise KeyError('missing ' + event['fail'])\n" +
-		"    print('hello world', event['n'])\n    return {'n': event['n']}\n"})
-	cf := lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("pyfn"), Runtime: ltypes.RuntimePython312,
-		Handler: aws.String("app.handler"), Role: aws.String("arn:aws:iam::000000000000:role/r"), Code: &ltypes.FunctionCode{ZipFile: code}}))
-	if cf.Runtime != ltypes.RuntimePython312 || aws.ToString(cf.Handler) != "app.handler" {
-		t.Errorf("configuration %+v", cf)
-	}
+	srv, cfg := pythonFunction(t)
+	lc := lambda.NewFromConfig(cfg)
 	for _, n := range []string{"1", "2"} {
 		out := lambdaMust(lc.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("pyfn"), Payload: []byte(`{"n":` + n + `}`), LogType: ltypes.LogTypeTail}))
 		tail, err := base64.StdEncoding.DecodeString(aws.ToString(out.LogResult))
