@@ -273,6 +273,9 @@ func (f *Function) run(ctx context.Context, e *env, inv *invocation, cold bool) 
 		case <-ctx.Done():
 		}
 	}
+	if !cold && !e.alive() {
+		return nil, true, nil // gone while idle: START goes to the next one
+	}
 	e.logStart(inv)
 	timedOut := false
 	defer func() {
