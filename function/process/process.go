@@ -210,7 +210,19 @@ func (f *Function) TaskRoot() string { return f.root }
 func (f *Function) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return Stats{ColdStarts: f.started.Load(), Live: len(f.all), Idle: len(f.idle)}
+	live := 0
+	for e := range f.all {
+		if e.alive() { // not one whose process exited and reap has yet to forget
+			live++
+		}
+	}
+	idle := 0
+	for _, e := range f.idle {
+		if e.alive() {
+			idle++
+		}
+	}
+	return Stats{ColdStarts: f.started.Load(), Live: live, Idle: idle}
 }
 
 // Invoke runs one invocation in an environment of the pool (lambda.Handler).
