@@ -27,6 +27,9 @@ type lane struct {
 	// start; read and cleared by the lane's goroutine (and read by the
 	// dispatcher through wants, under mu).
 	replay *laneBatch
+	// win is the lane's tumbling window (nil when the mapping has none);
+	// see window.go. Its fields are under mu.
+	win *windowState
 
 	mu         sync.Mutex
 	queue      []stream.Record // waiting, in shard order
@@ -86,6 +89,9 @@ func (l *lane) wants(seq, resolvedBelow uint64) bool {
 	l.mu.Lock()
 	r := l.replay
 	l.mu.Unlock()
+	if l.win != nil && seq <= l.win.through {
+		return false // folded into a window's stored state
+	}
 	if r == nil {
 		return seq >= resolvedBelow
 	}
@@ -95,7 +101,9 @@ func (l *lane) wants(seq, resolvedBelow uint64) bool {
 // take waits for the next batch: BatchSize records, or the records there
 // when the batching window (counted from the end of the previous batch)
 // closes, or as many as fit in 6 MB. With a window of 0 it takes whatever
-// is waiting as soon as there is at least one record.
+// is waiting as soon as there is at least one record. With a tumbling
+// window a batch holds records of one window only, and take returns an
+// empty batch when the open window is to be closed (see closeDue).
 func (l *lane) take(ctx context.Context) []stream.Record {
 	cfg := &l.w.r.cfg
 	clock := l.w.r.svc.eng.Clock
@@ -136,11 +144,36 @@ func (l *lane) take(ctx context.Context) []stream.Record {
 			}
 			continue
 		}
+		if l.win != nil {
+			due, caughtUp := l.closeDue(clock.Now())
+			if due && !caughtUp {
+				l.mu.Unlock()
+				caughtUp = l.readAllOf(ctx)
+				l.mu.Lock()
+				due, _ = l.closeDue(clock.Now()) // records may have come meanwhile
+			}
+			if due && caughtUp {
+				l.mu.Unlock()
+				return []stream.Record{}
+			}
+			if due || (n == 0 && !l.win.start.IsZero()) {
+				l.mu.Unlock()
+				l.waitWindow(ctx, due)
+				if ctx.Err() != nil {
+					return nil
+				}
+				continue
+			}
+		}
 		if n > 0 {
 			wait = l.idleSince.Add(window).Sub(clock.Now())
-			if window == 0 || n >= cfg.BatchSize || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
+			limit, boundary := n, false
+			if l.win != nil {
+				limit, boundary = l.cut(n)
+			}
+			if window == 0 || limit >= cfg.BatchSize || boundary || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
 				k, size := 0, 0
-				for k < n && k < cfg.BatchSize {
+				for k < limit && k < cfg.BatchSize {
 					b := recordBytes(&l.queue[k])
 					if k > 0 && size+b > MaxBatchPayloadBytes {
 						break
@@ -223,10 +256,19 @@ func (l *lane) run(ctx context.Context) {
 		if batch == nil {
 			return
 		}
+		b := &batchRun{l: l, w: l.w, r: l.w.r}
+		if len(batch) == 0 {
+			if err := b.closeWindow(ctx); err != nil {
+				return
+			}
+			continue
+		}
 		if err := l.recordBatch(ctx, batch); err != nil {
 			return
 		}
-		b := &batchRun{l: l, w: l.w, r: l.w.r}
+		if l.win != nil {
+			l.openWindow(&batch[0])
+		}
 		if err := b.run(ctx, batch); err != nil {
 			return
 		}

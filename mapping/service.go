@@ -420,6 +420,7 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	} else {
 		keep(cfg.MaximumRetryAttempts != nil, func() { cfg.MaximumRetryAttempts = old.MaximumRetryAttempts })
 		keep(cfg.MaximumRecordAgeInSeconds != nil, func() { cfg.MaximumRecordAgeInSeconds = old.MaximumRecordAgeInSeconds })
+		keep(cfg.TumblingWindowInSeconds != nil, func() { cfg.TumblingWindowInSeconds = old.TumblingWindowInSeconds })
 	}
 	if cfg.DestinationConfig != nil && cfg.DestinationConfig.OnFailure == nil {
 		cfg.DestinationConfig = nil // an empty DestinationConfig removes it
@@ -448,6 +449,11 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 		if shards, err := streams.ListShards(ctx, name); err == nil {
 			for _, sh := range shards {
 				_ = s.ck.Purge(ctx, checkpointKey(id, sh.ShardID))
+				if c.tumblingWindow() > 0 {
+					for i := range c.ParallelizationFactor {
+						_ = s.ck.Purge(ctx, windowKey(id, sh.ShardID, i))
+					}
+				}
 			}
 		}
 	}

@@ -1,0 +1,170 @@
+package mapping_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/batch"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/mapping"
+)
+
+// windowCounter is a function that counts a window's records in its
+// state (through batch.AggregateKinesis) and keeps each window's final
+// count; it fails once on the record named failOn.
+type windowCounter struct {
+	mu     sync.Mutex
+	failOn string
+	failed bool
+	counts map[time.Time]int // window start -> final count
+	evs    []batch.KinesisWindowEvent[wcount]
+}
+
+type wcount struct {
+	N int `json:"n"`
+}
+
+func newWindowCounter(t *testing.T, rn *runnel.Runnel, failOn string) (*windowCounter, string) {
+	t.Helper()
+	handlerSeq.Lock()
+	handlerSeq.n++
+	name := fmt.Sprintf("win-%d", handlerSeq.n)
+	handlerSeq.Unlock()
+	c := &windowCounter{failOn: failOn, counts: map[time.Time]int{}}
+	agg := batch.AggregateKinesis(
+		func(ctx context.Context, s wcount, r events.KinesisEventRecord) (wcount, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if string(r.Kinesis.Data) == c.failOn && !c.failed {
+				c.failed = true
+				return s, errors.New("injected failure")
+			}
+			s.N++
+			return s, nil
+		},
+		func(ctx context.Context, w events.Window, s wcount) error {
+			c.mu.Lock()
+			c.counts[w.Start.UTC()] += s.N
+			c.mu.Unlock()
+			return nil
+		})
+	function.Register(name, func(ctx context.Context, ev batch.KinesisWindowEvent[wcount]) (batch.WindowResponse[wcount], error) {
+		c.mu.Lock()
+		c.evs = append(c.evs, ev)
+		c.mu.Unlock()
+		return agg(ctx, ev)
+	})
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name}); err != nil {
+		t.Fatal(err)
+	}
+	return c, name
+}
+
+func (c *windowCounter) final() map[time.Time]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+// A tumbling-window mapping's per-window counts match a count of the
+// stream's records by arrival time, with a failure injected mid-window
+// and a restart of runnel in the middle of a window.
+func TestTumblingWindowCountsMatchAnIndependentCount(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Clock: clock, Dir: dir})
+	arn := createStream(t, rn, "src", 1)
+	c, fn := newWindowCounter(t, rn, "w0-4")
+	m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: fn,
+		BatchSize: 3, StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		put(t, rn, "src", "k", fmt.Sprintf("w0-%d", i))
+	}
+	settle(t, rn, m.UUID, "src")
+	if len(c.final()) != 0 {
+		t.Fatalf("a window closed before the clock passed its end: %v", c.final())
+	}
+
+	// A restart in the middle of window 0: its state is durable.
+	rn.Close()
+	rn = testenv.Start(t, testenv.Options{Clock: clock, Dir: dir})
+	for i := 6; i < 10; i++ {
+		put(t, rn, "src", "k", fmt.Sprintf("w0-%d", i))
+	}
+	settle(t, rn, m.UUID, "src")
+	clock.Advance(60 * time.Second) // 00:01:05: window 0 closes
+	testenv.Eventually(t, wait, "window 0 closed", func() bool { return len(c.final()) == 1 })
+	for i := range 7 {
+		put(t, rn, "src", "k", fmt.Sprintf("w1-%d", i))
+	}
+	settle(t, rn, m.UUID, "src")
+	clock.Advance(60 * time.Second) // 00:02:05: window 1 closes
+	testenv.Eventually(t, wait, "window 1 closed", func() bool { return len(c.final()) == 2 })
+
+	want := map[time.Time]int{}
+	for _, r := range readAll(t, rn, "src") {
+		want[r.ApproximateArrivalTimestamp.UTC().Truncate(time.Minute)]++
+	}
+	if got := c.final(); !maps.Equal(got, want) {
+		t.Fatalf("window counts = %v, want %v", got, want)
+	}
+	if !c.failed {
+		t.Fatal("the failure was not injected")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	finals := 0
+	for _, ev := range c.evs {
+		if ev.ShardID != "shardId-000000000000" || ev.EventSourceARN != arn {
+			t.Fatalf("shardId %q eventSourceARN %q", ev.ShardID, ev.EventSourceARN)
+		}
+		if ev.Window.End.Sub(ev.Window.Start.Time) != time.Minute || !ev.Window.Start.Equal(ev.Window.Start.Truncate(time.Minute)) {
+			t.Fatalf("window %v..%v is not an aligned minute", ev.Window.Start, ev.Window.End)
+		}
+		for _, r := range ev.Records {
+			if w := r.Kinesis.ApproximateArrivalTimestamp.UTC().Truncate(time.Minute); !w.Equal(ev.Window.Start.Time) {
+				t.Fatalf("record %s of window %v in the event of window %v", r.Kinesis.Data, w, ev.Window.Start)
+			}
+		}
+		if ev.IsFinalInvokeForWindow {
+			finals++
+			if len(ev.Records) != 0 {
+				t.Fatalf("final invocation with %d records", len(ev.Records))
+			}
+		}
+	}
+	if finals != 2 {
+		t.Fatalf("%d final invocations, want 2", finals)
+	}
+	if first := c.evs[0]; first.State.N != 0 {
+		t.Fatalf("first invocation's state = %+v, want {}", first.State)
+	}
+}
+
+func TestTumblingWindowInSecondsRange(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createStream(t, rn, "src", 1)
+	_, fn := newWindowCounter(t, rn, "")
+	for _, w := range []int{-1, 901} {
+		_, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: fn,
+			StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(w)})
+		if !errors.Is(err, awserr.ErrInvalidParameterValue) {
+			t.Fatalf("TumblingWindowInSeconds %d: err = %v, want InvalidParameterValueException", w, err)
+		}
+	}
+}
