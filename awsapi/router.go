@@ -29,6 +29,7 @@ const (
 	protoDynamoDB                        // JSON 1.0, DynamoDB's error shapes
 	protoDynamoDBStreams                 // JSON 1.0, DynamoDB's error shapes
 	protoLambda                          // REST, JSON bodies
+	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
 )
 
 // targets are the X-Amz-Target prefixes of the JSON services.
@@ -117,6 +118,9 @@ func (rq *request) route() (*Operation, error) {
 	for _, t := range targets {
 		if name, ok := strings.CutPrefix(target, t.prefix); ok {
 			rq.proto, rq.op = t.proto, name
+			if t.proto == protoKinesis && isCBOR(r) {
+				rq.proto = protoKinesisCBOR
+			}
 			if op := lookup(t.svc, name); op != nil {
 				return op, nil
 			}
@@ -229,6 +233,8 @@ func (rq *request) decode(in any) error {
 		return dynamoDecode(rq.body, in)
 	case protoLambda:
 		return lambdaDecode(rq.body, in)
+	case protoKinesisCBOR:
+		return decodeCBOR(rq.body, in)
 	}
 	return decodeJSON(rq.body, in)
 }
