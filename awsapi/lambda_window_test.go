@@ -22,8 +22,11 @@ func TestLambdaTumblingWindowInSeconds(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	lc, _ := lambdaEndpoint(t, rn)
 	function.Register("lambdatest-window", batch.AggregateKinesis(
-		func(ctx context.Context, n int, _ events.KinesisEventRecord) (int, error) { return n + 1, nil },
-		func(context.Context, events.Window, int) error { return nil }))
+		func(ctx context.Context, n map[string]int, r events.KinesisEventRecord) (map[string]int, error) {
+			n[r.Kinesis.PartitionKey]++
+			return n, nil
+		},
+		func(context.Context, events.Window, map[string]int) error { return nil }))
 	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("lam-w"), Role: aws.String("r"), Runtime: "runnel", Handler: aws.String("lambdatest-window"), Code: &ltypes.FunctionCode{}}))
 	lambdaMust(rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "lam-w", ShardCount: 1}))
 	lambdaMust(rn.Queues.CreateQueue(ctx, "lam-wq", nil))

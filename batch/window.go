@@ -23,7 +23,9 @@ import (
 //
 // The state is typed S and sent as JSON, so numbers stay numbers
 // (aws-lambda-go's TimeWindowProperties.State is a map[string]string,
-// which a state like {"1": 282} does not decode into).
+// which a state like {"1": 282} does not decode into). Lambda's state is
+// a JSON object, {} at the start of a window: S must be a struct or a
+// map (a map is nil when the state is null, empty when it is {}).
 
 // KinesisWindowEvent is events.KinesisTimeWindowEvent with its state
 // decoded as S.

@@ -2,9 +2,12 @@ package mapping_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,4 +170,121 @@ func TestTumblingWindowInSecondsRange(t *testing.T) {
 			t.Fatalf("TumblingWindowInSeconds %d: err = %v, want InvalidParameterValueException", w, err)
 		}
 	}
+}
+
+// rawWindowEvent is a windowed invocation's event, the state as JSON.
+type rawWindowEvent struct {
+	Records                 []events.KinesisEventRecord `json:"Records"`
+	Window                  events.Window               `json:"window"`
+	State                   json.RawMessage             `json:"state"`
+	IsFinalInvokeForWindow  bool                        `json:"isFinalInvokeForWindow"`
+	IsWindowTerminatedEarly bool                        `json:"isWindowTerminatedEarly"`
+}
+
+// rawWindowFunction registers a JSON function that records its events
+// and answers with reply(call index, event).
+func rawWindowFunction(t *testing.T, rn *runnel.Runnel, reply func(i int, ev rawWindowEvent) string) (string, func() []rawWindowEvent) {
+	t.Helper()
+	handlerSeq.Lock()
+	handlerSeq.n++
+	name := fmt.Sprintf("rawwin-%d", handlerSeq.n)
+	handlerSeq.Unlock()
+	var mu sync.Mutex
+	var evs []rawWindowEvent
+	function.Register(name, func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+		var ev rawWindowEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		i := len(evs)
+		evs = append(evs, ev)
+		mu.Unlock()
+		return json.RawMessage(reply(i, ev)), nil
+	})
+	if _, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: name, Handler: name}); err != nil {
+		t.Fatal(err)
+	}
+	return name, func() []rawWindowEvent {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(evs)
+	}
+}
+
+func dataOf(ev rawWindowEvent) string {
+	var b strings.Builder
+	for _, r := range ev.Records {
+		b.Write(r.Kinesis.Data)
+	}
+	return b.String()
+}
+
+func TestTumblingWindowResponses(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	start := func(t *testing.T, cfg mapping.Config, reply func(i int, ev rawWindowEvent) string) (*runnel.Runnel, func() []rawWindowEvent) {
+		clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
+		rn := testenv.Start(t, testenv.Options{Clock: clock})
+		arn := createStream(t, rn, "src", 1)
+		put(t, rn, "src", "k", "a", "b", "c", "d")
+		fn, evs := rawWindowFunction(t, rn, reply)
+		cfg.EventSourceArn, cfg.FunctionName, cfg.StartingPosition, cfg.TumblingWindowInSeconds = arn, fn, mapping.TrimHorizon, ptr(60)
+		cfg.MaximumBatchingWindowInSeconds = 1 // batches of BatchSize: the records are there
+		m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(t, rn, m.UUID, "src")
+		return rn, evs
+	}
+	t.Run("a response without state fails the batch, retried with the same state", func(t *testing.T) {
+		_, evs := start(t, mapping.Config{BatchSize: 2}, func(i int, ev rawWindowEvent) string {
+			if i == 1 {
+				return `{"batchItemFailures":[]}`
+			}
+			return `{"state":{"through":"` + dataOf(ev) + `"}}`
+		})
+		var got []string
+		for _, ev := range evs() {
+			got = append(got, dataOf(ev)+" "+string(ev.State))
+		}
+		want := []string{`ab {}`, `cd {"through":"ab"}`, `cd {"through":"ab"}`}
+		if !slices.Equal(got, want) {
+			t.Fatalf("invocations = %q, want %q", got, want)
+		}
+	})
+	t.Run("with ReportBatchItemFailures the state covers the records before the failure", func(t *testing.T) {
+		_, evs := start(t, mapping.Config{BatchSize: 4, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, func(i int, ev rawWindowEvent) string {
+			if i == 0 {
+				return `{"state":{"n":2},"batchItemFailures":[{"itemIdentifier":"` + ev.Records[2].Kinesis.SequenceNumber + `"}]}`
+			}
+			return `{"state":{"n":4}}`
+		})
+		var got []string
+		for _, ev := range evs() {
+			got = append(got, dataOf(ev)+" "+string(ev.State))
+		}
+		if want := []string{`abcd {}`, `cd {"n":2}`}; !slices.Equal(got, want) {
+			t.Fatalf("invocations = %q, want %q", got, want)
+		}
+	})
+	t.Run("a state over 1 MB terminates the window early", func(t *testing.T) {
+		big := `{"pad":"` + strings.Repeat("x", mapping.MaxWindowStateBytes) + `"}`
+		_, evs := start(t, mapping.Config{BatchSize: 2}, func(i int, ev rawWindowEvent) string {
+			if i == 0 {
+				return `{"state":` + big + `}`
+			}
+			return `{"state":{"n":1}}`
+		})
+		e := evs()
+		if len(e) != 3 {
+			t.Fatalf("%d invocations, want 3", len(e))
+		}
+		if !e[1].IsWindowTerminatedEarly || e[1].IsFinalInvokeForWindow || len(e[1].Records) != 0 || string(e[1].State) != big {
+			t.Fatalf("the invocation after a big state: early %v final %v records %d state %d bytes", e[1].IsWindowTerminatedEarly, e[1].IsFinalInvokeForWindow, len(e[1].Records), len(e[1].State))
+		}
+		if dataOf(e[2]) != "cd" || string(e[2].State) != "{}" || !e[2].Window.Start.Equal(e[0].Window.Start.Time) || e[2].IsWindowTerminatedEarly {
+			t.Fatalf("the next invocation: %s state %s window %v (first %v)", dataOf(e[2]), e[2].State, e[2].Window.Start, e[0].Window.Start)
+		}
+	})
 }
