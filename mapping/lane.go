@@ -296,15 +296,25 @@ func (l *lane) pending() int64 {
 func (l *lane) recordBatch(ctx context.Context, batch []stream.Record) error {
 	r := l.w.r
 	b := laneBatch{first: batch[0].Seq, last: batch[len(batch)-1].Seq}
+	return l.storeUntilDone(ctx, "batch record write failed; retrying before invoking", func() error {
+		return r.svc.storeLaneBatch(ctx, r.cfg.UUID, l.w.shardID, r.streamID, l.index, r.cfg.ParallelizationFactor, b)
+	})
+}
+
+// storeUntilDone calls store until it succeeds, logging warning and
+// waiting a backoff after each failure. It returns an error only when ctx
+// ends.
+func (l *lane) storeUntilDone(ctx context.Context, warning string, store func() error) error {
+	r := l.w.r
 	for attempt := 1; ; attempt++ {
-		err := r.svc.storeLaneBatch(ctx, r.cfg.UUID, l.w.shardID, r.streamID, l.index, r.cfg.ParallelizationFactor, b)
+		err := store()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.svc.eng.Logger.Warn("batch record write failed; retrying before invoking", "mapping", r.cfg.UUID, "shard", l.w.shardID, "err", err)
+		r.svc.eng.Logger.Warn(warning, "mapping", r.cfg.UUID, "shard", l.w.shardID, "err", err)
 		if err := r.svc.backoff(ctx, attempt); err != nil {
 			return err
 		}

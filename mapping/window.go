@@ -121,19 +121,10 @@ func (l *lane) storeWindow(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 	body, _ := json.Marshal(sw)
-	for attempt := 1; ; attempt++ {
+	return l.storeUntilDone(ctx, "window state write failed; retrying", func() error {
 		_, err := r.svc.ck.Put(ctx, windowKey(r.cfg.UUID, l.w.shardID, l.index), body)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r.svc.eng.Logger.Warn("window state write failed; retrying", "mapping", r.cfg.UUID, "shard", l.w.shardID, "err", err)
-		if err := r.svc.backoff(ctx, attempt); err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 // windowOpen reports whether the lane has an open window.

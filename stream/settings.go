@@ -93,21 +93,18 @@ func (s *Service) setMonitoring(ctx context.Context, streamName string, metrics 
 // key keyID (EncryptionType must be KMS; KeyId 1..2048 characters). runnel
 // encrypts nothing.
 func (s *Service) StartStreamEncryption(ctx context.Context, streamName, encryptionType, keyID string) error {
-	if err := checkEncryption(encryptionType, keyID); err != nil {
-		return err
-	}
-	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
-		if err := s.active(d); err != nil {
-			return err
-		}
-		d.EncryptionType, d.KeyID = EncryptionKMS, keyID
-		return nil
-	})
+	return s.setEncryption(ctx, streamName, encryptionType, keyID, EncryptionKMS)
 }
 
 // StopStreamEncryption records that a stream is no longer encrypted
 // (EncryptionType KMS and the KeyId, as AWS requires them).
 func (s *Service) StopStreamEncryption(ctx context.Context, streamName, encryptionType, keyID string) error {
+	return s.setEncryption(ctx, streamName, encryptionType, keyID, "")
+}
+
+// setEncryption checks a Start/StopStreamEncryption request and stores
+// the stream's new EncryptionType ("" for NONE).
+func (s *Service) setEncryption(ctx context.Context, streamName, encryptionType, keyID, to string) error {
 	if err := checkEncryption(encryptionType, keyID); err != nil {
 		return err
 	}
@@ -115,7 +112,10 @@ func (s *Service) StopStreamEncryption(ctx context.Context, streamName, encrypti
 		if err := s.active(d); err != nil {
 			return err
 		}
-		d.EncryptionType, d.KeyID = "", ""
+		d.EncryptionType, d.KeyID = to, keyID
+		if to == "" {
+			d.KeyID = ""
+		}
 		return nil
 	})
 }
