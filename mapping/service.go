@@ -15,7 +15,11 @@
 // after the last checkpoint are invoked again. Nothing is skipped: the
 // checkpoint passes a record only once it was processed by a successful
 // invocation or discarded to the on-failure destination (or, with none
-// set, logged with its shard and sequence number and counted).
+// set, logged with its shard and sequence number and counted). With
+// TumblingWindowInSeconds (window.go) the function carries a state from
+// one invocation to the next within windows aligned on arrival time,
+// closed on the engine clock by a final invocation; the state is stored
+// with the lane's batch record.
 //
 // Queue sources (queue_poller.go): receive, invoke, delete; a failed
 // message returns after its visibility timeout and moves by the queue's
