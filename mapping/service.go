@@ -541,6 +541,9 @@ type ShardStatus struct {
 	Bisects              int64
 	Retries              int64
 	Throttles            int64
+	// WindowsClosed counts tumbling windows closed by a final invocation,
+	// WindowsTerminatedEarly those ended early by a state over 1 MB.
+	WindowsClosed, WindowsTerminatedEarly int64
 }
 
 // Status is a mapping's configuration and the state of each shard (stream
@@ -603,6 +606,7 @@ func (r *runner) status(st *Status) {
 		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredMessages = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredMessages.Load()
 		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
 		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
+		ss.WindowsClosed, ss.WindowsTerminatedEarly = c.windowsClosed.Load(), c.windowsTerminatedEarly.Load()
 		st.Shards = append(st.Shards, ss)
 	}
 }

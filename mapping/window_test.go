@@ -129,6 +129,9 @@ func TestTumblingWindowCountsMatchAnIndependentCount(t *testing.T) {
 	if !c.failed {
 		t.Fatal("the failure was not injected")
 	}
+	if st, _ := rn.Mappings.Status(m.UUID); st.Shards[0].WindowsClosed != 2 {
+		t.Fatalf("WindowsClosed = %d, want 2 (both closed after the restart)", st.Shards[0].WindowsClosed)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	finals := 0
