@@ -180,6 +180,7 @@ type rawWindowEvent struct {
 	Records                 []events.KinesisEventRecord `json:"Records"`
 	Window                  events.Window               `json:"window"`
 	State                   json.RawMessage             `json:"state"`
+	ShardID                 string                      `json:"shardId"`
 	IsFinalInvokeForWindow  bool                        `json:"isFinalInvokeForWindow"`
 	IsWindowTerminatedEarly bool                        `json:"isWindowTerminatedEarly"`
 }
@@ -323,5 +324,62 @@ func TestTumblingWindowStateSurvivesACrash(t *testing.T) {
 	testenv.Eventually(t, wait, "window closed", func() bool { return len(c.final()) == 1 })
 	if got := c.final()[t0]; got != 8 {
 		t.Fatalf("window count = %d, want 8 (records folded once each)", got)
+	}
+}
+
+// A closed shard's windows end with it: the final invocation comes when
+// its last record is processed, before the clock reaches the window's
+// end, and its children start fresh windows.
+func TestTumblingWindowEndsAtShardEnd(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	arn := createStream(t, rn, "src", 1)
+	fn, evs := rawWindowFunction(t, rn, func(i int, ev rawWindowEvent) string {
+		var s struct{ N int }
+		if err := json.Unmarshal(ev.State, &s); err != nil {
+			return `{}` // no state: the invocation fails
+		}
+		return fmt.Sprintf(`{"state":{"N":%d}}`, s.N+len(ev.Records))
+	})
+	m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: fn,
+		StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, rn, "src", "k", "p1", "p2", "p3")
+	settle(t, rn, m.UUID, "src")
+	if _, err := rn.Streams.SplitShard(context.Background(), "src", "shardId-000000000000", "170141183460469231731687303715884105728"); err != nil {
+		t.Fatal(err)
+	}
+	finals := func() map[string]string {
+		out := map[string]string{}
+		for _, ev := range evs() {
+			if ev.IsFinalInvokeForWindow {
+				out[ev.ShardID+" "+ev.Window.Start.Format(time.TimeOnly)] = string(ev.State)
+			}
+		}
+		return out
+	}
+	testenv.Eventually(t, wait, "the parent's window closed at its end", func() bool { return len(finals()) == 1 })
+	if got := finals()["shardId-000000000000 00:00:00"]; got != `{"N":3}` {
+		t.Fatalf("finals = %v, want the parent's window with N 3", finals())
+	}
+	put(t, rn, "src", "k", "c1", "c2")
+	testenv.Eventually(t, wait, "the child read c1 and c2", func() bool {
+		n := 0
+		for _, ev := range evs() {
+			n += len(ev.Records)
+		}
+		return n == 5
+	})
+	clock.Advance(time.Minute)
+	testenv.Eventually(t, wait, "the child's window closed", func() bool { return len(finals()) == 2 })
+	f := finals()
+	delete(f, "shardId-000000000000 00:00:00")
+	for k, v := range f {
+		if !strings.HasSuffix(k, " 00:00:00") || k == "shardId-000000000000 00:00:00" || v != `{"N":2}` {
+			t.Fatalf("finals = %v, want a child's window with a fresh count of 2", finals())
+		}
 	}
 }
