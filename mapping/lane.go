@@ -88,8 +88,9 @@ func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 func (l *lane) wants(seq, resolvedBelow uint64) bool {
 	l.mu.Lock()
 	r := l.replay
+	folded := l.win != nil && seq <= l.win.through
 	l.mu.Unlock()
-	if l.win != nil && seq <= l.win.through {
+	if folded {
 		return false // folded into a window's stored state
 	}
 	if r == nil {
