@@ -21,7 +21,6 @@ import (
 // invocation once the engine clock passes the window's end.
 func TestTumblingWindowDynamoDBStream(t *testing.T) {
 	ctx := context.Background()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0.Add(10 * time.Second))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
 	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "win",

@@ -80,21 +80,44 @@ func (c *windowCounter) final() map[time.Time]int {
 	return maps.Clone(c.counts)
 }
 
+// t0 is the start of the tests' first window; their clocks start 5 s in.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type windowCounterRun struct {
+	rn    *runnel.Runnel
+	clock *clockwork.FakeClock
+	dir   string
+	arn   string
+	c     *windowCounter
+	m     *mapping.Config
+}
+
+// startWindowCounter starts runnel (o, with a fake clock at t0+5s and a
+// data directory of its own) with a stream "src" of one shard and a
+// mapping with 60 s windows and batchSize into a windowCounter.
+func startWindowCounter(t *testing.T, o testenv.Options, failOn string, batchSize int) windowCounterRun {
+	t.Helper()
+	w := windowCounterRun{clock: clockwork.NewFakeClockAt(t0.Add(5 * time.Second)), dir: t.TempDir()}
+	o.Clock, o.Dir = w.clock, w.dir
+	w.rn = testenv.Start(t, o)
+	w.arn = createStream(t, w.rn, "src", 1)
+	var fn string
+	w.c, fn = newWindowCounter(t, w.rn, failOn)
+	var err error
+	w.m, err = w.rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: w.arn, FunctionName: fn,
+		BatchSize: batchSize, StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // A tumbling-window mapping's per-window counts match a count of the
 // stream's records by arrival time, with a failure injected mid-window
 // and a restart of runnel in the middle of a window.
 func TestTumblingWindowCountsMatchAnIndependentCount(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
-	dir := t.TempDir()
-	rn := testenv.Start(t, testenv.Options{Clock: clock, Dir: dir})
-	arn := createStream(t, rn, "src", 1)
-	c, fn := newWindowCounter(t, rn, "w0-4")
-	m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: fn,
-		BatchSize: 3, StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startWindowCounter(t, testenv.Options{}, "w0-4", 3)
+	rn, clock, dir, arn, c, m := w.rn, w.clock, w.dir, w.arn, w.c, w.m
 	for i := range 6 {
 		put(t, rn, "src", "k", fmt.Sprintf("w0-%d", i))
 	}
@@ -225,7 +248,6 @@ func dataOf(ev rawWindowEvent) string {
 }
 
 func TestTumblingWindowResponses(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	start := func(t *testing.T, cfg mapping.Config, reply func(i int, ev rawWindowEvent) string) (*runnel.Runnel, func() []rawWindowEvent) {
 		clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
 		rn := testenv.Start(t, testenv.Options{Clock: clock})
@@ -297,17 +319,8 @@ func TestTumblingWindowResponses(t *testing.T) {
 // records folded into the stored state), a window continues with its
 // stored state and no record is folded twice.
 func TestTumblingWindowStateSurvivesACrash(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
-	dir := t.TempDir()
-	rn := testenv.Start(t, testenv.Options{Clock: clock, Dir: dir, Mappings: mapping.Options{CheckpointInterval: time.Hour}})
-	arn := createStream(t, rn, "src", 1)
-	c, fn := newWindowCounter(t, rn, "")
-	m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: fn,
-		BatchSize: 2, StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startWindowCounter(t, testenv.Options{Mappings: mapping.Options{CheckpointInterval: time.Hour}}, "", 2)
+	rn, clock, dir, c, m := w.rn, w.clock, w.dir, w.c, w.m
 	for i := range 6 {
 		put(t, rn, "src", "k", fmt.Sprintf("r%d", i))
 	}
@@ -331,7 +344,6 @@ func TestTumblingWindowStateSurvivesACrash(t *testing.T) {
 // its last record is processed, before the clock reaches the window's
 // end, and its children start fresh windows.
 func TestTumblingWindowEndsAtShardEnd(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
 	arn := createStream(t, rn, "src", 1)
