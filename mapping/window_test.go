@@ -94,8 +94,9 @@ type windowCounterRun struct {
 
 // startWindowCounter starts runnel (o, with a fake clock at t0+5s and a
 // data directory of its own) with a stream "src" of one shard and a
-// mapping with 60 s windows and batchSize into a windowCounter.
-func startWindowCounter(t *testing.T, o testenv.Options, failOn string, batchSize int) windowCounterRun {
+// mapping of cfg's BatchSize and ParallelizationFactor with 60 s windows
+// into a windowCounter.
+func startWindowCounter(t *testing.T, o testenv.Options, failOn string, cfg mapping.Config) windowCounterRun {
 	t.Helper()
 	w := windowCounterRun{clock: clockwork.NewFakeClockAt(t0.Add(5 * time.Second)), dir: t.TempDir()}
 	o.Clock, o.Dir = w.clock, w.dir
@@ -104,8 +105,8 @@ func startWindowCounter(t *testing.T, o testenv.Options, failOn string, batchSiz
 	var fn string
 	w.c, fn = newWindowCounter(t, w.rn, failOn)
 	var err error
-	w.m, err = w.rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: w.arn, FunctionName: fn,
-		BatchSize: batchSize, StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
+	cfg.EventSourceArn, cfg.FunctionName, cfg.StartingPosition, cfg.TumblingWindowInSeconds = w.arn, fn, mapping.TrimHorizon, ptr(60)
+	w.m, err = w.rn.Mappings.CreateEventSourceMapping(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func startWindowCounter(t *testing.T, o testenv.Options, failOn string, batchSiz
 // stream's records by arrival time, with a failure injected mid-window
 // and a restart of runnel in the middle of a window.
 func TestTumblingWindowCountsMatchAnIndependentCount(t *testing.T) {
-	w := startWindowCounter(t, testenv.Options{}, "w0-4", 3)
+	w := startWindowCounter(t, testenv.Options{}, "w0-4", mapping.Config{BatchSize: 3})
 	rn, clock, dir, arn, c, m := w.rn, w.clock, w.dir, w.arn, w.c, w.m
 	for i := range 6 {
 		put(t, rn, "src", "k", fmt.Sprintf("w0-%d", i))
@@ -319,7 +320,7 @@ func TestTumblingWindowResponses(t *testing.T) {
 // records folded into the stored state), a window continues with its
 // stored state and no record is folded twice.
 func TestTumblingWindowStateSurvivesACrash(t *testing.T) {
-	w := startWindowCounter(t, testenv.Options{Mappings: mapping.Options{CheckpointInterval: time.Hour}}, "", 2)
+	w := startWindowCounter(t, testenv.Options{Mappings: mapping.Options{CheckpointInterval: time.Hour}}, "", mapping.Config{BatchSize: 2})
 	rn, clock, dir, c, m := w.rn, w.clock, w.dir, w.c, w.m
 	for i := range 6 {
 		put(t, rn, "src", "k", fmt.Sprintf("r%d", i))
@@ -393,5 +394,31 @@ func TestTumblingWindowEndsAtShardEnd(t *testing.T) {
 		if !strings.HasSuffix(k, " 00:00:00") || k == "shardId-000000000000 00:00:00" || v != `{"N":2}` {
 			t.Fatalf("finals = %v, want a child's window with a fresh count of 2", finals())
 		}
+	}
+}
+
+// With ParallelizationFactor 2 each lane of the shard keeps its own
+// window state; the lanes' final counts add up to the window's records.
+func TestTumblingWindowPerLane(t *testing.T) {
+	w := startWindowCounter(t, testenv.Options{}, "", mapping.Config{BatchSize: 2, ParallelizationFactor: 2})
+	keys := []string{"k1", "k2", "k3", "k4", "k5", "k6"}
+	for i, k := range keys {
+		put(t, w.rn, "src", k, fmt.Sprintf("r%d", i))
+	}
+	settle(t, w.rn, w.m.UUID, "src")
+	w.clock.Advance(time.Minute)
+	testenv.Eventually(t, wait, "every lane's window closed", func() bool {
+		w.c.mu.Lock()
+		defer w.c.mu.Unlock()
+		finals := 0
+		for _, ev := range w.c.evs {
+			if ev.IsFinalInvokeForWindow {
+				finals++
+			}
+		}
+		return finals == 2 // fnv of k1..k6 puts keys in both lanes
+	})
+	if got := w.c.final()[t0]; got != len(keys) {
+		t.Fatalf("the lanes' counts add up to %d, want %d", got, len(keys))
 	}
 }
