@@ -59,7 +59,7 @@ func (rq *request) toWire(err error) wireError {
 	}
 	var w awserr.Wire
 	switch rq.proto {
-	case protoKinesis:
+	case protoKinesis, protoKinesisCBOR:
 		w = spec.Kinesis
 	case protoSQSJSON, protoSQSQuery:
 		w = spec.SQS
@@ -88,6 +88,9 @@ func (rq *request) fail(err error) {
 		return
 	case protoLambda:
 		rq.lambdaFail(we)
+		return
+	case protoKinesisCBOR:
+		rq.failCBOR(we)
 		return
 	}
 	w.Header().Set("x-amzn-RequestId", rq.reqID)

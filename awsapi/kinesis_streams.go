@@ -2,8 +2,9 @@ package awsapi
 
 // Kinesis: the stream control plane (JSON 1.1, X-Amz-Target
 // "Kinesis_20131202.<Op>") over package stream. Every stream is
-// PROVISIONED (its shard count changes by resharding, kinesis_reshard.go),
-// with no enhanced monitoring, no encryption.
+// PROVISIONED (its shard count changes by resharding, kinesis_reshard.go);
+// enhanced monitoring and encryption are stored and reported, not acted
+// on (kinesis_settings.go).
 
 import (
 	"encoding/base64"
@@ -23,8 +24,6 @@ var provisioned = &streamModeDetails{StreamMode: "PROVISIONED"}
 type enhancedMetrics struct {
 	ShardLevelMetrics []string
 }
-
-var noEnhancedMetrics = []enhancedMetrics{{ShardLevelMetrics: []string{}}}
 
 // streamRef is the StreamName / StreamARN pair most Kinesis calls take.
 type streamRef struct {
@@ -142,12 +141,12 @@ func kinesisDescribeStream(rq *request, in *describeStreamInput) (any, error) {
 	}
 	// The shards ListShards lists by default: expired ones left out.
 	shards, more := page(stream.FilterShards(d, nil, rq.h.rn.Engine.Clock.Now()), in.ExclusiveStartShardId, limit)
-	return map[string]any{"StreamDescription": map[string]any{
+	return map[string]any{"StreamDescription": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
 		"StreamModeDetails": provisioned, "Shards": shardsOut(shards), "HasMoreShards": more,
 		"RetentionPeriodHours": d.RetentionPeriodHours, "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
-		"EnhancedMonitoring": noEnhancedMetrics, "EncryptionType": "NONE",
-	}}, nil
+		"EnhancedMonitoring": monitoringOut(d),
+	})}, nil
 }
 
 func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
@@ -155,12 +154,12 @@ func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"StreamDescriptionSummary": map[string]any{
+	return map[string]any{"StreamDescriptionSummary": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
 		"StreamModeDetails": provisioned, "RetentionPeriodHours": d.RetentionPeriodHours,
-		"StreamCreationTimestamp": epoch(d.StreamCreationTimestamp), "EnhancedMonitoring": noEnhancedMetrics,
-		"EncryptionType": "NONE", "OpenShardCount": d.OpenShardCount(), "ConsumerCount": 0,
-	}}, nil
+		"StreamCreationTimestamp": epoch(d.StreamCreationTimestamp), "EnhancedMonitoring": monitoringOut(d),
+		"OpenShardCount": d.OpenShardCount(), "ConsumerCount": 0,
+	})}, nil
 }
 
 type listStreamsInput struct {

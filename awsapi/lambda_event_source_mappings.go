@@ -3,8 +3,8 @@ package awsapi
 // Lambda: event source mappings (REST, /2015-03-31/event-source-mappings)
 // over package mapping: Kinesis streams, DynamoDB streams and SQS queues
 // feeding functions, with batching, filters, retries, bisection, partial
-// batch responses and on-failure destinations. No Kafka or MQ sources, no
-// tumbling windows, no OnSuccess destination.
+// batch responses, tumbling windows (streams) and on-failure destinations.
+// No Kafka or MQ sources, no OnSuccess destination.
 
 import (
 	"encoding/json"
@@ -32,10 +32,10 @@ type mappingInput struct {
 	FilterCriteria                                                   *filter.Criteria
 	ScalingConfig                                                    *mapping.ScalingConfig
 	// RetryPolicy is a runnel extension (queue sources).
-	RetryPolicy *backoff.Policy
+	RetryPolicy             *backoff.Policy
+	TumblingWindowInSeconds *int
 
 	// Parameters of other event sources, refused when set.
-	TumblingWindowInSeconds    *int
 	Topics, Queues             []string
 	SourceAccessConfigurations []json.RawMessage
 	SelfManagedEventSource     json.RawMessage
@@ -43,8 +43,6 @@ type mappingInput struct {
 
 func (in *mappingInput) check() error {
 	switch {
-	case in.TumblingWindowInSeconds != nil && *in.TumblingWindowInSeconds != 0:
-		return lambdaInvalid("TumblingWindowInSeconds: not supported by runnel")
 	case len(in.Topics) > 0, len(in.Queues) > 0, len(in.SourceAccessConfigurations) > 0, len(in.SelfManagedEventSource) > 0:
 		return lambdaInvalid("Topics, Queues, SourceAccessConfigurations and SelfManagedEventSource are for Kafka and MQ event sources, which runnel does not have")
 	case in.BatchSize != nil && *in.BatchSize < 1:
@@ -85,6 +83,7 @@ type mappingOutput struct {
 	FilterCriteria                                                  *filter.Criteria       `json:",omitempty"`
 	ScalingConfig                                                   *mapping.ScalingConfig `json:",omitempty"`
 	RetryPolicy                                                     *backoff.Policy        `json:",omitempty"`
+	TumblingWindowInSeconds                                         *int                   `json:",omitempty"`
 }
 
 func (h *Handler) mappingOut(c *mapping.Config) mappingOutput {
@@ -103,6 +102,10 @@ func (h *Handler) mappingOut(c *mapping.Config) mappingOutput {
 	if !strings.HasPrefix(c.EventSourceArn, "arn:aws:sqs:") {
 		b := c.BisectBatchOnFunctionError
 		out.BisectBatchOnFunctionError = &b
+		out.TumblingWindowInSeconds = new(0)
+		if c.TumblingWindowInSeconds != nil {
+			out.TumblingWindowInSeconds = new(*c.TumblingWindowInSeconds)
+		}
 		out.DestinationConfig = &destinations{OnFailure: &destination{}}
 		if c.DestinationConfig != nil && c.DestinationConfig.OnFailure != nil {
 			out.DestinationConfig.OnFailure.Destination = c.DestinationConfig.OnFailure.Destination
@@ -127,6 +130,7 @@ func (in *mappingInput) config(base mapping.Config) mapping.Config {
 	cfg.MaximumRetryAttempts, cfg.MaximumRecordAgeInSeconds = in.MaximumRetryAttempts, in.MaximumRecordAgeInSeconds
 	cfg.FunctionResponseTypes, cfg.DestinationConfig = in.FunctionResponseTypes, in.destinations()
 	cfg.FilterCriteria, cfg.ScalingConfig, cfg.RetryPolicy = in.FilterCriteria, in.ScalingConfig, in.RetryPolicy
+	cfg.TumblingWindowInSeconds = in.TumblingWindowInSeconds
 	setIf(&cfg.BatchSize, in.BatchSize)
 	setIf(&cfg.MaximumBatchingWindowInSeconds, in.MaximumBatchingWindowInSeconds)
 	setIf(&cfg.ParallelizationFactor, in.ParallelizationFactor)

@@ -52,6 +52,10 @@ func (rq *request) replyJSON(v any) {
 }
 
 func (rq *request) writeJSON(b []byte) {
+	if rq.proto == protoKinesisCBOR {
+		rq.writeCBOR(b)
+		return
+	}
 	ct := "application/x-amz-json-1.1"
 	if rq.proto == protoSQSJSON {
 		ct = "application/x-amz-json-1.0"

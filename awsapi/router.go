@@ -32,6 +32,7 @@ const (
 	protoLogs                            // JSON 1.1 (CloudWatch Logs)
 	protoIAM                             // form in, XML out
 	protoSTS                             // form in, XML out
+	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
 )
 
 // targets are the X-Amz-Target prefixes of the JSON services.
@@ -134,6 +135,9 @@ func (rq *request) route() (*Operation, error) {
 	for _, t := range targets {
 		if name, ok := strings.CutPrefix(target, t.prefix); ok {
 			rq.proto, rq.op = t.proto, name
+			if t.proto == protoKinesis && isCBOR(r) {
+				rq.proto = protoKinesisCBOR
+			}
 			if op := lookup(t.svc, name); op != nil {
 				return op, nil
 			}
@@ -259,6 +263,8 @@ func (rq *request) decode(in any) error {
 		return dynamoDecode(rq.body, in)
 	case protoLambda:
 		return lambdaDecode(rq.body, in)
+	case protoKinesisCBOR:
+		return decodeCBOR(rq.body, in)
 	}
 	return decodeJSON(rq.body, in)
 }

@@ -34,6 +34,7 @@ type invocation struct {
 	failIdx int              // outcomePartial: index of the lowest failed record
 	invokes int              // how many invocations these records have been in
 	last    *function.Result // the last invocation's result, for the on-failure record
+	state   json.RawMessage  // a windowed invocation's response state
 }
 
 // batchRun resolves one batch: it invokes the function, retries, bisects
@@ -81,19 +82,31 @@ func (b *batchRun) run(ctx context.Context, recs []stream.Record) error {
 
 func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invocation, attempts int) error {
 	cfg := &b.r.cfg
+	// A windowed batch is retried whole, with the state it was given.
+	bisect := cfg.BisectBatchOnFunctionError && b.l.win == nil
 	var err error
 	for len(recs) > 0 {
 		switch inv.outcome {
 		case outcomeOK:
+			if b.l.win != nil {
+				if err := b.fold(ctx, recs, inv.state); err != nil {
+					return err
+				}
+			}
 			b.w.counters.processedRecords.Add(int64(len(recs)))
 			b.l.markDone(recs)
 			return nil
 		case outcomePartial:
+			if b.l.win != nil {
+				if err := b.fold(ctx, recs[:inv.failIdx], inv.state); err != nil {
+					return err
+				}
+			}
 			b.w.counters.partialFailures.Add(1)
 			b.w.counters.processedRecords.Add(int64(inv.failIdx))
 			b.l.markDone(recs[:inv.failIdx])
 			recs = recs[inv.failIdx:]
-			if cfg.BisectBatchOnFunctionError && inv.failIdx > 0 {
+			if bisect && inv.failIdx > 0 {
 				b.w.counters.bisects.Add(1)
 				if recs, inv, err = b.invoke(ctx, recs, inv); err != nil {
 					return err
@@ -102,7 +115,7 @@ func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invoca
 			}
 		}
 		// The records in recs failed.
-		if cfg.BisectBatchOnFunctionError && len(recs) > 1 {
+		if bisect && len(recs) > 1 {
 			b.w.counters.bisects.Add(1)
 			mid := (len(recs) + 1) / 2
 			left, invL, err := b.invoke(ctx, recs[:mid], inv)
@@ -180,6 +193,12 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 		inv.invokes++
 		inv.last = res
 		inv.outcome, inv.failIdx = b.classify(recs, res)
+		if b.l.win != nil && inv.outcome != outcomeFailed {
+			if inv.state, err = windowResponseState(res); err != nil {
+				inv.outcome = outcomeFailed
+				b.w.setErr(err)
+			}
+		}
 		if inv.outcome == outcomeOK {
 			b.w.setResult("OK")
 		} else {
@@ -196,6 +215,9 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 // event builds the event of a batch: a Kinesis event, or a DynamoDB
 // event when the source is a table's change stream.
 func (b *batchRun) event(recs []stream.Record) any {
+	if b.l.win != nil {
+		return b.windowEvent(recs, false, false)
+	}
 	if b.r.ddb != nil {
 		return b.r.ddb.event(b.r, recs)
 	}

@@ -124,6 +124,10 @@ type Config struct {
 	// ScalingConfig (queues only) bounds the concurrent invocations of the
 	// mapping.
 	ScalingConfig *ScalingConfig `json:"ScalingConfig,omitempty" yaml:"ScalingConfig"`
+	// TumblingWindowInSeconds (streams and DynamoDB streams): the length of
+	// the tumbling windows whose state the function carries from one
+	// invocation to the next, 0..900; 0 or unset: none. See window.go.
+	TumblingWindowInSeconds *int `json:"TumblingWindowInSeconds,omitempty" yaml:"TumblingWindowInSeconds"`
 	// RetryPolicy (queues only; a runnel extension) retries failed messages
 	// with exponential backoff and full jitter applied through their
 	// visibility timeout, and moves them to the queue's dead-letter queue
@@ -192,6 +196,7 @@ func (c Config) validateQueue(fifo bool) error {
 		{"MaximumRecordAgeInSeconds", c.MaximumRecordAgeInSeconds != nil},
 		{"BisectBatchOnFunctionError", c.BisectBatchOnFunctionError},
 		{"DestinationConfig", c.DestinationConfig != nil},
+		{"TumblingWindowInSeconds", c.TumblingWindowInSeconds != nil && *c.TumblingWindowInSeconds != 0},
 	} {
 		if f.set {
 			return invalid("%s is not valid for an SQS event source (configure failures on the queue's RedrivePolicy)", f.field)
@@ -303,6 +308,9 @@ func (c Config) Validate() error {
 	}
 	if a := *c.MaximumRecordAgeInSeconds; a != -1 && (a < MinMaximumRecordAgeInSeconds || a > MaxMaximumRecordAgeInSeconds) {
 		return invalid("MaximumRecordAgeInSeconds: value %d is not allowed: must be -1 (infinite) or between %d and %d", a, MinMaximumRecordAgeInSeconds, MaxMaximumRecordAgeInSeconds)
+	}
+	if w := c.TumblingWindowInSeconds; w != nil && (*w < 0 || *w > MaxTumblingWindowInSeconds) {
+		return outOfRange("TumblingWindowInSeconds", *w, 0, MaxTumblingWindowInSeconds)
 	}
 	for i, t := range c.FunctionResponseTypes {
 		if t != ReportBatchItemFailures {

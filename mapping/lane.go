@@ -27,6 +27,9 @@ type lane struct {
 	// start; read and cleared by the lane's goroutine (and read by the
 	// dispatcher through wants, under mu).
 	replay *laneBatch
+	// win is the lane's tumbling window (nil when the mapping has none);
+	// see window.go. Its fields are under mu.
+	win *windowState
 
 	mu         sync.Mutex
 	queue      []stream.Record // waiting, in shard order
@@ -85,7 +88,11 @@ func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 func (l *lane) wants(seq, resolvedBelow uint64) bool {
 	l.mu.Lock()
 	r := l.replay
+	folded := l.win != nil && seq <= l.win.through
 	l.mu.Unlock()
+	if folded {
+		return false // folded into a window's stored state
+	}
 	if r == nil {
 		return seq >= resolvedBelow
 	}
@@ -95,7 +102,9 @@ func (l *lane) wants(seq, resolvedBelow uint64) bool {
 // take waits for the next batch: BatchSize records, or the records there
 // when the batching window (counted from the end of the previous batch)
 // closes, or as many as fit in 6 MB. With a window of 0 it takes whatever
-// is waiting as soon as there is at least one record.
+// is waiting as soon as there is at least one record. With a tumbling
+// window a batch holds records of one window only, and take returns an
+// empty batch when the open window is to be closed (see closeDue).
 func (l *lane) take(ctx context.Context) []stream.Record {
 	cfg := &l.w.r.cfg
 	clock := l.w.r.svc.eng.Clock
@@ -136,11 +145,36 @@ func (l *lane) take(ctx context.Context) []stream.Record {
 			}
 			continue
 		}
+		if l.win != nil {
+			due, caughtUp := l.closeDue(clock.Now())
+			if due && !caughtUp {
+				l.mu.Unlock()
+				caughtUp = l.readAllOf(ctx)
+				l.mu.Lock()
+				due, _ = l.closeDue(clock.Now()) // records may have come meanwhile
+			}
+			if due && caughtUp {
+				l.mu.Unlock()
+				return []stream.Record{}
+			}
+			if due || (n == 0 && !l.win.start.IsZero()) {
+				l.mu.Unlock()
+				l.waitWindow(ctx, due)
+				if ctx.Err() != nil {
+					return nil
+				}
+				continue
+			}
+		}
 		if n > 0 {
 			wait = l.idleSince.Add(window).Sub(clock.Now())
-			if window == 0 || n >= cfg.BatchSize || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
+			limit, boundary := n, false
+			if l.win != nil {
+				limit, boundary = l.cut(n)
+			}
+			if window == 0 || limit >= cfg.BatchSize || boundary || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
 				k, size := 0, 0
-				for k < n && k < cfg.BatchSize {
+				for k < limit && k < cfg.BatchSize {
 					b := recordBytes(&l.queue[k])
 					if k > 0 && size+b > MaxBatchPayloadBytes {
 						break
@@ -223,10 +257,19 @@ func (l *lane) run(ctx context.Context) {
 		if batch == nil {
 			return
 		}
+		b := &batchRun{l: l, w: l.w, r: l.w.r}
+		if len(batch) == 0 {
+			if err := b.closeWindow(ctx); err != nil {
+				return
+			}
+			continue
+		}
 		if err := l.recordBatch(ctx, batch); err != nil {
 			return
 		}
-		b := &batchRun{l: l, w: l.w, r: l.w.r}
+		if l.win != nil {
+			l.openWindow(&batch[0])
+		}
 		if err := b.run(ctx, batch); err != nil {
 			return
 		}
@@ -254,15 +297,25 @@ func (l *lane) pending() int64 {
 func (l *lane) recordBatch(ctx context.Context, batch []stream.Record) error {
 	r := l.w.r
 	b := laneBatch{first: batch[0].Seq, last: batch[len(batch)-1].Seq}
+	return l.storeUntilDone(ctx, "batch record write failed; retrying before invoking", func() error {
+		return r.svc.storeLaneBatch(ctx, r.cfg.UUID, l.w.shardID, r.streamID, l.index, r.cfg.ParallelizationFactor, b)
+	})
+}
+
+// storeUntilDone calls store until it succeeds, logging warning and
+// waiting a backoff after each failure. It returns an error only when ctx
+// ends.
+func (l *lane) storeUntilDone(ctx context.Context, warning string, store func() error) error {
+	r := l.w.r
 	for attempt := 1; ; attempt++ {
-		err := r.svc.storeLaneBatch(ctx, r.cfg.UUID, l.w.shardID, r.streamID, l.index, r.cfg.ParallelizationFactor, b)
+		err := store()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.svc.eng.Logger.Warn("batch record write failed; retrying before invoking", "mapping", r.cfg.UUID, "shard", l.w.shardID, "err", err)
+		r.svc.eng.Logger.Warn(warning, "mapping", r.cfg.UUID, "shard", l.w.shardID, "err", err)
 		if err := r.svc.backoff(ctx, attempt); err != nil {
 			return err
 		}

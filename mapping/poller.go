@@ -55,6 +55,7 @@ type shardCounters struct {
 	invocations, deliveredRecords, processedRecords, discardedRecords atomic.Int64
 	functionErrors, partialFailures, bisects, retries, throttles      atomic.Int64
 	filteredRecords, expiredMessages                                  atomic.Int64
+	windowsClosed, windowsTerminatedEarly                             atomic.Int64
 }
 
 // shardWorker reads one shard, spreads its records over the lanes and keeps
@@ -70,7 +71,8 @@ type shardWorker struct {
 	// resolvedBelow is the checkpoint the worker started from: records
 	// before it were resolved, except those of a lane's replayed batch.
 	resolvedBelow uint64
-	replayUntil   uint64 // the last position of any lane's replayed batch
+	replayUntil   uint64      // the last position of any lane's replayed batch
+	ended         atomic.Bool // the closed shard is read to its end
 	ckNotify      chan struct{}
 	counters      shardCounters
 
@@ -305,6 +307,10 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 					w.replayUntil = max(w.replayUntil, b.last)
 				}
 			}
+			if r.cfg.tumblingWindow() > 0 {
+				l.win = r.svc.loadWindow(ctx, r, sh.ShardID, i)
+				w.replayUntil = max(w.replayUntil, l.win.through)
+			}
 			w.lanes = append(w.lanes, l)
 		}
 		w.seen.Store(from - 1)
@@ -416,12 +422,18 @@ func (w *shardWorker) finish(ctx context.Context, end uint64) bool {
 	if w.seen.Load() < end-1 {
 		w.seen.Store(end - 1) // nothing after the last record: the shard is read
 	}
+	w.ended.Store(true) // its tumbling windows end with it
 	clk := clockwork.NewRealClock()
 	for w.checkpoint.Load() < end {
 		signal(w.ckNotify)
 		if engine.Sleep(ctx, clk, 10*time.Millisecond) != nil {
 			return false
 		}
+	}
+	// Every record is resolved, so no window opens any more: wait for
+	// the final invocations of the open ones.
+	if !w.waitWindowsClosed(ctx) {
+		return false
 	}
 	w.r.svc.eng.Logger.Debug("closed shard processed to its end", "mapping", w.r.cfg.UUID, "shard", w.shardID)
 	return true

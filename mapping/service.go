@@ -15,7 +15,11 @@
 // after the last checkpoint are invoked again. Nothing is skipped: the
 // checkpoint passes a record only once it was processed by a successful
 // invocation or discarded to the on-failure destination (or, with none
-// set, logged with its shard and sequence number and counted).
+// set, logged with its shard and sequence number and counted). With
+// TumblingWindowInSeconds (window.go) the function carries a state from
+// one invocation to the next within windows aligned on arrival time,
+// closed on the engine clock by a final invocation; the state is stored
+// with the lane's batch record.
 //
 // Queue sources (queue_poller.go): receive, invoke, delete; a failed
 // message returns after its visibility timeout and moves by the queue's
@@ -420,6 +424,7 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	} else {
 		keep(cfg.MaximumRetryAttempts != nil, func() { cfg.MaximumRetryAttempts = old.MaximumRetryAttempts })
 		keep(cfg.MaximumRecordAgeInSeconds != nil, func() { cfg.MaximumRecordAgeInSeconds = old.MaximumRecordAgeInSeconds })
+		keep(cfg.TumblingWindowInSeconds != nil, func() { cfg.TumblingWindowInSeconds = old.TumblingWindowInSeconds })
 	}
 	if cfg.DestinationConfig != nil && cfg.DestinationConfig.OnFailure == nil {
 		cfg.DestinationConfig = nil // an empty DestinationConfig removes it
@@ -448,6 +453,11 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 		if shards, err := streams.ListShards(ctx, name); err == nil {
 			for _, sh := range shards {
 				_ = s.ck.Purge(ctx, checkpointKey(id, sh.ShardID))
+				if c.tumblingWindow() > 0 {
+					for i := range c.ParallelizationFactor {
+						_ = s.ck.Purge(ctx, windowKey(id, sh.ShardID, i))
+					}
+				}
 			}
 		}
 	}
@@ -531,6 +541,9 @@ type ShardStatus struct {
 	Bisects              int64
 	Retries              int64
 	Throttles            int64
+	// WindowsClosed counts tumbling windows closed by a final invocation,
+	// WindowsTerminatedEarly those ended early by a state over 1 MB.
+	WindowsClosed, WindowsTerminatedEarly int64
 }
 
 // Status is a mapping's configuration and the state of each shard (stream
@@ -593,6 +606,7 @@ func (r *runner) status(st *Status) {
 		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredMessages = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredMessages.Load()
 		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
 		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
+		ss.WindowsClosed, ss.WindowsTerminatedEarly = c.windowsClosed.Load(), c.windowsTerminatedEarly.Load()
 		st.Shards = append(st.Shards, ss)
 	}
 }

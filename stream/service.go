@@ -118,6 +118,14 @@ type StreamDescription struct {
 	// Tags are the stream's tags (ListTagsForStream; not part of
 	// API_StreamDescription).
 	Tags map[string]string `json:"RunnelTags,omitempty"`
+	// ShardLevelMetrics are the enhanced monitoring metrics enabled
+	// (EnableEnhancedMonitoring); stored and reported only (settings.go).
+	ShardLevelMetrics []string `json:"RunnelShardLevelMetrics,omitempty"`
+	// EncryptionType is "KMS" after StartStreamEncryption ("" is NONE),
+	// with the KeyId given; stored and reported only: runnel encrypts
+	// nothing (settings.go).
+	EncryptionType string `json:"RunnelEncryptionType,omitempty"`
+	KeyID          string `json:"RunnelKeyId,omitempty"`
 }
 
 // OpenShardCount is the number of open shards.
