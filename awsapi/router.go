@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 
 	"github.com/google/uuid"
@@ -66,6 +67,7 @@ type request struct {
 // is).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := &request{h: h, w: w, r: r, ctx: r.Context(), reqID: uuid.NewString(), scheme: "http"}
+	defer rq.recoverPanic()
 	if r.TLS != nil {
 		rq.scheme = "https"
 	}
@@ -191,14 +193,39 @@ func (h *Handler) lambdaMux() *http.ServeMux {
 	return m
 }
 
-// serve answers the request with op.
+// serve answers the request with op: a JSON body is first validated
+// against the operation's input shape in the service's model
+// (validate.go).
 func (rq *request) serve(op *Operation) {
+	defer rq.recoverPanic()
+	if rq.proto != protoSQSQuery && rq.proto != protoLambda {
+		if err := validateJSON(op, rq.body); err != nil {
+			rq.fail(err)
+			return
+		}
+	}
 	out, err := op.h.serve(rq)
 	if err != nil {
 		rq.fail(err)
 		return
 	}
 	rq.reply(out)
+}
+
+// recoverPanic, deferred, answers a panic while serving the request as
+// an internal failure (HTTP 500, in the API's shape) and logs it with the
+// operation's name and the stack. A panic is a bug: every decoding path
+// returns an error.
+func (rq *request) recoverPanic() {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	rq.log().Error("aws api: panic serving a request", "op", rq.op, "panic", p, "stack", string(debug.Stack()))
+	rq.fail(awserr.New(awserr.ErrInternalFailure, "internal failure serving %s", rq.op))
 }
 
 // replier is a result that writes itself (an encoded Kinesis body, an
