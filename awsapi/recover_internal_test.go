@@ -34,7 +34,9 @@ func TestPanicIsInternalFailure(t *testing.T) {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 
-		var body struct{ Type string `json:"__type"` }
+		var body struct {
+			Type string `json:"__type"`
+		}
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != 500 || body.Type != svc.shape {
 			t.Errorf("%s: %d %s (%v), want 500 %s", svc.svc, w.Code, w.Body, err, svc.shape)
 		}

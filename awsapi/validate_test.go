@@ -38,57 +38,57 @@ func TestValidationAsAWS(t *testing.T) {
 		{
 			// Netflix-Skunkworks/iep-apps#527, AllocZero/EfficientDynamoDb#164.
 			name: "DynamoDB missing table name", target: "DynamoDB_20120810.GetItem",
-			body: `{"Key":{"id":{"S":"x"}}}`,
-			code: "ValidationException",
+			body:    `{"Key":{"id":{"S":"x"}}}`,
+			code:    "ValidationException",
 			message: "1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null",
 		},
 		{
 			// paritysuite/dynamodb-conformance, PutItem's exact error messages.
 			name: "DynamoDB table name pattern", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"bad table!@#","Item":{"pk":{"S":"test"}}}`,
-			code: "ValidationException",
+			body:    `{"TableName":"bad table!@#","Item":{"pk":{"S":"test"}}}`,
+			code:    "ValidationException",
 			message: "1 validation error detected: Value 'bad table!@#' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+",
 		},
 		{
 			// paritysuite/dynamodb-conformance, PutItem's exact error messages.
 			name: "DynamoDB table name length", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"` + strings.Repeat("a", 256) + `","Item":{"pk":{"S":"test"}}}`,
-			code: "ValidationException",
+			body:    `{"TableName":"` + strings.Repeat("a", 256) + `","Item":{"pk":{"S":"test"}}}`,
+			code:    "ValidationException",
 			message: "1 validation error detected: Value '" + strings.Repeat("a", 256) + "' at 'tableName' failed to satisfy constraint: Member must have length less than or equal to 255",
 		},
 		{
 			// aws/aws-sdk-js#381 and #43.
 			name: "DynamoDB empty attribute value", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"missing","Item":{"id":{"S":"x"},"a":{}}}`,
-			code: "ValidationException",
+			body:    `{"TableName":"missing","Item":{"id":{"S":"x"},"a":{}}}`,
+			code:    "ValidationException",
 			message: "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes",
 		},
 		{
 			// aws/aws-sdk-net#428.
 			name: "DynamoDB attribute value of two types", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"missing","Item":{"id":{"S":"x","N":"1"}}}`,
-			code: "ValidationException",
+			body:    `{"TableName":"missing","Item":{"id":{"S":"x","N":"1"}}}`,
+			code:    "ValidationException",
 			message: "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes",
 		},
 		{
 			// zio/zio-dynamodb#113 (DynamoDbException from AWS).
 			name: "DynamoDB empty string set", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"missing","Item":{"id":{"S":"x"},"s":{"SS":[]}}}`,
-			code: "ValidationException",
+			body:    `{"TableName":"missing","Item":{"id":{"S":"x"},"s":{"SS":[]}}}`,
+			code:    "ValidationException",
 			message: "One or more parameter values were invalid: An string set  may not be empty",
 		},
 		{
 			// aws/aws-sdk-net#3297.
 			name: "DynamoDB empty number set", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"missing","Item":{"id":{"S":"x"},"s":{"NS":[]}}}`,
-			code: "ValidationException",
+			body:    `{"TableName":"missing","Item":{"id":{"S":"x"},"s":{"NS":[]}}}`,
+			code:    "ValidationException",
 			message: "One or more parameter values were invalid: An number set  may not be empty",
 		},
 		{
 			// localstack/localstack#9412 (the JavaScript SDK's error from AWS).
 			name: "DynamoDB number sent as a JSON number", target: "DynamoDB_20120810.PutItem",
-			body: `{"TableName":"missing","Item":{"id":{"S":"x"},"n":{"N":5}}}`,
-			code: "SerializationException",
+			body:    `{"TableName":"missing","Item":{"id":{"S":"x"},"n":{"N":5}}}`,
+			code:    "SerializationException",
 			message: "NUMBER_VALUE cannot be converted to String",
 		},
 	} {
