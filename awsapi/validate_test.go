@@ -165,3 +165,23 @@ func call(h *awsapi.Handler, target, body string) (code, message string, status 
 	}
 	return e.Type, e.Message, rec.status
 }
+
+// TestGetShardIteratorChecks: a StartingSequenceNumber with TRIM_HORIZON
+// or LATEST, and an AT_TIMESTAMP after now, are refused before the stream
+// is looked up (none exists here).
+func TestGetShardIteratorChecks(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	for _, tt := range []struct{ body, message string }{
+		{`{"StreamName":"missing","ShardId":"shardId-000000000000","ShardIteratorType":"LATEST","StartingSequenceNumber":"1"}`,
+			"Must either specify (1) AT_SEQUENCE_NUMBER or AFTER_SEQUENCE_NUMBER and StartingSequenceNumber or (2) TRIM_HORIZON or LATEST and no StartingSequenceNumber. Request specified LATEST and also a StartingSequenceNumber."},
+		{`{"StreamName":"missing","ShardId":"shardId-000000000000","ShardIteratorType":"TRIM_HORIZON","StartingSequenceNumber":"1"}`,
+			"Request specified TRIM_HORIZON and also a StartingSequenceNumber."},
+		{`{"StreamName":"missing","ShardId":"shardId-000000000000","ShardIteratorType":"AT_TIMESTAMP","Timestamp":4102444800}`,
+			"The timestampInMillis parameter cannot be greater than the currentTimestampInMillis. timestampInMillis: 4102444800000, currentTimestampInMillis: "},
+	} {
+		code, message, status := call(h, "Kinesis_20131202.GetShardIterator", tt.body)
+		if status != 400 || code != "InvalidArgumentException" || !strings.Contains(message, tt.message) {
+			t.Errorf("%s: %d %s %q, want InvalidArgumentException %q", tt.body, status, code, message, tt.message)
+		}
+	}
+}
