@@ -194,6 +194,14 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if err != nil {
 		return nil, err
 	}
+	if r.filter != nil {
+		// DynamoDB filters a Query on the other attributes only.
+		for _, a := range r.filter.Attributes() {
+			if a == t.schema.hash || a == t.schema.rng {
+				return nil, validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", a)
+			}
+		}
+	}
 	if err := c.CheckUnused(); err != nil {
 		return nil, exprErr(err)
 	}

@@ -1,0 +1,52 @@
+package table_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// TestKeyLimits: a partition key value over 2048 bytes and a sort key
+// value over 1024 are refused, in DynamoDB's words; at the limits they
+// are stored. A Query's filter may not name a key attribute (a Scan's
+// may).
+func TestKeyLimits(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	if _, err := tb.CreateTable(ctx, table.CreateTableInput{TableName: "limits",
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}, {AttributeName: "sk", KeyType: "RANGE"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}, {AttributeName: "sk", AttributeType: "S"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(pk, sk string) error {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "limits", Item: table.Item{"pk": S(pk), "sk": S(sk)}})
+		return err
+	}
+	if err := put(strings.Repeat("é", 1024), strings.Repeat("x", 1024)); err != nil {
+		t.Fatalf("keys at the limits: %v", err)
+	}
+	if err := put(strings.Repeat("é", 1024)+"x", "x"); err == nil || err.Error() != "ValidationException: One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes" {
+		t.Errorf("hash key of 2049 bytes: %v", err)
+	}
+	if err := put("x", strings.Repeat("x", 1025)); err == nil || !strings.HasSuffix(err.Error(), "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes") {
+		t.Errorf("range key of 1025 bytes: %v", err)
+	}
+	_, err := tb.GetItem(ctx, table.GetItemInput{TableName: "limits", Key: table.Item{"pk": S(strings.Repeat("x", 2049)), "sk": S("x")}})
+	if err == nil || !strings.Contains(err.Error(), "Size of hashkey has exceeded") {
+		t.Errorf("GetItem with a hash key of 2049 bytes: %v", err)
+	}
+
+	for _, filter := range []string{"sk = :v", "attribute_exists(#p) AND n > :v", "size(sk) > :n OR n = :v"} {
+		_, err := tb.Query(ctx, table.QueryInput{TableName: "limits", KeyConditionExpression: "pk = :p", FilterExpression: filter,
+			ExpressionAttributeNames:  map[string]string{"#p": "pk"},
+			ExpressionAttributeValues: table.Item{":p": S("x"), ":v": S("x"), ":n": N("1")}})
+		if err == nil || !strings.Contains(err.Error(), "Filter Expression can only contain non-primary key attributes: Primary key attribute: ") {
+			t.Errorf("Query filter %q: %v", filter, err)
+		}
+	}
+	if _, err := tb.Scan(ctx, table.ScanInput{TableName: "limits", FilterExpression: "sk = :v", ExpressionAttributeValues: table.Item{":v": S("x")}}); err != nil {
+		t.Errorf("Scan filter on a key: %v", err)
+	}
+}
