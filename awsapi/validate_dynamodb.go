@@ -91,7 +91,7 @@ func checkSet(typ string, elems []any) error {
 		}
 		if seen[k] {
 			if typ == "BS" {
-				return invalidValue("Input collection %s of type BS contains duplicates.", javaString(elems))
+				return invalidValue("Input collection %sof type BS contains duplicates.", javaString(elems))
 			}
 			return invalidValue("Input collection %s contains duplicates.", javaString(elems))
 		}
