@@ -31,7 +31,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -178,7 +177,7 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 			return
 		}
 		before := len(vd.fails)
-		vd.length(s, v, len(utf16.Encode([]rune(str))), path)
+		vd.length(s, v, javaLength(str), path)
 		if s.re != nil && !s.re.MatchString(str) {
 			vd.fail(path, v, "satisfy regular expression pattern: %s", s.Pattern)
 		}
@@ -194,12 +193,9 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 			vd.mismatch(s, v)
 			return
 		}
-		b, err := base64.StdEncoding.DecodeString(str)
-		if err != nil {
-			vd.serial = awserr.New(awserr.ErrSerialization, "Base64 encoded value could not be decoded: %v", err)
-			return
-		}
-		vd.length(s, v, len(b), path)
+		// The length decoded; whether it decodes is the decoder's to say
+		// (a SerializationException), without a second decoding here.
+		vd.length(s, v, base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(str, "="))), path)
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			vd.mismatch(s, v)
@@ -337,6 +333,19 @@ func bound(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 func isTimestamp(t string) bool {
 	_, err := time.Parse(time.RFC3339Nano, t)
 	return err == nil
+}
+
+// javaLength is the length of s as Java counts it (UTF-16 code units),
+// which the models' string lengths are in.
+func javaLength(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
 }
 
 func lowerFirst(s string) string {
