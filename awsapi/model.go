@@ -24,6 +24,7 @@ var modelFile = map[Service]string{
 	Kinesis:         "models/kinesis-2013-12-02.json.gz",
 	DynamoDB:        "models/dynamodb-2012-08-10.json.gz",
 	DynamoDBStreams: "models/dynamodbstreams-2012-08-10.json.gz",
+	Lambda:          "models/lambda-2015-03-31.json.gz",
 }
 
 // model is a service's model: its operations' input shapes, by name.
@@ -45,6 +46,9 @@ type shape struct {
 	Min, Max *float64
 	Pattern  string
 	Enum     []string
+	// Payload names the member that is the whole body (Lambda's Invoke):
+	// the body is then not a JSON object of members.
+	Payload string
 
 	name string
 	re   *regexp.Regexp // Pattern, anchored; nil when RE2 cannot take it

@@ -198,8 +198,12 @@ func (h *Handler) lambdaMux() *http.ServeMux {
 // (validate.go).
 func (rq *request) serve(op *Operation) {
 	defer rq.recoverPanic()
-	if rq.proto != protoSQSQuery && rq.proto != protoLambda {
-		if err := validateJSON(op, rq.body); err != nil {
+	if rq.proto != protoSQSQuery {
+		var uri map[string]string
+		if rq.proto == protoLambda {
+			uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid")}
+		}
+		if err := validateJSON(op, rq.body, uri); err != nil {
 			rq.fail(err)
 			return
 		}

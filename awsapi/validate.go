@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,10 +36,24 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 )
 
+// modelExtras are the values runnel takes beyond a model's constraints,
+// by service and shape: Lambda's runtime of in-process functions
+// ("runnel"), and a role given by its name alone (stored as the ARN of
+// that role in the engine's account).
+var modelExtras = map[Service]map[string]func(string) bool{
+	Lambda: {
+		"Runtime": func(v string) bool { return v == "runnel" },
+		"RoleArn": roleName.MatchString,
+	},
+}
+
+var roleName = regexp.MustCompile(`^[a-zA-Z_0-9+=,.@\-_/]{1,64}$`)
+
 // validation is one request's validation under way.
 type validation struct {
 	svc   Service
 	m     *model
+	uri   map[string]string
 	fails []string
 	// serial is the first type mismatch: nothing else is reported then.
 	serial error
@@ -48,10 +63,11 @@ type validation struct {
 }
 
 // validateJSON checks a JSON body against op's input shape; nil when it
-// holds, or when op's service has no model.
-func validateJSON(op *Operation, body []byte) error {
+// holds, or when op's service has no model. uri holds the values of the
+// members Lambda takes in the path, by location name.
+func validateJSON(op *Operation, body []byte, uri map[string]string) error {
 	s := inputShape(op)
-	if s == nil {
+	if s == nil || s.Payload != "" {
 		return nil
 	}
 	var v any = map[string]any{}
@@ -65,7 +81,7 @@ func validateJSON(op *Operation, body []byte) error {
 			return awserr.New(awserr.ErrSerialization, "unexpected data after the request's JSON object")
 		}
 	}
-	vd := &validation{svc: op.Service, m: modelOf(op.Service)}
+	vd := &validation{svc: op.Service, m: modelOf(op.Service), uri: uri}
 	vd.value(s, v, "")
 	return vd.err()
 }
@@ -118,14 +134,19 @@ func (vd *validation) value(s *shape, v any, path string) {
 			return
 		}
 		for _, m := range s.Members {
-			if m.Location != "" {
-				continue
+			var mv any
+			switch {
+			case m.Location == "uri" && path == "" && vd.uri[m.LocationName] != "":
+				mv = vd.uri[m.LocationName]
+			case m.Location != "":
+				continue // the endpoint reads headers and query strings itself
+			default:
+				mv = obj[m.wireName()]
 			}
 			p := lowerFirst(m.name)
 			if path != "" {
 				p = path + "." + p
 			}
-			mv := obj[m.wireName()]
 			if mv == nil {
 				if s.req[m.name] {
 					vd.fail(p, nil, "not be null")
@@ -174,6 +195,9 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 		str, ok := v.(string)
 		if !ok {
 			vd.mismatch(s, v)
+			return
+		}
+		if extra := modelExtras[vd.svc][s.name]; extra != nil && extra(str) {
 			return
 		}
 		before := len(vd.fails)
