@@ -1,6 +1,7 @@
 package table_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -48,5 +49,45 @@ func TestKeyLimits(t *testing.T) {
 	}
 	if _, err := tb.Scan(ctx, table.ScanInput{TableName: "limits", FilterExpression: "sk = :v", ExpressionAttributeValues: table.Item{":v": S("x")}}); err != nil {
 		t.Errorf("Scan filter on a key: %v", err)
+	}
+}
+
+// TestQueryPages: a Limit that stops on the partition's last item still
+// gives a LastEvaluatedKey (the next page is empty, without one), as
+// DynamoDB's does; Select COUNT answers without Items.
+func TestQueryPages(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "pages", "n", "")
+	for _, n := range []string{"1", "2", "3"} {
+		if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "pages", Item: table.Item{"pk": S("p"), "n": N(n)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := table.QueryInput{TableName: "pages", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("p")}, Limit: 3}
+	out, err := tb.Query(ctx, q)
+	if err != nil || out.Count != 3 || out.LastEvaluatedKey["n"].Number() != "3" {
+		t.Fatalf("Limit 3 of 3: %+v %v", out, err)
+	}
+	q.ExclusiveStartKey = out.LastEvaluatedKey
+	if out, err = tb.Query(ctx, q); err != nil || out.Count != 0 || out.LastEvaluatedKey != nil {
+		t.Fatalf("after the last: %+v %v", out, err)
+	}
+	q.ExclusiveStartKey, q.Limit = nil, 4
+	if out, err = tb.Query(ctx, q); err != nil || out.Count != 3 || out.LastEvaluatedKey != nil {
+		t.Fatalf("Limit 4 of 3: %+v %v", out, err)
+	}
+
+	q.Select, q.Limit = table.SelectCount, 0
+	out, err = tb.Query(ctx, q)
+	if err != nil || out.Count != 3 {
+		t.Fatalf("COUNT: %+v %v", out, err)
+	}
+	if b, _ := json.Marshal(out); string(b) != `{"Count":3,"ScannedCount":3}` {
+		t.Errorf("COUNT answer %s", b)
+	}
+	q.Select, q.ExpressionAttributeValues = "", table.Item{":p": S("none")}
+	out, _ = tb.Query(ctx, q)
+	if b, _ := json.Marshal(out); string(b) != `{"Items":[],"Count":0,"ScannedCount":0}` {
+		t.Errorf("empty answer %s", b)
 	}
 }

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -58,13 +59,27 @@ type ScanInput struct {
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
 }
 
-// QueryOutput is the answer of Query and Scan. Items is empty with Select
-// COUNT. LastEvaluatedKey is set when there may be more items.
+// QueryOutput is the answer of Query and Scan. Items is nil with Select
+// COUNT (and not written then, as DynamoDB's answer has none).
+// LastEvaluatedKey is set when there may be more items.
 type QueryOutput struct {
 	Items            []Item `json:"Items"`
 	Count            int    `json:"Count"`
 	ScannedCount     int    `json:"ScannedCount"`
 	LastEvaluatedKey Item   `json:"LastEvaluatedKey,omitempty"`
+}
+
+// MarshalJSON writes the answer as DynamoDB does: Items always, [] when
+// none matched, except with Select COUNT (Items nil).
+func (o QueryOutput) MarshalJSON() ([]byte, error) {
+	type plain QueryOutput
+	if o.Items != nil {
+		return json.Marshal(plain(o))
+	}
+	return json.Marshal(struct {
+		plain
+		Items []Item `json:"Items,omitempty"`
+	}{plain: plain(o)})
 }
 
 // reader holds what Query and Scan share: filter, projection, paging.
@@ -89,7 +104,7 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader,
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 	case SelectCount:
-		r.count = true
+		r.count, r.out.Items = true, nil
 	default:
 		return nil, validation("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", in.Select)
 	}
@@ -142,7 +157,7 @@ func (r *reader) visit(ctx context.Context, e entry) (bool, error) {
 }
 
 // page visits entries until the limit or the page size; it leaves
-// LastEvaluatedKey set only if entries remain.
+// LastEvaluatedKey set if entries remain or the limit was reached.
 //
 // truncated says entries is not the whole rest of the table.
 func (r *reader) page(ctx context.Context, entries []entry, truncated bool, match func(entry) (bool, error)) error {
@@ -170,7 +185,9 @@ func (r *reader) page(ctx context.Context, entries []entry, truncated bool, matc
 			break
 		}
 	}
-	if !more {
+	// Stopped by Limit, even on the last entry, the page has a
+	// LastEvaluatedKey, as DynamoDB's does.
+	if !more && (r.limit == 0 || r.out.ScannedCount < r.limit) {
 		r.out.LastEvaluatedKey = nil
 	}
 	return nil
