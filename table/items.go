@@ -93,8 +93,10 @@ type DeleteItemInput struct {
 	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
 }
 
+// newContext is the expression context of a request; its values' numbers
+// are in canonical form, as DynamoDB stores what SET copies.
 func newContext(names map[string]string, values Item) *expr.Context {
-	return &expr.Context{Names: names, Values: values}
+	return &expr.Context{Names: names, Values: expr.CanonicalItem(values)}
 }
 
 // exprErr turns an expression error into a ValidationException.
@@ -260,7 +262,7 @@ func (s *Service) putOp(t *Table, item Item, condition string, names map[string]
 	if size := expr.ItemSize(item); size > MaxItemSize {
 		return nil, validation("Item size has exceeded the maximum allowed size")
 	}
-	it := copyItem(item)
+	it := copyItem(expr.CanonicalItem(item))
 	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld,
 		next: func(Item) (Item, error) { return it, nil }}, nil
 }
