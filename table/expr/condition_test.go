@@ -130,7 +130,7 @@ func TestConditionEval(t *testing.T) {
 		{"NOT (age = :n OR age = :n)", nil, sample, false}, //
 		{"NOT age = :lo AND NOT age = :hi", nil, sample, true},
 		{"NOT NOT age = :n", nil, sample, true},
-		{"(age = :n)", nil, sample, true}, // "((age = :n))" is refused: TestConditionErrors
+		{"(age = :n)", nil, sample, true},                          // "((age = :n))" is refused: TestConditionErrors
 		{"age = :n and name = :s Or age = :lo", nil, sample, true}, // keywords in any case
 		{"age BETWEEN :lo AND :hi AND name = :s", nil, sample, true},
 	}
