@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
 )
@@ -89,5 +91,18 @@ func TestQueryPages(t *testing.T) {
 	out, _ = tb.Query(ctx, q)
 	if b, _ := json.Marshal(out); string(b) != `{"Items":[],"Count":0,"ScannedCount":0}` {
 		t.Errorf("empty answer %s", b)
+	}
+}
+
+// TestTableIdIsUUID: a table's TableId is a UUID, as DynamoDB's.
+func TestTableIdIsUUID(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "ids", "", "")
+	d, err := tb.DescribeTable(ctx, "ids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := uuid.Parse(d.TableId); err != nil || len(d.TableId) != 36 {
+		t.Errorf("TableId %q: %v", d.TableId, err)
 	}
 }

@@ -46,8 +46,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
@@ -327,7 +327,7 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	now := s.eng.Clock.Now().UTC()
 	st := stored{Shards: shards}
 	st.TableDescription = TableDescription{
-		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: nuid.Next(), TableStatus: tableStatus,
+		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: uuid.NewString(), TableStatus: tableStatus,
 		KeySchema: schema.elements(), AttributeDefinitions: schema.definitions(),
 		CreationDateTime: float64(now.UnixMilli()) / 1000,
 	}
