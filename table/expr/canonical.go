@@ -42,29 +42,14 @@ func canonicalValue(v events.DynamoDBAttributeValue) (events.DynamoDBAttributeVa
 			return events.NewNumberAttribute(c), true
 		}
 	case events.DataTypeNumberSet:
-		var out []string
-		for i, n := range v.NumberSet() {
-			if c, err := CanonicalNumber(n); err == nil && c != n {
-				if out == nil {
-					out = slices.Clone(v.NumberSet())
-				}
-				out[i] = c
-			}
-		}
-		if out != nil {
+		if out, ok := changeEach(v.NumberSet(), func(n string) (string, bool) {
+			c, err := CanonicalNumber(n)
+			return c, err == nil && c != n
+		}); ok {
 			return events.NewNumberSetAttribute(out), true
 		}
 	case events.DataTypeList:
-		var out []events.DynamoDBAttributeValue
-		for i, e := range v.List() {
-			if c, ok := canonicalValue(e); ok {
-				if out == nil {
-					out = slices.Clone(v.List())
-				}
-				out[i] = c
-			}
-		}
-		if out != nil {
+		if out, ok := changeEach(v.List(), canonicalValue); ok {
 			return events.NewListAttribute(out), true
 		}
 	case events.DataTypeMap:
@@ -73,4 +58,21 @@ func canonicalValue(v events.DynamoDBAttributeValue) (events.DynamoDBAttributeVa
 		}
 	}
 	return v, false
+}
+
+// changeEach applies f to every element of s; it returns s itself when f
+// changes none (ok false), else a copy with the changes.
+func changeEach[T any](s []T, f func(T) (T, bool)) (out []T, ok bool) {
+	for i, e := range s {
+		if c, changed := f(e); changed {
+			if out == nil {
+				out = slices.Clone(s)
+			}
+			out[i] = c
+		}
+	}
+	if out == nil {
+		return s, false
+	}
+	return out, true
 }
