@@ -218,8 +218,10 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 			return
 		}
 		// The length decoded; whether it decodes is the decoder's to say
-		// (a SerializationException), without a second decoding here.
-		vd.length(s, v, base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(str, "="))), path)
+		// (a SerializationException), without a second decoding here. A
+		// blob is written in messages as AWS's Java writes it, not echoed.
+		n := base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(str, "=")))
+		vd.length(s, javaBlob(n), n, path)
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			vd.mismatch(s, v)
@@ -308,6 +310,13 @@ func javaString(v any) string {
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
+}
+
+// javaBlob is how AWS's messages write a blob of n bytes.
+type javaBlob int
+
+func (n javaBlob) String() string {
+	return fmt.Sprintf("java.nio.HeapByteBuffer[pos=0 lim=%d cap=%d]", int(n), int(n))
 }
 
 // tokenName is the JSON token's name in AWS's serialization messages.

@@ -185,3 +185,15 @@ func TestGetShardIteratorChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestValidationOfBlobs: a blob over its length is written as AWS's Java
+// writes it, not echoed.
+func TestValidationOfBlobs(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	data := strings.Repeat("A", 13981016) // 10485762 bytes, over the model's 10 MiB
+	code, message, _ := call(h, "Kinesis_20131202.PutRecord", `{"StreamName":"missing","PartitionKey":"k","Data":"`+data+`"}`)
+	want := "1 validation error detected: Value 'java.nio.HeapByteBuffer[pos=0 lim=10485762 cap=10485762]' at 'data' failed to satisfy constraint: Member must have length less than or equal to 10485760"
+	if code != "ValidationException" || message != want {
+		t.Errorf("%s %q, want %q", code, message, want)
+	}
+}
