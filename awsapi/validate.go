@@ -75,15 +75,25 @@ func validateJSON(op *Operation, body []byte, uri map[string]string) error {
 		d := json.NewDecoder(bytes.NewReader(body))
 		d.UseNumber()
 		if err := d.Decode(&v); err != nil {
-			return awserr.New(awserr.ErrSerialization, "%v", err)
+			return serialization(op.Service, "%v", err)
 		}
 		if d.More() {
-			return awserr.New(awserr.ErrSerialization, "unexpected data after the request's JSON object")
+			return serialization(op.Service, "unexpected data after the request's JSON object")
 		}
 	}
 	vd := &validation{svc: op.Service, m: modelOf(op.Service), uri: uri}
 	vd.value(s, v, "")
 	return vd.err()
+}
+
+// serialization is the error of a body that does not read as the input
+// shape: SerializationException, and Lambda's InvalidRequestContentException
+// ("Could not parse request body into json: ...").
+func serialization(svc Service, format string, args ...any) error {
+	if svc == Lambda {
+		return awserr.New(awserr.ErrInvalidRequestContent, "Could not parse request body into json: "+format, args...)
+	}
+	return awserr.New(awserr.ErrSerialization, format, args...)
 }
 
 // err is the validation's result.
@@ -118,7 +128,7 @@ func (vd *validation) mismatch(s *shape, v any) {
 	default:
 		msg = fmt.Sprintf("%s cannot be converted to %s", tokenName(v), javaType(s))
 	}
-	vd.serial = awserr.New(awserr.ErrSerialization, "%s", msg)
+	vd.serial = serialization(vd.svc, "%s", msg)
 }
 
 // value checks v (not null) against s.
@@ -231,7 +241,7 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 		case json.Number:
 		case string:
 			if _, err := strconv.ParseFloat(t, 64); err != nil && !isTimestamp(t) {
-				vd.serial = awserr.New(awserr.ErrSerialization, "Unable to parse date value %q", t)
+				vd.serial = serialization(vd.svc, "Unable to parse date value %q", t)
 			}
 		default:
 			vd.mismatch(s, v)
@@ -260,7 +270,7 @@ func (vd *validation) number(s *shape, n json.Number, path string) {
 			bits = 32
 		}
 		if acc != big.Exact || i < -1<<(bits-1) || i > 1<<(bits-1)-1 {
-			vd.serial = awserr.New(awserr.ErrSerialization, "NUMBER_VALUE %s cannot be converted to %s", n, javaType(s))
+			vd.serial = serialization(vd.svc, "NUMBER_VALUE %s cannot be converted to %s", n, javaType(s))
 			return
 		}
 	}
