@@ -2,13 +2,13 @@ package awsapi
 
 // Kinesis: the stream control plane (JSON 1.1, X-Amz-Target
 // "Kinesis_20131202.<Op>") over package stream. Every stream is
-// PROVISIONED with a fixed shard count (no resharding), no enhanced
-// monitoring, no encryption.
+// PROVISIONED (its shard count changes by resharding, kinesis_reshard.go),
+// with no enhanced monitoring, no encryption.
 
 import (
 	"encoding/base64"
 	"sort"
-	"strings"
+	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
@@ -45,16 +45,21 @@ func (s streamRef) name() (string, error) {
 	return "", awserr.New(awserr.ErrInvalidArgument, "Either StreamName or StreamARN should be provided.")
 }
 
+// shardOut is API_Shard: a child of a reshard names its parents, a
+// closed shard has an EndingSequenceNumber.
 type shardOut struct {
-	ShardId             string
-	HashKeyRange        any
-	SequenceNumberRange any
+	ShardId               string
+	ParentShardId         string `json:",omitempty"`
+	AdjacentParentShardId string `json:",omitempty"`
+	HashKeyRange          any
+	SequenceNumberRange   any
 }
 
 func shardsOut(in []stream.Shard) []shardOut {
 	out := make([]shardOut, 0, len(in))
 	for _, s := range in {
-		out = append(out, shardOut{ShardId: s.ShardID, HashKeyRange: s.HashKeyRange, SequenceNumberRange: s.SequenceNumberRange})
+		out = append(out, shardOut{ShardId: s.ShardID, ParentShardId: s.ParentShardID, AdjacentParentShardId: s.AdjacentParentShardID,
+			HashKeyRange: s.HashKeyRange, SequenceNumberRange: s.SequenceNumberRange})
 	}
 	return out
 }
@@ -95,10 +100,11 @@ type createStreamInput struct {
 	StreamName        string
 	ShardCount        *int
 	StreamModeDetails *streamModeDetails
+	Tags              map[string]string
 }
 
 func kinesisCreateStream(rq *request, in *createStreamInput) (any, error) {
-	ci := stream.CreateStreamInput{StreamName: in.StreamName}
+	ci := stream.CreateStreamInput{StreamName: in.StreamName, Tags: in.Tags}
 	if in.ShardCount != nil {
 		ci.ShardCount = *in.ShardCount
 		if ci.ShardCount == 0 {
@@ -134,7 +140,8 @@ func kinesisDescribeStream(rq *request, in *describeStreamInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	shards, more := page(d.Shards, in.ExclusiveStartShardId, limit)
+	// The shards ListShards lists by default: expired ones left out.
+	shards, more := page(stream.FilterShards(d, nil, rq.h.rn.Engine.Clock.Now()), in.ExclusiveStartShardId, limit)
 	return map[string]any{"StreamDescription": map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
 		"StreamModeDetails": provisioned, "Shards": shardsOut(shards), "HasMoreShards": more,
@@ -152,7 +159,7 @@ func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
 		"StreamModeDetails": provisioned, "RetentionPeriodHours": d.RetentionPeriodHours,
 		"StreamCreationTimestamp": epoch(d.StreamCreationTimestamp), "EnhancedMonitoring": noEnhancedMetrics,
-		"EncryptionType": "NONE", "OpenShardCount": len(d.Shards), "ConsumerCount": 0,
+		"EncryptionType": "NONE", "OpenShardCount": d.OpenShardCount(), "ConsumerCount": 0,
 	}}, nil
 }
 
@@ -210,33 +217,44 @@ type listShardsInput struct {
 	streamRef
 	NextToken, ExclusiveStartShardId string
 	MaxResults                       *int
+	StreamCreationTimestamp          *epoch
+	ShardFilter                      *struct {
+		Type      string
+		ShardId   string
+		Timestamp *epoch
+	}
 }
 
 func kinesisListShards(rq *request, in *listShardsInput) (any, error) {
-	limit, err := limit("maxResults", in.MaxResults, 1000, 10000, awserr.ErrInvalidArgument)
+	li := stream.ListShardsInput{NextToken: in.NextToken, ExclusiveStartShardID: in.ExclusiveStartShardId}
+	if in.MaxResults != nil {
+		if li.MaxResults = *in.MaxResults; li.MaxResults == 0 {
+			return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "MaxResults", 0, 1, stream.MaxListShardsResults)
+		}
+	}
+	if in.StreamName != "" || in.StreamARN != "" {
+		name, err := in.name()
+		if err != nil {
+			return nil, err
+		}
+		li.StreamName = name
+	}
+	if in.StreamCreationTimestamp != nil {
+		li.StreamCreationTimestamp = time.Time(*in.StreamCreationTimestamp)
+	}
+	if f := in.ShardFilter; f != nil {
+		li.ShardFilter = &stream.ShardFilter{Type: f.Type, ShardID: f.ShardId}
+		if f.Timestamp != nil {
+			li.ShardFilter.Timestamp = time.Time(*f.Timestamp)
+		}
+	}
+	o, err := rq.h.rn.Streams.ListShardsPage(rq.ctx, li)
 	if err != nil {
 		return nil, err
 	}
-	start := in.ExclusiveStartShardId
-	if in.NextToken != "" {
-		if in.StreamName != "" || in.StreamARN != "" {
-			return nil, awserr.New(awserr.ErrInvalidArgument, "NextToken and StreamName cannot be provided together.")
-		}
-		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		name, shard, ok := strings.Cut(string(b), "\x00")
-		if err != nil || !ok {
-			return nil, awserr.New(awserr.ErrInvalidArgument, "NextToken is not valid")
-		}
-		in.StreamName, start = name, shard
-	}
-	d, err := rq.describe(in.streamRef)
-	if err != nil {
-		return nil, err
-	}
-	shards, more := page(d.Shards, start, limit)
-	out := map[string]any{"Shards": shardsOut(shards)}
-	if more {
-		out["NextToken"] = base64.RawURLEncoding.EncodeToString([]byte(d.StreamName + "\x00" + shards[len(shards)-1].ShardID))
+	out := map[string]any{"Shards": shardsOut(o.Shards)}
+	if o.NextToken != "" {
+		out["NextToken"] = o.NextToken
 	}
 	return out, nil
 }

@@ -61,6 +61,12 @@ func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
 		b = append(b, `,"NextShardIterator":`...)
 		b = appendJSONString(b, o.NextShardIterator)
 	}
+	if len(o.ChildShards) > 0 {
+		// The end of a closed shard (rare): encoding/json writes it.
+		c, _ := json.Marshal(o.ChildShards)
+		b = append(b, `,"ChildShards":`...)
+		b = append(b, c...)
+	}
 	b = append(b, `,"Records":[`...)
 	for i := range o.Records {
 		r := &o.Records[i]
@@ -82,7 +88,7 @@ func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
 
 // getRecordsSize is about the size of appendGetRecords' output.
 func getRecordsSize(o *stream.GetRecordsOutput) int {
-	n := 128 + len(o.NextShardIterator)
+	n := 128 + len(o.NextShardIterator) + 256*len(o.ChildShards)
 	for i := range o.Records {
 		r := &o.Records[i]
 		n += 128 + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(len(r.Data)) + len(r.PartitionKey)

@@ -113,6 +113,9 @@ var (
 	// ErrExpiredIterator: a shard iterator older than 5 minutes was used.
 	// Not retryable as it is: get a new iterator.
 	ErrExpiredIterator = def(Spec{Code: "ExpiredIteratorException"})
+	// ErrExpiredNextToken: a Kinesis ListShards NextToken older than 300
+	// seconds was used. Not retryable as it is: list again.
+	ErrExpiredNextToken = def(Spec{Code: "ExpiredNextTokenException"})
 	// ErrLimitExceeded: a per-call limit (for example 500 records in
 	// PutRecords) was passed. Not retryable: the call must be smaller.
 	ErrLimitExceeded = def(Spec{Code: "LimitExceededException", Lambda: Wire{Shape: "InvalidParameterValueException"}})

@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
@@ -34,7 +35,18 @@ type runner struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	shards []*shardWorker
+	wake   chan struct{} // a shard finished: look for the shards it unblocks
+
+	mu       sync.Mutex
+	shards   []*shardWorker  // every worker started, finished ones too
+	started  map[string]bool // shards with a worker
+	finished map[string]bool // closed shards processed to their end
+}
+
+func (r *runner) workers() []*shardWorker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*shardWorker(nil), r.shards...)
 }
 
 // shardCounters are a shard's counters since the mapping started in this
@@ -140,13 +152,125 @@ func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID, streamID s
 	return err
 }
 
-// start launches the shard workers.
-func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
+// start launches the workers of the shards ready to be read, and the
+// lineage loop that starts the others when they become ready: a shard is
+// read only once each of its parents (ParentShardId,
+// AdjacentParentShardId) still in the stream was processed to its end,
+// so the records of a partition key are processed in order across a
+// reshard, as Lambda does. A closed shard's worker stops once its
+// checkpoint reaches the shard's end; shards created by a reshard while
+// the mapping runs are found when a parent finishes (and every
+// DiscoveryInterval).
+func (r *runner) start(ctx context.Context) error {
 	ctx, r.cancel = context.WithCancel(ctx)
-	for _, sh := range shards {
+	r.wake = make(chan struct{}, 1)
+	r.started, r.finished = map[string]bool{}, map[string]bool{}
+	if err := r.startReady(ctx); err != nil {
+		r.cancel()
+		return err
+	}
+	r.wg.Add(1)
+	go func() { defer r.wg.Done(); r.discover(ctx) }()
+	if r.ddb == nil {
+		// A JetStream consumer on a deleted stream just goes quiet: watch
+		// the stream's identity and restart the mapping when it changes.
+		go r.watchStream(ctx)
+	}
+	return nil
+}
+
+// DiscoveryInterval is how often a stream mapping looks for shards that
+// became ready without one of its workers finishing (a reshard made by
+// another process, a parent expired).
+const DiscoveryInterval = time.Second
+
+func (r *runner) discover(ctx context.Context) {
+	t := time.NewTicker(DiscoveryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-t.C:
+		}
+		if err := r.startReady(ctx); err != nil && ctx.Err() == nil {
+			r.svc.eng.Logger.Warn("cannot look for new shards; will retry", "mapping", r.cfg.UUID, "err", err)
+		}
+	}
+}
+
+// startReady starts a worker for every shard of the stream that has none,
+// is not processed to its end, and whose parents are.
+func (r *runner) startReady(ctx context.Context) error {
+	d, err := r.streams.DescribeStream(ctx, r.streamName)
+	if err != nil {
+		return err
+	}
+	if d.ID != r.streamID {
+		return nil // re-created: watchStream restarts the mapping
+	}
+	present := map[string]bool{}
+	for _, sh := range d.Shards {
+		present[sh.ShardID] = true
+	}
+	for {
+		progressed := false
+		for _, sh := range d.Shards {
+			r.mu.Lock()
+			skip := r.started[sh.ShardID] || r.finished[sh.ShardID]
+			ready := true
+			for _, p := range []string{sh.ParentShardID, sh.AdjacentParentShardID} {
+				if p != "" && present[p] && !r.finished[p] {
+					ready = false
+				}
+			}
+			r.mu.Unlock()
+			if skip || !ready {
+				continue
+			}
+			done, err := r.processedToEnd(ctx, sh.ShardID)
+			if err != nil {
+				return err
+			}
+			if done {
+				r.mu.Lock()
+				r.finished[sh.ShardID] = true
+				r.mu.Unlock()
+				progressed = true // its children may be ready now
+				continue
+			}
+			if err := r.startShard(ctx, sh); err != nil {
+				return err
+			}
+		}
+		if !progressed {
+			return nil
+		}
+	}
+}
+
+// processedToEnd reports whether shardID is closed and the mapping's
+// stored checkpoint is at its end.
+func (r *runner) processedToEnd(ctx context.Context, shardID string) (bool, error) {
+	end, closed, err := r.streams.ShardEnd(ctx, r.streamName, shardID)
+	if err != nil || !closed {
+		return false, err
+	}
+	next, id, ok, err := r.svc.loadCheckpoint(ctx, r.cfg.UUID, shardID)
+	if err != nil {
+		return false, err
+	}
+	return ok && id == r.streamID && next >= end, nil
+}
+
+// startShard launches the worker of one shard from its checkpoint (the
+// shard's trim horizon when it has none: a shard created by a reshard
+// after the mapping).
+func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
+	{
 		next, id, ok, err := r.svc.loadCheckpoint(ctx, r.cfg.UUID, sh.ShardID)
 		if err != nil {
-			r.cancel()
 			return err
 		}
 		if ok && id != "" && id != r.streamID {
@@ -156,7 +280,6 @@ func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 			// is skipped.
 			first, _, err := r.streams.ShardBounds(ctx, r.streamName, sh.ShardID)
 			if err != nil {
-				r.cancel()
 				return err
 			}
 			r.svc.eng.Logger.Warn("the source stream was re-created; the mapping starts at the new stream's TRIM_HORIZON",
@@ -167,7 +290,6 @@ func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 		}
 		idx, err := stream.ShardIndex(sh.ShardID)
 		if err != nil {
-			r.cancel()
 			return err
 		}
 		w := &shardWorker{r: r, shardID: sh.ShardID, shard: idx, ckNotify: make(chan struct{}, 1), lastResult: "No records processed", resolvedBelow: next}
@@ -186,9 +308,20 @@ func (r *runner) start(ctx context.Context, shards []stream.Shard) error {
 			w.lanes = append(w.lanes, l)
 		}
 		w.seen.Store(from - 1)
+		r.mu.Lock()
 		r.shards = append(r.shards, w)
+		r.started[sh.ShardID] = true
+		r.mu.Unlock()
 		r.wg.Add(1)
-		go func() { defer r.wg.Done(); w.run(ctx, from) }()
+		go func() {
+			defer r.wg.Done()
+			if w.run(ctx, from) {
+				r.mu.Lock()
+				r.finished[w.shardID] = true
+				r.mu.Unlock()
+				signal(r.wake)
+			}
+		}()
 	}
 	return nil
 }
@@ -199,7 +332,10 @@ func (r *runner) stop() {
 	r.wg.Wait()
 }
 
-func (w *shardWorker) run(ctx context.Context, from uint64) {
+// run reads the shard until ctx ends, or, for a closed shard, until every
+// record of it is resolved and the checkpoint stored at its end: then it
+// returns true.
+func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 	log := w.r.svc.eng.Logger.With("mapping", w.r.cfg.UUID, "shard", w.shardID)
 	var lanes sync.WaitGroup
 	laneCtx, stopLanes := context.WithCancel(ctx)
@@ -209,11 +345,6 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 	}
 	ckDone := make(chan struct{})
 	go func() { defer close(ckDone); w.checkpointer(laneCtx) }()
-	// A JetStream consumer on a deleted stream just goes quiet: watch the
-	// stream's identity and restart the mapping when it changes.
-	if w.shard == 0 && w.r.ddb == nil {
-		go w.r.watchStream(laneCtx)
-	}
 	defer func() {
 		stopLanes()
 		lanes.Wait()
@@ -232,23 +363,68 @@ func (w *shardWorker) run(ctx context.Context, from uint64) {
 			if ctx.Err() != nil {
 				return
 			}
+			if w.expired(ctx, err) {
+				log.Warn("the closed shard expired (retention) before the mapping read all of it")
+				return true
+			}
 			w.setErr(err)
 			log.Warn("cannot read shard; retrying", "err", err)
 			if engine.Sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
-				return
+				return false
 			}
 			continue
 		}
 		w.dispatch(ctx, rd)
 		rd.Stop()
+		if end, ok := rd.End(); ok && ctx.Err() == nil {
+			return w.finish(ctx, end)
+		}
 		if err := rd.Err(); err != nil && ctx.Err() == nil {
 			w.setErr(err)
 			log.Warn("shard reader stopped; reopening", "err", err)
 			if engine.Sleep(ctx, w.r.svc.eng.Clock, time.Second) != nil {
-				return
+				return false
 			}
 		}
 	}
+	return false
+}
+
+// expired reports whether err says the worker's shard is no longer in
+// its stream (a closed shard removed after its retention period) while
+// the stream is the same.
+func (w *shardWorker) expired(ctx context.Context, err error) bool {
+	if !errors.Is(err, awserr.ErrResourceNotFound) {
+		return false
+	}
+	d, derr := w.r.streams.DescribeStream(ctx, w.r.streamName)
+	if derr != nil || d.ID != w.r.streamID {
+		return false
+	}
+	for _, sh := range d.Shards {
+		if sh.ShardID == w.shardID {
+			return false
+		}
+	}
+	return true
+}
+
+// finish waits until every record of the closed shard, which ends at
+// position end, is resolved and the checkpoint stored at end, and reports
+// whether it got there before ctx ended.
+func (w *shardWorker) finish(ctx context.Context, end uint64) bool {
+	if w.seen.Load() < end-1 {
+		w.seen.Store(end - 1) // nothing after the last record: the shard is read
+	}
+	clk := clockwork.NewRealClock()
+	for w.checkpoint.Load() < end {
+		signal(w.ckNotify)
+		if engine.Sleep(ctx, clk, 10*time.Millisecond) != nil {
+			return false
+		}
+	}
+	w.r.svc.eng.Logger.Debug("closed shard processed to its end", "mapping", w.r.cfg.UUID, "shard", w.shardID)
+	return true
 }
 
 func (w *shardWorker) setErr(err error) {
@@ -395,7 +571,7 @@ func (r *runner) watchStream(ctx context.Context) {
 		d, err := r.streams.DescribeStream(ctx, r.streamName)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			for _, w := range r.shards {
+			for _, w := range r.workers() {
 				w.setResult("PROBLEM: source stream not found")
 				w.setErr(err)
 			}

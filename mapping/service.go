@@ -322,7 +322,7 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	epoch, shards := desc.Epoch, desc.Shards
+	epoch := desc.Epoch
 	m, err := filter.Compile(cfg.FilterCriteria)
 	if err != nil {
 		return err
@@ -332,7 +332,7 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 		return err
 	}
 	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest}
-	if err := r.start(s.ctx, shards); err != nil {
+	if err := r.start(s.ctx); err != nil {
 		return err
 	}
 	s.runners[cfg.UUID] = r
@@ -576,7 +576,7 @@ type poller interface {
 
 func (r *runner) status(st *Status) {
 	now := r.svc.eng.Clock.Now()
-	for _, w := range r.shards {
+	for _, w := range r.workers() {
 		_, oldest, found := w.nextCheckpoint()
 		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.shard, w.checkpoint.Load())}
 		for _, l := range w.lanes {

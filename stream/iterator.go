@@ -56,11 +56,7 @@ func (it iterator) encode() string {
 // read. A sequence number older than the trim horizon yields an iterator at
 // the trim horizon.
 func (s *Service) GetShardIterator(ctx context.Context, in GetShardIteratorInput) (string, error) {
-	h, err := s.handle(ctx, in.StreamName)
-	if err != nil {
-		return "", err
-	}
-	sh, err := parseShardID(in.ShardID, len(h.shards))
+	h, sh, err := s.shardOf(ctx, in.StreamName, in.ShardID)
 	if err != nil {
 		return "", err
 	}
@@ -73,7 +69,7 @@ func (s *Service) GetShardIterator(ctx context.Context, in GetShardIteratorInput
 
 // position resolves an iterator type to the next position to read.
 func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIteratorInput) (uint64, error) {
-	firstMsg, lastMsg, err := s.msgBounds(ctx, h, sh)
+	firstMsg, lastMsg, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, err
 	}
@@ -106,24 +102,31 @@ func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIt
 }
 
 // msgBounds returns the JetStream sequences of the first retained and the
-// last written messages of a shard; an empty shard has last = first-1.
-func (s *Service) msgBounds(ctx context.Context, h *handle, sh int) (first, last uint64, err error) {
+// last written messages of a shard that may hold records; an empty shard
+// has last = first-1. seal is the sequence of the shard's seal message
+// once the shard is closed (then last < seal), 0 while it is open.
+func (s *Service) msgBounds(ctx context.Context, h *handle, sh int) (first, last, seal uint64, err error) {
 	info, err := h.shards[sh].Info(ctx)
 	if err != nil {
-		return 0, 0, awserr.New(awserr.ErrService, "shard info: %v", err)
+		return 0, 0, 0, awserr.New(awserr.ErrService, "shard info: %v", err)
 	}
 	first, last = info.State.FirstSeq, info.State.LastSeq
 	if first == 0 {
 		first = 1
 	}
-	return first, last, nil
+	seal = s.sealOf(ctx, h, sh, info.Config.Metadata)
+	if seal != 0 {
+		last = min(last, seal-1)
+		first = min(first, seal)
+	}
+	return first, last, seal, nil
 }
 
 // bounds returns the positions of the first retained and the last written
 // records of a shard; an empty shard has last = first-1. The last one
 // costs a read of the last message (to count its records).
 func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last uint64, err error) {
-	firstMsg, lastMsg, err := s.msgBounds(ctx, h, sh)
+	firstMsg, lastMsg, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -139,6 +142,9 @@ func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last ui
 		e, err := openEnvelope(msg.Data)
 		if err != nil {
 			return 0, 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		if e.count == 0 {
+			continue
 		}
 		return first, Position(m, e.count-1), nil
 	}
@@ -199,7 +205,7 @@ func (h *handle) decode(dst []Record, sh int, msg uint64, b []byte, from, to int
 // over arrival times, which increase with the sequence. All the records of
 // a message arrived together.
 func (s *Service) msgAtTime(ctx context.Context, h *handle, sh int, t time.Time) (uint64, error) {
-	first, last, err := s.msgBounds(ctx, h, sh)
+	first, last, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, err
 	}
@@ -230,8 +236,13 @@ func (s *Service) msgAtTime(ctx context.Context, h *handle, sh int, t time.Time)
 // GetRecordsOutput is the result of GetRecords (API_GetRecords).
 type GetRecordsOutput struct {
 	Records []Record
-	// NextShardIterator continues after the last returned record.
+	// NextShardIterator continues after the last returned record. It is
+	// empty (null on the wire) once the reader reached the end of a closed
+	// shard: continue with ChildShards.
 	NextShardIterator string
+	// ChildShards are the shards that took over the closed shard's hash
+	// keys, given only with the shard's end (API_ChildShard).
+	ChildShards []ChildShard
 	// MillisBehindLatest is how far the response is from the tip of the
 	// shard: 0 when no more records are waiting, else the age of the next
 	// unread record.
@@ -268,10 +279,10 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	if h.desc.ID != it.ID {
 		return nil, awserr.New(awserr.ErrResourceNotFound, "ShardIterator: stream %s was deleted", it.Stream)
 	}
-	if it.Shard < 0 || it.Shard >= len(h.shards) {
+	if it.Shard < 0 || it.Shard >= len(h.shards) || h.shards[it.Shard] == nil {
 		return nil, invalidArg("ShardIterator: not a valid shard iterator")
 	}
-	firstMsg, lastMsg, err := s.msgBounds(ctx, h, it.Shard)
+	firstMsg, lastMsg, seal, err := s.msgBounds(ctx, h, it.Shard)
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +350,16 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 		if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {
 			out.MillisBehindLatest = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
 		}
+	}
+	if msg, _ := MessageOf(q); seal != 0 && msg >= seal {
+		// The end of a closed shard: its children, and no iterator.
+		if out.ChildShards, err = s.childShards(ctx, it.Stream, h.shardIDs[it.Shard]); err != nil {
+			return nil, err
+		}
+		if out.Records == nil {
+			out.Records = []Record{}
+		}
+		return out, nil
 	}
 	it.Next, it.Issued = q, now.UnixMilli()
 	out.NextShardIterator = it.encode()

@@ -3,7 +3,9 @@ package stream
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/big"
+	"sort"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -113,13 +115,55 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 			return nil, err
 		}
 	}
-	h, err := s.handle(ctx, streamName)
-	if err != nil {
-		return nil, err
-	}
 	now := s.eng.Clock.Now().UnixMilli()
 	out := &PutRecordsOutput{Records: make([]PutRecordsResultEntry, len(entries))}
+	pending := make([]int, len(entries))
+	for i := range pending {
+		pending[i] = i
+	}
+	// A shard closed by a reshard refuses the publish (its seal guard, see
+	// reshard.go); its entries are routed again by the new description,
+	// to the children. Reshards write the children before sealing, so one
+	// more round normally suffices.
+	for attempt := 0; len(pending) > 0; attempt++ {
+		h, err := s.handle(ctx, streamName)
+		if err != nil {
+			if attempt == 0 {
+				return nil, err
+			}
+			for _, i := range pending {
+				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: err.Error()}
+			}
+			break
+		}
+		sealed := s.putOnce(ctx, h, entries, pending, now, out)
+		if len(sealed) == 0 {
+			break
+		}
+		s.Forget(streamName)
+		if attempt == maxSealedRetries {
+			for _, i := range sealed {
+				out.Records[i] = PutRecordsResultEntry{ErrorCode: "InternalFailure", ErrorMessage: "the shard was closed by a reshard; put the record again"}
+			}
+			break
+		}
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+		}
+		pending = sealed
+	}
+	for _, r := range out.Records {
+		if r.ErrorCode != "" {
+			out.FailedRecordCount++
+		}
+	}
+	return out, nil
+}
 
+// putOnce publishes the entries pending (request indexes, in request
+// order) by h's routing and fills their results in out, except for those
+// of messages a sealed shard refused, which it returns in request order.
+func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRequestEntry, pending []int, now int64, out *PutRecordsOutput) []int {
 	// The entries of each shard, in request order, go into as few stored
 	// messages as fit (see Position): one message per shard for a typical
 	// call, so a call of 500 records is a handful of JetStream publishes.
@@ -130,8 +174,9 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		future  jetstream.PubAckFuture
 	}
 	var chunks []*chunk
+	var sealed []int
 	open := make(map[int]*chunk, len(h.shards))
-	for i := range entries {
+	for _, i := range pending {
 		sh := h.route(&entries[i])
 		sz := envelopePerRecord + len(entries[i].PartitionKey) + len(entries[i].Data)
 		c := open[sh]
@@ -153,8 +198,9 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 			body = appendEnvelopeRecord(body, entries[i].PartitionKey, entries[i].Data)
 		}
 		// Each shard's subject belongs to its own JetStream stream only, so
-		// no expected-stream header is needed.
-		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Data: body})
+		// no expected-stream header is needed. The guard header makes
+		// JetStream refuse the message once the shard's seal is stored.
+		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body})
 		if err != nil {
 			for _, i := range c.entries {
 				out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: err.Error()}
@@ -194,6 +240,10 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 		case ack := <-c.future.Ok():
 			accept(c, ack)
 		case err := <-c.future.Err():
+			if isSealedErr(err) {
+				sealed = append(sealed, c.entries...)
+				continue
+			}
 			fail(c, err.Error())
 		case <-ctx.Done():
 			// The publish may still land; the caller sees a failure and may
@@ -201,12 +251,27 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 			fail(c, ctx.Err().Error())
 		}
 	}
-	for _, r := range out.Records {
-		if r.ErrorCode != "" {
-			out.FailedRecordCount++
-		}
+	sort.Ints(sealed)
+	return sealed
+}
+
+// maxSealedRetries bounds how often PutRecords routes entries again after
+// a sealed shard refused them.
+const maxSealedRetries = 20
+
+// isSealedErr reports whether a publish was refused by a closed shard:
+// its seal guard (the expected last sequence of the seal subject is no
+// longer 0), or no stream for the subject any more.
+func isSealedErr(err error) bool {
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		return true // the subject was taken from a closed shard (or the server is away: routed again, then failed)
 	}
-	return out, nil
+	var je jetstream.JetStreamError
+	if !errors.As(err, &je) || je.APIError() == nil {
+		return false
+	}
+	c := je.APIError().ErrorCode
+	return c == jetstream.JSErrCodeStreamWrongLastSequence || c == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // AckTimeout is how long PutRecords waits for JetStream to acknowledge

@@ -23,6 +23,7 @@ type ShardReader struct {
 	done    chan struct{}
 	mu      sync.Mutex
 	err     error
+	end     uint64 // the shard's end position, once the reader reached it
 }
 
 // Gap reports records that expired (retention) or were purged before a
@@ -49,8 +50,10 @@ type ReadShardOptions struct {
 
 // ReadShard opens a reader on shardID of streamName starting at position
 // from (see Position; FirstPosition is the first record ever written, and
-// any position past a message's last record starts at the next message). Records come on
-// Records() until ctx ends or Stop is called; Err tells why it stopped.
+// any position past a message's last record starts at the next message).
+// Records come on Records() until ctx ends or Stop is called, or, for a
+// closed shard, until its last record: then the channel closes and End
+// reports the shard's end. Err tells why it stopped otherwise.
 func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, from uint64, o ReadShardOptions) (*ShardReader, error) {
 	h, sh, err := s.shardOf(ctx, streamName, shardID)
 	if err != nil {
@@ -60,6 +63,26 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	fromMsg, fromIdx := MessageOf(from)
 	if o.Buffer <= 0 {
 		o.Buffer = 4096
+	}
+	if _, _, seal, err := s.msgBounds(ctx, h, sh); err != nil {
+		return nil, err
+	} else if seal != 0 {
+		gone := fromMsg > seal
+		if !gone {
+			_, err := h.shards[sh].GetMsg(ctx, seal)
+			if gone = errors.Is(err, jetstream.ErrMsgNotFound); gone && o.OnGap != nil {
+				// The seal expired, and every record before it with it.
+				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, from),
+					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, Position(seal, 0)-1), Messages: seal - fromMsg})
+			}
+		}
+		if gone {
+			// At or past the end of a closed shard: nothing to read.
+			r := &ShardReader{records: make(chan Record), cancel: func() {}, done: make(chan struct{}), end: Position(seal, 0)}
+			close(r.records)
+			close(r.done)
+			return r, nil
+		}
 	}
 	cons, err := s.eng.JS.OrderedConsumer(ctx, jsName(h.desc.ID, sh), jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
@@ -97,6 +120,13 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 				return
 			}
 			q := md.Sequence.Stream
+			if isSeal(m.Data()) {
+				h.seal[sh].Store(q)
+				r.mu.Lock()
+				r.end = Position(q, 0)
+				r.mu.Unlock()
+				return
+			}
 			skip := 0
 			if q == fromMsg {
 				skip = fromIdx
@@ -141,6 +171,15 @@ func (r *ShardReader) Records() <-chan Record { return r.records }
 func (r *ShardReader) Stop() {
 	r.cancel()
 	<-r.done
+}
+
+// End returns the end position of the closed shard (the position after
+// its last record, Position(seal message, 0)) once the reader delivered
+// every record of it and stopped, and false otherwise.
+func (r *ShardReader) End() (uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end, r.end != 0
 }
 
 // Err returns why the reader stopped, or nil if it was stopped on purpose.
@@ -190,7 +229,7 @@ func (s *Service) ReadRange(ctx context.Context, streamName, shardID string, fro
 	}
 	fromMsg, fromIdx := MessageOf(from)
 	toMsg, toIdx := MessageOf(to)
-	_, lastMsg, err := s.msgBounds(ctx, h, sh)
+	_, lastMsg, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -250,7 +289,7 @@ func (s *Service) CountRange(ctx context.Context, streamName, shardID string, fr
 	if to < from {
 		return c, nil
 	}
-	firstMsg, lastMsg, err := s.msgBounds(ctx, h, sh)
+	firstMsg, lastMsg, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return c, err
 	}

@@ -84,10 +84,27 @@ func MessageOf(pos uint64) (msg uint64, index int) {
 //	bytes 1..8  arrival, Unix milliseconds, big-endian
 //	uvarint     record count (1..1024)
 //	per record: uvarint key length, key, uvarint data length, data
+//
+// Seal (version 3), the last message of a closed shard (see reshard.go),
+// stored on the shard's seal subject, never holding records:
+//
+//	byte 0      format version (3)
+//	bytes 1..8  when the shard was closed, Unix milliseconds, big-endian
+//	byte 9      0 (no records)
 const (
-	envelopeV1 = 1
-	envelopeV2 = 2
+	envelopeV1   = 1
+	envelopeV2   = 2
+	envelopeSeal = 3
 )
+
+func sealEnvelope(closedMs int64) []byte {
+	b := []byte{envelopeSeal}
+	b = binary.BigEndian.AppendUint64(b, uint64(closedMs))
+	return append(b, 0)
+}
+
+// isSeal reports whether a stored message is a shard's seal.
+func isSeal(b []byte) bool { return len(b) == 10 && b[0] == envelopeSeal && b[9] == 0 }
 
 // envelopeOverhead bounds the bytes a v2 envelope adds: the 9-byte head and
 // the count, and per record two length prefixes.
@@ -121,10 +138,16 @@ type envelope struct {
 }
 
 func openEnvelope(b []byte) (envelope, error) {
-	if len(b) < 10 || (b[0] != envelopeV1 && b[0] != envelopeV2) {
+	if len(b) < 10 || (b[0] != envelopeV1 && b[0] != envelopeV2 && b[0] != envelopeSeal) {
 		return envelope{}, errBadEnvelope
 	}
 	e := envelope{arrivalMs: int64(binary.BigEndian.Uint64(b[1:9]))}
+	if b[0] == envelopeSeal {
+		if !isSeal(b) {
+			return envelope{}, errBadEnvelope
+		}
+		return e, nil // no records
+	}
 	if b[0] == envelopeV1 {
 		e.count, e.v1, e.rest = 1, true, b[9:]
 		return e, nil

@@ -2,9 +2,12 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
 )
 
 // TrimExpired removes, from every shard of every stream, the records that
@@ -25,13 +28,19 @@ func (s *Service) TrimExpired(ctx context.Context) (uint64, error) {
 	}
 	var total uint64
 	for _, name := range names {
+		if err := s.dropExpiredShards(ctx, name); err != nil {
+			s.eng.Logger.Warn("cannot remove expired shards", "stream", name, "err", err)
+		}
 		h, err := s.handle(ctx, name)
 		if err != nil {
 			continue
 		}
 		cutoff := s.eng.Clock.Now().Add(-time.Duration(h.desc.RetentionPeriodHours) * time.Hour)
 		for sh := range h.shards {
-			first, _, err := s.msgBounds(ctx, h, sh)
+			if h.shards[sh] == nil {
+				continue
+			}
+			first, _, _, err := s.msgBounds(ctx, h, sh)
 			if err != nil {
 				return total, err
 			}
@@ -48,6 +57,47 @@ func (s *Service) TrimExpired(ctx context.Context) (uint64, error) {
 		}
 	}
 	return total, nil
+}
+
+// dropExpiredShards removes from a stream's description the closed shards
+// whose close is older than the retention period (every record they held
+// arrived before the close, so none is left: AWS calls them EXPIRED and
+// lists them no more) and deletes their JetStream streams. Shard ids are
+// not reused: the highest one always belongs to a shard that is open or
+// whose children are younger.
+func (s *Service) dropExpiredShards(ctx context.Context, name string) error {
+	d, rev, err := s.loadForUpdate(ctx, name)
+	if err != nil {
+		if errors.Is(err, awserr.ErrResourceInUse) {
+			return nil // resharding: next time
+		}
+		return err
+	}
+	cutoff := s.eng.Clock.Now().Add(-time.Duration(d.RetentionPeriodHours) * time.Hour).UnixMilli()
+	keep := d.Shards[:0:0]
+	var gone []string
+	for _, sh := range d.Shards {
+		if !sh.Open() && sh.SequenceNumberRange.EndingSequenceNumber != "" && sh.ClosedMs < cutoff {
+			gone = append(gone, sh.ShardID)
+			continue
+		}
+		keep = append(keep, sh)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	d.Shards = keep
+	if _, err := s.writeDesc(ctx, d, rev); err != nil {
+		return err
+	}
+	for _, id := range gone {
+		i, _ := ShardIndex(id)
+		if err := s.eng.JS.DeleteStream(ctx, jsName(d.ID, i)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+	}
+	s.eng.Logger.Info("expired shards removed", "stream", name, "shards", gone)
+	return nil
 }
 
 // RunRetention calls TrimExpired every interval (by the engine's clock)

@@ -5,7 +5,10 @@
 //
 // Each shard is one JetStream stream (file storage, MaxAge = retention), so
 // a shard's log, its trimming and its readers are JetStream's own. Stream
-// descriptions live in the key-value bucket "runnel_streams".
+// descriptions live in the key-value bucket "runnel_streams". SplitShard,
+// MergeShards and UpdateShardCount close shards and open children
+// (reshard.go): a closed shard is sealed so that no record lands in it
+// after its end, and stays readable until it expires.
 //
 // Method and field names follow the Kinesis API
 // (https://docs.aws.amazon.com/kinesis/latest/APIReference/); refused calls
@@ -54,19 +57,43 @@ const (
 var streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 
 // Stream statuses (API_StreamDescription.StreamStatus). runnel streams are
-// ACTIVE as soon as CreateStream returns.
+// ACTIVE as soon as CreateStream returns, and UPDATING while SplitShard,
+// MergeShards or UpdateShardCount runs (they return once it is ACTIVE
+// again).
 const (
-	StatusActive = "ACTIVE"
+	StatusActive   = "ACTIVE"
+	StatusUpdating = "UPDATING"
 )
 
-// Shard describes one shard (API_Shard).
+// Shard describes one shard (API_Shard). A shard is OPEN until a
+// SplitShard, MergeShards or UpdateShardCount closes it: a CLOSED shard
+// takes no more records, stays readable until its records expire, and
+// has an EndingSequenceNumber; its children name it in ParentShardId (and,
+// for a merge, AdjacentParentShardId).
 type Shard struct {
-	ShardID             string       `json:"ShardId"`
-	HashKeyRange        HashKeyRange `json:"HashKeyRange"`
-	SequenceNumberRange struct {
-		StartingSequenceNumber string `json:"StartingSequenceNumber"`
-	} `json:"SequenceNumberRange"`
+	ShardID               string              `json:"ShardId"`
+	ParentShardID         string              `json:"ParentShardId,omitempty"`
+	AdjacentParentShardID string              `json:"AdjacentParentShardId,omitempty"`
+	HashKeyRange          HashKeyRange        `json:"HashKeyRange"`
+	SequenceNumberRange   SequenceNumberRange `json:"SequenceNumberRange"`
+	// CreatedMs is when the shard was created (Unix ms; 0 for the shards
+	// of CreateStream before runnel recorded it: the stream's creation).
+	CreatedMs int64 `json:"RunnelCreated,omitempty"`
+	// ClosedMs is when a reshard closed the shard (Unix ms), 0 while open.
+	// EndingSequenceNumber is set once the shard is sealed, right after.
+	ClosedMs int64 `json:"RunnelClosed,omitempty"`
 }
+
+// SequenceNumberRange is the range of a shard's sequence numbers
+// (API_SequenceNumberRange): EndingSequenceNumber is empty while the shard
+// is open.
+type SequenceNumberRange struct {
+	StartingSequenceNumber string `json:"StartingSequenceNumber"`
+	EndingSequenceNumber   string `json:"EndingSequenceNumber,omitempty"`
+}
+
+// Open reports whether the shard takes new records.
+func (sh Shard) Open() bool { return sh.ClosedMs == 0 }
 
 // StreamDescription describes a stream (API_StreamDescription).
 type StreamDescription struct {
@@ -82,6 +109,36 @@ type StreamDescription struct {
 	// among the streams this process creates; it prefixes every sequence
 	// number of the stream.
 	Epoch int64 `json:"RunnelEpoch"`
+	// Scalings are the times (Unix ms) of the UpdateShardCount calls of
+	// the last 24 hours, for its limit of 10 per rolling 24 hours.
+	Scalings []int64 `json:"RunnelScalings,omitempty"`
+	// UpdatingMs is when the running reshard began (Unix ms), while
+	// StreamStatus is UPDATING.
+	UpdatingMs int64 `json:"RunnelUpdating,omitempty"`
+	// Tags are the stream's tags (ListTagsForStream; not part of
+	// API_StreamDescription).
+	Tags map[string]string `json:"RunnelTags,omitempty"`
+}
+
+// OpenShardCount is the number of open shards.
+func (d *StreamDescription) OpenShardCount() int {
+	n := 0
+	for i := range d.Shards {
+		if d.Shards[i].Open() {
+			n++
+		}
+	}
+	return n
+}
+
+// shard returns the description of a shard, or nil.
+func (d *StreamDescription) shard(id string) *Shard {
+	for i := range d.Shards {
+		if d.Shards[i].ShardID == id {
+			return &d.Shards[i]
+		}
+	}
+	return nil
 }
 
 // CreateStreamInput is the input of CreateStream (API_CreateStream).
@@ -92,6 +149,8 @@ type CreateStreamInput struct {
 	ShardCount int `json:"ShardCount" yaml:"ShardCount"`
 	// RetentionPeriodHours: 24..8760. Default 24.
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
+	// Tags: up to 50, as AddTagsToStream takes them.
+	Tags map[string]string `json:"Tags,omitempty" yaml:"Tags,omitempty"`
 }
 
 // WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
@@ -116,7 +175,7 @@ func (in CreateStreamInput) Validate() error {
 	if in.RetentionPeriodHours < MinRetentionPeriodHours || in.RetentionPeriodHours > MaxRetentionPeriodHours {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", in.RetentionPeriodHours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
 	}
-	return nil
+	return validateTags("Tags", in.Tags)
 }
 
 // Service is the streams API over one engine. It is safe for concurrent use.
@@ -129,6 +188,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	handles map[string]*handle
+	// gens counts, per stream, the Forget calls: a handle loaded before one
+	// is not cached (it may hold the routing of before a reshard).
+	gens map[string]uint64
 }
 
 // New opens the streams service on eng.
@@ -137,7 +199,7 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}}, nil
+	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
 }
 
 // NewLog opens a second, separate set of streams (their descriptions in
@@ -150,7 +212,7 @@ func NewLog(ctx context.Context, eng *engine.Engine, metaBucket string) (*Servic
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, keep: true}, nil
+	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, gens: map[string]uint64{}, keep: true}, nil
 }
 
 // ARN returns the stream ARN for name:
@@ -173,12 +235,17 @@ func NameFromARN(arn string) (string, bool) {
 func jsName(id string, shard int) string    { return fmt.Sprintf("KDS_%s_%04d", id, shard) }
 func jsSubject(id string, shard int) string { return fmt.Sprintf("kds.%s.%d", id, shard) }
 
+// sealSubject is where a closed shard's seal message is stored.
+func sealSubject(id string, shard int) string { return fmt.Sprintf("kds.%s.%d.seal", id, shard) }
+
 // ShardID formats a shard index as Kinesis does: shardId-000000000000.
 func ShardID(i int) string { return fmt.Sprintf("shardId-%012d", i) }
 
-func parseShardID(id string, n int) (int, error) {
+// index returns the index of shard id of the stream, or
+// ErrResourceNotFound.
+func (h *handle) index(id string) (int, error) {
 	var i int
-	if _, err := fmt.Sscanf(id, "shardId-%012d", &i); err != nil || ShardID(i) != id || i < 0 || i >= n {
+	if _, err := fmt.Sscanf(id, "shardId-%012d", &i); err != nil || ShardID(i) != id || i < 0 || i >= len(h.shards) || h.shards[i] == nil {
 		return 0, awserr.New(awserr.ErrResourceNotFound, "Shard %s does not exist", id)
 	}
 	return i, nil
@@ -201,9 +268,10 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		StreamCreationTimestamp: now.Truncate(time.Millisecond),
 		ID:                      nuid.Next(),
 		Epoch:                   nextEpoch(now.UnixMilli()),
+		Tags:                    in.Tags,
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
-		sh := Shard{ShardID: ShardID(i), HashKeyRange: r}
+		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
 		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, i, FirstPosition)
 		d.Shards = append(d.Shards, sh)
 	}
@@ -230,7 +298,7 @@ func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfi
 	return jetstream.StreamConfig{
 		Name:        jsName(d.ID, i),
 		Description: fmt.Sprintf("runnel stream %s %s", d.StreamName, ShardID(i)),
-		Subjects:    []string{jsSubject(d.ID, i)},
+		Subjects:    []string{jsSubject(d.ID, i), sealSubject(d.ID, i)},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      maxAge,
@@ -247,7 +315,8 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	for i := range d.Shards {
+	for _, sh := range d.Shards {
+		i, _ := ShardIndex(sh.ShardID)
 		if err := s.eng.JS.DeleteStream(ctx, jsName(d.ID, i)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return awserr.New(awserr.ErrService, "delete shard %d of %s: %v", i, name, err)
 		}
@@ -255,9 +324,7 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 	if err := s.meta.Purge(ctx, name); err != nil {
 		return awserr.New(awserr.ErrService, "delete stream %s: %v", name, err)
 	}
-	s.mu.Lock()
-	delete(s.handles, name)
-	s.mu.Unlock()
+	s.Forget(name)
 	return nil
 }
 
@@ -325,14 +392,19 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 	if _, err := s.meta.Update(ctx, name, b, e.Revision()); err != nil {
 		return awserr.New(awserr.ErrResourceInUse, "stream %s changed concurrently: %v", name, err)
 	}
-	for i := range d.Shards {
-		if _, err := s.eng.JS.UpdateStream(ctx, s.shardConfig(&d, i)); err != nil {
+	for _, sh := range d.Shards {
+		i, _ := ShardIndex(sh.ShardID)
+		cfg := s.shardConfig(&d, i)
+		if info, err := s.eng.JS.Stream(ctx, cfg.Name); err == nil {
+			// A sealed shard keeps its seal's record and stays without
+			// its records' subject.
+			cfg.Metadata, cfg.Subjects = info.CachedInfo().Config.Metadata, info.CachedInfo().Config.Subjects
+		}
+		if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
 			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
 		}
 	}
-	s.mu.Lock()
-	delete(s.handles, name)
-	s.mu.Unlock()
+	s.Forget(name)
 	return nil
 }
 
@@ -342,6 +414,7 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 func (s *Service) Forget(name string) {
 	s.mu.Lock()
 	delete(s.handles, name)
+	s.gens[name]++
 	s.mu.Unlock()
 }
 
@@ -375,9 +448,17 @@ func (s *Service) shardOf(ctx context.Context, streamName, shardID string) (*han
 	if err != nil {
 		return nil, 0, err
 	}
-	sh, err := parseShardID(shardID, len(h.shards))
+	sh, err := h.index(shardID)
 	if err != nil {
-		return nil, 0, err
+		// A shard created by a reshard in another process: read the
+		// description again, once.
+		s.Forget(streamName)
+		if h, err = s.handle(ctx, streamName); err != nil {
+			return nil, 0, err
+		}
+		if sh, err = h.index(shardID); err != nil {
+			return nil, 0, err
+		}
 	}
 	return h, sh, nil
 }

@@ -1,0 +1,153 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// Tag limits (API_AddTagsToStream, API_Tag, API_ListTagsForStream; Kinesis
+// developer guide, tagging.html: "up to 50 tags" per stream).
+const (
+	MaxTagsPerStream   = 50
+	MaxTagKeyLength    = 128
+	MaxTagValueLength  = 256
+	MaxListTagsResults = 50
+)
+
+// Tag is one tag of a stream (API_Tag).
+type Tag struct {
+	Key   string
+	Value string
+}
+
+// tagCharsRE: Unicode letters, digits, white space and _ . / = + - % @ :
+// (the characters AWS documents for tags).
+var tagCharsRE = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@%]*$`)
+
+func validateTags(field string, tags map[string]string) error {
+	for k, v := range tags {
+		if n := utf8.RuneCountInString(k); n < 1 || n > MaxTagKeyLength {
+			return invalidArg("%s: tag key %q must be 1..%d characters", field, k, MaxTagKeyLength)
+		}
+		if n := utf8.RuneCountInString(v); n > MaxTagValueLength {
+			return invalidArg("%s: the value of tag %q must be 0..%d characters", field, k, MaxTagValueLength)
+		}
+		if !tagCharsRE.MatchString(k) || !tagCharsRE.MatchString(v) {
+			return invalidArg("%s: tag %q contains invalid characters. Valid characters: Unicode letters, digits, white space, _ . / = + - %% @ :", field, k)
+		}
+	}
+	if len(tags) > MaxTagsPerStream {
+		return invalidArg("%s: %d tags; a stream has at most %d", field, len(tags), MaxTagsPerStream)
+	}
+	return nil
+}
+
+// AddTagsToStream adds or overwrites tags of a stream
+// (API_AddTagsToStream): 1..50 tags per call, keys 1..128 and values
+// 0..256 characters of Unicode letters, digits, white space and
+// _ . / = + - % @ :. A stream holds at most 50 tags: more is
+// InvalidArgumentException, as is bad input (naming the field); a missing
+// stream is ResourceNotFoundException.
+func (s *Service) AddTagsToStream(ctx context.Context, streamName string, tags map[string]string) error {
+	if len(tags) < 1 {
+		return awserr.OutOfRange(awserr.ErrInvalidArgument, "Tags", len(tags), 1, MaxTagsPerStream)
+	}
+	if err := validateTags("Tags", tags); err != nil {
+		return err
+	}
+	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
+		merged := map[string]string{}
+		for k, v := range d.Tags {
+			merged[k] = v
+		}
+		for k, v := range tags {
+			merged[k] = v
+		}
+		if len(merged) > MaxTagsPerStream {
+			return invalidArg("Failed to add tags to stream %s under account %s because a given stream cannot have more than %d tags associated with it.", streamName, s.eng.AccountID(), MaxTagsPerStream)
+		}
+		d.Tags = merged
+		return nil
+	})
+}
+
+// RemoveTagsFromStream removes the tags with the given keys (1..50 keys;
+// keys the stream does not have are ignored) (API_RemoveTagsFromStream).
+func (s *Service) RemoveTagsFromStream(ctx context.Context, streamName string, tagKeys []string) error {
+	if len(tagKeys) < 1 || len(tagKeys) > MaxTagsPerStream {
+		return awserr.OutOfRange(awserr.ErrInvalidArgument, "TagKeys", len(tagKeys), 1, MaxTagsPerStream)
+	}
+	for _, k := range tagKeys {
+		if n := utf8.RuneCountInString(k); n < 1 || n > MaxTagKeyLength {
+			return invalidArg("TagKeys: tag key %q must be 1..%d characters", k, MaxTagKeyLength)
+		}
+	}
+	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
+		for _, k := range tagKeys {
+			delete(d.Tags, k)
+		}
+		return nil
+	})
+}
+
+// ListTagsForStream returns a stream's tags sorted by key, from after
+// exclusiveStartTagKey, at most limit (1..50; 0 means 50), and whether more
+// remain (API_ListTagsForStream).
+func (s *Service) ListTagsForStream(ctx context.Context, streamName, exclusiveStartTagKey string, limit int) ([]Tag, bool, error) {
+	if limit == 0 {
+		limit = MaxListTagsResults
+	}
+	if limit < 1 || limit > MaxListTagsResults {
+		return nil, false, awserr.OutOfRange(awserr.ErrInvalidArgument, "Limit", limit, 1, MaxListTagsResults)
+	}
+	d, err := s.DescribeStream(ctx, streamName)
+	if err != nil {
+		return nil, false, err
+	}
+	keys := make([]string, 0, len(d.Tags))
+	for k := range d.Tags {
+		if exclusiveStartTagKey == "" || k > exclusiveStartTagKey {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := []Tag{}
+	for _, k := range keys {
+		if len(out) == limit {
+			return out, true, nil
+		}
+		out = append(out, Tag{Key: k, Value: d.Tags[k]})
+	}
+	return out, false, nil
+}
+
+// updateDesc applies change to a stream's stored description, again on a
+// concurrent update (compare-and-set on the key's revision).
+func (s *Service) updateDesc(ctx context.Context, name string, change func(d *StreamDescription) error) error {
+	for attempt := 0; ; attempt++ {
+		if !streamNameRE.MatchString(name) {
+			return notFound(name, s.eng.AccountID())
+		}
+		e, err := s.meta.Get(ctx, name)
+		if err != nil {
+			return notFound(name, s.eng.AccountID())
+		}
+		var d StreamDescription
+		if err := json.Unmarshal(e.Value(), &d); err != nil {
+			return awserr.New(awserr.ErrService, "stream %s: bad description: %v", name, err)
+		}
+		if err := change(&d); err != nil {
+			return err
+		}
+		_, err = s.writeDesc(ctx, &d, e.Revision())
+		if err == nil || attempt == 10 || !errors.Is(err, awserr.ErrResourceInUse) {
+			return err
+		}
+	}
+}
