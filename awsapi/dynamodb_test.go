@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -418,6 +419,12 @@ func TestDynamoDBWire(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(b)
 	}
 	code, h, body := post("DynamoDB_20120810.DescribeTable", `{"TableName":"missing"}`)
+	// DynamoDB's request ids: 52 characters of [0-9A-Z] (e.g.
+	// VRR1NLEMF2J180HKII229KAK57VV4KQNSO5AEMVJF66Q9ASUAAJG, quoted from AWS
+	// in Netflix-Skunkworks/iep-apps#527).
+	if id := h.Get("x-amzn-RequestId"); !regexp.MustCompile(`^[0-9A-Z]{52}$`).MatchString(id) {
+		t.Errorf("request id %q", id)
+	}
 	if code != 400 || h.Get("Content-Type") != "application/x-amz-json-1.0" || h.Get("X-Amz-Crc32") == "" ||
 		!strings.Contains(body, `"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException"`) {
 		t.Fatalf("DescribeTable of a missing table: %d %v %s", code, h, body)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -66,6 +67,9 @@ type request struct {
 // anything else by X-Amz-Target or SQS Action (and a GET / with what this
 // is).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if cors(w, r) {
+		return // a browser's preflight, answered
+	}
 	rq := &request{h: h, w: w, r: r, ctx: r.Context(), reqID: uuid.NewString(), scheme: "http"}
 	defer rq.recoverPanic()
 	if r.TLS != nil {
@@ -102,6 +106,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq.serve(op)
 }
 
+// dynamoRequestID is a request id in DynamoDB's form: 52 characters of
+// [0-9A-Z] (the other services' are UUIDs).
+func dynamoRequestID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, 52)
+	for i := range b {
+		b[i] = alphabet[rand.N(len(alphabet))]
+	}
+	return string(b)
+}
+
 func isLambdaPath(p string) bool {
 	for _, prefix := range lambdaPrefixes {
 		if strings.HasPrefix(p, prefix) {
@@ -119,6 +134,9 @@ func (rq *request) route() (*Operation, error) {
 	for _, t := range targets {
 		if name, ok := strings.CutPrefix(target, t.prefix); ok {
 			rq.proto, rq.op = t.proto, name
+			if t.svc == DynamoDB || t.svc == DynamoDBStreams {
+				rq.reqID = dynamoRequestID()
+			}
 			if op := lookup(t.svc, name); op != nil {
 				return op, nil
 			}
