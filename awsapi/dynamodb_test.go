@@ -535,3 +535,39 @@ func TestDynamoDBLegacyParameters(t *testing.T) {
 func eqExpected(v types.AttributeValue) types.ExpectedAttributeValue {
 	return types.ExpectedAttributeValue{ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{v}}
 }
+
+// TestDynamoDBConsumedCapacity: ReturnConsumedCapacity TOTAL and INDEXES
+// report DynamoDB's units (API_ConsumedCapacity; on-demand arithmetic: a
+// write 1 unit per KB, a read 1 per 4 KB, half when eventually
+// consistent); NONE and no parameter report nothing.
+func TestDynamoDBConsumedCapacity(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c := e.ddb()
+	ctx := context.Background()
+	tn := aws.String("capacity")
+	createOrders(t, c, "capacity")
+	big := &types.AttributeValueMemberS{Value: strings.Repeat("x", 5000)}
+	put := must(c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1), "big": big},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}))
+	if cc := put.ConsumedCapacity; cc == nil || aws.ToString(cc.TableName) != "capacity" || aws.ToFloat64(cc.CapacityUnits) != 5 {
+		t.Fatalf("PutItem of 5 KB: %+v", cc)
+	}
+	key := map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1)}
+	get := must(c.GetItem(ctx, &dynamodb.GetItemInput{TableName: tn, Key: key, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}))
+	if cc := get.ConsumedCapacity; cc == nil || aws.ToFloat64(cc.CapacityUnits) != 1 || cc.Table == nil || aws.ToFloat64(cc.Table.CapacityUnits) != 1 {
+		t.Fatalf("GetItem of 5 KB, eventually consistent: %+v", cc)
+	}
+	q := must(c.Query(ctx, &dynamodb.QueryInput{TableName: tn, KeyConditionExpression: aws.String("pk = :p"), ConsistentRead: aws.Bool(true),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": ddbS("a")}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}))
+	if cc := q.ConsumedCapacity; cc == nil || aws.ToFloat64(cc.CapacityUnits) != 2 {
+		t.Fatalf("Query of 5 KB, strongly consistent: %+v", cc)
+	}
+	upd := must(c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tn, Key: key, UpdateExpression: aws.String("REMOVE big"), ReturnConsumedCapacity: types.ReturnConsumedCapacityNone}))
+	if upd.ConsumedCapacity != nil {
+		t.Fatalf("NONE: %+v", upd.ConsumedCapacity)
+	}
+	del := must(c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: tn, Key: key, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}))
+	if cc := del.ConsumedCapacity; cc == nil || aws.ToFloat64(cc.CapacityUnits) != 1 {
+		t.Fatalf("DeleteItem of a small item: %+v", cc)
+	}
+}

@@ -39,6 +39,7 @@ type QueryInput struct {
 	ScanIndexForward          *bool             `json:"ScanIndexForward,omitempty"`
 	Select                    string            `json:"Select,omitempty"`
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // ScanInput is Scan's request (API_Scan): every item, in the order of
@@ -57,6 +58,7 @@ type ScanInput struct {
 	TotalSegments             *int              `json:"TotalSegments,omitempty"`
 	Select                    string            `json:"Select,omitempty"`
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // QueryOutput is the answer of Query and Scan. Items is nil with Select
@@ -67,6 +69,9 @@ type QueryOutput struct {
 	Count            int    `json:"Count"`
 	ScannedCount     int    `json:"ScannedCount"`
 	LastEvaluatedKey Item   `json:"LastEvaluatedKey,omitempty"`
+	// ConsumedCapacity counts every item read, the ones the filter
+	// dropped too.
+	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
 }
 
 // MarshalJSON writes the answer as DynamoDB does: Items always, [] when
@@ -91,6 +96,15 @@ type reader struct {
 	count  bool
 	out    *QueryOutput
 	bytes  int
+	// rcc and consistent: the capacity to report, and how it is counted.
+	rcc        string
+	consistent bool
+}
+
+// result is the answer, with the capacity read if it was asked for.
+func (r *reader) result() *QueryOutput {
+	r.out.ConsumedCapacity = capacity(r.rcc, r.t.st.TableName, readUnits(r.bytes, r.consistent))
+	return r.out
 }
 
 func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader, error) {
@@ -100,7 +114,7 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader,
 	if in.Limit < 0 {
 		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
 	}
-	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}}
+	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead}
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 	case SelectCount:
@@ -252,7 +266,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if err := r.page(ctx, entries, false, match); err != nil {
 		return nil, err
 	}
-	return r.out, nil
+	return r.result(), nil
 }
 
 // rangeValue returns the sort-key value of an entry.
@@ -301,7 +315,8 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 		return nil, err
 	}
 	c := newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select}
+	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select,
+		ConsistentRead: in.ConsistentRead, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
 	r, err := s.newReader(t, &q, c)
 	if err != nil {
 		return nil, err
@@ -355,7 +370,7 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	if err := r.page(ctx, entries, truncated, nil); err != nil {
 		return nil, err
 	}
-	return r.out, nil
+	return r.result(), nil
 }
 
 // segmentOf spreads partition hashes evenly over total segments.
