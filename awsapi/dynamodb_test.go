@@ -571,3 +571,45 @@ func TestDynamoDBConsumedCapacity(t *testing.T) {
 		t.Fatalf("DeleteItem of a small item: %+v", cc)
 	}
 }
+
+// TestDynamoDBProvisionedThroughput: a provisioned table's throughput is
+// stored, described and updated (not enforced); DynamoDB's refusals of
+// the combinations it refuses.
+func TestDynamoDBProvisionedThroughput(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c := e.ddb()
+	ctx := context.Background()
+	schema := func(in *dynamodb.CreateTableInput) *dynamodb.CreateTableInput {
+		in.KeySchema = []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}
+		in.AttributeDefinitions = []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}}
+		return in
+	}
+	tp := func(r, w int64) *types.ProvisionedThroughput {
+		return &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(r), WriteCapacityUnits: aws.Int64(w)}
+	}
+	ct := must(c.CreateTable(ctx, schema(&dynamodb.CreateTableInput{TableName: aws.String("prov"), BillingMode: types.BillingModeProvisioned, ProvisionedThroughput: tp(5, 7)})))
+	if d := ct.TableDescription; d.BillingModeSummary.BillingMode != types.BillingModeProvisioned || aws.ToInt64(d.ProvisionedThroughput.ReadCapacityUnits) != 5 || aws.ToInt64(d.ProvisionedThroughput.WriteCapacityUnits) != 7 {
+		t.Fatalf("CreateTable PROVISIONED: %+v %+v", d.BillingModeSummary, d.ProvisionedThroughput)
+	}
+	up := must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("prov"), ProvisionedThroughput: tp(10, 7)}))
+	if aws.ToInt64(up.TableDescription.ProvisionedThroughput.ReadCapacityUnits) != 10 {
+		t.Fatalf("UpdateTable throughput: %+v", up.TableDescription.ProvisionedThroughput)
+	}
+	if _, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("prov"), ProvisionedThroughput: tp(10, 7)}); errCode(err) != "ValidationException" ||
+		!strings.Contains(err.Error(), "The provisioned throughput for the table will not change") {
+		t.Fatalf("UpdateTable to the same throughput: %v", err)
+	}
+	must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("prov"), BillingMode: types.BillingModePayPerRequest}))
+	d := must(c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("prov")})).Table
+	if d.BillingModeSummary.BillingMode != types.BillingModePayPerRequest || aws.ToInt64(d.ProvisionedThroughput.ReadCapacityUnits) != 0 {
+		t.Fatalf("after PAY_PER_REQUEST: %+v %+v", d.BillingModeSummary, d.ProvisionedThroughput)
+	}
+	_, err := c.CreateTable(ctx, schema(&dynamodb.CreateTableInput{TableName: aws.String("prov2"), BillingMode: types.BillingModePayPerRequest, ProvisionedThroughput: tp(1, 1)}))
+	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(), "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST") {
+		t.Fatalf("PAY_PER_REQUEST with a throughput: %v", err)
+	}
+	_, err = c.CreateTable(ctx, schema(&dynamodb.CreateTableInput{TableName: aws.String("prov2"), BillingMode: types.BillingModeProvisioned}))
+	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(), "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED") {
+		t.Fatalf("PROVISIONED without a throughput: %v", err)
+	}
+}
