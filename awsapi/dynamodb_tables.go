@@ -1,7 +1,8 @@
 package awsapi
 
 // DynamoDB: tables (JSON 1.0, X-Amz-Target "DynamoDB_20120810.<Op>") over
-// package table. Every table is on-demand (PAY_PER_REQUEST); there are no
+// package table. A table is on-demand (PAY_PER_REQUEST) or provisioned
+// (its throughput stored and described, never enforced); there are no
 // secondary indexes and no global tables: asking for them is refused, not
 // ignored. Requests decode straight into table's input types, which carry
 // DynamoDB's JSON field names.
