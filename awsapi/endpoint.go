@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/function/logs"
 )
 
 // DefaultAddr is the address `runnel serve` listens on for AWS clients by
@@ -58,6 +59,9 @@ type Handler struct {
 	fnMu sync.Mutex
 	// procs are the process functions this Handler started.
 	procs processFunctions
+	// logs is the CloudWatch Logs store functions write to (nil if it
+	// could not be opened: logged, and the Logs calls fail).
+	logs *logs.Store
 }
 
 // NewHandler returns the Kinesis, SQS and DynamoDB APIs for rn. It serves
@@ -105,6 +109,10 @@ func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lamb
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{rn: rn, opts: opts, lopts: lopts, json: json, lambda: lambda}
+	var err error
+	if h.logs, err = logs.Open(context.Background(), rn.Engine, lopts.Logger); err != nil {
+		opts.Logger.Error("aws api: opening the log store", "err", err)
+	}
 	if lambda {
 		h.mux = h.lambdaMux()
 		if err := h.RestoreProcessFunctions(context.Background()); err != nil {

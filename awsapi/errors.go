@@ -65,6 +65,8 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
+	case protoLogs, protoIAM, protoSTS:
+		// the code as it is
 	default:
 		w = spec.DynamoDB
 	}
@@ -90,12 +92,12 @@ func (rq *request) fail(err error) {
 	}
 	w.Header().Set("x-amzn-RequestId", rq.reqID)
 	switch rq.proto {
-	case protoSQSQuery:
+	case protoSQSQuery, protoIAM, protoSTS:
 		w.Header().Set("Content-Type", "text/xml")
 		w.WriteHeader(we.status)
 		var b bytes.Buffer
 		b.WriteString(`<?xml version="1.0"?>` + "\n")
-		b.WriteString(`<ErrorResponse xmlns="` + sqsNS + `"><Error><Type>` + we.fault() + `</Type><Code>`)
+		b.WriteString(`<ErrorResponse xmlns="` + rq.xmlNS() + `"><Error><Type>` + we.fault() + `</Type><Code>`)
 		xmlEscape(&b, we.e.Code)
 		b.WriteString(`</Code><Message>`)
 		xmlEscape(&b, we.e.Message)

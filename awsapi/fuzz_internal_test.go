@@ -29,6 +29,11 @@ func FuzzDynamoDB(f *testing.F)        { fuzzService(f, DynamoDB) }
 func FuzzDynamoDBStreams(f *testing.F) { fuzzService(f, DynamoDBStreams) }
 func FuzzSQS(f *testing.F)             { fuzzService(f, SQS) }
 func FuzzLambda(f *testing.F)          { fuzzService(f, Lambda) }
+func FuzzCloudWatchLogs(f *testing.F)  { fuzzService(f, CloudWatchLogs) }
+
+// FuzzIAM and FuzzSTS fuzz the form (query protocol) of their operations.
+func FuzzIAM(f *testing.F) { fuzzService(f, IAM) }
+func FuzzSTS(f *testing.F) { fuzzService(f, STS) }
 
 // fuzzSeeds are valid inputs the model cannot make (names of the
 // resources fuzzService creates, expressions), by operation name.
@@ -67,8 +72,10 @@ var fuzzSeeds = map[Service]map[string][]string{
 	},
 }
 
-// fuzzMalformed are bodies every operation gets as seeds.
-var fuzzMalformed = []string{``, `{`, `[]`, `null`, `"x"`, `{"a":}`, `{}` + "\x00", strings.Repeat(`{"M":`, 200)}
+// fuzzMalformed are bodies every operation gets as seeds (the form
+// services' too, with a valid form among them).
+var fuzzMalformed = []string{``, `{`, `[]`, `null`, `"x"`, `{"a":}`, `{}` + "\x00", strings.Repeat(`{"M":`, 200),
+	`RoleName=fuzz&AssumeRolePolicyDocument=%7B%7D&Path=%2F&MaxItems=1`, `%zz&=&&a=%`}
 
 func fuzzService(f *testing.F, svc Service) {
 	var ops []*Operation
@@ -113,11 +120,16 @@ func fuzzService(f *testing.F, svc Service) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		var r *http.Request
-		if svc == Lambda {
+		switch scope := formScope[svc]; {
+		case svc == Lambda:
 			method, path, _ := strings.Cut(op.Routes[0], " ")
 			path = strings.NewReplacer("{name}", "fuzz", "{uuid}", "6d5c1f2e-0000-4000-8000-000000000000", "{$}", "").Replace(path)
 			r = httptest.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
-		} else {
+		case scope != "":
+			r = httptest.NewRequestWithContext(ctx, "POST", "/?Action="+op.Name, bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/"+scope+"/aws4_request, SignedHeaders=host, Signature=00")
+		default:
 			r = jsonRequest(ctx, targetOf[svc]+op.Name, body)
 		}
 		w := httptest.NewRecorder()
@@ -132,9 +144,15 @@ func fuzzService(f *testing.F, svc Service) {
 // checkWellFormed fails unless w is a success or an AWS error of svc's
 // shape.
 func checkWellFormed(t *testing.T, svc Service, op *Operation, body []byte, w *httptest.ResponseRecorder) {
-	if svc == Lambda {
+	switch {
+	case svc == Lambda:
 		if w.Code >= 400 && w.Header().Get("X-Amzn-ErrorType") == "" {
 			t.Fatalf("Lambda %s %q: %d without X-Amzn-ErrorType: %s", op.Name, body, w.Code, w.Body)
+		}
+		return
+	case formScope[svc] != "":
+		if w.Code >= 400 && !bytes.Contains(w.Body.Bytes(), []byte("<Code>")) {
+			t.Fatalf("%s %s %q: %d without an XML error: %s", svc, op.Name, body, w.Code, w.Body)
 		}
 		return
 	}
@@ -150,7 +168,11 @@ func checkWellFormed(t *testing.T, svc Service, op *Operation, body []byte, w *h
 	}
 }
 
-var targetOf = map[Service]string{Kinesis: "Kinesis_20131202.", SQS: "AmazonSQS.", DynamoDB: "DynamoDB_20120810.", DynamoDBStreams: "DynamoDBStreams_20120810."}
+var targetOf = map[Service]string{Kinesis: "Kinesis_20131202.", SQS: "AmazonSQS.", DynamoDB: "DynamoDB_20120810.", DynamoDBStreams: "DynamoDBStreams_20120810.",
+	CloudWatchLogs: "Logs_20140328."}
+
+// formScope is the SigV4 scope of the services fuzzed through their form.
+var formScope = map[Service]string{IAM: "iam", STS: "sts"}
 
 func jsonRequest(ctx context.Context, target string, body []byte) *http.Request {
 	r := httptest.NewRequestWithContext(ctx, "POST", "/", bytes.NewReader(body))

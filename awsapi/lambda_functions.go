@@ -2,10 +2,13 @@ package awsapi
 
 // Lambda: functions (REST, /2015-03-31/functions) over package function.
 // A function is in-process (Runtime "runnel": Handler names a handler
-// registered in the runnel instance's function.Registry; no code) or a process function
-// (Runtime provided.al2023, provided.al2 or provided: Code.ZipFile holds
-// an executable bootstrap; lambda_process.go). Only $LATEST exists: no
-// versions, aliases, layers, S3 or image code.
+// registered in the runnel instance's function.Registry; no code) or a
+// process function (lambda_process.go): Runtime provided.al2023,
+// provided.al2 or provided with an executable bootstrap in Code.ZipFile,
+// or a managed runtime (python3.x, nodejs*) run on this machine's
+// interpreter, its Handler resolved as Lambda does; a different minor
+// version of the interpreter is reported in StateReason. Only $LATEST
+// exists: no versions, aliases, layers, S3 or image code.
 
 import (
 	"context"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/process"
 )
 
 // functionTimeLayout is the form of a function's LastModified.
@@ -49,7 +53,10 @@ type functionConfiguration struct {
 	LastModified, CodeSha256, Version                 string
 	Environment                                       *environment `json:",omitempty"`
 	State, LastUpdateStatus, PackageType              string
-	Architectures                                     []string
+	// StateReason says what differs between a managed runtime and the
+	// interpreter it runs on (python3.12 on Python 3.11).
+	StateReason   string `json:",omitempty"`
+	Architectures []string
 }
 
 // configuration is the FunctionConfiguration of cfg.
@@ -63,7 +70,7 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		Runtime: meta.Runtime, Role: meta.Role, Handler: meta.Handler,
 		CodeSize: meta.CodeSize, Description: meta.Description,
 		Timeout: cfg.Timeout, MemorySize: cfg.MemorySize,
-		CodeSha256: meta.CodeSha256, Version: "$LATEST",
+		CodeSha256: meta.CodeSha256, Version: "$LATEST", StateReason: meta.RuntimeWarning,
 		State: "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
 		Architectures: []string{"x86_64"},
 	}
@@ -110,6 +117,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		if in.Code == nil || len(in.Code.ZipFile) == 0 {
 			return nil, lambdaInvalid("Code.ZipFile: required for Runtime %s (a zip holding an executable bootstrap); S3 and image code are not supported", in.Runtime)
 		}
+		if meta.Handler == "" && process.IsManagedRuntime(meta.Runtime) {
+			return nil, lambdaInvalid("Handler: required for Runtime %s (module.function, as handler.handler)", meta.Runtime)
+		}
 		if meta.Handler == "" {
 			meta.Handler = "bootstrap"
 		}
@@ -127,7 +137,7 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		if _, err := store.PutBytes(ctx, cfg.FunctionName, zip); err != nil {
 			return nil, awserr.New(awserr.ErrService, "store code: %v", err)
 		}
-		if err := h.deployProcess(ctx, cfg, meta.Handler, zip, false); err != nil {
+		if err := h.deployProcess(ctx, cfg, meta, zip, false); err != nil {
 			store.Delete(ctx, cfg.FunctionName)
 			return nil, err
 		}
@@ -145,7 +155,7 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 			return nil, err
 		}
 	default:
-		return nil, lambdaInvalid("Runtime: %q is not supported: use provided.al2023 or provided.al2 with Code.ZipFile holding bootstrap, or %s with Handler naming a registered in-process handler (registered: %v)", in.Runtime, RuntimeRunnel, h.rn.Functions.Registry().Handlers())
+		return nil, lambdaInvalid("Runtime: %q is not supported: use python3.x or nodejs* (run on this machine's interpreter), provided.al2023 or provided.al2 with Code.ZipFile holding bootstrap, or %s with Handler naming a registered in-process handler (registered: %v)", in.Runtime, RuntimeRunnel, h.rn.Functions.Registry().Handlers())
 	}
 	if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
 		h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
@@ -239,7 +249,7 @@ func (h *Handler) redeploy(ctx context.Context, cfg function.Config, meta *funct
 			return awserr.New(awserr.ErrService, "read stored code of %s: %v", cfg.FunctionName, err)
 		}
 	}
-	if err := h.deployProcess(ctx, cfg, meta.Handler, code, true); err != nil {
+	if err := h.deployProcess(ctx, cfg, meta, code, true); err != nil {
 		return err
 	}
 	return h.storeMeta(ctx, cfg.FunctionName, meta)
@@ -283,7 +293,7 @@ func (rq *request) change(fn func(cfg *function.Config, meta *functionMeta) erro
 func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurationInput) (any, error) {
 	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
 		if in.Runtime != nil && *in.Runtime != meta.Runtime {
-			if meta.isProcess() != slices.Contains(processRuntimes, *in.Runtime) {
+			if meta.isProcess() != isProcessRuntime(*in.Runtime) {
 				return lambdaInvalid("Runtime: cannot change %s to %s (between a process function and an in-process one); delete and create the function", meta.Runtime, *in.Runtime)
 			}
 			meta.Runtime = *in.Runtime

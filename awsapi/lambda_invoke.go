@@ -4,12 +4,16 @@ package awsapi
 // over package function/async. RequestResponse answers with the function's
 // payload (X-Amz-Function-Error "Unhandled" when it failed); Event queues
 // the invocation (HTTP 202) for async's retries and destinations; DryRun
-// checks (204). X-Amz-Log-Type Tail returns an empty log.
+// checks (204). X-Amz-Log-Type Tail returns the last 4 KB of the
+// invocation's log (X-Amz-Log-Result, base64) for process and managed
+// runtime functions; in-process functions write no log, so theirs is
+// empty.
 
 import (
 	"encoding/base64"
 
 	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/function/process"
 )
 
 // invokeInput is the raw payload and the invocation type.
@@ -28,16 +32,24 @@ func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := rq.h.rn.Async.Invoke(rq.ctx, name, in.InvocationType, in.Payload)
+	ctx := rq.ctx
+	var tail *process.LogTail
+	if rq.r.Header.Get("X-Amz-Log-Type") == "Tail" {
+		ctx, tail = process.WithLogTail(ctx)
+	}
+	out, err := rq.h.rn.Async.Invoke(ctx, name, in.InvocationType, in.Payload)
 	if err != nil {
 		return nil, err
 	}
-	return invokeReply{out}, nil
+	return invokeReply{out, tail}, nil
 }
 
 // invokeReply writes Invoke's answer: the function's payload as it is,
-// with the invocation's headers.
-type invokeReply struct{ *async.InvokeOutput }
+// with the invocation's headers (and the tail of its log when asked).
+type invokeReply struct {
+	*async.InvokeOutput
+	tail *process.LogTail
+}
 
 func (out invokeReply) writeReply(rq *request) {
 	w := rq.w
@@ -50,8 +62,8 @@ func (out invokeReply) writeReply(rq *request) {
 	if out.ExecutedVersion != "" {
 		w.Header().Set("X-Amz-Executed-Version", out.ExecutedVersion)
 	}
-	if rq.r.Header.Get("X-Amz-Log-Type") == "Tail" && out.StatusCode == 200 {
-		w.Header().Set("X-Amz-Log-Result", base64.StdEncoding.EncodeToString(nil))
+	if out.tail != nil && out.StatusCode == 200 {
+		w.Header().Set("X-Amz-Log-Result", base64.StdEncoding.EncodeToString(out.tail.Bytes()))
 	}
 	if len(out.Payload) > 0 {
 		w.Header().Set("Content-Type", "application/json")

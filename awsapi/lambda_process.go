@@ -40,8 +40,16 @@ const (
 	RuntimeRunnel = "runnel"
 )
 
-// processRuntimes are the custom runtimes a process function may name.
+// processRuntimes are the custom runtimes a process function may name;
+// the managed runtimes python3.x and nodejs* are process functions too,
+// run on this machine's interpreter (process.IsManagedRuntime).
 var processRuntimes = []string{"provided.al2023", "provided.al2", "provided"}
+
+// isProcessRuntime reports whether a function of runtime is a process
+// function.
+func isProcessRuntime(runtime string) bool {
+	return slices.Contains(processRuntimes, runtime) || process.IsManagedRuntime(runtime)
+}
 
 // processFunctions are the process functions a Handler started, by
 // function name. A nil entry was closed by Close.
@@ -88,9 +96,12 @@ type functionMeta struct {
 	CodeSha256   string `json:",omitempty"`
 	CodeSize     int64  `json:",omitempty"`
 	LastModified time.Time
+	// RuntimeWarning is what differs between a managed runtime and the
+	// interpreter it runs on (StateReason).
+	RuntimeWarning string `json:",omitempty"`
 }
 
-func (m *functionMeta) isProcess() bool { return slices.Contains(processRuntimes, m.Runtime) }
+func (m *functionMeta) isProcess() bool { return isProcessRuntime(m.Runtime) }
 
 // RestoreProcessFunctions starts every process function whose code is
 // stored in FunctionCodeBucket and that does not run in this Handler
@@ -128,16 +139,15 @@ func (h *Handler) RestoreProcessFunctions(ctx context.Context) error {
 			continue
 		}
 		meta, _ := h.loadMeta(ctx, name)
-		runtimeHandler := "bootstrap"
-		if meta != nil && meta.Handler != "" {
-			runtimeHandler = meta.Handler
+		if meta == nil {
+			meta = &functionMeta{Runtime: processRuntimes[0], Handler: "bootstrap"}
 		}
 		code, err := store.GetBytes(ctx, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("function %s: read code: %w", name, err))
 			continue
 		}
-		if err := h.deployProcess(ctx, cfg, runtimeHandler, code, true); err != nil {
+		if err := h.deployProcess(ctx, cfg, meta, code, true); err != nil {
 			errs = append(errs, fmt.Errorf("function %s: %w", name, err))
 			continue
 		}
@@ -183,10 +193,12 @@ func (h *Handler) storeMeta(ctx context.Context, name string, m *functionMeta) e
 }
 
 // deployProcess builds a process function from cfg (its Handler is set to
-// "process:<name>") and code, registers it, and creates (or replaces) the
-// function in the runnel's Functions. The pool gets no reserved
-// concurrency of its own: package function enforces the function's.
-func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, runtimeHandler string, code []byte, replace bool) error {
+// "process:<name>"), meta's Runtime and Handler and code, registers it,
+// and creates (or replaces) the function in the runnel's Functions; it
+// sets meta.RuntimeWarning. The pool gets no reserved concurrency of its
+// own: package function enforces the function's. Its log goes to the
+// endpoint's log store.
+func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte, replace bool) error {
 	name := cfg.FunctionName
 	cfg.Handler = ProcessHandlerPrefix + name
 	cfg = cfg.WithDefaults()
@@ -194,14 +206,18 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, runtim
 		return err
 	}
 	pcfg := cfg
-	pcfg.Handler = runtimeHandler
+	pcfg.Handler = meta.Handler
 	pcfg.ReservedConcurrentExecutions = nil
 	pcfg.FunctionArn = h.rn.Functions.ARN(name)
-	pf, err := process.Handler(process.Config{
-		Config: pcfg, Code: code, WorkDir: h.lopts.WorkDir,
+	pc := process.Config{
+		Config: pcfg, Code: code, WorkDir: h.lopts.WorkDir, Runtime: meta.Runtime,
 		Region: h.rn.Engine.Region(), AccountID: h.rn.Engine.AccountID(),
 		Endpoint: h.lopts.Endpoint, Logger: h.lopts.Logger,
-	})
+	}
+	if h.logs != nil {
+		pc.Logs = h.logs
+	}
+	pf, err := process.Handler(pc)
 	if err != nil {
 		var ae *awserr.Error
 		if errors.As(err, &ae) {
@@ -231,6 +247,7 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, runtim
 	}
 	p.m[name] = pf
 	p.mu.Unlock()
+	meta.RuntimeWarning = pf.RuntimeWarning()
 	if old != nil {
 		retire(old, cfg.Timeout)
 	}

@@ -16,10 +16,13 @@ const (
 	Lambda          Service = "Lambda"
 	DynamoDB        Service = "DynamoDB"
 	DynamoDBStreams Service = "DynamoDB Streams"
+	CloudWatchLogs  Service = "CloudWatch Logs"
+	IAM             Service = "IAM"
+	STS             Service = "STS"
 )
 
 // Services lists the services in the order README lists them.
-var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams}
+var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams, CloudWatchLogs, IAM, STS}
 
 // Operation is one AWS operation the endpoint serves: a row of the table
 // (operations.go) that the router dispatches on, the tests check, and
@@ -27,7 +30,8 @@ var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams}
 type Operation struct {
 	Service Service
 	// Name is the operation's name in the AWS API reference
-	// ("PutRecords"): the X-Amz-Target suffix or SQS Action.
+	// ("PutRecords"): the X-Amz-Target suffix or the query protocol's
+	// Action (SQS, IAM, STS).
 	Name string
 	// Doc is one line on what runnel does of the operation, and what it
 	// does not.

@@ -22,7 +22,12 @@ var update = flag.Bool("update", false, "rewrite README.md's list of supported o
 var targetPrefix = map[awsapi.Service]string{
 	awsapi.Kinesis: "Kinesis_20131202.", awsapi.SQS: "AmazonSQS.",
 	awsapi.DynamoDB: "DynamoDB_20120810.", awsapi.DynamoDBStreams: "DynamoDBStreams_20120810.",
+	awsapi.CloudWatchLogs: "Logs_20140328.",
 }
+
+// queryScope is the SigV4 scope service of each query-protocol service
+// but SQS (which a form without a scope reaches).
+var queryScope = map[awsapi.Service]string{awsapi.IAM: "iam", awsapi.STS: "sts"}
 
 // TestEveryOperationIsRouted sends every operation of the table, with an
 // empty input, the way a client does (X-Amz-Target, SQS Action, Lambda
@@ -54,6 +59,11 @@ func TestEveryOperationIsRouted(t *testing.T) {
 				path = strings.NewReplacer("{name}", "nosuchfunction", "{uuid}", "nosuchuuid", "{$}", "").Replace(path)
 				do(op, httpRequest(method, path, "", nil))
 			}
+			continue
+		}
+		if scope, ok := queryScope[op.Service]; ok {
+			auth := "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/" + scope + "/aws4_request, SignedHeaders=host, Signature=00"
+			do(op, httpRequest("POST", "/", url.Values{"Action": {op.Name}}.Encode(), map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Authorization": auth}))
 			continue
 		}
 		do(op, httpRequest("POST", "/", "{}", map[string]string{"X-Amz-Target": targetPrefix[op.Service] + op.Name}))

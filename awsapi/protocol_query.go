@@ -18,8 +18,23 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 )
 
-// sqsNS is the XML namespace of the SQS query protocol.
-const sqsNS = "http://queue.amazonaws.com/doc/2012-11-05/"
+// The XML namespaces of the query protocol's services.
+const (
+	sqsNS = "http://queue.amazonaws.com/doc/2012-11-05/"
+	iamNS = "https://iam.amazonaws.com/doc/2010-05-08/"
+	stsNS = "https://sts.amazonaws.com/doc/2011-06-15/"
+)
+
+// xmlNS is the namespace of the request's query-protocol service.
+func (rq *request) xmlNS() string {
+	switch rq.proto {
+	case protoIAM:
+		return iamNS
+	case protoSTS:
+		return stsNS
+	}
+	return sqsNS
+}
 
 // xmlMap is a map that the query protocol writes as flattened
 // <Name/><Value/> entries (Attribute, MessageAttribute), sorted by name.
@@ -169,7 +184,7 @@ func formMap[V any](f *qform, prefix string, value func(k string) V) map[string]
 func (rq *request) replyXML(out any) {
 	var b bytes.Buffer
 	b.WriteString(`<?xml version="1.0"?>` + "\n")
-	b.WriteString(`<` + rq.op + `Response xmlns="` + sqsNS + `">`)
+	b.WriteString(`<` + rq.op + `Response xmlns="` + rq.xmlNS() + `">`)
 	if out != nil {
 		enc := xml.NewEncoder(&b)
 		if err := enc.EncodeElement(out, xml.StartElement{Name: xml.Name{Local: rq.op + "Result"}}); err != nil {

@@ -31,6 +31,9 @@ const (
 	protoDynamoDB                        // JSON 1.0, DynamoDB's error shapes
 	protoDynamoDBStreams                 // JSON 1.0, DynamoDB's error shapes
 	protoLambda                          // REST, JSON bodies
+	protoLogs                            // JSON 1.1 (CloudWatch Logs)
+	protoIAM                             // form in, XML out
+	protoSTS                             // form in, XML out
 )
 
 // targets are the X-Amz-Target prefixes of the JSON services.
@@ -43,6 +46,20 @@ var targets = []struct {
 	{"AmazonSQS.", SQS, protoSQSJSON},
 	{"DynamoDB_20120810.", DynamoDB, protoDynamoDB},
 	{"DynamoDBStreams_20120810.", DynamoDBStreams, protoDynamoDBStreams},
+	{"Logs_20140328.", CloudWatchLogs, protoLogs},
+}
+
+// queryServices are the services of the query protocol by the service of
+// their SigV4 credential scope; a request signed for another (or not
+// signed) is SQS's, or IAM's or STS's if SQS has no such Action.
+var queryServices = []struct {
+	scope string
+	svc   Service
+	proto protocol
+}{
+	{"sqs", SQS, protoSQSQuery},
+	{"iam", IAM, protoIAM},
+	{"sts", STS, protoSTS},
 }
 
 // lambdaPrefixes are the path prefixes of the Lambda REST API.
@@ -163,13 +180,26 @@ func (rq *request) route() (*Operation, error) {
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 			// A health check: say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\"]}\n")
+			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\"]}\n")
 			return nil, nil
 		}
-		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, SQS query Action)", target)
+		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SQS, IAM or STS query Action)", target)
 	}
-	if op := lookup(SQS, rq.op); op != nil {
-		return op, nil
+	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
+	for _, q := range queryServices {
+		if q.scope == sig.service {
+			rq.proto = q.proto
+			if op := lookup(q.svc, rq.op); op != nil {
+				return op, nil
+			}
+			return nil, awserr.New(awserr.ErrInvalidAction, "The action %s is not valid for this endpoint.", rq.op)
+		}
+	}
+	for _, q := range queryServices {
+		if op := lookup(q.svc, rq.op); op != nil {
+			rq.proto = q.proto
+			return op, nil
+		}
 	}
 	return nil, awserr.New(awserr.ErrInvalidAction, "The action %s is not valid for this endpoint.", rq.op)
 }
@@ -272,7 +302,7 @@ func (rq *request) decode(in any) error {
 		return d.decodeFrom(rq)
 	}
 	switch rq.proto {
-	case protoSQSQuery:
+	case protoSQSQuery, protoIAM, protoSTS:
 		return decodeForm(rq.form, in)
 	case protoDynamoDB, protoDynamoDBStreams:
 		return dynamoDecode(rq.body, in)
@@ -289,7 +319,7 @@ func (rq *request) reply(out any) {
 		return
 	}
 	switch rq.proto {
-	case protoSQSQuery:
+	case protoSQSQuery, protoIAM, protoSTS:
 		rq.replyXML(out)
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoReply(out)

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -21,6 +22,19 @@ type InvokeError struct {
 	Message    string       `json:"errorMessage"`
 	Type       string       `json:"errorType,omitempty"`
 	StackTrace []StackFrame `json:"stackTrace,omitempty"`
+	// Raw is the error object as a runtime posted it, when it is not in
+	// aws-lambda-go's shape (Python's stackTrace of strings and requestId,
+	// Node.js's trace): it is what the invocation's error payload is.
+	Raw json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes Raw when the runtime gave one, else the fields.
+func (e *InvokeError) MarshalJSON() ([]byte, error) {
+	if len(e.Raw) > 0 {
+		return e.Raw, nil
+	}
+	type plain InvokeError
+	return json.Marshal((*plain)(e))
 }
 
 // StackFrame is one frame of a panic's stack trace.

@@ -125,7 +125,8 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		fmt.Fprintf(w, "AWS endpoint not started (%v); set --aws to another address\n", err)
 		return func() {}, nil
 	}
-	ep := awsapi.NewEndpoint(rn, awsapi.Options{Logger: log, Auth: auth}, awsapi.LambdaOptions{Logger: log})
+	// Functions' AWS SDKs call this endpoint (AWS_ENDPOINT_URL).
+	ep := awsapi.NewEndpoint(rn, awsapi.Options{Logger: log, Auth: auth}, awsapi.LambdaOptions{Logger: log, Endpoint: "http://" + ln.Addr().String()})
 	srv := awsapi.NewServer(addr, ep)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

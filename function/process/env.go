@@ -46,6 +46,8 @@ type invocation struct {
 	clientContext              lambdacontext.ClientContext
 	identity                   lambdacontext.CognitoIdentity
 	done                       chan result // buffered 1; one send at most
+	tail                       *LogTail    // Invoke with LogType Tail; nil otherwise
+	start                      time.Time   // when START was written
 }
 
 type result struct {
@@ -64,6 +66,10 @@ type env struct {
 	stdout *lineWriter
 	stderr *lineWriter
 
+	logStream string        // the environment's log stream
+	flushed   chan struct{} // a managed runtime's flush marks (awaitFlush)
+	readyCh   chan struct{} // closed at the runtime's first /next
+
 	queue      chan *invocation // the invocation for the next /next
 	exited     chan struct{}    // closed when the process has exited
 	initFailed chan struct{}    // closed when the runtime posts init/error
@@ -72,18 +78,21 @@ type env struct {
 	mu      sync.Mutex
 	state   state
 	cur     *invocation // the invocation since /next delivered it
-	logID   string      // request id for log lines: the last delivered
+	logInv  *invocation // the invocation log lines belong to: the last delivered
 	ready   bool        // has called /next at least once
 	killed  bool
 	dead    bool
 	exitErr error
 	initErr *function.InvokeError
+
+	startedAt, readyAt time.Time // process started; first /next (Init Duration)
 }
 
 func (f *Function) newEnv() *env {
 	n := f.nextEnv.Add(1)
 	return &env{f: f, n: n, dir: filepath.Join(f.base, fmt.Sprintf("env-%d", n)),
-		queue: make(chan *invocation, 1), exited: make(chan struct{}), initFailed: make(chan struct{})}
+		queue: make(chan *invocation, 1), exited: make(chan struct{}), initFailed: make(chan struct{}),
+		logStream: time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randHex(16), flushed: make(chan struct{}, 2), readyCh: make(chan struct{})}
 }
 
 // start starts the environment's Runtime API server and its process. On
@@ -113,7 +122,10 @@ func (e *env) start() (err error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(f.root, "bootstrap"))
+	if w := f.RuntimeWarning(); w != "" {
+		e.logLine(nil, w)
+	}
+	cmd := exec.Command(f.command[0], f.command[1:]...)
 	cmd.Dir = f.root
 	cmd.Env = e.environ(ln.Addr().String(), tmp)
 	e.stdout = &lineWriter{e: e, stream: "stdout"}
@@ -126,6 +138,7 @@ func (e *env) start() (err error) {
 	}
 	e.mu.Lock()
 	e.cmd = cmd
+	e.startedAt = time.Now()
 	killed := e.killed // by Close, while starting
 	e.mu.Unlock()
 	if killed {
@@ -170,6 +183,9 @@ func (e *env) environ(api, tmp string) []string {
 	if cfg.Endpoint != "" {
 		vars["AWS_ENDPOINT_URL"] = cfg.Endpoint
 	}
+	if e.f.interp != nil {
+		e.f.interp.environ(vars)
+	}
 	for k, v := range cfg.Environment {
 		vars[k] = v
 	}
@@ -184,7 +200,7 @@ func (e *env) environ(api, tmp string) []string {
 		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
 		"AWS_LAMBDA_INITIALIZATION_TYPE":  "on-demand",
 		"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + cfg.FunctionName,
-		"AWS_LAMBDA_LOG_STREAM_NAME":      time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randHex(16),
+		"AWS_LAMBDA_LOG_STREAM_NAME":      e.logStream,
 		"LAMBDA_TASK_ROOT":                root,
 		"LAMBDA_RUNTIME_DIR":              root,
 		"TZ":                              "UTC",
@@ -265,13 +281,13 @@ func (e *env) kill() {
 	}
 }
 
-// currentID is the request id of the invocation the runtime is handling,
-// or last handled (output read after the runtime answered still belongs
-// to it), until the next one is delivered.
-func (e *env) currentID() string {
+// current is the invocation the runtime is handling, or last handled
+// (output read after the runtime answered still belongs to it), until the
+// next one is delivered; nil before the first.
+func (e *env) current() *invocation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.logID
+	return e.logInv
 }
 
 // exitError is the error of an invocation whose runtime exited without
@@ -327,7 +343,14 @@ func (w *lineWriter) flush() {
 
 func (w *lineWriter) emit(line []byte) {
 	s := strings.TrimSuffix(string(line), "\r")
-	w.e.f.log.Info(s, "function", w.e.f.cfg.FunctionName, "request_id", w.e.currentID(), "stream", w.stream)
+	if s == flushMark && w.e.f.interp != nil {
+		select {
+		case w.e.flushed <- struct{}{}:
+		default:
+		}
+		return
+	}
+	w.e.logLine(w.e.current(), s, "stream", w.stream)
 }
 
 // Lambda's limit on a function's unzipped deployment package.

@@ -65,8 +65,18 @@ type Config struct {
 	// the function call runnel.
 	Endpoint string
 
-	// Logger receives the function's stdout and stderr, a record per line
-	// with the function name and the request id; slog.Default() when nil.
+	// Runtime is the function's Lambda runtime: empty or provided.* run
+	// the package's bootstrap; python3.x and nodejs* run the code on this
+	// machine's interpreter (managed.go), Handler naming the handler as
+	// Lambda does (module.function, index.handler).
+	Runtime string
+	// Logs, when set, stores the function's log (logs.go): a log stream
+	// per environment in group /aws/lambda/<name>, with START, END and
+	// REPORT lines.
+	Logs LogSink
+
+	// Logger receives the function's log lines, a record per line with
+	// the function name and the request id; slog.Default() when nil.
 	Logger *slog.Logger
 }
 
@@ -96,6 +106,8 @@ type Function struct {
 	changed  chan struct{} // closed and replaced when an environment is freed
 	closed   bool
 	closedCh chan struct{}
+	interp   *interpreter // a managed runtime's; nil for a provided one
+	command  []string     // an environment's command line
 }
 
 // Handler builds a process function from its configuration: it validates
@@ -127,6 +139,16 @@ func Handler(cfg Config) (*Function, error) {
 		f.max = *r
 	}
 	f.timeout = time.Duration(cfg.Timeout) * time.Second
+	if IsManagedRuntime(cfg.Runtime) {
+		in, err := findInterpreter(cfg.Runtime)
+		if err != nil {
+			return nil, err
+		}
+		f.interp = in
+		if in.warning != "" {
+			f.log.Warn(in.warning, "function", cfg.FunctionName)
+		}
+	}
 	switch {
 	case cfg.Code != nil:
 		base, err := os.MkdirTemp(cfg.WorkDir, "runnel-fn-"+cfg.FunctionName+"-")
@@ -151,11 +173,31 @@ func Handler(cfg Config) (*Function, error) {
 	default:
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code: a zip holding bootstrap is required")
 	}
+	if f.interp != nil {
+		cmd, err := f.interp.install(filepath.Join(f.base, "runtime"))
+		if err != nil {
+			f.removeBase()
+			return nil, awserr.New(awserr.ErrService, "install the runtime client: %v", err)
+		}
+		f.command = cmd
+		return f, nil
+	}
 	if st, err := os.Stat(filepath.Join(f.root, "bootstrap")); err != nil || st.IsDir() {
 		f.removeBase()
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code: the deployment package holds no bootstrap file at its root (a provided runtime needs one)")
 	}
+	f.command = []string{filepath.Join(f.root, "bootstrap")}
 	return f, nil
+}
+
+// RuntimeWarning is what differs between the function's runtime and the
+// interpreter it runs on ("" when nothing does): CreateFunction reports
+// it, and each environment's log begins with it.
+func (f *Function) RuntimeWarning() string {
+	if f.interp == nil {
+		return ""
+	}
+	return f.interp.warning
 }
 
 // Config returns the function's configuration (with defaults applied).
@@ -168,7 +210,19 @@ func (f *Function) TaskRoot() string { return f.root }
 func (f *Function) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return Stats{ColdStarts: f.started.Load(), Live: len(f.all), Idle: len(f.idle)}
+	live := 0
+	for e := range f.all {
+		if e.alive() { // not one whose process exited and reap has yet to forget
+			live++
+		}
+	}
+	idle := 0
+	for _, e := range f.idle {
+		if e.alive() {
+			idle++
+		}
+	}
+	return Stats{ColdStarts: f.started.Load(), Live: live, Idle: idle}
 }
 
 // Invoke runs one invocation in an environment of the pool (lambda.Handler).
@@ -185,7 +239,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if f.max == 0 {
 		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency 0)", f.cfg.FunctionName)
 	}
-	inv := &invocation{payload: payload, arn: f.cfg.FunctionArn, done: make(chan result, 1)}
+	inv := &invocation{payload: payload, arn: f.cfg.FunctionArn, done: make(chan result, 1), tail: tailOf(ctx)}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		inv.id = lc.AwsRequestID
 		if lc.InvokedFunctionArn != "" {
@@ -204,11 +258,11 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	inv.deadline, _ = ctx.Deadline()
 
 	for {
-		e, err := f.acquire(ctx)
+		e, cold, err := f.acquire(ctx)
 		if err != nil {
 			return nil, f.ctxError(ctx, err)
 		}
-		out, retry, err := f.run(ctx, e, inv)
+		out, retry, err := f.run(ctx, e, inv, cold)
 		if !retry {
 			return out, err
 		}
@@ -216,14 +270,43 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 }
 
-// run delivers inv to e and waits for its outcome. retry reports that e
-// exited before the runtime took the invocation, so it can go elsewhere.
-func (f *Function) run(ctx context.Context, e *env, inv *invocation) (out []byte, retry bool, err error) {
+// run delivers inv to e and waits for its outcome, between the START and
+// the END and REPORT lines of e's log. retry reports that e exited before
+// the runtime took the invocation, so it can go elsewhere. cold: e was
+// started for inv.
+func (f *Function) run(ctx context.Context, e *env, inv *invocation, cold bool) (out []byte, retry bool, err error) {
+	if cold {
+		// The init phase's output comes before START, as in Lambda.
+		select {
+		case <-e.readyCh:
+			e.awaitFlush()
+		case <-e.initFailed:
+		case <-e.exited:
+		case <-ctx.Done():
+		}
+	}
+	if !cold && !e.alive() {
+		return nil, true, nil // gone while idle: START goes to the next one
+	}
+	e.logStart(inv)
+	timedOut := false
+	defer func() {
+		if !retry {
+			e.logEnd(inv, cold, timedOut)
+		}
+	}()
 	if !e.offer(inv) {
+		if cold && !e.wasReady() { // exited during init
+			if err := e.initError(); err != nil {
+				return nil, false, err
+			}
+			return nil, false, exitError(inv.id, e.exitErr)
+		}
 		return nil, true, nil
 	}
 	select {
 	case r := <-inv.done:
+		e.awaitFlush()
 		f.release(e)
 		return r.out, false, errOrNil(r.err)
 	case <-e.initFailed:
@@ -247,11 +330,13 @@ func (f *Function) run(ctx context.Context, e *env, inv *invocation) (out []byte
 	case <-ctx.Done():
 		select {
 		case r := <-inv.done: // answered as time ran out
+			e.awaitFlush()
 			f.release(e)
 			return r.out, false, errOrNil(r.err)
 		default:
 		}
 		e.kill() // the environment is stopped and replaced
+		timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 		return nil, false, f.ctxError(ctx, ctx.Err())
 	}
 }
@@ -278,21 +363,21 @@ func (f *Function) ctxError(ctx context.Context, err error) error {
 	return &function.InvokeError{Message: err.Error(), Type: "Runtime.Unknown"}
 }
 
-// acquire returns an idle environment, or starts one if fewer than the
-// reserved concurrency are live, or waits for one to be freed.
-func (f *Function) acquire(ctx context.Context) (*env, error) {
+// acquire returns an idle environment, or starts one (cold) if fewer than
+// the reserved concurrency are live, or waits for one to be freed.
+func (f *Function) acquire(ctx context.Context) (e *env, cold bool, err error) {
 	for {
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
-			return nil, awserr.New(awserr.ErrResourceNotFound, "function %s is closed", f.cfg.FunctionName)
+			return nil, false, awserr.New(awserr.ErrResourceNotFound, "function %s is closed", f.cfg.FunctionName)
 		}
 		if n := len(f.idle); n > 0 {
 			e := f.idle[n-1]
 			f.idle = f.idle[:n-1]
 			f.mu.Unlock()
 			if e.alive() {
-				return e, nil
+				return e, false, nil
 			}
 			continue
 		}
@@ -302,17 +387,17 @@ func (f *Function) acquire(ctx context.Context) (*env, error) {
 			f.mu.Unlock()
 			if err := e.start(); err != nil {
 				f.remove(e)
-				return nil, &function.InvokeError{Message: fmt.Sprintf("Couldn't start the runtime: %v", err), Type: "Runtime.InvalidEntrypoint"}
+				return nil, false, &function.InvokeError{Message: fmt.Sprintf("Couldn't start the runtime: %v", err), Type: "Runtime.InvalidEntrypoint"}
 			}
 			f.started.Add(1)
-			return e, nil
+			return e, true, nil
 		}
 		ch := f.changed
 		f.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }

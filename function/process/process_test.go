@@ -119,6 +119,13 @@ func newEcho(t *testing.T, mod func(*Config)) (*Function, *logBuffer) {
 		Region:  "eu-west-1",
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	return open(t, cfg, mod), logs
+}
+
+// open builds the function of cfg, changed by mod (when not nil), closed
+// at the end of the test.
+func open(t *testing.T, cfg Config, mod func(*Config)) *Function {
+	t.Helper()
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -127,7 +134,7 @@ func newEcho(t *testing.T, mod func(*Config)) (*Function, *logBuffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return f, logs
+	return f
 }
 
 type echoOut struct {

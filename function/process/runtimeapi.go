@@ -1,6 +1,7 @@
 package process
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
@@ -72,6 +74,10 @@ func (e *env) handleNext(w http.ResponseWriter, r *http.Request) {
 		invalidTransition(w, stInvoked.String(), "Ready")
 		return
 	}
+	if !e.ready {
+		e.readyAt = time.Now()
+		close(e.readyCh)
+	}
 	e.ready = true
 	e.state = stWaiting
 	e.cur = nil
@@ -85,9 +91,12 @@ func (e *env) handleNext(w http.ResponseWriter, r *http.Request) {
 	case <-e.exited:
 		return
 	}
+	for len(e.flushed) > 0 { // marks of an invocation that stopped waiting
+		<-e.flushed
+	}
 	e.mu.Lock()
 	e.cur = inv
-	e.logID = inv.id
+	e.logInv = inv
 	e.state = stInvoked
 	e.mu.Unlock()
 
@@ -211,7 +220,19 @@ func (e *env) handleReport(w http.ResponseWriter, r *http.Request, what string, 
 func parseError(r *http.Request, body []byte) *function.InvokeError {
 	ie := &function.InvokeError{}
 	if json.Unmarshal(body, ie) != nil {
-		ie = &function.InvokeError{Message: string(body)}
+		// Another runtime's shape: the type and message, and the body as
+		// the error payload.
+		var other struct {
+			Message string `json:"errorMessage"`
+			Type    string `json:"errorType"`
+		}
+		if json.Unmarshal(body, &other) == nil {
+			ie = &function.InvokeError{Message: other.Message, Type: other.Type, Raw: body}
+		} else {
+			ie = &function.InvokeError{Message: string(body)}
+		}
+	} else if bytes.Contains(body, []byte(`"requestId"`)) || bytes.Contains(body, []byte(`"trace"`)) {
+		ie.Raw = body // Python's requestId, Node.js's trace: kept as posted
 	}
 	if ie.Type == "" {
 		ie.Type = r.Header.Get(headerErrorType)

@@ -1,0 +1,183 @@
+package awsapi
+
+// CloudWatch Logs: reading events (GetLogEvents, FilterLogEvents) of
+// package function/logs. Tokens are positions in the store
+// (GetLogEvents: f/<position> forward, b/<position> backward;
+// FilterLogEvents: <position>) and do not expire. Filter patterns: terms,
+// ?terms, -terms and quoted phrases (logs.ParsePattern); JSON,
+// space-delimited and regular expression patterns are refused.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function/logs"
+)
+
+// maxEvents is the most events a page holds (and the default limit).
+const maxEvents = 10000
+
+type eventOut struct {
+	LogStreamName string `json:"logStreamName,omitempty"`
+	Timestamp     int64  `json:"timestamp"`
+	Message       string `json:"message"`
+	IngestionTime int64  `json:"ingestionTime"`
+	EventID       string `json:"eventId,omitempty"`
+}
+
+// eventRange is the time range and limit of the event reads.
+type eventRange struct {
+	StartTime *int64 `json:"startTime"`
+	EndTime   *int64 `json:"endTime"`
+	Limit     *int   `json:"limit"`
+}
+
+// in reports whether ev is in the range: startTime included, endTime
+// excluded.
+func (r *eventRange) in(ev logs.Event) bool {
+	return (r.StartTime == nil || ev.Timestamp >= *r.StartTime) && (r.EndTime == nil || ev.Timestamp < *r.EndTime)
+}
+
+func (r *eventRange) limit() (int, error) {
+	if r.Limit == nil {
+		return maxEvents, nil
+	}
+	if *r.Limit < 1 || *r.Limit > maxEvents {
+		return 0, awserr.New(awserr.ErrInvalidParameter, "limit: 1 to %d, got %d", maxEvents, *r.Limit)
+	}
+	return *r.Limit, nil
+}
+
+type getLogEventsInput struct {
+	logGroupInput
+	eventRange
+	LogStreamName string `json:"logStreamName"`
+	StartFromHead bool   `json:"startFromHead"`
+	NextToken     string `json:"nextToken"`
+}
+
+func logsGetLogEvents(rq *request, in *getLogEventsInput) (any, error) {
+	s, g, err := rq.existingGroup(&in.logGroupInput)
+	if err != nil {
+		return nil, err
+	}
+	if in.LogStreamName == "" {
+		return nil, awserr.New(awserr.ErrInvalidParameter, "logStreamName is required")
+	}
+	limit, err := in.limit()
+	if err != nil {
+		return nil, err
+	}
+	// The token: f/<position> reads forward from it, b/<position> back
+	// from before it; none reads from the head or back from the end.
+	forward, pos := in.StartFromHead, uint64(0)
+	if in.NextToken != "" {
+		dir, n, ok := strings.Cut(in.NextToken, "/")
+		p, err := strconv.ParseUint(n, 10, 64)
+		if !ok || err != nil || (dir != "f" && dir != "b") {
+			return nil, awserr.New(awserr.ErrInvalidParameter, "The specified nextToken is invalid.")
+		}
+		forward, pos = dir == "f", p
+	}
+	var events []logs.Event
+	err = s.Read(rq.ctx, g, in.LogStreamName, 0, func(ev logs.Event) bool {
+		switch {
+		case !in.eventRange.in(ev):
+		case forward && ev.Seq >= pos:
+			events = append(events, ev)
+			return len(events) < limit
+		case !forward && (pos == 0 || ev.Seq < pos):
+			events = append(events, ev)
+			if len(events) > limit {
+				events = events[1:]
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []eventOut{}
+	for _, ev := range events {
+		out = append(out, eventOut{Timestamp: ev.Timestamp, Message: ev.Message, IngestionTime: ev.IngestionTime})
+	}
+	// At either end the token given comes back (clients stop on equality).
+	fwd, back := in.NextToken, in.NextToken
+	if len(events) > 0 {
+		fwd = fmt.Sprintf("f/%d", events[len(events)-1].Seq+1)
+		back = fmt.Sprintf("b/%d", events[0].Seq)
+	}
+	if fwd == "" {
+		fwd = fmt.Sprintf("f/%d", pos)
+	}
+	if back == "" {
+		back = fmt.Sprintf("b/%d", pos)
+	}
+	return map[string]any{"events": out, "nextForwardToken": fwd, "nextBackwardToken": back}, nil
+}
+
+type filterLogEventsInput struct {
+	logGroupInput
+	eventRange
+	LogStreamNames      []string `json:"logStreamNames"`
+	LogStreamNamePrefix string   `json:"logStreamNamePrefix"`
+	FilterPattern       string   `json:"filterPattern"`
+	NextToken           string   `json:"nextToken"`
+	Interleaved         bool     `json:"interleaved"`
+}
+
+func logsFilterLogEvents(rq *request, in *filterLogEventsInput) (any, error) {
+	s, g, err := rq.existingGroup(&in.logGroupInput)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.LogStreamNames) > 0 && in.LogStreamNamePrefix != "" {
+		return nil, awserr.New(awserr.ErrInvalidParameter, "logStreamNames and logStreamNamePrefix are mutually exclusive parameters.")
+	}
+	if len(in.LogStreamNames) > 100 {
+		return nil, awserr.New(awserr.ErrInvalidParameter, "logStreamNames: at most 100, got %d", len(in.LogStreamNames))
+	}
+	limit, err := in.limit()
+	if err != nil {
+		return nil, err
+	}
+	pat, err := logs.ParsePattern(in.FilterPattern)
+	if err != nil {
+		return nil, awserr.New(awserr.ErrInvalidParameter, "%v", err)
+	}
+	var from uint64
+	if in.NextToken != "" {
+		if from, err = strconv.ParseUint(in.NextToken, 10, 64); err != nil {
+			return nil, awserr.New(awserr.ErrInvalidParameter, "The specified nextToken is invalid.")
+		}
+	}
+	streams := map[string]bool{}
+	for _, n := range in.LogStreamNames {
+		streams[n] = true
+	}
+	out := []eventOut{}
+	next := ""
+	err = s.Read(rq.ctx, g, "", from, func(ev logs.Event) bool {
+		if len(out) == limit {
+			next = strconv.FormatUint(ev.Seq, 10)
+			return false
+		}
+		if (len(streams) > 0 && !streams[ev.Stream]) || !strings.HasPrefix(ev.Stream, in.LogStreamNamePrefix) ||
+			!in.eventRange.in(ev) || !pat.Match(ev.Message) {
+			return true
+		}
+		out = append(out, eventOut{LogStreamName: ev.Stream, Timestamp: ev.Timestamp, Message: ev.Message,
+			IngestionTime: ev.IngestionTime, EventID: fmt.Sprintf("%056d", ev.Seq)})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]any{"events": out, "searchedLogStreams": []any{}}
+	if next != "" {
+		res["nextToken"] = next
+	}
+	return res, nil
+}

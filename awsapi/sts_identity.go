@@ -1,0 +1,85 @@
+package awsapi
+
+// STS (query protocol, XML): who the caller is, and role sessions.
+// GetCallerIdentity answers the account's root identity for any
+// credentials (runnel has no users; signatures are checked only with
+// --auth). AssumeRole returns session credentials for a role of
+// iam_roles.go; they are accepted like any others (permissions are not
+// enforced).
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"strings"
+	"time"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+type callerIdentityResult struct {
+	UserId, Account, Arn string
+}
+
+func stsGetCallerIdentity(rq *request, _ *noInput) (any, error) {
+	acct := rq.h.rn.Engine.AccountID()
+	return callerIdentityResult{UserId: acct, Account: acct, Arn: "arn:aws:iam::" + acct + ":root"}, nil
+}
+
+type assumeRoleInput struct {
+	RoleArn, RoleSessionName string
+	DurationSeconds          *int
+}
+
+func (in *assumeRoleInput) readForm(f *qform) {
+	in.RoleArn, in.RoleSessionName = f.get("RoleArn"), f.get("RoleSessionName")
+	in.DurationSeconds = f.intp("DurationSeconds")
+}
+
+func (in *assumeRoleInput) check() error {
+	if !strings.HasPrefix(in.RoleArn, "arn:") || !strings.Contains(in.RoleArn, ":role/") {
+		return awserr.New(awserr.ErrInvalidInput, "RoleArn: a role ARN (arn:aws:iam::<account>:role/<name>) required, got %q", in.RoleArn)
+	}
+	if n := len(in.RoleSessionName); n < 2 || n > 64 {
+		return awserr.New(awserr.ErrInvalidInput, "RoleSessionName: 2 to 64 characters, got %q", in.RoleSessionName)
+	}
+	if d := in.DurationSeconds; d != nil && (*d < 900 || *d > 43200) {
+		return awserr.New(awserr.ErrInvalidInput, "DurationSeconds: 900 to 43200, got %d", *d)
+	}
+	return nil
+}
+
+type credentials struct {
+	AccessKeyId, SecretAccessKey, SessionToken, Expiration string
+}
+
+type assumedRoleUser struct{ AssumedRoleId, Arn string }
+
+type assumeRoleResult struct {
+	Credentials     credentials
+	AssumedRoleUser assumedRoleUser
+}
+
+func stsAssumeRole(rq *request, in *assumeRoleInput) (any, error) {
+	role, err := rq.role(in.RoleArn[strings.LastIndexByte(in.RoleArn, '/')+1:])
+	if err != nil {
+		return nil, err
+	}
+	d := 3600
+	if in.DurationSeconds != nil {
+		d = *in.DurationSeconds
+	}
+	if d > role.MaxSessionDuration {
+		return nil, awserr.New(awserr.ErrInvalidInput, "The requested DurationSeconds exceeds the MaxSessionDuration set for this role.")
+	}
+	secret := make([]byte, 30)
+	rand.Read(secret)
+	token := make([]byte, 120)
+	rand.Read(token)
+	exp := rq.h.rn.Engine.Clock.Now().Add(time.Duration(d) * time.Second).UTC().Format(time.RFC3339)
+	return assumeRoleResult{
+		Credentials: credentials{AccessKeyId: newID("ASIA")[:20], SecretAccessKey: base64.StdEncoding.EncodeToString(secret),
+			SessionToken: base64.StdEncoding.EncodeToString(token), Expiration: exp},
+		AssumedRoleUser: assumedRoleUser{AssumedRoleId: role.RoleId + ":" + in.RoleSessionName,
+			Arn: "arn:aws:sts::" + rq.h.rn.Engine.AccountID() + ":assumed-role/" + role.RoleName + "/" + in.RoleSessionName},
+	}, nil
+}

@@ -1,0 +1,204 @@
+# runnel's runtime client for python3.x functions: the loop AWS's
+# awslambdaric implements (load the handler, then GET next, call the
+# handler, POST response or error), on the host's interpreter. Shipped
+# inside the runnel binary (function/process/managed.go) and run as
+# `python3 bootstrap.py`; it needs nothing outside the standard library.
+import decimal
+import http.client
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+FLUSH_MARK = os.environ.pop("_RUNNEL_FLUSH_MARK", "")
+API = os.environ["AWS_LAMBDA_RUNTIME_API"]
+BASE = "/2018-06-01/runtime"
+
+# Output goes to pipes: line-buffer it so each line reaches the log at once.
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
+
+
+def conn():
+    host, port = API.rsplit(":", 1)
+    return http.client.HTTPConnection(host, int(port))
+
+
+def post(path, body, headers=None):
+    c = conn()
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    c.request("POST", BASE + path, body=body, headers=h)
+    r = c.getresponse()
+    r.read()
+    c.close()
+
+
+def flush_logs():
+    # Everything printed so far belongs to this invocation: the marker
+    # tells runnel the pipes are drained up to here (END comes after).
+    if FLUSH_MARK:
+        sys.stdout.write(FLUSH_MARK + "\n")
+        sys.stdout.flush()
+        sys.stderr.write(FLUSH_MARK + "\n")
+        sys.stderr.flush()
+
+
+class FaultError(Exception):
+    def __init__(self, typ, msg, tb=None):
+        super().__init__(msg)
+        self.typ, self.msg, self.tb = typ, msg, tb
+
+
+def frames(tb):
+    # The stack as awslambdaric reports it: the user's frames, not ours.
+    out = [f for f in traceback.extract_tb(tb) if f.filename != __file__]
+    return traceback.format_list(out)
+
+
+def error_body(typ, msg, request_id, stack):
+    return {"errorMessage": msg, "errorType": typ, "requestId": request_id, "stackTrace": stack}
+
+
+def log_error(body):
+    # One log event: lines joined by \r, indentation as U+00A0, as Lambda.
+    lines = ["[ERROR] %s: %s" % (body["errorType"], body["errorMessage"])]
+    if body["stackTrace"]:
+        lines.append("Traceback (most recent call last):")
+        for f in body["stackTrace"]:
+            for ln in f.rstrip("\n").split("\n"):
+                stripped = ln.lstrip(" ")
+                lines.append("\u00a0" * (len(ln) - len(stripped)) + stripped)
+    sys.stdout.write("\r".join(lines) + "\n")
+    sys.stdout.flush()
+
+
+def load(handler):
+    try:
+        modname, fname = handler.rsplit(".", 1)
+    except ValueError as e:
+        raise FaultError("Runtime.MalformedHandlerName", "Bad handler '%s': %s" % (handler, e))
+    modname = modname.replace("/", ".")
+    if modname in sys.builtin_module_names:
+        raise FaultError("Runtime.BuiltInModuleConflict", "Cannot use built-in module %s as a handler module" % modname)
+    try:
+        mod = importlib.import_module(modname)
+    except ImportError as e:
+        raise FaultError("Runtime.ImportModuleError", "Unable to import module '%s': %s" % (modname, e))
+    except SyntaxError as e:
+        raise FaultError("Runtime.UserCodeSyntaxError", "Syntax error in module '%s': %s" % (modname, e), e.__traceback__)
+    except Exception as e:
+        raise FaultError(type(e).__name__, str(e), e.__traceback__)
+    fn = getattr(mod, fname, None)
+    if fn is None:
+        raise FaultError("Runtime.HandlerNotFound", "Handler '%s' missing on module '%s'" % (fname, modname))
+    return fn
+
+
+class Context:
+    def __init__(self, headers):
+        self.aws_request_id = headers.get("Lambda-Runtime-Aws-Request-Id", "")
+        self.invoked_function_arn = headers.get("Lambda-Runtime-Invoked-Function-Arn", "")
+        self._deadline = int(headers.get("Lambda-Runtime-Deadline-Ms", "0") or 0)
+        self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+        self.function_version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION")
+        self.memory_limit_in_mb = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+        self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME")
+        self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME")
+        self.tenant_id = headers.get("Lambda-Runtime-Aws-Tenant-Id")
+        cc = headers.get("Lambda-Runtime-Client-Context")
+        self.client_context = json.loads(cc) if cc else None
+        ci = headers.get("Lambda-Runtime-Cognito-Identity")
+        self.identity = json.loads(ci) if ci else None
+
+    def get_remaining_time_in_millis(self):
+        return max(self._deadline - int(time.time() * 1000), 0)
+
+
+def to_json(o):
+    if isinstance(o, decimal.Decimal):
+        return int(o) if o == o.to_integral_value() else float(o)
+    raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+
+
+def endpoint_for_old_botocore(force=False):
+    # botocore reads AWS_ENDPOINT_URL from 1.31 on; an older one (the
+    # host's, e.g. Debian 12's 1.29) is given it at create_client so that
+    # the function's boto3 calls reach runnel as they would with a newer.
+    url = os.environ.get("AWS_ENDPOINT_URL")
+    if not url:
+        return
+    try:
+        from importlib.metadata import version
+        major, minor = (int(x) for x in version("botocore").split(".")[:2])
+    except Exception:
+        return  # no botocore
+    if (major, minor) >= (1, 31) and not force:
+        return
+    import botocore.session
+    create_client = botocore.session.Session.create_client
+
+    def with_endpoint(self, *args, **kwargs):
+        if len(args) < 6 and kwargs.get("endpoint_url") is None:
+            kwargs["endpoint_url"] = url
+        return create_client(self, *args, **kwargs)
+
+    botocore.session.Session.create_client = with_endpoint
+
+
+def main():
+    sys.path.insert(0, os.environ.get("LAMBDA_TASK_ROOT", "."))
+    endpoint_for_old_botocore()
+    try:
+        fn = load(os.environ.get("_HANDLER", ""))
+    except FaultError as e:
+        body = error_body(e.typ, e.msg, "", frames(e.tb) if e.tb else [])
+        log_error(body)
+        post("/init/error", json.dumps(body), {"Lambda-Runtime-Function-Error-Type": e.typ})
+        sys.exit(1)
+    flush_logs()  # the init phase's output is logged before START
+    while True:
+        c = conn()
+        c.request("GET", BASE + "/invocation/next")
+        r = c.getresponse()
+        raw = r.read()
+        headers = {k: v for k, v in r.getheaders()}
+        c.close()
+        ctx = Context(headers)
+        rid = ctx.aws_request_id
+        if "Lambda-Runtime-Trace-Id" in headers:
+            os.environ["_X_AMZN_TRACE_ID"] = headers["Lambda-Runtime-Trace-Id"]
+        try:
+            try:
+                ctype = headers.get("Content-Type", "application/json")
+                event = json.loads(raw) if ctype.startswith("application/json") and raw else raw
+            except Exception as e:
+                raise FaultError("Runtime.UnmarshalError", "Unable to unmarshal input: %s" % e)
+            result = fn(event, ctx)
+            if isinstance(result, (bytes, bytearray)):
+                out, ctype = bytes(result), "application/unknown"
+            else:
+                try:
+                    out, ctype = json.dumps(result, default=to_json), "application/json"
+                except Exception as e:
+                    raise FaultError("Runtime.MarshalError", "Unable to marshal response: %s" % e)
+        except FaultError as e:
+            body = error_body(e.typ, e.msg, rid, [])
+            log_error(body)
+            flush_logs()
+            post("/invocation/%s/error" % rid, json.dumps(body), {"Lambda-Runtime-Function-Error-Type": e.typ})
+            continue
+        except Exception as e:
+            body = error_body(type(e).__name__, str(e), rid, frames(e.__traceback__))
+            log_error(body)
+            flush_logs()
+            post("/invocation/%s/error" % rid, json.dumps(body), {"Lambda-Runtime-Function-Error-Type": "Unhandled"})
+            continue
+        flush_logs()
+        post("/invocation/%s/response" % rid, out, {"Content-Type": ctype})
+
+
+if __name__ == "__main__":
+    main()
