@@ -1,8 +1,8 @@
 package awsapi
 
 // DynamoDB: items (JSON 1.0) over package table: the expression
-// parameters only (the legacy ones are refused, protocol_dynamodb.go),
-// items as map[string]events.DynamoDBAttributeValue, DynamoDB's wire
+// parameters (the legacy ones are translated into expressions,
+// dynamodb_legacy.go), items as map[string]events.DynamoDBAttributeValue, DynamoDB's wire
 // JSON. A table ARN is accepted wherever a TableName is.
 
 import (

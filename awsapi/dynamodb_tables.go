@@ -1,7 +1,8 @@
 package awsapi
 
 // DynamoDB: tables (JSON 1.0, X-Amz-Target "DynamoDB_20120810.<Op>") over
-// package table. Every table is on-demand (PAY_PER_REQUEST); there are no
+// package table. A table is on-demand (PAY_PER_REQUEST) or provisioned
+// (its throughput stored and described, never enforced); there are no
 // secondary indexes and no global tables: asking for them is refused, not
 // ignored. Requests decode straight into table's input types, which carry
 // DynamoDB's JSON field names.
@@ -79,9 +80,11 @@ func dynamoListTables(rq *request, in *listTablesInput) (any, error) {
 // parameters given (raw): the ones runnel ignores count as "something to
 // update".
 type updateTableInput struct {
-	TableName           string
-	StreamSpecification *table.StreamSpecification
-	raw                 map[string]json.RawMessage
+	TableName             string
+	StreamSpecification   *table.StreamSpecification
+	BillingMode           string
+	ProvisionedThroughput *table.Throughput
+	raw                   map[string]json.RawMessage
 }
 
 func (in *updateTableInput) decodeFrom(rq *request) error {
@@ -101,6 +104,13 @@ func dynamoUpdateTable(rq *request, in *updateTableInput) (any, error) {
 	name := tableName(in.TableName)
 	if in.StreamSpecification != nil {
 		d, err := rq.h.rn.Tables.UpdateStream(rq.ctx, name, *in.StreamSpecification)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"TableDescription": describeOut(d)}, nil
+	}
+	if in.BillingMode != "" || in.ProvisionedThroughput != nil {
+		d, err := rq.h.rn.Tables.UpdateBilling(rq.ctx, name, in.BillingMode, in.ProvisionedThroughput)
 		if err != nil {
 			return nil, err
 		}
@@ -146,8 +156,8 @@ func dynamoDescribeTimeToLive(rq *request, in *tableRef) (any, error) {
 }
 
 // tableOut is a TableDescription as DescribeTable returns it: with the
-// billing fields the SDK waiters and tools expect. Every runnel table is
-// on-demand.
+// billing fields the SDK waiters and tools expect (on-demand, or the
+// provisioned throughput stored, never enforced).
 type tableOut struct {
 	*table.TableDescription
 	BillingModeSummary        billingModeSummary
@@ -157,7 +167,7 @@ type tableOut struct {
 
 type billingModeSummary struct {
 	BillingMode                       string
-	LastUpdateToPayPerRequestDateTime float64
+	LastUpdateToPayPerRequestDateTime float64 `json:",omitempty"`
 }
 
 type provisionedThroughput struct {
@@ -167,9 +177,16 @@ type provisionedThroughput struct {
 }
 
 func describeOut(d *table.TableDescription) tableOut {
+	if p := d.Provisioned; p != nil {
+		return tableOut{
+			TableDescription:      d,
+			BillingModeSummary:    billingModeSummary{BillingMode: table.BillingProvisioned},
+			ProvisionedThroughput: provisionedThroughput{ReadCapacityUnits: p.ReadCapacityUnits, WriteCapacityUnits: p.WriteCapacityUnits},
+		}
+	}
 	return tableOut{
 		TableDescription:   d,
-		BillingModeSummary: billingModeSummary{BillingMode: "PAY_PER_REQUEST", LastUpdateToPayPerRequestDateTime: d.CreationDateTime},
+		BillingModeSummary: billingModeSummary{BillingMode: table.BillingPayPerRequest, LastUpdateToPayPerRequestDateTime: d.CreationDateTime},
 	}
 }
 

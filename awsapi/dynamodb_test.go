@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -255,7 +256,9 @@ func TestDynamoDBItems(t *testing.T) {
 	}
 	_, err = c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1)},
 		Expected: map[string]types.ExpectedAttributeValue{"pk": {Exists: aws.Bool(false)}}})
-	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(), "Expected") {
+	// AWS still takes the legacy Expected (API_PutItem: "This is a legacy
+	// parameter"); the item exists, so the condition fails.
+	if !errors.As(err, &ccf) {
 		t.Fatalf("PutItem with the legacy Expected: %v", err)
 	}
 
@@ -416,6 +419,12 @@ func TestDynamoDBWire(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(b)
 	}
 	code, h, body := post("DynamoDB_20120810.DescribeTable", `{"TableName":"missing"}`)
+	// DynamoDB's request ids: 52 characters of [0-9A-Z] (e.g.
+	// VRR1NLEMF2J180HKII229KAK57VV4KQNSO5AEMVJF66Q9ASUAAJG, quoted from AWS
+	// in Netflix-Skunkworks/iep-apps#527).
+	if id := h.Get("x-amzn-RequestId"); !regexp.MustCompile(`^[0-9A-Z]{52}$`).MatchString(id) {
+		t.Errorf("request id %q", id)
+	}
 	if code != 400 || h.Get("Content-Type") != "application/x-amz-json-1.0" || h.Get("X-Amz-Crc32") == "" ||
 		!strings.Contains(body, `"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException"`) {
 		t.Fatalf("DescribeTable of a missing table: %d %v %s", code, h, body)
@@ -452,5 +461,155 @@ func TestDynamoDBAuth(t *testing.T) {
 	_, err = dynamodb.NewFromConfig(e.config("OTHER", "secret")).ListTables(ctx, &dynamodb.ListTablesInput{})
 	if errCode(err) != "UnrecognizedClientException" {
 		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+// TestDynamoDBLegacyParameters: the pre-expression parameters older
+// programs (the Java DynamoDBMapper) send work as their expressions do;
+// mixing the two kinds is refused in DynamoDB's words.
+func TestDynamoDBLegacyParameters(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c := e.ddb()
+	ctx := context.Background()
+	tn := aws.String("legacy")
+	createOrders(t, c, "legacy")
+	eq := func(v types.AttributeValue) types.Condition {
+		return types.Condition{ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{v}}
+	}
+
+	// PutItem with Expected: absent, then a value.
+	must(c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1), "qty": ddbN(1)},
+		Expected: map[string]types.ExpectedAttributeValue{"pk": {Exists: aws.Bool(false)}}}))
+	must(c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1), "qty": ddbN(2), "tag": ddbS("x")},
+		Expected: map[string]types.ExpectedAttributeValue{"qty": {Value: ddbN(1)}, "nope": {ComparisonOperator: types.ComparisonOperatorNull}}}))
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1)},
+		Expected: map[string]types.ExpectedAttributeValue{"qty": {ComparisonOperator: types.ComparisonOperatorGt, AttributeValueList: []types.AttributeValue{ddbN(5)}}}}); errCode(err) != "ConditionalCheckFailedException" {
+		t.Fatalf("PutItem with a false Expected: %v", err)
+	}
+	must(c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(2), "qty": ddbN(7)}}))
+
+	// UpdateItem with AttributeUpdates, Expected and ConditionalOperator OR.
+	up := must(c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tn, Key: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1)},
+		AttributeUpdates: map[string]types.AttributeValueUpdate{
+			"qty":  {Action: types.AttributeActionAdd, Value: ddbN(3)},
+			"tag":  {Action: types.AttributeActionDelete},
+			"note": {Action: types.AttributeActionPut, Value: ddbS("n")},
+		},
+		Expected:            map[string]types.ExpectedAttributeValue{"qty": eqExpected(ddbN(99)), "tag": {Exists: aws.Bool(true), Value: ddbS("x")}},
+		ConditionalOperator: types.ConditionalOperatorOr, ReturnValues: types.ReturnValueAllNew}))
+	if attrN(up.Attributes, "qty") != "5" || attrS(up.Attributes, "note") != "n" || up.Attributes["tag"] != nil {
+		t.Fatalf("UpdateItem with AttributeUpdates: %v", up.Attributes)
+	}
+
+	// GetItem with AttributesToGet.
+	g := must(c.GetItem(ctx, &dynamodb.GetItemInput{TableName: tn, Key: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1)}, AttributesToGet: []string{"qty"}}))
+	if len(g.Item) != 1 || attrN(g.Item, "qty") != "5" {
+		t.Fatalf("GetItem with AttributesToGet: %v", g.Item)
+	}
+
+	// Query with KeyConditions and QueryFilter; Scan with ScanFilter.
+	q := must(c.Query(ctx, &dynamodb.QueryInput{TableName: tn,
+		KeyConditions: map[string]types.Condition{"pk": eq(ddbS("a")), "sk": {ComparisonOperator: types.ComparisonOperatorBetween, AttributeValueList: []types.AttributeValue{ddbN(1), ddbN(2)}}},
+		QueryFilter:   map[string]types.Condition{"qty": {ComparisonOperator: types.ComparisonOperatorGe, AttributeValueList: []types.AttributeValue{ddbN(6)}}}}))
+	if q.Count != 1 || attrN(q.Items[0], "sk") != "2" {
+		t.Fatalf("Query with KeyConditions and QueryFilter: %+v", q.Items)
+	}
+	sc := must(c.Scan(ctx, &dynamodb.ScanInput{TableName: tn, ScanFilter: map[string]types.Condition{"note": {ComparisonOperator: types.ComparisonOperatorBeginsWith, AttributeValueList: []types.AttributeValue{ddbS("n")}}}}))
+	if sc.Count != 1 || attrN(sc.Items[0], "sk") != "1" {
+		t.Fatalf("Scan with ScanFilter: %+v", sc.Items)
+	}
+
+	// Mixing the two kinds; a wrong number of values.
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("b"), "sk": ddbN(1)},
+		Expected: map[string]types.ExpectedAttributeValue{"pk": {Exists: aws.Bool(false)}}, ConditionExpression: aws.String("attribute_not_exists(pk)")})
+	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(),
+		"Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {Expected} Expression parameters: {ConditionExpression}") {
+		t.Fatalf("mixed parameters: %v", err)
+	}
+	_, err = c.Scan(ctx, &dynamodb.ScanInput{TableName: tn, ScanFilter: map[string]types.Condition{"qty": {ComparisonOperator: types.ComparisonOperatorEq}}})
+	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(), "Invalid number of argument(s) for the EQ ComparisonOperator") {
+		t.Fatalf("EQ without a value: %v", err)
+	}
+}
+
+func eqExpected(v types.AttributeValue) types.ExpectedAttributeValue {
+	return types.ExpectedAttributeValue{ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{v}}
+}
+
+// TestDynamoDBConsumedCapacity: ReturnConsumedCapacity TOTAL and INDEXES
+// report DynamoDB's units (API_ConsumedCapacity; on-demand arithmetic: a
+// write 1 unit per KB, a read 1 per 4 KB, half when eventually
+// consistent); NONE and no parameter report nothing.
+func TestDynamoDBConsumedCapacity(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c := e.ddb()
+	ctx := context.Background()
+	tn := aws.String("capacity")
+	createOrders(t, c, "capacity")
+	big := &types.AttributeValueMemberS{Value: strings.Repeat("x", 5000)}
+	put := must(c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1), "big": big},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}))
+	if cc := put.ConsumedCapacity; cc == nil || aws.ToString(cc.TableName) != "capacity" || aws.ToFloat64(cc.CapacityUnits) != 5 {
+		t.Fatalf("PutItem of 5 KB: %+v", cc)
+	}
+	key := map[string]types.AttributeValue{"pk": ddbS("a"), "sk": ddbN(1)}
+	get := must(c.GetItem(ctx, &dynamodb.GetItemInput{TableName: tn, Key: key, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}))
+	if cc := get.ConsumedCapacity; cc == nil || aws.ToFloat64(cc.CapacityUnits) != 1 || cc.Table == nil || aws.ToFloat64(cc.Table.CapacityUnits) != 1 {
+		t.Fatalf("GetItem of 5 KB, eventually consistent: %+v", cc)
+	}
+	q := must(c.Query(ctx, &dynamodb.QueryInput{TableName: tn, KeyConditionExpression: aws.String("pk = :p"), ConsistentRead: aws.Bool(true),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": ddbS("a")}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}))
+	if cc := q.ConsumedCapacity; cc == nil || aws.ToFloat64(cc.CapacityUnits) != 2 {
+		t.Fatalf("Query of 5 KB, strongly consistent: %+v", cc)
+	}
+	upd := must(c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tn, Key: key, UpdateExpression: aws.String("REMOVE big"), ReturnConsumedCapacity: types.ReturnConsumedCapacityNone}))
+	if upd.ConsumedCapacity != nil {
+		t.Fatalf("NONE: %+v", upd.ConsumedCapacity)
+	}
+	del := must(c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: tn, Key: key, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}))
+	if cc := del.ConsumedCapacity; cc == nil || aws.ToFloat64(cc.CapacityUnits) != 1 {
+		t.Fatalf("DeleteItem of a small item: %+v", cc)
+	}
+}
+
+// TestDynamoDBProvisionedThroughput: a provisioned table's throughput is
+// stored, described and updated (not enforced); DynamoDB's refusals of
+// the combinations it refuses.
+func TestDynamoDBProvisionedThroughput(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c := e.ddb()
+	ctx := context.Background()
+	schema := func(in *dynamodb.CreateTableInput) *dynamodb.CreateTableInput {
+		in.KeySchema = []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}
+		in.AttributeDefinitions = []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}}
+		return in
+	}
+	tp := func(r, w int64) *types.ProvisionedThroughput {
+		return &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(r), WriteCapacityUnits: aws.Int64(w)}
+	}
+	ct := must(c.CreateTable(ctx, schema(&dynamodb.CreateTableInput{TableName: aws.String("prov"), BillingMode: types.BillingModeProvisioned, ProvisionedThroughput: tp(5, 7)})))
+	if d := ct.TableDescription; d.BillingModeSummary.BillingMode != types.BillingModeProvisioned || aws.ToInt64(d.ProvisionedThroughput.ReadCapacityUnits) != 5 || aws.ToInt64(d.ProvisionedThroughput.WriteCapacityUnits) != 7 {
+		t.Fatalf("CreateTable PROVISIONED: %+v %+v", d.BillingModeSummary, d.ProvisionedThroughput)
+	}
+	up := must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("prov"), ProvisionedThroughput: tp(10, 7)}))
+	if aws.ToInt64(up.TableDescription.ProvisionedThroughput.ReadCapacityUnits) != 10 {
+		t.Fatalf("UpdateTable throughput: %+v", up.TableDescription.ProvisionedThroughput)
+	}
+	if _, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("prov"), ProvisionedThroughput: tp(10, 7)}); errCode(err) != "ValidationException" ||
+		!strings.Contains(err.Error(), "The provisioned throughput for the table will not change") {
+		t.Fatalf("UpdateTable to the same throughput: %v", err)
+	}
+	must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("prov"), BillingMode: types.BillingModePayPerRequest}))
+	d := must(c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("prov")})).Table
+	if d.BillingModeSummary.BillingMode != types.BillingModePayPerRequest || aws.ToInt64(d.ProvisionedThroughput.ReadCapacityUnits) != 0 {
+		t.Fatalf("after PAY_PER_REQUEST: %+v %+v", d.BillingModeSummary, d.ProvisionedThroughput)
+	}
+	_, err := c.CreateTable(ctx, schema(&dynamodb.CreateTableInput{TableName: aws.String("prov2"), BillingMode: types.BillingModePayPerRequest, ProvisionedThroughput: tp(1, 1)}))
+	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(), "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST") {
+		t.Fatalf("PAY_PER_REQUEST with a throughput: %v", err)
+	}
+	_, err = c.CreateTable(ctx, schema(&dynamodb.CreateTableInput{TableName: aws.String("prov2"), BillingMode: types.BillingModeProvisioned}))
+	if errCode(err) != "ValidationException" || !strings.Contains(err.Error(), "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED") {
+		t.Fatalf("PROVISIONED without a throughput: %v", err)
 	}
 }

@@ -3,7 +3,9 @@ package awsapi_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,5 +50,35 @@ func TestEndpointServesLambdaKinesisAndSQS(t *testing.T) {
 	names, _ := rn.Streams.ListStreams(ctx)
 	if len(names) != 1 || names[0] != "s" {
 		t.Fatalf("streams %v", names)
+	}
+}
+
+// TestCORS: a browser's preflight is answered for any origin, and the
+// answers carry the headers that let a page's SDK read them.
+func TestCORS(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	pre, _ := http.NewRequest("OPTIONS", e.srv.URL+"/", nil)
+	pre.Header.Set("Origin", "http://localhost:3000")
+	pre.Header.Set("Access-Control-Request-Method", "POST")
+	pre.Header.Set("Access-Control-Request-Headers", "x-amz-target, content-type, authorization")
+	resp, err := http.DefaultClient.Do(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if h := resp.Header; resp.StatusCode != 200 || h.Get("Access-Control-Allow-Origin") != "http://localhost:3000" ||
+		h.Get("Access-Control-Allow-Headers") != "x-amz-target, content-type, authorization" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, h)
+	}
+	req, _ := http.NewRequest("POST", e.srv.URL+"/", strings.NewReader(`{}`))
+	req.Header.Set("Origin", "http://localhost:3000")
+	req.Header.Set("X-Amz-Target", "Kinesis_20131202.ListStreams")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if h := resp.Header; resp.StatusCode != 200 || h.Get("Access-Control-Allow-Origin") != "http://localhost:3000" || !strings.Contains(h.Get("Access-Control-Expose-Headers"), "x-amzn-RequestId") {
+		t.Fatalf("request: %d %v", resp.StatusCode, h)
 	}
 }

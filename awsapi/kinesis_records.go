@@ -73,6 +73,16 @@ type getShardIteratorInput struct {
 	Timestamp              *epoch
 }
 
+// check refuses a StartingSequenceNumber with TRIM_HORIZON or LATEST,
+// in AWS's words (as kinesalite, written against AWS, quotes them).
+func (in *getShardIteratorInput) check() error {
+	if in.StartingSequenceNumber != "" && (in.ShardIteratorType == stream.TrimHorizon || in.ShardIteratorType == stream.Latest) {
+		return awserr.New(awserr.ErrInvalidArgument, "Must either specify (1) AT_SEQUENCE_NUMBER or AFTER_SEQUENCE_NUMBER and StartingSequenceNumber or "+
+			"(2) TRIM_HORIZON or LATEST and no StartingSequenceNumber. Request specified %s and also a StartingSequenceNumber.", in.ShardIteratorType)
+	}
+	return nil
+}
+
 func kinesisGetShardIterator(rq *request, in *getShardIteratorInput) (any, error) {
 	name, err := in.name()
 	if err != nil {
@@ -81,6 +91,11 @@ func kinesisGetShardIterator(rq *request, in *getShardIteratorInput) (any, error
 	gi := stream.GetShardIteratorInput{StreamName: name, ShardID: in.ShardId, ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.StartingSequenceNumber}
 	if in.Timestamp != nil {
 		gi.Timestamp = time.Time(*in.Timestamp)
+		// A timestamp after now (the engine's clock) is refused, as AWS does.
+		if now := rq.h.rn.Engine.Clock.Now(); in.ShardIteratorType == stream.AtTimestamp && gi.Timestamp.After(now) {
+			return nil, awserr.New(awserr.ErrInvalidArgument, "The timestampInMillis parameter cannot be greater than the currentTimestampInMillis. timestampInMillis: %d, currentTimestampInMillis: %d",
+				gi.Timestamp.UnixMilli(), now.UnixMilli())
+		}
 	}
 	it, err := rq.h.rn.Streams.GetShardIterator(rq.ctx, gi)
 	if err != nil {

@@ -7,6 +7,8 @@ package awsapi
 // No Kafka or MQ sources, no OnSuccess destination.
 
 import (
+	"errors"
+
 	"encoding/json"
 	"strings"
 
@@ -148,6 +150,11 @@ func lambdaCreateEventSourceMapping(rq *request, in *mappingInput) (any, error) 
 		cfg.StartingPositionTimestamp = &t
 	}
 	out, err := rq.h.rn.Mappings.CreateEventSourceMapping(rq.ctx, cfg)
+	if errors.Is(err, awserr.ErrQueueDoesNotExist) {
+		// Lambda answers with its own code, quoting SQS's.
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Error occurred while ReceiveMessage. SQS Error Code: AWS.SimpleQueueService.NonExistentQueue. "+
+			"SQS Error Message: The specified queue does not exist for this wsdl version.")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package awsapi_test
 
 import (
+	"errors"
+
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -95,6 +97,15 @@ func TestLambdaProcessFunctionFedByAQueue(t *testing.T) {
 	}
 	if out := lambdaMust(sc.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: srcURL, Entries: entries})); len(out.Failed) != 0 {
 		t.Fatalf("SendMessageBatch failed entries: %+v", out.Failed)
+	}
+
+	// A missing queue: Lambda's own InvalidParameterValueException, which
+	// the SDK raises as such (not SQS's code).
+	_, err := lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
+		EventSourceArn: aws.String(strings.Replace(srcArn, "lamq", "nosuchqueue", 1)), FunctionName: aws.String("lamq-fn")})
+	var invalid *ltypes.InvalidParameterValueException
+	if !errors.As(err, &invalid) || !strings.Contains(aws.ToString(invalid.Message), "AWS.SimpleQueueService.NonExistentQueue") {
+		t.Fatalf("CreateEventSourceMapping on a missing queue: %v", err)
 	}
 
 	const pollers = 2

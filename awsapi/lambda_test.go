@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awsapi"
@@ -66,6 +67,19 @@ func wantLambdaErr[E error](t *testing.T, err error, substr string) {
 	}
 	if !strings.Contains(err.Error(), substr) {
 		t.Fatalf("error %q does not mention %q", err.Error(), substr)
+	}
+}
+
+// wantValidation expects the ValidationException Lambda answers for a
+// value outside its model's constraints (Lambda's own words, as quoted in
+// appleboy/lambda-action#83: "ValidationException: 1 validation error
+// detected: Value '[]' at 'layers' failed to satisfy constraint: ..."),
+// before any other check.
+func wantValidation(t *testing.T, err error, substr string) {
+	t.Helper()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" || !strings.Contains(ae.ErrorMessage(), substr) {
+		t.Fatalf("error %v, want a ValidationException with %q", err, substr)
 	}
 }
 
@@ -182,7 +196,7 @@ func TestLambdaInProcessFunction(t *testing.T) {
 		t.Fatalf("GetFunctionEventInvokeConfig: %+v", ge)
 	}
 	_, err = lc.PutFunctionEventInvokeConfig(ctx, &lambda.PutFunctionEventInvokeConfigInput{FunctionName: aws.String("lam-echo"), MaximumRetryAttempts: aws.Int32(5)})
-	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "MaximumRetryAttempts")
+	wantValidation(t, err, "Value '5' at 'maximumRetryAttempts' failed to satisfy constraint: Member must have value less than or equal to 2")
 	le := lambdaMust(lc.ListFunctionEventInvokeConfigs(ctx, &lambda.ListFunctionEventInvokeConfigsInput{FunctionName: aws.String("lam-echo")}))
 	if len(le.FunctionEventInvokeConfigs) != 1 {
 		t.Fatalf("ListFunctionEventInvokeConfigs: %+v", le)
@@ -230,7 +244,7 @@ func TestLambdaEventSourceMappings(t *testing.T) {
 
 	// Validation errors name the field.
 	_, err := lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(streamArn), FunctionName: aws.String("lam-k"), StartingPosition: ltypes.EventSourcePositionTrimHorizon, BatchSize: aws.Int32(20000)})
-	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "BatchSize")
+	wantValidation(t, err, "Value '20000' at 'batchSize' failed to satisfy constraint: Member must have value less than or equal to 10000")
 	_, err = lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(streamArn), FunctionName: aws.String("lam-k")})
 	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "StartingPosition")
 	_, err = lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(queueArn), FunctionName: aws.String("lam-q"), StartingPosition: ltypes.EventSourcePositionLatest})
@@ -328,9 +342,9 @@ func TestLambdaEventSourceMappings(t *testing.T) {
 		t.Fatalf("UpdateEventSourceMapping (2): %+v", up)
 	}
 	_, err = lc.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: sm.UUID, ParallelizationFactor: aws.Int32(11)})
-	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "ParallelizationFactor")
+	wantValidation(t, err, "Value '11' at 'parallelizationFactor' failed to satisfy constraint: Member must have value less than or equal to 10")
 	_, err = lc.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: qm.UUID, ScalingConfig: &ltypes.ScalingConfig{MaximumConcurrency: aws.Int32(1)}})
-	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "MaximumConcurrency")
+	wantValidation(t, err, "Value '1' at 'scalingConfig.maximumConcurrency' failed to satisfy constraint: Member must have value greater than or equal to 2")
 
 	for _, id := range []*string{sm.UUID, tm.UUID, qm.UUID} {
 		d := lambdaMust(lc.DeleteEventSourceMapping(ctx, &lambda.DeleteEventSourceMappingInput{UUID: id}))

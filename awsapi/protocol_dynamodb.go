@@ -1,24 +1,22 @@
 package awsapi
 
 // DynamoDB's and DynamoDB Streams' JSON 1.0: like the other JSON
-// protocols, but legacy parameters are refused, errors have DynamoDB's
-// namespaces (errors.go), and every response carries X-Amz-Crc32, which
-// the SDKs check.
+// protocols, but legacy parameters are translated into expressions,
+// errors have DynamoDB's namespaces (errors.go), and every response
+// carries X-Amz-Crc32, which the SDKs check.
 
 import (
 	"bytes"
 	"encoding/json"
 	"hash/crc32"
+	"slices"
 	"strconv"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
 
-// legacyParams are the pre-expression parameters runnel refuses rather
-// than ignores.
-var legacyParams = []string{"Expected", "AttributeUpdates", "AttributesToGet", "KeyConditions", "QueryFilter", "ScanFilter", "ConditionalOperator"}
-
-// dynamoDecode reads body into v, refusing the legacy parameters.
+// dynamoDecode reads body into v, with the legacy parameters translated
+// into expressions (dynamodb_legacy.go).
 func dynamoDecode(body []byte, v any) error {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
@@ -28,10 +26,11 @@ func dynamoDecode(body []byte, v any) error {
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return awserr.New(awserr.ErrSerialization, "%v", err)
 	}
-	for _, legacy := range legacyParams {
-		if _, ok := raw[legacy]; ok {
-			return awserr.New(awserr.ErrValidation, "runnel supports the expression parameters only: the legacy parameter %s is not supported (use ConditionExpression, UpdateExpression, KeyConditionExpression, FilterExpression or ProjectionExpression)", legacy)
+	if slices.ContainsFunc(legacyParams, func(p string) bool { return raw[p] != nil }) {
+		if err := translateLegacy(raw); err != nil {
+			return err
 		}
+		body, _ = json.Marshal(raw)
 	}
 	return decodeJSON(body, v)
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 
 	"github.com/google/uuid"
@@ -83,7 +85,11 @@ type request struct {
 // anything else by X-Amz-Target or SQS Action (and a GET / with what this
 // is).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if cors(w, r) {
+		return // a browser's preflight, answered
+	}
 	rq := &request{h: h, w: w, r: r, ctx: r.Context(), reqID: uuid.NewString(), scheme: "http"}
+	defer rq.recoverPanic()
 	if r.TLS != nil {
 		rq.scheme = "https"
 	}
@@ -118,6 +124,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq.serve(op)
 }
 
+// dynamoRequestID is a request id in DynamoDB's form: 52 characters of
+// [0-9A-Z] (the other services' are UUIDs).
+func dynamoRequestID() string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, 52)
+	for i := range b {
+		b[i] = alphabet[rand.N(len(alphabet))]
+	}
+	return string(b)
+}
+
 func isLambdaPath(p string) bool {
 	for _, prefix := range lambdaPrefixes {
 		if strings.HasPrefix(p, prefix) {
@@ -137,6 +154,9 @@ func (rq *request) route() (*Operation, error) {
 			rq.proto, rq.op = t.proto, name
 			if t.proto == protoKinesis && isCBOR(r) {
 				rq.proto = protoKinesisCBOR
+			}
+			if t.svc == DynamoDB || t.svc == DynamoDBStreams {
+				rq.reqID = dynamoRequestID()
 			}
 			if op := lookup(t.svc, name); op != nil {
 				return op, nil
@@ -225,14 +245,43 @@ func (h *Handler) lambdaMux() *http.ServeMux {
 	return m
 }
 
-// serve answers the request with op.
+// serve answers the request with op: a JSON body is first validated
+// against the operation's input shape in the service's model
+// (validate.go).
 func (rq *request) serve(op *Operation) {
+	defer rq.recoverPanic()
+	if rq.proto != protoSQSQuery {
+		var uri map[string]string
+		if rq.proto == protoLambda {
+			uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid")}
+		}
+		if err := validateJSON(op, rq.body, uri); err != nil {
+			rq.fail(err)
+			return
+		}
+	}
 	out, err := op.h.serve(rq)
 	if err != nil {
 		rq.fail(err)
 		return
 	}
 	rq.reply(out)
+}
+
+// recoverPanic, deferred, answers a panic while serving the request as
+// an internal failure (HTTP 500, in the API's shape) and logs it with the
+// operation's name and the stack. A panic is a bug: every decoding path
+// returns an error.
+func (rq *request) recoverPanic() {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	rq.log().Error("aws api: panic serving a request", "op", rq.op, "panic", p, "stack", string(debug.Stack()))
+	rq.fail(awserr.New(awserr.ErrInternalFailure, "internal failure serving %s", rq.op))
 }
 
 // replier is a result that writes itself (an encoded Kinesis body, an

@@ -231,6 +231,8 @@ func (e *Engine) AccountID() string { return e.cfg.AccountID }
 
 // Bucket opens (creating if needed) the JetStream key-value bucket name,
 // with file storage and the engine's replica count. Handles are cached.
+// Its keys may be any AWS resource name, even one that is not a NATS key
+// (see nameKeys).
 func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -243,8 +245,8 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 	if err != nil {
 		return nil, fmt.Errorf("engine: open bucket %s: %w", name, err)
 	}
-	e.buckets[name] = kv
-	return kv, nil
+	e.buckets[name] = nameKeys{kv}
+	return e.buckets[name], nil
 }
 
 // Close drains the connection and stops the embedded server. Data written

@@ -45,12 +45,14 @@ type PutItemInput struct {
 	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
 	ReturnValues                        string            `json:"ReturnValues,omitempty"`
 	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	ReturnConsumedCapacity              string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // WriteOutput is the answer of PutItem, UpdateItem and DeleteItem:
 // Attributes as ReturnValues asked.
 type WriteOutput struct {
-	Attributes Item `json:"Attributes,omitempty"`
+	Attributes       Item              `json:"Attributes,omitempty"`
+	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
 }
 
 // GetItemInput is GetItem's request. Reads are always strongly consistent.
@@ -60,11 +62,13 @@ type GetItemInput struct {
 	ProjectionExpression     string            `json:"ProjectionExpression,omitempty"`
 	ExpressionAttributeNames map[string]string `json:"ExpressionAttributeNames,omitempty"`
 	ConsistentRead           bool              `json:"ConsistentRead,omitempty"`
+	ReturnConsumedCapacity   string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // GetItemOutput holds the item, nil if there is none.
 type GetItemOutput struct {
-	Item Item `json:"Item,omitempty"`
+	Item             Item              `json:"Item,omitempty"`
+	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
 }
 
 // UpdateItemInput is UpdateItem's request (API_UpdateItem). An update of a
@@ -79,6 +83,7 @@ type UpdateItemInput struct {
 	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
 	ReturnValues                        string            `json:"ReturnValues,omitempty"`
 	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	ReturnConsumedCapacity              string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // DeleteItemInput is DeleteItem's request. Deleting a missing item
@@ -91,10 +96,13 @@ type DeleteItemInput struct {
 	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
 	ReturnValues                        string            `json:"ReturnValues,omitempty"`
 	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	ReturnConsumedCapacity              string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
+// newContext is the expression context of a request; its values' numbers
+// are in canonical form, as DynamoDB stores what SET copies.
 func newContext(names map[string]string, values Item) *expr.Context {
-	return &expr.Context{Names: names, Values: values}
+	return &expr.Context{Names: names, Values: expr.CanonicalItem(values)}
 }
 
 // exprErr turns an expression error into a ValidationException.
@@ -216,13 +224,13 @@ func (s *Service) condition(text string, c *expr.Context) (*expr.Condition, erro
 // Errors: ValidationException (missing or mistyped key, item over 400 KB,
 // bad expression, unused placeholder), ConditionalCheckFailedError.
 func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, error) {
-	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, func(t *Table) (*op, error) {
+	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
 		return s.putOp(t, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	})
 }
 
 // writeAllOld runs a PutItem or DeleteItem: ReturnValues NONE or ALL_OLD.
-func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues string, build func(*Table) (*op, error)) (*WriteOutput, error) {
+func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc string, build func(*Table) (*op, error)) (*WriteOutput, error) {
 	t, err := s.table(tableName)
 	if err != nil {
 		return nil, err
@@ -234,11 +242,11 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues strin
 	if err != nil {
 		return nil, err
 	}
-	old, _, err := o.run(ctx)
+	old, nw, err := o.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &WriteOutput{}
+	out := &WriteOutput{ConsumedCapacity: capacity(rcc, t.st.TableName, writeUnits(old, nw))}
 	if returnValues == ReturnAllOld {
 		out.Attributes = old
 	}
@@ -260,7 +268,7 @@ func (s *Service) putOp(t *Table, item Item, condition string, names map[string]
 	if size := expr.ItemSize(item); size > MaxItemSize {
 		return nil, validation("Item size has exceeded the maximum allowed size")
 	}
-	it := copyItem(item)
+	it := copyItem(expr.CanonicalItem(item))
 	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld,
 		next: func(Item) (Item, error) { return it, nil }}, nil
 }
@@ -299,13 +307,18 @@ func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput,
 		}
 	}
 	it, _, err := t.get(ctx, k)
-	if err != nil || it == nil {
-		return &GetItemOutput{}, err
+	if err != nil {
+		return nil, err
 	}
-	if proj != nil {
-		return &GetItemOutput{Item: proj.Apply(it)}, nil
+	out := &GetItemOutput{ConsumedCapacity: capacity(in.ReturnConsumedCapacity, t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))}
+	switch {
+	case it == nil:
+	case proj != nil:
+		out.Item = proj.Apply(it)
+	default:
+		out.Item = copyItem(it)
 	}
-	return &GetItemOutput{Item: copyItem(it)}, nil
+	return out, nil
 }
 
 // UpdateItem edits an item's attributes with an UpdateExpression
@@ -328,7 +341,7 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	if err != nil {
 		return nil, err
 	}
-	out := &WriteOutput{}
+	out := &WriteOutput{ConsumedCapacity: capacity(in.ReturnConsumedCapacity, t.st.TableName, writeUnits(old, nw))}
 	switch in.ReturnValues {
 	case ReturnAllOld:
 		out.Attributes = old
@@ -398,7 +411,7 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 // DeleteItem deletes the item with the given key (API_DeleteItem), if
 // ConditionExpression holds. ReturnValues is NONE or ALL_OLD.
 func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOutput, error) {
-	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, func(t *Table) (*op, error) {
+	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
 		return s.deleteOp(t, in.Key, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	})
 }

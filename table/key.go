@@ -135,7 +135,7 @@ func (sc schema) keyOf(item Item, exact bool) (key, error) {
 		}
 		return k, validation("One or more parameter values were invalid: Missing the key %s in the item", sc.hash)
 	}
-	hc, err := canonical(sc.hash, sc.hashType, hv)
+	hc, err := sc.hashCanonical(hv)
 	if err != nil {
 		return k, err
 	}
@@ -152,6 +152,9 @@ func (sc schema) keyOf(item Item, exact bool) (key, error) {
 		if k.rk, err = canonical(sc.rng, sc.rngType, rv); err != nil {
 			return k, err
 		}
+		if len(k.rk) > MaxRangeKeyBytes {
+			return k, validation("One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of %d bytes", MaxRangeKeyBytes)
+		}
 		k.keys[sc.rng] = rv
 	}
 	if exact && len(item) != len(k.keys) {
@@ -162,11 +165,29 @@ func (sc schema) keyOf(item Item, exact bool) (key, error) {
 
 // partitionOf returns the key of a partition-key value alone (h set).
 func (sc schema) partitionOf(v events.DynamoDBAttributeValue) (key, error) {
-	hc, err := canonical(sc.hash, sc.hashType, v)
+	hc, err := sc.hashCanonical(v)
 	if err != nil {
 		return key{}, err
 	}
 	return key{h: hashKey(sc.hashType, hc)}, nil
+}
+
+// DynamoDB's limits on key values: the partition key's value at most 2048
+// bytes, the sort key's at most 1024 (a string's UTF-8, a binary's bytes;
+// a number's canonical text, never that long).
+const (
+	MaxHashKeyBytes  = 2048
+	MaxRangeKeyBytes = 1024
+)
+
+// hashCanonical is canonical for the partition key, with its size limit.
+func (sc schema) hashCanonical(v events.DynamoDBAttributeValue) (string, error) {
+	hc, err := canonical(sc.hash, sc.hashType, v)
+	if err == nil && len(hc) > MaxHashKeyBytes {
+		// DynamoDB's words, without a space before the number.
+		err = validation("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of%d bytes", MaxHashKeyBytes)
+	}
+	return hc, err
 }
 
 // hashKey is the MD5 of the partition key's type and canonical form (a

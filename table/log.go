@@ -160,7 +160,7 @@ func (t *Table) Stream() (label, view, arn string) {
 func (t *Table) describe() *TableDescription {
 	t.metaMu.Lock()
 	d := t.st.TableDescription
-	d.TimeToLive, d.Shards, d.Log = t.st.TTL, t.st.Shards, t.st.Log
+	d.TimeToLive, d.Shards, d.Log, d.Provisioned = t.st.TTL, t.st.Shards, t.st.Log, t.st.Provisioned
 	t.metaMu.Unlock()
 	t.idxMu.RLock()
 	d.ItemCount, d.TableSizeBytes = int64(t.idx.Len()), t.bytes

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -38,6 +39,7 @@ type QueryInput struct {
 	ScanIndexForward          *bool             `json:"ScanIndexForward,omitempty"`
 	Select                    string            `json:"Select,omitempty"`
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // ScanInput is Scan's request (API_Scan): every item, in the order of
@@ -56,15 +58,33 @@ type ScanInput struct {
 	TotalSegments             *int              `json:"TotalSegments,omitempty"`
 	Select                    string            `json:"Select,omitempty"`
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
 }
 
-// QueryOutput is the answer of Query and Scan. Items is empty with Select
-// COUNT. LastEvaluatedKey is set when there may be more items.
+// QueryOutput is the answer of Query and Scan. Items is nil with Select
+// COUNT (and not written then, as DynamoDB's answer has none).
+// LastEvaluatedKey is set when there may be more items.
 type QueryOutput struct {
 	Items            []Item `json:"Items"`
 	Count            int    `json:"Count"`
 	ScannedCount     int    `json:"ScannedCount"`
 	LastEvaluatedKey Item   `json:"LastEvaluatedKey,omitempty"`
+	// ConsumedCapacity counts every item read, the ones the filter
+	// dropped too.
+	ConsumedCapacity *ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+}
+
+// MarshalJSON writes the answer as DynamoDB does: Items always, [] when
+// none matched, except with Select COUNT (Items nil).
+func (o QueryOutput) MarshalJSON() ([]byte, error) {
+	type plain QueryOutput
+	if o.Items != nil {
+		return json.Marshal(plain(o))
+	}
+	return json.Marshal(struct {
+		plain
+		Items []Item `json:"Items,omitempty"`
+	}{plain: plain(o)})
 }
 
 // reader holds what Query and Scan share: filter, projection, paging.
@@ -76,6 +96,15 @@ type reader struct {
 	count  bool
 	out    *QueryOutput
 	bytes  int
+	// rcc and consistent: the capacity to report, and how it is counted.
+	rcc        string
+	consistent bool
+}
+
+// result is the answer, with the capacity read if it was asked for.
+func (r *reader) result() *QueryOutput {
+	r.out.ConsumedCapacity = capacity(r.rcc, r.t.st.TableName, readUnits(r.bytes, r.consistent))
+	return r.out
 }
 
 func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader, error) {
@@ -85,11 +114,11 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader,
 	if in.Limit < 0 {
 		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
 	}
-	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}}
+	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead}
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 	case SelectCount:
-		r.count = true
+		r.count, r.out.Items = true, nil
 	default:
 		return nil, validation("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", in.Select)
 	}
@@ -142,7 +171,7 @@ func (r *reader) visit(ctx context.Context, e entry) (bool, error) {
 }
 
 // page visits entries until the limit or the page size; it leaves
-// LastEvaluatedKey set only if entries remain.
+// LastEvaluatedKey set if entries remain or the limit was reached.
 //
 // truncated says entries is not the whole rest of the table.
 func (r *reader) page(ctx context.Context, entries []entry, truncated bool, match func(entry) (bool, error)) error {
@@ -170,7 +199,9 @@ func (r *reader) page(ctx context.Context, entries []entry, truncated bool, matc
 			break
 		}
 	}
-	if !more {
+	// Stopped by Limit, even on the last entry, the page has a
+	// LastEvaluatedKey, as DynamoDB's does.
+	if !more && (r.limit == 0 || r.out.ScannedCount < r.limit) {
 		r.out.LastEvaluatedKey = nil
 	}
 	return nil
@@ -193,6 +224,14 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	r, err := s.newReader(t, &in, c)
 	if err != nil {
 		return nil, err
+	}
+	if r.filter != nil {
+		// DynamoDB filters a Query on the other attributes only.
+		for _, a := range r.filter.Attributes() {
+			if a == t.schema.hash || a == t.schema.rng {
+				return nil, validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", a)
+			}
+		}
 	}
 	if err := c.CheckUnused(); err != nil {
 		return nil, exprErr(err)
@@ -227,7 +266,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if err := r.page(ctx, entries, false, match); err != nil {
 		return nil, err
 	}
-	return r.out, nil
+	return r.result(), nil
 }
 
 // rangeValue returns the sort-key value of an entry.
@@ -276,7 +315,8 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 		return nil, err
 	}
 	c := newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select}
+	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select,
+		ConsistentRead: in.ConsistentRead, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
 	r, err := s.newReader(t, &q, c)
 	if err != nil {
 		return nil, err
@@ -330,7 +370,7 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	if err := r.page(ctx, entries, truncated, nil); err != nil {
 		return nil, err
 	}
-	return r.out, nil
+	return r.result(), nil
 }
 
 // segmentOf spreads partition hashes evenly over total segments.

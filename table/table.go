@@ -46,8 +46,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
@@ -131,6 +131,9 @@ type CreateTableInput struct {
 	KeySchema            []KeySchemaElement    `json:"KeySchema"`
 	AttributeDefinitions []AttributeDefinition `json:"AttributeDefinitions"`
 	StreamSpecification  *StreamSpecification  `json:"StreamSpecification,omitempty"`
+	// BillingMode and ProvisionedThroughput: see Throughput.
+	BillingMode           string      `json:"BillingMode,omitempty"`
+	ProvisionedThroughput *Throughput `json:"ProvisionedThroughput,omitempty"`
 	// RunnelShards is the number of change-log shards (runnel's own
 	// field): 1..64, default DefaultShards.
 	RunnelShards int `json:"RunnelShards,omitempty"`
@@ -156,14 +159,18 @@ type TableDescription struct {
 	// stream (in the package's own stream namespace).
 	Shards int    `json:"-"`
 	Log    string `json:"-"`
+	// Provisioned is the throughput of a provisioned table; nil: on
+	// demand.
+	Provisioned *Throughput `json:"-"`
 }
 
 // stored is what the metadata bucket keeps per table.
 type stored struct {
 	TableDescription
-	TTL    TimeToLiveSpecification `json:"RunnelTTL"`
-	Shards int                     `json:"RunnelShards"`
-	Log    string                  `json:"RunnelLog"`
+	TTL         TimeToLiveSpecification `json:"RunnelTTL"`
+	Shards      int                     `json:"RunnelShards"`
+	Log         string                  `json:"RunnelLog"`
+	Provisioned *Throughput             `json:"RunnelProvisioned,omitempty"`
 }
 
 // Service is the tables API over one engine. Open it with New; it is safe
@@ -324,10 +331,14 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 			return nil, err
 		}
 	}
+	provisioned, err := billing(in.BillingMode, in.ProvisionedThroughput, nil)
+	if err != nil {
+		return nil, err
+	}
 	now := s.eng.Clock.Now().UTC()
-	st := stored{Shards: shards}
+	st := stored{Shards: shards, Provisioned: provisioned}
 	st.TableDescription = TableDescription{
-		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: nuid.Next(), TableStatus: tableStatus,
+		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: uuid.NewString(), TableStatus: tableStatus,
 		KeySchema: schema.elements(), AttributeDefinitions: schema.definitions(),
 		CreationDateTime: float64(now.UnixMilli()) / 1000,
 	}

@@ -130,7 +130,7 @@ func TestConditionEval(t *testing.T) {
 		{"NOT (age = :n OR age = :n)", nil, sample, false}, //
 		{"NOT age = :lo AND NOT age = :hi", nil, sample, true},
 		{"NOT NOT age = :n", nil, sample, true},
-		{"((age = :n))", nil, sample, true},
+		{"(age = :n)", nil, sample, true},                          // "((age = :n))" is refused: TestConditionErrors
 		{"age = :n and name = :s Or age = :lo", nil, sample, true}, // keywords in any case
 		{"age BETWEEN :lo AND :hi AND name = :s", nil, sample, true},
 	}
@@ -160,6 +160,10 @@ func TestConditionErrors(t *testing.T) {
 		want  string
 	}{
 		{"", nil, "Invalid ConditionExpression: The expression can not be empty;"},
+		// AWS's answer to '((attribute_not_exists(pk)))', as recorded by
+		// paritysuite/dynamodb-conformance (PutItem's exact error messages).
+		{"((attribute_not_exists(a)))", nil, "Invalid ConditionExpression: The expression has redundant parentheses;"},
+		{"(a = :s) AND ((b = :s))", nil, "Invalid ConditionExpression: The expression has redundant parentheses;"},
 		{"   ", nil, "Invalid ConditionExpression: The expression can not be empty;"},
 		{"a = #x", nil, "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #x"},
 		{"a.#x = :s", names("#y", "y"), "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #x"},

@@ -56,7 +56,35 @@ func newParser(s, label string, c *Context) (*parser, error) {
 	if p.toks[0].kind == tEOF {
 		return nil, p.fail("The expression can not be empty;")
 	}
+	if redundantParens(p.toks) {
+		return nil, p.fail("The expression has redundant parentheses;")
+	}
 	return p, nil
+}
+
+// redundantParens reports a pair of parentheses directly around another
+// ("((a = :v))"), which DynamoDB refuses; one pair around anything is
+// fine.
+func redundantParens(toks []token) bool {
+	isPunct := func(i int, s string) bool { return i < len(toks) && toks[i].kind == tPunct && toks[i].text == s }
+	var open []int // positions of the unclosed '('
+	closed := -1   // position of the '(' whose ')' was the last token seen
+	for i := range toks {
+		switch {
+		case isPunct(i, "("):
+			open = append(open, i)
+		case isPunct(i, ")") && len(open) > 0:
+			o := open[len(open)-1]
+			open = open[:len(open)-1]
+			if closed == o+1 && isPunct(i-1, ")") {
+				return true
+			}
+			closed = o
+			continue
+		}
+		closed = -1
+	}
+	return false
 }
 
 func (p *parser) peek() token        { return p.toks[p.i] }

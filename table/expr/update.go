@@ -189,6 +189,13 @@ func (p *parser) setValue() (*setValue, error) {
 func (p *parser) updOperand() (*updOperand, error) {
 	t := p.peek()
 	switch {
+	case p.isPunct("("): // "SET a = (:v)"
+		p.next()
+		o, err := p.updOperand()
+		if err != nil {
+			return nil, err
+		}
+		return o, p.expectPunct(")")
 	case t.kind == tValue:
 		r, _, err := p.value()
 		if err != nil {

@@ -25,6 +25,7 @@ func TestUpdateApply(t *testing.T) {
 		{"set copies path", "SET s2 = s", nil, `{"s": {"S": "old"}}`, `{"s": {"S": "old"}, "s2": {"S": "old"}}`},
 		{"set swap reads old", "SET a = b, b = a", nil, `{"a": {"N": "1"}, "b": {"N": "2"}}`, `{"a": {"N": "2"}, "b": {"N": "1"}}`},
 		{"set plus", "SET n = n + :one", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "11"}}`},
+		{"set parenthesized operands", "SET s = (:s), n = (n) + (:one)", nil, `{"n": {"N": "10"}}`, `{"s": {"S": "x"}, "n": {"N": "11"}}`},
 		{"set minus", "set n = n - :neg", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "12.5"}}`},
 		{"set minus exact", "SET n = :tenth - n", nil, `{"n": {"N": "0.3"}}`, `{"n": {"N": "-0.2"}}`},
 		{"if_not_exists absent", "SET n = if_not_exists(n, :one)", nil, `{}`, `{"n": {"N": "1"}}`},

@@ -1,0 +1,401 @@
+package awsapi
+
+// Validation of a JSON request against its operation's input shape in the
+// service's model (model.go), before the operation runs and before any
+// resource is looked up, as AWS's services do:
+//
+//   - a value of the wrong JSON type (a number where the model has a
+//     string, a list where it has a structure) is a SerializationException,
+//     worded as AWS's JSON reader words it ("NUMBER_VALUE cannot be
+//     converted to String");
+//   - then every constraint of the model (required members, lengths,
+//     ranges, patterns, enums), in the model's member order, is one
+//     failure of a ValidationException: "1 validation error detected:
+//     Value 'x' at 'streamName' failed to satisfy constraint: Member must
+//     have length less than or equal to 128", or "N validation errors
+//     detected: …; …" for several;
+//   - then the service's own rules on values (DynamoDB's AttributeValue,
+//     validate_dynamodb.go).
+//
+// The value is the member's path in lower camel case, list elements as
+// "<list>.<n>.member" (from 1), map values as "<map>.<key>.member".
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/big"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// modelExtras are the values runnel takes beyond a model's constraints,
+// by service and shape: Lambda's runtime of in-process functions
+// ("runnel"), and a role given by its name alone (stored as the ARN of
+// that role in the engine's account).
+var modelExtras = map[Service]map[string]func(string) bool{
+	Lambda: {
+		"Runtime": func(v string) bool { return v == "runnel" },
+		"RoleArn": roleName.MatchString,
+	},
+}
+
+var roleName = regexp.MustCompile(`^[a-zA-Z_0-9+=,.@\-_/]{1,64}$`)
+
+// validation is one request's validation under way.
+type validation struct {
+	svc   Service
+	m     *model
+	uri   map[string]string
+	fails []string
+	// serial is the first type mismatch: nothing else is reported then.
+	serial error
+	// rule is the first failure of a service's own rule, reported when
+	// the model's constraints all hold.
+	rule error
+}
+
+// validateJSON checks a JSON body against op's input shape; nil when it
+// holds, or when op's service has no model. uri holds the values of the
+// members Lambda takes in the path, by location name.
+func validateJSON(op *Operation, body []byte, uri map[string]string) error {
+	s := inputShape(op)
+	if s == nil || s.Payload != "" {
+		return nil
+	}
+	var v any = map[string]any{}
+	if body = bytes.TrimSpace(body); len(body) > 0 {
+		d := json.NewDecoder(bytes.NewReader(body))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return serialization(op.Service, "%v", err)
+		}
+		if d.More() {
+			return serialization(op.Service, "unexpected data after the request's JSON object")
+		}
+	}
+	vd := &validation{svc: op.Service, m: modelOf(op.Service), uri: uri}
+	vd.value(s, v, "")
+	return vd.err()
+}
+
+// serialization is the error of a body that does not read as the input
+// shape: SerializationException, and Lambda's InvalidRequestContentException
+// ("Could not parse request body into json: ...").
+func serialization(svc Service, format string, args ...any) error {
+	if svc == Lambda {
+		return awserr.New(awserr.ErrInvalidRequestContent, "Could not parse request body into json: "+format, args...)
+	}
+	return awserr.New(awserr.ErrSerialization, format, args...)
+}
+
+// err is the validation's result.
+func (vd *validation) err() error {
+	switch {
+	case vd.serial != nil:
+		return vd.serial
+	case len(vd.fails) == 1:
+		return awserr.New(awserr.ErrValidation, "1 validation error detected: %s", vd.fails[0])
+	case len(vd.fails) > 1:
+		return awserr.New(awserr.ErrValidation, "%d validation errors detected: %s", len(vd.fails), strings.Join(vd.fails, "; "))
+	}
+	return vd.rule
+}
+
+// fail records a constraint v at path does not satisfy.
+func (vd *validation) fail(path string, v any, constraint string, args ...any) {
+	vd.fails = append(vd.fails, fmt.Sprintf("Value %s at '%s' failed to satisfy constraint: Member must ", render(v), path)+fmt.Sprintf(constraint, args...))
+}
+
+// mismatch records a value of the wrong JSON type for s.
+func (vd *validation) mismatch(s *shape, v any) {
+	if vd.serial != nil {
+		return
+	}
+	var msg string
+	switch v.(type) {
+	case map[string]any:
+		msg = "Start of structure or map found where not expected."
+	case []any:
+		msg = "Start of list found where not expected."
+	default:
+		msg = fmt.Sprintf("%s cannot be converted to %s", tokenName(v), javaType(s))
+	}
+	vd.serial = serialization(vd.svc, "%s", msg)
+}
+
+// value checks v (not null) against s.
+func (vd *validation) value(s *shape, v any, path string) {
+	if vd.serial != nil {
+		return
+	}
+	switch s.Type {
+	case "structure":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			vd.mismatch(s, v)
+			return
+		}
+		for _, m := range s.Members {
+			var mv any
+			switch {
+			case m.Location == "uri" && path == "" && vd.uri[m.LocationName] != "":
+				mv = vd.uri[m.LocationName]
+			case m.Location != "":
+				continue // the endpoint reads headers and query strings itself
+			default:
+				mv = obj[m.wireName()]
+			}
+			p := lowerFirst(m.name)
+			if path != "" {
+				p = path + "." + p
+			}
+			if mv == nil {
+				if s.req[m.name] {
+					vd.fail(p, nil, "not be null")
+				}
+				continue
+			}
+			vd.value(m.shape, mv, p)
+		}
+	case "list":
+		arr, ok := v.([]any)
+		if !ok {
+			vd.mismatch(s, v)
+			return
+		}
+		vd.length(s, v, len(arr), path)
+		for i, e := range arr {
+			if e != nil {
+				vd.value(s.Member.shape, e, fmt.Sprintf("%s.%d.member", path, i+1))
+			}
+		}
+	case "map":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			vd.mismatch(s, v)
+			return
+		}
+		vd.length(s, v, len(obj), path)
+		for _, k := range sortedKeys(obj) {
+			vd.scalar(s.Key.shape, k, path)
+			if obj[k] != nil {
+				vd.value(s.Value.shape, obj[k], path+"."+k+".member")
+			}
+		}
+	default:
+		vd.scalar(s, v, path)
+	}
+	if rule := serviceRules[vd.svc][s.name]; rule != nil && vd.serial == nil && vd.rule == nil {
+		vd.rule = rule(v)
+	}
+}
+
+// scalar checks a string, number, boolean, blob or timestamp.
+func (vd *validation) scalar(s *shape, v any, path string) {
+	switch s.Type {
+	case "string":
+		str, ok := v.(string)
+		if !ok {
+			vd.mismatch(s, v)
+			return
+		}
+		if extra := modelExtras[vd.svc][s.name]; extra != nil && extra(str) {
+			return
+		}
+		before := len(vd.fails)
+		vd.length(s, v, javaLength(str), path)
+		if s.re != nil && !s.re.MatchString(str) {
+			vd.fail(path, v, "satisfy regular expression pattern: %s", s.Pattern)
+		}
+		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
+			vd.fail(path, v, "satisfy enum value set: [%s]", strings.Join(s.Enum, ", "))
+		}
+		if vd.svc == DynamoDB && s.name == "TableArn" && len(vd.fails) == before {
+			vd.tableNameRule(str, path)
+		}
+	case "blob":
+		str, ok := v.(string)
+		if !ok {
+			vd.mismatch(s, v)
+			return
+		}
+		// The length decoded; whether it decodes is the decoder's to say
+		// (a SerializationException), without a second decoding here. A
+		// blob is written in messages as AWS's Java writes it, not echoed.
+		n := base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(str, "=")))
+		vd.length(s, javaBlob(n), n, path)
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			vd.mismatch(s, v)
+		}
+	case "timestamp":
+		switch t := v.(type) {
+		case json.Number:
+		case string:
+			if _, err := strconv.ParseFloat(t, 64); err != nil && !isTimestamp(t) {
+				vd.serial = serialization(vd.svc, "Unable to parse date value %q", t)
+			}
+		default:
+			vd.mismatch(s, v)
+		}
+	case "integer", "long", "double", "float":
+		n, ok := v.(json.Number)
+		if !ok {
+			vd.mismatch(s, v)
+			return
+		}
+		vd.number(s, n, path)
+	}
+}
+
+// number checks a number's type and range.
+func (vd *validation) number(s *shape, n json.Number, path string) {
+	f, ok := new(big.Float).SetString(string(n))
+	if !ok {
+		vd.mismatch(s, n)
+		return
+	}
+	if s.Type == "integer" || s.Type == "long" {
+		i, acc := f.Int64()
+		bits := 64
+		if s.Type == "integer" {
+			bits = 32
+		}
+		if acc != big.Exact || i < -1<<(bits-1) || i > 1<<(bits-1)-1 {
+			vd.serial = serialization(vd.svc, "NUMBER_VALUE %s cannot be converted to %s", n, javaType(s))
+			return
+		}
+	}
+	if s.Min != nil && f.Cmp(big.NewFloat(*s.Min)) < 0 {
+		vd.fail(path, n, "have value greater than or equal to %s", bound(*s.Min))
+	}
+	if s.Max != nil && f.Cmp(big.NewFloat(*s.Max)) > 0 {
+		vd.fail(path, n, "have value less than or equal to %s", bound(*s.Max))
+	}
+}
+
+// length checks the length of a string, blob, list or map.
+func (vd *validation) length(s *shape, v any, n int, path string) {
+	if s.Min != nil && float64(n) < *s.Min {
+		vd.fail(path, v, "have length greater than or equal to %s", bound(*s.Min))
+	}
+	if s.Max != nil && float64(n) > *s.Max {
+		vd.fail(path, v, "have length less than or equal to %s", bound(*s.Max))
+	}
+}
+
+// render writes a value as AWS's messages do: null, or the value in
+// single quotes (lists and maps as Java writes them).
+func render(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return "'" + javaString(v) + "'"
+}
+
+func javaString(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			parts[i] = javaString(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		keys := sortedKeys(t)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + javaString(t[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+// javaBlob is how AWS's messages write a blob of n bytes.
+type javaBlob int
+
+func (n javaBlob) String() string {
+	return fmt.Sprintf("java.nio.HeapByteBuffer[pos=0 lim=%d cap=%d]", int(n), int(n))
+}
+
+// tokenName is the JSON token's name in AWS's serialization messages.
+func tokenName(v any) string {
+	switch t := v.(type) {
+	case string:
+		return "STRING_VALUE"
+	case json.Number:
+		return "NUMBER_VALUE"
+	case bool:
+		if t {
+			return "TRUE_VALUE"
+		}
+		return "FALSE_VALUE"
+	}
+	return "VALUE"
+}
+
+// javaType is the type a shape is read as, as AWS's messages name it.
+func javaType(s *shape) string {
+	switch s.Type {
+	case "string":
+		return "String"
+	case "blob":
+		return "Blob"
+	case "boolean":
+		return "Boolean"
+	case "timestamp":
+		return "Date"
+	case "integer":
+		return "Integer"
+	case "long":
+		return "Long"
+	case "double", "float":
+		return "Double"
+	case "list":
+		return "List"
+	}
+	return "Structure"
+}
+
+// bound writes a model's bound as an integer when it is one.
+func bound(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// isTimestamp reports whether t is an ISO 8601 date (a timestamp may be
+// written either way).
+func isTimestamp(t string) bool {
+	_, err := time.Parse(time.RFC3339Nano, t)
+	return err == nil
+}
+
+// javaLength is the length of s as Java counts it (UTF-16 code units),
+// which the models' string lengths are in.
+func javaLength(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
+		}
+	}
+	return n
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
