@@ -33,7 +33,8 @@ func TestKinesisSettings(t *testing.T) {
 		t.Fatalf("ListTagsForStream after TagResource: %+v", lts.Tags)
 	}
 	_, err := kc.ListTagsForResource(ctx, &kinesis.ListTagsForResourceInput{ResourceARN: aws.String("arn:aws:sqs:us-east-1:000000000000:q")})
-	if errCode(err) != "InvalidArgumentException" {
+	// The model's ResourceARN pattern (arn:aws.*:kinesis:...) refuses it.
+	if errCode(err) != "ValidationException" {
 		t.Fatalf("a queue ARN: %v", err)
 	}
 	_, err = kc.TagResource(ctx, &kinesis.TagResourceInput{ResourceARN: aws.String(arn + "/consumer/c:1"), Tags: map[string]string{"a": "1"}})
@@ -71,11 +72,11 @@ func TestKinesisSettings(t *testing.T) {
 		t.Fatalf("ALL: %v", em.DesiredShardLevelMetrics)
 	}
 	_, err = kc.EnableEnhancedMonitoring(ctx, &kinesis.EnableEnhancedMonitoringInput{StreamName: aws.String("st"), ShardLevelMetrics: []ktypes.MetricsName{"Bogus"}})
-	if errCode(err) != "InvalidArgumentException" {
+	if errCode(err) != "ValidationException" { // outside the model's enum
 		t.Fatalf("an unknown metric: %v", err)
 	}
 	_, err = kc.EnableEnhancedMonitoring(ctx, &kinesis.EnableEnhancedMonitoringInput{StreamName: aws.String("st"), ShardLevelMetrics: []ktypes.MetricsName{}})
-	if errCode(err) != "InvalidArgumentException" {
+	if errCode(err) != "ValidationException" { // the model's length >= 1
 		t.Fatalf("no metrics: %v", err)
 	}
 
@@ -90,7 +91,7 @@ func TestKinesisSettings(t *testing.T) {
 		t.Fatalf("EncryptionType NONE: %v", err)
 	}
 	_, err = kc.StartStreamEncryption(ctx, &kinesis.StartStreamEncryptionInput{StreamName: aws.String("st"), EncryptionType: ktypes.EncryptionTypeKms, KeyId: aws.String("")})
-	if errCode(err) != "InvalidArgumentException" {
+	if errCode(err) != "ValidationException" { // the model's length >= 1
 		t.Fatalf("an empty KeyId: %v", err)
 	}
 	must(kc.StopStreamEncryption(ctx, &kinesis.StopStreamEncryptionInput{StreamName: aws.String("st"), EncryptionType: ktypes.EncryptionTypeKms, KeyId: aws.String("alias/aws/kinesis")}))

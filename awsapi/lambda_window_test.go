@@ -34,7 +34,7 @@ func TestLambdaTumblingWindowInSeconds(t *testing.T) {
 
 	_, err := lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(streamArn), FunctionName: aws.String("lam-w"),
 		StartingPosition: ltypes.EventSourcePositionTrimHorizon, TumblingWindowInSeconds: aws.Int32(901)})
-	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "TumblingWindowInSeconds")
+	wantValidation(t, err, "tumblingWindowInSeconds") // out of the model's range 0..900
 	_, err = lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(rn.Queues.ARN("lam-wq")), FunctionName: aws.String("lam-w"),
 		TumblingWindowInSeconds: aws.Int32(60)})
 	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "TumblingWindowInSeconds")

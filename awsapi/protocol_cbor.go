@@ -58,26 +58,27 @@ var (
 	cborTimestamps = map[string]bool{"ApproximateArrivalTimestamp": true, "StreamCreationTimestamp": true, "ConsumerCreationTimestamp": true}
 )
 
-// decodeCBOR reads a CBOR body into in, through the JSON it stands for
-// (an empty body is {}); a body that does not decode is a
-// SerializationException.
-func decodeCBOR(body []byte, in any) error {
+// cborBodyToJSON turns a CBOR request body into the JSON body it stands
+// for (an empty body stays empty); a body that does not decode is a
+// SerializationException. serve does this first, so that validation and
+// decoding see the JSON protocol's body.
+func cborBodyToJSON(body []byte) ([]byte, error) {
 	if len(body) == 0 {
-		return nil
+		return body, nil
 	}
 	var v any
 	if err := cborDec.Unmarshal(body, &v); err != nil {
-		return awserr.New(awserr.ErrSerialization, "CBOR body: %v", err)
+		return nil, awserr.New(awserr.ErrSerialization, "CBOR body: %v", err)
 	}
 	j, err := cborToJSON(v)
 	if err != nil {
-		return awserr.New(awserr.ErrSerialization, "CBOR body: %v", err)
+		return nil, awserr.New(awserr.ErrSerialization, "CBOR body: %v", err)
 	}
 	b, err := json.Marshal(j)
 	if err != nil {
-		return awserr.New(awserr.ErrSerialization, "CBOR body: %v", err)
+		return nil, awserr.New(awserr.ErrSerialization, "CBOR body: %v", err)
 	}
-	return decodeJSON(b, in)
+	return b, nil
 }
 
 // cborToJSON turns a decoded CBOR value into the value the JSON protocol

@@ -245,11 +245,19 @@ func (h *Handler) lambdaMux() *http.ServeMux {
 	return m
 }
 
-// serve answers the request with op: a JSON body is first validated
-// against the operation's input shape in the service's model
-// (validate.go).
+// serve answers the request with op: a CBOR body is first turned into
+// its JSON (protocol_cbor.go), then a JSON body is validated against the
+// operation's input shape in the service's model (validate.go).
 func (rq *request) serve(op *Operation) {
 	defer rq.recoverPanic()
+	if rq.proto == protoKinesisCBOR {
+		b, err := cborBodyToJSON(rq.body)
+		if err != nil {
+			rq.fail(err)
+			return
+		}
+		rq.body = b
+	}
 	if rq.proto != protoSQSQuery {
 		var uri map[string]string
 		if rq.proto == protoLambda {
@@ -312,8 +320,6 @@ func (rq *request) decode(in any) error {
 		return dynamoDecode(rq.body, in)
 	case protoLambda:
 		return lambdaDecode(rq.body, in)
-	case protoKinesisCBOR:
-		return decodeCBOR(rq.body, in)
 	}
 	return decodeJSON(rq.body, in)
 }
