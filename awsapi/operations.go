@@ -14,7 +14,7 @@ var operations = index([]Operation{
 	// Kinesis (kinesis_streams.go, kinesis_records.go, kinesis_reshard.go)
 	{Service: Kinesis, Name: "PutRecord", h: handle(kinesisPutRecord),
 		Doc: "Writes one record to the shard of its PartitionKey (or ExplicitHashKey)."},
-	{Service: Kinesis, Name: "PutRecords", h: handle(kinesisPutRecords),
+	{Service: Kinesis, Name: "PutRecords", h: handle(kinesisPutRecords), ValidateOnError: true,
 		Doc: "Writes up to 500 records; each entry succeeds or fails on its own (FailedRecordCount)."},
 	{Service: Kinesis, Name: "GetShardIterator", h: handle(kinesisGetShardIterator),
 		Doc: "Returns an iterator (valid 5 minutes) at TRIM_HORIZON, LATEST, AT_/AFTER_SEQUENCE_NUMBER or AT_TIMESTAMP."},

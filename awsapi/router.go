@@ -258,11 +258,12 @@ func (rq *request) serve(op *Operation) {
 		}
 		rq.body = b
 	}
-	if rq.proto != protoSQSQuery {
-		var uri map[string]string
-		if rq.proto == protoLambda {
-			uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid")}
-		}
+	var uri map[string]string
+	if rq.proto == protoLambda {
+		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid")}
+	}
+	validate := rq.proto != protoSQSQuery
+	if validate && !op.ValidateOnError {
 		if err := validateJSON(op, rq.body, uri); err != nil {
 			rq.fail(err)
 			return
@@ -270,6 +271,11 @@ func (rq *request) serve(op *Operation) {
 	}
 	out, err := op.h.serve(rq)
 	if err != nil {
+		if validate && op.ValidateOnError {
+			if verr := validateJSON(op, rq.body, uri); verr != nil {
+				err = verr
+			}
+		}
 		rq.fail(err)
 		return
 	}
