@@ -30,12 +30,10 @@ func (in *splitShardInput) check() error {
 }
 
 func kinesisSplitShard(rq *request, in *splitShardInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
+	return in.with(func(name string) (any, error) {
+		_, err := rq.h.rn.Streams.SplitShard(rq.ctx, name, in.ShardToSplit, in.NewStartingHashKey)
 		return nil, err
-	}
-	_, err = rq.h.rn.Streams.SplitShard(rq.ctx, name, in.ShardToSplit, in.NewStartingHashKey)
-	return nil, err
+	})
 }
 
 type mergeShardsInput struct {
@@ -52,12 +50,10 @@ func (in *mergeShardsInput) check() error {
 }
 
 func kinesisMergeShards(rq *request, in *mergeShardsInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
+	return in.with(func(name string) (any, error) {
+		_, err := rq.h.rn.Streams.MergeShards(rq.ctx, name, in.ShardToMerge, in.AdjacentShardToMerge)
 		return nil, err
-	}
-	_, err = rq.h.rn.Streams.MergeShards(rq.ctx, name, in.ShardToMerge, in.AdjacentShardToMerge)
-	return nil, err
+	})
 }
 
 type updateShardCountInput struct {
@@ -77,11 +73,9 @@ func (in *updateShardCountInput) check() error {
 }
 
 func kinesisUpdateShardCount(rq *request, in *updateShardCountInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
-		return nil, err
-	}
-	return rq.h.rn.Streams.UpdateShardCount(rq.ctx, name, *in.TargetShardCount, in.ScalingType)
+	return in.with(func(name string) (any, error) {
+		return rq.h.rn.Streams.UpdateShardCount(rq.ctx, name, *in.TargetShardCount, in.ScalingType)
+	})
 }
 
 type addTagsToStreamInput struct {
@@ -90,11 +84,7 @@ type addTagsToStreamInput struct {
 }
 
 func kinesisAddTagsToStream(rq *request, in *addTagsToStreamInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.AddTagsToStream(rq.ctx, name, in.Tags)
+	return in.with(func(name string) (any, error) { return nil, rq.h.rn.Streams.AddTagsToStream(rq.ctx, name, in.Tags) })
 }
 
 type removeTagsFromStreamInput struct {
@@ -103,11 +93,9 @@ type removeTagsFromStreamInput struct {
 }
 
 func kinesisRemoveTagsFromStream(rq *request, in *removeTagsFromStreamInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.RemoveTagsFromStream(rq.ctx, name, in.TagKeys)
+	return in.with(func(name string) (any, error) {
+		return nil, rq.h.rn.Streams.RemoveTagsFromStream(rq.ctx, name, in.TagKeys)
+	})
 }
 
 type listTagsForStreamInput struct {

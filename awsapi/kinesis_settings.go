@@ -127,19 +127,15 @@ type encryptionInput struct {
 }
 
 func kinesisStartStreamEncryption(rq *request, in *encryptionInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.StartStreamEncryption(rq.ctx, name, in.EncryptionType, in.KeyId)
+	return in.with(func(name string) (any, error) {
+		return nil, rq.h.rn.Streams.StartStreamEncryption(rq.ctx, name, in.EncryptionType, in.KeyId)
+	})
 }
 
 func kinesisStopStreamEncryption(rq *request, in *encryptionInput) (any, error) {
-	name, err := in.name()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.StopStreamEncryption(rq.ctx, name, in.EncryptionType, in.KeyId)
+	return in.with(func(name string) (any, error) {
+		return nil, rq.h.rn.Streams.StopStreamEncryption(rq.ctx, name, in.EncryptionType, in.KeyId)
+	})
 }
 
 // monitoringOut is a stream's EnhancedMonitoring in DescribeStream and

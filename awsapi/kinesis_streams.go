@@ -31,6 +31,15 @@ type streamRef struct {
 	StreamARN  string
 }
 
+// with calls fn with the stream's name, or fails as name does.
+func (s streamRef) with(fn func(name string) (any, error)) (any, error) {
+	name, err := s.name()
+	if err != nil {
+		return nil, err
+	}
+	return fn(name)
+}
+
 func (s streamRef) name() (string, error) {
 	if s.StreamName != "" {
 		return s.StreamName, nil
@@ -117,11 +126,7 @@ func kinesisCreateStream(rq *request, in *createStreamInput) (any, error) {
 }
 
 func kinesisDeleteStream(rq *request, in *streamRef) (any, error) {
-	name, err := in.name()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.DeleteStream(rq.ctx, name)
+	return in.with(func(name string) (any, error) { return nil, rq.h.rn.Streams.DeleteStream(rq.ctx, name) })
 }
 
 type describeStreamInput struct {

@@ -254,14 +254,7 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc 
 }
 
 func (s *Service) putOp(t *Table, item Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
-	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
-		return nil, err
-	}
-	k, err := t.schema.keyOf(item, false)
-	if err != nil {
-		return nil, err
-	}
-	cond, err := s.conditionOnly(condition, names, values)
+	k, cond, err := s.keyAndCondition(t, item, false, condition, names, values, rvoccf)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +264,22 @@ func (s *Service) putOp(t *Table, item Item, condition string, names map[string]
 	it := copyItem(expr.CanonicalItem(item))
 	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld,
 		next: func(Item) (Item, error) { return it, nil }}, nil
+}
+
+// keyAndCondition is the prologue of PutItem and DeleteItem: the
+// ReturnValuesOnConditionCheckFailure value, the item's key (keyOnly: the
+// item must be the key and nothing else) and the parsed condition, checked
+// in that order.
+func (s *Service) keyAndCondition(t *Table, item Item, keyOnly bool, condition string, names map[string]string, values Item, rvoccf string) (key, *expr.Condition, error) {
+	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
+		return key{}, nil, err
+	}
+	k, err := t.schema.keyOf(item, keyOnly)
+	if err != nil {
+		return key{}, nil, err
+	}
+	cond, err := s.conditionOnly(condition, names, values)
+	return k, cond, err
 }
 
 func copyItem(it Item) Item {
@@ -417,14 +426,7 @@ func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOut
 }
 
 func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
-	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
-		return nil, err
-	}
-	k, err := t.schema.keyOf(keyItem, true)
-	if err != nil {
-		return nil, err
-	}
-	cond, err := s.conditionOnly(condition, names, values)
+	k, cond, err := s.keyAndCondition(t, keyItem, true, condition, names, values, rvoccf)
 	if err != nil {
 		return nil, err
 	}

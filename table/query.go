@@ -207,13 +207,21 @@ func (r *reader) page(ctx context.Context, entries []entry, truncated bool, matc
 	return nil
 }
 
+// tableAndContext is the table a read names and its expressions' context.
+func (s *Service) tableAndContext(name string, names map[string]string, values Item) (*Table, *expr.Context, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, newContext(names, values), nil
+}
+
 // Query returns the items of one partition key (see QueryInput).
 func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error) {
-	t, err := s.table(in.TableName)
+	t, c, err := s.tableAndContext(in.TableName, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	if err != nil {
 		return nil, err
 	}
-	c := newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	if in.KeyConditionExpression == "" {
 		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
 	}
@@ -310,11 +318,10 @@ func (t *Table) partition(h [16]byte, forward bool, start *key) []entry {
 
 // Scan returns every item (see ScanInput), a page at a time.
 func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) {
-	t, err := s.table(in.TableName)
+	t, c, err := s.tableAndContext(in.TableName, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	if err != nil {
 		return nil, err
 	}
-	c := newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select,
 		ConsistentRead: in.ConsistentRead, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
 	r, err := s.newReader(t, &q, c)
