@@ -40,9 +40,9 @@ type crashCase struct {
 	data []string
 
 	mu      sync.Mutex
-	before  []string          // invocations before the crash (data joined)
-	after   []string          // invocations after the restart
-	ok      map[string]int    // data -> successful deliveries, both runs
+	before  []string       // invocations before the crash (data joined)
+	after   []string       // invocations after the restart
+	ok      map[string]int // data -> successful deliveries, both runs
 	behave  func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error)
 	block   func(n int, ev events.KinesisEvent) bool
 	entered chan struct{}
