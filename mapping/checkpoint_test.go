@@ -39,19 +39,20 @@ type crashCase struct {
 	seqs []string // sequence number of each record put, by index
 	data []string
 
-	mu      sync.Mutex
-	before  []string       // invocations before the crash (data joined)
-	after   []string       // invocations after the restart
-	ok      map[string]int // data -> successful deliveries, both runs
-	behave  func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error)
-	block   func(n int, ev events.KinesisEvent) bool
-	entered chan struct{}
-	blocked atomic.Int32
-	wantBlk int32 // how many invocations must be blocked before the checks
-	crashed atomic.Bool
-	mapping *mapping.Config
-	clock   clockwork.Clock // nil: the real clock
-	setup   func(rn *runnel.Runnel, cfg *mapping.Config)
+	mu       sync.Mutex
+	before   []string       // invocations before the crash (data joined)
+	after    []string       // invocations after the restart
+	ok       map[string]int // data -> successful deliveries, both runs
+	behave   func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error)
+	block    func(n int, ev events.KinesisEvent) bool
+	entered  chan struct{}
+	blocked  atomic.Int32
+	wantBlk  int32 // how many invocations must be blocked before the checks
+	crashed  atomic.Bool
+	mapping  *mapping.Config
+	clock    clockwork.Clock                              // nil: the real clock
+	setup    func(rn *runnel.Runnel, cfg *mapping.Config) // after the stream is created
+	afterPut func(rn *runnel.Runnel)                      // after the records are put
 }
 
 var crashSeq atomic.Int32
@@ -79,6 +80,9 @@ func startCrashCase(t *testing.T, cc *crashCase, cfg mapping.Config, keys func(i
 		entries = append(entries, cc.data[i])
 	}
 	seqs := putKeyed(t, cc.rn, "src", entries, keys)
+	if cc.afterPut != nil {
+		cc.afterPut(cc.rn)
+	}
 	handler := fmt.Sprintf("crash-%d", crashSeq.Add(1))
 	var calls atomic.Int32
 	function.Register(handler, function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
@@ -383,20 +387,30 @@ func TestCheckpointPassesDiscardedRecords(t *testing.T) {
 // TestCheckpointPassesAgedRecords: records older than
 // MaximumRecordAgeInSeconds at a retry are discarded (RecordAgeExceeded)
 // and the checkpoint passes them; after a crash they are not delivered
-// again. The clock is fake: the first invocation moves it 61 s on.
+// again. The clock is fake: records 1..3 arrive at t0, 4..6 at t0+30s,
+// and the first invocation (1..3) moves the clock to t0+61s, so its retry
+// finds 1..3 aged and 4..6 not.
 func TestCheckpointPassesAgedRecords(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Now())
 	cc := &crashCase{data: []string{"1", "2", "3"}, clock: clock}
 	var more []string
+	cc.afterPut = func(rn *runnel.Runnel) {
+		clock.Advance(30 * time.Second)
+		more = putKeyed(t, rn, "src", []string{"4", "5", "6"}, oneKey)
+	}
 	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 		if n == 1 {
-			clock.Advance(61 * time.Second)
-			more = putKeyed(t, cc.rn, "src", []string{"4", "5", "6"}, oneKey)
+			clock.Advance(31 * time.Second)
 			return events.KinesisEventResponse{}, errBoom
 		}
 		return events.KinesisEventResponse{}, nil
 	}
 	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
+	var dest string
+	cc.setup = func(rn *runnel.Runnel, cfg *mapping.Config) {
+		dest = createStream(t, rn, "failed", 1)
+		cfg.DestinationConfig = withDestination(dest)
+	}
 	startCrashCase(t, cc, mapping.Config{BatchSize: 3, MaximumRecordAgeInSeconds: ptr(60)}, oneKey)
 	if got, want := cc.Before(), []string{"1,2,3", "4,5,6"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("invocations before the crash %v, want %v", got, want)
@@ -405,6 +419,11 @@ func TestCheckpointPassesAgedRecords(t *testing.T) {
 	cc.crashAndRestart()
 	if got, want := cc.After(), []string{"4,5,6"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the restart %v, want only the in-flight batch %v", got, want)
+	}
+	fs := failures(t, cc.rn, "failed")
+	if len(fs) != 1 || fs[0].RequestContext.Condition != mapping.ConditionRecordAgeExceeded ||
+		fs[0].KinesisBatchInfo.StartSequenceNumber != cc.seqs[0] || fs[0].KinesisBatchInfo.EndSequenceNumber != cc.seqs[2] {
+		t.Fatalf("on-failure records %+v, want one RecordAgeExceeded for records 1..3", fs)
 	}
 }
 
