@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,12 +57,26 @@ func register(t *testing.T, rn *runnel.Runnel, name string, h any) {
 	}
 }
 
-func wantAttempts(t *testing.T, a *attempts, want map[string]int) {
+// wantAttempts waits until the mapping has resolved every record or
+// message (done: after it, nothing can be delivered again), then checks
+// the attempts. No sleep: "nothing more comes" follows from done.
+func wantAttempts(t *testing.T, a *attempts, want map[string]int, done func() bool) {
 	t.Helper()
-	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("attempts %v", want), func() bool { return fmt.Sprint(a.get()) == fmt.Sprint(want) })
-	time.Sleep(300 * time.Millisecond) // nothing more comes
+	testenv.Eventually(t, 20*time.Second, fmt.Sprintf("every record resolved (attempts so far %v, want %v)", a.get(), want), done)
 	if got := a.get(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("attempts %v, want %v", got, want)
+	}
+}
+
+// queueEmpty reports whether a queue holds no message, visible, in flight
+// or delayed: the mapping deleted every one.
+func queueEmpty(t *testing.T, rn *runnel.Runnel, name string) func() bool {
+	return func() bool {
+		attrs, err := rn.Queues.GetQueueAttributes(context.Background(), name, []string{"All"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return attrs["ApproximateNumberOfMessages"] == "0" && attrs["ApproximateNumberOfMessagesNotVisible"] == "0" && attrs["ApproximateNumberOfMessagesDelayed"] == "0"
 	}
 }
 
@@ -91,11 +106,7 @@ func TestRunnelQueueMappingRetriesOnlyFailedMessages(t *testing.T) {
 		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}); err != nil {
 		t.Fatal(err)
 	}
-	wantAttempts(t, &a, map[string]int{"a": 1, "b": 2, "c": 1, "d": 2, "e": 1})
-	testenv.Eventually(t, 10*time.Second, "queue empty", func() bool {
-		attrs, err := rn.Queues.GetQueueAttributes(ctx, "orders", []string{"All"})
-		return err == nil && attrs["ApproximateNumberOfMessages"] == "0" && attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
-	})
+	wantAttempts(t, &a, map[string]int{"a": 1, "b": 2, "c": 1, "d": 2, "e": 1}, queueEmpty(t, rn, "orders"))
 }
 
 // Through a real stream mapping: StopOnFirstFailure reports the failed
@@ -113,8 +124,8 @@ func TestRunnelStreamMappingStopOnFirstFailure(t *testing.T) {
 		}
 		return nil
 	}, batch.StopOnFirstFailure()))
-	createStreamMapping(t, rn, arn, "batch-kinesis")
-	wantAttempts(t, &a, map[string]int{"a": 1, "b": 1, "c": 2, "d": 1, "e": 1})
+	done := createStreamMapping(t, rn, arn, "batch-kinesis")
+	wantAttempts(t, &a, map[string]int{"a": 1, "b": 1, "c": 2, "d": 1, "e": 1}, done)
 }
 
 // Without StopOnFirstFailure the records after the failure run, are
@@ -140,8 +151,8 @@ func TestRunnelStreamMappingWithIdempotentRecords(t *testing.T) {
 		})
 		return err
 	}))
-	createStreamMapping(t, rn, arn, "batch-idem")
-	wantAttempts(t, &delivered, map[string]int{"a": 1, "b": 1, "c": 2, "d": 2, "e": 2})
+	done := createStreamMapping(t, rn, arn, "batch-idem")
+	wantAttempts(t, &delivered, map[string]int{"a": 1, "b": 1, "c": 2, "d": 2, "e": 2}, done)
 	if got := worked.get(); fmt.Sprint(got) != fmt.Sprint(map[string]int{"a": 1, "b": 1, "c": 2, "d": 1, "e": 1}) {
 		t.Fatalf("work ran %v; want once per record (c: a failure, then the success)", got)
 	}
@@ -164,11 +175,33 @@ func putStream(t *testing.T, rn *runnel.Runnel, name string) string {
 	return d.StreamARN
 }
 
-func createStreamMapping(t *testing.T, rn *runnel.Runnel, arn, fn string) {
+// createStreamMapping creates the mapping and returns a condition true
+// once its checkpoint is past the last record of the stream (one shard):
+// every record resolved.
+func createStreamMapping(t *testing.T, rn *runnel.Runnel, arn, fn string) func() bool {
 	t.Helper()
-	if _, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: fn,
+	ctx := context.Background()
+	m, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: arn, FunctionName: fn,
 		StartingPosition: mapping.TrimHorizon, BatchSize: 5, MaximumBatchingWindowInSeconds: 1,
-		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}); err != nil {
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}})
+	if err != nil {
 		t.Fatal(err)
+	}
+	name := arn[strings.LastIndex(arn, "/")+1:]
+	return func() bool {
+		st, err := rn.Mappings.Status(m.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Shards) != 1 {
+			return false
+		}
+		sh := st.Shards[0]
+		_, last, err := rn.Streams.ShardBounds(ctx, name, sh.ShardID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := rn.Streams.SequenceNumber(ctx, name, sh.ShardID, last+1)
+		return err == nil && sh.Checkpoint == end
 	}
 }

@@ -34,10 +34,18 @@ func TestDemoReconciles(t *testing.T) {
 	if res.ProcessedUnique+res.Unrecoverable != res.RecordsIn {
 		t.Fatalf("processed %d + unrecoverable %d != records in %d", res.ProcessedUnique, res.Unrecoverable, res.RecordsIn)
 	}
-	// Every poison record is unrecoverable; with 10 % transient failures a
-	// good record may also fail all its attempts and join them, accounted.
-	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 || res.Unrecoverable < 7 {
+	// The unrecoverable records are exactly the poison records: every
+	// poison record, and no good one (a good record fails at most once on
+	// the Retry-DLQ, well within its attempts).
+	if res.PoisonInjected != 7 || res.PoisonInFailDest != 7 || res.Unrecoverable != 7 {
 		t.Fatalf("poison injected %d, unrecoverable %d (poison among them %d)", res.PoisonInjected, res.Unrecoverable, res.PoisonInFailDest)
+	}
+	if res.FlakyInjected != 5 || res.FlakyProcessed != 5 {
+		t.Fatalf("flaky injected %d, processed %d", res.FlakyInjected, res.FlakyProcessed)
+	}
+	// The same verdict fails `runnel demo`.
+	if err := res.Check(); err != nil {
+		t.Fatal(err)
 	}
 	// A flaky record fails its first two invocations; the third succeeds,
 	// whether it is a bisect split of the stream batch or a retry from the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/runnel-dev/runnel/demo"
+	"github.com/runnel-dev/runnel/internal/testenv"
 )
 
 // The external demo on the first 5,000 flights: the producer on
@@ -19,7 +20,7 @@ func TestDemoExternalReconciles(t *testing.T) {
 		t.Skip("builds the function with go build")
 	}
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go is not on PATH")
+		testenv.MissingTool(t, "go is not on PATH")
 	}
 	res, err := demo.RunExternal(context.Background(), demo.Config{
 		DataPath:      "../data/flights-3m.parquet",

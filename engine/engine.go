@@ -249,16 +249,19 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 	return e.buckets[name], nil
 }
 
-// Close drains the connection and stops the embedded server. Data written
-// before Close is on disk and is there when the engine is opened again on
-// the same DataDir.
+// closePublishers closes the publishing connections. It leaves the slices
+// as they are: PublisherJS reads them without a lock from goroutines that
+// may outlive the engine (a crashed engine's invocations still running),
+// and a handle on a closed connection fails its publishes, as e.JS does.
 func (e *Engine) closePublishers() {
 	for _, c := range e.pubConns {
 		c.Close()
 	}
-	e.pubConns, e.pubs = nil, nil
 }
 
+// Close drains the connection and stops the embedded server. Data written
+// before Close is on disk and is there when the engine is opened again on
+// the same DataDir.
 func (e *Engine) Close() error {
 	var err error
 	for _, c := range e.pubConns {

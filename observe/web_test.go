@@ -86,7 +86,7 @@ func newWebEnv(t *testing.T) *webEnv {
 func TestWebPageInBrowser(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
-		t.Skip("no chromium binary found (set RUNNEL_CHROMIUM, or install it: apt-get update && apt-get install -y chromium)")
+		testenv.MissingTool(t, "no chromium binary found (set RUNNEL_CHROMIUM, or install it: apt-get update && apt-get install -y chromium)")
 	}
 	e := newWebEnv(t)
 	a, err := observe.NewAlarms(e.rn, observe.Config{Interval: time.Hour})

@@ -168,10 +168,7 @@ func finishDemo(res *demo.Result, jsonPath string) error {
 			return err
 		}
 	}
-	if res.Lost != 0 || !res.StatsMatch {
-		return fmt.Errorf("reconciliation failed: lost=%d stats_match=%v", res.Lost, res.StatsMatch)
-	}
-	return nil
+	return res.Check()
 }
 
 // printExternal prints the reconciliation of demo --external.

@@ -33,7 +33,10 @@ type stage struct {
 
 // functions are the pipeline's three functions (seed 002), in process.
 type functions struct {
-	tables                       *table.Service
+	// tables is the engine's table service. It is replaced when the run
+	// reopens the engine after a crash, while invocations started by the
+	// crashed engine may still be running: they read it atomically.
+	tables                       atomic.Pointer[table.Service]
 	stateTable, reduceTable, agg string
 	stateFail, mapFail, redFail  float64
 	concurrency                  int // state writers: record writes in flight across state invocations
@@ -139,7 +142,7 @@ func (f *functions) writeState(ctx context.Context, data []byte) error {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return fmt.Errorf("bad message: %w", err)
 	}
-	_, err := f.tables.UpdateItem(ctx, table.UpdateItemInput{
+	_, err := f.tables.Load().UpdateItem(ctx, table.UpdateItemInput{
 		TableName:           f.stateTable,
 		Key:                 table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
 		UpdateExpression:    "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
@@ -237,7 +240,7 @@ func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.Dy
 	}
 	msg, _ := json.Marshal(&agg)
 	hash := hex.EncodeToString(h.Sum(nil))
-	_, err := f.tables.PutItem(ctx, table.PutItemInput{TableName: f.reduceTable,
+	_, err := f.tables.Load().PutItem(ctx, table.PutItemInput{TableName: f.reduceTable,
 		Item:                table.Item{"MessageHash": events.NewStringAttribute(hash), "Message": events.NewStringAttribute(string(msg))},
 		ConditionExpression: "attribute_not_exists(MessageHash)"})
 	if err != nil && !errors.Is(err, awserr.ErrConditionalCheckFailed) {
@@ -317,7 +320,7 @@ func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events
 		}
 	}
 	token := hex.EncodeToString(h.Sum(nil))
-	if err := f.tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: token}); err != nil {
+	if err := f.tables.Load().TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: token}); err != nil {
 		return events.DynamoDBEventResponse{}, err
 	}
 	f.reducer.records.Add(int64(len(ev.Records)))

@@ -226,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fns := &functions{stateTable: stateTable, reduceTable: reduceTable, agg: aggTable,
 		stateFail: cfg.StateFailure, mapFail: cfg.MapFailure, redFail: cfg.ReduceFailure, concurrency: 64,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), applied: map[string]bool{}, lat: &histogram{}, series: &series{}}
-	fns.tables = rn.Tables
+	fns.tables.Store(rn.Tables)
 	prefix := "trades-" + nuid.Next()
 	function.Register(prefix+"-state", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 		return fns.State(ctx, ev)
@@ -313,7 +313,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				prodErr = err
 				break
 			}
-			fns.tables = rn.Tables
+			fns.tables.Store(rn.Tables)
 			rnMu.Unlock()
 		}
 	}

@@ -146,6 +146,19 @@ func queueDepth(t *testing.T, rn *runnel.Runnel, name string) int {
 	return n
 }
 
+// delayedIn is the number of delayed messages in a queue, counted by the
+// engine clock at the call.
+func delayedIn(t *testing.T, rn *runnel.Runnel, name string) int {
+	t.Helper()
+	a, err := rn.Queues.GetQueueAttributes(context.Background(), name, []string{queue.AttrApproximateNumberOfMessagesDelayed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	fmt.Sscan(a[queue.AttrApproximateNumberOfMessagesDelayed], &v)
+	return v
+}
+
 func waitStats(t *testing.T, rn *runnel.Runnel, fn, what string, cond func(async.Stats) bool) async.Stats {
 	t.Helper()
 	var st async.Stats
@@ -351,14 +364,21 @@ func TestFunctionErrorIsRetriedAfterOneMinuteThenTwoMore(t *testing.T) {
 			out := invoke(t, rn, "f", async.Event, `{"order":42}`)
 			for i := 1; i < len(c.attempts); i++ {
 				waitStats(t, rn, "f", fmt.Sprintf("attempt %d re-scheduled", i), func(s async.Stats) bool { return s.Handled == int64(i) })
-				idle(t, clock, 1)
+				// The retry is a delayed message in the function's internal
+				// queue. The queue counts delayed messages by the engine
+				// clock when asked, so the checks below do not race the
+				// poller: one second before the retry is due the event is
+				// still delayed (neither visible nor received), and at the
+				// due time it no longer is.
 				gap := c.attempts[i] - c.attempts[i-1]
 				clock.Advance(gap - time.Second)
-				idle(t, clock, 1)
-				if n := f.count(); n != i {
-					t.Fatalf("%d attempts %v after attempt %d, want %d (not before %v)", n, gap-time.Second, i, i, gap)
+				if d := delayedIn(t, rn, async.QueueName("f")); d != 1 || f.count() != i {
+					t.Fatalf("%v after attempt %d: %d attempts, %d delayed events; want %d attempts and the retry still delayed (due after %v)", gap-time.Second, i, f.count(), d, i, gap)
 				}
 				clock.Advance(time.Second)
+				if d := delayedIn(t, rn, async.QueueName("f")); d != 0 {
+					t.Fatalf("%v after attempt %d the retry is still delayed, want it due", gap, i)
+				}
 				testenv.Eventually(t, wait, fmt.Sprintf("attempt %d", i+1), func() bool { return f.count() == i+1 })
 				if at := f.call(i).at.Sub(t0); at != c.attempts[i] {
 					t.Fatalf("attempt %d ran at +%v, want +%v", i+1, at, c.attempts[i])
