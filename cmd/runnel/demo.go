@@ -69,16 +69,9 @@ must run inside runnel's source tree; it is slower than the in-process demo
 				if cfg.MaximumRetryAttempts > 3 {
 					return fmt.Errorf("--external: --maximum-retry-attempts is 0..3")
 				}
-				cfg.Logger = g.logger()
-				if !quiet {
-					cfg.Progress = os.Stderr
-				}
-				res, err := demo.RunExternal(cmd.Context(), cfg)
-				if err != nil {
-					return err
-				}
-				printExternal(cmd.OutOrStdout(), res)
-				return finishDemo(res, jsonPath)
+				cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
+				return runAndReport(cmd, func() (*demo.Result, error) { return demo.RunExternal(cmd.Context(), cfg) },
+					printExternal, jsonPath, (*demo.Result).Check)
 			}
 			if outage || fl.Changed("outage-at") || fl.Changed("outage-records") {
 				if fl.Changed("poison") {
@@ -89,26 +82,23 @@ must run inside runnel's source tree; it is slower than the in-process demo
 				}
 				cfg.Outage = &outageCfg
 			}
-			cfg.Logger = g.logger()
-			if !quiet {
-				cfg.Progress = os.Stderr
-			}
-			res, err := demo.Run(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			if res.Incident != nil {
-				printIncident(cmd.OutOrStdout(), res.Incident)
-			}
-			printDemo(cmd.OutOrStdout(), res)
-			if err := finishDemo(res, jsonPath); err != nil {
-				return err
-			}
-			if inc := res.Incident; inc != nil && (!inc.AlarmFired || inc.OutageRecovered != inc.OutageRecords || res.Unrecoverable != 0) {
-				return fmt.Errorf("incident not recovered: alarm_fired=%v outage records recovered %d of %d, unrecoverable %d",
-					inc.AlarmFired, inc.OutageRecovered, inc.OutageRecords, res.Unrecoverable)
-			}
-			return nil
+			cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
+			return runAndReport(cmd, func() (*demo.Result, error) { return demo.Run(cmd.Context(), cfg) },
+				func(w io.Writer, res *demo.Result) {
+					if res.Incident != nil {
+						printIncident(w, res.Incident)
+					}
+					printDemo(w, res)
+				}, jsonPath, func(res *demo.Result) error {
+					if err := res.Check(); err != nil {
+						return err
+					}
+					if inc := res.Incident; inc != nil && (!inc.AlarmFired || inc.OutageRecovered != inc.OutageRecords || res.Unrecoverable != 0) {
+						return fmt.Errorf("incident not recovered: alarm_fired=%v outage records recovered %d of %d, unrecoverable %d",
+							inc.AlarmFired, inc.OutageRecovered, inc.OutageRecords, res.Unrecoverable)
+					}
+					return nil
+				})
 		},
 	}
 	f := cmd.Flags()
@@ -134,13 +124,7 @@ must run inside runnel's source tree; it is slower than the in-process demo
 }
 
 func printDemo(w io.Writer, r *demo.Result) {
-	fmt.Fprintln(w, "\nTop airports by flights (from the pipeline):")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "airport\tflights\tavg delay (min)\tmax delay (min)\tdelayed >15 min\t")
-	for _, a := range r.Top {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.1f%%\t\n", a.Airport, a.Flights, a.AvgDelay(), a.MaxDelay, 100*a.ShareDelayed())
-	}
-	tw.Flush()
+	printTop(w, "\nTop airports by flights (from the pipeline):", r)
 	fmt.Fprintf(w, `
 Reconciliation (records in = processed + unrecoverable; lost = neither):
   records in                  %d
@@ -159,27 +143,47 @@ Reconciliation (records in = processed + unrecoverable; lost = neither):
 		r.ElapsedS, r.RecordsPerS, r.Latency.P50, r.Latency.P99, r.PeakRSSMiB)
 }
 
-// finishDemo writes the reconciliation as JSON if asked, and fails if it
-// does not reconcile.
-func finishDemo(res *demo.Result, jsonPath string) error {
+// runAndReport runs a demo, prints its result, writes it as JSON to
+// jsonPath when set, and returns verdict's judgement of it (an error
+// makes the command fail).
+func runAndReport[R any](cmd *cobra.Command, run func() (*R, error), print func(io.Writer, *R), jsonPath string, verdict func(*R) error) error {
+	res, err := run()
+	if err != nil {
+		return err
+	}
+	print(cmd.OutOrStdout(), res)
 	if jsonPath != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
-	return res.Check()
+	return verdict(res)
 }
 
-// printExternal prints the reconciliation of demo --external.
-func printExternal(w io.Writer, r *demo.Result) {
-	fmt.Fprintln(w, "\nTop airports by flights (from the function's results):")
+// progressTo is where a demo's progress goes: stderr, or nowhere with
+// --quiet.
+func progressTo(quiet bool) io.Writer {
+	if quiet {
+		return nil
+	}
+	return os.Stderr
+}
+
+// printTop prints the top airports of a run's result under title.
+func printTop(w io.Writer, title string, r *demo.Result) {
+	fmt.Fprintln(w, title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "airport\tflights\tavg delay (min)\tmax delay (min)\tdelayed >15 min\t")
 	for _, a := range r.Top {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.1f%%\t\n", a.Airport, a.Flights, a.AvgDelay(), a.MaxDelay, 100*a.ShareDelayed())
 	}
 	tw.Flush()
+}
+
+// printExternal prints the reconciliation of demo --external.
+func printExternal(w io.Writer, r *demo.Result) {
+	printTop(w, "\nTop airports by flights (from the function's results):", r)
 	fmt.Fprintf(w, `
 Reconciliation (records in = processed + on-failure queue; lost = neither):
   records in                  %d

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -44,25 +42,14 @@ the run is exact.`,
 			if cfg.Rate <= 0 {
 				cfg.Rate = -1 // the flag's 0 (or less): as fast as accepted
 			}
-			cfg.Logger = g.logger()
-			if !quiet {
-				cfg.Progress = os.Stderr
-			}
-			res, err := trades.Run(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			printTrades(cmd.OutOrStdout(), res)
-			if jsonPath != "" {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-					return err
-				}
-			}
-			if !res.Exact {
-				return fmt.Errorf("verification failed: the aggregates are not exact")
-			}
-			return nil
+			cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
+			return runAndReport(cmd, func() (*trades.Result, error) { return trades.Run(cmd.Context(), cfg) },
+				printTrades, jsonPath, func(res *trades.Result) error {
+					if !res.Exact {
+						return fmt.Errorf("verification failed: the aggregates are not exact")
+					}
+					return nil
+				})
 		},
 	}
 	f := cmd.Flags()
