@@ -53,10 +53,7 @@ func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle str
 // each entry as DeleteMessage; the batch fails as a whole only for an
 // empty batch, more than 10 entries, or bad or repeated Ids.
 func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entries []DeleteMessageBatchRequestEntry) (*BatchOutput, error) {
-	ids := make([]string, len(entries))
-	for i := range entries {
-		ids[i] = entries[i].Id
-	}
+	ids := idsOf(entries, func(e DeleteMessageBatchRequestEntry) string { return e.Id })
 	q, _, err := s.lockBatch(ctx, queueURL, ids)
 	if err != nil {
 		return nil, err
@@ -131,10 +128,7 @@ func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receipt
 // messages (API_ChangeMessageVisibilityBatch), each entry as
 // ChangeMessageVisibility.
 func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ChangeMessageVisibilityBatchRequestEntry) (*BatchOutput, error) {
-	ids := make([]string, len(entries))
-	for i := range entries {
-		ids[i] = entries[i].Id
-	}
+	ids := idsOf(entries, func(e ChangeMessageVisibilityBatchRequestEntry) string { return e.Id })
 	q, now, err := s.lockBatch(ctx, queueURL, ids)
 	if err != nil {
 		return nil, err
@@ -258,4 +252,13 @@ func firstFailure(out *BatchOutput, err error) error {
 		return &awserr.Error{Code: out.Failed[0].Code, Message: out.Failed[0].Message}
 	}
 	return nil
+}
+
+// idsOf is the Ids of a batch's entries, in order.
+func idsOf[E any](entries []E, id func(E) string) []string {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = id(e)
+	}
+	return ids
 }

@@ -22,11 +22,7 @@ Markdown table (the form of docs/benchmarks.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.NATSURL = g.natsURL
 			cfg.Progress = os.Stderr
-			rep, err := bench.Run(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			return printReport(cmd, rep.Markdown(), out)
+			return markdownReport(cmd, out, func() (*bench.Report, error) { return bench.Run(cmd.Context(), cfg) })
 		},
 	}
 	f := cmd.Flags()
@@ -39,9 +35,14 @@ Markdown table (the form of docs/benchmarks.md).`,
 	return cmd
 }
 
-// printReport prints a benchmark's Markdown report and, with --out, also
-// writes it to that file.
-func printReport(cmd *cobra.Command, md, out string) error {
+// markdownReport runs a benchmark and prints its Markdown report, also
+// writing it to out when set.
+func markdownReport[R interface{ Markdown() string }](cmd *cobra.Command, out string, run func() (R, error)) error {
+	rep, err := run()
+	if err != nil {
+		return err
+	}
+	md := rep.Markdown()
 	fmt.Fprint(cmd.OutOrStdout(), md)
 	if out != "" {
 		return os.WriteFile(out, []byte(md), 0o644)

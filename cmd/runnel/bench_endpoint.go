@@ -25,11 +25,7 @@ printed as a Markdown table (the form of docs/benchmarks.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Progress = os.Stderr
-			rep, err := bench.RunEndpoint(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			return printReport(cmd, rep.Markdown(), out)
+			return markdownReport(cmd, out, func() (*bench.EndpointReport, error) { return bench.RunEndpoint(cmd.Context(), cfg) })
 		},
 	}
 	f := cmd.Flags()
