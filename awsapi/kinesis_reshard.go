@@ -19,16 +19,6 @@ type splitShardInput struct {
 	NewStartingHashKey string
 }
 
-func (in *splitShardInput) check() error {
-	if in.ShardToSplit == "" {
-		return awserr.New(awserr.ErrInvalidArgument, "ShardToSplit is required")
-	}
-	if in.NewStartingHashKey == "" {
-		return awserr.New(awserr.ErrInvalidArgument, "NewStartingHashKey is required")
-	}
-	return nil
-}
-
 func kinesisSplitShard(rq *request, in *splitShardInput) (any, error) {
 	return in.with(func(name string) (any, error) {
 		_, err := rq.h.rn.Streams.SplitShard(rq.ctx, name, in.ShardToSplit, in.NewStartingHashKey)
@@ -40,13 +30,6 @@ type mergeShardsInput struct {
 	streamRef
 	ShardToMerge         string
 	AdjacentShardToMerge string
-}
-
-func (in *mergeShardsInput) check() error {
-	if in.ShardToMerge == "" || in.AdjacentShardToMerge == "" {
-		return awserr.New(awserr.ErrInvalidArgument, "ShardToMerge and AdjacentShardToMerge are required")
-	}
-	return nil
 }
 
 func kinesisMergeShards(rq *request, in *mergeShardsInput) (any, error) {
