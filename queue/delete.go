@@ -53,28 +53,39 @@ func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle str
 // each entry as DeleteMessage; the batch fails as a whole only for an
 // empty batch, more than 10 entries, or bad or repeated Ids.
 func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entries []DeleteMessageBatchRequestEntry) (*BatchOutput, error) {
-	ids := idsOf(entries, func(e DeleteMessageBatchRequestEntry) string { return e.Id })
-	q, _, err := s.lockBatch(ctx, queueURL, ids)
+	return applyBatch(ctx, s, queueURL, entries, func(e DeleteMessageBatchRequestEntry) string { return e.Id },
+		func(q *queue, _ int64, e DeleteMessageBatchRequestEntry) (*record, error) {
+			m, rc, err := q.lookup(e.ReceiptHandle)
+			if err != nil {
+				return nil, err
+			}
+			if m == nil {
+				return nil, nil // already gone: deleting again succeeds
+			}
+			if q.fifo && (m.nonce != rc.nonce || m.st != stInflight) {
+				return nil, awserr.New(awserr.ErrReceiptHandleIsInvalid, "The receipt handle has expired.")
+			}
+			rec := m.rec
+			q.remove(m)
+			return rec, nil
+		})
+}
+
+// applyBatch runs a batch call on a queue: it checks the entries' Ids,
+// locks the queue, applies each entry in order (apply returns the record
+// whose change the entry waits for, nil for none, or the entry's error),
+// stores the changes, and answers each entry once its change is stored.
+func applyBatch[E any](ctx context.Context, s *Service, queueURL string, entries []E, id func(E) string,
+	apply func(q *queue, now int64, e E) (*record, error)) (*BatchOutput, error) {
+	ids := idsOf(entries, id)
+	q, now, err := s.lockBatch(ctx, queueURL, ids)
 	if err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(entries))
 	recs := make([]*record, len(entries))
 	for i, e := range entries {
-		m, rc, err := q.lookup(e.ReceiptHandle)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		if m == nil {
-			continue // already gone: deleting again succeeds
-		}
-		if q.fifo && (m.nonce != rc.nonce || m.st != stInflight) {
-			errs[i] = awserr.New(awserr.ErrReceiptHandleIsInvalid, "The receipt handle has expired.")
-			continue
-		}
-		recs[i] = m.rec
-		q.remove(m)
+		recs[i], errs[i] = apply(q, now, e)
 	}
 	futs, ferr := q.flush()
 	q.mu.Unlock()
@@ -128,34 +139,27 @@ func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receipt
 // messages (API_ChangeMessageVisibilityBatch), each entry as
 // ChangeMessageVisibility.
 func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ChangeMessageVisibilityBatchRequestEntry) (*BatchOutput, error) {
-	ids := idsOf(entries, func(e ChangeMessageVisibilityBatchRequestEntry) string { return e.Id })
-	q, now, err := s.lockBatch(ctx, queueURL, ids)
-	if err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(entries))
-	recs := make([]*record, len(entries))
-	for i, e := range entries {
-		errs[i] = func() error {
+	return applyBatch(ctx, s, queueURL, entries, func(e ChangeMessageVisibilityBatchRequestEntry) string { return e.Id },
+		func(q *queue, now int64, e ChangeMessageVisibilityBatchRequestEntry) (*record, error) {
 			if e.VisibilityTimeout < 0 || e.VisibilityTimeout > MaxVisibilityTimeout {
-				return awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d.", e.VisibilityTimeout, MaxVisibilityTimeout)
+				return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Must be between 0 and %d.", e.VisibilityTimeout, MaxVisibilityTimeout)
 			}
 			m, rc, err := q.lookup(e.ReceiptHandle)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if m == nil {
-				return awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.ReceiptHandle)
+				return nil, awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", e.ReceiptHandle)
 			}
 			if m.nonce != rc.nonce {
-				return awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", e.ReceiptHandle)
+				return nil, awserr.New(awserr.ErrReceiptHandleIsInvalid, "Value %s for parameter ReceiptHandle is invalid. Reason: the message was received again since; use the latest receipt handle.", e.ReceiptHandle)
 			}
 			if m.st != stInflight {
-				return awserr.New(awserr.ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired.", e.ReceiptHandle)
+				return nil, awserr.New(awserr.ErrMessageNotInflight, "Value %s for parameter ReceiptHandle is invalid. Reason: Message is not in flight: its visibility timeout has expired.", e.ReceiptHandle)
 			}
 			vis := now + int64(e.VisibilityTimeout)*1000
 			if vis-m.receivedAt > int64(MaxVisibilityTimeout)*1000 {
-				return awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds].", e.VisibilityTimeout, MaxVisibilityTimeout)
+				return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [%d seconds].", e.VisibilityTimeout, MaxVisibilityTimeout)
 			}
 			m.visibleAt = vis
 			if e.VisibilityTimeout == 0 {
@@ -165,13 +169,8 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 				q.schedule(m) // wakes receives armed on a later due time
 			}
 			q.markDirty(m.rec)
-			recs[i] = m.rec
-			return nil
-		}()
-	}
-	futs, ferr := q.flush()
-	q.mu.Unlock()
-	return batchOutput(entries, ids, errs, recs, durable(ctx, futs, ferr)), nil
+			return m.rec, nil
+		})
 }
 
 // PurgeQueue deletes every message of the queue, in flight or not
