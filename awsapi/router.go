@@ -37,12 +37,17 @@ const (
 	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
 )
 
+// serviceRoute names the service and protocol of a request by a key: an
+// X-Amz-Target prefix (targets) or a SigV4 credential scope's service
+// (queryServices).
+type serviceRoute struct {
+	key   string
+	svc   Service
+	proto protocol
+}
+
 // targets are the X-Amz-Target prefixes of the JSON services.
-var targets = []struct {
-	prefix string
-	svc    Service
-	proto  protocol
-}{
+var targets = []serviceRoute{
 	{"Kinesis_20131202.", Kinesis, protoKinesis},
 	{"AmazonSQS.", SQS, protoSQSJSON},
 	{"DynamoDB_20120810.", DynamoDB, protoDynamoDB},
@@ -53,11 +58,7 @@ var targets = []struct {
 // queryServices are the services of the query protocol by the service of
 // their SigV4 credential scope; a request signed for another (or not
 // signed) is SQS's, or IAM's or STS's if SQS has no such Action.
-var queryServices = []struct {
-	scope string
-	svc   Service
-	proto protocol
-}{
+var queryServices = []serviceRoute{
 	{"sqs", SQS, protoSQSQuery},
 	{"iam", IAM, protoIAM},
 	{"sts", STS, protoSTS},
@@ -150,7 +151,7 @@ func (rq *request) route() (*Operation, error) {
 	r := rq.r
 	target := r.Header.Get("X-Amz-Target")
 	for _, t := range targets {
-		if name, ok := strings.CutPrefix(target, t.prefix); ok {
+		if name, ok := strings.CutPrefix(target, t.key); ok {
 			rq.proto, rq.op = t.proto, name
 			if t.proto == protoKinesis && isCBOR(r) {
 				rq.proto = protoKinesisCBOR
@@ -191,7 +192,7 @@ func (rq *request) route() (*Operation, error) {
 	}
 	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
 	for _, q := range queryServices {
-		if q.scope == sig.service {
+		if q.key == sig.service {
 			rq.proto = q.proto
 			if op := lookup(q.svc, rq.op); op != nil {
 				return op, nil
