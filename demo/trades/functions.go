@@ -186,15 +186,25 @@ func addDec(m map[string]*apd.Decimal, k string, v *apd.Decimal, sub bool) {
 	}
 }
 
+// failBefore counts an invocation of st and decides whether it fails
+// before its writes: half of the stage's failure rate (the other half
+// fails after them).
+func (f *functions) failBefore(st *stage, rate float64) bool {
+	st.invocations.Add(1)
+	if f.fail(rate / 2) {
+		st.injected.Add(1)
+		return true
+	}
+	return false
+}
+
 // Map pre-aggregates the batch of state changes (new value minus old
 // value per hierarchy level) and writes it to the reduce table with a
 // conditional put keyed by the SHA-256 of the batch: a retried batch
 // (the same records, which the mapping guarantees also across crashes)
 // finds its hash there and writes nothing.
 func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	f.mapper.invocations.Add(1)
-	if f.fail(f.mapFail / 2) {
-		f.mapper.injected.Add(1)
+	if f.failBefore(&f.mapper, f.mapFail) {
 		return events.DynamoDBEventResponse{}, errInjected
 	}
 	deltas := map[string]*apd.Decimal{}
@@ -265,9 +275,7 @@ func imageKeys(img table.Item) []string {
 // retry within 10 minutes changes nothing. Its function has reserved
 // concurrency 1.
 func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	f.reducer.invocations.Add(1)
-	if f.fail(f.redFail / 2) {
-		f.reducer.injected.Add(1)
+	if f.failBefore(&f.reducer, f.redFail) {
 		return events.DynamoDBEventResponse{}, errInjected
 	}
 	sums := map[string]*apd.Decimal{}
