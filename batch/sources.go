@@ -16,11 +16,7 @@ func ProcessKinesis(ctx context.Context, ev events.KinesisEvent, fn func(context
 		recs[i] = record[events.KinesisEventRecord]{rec: r, id: r.Kinesis.SequenceNumber}
 	}
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
-	resp := events.KinesisEventResponse{BatchItemFailures: make([]events.KinesisBatchItemFailure, len(failed))}
-	for i, id := range failed {
-		resp.BatchItemFailures[i].ItemIdentifier = id
-	}
-	return resp, err
+	return events.KinesisEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.KinesisBatchItemFailure { return events.KinesisBatchItemFailure{ItemIdentifier: id} })}, err
 }
 
 // ProcessSQS runs fn over the messages of an SQS event and returns the
@@ -39,11 +35,7 @@ func ProcessSQS(ctx context.Context, ev events.SQSEvent, fn func(context.Context
 	o := newOptions(opts)
 	o.stopOnFirstFailure = false // a standard queue has no order to keep
 	failed, err := process(ctx, recs, fn, o, fifo)
-	resp := events.SQSEventResponse{BatchItemFailures: make([]events.SQSBatchItemFailure, len(failed))}
-	for i, id := range failed {
-		resp.BatchItemFailures[i].ItemIdentifier = id
-	}
-	return resp, err
+	return events.SQSEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.SQSBatchItemFailure { return events.SQSBatchItemFailure{ItemIdentifier: id} })}, err
 }
 
 // ProcessDynamoDB runs fn over the records of a DynamoDB Streams event and
@@ -54,11 +46,7 @@ func ProcessDynamoDB(ctx context.Context, ev events.DynamoDBEvent, fn func(conte
 		recs[i] = record[events.DynamoDBEventRecord]{rec: r, id: r.Change.SequenceNumber}
 	}
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
-	resp := events.DynamoDBEventResponse{BatchItemFailures: make([]events.DynamoDBBatchItemFailure, len(failed))}
-	for i, id := range failed {
-		resp.BatchItemFailures[i].ItemIdentifier = id
-	}
-	return resp, err
+	return events.DynamoDBEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.DynamoDBBatchItemFailure { return events.DynamoDBBatchItemFailure{ItemIdentifier: id} })}, err
 }
 
 // KinesisHandler returns a Lambda handler that runs ProcessKinesis with
@@ -82,4 +70,13 @@ func DynamoDBHandler(fn func(context.Context, events.DynamoDBEventRecord) error,
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return ProcessDynamoDB(ctx, ev, fn, opts...)
 	}
+}
+
+// itemFailures is the response's list of failed records, one per id.
+func itemFailures[F any](ids []string, failure func(id string) F) []F {
+	out := make([]F, len(ids))
+	for i, id := range ids {
+		out[i] = failure(id)
+	}
+	return out
 }

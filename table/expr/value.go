@@ -2,6 +2,8 @@ package expr
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
@@ -72,28 +74,9 @@ func Equal(a, b events.DynamoDBAttributeValue) bool {
 		}
 		return true
 	case events.DataTypeList:
-		x, y := a.List(), b.List()
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
+		return slices.EqualFunc(a.List(), b.List(), Equal)
 	case events.DataTypeMap:
-		x, y := a.Map(), b.Map()
-		if len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !Equal(v, w) {
-				return false
-			}
-		}
-		return true
+		return maps.EqualFunc(a.Map(), b.Map(), Equal)
 	}
 	return false
 }
