@@ -150,59 +150,34 @@ func containsElem(elems []events.DynamoDBAttributeValue, e events.DynamoDBAttrib
 	return false
 }
 
+// typeNames are each data type's names in DynamoDB's messages: the short
+// one (also the attribute value's key) and the long one of the ADD and
+// DELETE operand messages.
+var typeNames = map[events.DynamoDBDataType][2]string{
+	events.DataTypeString:    {"S", "STRING"},
+	events.DataTypeNumber:    {"N", "NUMBER"},
+	events.DataTypeBinary:    {"B", "BINARY"},
+	events.DataTypeBoolean:   {"BOOL", "BOOLEAN"},
+	events.DataTypeNull:      {"NULL", "NULL"},
+	events.DataTypeStringSet: {"SS", "STRING_SET"},
+	events.DataTypeNumberSet: {"NS", "NUMBER_SET"},
+	events.DataTypeBinarySet: {"BS", "BINARY_SET"},
+	events.DataTypeList:      {"L", "LIST"},
+	events.DataTypeMap:       {"M", "MAP"},
+}
+
 // TypeName is the short type name of a data type as DynamoDB writes it
 // in its messages and in attribute values: S, N, B, BOOL, NULL, SS, NS,
 // BS, L or M ("?" for none of these).
-func TypeName(t events.DynamoDBDataType) string {
-	switch t {
-	case events.DataTypeString:
-		return "S"
-	case events.DataTypeNumber:
-		return "N"
-	case events.DataTypeBinary:
-		return "B"
-	case events.DataTypeBoolean:
-		return "BOOL"
-	case events.DataTypeNull:
-		return "NULL"
-	case events.DataTypeStringSet:
-		return "SS"
-	case events.DataTypeNumberSet:
-		return "NS"
-	case events.DataTypeBinarySet:
-		return "BS"
-	case events.DataTypeList:
-		return "L"
-	case events.DataTypeMap:
-		return "M"
-	}
-	return "?"
-}
+func TypeName(t events.DynamoDBDataType) string { return typeName(t, 0) }
 
 // longTypeName is the type name DynamoDB uses in the ADD and DELETE
-// operand messages.
-func longTypeName(t events.DynamoDBDataType) string {
-	switch t {
-	case events.DataTypeString:
-		return "STRING"
-	case events.DataTypeNumber:
-		return "NUMBER"
-	case events.DataTypeBinary:
-		return "BINARY"
-	case events.DataTypeBoolean:
-		return "BOOLEAN"
-	case events.DataTypeNull:
-		return "NULL"
-	case events.DataTypeStringSet:
-		return "STRING_SET"
-	case events.DataTypeNumberSet:
-		return "NUMBER_SET"
-	case events.DataTypeBinarySet:
-		return "BINARY_SET"
-	case events.DataTypeList:
-		return "LIST"
-	case events.DataTypeMap:
-		return "MAP"
+// operand messages (STRING, NUMBER_SET...; "?" for none of these).
+func longTypeName(t events.DynamoDBDataType) string { return typeName(t, 1) }
+
+func typeName(t events.DynamoDBDataType, form int) string {
+	if n, ok := typeNames[t]; ok {
+		return n[form]
 	}
 	return "?"
 }
