@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -140,6 +141,9 @@ func acceptsTyped(inv invoker, event any) bool {
 	return false
 }
 
+// rawInvoker is a lambda.Handler registered as it is: it must be safe for
+// concurrent use (a function runs up to its concurrency of invocations at
+// once).
 type rawInvoker struct{ h lambda.Handler }
 
 func (r rawInvoker) invoke(ctx context.Context, _ any, payload func() ([]byte, error)) (any, []byte, error) {
@@ -148,8 +152,34 @@ func (r rawInvoker) invoke(ctx context.Context, _ any, payload func() ([]byte, e
 		return nil, nil, err
 	}
 	out, err := r.h.Invoke(ctx, b)
-	// aws-lambda-go returns a pooled buffer that its next invocation reuses.
 	return nil, bytes.Clone(out), err
+}
+
+// reflectInvoker is a handler of any other signature lambda.Start
+// accepts, through aws-lambda-go's lambda.NewHandler. The trap: that
+// handler encodes every response into one buffer of its own, which its
+// next Invoke overwrites, so one such handler must not serve two
+// invocations at once (Lambda never asks it to: one environment runs one
+// invocation at a time). Each invocation here takes a handler of its own
+// from a pool and copies the response out before giving it back.
+type reflectInvoker struct{ pool *sync.Pool }
+
+func newReflectInvoker(h any) reflectInvoker {
+	r := reflectInvoker{pool: &sync.Pool{New: func() any { return lambda.NewHandler(h) }}}
+	r.pool.Put(lambda.NewHandler(h)) // made at registration, as before the pool
+	return r
+}
+
+func (r reflectInvoker) invoke(ctx context.Context, _ any, payload func() ([]byte, error)) (any, []byte, error) {
+	b, err := payload()
+	if err != nil {
+		return nil, nil, err
+	}
+	h := r.pool.Get().(lambda.Handler)
+	out, err := h.Invoke(ctx, b)
+	out = bytes.Clone(out)
+	r.pool.Put(h)
+	return nil, out, err
 }
 
 // errorOnly turns a handler that returns only an error into one that
@@ -188,5 +218,5 @@ func toInvoker(h any) (invoker, error) {
 		return nil, fmt.Errorf("function: handler of type %T is not a function or lambda.Handler", h)
 	}
 	// Any other signature lambda.Start accepts, with JSON in and out.
-	return rawInvoker{lambda.NewHandler(h)}, nil
+	return newReflectInvoker(h), nil
 }

@@ -3,7 +3,9 @@ package function_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,5 +67,46 @@ func TestARegistryHoldsOnlyWhatWasRegisteredInIt(t *testing.T) {
 	_, err := rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "f", Handler: echoHandler})
 	if !errors.Is(err, awserr.ErrInvalidParameterValue) {
 		t.Fatalf("a handler of the default registry was found in another: %v", err)
+	}
+}
+
+// A handler of a signature lambda.Start accepts (run through
+// aws-lambda-go's reflection handler, which encodes every response into
+// one buffer that its next call overwrites) answers each of many
+// concurrent invocations with that invocation's own response.
+func TestConcurrentInvocationsOfAReflectedHandlerKeepTheirResponses(t *testing.T) {
+	ctx := context.Background()
+	reg := function.NewRegistry()
+	if err := reg.Register("echo", func(_ context.Context, in struct{ N int }) (struct{ N int }, error) { return in, nil }); err != nil {
+		t.Fatal(err)
+	}
+	rn := testenv.Start(t, testenv.Options{Registry: reg})
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "echo", Handler: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := rn.Functions.GetFunction("echo")
+	const callers, calls = 8, 300
+	errs := make(chan string, callers)
+	for c := range callers {
+		go func() {
+			for i := range calls {
+				n := c*calls + i
+				res, err := f.Invoke(ctx, []byte(fmt.Sprintf(`{"N":%d}`, n)))
+				if err != nil || res.Failed() {
+					errs <- fmt.Sprintf("Invoke %d: %v %+v", n, err, res)
+					return
+				}
+				if want := fmt.Sprintf(`{"N":%d}`, n); strings.TrimSpace(string(res.Payload)) != want {
+					errs <- fmt.Sprintf("invocation %d answered %s, want %s", n, res.Payload, want)
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range callers {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
 	}
 }
