@@ -11,10 +11,7 @@ import (
 // the response naming the failed ones by kinesis.sequenceNumber. See the
 // package doc for the rules and the error.
 func ProcessKinesis(ctx context.Context, ev events.KinesisEvent, fn func(context.Context, events.KinesisEventRecord) error, opts ...Option) (events.KinesisEventResponse, error) {
-	recs := make([]record[events.KinesisEventRecord], len(ev.Records))
-	for i, r := range ev.Records {
-		recs[i] = record[events.KinesisEventRecord]{rec: r, id: r.Kinesis.SequenceNumber}
-	}
+	recs := records(ev.Records, func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber })
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
 	return events.KinesisEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.KinesisBatchItemFailure { return events.KinesisBatchItemFailure{ItemIdentifier: id} })}, err
 }
@@ -41,10 +38,7 @@ func ProcessSQS(ctx context.Context, ev events.SQSEvent, fn func(context.Context
 // ProcessDynamoDB runs fn over the records of a DynamoDB Streams event and
 // returns the response naming the failed ones by dynamodb.SequenceNumber.
 func ProcessDynamoDB(ctx context.Context, ev events.DynamoDBEvent, fn func(context.Context, events.DynamoDBEventRecord) error, opts ...Option) (events.DynamoDBEventResponse, error) {
-	recs := make([]record[events.DynamoDBEventRecord], len(ev.Records))
-	for i, r := range ev.Records {
-		recs[i] = record[events.DynamoDBEventRecord]{rec: r, id: r.Change.SequenceNumber}
-	}
+	recs := records(ev.Records, func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber })
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
 	return events.DynamoDBEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.DynamoDBBatchItemFailure { return events.DynamoDBBatchItemFailure{ItemIdentifier: id} })}, err
 }
@@ -70,6 +64,15 @@ func DynamoDBHandler(fn func(context.Context, events.DynamoDBEventRecord) error,
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return ProcessDynamoDB(ctx, ev, fn, opts...)
 	}
+}
+
+// records are an event's records with their identifiers, in order.
+func records[T any](in []T, id func(T) string) []record[T] {
+	out := make([]record[T], len(in))
+	for i, r := range in {
+		out[i] = record[T]{rec: r, id: id(r)}
+	}
+	return out
 }
 
 // itemFailures is the response's list of failed records, one per id.
