@@ -102,12 +102,7 @@ func (s *Service) SplitShard(ctx context.Context, streamName, shardToSplit, newS
 	if key.Cmp(maxHashKey) > 0 {
 		return nil, invalidArg("NewStartingHashKey: %q must be a decimal in 0..2^128-1", newStartingHashKey)
 	}
-	first := true
-	return s.reshard(ctx, streamName, func(d *StreamDescription) ([]change, error) {
-		if !first {
-			return nil, nil
-		}
-		first = false
+	return s.reshard(ctx, streamName, oneStep(func(d *StreamDescription) ([]change, error) {
 		p, err := s.openShard(d, shardToSplit, "split")
 		if err != nil {
 			return nil, err
@@ -121,7 +116,7 @@ func (s *Service) SplitShard(ctx context.Context, streamName, shardToSplit, newS
 			return nil, awserr.New(awserr.ErrLimitExceeded, "SplitShard would give stream %s %d open shards; runnel's limit is %d (MaxShardCount).", streamName, n, MaxShardCount)
 		}
 		return []change{split(p, key)}, nil
-	})
+	}))
 }
 
 // MergeShards closes two adjacent open shards and opens one child holding
@@ -135,12 +130,7 @@ func (s *Service) SplitShard(ctx context.Context, streamName, shardToSplit, newS
 // shard), ResourceInUseException (stream not ACTIVE), LimitExceededException
 // (shard indexes exhausted).
 func (s *Service) MergeShards(ctx context.Context, streamName, shardToMerge, adjacentShardToMerge string) (*StreamDescription, error) {
-	first := true
-	return s.reshard(ctx, streamName, func(d *StreamDescription) ([]change, error) {
-		if !first {
-			return nil, nil
-		}
-		first = false
+	return s.reshard(ctx, streamName, oneStep(func(d *StreamDescription) ([]change, error) {
 		a, err := s.openShard(d, shardToMerge, "merge")
 		if err != nil {
 			return nil, err
@@ -154,7 +144,20 @@ func (s *Service) MergeShards(ctx context.Context, streamName, shardToMerge, adj
 				shardToMerge, adjacentShardToMerge, streamName, s.eng.AccountID())
 		}
 		return []change{merge(a, b)}, nil
-	})
+	}))
+}
+
+// oneStep is the plan of a reshard of one step: plan is asked once;
+// asked again (once its step is done) it answers that nothing is left.
+func oneStep(plan func(d *StreamDescription) ([]change, error)) func(*StreamDescription) ([]change, error) {
+	done := false
+	return func(d *StreamDescription) ([]change, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		return plan(d)
+	}
 }
 
 // UpdateShardCount scales the stream to targetShardCount open shards of
