@@ -13,7 +13,9 @@ import (
 func ProcessKinesis(ctx context.Context, ev events.KinesisEvent, fn func(context.Context, events.KinesisEventRecord) error, opts ...Option) (events.KinesisEventResponse, error) {
 	recs := records(ev.Records, func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber })
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
-	return events.KinesisEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.KinesisBatchItemFailure { return events.KinesisBatchItemFailure{ItemIdentifier: id} })}, err
+	return events.KinesisEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.KinesisBatchItemFailure {
+		return events.KinesisBatchItemFailure{ItemIdentifier: id}
+	})}, err
 }
 
 // ProcessSQS runs fn over the messages of an SQS event and returns the
@@ -40,7 +42,9 @@ func ProcessSQS(ctx context.Context, ev events.SQSEvent, fn func(context.Context
 func ProcessDynamoDB(ctx context.Context, ev events.DynamoDBEvent, fn func(context.Context, events.DynamoDBEventRecord) error, opts ...Option) (events.DynamoDBEventResponse, error) {
 	recs := records(ev.Records, func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber })
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
-	return events.DynamoDBEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.DynamoDBBatchItemFailure { return events.DynamoDBBatchItemFailure{ItemIdentifier: id} })}, err
+	return events.DynamoDBEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.DynamoDBBatchItemFailure {
+		return events.DynamoDBBatchItemFailure{ItemIdentifier: id}
+	})}, err
 }
 
 // KinesisHandler returns a Lambda handler that runs ProcessKinesis with
