@@ -13,9 +13,7 @@ import (
 func ProcessKinesis(ctx context.Context, ev events.KinesisEvent, fn func(context.Context, events.KinesisEventRecord) error, opts ...Option) (events.KinesisEventResponse, error) {
 	recs := records(ev.Records, func(r events.KinesisEventRecord) string { return r.Kinesis.SequenceNumber })
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
-	return events.KinesisEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.KinesisBatchItemFailure {
-		return events.KinesisBatchItemFailure{ItemIdentifier: id}
-	})}, err
+	return events.KinesisEventResponse{BatchItemFailures: itemFailures(failed, kinesisFailure)}, err
 }
 
 // ProcessSQS runs fn over the messages of an SQS event and returns the
@@ -34,7 +32,7 @@ func ProcessSQS(ctx context.Context, ev events.SQSEvent, fn func(context.Context
 	o := newOptions(opts)
 	o.stopOnFirstFailure = false // a standard queue has no order to keep
 	failed, err := process(ctx, recs, fn, o, fifo)
-	return events.SQSEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.SQSBatchItemFailure { return events.SQSBatchItemFailure{ItemIdentifier: id} })}, err
+	return events.SQSEventResponse{BatchItemFailures: itemFailures(failed, sqsFailure)}, err
 }
 
 // ProcessDynamoDB runs fn over the records of a DynamoDB Streams event and
@@ -42,9 +40,7 @@ func ProcessSQS(ctx context.Context, ev events.SQSEvent, fn func(context.Context
 func ProcessDynamoDB(ctx context.Context, ev events.DynamoDBEvent, fn func(context.Context, events.DynamoDBEventRecord) error, opts ...Option) (events.DynamoDBEventResponse, error) {
 	recs := records(ev.Records, func(r events.DynamoDBEventRecord) string { return r.Change.SequenceNumber })
 	failed, err := process(ctx, recs, fn, newOptions(opts), false)
-	return events.DynamoDBEventResponse{BatchItemFailures: itemFailures(failed, func(id string) events.DynamoDBBatchItemFailure {
-		return events.DynamoDBBatchItemFailure{ItemIdentifier: id}
-	})}, err
+	return events.DynamoDBEventResponse{BatchItemFailures: itemFailures(failed, dynamoDBFailure)}, err
 }
 
 // KinesisHandler returns a Lambda handler that runs ProcessKinesis with
@@ -86,4 +82,18 @@ func itemFailures[F any](ids []string, failure func(id string) F) []F {
 		out[i] = failure(id)
 	}
 	return out
+}
+
+// The batch item failures of each event source, naming one record.
+
+func kinesisFailure(id string) events.KinesisBatchItemFailure {
+	return events.KinesisBatchItemFailure{ItemIdentifier: id}
+}
+
+func sqsFailure(id string) events.SQSBatchItemFailure {
+	return events.SQSBatchItemFailure{ItemIdentifier: id}
+}
+
+func dynamoDBFailure(id string) events.DynamoDBBatchItemFailure {
+	return events.DynamoDBBatchItemFailure{ItemIdentifier: id}
 }
