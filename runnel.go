@@ -85,6 +85,13 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Queues, err = queue.New(ctx, eng); err != nil {
 		return fail(err)
 	}
+	if !cfg.Mappings.Passive {
+		// This process serves the queues (a passive one, a CLI command,
+		// forwards its calls to the process that does).
+		if err := rn.Queues.Serve(ctx); err != nil {
+			return fail(err)
+		}
+	}
 	if rn.Tables, err = table.New(ctx, eng, cfg.Tables); err != nil {
 		return fail(err)
 	}

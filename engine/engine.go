@@ -28,6 +28,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // DefaultDataDir is where the embedded engine stores its data when
@@ -95,6 +96,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
+	leases  *lease.Manager
 
 	// pubs are extra connections for the hot publish paths (PublisherJS):
 	// one connection is one reader goroutine in the server and one lock
@@ -264,6 +266,7 @@ func (e *Engine) closePublishers() {
 // the same DataDir.
 func (e *Engine) Close() error {
 	var err error
+	e.stopLeases(true)
 	for _, c := range e.pubConns {
 		_ = c.Flush()
 	}
@@ -293,10 +296,45 @@ func (e *Engine) unlock() {
 	}
 }
 
+// Leases returns the engine's lease manager (package lease), opening it on
+// first use: one per process, shared by the services that own work.
+func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.leases == nil {
+		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger})
+		if err != nil {
+			return nil, err
+		}
+		e.leases = m
+	}
+	return e.leases, nil
+}
+
+// stopLeases stops renewing: released at Close, abandoned (left to
+// expire) at Crash.
+func (e *Engine) stopLeases(release bool) {
+	e.mu.Lock()
+	m := e.leases
+	e.leases = nil
+	e.mu.Unlock()
+	if m == nil {
+		return
+	}
+	if release {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		m.Close(ctx)
+	} else {
+		m.Abandon()
+	}
+}
+
 // Crash stops the engine the way a killed process would: the connection is
 // closed without draining and the embedded server is shut down at once.
 // Tests use it to check that work resumes from durable state.
 func (e *Engine) Crash() {
+	e.stopLeases(false)
 	e.closePublishers()
 	if e.NC != nil {
 		e.NC.Close()

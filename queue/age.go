@@ -12,6 +12,10 @@ import (
 // dead-letter queue a moved message keeps its original send time, so the
 // age counts from there (as on AWS).
 func (s *Service) ApproximateAgeOfOldestMessage(ctx context.Context, queueURL string) (time.Duration, error) {
+	var age time.Duration
+	if remote, err := s.forward(ctx, rpcArgs{Op: "ApproximateAgeOfOldestMessage", URL: queueURL}, &age); remote {
+		return age, err
+	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
 		return 0, err
@@ -20,7 +24,7 @@ func (s *Service) ApproximateAgeOfOldestMessage(ctx context.Context, queueURL st
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.deleted {
-		return 0, notExist(queueURL)
+		return 0, q.goneErr(queueURL)
 	}
 	q.advance(now)
 	if q.exp.len() == 0 {

@@ -32,6 +32,9 @@ import (
 // awserr.ErrQueueDoesNotExist; awserr.ErrInternal when JetStream failed (the call may
 // be retried with the same handle if the message is still in flight).
 func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHandle string) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "MoveToDeadLetterQueue", URL: queueURL, Handle: receiptHandle}, nil); remote {
+		return err
+	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
 		return err
@@ -40,7 +43,7 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 	// Under q.mu.
 	inflight := func() (*message, error) {
 		if q.deleted {
-			return nil, notExist(queueURL)
+			return nil, q.goneErr(queueURL)
 		}
 		q.advance(s.eng.Clock.Now().UnixMilli())
 		m, rc, err := q.lookup(receiptHandle)

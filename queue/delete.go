@@ -53,6 +53,9 @@ func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle str
 // each entry as DeleteMessage; the batch fails as a whole only for an
 // empty batch, more than 10 entries, or bad or repeated Ids.
 func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entries []DeleteMessageBatchRequestEntry) (*BatchOutput, error) {
+	if remote, out, err := forwardOut[BatchOutput](ctx, s, rpcArgs{Op: "DeleteMessageBatch", URL: queueURL, Delete: entries}); remote {
+		return out, err
+	}
 	return applyBatch(ctx, s, queueURL, entries, func(e DeleteMessageBatchRequestEntry) string { return e.Id },
 		func(q *queue, _ int64, e DeleteMessageBatchRequestEntry) (*record, error) {
 			m, rc, err := q.lookup(e.ReceiptHandle)
@@ -139,6 +142,9 @@ func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receipt
 // messages (API_ChangeMessageVisibilityBatch), each entry as
 // ChangeMessageVisibility.
 func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ChangeMessageVisibilityBatchRequestEntry) (*BatchOutput, error) {
+	if remote, out, err := forwardOut[BatchOutput](ctx, s, rpcArgs{Op: "ChangeMessageVisibilityBatch", URL: queueURL, Change: entries}); remote {
+		return out, err
+	}
 	return applyBatch(ctx, s, queueURL, entries, func(e ChangeMessageVisibilityBatchRequestEntry) string { return e.Id },
 		func(q *queue, now int64, e ChangeMessageVisibilityBatchRequestEntry) (*record, error) {
 			if e.VisibilityTimeout < 0 || e.VisibilityTimeout > MaxVisibilityTimeout {
@@ -178,6 +184,9 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 // second purge within PurgeInterval (60 s, engine clock) is
 // awserr.ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
 func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "PurgeQueue", URL: queueURL}, nil); remote {
+		return err
+	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
 		return err
@@ -185,7 +194,7 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.deleted {
-		return notExist(queueURL)
+		return q.goneErr(queueURL)
 	}
 	now := s.eng.Clock.Now()
 	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
@@ -235,7 +244,7 @@ func (s *Service) lockBatch(ctx context.Context, queueURL string, ids []string) 
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
-		return nil, 0, notExist(queueURL)
+		return nil, 0, q.goneErr(queueURL)
 	}
 	now := s.eng.Clock.Now().UnixMilli()
 	q.advance(now)

@@ -82,6 +82,10 @@ const maxTasksListed = 10
 // awserr.ErrSQSInvalidParameterValue for a rate outside 1..500, a destination equal
 // to the source or of the other queue type.
 func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinationArn string, maxPerSecond int) (string, error) {
+	var handle string
+	if remote, err := s.forward(ctx, rpcArgs{Op: "StartMessageMoveTask", URL: sourceArn, Dest: destinationArn, Rate: maxPerSecond}, &handle); remote {
+		return handle, err
+	}
 	srcName, ok := NameFromARN(sourceArn)
 	if !ok {
 		return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter SourceArn is invalid. Reason: not an SQS queue ARN.", sourceArn)
@@ -195,6 +199,10 @@ func (s *Service) isDeadLetterQueue(ctx context.Context, name string) (bool, err
 // ListMessageMoveTasks lists the latest (up to 10) move tasks of a source
 // queue, most recent first (API_ListMessageMoveTasks).
 func (s *Service) ListMessageMoveTasks(ctx context.Context, sourceArn string) ([]MessageMoveTask, error) {
+	var tasks []MessageMoveTask
+	if remote, err := s.forward(ctx, rpcArgs{Op: "ListMessageMoveTasks", URL: sourceArn}, &tasks); remote {
+		return tasks, err
+	}
 	name, ok := NameFromARN(sourceArn)
 	if !ok {
 		return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %s for parameter SourceArn is invalid. Reason: not an SQS queue ARN.", sourceArn)
@@ -217,6 +225,10 @@ func (s *Service) ListMessageMoveTasks(ctx context.Context, sourceArn string) ([
 // moved. An unknown handle, or a task no longer running, is
 // awserr.ErrResourceNotFound.
 func (s *Service) CancelMessageMoveTask(ctx context.Context, taskHandle string) (int64, error) {
+	var moved int64
+	if remote, err := s.forward(ctx, rpcArgs{Op: "CancelMessageMoveTask", Handle: taskHandle}, &moved); remote {
+		return moved, err
+	}
 	s.mu.Lock()
 	t := s.tasks[taskHandle]
 	s.mu.Unlock()
@@ -308,7 +320,7 @@ func (q *queue) takeForMove(n int, limit uint64) ([]*message, []*payload, error)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.deleted {
-		return nil, nil, notExist(q.name)
+		return nil, nil, q.goneErr(q.name)
 	}
 	q.advance(q.svc.eng.Clock.Now().UnixMilli())
 	var msgs []*message

@@ -63,6 +63,10 @@ type delivery struct {
 // awserr.ErrInvalidAttributeName for an unknown system attribute;
 // awserr.ErrQueueDoesNotExist, also when the queue is deleted during a wait.
 func (s *Service) ReceiveMessage(ctx context.Context, queueURL string, in ReceiveMessageInput) ([]Message, error) {
+	var msgs []Message
+	if remote, err := s.forward(ctx, rpcArgs{Op: "ReceiveMessage", URL: queueURL, Receive: &in}, &msgs); remote {
+		return msgs, err
+	}
 	max := in.MaxNumberOfMessages
 	if max == 0 {
 		max = 1
@@ -156,7 +160,7 @@ func (q *queue) receiveOnce(max int, vt time.Duration, waiting bool) (r receiveR
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.deleted {
-		return r, notExist(q.name)
+		return r, q.goneErr(q.name)
 	}
 	now := q.svc.eng.Clock.Now().UnixMilli()
 	q.advance(now)

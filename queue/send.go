@@ -148,6 +148,9 @@ func failure(id string, err error) BatchResultErrorEntry {
 // in Failed with SenderFault; the valid ones are stored together in one
 // JetStream write and are in Successful once it is acknowledged.
 func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries []SendMessageBatchRequestEntry) (*SendMessageBatchOutput, error) {
+	if remote, out, err := forwardOut[SendMessageBatchOutput](ctx, s, rpcArgs{Op: "SendMessageBatch", URL: queueURL, Send: entries}); remote {
+		return out, err
+	}
 	ids := make([]string, len(entries))
 	total := 0
 	for i := range entries {
@@ -166,9 +169,10 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 	}
 	q.mu.Lock()
 	cfg, deleted := q.cfg, q.deleted
+	gone := q.goneErr(queueURL)
 	q.mu.Unlock()
 	if deleted {
-		return nil, notExist(queueURL)
+		return nil, gone
 	}
 	now := s.eng.Clock.Now().UnixMilli()
 	out := &SendMessageBatchOutput{}
@@ -286,7 +290,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 	if q.deleted {
 		q.mu.Unlock()
 		for i := range errs {
-			errs[i] = notExist(q.name)
+			errs[i] = q.goneErr(q.name)
 		}
 		return results, errs
 	}

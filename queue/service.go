@@ -43,9 +43,10 @@
 // read back from JetStream beyond it. Queue metadata (name, id,
 // attributes, creation time) is in the key-value bucket "runnel_queues".
 //
-// A queue is served by the one process that holds the Service; other
-// processes must go through it (two Services on one queue would each
-// keep their own index).
+// The indexes are held by one process at a time, the holder of the
+// queues' lease; the Service of every other process sharing the JetStream
+// forwards its calls to that process (owner.go), so a purge run from the
+// CLI against a running serve acts on the index the serve delivers from.
 //
 // # Receipt handles
 //
@@ -96,11 +97,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 const metaBucket = "runnel_queues"
@@ -134,6 +137,13 @@ type Service struct {
 	tasks   map[string]*moveTask // by handle
 	bySrc   map[string][]*moveTask
 	tasksWG sync.WaitGroup
+
+	// own is this process's hold on the queues (owner.go).
+	own struct {
+		sync.Mutex
+		lease *lease.Lease
+		sub   *nats.Subscription
+	}
 }
 
 // queueMeta is what "runnel_queues" stores per queue.
@@ -157,10 +167,13 @@ type queue struct {
 	subj   string // "sqs.<id>."
 	js     jetstream.Stream
 
-	mu        sync.Mutex
-	meta      queueMeta
-	cfg       config
-	deleted   bool
+	mu      sync.Mutex
+	meta    queueMeta
+	cfg     config
+	deleted bool
+	// moved is set with deleted when this process lost the queues' lease
+	// (owner.go): calls answer errMoved and nothing more is written.
+	moved     bool
 	records   map[uint64]*record
 	nextN     uint64
 	ready     mheap
@@ -202,6 +215,16 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 func (s *Service) Close() {
 	s.cancel()
 	s.tasksWG.Wait()
+	s.release()
+}
+
+// goneErr is the error of a call on q once deleted is set: errMoved
+// when the index was dropped for another process, else QueueDoesNotExist.
+func (q *queue) goneErr(ref string) error {
+	if q.moved {
+		return errMoved
+	}
+	return notExist(ref)
 }
 
 // ARN returns the queue ARN for name: arn:aws:sqs:<region>:<account>:<name>.
@@ -269,6 +292,10 @@ func (s *Service) streamConfig(m *queueMeta) jetstream.StreamConfig {
 // CreateQueue returns its URL when every given attribute has the queue's
 // value, and awserr.ErrQueueNameExists otherwise.
 func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[string]string) (string, error) {
+	var url string
+	if remote, err := s.forward(ctx, rpcArgs{Op: "CreateQueue", URL: name, Attrs: attributes}, &url); remote {
+		return url, err
+	}
 	fifo := strings.EqualFold(attributes[AttrFifoQueue], "true")
 	if fifo && !fifoQueueNameRE.MatchString(name) {
 		return "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Can not create queue %q: the name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length.", name)
@@ -402,6 +429,9 @@ func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, erro
 // from it fail. A queue of the same name may be created at once (SQS asks
 // for 60 s; runnel doesn't).
 func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "DeleteQueue", URL: queueURL}, nil); remote {
+		return err
+	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
 		return err
@@ -441,6 +471,10 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 // (in flight) and ApproximateNumberOfMessagesDelayed, counted by the
 // engine clock. An unknown name is awserr.ErrInvalidAttributeName.
 func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names []string) (map[string]string, error) {
+	var attrs map[string]string
+	if remote, err := s.forward(ctx, rpcArgs{Op: "GetQueueAttributes", URL: queueURL, Names: names}, &attrs); remote {
+		return attrs, err
+	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
 		return nil, err
@@ -459,7 +493,7 @@ func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
-		return nil, notExist(queueURL)
+		return nil, q.goneErr(queueURL)
 	}
 	q.advance(s.eng.Clock.Now().UnixMilli())
 	futs, _ := q.flush()
@@ -516,6 +550,9 @@ func contains(list []string, s string) bool {
 // to messages already in the queue (retention, visibility of later
 // receives).
 func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attributes map[string]string) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "SetQueueAttributes", URL: queueURL, Attrs: attributes}, nil); remote {
+		return err
+	}
 	q, err := s.queue(ctx, queueURL)
 	if err != nil {
 		return err
@@ -533,7 +570,7 @@ func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attri
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.deleted {
-		return notExist(queueURL)
+		return q.goneErr(queueURL)
 	}
 	meta := q.meta
 	meta.Attributes = map[string]string{}

@@ -24,14 +24,8 @@ import (
 // skipped) and that the second run resumed from a checkpoint rather than
 // from the start.
 func TestKillMidBatchResumesAtCheckpoint(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	bin := runnelBinary(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "runnel")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	stackFile := filepath.Join(dir, "stack.yaml")
 	os.WriteFile(stackFile, []byte(`
 Streams:

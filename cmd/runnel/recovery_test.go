@@ -93,14 +93,8 @@ func recoverySetup(t *testing.T) (string, []string, []string) {
 // redrive refused without "y" then done with it, replay to a queue and to a
 // function, resolve from standard input, archive --delete and purge.
 func TestRecoveryCommandsEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	bin := runnelBinary(t)
 	dir, seqs, pointers := recoverySetup(t)
-	bin := filepath.Join(t.TempDir(), "runnel")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	data := filepath.Join(dir)
 	run := func(t *testing.T, stdin string, args ...string) (string, string, error) {
 		t.Helper()
@@ -260,4 +254,89 @@ func TestRecoveryCommandsEndToEnd(t *testing.T) {
 			t.Fatalf("purge: %v\n%s%s", err, out, errOut)
 		}
 	})
+}
+
+// The purge case of issue 13, as an operator meets it: `runnel dlq purge`
+// and `runnel dlq redrive` run with --nats-url against a running serve act
+// on the queues that serve delivers from. (Before the queues had one
+// serving process, the CLI purged a copy of the index of its own: the
+// serve went on counting and delivering all five messages.)
+func TestDLQCommandsAgainstARunningServeActOnItsQueues(t *testing.T) {
+	bin := runnelBinary(t)
+	serve := testenv.Start(t, testenv.Options{ListenAddr: "127.0.0.1:0"})
+	ctx := context.Background()
+	q := serve.Queues
+	dlq, err := q.CreateQueue(ctx, "jobs-dlq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := q.CreateQueue(ctx, "jobs", map[string]string{
+		queue.AttrRedrivePolicy: fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, q.ARN("jobs-dlq"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--nats-url", serve.Engine.ClientURL()}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("runnel %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	counts := func(url string) string {
+		t.Helper()
+		a, err := q.GetQueueAttributes(ctx, url, []string{queue.AttrAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a["ApproximateNumberOfMessages"] + "/" + a["ApproximateNumberOfMessagesNotVisible"]
+	}
+	receive := func(url string) []queue.Message {
+		t.Helper()
+		ms, err := q.ReceiveMessage(ctx, url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, WaitTimeSeconds: new(int)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+
+	for i := range 5 {
+		if _, err := q.SendMessage(ctx, dlq, queue.SendMessageInput{MessageBody: fmt.Sprintf("poison-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := cli("dlq", "purge", "jobs-dlq", "--yes"); !strings.Contains(out, "purged 5 messages") {
+		t.Fatalf("dlq purge printed %q", out)
+	}
+	if c := counts(dlq); c != "0/0" {
+		t.Errorf("serve counts %s (visible/in flight) in jobs-dlq after the CLI's purge, want 0/0", c)
+	}
+	if ms := receive(dlq); len(ms) != 0 {
+		t.Errorf("serve delivered %d purged messages", len(ms))
+	}
+
+	// Three messages dead-lettered by the serve, redriven by the CLI.
+	for i := range 3 {
+		if _, err := q.SendMessage(ctx, src, queue.SendMessageInput{MessageBody: fmt.Sprintf("job-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range receive(src) {
+		if err := q.MoveToDeadLetterQueue(ctx, src, m.ReceiptHandle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := counts(dlq); c != "3/0" {
+		t.Fatalf("jobs-dlq holds %s before the redrive, want 3/0", c)
+	}
+	if out := cli("dlq", "redrive", "jobs-dlq", "--yes"); !strings.Contains(out, "moved 3 of 3") {
+		t.Fatalf("dlq redrive printed %q", out)
+	}
+	if c := counts(dlq); c != "0/0" {
+		t.Errorf("serve counts %s in jobs-dlq after the CLI's redrive, want 0/0", c)
+	}
+	if ms := receive(src); len(ms) != 3 {
+		t.Errorf("serve delivered %d redriven messages from jobs, want 3", len(ms))
+	}
 }

@@ -27,6 +27,9 @@ type Options struct {
 	Clock clockwork.Clock
 	// NATSURL connects to an external server instead of embedding one.
 	NATSURL string
+	// ListenAddr makes the embedded server accept other processes
+	// ("127.0.0.1:0": any free port; see Runnel.Engine.ClientURL).
+	ListenAddr string
 	// Mappings are the mapping service knobs; RetryBaseDelay defaults to
 	// a negative value (retry at once) in tests.
 	Mappings mapping.Options
@@ -60,7 +63,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	}
 	rn, err := runnel.Open(context.Background(), runnel.Config{
 		Tables:            o.Tables,
-		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, Clock: o.Clock, Logger: Logger(t)},
+		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Clock: o.Clock, Logger: Logger(t)},
 		Mappings:          o.Mappings,
 		RetentionInterval: -1,
 		Registry:          o.Registry,

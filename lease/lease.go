@@ -1,0 +1,291 @@
+// Package lease gives one process at a time the ownership of a named piece
+// of work (a queue's index, later a mapping's shard) among all the runnel
+// processes that share one JetStream: a `runnel serve`, a CLI command run
+// against it with --nats-url, the nodes of a cluster.
+//
+// A lease is a key of the JetStream key-value bucket "runnel_leases"
+// (memory storage, history 1, the bucket's TTL = Options.TTL). Acquire
+// creates the key (KV Create: it fails while another holder's value is
+// there); the holder renews it every TTL/4 with a KV Update on the revision
+// it wrote last, so a holder that lost the key (it expired and another
+// process created it) learns it at its next renewal and closes Lost. A key
+// that is not renewed expires TTL after its last write, by the server's
+// clock, and anyone may acquire it then.
+//
+// # The rule a holder follows
+//
+// A holder acts on a lease only while Valid: until TTL/2 after the start
+// of its last successful write. The key lives at least TTL after that
+// write reached the server, so a holder stops acting at least TTL/2 before
+// anyone else can acquire the key. The trap: validity is measured on this
+// process's wall clock (time.Now, never the engine's injected clock; the
+// expiry runs on the server's), so clocks that drift apart by more than
+// TTL/2 during one TTL break exclusivity. TTL defaults to 10 s, giving a
+// failover within about 10 s after a holder dies.
+//
+// Leases are in memory on the server: when the embedded server restarts
+// (the process restarted), every lease of the previous run is gone with
+// it, so a restarted runnel does not wait for its own old leases.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Bucket is the key-value bucket holding the leases.
+const Bucket = "runnel_leases"
+
+// DefaultTTL is Options.TTL's default.
+const DefaultTTL = 10 * time.Second
+
+// ErrHeld is returned by Acquire when another process holds the lease.
+var ErrHeld = errors.New("lease: held by another process")
+
+// Options configures a Manager.
+type Options struct {
+	// TTL is how long a lease lives after its last renewal. Default
+	// DefaultTTL (10 s); at least 1 s. Every process sharing the bucket
+	// must use the same TTL (the bucket is created with the first one).
+	TTL time.Duration
+	// Node names this process in lease values; default a random NUID.
+	Node string
+	// Replicas of the bucket; default 1.
+	Replicas int
+	Logger   *slog.Logger
+}
+
+// Manager acquires, renews and releases this process's leases.
+type Manager struct {
+	kv     jetstream.KeyValue
+	node   string
+	ttl    time.Duration
+	log    *slog.Logger
+	mu     sync.Mutex
+	held   map[string]*Lease
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Lease is one held lease.
+type Lease struct {
+	m    *Manager
+	key  string
+	mu   sync.Mutex
+	rev  uint64
+	good time.Time // Valid until then
+	lost chan struct{}
+	gone bool
+}
+
+// New opens (creating if needed) the leases bucket and starts renewing.
+func New(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager, error) {
+	if opts.TTL == 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.TTL < time.Second {
+		return nil, fmt.Errorf("lease: TTL %v is below the minimum of 1s", opts.TTL)
+	}
+	if opts.Node == "" {
+		opts.Node = nuid.Next()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, TTL: opts.TTL, History: 1,
+			Storage: jetstream.MemoryStorage, Replicas: max(1, opts.Replicas)})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, Bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease: open bucket: %w", err)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	m := &Manager{kv: kv, node: opts.Node, ttl: opts.TTL, log: opts.Logger, held: map[string]*Lease{}, cancel: cancel, done: make(chan struct{})}
+	go m.renewLoop(bg)
+	return m, nil
+}
+
+// Node is this process's name in lease values.
+func (m *Manager) Node() string { return m.node }
+
+// Acquire takes the lease named key (a KV key: letters, digits, '-', '_',
+// '/', '=' and '.'). It returns ErrHeld when another process holds it,
+// and the held lease when this process already does.
+func (m *Manager) Acquire(ctx context.Context, key string) (*Lease, error) {
+	m.mu.Lock()
+	if l := m.held[key]; l != nil {
+		m.mu.Unlock()
+		return l, nil
+	}
+	m.mu.Unlock()
+	start := time.Now()
+	rev, err := m.kv.Create(ctx, key, []byte(m.node))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, ErrHeld
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", key, err)
+	}
+	l := &Lease{m: m, key: key, rev: rev, good: start.Add(m.ttl / 2), lost: make(chan struct{})}
+	m.mu.Lock()
+	m.held[key] = l
+	m.mu.Unlock()
+	return l, nil
+}
+
+// Holder returns the node holding key, "" if nobody does.
+func (m *Manager) Holder(ctx context.Context, key string) (string, error) {
+	e, err := m.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(e.Value()), nil
+}
+
+// Valid reports whether the holder may act on the lease now.
+func (l *Lease) Valid() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.gone && time.Now().Before(l.good)
+}
+
+// Lost is closed when the lease is lost (another process holds it now) or
+// released.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Key is the lease's name.
+func (l *Lease) Key() string { return l.key }
+
+// Release gives the lease up at once: the key is deleted (only if this
+// process still holds it), so another process may acquire it without
+// waiting for the TTL.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.gone {
+		l.mu.Unlock()
+		return nil
+	}
+	l.gone = true
+	rev := l.rev
+	close(l.lost)
+	l.mu.Unlock()
+	l.m.mu.Lock()
+	if l.m.held[l.key] == l {
+		delete(l.m.held, l.key)
+	}
+	l.m.mu.Unlock()
+	err := l.m.kv.Delete(ctx, l.key, jetstream.LastRevision(rev))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("lease %s: release: %w", l.key, err)
+	}
+	return nil
+}
+
+// lose marks the lease lost after a renewal found another holder.
+func (l *Lease) lose() {
+	l.mu.Lock()
+	if !l.gone {
+		l.gone = true
+		close(l.lost)
+	}
+	l.mu.Unlock()
+	l.m.mu.Lock()
+	if l.m.held[l.key] == l {
+		delete(l.m.held, l.key)
+	}
+	l.m.mu.Unlock()
+}
+
+// renewLoop renews every held lease every TTL/4.
+func (m *Manager) renewLoop(ctx context.Context) {
+	defer close(m.done)
+	t := time.NewTicker(m.ttl / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		leases := make([]*Lease, 0, len(m.held))
+		for _, l := range m.held {
+			leases = append(leases, l)
+		}
+		m.mu.Unlock()
+		for _, l := range leases {
+			m.renew(ctx, l)
+		}
+	}
+}
+
+func (m *Manager) renew(ctx context.Context, l *Lease) {
+	l.mu.Lock()
+	rev, gone := l.rev, l.gone
+	l.mu.Unlock()
+	if gone {
+		return
+	}
+	start := time.Now()
+	c, cancel := context.WithTimeout(ctx, m.ttl/4)
+	nrev, err := m.kv.Update(c, l.key, []byte(m.node), rev)
+	cancel()
+	switch {
+	case err == nil:
+		l.mu.Lock()
+		l.rev, l.good = nrev, start.Add(m.ttl/2)
+		l.mu.Unlock()
+	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
+		m.log.Warn("lease lost: another process holds it now", "lease", l.key, "err", err)
+		l.lose()
+	default:
+		// No answer: the lease stays held until it stops being Valid; the
+		// next renewal tries again.
+		if ctx.Err() == nil {
+			m.log.Warn("lease renewal failed; will retry", "lease", l.key, "err", err)
+		}
+	}
+}
+
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// Close stops renewing and releases every held lease.
+func (m *Manager) Close(ctx context.Context) {
+	m.cancel()
+	<-m.done
+	m.mu.Lock()
+	leases := make([]*Lease, 0, len(m.held))
+	for _, l := range m.held {
+		leases = append(leases, l)
+	}
+	m.mu.Unlock()
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			m.log.Warn("lease release failed; it expires by its TTL", "lease", l.key, "err", err)
+		}
+	}
+}
+
+// Abandon stops renewing without releasing anything, as a killed process
+// would: the leases expire by their TTL. For crash tests.
+func (m *Manager) Abandon() {
+	m.cancel()
+	<-m.done
+}

@@ -1,0 +1,124 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/lease"
+)
+
+// two opens two managers (two processes) on one fresh embedded engine,
+// with a 1 s TTL.
+func two(t *testing.T) (*engine.Engine, *lease.Manager, *lease.Manager) {
+	t.Helper()
+	eng, err := engine.Open(context.Background(), engine.Config{DataDir: t.TempDir(), Logger: testenv.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	mk := func(node string) *lease.Manager {
+		m, err := lease.New(context.Background(), eng.JS, lease.Options{TTL: time.Second, Node: node, Logger: testenv.Logger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(context.Background()) })
+		return m
+	}
+	return eng, mk("a"), mk("b")
+}
+
+func TestOnlyOneProcessHoldsALeaseUntilItReleasesIt(t *testing.T) {
+	_, a, b := two(t)
+	ctx := context.Background()
+	la, err := a.Acquire(ctx, "sqs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !la.Valid() {
+		t.Fatal("a fresh lease is not valid")
+	}
+	if _, err := b.Acquire(ctx, "sqs"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("second acquire: %v, want ErrHeld", err)
+	}
+	if h, _ := b.Holder(ctx, "sqs"); h != "a" {
+		t.Fatalf("holder = %q, want a", h)
+	}
+	// Renewals keep it held well past the TTL.
+	time.Sleep(2500 * time.Millisecond)
+	if !la.Valid() {
+		t.Fatal("a renewed lease stopped being valid")
+	}
+	if _, err := b.Acquire(ctx, "sqs"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("acquire of a renewed lease: %v, want ErrHeld", err)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-la.Lost():
+	default:
+		t.Fatal("Lost not closed by Release")
+	}
+	if _, err := b.Acquire(ctx, "sqs"); err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+}
+
+// A holder that stops renewing (a killed process) loses the lease after
+// the TTL; another process takes it; the old holder is told at its next
+// renewal if it comes back.
+func TestAnUnrenewedLeaseExpiresAndPassesToAnotherProcess(t *testing.T) {
+	_, a, b := two(t)
+	ctx := context.Background()
+	if _, err := a.Acquire(ctx, "shard-1"); err != nil {
+		t.Fatal(err)
+	}
+	a.Abandon()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := b.Acquire(ctx, "shard-1")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, lease.ErrHeld) || time.Now().After(deadline) {
+			t.Fatalf("b could not take the abandoned lease: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if h, _ := b.Holder(ctx, "shard-1"); h != "b" {
+		t.Fatalf("holder = %q, want b", h)
+	}
+}
+
+// When another process holds the key now, the old holder's next renewal
+// fails: its lease is lost and no longer valid.
+func TestARenewalThatFindsAnotherHolderLosesTheLease(t *testing.T) {
+	eng, a, _ := two(t)
+	ctx := context.Background()
+	la, err := a.Acquire(ctx, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := eng.JS.KeyValue(ctx, lease.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, "q", []byte("intruder")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lease was not lost after another process took the key")
+	}
+	if la.Valid() {
+		t.Fatal("a lost lease is still valid")
+	}
+}
