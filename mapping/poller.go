@@ -300,7 +300,11 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 		for i := 0; i < r.cfg.ParallelizationFactor; i++ {
 			l := newLane(w, max(2*r.cfg.BatchSize, r.svc.opts.LaneBuffer))
 			l.index = i
-			if ok && id == r.streamID {
+			// A batch record is replayed also when the shard has no
+			// checkpoint yet (a DynamoDB stream mapping stores none at
+			// creation; the first batch may be in flight before the first
+			// checkpoint write). loadLaneBatch checks the record's stream id.
+			if !ok || id == r.streamID {
 				if b, found := r.svc.loadLaneBatch(ctx, r.cfg.UUID, sh.ShardID, r.streamID, i, r.cfg.ParallelizationFactor); found && b.last >= next {
 					l.replay = &b
 					from = min(from, b.first)
