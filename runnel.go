@@ -133,6 +133,9 @@ func (rn *Runnel) closeServices() {
 	if rn.Tables != nil {
 		rn.Tables.Close()
 	}
+	if rn.Functions != nil {
+		rn.Functions.Close()
+	}
 	if rn.Queues != nil {
 		rn.Queues.Close()
 	}

@@ -23,8 +23,9 @@ type Service struct {
 	kv  jetstream.KeyValue
 	reg *Registry
 
-	mu  sync.RWMutex
-	fns map[string]*Function
+	mu   sync.RWMutex
+	fns  map[string]*Function
+	stop context.CancelFunc // ends the watch (watch.go)
 }
 
 // NewService opens the functions service on eng with the handlers of reg
@@ -51,6 +52,12 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
 	})
 	if err != nil {
+		return nil, err
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if err := s.watch(wctx); err != nil {
+		stop()
 		return nil, err
 	}
 	return s, nil

@@ -78,6 +78,7 @@ type Manager struct {
 type Lease struct {
 	m    *Manager
 	key  string
+	io   sync.Mutex // serializes the renewal and the release writes
 	mu   sync.Mutex
 	rev  uint64
 	good time.Time // Valid until then
@@ -156,6 +157,23 @@ func (m *Manager) Holder(ctx context.Context, key string) (string, error) {
 	return string(e.Value()), nil
 }
 
+// Count returns how many leases whose key starts with prefix are held now
+// (by any process).
+func (m *Manager) Count(ctx context.Context, prefix string) (int, error) {
+	lister, err := m.kv.ListKeysFiltered(ctx, prefix+">")
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	n := 0
+	for range lister.Keys() {
+		n++
+	}
+	return n, nil
+}
+
 // Valid reports whether the holder may act on the lease now.
 func (l *Lease) Valid() bool {
 	l.mu.Lock()
@@ -174,6 +192,8 @@ func (l *Lease) Key() string { return l.key }
 // process still holds it), so another process may acquire it without
 // waiting for the TTL.
 func (l *Lease) Release(ctx context.Context) error {
+	l.io.Lock()
+	defer l.io.Unlock()
 	l.mu.Lock()
 	if l.gone {
 		l.mu.Unlock()
@@ -234,6 +254,8 @@ func (m *Manager) renewLoop(ctx context.Context) {
 }
 
 func (m *Manager) renew(ctx context.Context, l *Lease) {
+	l.io.Lock()
+	defer l.io.Unlock()
 	l.mu.Lock()
 	rev, gone := l.rev, l.gone
 	l.mu.Unlock()

@@ -106,7 +106,7 @@ type laneBatch struct {
 }
 
 func (s *Service) loadLaneBatch(ctx context.Context, uuid, shardID, streamID string, lane, lanes int) (laneBatch, bool) {
-	e, err := s.ck.Get(ctx, laneKey(uuid, shardID, lane))
+	e, err := s.ckGet(ctx, laneKey(uuid, shardID, lane))
 	if err != nil {
 		return laneBatch{}, false
 	}
@@ -124,8 +124,7 @@ func (s *Service) loadLaneBatch(ctx context.Context, uuid, shardID, streamID str
 
 func (s *Service) storeLaneBatch(ctx context.Context, uuid, shardID, streamID string, lane, lanes int, b laneBatch) error {
 	v := streamID + ":" + strconv.Itoa(lanes) + ":" + strconv.FormatUint(b.first, 10) + ":" + strconv.FormatUint(b.last, 10)
-	_, err := s.ck.Put(ctx, laneKey(uuid, shardID, lane), []byte(v))
-	return err
+	return s.ckPut(ctx, uuid, laneKey(uuid, shardID, lane), []byte(v))
 }
 
 // A checkpoint is stored as "<stream id>:<next position>": positions mean
@@ -134,7 +133,7 @@ func (s *Service) storeLaneBatch(ctx context.Context, uuid, shardID, streamID st
 // loadCheckpoint returns the stored next position of a shard, and the id
 // of the stream it belongs to ("" for a checkpoint without one).
 func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (next uint64, streamID string, ok bool, err error) {
-	e, err := s.ck.Get(ctx, checkpointKey(uuid, shardID))
+	e, err := s.ckGet(ctx, checkpointKey(uuid, shardID))
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return 0, "", false, nil
@@ -150,8 +149,7 @@ func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (nex
 }
 
 func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID, streamID string, next uint64) error {
-	_, err := s.ck.Put(ctx, checkpointKey(uuid, shardID), []byte(streamID+":"+strconv.FormatUint(next, 10)))
-	return err
+	return s.ckPut(ctx, uuid, checkpointKey(uuid, shardID), []byte(streamID+":"+strconv.FormatUint(next, 10)))
 }
 
 // start launches the workers of the shards ready to be read, and the

@@ -46,6 +46,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/lease"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
@@ -101,7 +102,9 @@ type Service struct {
 	resolvers []DestinationResolver
 	discarded atomic.Int64
 
-	published chan struct{} // closed when the status publisher ends
+	published chan struct{}  // closed when the status publisher ends
+	loops     sync.WaitGroup // the ownership loops (owner.go)
+	own       owner
 
 	mu      sync.Mutex
 	configs map[string]Config
@@ -126,7 +129,8 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 		return nil, err
 	}
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
-		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues, tables: tables}
+		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues, tables: tables,
+		own: owner{held: map[string]*lease.Lease{}, revs: map[string]uint64{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
@@ -142,14 +146,17 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 			return
 		}
 		s.configs[c.UUID] = c
-		if *c.Enabled && !opts.Passive {
-			if err := s.startLocked(ctx, c); err != nil {
-				eng.Logger.Warn("stored mapping did not start", "uuid", c.UUID, "err", err)
-			}
-		}
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !opts.Passive {
+		// Claims this process's share of the stored mappings and starts
+		// them (owner.go).
+		if err := s.startOwnership(ctx); err != nil {
+			s.cancel()
+			return nil, err
+		}
 	}
 	// Only now: the publisher reads the maps the loop above fills.
 	if opts.Passive {
@@ -297,9 +304,15 @@ func (s *Service) commitLocked(ctx context.Context, cfg Config) (*Config, error)
 	if err := s.saveLocked(ctx, &cfg); err != nil {
 		return nil, err
 	}
-	if *cfg.Enabled && !s.opts.Passive {
-		if err := s.startLocked(ctx, cfg); err != nil {
-			return nil, err
+	if !s.opts.Passive {
+		if l := s.own.held[cfg.UUID]; l != nil {
+			if !*cfg.Enabled {
+				s.releaseLocked(cfg.UUID)
+			} else if err := s.startLocked(ctx, cfg); err != nil {
+				return nil, err
+			}
+		} else if *cfg.Enabled {
+			s.balanceLocked(ctx)
 		}
 	}
 	out := s.configs[cfg.UUID]
@@ -447,8 +460,9 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stopLocked(id)
+	s.releaseLocked(id)
 	delete(s.configs, id)
+	s.ckForget(id)
 	if streams, name, _, err := s.sourceStreams(*c); err == nil {
 		if shards, err := streams.ListShards(ctx, name); err == nil {
 			for _, sh := range shards {
@@ -474,9 +488,18 @@ func (s *Service) Close() {
 	}
 	s.mu.Unlock()
 	<-s.published // the final status, with the final checkpoints
+	s.loops.Wait()
 	s.mu.Lock()
 	clear(s.runners)
+	for id := range s.own.held {
+		s.releaseLocked(id) // hand the mappings over at once
+	}
 	s.mu.Unlock()
+	if s.own.node != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.own.node.Release(ctx)
+		cancel()
+	}
 }
 
 // publishStatus writes the live Status of every mapping running in this

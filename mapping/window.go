@@ -95,7 +95,7 @@ func windowKey(uuid, shardID string, lane int) string {
 // for this stream and lane count).
 func (s *Service) loadWindow(ctx context.Context, r *runner, shardID string, lane int) *windowState {
 	ws := &windowState{length: r.cfg.tumblingWindow()}
-	e, err := s.ck.Get(ctx, windowKey(r.cfg.UUID, shardID, lane))
+	e, err := s.ckGet(ctx, windowKey(r.cfg.UUID, shardID, lane))
 	if err != nil {
 		return ws
 	}
@@ -122,8 +122,7 @@ func (l *lane) storeWindow(ctx context.Context) error {
 	l.mu.Unlock()
 	body, _ := json.Marshal(sw)
 	return l.storeUntilDone(ctx, "window state write failed; retrying", func() error {
-		_, err := r.svc.ck.Put(ctx, windowKey(r.cfg.UUID, l.w.shardID, l.index), body)
-		return err
+		return r.svc.ckPut(ctx, r.cfg.UUID, windowKey(r.cfg.UUID, l.w.shardID, l.index), body)
 	})
 }
 

@@ -1,0 +1,70 @@
+package function
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// watch applies the function configurations other processes sharing the
+// JetStream store (a function created, replaced or deleted through
+// another runnel node), so that any process can invoke any function as
+// soon as the change reaches the watch. A function whose handler is not
+// registered in this process is logged and left out, as at open.
+func (s *Service) watch(ctx context.Context) error {
+	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer w.Stop()
+		for {
+			var e jetstream.KeyValueEntry
+			select {
+			case <-ctx.Done():
+				return
+			case e = <-w.Updates():
+			}
+			if e == nil {
+				continue
+			}
+			s.applyStored(e)
+		}
+	}()
+	return nil
+}
+
+func (s *Service) applyStored(e jetstream.KeyValueEntry) {
+	name := e.Key()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(s.fns, name)
+		return
+	}
+	var c Config
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		s.eng.Logger.Warn("stored function does not decode", "function", name, "err", err)
+		return
+	}
+	if f := s.fns[name]; f != nil {
+		if b, _ := json.Marshal(f.cfg); string(b) == string(e.Value()) {
+			return // this process's own write
+		}
+	}
+	inv, ok := s.reg.lookup(c.Handler)
+	if !ok {
+		s.eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
+		delete(s.fns, name)
+		return
+	}
+	s.fns[name] = newFunction(c, inv, s.eng.Clock, s.eng.Logger)
+}
+
+// Close stops watching the stored configurations.
+func (s *Service) Close() {
+	if s.stop != nil {
+		s.stop()
+	}
+}

@@ -1,0 +1,323 @@
+package mapping
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/lease"
+)
+
+// Which process runs which mapping.
+//
+// Every runnel process that is not passive (a `runnel serve`, a node of a
+// cluster, a demo) is a candidate to run mappings; a mapping runs in the
+// one process holding its lease, "esm.<uuid>" (package lease). Each
+// candidate holds a presence lease "node.<id>" too, so that each can count
+// the live candidates and take no more than its fair share: ceil(enabled
+// mappings / live candidates), as the Kinesis Client Library balances
+// shard leases by count. Every balanceInterval a process takes free
+// leases up to its share and hands over (stops the runner, which stores
+// its final checkpoints, then releases the lease) what it holds beyond
+// it; a joining process therefore gets its share within a few intervals,
+// and the leases of a process that dies expire after the lease TTL and
+// are taken by the others.
+//
+// Checkpoint, lane batch and window writes are fenced: each is a KV
+// Update on the revision this process last read or wrote for the key, so
+// a process that lost a mapping's lease (and has not noticed yet) cannot
+// move a checkpoint the new holder stored; its write fails with
+// errFenced and its runner stops.
+//
+// Configurations are watched: a mapping created, updated, disabled or
+// deleted through any process takes effect in the process running it as
+// soon as the change reaches the watch (milliseconds on one machine).
+const (
+	mappingLeasePrefix = "esm."
+	nodeLeasePrefix    = "node."
+	balanceInterval    = 2 * time.Second
+)
+
+// errFenced is a checkpoint-bucket write refused because another process
+// wrote the key since this one last did: it holds the mapping now.
+var errFenced = errors.New("mapping: another process holds this mapping now (its checkpoint moved)")
+
+// owner is the Service's part in the ownership of mappings.
+type owner struct {
+	leases *lease.Manager
+	node   *lease.Lease
+	held   map[string]*lease.Lease // mapping UUID -> its lease; under Service.mu
+
+	revMu sync.Mutex
+	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
+}
+
+// startOwnership takes this process's presence lease, claims its share of
+// the stored mappings (starting them), and starts the watch and balance
+// loops. Called by NewService for a service that is not passive.
+func (s *Service) startOwnership(ctx context.Context) error {
+	m, err := s.eng.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	s.own.leases = m
+	if s.own.node, err = m.Acquire(ctx, nodeLeasePrefix+m.Node()); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.balanceLocked(ctx)
+	s.mu.Unlock()
+	w, err := s.kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return err
+	}
+	s.loops.Add(2)
+	go func() {
+		defer s.loops.Done()
+		s.watchConfigs(w)
+	}()
+	go func() {
+		defer s.loops.Done()
+		for engine.Sleep(s.ctx, clockwork.NewRealClock(), balanceInterval) == nil {
+			s.mu.Lock()
+			s.balanceLocked(s.ctx)
+			s.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+// liveNodes counts the processes holding a presence lease.
+func (s *Service) liveNodes(ctx context.Context) int {
+	n, err := s.own.leases.Count(ctx, nodeLeasePrefix)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// balanceLocked takes free leases of enabled mappings up to this
+// process's fair share, and hands over those beyond it.
+func (s *Service) balanceLocked(ctx context.Context) {
+	if s.own.leases == nil || ctx.Err() != nil {
+		return
+	}
+	var enabled []string
+	for id, c := range s.configs {
+		if *c.Enabled {
+			enabled = append(enabled, id)
+		}
+	}
+	if len(enabled) == 0 {
+		return
+	}
+	nodes := s.liveNodes(ctx)
+	share := (len(enabled) + nodes - 1) / nodes
+	for _, id := range enabled {
+		if len(s.own.held) >= share {
+			break
+		}
+		if s.own.held[id] == nil {
+			s.claimLocked(ctx, id)
+		}
+	}
+	for id := range s.own.held {
+		if len(s.own.held) <= share {
+			break
+		}
+		s.eng.Logger.Info("handing a mapping over to balance the cluster", "mapping", id, "share", share, "nodes", nodes)
+		s.releaseLocked(id)
+	}
+}
+
+// claimLocked takes mapping id's lease if it is free and starts it.
+func (s *Service) claimLocked(ctx context.Context, id string) {
+	c, ok := s.configs[id]
+	if !ok || !*c.Enabled {
+		return
+	}
+	l, err := s.own.leases.Acquire(ctx, mappingLeasePrefix+id)
+	if err != nil {
+		if !errors.Is(err, lease.ErrHeld) {
+			s.eng.Logger.Warn("mapping lease not taken; will retry", "mapping", id, "err", err)
+		}
+		return
+	}
+	s.own.held[id] = l
+	go s.watchLease(id, l)
+	if err := s.startLocked(ctx, c); err != nil {
+		s.eng.Logger.Warn("mapping did not start", "mapping", id, "err", err)
+		s.releaseLocked(id)
+	}
+}
+
+// releaseLocked stops mapping id here (final checkpoints) and gives its
+// lease back, so another process may take it at once.
+func (s *Service) releaseLocked(id string) {
+	s.stopLocked(id)
+	l := s.own.held[id]
+	if l == nil {
+		return
+	}
+	delete(s.own.held, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		s.eng.Logger.Warn("mapping lease release failed; it expires by its TTL", "mapping", id, "err", err)
+	}
+}
+
+// watchLease stops the mapping when its lease is lost (not released).
+func (s *Service) watchLease(id string, l *lease.Lease) {
+	<-l.Lost()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.held[id] == l {
+		s.eng.Logger.Warn("mapping lease lost: another process runs the mapping now; stopping it here", "mapping", id)
+		delete(s.own.held, id)
+		s.stopLocked(id)
+	}
+}
+
+// fenced stops mapping id after one of its writes was fenced.
+func (s *Service) fenced(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.held[id] != nil {
+		s.eng.Logger.Warn("another process moved this mapping's checkpoint; stopping it here and giving its lease up", "mapping", id)
+		s.releaseLocked(id)
+	}
+}
+
+// watchConfigs applies configuration changes made by other processes.
+func (s *Service) watchConfigs(w jetstream.KeyWatcher) {
+	defer w.Stop()
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-s.ctx.Done():
+			return
+		case e = <-w.Updates():
+		}
+		if e == nil {
+			continue // the end of the initial values (none: UpdatesOnly)
+		}
+		id := e.Key()
+		s.mu.Lock()
+		if e.Operation() != jetstream.KeyValuePut {
+			if _, ok := s.configs[id]; ok {
+				delete(s.configs, id)
+				s.releaseLocked(id)
+			}
+			s.mu.Unlock()
+			continue
+		}
+		var c Config
+		if err := json.Unmarshal(e.Value(), &c); err != nil {
+			s.mu.Unlock()
+			s.eng.Logger.Warn("stored mapping does not decode", "uuid", id, "err", err)
+			continue
+		}
+		old, known := s.configs[id]
+		if known && sameConfig(old, c) {
+			s.mu.Unlock()
+			continue // this process's own write
+		}
+		s.configs[id] = c
+		if s.own.held[id] != nil {
+			if *c.Enabled {
+				s.stopLocked(id)
+				if err := s.startLocked(s.ctx, c); err != nil {
+					s.eng.Logger.Warn("updated mapping did not start", "mapping", id, "err", err)
+				}
+			} else {
+				s.releaseLocked(id)
+			}
+		} else if *c.Enabled {
+			s.balanceLocked(s.ctx)
+		}
+		s.mu.Unlock()
+	}
+}
+
+func sameConfig(a, b Config) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// ckGet reads a checkpoint-bucket key and remembers its revision for the
+// fenced writes that follow.
+func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	e, err := s.ck.Get(ctx, key)
+	s.own.revMu.Lock()
+	switch {
+	case err == nil:
+		s.own.revs[key] = e.Revision()
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		s.own.revs[key] = 0
+	}
+	s.own.revMu.Unlock()
+	return e, err
+}
+
+// ckPut writes a checkpoint-bucket key for mapping uuid, fenced: a KV
+// Update on the revision this process last read or wrote (Create when it
+// saw none). A key this process never read is read first. errFenced (and
+// the mapping stopped here) when another process wrote it meanwhile.
+func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) error {
+	s.own.revMu.Lock()
+	rev, known := s.own.revs[key]
+	s.own.revMu.Unlock()
+	if !known {
+		if _, err := s.ckGet(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		s.own.revMu.Lock()
+		rev = s.own.revs[key]
+		s.own.revMu.Unlock()
+	}
+	var nrev uint64
+	var err error
+	if rev == 0 {
+		nrev, err = s.ck.Create(ctx, key, value)
+	} else {
+		nrev, err = s.ck.Update(ctx, key, value, rev)
+	}
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+			s.own.revMu.Lock()
+			delete(s.own.revs, key)
+			s.own.revMu.Unlock()
+			if !s.opts.Passive {
+				go s.fenced(uuid)
+			}
+			return errFenced
+		}
+		return err
+	}
+	s.own.revMu.Lock()
+	s.own.revs[key] = nrev
+	s.own.revMu.Unlock()
+	return nil
+}
+
+// ckForget drops the remembered revisions of mapping uuid's keys (it was
+// deleted: its keys are purged).
+func (s *Service) ckForget(uuid string) {
+	s.own.revMu.Lock()
+	defer s.own.revMu.Unlock()
+	for k := range s.own.revs {
+		if strings.HasPrefix(k, uuid+".") {
+			delete(s.own.revs, k)
+		}
+	}
+}

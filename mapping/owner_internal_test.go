@@ -1,0 +1,45 @@
+package mapping
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// A checkpoint write is fenced: once another process wrote the key since
+// this one last read or wrote it, the write is refused and the stored
+// value is the other process's.
+func TestACheckpointWriteAfterAnotherProcessWroteTheKeyIsRefused(t *testing.T) {
+	ctx := context.Background()
+	eng, err := engine.Open(ctx, engine.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ck, err := eng.Bucket(ctx, "runnel_checkpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{eng: eng, ck: ck, opts: Options{Passive: true}, own: owner{revs: map[string]uint64{}}}
+	key := checkpointKey("m-1", "shardId-000000000000")
+	if err := s.ckPut(ctx, "m-1", key, []byte("id:5")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ckPut(ctx, "m-1", key, []byte("id:9")); err != nil {
+		t.Fatalf("a second write by the same holder: %v", err)
+	}
+	if _, err := ck.Put(ctx, key, []byte("id:7")); err != nil { // the new holder
+		t.Fatal(err)
+	}
+	if err := s.ckPut(ctx, "m-1", key, []byte("id:12")); !errors.Is(err, errFenced) {
+		t.Fatalf("a write after another process's: %v, want errFenced", err)
+	}
+	e, err := ck.Get(ctx, key)
+	if err != nil || string(e.Value()) != "id:7" {
+		t.Fatalf("stored %q, %v; want the other process's id:7", e.Value(), err)
+	}
+}
