@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,8 +51,13 @@ type Config struct {
 	// reach it with NATSURL while this process runs. Default: no listener.
 	ListenAddr string
 	// Replicas is the JetStream replica count for every stream and bucket
-	// runnel creates. Default 1; use 3 on a 3-node cluster.
+	// runnel creates. Default 1, or 3 with Cluster (a 3-node cluster keeps
+	// every stream when one node dies).
 	Replicas int
+	// Cluster, when its Listen is set, makes the embedded server a node of
+	// a NATS cluster with clustered JetStream (RAFT) formed with the other
+	// runnel nodes listed in Routes. See docs/cluster.md.
+	Cluster ClusterConfig
 	// Clock is the clock all of runnel's time rules read. Default: the real
 	// clock. Tests pass clockwork.NewFakeClock().
 	Clock clockwork.Clock
@@ -69,6 +75,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Replicas <= 0 {
 		c.Replicas = 1
+		if c.Cluster.Listen != "" && c.NATSURL == "" {
+			c.Replicas = 3
+		}
 	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
@@ -140,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.lock = lock
-		sc := ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "jetstream")}
+		sc := ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "jetstream"), Cluster: cfg.Cluster}
 		if cfg.ListenAddr != "" {
 			host, port, err := net.SplitHostPort(cfg.ListenAddr)
 			if err != nil {
@@ -185,7 +194,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return fail(nc, err)
 	}
-	if _, err := js.AccountInfo(ctx); err != nil {
+	if err := waitJetStream(ctx, js, cfg.Cluster.Listen != ""); err != nil {
 		return fail(nc, fmt.Errorf("engine: JetStream not available at %q: %w", url, err))
 	}
 	for i := 0; i < publisherConns; i++ {
@@ -368,8 +377,41 @@ func lockDataDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
+// ClusterConfig makes an embedded server a node of a NATS cluster.
+type ClusterConfig struct {
+	// Listen is the host:port this node accepts cluster routes on
+	// ("0.0.0.0:6222"). Empty: no cluster.
+	Listen string
+	// Routes are the other nodes' route addresses (host:port or
+	// nats-route://host:port); listing this node too is harmless.
+	Routes []string
+	// Name is this node's server name, unique in the cluster. Default
+	// "runnel-<Listen's port>".
+	Name string
+	// ClusterName names the cluster. Default "runnel".
+	ClusterName string
+}
+
+// waitJetStream waits until JetStream answers: at once for a single
+// server; for a cluster node, until the cluster has elected its meta
+// leader (the other nodes may still be starting), at most 2 minutes.
+func waitJetStream(ctx context.Context, js jetstream.JetStream, clustered bool) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := js.AccountInfo(c)
+		cancel()
+		if err == nil || !clustered || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // ServerConfig configures a nats-server started by StartServer.
 type ServerConfig struct {
+	// Cluster makes the server a cluster node (see ClusterConfig).
+	Cluster ClusterConfig
 	// StoreDir is the JetStream file storage directory. Required.
 	StoreDir string
 	// Listen, when true, makes the server accept TCP clients on Host:Port
@@ -406,6 +448,9 @@ func StartServer(c ServerConfig) (*server.Server, error) {
 			opts.Port = -1
 		}
 	}
+	if err := clusterOptions(opts, c.Cluster); err != nil {
+		return nil, err
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("engine: start nats-server: %w", err)
@@ -416,4 +461,41 @@ func StartServer(c ServerConfig) (*server.Server, error) {
 		return nil, errors.New("engine: nats-server did not become ready within 30s")
 	}
 	return srv, nil
+}
+
+// clusterOptions sets the route listener, routes and names of a cluster
+// node.
+func clusterOptions(opts *server.Options, c ClusterConfig) error {
+	if c.Listen == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("engine: cluster listen %q: %w", c.Listen, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return fmt.Errorf("engine: cluster listen %q: the port must be 1..65535", c.Listen)
+	}
+	opts.Cluster.Host, opts.Cluster.Port = host, p
+	opts.Cluster.Name = c.ClusterName
+	if opts.Cluster.Name == "" {
+		opts.Cluster.Name = "runnel"
+	}
+	opts.ServerName = c.Name
+	if opts.ServerName == "" {
+		opts.ServerName = "runnel-" + port
+	}
+	var routes []string
+	for _, r := range c.Routes {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		if !strings.Contains(r, "://") {
+			r = "nats-route://" + r
+		}
+		routes = append(routes, r)
+	}
+	opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+	return nil
 }

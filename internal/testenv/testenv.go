@@ -4,9 +4,12 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +30,8 @@ type Options struct {
 	Clock clockwork.Clock
 	// NATSURL connects to an external server instead of embedding one.
 	NATSURL string
+	// Cluster makes the embedded server a node of a NATS cluster.
+	Cluster engine.ClusterConfig
 	// ListenAddr makes the embedded server accept other processes
 	// ("127.0.0.1:0": any free port; see Runnel.Engine.ClientURL).
 	ListenAddr string
@@ -63,7 +68,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	}
 	rn, err := runnel.Open(context.Background(), runnel.Config{
 		Tables:            o.Tables,
-		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Clock: o.Clock, Logger: Logger(t)},
+		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: Logger(t)},
 		Mappings:          o.Mappings,
 		RetentionInterval: -1,
 		Registry:          o.Registry,
@@ -85,4 +90,62 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// FreePorts returns n TCP ports free on 127.0.0.1 now.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// Cluster starts n runnel nodes whose embedded servers form one NATS
+// cluster with clustered JetStream (replicas 3), as n `runnel serve
+// --cluster-listen ... --routes ...` processes would, and closes them at
+// the end. The nodes start concurrently: each waits for the cluster.
+func Cluster(t testing.TB, n int) []*runnel.Runnel {
+	t.Helper()
+	ports := FreePorts(t, n)
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	nodes := make([]*runnel.Runnel, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rn, err := runnel.Open(context.Background(), runnel.Config{
+				Tables:            table.Options{TTLInterval: -1},
+				Engine:            engine.Config{DataDir: t.TempDir(), Logger: Logger(t), Cluster: engine.ClusterConfig{Listen: routes[i], Routes: routes, Name: fmt.Sprintf("node-%d", i)}},
+				Mappings:          mapping.Options{RetryBaseDelay: -1},
+				RetentionInterval: -1,
+			})
+			nodes[i], errs[i] = rn, err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("cluster node %d: %v", i, err)
+		}
+	}
+	for _, rn := range nodes {
+		t.Cleanup(func() { rn.Close() })
+	}
+	return nodes
 }
