@@ -190,12 +190,17 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// Many writers publish asynchronously at once (mappings, tables,
 	// producers): nats.go's default of 4,000 outstanding publishes would
 	// stall them for up to 200 ms each time it is reached.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(1<<16))
+	js, err := jetstream.New(nc, jsOpts(cfg)...)
 	if err != nil {
 		return fail(nc, err)
 	}
 	if err := waitJetStream(ctx, js, cfg.Cluster.Listen != ""); err != nil {
 		return fail(nc, fmt.Errorf("engine: JetStream not available at %q: %w", url, err))
+	}
+	if e.srv != nil && cfg.Cluster.Listen != "" {
+		if err := waitPeers(ctx, e.srv, cfg.Replicas); err != nil {
+			return fail(nc, err)
+		}
 	}
 	for i := 0; i < publisherConns; i++ {
 		pc, err := nats.Connect(url, opts...)
@@ -203,7 +208,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			e.closePublishers()
 			return fail(nc, fmt.Errorf("engine: connect to NATS %q: %w", url, err))
 		}
-		pjs, err := jetstream.New(pc, jetstream.WithPublishAsyncMaxPending(1<<16))
+		pjs, err := jetstream.New(pc, jsOpts(cfg)...)
 		if err != nil {
 			pc.Close()
 			e.closePublishers()
@@ -250,14 +255,71 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 	if kv, ok := e.buckets[name]; ok {
 		return kv, nil
 	}
-	kv, err := e.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: name, Storage: jetstream.FileStorage, Replicas: e.cfg.Replicas, History: 1,
+	var kv jetstream.KeyValue
+	err := e.ensure(ctx, func() (err error) {
+		kv, err = e.JS.KeyValue(ctx, name)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return errNotYet
+		}
+		return err
+	}, func() (err error) {
+		kv, err = e.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: name, Storage: jetstream.FileStorage, Replicas: e.cfg.Replicas, History: 1,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: open bucket %s: %w", name, err)
 	}
 	e.buckets[name] = nameKeys{kv}
 	return e.buckets[name], nil
+}
+
+// EnsureStream creates the stream of cfg, or updates it to cfg when it
+// exists with another configuration. Unlike CreateOrUpdateStream it is safe
+// when several cluster nodes ensure one new replicated stream at once (see
+// Bucket).
+func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	var st jetstream.Stream
+	err := e.ensure(ctx, func() (err error) {
+		st, err = e.JS.Stream(ctx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return errNotYet
+		}
+		return err
+	}, func() (err error) {
+		st, err = e.JS.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
+	return st, err
+}
+
+var errNotYet = errors.New("engine: not created yet")
+
+// ensure creates a resource every runnel process opens at start (a
+// bucket, a shared stream). On a node of an embedded cluster only the
+// JetStream meta leader creates it; the other nodes wait until lookup
+// finds it (at most 2 minutes): when several nodes starting at once
+// created one new replicated bucket together, all but one of their calls
+// hung until their timeout (nats-server 2.15.2). Elsewhere it creates.
+func (e *Engine) ensure(ctx context.Context, lookup, create func() error) error {
+	if e.srv == nil || e.cfg.Cluster.Listen == "" {
+		return create()
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := lookup()
+		if !errors.Is(err, errNotYet) {
+			return err
+		}
+		if e.srv.JetStreamIsLeader() {
+			return create()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return errors.New("engine: the JetStream meta leader did not create it within 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // closePublishers closes the publishing connections. It leaves the slices
@@ -392,6 +454,18 @@ type ClusterConfig struct {
 	ClusterName string
 }
 
+// jsOpts are the JetStream client options: many asynchronous publishes
+// in flight, and, in a cluster (where creating a replicated stream and
+// electing its leader take longer, and a leader election after a node
+// dies takes seconds), a 30 s default API timeout instead of 5 s.
+func jsOpts(cfg Config) []jetstream.JetStreamOpt {
+	opts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(1 << 16)}
+	if cfg.Cluster.Listen != "" || cfg.Replicas > 1 {
+		opts = append(opts, jetstream.WithDefaultTimeout(30*time.Second))
+	}
+	return opts
+}
+
 // waitJetStream waits until JetStream answers: at once for a single
 // server; for a cluster node, until the cluster has elected its meta
 // leader (the other nodes may still be starting), at most 2 minutes.
@@ -403,6 +477,26 @@ func waitJetStream(ctx context.Context, js jetstream.JetStream, clustered bool) 
 		cancel()
 		if err == nil || !clustered || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitPeers waits until the embedded cluster node's JetStream meta group
+// has a leader and at least want peers (itself included), so that
+// streams of want replicas can be placed; at most 2 minutes.
+func waitPeers(ctx context.Context, srv *server.Server, want int) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		have := 0
+		if jsz, err := srv.Jsz(nil); err == nil && jsz.Meta != nil && jsz.Meta.Leader != "" {
+			have = jsz.Meta.Size
+		}
+		if have >= want {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("engine: the JetStream cluster has %d peers of the %d its replicas need", have, want)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -428,6 +522,11 @@ type ServerConfig struct {
 func StartServer(c ServerConfig) (*server.Server, error) {
 	if err := os.MkdirAll(c.StoreDir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: data dir: %w", err)
+	}
+	if c.Cluster.Listen != "" && !c.Listen {
+		// nats-server starts routing only once its client listener is up
+		// (Server.Start): a cluster node needs one, on loopback.
+		c.Listen, c.Host, c.Port = true, "127.0.0.1", -1
 	}
 	opts := &server.Options{
 		JetStream:              true,

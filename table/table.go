@@ -216,7 +216,7 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if err != nil {
 		return nil, err
 	}
-	txlog, err := eng.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	txlog, err := eng.EnsureStream(ctx, jetstream.StreamConfig{
 		Name:        txlogStream,
 		Description: "runnel table transactions: one commit record per TransactWriteItems",
 		Subjects:    []string{txlogSubject},

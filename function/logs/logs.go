@@ -58,7 +58,7 @@ func Open(ctx context.Context, e *engine.Engine, log *slog.Logger) (*Store, erro
 	if log == nil {
 		log = e.Logger
 	}
-	st, err := e.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	st, err := e.EnsureStream(ctx, jetstream.StreamConfig{
 		Name: StreamName, Subjects: []string{subjectPrefix + ">"},
 		Storage: jetstream.FileStorage, Replicas: e.Replicas(), AllowDirect: true,
 	})
