@@ -333,8 +333,11 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	}
 	seg, total := 0, 1
 	if in.TotalSegments != nil || in.Segment != nil {
-		if in.TotalSegments == nil || in.Segment == nil {
+		if in.TotalSegments == nil {
 			return nil, validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
+		}
+		if in.Segment == nil {
+			return nil, validation("The Segment parameter is required but was not present in the request when parameter TotalSegments is present")
 		}
 		total, seg = *in.TotalSegments, *in.Segment
 		if total < 1 || total > 1000000 {

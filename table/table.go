@@ -27,7 +27,10 @@
 // transaction) to the transaction log RUNNEL_TXLOG, then the changes to
 // the tables' logs. If the process dies between the two, Open finds the
 // committed transaction's missing changes and appends them before serving:
-// a transaction is applied entirely or not at all.
+// a transaction is applied entirely or not at all. While it runs, its
+// items are held (conflict.go): another transaction that meets one is
+// cancelled with TransactionConflict, a single write fails with
+// TransactionConflictException, as in DynamoDB.
 //
 // Traps: the log grows with every change (there is no compaction yet), and
 // Open reads all of it; a table of 10 million items opens in tens of
@@ -137,6 +140,8 @@ type CreateTableInput struct {
 	// RunnelShards is the number of change-log shards (runnel's own
 	// field): 1..64, default DefaultShards.
 	RunnelShards int `json:"RunnelShards,omitempty"`
+	// Tags are the table's first tags (at most MaxTags; see TagResource).
+	Tags []Tag `json:"Tags,omitempty"`
 }
 
 // TableDescription describes a table (DescribeTable's Table).
@@ -171,6 +176,8 @@ type stored struct {
 	Shards      int                     `json:"RunnelShards"`
 	Log         string                  `json:"RunnelLog"`
 	Provisioned *Throughput             `json:"RunnelProvisioned,omitempty"`
+	// Tags are the table's tags (TagResource).
+	Tags map[string]string `json:"RunnelTags,omitempty"`
 }
 
 // Service is the tables API over one engine. Open it with New; it is safe
@@ -185,6 +192,7 @@ type Service struct {
 	tables map[string]*Table // by name
 
 	tokens *tokenCache
+	held   heldItems
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -285,6 +293,8 @@ func (s *Service) ARN(name string) string {
 	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", s.eng.Region(), s.eng.AccountID(), name)
 }
 
+var tableARNRE = regexp.MustCompile(`^arn:aws:dynamodb:[^:]*:[^:]*:table/([a-zA-Z0-9_.-]{3,255})$`)
+
 var streamARNRE = regexp.MustCompile(`^arn:aws:dynamodb:[^:]*:[^:]*:table/([a-zA-Z0-9_.-]{3,255})/stream/(.+)$`)
 
 // ParseStreamARN returns the table name and stream label of a DynamoDB
@@ -337,6 +347,15 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	}
 	now := s.eng.Clock.Now().UTC()
 	st := stored{Shards: shards, Provisioned: provisioned}
+	if len(in.Tags) > 0 {
+		st.Tags = map[string]string{}
+		for _, tg := range in.Tags {
+			st.Tags[tg.Key] = tg.Value
+		}
+		if len(st.Tags) > MaxTags {
+			return nil, tooManyTags(s.ARN(in.TableName))
+		}
+	}
 	st.TableDescription = TableDescription{
 		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: uuid.NewString(), TableStatus: tableStatus,
 		KeySchema: schema.elements(), AttributeDefinitions: schema.definitions(),
