@@ -165,6 +165,11 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	if err != nil {
 		return old, nil, err
 	}
+	if nw != nil {
+		if err := o.t.checkIndexKeys(nw); err != nil {
+			return old, nil, err
+		}
+	}
 	p = o.t.newChange(o.k, old, nw, false)
 	if p != nil && nw != nil && p.size > MaxItemSize {
 		return old, nil, validation("Item size has exceeded the maximum allowed size")

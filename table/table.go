@@ -142,6 +142,11 @@ type CreateTableInput struct {
 	RunnelShards int `json:"RunnelShards,omitempty"`
 	// Tags are the table's first tags (at most MaxTags; see TagResource).
 	Tags []Tag `json:"Tags,omitempty"`
+	// GlobalSecondaryIndexes (at most 20) and LocalSecondaryIndexes (at
+	// most 5, only here): see secondary.go. Their key attributes must be
+	// in AttributeDefinitions.
+	GlobalSecondaryIndexes []SecondaryIndex `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  []SecondaryIndex `json:"LocalSecondaryIndexes,omitempty"`
 }
 
 // TableDescription describes a table (DescribeTable's Table).
@@ -156,8 +161,12 @@ type TableDescription struct {
 	ItemCount            int64                 `json:"ItemCount"`
 	TableSizeBytes       int64                 `json:"TableSizeBytes"`
 	StreamSpecification  *StreamSpecification  `json:"StreamSpecification,omitempty"`
-	LatestStreamLabel    string                `json:"LatestStreamLabel,omitempty"`
-	LatestStreamArn      string                `json:"LatestStreamArn,omitempty"`
+	// GlobalSecondaryIndexes and LocalSecondaryIndexes describe the
+	// table's indexes (none: absent).
+	GlobalSecondaryIndexes []IndexDescription `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  []IndexDescription `json:"LocalSecondaryIndexes,omitempty"`
+	LatestStreamLabel      string             `json:"LatestStreamLabel,omitempty"`
+	LatestStreamArn        string             `json:"LatestStreamArn,omitempty"`
 	// TimeToLive is the table's TTL setting (DescribeTimeToLive).
 	TimeToLive TimeToLiveSpecification `json:"-"`
 	// Shards is the number of change-log shards; Log the name of the log
@@ -264,6 +273,13 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if err := s.recoverTransactions(ctx, seen); err != nil {
 		return nil, err
 	}
+	// The indexes are built from the tables as they are now, so they agree
+	// with them whatever happened before (a crash, a backfill cut short).
+	for _, t := range s.tables {
+		if err := t.openedIndexes(ctx); err != nil {
+			return nil, fmt.Errorf("table %s: build indexes: %w", t.st.TableName, err)
+		}
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	interval := opts.TTLInterval
@@ -329,6 +345,11 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if err != nil {
 		return nil, err
 	}
+	types, _ := definitionTypes(in.AttributeDefinitions)
+	gsis, lsis, err := checkIndexes(schema, types, in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes)
+	if err != nil {
+		return nil, err
+	}
 	shards := in.RunnelShards
 	if shards == 0 {
 		shards = DefaultShards
@@ -358,8 +379,9 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	}
 	st.TableDescription = TableDescription{
 		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: uuid.NewString(), TableStatus: tableStatus,
-		KeySchema: schema.elements(), AttributeDefinitions: schema.definitions(),
-		CreationDateTime: float64(now.UnixMilli()) / 1000,
+		KeySchema: schema.elements(), AttributeDefinitions: in.AttributeDefinitions,
+		CreationDateTime:       float64(now.UnixMilli()) / 1000,
+		GlobalSecondaryIndexes: gsis, LocalSecondaryIndexes: lsis,
 	}
 	st.Log = "tbl-" + st.TableId
 	if sp := in.StreamSpecification; sp != nil && sp.StreamEnabled {
@@ -385,6 +407,9 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	}
 	t, err := s.openTable(st)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.buildIndexes(ctx, t.indexes()); err != nil { // empty: ready
 		return nil, err
 	}
 	s.tables[in.TableName] = t
