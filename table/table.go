@@ -32,6 +32,10 @@
 // cancelled with TransactionConflict, a single write fails with
 // TransactionConflictException, as in DynamoDB.
 //
+// Secondary indexes (secondary.go) hold, in memory, the keys of the items
+// they have; they move with each acknowledged change and are rebuilt from
+// the table's items on open.
+//
 // Traps: the log grows with every change (there is no compaction yet), and
 // Open reads all of it; a table of 10 million items opens in tens of
 // seconds. One process serves a set of tables: two runnel processes on one
@@ -127,8 +131,9 @@ type TimeToLiveSpecification struct {
 	Enabled       bool   `json:"Enabled"`
 }
 
-// CreateTableInput is CreateTable's request (API_CreateTable). Billing,
-// throughput and indexes are accepted by the API layer and ignored.
+// CreateTableInput is CreateTable's request (API_CreateTable,
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CreateTable.html).
+// Throughput is stored, never enforced.
 type CreateTableInput struct {
 	TableName            string                `json:"TableName"`
 	KeySchema            []KeySchemaElement    `json:"KeySchema"`
@@ -335,7 +340,11 @@ func tableNotFound(name string) error {
 // CreateTable returns. Errors: ValidationException naming the field
 // (TableName 3..255 of [a-zA-Z0-9_.-]; KeySchema one HASH and at most one
 // RANGE, each defined in AttributeDefinitions with type S, N or B;
-// StreamViewType one of the four; RunnelShards 1..64),
+// StreamViewType one of the four; RunnelShards 1..64; the indexes' rules
+// in checkIndexes: at most 20 GSIs and 5 LSIs, an LSI on the table's
+// partition key with its own sort key, unique names, projections, at most
+// 100 NonKeyAttributes in all, every definition a key of the table or an
+// index), LimitExceededException for more than 50 tags,
 // ResourceInUseException if the name is taken.
 func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableDescription, error) {
 	if !tableNameRE.MatchString(in.TableName) {
