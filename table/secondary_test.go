@@ -102,6 +102,19 @@ func TestSecondaryIndexes(t *testing.T) {
 	if got := attrsOf(query(t, tb, back).Items, "score"); !slices.Equal(got, []string{"30", "20"}) {
 		t.Fatalf("byCity descending, score > 10: %v", got)
 	}
+	back.Limit = 1
+	var desc []string
+	for {
+		o := query(t, tb, back)
+		desc = append(desc, attrsOf(o.Items, "score")...)
+		if back.ExclusiveStartKey = o.LastEvaluatedKey; o.LastEvaluatedKey == nil || len(desc) > 3 {
+			break
+		}
+	}
+	if !slices.Equal(desc, []string{"30", "20"}) {
+		t.Fatalf("byCity descending, a page of 1 at a time: %v", desc)
+	}
+	back.Limit, back.ExclusiveStartKey = 0, nil
 	// Paging: LastEvaluatedKey holds the table's and the index's keys.
 	page := city("oslo")
 	page.Limit = 2
@@ -180,6 +193,12 @@ func TestSecondaryIndexes(t *testing.T) {
 			return err
 		},
 			"The AttributeValue for a key attribute cannot contain an empty string value. IndexName: byOwner, IndexKey: owner"},
+		{"start key of another partition", func() error {
+			q := city("oslo")
+			q.ExclusiveStartKey = table.Item{"pk": S("a"), "sk": N("2"), "city": S("rome"), "score": N("10")}
+			_, err := tb.Query(ctx, q)
+			return err
+		}, "The provided starting key is invalid"},
 		{"bad start key", func() error {
 			q := city("rome")
 			q.ExclusiveStartKey = table.Item{"pk": S("a"), "sk": N("2")}
