@@ -82,8 +82,9 @@ type batchWrite struct {
 // requested for the BatchWriteItem call"), two requests on one item
 // ("Provided list of item keys contains duplicates"), a request with not
 // exactly one of PutRequest and DeleteRequest, a key that does not match
-// the schema, or an item over 400 KB; ResourceNotFoundException when a
-// table does not exist.
+// the schema, an item over 400 KB, or a value of an index key of another
+// type than its definition; ResourceNotFoundException when a table does
+// not exist.
 func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*BatchWriteItemOutput, error) {
 	if err := tooMany(in.RequestItems, func(r []WriteRequest) int { return len(r) }, MaxBatchWrite, "BatchWriteItem"); err != nil {
 		return nil, err
@@ -101,7 +102,9 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 			case (r.PutRequest == nil) == (r.DeleteRequest == nil):
 				return nil, validation("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
 			case r.PutRequest != nil:
-				w.o, err = s.putOp(t, r.PutRequest.Item, "", nil, nil, "")
+				if err = t.checkIndexKeys(r.PutRequest.Item); err == nil {
+					w.o, err = s.putOp(t, r.PutRequest.Item, "", nil, nil, "")
+				}
 			default:
 				w.o, err = s.deleteOp(t, r.DeleteRequest.Key, "", nil, nil, "")
 			}

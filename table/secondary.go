@@ -237,8 +237,10 @@ func (t *Table) index(name string) *secondary {
 }
 
 // checkIndexKeys refuses an item whose value for an index key attribute
-// is of another type than the definition's, or an empty string or binary
-// (DynamoDB's words). Called on every new image before it is written.
+// is of another type than the definition's, an empty string or binary,
+// or longer than a key may be (2048 bytes for a partition key, 1024 for a
+// sort key), in DynamoDB's words. Called on every new image before it is
+// written.
 func (t *Table) checkIndexKeys(it Item) error {
 	for _, x := range t.indexes() {
 		for _, a := range [][2]string{{x.sc.hash, x.sc.hashType}, {x.sc.rng, x.sc.rngType}} {
@@ -251,6 +253,13 @@ func (t *Table) checkIndexKeys(it Item) error {
 			}
 			if (a[1] == TypeS && v.String() == "") || (a[1] == TypeB && len(v.Binary()) == 0) {
 				return validation("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", map[string]string{TypeS: "string", TypeB: "binary"}[a[1]], x.name, a[0])
+			}
+			if a[0] == x.sc.hash {
+				if _, err := x.sc.hashCanonical(v); err != nil {
+					return err
+				}
+			} else if c, _ := canonical(a[0], a[1], v); len(c) > MaxRangeKeyBytes {
+				return validation("One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of %d bytes", MaxRangeKeyBytes)
 			}
 		}
 	}

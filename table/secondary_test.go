@@ -199,6 +199,21 @@ func TestSecondaryIndexes(t *testing.T) {
 			_, err := tb.Query(ctx, q)
 			return err
 		}, "The provided starting key is invalid"},
+		{"index partition key over 2048 bytes", func() error {
+			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: table.Item{"pk": S("e"), "sk": N("1"), "owner": S(strings.Repeat("o", 2049))}})
+			return err
+		}, "Size of hashkey has exceeded the maximum size limit of2048 bytes"},
+		{"a batch with an index key too long, refused whole", func() error {
+			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: table.Item{"pk": S("e"), "sk": N("1"), "city": S("c"), "score": N("1" + strings.Repeat("0", 37)), "at": N("1")}})
+			if err != nil {
+				return err
+			}
+			_, err = tb.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"idx": {
+				{PutRequest: &table.PutRequest{Item: table.Item{"pk": S("f"), "sk": N("1")}}},
+				{PutRequest: &table.PutRequest{Item: table.Item{"pk": S("e"), "sk": N("2"), "city": S(strings.Repeat("c", 3000))}}},
+			}}})
+			return err
+		}, "Size of hashkey has exceeded the maximum size limit of2048 bytes"},
 		{"bad start key", func() error {
 			q := city("rome")
 			q.ExclusiveStartKey = table.Item{"pk": S("a"), "sk": N("2")}
@@ -208,6 +223,9 @@ func TestSecondaryIndexes(t *testing.T) {
 	}
 	for _, c := range refused {
 		wantError(t, c.call(), awserr.ErrValidation, c.msg)
+	}
+	if get(t, tb, "idx", table.Item{"pk": S("f"), "sk": N("1")}) != nil {
+		t.Fatal("a request of a refused batch was written")
 	}
 }
 
