@@ -331,40 +331,58 @@ func (t *Table) applyIndexes(p *pending) {
 	}
 }
 
-// buildIndexes fills the indexes from the table's items, read through
-// the table's read path, each with its stripe locked so that a
-// concurrent write is seen before or after, never lost.
+// buildIndexes fills the indexes from the table's items, read a page at
+// a time through Scan (the table's read path, whatever its storage), each
+// item again with its lock held so that a concurrent write is seen before
+// or after, never lost. Then the indexes are ready (ACTIVE).
 func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 	if len(xs) == 0 {
 		return nil
 	}
-	t.idxMu.RLock()
-	var keys []key
-	t.idx.Ascend(func(e entry) bool {
-		keys = append(keys, key{h: e.h, rk: e.rk})
-		return true
-	})
-	t.idxMu.RUnlock()
-	for _, k := range keys {
-		mu := t.stripe(k)
-		mu.Lock()
-		it, _, err := t.get(ctx, k)
-		if err == nil {
-			for _, x := range xs {
-				x.put(k, it)
-			}
-		}
-		mu.Unlock()
+	var start Item
+	for {
+		page, err := t.s.Scan(ctx, ScanInput{TableName: t.st.TableName, ExclusiveStartKey: start})
 		if err != nil {
 			return err
 		}
+		for _, it := range page.Items {
+			k, err := t.schema.keyOf(it, false)
+			if err != nil {
+				return err
+			}
+			if err := t.reindex(ctx, k, xs); err != nil {
+				return err
+			}
+		}
+		if start = page.LastEvaluatedKey; start == nil {
+			break
+		}
 	}
+	markReady(xs)
+	return nil
+}
+
+// reindex puts item k's current image into xs, with its lock held.
+func (t *Table) reindex(ctx context.Context, k key, xs []*secondary) error {
+	mu := t.stripe(k)
+	mu.Lock()
+	defer mu.Unlock()
+	it, _, err := t.get(ctx, k)
+	if err != nil {
+		return err
+	}
+	for _, x := range xs {
+		x.put(k, it)
+	}
+	return nil
+}
+
+func markReady(xs []*secondary) {
 	for _, x := range xs {
 		x.mu.Lock()
 		x.ready = true
 		x.mu.Unlock()
 	}
-	return nil
 }
 
 // describeIndexes fills d's indexes' ARNs, counts and sizes, and GSI

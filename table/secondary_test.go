@@ -471,7 +471,7 @@ func TestIndexesAgreeAfterCrash(t *testing.T) {
 		return written >= 400
 	})
 	rn.Crash()
-	wg.Wait()
+	wg.Wait() // a write in flight fails after the publish's ack timeout
 
 	rn = testenv.Start(t, testenv.Options{Dir: dir})
 	for _, index := range []string{"byCity", "byOwner", "byTime"} {
