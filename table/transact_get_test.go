@@ -3,6 +3,7 @@ package table_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,21 @@ func TestTransactGetItems(t *testing.T) {
 	for _, c := range refused {
 		_, err := tb.TransactGetItems(ctx, table.TransactGetItemsInput{TransactItems: c.items})
 		wantError(t, err, c.code, c.msg)
+	}
+
+	// 11 items of 390 KB are more than 4 MB: every reason ValidationError.
+	var big []table.TransactGetItem
+	for i := range 11 {
+		putItem(t, tb, "bbb", table.Item{"pk": S(fmt.Sprint("big", i)), "v": S(strings.Repeat("x", 390*1024))})
+		big = append(big, tget("bbb", fmt.Sprint("big", i)))
+	}
+	if _, err := tb.TransactGetItems(ctx, table.TransactGetItemsInput{TransactItems: big[:10]}); err != nil {
+		t.Fatalf("3.9 MB: %v", err)
+	}
+	_, err = tb.TransactGetItems(ctx, table.TransactGetItemsInput{TransactItems: big})
+	var tce *table.TransactionCanceledError
+	if !errors.As(err, &tce) || len(tce.Reasons) != 11 || tce.Reasons[0].Code != "ValidationError" || !strings.Contains(tce.Reasons[0].Message, "4 MB") {
+		t.Fatalf("4.3 MB: %v", err)
 	}
 }
 
