@@ -89,6 +89,26 @@ type IndexDescription struct {
 	IndexArn       string             `json:"IndexArn"`
 	ItemCount      int64              `json:"ItemCount"`
 	IndexSizeBytes int64              `json:"IndexSizeBytes"`
+	// ProvisionedThroughput is a GSI's: as given on a provisioned table
+	// (stored, not enforced), zeros on an on-demand one, as DynamoDB
+	// describes it.
+	ProvisionedThroughput *Throughput `json:"ProvisionedThroughput,omitempty"`
+}
+
+// gsiThroughput is the throughput to describe for GSI in of a table with
+// throughput provisioned (nil: on demand). Errors, DynamoDB's: a
+// provisioned table's GSI must have one, an on-demand table's must not.
+func gsiThroughput(provisioned *Throughput, in SecondaryIndex) (*Throughput, error) {
+	switch {
+	case provisioned != nil && in.ProvisionedThroughput == nil:
+		return nil, validation("One or more parameter values were invalid: ProvisionedThroughput must be specified for index: %s", in.IndexName)
+	case provisioned == nil && in.ProvisionedThroughput != nil:
+		return nil, validation("One or more parameter values were invalid: ProvisionedThroughput should not be specified for index: %s when BillingMode is PAY_PER_REQUEST", in.IndexName)
+	case provisioned == nil:
+		return &Throughput{}, nil
+	}
+	tp := *in.ProvisionedThroughput
+	return &tp, nil
 }
 
 // secondary is one open index: the keys of the items it holds.

@@ -70,7 +70,7 @@ func TestSecondaryIndexes(t *testing.T) {
 	d := createIndexed(t, tb)
 	if len(d.GlobalSecondaryIndexes) != 2 || d.GlobalSecondaryIndexes[0].IndexStatus != "ACTIVE" || d.GlobalSecondaryIndexes[0].Backfilling != nil ||
 		d.GlobalSecondaryIndexes[0].IndexArn != d.TableArn+"/index/byCity" || len(d.LocalSecondaryIndexes) != 1 || d.LocalSecondaryIndexes[0].IndexStatus != "" ||
-		len(d.AttributeDefinitions) != 6 {
+		len(d.AttributeDefinitions) != 6 || *d.GlobalSecondaryIndexes[0].ProvisionedThroughput != (table.Throughput{}) {
 		t.Fatalf("description %+v", d)
 	}
 	items := []table.Item{
@@ -281,6 +281,12 @@ func TestCreateTableIndexRules(t *testing.T) {
 		{"ALL with NonKeyAttributes", table.CreateTableInput{KeySchema: ks("pk"), AttributeDefinitions: defs("pk", "g"),
 			GlobalSecondaryIndexes: []table.SecondaryIndex{{IndexName: "gsi", KeySchema: ks("g"), Projection: table.Projection{ProjectionType: "ALL", NonKeyAttributes: []string{"a"}}}}},
 			"ProjectionType is ALL, but NonKeyAttributes is specified"},
+		{"GSI of a provisioned table without throughput", table.CreateTableInput{KeySchema: ks("pk"), AttributeDefinitions: defs("pk", "g"), GlobalSecondaryIndexes: gsis(1),
+			BillingMode: table.BillingProvisioned, ProvisionedThroughput: &table.Throughput{ReadCapacityUnits: 5, WriteCapacityUnits: 5}},
+			"ProvisionedThroughput must be specified for index: gsi0"},
+		{"GSI of an on-demand table with throughput", table.CreateTableInput{KeySchema: ks("pk"), AttributeDefinitions: defs("pk", "g"), BillingMode: table.BillingPayPerRequest,
+			GlobalSecondaryIndexes: []table.SecondaryIndex{{IndexName: "gsi", KeySchema: ks("g"), Projection: all, ProvisionedThroughput: &table.Throughput{ReadCapacityUnits: 1, WriteCapacityUnits: 1}}}},
+			"ProvisionedThroughput should not be specified for index: gsi when BillingMode is PAY_PER_REQUEST"},
 		{"101 projected attributes", table.CreateTableInput{KeySchema: ks("pk"), AttributeDefinitions: defs("pk", "g"), GlobalSecondaryIndexes: func() []table.SecondaryIndex {
 			var out []table.SecondaryIndex
 			for i := range 6 {

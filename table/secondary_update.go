@@ -144,9 +144,13 @@ func (t *Table) createIndex(st stored, defs []AttributeDefinition, in SecondaryI
 	if err != nil {
 		return st, nil, err
 	}
+	tp, err := gsiThroughput(st.Provisioned, in)
+	if err != nil {
+		return st, nil, err
+	}
 	st.AttributeDefinitions = usedDefinitions(all, t.schema, sc, st)
 	no := false
-	st.GlobalSecondaryIndexes = append(slices.Clone(st.GlobalSecondaryIndexes), IndexDescription{IndexName: in.IndexName, KeySchema: sc.elements(), Projection: in.Projection, IndexStatus: IndexCreating, Backfilling: &no})
+	st.GlobalSecondaryIndexes = append(slices.Clone(st.GlobalSecondaryIndexes), IndexDescription{IndexName: in.IndexName, KeySchema: sc.elements(), Projection: in.Projection, IndexStatus: IndexCreating, Backfilling: &no, ProvisionedThroughput: tp})
 	return st, &secondary{name: in.IndexName}, nil
 }
 

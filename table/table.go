@@ -375,6 +375,11 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if err != nil {
 		return nil, err
 	}
+	for i, g := range in.GlobalSecondaryIndexes {
+		if gsis[i].ProvisionedThroughput, err = gsiThroughput(provisioned, g); err != nil {
+			return nil, err
+		}
+	}
 	now := s.eng.Clock.Now().UTC()
 	st := stored{Shards: shards, Provisioned: provisioned}
 	if len(in.Tags) > 0 {
