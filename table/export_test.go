@@ -33,3 +33,19 @@ func HoldItems(t testing.TB, s *Service, tableName string, keys ...Item) (releas
 		unlock()
 	}
 }
+
+// IndexAs makes index's entry of item's key what it would be for item,
+// whatever the table holds: the view of a reader that took the index's
+// entries just before a write moved them.
+func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := tb.schema.keyOf(item, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.index(index).put(k, item)
+}
