@@ -31,7 +31,9 @@ import (
 //
 // Not enforced: the 10 GB limit of an item collection (the items of one
 // partition key in a table with LSIs: ItemCollectionSizeLimitExceeded),
-// and capacity per index (ConsumedCapacity counts the table).
+// the 400 KB limit of an item with its LSI entries (the item alone is
+// checked), ReturnItemCollectionMetrics (accepted, no metrics), and
+// capacity per index (ConsumedCapacity counts the table).
 
 // Index limits (DynamoDB's quotas).
 const (
