@@ -69,7 +69,9 @@ func TestDynamoDBSecondaryIndexes(t *testing.T) {
 		t.Fatalf("Scan byTitle: %d", s.Count)
 	}
 
+	// A stream and an index in one UpdateTable: both are made.
 	u := must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("games"),
+		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly},
 		AttributeDefinitions: []types.AttributeDefinition{attrDef("wins", "N")},
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{IndexName: aws.String("byWins"),
 			KeySchema: []types.KeySchemaElement{keyElem("wins", types.KeyTypeHash)}, Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}},
@@ -80,7 +82,7 @@ func TestDynamoDBSecondaryIndexes(t *testing.T) {
 			added = &u.TableDescription.GlobalSecondaryIndexes[i]
 		}
 	}
-	if added == nil || added.IndexStatus != types.IndexStatusCreating || added.Backfilling == nil {
+	if added == nil || added.IndexStatus != types.IndexStatusCreating || added.Backfilling == nil || u.TableDescription.LatestStreamArn == nil {
 		t.Fatalf("UpdateTable: %+v", u.TableDescription.GlobalSecondaryIndexes)
 	}
 	testenv.Eventually(t, 10*time.Second, "byWins ACTIVE", func() bool {

@@ -94,34 +94,36 @@ func dynamoUpdateTable(rq *request, in *updateTableInput) (any, error) {
 		return nil, awserr.New(awserr.ErrValidation, "runnel does not support ReplicaUpdates (no global tables)")
 	}
 	name := tableName(in.TableName)
-	if len(in.GlobalSecondaryIndexUpdates) > 0 {
-		d, err := rq.h.rn.Tables.UpdateGlobalSecondaryIndexes(rq.ctx, name, in.AttributeDefinitions, in.GlobalSecondaryIndexUpdates)
-		if err != nil {
-			return nil, err
+	// Every change asked for is made, in this order (billing first: a new
+	// GSI's throughput rule reads it); the answer describes the table after
+	// the last.
+	var d *table.TableDescription
+	var err error
+	step := func(asked bool, change func() (*table.TableDescription, error)) {
+		if asked && err == nil {
+			d, err = change()
 		}
-		return map[string]any{"TableDescription": describeOut(d)}, nil
 	}
-	if in.StreamSpecification != nil {
-		d, err := rq.h.rn.Tables.UpdateStream(rq.ctx, name, *in.StreamSpecification)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"TableDescription": describeOut(d)}, nil
-	}
-	if in.BillingMode != "" || in.ProvisionedThroughput != nil {
-		d, err := rq.h.rn.Tables.UpdateBilling(rq.ctx, name, in.BillingMode, in.ProvisionedThroughput)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"TableDescription": describeOut(d)}, nil
-	}
-	delete(in.raw, "TableName")
-	if len(in.raw) == 0 {
-		return nil, awserr.New(awserr.ErrValidation, "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
-	}
-	d, err := rq.h.rn.Tables.DescribeTable(rq.ctx, name)
+	step(in.BillingMode != "" || in.ProvisionedThroughput != nil, func() (*table.TableDescription, error) {
+		return rq.h.rn.Tables.UpdateBilling(rq.ctx, name, in.BillingMode, in.ProvisionedThroughput)
+	})
+	step(in.StreamSpecification != nil, func() (*table.TableDescription, error) {
+		return rq.h.rn.Tables.UpdateStream(rq.ctx, name, *in.StreamSpecification)
+	})
+	step(len(in.GlobalSecondaryIndexUpdates) > 0, func() (*table.TableDescription, error) {
+		return rq.h.rn.Tables.UpdateGlobalSecondaryIndexes(rq.ctx, name, in.AttributeDefinitions, in.GlobalSecondaryIndexUpdates)
+	})
 	if err != nil {
 		return nil, err
+	}
+	if d == nil {
+		delete(in.raw, "TableName")
+		if len(in.raw) == 0 {
+			return nil, awserr.New(awserr.ErrValidation, "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
+		}
+		if d, err = rq.h.rn.Tables.DescribeTable(rq.ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	return map[string]any{"TableDescription": describeOut(d)}, nil
 }
