@@ -362,7 +362,7 @@ func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 		return nil
 	}
 	var start Item
-	for {
+	for t.open() {
 		page, err := t.s.Scan(ctx, ScanInput{TableName: t.st.TableName, ExclusiveStartKey: start})
 		if err != nil {
 			return err

@@ -221,8 +221,12 @@ func (t *Table) backfill(ctx context.Context, name string) {
 	t.setIndexStatus(ctx, name, IndexActive, false)
 }
 
-// setIndexStatus stores GSI name's status.
+// setIndexStatus stores GSI name's status, unless the table was deleted
+// meanwhile (its name may be another table's now).
 func (t *Table) setIndexStatus(ctx context.Context, name, status string, backfilling bool) {
+	if !t.open() {
+		return
+	}
 	t.metaMu.Lock()
 	defer t.metaMu.Unlock()
 	st := t.st
@@ -240,6 +244,12 @@ func (t *Table) setIndexStatus(ctx context.Context, name, status string, backfil
 		t.s.eng.Logger.Error("store index status", "table", st.TableName, "index", name, "err", err)
 	}
 	t.st = st
+}
+
+// open reports whether t is still the service's table of its name.
+func (t *Table) open() bool {
+	cur, err := t.s.table(t.st.TableName)
+	return err == nil && cur == t
 }
 
 // openedIndexes builds every index of a table just opened, and makes
