@@ -49,3 +49,6 @@ func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
 	}
 	tb.index(index).put(k, item)
 }
+
+// WaitBackfills waits for the GSI backfills running to end.
+func WaitBackfills(s *Service) { s.backfills.Wait() }

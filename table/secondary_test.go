@@ -384,6 +384,36 @@ func TestUpdateTableCreatesAndDeletesGSI(t *testing.T) {
 	wantError(t, err, awserr.ErrValidation, "The table does not have the specified index: byG")
 }
 
+// TestBackfillOfADeletedTable: a table deleted during its GSI's backfill,
+// and another created under its name: the backfill ends without storing
+// anything, so the new table's description (here after a restart) is the
+// new table's.
+func TestBackfillOfADeletedTable(t *testing.T) {
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	tb := rn.Tables
+	createTable(t, tb, "grow", "", "")
+	putItem(t, tb, "grow", table.Item{"pk": S("k"), "g": S("g")})
+	release := table.HoldItems(t, tb, "grow", table.Item{"pk": S("k")})
+	if _, err := tb.UpdateGlobalSecondaryIndexes(ctx, "grow", []table.AttributeDefinition{{AttributeName: "g", AttributeType: "S"}}, []table.GlobalSecondaryIndexUpdate{
+		{Create: &table.SecondaryIndex{IndexName: "byG", KeySchema: []table.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}}, Projection: table.Projection{ProjectionType: "ALL"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.DeleteTable(ctx, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	createTable(t, tb, "grow", "sk", "")
+	release()
+	table.WaitBackfills(tb)
+	rn.Crash()
+	rn = testenv.Start(t, testenv.Options{Dir: dir})
+	d, err := rn.Tables.DescribeTable(ctx, "grow")
+	if err != nil || len(d.GlobalSecondaryIndexes) != 0 || len(d.KeySchema) != 2 {
+		t.Fatalf("the new table after a restart: %+v %v", d, err)
+	}
+}
+
 // indexView is what an index holds, by table key: the projected item,
 // printed; computed from an index Scan or, as it should be, from the
 // table's items.

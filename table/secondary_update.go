@@ -100,7 +100,11 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 	}
 	d := t.describe()
 	if created != nil {
-		go t.backfill(context.WithoutCancel(ctx), created.name)
+		s.backfills.Add(1)
+		go func() {
+			defer s.backfills.Done()
+			t.backfill(s.bg, created.name)
+		}()
 	}
 	return d, nil
 }

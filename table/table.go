@@ -208,6 +208,11 @@ type Service struct {
 	tokens *tokenCache
 	held   heldItems
 
+	// bg is the context of background work (the TTL sweeper, GSI
+	// backfills), ended by Close; backfills counts the backfills running.
+	bg        context.Context
+	backfills sync.WaitGroup
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -286,7 +291,7 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 		}
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.bg, s.cancel = bg, cancel
 	interval := opts.TTLInterval
 	if interval == 0 {
 		interval = 30 * time.Second
@@ -300,11 +305,14 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	return s, nil
 }
 
-// Close stops the TTL sweeper. The engine stays open.
+// Close stops the TTL sweeper and the GSI backfills (an index whose
+// backfill is cut short is built when the service opens again). The
+// engine stays open.
 func (s *Service) Close() {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+		s.backfills.Wait()
 		s.cancel = nil
 	}
 }
