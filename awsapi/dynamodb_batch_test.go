@@ -156,10 +156,20 @@ func TestDynamoDBTagsAndBackups(t *testing.T) {
 	wantDDBErr(t, err, "ValidationException", "Atleast one Tag needs to be provided")
 	_, err = c.TagResource(ctx, &dynamodb.TagResourceInput{ResourceArn: arn, Tags: []types.Tag{{Key: aws.String(strings.Repeat("k", 129)), Value: aws.String("v")}}})
 	wantDDBErr(t, err, "ValidationException", "Member must have length less than or equal to 128")
+	_, err = c.UntagResource(ctx, &dynamodb.UntagResourceInput{ResourceArn: arn, TagKeys: []string{}})
+	wantDDBErr(t, err, "ValidationException", "Atleast one Tag Key needs to be provided")
 	_, err = c.ListTagsOfResource(ctx, &dynamodb.ListTagsOfResourceInput{ResourceArn: aws.String("orders")})
 	wantDDBErr(t, err, "ValidationException", "Invalid TableArn: Invalid ResourceArn provided as input orders")
 	_, err = c.ListTagsOfResource(ctx, &dynamodb.ListTagsOfResourceInput{ResourceArn: aws.String(strings.Replace(aws.ToString(arn), "orders", "gone", 1))})
 	wantDDBErr(t, err, "ResourceNotFoundException", "Requested resource not found: ResourcArn: arn:aws:dynamodb:us-east-1:000000000000:table/gone not found")
+
+	// Tags given to CreateTable.
+	tagged := must(c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("tagged"), BillingMode: types.BillingModePayPerRequest,
+		KeySchema: []types.KeySchemaElement{keyElem("pk", types.KeyTypeHash)}, AttributeDefinitions: []types.AttributeDefinition{attrDef("pk", "S")},
+		Tags: []types.Tag{{Key: aws.String("owner"), Value: aws.String("ops")}}})).TableDescription
+	if tags := must(c.ListTagsOfResource(ctx, &dynamodb.ListTagsOfResourceInput{ResourceArn: tagged.TableArn})).Tags; len(tags) != 1 || aws.ToString(tags[0].Value) != "ops" {
+		t.Fatalf("tags of a table created with tags: %+v", tags)
+	}
 
 	b := must(c.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String("orders")})).ContinuousBackupsDescription
 	if b.ContinuousBackupsStatus != types.ContinuousBackupsStatusDisabled || b.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusDisabled {
