@@ -3,6 +3,7 @@ package table
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -25,9 +26,11 @@ import (
 const conflictMessage = "Transaction is ongoing for the item"
 
 // heldItems is the set of items held by transactions in progress, by
-// itemID.
+// itemID. Every single write looks it up: n (the items held) lets it skip
+// the lock when no transaction runs, and readers share the lock.
 type heldItems struct {
-	mu sync.Mutex
+	n  atomic.Int64
+	mu sync.RWMutex
 	m  map[string]bool
 }
 
@@ -45,6 +48,7 @@ func (h *heldItems) claim(ids []string) []int {
 	for _, id := range ids {
 		h.m[id] = true
 	}
+	h.n.Add(int64(len(ids)))
 	return nil
 }
 
@@ -54,12 +58,16 @@ func (h *heldItems) release(ids []string) {
 	for _, id := range ids {
 		delete(h.m, id)
 	}
+	h.n.Add(-int64(len(ids)))
 }
 
 // busy returns the indexes of the ids held (nil: none).
 func (h *heldItems) busy(ids []string) []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	if h.n.Load() == 0 {
+		return nil
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.busyLocked(ids)
 }
 
@@ -78,6 +86,9 @@ func (o *op) itemID() string { return o.t.st.TableId + "/" + o.k.id() }
 
 // checkHeld is a single write's conflict check.
 func (o *op) checkHeld() error {
+	if o.t.s.held.n.Load() == 0 {
+		return nil // no transaction running: nothing to build
+	}
 	if o.t.s.held.busy([]string{o.itemID()}) != nil {
 		return awserr.New(awserr.ErrTransactionConflict, conflictMessage)
 	}
