@@ -55,9 +55,10 @@ type Table struct {
 	idx   *index
 	bytes int64
 
-	// secMu guards sec, the table's secondary indexes (secondary.go).
-	secMu sync.RWMutex
-	sec   []*secondary
+	// sec is the table's secondary indexes (secondary.go), replaced whole
+	// (never changed in place) under secMu; every write reads it.
+	secMu sync.Mutex
+	sec   atomic.Pointer[[]*secondary]
 
 	stripes [1024]sync.Mutex
 

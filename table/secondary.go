@@ -219,32 +219,44 @@ func checkIndex(in SecondaryIndex, types map[string]string, names map[string]boo
 	return sc, nil
 }
 
-// openIndexes makes the table's open indexes from its description; they
-// are empty until built.
+// openIndexes makes the table's open indexes those of its description
+// (the caller holds metaMu, or is opening the table): an index open
+// already is kept, with its entries; a new one is empty until built. The
+// list is replaced in one step, so no write is applied to an index that
+// is then dropped.
 func (t *Table) openIndexes() error {
 	types, err := definitionTypes(t.st.AttributeDefinitions)
 	if err != nil {
 		return err
 	}
+	t.secMu.Lock()
+	defer t.secMu.Unlock()
+	old := map[string]*secondary{}
+	for _, x := range t.indexes() {
+		old[x.name] = x
+	}
 	var out []*secondary
 	for i, d := range append(append([]IndexDescription{}, t.st.LocalSecondaryIndexes...), t.st.GlobalSecondaryIndexes...) {
+		if x, ok := old[d.IndexName]; ok {
+			out = append(out, x)
+			continue
+		}
 		sc, err := schemaOf(d.KeySchema, types)
 		if err != nil {
 			return fmt.Errorf("index %s: %w", d.IndexName, err)
 		}
 		out = append(out, &secondary{name: d.IndexName, global: i >= len(t.st.LocalSecondaryIndexes), sc: sc, table: t.schema, proj: d.Projection, entries: map[string]*sEntry{}})
 	}
-	t.secMu.Lock()
-	t.sec = out
-	t.secMu.Unlock()
+	t.sec.Store(&out)
 	return nil
 }
 
 // indexes returns the table's open indexes.
 func (t *Table) indexes() []*secondary {
-	t.secMu.RLock()
-	defer t.secMu.RUnlock()
-	return t.sec
+	if p := t.sec.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // index returns the open index name, nil if the table has none of that

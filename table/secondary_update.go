@@ -94,8 +94,9 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 		return nil, err
 	}
 	t.st = st
+	err = t.openIndexes()
 	t.metaMu.Unlock()
-	if err := t.openIndexesKeeping(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	d := t.describe()
@@ -188,26 +189,6 @@ func usedDefinitions(defs []AttributeDefinition, tbl, sc schema, st stored) []At
 		}
 	}
 	return out
-}
-
-// openIndexesKeeping reopens the indexes of the description, keeping the
-// open ones that are still there (with their entries).
-func (t *Table) openIndexesKeeping() error {
-	old := map[string]*secondary{}
-	for _, x := range t.indexes() {
-		old[x.name] = x
-	}
-	if err := t.openIndexes(); err != nil {
-		return err
-	}
-	t.secMu.Lock()
-	for i, x := range t.sec {
-		if o, ok := old[x.name]; ok {
-			t.sec[i] = o
-		}
-	}
-	t.secMu.Unlock()
-	return nil
 }
 
 // backfill fills GSI name from the table's items (Backfilling true),
