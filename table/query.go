@@ -128,6 +128,7 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *second
 		}
 	case SelectAllProjected:
 		if x == nil {
+			// runnel's words: AWS's text for this case was not found.
 			return nil, validation("One or more parameter values were invalid: Select type ALL_PROJECTED_ATTRIBUTES is supported only for index queries")
 		}
 	case SelectCount:

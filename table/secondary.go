@@ -211,6 +211,7 @@ func checkIndex(in SecondaryIndex, types map[string]string, names map[string]boo
 		}
 	case ProjectInclude:
 		if len(p.NonKeyAttributes) == 0 {
+			// runnel's words, after AWS's for ALL and KEYS_ONLY above.
 			return sc, validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
 		}
 	default:

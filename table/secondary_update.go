@@ -110,6 +110,8 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 	return d, nil
 }
 
+// indexNotFound is runnel's message (AWS's text was not found) for an
+// index the table lacks.
 func indexNotFound(table, index string) error {
 	return awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Table: %s Index: %s not found", table, index)
 }
@@ -122,6 +124,7 @@ func (t *Table) createIndex(st stored, defs []AttributeDefinition, in SecondaryI
 		}
 	}
 	if len(st.GlobalSecondaryIndexes) >= MaxGSIs {
+		// runnel's words, in the form of AWS's "Subscriber limit exceeded".
 		return st, nil, awserr.New(awserr.ErrLimitExceeded, "Subscriber limit exceeded: The number of global secondary indexes for table %s exceeds the limit of %d", st.TableName, MaxGSIs)
 	}
 	types, _ := definitionTypes(st.AttributeDefinitions)
@@ -132,6 +135,7 @@ func (t *Table) createIndex(st stored, defs []AttributeDefinition, in SecondaryI
 			all = append(all, d)
 			types[d.AttributeName] = d.AttributeType
 		case have != d.AttributeType:
+			// runnel's words: AWS's text for this case was not found.
 			return st, nil, validation("One or more parameter values were invalid: Cannot update attribute %s with type %s: it is already defined with type %s", d.AttributeName, d.AttributeType, have)
 		}
 	}

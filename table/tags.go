@@ -18,7 +18,8 @@ type Tag struct {
 }
 
 // tooManyTags is the error of a table given more than MaxTags tags:
-// LimitExceededException, as DynamoDB's quota error.
+// LimitExceededException, as DynamoDB's quota error (the message is
+// runnel's: AWS's text was not found).
 func tooManyTags(arn string) error {
 	return awserr.New(awserr.ErrLimitExceeded, "The number of tags on resource %s exceeds the limit of %d", arn, MaxTags)
 }
