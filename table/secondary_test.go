@@ -376,6 +376,14 @@ func TestUpdateTableCreatesAndDeletesGSI(t *testing.T) {
 	wantError(t, err, awserr.ErrLimitExceeded, "Only 1 online index can be created or deleted simultaneously per table")
 	_, err = tb.UpdateGlobalSecondaryIndexes(ctx, "grow", nil, []table.GlobalSecondaryIndexUpdate{{Delete: &table.IndexRef{IndexName: "nope"}}})
 	wantError(t, err, awserr.ErrResourceNotFound, "nope")
+	_, err = tb.UpdateGlobalSecondaryIndexes(ctx, "grow", nil, []table.GlobalSecondaryIndexUpdate{{Update: &table.IndexRef{IndexName: "nope"}}})
+	wantError(t, err, awserr.ErrResourceNotFound, "nope")
+	_, err = tb.UpdateGlobalSecondaryIndexes(ctx, "grow", nil, []table.GlobalSecondaryIndexUpdate{{}})
+	wantError(t, err, awserr.ErrValidation, "One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update, or GlobalSecondaryIndexUpdate.Delete must be specified")
+	// Update (throughput) changes nothing runnel enforces.
+	if d, err := tb.UpdateGlobalSecondaryIndexes(ctx, "grow", nil, []table.GlobalSecondaryIndexUpdate{{Update: &table.IndexRef{IndexName: "byG"}}}); err != nil || d.GlobalSecondaryIndexes[0].IndexStatus != "ACTIVE" {
+		t.Fatalf("Update: %+v %v", d, err)
+	}
 	d, err = tb.UpdateGlobalSecondaryIndexes(ctx, "grow", nil, []table.GlobalSecondaryIndexUpdate{{Delete: &table.IndexRef{IndexName: "byG"}}})
 	if err != nil || len(d.GlobalSecondaryIndexes) != 0 || len(d.AttributeDefinitions) != 1 {
 		t.Fatalf("delete: %+v %v", d, err)
