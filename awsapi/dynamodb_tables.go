@@ -2,10 +2,11 @@ package awsapi
 
 // DynamoDB: tables (JSON 1.0, X-Amz-Target "DynamoDB_20120810.<Op>") over
 // package table. A table is on-demand (PAY_PER_REQUEST) or provisioned
-// (its throughput stored and described, never enforced); there are no
-// secondary indexes and no global tables: asking for them is refused, not
-// ignored. Requests decode straight into table's input types, which carry
-// DynamoDB's JSON field names.
+// (its throughput stored and described, never enforced); it may have
+// global and local secondary indexes (table/secondary.go); there are no
+// global tables: asking for replicas is refused, not ignored. Requests
+// decode straight into table's input types, which carry DynamoDB's JSON
+// field names.
 
 import (
 	"encoding/json"
@@ -17,17 +18,8 @@ import (
 	"github.com/runnel-dev/runnel/table"
 )
 
-type createTableInput struct {
-	table.CreateTableInput
-	GlobalSecondaryIndexes json.RawMessage
-	LocalSecondaryIndexes  json.RawMessage
-}
-
-func dynamoCreateTable(rq *request, in *createTableInput) (any, error) {
-	if len(in.GlobalSecondaryIndexes) > 0 || len(in.LocalSecondaryIndexes) > 0 {
-		return nil, awserr.New(awserr.ErrValidation, "runnel supports no secondary indexes: GlobalSecondaryIndexes and LocalSecondaryIndexes must be absent")
-	}
-	d, err := rq.h.rn.Tables.CreateTable(rq.ctx, in.CreateTableInput)
+func dynamoCreateTable(rq *request, in *table.CreateTableInput) (any, error) {
+	d, err := rq.h.rn.Tables.CreateTable(rq.ctx, *in)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +72,13 @@ func dynamoListTables(rq *request, in *listTablesInput) (any, error) {
 // parameters given (raw): the ones runnel ignores count as "something to
 // update".
 type updateTableInput struct {
-	TableName             string
-	StreamSpecification   *table.StreamSpecification
-	BillingMode           string
-	ProvisionedThroughput *table.Throughput
-	raw                   map[string]json.RawMessage
+	TableName                   string
+	AttributeDefinitions        []table.AttributeDefinition
+	GlobalSecondaryIndexUpdates []table.GlobalSecondaryIndexUpdate
+	StreamSpecification         *table.StreamSpecification
+	BillingMode                 string
+	ProvisionedThroughput       *table.Throughput
+	raw                         map[string]json.RawMessage
 }
 
 func (in *updateTableInput) decodeFrom(rq *request) error {
@@ -96,33 +90,40 @@ func (in *updateTableInput) decodeFrom(rq *request) error {
 }
 
 func dynamoUpdateTable(rq *request, in *updateTableInput) (any, error) {
-	for _, f := range []string{"GlobalSecondaryIndexUpdates", "ReplicaUpdates"} {
-		if _, ok := in.raw[f]; ok {
-			return nil, awserr.New(awserr.ErrValidation, "runnel does not support %s (no secondary indexes, no global tables)", f)
-		}
+	if _, ok := in.raw["ReplicaUpdates"]; ok {
+		return nil, awserr.New(awserr.ErrValidation, "runnel does not support ReplicaUpdates (no global tables)")
 	}
 	name := tableName(in.TableName)
-	if in.StreamSpecification != nil {
-		d, err := rq.h.rn.Tables.UpdateStream(rq.ctx, name, *in.StreamSpecification)
-		if err != nil {
-			return nil, err
+	// Every change asked for is made, in this order (billing first: a new
+	// GSI's throughput rule reads it); the answer describes the table after
+	// the last.
+	var d *table.TableDescription
+	var err error
+	step := func(asked bool, change func() (*table.TableDescription, error)) {
+		if asked && err == nil {
+			d, err = change()
 		}
-		return map[string]any{"TableDescription": describeOut(d)}, nil
 	}
-	if in.BillingMode != "" || in.ProvisionedThroughput != nil {
-		d, err := rq.h.rn.Tables.UpdateBilling(rq.ctx, name, in.BillingMode, in.ProvisionedThroughput)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"TableDescription": describeOut(d)}, nil
-	}
-	delete(in.raw, "TableName")
-	if len(in.raw) == 0 {
-		return nil, awserr.New(awserr.ErrValidation, "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
-	}
-	d, err := rq.h.rn.Tables.DescribeTable(rq.ctx, name)
+	step(in.BillingMode != "" || in.ProvisionedThroughput != nil, func() (*table.TableDescription, error) {
+		return rq.h.rn.Tables.UpdateBilling(rq.ctx, name, in.BillingMode, in.ProvisionedThroughput)
+	})
+	step(in.StreamSpecification != nil, func() (*table.TableDescription, error) {
+		return rq.h.rn.Tables.UpdateStream(rq.ctx, name, *in.StreamSpecification)
+	})
+	step(len(in.GlobalSecondaryIndexUpdates) > 0, func() (*table.TableDescription, error) {
+		return rq.h.rn.Tables.UpdateGlobalSecondaryIndexes(rq.ctx, name, in.AttributeDefinitions, in.GlobalSecondaryIndexUpdates)
+	})
 	if err != nil {
 		return nil, err
+	}
+	if d == nil {
+		delete(in.raw, "TableName")
+		if len(in.raw) == 0 {
+			return nil, awserr.New(awserr.ErrValidation, "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
+		}
+		if d, err = rq.h.rn.Tables.DescribeTable(rq.ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	return map[string]any{"TableDescription": describeOut(d)}, nil
 }

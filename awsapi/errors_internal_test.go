@@ -65,6 +65,8 @@ func TestErrorWire(t *testing.T) {
 		{protoDynamoDB, awserr.ErrSerialization, "com.amazon.coral.service#SerializationException", 400},
 		{protoDynamoDB, awserr.ErrUnrecognizedClient, "com.amazon.coral.service#UnrecognizedClientException", 400},
 		{protoDynamoDB, awserr.ErrRequestEntityTooLarge, "com.amazon.coral.service#RequestEntityTooLarge", 413},
+		{protoDynamoDB, awserr.ErrTransactionConflict, "TransactionConflictException", 400},
+		{protoDynamoDB, awserr.ErrTableNotFound, "TableNotFoundException", 400},
 		{protoDynamoDB, awserr.ErrService, "InternalServerError", 500},
 		{protoDynamoDB, errors.New("disk on fire"), "InternalServerError", 500},
 	} {

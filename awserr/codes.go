@@ -159,6 +159,13 @@ var (
 	// the first call with it was still running. Retryable: the first call
 	// ends.
 	ErrTransactionInProgress = def(Spec{Code: "TransactionInProgressException", Retryable: true})
+	// ErrTableNotFound: DescribeContinuousBackups' name for a missing
+	// table ("Table not found: <name>").
+	ErrTableNotFound = def(Spec{Code: "TableNotFoundException"})
+	// ErrTransactionConflict: a PutItem, UpdateItem or DeleteItem met an
+	// item held by a TransactWriteItems in progress ("Transaction is
+	// ongoing for the item"). Retryable: the transaction ends.
+	ErrTransactionConflict = def(Spec{Code: "TransactionConflictException", Retryable: true})
 )
 
 // SQS's codes (package queue). Code is what the SQS query protocol reports

@@ -4,7 +4,7 @@ import "github.com/runnel-dev/runnel/table/expr"
 
 // ConsumedCapacity is the capacity a call used, as DynamoDB reports it
 // when asked (ReturnConsumedCapacity TOTAL, or INDEXES, which adds the
-// table's own share: runnel has no secondary indexes). Units follow
+// table's own share; runnel counts no share for secondary indexes). Units follow
 // DynamoDB's on-demand arithmetic: a write is one unit per KB (1024
 // bytes, rounded up) of the larger of the old and new item; a read is
 // one unit per 4 KB of the items read (rounded up, at least one), half of

@@ -165,6 +165,11 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	if err != nil {
 		return old, nil, err
 	}
+	if nw != nil {
+		if err := o.t.checkIndexKeys(nw); err != nil {
+			return old, nil, err
+		}
+	}
 	p = o.t.newChange(o.k, old, nw, false)
 	if p != nil && nw != nil && p.size > MaxItemSize {
 		return old, nil, validation("Item size has exceeded the maximum allowed size")
@@ -173,10 +178,21 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 }
 
 // run performs a single-item write: lock, check, append, move the index.
+//
+// An item held by a transaction in progress fails with
+// TransactionConflictException, checked before the lock (a transaction
+// holding it) and after (a transaction that claimed it meanwhile and waits
+// for this lock).
 func (o *op) run(ctx context.Context) (old, nw Item, err error) {
+	if err := o.checkHeld(); err != nil {
+		return nil, nil, err
+	}
 	mu := o.t.stripe(o.k)
 	mu.Lock()
 	defer mu.Unlock()
+	if err := o.checkHeld(); err != nil {
+		return nil, nil, err
+	}
 	old, p, err := o.prepare(ctx)
 	if err != nil {
 		return old, nil, err
@@ -305,29 +321,46 @@ func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput,
 	if err != nil {
 		return nil, err
 	}
-	var proj *expr.Projection
-	if in.ProjectionExpression != "" {
-		c := newContext(in.ExpressionAttributeNames, nil)
-		if proj, err = expr.ParseProjection(in.ProjectionExpression, c); err != nil {
-			return nil, exprErr(err)
-		}
-		if err := c.CheckUnused(); err != nil {
-			return nil, exprErr(err)
-		}
+	proj, err := projection(in.ProjectionExpression, in.ExpressionAttributeNames)
+	if err != nil {
+		return nil, err
 	}
 	it, _, err := t.get(ctx, k)
 	if err != nil {
 		return nil, err
 	}
 	out := &GetItemOutput{ConsumedCapacity: capacity(in.ReturnConsumedCapacity, t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))}
+	out.Item = project(it, proj)
+	return out, nil
+}
+
+// projection parses a read's ProjectionExpression ("": nil, the whole
+// item) and checks that every name placeholder was used.
+func projection(text string, names map[string]string) (*expr.Projection, error) {
+	if text == "" {
+		return nil, nil
+	}
+	c := newContext(names, nil)
+	proj, err := expr.ParseProjection(text, c)
+	if err != nil {
+		return nil, exprErr(err)
+	}
+	if err := c.CheckUnused(); err != nil {
+		return nil, exprErr(err)
+	}
+	return proj, nil
+}
+
+// project is the part of it a reader gets: nil for no item, a copy of the
+// whole item without a projection.
+func project(it Item, proj *expr.Projection) Item {
 	switch {
 	case it == nil:
+		return nil
 	case proj != nil:
-		out.Item = proj.Apply(it)
-	default:
-		out.Item = copyItem(it)
+		return proj.Apply(it)
 	}
-	return out, nil
+	return copyItem(it)
 }
 
 // UpdateItem edits an item's attributes with an UpdateExpression

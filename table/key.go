@@ -20,16 +20,31 @@ type schema struct {
 }
 
 func newSchema(ks []KeySchemaElement, defs []AttributeDefinition) (schema, error) {
-	var sc schema
+	types, err := definitionTypes(defs)
+	if err != nil {
+		return schema{}, err
+	}
+	return schemaOf(ks, types)
+}
+
+// definitionTypes is AttributeDefinitions as name -> type.
+func definitionTypes(defs []AttributeDefinition) (map[string]string, error) {
 	types := map[string]string{}
 	for _, d := range defs {
 		switch d.AttributeType {
 		case TypeS, TypeN, TypeB:
 		default:
-			return sc, validation("1 validation error detected: Value '%s' at 'attributeDefinitions.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
+			return nil, validation("1 validation error detected: Value '%s' at 'attributeDefinitions.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
 		}
 		types[d.AttributeName] = d.AttributeType
 	}
+	return types, nil
+}
+
+// schemaOf is the schema of a KeySchema (a table's or an index's) whose
+// attributes' types are in types.
+func schemaOf(ks []KeySchemaElement, types map[string]string) (schema, error) {
+	var sc schema
 	if len(ks) < 1 || len(ks) > 2 {
 		return sc, validation("1 validation error detected: Value at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2 and greater than or equal to 1")
 	}
@@ -47,19 +62,13 @@ func newSchema(ks []KeySchemaElement, defs []AttributeDefinition) (schema, error
 			return sc, validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type, or the second is not a RANGE key type")
 		}
 	}
-	if len(defs) != len(ks) {
-		return sc, validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+	if sc.rng == sc.hash {
+		return sc, validation("Both the Hash Key and the Range Key element in the KeySchema have the same name")
 	}
 	return sc, nil
 }
 
-func keysOf(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
+func keysOf(m map[string]string) []string { return sortedKeys(m) }
 
 func (sc schema) elements() []KeySchemaElement {
 	out := []KeySchemaElement{{AttributeName: sc.hash, KeyType: KeyTypeHash}}

@@ -55,6 +55,11 @@ type Table struct {
 	idx   *index
 	bytes int64
 
+	// sec is the table's secondary indexes (secondary.go), replaced whole
+	// (never changed in place) under secMu; every write reads it.
+	secMu sync.Mutex
+	sec   atomic.Pointer[[]*secondary]
+
 	stripes [1024]sync.Mutex
 
 	cacheMu sync.Mutex
@@ -137,6 +142,9 @@ func (s *Service) openTable(st stored) (*Table, error) {
 		return nil, fmt.Errorf("table %s: open log: %w", st.TableName, err)
 	}
 	t.epoch = epoch
+	if err := t.openIndexes(); err != nil {
+		return nil, fmt.Errorf("table %s: %w", st.TableName, err)
+	}
 	return t, nil
 }
 
@@ -165,6 +173,7 @@ func (t *Table) describe() *TableDescription {
 	t.idxMu.RLock()
 	d.ItemCount, d.TableSizeBytes = int64(t.idx.Len()), t.bytes
 	t.idxMu.RUnlock()
+	t.describeIndexes(&d)
 	return &d
 }
 
@@ -483,6 +492,7 @@ func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 		t.bytes -= int64(old.size)
 	}
 	t.idxMu.Unlock()
+	t.applyIndexes(p)
 	t.remember(p.k.id(), p.change.NewImage)
 	c := p.change
 	t.rememberChange(shard, pos, &c)

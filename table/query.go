@@ -14,18 +14,23 @@ import (
 // as in DynamoDB; the page then ends with a LastEvaluatedKey.
 const MaxPageBytes = 1 << 20
 
+// MaxTotalSegments is the most segments of a parallel Scan (TotalSegments
+// 1..1000000, Segment 0..TotalSegments-1; API_Scan).
+const MaxTotalSegments = 1000000
+
 // Select values.
 const (
 	SelectAllAttributes = "ALL_ATTRIBUTES"
 	SelectCount         = "COUNT"
 	SelectSpecific      = "SPECIFIC_ATTRIBUTES"
+	SelectAllProjected  = "ALL_PROJECTED_ATTRIBUTES"
 )
 
 // QueryInput is Query's request (API_Query): the items of one partition
 // key, in sort-key order (ScanIndexForward false: descending), optionally
 // narrowed by a sort-key condition, then filtered. Limit counts items
-// read before the filter, as in DynamoDB. Secondary indexes are not
-// supported (IndexName is refused).
+// read before the filter, as in DynamoDB. With IndexName, the index's
+// key and order (see secondary.go).
 type QueryInput struct {
 	TableName                 string            `json:"TableName"`
 	IndexName                 string            `json:"IndexName,omitempty"`
@@ -94,8 +99,11 @@ type reader struct {
 	proj   *expr.Projection
 	limit  int
 	count  bool
-	out    *QueryOutput
-	bytes  int
+	// selectAll: Select ALL_ATTRIBUTES was asked (an LSI then reads whole
+	// items).
+	selectAll bool
+	out       *QueryOutput
+	bytes     int
 	// rcc and consistent: the capacity to report, and how it is counted.
 	rcc        string
 	consistent bool
@@ -107,16 +115,22 @@ func (r *reader) result() *QueryOutput {
 	return r.out
 }
 
-func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context) (*reader, error) {
-	if in.IndexName != "" {
-		return nil, validation("The table does not have the specified index: %s (runnel supports no secondary indexes)", in.IndexName)
-	}
+func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *secondary) (*reader, error) {
 	if in.Limit < 0 {
 		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
 	}
 	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead}
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
+		r.selectAll = in.Select == SelectAllAttributes
+		if x != nil && x.global && in.Select == SelectAllAttributes && x.proj.ProjectionType != ProjectAll {
+			return nil, validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", x.name)
+		}
+	case SelectAllProjected:
+		if x == nil {
+			// runnel's words: AWS's text for this case was not found.
+			return nil, validation("One or more parameter values were invalid: Select type ALL_PROJECTED_ATTRIBUTES is supported only for index queries")
+		}
 	case SelectCount:
 		r.count, r.out.Items = true, nil
 	default:
@@ -143,13 +157,28 @@ func (r *reader) visit(ctx context.Context, e entry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r.out.ScannedCount++
-	r.bytes += int(e.size)
-	lk := Item{r.t.schema.hash: it[r.t.schema.hash]}
-	if r.t.schema.rng != "" {
-		lk[r.t.schema.rng] = it[r.t.schema.rng]
+	return r.visitItem(it, int(e.size), keyAttrs(it, r.t.schema))
+}
+
+// keyAttrs is the part of it that is a key of the schemas.
+func keyAttrs(it Item, schemas ...schema) Item {
+	lk := Item{}
+	for _, sc := range schemas {
+		for _, a := range []string{sc.hash, sc.rng} {
+			if v, ok := it[a]; ok && a != "" {
+				lk[a] = v
+			}
+		}
 	}
-	r.out.LastEvaluatedKey = lk
+	return lk
+}
+
+// visitItem counts item it read (size bytes) into the page, lek its
+// LastEvaluatedKey; it returns true when the page is full (1 MB).
+func (r *reader) visitItem(it Item, size int, lek Item) (bool, error) {
+	r.out.ScannedCount++
+	r.bytes += size
+	r.out.LastEvaluatedKey = lek
 	if r.filter != nil {
 		ok, err := r.filter.Eval(it)
 		if err != nil {
@@ -170,32 +199,24 @@ func (r *reader) visit(ctx context.Context, e entry) (bool, error) {
 	return r.bytes >= MaxPageBytes, nil
 }
 
-// page visits entries until the limit or the page size; it leaves
-// LastEvaluatedKey set if entries remain or the limit was reached.
+// page visits n entries (step visits entry i, or skips it) until the
+// limit or the page size; it leaves LastEvaluatedKey set if entries remain
+// or the limit was reached.
 //
-// truncated says entries is not the whole rest of the table.
-func (r *reader) page(ctx context.Context, entries []entry, truncated bool, match func(entry) (bool, error)) error {
+// truncated says the n entries are not the whole rest of the table.
+func (r *reader) page(n int, truncated bool, step func(i int) (full bool, err error)) error {
 	more := truncated
-	for i, e := range entries {
+	for i := range n {
 		if r.limit > 0 && r.out.ScannedCount >= r.limit {
 			more = true
 			break
 		}
-		if match != nil {
-			ok, err := match(e)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-		}
-		full, err := r.visit(ctx, e)
+		full, err := step(i)
 		if err != nil {
 			return err
 		}
 		if full {
-			more = more || i < len(entries)-1
+			more = more || i < n-1
 			break
 		}
 	}
@@ -222,21 +243,31 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if err != nil {
 		return nil, err
 	}
+	var x *secondary
+	if in.IndexName != "" {
+		if x, err = t.readableIndex(in.IndexName, in.ConsistentRead); err != nil {
+			return nil, err
+		}
+	}
+	sc := t.schema
+	if x != nil {
+		sc = x.sc
+	}
 	if in.KeyConditionExpression == "" {
 		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
 	}
-	kc, err := expr.ParseKeyCondition(in.KeyConditionExpression, c, t.schema.hash, t.schema.rng)
+	kc, err := expr.ParseKeyCondition(in.KeyConditionExpression, c, sc.hash, sc.rng)
 	if err != nil {
 		return nil, exprErr(err)
 	}
-	r, err := s.newReader(t, &in, c)
+	r, err := s.newReader(t, &in, c, x)
 	if err != nil {
 		return nil, err
 	}
 	if r.filter != nil {
 		// DynamoDB filters a Query on the other attributes only.
 		for _, a := range r.filter.Attributes() {
-			if a == t.schema.hash || a == t.schema.rng {
+			if a == sc.hash || a == sc.rng {
 				return nil, validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", a)
 			}
 		}
@@ -244,11 +275,14 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if err := c.CheckUnused(); err != nil {
 		return nil, exprErr(err)
 	}
+	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
+	if x != nil {
+		return r.queryIndex(ctx, x, kc, forward, in.ExclusiveStartKey)
+	}
 	pk, err := t.schema.partitionOf(kc.HashValue)
 	if err != nil {
 		return nil, err
 	}
-	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
 	var start *key
 	if in.ExclusiveStartKey != nil {
 		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
@@ -271,7 +305,15 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 			return kc.MatchRange(&rv), nil
 		}
 	}
-	if err := r.page(ctx, entries, false, match); err != nil {
+	err = r.page(len(entries), false, func(i int) (bool, error) {
+		if match != nil {
+			if ok, err := match(entries[i]); err != nil || !ok {
+				return false, err
+			}
+		}
+		return r.visit(ctx, entries[i])
+	})
+	if err != nil {
 		return nil, err
 	}
 	return r.result(), nil
@@ -324,25 +366,25 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	}
 	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select,
 		ConsistentRead: in.ConsistentRead, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
-	r, err := s.newReader(t, &q, c)
+	var x *secondary
+	if in.IndexName != "" {
+		if x, err = t.readableIndex(in.IndexName, in.ConsistentRead); err != nil {
+			return nil, err
+		}
+	}
+	r, err := s.newReader(t, &q, c, x)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.CheckUnused(); err != nil {
 		return nil, exprErr(err)
 	}
-	seg, total := 0, 1
-	if in.TotalSegments != nil || in.Segment != nil {
-		if in.TotalSegments == nil || in.Segment == nil {
-			return nil, validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
-		}
-		total, seg = *in.TotalSegments, *in.Segment
-		if total < 1 || total > 1000000 {
-			return nil, awserr.OutOfRange(awserr.ErrValidation, "totalSegments", total, 1, 1000000)
-		}
-		if seg < 0 || seg >= total {
-			return nil, validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", seg, total)
-		}
+	seg, total, err := segments(in.Segment, in.TotalSegments)
+	if err != nil {
+		return nil, err
+	}
+	if x != nil {
+		return r.scanIndex(ctx, x, seg, total, in.ExclusiveStartKey)
 	}
 	var from entry
 	exclusive := false
@@ -374,10 +416,34 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 		return true
 	})
 	t.idxMu.RUnlock()
-	if err := r.page(ctx, entries, truncated, nil); err != nil {
+	err = r.page(len(entries), truncated, func(i int) (bool, error) { return r.visit(ctx, entries[i]) })
+	if err != nil {
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+// segments checks a parallel Scan's Segment (0..TotalSegments-1) and
+// TotalSegments (1..1000000), given both or neither (default: segment 0
+// of 1), in DynamoDB's words.
+func segments(segment, totalSegments *int) (seg, total int, err error) {
+	if segment == nil && totalSegments == nil {
+		return 0, 1, nil
+	}
+	if totalSegments == nil {
+		return 0, 0, validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
+	}
+	if segment == nil {
+		return 0, 0, validation("The Segment parameter is required but was not present in the request when parameter TotalSegments is present")
+	}
+	total, seg = *totalSegments, *segment
+	if total < 1 || total > MaxTotalSegments {
+		return 0, 0, awserr.OutOfRange(awserr.ErrValidation, "totalSegments", total, 1, MaxTotalSegments)
+	}
+	if seg < 0 || seg >= total {
+		return 0, 0, validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", seg, total)
+	}
+	return seg, total, nil
 }
 
 // segmentOf spreads partition hashes evenly over total segments.

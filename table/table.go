@@ -27,7 +27,14 @@
 // transaction) to the transaction log RUNNEL_TXLOG, then the changes to
 // the tables' logs. If the process dies between the two, Open finds the
 // committed transaction's missing changes and appends them before serving:
-// a transaction is applied entirely or not at all.
+// a transaction is applied entirely or not at all. While it runs, its
+// items are held (conflict.go): another transaction that meets one is
+// cancelled with TransactionConflict, a single write fails with
+// TransactionConflictException, as in DynamoDB.
+//
+// Secondary indexes (secondary.go) hold, in memory, the keys of the items
+// they have; they move with each acknowledged change and are rebuilt from
+// the table's items on open.
 //
 // Traps: the log grows with every change (there is no compaction yet), and
 // Open reads all of it; a table of 10 million items opens in tens of
@@ -124,8 +131,9 @@ type TimeToLiveSpecification struct {
 	Enabled       bool   `json:"Enabled"`
 }
 
-// CreateTableInput is CreateTable's request (API_CreateTable). Billing,
-// throughput and indexes are accepted by the API layer and ignored.
+// CreateTableInput is CreateTable's request (API_CreateTable,
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CreateTable.html).
+// Throughput is stored, never enforced.
 type CreateTableInput struct {
 	TableName            string                `json:"TableName"`
 	KeySchema            []KeySchemaElement    `json:"KeySchema"`
@@ -137,6 +145,13 @@ type CreateTableInput struct {
 	// RunnelShards is the number of change-log shards (runnel's own
 	// field): 1..64, default DefaultShards.
 	RunnelShards int `json:"RunnelShards,omitempty"`
+	// Tags are the table's first tags (at most MaxTags; see TagResource).
+	Tags []Tag `json:"Tags,omitempty"`
+	// GlobalSecondaryIndexes (at most 20) and LocalSecondaryIndexes (at
+	// most 5, only here): see secondary.go. Their key attributes must be
+	// in AttributeDefinitions.
+	GlobalSecondaryIndexes []SecondaryIndex `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  []SecondaryIndex `json:"LocalSecondaryIndexes,omitempty"`
 }
 
 // TableDescription describes a table (DescribeTable's Table).
@@ -151,8 +166,12 @@ type TableDescription struct {
 	ItemCount            int64                 `json:"ItemCount"`
 	TableSizeBytes       int64                 `json:"TableSizeBytes"`
 	StreamSpecification  *StreamSpecification  `json:"StreamSpecification,omitempty"`
-	LatestStreamLabel    string                `json:"LatestStreamLabel,omitempty"`
-	LatestStreamArn      string                `json:"LatestStreamArn,omitempty"`
+	// GlobalSecondaryIndexes and LocalSecondaryIndexes describe the
+	// table's indexes (none: absent).
+	GlobalSecondaryIndexes []IndexDescription `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes  []IndexDescription `json:"LocalSecondaryIndexes,omitempty"`
+	LatestStreamLabel      string             `json:"LatestStreamLabel,omitempty"`
+	LatestStreamArn        string             `json:"LatestStreamArn,omitempty"`
 	// TimeToLive is the table's TTL setting (DescribeTimeToLive).
 	TimeToLive TimeToLiveSpecification `json:"-"`
 	// Shards is the number of change-log shards; Log the name of the log
@@ -171,6 +190,8 @@ type stored struct {
 	Shards      int                     `json:"RunnelShards"`
 	Log         string                  `json:"RunnelLog"`
 	Provisioned *Throughput             `json:"RunnelProvisioned,omitempty"`
+	// Tags are the table's tags (TagResource).
+	Tags map[string]string `json:"RunnelTags,omitempty"`
 }
 
 // Service is the tables API over one engine. Open it with New; it is safe
@@ -185,6 +206,12 @@ type Service struct {
 	tables map[string]*Table // by name
 
 	tokens *tokenCache
+	held   heldItems
+
+	// bg is the context of background work (the TTL sweeper, GSI
+	// backfills), ended by Close; backfills counts the backfills running.
+	bg        context.Context
+	backfills sync.WaitGroup
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -256,8 +283,15 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if err := s.recoverTransactions(ctx, seen); err != nil {
 		return nil, err
 	}
+	// The indexes are built from the tables as they are now, so they agree
+	// with them whatever happened before (a crash, a backfill cut short).
+	for _, t := range s.tables {
+		if err := t.openedIndexes(ctx); err != nil {
+			return nil, fmt.Errorf("table %s: build indexes: %w", t.st.TableName, err)
+		}
+	}
 	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.bg, s.cancel = bg, cancel
 	interval := opts.TTLInterval
 	if interval == 0 {
 		interval = 30 * time.Second
@@ -271,11 +305,14 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	return s, nil
 }
 
-// Close stops the TTL sweeper. The engine stays open.
+// Close stops the TTL sweeper and the GSI backfills (an index whose
+// backfill is cut short is built when the service opens again). The
+// engine stays open.
 func (s *Service) Close() {
 	if s.cancel != nil {
 		s.cancel()
 		<-s.done
+		s.backfills.Wait()
 		s.cancel = nil
 	}
 }
@@ -284,6 +321,8 @@ func (s *Service) Close() {
 func (s *Service) ARN(name string) string {
 	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", s.eng.Region(), s.eng.AccountID(), name)
 }
+
+var tableARNRE = regexp.MustCompile(`^arn:aws:dynamodb:[^:]*:[^:]*:table/([a-zA-Z0-9_.-]{3,255})$`)
 
 var streamARNRE = regexp.MustCompile(`^arn:aws:dynamodb:[^:]*:[^:]*:table/([a-zA-Z0-9_.-]{3,255})/stream/(.+)$`)
 
@@ -309,13 +348,22 @@ func tableNotFound(name string) error {
 // CreateTable returns. Errors: ValidationException naming the field
 // (TableName 3..255 of [a-zA-Z0-9_.-]; KeySchema one HASH and at most one
 // RANGE, each defined in AttributeDefinitions with type S, N or B;
-// StreamViewType one of the four; RunnelShards 1..64),
+// StreamViewType one of the four; RunnelShards 1..64; the indexes' rules
+// in checkIndexes: at most 20 GSIs and 5 LSIs, an LSI on the table's
+// partition key with its own sort key, unique names, projections, at most
+// 100 NonKeyAttributes in all, every definition a key of the table or an
+// index), LimitExceededException for more than 50 tags,
 // ResourceInUseException if the name is taken.
 func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableDescription, error) {
 	if !tableNameRE.MatchString(in.TableName) {
 		return nil, validation("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.TableName)
 	}
 	schema, err := newSchema(in.KeySchema, in.AttributeDefinitions)
+	if err != nil {
+		return nil, err
+	}
+	types, _ := definitionTypes(in.AttributeDefinitions)
+	gsis, lsis, err := checkIndexes(schema, types, in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes)
 	if err != nil {
 		return nil, err
 	}
@@ -335,12 +383,27 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if err != nil {
 		return nil, err
 	}
+	for i, g := range in.GlobalSecondaryIndexes {
+		if gsis[i].ProvisionedThroughput, err = gsiThroughput(provisioned, g); err != nil {
+			return nil, err
+		}
+	}
 	now := s.eng.Clock.Now().UTC()
 	st := stored{Shards: shards, Provisioned: provisioned}
+	if len(in.Tags) > 0 {
+		st.Tags = map[string]string{}
+		for _, tg := range in.Tags {
+			st.Tags[tg.Key] = tg.Value
+		}
+		if len(st.Tags) > MaxTags {
+			return nil, tooManyTags(s.ARN(in.TableName))
+		}
+	}
 	st.TableDescription = TableDescription{
 		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: uuid.NewString(), TableStatus: tableStatus,
-		KeySchema: schema.elements(), AttributeDefinitions: schema.definitions(),
-		CreationDateTime: float64(now.UnixMilli()) / 1000,
+		KeySchema: schema.elements(), AttributeDefinitions: in.AttributeDefinitions,
+		CreationDateTime:       float64(now.UnixMilli()) / 1000,
+		GlobalSecondaryIndexes: gsis, LocalSecondaryIndexes: lsis,
 	}
 	st.Log = "tbl-" + st.TableId
 	if sp := in.StreamSpecification; sp != nil && sp.StreamEnabled {
@@ -368,6 +431,7 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if err != nil {
 		return nil, err
 	}
+	markReady(t.indexes()) // a new table's indexes are empty
 	s.tables[in.TableName] = t
 	return t.describe(), nil
 }

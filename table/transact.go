@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -156,9 +155,11 @@ type txChange struct {
 // IdempotentParameterMismatchException if the parameters differ;
 // TransactionInProgressException while the first call is still running.
 //
-// Where DynamoDB cancels with TransactionConflict when another
-// transaction holds an item, runnel waits for it: conflicting
-// transactions run one after the other.
+// A transaction that meets an item held by another TransactWriteItems in
+// progress is cancelled at once, that action's reason TransactionConflict
+// (the others None), as in DynamoDB; it does not wait. A single
+// PutItem, UpdateItem or DeleteItem in progress on one of its items is
+// waited for (it is short).
 func (s *Service) TransactWriteItems(ctx context.Context, in TransactWriteItemsInput) error {
 	n := len(in.TransactItems)
 	if n < 1 || n > MaxTransactItems {
@@ -236,7 +237,7 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 		if err != nil {
 			return nil, err
 		}
-		id := o.t.st.TableId + "/" + o.k.id()
+		id := o.itemID()
 		if _, dup := seen[id]; dup {
 			return nil, validation("Transaction request cannot include multiple operations on one item")
 		}
@@ -250,35 +251,15 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 // commit record, then the changes. committed reports whether the commit
 // record was written (the transaction then happens, whatever err says).
 func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash string) (committed bool, err error) {
-	// Lock each stripe once, in a global order (table id, stripe index),
-	// so that transactions on overlapping items cannot deadlock.
-	type lockRef struct {
-		table string
-		idx   int
-		mu    *sync.Mutex
+	ids := make([]string, len(ops))
+	for i, o := range ops {
+		ids[i] = o.itemID()
 	}
-	var locks []lockRef
-	have := map[*sync.Mutex]bool{}
-	for _, o := range ops {
-		if mu := o.t.stripe(o.k); !have[mu] {
-			have[mu] = true
-			locks = append(locks, lockRef{o.t.st.TableId, o.t.stripeIndex(o.k), mu})
-		}
+	if conflicts := s.held.claim(ids); conflicts != nil {
+		return false, conflictCancel(len(ops), conflicts)
 	}
-	sort.Slice(locks, func(i, j int) bool {
-		if locks[i].table != locks[j].table {
-			return locks[i].table < locks[j].table
-		}
-		return locks[i].idx < locks[j].idx
-	})
-	for _, l := range locks {
-		l.mu.Lock()
-	}
-	defer func() {
-		for _, l := range locks {
-			l.mu.Unlock()
-		}
-	}()
+	defer s.held.release(ids)
+	defer lockItems(ops)()
 
 	reasons := make([]CancellationReason, len(ops))
 	changes := make([]*pending, len(ops))

@@ -1,0 +1,482 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// Secondary indexes (DynamoDB's global and local secondary indexes:
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/SecondaryIndexes.html).
+//
+// An index is a second order of a table's items by its own key: a global
+// one (GSI) by any partition key and optional sort key, a local one (LSI)
+// by the table's partition key and another sort key. An item without the
+// index's key attributes is not in the index (a sparse index). Query and
+// Scan read an index by IndexName; what they return is the index's
+// Projection of each item: ALL its attributes, KEYS_ONLY (the table's and
+// the index's keys) or INCLUDE (the keys and NonKeyAttributes).
+//
+// On the current storage design an index holds, in memory, the keys of
+// the items it has (not their data): it is maintained by the table's
+// write path (apply) as each change is acknowledged, built from the
+// table's items when the service opens (so after a crash every index
+// agrees with its table), and backfilled the same way when UpdateTable
+// adds a GSI. Reads fetch the items through the table's read path and
+// project them. Runnel's index reads are therefore never behind the
+// table; a GSI still refuses ConsistentRead, as DynamoDB's.
+//
+// Not enforced: the 10 GB limit of an item collection (the items of one
+// partition key in a table with LSIs: ItemCollectionSizeLimitExceeded),
+// the 400 KB limit of an item with its LSI entries (the item alone is
+// checked), ReturnItemCollectionMetrics (accepted, no metrics), and
+// capacity per index (ConsumedCapacity counts the table).
+
+// Index limits (DynamoDB's quotas).
+const (
+	// MaxGSIs is the most global secondary indexes of a table.
+	MaxGSIs = 20
+	// MaxLSIs is the most local secondary indexes of a table.
+	MaxLSIs = 5
+	// MaxProjectedAttributes is the most NonKeyAttributes over all the
+	// indexes of a table (the same name in two indexes counts twice).
+	MaxProjectedAttributes = 100
+)
+
+// Projection types.
+const (
+	ProjectAll      = "ALL"
+	ProjectKeysOnly = "KEYS_ONLY"
+	ProjectInclude  = "INCLUDE"
+)
+
+// Index statuses (IndexStatus).
+const (
+	IndexCreating = "CREATING"
+	IndexActive   = "ACTIVE"
+)
+
+// Projection says which attributes an index holds: ProjectionType ALL,
+// KEYS_ONLY or INCLUDE (then NonKeyAttributes, 1..20 names).
+type Projection struct {
+	ProjectionType   string   `json:"ProjectionType,omitempty"`
+	NonKeyAttributes []string `json:"NonKeyAttributes,omitempty"`
+}
+
+// SecondaryIndex is an index of CreateTable's GlobalSecondaryIndexes or
+// LocalSecondaryIndexes, or UpdateTable's Create: IndexName 3..255 of
+// [a-zA-Z0-9_.-], KeySchema, Projection. ProvisionedThroughput is
+// accepted and ignored.
+type SecondaryIndex struct {
+	IndexName             string             `json:"IndexName"`
+	KeySchema             []KeySchemaElement `json:"KeySchema"`
+	Projection            Projection         `json:"Projection"`
+	ProvisionedThroughput *Throughput        `json:"ProvisionedThroughput,omitempty"`
+}
+
+// IndexDescription describes an index (TableDescription's
+// GlobalSecondaryIndexes and LocalSecondaryIndexes). IndexStatus and
+// Backfilling are a GSI's only; Backfilling is set while a GSI added by
+// UpdateTable is being built. ItemCount and IndexSizeBytes are exact (the
+// size of the projected items).
+type IndexDescription struct {
+	IndexName      string             `json:"IndexName"`
+	KeySchema      []KeySchemaElement `json:"KeySchema"`
+	Projection     Projection         `json:"Projection"`
+	IndexStatus    string             `json:"IndexStatus,omitempty"`
+	Backfilling    *bool              `json:"Backfilling,omitempty"`
+	IndexArn       string             `json:"IndexArn"`
+	ItemCount      int64              `json:"ItemCount"`
+	IndexSizeBytes int64              `json:"IndexSizeBytes"`
+	// ProvisionedThroughput is a GSI's: as given on a provisioned table
+	// (stored, not enforced), zeros on an on-demand one, as DynamoDB
+	// describes it.
+	ProvisionedThroughput *Throughput `json:"ProvisionedThroughput,omitempty"`
+}
+
+// gsiThroughput is the throughput to describe for GSI in of a table with
+// throughput provisioned (nil: on demand). Errors, DynamoDB's: a
+// provisioned table's GSI must have one, an on-demand table's must not.
+func gsiThroughput(provisioned *Throughput, in SecondaryIndex) (*Throughput, error) {
+	switch {
+	case provisioned != nil && in.ProvisionedThroughput == nil:
+		return nil, validation("One or more parameter values were invalid: ProvisionedThroughput must be specified for index: %s", in.IndexName)
+	case provisioned == nil && in.ProvisionedThroughput != nil:
+		return nil, validation("One or more parameter values were invalid: ProvisionedThroughput should not be specified for index: %s when BillingMode is PAY_PER_REQUEST", in.IndexName)
+	case provisioned == nil:
+		return &Throughput{}, nil
+	}
+	tp := *in.ProvisionedThroughput
+	return &tp, nil
+}
+
+// secondary is one open index: the keys of the items it holds.
+type secondary struct {
+	name   string
+	global bool
+	sc     schema // the index's key
+	table  schema // the table's key
+	proj   Projection
+
+	mu      sync.RWMutex
+	ready   bool // ACTIVE: readable
+	entries map[string]*sEntry
+	bytes   int64
+}
+
+// sEntry is one item in an index: its index key and its table key.
+type sEntry struct {
+	h    [16]byte // MD5 of the index partition key
+	rk   string   // canonical index sort key
+	k    key      // the table key
+	size int64    // projected size
+}
+
+// validIndexName is DynamoDB's rule on index names (IndexName: 3..255 of
+// [a-zA-Z0-9_.-]), the same as a table name's.
+var validIndexName = tableNameRE
+
+// checkIndexes validates CreateTable's indexes against the table's key
+// and AttributeDefinitions (types), and that every definition is a key
+// attribute of the table or an index. It returns their descriptions.
+func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryIndex) (g, l []IndexDescription, err error) {
+	if len(lsis) > 0 && tbl.rng == "" {
+		return nil, nil, validation("One or more parameter values were invalid: Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
+	}
+	if len(gsis) > MaxGSIs {
+		return nil, nil, validation("One or more parameter values were invalid: GlobalSecondaryIndex count exceeds the per-table limit of %d", MaxGSIs)
+	}
+	if len(lsis) > MaxLSIs {
+		return nil, nil, validation("One or more parameter values were invalid: Number of LocalSecondaryIndexes exceeds per-table limit of %d", MaxLSIs)
+	}
+	used := map[string]bool{tbl.hash: true, tbl.rng: true}
+	names := map[string]bool{}
+	projected := 0
+	for i, in := range append(append([]SecondaryIndex{}, lsis...), gsis...) {
+		local := i < len(lsis)
+		sc, err := checkIndex(in, types, names)
+		if err != nil {
+			return nil, nil, err
+		}
+		if local {
+			if sc.rng == "" {
+				return nil, nil, validation("One or more parameter values were invalid: Index KeySchema does not have a range key for index: %s", in.IndexName)
+			}
+			if sc.hash != tbl.hash {
+				return nil, nil, validation("One or more parameter values were invalid: Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", in.IndexName, sc.hash, tbl.hash)
+			}
+		}
+		used[sc.hash], used[sc.rng] = true, true
+		projected += len(in.Projection.NonKeyAttributes)
+		d := IndexDescription{IndexName: in.IndexName, KeySchema: sc.elements(), Projection: in.Projection}
+		if local {
+			l = append(l, d)
+		} else {
+			d.IndexStatus = IndexActive
+			g = append(g, d)
+		}
+	}
+	if projected > MaxProjectedAttributes {
+		return nil, nil, validation("One or more parameter values were invalid: Number of projected attributes in all indexes exceeds limit of %d, number of projected attributes:%d", MaxProjectedAttributes, projected)
+	}
+	delete(used, "")
+	if len(used) != len(types) {
+		return nil, nil, validation("One or more parameter values were invalid: Number of attributes in KeySchema does not exactly match number of attributes defined in AttributeDefinitions")
+	}
+	return g, l, nil
+}
+
+// checkIndex validates one index's name (unique among names, which it
+// joins), key schema and projection.
+func checkIndex(in SecondaryIndex, types map[string]string, names map[string]bool) (schema, error) {
+	if !validIndexName.MatchString(in.IndexName) {
+		return schema{}, validation("1 validation error detected: Value '%s' at 'indexName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.IndexName)
+	}
+	if names[in.IndexName] {
+		return schema{}, validation("One or more parameter values were invalid: Duplicate index name: %s", in.IndexName)
+	}
+	names[in.IndexName] = true
+	sc, err := schemaOf(in.KeySchema, types)
+	if err != nil {
+		return sc, err
+	}
+	p := in.Projection
+	switch p.ProjectionType {
+	case ProjectAll, ProjectKeysOnly:
+		if len(p.NonKeyAttributes) > 0 {
+			return sc, validation("One or more parameter values were invalid: ProjectionType is %s, but NonKeyAttributes is specified", p.ProjectionType)
+		}
+	case ProjectInclude:
+		if len(p.NonKeyAttributes) == 0 {
+			// runnel's words, after AWS's for ALL and KEYS_ONLY above.
+			return sc, validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+		}
+	default:
+		return sc, validation("One or more parameter values were invalid: Unknown ProjectionType: %s", p.ProjectionType)
+	}
+	return sc, nil
+}
+
+// openIndexes makes the table's open indexes those of its description
+// (the caller holds metaMu, or is opening the table): an index open
+// already is kept, with its entries; a new one is empty until built. The
+// list is replaced in one step, so no write is applied to an index that
+// is then dropped.
+func (t *Table) openIndexes() error {
+	types, err := definitionTypes(t.st.AttributeDefinitions)
+	if err != nil {
+		return err
+	}
+	t.secMu.Lock()
+	defer t.secMu.Unlock()
+	old := map[string]*secondary{}
+	for _, x := range t.indexes() {
+		old[x.name] = x
+	}
+	var out []*secondary
+	for i, d := range append(append([]IndexDescription{}, t.st.LocalSecondaryIndexes...), t.st.GlobalSecondaryIndexes...) {
+		if x, ok := old[d.IndexName]; ok {
+			out = append(out, x)
+			continue
+		}
+		sc, err := schemaOf(d.KeySchema, types)
+		if err != nil {
+			return fmt.Errorf("index %s: %w", d.IndexName, err)
+		}
+		out = append(out, &secondary{name: d.IndexName, global: i >= len(t.st.LocalSecondaryIndexes), sc: sc, table: t.schema, proj: d.Projection, entries: map[string]*sEntry{}})
+	}
+	t.sec.Store(&out)
+	return nil
+}
+
+// indexes returns the table's open indexes.
+func (t *Table) indexes() []*secondary {
+	if p := t.sec.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// index returns the open index name, nil if the table has none of that
+// name.
+func (t *Table) index(name string) *secondary {
+	for _, x := range t.indexes() {
+		if x.name == name {
+			return x
+		}
+	}
+	return nil
+}
+
+// checkIndexKeys refuses an item whose value for an index key attribute
+// is of another type than the definition's, an empty string or binary,
+// or longer than a key may be (2048 bytes for a partition key, 1024 for a
+// sort key), in DynamoDB's words. Called on every new image before it is
+// written.
+func (t *Table) checkIndexKeys(it Item) error {
+	for _, x := range t.indexes() {
+		for _, a := range [][2]string{{x.sc.hash, x.sc.hashType}, {x.sc.rng, x.sc.rngType}} {
+			v, ok := it[a[0]]
+			if a[0] == "" || !ok {
+				continue
+			}
+			if got := dataTypeName(v); got != a[1] {
+				return validation("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", a[0], a[1], got, x.name)
+			}
+			if (a[1] == TypeS && v.String() == "") || (a[1] == TypeB && len(v.Binary()) == 0) {
+				return validation("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", map[string]string{TypeS: "string", TypeB: "binary"}[a[1]], x.name, a[0])
+			}
+			if a[0] == x.sc.hash {
+				if _, err := x.sc.hashCanonical(v); err != nil {
+					return err
+				}
+			} else if c, _ := canonical(a[0], a[1], v); len(c) > MaxRangeKeyBytes {
+				return validation("One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of %d bytes", MaxRangeKeyBytes)
+			}
+		}
+	}
+	return nil
+}
+
+// entryOf is it's entry in x (nil: the item is not in the index).
+func (x *secondary) entryOf(k key, it Item) *sEntry {
+	if it == nil {
+		return nil
+	}
+	hv, ok := it[x.sc.hash]
+	if !ok {
+		return nil
+	}
+	hc, err := canonical(x.sc.hash, x.sc.hashType, hv)
+	if err != nil {
+		return nil
+	}
+	e := &sEntry{h: hashKey(x.sc.hashType, hc), k: key{h: k.h, rk: k.rk}}
+	if x.sc.rng != "" {
+		rv, ok := it[x.sc.rng]
+		if !ok {
+			return nil
+		}
+		if e.rk, err = canonical(x.sc.rng, x.sc.rngType, rv); err != nil {
+			return nil
+		}
+	}
+	e.size = int64(expr.ItemSize(x.project(it)))
+	return e
+}
+
+// put moves item k of x to its new image nw (nil: gone).
+func (x *secondary) put(k key, nw Item) {
+	e := x.entryOf(k, nw)
+	id := k.id()
+	x.mu.Lock()
+	if old, ok := x.entries[id]; ok {
+		x.bytes -= old.size
+		delete(x.entries, id)
+	}
+	if e != nil {
+		x.entries[id] = e
+		x.bytes += e.size
+	}
+	x.mu.Unlock()
+}
+
+// project is what x holds of item it: the table's and the index's keys,
+// and the projected attributes.
+func (x *secondary) project(it Item) Item {
+	if x.proj.ProjectionType == ProjectAll {
+		return it
+	}
+	out := Item{}
+	for _, a := range append([]string{x.table.hash, x.table.rng, x.sc.hash, x.sc.rng}, x.proj.NonKeyAttributes...) {
+		if v, ok := it[a]; ok && a != "" {
+			out[a] = v
+		}
+	}
+	return out
+}
+
+// applyIndexes moves every index to a written change (apply's hook).
+func (t *Table) applyIndexes(p *pending) {
+	for _, x := range t.indexes() {
+		x.put(p.k, p.change.NewImage)
+	}
+}
+
+// buildIndexes fills the indexes from the table's items, read a page at
+// a time through Scan (the table's read path, whatever its storage), each
+// item again with its lock held so that a concurrent write is seen before
+// or after, never lost. Then the indexes are ready (ACTIVE).
+func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
+	if len(xs) == 0 {
+		return nil
+	}
+	var start Item
+	for t.open() {
+		page, err := t.s.Scan(ctx, ScanInput{TableName: t.st.TableName, ExclusiveStartKey: start})
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			k, err := t.schema.keyOf(it, false)
+			if err != nil {
+				return err
+			}
+			if err := t.reindex(ctx, k, xs); err != nil {
+				return err
+			}
+		}
+		if start = page.LastEvaluatedKey; start == nil {
+			break
+		}
+	}
+	markReady(xs)
+	return nil
+}
+
+// reindex puts item k's current image into xs, with its lock held.
+func (t *Table) reindex(ctx context.Context, k key, xs []*secondary) error {
+	mu := t.stripe(k)
+	mu.Lock()
+	defer mu.Unlock()
+	it, _, err := t.get(ctx, k)
+	if err != nil {
+		return err
+	}
+	for _, x := range xs {
+		x.put(k, it)
+	}
+	return nil
+}
+
+func markReady(xs []*secondary) {
+	for _, x := range xs {
+		x.mu.Lock()
+		x.ready = true
+		x.mu.Unlock()
+	}
+}
+
+// describeIndexes fills d's indexes' ARNs, counts and sizes, and GSI
+// statuses.
+func (t *Table) describeIndexes(d *TableDescription) {
+	fill := func(list []IndexDescription) []IndexDescription {
+		out := make([]IndexDescription, len(list))
+		for i, id := range list {
+			id.IndexArn = d.TableArn + "/index/" + id.IndexName
+			if x := t.index(id.IndexName); x != nil {
+				x.mu.RLock()
+				id.ItemCount, id.IndexSizeBytes = int64(len(x.entries)), x.bytes
+				x.mu.RUnlock()
+			}
+			out[i] = id
+		}
+		return out
+	}
+	d.GlobalSecondaryIndexes = fill(d.GlobalSecondaryIndexes)
+	d.LocalSecondaryIndexes = fill(d.LocalSecondaryIndexes)
+}
+
+// sortedEntries lists x's entries of partition h (all, when all), in
+// the index's order: partition hash, index sort key, then table key.
+func (x *secondary) sortedEntries(h [16]byte, all bool) []*sEntry {
+	x.mu.RLock()
+	var out []*sEntry
+	for _, e := range x.entries {
+		if all || e.h == h {
+			out = append(out, e)
+		}
+	}
+	x.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return x.compare(out[i], out[j]) < 0 })
+	return out
+}
+
+// compare orders two entries of x.
+func (x *secondary) compare(a, b *sEntry) int {
+	if a.h != b.h {
+		return compareHash(a.h, b.h)
+	}
+	if c := x.sc.compareRange(a.rk, b.rk); c != 0 {
+		return c
+	}
+	if a.k.h != b.k.h {
+		return compareHash(a.k.h, b.k.h)
+	}
+	return x.table.compareRange(a.k.rk, b.k.rk)
+}
+
+func compareHash(a, b [16]byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}

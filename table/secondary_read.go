@@ -1,0 +1,128 @@
+package table
+
+import (
+	"context"
+	"slices"
+
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// readableIndex returns the index a Query or Scan names. Errors
+// (ValidationException, DynamoDB's words): "The table does not have the
+// specified index: X"; "Consistent reads are not supported on global
+// secondary indexes"; "Cannot read from backfilling global secondary
+// index: X" while a GSI added by UpdateTable is CREATING.
+func (t *Table) readableIndex(name string, consistent bool) (*secondary, error) {
+	x := t.index(name)
+	if x == nil {
+		return nil, validation("The table does not have the specified index: %s", name)
+	}
+	if x.global && consistent {
+		return nil, validation("Consistent reads are not supported on global secondary indexes")
+	}
+	x.mu.RLock()
+	ready := x.ready
+	x.mu.RUnlock()
+	if !ready {
+		return nil, validation("Cannot read from backfilling global secondary index: %s", name)
+	}
+	return x, nil
+}
+
+// queryIndex answers a Query on index x: the entries of the key
+// condition's partition in the index's order, the sort key condition
+// checked on each item.
+func (r *reader) queryIndex(ctx context.Context, x *secondary, kc *expr.KeyCondition, forward bool, esk Item) (*QueryOutput, error) {
+	pk, err := x.sc.partitionOf(kc.HashValue)
+	if err != nil {
+		return nil, err
+	}
+	entries := x.sortedEntries(pk.h, false)
+	if !forward {
+		slices.Reverse(entries)
+	}
+	if entries, err = x.after(entries, esk, forward, &pk.h); err != nil {
+		return nil, err
+	}
+	return r.indexPage(ctx, x, entries, func(it Item) bool {
+		if x.sc.rng == "" {
+			return true
+		}
+		rv := it[x.sc.rng]
+		return kc.MatchRange(&rv)
+	})
+}
+
+// scanIndex answers a Scan on index x: every entry of the segment, in the
+// index's order.
+func (r *reader) scanIndex(ctx context.Context, x *secondary, seg, total int, esk Item) (*QueryOutput, error) {
+	entries := x.sortedEntries([16]byte{}, true)
+	if total > 1 {
+		entries = slices.DeleteFunc(entries, func(e *sEntry) bool { return segmentOf(e.h, total) != seg })
+	}
+	entries, err := x.after(entries, esk, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.indexPage(ctx, x, entries, nil)
+}
+
+// after drops the entries up to ExclusiveStartKey esk (nil: none), which
+// must hold the table's and the index's keys (and, for a Query, be in
+// partition h).
+func (x *secondary) after(entries []*sEntry, esk Item, forward bool, h *[16]byte) ([]*sEntry, error) {
+	if esk == nil {
+		return entries, nil
+	}
+	tk, err := x.table.keyOf(keyAttrs(esk, x.table), true)
+	var start *sEntry
+	if err == nil {
+		start = x.entryOf(tk, esk)
+	}
+	if start == nil || len(esk) != len(keyAttrs(esk, x.table, x.sc)) || (h != nil && start.h != *h) {
+		return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
+	}
+	i, _ := slices.BinarySearchFunc(entries, start, func(e, s *sEntry) int {
+		c := x.compare(e, s)
+		if !forward {
+			c = -c
+		}
+		if c == 0 {
+			return -1 // the start key itself is skipped
+		}
+		return c
+	})
+	return entries[i:], nil
+}
+
+// indexPage reads the items of entries through the table's read path
+// into a page: an item no longer in the index as the entry says (written
+// since) is passed over, as is one match refuses. What the page gets of an
+// item is the index's projection, or for an LSI read with Select
+// ALL_ATTRIBUTES or a ProjectionExpression, the whole item (fetched from
+// the table, as DynamoDB does).
+func (r *reader) indexPage(ctx context.Context, x *secondary, entries []*sEntry, match func(Item) bool) (*QueryOutput, error) {
+	whole := !x.global && (r.selectAll || r.proj != nil)
+	err := r.page(len(entries), false, func(i int) (bool, error) {
+		e := entries[i]
+		it, _, err := r.t.get(ctx, e.k)
+		if err != nil {
+			return false, err
+		}
+		if now := x.entryOf(e.k, it); now == nil || now.h != e.h || now.rk != e.rk {
+			return false, nil
+		}
+		if match != nil && !match(it) {
+			return false, nil
+		}
+		lek := keyAttrs(it, x.table, x.sc)
+		if !whole {
+			it = x.project(it)
+		}
+		return r.visitItem(it, int(e.size), lek)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}

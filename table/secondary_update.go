@@ -1,0 +1,256 @@
+package table
+
+import (
+	"context"
+	"slices"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// GlobalSecondaryIndexUpdate is one entry of UpdateTable's
+// GlobalSecondaryIndexUpdates: exactly one of Create (a new GSI, built
+// from the table's items), Delete (by IndexName) and Update (throughput:
+// accepted, ignored).
+type GlobalSecondaryIndexUpdate struct {
+	Create *SecondaryIndex `json:"Create,omitempty"`
+	Delete *IndexRef       `json:"Delete,omitempty"`
+	Update *IndexRef       `json:"Update,omitempty"`
+}
+
+// IndexRef names an index (and, for Update, its throughput, ignored).
+type IndexRef struct {
+	IndexName             string      `json:"IndexName"`
+	ProvisionedThroughput *Throughput `json:"ProvisionedThroughput,omitempty"`
+}
+
+// onlyOneOnline is DynamoDB's refusal of a second index created or
+// deleted while one is.
+func onlyOneOnline() error {
+	return awserr.New(awserr.ErrLimitExceeded, "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table")
+}
+
+// UpdateGlobalSecondaryIndexes applies UpdateTable's
+// GlobalSecondaryIndexUpdates
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.OnlineOps.html).
+// defs are UpdateTable's AttributeDefinitions: the new index's key
+// attributes must be among them or the table's.
+//
+// Create: the index is CREATING (Backfilling false) in the description
+// returned, then Backfilling true while it is filled from the table's
+// items in the background, then ACTIVE; until then Query and Scan on it
+// are refused ("Cannot read from backfilling global secondary index: X"),
+// writes maintain it already. If the process stops during the backfill,
+// the index is built when the service opens. Delete: the index is gone
+// at once. Update: nothing to do (throughput is not enforced).
+//
+// Errors: LimitExceededException for more than one Create or Delete in
+// one call or while an index is CREATING ("Subscriber limit exceeded: Only
+// 1 online index can be created or deleted simultaneously per table"), or
+// a 21st GSI; ValidationException for a name in use, a bad key schema or
+// projection (see CreateTable), an attribute defined with another type;
+// ResourceNotFoundException for deleting an index the table lacks.
+func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string, defs []AttributeDefinition, updates []GlobalSecondaryIndexUpdate) (*TableDescription, error) {
+	t, err := s.table(name)
+	if err != nil {
+		return nil, err
+	}
+	online := 0
+	for _, u := range updates {
+		n := 0
+		for _, set := range []bool{u.Create != nil, u.Delete != nil, u.Update != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return nil, validation("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Update, or GlobalSecondaryIndexUpdate.Delete must be specified")
+		}
+		if u.Update == nil {
+			online++
+		}
+	}
+	if online > 1 {
+		return nil, onlyOneOnline()
+	}
+	var created *secondary
+	t.metaMu.Lock()
+	st := t.st
+	for _, u := range updates {
+		switch {
+		case u.Create != nil:
+			st, created, err = t.createIndex(st, defs, *u.Create)
+		case u.Delete != nil:
+			st, err = t.deleteIndex(st, u.Delete.IndexName)
+		case t.index(u.Update.IndexName) == nil:
+			err = indexNotFound(st.TableName, u.Update.IndexName)
+		}
+		if err != nil {
+			t.metaMu.Unlock()
+			return nil, err
+		}
+	}
+	if err := s.saveMeta(ctx, st); err != nil {
+		t.metaMu.Unlock()
+		return nil, err
+	}
+	t.st = st
+	err = t.openIndexes()
+	t.metaMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d := t.describe()
+	if created != nil {
+		s.backfills.Add(1)
+		go func() {
+			defer s.backfills.Done()
+			t.backfill(s.bg, created.name)
+		}()
+	}
+	return d, nil
+}
+
+// indexNotFound is runnel's message (AWS's text was not found) for an
+// index the table lacks.
+func indexNotFound(table, index string) error {
+	return awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Table: %s Index: %s not found", table, index)
+}
+
+// createIndex adds GSI in to st (CREATING).
+func (t *Table) createIndex(st stored, defs []AttributeDefinition, in SecondaryIndex) (stored, *secondary, error) {
+	for _, g := range st.GlobalSecondaryIndexes {
+		if g.IndexStatus == IndexCreating {
+			return st, nil, onlyOneOnline()
+		}
+	}
+	if len(st.GlobalSecondaryIndexes) >= MaxGSIs {
+		// runnel's words, in the form of AWS's "Subscriber limit exceeded".
+		return st, nil, awserr.New(awserr.ErrLimitExceeded, "Subscriber limit exceeded: The number of global secondary indexes for table %s exceeds the limit of %d", st.TableName, MaxGSIs)
+	}
+	types, _ := definitionTypes(st.AttributeDefinitions)
+	all := slices.Clone(st.AttributeDefinitions)
+	for _, d := range defs {
+		switch have, ok := types[d.AttributeName]; {
+		case !ok:
+			all = append(all, d)
+			types[d.AttributeName] = d.AttributeType
+		case have != d.AttributeType:
+			// runnel's words: AWS's text for this case was not found.
+			return st, nil, validation("One or more parameter values were invalid: Cannot update attribute %s with type %s: it is already defined with type %s", d.AttributeName, d.AttributeType, have)
+		}
+	}
+	if _, err := definitionTypes(all); err != nil {
+		return st, nil, err
+	}
+	names := map[string]bool{}
+	for _, x := range t.indexes() {
+		names[x.name] = true
+	}
+	if names[in.IndexName] {
+		return st, nil, validation("One or more parameter values were invalid: Attempting to create an index which already exists")
+	}
+	sc, err := checkIndex(in, types, names)
+	if err != nil {
+		return st, nil, err
+	}
+	tp, err := gsiThroughput(st.Provisioned, in)
+	if err != nil {
+		return st, nil, err
+	}
+	st.AttributeDefinitions = usedDefinitions(all, t.schema, sc, st)
+	no := false
+	st.GlobalSecondaryIndexes = append(slices.Clone(st.GlobalSecondaryIndexes), IndexDescription{IndexName: in.IndexName, KeySchema: sc.elements(), Projection: in.Projection, IndexStatus: IndexCreating, Backfilling: &no, ProvisionedThroughput: tp})
+	return st, &secondary{name: in.IndexName}, nil
+}
+
+// deleteIndex removes GSI name from st.
+func (t *Table) deleteIndex(st stored, name string) (stored, error) {
+	i := slices.IndexFunc(st.GlobalSecondaryIndexes, func(d IndexDescription) bool { return d.IndexName == name })
+	if i < 0 {
+		return st, indexNotFound(st.TableName, name)
+	}
+	if d := st.GlobalSecondaryIndexes[i]; d.IndexStatus == IndexCreating && (d.Backfilling == nil || !*d.Backfilling) {
+		return st, onlyOneOnline()
+	}
+	st.GlobalSecondaryIndexes = slices.Delete(slices.Clone(st.GlobalSecondaryIndexes), i, i+1)
+	st.AttributeDefinitions = usedDefinitions(st.AttributeDefinitions, t.schema, schema{}, st)
+	return st, nil
+}
+
+// usedDefinitions keeps the definitions of attributes that are a key of
+// the table, of sc, or of st's indexes.
+func usedDefinitions(defs []AttributeDefinition, tbl, sc schema, st stored) []AttributeDefinition {
+	used := map[string]bool{tbl.hash: true, tbl.rng: true, sc.hash: true, sc.rng: true}
+	for _, d := range append(slices.Clone(st.LocalSecondaryIndexes), st.GlobalSecondaryIndexes...) {
+		for _, k := range d.KeySchema {
+			used[k.AttributeName] = true
+		}
+	}
+	var out []AttributeDefinition
+	for _, d := range defs {
+		if used[d.AttributeName] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// backfill fills GSI name from the table's items (Backfilling true),
+// then makes it ACTIVE. The index is maintained by writes meanwhile.
+func (t *Table) backfill(ctx context.Context, name string) {
+	t.setIndexStatus(ctx, name, IndexCreating, true)
+	x := t.index(name)
+	if x == nil {
+		return // deleted meanwhile
+	}
+	if err := t.buildIndexes(ctx, []*secondary{x}); err != nil {
+		t.s.eng.Logger.Error("backfill of a global secondary index failed; it is built when the service opens again", "table", t.st.TableName, "index", name, "err", err)
+		return
+	}
+	t.setIndexStatus(ctx, name, IndexActive, false)
+}
+
+// setIndexStatus stores GSI name's status, unless the table was deleted
+// meanwhile (its name may be another table's now).
+func (t *Table) setIndexStatus(ctx context.Context, name, status string, backfilling bool) {
+	if !t.open() {
+		return
+	}
+	t.metaMu.Lock()
+	defer t.metaMu.Unlock()
+	st := t.st
+	st.GlobalSecondaryIndexes = slices.Clone(st.GlobalSecondaryIndexes)
+	for i, d := range st.GlobalSecondaryIndexes {
+		if d.IndexName == name {
+			d.IndexStatus, d.Backfilling = status, nil
+			if status == IndexCreating {
+				d.Backfilling = &backfilling
+			}
+			st.GlobalSecondaryIndexes[i] = d
+		}
+	}
+	if err := t.s.saveMeta(ctx, st); err != nil {
+		t.s.eng.Logger.Error("store index status", "table", st.TableName, "index", name, "err", err)
+	}
+	t.st = st
+}
+
+// open reports whether t is still the service's table of its name.
+func (t *Table) open() bool {
+	cur, err := t.s.table(t.st.TableName)
+	return err == nil && cur == t
+}
+
+// openedIndexes builds every index of a table just opened, and makes
+// ACTIVE a GSI whose backfill the last stop cut short.
+func (t *Table) openedIndexes(ctx context.Context) error {
+	if err := t.buildIndexes(ctx, t.indexes()); err != nil {
+		return err
+	}
+	for _, d := range t.st.GlobalSecondaryIndexes {
+		if d.IndexStatus != IndexActive {
+			t.setIndexStatus(ctx, d.IndexName, IndexActive, false)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package table
+
+import (
+	"context"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// TransactGet is one read of a TransactGetItems: a table's item by key,
+// with an optional ProjectionExpression.
+type TransactGet struct {
+	TableName                string            `json:"TableName"`
+	Key                      Item              `json:"Key"`
+	ProjectionExpression     string            `json:"ProjectionExpression,omitempty"`
+	ExpressionAttributeNames map[string]string `json:"ExpressionAttributeNames,omitempty"`
+}
+
+// TransactGetItem is one action of TransactGetItems: Get is required.
+type TransactGetItem struct {
+	Get *TransactGet `json:"Get"`
+}
+
+// TransactGetItemsInput is TransactGetItems' request: 1..100 actions.
+type TransactGetItemsInput struct {
+	TransactItems          []TransactGetItem `json:"TransactItems"`
+	ReturnConsumedCapacity string            `json:"ReturnConsumedCapacity,omitempty"`
+}
+
+// ItemResponse is one action's answer: Item nil when there is none.
+type ItemResponse struct {
+	Item Item `json:"Item,omitempty"`
+}
+
+// TransactGetItemsOutput holds one response per action, in order.
+type TransactGetItemsOutput struct {
+	Responses        []ItemResponse     `json:"Responses"`
+	ConsumedCapacity []ConsumedCapacity `json:"ConsumedCapacity,omitempty"`
+}
+
+// TransactGetItems reads up to 100 items of one or several tables as one
+// snapshot (API_TransactGetItems,
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactGetItems.html):
+// the items' locks are taken together, so no transaction or single write
+// is seen half done. Capacity is counted as DynamoDB counts transactional
+// reads: twice a strongly consistent read.
+//
+// Errors: ValidationException for no actions or more than 100, an action
+// without Get, two actions on one item ("Transaction request cannot
+// include multiple operations on one item"), a key that does not match
+// the schema, a bad projection; ResourceNotFoundException for a missing
+// table; TransactionCanceledError when an item is held by a
+// TransactWriteItems in progress (that action's reason
+// TransactionConflict, the others None) or the items read exceed 4 MB
+// (every reason ValidationError).
+func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput) (*TransactGetItemsOutput, error) {
+	n := len(in.TransactItems)
+	if n < 1 || n > MaxTransactItems {
+		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", n, MaxTransactItems)
+	}
+	ops := make([]*op, n)
+	projs := make([]*expr.Projection, n)
+	ids := make([]string, n)
+	seen := map[string]bool{}
+	for i, it := range in.TransactItems {
+		g := it.Get
+		if g == nil {
+			return nil, validation("1 validation error detected: Value null at 'transactItems.%d.member.get' failed to satisfy constraint: Member must not be null", i+1)
+		}
+		t, err := s.table(g.TableName)
+		if err != nil {
+			return nil, err
+		}
+		k, err := t.schema.keyOf(g.Key, true)
+		if err != nil {
+			return nil, err
+		}
+		if projs[i], err = projection(g.ProjectionExpression, g.ExpressionAttributeNames); err != nil {
+			return nil, err
+		}
+		ops[i] = &op{t: t, k: k}
+		ids[i] = ops[i].itemID()
+		if seen[ids[i]] {
+			return nil, validation("Transaction request cannot include multiple operations on one item")
+		}
+		seen[ids[i]] = true
+	}
+	if busy := s.held.busy(ids); busy != nil {
+		return nil, conflictCancel(n, busy)
+	}
+	items, err := readLocked(ctx, ops)
+	if err != nil {
+		return nil, err
+	}
+	out := &TransactGetItemsOutput{Responses: make([]ItemResponse, n)}
+	units := map[string]float64{}
+	size := 0
+	for i, it := range items {
+		size += expr.ItemSize(it)
+		units[ops[i].t.st.TableName] += 2 * readUnits(expr.ItemSize(it), true)
+		out.Responses[i].Item = project(it, projs[i])
+	}
+	if size > MaxTransactBytes {
+		reasons := make([]CancellationReason, n)
+		for i := range reasons {
+			reasons[i] = CancellationReason{Code: "ValidationError", Message: "Transaction size has exceeded the maximum allowed size of 4 MB"}
+		}
+		return nil, &TransactionCanceledError{Reasons: reasons}
+	}
+	out.ConsumedCapacity = capacities(in.ReturnConsumedCapacity, units)
+	return out, nil
+}
+
+// readLocked reads the items of ops with all their stripes locked.
+func readLocked(ctx context.Context, ops []*op) ([]Item, error) {
+	defer lockItems(ops)()
+	items := make([]Item, len(ops))
+	for i, o := range ops {
+		it, _, err := o.t.get(ctx, o.k)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = it
+	}
+	return items, nil
+}
