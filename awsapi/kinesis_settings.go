@@ -1,8 +1,8 @@
 package awsapi
 
 // Kinesis: tags by resource ARN, account limits, enhanced monitoring and
-// server-side encryption. Tags are the stream's (stream/tags.go); runnel
-// has no stream consumers, so a consumer ARN is not found. Enhanced
+// server-side encryption. Tags are the stream's (stream/tags.go); consumer
+// tags are not kept, so a consumer ARN is refused. Enhanced
 // monitoring and encryption are stored and reported by DescribeStream and
 // DescribeStreamSummary, not acted on: runnel publishes no CloudWatch
 // metrics and encrypts nothing (stream/settings.go). DescribeLimits
@@ -34,7 +34,7 @@ func (r resourceRef) streamName() (string, error) {
 		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN: required")
 	}
 	if strings.Contains(r.ResourceARN, "/consumer/") {
-		return "", awserr.New(awserr.ErrResourceNotFound, "Consumer %s not found (runnel has no stream consumers)", r.ResourceARN)
+		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %s: runnel keeps no tags of stream consumers", r.ResourceARN)
 	}
 	if n, ok := stream.NameFromARN(r.ResourceARN); ok {
 		return n, nil

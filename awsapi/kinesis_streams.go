@@ -159,11 +159,15 @@ func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	consumers, err := rq.h.rn.Streams.ConsumerCount(rq.ctx, d)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]any{"StreamDescriptionSummary": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
 		"StreamModeDetails": provisioned, "RetentionPeriodHours": d.RetentionPeriodHours,
 		"StreamCreationTimestamp": epoch(d.StreamCreationTimestamp), "EnhancedMonitoring": monitoringOut(d),
-		"OpenShardCount": d.OpenShardCount(), "ConsumerCount": 0,
+		"OpenShardCount": d.OpenShardCount(), "ConsumerCount": consumers,
 	})}, nil
 }
 

@@ -190,6 +190,9 @@ func (in CreateStreamInput) Validate() error {
 type Service struct {
 	eng  *engine.Engine
 	meta jetstream.KeyValue
+	// consumers holds the enhanced fan-out consumers and their
+	// subscription leases (consumers.go); nil for NewLog's streams.
+	consumers jetstream.KeyValue
 	// keep: the streams are logs kept whole (see NewLog): no MaxAge, and
 	// TrimExpired leaves them alone.
 	keep bool
@@ -207,7 +210,11 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
+	consumers, err := eng.Bucket(ctx, consumersBucket)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{eng: eng, meta: kv, consumers: consumers, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
 }
 
 // NewLog opens a second, separate set of streams (their descriptions in
@@ -333,6 +340,9 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 		return awserr.New(awserr.ErrService, "delete stream %s: %v", name, err)
 	}
 	s.Forget(name)
+	if err := s.deleteConsumers(ctx, d); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -1,0 +1,351 @@
+package stream
+
+// SubscribeToShard: an enhanced fan-out consumer's push subscription to a
+// shard (https://docs.aws.amazon.com/kinesis/latest/APIReference/API_SubscribeToShard.html,
+// https://docs.aws.amazon.com/streams/latest/dev/building-enhanced-consumers-api.html).
+//
+// A subscription reads the shard through a ShardReader (records arrive as
+// they are stored) and hands out SubscribeToShardEvent values: each holds
+// the records read so far (at most maxEventRecords, about
+// maxEventBytes), ContinuationSequenceNumber (AFTER_SEQUENCE_NUMBER it
+// to go on with the next record) and MillisBehindLatest. With no records
+// an event comes every SubscriptionHeartbeat. At the end of a closed
+// shard the last event carries ChildShards and no
+// ContinuationSequenceNumber, and the subscription ends. It also ends
+// after SubscriptionLifetime (5 minutes), all on the engine clock.
+//
+// One subscription per consumer and shard: a lease in the consumers
+// bucket (key "<consumer id>.<shard id>", the owner and the start time),
+// created or taken over by compare-and-set, so the rule holds across
+// processes. A second SubscribeToShard within SubscriptionTakeoverAfter
+// (5 s) of the running one's start is ResourceInUseException; later, it
+// takes over and the running one ends with ResourceInUseException (it
+// watches its lease). DeregisterStreamConsumer deletes the leases: the
+// subscriptions end with ResourceNotFoundException.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// SubscribeToShard's times (API_SubscribeToShard).
+const (
+	// SubscriptionLifetime is how long a subscription lasts: "for up to 5
+	// minutes, after which time you need to call SubscribeToShard again".
+	SubscriptionLifetime = 5 * time.Minute
+	// SubscriptionTakeoverAfter: "If you call SubscribeToShard again with
+	// the same ConsumerARN and ShardId within 5 seconds of a successful
+	// call, you'll get a ResourceInUseException. If you call
+	// SubscribeToShard 5 seconds or more after a successful call, the
+	// second call takes over the subscription".
+	SubscriptionTakeoverAfter = 5 * time.Second
+	// SubscriptionHeartbeat is how often an event comes when no record
+	// does (AWS documents no figure; runnel's choice).
+	SubscriptionHeartbeat = 5 * time.Second
+)
+
+const (
+	maxEventRecords = 10000
+	maxEventBytes   = 1 << 20
+)
+
+// StartingPosition is where a subscription starts (API_StartingPosition):
+// Type AT_SEQUENCE_NUMBER or AFTER_SEQUENCE_NUMBER (with SequenceNumber),
+// TRIM_HORIZON, LATEST or AT_TIMESTAMP (with Timestamp).
+type StartingPosition struct {
+	Type           string
+	SequenceNumber string
+	Timestamp      time.Time
+}
+
+// SubscribeToShardEvent is one event of a subscription
+// (API_SubscribeToShardEvent).
+type SubscribeToShardEvent struct {
+	Records []Record
+	// ContinuationSequenceNumber: subscribe again AFTER_SEQUENCE_NUMBER
+	// it to go on after this event. Empty at the end of a closed shard.
+	ContinuationSequenceNumber string
+	// MillisBehindLatest: 0 when the subscription is caught up, else the
+	// age of the next record not yet sent (ms).
+	MillisBehindLatest int64
+	// ChildShards: the closed shard's children, with its last event only.
+	ChildShards []ChildShard
+}
+
+// Subscription is a running SubscribeToShard.
+type Subscription struct {
+	events chan SubscribeToShardEvent
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+}
+
+// Events is the channel of events; it is closed when the subscription
+// ends (then see Err).
+func (sub *Subscription) Events() <-chan SubscribeToShardEvent { return sub.events }
+
+// Err is why the subscription ended: nil after SubscriptionLifetime, at
+// the end of a closed shard or after Close; ResourceInUseException when
+// another SubscribeToShard took it over; ResourceNotFoundException when
+// the consumer was deregistered; else a read failure.
+func (sub *Subscription) Err() error {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.err
+}
+
+// Close ends the subscription and waits for it.
+func (sub *Subscription) Close() {
+	sub.cancel()
+	<-sub.done
+}
+
+func leaseKey(consumerID, shardID string) string { return consumerID + "." + shardID }
+
+type lease struct {
+	Owner     string `json:"o"`
+	StartedMs int64  `json:"t"`
+}
+
+// SubscribeToShard subscribes an ACTIVE consumer to a shard of its
+// stream. Errors: InvalidArgumentException (the ARN, the position),
+// ResourceNotFoundException (consumer, stream or shard),
+// ResourceInUseException (the consumer is not ACTIVE, or already
+// subscribed to the shard less than 5 s ago).
+func (s *Service) SubscribeToShard(ctx context.Context, consumerARN, shardID string, pos StartingPosition) (*Subscription, error) {
+	c, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN})
+	if err != nil {
+		return nil, err
+	}
+	if c.ConsumerStatus != ConsumerActive {
+		return nil, awserr.New(awserr.ErrResourceInUse, "Consumer %s is not ACTIVE, instead in state %s", consumerARN, c.ConsumerStatus)
+	}
+	h, sh, err := s.shardOf(ctx, c.StreamName, shardID)
+	if err != nil {
+		return nil, err
+	}
+	from, err := s.position(ctx, h, sh, GetShardIteratorInput{ShardIteratorType: pos.Type, StartingSequenceNumber: pos.SequenceNumber, Timestamp: pos.Timestamp})
+	if err != nil {
+		return nil, err
+	}
+	key, me := leaseKey(c.ID, shardID), nuid.Next()
+	rev, err := s.takeLease(ctx, key, me, consumerARN, shardID)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	release := func() {
+		_ = s.consumers.Delete(context.WithoutCancel(ctx), key, jetstream.LastRevision(rev))
+	}
+	watch, err := s.consumers.Watch(sctx, key, jetstream.UpdatesOnly())
+	if err != nil {
+		cancel()
+		release()
+		return nil, awserr.New(awserr.ErrService, "watch subscription lease: %v", err)
+	}
+	r, err := s.ReadShard(sctx, c.StreamName, shardID, from, ReadShardOptions{})
+	if err != nil {
+		cancel()
+		release()
+		return nil, err
+	}
+	sub := &Subscription{events: make(chan SubscribeToShardEvent), cancel: cancel, done: make(chan struct{})}
+	// The clocks start now, before the goroutine does.
+	lifetime, heartbeat := s.eng.Clock.NewTimer(SubscriptionLifetime), s.eng.Clock.NewTimer(SubscriptionHeartbeat)
+	// The caller's context ends the subscription too.
+	stopOnCancel := context.AfterFunc(ctx, cancel)
+	go func() {
+		defer close(sub.done)
+		defer close(sub.events)
+		defer release()
+		defer stopOnCancel()
+		defer watch.Stop()
+		defer r.Stop()
+		err := (&subscriber{s: s, epoch: h.desc.Epoch, sh: sh, streamName: c.StreamName, shardID: shardID, r: r,
+			watch: watch, rev: rev, out: sub.events, next: from, lifetime: lifetime, heartbeat: heartbeat}).run(sctx)
+		sub.mu.Lock()
+		sub.err = err
+		sub.mu.Unlock()
+	}()
+	return sub, nil
+}
+
+// takeLease creates the lease of key for owner me, or takes over one
+// older than SubscriptionTakeoverAfter; it returns the lease's revision.
+func (s *Service) takeLease(ctx context.Context, key, me, consumerARN, shardID string) (uint64, error) {
+	now := s.eng.Clock.Now()
+	b, _ := json.Marshal(lease{Owner: me, StartedMs: now.UnixMilli()})
+	rev, err := s.consumers.Create(ctx, key, b)
+	if err == nil {
+		return rev, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, awserr.New(awserr.ErrService, "subscription lease: %v", err)
+	}
+	e, err := s.consumers.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return s.takeLease(ctx, key, me, consumerARN, shardID) // released meanwhile
+	}
+	if err != nil {
+		return 0, awserr.New(awserr.ErrService, "subscription lease: %v", err)
+	}
+	var held lease
+	_ = json.Unmarshal(e.Value(), &held)
+	inUse := awserr.New(awserr.ErrResourceInUse, "Another active subscription exists for consumer %s on shard %s; try again %s after it started.", consumerARN, shardID, SubscriptionTakeoverAfter)
+	if now.Sub(time.UnixMilli(held.StartedMs)) < SubscriptionTakeoverAfter {
+		return 0, inUse
+	}
+	rev, err = s.consumers.Update(ctx, key, b, e.Revision())
+	if err != nil {
+		return 0, inUse // another call took it over first
+	}
+	return rev, nil
+}
+
+// subscriber is a subscription's loop.
+type subscriber struct {
+	s          *Service
+	epoch      int64
+	sh         int
+	streamName string
+	shardID    string
+	r          *ShardReader
+	watch      jetstream.KeyWatcher
+	rev        uint64
+	out        chan<- SubscribeToShardEvent
+	next       uint64 // the position of the next record to send
+	carry      *Record
+	// lifetime ends the subscription; heartbeat sends an event without
+	// records.
+	lifetime, heartbeat clockwork.Timer
+}
+
+func (u *subscriber) run(ctx context.Context) error {
+	clock, lifetime, heartbeat := u.s.eng.Clock, u.lifetime, u.heartbeat
+	defer lifetime.Stop()
+	defer heartbeat.Stop()
+	for {
+		var ev SubscribeToShardEvent
+		if u.carry != nil {
+			ev.Records, u.carry = []Record{*u.carry}, nil
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-lifetime.Chan():
+				return nil
+			case e := <-u.watch.Updates():
+				if err := u.lost(e); err != nil {
+					return err
+				}
+				continue
+			case <-heartbeat.Chan():
+			case rec, ok := <-u.r.Records():
+				if !ok {
+					return u.end(ctx)
+				}
+				ev.Records = []Record{rec}
+			}
+		}
+		if len(ev.Records) > 0 {
+			u.fill(&ev, clock)
+		}
+		ev.ContinuationSequenceNumber = FormatSequenceNumber(u.epoch, u.sh, u.next-1)
+		if err := u.send(ctx, ev); err != nil {
+			return nil
+		}
+		resetTimer(heartbeat, SubscriptionHeartbeat)
+	}
+}
+
+// fill adds the records ready in the reader to ev, within the event's
+// bounds; one more becomes the carry, and tells MillisBehindLatest.
+func (u *subscriber) fill(ev *SubscribeToShardEvent, clock clockwork.Clock) {
+	size := 0
+	for _, r := range ev.Records {
+		size += len(r.Data) + len(r.PartitionKey)
+	}
+more:
+	for len(ev.Records) < maxEventRecords && size < maxEventBytes {
+		select {
+		case rec, ok := <-u.r.Records():
+			if !ok {
+				break more // the end: the next loop finds the channel closed
+			}
+			ev.Records = append(ev.Records, rec)
+			size += len(rec.Data) + len(rec.PartitionKey)
+		default:
+			break more
+		}
+	}
+	if len(ev.Records) == maxEventRecords || size >= maxEventBytes {
+		select {
+		case rec, ok := <-u.r.Records():
+			if ok {
+				u.carry = &rec
+				ev.MillisBehindLatest = max(0, clock.Since(rec.ApproximateArrivalTimestamp).Milliseconds())
+			}
+		default:
+		}
+	}
+	u.next = ev.Records[len(ev.Records)-1].Seq + 1
+}
+
+func (u *subscriber) send(ctx context.Context, ev SubscribeToShardEvent) error {
+	select {
+	case u.out <- ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lost tells, from an update of the lease, whether the subscription lost
+// it: taken over (ResourceInUseException) or deleted by
+// DeregisterStreamConsumer (ResourceNotFoundException).
+func (u *subscriber) lost(e jetstream.KeyValueEntry) error {
+	if e == nil || e.Revision() <= u.rev {
+		return nil
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		return awserr.New(awserr.ErrResourceNotFound, "The consumer of this subscription to %s of stream %s was deregistered.", u.shardID, u.streamName)
+	}
+	return awserr.New(awserr.ErrResourceInUse, "Another SubscribeToShard call took over this subscription to %s of stream %s.", u.shardID, u.streamName)
+}
+
+// end finishes a subscription whose reader stopped: at a closed shard's
+// end, the last event with ChildShards; otherwise the reader's error.
+func (u *subscriber) end(ctx context.Context) error {
+	if _, ok := u.r.End(); !ok {
+		if err := u.r.Err(); err != nil {
+			return awserr.New(awserr.ErrService, "read %s of %s: %v", u.shardID, u.streamName, err)
+		}
+		return nil
+	}
+	children, err := u.s.childShards(ctx, u.streamName, u.shardID)
+	if err != nil {
+		return awserr.New(awserr.ErrService, "%v", err)
+	}
+	_ = u.send(ctx, SubscribeToShardEvent{Records: []Record{}, ChildShards: children})
+	return nil
+}
+
+func resetTimer(t clockwork.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.Chan():
+		default:
+		}
+	}
+	t.Reset(d)
+}
