@@ -28,12 +28,17 @@ type resourceRef struct {
 	ResourceARN string
 }
 
-// streamName returns the name of the stream the ARN names.
-func (r resourceRef) streamName() (string, error) {
+// streamName returns the name of the stream the ARN names. A consumer
+// ARN is refused: ResourceNotFoundException if no such consumer exists,
+// else InvalidArgumentException (runnel keeps no consumer tags).
+func (r resourceRef) streamName(rq *request) (string, error) {
 	if r.ResourceARN == "" {
 		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN: required")
 	}
 	if strings.Contains(r.ResourceARN, "/consumer/") {
+		if _, err := rq.h.rn.Streams.DescribeStreamConsumer(rq.ctx, stream.ConsumerRef{ConsumerARN: r.ResourceARN}); err != nil {
+			return "", err
+		}
 		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %s: runnel keeps no tags of stream consumers", r.ResourceARN)
 	}
 	if n, ok := stream.NameFromARN(r.ResourceARN); ok {
@@ -48,7 +53,7 @@ type tagResourceInput struct {
 }
 
 func kinesisTagResource(rq *request, in *tagResourceInput) (any, error) {
-	name, err := in.streamName()
+	name, err := in.streamName(rq)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +66,7 @@ type untagResourceInput struct {
 }
 
 func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
-	name, err := in.streamName()
+	name, err := in.streamName(rq)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +74,7 @@ func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
 }
 
 func kinesisListTagsForResource(rq *request, in *resourceRef) (any, error) {
-	name, err := in.streamName()
+	name, err := in.streamName(rq)
 	if err != nil {
 		return nil, err
 	}
