@@ -130,6 +130,19 @@ func ParseConsumerARN(arn string) (streamName, consumerName string, created int6
 	return m[1], m[2], created, err == nil
 }
 
+// SourceOfARN returns the stream that a stream ARN or a consumer ARN
+// names, and for a consumer ARN the ARN itself: the consumer an event
+// source mapping reads through (ReadShardOptions.ConsumerARN).
+func SourceOfARN(arn string) (streamName, consumerARN string, ok bool) {
+	if n, ok := NameFromARN(arn); ok {
+		return n, "", true
+	}
+	if n, _, _, ok := ParseConsumerARN(arn); ok {
+		return n, arn, true
+	}
+	return "", "", false
+}
+
 func (s *Service) consumerOut(d *StreamDescription, c storedConsumer, now time.Time) Consumer {
 	created := time.UnixMilli(c.CreatedMs).UTC()
 	return Consumer{ConsumerName: c.Name, ConsumerARN: s.ConsumerARN(d.StreamName, c.Name, created), ConsumerStatus: c.status(now),

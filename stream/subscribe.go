@@ -123,40 +123,28 @@ type lease struct {
 // ResourceInUseException (the consumer is not ACTIVE, or already
 // subscribed to the shard less than 5 s ago).
 func (s *Service) SubscribeToShard(ctx context.Context, consumerARN, shardID string, pos StartingPosition) (*Subscription, error) {
-	c, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN})
+	l, c, err := s.holdLease(ctx, consumerARN, "", shardID)
 	if err != nil {
 		return nil, err
-	}
-	if c.ConsumerStatus != ConsumerActive {
-		return nil, awserr.New(awserr.ErrResourceInUse, "Consumer %s is not ACTIVE, instead in state %s", consumerARN, c.ConsumerStatus)
 	}
 	h, sh, err := s.shardOf(ctx, c.StreamName, shardID)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var from uint64
+		from, err = s.position(ctx, h, sh, GetShardIteratorInput{ShardIteratorType: pos.Type, StartingSequenceNumber: pos.SequenceNumber, Timestamp: pos.Timestamp})
+		if err == nil {
+			return s.subscribe(ctx, l, h, sh, from)
+		}
 	}
-	from, err := s.position(ctx, h, sh, GetShardIteratorInput{ShardIteratorType: pos.Type, StartingSequenceNumber: pos.SequenceNumber, Timestamp: pos.Timestamp})
-	if err != nil {
-		return nil, err
-	}
-	key, me := leaseKey(c.ID, shardID), nuid.Next()
-	rev, err := s.takeLease(ctx, key, me, consumerARN, shardID)
-	if err != nil {
-		return nil, err
-	}
+	l.release()
+	return nil, err
+}
+
+func (s *Service) subscribe(ctx context.Context, l *heldLease, h *handle, sh int, from uint64) (*Subscription, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	release := func() {
-		_ = s.consumers.Delete(context.WithoutCancel(ctx), key, jetstream.LastRevision(rev))
-	}
-	watch, err := s.consumers.Watch(sctx, key, jetstream.UpdatesOnly())
+	r, err := s.ReadShard(sctx, l.streamName, l.shardID, from, ReadShardOptions{})
 	if err != nil {
 		cancel()
-		release()
-		return nil, awserr.New(awserr.ErrService, "watch subscription lease: %v", err)
-	}
-	r, err := s.ReadShard(sctx, c.StreamName, shardID, from, ReadShardOptions{})
-	if err != nil {
-		cancel()
-		release()
+		l.release()
 		return nil, err
 	}
 	sub := &Subscription{events: make(chan SubscribeToShardEvent), cancel: cancel, done: make(chan struct{})}
@@ -167,17 +155,70 @@ func (s *Service) SubscribeToShard(ctx context.Context, consumerARN, shardID str
 	go func() {
 		defer close(sub.done)
 		defer close(sub.events)
-		defer release()
+		defer l.release()
 		defer stopOnCancel()
-		defer watch.Stop()
 		defer r.Stop()
-		err := (&subscriber{s: s, epoch: h.desc.Epoch, sh: sh, streamName: c.StreamName, shardID: shardID, r: r,
-			watch: watch, rev: rev, out: sub.events, next: from, lifetime: lifetime, heartbeat: heartbeat}).run(sctx)
+		err := (&subscriber{s: s, epoch: h.desc.Epoch, sh: sh, l: l, r: r,
+			out: sub.events, next: from, lifetime: lifetime, heartbeat: heartbeat}).run(sctx)
 		sub.mu.Lock()
 		sub.err = err
 		sub.mu.Unlock()
 	}()
 	return sub, nil
+}
+
+// heldLease is a consumer's lease on a shard, held by a subscription (or
+// a mapping's reader) until release.
+type heldLease struct {
+	s                   *Service
+	key                 string
+	rev                 uint64
+	watch               jetstream.KeyWatcher
+	streamName, shardID string
+}
+
+// holdLease takes the lease of the ACTIVE consumer consumerARN on a shard
+// of its stream (which must be streamName, when given) and watches it.
+func (s *Service) holdLease(ctx context.Context, consumerARN, streamName, shardID string) (*heldLease, *Consumer, error) {
+	c, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN})
+	if err != nil {
+		return nil, nil, err
+	}
+	if streamName != "" && c.StreamName != streamName {
+		return nil, nil, invalidArg("ConsumerARN: %s is a consumer of stream %s, not of %s", consumerARN, c.StreamName, streamName)
+	}
+	if c.ConsumerStatus != ConsumerActive {
+		return nil, nil, awserr.New(awserr.ErrResourceInUse, "Consumer %s is not ACTIVE, instead in state %s", consumerARN, c.ConsumerStatus)
+	}
+	l := &heldLease{s: s, key: leaseKey(c.ID, shardID), streamName: c.StreamName, shardID: shardID}
+	if l.rev, err = s.takeLease(ctx, l.key, nuid.Next(), consumerARN, shardID); err != nil {
+		return nil, nil, err
+	}
+	if l.watch, err = s.consumers.Watch(context.WithoutCancel(ctx), l.key, jetstream.UpdatesOnly()); err != nil {
+		_ = s.consumers.Delete(context.WithoutCancel(ctx), l.key, jetstream.LastRevision(l.rev))
+		return nil, nil, awserr.New(awserr.ErrService, "watch subscription lease: %v", err)
+	}
+	return l, c, nil
+}
+
+// release stops watching the lease and deletes it, unless another
+// subscription took it over.
+func (l *heldLease) release() {
+	_ = l.watch.Stop()
+	_ = l.s.consumers.Delete(context.Background(), l.key, jetstream.LastRevision(l.rev))
+}
+
+// lost tells, from an update of the lease, whether its holder lost it:
+// taken over (ResourceInUseException) or deleted by
+// DeregisterStreamConsumer (ResourceNotFoundException).
+func (l *heldLease) lost(e jetstream.KeyValueEntry) error {
+	if e == nil || e.Revision() <= l.rev {
+		return nil
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		return awserr.New(awserr.ErrResourceNotFound, "The consumer of this subscription to %s of stream %s was deregistered.", l.shardID, l.streamName)
+	}
+	return awserr.New(awserr.ErrResourceInUse, "Another SubscribeToShard call took over this subscription to %s of stream %s.", l.shardID, l.streamName)
 }
 
 // takeLease creates the lease of key for owner me, or takes over one
@@ -214,17 +255,14 @@ func (s *Service) takeLease(ctx context.Context, key, me, consumerARN, shardID s
 
 // subscriber is a subscription's loop.
 type subscriber struct {
-	s          *Service
-	epoch      int64
-	sh         int
-	streamName string
-	shardID    string
-	r          *ShardReader
-	watch      jetstream.KeyWatcher
-	rev        uint64
-	out        chan<- SubscribeToShardEvent
-	next       uint64 // the position of the next record to send
-	carry      *Record
+	s     *Service
+	epoch int64
+	sh    int
+	l     *heldLease
+	r     *ShardReader
+	out   chan<- SubscribeToShardEvent
+	next  uint64 // the position of the next record to send
+	carry *Record
 	// lifetime ends the subscription; heartbeat sends an event without
 	// records.
 	lifetime, heartbeat clockwork.Timer
@@ -244,8 +282,8 @@ func (u *subscriber) run(ctx context.Context) error {
 				return nil
 			case <-lifetime.Chan():
 				return nil
-			case e := <-u.watch.Updates():
-				if err := u.lost(e); err != nil {
+			case e := <-u.l.watch.Updates():
+				if err := u.l.lost(e); err != nil {
 					return err
 				}
 				continue
@@ -310,29 +348,16 @@ func (u *subscriber) send(ctx context.Context, ev SubscribeToShardEvent) error {
 	}
 }
 
-// lost tells, from an update of the lease, whether the subscription lost
-// it: taken over (ResourceInUseException) or deleted by
-// DeregisterStreamConsumer (ResourceNotFoundException).
-func (u *subscriber) lost(e jetstream.KeyValueEntry) error {
-	if e == nil || e.Revision() <= u.rev {
-		return nil
-	}
-	if e.Operation() != jetstream.KeyValuePut {
-		return awserr.New(awserr.ErrResourceNotFound, "The consumer of this subscription to %s of stream %s was deregistered.", u.shardID, u.streamName)
-	}
-	return awserr.New(awserr.ErrResourceInUse, "Another SubscribeToShard call took over this subscription to %s of stream %s.", u.shardID, u.streamName)
-}
-
 // end finishes a subscription whose reader stopped: at a closed shard's
 // end, the last event with ChildShards; otherwise the reader's error.
 func (u *subscriber) end(ctx context.Context) error {
 	if _, ok := u.r.End(); !ok {
 		if err := u.r.Err(); err != nil {
-			return awserr.New(awserr.ErrService, "read %s of %s: %v", u.shardID, u.streamName, err)
+			return awserr.New(awserr.ErrService, "read %s of %s: %v", u.l.shardID, u.l.streamName, err)
 		}
 		return nil
 	}
-	children, err := u.s.childShards(ctx, u.streamName, u.shardID)
+	children, err := u.s.childShards(ctx, u.l.streamName, u.l.shardID)
 	if err != nil {
 		return awserr.New(awserr.ErrService, "%v", err)
 	}
