@@ -195,3 +195,33 @@ func TestKinesisSubscribeToShardCBOR(t *testing.T) {
 		t.Fatalf("CBOR event %+v", ev)
 	}
 }
+
+// ON_DEMAND through aws-sdk-go-v2: reported as such (4 shards), counted by
+// DescribeLimits, no SplitShard, and UpdateStreamMode switches it.
+func TestKinesisOnDemandThroughSDK(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	kc := e.kinesis()
+	ctx := t.Context()
+	must(kc.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("od"), StreamModeDetails: &ktypes.StreamModeDetails{StreamMode: ktypes.StreamModeOnDemand}}))
+	sum := must(kc.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("od")})).StreamDescriptionSummary
+	if sum.StreamModeDetails.StreamMode != ktypes.StreamModeOnDemand || aws.ToInt32(sum.OpenShardCount) != 4 {
+		t.Fatalf("DescribeStreamSummary: %s with %d shards, want ON_DEMAND with 4", sum.StreamModeDetails.StreamMode, aws.ToInt32(sum.OpenShardCount))
+	}
+	if dl := must(kc.DescribeLimits(ctx, &kinesis.DescribeLimitsInput{})); aws.ToInt32(dl.OnDemandStreamCount) != 1 || aws.ToInt32(dl.OpenShardCount) != 0 {
+		t.Fatalf("DescribeLimits: %d on-demand streams, %d provisioned shards; want 1 and 0", aws.ToInt32(dl.OnDemandStreamCount), aws.ToInt32(dl.OpenShardCount))
+	}
+	_, err := kc.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String("od"), ShardToSplit: aws.String(stream.ShardID(0)), NewStartingHashKey: aws.String("1000")})
+	var invalid *ktypes.ValidationException
+	if !errors.As(err, &invalid) {
+		t.Fatalf("SplitShard of an ON_DEMAND stream: %v, want ValidationException", err)
+	}
+	must(kc.UpdateStreamMode(ctx, &kinesis.UpdateStreamModeInput{StreamARN: sum.StreamARN, StreamModeDetails: &ktypes.StreamModeDetails{StreamMode: ktypes.StreamModeProvisioned}}))
+	d := must(kc.DescribeStream(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String("od")})).StreamDescription
+	if d.StreamModeDetails.StreamMode != ktypes.StreamModeProvisioned || len(d.Shards) != 4 {
+		t.Fatalf("after UpdateStreamMode: %s with %d shards, want PROVISIONED with 4", d.StreamModeDetails.StreamMode, len(d.Shards))
+	}
+	ls := must(kc.ListStreams(ctx, &kinesis.ListStreamsInput{}))
+	if ls.StreamSummaries[0].StreamModeDetails.StreamMode != ktypes.StreamModeProvisioned {
+		t.Fatalf("ListStreams: %+v", ls.StreamSummaries[0].StreamModeDetails)
+	}
+}

@@ -90,14 +90,19 @@ func kinesisDescribeLimits(rq *request, _ *noInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	open := 0
+	open, onDemand := 0, 0
 	for _, n := range names {
-		if d, err := rq.h.rn.Streams.DescribeStream(rq.ctx, n); err == nil {
-			open += d.OpenShardCount()
+		d, err := rq.h.rn.Streams.DescribeStream(rq.ctx, n)
+		switch {
+		case err != nil:
+		case d.Mode() == stream.StreamModeOnDemand:
+			onDemand++
+		default:
+			open += d.OpenShardCount() // the shard limit is the provisioned streams'
 		}
 	}
 	return map[string]any{"ShardLimit": defaultShardLimit, "OpenShardCount": open,
-		"OnDemandStreamCount": 0, "OnDemandStreamCountLimit": defaultOnDemandStreamCountLimit}, nil
+		"OnDemandStreamCount": onDemand, "OnDemandStreamCountLimit": defaultOnDemandStreamCountLimit}, nil
 }
 
 type monitoringInput struct {

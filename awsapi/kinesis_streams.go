@@ -1,10 +1,11 @@
 package awsapi
 
 // Kinesis: the stream control plane (JSON 1.1, X-Amz-Target
-// "Kinesis_20131202.<Op>") over package stream. Every stream is
-// PROVISIONED (its shard count changes by resharding, kinesis_reshard.go);
-// enhanced monitoring and encryption are stored and reported, not acted
-// on (kinesis_settings.go).
+// "Kinesis_20131202.<Op>") over package stream. A PROVISIONED stream's
+// shard count changes by resharding (kinesis_reshard.go), an ON_DEMAND
+// stream's by runnel's scaling (stream/ondemand.go); enhanced monitoring
+// and encryption are stored and reported, not acted on
+// (kinesis_settings.go).
 
 import (
 	"encoding/base64"
@@ -19,7 +20,10 @@ type streamModeDetails struct {
 	StreamMode string
 }
 
-var provisioned = &streamModeDetails{StreamMode: "PROVISIONED"}
+// modeOut is a stream's StreamModeDetails.
+func modeOut(d *stream.StreamDescription) streamModeDetails {
+	return streamModeDetails{StreamMode: d.Mode()}
+}
 
 type enhancedMetrics struct {
 	ShardLevelMetrics []string
@@ -113,13 +117,14 @@ type createStreamInput struct {
 
 func kinesisCreateStream(rq *request, in *createStreamInput) (any, error) {
 	ci := stream.CreateStreamInput{StreamName: in.StreamName, Tags: in.Tags}
+	if in.StreamModeDetails != nil {
+		ci.StreamMode = in.StreamModeDetails.StreamMode
+	}
 	if in.ShardCount != nil {
 		ci.ShardCount = *in.ShardCount
 		if ci.ShardCount == 0 {
 			return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "ShardCount", 0, 1, stream.MaxShardCount)
 		}
-	} else if in.StreamModeDetails != nil && in.StreamModeDetails.StreamMode == "ON_DEMAND" {
-		ci.ShardCount = 4 // what an on-demand stream starts with
 	}
 	_, err := rq.h.rn.Streams.CreateStream(rq.ctx, ci)
 	return nil, err
@@ -148,7 +153,7 @@ func kinesisDescribeStream(rq *request, in *describeStreamInput) (any, error) {
 	shards, more := page(stream.FilterShards(d, nil, rq.h.rn.Engine.Clock.Now()), in.ExclusiveStartShardId, limit)
 	return map[string]any{"StreamDescription": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
-		"StreamModeDetails": provisioned, "Shards": shardsOut(shards), "HasMoreShards": more,
+		"StreamModeDetails": modeOut(d), "Shards": shardsOut(shards), "HasMoreShards": more,
 		"RetentionPeriodHours": d.RetentionPeriodHours, "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
 		"EnhancedMonitoring": monitoringOut(d),
 	})}, nil
@@ -165,7 +170,7 @@ func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
 	}
 	return map[string]any{"StreamDescriptionSummary": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
-		"StreamModeDetails": provisioned, "RetentionPeriodHours": d.RetentionPeriodHours,
+		"StreamModeDetails": modeOut(d), "RetentionPeriodHours": d.RetentionPeriodHours,
 		"StreamCreationTimestamp": epoch(d.StreamCreationTimestamp), "EnhancedMonitoring": monitoringOut(d),
 		"OpenShardCount": d.OpenShardCount(), "ConsumerCount": consumers,
 	})}, nil
@@ -208,7 +213,7 @@ func kinesisListStreams(rq *request, in *listStreamsInput) (any, error) {
 		}
 		summaries = append(summaries, map[string]any{
 			"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
-			"StreamModeDetails": provisioned, "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
+			"StreamModeDetails": modeOut(d), "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
 		})
 	}
 	if names == nil {
@@ -298,4 +303,17 @@ func (rq *request) setRetention(in *retentionInput, dir int) (any, error) {
 		return nil, rq.h.rn.Streams.UpdateRetentionPeriod(rq.ctx, d.StreamName, h)
 	}
 	return nil, nil
+}
+
+type updateStreamModeInput struct {
+	StreamARN         string
+	StreamModeDetails streamModeDetails
+}
+
+func kinesisUpdateStreamMode(rq *request, in *updateStreamModeInput) (any, error) {
+	name, err := streamOfARN(in.StreamARN)
+	if err != nil {
+		return nil, err
+	}
+	return nil, rq.h.rn.Streams.UpdateStreamMode(rq.ctx, name, in.StreamModeDetails.StreamMode)
 }

@@ -126,6 +126,11 @@ type StreamDescription struct {
 	// nothing (settings.go).
 	EncryptionType string `json:"RunnelEncryptionType,omitempty"`
 	KeyID          string `json:"RunnelKeyId,omitempty"`
+	// StreamMode is ON_DEMAND or PROVISIONED ("" is PROVISIONED; see
+	// Mode and ondemand.go); ModeSwitches are the times (Unix ms) of the
+	// UpdateStreamMode calls of the last 24 hours.
+	StreamMode   string  `json:"RunnelStreamMode,omitempty"`
+	ModeSwitches []int64 `json:"RunnelModeSwitches,omitempty"`
 }
 
 // OpenShardCount is the number of open shards.
@@ -159,11 +164,19 @@ type CreateStreamInput struct {
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
 	// Tags: up to 50, as AddTagsToStream takes them.
 	Tags map[string]string `json:"Tags,omitempty" yaml:"Tags,omitempty"`
+	// StreamMode: PROVISIONED (the default) or ON_DEMAND, whose shard
+	// count starts at OnDemandInitialShards (unless ShardCount is given)
+	// and follows the write rate (ondemand.go).
+	StreamMode string `json:"StreamMode,omitempty" yaml:"StreamMode,omitempty"`
 }
 
-// WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
-// (DefaultRetentionPeriodHours) where they are zero.
+// WithDefaults returns in with ShardCount 1 (OnDemandInitialShards for
+// ON_DEMAND) and RetentionPeriodHours 24 (DefaultRetentionPeriodHours)
+// where they are zero.
 func (in CreateStreamInput) WithDefaults() CreateStreamInput {
+	if in.StreamMode == StreamModeOnDemand {
+		in.ShardCount = cmp.Or(in.ShardCount, OnDemandInitialShards)
+	}
 	in.ShardCount = cmp.Or(in.ShardCount, 1)
 	in.RetentionPeriodHours = cmp.Or(in.RetentionPeriodHours, DefaultRetentionPeriodHours)
 	return in
@@ -183,6 +196,11 @@ func (in CreateStreamInput) Validate() error {
 	if in.RetentionPeriodHours < MinRetentionPeriodHours || in.RetentionPeriodHours > MaxRetentionPeriodHours {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", in.RetentionPeriodHours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
 	}
+	if in.StreamMode != "" {
+		if err := validStreamMode("StreamModeDetails.StreamMode", in.StreamMode); err != nil {
+			return err
+		}
+	}
 	return validateTags("Tags", in.Tags)
 }
 
@@ -199,6 +217,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	handles map[string]*handle
+	// rates counts the writes of ON_DEMAND streams' open shards by
+	// JetStream stream name (*writeRate; ondemand.go).
+	rates sync.Map
 	// gens counts, per stream, the Forget calls: a handle loaded before one
 	// is not cached (it may hold the routing of before a reshard).
 	gens map[string]uint64
@@ -284,6 +305,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		ID:                      nuid.Next(),
 		Epoch:                   nextEpoch(now.UnixMilli()),
 		Tags:                    in.Tags,
+		StreamMode:              in.StreamMode,
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
