@@ -142,6 +142,36 @@ func TestKinesisSubscribeToShardThroughSDK(t *testing.T) {
 				aws.ToString(last.ChildShards[0].ShardId) != stream.ShardID(1) || last.ChildShards[0].ParentShards[0] != stream.ShardID(0) {
 				t.Fatalf("the shard's end: %+v, %v; want ChildShards and no continuation", last, err)
 			}
+			// The children hold what was put after the split, each in order.
+			want := map[string][]string{}
+			for i := range 20 {
+				r := must(kc.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("efo"), PartitionKey: aws.String(fmt.Sprint("p", i)), Data: []byte(fmt.Sprint(1000 + i))}))
+				want[aws.ToString(r.ShardId)] = append(want[aws.ToString(r.ShardId)], fmt.Sprint(1000+i))
+			}
+			for _, child := range last.ChildShards {
+				cs := must(kc.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(arn), ShardId: child.ShardId,
+					StartingPosition: &ktypes.StartingPosition{Type: ktypes.ShardIteratorTypeTrimHorizon}}))
+				var got []string
+				for len(got) < len(want[aws.ToString(child.ShardId)]) {
+					var ev ktypes.SubscribeToShardEventStream
+					var ok bool
+					select {
+					case ev, ok = <-cs.GetStream().Events():
+					case <-time.After(10 * time.Second):
+						t.Fatalf("%s: no event within 10 s", aws.ToString(child.ShardId))
+					}
+					if !ok {
+						t.Fatalf("%s: the event stream ended: %v", aws.ToString(child.ShardId), cs.GetStream().Err())
+					}
+					for _, r := range ev.(*ktypes.SubscribeToShardEventStreamMemberSubscribeToShardEvent).Value.Records {
+						got = append(got, string(r.Data))
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want[aws.ToString(child.ShardId)]) {
+					t.Fatalf("%s delivered %v, want %v", aws.ToString(child.ShardId), got, want[aws.ToString(child.ShardId)])
+				}
+				cs.GetStream().Close()
+			}
 			if tc.name == "h2c" && e.h2.Load() == 0 {
 				t.Fatal("no request was served over HTTP/2")
 			}
