@@ -1,9 +1,10 @@
 package awsapi
 
 // Kinesis: enhanced fan-out consumers and SubscribeToShard (JSON 1.1 and
-// CBOR) over package stream (consumers.go, subscribe.go). Consumer tags
-// (RegisterStreamConsumer's Tags, TagResource on a consumer ARN) are not
-// kept.
+// CBOR) over package stream (consumers.go, subscribe.go). A consumer's
+// tags (RegisterStreamConsumer's Tags) are kept with it; TagResource,
+// UntagResource and ListTagsForResource take its ARN
+// (kinesis_settings.go).
 //
 // SubscribeToShard answers with an event stream
 // (application/vnd.amazon.eventstream): the frames of
@@ -59,7 +60,7 @@ func kinesisRegisterStreamConsumer(rq *request, in *registerStreamConsumerInput)
 	if err != nil {
 		return nil, err
 	}
-	c, err := rq.h.rn.Streams.RegisterStreamConsumer(rq.ctx, name, in.ConsumerName)
+	c, err := rq.h.rn.Streams.RegisterStreamConsumer(rq.ctx, name, in.ConsumerName, in.Tags)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,5 +254,47 @@ func TestKinesisOnDemandThroughSDK(t *testing.T) {
 	ls := must(kc.ListStreams(ctx, &kinesis.ListStreamsInput{}))
 	if ls.StreamSummaries[0].StreamModeDetails.StreamMode != ktypes.StreamModeProvisioned {
 		t.Fatalf("ListStreams: %+v", ls.StreamSummaries[0].StreamModeDetails)
+	}
+}
+
+// A consumer's tags: given at RegisterStreamConsumer, then TagResource,
+// UntagResource and ListTagsForResource by its ARN; the stream's own tags
+// are apart.
+func TestKinesisConsumerTagsThroughSDK(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	kc := e.kinesis()
+	ctx := t.Context()
+	must(kc.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("tg"), ShardCount: aws.Int32(1), Tags: map[string]string{"stream": "yes"}}))
+	c := must(kc.RegisterStreamConsumer(ctx, &kinesis.RegisterStreamConsumerInput{StreamARN: aws.String(e.rn.Streams.ARN("tg")), ConsumerName: aws.String("c"),
+		Tags: map[string]string{"team": "a", "env": "dev"}})).Consumer
+	arn := c.ConsumerARN
+	tags := func() string {
+		lt := must(kc.ListTagsForResource(ctx, &kinesis.ListTagsForResourceInput{ResourceARN: arn}))
+		var s []string
+		for _, tg := range lt.Tags {
+			s = append(s, aws.ToString(tg.Key)+"="+aws.ToString(tg.Value))
+		}
+		return fmt.Sprint(s)
+	}
+	if got := tags(); got != "[env=dev team=a]" {
+		t.Fatalf("tags at registration: %s", got)
+	}
+	must(kc.TagResource(ctx, &kinesis.TagResourceInput{ResourceARN: arn, Tags: map[string]string{"team": "b", "cost": "1"}}))
+	must(kc.UntagResource(ctx, &kinesis.UntagResourceInput{ResourceARN: arn, TagKeys: []string{"env"}}))
+	if got := tags(); got != "[cost=1 team=b]" {
+		t.Fatalf("tags after TagResource and UntagResource: %s", got)
+	}
+	st := must(kc.ListTagsForResource(ctx, &kinesis.ListTagsForResourceInput{ResourceARN: aws.String(e.rn.Streams.ARN("tg"))}))
+	if len(st.Tags) != 1 || aws.ToString(st.Tags[0].Key) != "stream" {
+		t.Fatalf("the stream's tags: %+v", st.Tags)
+	}
+	many := map[string]string{}
+	for i := range 49 {
+		many[fmt.Sprint("k", i)] = "v"
+	}
+	_, err := kc.TagResource(ctx, &kinesis.TagResourceInput{ResourceARN: arn, Tags: many})
+	var invalid *ktypes.InvalidArgumentException
+	if !errors.As(err, &invalid) || !strings.Contains(aws.ToString(invalid.Message), "more than 50 tags") {
+		t.Fatalf("a consumer's 51st tag: %v, want InvalidArgumentException", err)
 	}
 }

@@ -1,8 +1,8 @@
 package awsapi
 
 // Kinesis: tags by resource ARN, account limits, enhanced monitoring and
-// server-side encryption. Tags are the stream's (stream/tags.go); consumer
-// tags are not kept, so a consumer ARN is refused. Enhanced
+// server-side encryption. Tags are the stream's (stream/tags.go), or
+// with a consumer ARN the consumer's (stream/consumers.go). Enhanced
 // monitoring and encryption are stored and reported by DescribeStream and
 // DescribeStreamSummary, not acted on: runnel publishes no CloudWatch
 // metrics and encrypts nothing (stream/settings.go). DescribeLimits
@@ -28,23 +28,23 @@ type resourceRef struct {
 	ResourceARN string
 }
 
-// streamName returns the name of the stream the ARN names. A consumer
-// ARN is refused: ResourceNotFoundException if no such consumer exists,
-// else InvalidArgumentException (runnel keeps no consumer tags).
-func (r resourceRef) streamName(rq *request) (string, error) {
+// consumer returns the ARN if it is a consumer ARN, "" if it is not.
+func (r resourceRef) consumer() string {
+	if strings.Contains(r.ResourceARN, "/consumer/") {
+		return r.ResourceARN
+	}
+	return ""
+}
+
+// streamName returns the name of the stream the ARN names.
+func (r resourceRef) streamName() (string, error) {
 	if r.ResourceARN == "" {
 		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN: required")
-	}
-	if strings.Contains(r.ResourceARN, "/consumer/") {
-		if _, err := rq.h.rn.Streams.DescribeStreamConsumer(rq.ctx, stream.ConsumerRef{ConsumerARN: r.ResourceARN}); err != nil {
-			return "", err
-		}
-		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %s: runnel keeps no tags of stream consumers", r.ResourceARN)
 	}
 	if n, ok := stream.NameFromARN(r.ResourceARN); ok {
 		return n, nil
 	}
-	return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %q is not a Kinesis stream ARN", r.ResourceARN)
+	return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %q is not a Kinesis stream or consumer ARN", r.ResourceARN)
 }
 
 type tagResourceInput struct {
@@ -53,7 +53,10 @@ type tagResourceInput struct {
 }
 
 func kinesisTagResource(rq *request, in *tagResourceInput) (any, error) {
-	name, err := in.streamName(rq)
+	if c := in.consumer(); c != "" {
+		return nil, rq.h.rn.Streams.TagConsumer(rq.ctx, c, in.Tags)
+	}
+	name, err := in.streamName()
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +69,10 @@ type untagResourceInput struct {
 }
 
 func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
-	name, err := in.streamName(rq)
+	if c := in.consumer(); c != "" {
+		return nil, rq.h.rn.Streams.UntagConsumer(rq.ctx, c, in.TagKeys)
+	}
+	name, err := in.streamName()
 	if err != nil {
 		return nil, err
 	}
@@ -74,11 +80,16 @@ func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
 }
 
 func kinesisListTagsForResource(rq *request, in *resourceRef) (any, error) {
-	name, err := in.streamName(rq)
-	if err != nil {
-		return nil, err
+	var tags []stream.Tag
+	var err error
+	if c := in.consumer(); c != "" {
+		tags, err = rq.h.rn.Streams.ConsumerTags(rq.ctx, c)
+	} else {
+		var name string
+		if name, err = in.streamName(); err == nil {
+			tags, _, err = rq.h.rn.Streams.ListTagsForStream(rq.ctx, name, "", stream.MaxTagsPerStream)
+		}
 	}
-	tags, _, err := rq.h.rn.Streams.ListTagsForStream(rq.ctx, name, "", stream.MaxTagsPerStream)
 	if err != nil {
 		return nil, err
 	}

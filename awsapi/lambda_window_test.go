@@ -71,7 +71,7 @@ func TestLambdaEventSourceMappingOnAConsumerARN(t *testing.T) {
 	}))
 	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("lam-efo"), Role: aws.String("r"), Runtime: "runnel", Handler: aws.String("lambdatest-efo"), Code: &ltypes.FunctionCode{}}))
 	lambdaMust(rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "lam-efo", ShardCount: 1}))
-	c := lambdaMust(rn.Streams.RegisterStreamConsumer(ctx, "lam-efo", "lambda"))
+	c := lambdaMust(rn.Streams.RegisterStreamConsumer(ctx, "lam-efo", "lambda", nil))
 	m := lambdaMust(lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(c.ConsumerARN), FunctionName: aws.String("lam-efo"),
 		StartingPosition: ltypes.EventSourcePositionLatest}))
 	g := lambdaMust(lc.GetEventSourceMapping(ctx, &lambda.GetEventSourceMappingInput{UUID: m.UUID}))

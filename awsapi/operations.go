@@ -52,7 +52,7 @@ var operations = index([]Operation{
 		Doc: "Lists a stream's tags in key order (Limit 1..50, ExclusiveStartTagKey, HasMoreTags)."},
 	// Kinesis (kinesis_consumers.go)
 	{Service: Kinesis, Name: "RegisterStreamConsumer", h: handle(kinesisRegisterStreamConsumer),
-		Doc: "Registers an enhanced fan-out consumer (CREATING for 500 ms, then ACTIVE; 20 a stream, 5 CREATING at once); Tags are not kept."},
+		Doc: "Registers an enhanced fan-out consumer with Tags (CREATING for 500 ms, then ACTIVE; 20 a stream, 5 CREATING at once)."},
 	{Service: Kinesis, Name: "DescribeStreamConsumer", h: handle(kinesisDescribeStreamConsumer),
 		Doc: "Describes a consumer by ConsumerARN, or StreamARN and ConsumerName."},
 	{Service: Kinesis, Name: "ListStreamConsumers", h: handle(kinesisListStreamConsumers),
@@ -63,11 +63,11 @@ var operations = index([]Operation{
 		Doc: "Pushes a shard's records to an ACTIVE consumer as an event stream for 5 minutes (ContinuationSequenceNumber, MillisBehindLatest, ChildShards at a closed shard's end); HTTP/1.1 or h2c, JSON or CBOR."},
 	// Kinesis (kinesis_settings.go)
 	{Service: Kinesis, Name: "TagResource", h: handle(kinesisTagResource),
-		Doc: "Adds or overwrites tags of a stream by its ARN (a consumer ARN is refused: consumer tags are not kept)."},
+		Doc: "Adds or overwrites tags of a stream or a stream consumer by its ARN (at most 50)."},
 	{Service: Kinesis, Name: "UntagResource", h: handle(kinesisUntagResource),
-		Doc: "Removes tags of a stream by its ARN and the keys."},
+		Doc: "Removes tags of a stream or a stream consumer by its ARN and the keys."},
 	{Service: Kinesis, Name: "ListTagsForResource", h: handle(kinesisListTagsForResource),
-		Doc: "Lists the tags of a stream by its ARN, in key order."},
+		Doc: "Lists the tags of a stream or a stream consumer by its ARN, in key order."},
 	{Service: Kinesis, Name: "DescribeLimits", h: handle(kinesisDescribeLimits),
 		Doc: "Reports the open shards of the provisioned streams against AWS's default ShardLimit (500, not enforced) and the ON_DEMAND streams against 50."},
 	{Service: Kinesis, Name: "EnableEnhancedMonitoring", h: handle(kinesisEnableEnhancedMonitoring),

@@ -35,7 +35,7 @@ func TestMappingOnConsumerARNProcessesLikeAStreamMapping(t *testing.T) {
 			rn := testenv.Start(t, testenv.Options{Clock: clk})
 			streamARN := createStream(t, rn, "src", 1)
 			dest := createStream(t, rn, "failed", 1)
-			c, err := rn.Streams.RegisterStreamConsumer(t.Context(), "src", "lambda")
+			c, err := rn.Streams.RegisterStreamConsumer(t.Context(), "src", "lambda", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

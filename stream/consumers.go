@@ -83,15 +83,17 @@ type Consumer struct {
 	StreamName string `json:"-"`
 	// ID names the consumer's subscription leases (not part of the AWS
 	// shape).
-	ID string `json:"-"`
+	ID   string `json:"-"`
+	tags map[string]string
 }
 
 // storedConsumer is a consumer as the bucket holds it.
 type storedConsumer struct {
-	Name       string `json:"n"`
-	ID         string `json:"i"`
-	CreatedMs  int64  `json:"c"`
-	DeletingMs int64  `json:"d,omitempty"`
+	Name       string            `json:"n"`
+	ID         string            `json:"i"`
+	CreatedMs  int64             `json:"c"`
+	DeletingMs int64             `json:"d,omitempty"`
+	Tags       map[string]string `json:"t,omitempty"`
 }
 
 type storedConsumers struct {
@@ -146,7 +148,7 @@ func SourceOfARN(arn string) (streamName, consumerARN string, ok bool) {
 func (s *Service) consumerOut(d *StreamDescription, c storedConsumer, now time.Time) Consumer {
 	created := time.UnixMilli(c.CreatedMs).UTC()
 	return Consumer{ConsumerName: c.Name, ConsumerARN: s.ConsumerARN(d.StreamName, c.Name, created), ConsumerStatus: c.status(now),
-		ConsumerCreationTimestamp: created, StreamARN: d.StreamARN, StreamName: d.StreamName, ID: c.ID}
+		ConsumerCreationTimestamp: created, StreamARN: d.StreamARN, StreamName: d.StreamName, ID: c.ID, tags: c.Tags}
 }
 
 // loadConsumers returns a stream's stored consumers, without the gone
@@ -204,10 +206,14 @@ func (s *Service) changeConsumers(ctx context.Context, d *StreamDescription, cha
 // InvalidArgumentException (the name), ResourceNotFoundException (the
 // stream), ResourceInUseException (a consumer of that name exists, also
 // while it is DELETING), LimitExceededException (20 consumers, or 5
-// CREATING).
-func (s *Service) RegisterStreamConsumer(ctx context.Context, streamName, consumerName string) (*Consumer, error) {
+// CREATING). Tags (up to 50, as AddTagsToStream takes them) are the
+// consumer's (TagConsumer).
+func (s *Service) RegisterStreamConsumer(ctx context.Context, streamName, consumerName string, tags map[string]string) (*Consumer, error) {
 	if !consumerNameRE.MatchString(consumerName) {
 		return nil, invalidArg("ConsumerName: %q must be 1..128 characters of [a-zA-Z0-9_.-]", consumerName)
+	}
+	if err := validateTags("Tags", tags); err != nil {
+		return nil, err
 	}
 	d, err := s.DescribeStream(ctx, streamName)
 	if err != nil {
@@ -230,7 +236,7 @@ func (s *Service) RegisterStreamConsumer(ctx context.Context, streamName, consum
 		if creating >= MaxCreatingConsumers {
 			return nil, awserr.New(awserr.ErrLimitExceeded, "Stream %s under account %s has %d consumers in CREATING state; at most %d may be at a time.", streamName, s.eng.AccountID(), creating, MaxCreatingConsumers)
 		}
-		c := storedConsumer{Name: consumerName, ID: nuid.Next(), CreatedMs: now.UnixMilli()}
+		c := storedConsumer{Name: consumerName, ID: nuid.Next(), CreatedMs: now.UnixMilli(), Tags: tags}
 		out = s.consumerOut(d, c, now)
 		return append(cs, c), nil
 	})
@@ -309,6 +315,57 @@ func (s *Service) DeregisterStreamConsumer(ctx context.Context, ref ConsumerRef)
 		_ = s.consumers.Delete(ctx, leaseKey(c.ID, sh.ShardID))
 	}
 	return nil
+}
+
+// changeConsumer applies change to the consumer consumerARN names.
+func (s *Service) changeConsumer(ctx context.Context, consumerARN string, change func(c *storedConsumer) error) error {
+	c, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN})
+	if err != nil {
+		return err
+	}
+	d, err := s.DescribeStream(ctx, c.StreamName)
+	if err != nil {
+		return err
+	}
+	return s.changeConsumers(ctx, d, func(cs []storedConsumer, now time.Time) ([]storedConsumer, error) {
+		for i := range cs {
+			if cs[i].ID == c.ID {
+				return cs, change(&cs[i])
+			}
+		}
+		return nil, awserr.New(awserr.ErrResourceNotFound, "Consumer %s not found.", consumerARN)
+	})
+}
+
+// TagConsumer adds or overwrites tags of a consumer (API_TagResource with
+// a consumer ARN), under AddTagsToStream's rules.
+func (s *Service) TagConsumer(ctx context.Context, consumerARN string, tags map[string]string) error {
+	if err := checkTagsToAdd(tags); err != nil {
+		return err
+	}
+	return s.changeConsumer(ctx, consumerARN, func(c *storedConsumer) error {
+		var err error
+		c.Tags, err = mergeTags(c.Tags, tags, "consumer", consumerARN, s.eng.AccountID())
+		return err
+	})
+}
+
+// UntagConsumer removes tags of a consumer by key (API_UntagResource).
+func (s *Service) UntagConsumer(ctx context.Context, consumerARN string, tagKeys []string) error {
+	if err := checkTagKeys(tagKeys); err != nil {
+		return err
+	}
+	return s.changeConsumer(ctx, consumerARN, func(c *storedConsumer) error { return deleteKeys(c.Tags, tagKeys) })
+}
+
+// ConsumerTags returns a consumer's tags sorted by key
+// (API_ListTagsForResource).
+func (s *Service) ConsumerTags(ctx context.Context, consumerARN string) ([]Tag, error) {
+	c, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN})
+	if err != nil {
+		return nil, err
+	}
+	return sortedTags(c.tags), nil
 }
 
 // ListStreamConsumersOutput is a page of ListStreamConsumers.

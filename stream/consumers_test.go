@@ -16,7 +16,7 @@ import (
 
 func register(t testing.TB, rn *runnel.Runnel, streamName, name string) *stream.Consumer {
 	t.Helper()
-	c, err := rn.Streams.RegisterStreamConsumer(t.Context(), streamName, name)
+	c, err := rn.Streams.RegisterStreamConsumer(t.Context(), streamName, name, nil)
 	if err != nil {
 		t.Fatalf("RegisterStreamConsumer %s: %v", name, err)
 	}
@@ -58,7 +58,7 @@ func TestConsumerLifecycle(t *testing.T) {
 		t.Fatalf("DescribeStreamConsumer by name: %+v, %v", byName, err)
 	}
 	// A name is unique while the consumer exists, DELETING included.
-	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "app.v1")
+	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "app.v1", nil)
 	wantErr(t, err, awserr.ErrResourceInUse, "app.v1")
 	if err := rn.Streams.DeregisterStreamConsumer(t.Context(), stream.ConsumerRef{ConsumerARN: c.ConsumerARN}); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestConsumerLifecycle(t *testing.T) {
 	if s := consumerStatus(t, rn, c.ConsumerARN); s != stream.ConsumerDeleting {
 		t.Fatalf("status %s after deregistering, want DELETING", s)
 	}
-	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "app.v1")
+	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "app.v1", nil)
 	wantErr(t, err, awserr.ErrResourceInUse)
 	clk.Advance(stream.ConsumerStatusDelay)
 	_, err = rn.Streams.DescribeStreamConsumer(t.Context(), stream.ConsumerRef{ConsumerARN: c.ConsumerARN})
@@ -97,15 +97,15 @@ func TestConsumerLimitsAndPaging(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{Clock: clk})
 	createStream(t, rn, "s", 1)
 	for _, bad := range []string{"", "a b", strings.Repeat("x", 129)} {
-		_, err := rn.Streams.RegisterStreamConsumer(t.Context(), "s", bad)
+		_, err := rn.Streams.RegisterStreamConsumer(t.Context(), "s", bad, nil)
 		wantErr(t, err, awserr.ErrInvalidArgument, "ConsumerName", "1..128")
 	}
-	_, err := rn.Streams.RegisterStreamConsumer(t.Context(), "nope", "c")
+	_, err := rn.Streams.RegisterStreamConsumer(t.Context(), "nope", "c", nil)
 	wantErr(t, err, awserr.ErrResourceNotFound, "nope")
 	for i := range stream.MaxCreatingConsumers {
 		register(t, rn, "s", fmt.Sprintf("c%02d", i))
 	}
-	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "one-too-many-creating")
+	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "one-too-many-creating", nil)
 	wantErr(t, err, awserr.ErrLimitExceeded, "CREATING")
 	for i := stream.MaxCreatingConsumers; i < stream.MaxConsumersPerStream; i++ {
 		if i%stream.MaxCreatingConsumers == 0 {
@@ -114,7 +114,7 @@ func TestConsumerLimitsAndPaging(t *testing.T) {
 		register(t, rn, "s", fmt.Sprintf("c%02d", i))
 	}
 	clk.Advance(stream.ConsumerStatusDelay)
-	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "the-21st")
+	_, err = rn.Streams.RegisterStreamConsumer(t.Context(), "s", "the-21st", nil)
 	wantErr(t, err, awserr.ErrLimitExceeded, "20")
 
 	var names []string
