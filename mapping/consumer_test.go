@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,18 @@ func TestMappingOnConsumerARNProcessesLikeAStreamMapping(t *testing.T) {
 					t.Fatalf("record %s put again after 5 minutes: processed %d times in all, want 2", d, r.processedCount(d))
 				}
 			}
+			if !viaConsumer {
+				return
+			}
+			// A deregistered consumer is the mapping's problem, reported.
+			if err := rn.Streams.DeregisterStreamConsumer(t.Context(), stream.ConsumerRef{ConsumerARN: c.ConsumerARN}); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, wait, "the mapping reports the lost consumer", func() bool {
+				st, err := rn.Mappings.Status(m.UUID)
+				return err == nil && len(st.Shards) == 1 && st.Shards[0].LastProcessingResult == "PROBLEM: cannot read through the stream consumer" &&
+					strings.Contains(st.Shards[0].LastError, "deregistered")
+			})
 		})
 	}
 	if !reflect.DeepEqual(calls[0], calls[1]) {

@@ -446,6 +446,10 @@ func (w *shardWorker) finish(ctx context.Context, end uint64) bool {
 func (w *shardWorker) setErr(err error) {
 	w.mu.Lock()
 	w.lastErr = err.Error()
+	if w.r.consumerARN != "" && (errors.Is(err, awserr.ErrResourceInUse) || errors.Is(err, awserr.ErrResourceNotFound)) {
+		// Not ACTIVE, subscribed by another reader, or deregistered.
+		w.lastResult = "PROBLEM: cannot read through the stream consumer"
+	}
 	w.mu.Unlock()
 }
 
