@@ -16,13 +16,9 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-type streamModeDetails struct {
-	StreamMode string
-}
-
 // modeOut is a stream's StreamModeDetails.
-func modeOut(d *stream.StreamDescription) streamModeDetails {
-	return streamModeDetails{StreamMode: d.Mode()}
+func modeOut(d *stream.StreamDescription) stream.StreamModeDetails {
+	return stream.StreamModeDetails{StreamMode: d.Mode()}
 }
 
 type enhancedMetrics struct {
@@ -111,15 +107,12 @@ func limit(field string, p *int, def, max int, sentinel *awserr.Error) (int, err
 type createStreamInput struct {
 	StreamName        string
 	ShardCount        *int
-	StreamModeDetails *streamModeDetails
+	StreamModeDetails *stream.StreamModeDetails
 	Tags              map[string]string
 }
 
 func kinesisCreateStream(rq *request, in *createStreamInput) (any, error) {
-	ci := stream.CreateStreamInput{StreamName: in.StreamName, Tags: in.Tags}
-	if in.StreamModeDetails != nil {
-		ci.StreamMode = in.StreamModeDetails.StreamMode
-	}
+	ci := stream.CreateStreamInput{StreamName: in.StreamName, Tags: in.Tags, StreamModeDetails: in.StreamModeDetails}
 	if in.ShardCount != nil {
 		ci.ShardCount = *in.ShardCount
 		if ci.ShardCount == 0 {
@@ -307,7 +300,7 @@ func (rq *request) setRetention(in *retentionInput, dir int) (any, error) {
 
 type updateStreamModeInput struct {
 	StreamARN         string
-	StreamModeDetails streamModeDetails
+	StreamModeDetails stream.StreamModeDetails
 }
 
 func kinesisUpdateStreamMode(rq *request, in *updateStreamModeInput) (any, error) {

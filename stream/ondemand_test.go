@@ -38,7 +38,7 @@ func putHot(t testing.TB, rn *runnel.Runnel, name string, i, n, size int) {
 func TestOnDemandSplitsHotShards(t *testing.T) {
 	clk := newClock()
 	rn := testenv.Start(t, testenv.Options{Clock: clk})
-	d, err := rn.Streams.CreateStream(t.Context(), stream.CreateStreamInput{StreamName: "od", StreamMode: stream.StreamModeOnDemand})
+	d, err := rn.Streams.CreateStream(t.Context(), stream.CreateStreamInput{StreamName: "od", StreamModeDetails: &stream.StreamModeDetails{StreamMode: stream.StreamModeOnDemand}})
 	if err != nil {
 		t.Fatal(err)
 	}

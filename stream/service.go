@@ -164,17 +164,32 @@ type CreateStreamInput struct {
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
 	// Tags: up to 50, as AddTagsToStream takes them.
 	Tags map[string]string `json:"Tags,omitempty" yaml:"Tags,omitempty"`
-	// StreamMode: PROVISIONED (the default) or ON_DEMAND, whose shard
-	// count starts at OnDemandInitialShards (unless ShardCount is given)
-	// and follows the write rate (ondemand.go).
-	StreamMode string `json:"StreamMode,omitempty" yaml:"StreamMode,omitempty"`
+	// StreamModeDetails: StreamMode PROVISIONED (the default, also when
+	// nil) or ON_DEMAND, whose shard count starts at
+	// OnDemandInitialShards (unless ShardCount is given) and follows the
+	// write rate (ondemand.go). A stack file writes it as CloudFormation
+	// does: StreamModeDetails: {StreamMode: ON_DEMAND}.
+	StreamModeDetails *StreamModeDetails `json:"StreamModeDetails,omitempty" yaml:"StreamModeDetails,omitempty"`
+}
+
+// StreamModeDetails is a stream's capacity mode (API_StreamModeDetails).
+type StreamModeDetails struct {
+	StreamMode string `json:"StreamMode" yaml:"StreamMode"`
+}
+
+// mode is the StreamMode asked for ("" when none).
+func (in CreateStreamInput) mode() string {
+	if in.StreamModeDetails == nil {
+		return ""
+	}
+	return in.StreamModeDetails.StreamMode
 }
 
 // WithDefaults returns in with ShardCount 1 (OnDemandInitialShards for
 // ON_DEMAND) and RetentionPeriodHours 24 (DefaultRetentionPeriodHours)
 // where they are zero.
 func (in CreateStreamInput) WithDefaults() CreateStreamInput {
-	if in.StreamMode == StreamModeOnDemand {
+	if in.mode() == StreamModeOnDemand {
 		in.ShardCount = cmp.Or(in.ShardCount, OnDemandInitialShards)
 	}
 	in.ShardCount = cmp.Or(in.ShardCount, 1)
@@ -196,8 +211,8 @@ func (in CreateStreamInput) Validate() error {
 	if in.RetentionPeriodHours < MinRetentionPeriodHours || in.RetentionPeriodHours > MaxRetentionPeriodHours {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", in.RetentionPeriodHours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
 	}
-	if in.StreamMode != "" {
-		if err := validStreamMode("StreamModeDetails.StreamMode", in.StreamMode); err != nil {
+	if in.StreamModeDetails != nil {
+		if err := validStreamMode("StreamModeDetails.StreamMode", in.mode()); err != nil {
 			return err
 		}
 	}
@@ -305,7 +320,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		ID:                      nuid.Next(),
 		Epoch:                   nextEpoch(now.UnixMilli()),
 		Tags:                    in.Tags,
-		StreamMode:              in.StreamMode,
+		StreamMode:              in.mode(),
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
