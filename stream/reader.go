@@ -210,8 +210,8 @@ func (r *ShardReader) watchLease(ctx context.Context, s *Service, l *heldLease) 
 			case <-lifetime.Chan():
 				r.cancel()
 				return
-			case e := <-l.watch.Updates():
-				if err := l.lost(e); err != nil {
+			case e, ok := <-l.watch.Updates():
+				if err := l.lost(e, ok); err != nil {
 					r.setErr(err)
 					r.cancel()
 					return

@@ -208,10 +208,14 @@ func (l *heldLease) release() {
 	_ = l.s.consumers.Delete(context.Background(), l.key, jetstream.LastRevision(l.rev))
 }
 
-// lost tells, from an update of the lease, whether its holder lost it:
-// taken over (ResourceInUseException) or deleted by
-// DeregisterStreamConsumer (ResourceNotFoundException).
-func (l *heldLease) lost(e jetstream.KeyValueEntry) error {
+// lost tells, from an update of the lease (ok false: the watch ended),
+// whether its holder lost it: taken over (ResourceInUseException),
+// deleted by DeregisterStreamConsumer (ResourceNotFoundException), or no
+// longer watched (a service error).
+func (l *heldLease) lost(e jetstream.KeyValueEntry, ok bool) error {
+	if !ok {
+		return awserr.New(awserr.ErrService, "the watch of the subscription lease of %s of stream %s ended", l.shardID, l.streamName)
+	}
 	if e == nil || e.Revision() <= l.rev {
 		return nil
 	}
@@ -282,8 +286,8 @@ func (u *subscriber) run(ctx context.Context) error {
 				return nil
 			case <-lifetime.Chan():
 				return nil
-			case e := <-u.l.watch.Updates():
-				if err := u.l.lost(e); err != nil {
+			case e, ok := <-u.l.watch.Updates():
+				if err := u.l.lost(e, ok); err != nil {
 					return err
 				}
 				continue
