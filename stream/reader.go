@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,6 +25,9 @@ type ShardReader struct {
 	mu      sync.Mutex
 	err     error
 	end     uint64 // the shard's end position, once the reader reached it
+	// pending is how many stored messages follow the last one read
+	// (JetStream's NumPending), for Behind.
+	pending atomic.Uint64
 }
 
 // Gap reports records that expired (retention) or were purged before a
@@ -153,6 +157,7 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 				return
 			}
 			q := md.Sequence.Stream
+			r.pending.Store(md.NumPending)
 			if isSeal(m.Data()) {
 				h.seal[sh].Store(q)
 				r.mu.Lock()
@@ -226,6 +231,12 @@ func (r *ShardReader) setErr(err error) {
 	r.mu.Lock()
 	r.err = err
 	r.mu.Unlock()
+}
+
+// Behind reports whether records are waiting that Records has not given
+// yet: in the reader's buffer, or stored after the last message it read.
+func (r *ShardReader) Behind() bool {
+	return len(r.records) > 0 || r.pending.Load() > 0
 }
 
 // Records is the channel of records in shard order. It is closed when the

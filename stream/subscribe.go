@@ -8,9 +8,10 @@ package stream
 // they are stored) and hands out SubscribeToShardEvent values: each holds
 // the records read so far (at most maxEventRecords, about
 // maxEventBytes), ContinuationSequenceNumber (AFTER_SEQUENCE_NUMBER it
-// to go on with the next record) and MillisBehindLatest. With no records
-// an event comes every SubscriptionHeartbeat. At the end of a closed
-// shard the last event carries ChildShards and no
+// to go on with the next record) and MillisBehindLatest (0 when no record
+// waits after the event's, else the age of the event's last record). With
+// no records an event comes every SubscriptionHeartbeat. At the end of a
+// closed shard the last event carries ChildShards and no
 // ContinuationSequenceNumber, and the subscription ends. It also ends
 // after SubscriptionLifetime (5 minutes), all on the engine clock.
 //
@@ -311,7 +312,7 @@ func (u *subscriber) run(ctx context.Context) error {
 }
 
 // fill adds the records ready in the reader to ev, within the event's
-// bounds; one more becomes the carry, and tells MillisBehindLatest.
+// bounds (one more becomes the carry), and sets MillisBehindLatest.
 func (u *subscriber) fill(ev *SubscribeToShardEvent, clock clockwork.Clock) {
 	size := 0
 	for _, r := range ev.Records {
@@ -330,17 +331,22 @@ more:
 			break more
 		}
 	}
+	last := ev.Records[len(ev.Records)-1]
 	if len(ev.Records) == maxEventRecords || size >= maxEventBytes {
 		select {
 		case rec, ok := <-u.r.Records():
 			if ok {
 				u.carry = &rec
-				ev.MillisBehindLatest = max(0, clock.Since(rec.ApproximateArrivalTimestamp).Milliseconds())
 			}
 		default:
 		}
 	}
-	u.next = ev.Records[len(ev.Records)-1].Seq + 1
+	if u.carry != nil || u.r.Behind() {
+		// Records wait after the event's: behind by (at most) the age of
+		// its last record.
+		ev.MillisBehindLatest = max(0, clock.Since(last.ApproximateArrivalTimestamp).Milliseconds())
+	}
+	u.next = last.Seq + 1
 }
 
 func (u *subscriber) send(ctx context.Context, ev SubscribeToShardEvent) error {
