@@ -76,7 +76,7 @@ type SubscribeToShardEvent struct {
 	// it to go on after this event. Empty at the end of a closed shard.
 	ContinuationSequenceNumber string
 	// MillisBehindLatest: 0 when the subscription is caught up, else the
-	// age of the next record not yet sent (ms).
+	// age of the event's last record (ms).
 	MillisBehindLatest int64
 	// ChildShards: the closed shard's children, with its last event only.
 	ChildShards []ChildShard
