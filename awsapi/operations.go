@@ -60,7 +60,7 @@ var operations = index([]Operation{
 	{Service: Kinesis, Name: "DeregisterStreamConsumer", h: handle(kinesisDeregisterStreamConsumer),
 		Doc: "Deregisters a consumer (DELETING for 500 ms, then gone); its subscriptions end."},
 	{Service: Kinesis, Name: "SubscribeToShard", h: handle(kinesisSubscribeToShard),
-		Doc: "Pushes a shard's records to an ACTIVE consumer as an event stream for 5 minutes (ContinuationSequenceNumber, MillisBehindLatest, ChildShards at a closed shard's end); HTTP/1.1 or h2c, JSON or CBOR."},
+		Doc: "Pushes a shard's records to an ACTIVE consumer as an event stream for 5 minutes (ContinuationSequenceNumber, MillisBehindLatest, ChildShards at a closed shard's end); one subscription per consumer and shard (takeover after 5 s, one call a second); HTTP/1.1 or h2c, JSON or CBOR."},
 	// Kinesis (kinesis_settings.go)
 	{Service: Kinesis, Name: "TagResource", h: handle(kinesisTagResource),
 		Doc: "Adds or overwrites tags of a stream or a stream consumer by its ARN (at most 50)."},

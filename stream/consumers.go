@@ -448,10 +448,20 @@ func (s *Service) ConsumerCount(ctx context.Context, d *StreamDescription) (int,
 	return len(cs), err
 }
 
-// deleteConsumers drops a deleted stream's consumers.
+// deleteConsumers drops a deleted stream's consumers and their leases
+// (their subscriptions end).
 func (s *Service) deleteConsumers(ctx context.Context, d *StreamDescription) error {
 	if s.consumers == nil {
 		return nil
+	}
+	cs, _, err := s.loadConsumers(ctx, d, s.eng.Clock.Now())
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		for _, sh := range d.Shards {
+			_ = s.consumers.Purge(ctx, leaseKey(c.ID, sh.ShardID))
+		}
 	}
 	if err := s.consumers.Purge(ctx, d.ID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return awserr.New(awserr.ErrService, "delete consumers of %s: %v", d.StreamName, err)

@@ -224,8 +224,8 @@ func wantData(t testing.TB, recs []stream.Record, from int) {
 
 // Every record in order, the ones put during the subscription too; then
 // AFTER_SEQUENCE_NUMBER the continuation goes on with the next record,
-// none repeated; the other starting positions start where
-// GetShardIterator's do.
+// none repeated (a second later: one call per second); the other starting
+// positions start where GetShardIterator's do.
 func TestSubscribeToShardDeliversEveryRecordInOrder(t *testing.T) {
 	rn, clk, c := activeConsumer(t, "s", 1)
 	sh := stream.ShardID(0)
@@ -242,7 +242,12 @@ func TestSubscribeToShardDeliversEveryRecordInOrder(t *testing.T) {
 	sub.Close()
 
 	putN(t, rn, "s", 1203, 2)
-	sub = subscribe(t, rn, c.ConsumerARN, sh, stream.StartingPosition{Type: stream.AfterSequenceNumber, SequenceNumber: cont})
+	// One SubscribeToShard per second per consumer and shard.
+	after := stream.StartingPosition{Type: stream.AfterSequenceNumber, SequenceNumber: cont}
+	_, err := rn.Streams.SubscribeToShard(t.Context(), c.ConsumerARN, sh, after)
+	wantErr(t, err, awserr.ErrLimitExceeded, "Rate exceeded")
+	clk.Advance(stream.SubscribeInterval)
+	sub = subscribe(t, rn, c.ConsumerARN, sh, after)
 	next, _ := collect(t, sub, 2)
 	wantData(t, next, 1203)
 	if len(next) != 2 {
@@ -257,18 +262,20 @@ func TestSubscribeToShardDeliversEveryRecordInOrder(t *testing.T) {
 	}
 	sub.Close()
 
+	clk.Advance(stream.SubscribeInterval)
 	sub = subscribe(t, rn, c.ConsumerARN, sh, stream.StartingPosition{Type: stream.AtSequenceNumber, SequenceNumber: recs[5].SequenceNumber})
 	at, _ := collect(t, sub, 1)
 	wantData(t, at[:1], 5)
 	sub.Close()
 
+	clk.Advance(stream.SubscribeInterval)
 	sub = subscribe(t, rn, c.ConsumerARN, sh, stream.StartingPosition{Type: stream.Latest})
 	putN(t, rn, "s", 1205, 1)
 	latest, _ := collect(t, sub, 1)
 	wantData(t, latest, 1205)
 	sub.Close()
 
-	_, err := rn.Streams.SubscribeToShard(t.Context(), c.ConsumerARN, sh, stream.StartingPosition{Type: "NEWEST"})
+	_, err = rn.Streams.SubscribeToShard(t.Context(), c.ConsumerARN, sh, stream.StartingPosition{Type: "NEWEST"})
 	wantErr(t, err, awserr.ErrInvalidArgument, "ShardIteratorType")
 	_, err = rn.Streams.SubscribeToShard(t.Context(), c.ConsumerARN, stream.ShardID(7), stream.StartingPosition{Type: stream.TrimHorizon})
 	wantErr(t, err, awserr.ErrResourceNotFound)

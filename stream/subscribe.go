@@ -21,8 +21,10 @@ package stream
 // processes. A second SubscribeToShard within SubscriptionTakeoverAfter
 // (5 s) of the running one's start is ResourceInUseException; later, it
 // takes over and the running one ends with ResourceInUseException (it
-// watches its lease). DeregisterStreamConsumer deletes the leases: the
-// subscriptions end with ResourceNotFoundException.
+// watches its lease). A subscription that ends gives the lease up but
+// keeps its start: a new one within SubscribeInterval (1 s) of it is
+// LimitExceededException. DeregisterStreamConsumer deletes the leases:
+// the subscriptions end with ResourceNotFoundException.
 
 import (
 	"context"
@@ -52,6 +54,10 @@ const (
 	// SubscriptionHeartbeat is how often an event comes when no record
 	// does (AWS documents no figure; runnel's choice).
 	SubscriptionHeartbeat = 5 * time.Second
+	// SubscribeInterval: "You can make one call to SubscribeToShard per
+	// second per registered consumer per shard"; a subscription started
+	// sooner after the last one is LimitExceededException.
+	SubscribeInterval = time.Second
 )
 
 const (
@@ -122,22 +128,26 @@ type lease struct {
 // stream. Errors: InvalidArgumentException (the ARN, the position),
 // ResourceNotFoundException (consumer, stream or shard),
 // ResourceInUseException (the consumer is not ACTIVE, or already
-// subscribed to the shard less than 5 s ago).
+// subscribed to the shard less than 5 s ago), LimitExceededException (a
+// subscription of the consumer to the shard started less than 1 s ago).
 func (s *Service) SubscribeToShard(ctx context.Context, consumerARN, shardID string, pos StartingPosition) (*Subscription, error) {
-	l, c, err := s.holdLease(ctx, consumerARN, "", shardID)
+	c, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN})
 	if err != nil {
 		return nil, err
 	}
 	h, sh, err := s.shardOf(ctx, c.StreamName, shardID)
-	if err == nil {
-		var from uint64
-		from, err = s.position(ctx, h, sh, GetShardIteratorInput{ShardIteratorType: pos.Type, StartingSequenceNumber: pos.SequenceNumber, Timestamp: pos.Timestamp})
-		if err == nil {
-			return s.subscribe(ctx, l, h, sh, from)
-		}
+	if err != nil {
+		return nil, err
 	}
-	l.release()
-	return nil, err
+	from, err := s.position(ctx, h, sh, GetShardIteratorInput{ShardIteratorType: pos.Type, StartingSequenceNumber: pos.SequenceNumber, Timestamp: pos.Timestamp})
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := s.holdLease(ctx, consumerARN, c.StreamName, shardID)
+	if err != nil {
+		return nil, err
+	}
+	return s.subscribe(ctx, l, h, sh, from)
 }
 
 func (s *Service) subscribe(ctx context.Context, l *heldLease, h *handle, sh int, from uint64) (*Subscription, error) {
@@ -174,6 +184,7 @@ type heldLease struct {
 	s                   *Service
 	key                 string
 	rev                 uint64
+	startedMs           int64
 	watch               jetstream.KeyWatcher
 	streamName, shardID string
 }
@@ -192,7 +203,8 @@ func (s *Service) holdLease(ctx context.Context, consumerARN, streamName, shardI
 		return nil, nil, awserr.New(awserr.ErrResourceInUse, "Consumer %s is not ACTIVE, instead in state %s", consumerARN, c.ConsumerStatus)
 	}
 	l := &heldLease{s: s, key: leaseKey(c.ID, shardID), streamName: c.StreamName, shardID: shardID}
-	if l.rev, err = s.takeLease(ctx, l.key, nuid.Next(), consumerARN, shardID); err != nil {
+	l.startedMs = s.eng.Clock.Now().UnixMilli()
+	if l.rev, err = s.takeLease(ctx, l.key, nuid.Next(), l.startedMs, consumerARN, shardID); err != nil {
 		return nil, nil, err
 	}
 	if l.watch, err = s.consumers.Watch(context.WithoutCancel(ctx), l.key, jetstream.UpdatesOnly()); err != nil {
@@ -202,11 +214,13 @@ func (s *Service) holdLease(ctx context.Context, consumerARN, streamName, shardI
 	return l, c, nil
 }
 
-// release stops watching the lease and deletes it, unless another
-// subscription took it over.
+// release stops watching the lease and gives it up (no owner), unless
+// another subscription took it over or it was deleted.
 func (l *heldLease) release() {
 	_ = l.watch.Stop()
-	_ = l.s.consumers.Delete(context.Background(), l.key, jetstream.LastRevision(l.rev))
+	// Kept without an owner: its start still counts for SubscribeInterval.
+	b, _ := json.Marshal(lease{StartedMs: l.startedMs})
+	_, _ = l.s.consumers.Update(context.Background(), l.key, b, l.rev)
 }
 
 // lost tells, from an update of the lease (ok false: the watch ended),
@@ -226,11 +240,12 @@ func (l *heldLease) lost(e jetstream.KeyValueEntry, ok bool) error {
 	return awserr.New(awserr.ErrResourceInUse, "Another SubscribeToShard call took over this subscription to %s of stream %s.", l.shardID, l.streamName)
 }
 
-// takeLease creates the lease of key for owner me, or takes over one
-// older than SubscriptionTakeoverAfter; it returns the lease's revision.
-func (s *Service) takeLease(ctx context.Context, key, me, consumerARN, shardID string) (uint64, error) {
-	now := s.eng.Clock.Now()
-	b, _ := json.Marshal(lease{Owner: me, StartedMs: now.UnixMilli()})
+// takeLease creates the lease of key for owner me at nowMs, or takes over
+// one released (no owner) at least SubscribeInterval ago or held for at
+// least SubscriptionTakeoverAfter; it returns the lease's revision.
+func (s *Service) takeLease(ctx context.Context, key, me string, nowMs int64, consumerARN, shardID string) (uint64, error) {
+	now := time.UnixMilli(nowMs)
+	b, _ := json.Marshal(lease{Owner: me, StartedMs: nowMs})
 	rev, err := s.consumers.Create(ctx, key, b)
 	if err == nil {
 		return rev, nil
@@ -240,7 +255,7 @@ func (s *Service) takeLease(ctx context.Context, key, me, consumerARN, shardID s
 	}
 	e, err := s.consumers.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return s.takeLease(ctx, key, me, consumerARN, shardID) // released meanwhile
+		return s.takeLease(ctx, key, me, nowMs, consumerARN, shardID) // deleted meanwhile
 	}
 	if err != nil {
 		return 0, awserr.New(awserr.ErrService, "subscription lease: %v", err)
@@ -248,8 +263,12 @@ func (s *Service) takeLease(ctx context.Context, key, me, consumerARN, shardID s
 	var held lease
 	_ = json.Unmarshal(e.Value(), &held)
 	inUse := awserr.New(awserr.ErrResourceInUse, "Another active subscription exists for consumer %s on shard %s; try again %s after it started.", consumerARN, shardID, SubscriptionTakeoverAfter)
-	if now.Sub(time.UnixMilli(held.StartedMs)) < SubscriptionTakeoverAfter {
+	age := now.Sub(time.UnixMilli(held.StartedMs))
+	if held.Owner != "" && age < SubscriptionTakeoverAfter {
 		return 0, inUse
+	}
+	if age < SubscribeInterval {
+		return 0, awserr.New(awserr.ErrLimitExceeded, "Rate exceeded for consumer %s and shard %s: one SubscribeToShard call per second.", consumerARN, shardID)
 	}
 	rev, err = s.consumers.Update(ctx, key, b, e.Revision())
 	if err != nil {
