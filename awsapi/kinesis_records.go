@@ -3,8 +3,8 @@ package awsapi
 // Kinesis: the data plane (JSON 1.1) over package stream. PutRecords and
 // GetRecords write their responses by hand (kinesis_wire.go), byte for
 // byte as encoding/json would. Records are never encrypted
-// (EncryptionType NONE); there are no enhanced fan-out consumers
-// (SubscribeToShard).
+// (EncryptionType NONE). Enhanced fan-out (SubscribeToShard) is
+// kinesis_consumers.go.
 
 import (
 	"time"

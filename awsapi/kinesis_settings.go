@@ -1,8 +1,8 @@
 package awsapi
 
 // Kinesis: tags by resource ARN, account limits, enhanced monitoring and
-// server-side encryption. Tags are the stream's (stream/tags.go); runnel
-// has no stream consumers, so a consumer ARN is not found. Enhanced
+// server-side encryption. Tags are the stream's (stream/tags.go), or
+// with a consumer ARN the consumer's (stream/consumers.go). Enhanced
 // monitoring and encryption are stored and reported by DescribeStream and
 // DescribeStreamSummary, not acted on: runnel publishes no CloudWatch
 // metrics and encrypts nothing (stream/settings.go). DescribeLimits
@@ -28,18 +28,23 @@ type resourceRef struct {
 	ResourceARN string
 }
 
+// consumer returns the ARN if it is a consumer ARN, "" if it is not.
+func (r resourceRef) consumer() string {
+	if strings.Contains(r.ResourceARN, "/consumer/") {
+		return r.ResourceARN
+	}
+	return ""
+}
+
 // streamName returns the name of the stream the ARN names.
 func (r resourceRef) streamName() (string, error) {
 	if r.ResourceARN == "" {
 		return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN: required")
 	}
-	if strings.Contains(r.ResourceARN, "/consumer/") {
-		return "", awserr.New(awserr.ErrResourceNotFound, "Consumer %s not found (runnel has no stream consumers)", r.ResourceARN)
-	}
 	if n, ok := stream.NameFromARN(r.ResourceARN); ok {
 		return n, nil
 	}
-	return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %q is not a Kinesis stream ARN", r.ResourceARN)
+	return "", awserr.New(awserr.ErrInvalidArgument, "ResourceARN %q is not a Kinesis stream or consumer ARN", r.ResourceARN)
 }
 
 type tagResourceInput struct {
@@ -48,6 +53,9 @@ type tagResourceInput struct {
 }
 
 func kinesisTagResource(rq *request, in *tagResourceInput) (any, error) {
+	if c := in.consumer(); c != "" {
+		return nil, rq.h.rn.Streams.TagConsumer(rq.ctx, c, in.Tags)
+	}
 	name, err := in.streamName()
 	if err != nil {
 		return nil, err
@@ -61,6 +69,9 @@ type untagResourceInput struct {
 }
 
 func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
+	if c := in.consumer(); c != "" {
+		return nil, rq.h.rn.Streams.UntagConsumer(rq.ctx, c, in.TagKeys)
+	}
 	name, err := in.streamName()
 	if err != nil {
 		return nil, err
@@ -69,11 +80,16 @@ func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
 }
 
 func kinesisListTagsForResource(rq *request, in *resourceRef) (any, error) {
-	name, err := in.streamName()
-	if err != nil {
-		return nil, err
+	var tags []stream.Tag
+	var err error
+	if c := in.consumer(); c != "" {
+		tags, err = rq.h.rn.Streams.ConsumerTags(rq.ctx, c)
+	} else {
+		var name string
+		if name, err = in.streamName(); err == nil {
+			tags, _, err = rq.h.rn.Streams.ListTagsForStream(rq.ctx, name, "", stream.MaxTagsPerStream)
+		}
 	}
-	tags, _, err := rq.h.rn.Streams.ListTagsForStream(rq.ctx, name, "", stream.MaxTagsPerStream)
 	if err != nil {
 		return nil, err
 	}
@@ -85,14 +101,19 @@ func kinesisDescribeLimits(rq *request, _ *noInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	open := 0
+	open, onDemand := 0, 0
 	for _, n := range names {
-		if d, err := rq.h.rn.Streams.DescribeStream(rq.ctx, n); err == nil {
-			open += d.OpenShardCount()
+		d, err := rq.h.rn.Streams.DescribeStream(rq.ctx, n)
+		switch {
+		case err != nil:
+		case d.Mode() == stream.StreamModeOnDemand:
+			onDemand++
+		default:
+			open += d.OpenShardCount() // the shard limit is the provisioned streams'
 		}
 	}
 	return map[string]any{"ShardLimit": defaultShardLimit, "OpenShardCount": open,
-		"OnDemandStreamCount": 0, "OnDemandStreamCountLimit": defaultOnDemandStreamCountLimit}, nil
+		"OnDemandStreamCount": onDemand, "OnDemandStreamCountLimit": defaultOnDemandStreamCountLimit}, nil
 }
 
 type monitoringInput struct {

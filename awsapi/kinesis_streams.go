@@ -1,10 +1,11 @@
 package awsapi
 
 // Kinesis: the stream control plane (JSON 1.1, X-Amz-Target
-// "Kinesis_20131202.<Op>") over package stream. Every stream is
-// PROVISIONED (its shard count changes by resharding, kinesis_reshard.go);
-// enhanced monitoring and encryption are stored and reported, not acted
-// on (kinesis_settings.go).
+// "Kinesis_20131202.<Op>") over package stream. A PROVISIONED stream's
+// shard count changes by resharding (kinesis_reshard.go), an ON_DEMAND
+// stream's by runnel's scaling (stream/ondemand.go); enhanced monitoring
+// and encryption are stored and reported, not acted on
+// (kinesis_settings.go).
 
 import (
 	"encoding/base64"
@@ -15,11 +16,10 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-type streamModeDetails struct {
-	StreamMode string
+// modeOut is a stream's StreamModeDetails.
+func modeOut(d *stream.StreamDescription) stream.StreamModeDetails {
+	return stream.StreamModeDetails{StreamMode: d.Mode()}
 }
-
-var provisioned = &streamModeDetails{StreamMode: "PROVISIONED"}
 
 type enhancedMetrics struct {
 	ShardLevelMetrics []string
@@ -107,19 +107,17 @@ func limit(field string, p *int, def, max int, sentinel *awserr.Error) (int, err
 type createStreamInput struct {
 	StreamName        string
 	ShardCount        *int
-	StreamModeDetails *streamModeDetails
+	StreamModeDetails *stream.StreamModeDetails
 	Tags              map[string]string
 }
 
 func kinesisCreateStream(rq *request, in *createStreamInput) (any, error) {
-	ci := stream.CreateStreamInput{StreamName: in.StreamName, Tags: in.Tags}
+	ci := stream.CreateStreamInput{StreamName: in.StreamName, Tags: in.Tags, StreamModeDetails: in.StreamModeDetails}
 	if in.ShardCount != nil {
 		ci.ShardCount = *in.ShardCount
 		if ci.ShardCount == 0 {
 			return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "ShardCount", 0, 1, stream.MaxShardCount)
 		}
-	} else if in.StreamModeDetails != nil && in.StreamModeDetails.StreamMode == "ON_DEMAND" {
-		ci.ShardCount = 4 // what an on-demand stream starts with
 	}
 	_, err := rq.h.rn.Streams.CreateStream(rq.ctx, ci)
 	return nil, err
@@ -148,7 +146,7 @@ func kinesisDescribeStream(rq *request, in *describeStreamInput) (any, error) {
 	shards, more := page(stream.FilterShards(d, nil, rq.h.rn.Engine.Clock.Now()), in.ExclusiveStartShardId, limit)
 	return map[string]any{"StreamDescription": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
-		"StreamModeDetails": provisioned, "Shards": shardsOut(shards), "HasMoreShards": more,
+		"StreamModeDetails": modeOut(d), "Shards": shardsOut(shards), "HasMoreShards": more,
 		"RetentionPeriodHours": d.RetentionPeriodHours, "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
 		"EnhancedMonitoring": monitoringOut(d),
 	})}, nil
@@ -159,11 +157,15 @@ func kinesisDescribeStreamSummary(rq *request, in *streamRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	consumers, err := rq.h.rn.Streams.ConsumerCount(rq.ctx, d)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]any{"StreamDescriptionSummary": encryptionOut(d, map[string]any{
 		"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
-		"StreamModeDetails": provisioned, "RetentionPeriodHours": d.RetentionPeriodHours,
+		"StreamModeDetails": modeOut(d), "RetentionPeriodHours": d.RetentionPeriodHours,
 		"StreamCreationTimestamp": epoch(d.StreamCreationTimestamp), "EnhancedMonitoring": monitoringOut(d),
-		"OpenShardCount": d.OpenShardCount(), "ConsumerCount": 0,
+		"OpenShardCount": d.OpenShardCount(), "ConsumerCount": consumers,
 	})}, nil
 }
 
@@ -204,7 +206,7 @@ func kinesisListStreams(rq *request, in *listStreamsInput) (any, error) {
 		}
 		summaries = append(summaries, map[string]any{
 			"StreamName": d.StreamName, "StreamARN": d.StreamARN, "StreamStatus": d.StreamStatus,
-			"StreamModeDetails": provisioned, "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
+			"StreamModeDetails": modeOut(d), "StreamCreationTimestamp": epoch(d.StreamCreationTimestamp),
 		})
 	}
 	if names == nil {
@@ -294,4 +296,17 @@ func (rq *request) setRetention(in *retentionInput, dir int) (any, error) {
 		return nil, rq.h.rn.Streams.UpdateRetentionPeriod(rq.ctx, d.StreamName, h)
 	}
 	return nil, nil
+}
+
+type updateStreamModeInput struct {
+	StreamARN         string
+	StreamModeDetails stream.StreamModeDetails
+}
+
+func kinesisUpdateStreamMode(rq *request, in *updateStreamModeInput) (any, error) {
+	name, err := streamOfARN(in.StreamARN)
+	if err != nil {
+		return nil, err
+	}
+	return nil, rq.h.rn.Streams.UpdateStreamMode(rq.ctx, name, in.StreamModeDetails.StreamMode)
 }

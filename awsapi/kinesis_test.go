@@ -33,7 +33,13 @@ type endpoint struct {
 
 func start(t *testing.T, opts awsapi.Options) *endpoint {
 	t.Helper()
-	e := &endpoint{rn: testenv.Start(t, testenv.Options{})}
+	return startEnv(t, opts, testenv.Options{})
+}
+
+// startEnv is start with the runnel's options (a fake clock...).
+func startEnv(t *testing.T, opts awsapi.Options, env testenv.Options) *endpoint {
+	t.Helper()
+	e := &endpoint{rn: testenv.Start(t, env)}
 	h := awsapi.NewHandler(e.rn, opts)
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor == 2 {

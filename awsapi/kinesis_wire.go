@@ -67,9 +67,16 @@ func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
 		b = append(b, `,"ChildShards":`...)
 		b = append(b, c...)
 	}
-	b = append(b, `,"Records":[`...)
-	for i := range o.Records {
-		r := &o.Records[i]
+	b = append(b, `,"Records":`...)
+	return append(appendRecords(b, o.Records), '}')
+}
+
+// appendRecords appends records as a JSON array of API_Record (GetRecords'
+// Records, SubscribeToShardEvent's).
+func appendRecords(b []byte, records []stream.Record) []byte {
+	b = append(b, '[')
+	for i := range records {
+		r := &records[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -83,7 +90,7 @@ func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
 		b = appendJSONString(b, r.PartitionKey)
 		b = append(b, `,"EncryptionType":"NONE"}`...)
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // getRecordsSize is about the size of appendGetRecords' output.

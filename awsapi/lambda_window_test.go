@@ -57,3 +57,29 @@ func TestLambdaTumblingWindowInSeconds(t *testing.T) {
 		t.Fatalf("UpdateEventSourceMapping TumblingWindowInSeconds = %v, want 0", u.TumblingWindowInSeconds)
 	}
 }
+
+// CreateEventSourceMapping on a stream consumer's ARN through
+// aws-sdk-go-v2: accepted, and EventSourceArn stays the consumer's ARN in
+// Create, Get and List (the mapping reads through the consumer; see
+// mapping's TestMappingOnConsumerARNProcessesLikeAStreamMapping).
+func TestLambdaEventSourceMappingOnAConsumerARN(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{})
+	lc, _ := lambdaEndpoint(t, rn)
+	function.Register("lambdatest-efo", function.KinesisHandler(func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return events.KinesisEventResponse{}, nil
+	}))
+	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("lam-efo"), Role: aws.String("r"), Runtime: "runnel", Handler: aws.String("lambdatest-efo"), Code: &ltypes.FunctionCode{}}))
+	lambdaMust(rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "lam-efo", ShardCount: 1}))
+	c := lambdaMust(rn.Streams.RegisterStreamConsumer(ctx, "lam-efo", "lambda", nil))
+	m := lambdaMust(lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(c.ConsumerARN), FunctionName: aws.String("lam-efo"),
+		StartingPosition: ltypes.EventSourcePositionLatest}))
+	g := lambdaMust(lc.GetEventSourceMapping(ctx, &lambda.GetEventSourceMappingInput{UUID: m.UUID}))
+	l := lambdaMust(lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(c.ConsumerARN)}))
+	if aws.ToString(m.EventSourceArn) != c.ConsumerARN || aws.ToString(g.EventSourceArn) != c.ConsumerARN || len(l.EventSourceMappings) != 1 {
+		t.Fatalf("EventSourceArn: created %q, got %q, listed %d; want %q", aws.ToString(m.EventSourceArn), aws.ToString(g.EventSourceArn), len(l.EventSourceMappings), c.ConsumerARN)
+	}
+	_, err := lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{EventSourceArn: aws.String(rn.Streams.ARN("lam-efo") + "/consumer/nobody:1"), FunctionName: aws.String("lam-efo"),
+		StartingPosition: ltypes.EventSourcePositionLatest})
+	wantLambdaErr[*ltypes.ResourceNotFoundException](t, err, "nobody")
+}

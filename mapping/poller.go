@@ -28,10 +28,13 @@ type runner struct {
 	cfg        Config
 	streamName string
 	streamARN  string
-	streamID   string // the stream incarnation the mapping reads
-	epoch      int64
-	matcher    *filter.Matcher
-	dest       Destination // nil: discarded records are logged and counted
+	// consumerARN is the enhanced fan-out consumer the mapping reads
+	// through when its EventSourceArn is a consumer ARN.
+	consumerARN string
+	streamID    string // the stream incarnation the mapping reads
+	epoch       int64
+	matcher     *filter.Matcher
+	dest        Destination // nil: discarded records are logged and counted
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -361,6 +364,7 @@ func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 
 	for ctx.Err() == nil {
 		rd, err := w.r.streams.ReadShard(ctx, w.r.streamName, w.shardID, w.seen.Load()+1, stream.ReadShardOptions{
+			ConsumerARN: w.r.consumerARN,
 			OnGap: func(g stream.Gap) {
 				w.counters.expiredMessages.Add(int64(g.Messages))
 				log.Warn("records expired from the stream before the mapping read them",
@@ -444,6 +448,10 @@ func (w *shardWorker) finish(ctx context.Context, end uint64) bool {
 func (w *shardWorker) setErr(err error) {
 	w.mu.Lock()
 	w.lastErr = err.Error()
+	if w.r.consumerARN != "" && (errors.Is(err, awserr.ErrResourceInUse) || errors.Is(err, awserr.ErrResourceNotFound)) {
+		// Not ACTIVE, subscribed by another reader, or deregistered.
+		w.lastResult = "PROBLEM: cannot read through the stream consumer"
+	}
 	w.mu.Unlock()
 }
 

@@ -70,20 +70,23 @@ func withDestination(arn string) *mapping.DestinationConfig {
 // shard's checkpoint has reached the end of the shard.
 func settle(t *testing.T, rn *runnel.Runnel, uuid, streamName string) {
 	t.Helper()
+	testenv.Eventually(t, wait, "mapping caught up", func() bool { return caughtUp(t, rn, uuid, streamName) })
+}
+
+// caughtUp reports whether every shard's checkpoint is at its end.
+func caughtUp(t *testing.T, rn *runnel.Runnel, uuid, streamName string) bool {
 	ctx := context.Background()
-	testenv.Eventually(t, wait, "mapping caught up", func() bool {
-		st, err := rn.Mappings.Status(uuid)
-		if err != nil {
-			t.Fatal(err)
+	st, err := rn.Mappings.Status(uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range st.Shards {
+		_, last, _ := rn.Streams.ShardBounds(ctx, streamName, sh.ShardID)
+		if want, _ := rn.Streams.SequenceNumber(ctx, streamName, sh.ShardID, last+1); sh.Checkpoint != want {
+			return false
 		}
-		for _, sh := range st.Shards {
-			_, last, _ := rn.Streams.ShardBounds(ctx, streamName, sh.ShardID)
-			if want, _ := rn.Streams.SequenceNumber(ctx, streamName, sh.ShardID, last+1); sh.Checkpoint != want {
-				return false
-			}
-		}
-		return len(st.Shards) > 0
-	})
+	}
+	return len(st.Shards) > 0
 }
 
 func TestBisectBatchOnFunctionError(t *testing.T) {

@@ -206,7 +206,7 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 		return nil, err
 	}
 	cfg.UUID = uuid.NewString()
-	name, isStream := stream.NameFromARN(cfg.EventSourceArn)
+	name, _, isStream := stream.SourceOfARN(cfg.EventSourceArn)
 	var shards []stream.Shard
 	var streamDesc *stream.StreamDescription
 	if isStream {
@@ -260,12 +260,17 @@ func (s *Service) validate(ctx context.Context, cfg *Config) error {
 			return invalid("StartingPosition: AT_TIMESTAMP is not supported for a DynamoDB stream (TRIM_HORIZON or LATEST)")
 		}
 	} else {
-		name, ok := stream.NameFromARN(cfg.EventSourceArn)
+		name, consumer, ok := stream.SourceOfARN(cfg.EventSourceArn)
 		if !ok {
-			return invalid("EventSourceArn: %q is not a stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)", cfg.EventSourceArn)
+			return invalid("EventSourceArn: %q is not a stream ARN (arn:aws:kinesis:<region>:<account>:stream/<name>) or a stream consumer ARN (<stream ARN>/consumer/<name>:<creation timestamp>)", cfg.EventSourceArn)
 		}
 		if _, err := s.streams.DescribeStream(ctx, name); err != nil {
 			return err
+		}
+		if consumer != "" {
+			if _, err := s.streams.DescribeStreamConsumer(ctx, stream.ConsumerRef{ConsumerARN: consumer}); err != nil {
+				return err
+			}
 		}
 	}
 	fn, err := s.functions.GetFunction(cfg.FunctionName)
@@ -349,6 +354,11 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 		return err
 	}
 	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest}
+	if _, consumer, _ := stream.SourceOfARN(cfg.EventSourceArn); consumer != "" {
+		// Read through the consumer; records and failure records name
+		// the stream.
+		r.consumerARN, r.streamARN = consumer, desc.StreamARN
+	}
 	if err := r.start(s.ctx); err != nil {
 		return err
 	}
@@ -694,7 +704,7 @@ func (s *Service) sourceStreams(cfg Config) (*stream.Service, string, *ddbSource
 		}
 		return s.tables.Logs(), t.LogName(), &ddbSource{label: label, table: t}, nil
 	}
-	name, ok := stream.NameFromARN(cfg.EventSourceArn)
+	name, _, ok := stream.SourceOfARN(cfg.EventSourceArn)
 	if !ok {
 		return nil, "", nil, invalid("EventSourceArn: %q is not a stream ARN", cfg.EventSourceArn)
 	}

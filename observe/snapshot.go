@@ -163,7 +163,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 	// Mappings.
 	for _, c := range rn.Mappings.ListEventSourceMappings() {
 		m := MappingState{UUID: c.UUID, Function: functionName(c.FunctionName), SourceArn: c.EventSourceArn, State: c.State}
-		if n, ok := stream.NameFromARN(c.EventSourceArn); ok {
+		if n, _, ok := stream.SourceOfARN(c.EventSourceArn); ok {
 			m.Source, m.SourceKind = n, "stream"
 		} else if n, ok := queue.NameFromARN(c.EventSourceArn); ok {
 			m.Source, m.SourceKind = n, "queue"

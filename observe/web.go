@@ -224,7 +224,7 @@ func (w *web) graph(rw http.ResponseWriter, r *http.Request) {
 	// node returns the node of an ARN (stream, queue or function),
 	// adding it if it is not known yet.
 	node := func(arn string) string {
-		if n, ok := stream.NameFromARN(arn); ok {
+		if n, _, ok := stream.SourceOfARN(arn); ok { // a stream, or a consumer of it
 			return add(GraphNode{ID: "stream:" + n, Kind: "stream", Name: n, ARN: arn}).ID
 		}
 		if n, ok := queue.NameFromARN(arn); ok {

@@ -165,3 +165,20 @@ EventSourceMappings:
 		t.Fatal("the mapping did not deliver the change")
 	}
 }
+
+// A stream's capacity mode as CloudFormation writes it
+// (AWS::Kinesis::Stream StreamModeDetails).
+func TestOnDemandStreamStack(t *testing.T) {
+	s, err := stack.Parse([]byte("Streams:\n  - StreamName: od\n    StreamModeDetails: {StreamMode: ON_DEMAND}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	if _, err := stack.Apply(context.Background(), rn, s); err != nil {
+		t.Fatal(err)
+	}
+	d, err := rn.Streams.DescribeStream(context.Background(), "od")
+	if err != nil || d.Mode() != stream.StreamModeOnDemand || d.OpenShardCount() != stream.OnDemandInitialShards {
+		t.Fatalf("stream od: %+v, %v; want ON_DEMAND with 4 shards", d, err)
+	}
+}

@@ -32,6 +32,9 @@ type handle struct {
 	// seal is, per shard, the JetStream sequence of its seal message once
 	// known (0 while open or not yet seen).
 	seal []atomic.Uint64
+	// rates is, per shard of an ON_DEMAND stream, its write counter (nil
+	// for a provisioned stream; ondemand.go).
+	rates []*writeRate
 }
 
 // handle returns the cached handle of a stream, loading it if needed.
@@ -82,6 +85,12 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 		}
 		if sh.Open() {
 			h.open = append(h.open, i)
+			if d.Mode() == StreamModeOnDemand {
+				if h.rates == nil {
+					h.rates = make([]*writeRate, n)
+				}
+				h.rates[i] = s.rateOf(d, i)
+			}
 		}
 	}
 	sort.Slice(h.open, func(a, b int) bool {

@@ -215,6 +215,10 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	timeout := time.NewTimer(AckTimeout)
 	defer timeout.Stop()
 	accept := func(c *chunk, ack *jetstream.PubAck) {
+		if h.rates != nil { // an ON_DEMAND stream: count the writes
+			h.rates[c.shard].bytes.Add(int64(c.size - envelopeHead - envelopePerRecord*len(c.entries)))
+			h.rates[c.shard].records.Add(int64(len(c.entries)))
+		}
 		for k, i := range c.entries {
 			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
 		}

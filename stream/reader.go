@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,6 +25,9 @@ type ShardReader struct {
 	mu      sync.Mutex
 	err     error
 	end     uint64 // the shard's end position, once the reader reached it
+	// pending is how many stored messages follow the last one read
+	// (JetStream's NumPending), for Behind.
+	pending atomic.Uint64
 }
 
 // Gap reports records that expired (retention) or were purged before a
@@ -46,6 +50,17 @@ type ReadShardOptions struct {
 	// OnGap, if set, is called when the reader skips positions that no
 	// longer exist. The mapping logs and counts them.
 	OnGap func(Gap)
+	// ConsumerARN, if set, reads through that enhanced fan-out consumer of
+	// the stream, as a Lambda mapping on a consumer ARN does: the consumer
+	// must be ACTIVE, and the reader holds its subscription lease on the
+	// shard (subscribe.go) as SubscribeToShard does. The reader stops
+	// after SubscriptionLifetime (no error, no End: open it again where
+	// it stopped), with ResourceInUseException when a SubscribeToShard
+	// takes the lease over, and with ResourceNotFoundException when the
+	// consumer is deregistered.
+	ConsumerARN string
+
+	lease *heldLease // ConsumerARN's, once held
 }
 
 // ReadShard opens a reader on shardID of streamName starting at position
@@ -60,6 +75,18 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 		return nil, err
 	}
 	from = max(from, FirstPosition)
+	if o.ConsumerARN != "" {
+		l, _, err := s.holdLease(ctx, o.ConsumerARN, streamName, shardID)
+		if err != nil {
+			return nil, err
+		}
+		o.ConsumerARN, o.lease = "", l
+		r, err := s.ReadShard(ctx, streamName, shardID, from, o)
+		if err != nil {
+			l.release()
+		}
+		return r, err
+	}
 	fromMsg, fromIdx := MessageOf(from)
 	if o.Buffer <= 0 {
 		o.Buffer = 4096
@@ -78,6 +105,9 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 		}
 		if gone {
 			// At or past the end of a closed shard: nothing to read.
+			if o.lease != nil {
+				o.lease.release()
+			}
 			r := &ShardReader{records: make(chan Record), cancel: func() {}, done: make(chan struct{}), end: Position(seal, 0)}
 			close(r.records)
 			close(r.done)
@@ -101,8 +131,15 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 		<-rctx.Done()
 		iter.Stop()
 	}()
+	leaseDone := r.watchLease(rctx, s, o.lease)
 	go func() {
-		defer close(r.done)
+		defer func() {
+			if leaseDone != nil {
+				cancel()
+				<-leaseDone // released before Stop returns
+			}
+			close(r.done)
+		}()
 		defer close(r.records)
 		expect := fromMsg
 		var buf []Record
@@ -120,6 +157,7 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 				return
 			}
 			q := md.Sequence.Stream
+			r.pending.Store(md.NumPending)
 			if isSeal(m.Data()) {
 				h.seal[sh].Store(q)
 				r.mu.Lock()
@@ -157,10 +195,48 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	return r, nil
 }
 
+// watchLease ends the reader when it loses its consumer's lease l (with
+// the error) or after SubscriptionLifetime, and releases l then; it
+// returns a channel closed once l is released (nil without a lease).
+func (r *ShardReader) watchLease(ctx context.Context, s *Service, l *heldLease) chan struct{} {
+	if l == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	lifetime := s.eng.Clock.NewTimer(SubscriptionLifetime)
+	go func() {
+		defer close(done)
+		defer l.release()
+		defer lifetime.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-lifetime.Chan():
+				r.cancel()
+				return
+			case e, ok := <-l.watch.Updates():
+				if err := l.lost(e, ok); err != nil {
+					r.setErr(err)
+					r.cancel()
+					return
+				}
+			}
+		}
+	}()
+	return done
+}
+
 func (r *ShardReader) setErr(err error) {
 	r.mu.Lock()
 	r.err = err
 	r.mu.Unlock()
+}
+
+// Behind reports whether records are waiting that Records has not given
+// yet: in the reader's buffer, or stored after the last message it read.
+func (r *ShardReader) Behind() bool {
+	return len(r.records) > 0 || r.pending.Load() > 0
 }
 
 // Records is the channel of records in shard order. It is closed when the

@@ -95,6 +95,12 @@ type UpdateShardCountOutput struct {
 // ACTIVE), LimitExceededException (more than MaxShardCount open shards,
 // shard indexes exhausted).
 func (s *Service) SplitShard(ctx context.Context, streamName, shardToSplit, newStartingHashKey string) (*StreamDescription, error) {
+	return s.splitShard(ctx, streamName, shardToSplit, newStartingHashKey, false)
+}
+
+// splitShard is SplitShard; onDemand allows it on an ON_DEMAND stream (the
+// scaling of ondemand.go).
+func (s *Service) splitShard(ctx context.Context, streamName, shardToSplit, newStartingHashKey string, onDemand bool) (*StreamDescription, error) {
 	if !explicitHashKeyRE.MatchString(newStartingHashKey) {
 		return nil, invalidArg("NewStartingHashKey: %q must be a decimal in 0..2^128-1", newStartingHashKey)
 	}
@@ -103,6 +109,11 @@ func (s *Service) SplitShard(ctx context.Context, streamName, shardToSplit, newS
 		return nil, invalidArg("NewStartingHashKey: %q must be a decimal in 0..2^128-1", newStartingHashKey)
 	}
 	return s.reshard(ctx, streamName, oneStep(func(d *StreamDescription) ([]change, error) {
+		if !onDemand {
+			if err := provisionedOnly(d, "SplitShard"); err != nil {
+				return nil, err
+			}
+		}
 		p, err := s.openShard(d, shardToSplit, "split")
 		if err != nil {
 			return nil, err
@@ -131,6 +142,9 @@ func (s *Service) SplitShard(ctx context.Context, streamName, shardToSplit, newS
 // (shard indexes exhausted).
 func (s *Service) MergeShards(ctx context.Context, streamName, shardToMerge, adjacentShardToMerge string) (*StreamDescription, error) {
 	return s.reshard(ctx, streamName, oneStep(func(d *StreamDescription) ([]change, error) {
+		if err := provisionedOnly(d, "MergeShards"); err != nil {
+			return nil, err
+		}
 		a, err := s.openShard(d, shardToMerge, "merge")
 		if err != nil {
 			return nil, err
@@ -181,6 +195,9 @@ func (s *Service) UpdateShardCount(ctx context.Context, streamName string, targe
 	_, err := s.reshard(ctx, streamName, func(d *StreamDescription) ([]change, error) {
 		if first {
 			first = false
+			if err := provisionedOnly(d, "UpdateShardCount"); err != nil {
+				return nil, err
+			}
 			cur := d.OpenShardCount()
 			out = &UpdateShardCountOutput{StreamName: d.StreamName, StreamARN: d.StreamARN, CurrentShardCount: cur, TargetShardCount: targetShardCount}
 			if targetShardCount > 2*cur || 2*targetShardCount < cur {
@@ -191,15 +208,9 @@ func (s *Service) UpdateShardCount(ctx context.Context, streamName string, targe
 				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount of stream %s: TargetShardCount %d exceeds runnel's limit of %d open shards (MaxShardCount).", streamName, targetShardCount, MaxShardCount)
 			}
 			now := s.eng.Clock.Now().UnixMilli()
-			recent := d.Scalings[:0:0]
-			for _, t := range d.Scalings {
-				if now-t < (24 * time.Hour).Milliseconds() {
-					recent = append(recent, t)
-				}
-			}
-			if len(recent) >= MaxScalingsPerDay {
-				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount of stream %s under account %s: at most %d scaling operations per rolling 24 hours; the next is possible at %s.",
-					streamName, s.eng.AccountID(), MaxScalingsPerDay, time.UnixMilli(recent[0]).Add(24*time.Hour).UTC().Format(time.RFC3339))
+			recent, err := s.dailyQuota("UpdateShardCount", streamName, "scaling operations", d.Scalings, MaxScalingsPerDay, now)
+			if err != nil {
+				return nil, err
 			}
 			if next := maxIndex(d) + 1 + 2*(cur+targetShardCount); next > MaxShardIndex+1 {
 				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount of stream %s: the stream has used too many shard ids (runnel's limit: shardId-%012d)", streamName, MaxShardIndex)

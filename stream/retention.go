@@ -100,15 +100,21 @@ func (s *Service) dropExpiredShards(ctx context.Context, name string) error {
 	return nil
 }
 
-// RunRetention calls TrimExpired every interval (by the engine's clock)
-// until ctx ends.
+// RunRetention calls TrimExpired every interval, and ScaleOnDemand every
+// OnDemandWindow (by the engine's clock), until ctx ends.
 func (s *Service) RunRetention(ctx context.Context, interval time.Duration) {
 	t := s.eng.Clock.NewTicker(interval)
 	defer t.Stop()
+	scale := s.eng.Clock.NewTicker(OnDemandWindow)
+	defer scale.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-scale.Chan():
+			if _, err := s.ScaleOnDemand(ctx); err != nil {
+				s.eng.Logger.Warn("on-demand scaling failed", "err", err)
+			}
 		case <-t.Chan():
 			if n, err := s.TrimExpired(ctx); err != nil {
 				s.eng.Logger.Warn("retention trim failed", "err", err)

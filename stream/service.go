@@ -126,6 +126,11 @@ type StreamDescription struct {
 	// nothing (settings.go).
 	EncryptionType string `json:"RunnelEncryptionType,omitempty"`
 	KeyID          string `json:"RunnelKeyId,omitempty"`
+	// StreamMode is ON_DEMAND or PROVISIONED ("" is PROVISIONED; see
+	// Mode and ondemand.go); ModeSwitches are the times (Unix ms) of the
+	// UpdateStreamMode calls of the last 24 hours.
+	StreamMode   string  `json:"RunnelStreamMode,omitempty"`
+	ModeSwitches []int64 `json:"RunnelModeSwitches,omitempty"`
 }
 
 // OpenShardCount is the number of open shards.
@@ -159,11 +164,34 @@ type CreateStreamInput struct {
 	RetentionPeriodHours int `json:"RetentionPeriodHours" yaml:"RetentionPeriodHours"`
 	// Tags: up to 50, as AddTagsToStream takes them.
 	Tags map[string]string `json:"Tags,omitempty" yaml:"Tags,omitempty"`
+	// StreamModeDetails: StreamMode PROVISIONED (the default, also when
+	// nil) or ON_DEMAND, whose shard count starts at
+	// OnDemandInitialShards (unless ShardCount is given) and follows the
+	// write rate (ondemand.go). A stack file writes it as CloudFormation
+	// does: StreamModeDetails: {StreamMode: ON_DEMAND}.
+	StreamModeDetails *StreamModeDetails `json:"StreamModeDetails,omitempty" yaml:"StreamModeDetails,omitempty"`
 }
 
-// WithDefaults returns in with ShardCount 1 and RetentionPeriodHours 24
-// (DefaultRetentionPeriodHours) where they are zero.
+// StreamModeDetails is a stream's capacity mode (API_StreamModeDetails).
+type StreamModeDetails struct {
+	StreamMode string `json:"StreamMode" yaml:"StreamMode"`
+}
+
+// mode is the StreamMode asked for ("" when none).
+func (in CreateStreamInput) mode() string {
+	if in.StreamModeDetails == nil {
+		return ""
+	}
+	return in.StreamModeDetails.StreamMode
+}
+
+// WithDefaults returns in with ShardCount 1 (OnDemandInitialShards for
+// ON_DEMAND) and RetentionPeriodHours 24 (DefaultRetentionPeriodHours)
+// where they are zero.
 func (in CreateStreamInput) WithDefaults() CreateStreamInput {
+	if in.mode() == StreamModeOnDemand {
+		in.ShardCount = cmp.Or(in.ShardCount, OnDemandInitialShards)
+	}
 	in.ShardCount = cmp.Or(in.ShardCount, 1)
 	in.RetentionPeriodHours = cmp.Or(in.RetentionPeriodHours, DefaultRetentionPeriodHours)
 	return in
@@ -183,6 +211,11 @@ func (in CreateStreamInput) Validate() error {
 	if in.RetentionPeriodHours < MinRetentionPeriodHours || in.RetentionPeriodHours > MaxRetentionPeriodHours {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", in.RetentionPeriodHours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
 	}
+	if in.StreamModeDetails != nil {
+		if err := validStreamMode("StreamModeDetails.StreamMode", in.mode()); err != nil {
+			return err
+		}
+	}
 	return validateTags("Tags", in.Tags)
 }
 
@@ -190,12 +223,18 @@ func (in CreateStreamInput) Validate() error {
 type Service struct {
 	eng  *engine.Engine
 	meta jetstream.KeyValue
+	// consumers holds the enhanced fan-out consumers and their
+	// subscription leases (consumers.go); nil for NewLog's streams.
+	consumers jetstream.KeyValue
 	// keep: the streams are logs kept whole (see NewLog): no MaxAge, and
 	// TrimExpired leaves them alone.
 	keep bool
 
 	mu      sync.Mutex
 	handles map[string]*handle
+	// rates counts the writes of ON_DEMAND streams' open shards by
+	// JetStream stream name (*writeRate; ondemand.go).
+	rates sync.Map
 	// gens counts, per stream, the Forget calls: a handle loaded before one
 	// is not cached (it may hold the routing of before a reshard).
 	gens map[string]uint64
@@ -207,7 +246,11 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
+	consumers, err := eng.Bucket(ctx, consumersBucket)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{eng: eng, meta: kv, consumers: consumers, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
 }
 
 // NewLog opens a second, separate set of streams (their descriptions in
@@ -277,6 +320,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		ID:                      nuid.Next(),
 		Epoch:                   nextEpoch(now.UnixMilli()),
 		Tags:                    in.Tags,
+		StreamMode:              in.mode(),
 	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
@@ -333,6 +377,9 @@ func (s *Service) DeleteStream(ctx context.Context, name string) error {
 		return awserr.New(awserr.ErrService, "delete stream %s: %v", name, err)
 	}
 	s.Forget(name)
+	if err := s.deleteConsumers(ctx, d); err != nil {
+		return err
+	}
 	return nil
 }
 

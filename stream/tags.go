@@ -55,31 +55,45 @@ func validateTags(field string, tags map[string]string) error {
 // InvalidArgumentException, as is bad input (naming the field); a missing
 // stream is ResourceNotFoundException.
 func (s *Service) AddTagsToStream(ctx context.Context, streamName string, tags map[string]string) error {
-	if len(tags) < 1 {
-		return awserr.OutOfRange(awserr.ErrInvalidArgument, "Tags", len(tags), 1, MaxTagsPerStream)
-	}
-	if err := validateTags("Tags", tags); err != nil {
+	if err := checkTagsToAdd(tags); err != nil {
 		return err
 	}
 	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
-		merged := map[string]string{}
-		for k, v := range d.Tags {
-			merged[k] = v
-		}
-		for k, v := range tags {
-			merged[k] = v
-		}
-		if len(merged) > MaxTagsPerStream {
-			return invalidArg("Failed to add tags to stream %s under account %s because a given stream cannot have more than %d tags associated with it.", streamName, s.eng.AccountID(), MaxTagsPerStream)
-		}
+		merged, err := mergeTags(d.Tags, tags, "stream", streamName, s.eng.AccountID())
 		d.Tags = merged
-		return nil
+		return err
 	})
 }
 
-// RemoveTagsFromStream removes the tags with the given keys (1..50 keys;
-// keys the stream does not have are ignored) (API_RemoveTagsFromStream).
-func (s *Service) RemoveTagsFromStream(ctx context.Context, streamName string, tagKeys []string) error {
+// checkTagsToAdd checks the Tags of an AddTagsToStream or TagResource
+// call: 1..50 valid tags.
+func checkTagsToAdd(tags map[string]string) error {
+	if len(tags) < 1 {
+		return awserr.OutOfRange(awserr.ErrInvalidArgument, "Tags", len(tags), 1, MaxTagsPerStream)
+	}
+	return validateTags("Tags", tags)
+}
+
+// mergeTags returns old with tags added or overwritten, or
+// InvalidArgumentException when that is more than MaxTagsPerStream
+// (then old unchanged).
+func mergeTags(old, tags map[string]string, kind, name, account string) (map[string]string, error) {
+	merged := map[string]string{}
+	for k, v := range old {
+		merged[k] = v
+	}
+	for k, v := range tags {
+		merged[k] = v
+	}
+	if len(merged) > MaxTagsPerStream {
+		return old, invalidArg("Failed to add tags to %s %s under account %s because a given %s cannot have more than %d tags associated with it.", kind, name, account, kind, MaxTagsPerStream)
+	}
+	return merged, nil
+}
+
+// checkTagKeys checks the TagKeys of a RemoveTagsFromStream or
+// UntagResource call: 1..50 keys of 1..128 characters.
+func checkTagKeys(tagKeys []string) error {
 	if len(tagKeys) < 1 || len(tagKeys) > MaxTagsPerStream {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "TagKeys", len(tagKeys), 1, MaxTagsPerStream)
 	}
@@ -88,12 +102,24 @@ func (s *Service) RemoveTagsFromStream(ctx context.Context, streamName string, t
 			return invalidArg("TagKeys: tag key %q must be 1..%d characters", k, MaxTagKeyLength)
 		}
 	}
-	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
-		for _, k := range tagKeys {
-			delete(d.Tags, k)
-		}
-		return nil
-	})
+	return nil
+}
+
+// RemoveTagsFromStream removes the tags with the given keys (1..50 keys;
+// keys the stream does not have are ignored) (API_RemoveTagsFromStream).
+func (s *Service) RemoveTagsFromStream(ctx context.Context, streamName string, tagKeys []string) error {
+	if err := checkTagKeys(tagKeys); err != nil {
+		return err
+	}
+	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error { return deleteKeys(d.Tags, tagKeys) })
+}
+
+// deleteKeys deletes keys from tags.
+func deleteKeys(tags map[string]string, keys []string) error {
+	for _, k := range keys {
+		delete(tags, k)
+	}
+	return nil
 }
 
 // ListTagsForStream returns a stream's tags sorted by key, from after
@@ -110,21 +136,27 @@ func (s *Service) ListTagsForStream(ctx context.Context, streamName, exclusiveSt
 	if err != nil {
 		return nil, false, err
 	}
-	keys := make([]string, 0, len(d.Tags))
-	for k := range d.Tags {
-		if exclusiveStartTagKey == "" || k > exclusiveStartTagKey {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
 	out := []Tag{}
-	for _, k := range keys {
+	for _, t := range sortedTags(d.Tags) {
+		if exclusiveStartTagKey != "" && t.Key <= exclusiveStartTagKey {
+			continue
+		}
 		if len(out) == limit {
 			return out, true, nil
 		}
-		out = append(out, Tag{Key: k, Value: d.Tags[k]})
+		out = append(out, t)
 	}
 	return out, false, nil
+}
+
+// sortedTags returns tags as a list sorted by key.
+func sortedTags(tags map[string]string) []Tag {
+	out := make([]Tag, 0, len(tags))
+	for k, v := range tags {
+		out = append(out, Tag{Key: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // updateDesc applies change to a stream's stored description, again on a
