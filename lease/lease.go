@@ -174,6 +174,24 @@ func (m *Manager) Count(ctx context.Context, prefix string) (int, error) {
 	return n, nil
 }
 
+// Holders returns every lease held now (by any process): key -> node.
+func (m *Manager) Holders(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	lister, err := m.kv.ListKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return out, nil
+		}
+		return nil, err
+	}
+	for k := range lister.Keys() {
+		if h, err := m.Holder(ctx, k); err == nil && h != "" {
+			out[k] = h
+		}
+	}
+	return out, nil
+}
+
 // Valid reports whether the holder may act on the lease now.
 func (l *Lease) Valid() bool {
 	l.mu.Lock()

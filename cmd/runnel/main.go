@@ -64,12 +64,21 @@ func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Run
 	}
 }
 
+// serveOptions are serve's engine flags: the NATS listener and the
+// cluster.
+type serveOptions struct {
+	listen   string
+	cluster  engine.ClusterConfig
+	replicas int
+}
+
 // serve opens runnel to run the stored mappings, with the built-in handlers
 // registered.
-func (g *globals) serve(ctx context.Context, listen string) (*runnel.Runnel, error) {
+func (g *globals) serve(ctx context.Context, o serveOptions) (*runnel.Runnel, error) {
 	log := g.logger()
 	streams := builtin.Register(log)
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log, Region: g.region, AccountID: g.account}})
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: o.listen,
+		Cluster: o.cluster, Replicas: o.replicas, Logger: log, Region: g.region, AccountID: g.account}})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +120,7 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 		}
 	}
 	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g), dlqCmd(g), replayCmd(g), resolveCmd(g))
-	root.AddCommand(statusCmd(g))
+	root.AddCommand(statusCmd(g), clusterCmd(g))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

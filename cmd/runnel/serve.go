@@ -19,7 +19,8 @@ import (
 )
 
 func serveCmd(g *globals) *cobra.Command {
-	var file, listen, awsAddr, authKeys string
+	var file, awsAddr, authKeys string
+	var so serveOptions
 	var every time.Duration
 	var obs observeFlags
 	cmd := &cobra.Command{
@@ -35,6 +36,11 @@ Handlers built into this binary: noop, log, fail, fail-on-poison.
 With --listen the embedded JetStream also accepts NATS clients, so other
 runnel commands can work on the same data with --nats-url while serve runs.
 
+With --cluster-listen and --routes, serve is a node of a runnel cluster: the
+embedded servers of all nodes form one NATS cluster with clustered JetStream
+(replicas 3 by default), the nodes share every stream, queue, table and mapping,
+and split the work by leases (see docs/cluster.md and 'runnel cluster status').
+
 serve evaluates the alarm rules (see 'runnel status') every --alarm-interval,
 logs their changes and runs --alarm-command / posts to --alarm-webhook on each;
 with --http it serves /metrics (Prometheus), /status (JSON), and at / a web page
@@ -48,7 +54,7 @@ not checked. --aws "" turns it off; if the default port is taken, serve warns an
 goes on without it (an explicit --aws address must be free).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rn, err := g.serve(ctx, listen)
+			rn, err := g.serve(ctx, so)
 			if err != nil {
 				return err
 			}
@@ -101,7 +107,11 @@ goes on without it (an explicit --aws address must be free).`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
-	cmd.Flags().StringVar(&listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
+	cmd.Flags().StringVar(&so.listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
+	cmd.Flags().StringVar(&so.cluster.Listen, "cluster-listen", "", "be a cluster node: accept routes from the other nodes on this address (0.0.0.0:6222)")
+	cmd.Flags().StringSliceVar(&so.cluster.Routes, "routes", nil, "the cluster nodes' route addresses, comma-separated (host1:6222,host2:6222,host3:6222)")
+	cmd.Flags().StringVar(&so.cluster.Name, "node-name", "", "this node's name in the cluster (default runnel-<cluster port>)")
+	cmd.Flags().IntVar(&so.replicas, "replicas", 0, "JetStream replicas of every stream and bucket (default 1; 3 with --cluster-listen)")
 	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...] (default: any credentials accepted)")
 	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
