@@ -1,0 +1,364 @@
+package sns_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/sns"
+)
+
+const wait = 10 * time.Second
+
+var ctx = context.Background()
+
+func createQueue(t *testing.T, rn *runnel.Runnel, name string, attrs map[string]string) string {
+	t.Helper()
+	if _, err := rn.Queues.CreateQueue(ctx, name, attrs); err != nil {
+		t.Fatal(err)
+	}
+	return rn.Queues.ARN(name)
+}
+
+func createTopic(t *testing.T, rn *runnel.Runnel, name string, attrs map[string]string) string {
+	t.Helper()
+	arn, err := rn.SNS.CreateTopic(ctx, name, attrs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arn
+}
+
+func subscribe(t *testing.T, rn *runnel.Runnel, topic, protocol, endpoint string, attrs map[string]string) string {
+	t.Helper()
+	arn, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: protocol, Endpoint: endpoint, Attributes: attrs, ReturnSubscriptionArn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return arn
+}
+
+func publish(t *testing.T, rn *runnel.Runnel, in sns.PublishInput) string {
+	t.Helper()
+	out, err := rn.SNS.Publish(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.MessageId
+}
+
+// settled waits until every delivery of n messages to subs subscriptions
+// ended (delivered, failed or filtered out).
+func settled(t *testing.T, rn *runnel.Runnel, topic string, total int64) sns.Stats {
+	t.Helper()
+	var st sns.Stats
+	testenv.Eventually(t, wait, "deliveries settled", func() bool {
+		st = rn.SNS.Stats(topic)
+		return st.Delivered+st.Failed+st.FilteredOut >= total
+	})
+	return st
+}
+
+// receiveAll takes every visible message of a queue.
+func receiveAll(t *testing.T, rn *runnel.Runnel, name string) []queue.Message {
+	t.Helper()
+	var out []queue.Message
+	for {
+		zero := 0
+		got, err := rn.Queues.ReceiveMessage(ctx, name, queue.ReceiveMessageInput{MaxNumberOfMessages: 10,
+			WaitTimeSeconds: &zero, MessageAttributeNames: []string{"All"}, AttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			return out
+		}
+		out = append(out, got...)
+	}
+}
+
+func envelopeOf(t *testing.T, body string) sns.Envelope {
+	t.Helper()
+	var e sns.Envelope
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("not an envelope: %v: %s", err, body)
+	}
+	return e
+}
+
+func strp(s string) *string { return &s }
+
+// TestFanOutToThreeQueuesWithFilterPolicies: one topic, three queues with
+// their own filter policies and dead-letter queues; each queue gets the
+// messages its policy matches, in SNS's envelope, and nothing else.
+func TestFanOutToThreeQueuesWithFilterPolicies(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "orders", nil)
+	policies := map[string]string{
+		"eu":    `{"region":["eu-west-1","eu-central-1"]}`,
+		"big":   `{"amount":[{"numeric":[">=",100]}]}`,
+		"other": `{"region":[{"anything-but":["eu-west-1","eu-central-1"]}]}`,
+	}
+	for name, p := range policies {
+		dlq := createQueue(t, rn, name+"-dlq", nil)
+		subscribe(t, rn, topic, "sqs", createQueue(t, rn, name, nil), map[string]string{
+			"FilterPolicy": p, "RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`})
+	}
+	msgs := []struct {
+		region string
+		amount string
+		want   []string
+	}{
+		{"eu-west-1", "5", []string{"eu"}},
+		{"us-east-1", "500", []string{"big", "other"}},
+		{"eu-central-1", "100", []string{"big", "eu"}},
+		{"ap-south-1", "1", []string{"other"}},
+	}
+	ids := map[string]string{}
+	for i, m := range msgs {
+		ids[publish(t, rn, sns.PublishInput{TopicArn: topic, Message: fmt.Sprintf("order %d", i), Subject: "new order",
+			MessageAttributes: map[string]sns.Attribute{"region": {DataType: "String", StringValue: m.region},
+				"amount": {DataType: "Number", StringValue: m.amount}}})] = fmt.Sprintf("order %d", i)
+	}
+	st := settled(t, rn, "orders", 12)
+	if st.Published != 4 || st.Delivered != 6 || st.FilteredOut != 6 || st.Failed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	got := map[string][]string{}
+	for name := range policies {
+		for _, m := range receiveAll(t, rn, name) {
+			e := envelopeOf(t, m.Body)
+			if e.Type != "Notification" || e.TopicArn != topic || e.Subject != "new order" || ids[e.MessageId] != e.Message ||
+				e.SignatureVersion != "1" || e.Signature == "" || !strings.HasSuffix(e.SigningCertURL, ".pem") ||
+				!strings.Contains(e.UnsubscribeURL, "Action=Unsubscribe") || e.MessageAttributes["amount"].Type != "Number" {
+				t.Fatalf("envelope %+v", e)
+			}
+			if _, err := time.Parse("2006-01-02T15:04:05.000Z", e.Timestamp); err != nil {
+				t.Fatalf("Timestamp %q", e.Timestamp)
+			}
+			got[e.Message] = append(got[e.Message], name)
+		}
+		if dl := receiveAll(t, rn, name+"-dlq"); len(dl) != 0 {
+			t.Fatalf("%s-dlq has %d messages", name, len(dl))
+		}
+	}
+	for i, m := range msgs {
+		g := got[fmt.Sprintf("order %d", i)]
+		sort.Strings(g)
+		if strings.Join(g, ",") != strings.Join(m.want, ",") {
+			t.Errorf("order %d went to %v, want %v", i, g, m.want)
+		}
+	}
+}
+
+// TestRawMessageDelivery: with RawMessageDelivery the queue gets the
+// message itself and the attributes as SQS message attributes.
+func TestRawMessageDelivery(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "raw", nil)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "rawq", nil), map[string]string{"RawMessageDelivery": "true"})
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "wrapped", nil), nil)
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: `{"hello":"world"}`, MessageAttributes: map[string]sns.Attribute{
+		"s": {DataType: "String", StringValue: "x"}, "n": {DataType: "Number", StringValue: "1.5"},
+		"b": {DataType: "Binary", BinaryValue: []byte{2, 3, 4}}, "a": {DataType: "String.Array", StringValue: `["p","q"]`}}})
+	settled(t, rn, "raw", 2)
+	raw := receiveAll(t, rn, "rawq")
+	if len(raw) != 1 || raw[0].Body != `{"hello":"world"}` {
+		t.Fatalf("raw: %+v", raw)
+	}
+	a := raw[0].MessageAttributes
+	if *a["s"].StringValue != "x" || a["n"].DataType != "Number" || string(a["b"].BinaryValue) != "\x02\x03\x04" || a["a"].DataType != "String.Array" {
+		t.Fatalf("raw attributes %+v", a)
+	}
+	wrapped := receiveAll(t, rn, "wrapped")
+	if len(wrapped) != 1 || len(wrapped[0].MessageAttributes) != 0 {
+		t.Fatalf("wrapped: %+v", wrapped)
+	}
+	if e := envelopeOf(t, wrapped[0].Body); e.Message != `{"hello":"world"}` || e.MessageAttributes["b"] != (sns.EnvelopeValue{Type: "Binary", Value: "AgME"}) {
+		t.Fatalf("envelope %+v", e)
+	}
+}
+
+// TestRedriveToDLQWhenTheQueueIsGone: a deleted target queue is a client
+// error: no retry, the message goes to the subscription's DLQ as it would
+// have been delivered; a subscription without a DLQ counts it failed.
+func TestRedriveToDLQWhenTheQueueIsGone(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "t", nil)
+	dlq := createQueue(t, rn, "dlq", nil)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "gone", nil), map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`})
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "gone-too", nil), nil)
+	for _, q := range []string{"gone", "gone-too"} {
+		if err := rn.Queues.DeleteQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "lost?"})
+	st := settled(t, rn, "t", 2)
+	if st.Failed != 2 || st.DeadLettered != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	got := receiveAll(t, rn, "dlq")
+	if len(got) != 1 {
+		t.Fatalf("dlq: %d messages", len(got))
+	}
+	if e := envelopeOf(t, got[0].Body); e.MessageId != id || e.Message != "lost?" {
+		t.Fatalf("dlq envelope %+v", e)
+	}
+}
+
+// TestFIFOTopicKeepsGroupOrderAndDeduplicates: a FIFO topic into a FIFO
+// queue keeps each group's order, forwards the group id, and delivers a
+// duplicate (same content, content-based deduplication) once.
+func TestFIFOTopicKeepsGroupOrderAndDeduplicates(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "t.fifo", map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"})
+	q := createQueue(t, rn, "q.fifo", map[string]string{"FifoQueue": "true"})
+	subscribe(t, rn, topic, "sqs", q, map[string]string{"RawMessageDelivery": "true"})
+	var entries []sns.PublishBatchEntry
+	for i := range 30 {
+		entries = append(entries, sns.PublishBatchEntry{Id: fmt.Sprint(i), PublishInput: sns.PublishInput{
+			Message: fmt.Sprintf("g%d-%02d", i%3, i), MessageGroupId: fmt.Sprintf("g%d", i%3)}})
+		if len(entries) == 10 {
+			out, err := rn.SNS.PublishBatch(ctx, topic, entries)
+			if err != nil || len(out.Failed) != 0 || out.Successful[0].SequenceNumber == "" {
+				t.Fatalf("PublishBatch: %+v %v", out, err)
+			}
+			entries = nil
+		}
+	}
+	first := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "dup", MessageGroupId: "g0"})
+	if again := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "dup", MessageGroupId: "g0"}); again != first {
+		t.Fatalf("duplicate got MessageId %s, first %s", again, first)
+	}
+	settled(t, rn, "t.fifo", 31)
+	byGroup := map[string][]string{}
+	for len(byGroup["g0"])+len(byGroup["g1"])+len(byGroup["g2"]) < 31 {
+		got := receiveAll(t, rn, "q.fifo")
+		if len(got) == 0 {
+			t.Fatalf("only %v", byGroup)
+		}
+		for _, m := range got {
+			g := m.Attributes[queue.MsgAttrMessageGroupId]
+			byGroup[g] = append(byGroup[g], m.Body)
+			rn.Queues.DeleteMessage(ctx, "q.fifo", m.ReceiptHandle)
+		}
+	}
+	for g, bodies := range byGroup {
+		if !sort.StringsAreSorted(bodies[:10]) || (g == "g0" && (len(bodies) != 11 || bodies[10] != "dup")) {
+			t.Errorf("group %s out of order: %v", g, bodies)
+		}
+	}
+}
+
+// recorder is a function that records its SNS events and fails the first
+// failures calls.
+type recorder struct {
+	mu       sync.Mutex
+	events   []events.SNSEvent
+	failures atomic.Int32
+}
+
+var handlerSeq atomic.Int64
+
+func newFunction(t *testing.T, rn *runnel.Runnel, name string, failures int32) *recorder {
+	t.Helper()
+	r := &recorder{}
+	r.failures.Store(failures)
+	h := fmt.Sprintf("sns-test-%d", handlerSeq.Add(1))
+	function.Register(h, func(ctx context.Context, ev events.SNSEvent) error {
+		r.mu.Lock()
+		r.events = append(r.events, ev)
+		r.mu.Unlock()
+		if r.failures.Add(-1) >= 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: name, Handler: h}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
+// TestPublishIsDurableBeforeDelivery: a message accepted while no worker
+// runs (a passive instance, as after a crash before delivery) is
+// delivered by the next instance on the same data.
+func TestPublishIsDurableBeforeDelivery(t *testing.T) {
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Mappings: mapping.Options{Passive: true}})
+	topic := createTopic(t, rn, "t", nil)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "q", nil), nil)
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "kept"})
+	rn.Crash()
+	rn = testenv.Start(t, testenv.Options{Dir: dir})
+	settled(t, rn, "t", 1)
+	got := receiveAll(t, rn, "q")
+	if len(got) != 1 || envelopeOf(t, got[0].Body).MessageId != id {
+		t.Fatalf("after restart: %+v", got)
+	}
+}
+
+// TestPublishValidation: AWS's errors, naming the parameter.
+func TestPublishValidation(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	std := createTopic(t, rn, "std", nil)
+	fifo := createTopic(t, rn, "f.fifo", map[string]string{"FifoTopic": "true"})
+	cases := []struct {
+		in   sns.PublishInput
+		code *awserr.Error
+		msg  string
+	}{
+		{sns.PublishInput{TopicArn: std}, awserr.ErrSNSInvalidParameter, "Empty message"},
+		{sns.PublishInput{TopicArn: std, Message: strings.Repeat("x", sns.MaxMessageSize+1)}, awserr.ErrSNSInvalidParameter, "Message too long"},
+		{sns.PublishInput{TopicArn: std, Message: "m", MessageStructure: "json"}, awserr.ErrSNSInvalidParameter, "Message Structure"},
+		{sns.PublishInput{TopicArn: std, Message: `{"sqs":"x"}`, MessageStructure: "json"}, awserr.ErrSNSInvalidParameter, "No default entry"},
+		{sns.PublishInput{TopicArn: std, Message: "m", MessageDeduplicationId: "d"}, awserr.ErrSNSInvalidParameter, "MessageDeduplicationId"},
+		{sns.PublishInput{TopicArn: fifo, Message: "m"}, awserr.ErrSNSInvalidParameter, "MessageGroupId parameter is required"},
+		{sns.PublishInput{TopicArn: fifo, Message: "m", MessageGroupId: "g"}, awserr.ErrSNSInvalidParameter, "ContentBasedDeduplication"},
+		{sns.PublishInput{TopicArn: std, Message: "m", MessageAttributes: map[string]sns.Attribute{"AWS.x": {DataType: "String", StringValue: "v"}}}, awserr.ErrSNSParameterValueInvalid, "name"},
+		{sns.PublishInput{TopicArn: std, Message: "m", MessageAttributes: map[string]sns.Attribute{"x": {DataType: "String"}}}, awserr.ErrSNSParameterValueInvalid, "non-empty"},
+		{sns.PublishInput{TopicArn: std, Message: "m", MessageAttributes: map[string]sns.Attribute{"x": {DataType: "Number", StringValue: "abc"}}}, awserr.ErrSNSParameterValueInvalid, "to number"},
+		{sns.PublishInput{TopicArn: std, Message: "m", MessageAttributes: map[string]sns.Attribute{"x": {DataType: "Blob", StringValue: "a"}}}, awserr.ErrSNSParameterValueInvalid, "supported type"},
+		{sns.PublishInput{TopicArn: rn.SNS.TopicARN("nope"), Message: "m"}, awserr.ErrSNSNotFound, "does not exist"},
+	}
+	for i, c := range cases {
+		_, err := rn.SNS.Publish(ctx, c.in)
+		if !errors.Is(err, c.code) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("case %d: %v, want %s %q", i, err, c.code.Code, c.msg)
+		}
+	}
+	_, err := rn.SNS.PublishBatch(ctx, std, nil)
+	if !errors.Is(err, awserr.ErrSNSEmptyBatchRequest) {
+		t.Errorf("empty batch: %v", err)
+	}
+	out, err := rn.SNS.PublishBatch(ctx, std, []sns.PublishBatchEntry{{Id: "a", PublishInput: sns.PublishInput{Message: "ok"}}, {Id: "b"}})
+	if err != nil || len(out.Successful) != 1 || len(out.Failed) != 1 || out.Failed[0].Code != "InvalidParameter" || !out.Failed[0].SenderFault {
+		t.Fatalf("mixed batch: %+v %v", out, err)
+	}
+	_, err = rn.SNS.PublishBatch(ctx, std, []sns.PublishBatchEntry{{Id: "a", PublishInput: sns.PublishInput{Message: "ok"}}, {Id: "a", PublishInput: sns.PublishInput{Message: "ok"}}})
+	if !errors.Is(err, awserr.ErrSNSBatchEntryIdsNotDistinct) {
+		t.Errorf("same ids: %v", err)
+	}
+}
