@@ -141,7 +141,7 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 	var subs []*subscription
 	only := attr(m, taskSubscription)
 	for _, sub := range s.subs {
-		if sub.meta.TopicName == meta.Name && sub.meta.Confirmed && (only == "" || sub.meta.ID == only) {
+		if sub.meta.TopicName == meta.Name && sub.meta.Confirmed && sub.meta.ConfirmedAt <= r.Timestamp && (only == "" || sub.meta.ID == only) {
 			subs = append(subs, sub)
 		}
 	}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awserr"
@@ -271,6 +275,7 @@ func TestFIFOTopicKeepsGroupOrderAndDeduplicates(t *testing.T) {
 type recorder struct {
 	mu       sync.Mutex
 	events   []events.SNSEvent
+	at       []time.Time
 	failures atomic.Int32
 }
 
@@ -284,6 +289,7 @@ func newFunction(t *testing.T, rn *runnel.Runnel, name string, failures int32) *
 	function.Register(h, func(ctx context.Context, ev events.SNSEvent) error {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
+		r.at = append(r.at, rn.Engine.Clock.Now())
 		r.mu.Unlock()
 		if r.failures.Add(-1) >= 0 {
 			return errors.New("not yet")
@@ -360,5 +366,145 @@ func TestPublishValidation(t *testing.T) {
 	_, err = rn.SNS.PublishBatch(ctx, std, []sns.PublishBatchEntry{{Id: "a", PublishInput: sns.PublishInput{Message: "ok"}}, {Id: "a", PublishInput: sns.PublishInput{Message: "ok"}}})
 	if !errors.Is(err, awserr.ErrSNSBatchEntryIdsNotDistinct) {
 		t.Errorf("same ids: %v", err)
+	}
+}
+
+// advanceUntil moves a fake clock on in steps until cond holds.
+func advanceUntil(t *testing.T, clock *clockwork.FakeClock, step time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testenv.Eventually(t, wait, what, func() bool {
+		if cond() {
+			return true
+		}
+		clock.Advance(step)
+		return cond()
+	})
+}
+
+// TestLambdaDeliveryIsAnAsyncInvocationWithItsRetries: a function
+// subscription gets events.SNSEvent as an asynchronous invocation; its
+// errors are retried by the async rules (after 1 minute, then 2 more);
+// a function that does not exist is a client error: straight to the DLQ.
+func TestLambdaDeliveryIsAnAsyncInvocationWithItsRetries(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	r := newFunction(t, rn, "fn", 2)
+	topic := createTopic(t, rn, "t", nil)
+	fnARN := func(name string) string {
+		return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", rn.Engine.Region(), rn.Engine.AccountID(), name)
+	}
+	sub := subscribe(t, rn, topic, "lambda", fnARN("fn"), nil)
+	dlq := createQueue(t, rn, "dlq", nil)
+	subscribe(t, rn, topic, "lambda", fnARN("missing"), map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`})
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "hi", MessageAttributes: map[string]sns.Attribute{
+		"n": {DataType: "Number", StringValue: "7"}}})
+	advanceUntil(t, clock, 10*time.Second, "three invocations", func() bool { return r.count() >= 3 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gap := r.at[1].Sub(r.at[0]); gap < time.Minute {
+		t.Fatalf("first retry after %v, want 1 minute", gap)
+	}
+	if gap := r.at[2].Sub(r.at[1]); gap < 2*time.Minute {
+		t.Fatalf("second retry after %v, want 2 minutes", gap)
+	}
+	rec := r.events[2].Records[0]
+	if len(r.events[2].Records) != 1 || rec.EventSource != "aws:sns" || rec.EventVersion != "1.0" || rec.EventSubscriptionArn != sub ||
+		rec.SNS.MessageID != id || rec.SNS.TopicArn != topic || rec.SNS.Message != "hi" || rec.SNS.Type != "Notification" ||
+		rec.SNS.Signature == "" || rec.SNS.UnsubscribeURL == "" {
+		t.Fatalf("event %+v", rec)
+	}
+	if a, _ := rec.SNS.MessageAttributes["n"].(map[string]any); a["Type"] != "String" || a["Value"] != "7" {
+		t.Fatalf("attributes %+v", rec.SNS.MessageAttributes)
+	}
+	st := rn.SNS.Stats("t")
+	if st.Delivered != 1 || st.Failed != 1 || st.DeadLettered != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := receiveAll(t, rn, "dlq"); len(got) != 1 || envelopeOf(t, got[0].Body).MessageId != id {
+		t.Fatalf("dlq %+v", got)
+	}
+}
+
+// endpoint is an HTTP subscriber that records what it is sent and fails
+// the first failures notifications with HTTP 500.
+type endpoint struct {
+	mu       sync.Mutex
+	reqs     []*http.Request
+	bodies   []string
+	failures int
+}
+
+func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reqs, e.bodies = append(e.reqs, r), append(e.bodies, string(b))
+	if r.Header.Get("x-amz-sns-message-type") == "Notification" && e.failures > 0 {
+		e.failures--
+		w.WriteHeader(500)
+	}
+}
+
+func (e *endpoint) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.reqs)
+}
+
+// TestHTTPConfirmationAndDeliveryPolicyRetries: an http subscription is
+// pending until ConfirmSubscription gets the token SNS posted; a
+// notification failing with HTTP 500 is retried by the subscription's
+// delivery policy, with the same MessageId and SNS's headers; when the
+// retries are spent it goes to the DLQ.
+func TestHTTPConfirmationAndDeliveryPolicyRetries(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ep := &endpoint{failures: 2}
+	srv := httptest.NewServer(ep)
+	defer srv.Close()
+	topic := createTopic(t, rn, "t", nil)
+	dlq := createQueue(t, rn, "dlq", nil)
+	arn, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: srv.URL + "/hook",
+		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`,
+			"DeliveryPolicy": `{"healthyRetryPolicy":{"numRetries":2,"minDelayTarget":5,"maxDelayTarget":5}}`}})
+	if err != nil || arn != sns.PendingConfirmation {
+		t.Fatalf("Subscribe: %q %v", arn, err)
+	}
+	testenv.Eventually(t, wait, "the confirmation request", func() bool { return ep.count() == 1 })
+	conf := envelopeOf(t, ep.bodies[0])
+	if conf.Type != "SubscriptionConfirmation" || conf.Token == "" || !strings.Contains(conf.SubscribeURL, "Action=ConfirmSubscription") ||
+		ep.reqs[0].Header.Get("x-amz-sns-subscription-arn") != "" || ep.reqs[0].Header.Get("x-amz-sns-message-type") != "SubscriptionConfirmation" {
+		t.Fatalf("confirmation %+v", conf)
+	}
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "before"}) // not delivered: pending
+	clock.Advance(time.Millisecond)
+	if _, err := rn.SNS.ConfirmSubscription(ctx, topic, "wrong"); !errors.Is(err, awserr.ErrSNSInvalidParameter) {
+		t.Fatalf("a wrong token: %v", err)
+	}
+	subArn, err := rn.SNS.ConfirmSubscription(ctx, topic, conf.Token)
+	if err != nil || !strings.HasPrefix(subArn, topic+":") {
+		t.Fatalf("ConfirmSubscription: %q %v", subArn, err)
+	}
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "after"})
+	advanceUntil(t, clock, time.Second, "three attempts", func() bool { return ep.count() >= 4 })
+	ep.mu.Lock()
+	for i := 1; i < 4; i++ {
+		h := ep.reqs[i].Header
+		if h.Get("x-amz-sns-message-id") != id || h.Get("x-amz-sns-subscription-arn") != subArn || h.Get("x-amz-sns-topic-arn") != topic ||
+			h.Get("x-amz-sns-message-type") != "Notification" || h.Get("User-Agent") != "Amazon Simple Notification Service Agent" ||
+			envelopeOf(t, ep.bodies[i]).Message != "after" {
+			t.Fatalf("attempt %d: %v %s", i, h, ep.bodies[i])
+		}
+	}
+	ep.failures = 3
+	ep.mu.Unlock()
+	settled(t, rn, "t", 1)
+	gone := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "fails"})
+	advanceUntil(t, clock, time.Second, "the DLQ", func() bool { return rn.SNS.Stats("t").DeadLettered == 1 })
+	if got := receiveAll(t, rn, "dlq"); len(got) != 1 || envelopeOf(t, got[0].Body).MessageId != gone {
+		t.Fatalf("dlq %+v", got)
+	}
+	if n := ep.count(); n != 7 {
+		t.Fatalf("%d requests, want 1 confirmation + 3 + 3", n)
 	}
 }

@@ -47,14 +47,17 @@ const TokenValidity = 48 * time.Hour
 
 // subMeta is what "runnel_sns_subscriptions" stores per subscription.
 type subMeta struct {
-	ID         string            `json:"Id"`
-	TopicName  string            `json:"TopicName"`
-	Protocol   string            `json:"Protocol"`
-	Endpoint   string            `json:"Endpoint"`
-	Confirmed  bool              `json:"Confirmed"`
-	Token      string            `json:"Token,omitempty"`
-	TokenUntil int64             `json:"TokenUntil,omitempty"` // Unix ms
-	Attributes map[string]string `json:"Attributes"`
+	ID        string `json:"Id"`
+	TopicName string `json:"TopicName"`
+	Protocol  string `json:"Protocol"`
+	Endpoint  string `json:"Endpoint"`
+	Confirmed bool   `json:"Confirmed"`
+	// ConfirmedAt (Unix ms, engine clock): messages published before it
+	// are not delivered to the subscription.
+	ConfirmedAt int64             `json:"ConfirmedAt"`
+	Token       string            `json:"Token,omitempty"`
+	TokenUntil  int64             `json:"TokenUntil,omitempty"` // Unix ms
+	Attributes  map[string]string `json:"Attributes"`
 }
 
 // subscription is a loaded subscription with its compiled policies.
@@ -189,7 +192,7 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 	}
 	s.mu.Unlock()
 	m := subMeta{ID: uuid.NewString(), TopicName: t.meta.Name, Protocol: in.Protocol, Endpoint: in.Endpoint,
-		Confirmed: true, Attributes: maps.Clone(in.Attributes)}
+		Confirmed: true, ConfirmedAt: s.eng.Clock.Now().UnixMilli(), Attributes: maps.Clone(in.Attributes)}
 	if m.Attributes == nil {
 		m.Attributes = map[string]string{}
 	}
@@ -307,7 +310,7 @@ func (s *Service) ConfirmSubscription(ctx context.Context, topicArn, token strin
 	}
 	if !found.meta.Confirmed {
 		m := found.meta
-		m.Confirmed = true
+		m.Confirmed, m.ConfirmedAt = true, now
 		if found, err = s.putSub(ctx, m); err != nil {
 			return "", err
 		}
