@@ -34,7 +34,7 @@ func (we wireError) fault() string {
 // logged).
 func (rq *request) toWire(err error) wireError {
 	internal := awserr.ErrService
-	if rq.proto == protoSQSJSON || rq.proto == protoSQSQuery {
+	if rq.proto == protoSQSJSON || rq.proto == protoSQSQuery || rq.proto == protoSNS {
 		internal = awserr.ErrInternal
 	}
 	var e *awserr.Error
@@ -65,7 +65,7 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
-	case protoLogs, protoIAM, protoSTS:
+	case protoLogs, protoIAM, protoSTS, protoSNS:
 		// the code as it is
 	default:
 		w = spec.DynamoDB
@@ -95,7 +95,7 @@ func (rq *request) fail(err error) {
 	}
 	w.Header().Set("x-amzn-RequestId", rq.reqID)
 	switch rq.proto {
-	case protoSQSQuery, protoIAM, protoSTS:
+	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		w.Header().Set("Content-Type", "text/xml")
 		w.WriteHeader(we.status)
 		var b bytes.Buffer

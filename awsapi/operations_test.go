@@ -27,7 +27,7 @@ var targetPrefix = map[awsapi.Service]string{
 
 // queryScope is the SigV4 scope service of each query-protocol service
 // but SQS (which a form without a scope reaches).
-var queryScope = map[awsapi.Service]string{awsapi.IAM: "iam", awsapi.STS: "sts"}
+var queryScope = map[awsapi.Service]string{awsapi.IAM: "iam", awsapi.STS: "sts", awsapi.SNS: "sns"}
 
 // TestEveryOperationIsRouted sends every operation of the table, with an
 // empty input, the way a client does (X-Amz-Target, SQS Action, Lambda

@@ -35,6 +35,7 @@ const (
 	protoIAM                             // form in, XML out
 	protoSTS                             // form in, XML out
 	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
+	protoSNS                             // form in, XML out
 )
 
 // serviceRoute names the service and protocol of a request by a key: an
@@ -62,6 +63,7 @@ var queryServices = []serviceRoute{
 	{"sqs", SQS, protoSQSQuery},
 	{"iam", IAM, protoIAM},
 	{"sts", STS, protoSTS},
+	{"sns", SNS, protoSNS},
 }
 
 // lambdaPrefixes are the path prefixes of the Lambda REST API.
@@ -185,10 +187,10 @@ func (rq *request) route() (*Operation, error) {
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 			// A health check: say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\"]}\n")
+			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\"]}\n")
 			return nil, nil
 		}
-		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SQS, IAM or STS query Action)", target)
+		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SQS, IAM, STS or SNS query Action)", target)
 	}
 	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
 	for _, q := range queryServices {
@@ -321,7 +323,7 @@ func (rq *request) decode(in any) error {
 		return d.decodeFrom(rq)
 	}
 	switch rq.proto {
-	case protoSQSQuery, protoIAM, protoSTS:
+	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		return decodeForm(rq.form, in)
 	case protoDynamoDB, protoDynamoDBStreams:
 		return dynamoDecode(rq.body, in)
@@ -338,7 +340,7 @@ func (rq *request) reply(out any) {
 		return
 	}
 	switch rq.proto {
-	case protoSQSQuery, protoIAM, protoSTS:
+	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		rq.replyXML(out)
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoReply(out)

@@ -68,7 +68,7 @@ type PublishInput struct {
 // topics the SequenceNumber.
 type PublishOutput struct {
 	MessageId      string
-	SequenceNumber string `json:",omitempty"`
+	SequenceNumber string `json:",omitempty" xml:",omitempty"`
 }
 
 // PublishBatchEntry is one entry of PublishBatch; Id (1..80 of
@@ -81,7 +81,7 @@ type PublishBatchEntry struct {
 // BatchResultEntry is a published entry of PublishBatch.
 type BatchResultEntry struct {
 	Id, MessageId  string
-	SequenceNumber string `json:",omitempty"`
+	SequenceNumber string `json:",omitempty" xml:",omitempty"`
 }
 
 // BatchResultErrorEntry is a failed entry of PublishBatch.
