@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/sns"
 )
 
 // maxBody bounds a request body: PutRecords' 5 MiB in base64 with room.
@@ -100,6 +101,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.proto = protoLambda
 		w.Header().Set("X-Amzn-RequestId", rq.reqID)
 		h.mux.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == sns.CertPath {
+		// SigningCertURL: the certificate of SNS envelopes' signatures.
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		w.Write(h.rn.SNS.SigningCertPEM())
 		return
 	}
 	body, err := readBody(r, maxBody)

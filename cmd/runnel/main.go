@@ -24,6 +24,7 @@ import (
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/sns"
 )
 
 // globals are the flags every command takes.
@@ -65,11 +66,17 @@ func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Run
 }
 
 // serve opens runnel to run the stored mappings, with the built-in handlers
-// registered.
-func (g *globals) serve(ctx context.Context, listen string) (*runnel.Runnel, error) {
+// registered; SNS's links (SubscribeURL, UnsubscribeURL, SigningCertURL)
+// point at awsAddr, the AWS endpoint's address.
+func (g *globals) serve(ctx context.Context, listen, awsAddr string) (*runnel.Runnel, error) {
 	log := g.logger()
 	streams := builtin.Register(log)
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log, Region: g.region, AccountID: g.account}})
+	var snsOpts sns.Options
+	if awsAddr != "" {
+		snsOpts.BaseURL = "http://" + awsAddr
+	}
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: listen, Logger: log, Region: g.region, AccountID: g.account},
+		SNS: snsOpts})
 	if err != nil {
 		return nil, err
 	}
