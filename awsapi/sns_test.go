@@ -2,12 +2,19 @@ package awsapi_test
 
 import (
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha1"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -97,6 +104,7 @@ func TestSNSFanOutToThreeQueuesThroughTheSDK(t *testing.T) {
 				if env["Type"] != "Notification" || env["TopicArn"] != topic || env["UnsubscribeURL"] == nil {
 					t.Fatalf("%s: envelope %s", name, body)
 				}
+				verifySignature(t, e, env)
 				body = env["Message"].(string)
 			} else if m.MessageAttributes["amount"].DataType == nil {
 				t.Fatalf("raw delivery without attributes: %+v", m.MessageAttributes)
@@ -120,6 +128,40 @@ func TestSNSFanOutToThreeQueuesThroughTheSDK(t *testing.T) {
 		if extra := receiveBodies(t, qc, targets[n].dlqURL, 0); len(extra) != 0 {
 			t.Fatalf("%s-dlq not empty", n)
 		}
+	}
+}
+
+// verifySignature checks an envelope's Signature as AWS's guide says a
+// subscriber should: the certificate from SigningCertURL (here, its path
+// on this endpoint), SHA1withRSA over "name\nvalue\n" of Message,
+// MessageId, Subject (if any), Timestamp, TopicArn and Type.
+func verifySignature(t *testing.T, e *endpoint, env map[string]any) {
+	t.Helper()
+	u, _ := url.Parse(env["SigningCertURL"].(string))
+	resp, err := http.Get(e.srv.URL + u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemBytes, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		t.Fatalf("no certificate at %s", u.Path)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, k := range []string{"Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"} {
+		if v, ok := env[k].(string); ok {
+			b.WriteString(k + "\n" + v + "\n")
+		}
+	}
+	sig, _ := base64.StdEncoding.DecodeString(env["Signature"].(string))
+	sum := sha1.Sum([]byte(b.String()))
+	if env["SignatureVersion"] != "1" || rsa.VerifyPKCS1v15(cert.PublicKey.(*rsa.PublicKey), crypto.SHA1, sum[:], sig) != nil {
+		t.Fatalf("the signature does not verify: %v", env)
 	}
 }
 

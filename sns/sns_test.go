@@ -508,3 +508,28 @@ func TestHTTPConfirmationAndDeliveryPolicyRetries(t *testing.T) {
 		t.Fatalf("%d requests, want 1 confirmation + 3 + 3", n)
 	}
 }
+
+// TestSubscriptionGetsOnlyLaterMessages: a subscription receives the
+// messages published after it was confirmed, not those already waiting
+// for delivery (made certain by publishing while no worker runs).
+func TestSubscriptionGetsOnlyLaterMessages(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Mappings: mapping.Options{Passive: true}})
+	topic := createTopic(t, rn, "t", nil)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "early", nil), nil)
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "first"})
+	clock.Advance(time.Millisecond)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "late", nil), nil)
+	clock.Advance(time.Millisecond)
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "second"})
+	rn.Crash()
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	settled(t, rn, "t", 3)
+	if got := receiveAll(t, rn, "early"); len(got) != 2 {
+		t.Fatalf("early: %d messages", len(got))
+	}
+	if got := receiveAll(t, rn, "late"); len(got) != 1 || envelopeOf(t, got[0].Body).Message != "second" {
+		t.Fatalf("late: %+v", got)
+	}
+}
