@@ -252,3 +252,25 @@ func (s *Service) topicByARN(arn string) (*topic, error) {
 	}
 	return t, nil
 }
+
+// TopicNames returns the names of every topic, in order.
+func (s *Service) TopicNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sortedKeys(s.topics)
+}
+
+// DeadLetterQueues returns the queues named by subscriptions'
+// RedrivePolicy, each with the subscriptions (ARNs) that name it: for
+// the operator's view of dead-letter queues and their alarms.
+func (s *Service) DeadLetterQueues() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]string{}
+	for _, sub := range s.subs {
+		if sub.dlq != "" {
+			out[sub.dlq] = append(out[sub.dlq], sub.arn(s))
+		}
+	}
+	return out
+}
