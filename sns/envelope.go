@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/wire"
 )
 
 // Message types of the envelope (and of the x-amz-sns-message-type header).
@@ -31,32 +33,12 @@ const (
 )
 
 // Envelope is the JSON document SNS delivers to SQS and HTTP endpoints
-// (not raw): its fields in AWS's order. FIFO topics leave out the
-// signature fields and add SequenceNumber; confirmations add Token and
-// SubscribeURL and have no UnsubscribeURL.
-type Envelope struct {
-	Type              string                   `json:"Type"`
-	MessageId         string                   `json:"MessageId"`
-	SequenceNumber    string                   `json:"SequenceNumber,omitempty"`
-	Token             string                   `json:"Token,omitempty"`
-	TopicArn          string                   `json:"TopicArn"`
-	Subject           string                   `json:"Subject,omitempty"`
-	Message           string                   `json:"Message"`
-	SubscribeURL      string                   `json:"SubscribeURL,omitempty"`
-	Timestamp         string                   `json:"Timestamp"`
-	SignatureVersion  string                   `json:"SignatureVersion,omitempty"`
-	Signature         string                   `json:"Signature,omitempty"`
-	SigningCertURL    string                   `json:"SigningCertURL,omitempty"`
-	UnsubscribeURL    string                   `json:"UnsubscribeURL,omitempty"`
-	MessageAttributes map[string]EnvelopeValue `json:"MessageAttributes,omitempty"`
-}
+// (not raw); its shape is wire.SNSEnvelope, which recovery reads back.
+type Envelope = wire.SNSEnvelope
 
 // EnvelopeValue is a message attribute in the envelope: Binary values in
 // base64.
-type EnvelopeValue struct {
-	Type  string `json:"Type"`
-	Value string `json:"Value"`
-}
+type EnvelopeValue = wire.SNSMessageAttribute
 
 // signer signs envelopes with a key made once per process.
 type signer struct {
