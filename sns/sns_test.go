@@ -533,3 +533,22 @@ func TestSubscriptionGetsOnlyLaterMessages(t *testing.T) {
 		t.Fatalf("late: %+v", got)
 	}
 }
+
+// TestSubscribeIsIdempotent: the same endpoint subscribed again is the
+// same subscription; with other attributes it is refused, as AWS does.
+func TestSubscribeIsIdempotent(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "t", nil)
+	q := createQueue(t, rn, "q", nil)
+	first := subscribe(t, rn, topic, "sqs", q, map[string]string{"RawMessageDelivery": "true"})
+	if again := subscribe(t, rn, topic, "sqs", q, map[string]string{"RawMessageDelivery": "true"}); again != first {
+		t.Fatalf("again: %s, first %s", again, first)
+	}
+	_, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "sqs", Endpoint: q, Attributes: map[string]string{"RawMessageDelivery": "false"}})
+	if !errors.Is(err, awserr.ErrSNSInvalidParameter) || !strings.Contains(err.Error(), "different attributes") {
+		t.Fatalf("other attributes: %v", err)
+	}
+	if subs, _ := rn.SNS.ListSubscriptions(topic); len(subs) != 1 {
+		t.Fatalf("%d subscriptions", len(subs))
+	}
+}

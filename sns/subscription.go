@@ -134,7 +134,11 @@ func checkSubAttrs(attrs map[string]string, protocol string, fifo bool) error {
 			if fifo && !strings.HasSuffix(arn, ".fifo") {
 				return invalid("RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.")
 			}
-		case AttrFilterPolicy, AttrFilterPolicyScope, AttrSubscriptionRoleArn, AttrReplayPolicy:
+		case AttrFilterPolicyScope:
+			if v != "" && v != ScopeMessageAttributes && v != ScopeMessageBody {
+				return invalid("Attributes Reason: FilterPolicyScope: Invalid value [%s]. Please use either MessageBody or MessageAttributes", v)
+			}
+		case AttrFilterPolicy, AttrSubscriptionRoleArn, AttrReplayPolicy:
 		default:
 			return invalid("Attributes Reason: Unknown attribute %s", k)
 		}
@@ -163,7 +167,8 @@ type SubscribeInput struct {
 // subscription's ARN, or "pending confirmation" for an http/https
 // endpoint (API_Subscribe), which is sent a SubscriptionConfirmation
 // message with the token ConfirmSubscription takes (valid 2 days).
-// Subscribing the same endpoint again returns the existing subscription.
+// Subscribing the same endpoint again returns the existing subscription
+// (InvalidParameter if the given attributes differ from its own).
 func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, error) {
 	t, err := s.topicByARN(in.TopicArn)
 	if err != nil {
@@ -178,6 +183,12 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 	s.mu.Lock()
 	for _, sub := range s.subs {
 		if sub.meta.TopicName == t.meta.Name && sub.meta.Protocol == in.Protocol && sub.meta.Endpoint == in.Endpoint {
+			for k, v := range in.Attributes {
+				if sub.meta.Attributes[k] != v {
+					s.mu.Unlock()
+					return "", invalid("Attributes Reason: Subscription already exists with different attributes")
+				}
+			}
 			arn := sub.arn(s)
 			if !sub.meta.Confirmed && !in.ReturnSubscriptionArn {
 				arn = PendingConfirmation

@@ -54,11 +54,15 @@ func applyTopics(ctx context.Context, rn *runnel.Runnel, topics []Topic, out *Ap
 			if rp, ok := attrs["RedrivePolicy"]; ok {
 				attrs["RedrivePolicy"] = qualifyRedrive(rn, rp)
 			}
-			sub, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: arn, Protocol: s.Protocol,
-				Endpoint: endpointARN(rn, s.Protocol, s.Endpoint), Attributes: attrs, ReturnSubscriptionArn: true})
-			for k, v := range attrs {
-				if err == nil {
-					err = rn.SNS.SetSubscriptionAttributes(ctx, sub, k, v)
+			sub, err := existingSubscription(rn, arn, s.Protocol, endpointARN(rn, s.Protocol, s.Endpoint))
+			if sub == "" && err == nil {
+				sub, err = rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: arn, Protocol: s.Protocol,
+					Endpoint: endpointARN(rn, s.Protocol, s.Endpoint), Attributes: attrs, ReturnSubscriptionArn: true})
+			} else if sub != "PendingConfirmation" { // a pending one keeps its attributes until confirmed
+				for k, v := range attrs {
+					if err == nil {
+						err = rn.SNS.SetSubscriptionAttributes(ctx, sub, k, v)
+					}
 				}
 			}
 			if err != nil {
@@ -68,6 +72,18 @@ func applyTopics(ctx context.Context, rn *runnel.Runnel, topics []Topic, out *Ap
 		}
 	}
 	return nil
+}
+
+// existingSubscription returns the ARN of the topic's subscription of
+// endpoint, or "".
+func existingSubscription(rn *runnel.Runnel, topicArn, protocol, endpoint string) (string, error) {
+	subs, err := rn.SNS.ListSubscriptions(topicArn)
+	for _, s := range subs {
+		if s.Protocol == protocol && s.Endpoint == endpoint {
+			return s.SubscriptionArn, nil
+		}
+	}
+	return "", err
 }
 
 // endpointARN turns a queue or function name into its ARN for the sqs and
