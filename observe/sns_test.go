@@ -2,8 +2,12 @@ package observe_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -63,5 +67,61 @@ runnel_sns_notifications_dead_lettered_total{topic="orders"} 1
 		if q.DeadLetter != want || (want && !strings.Contains(strings.Join(q.DeadLetterFor, " "), "SNS subscription "+topic+":")) {
 			t.Errorf("queue %s: DeadLetter %v %v", q.Name, q.DeadLetter, q.DeadLetterFor)
 		}
+	}
+}
+
+// TestWebGraphShowsTopics: the pipeline graph has a topic node, an edge
+// per subscription to its endpoint and one to a subscription's
+// dead-letter queue.
+func TestWebGraphShowsTopics(t *testing.T) {
+	rn, _ := start(t)
+	ctx := context.Background()
+	topic, err := rn.SNS.CreateTopic(ctx, "orders", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createQueue(t, rn, "eu", nil)
+	createQueue(t, rn, "eu-dlq", nil)
+	for _, s := range []sns.SubscribeInput{
+		{Protocol: "sqs", Endpoint: rn.Queues.ARN("eu"), Attributes: map[string]string{"FilterPolicy": `{"r":["eu"]}`,
+			"RedrivePolicy": `{"deadLetterTargetArn":"` + rn.Queues.ARN("eu-dlq") + `"}`}},
+		{Protocol: "lambda", Endpoint: rn.Functions.ARN("audit")},
+	} {
+		s.TopicArn = topic
+		if _, err := rn.SNS.Subscribe(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := observe.NewAlarms(rn, observe.Config{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(observe.Handler(rn, a))
+	defer srv.Close()
+	r, err := http.Get(srv.URL + "/api/graph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var g observe.Graph
+	if err := json.NewDecoder(r.Body).Decode(&g); err != nil {
+		t.Fatal(err)
+	}
+	edges := map[string]bool{}
+	for _, e := range g.Edges {
+		edges[e.From+" "+e.Kind+" "+e.To+" "+e.Label] = true
+	}
+	for _, want := range []string{"topic:orders subscription queue:eu sqs, filtered", "topic:orders subscription function:audit lambda",
+		"topic:orders deadLetter queue:eu-dlq subscription DLQ"} {
+		if !edges[want] {
+			t.Errorf("no edge %q in %v", want, edges)
+		}
+	}
+	found := false
+	for _, n := range g.Nodes {
+		found = found || (n.ID == "topic:orders" && n.Kind == "topic")
+	}
+	if !found {
+		t.Errorf("no topic node in %+v", g.Nodes)
 	}
 }
