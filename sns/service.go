@@ -3,8 +3,8 @@
 // confirmation handshake) and application endpoints (recorded, not
 // delivered), filter policies, raw delivery, per-subscription redrive to
 // a dead-letter queue, Publish and PublishBatch with the SNS envelope.
-// See /work/shared/SPEC-fanout-tables.md §1 and
-// https://docs.aws.amazon.com/sns/latest/dg/welcome.html.
+// See https://docs.aws.amazon.com/sns/latest/dg/welcome.html; "API_X" in a
+// doc comment is the page https://docs.aws.amazon.com/sns/latest/api/API_X.html.
 //
 // # Durability: persist, then deliver
 //
