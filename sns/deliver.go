@@ -30,6 +30,11 @@ const (
 // HTTP's 15 s timeout.
 const workVisibility = 300
 
+// receivers is how many receive loops deliver a standard topic's
+// messages at once (each up to 10 messages in parallel); a FIFO topic has
+// one, which keeps its groups in order.
+const receivers = 4
+
 // startWorker starts t's delivery worker unless the service is passive or
 // closed. The caller holds s.mu or is New.
 func (s *Service) startWorker(t *topic) {
@@ -37,15 +42,22 @@ func (s *Service) startWorker(t *topic) {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.bg)
-	done := make(chan struct{})
-	t.stop = func() { cancel(); <-done }
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(done)
-		w := &worker{s: s, t: t, fifo: map[string]*fifoState{}}
-		w.run(ctx)
-	}()
+	var wg sync.WaitGroup
+	t.stop = func() { cancel(); wg.Wait() }
+	w := &worker{s: s, t: t, fifo: map[string]*fifoState{}}
+	n := receivers
+	if t.meta.FIFO {
+		n = 1
+	}
+	for range n {
+		s.wg.Add(1)
+		wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer wg.Done()
+			w.run(ctx)
+		}()
+	}
 }
 
 type worker struct {
