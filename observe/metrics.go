@@ -40,7 +40,7 @@ import (
 //	runnel_queue_oldest_message_age_seconds{queue}
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
 //	runnel_sns_{messages_published,notifications_delivered,notifications_failed,
-//	  notifications_filtered_out,notifications_dead_lettered}_total{topic}
+//	  notifications_filtered_out,notifications_dead_lettered,notifications_dead_letter_failed}_total{topic}
 //	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
 //
 // Function metrics are exported for the functions whose handlers run in
@@ -165,7 +165,8 @@ var (
 		{desc("runnel_sns_notifications_delivered_total", "Deliveries that succeeded (NumberOfNotificationsDelivered).", topicLabels), func(t TopicState) int64 { return t.Delivered }},
 		{desc("runnel_sns_notifications_failed_total", "Deliveries that ended without success (NumberOfNotificationsFailed).", topicLabels), func(t TopicState) int64 { return t.Failed }},
 		{desc("runnel_sns_notifications_filtered_out_total", "Deliveries a filter policy skipped (NumberOfNotificationsFilteredOut).", topicLabels), func(t TopicState) int64 { return t.FilteredOut }},
-		{desc("runnel_sns_notifications_dead_lettered_total", "Failed deliveries stored in a subscription's dead-letter queue.", topicLabels), func(t TopicState) int64 { return t.DeadLettered }},
+		{desc("runnel_sns_notifications_dead_lettered_total", "Failed deliveries stored in a subscription's dead-letter queue (NumberOfNotificationsRedrivenToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLettered }},
+		{desc("runnel_sns_notifications_dead_letter_failed_total", "Failed deliveries the dead-letter queue refused (NumberOfNotificationsFailedToRedriveToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLetterFailed }},
 	}
 	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK (last evaluation).", []string{"alarm", "rule", "resource"})
 )

@@ -53,7 +53,7 @@ runnel_sns_notifications_delivered_total{topic="orders"} 1
 # HELP runnel_sns_notifications_failed_total Deliveries that ended without success (NumberOfNotificationsFailed).
 # TYPE runnel_sns_notifications_failed_total counter
 runnel_sns_notifications_failed_total{topic="orders"} 1
-# HELP runnel_sns_notifications_dead_lettered_total Failed deliveries stored in a subscription's dead-letter queue.
+# HELP runnel_sns_notifications_dead_lettered_total Failed deliveries stored in a subscription's dead-letter queue (NumberOfNotificationsRedrivenToDlq).
 # TYPE runnel_sns_notifications_dead_lettered_total counter
 runnel_sns_notifications_dead_lettered_total{topic="orders"} 1
 `

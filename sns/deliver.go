@@ -354,6 +354,7 @@ func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscriptio
 	}
 	in := s.sqsMessage(t, sub, r, sub.dlq)
 	if _, err := s.queues.SendMessage(ctx, sub.dlq, in); err != nil {
+		c.deadLetterFailed.Add(1)
 		s.log.Error("sns: message not delivered and its dead-letter queue refused it; dropped",
 			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "dlq", sub.dlq, "err", err, "cause", cause)
 		return

@@ -114,15 +114,19 @@ type Stats struct {
 	// the subscription has none, logged and dropped.
 	Failed int64
 	// DeadLettered counts the failed deliveries stored in a dead-letter
-	// queue.
+	// queue (NumberOfNotificationsRedrivenToDlq).
 	DeadLettered int64
+	// DeadLetterFailed counts the failed deliveries whose dead-letter
+	// queue refused them (NumberOfNotificationsFailedToRedriveToDlq),
+	// each logged at ERROR with its MessageId.
+	DeadLetterFailed int64
 	// FilteredOut counts deliveries a filter policy skipped
 	// (NumberOfNotificationsFilteredOut).
 	FilteredOut int64
 }
 
 type counters struct {
-	published, delivered, failed, deadLettered, filteredOut atomic.Int64
+	published, delivered, failed, deadLettered, deadLetterFailed, filteredOut atomic.Int64
 }
 
 // New opens the SNS service: it loads the stored topics and
@@ -207,7 +211,7 @@ func (s *Service) Stats(topicName string) Stats {
 	}
 	c := t.c
 	return Stats{Published: c.published.Load(), Delivered: c.delivered.Load(), Failed: c.failed.Load(),
-		DeadLettered: c.deadLettered.Load(), FilteredOut: c.filteredOut.Load()}
+		DeadLettered: c.deadLettered.Load(), DeadLetterFailed: c.deadLetterFailed.Load(), FilteredOut: c.filteredOut.Load()}
 }
 
 // TopicARN returns arn:aws:sns:<region>:<account>:<name>.

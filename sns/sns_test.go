@@ -200,21 +200,23 @@ func TestRawMessageDelivery(t *testing.T) {
 
 // TestRedriveToDLQWhenTheQueueIsGone: a deleted target queue is a client
 // error: no retry, the message goes to the subscription's DLQ as it would
-// have been delivered; a subscription without a DLQ counts it failed.
+// have been delivered; a subscription without a DLQ, or whose DLQ is gone
+// too, counts it failed (and logs it).
 func TestRedriveToDLQWhenTheQueueIsGone(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	topic := createTopic(t, rn, "t", nil)
 	dlq := createQueue(t, rn, "dlq", nil)
 	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "gone", nil), map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`})
 	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "gone-too", nil), nil)
-	for _, q := range []string{"gone", "gone-too"} {
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "gone-3", nil), map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + createQueue(t, rn, "dlq-gone", nil) + `"}`})
+	for _, q := range []string{"gone", "gone-too", "gone-3", "dlq-gone"} {
 		if err := rn.Queues.DeleteQueue(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "lost?"})
-	st := settled(t, rn, "t", 2)
-	if st.Failed != 2 || st.DeadLettered != 1 {
+	st := settled(t, rn, "t", 3)
+	if st.Failed != 3 || st.DeadLettered != 1 || st.DeadLetterFailed != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	got := receiveAll(t, rn, "dlq")
