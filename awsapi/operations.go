@@ -213,7 +213,7 @@ var operations = index([]Operation{
 		Doc: "Returns an inline policy of a role, URL-encoded."},
 	{Service: IAM, Name: "DeleteRolePolicy", h: handle(iamDeleteRolePolicy),
 		Doc: "Deletes an inline policy of a role."},
-	// SNS (sns_topics.go, sns_subscriptions.go, sns_publish.go): query protocol
+	// SNS (sns_topics.go, sns_subscriptions.go, sns_publish.go): query and JSON protocols
 	{Service: SNS, Name: "CreateTopic", h: handle(snsCreateTopic),
 		Doc: "Creates a standard or FIFO topic (ContentBasedDeduplication, FifoThroughputScope, DeliveryPolicy, SignatureVersion, Tags); idempotent by name."},
 	{Service: SNS, Name: "DeleteTopic", h: handle(snsDeleteTopic),

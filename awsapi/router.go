@@ -37,6 +37,7 @@ const (
 	protoSTS                             // form in, XML out
 	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
 	protoSNS                             // form in, XML out
+	protoSNSJSON                         // JSON 1.0, query-compatible errors
 )
 
 // serviceRoute names the service and protocol of a request by a key: an
@@ -55,6 +56,7 @@ var targets = []serviceRoute{
 	{"DynamoDB_20120810.", DynamoDB, protoDynamoDB},
 	{"DynamoDBStreams_20120810.", DynamoDBStreams, protoDynamoDBStreams},
 	{"Logs_20140328.", CloudWatchLogs, protoLogs},
+	{"SNS_20100331.", SNS, protoSNSJSON},
 }
 
 // queryServices are the services of the query protocol by the service of
@@ -197,7 +199,7 @@ func (rq *request) route() (*Operation, error) {
 			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\"]}\n")
 			return nil, nil
 		}
-		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SQS, IAM, STS or SNS query Action)", target)
+		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SNS_20100331.*, SQS, IAM, STS or SNS query Action)", target)
 	}
 	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
 	for _, q := range queryServices {

@@ -65,8 +65,8 @@ func snsPublish(rq *request, in *snsPublishInput) (any, error) {
 }
 
 type snsPublishBatchInput struct {
-	TopicArn string
-	Entries  []sns.PublishBatchEntry
+	TopicArn                   string
+	PublishBatchRequestEntries []sns.PublishBatchEntry
 }
 
 func (in *snsPublishBatchInput) readForm(f *qform) {
@@ -74,13 +74,13 @@ func (in *snsPublishBatchInput) readForm(f *qform) {
 	p, ns := f.indexes("PublishBatchRequestEntries.member")
 	for _, n := range ns {
 		k := p + "." + strconv.Itoa(n) + "."
-		in.Entries = append(in.Entries, sns.PublishBatchEntry{Id: f.get(k + "Id"), PublishInput: snsPublishFields(f, k)})
+		in.PublishBatchRequestEntries = append(in.PublishBatchRequestEntries, sns.PublishBatchEntry{Id: f.get(k + "Id"), PublishInput: snsPublishFields(f, k)})
 	}
 }
 
 type snsBatchFailure struct {
 	Id, Code    string
-	Message     string `xml:",omitempty"`
+	Message     string `xml:",omitempty" json:",omitempty"`
 	SenderFault bool
 }
 
@@ -90,7 +90,7 @@ type snsPublishBatchResult struct {
 }
 
 func snsPublishBatch(rq *request, in *snsPublishBatchInput) (any, error) {
-	out, err := rq.h.rn.SNS.PublishBatch(rq.ctx, in.TopicArn, in.Entries)
+	out, err := rq.h.rn.SNS.PublishBatch(rq.ctx, in.TopicArn, in.PublishBatchRequestEntries)
 	if err != nil {
 		return nil, err
 	}

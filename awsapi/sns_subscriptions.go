@@ -57,7 +57,7 @@ func snsUnsubscribe(rq *request, in *snsSubscriptionInput) (any, error) {
 
 type snsListSubscriptionsResult struct {
 	Subscriptions []sns.Subscription `xml:"Subscriptions>member"`
-	NextToken     string             `xml:",omitempty"`
+	NextToken     string             `xml:",omitempty" json:",omitempty"`
 }
 
 func snsListSubscriptions(rq *request, in *snsListInput) (any, error) {

@@ -291,3 +291,81 @@ func TestSNSOperations(t *testing.T) {
 		t.Fatalf("lambda on a FIFO topic: %v", err)
 	}
 }
+
+// snsJSON posts one SNS JSON-protocol call and decodes its answer.
+func snsJSON(t *testing.T, e *endpoint, op, body string, out any) (*http.Response, string) {
+	t.Helper()
+	resp, b := postTarget(t, e, "SNS_20100331."+op, "application/x-amz-json-1.0", body)
+	if out != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: %v: %s", op, err, b)
+		}
+	}
+	return resp, string(b)
+}
+
+// TestSNSJSONProtocol drives SNS's JSON protocol (X-Amz-Target
+// SNS_20100331.*, JSON 1.0, query-compatible errors): a topic fanning out
+// to a queue with raw delivery, PublishBatch, tags, and a NotFound.
+func TestSNSJSONProtocol(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	ctx := context.Background()
+	var ct struct{ TopicArn string }
+	snsJSON(t, e, "CreateTopic", `{"Name":"j","Tags":[{"Key":"k","Value":"v"}]}`, &ct)
+	if ct.TopicArn != "arn:aws:sns:us-east-1:000000000000:j" {
+		t.Fatalf("CreateTopic: %+v", ct)
+	}
+	qurl := aws.ToString(must(e.sqs().CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("jq")})).QueueUrl)
+	var sub struct{ SubscriptionArn string }
+	snsJSON(t, e, "Subscribe", `{"TopicArn":"`+ct.TopicArn+`","Protocol":"sqs","Endpoint":"arn:aws:sqs:us-east-1:000000000000:jq","Attributes":{"RawMessageDelivery":"true"}}`, &sub)
+	if !strings.HasPrefix(sub.SubscriptionArn, ct.TopicArn+":") {
+		t.Fatalf("Subscribe: %+v", sub)
+	}
+	var pub struct{ MessageId string }
+	snsJSON(t, e, "Publish", `{"TopicArn":"`+ct.TopicArn+`","Message":"one","MessageAttributes":{"b":{"DataType":"Binary","BinaryValue":"AgME"}}}`, &pub)
+	var batch struct {
+		Successful []struct{ Id, MessageId string }
+		Failed     []struct{ Id, Code string }
+	}
+	snsJSON(t, e, "PublishBatch", `{"TopicArn":"`+ct.TopicArn+`","PublishBatchRequestEntries":[{"Id":"a","Message":"two"},{"Id":"b","Message":""}]}`, &batch)
+	if pub.MessageId == "" || len(batch.Successful) != 1 || len(batch.Failed) != 1 || batch.Failed[0].Code != "InvalidParameter" {
+		t.Fatalf("Publish %+v, PublishBatch %+v", pub, batch)
+	}
+	msgs := receiveBodies(t, e.sqs(), qurl, 2)
+	var bodies []string
+	for _, m := range msgs {
+		bodies = append(bodies, aws.ToString(m.Body))
+		if aws.ToString(m.Body) == "one" && string(m.MessageAttributes["b"].BinaryValue) != "\x02\x03\x04" {
+			t.Fatalf("binary attribute %+v", m.MessageAttributes)
+		}
+	}
+	sort.Strings(bodies)
+	if strings.Join(bodies, ",") != "one,two" {
+		t.Fatalf("delivered %v", bodies)
+	}
+	var tags struct{ Tags []struct{ Key, Value string } }
+	snsJSON(t, e, "ListTagsForResource", `{"ResourceArn":"`+ct.TopicArn+`"}`, &tags)
+	if len(tags.Tags) != 1 || tags.Tags[0].Key != "k" {
+		t.Fatalf("tags %+v", tags)
+	}
+	resp, body := snsJSON(t, e, "GetTopicAttributes", `{"TopicArn":"arn:aws:sns:us-east-1:000000000000:nope"}`, nil)
+	if resp.StatusCode != 404 || resp.Header.Get("x-amzn-query-error") != "NotFound;Sender" || !strings.Contains(body, `"com.amazonaws.sns#NotFoundException"`) {
+		t.Fatalf("NotFound: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+}
+
+// postTarget posts a JSON body of contentType with an X-Amz-Target and
+// returns the answer and its body.
+func postTarget(t *testing.T, e *endpoint, target, contentType, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/", strings.NewReader(body))
+	req.Header.Set("X-Amz-Target", target)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}

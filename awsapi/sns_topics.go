@@ -1,6 +1,7 @@
 package awsapi
 
-// SNS (query protocol, XML): topics and their tags. runnel serves
+// SNS (query protocol, XML; and the JSON 1.0 protocol, X-Amz-Target
+// SNS_20100331.*): topics and their tags. runnel serves
 // standard and FIFO topics (package sns); the topic's Policy is stored,
 // not enforced, and KMS encryption, tracing, archive and data protection
 // policies are stored only. Maps are written as SNS writes them:
@@ -49,17 +50,26 @@ func snsEntries(f *qform, prefix, key, value string) map[string]string {
 }
 
 // snsTags reads the form's Tags.member.N.Key/Value list.
-func snsTags(f *qform) map[string]string {
+func snsTags(f *qform) []snsTag {
 	p, ns := f.indexes("Tags.member")
-	var out map[string]string
+	var out []snsTag
 	for _, n := range ns {
-		if out == nil {
-			out = map[string]string{}
-		}
 		k := p + "." + strconv.Itoa(n)
-		out[f.get(k+".Key")] = f.get(k + ".Value")
+		out = append(out, snsTag{f.get(k + ".Key"), f.get(k + ".Value")})
 	}
 	return out
+}
+
+// tagMap is a tag list as a map (nil for none).
+func tagMap(tags []snsTag) map[string]string {
+	var m map[string]string
+	for _, t := range tags {
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[t.Key] = t.Value
+	}
+	return m
 }
 
 // snsPage returns the page of items starting at token (an index) and
@@ -75,10 +85,12 @@ func snsPage[T any](items []T, token string) ([]T, string) {
 	return items[start:end], next
 }
 
+// The inputs read the query form (readForm) and, with their AWS names,
+// the JSON protocol's body.
 type snsCreateTopicInput struct {
 	Name       string
 	Attributes map[string]string
-	Tags       map[string]string
+	Tags       []snsTag
 }
 
 func (in *snsCreateTopicInput) readForm(f *qform) {
@@ -88,7 +100,7 @@ func (in *snsCreateTopicInput) readForm(f *qform) {
 type snsTopicArnResult struct{ TopicArn string }
 
 func snsCreateTopic(rq *request, in *snsCreateTopicInput) (any, error) {
-	arn, err := rq.h.rn.SNS.CreateTopic(rq.ctx, in.Name, in.Attributes, in.Tags)
+	arn, err := rq.h.rn.SNS.CreateTopic(rq.ctx, in.Name, in.Attributes, tagMap(in.Tags))
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +123,7 @@ func (in *snsListInput) readForm(f *qform) {
 
 type snsListTopicsResult struct {
 	Topics    []snsTopicArnResult `xml:"Topics>member"`
-	NextToken string              `xml:",omitempty"`
+	NextToken string              `xml:",omitempty" json:",omitempty"`
 }
 
 func snsListTopics(rq *request, in *snsListInput) (any, error) {
@@ -150,7 +162,7 @@ func snsSetTopicAttributes(rq *request, in *snsSetAttributeInput) (any, error) {
 
 type snsTagInput struct {
 	ResourceArn string
-	Tags        map[string]string
+	Tags        []snsTag
 	TagKeys     []string
 }
 
@@ -163,7 +175,7 @@ func (in *snsTagInput) readForm(f *qform) {
 type snsEmpty struct{}
 
 func snsTagResource(rq *request, in *snsTagInput) (any, error) {
-	return snsEmpty{}, rq.h.rn.SNS.TagResource(rq.ctx, in.ResourceArn, in.Tags)
+	return snsEmpty{}, rq.h.rn.SNS.TagResource(rq.ctx, in.ResourceArn, tagMap(in.Tags))
 }
 
 func snsUntagResource(rq *request, in *snsTagInput) (any, error) {

@@ -1,9 +1,11 @@
 package awserr
 
 // The codes of SNS (https://docs.aws.amazon.com/sns/latest/api/CommonErrors.html
-// and each action's Errors section). SNS speaks the query protocol: a
-// code is written as its Code with its Status (its Wire is the Spec's
-// own). InternalError is ErrInternal, shared with SQS.
+// and each action's Errors section). In SNS's query protocol a code is
+// written as its Code with its Status (its Wire is the Spec's own); in
+// its JSON protocol (X-Amz-Target SNS_20100331.*) the __type is the
+// shape SNSShape names and x-amzn-query-error carries the Code.
+// InternalError is ErrInternal, shared with SQS.
 var (
 	// ErrSNSInvalidParameter (InvalidParameter): a request parameter or
 	// attribute is missing, out of its range or of the wrong form; the
@@ -37,3 +39,20 @@ var (
 	// more than 262,144 bytes.
 	ErrSNSBatchRequestTooLong = def(Spec{Code: "BatchRequestTooLong"})
 )
+
+// snsShapes are the SNS JSON protocol's shapes whose name is not the code
+// with "Exception" added.
+var snsShapes = map[string]string{
+	ErrSNSParameterValueInvalid.Code: "InvalidParameterValueException",
+	ErrInternal.Code:                 "InternalErrorException",
+}
+
+// SNSShape is the shape (the JSON protocol's __type after
+// "com.amazonaws.sns#") of an SNS code: its entry in snsShapes, else the
+// code followed by "Exception" (InvalidParameter: InvalidParameterException).
+func SNSShape(code string) string {
+	if s, ok := snsShapes[code]; ok {
+		return s
+	}
+	return code + "Exception"
+}
