@@ -346,7 +346,7 @@ func (s *Service) countDelivered(topicName string) { s.counters(topicName).deliv
 // logged at WARN with its id and counted as failed.
 func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscription, r *record, cause error) {
 	c := s.counters(t.Name)
-	c.failed.Add(1)
+	defer c.failed.Add(1) // once the dead letter is stored: Failed settles a delivery
 	if sub.dlq == "" {
 		s.log.Warn("sns: message not delivered and the subscription has no dead-letter queue; dropped as AWS does",
 			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "endpoint", sub.meta.Endpoint, "err", cause)

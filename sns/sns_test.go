@@ -554,3 +554,52 @@ func TestSubscribeIsIdempotent(t *testing.T) {
 		t.Fatalf("%d subscriptions", len(subs))
 	}
 }
+
+// TestApplicationEndpointIsRecordedNotDelivered: an application
+// (platform) endpoint is accepted and listed; runnel has no push
+// platform, so each message for it is counted failed and dead-lettered.
+func TestApplicationEndpointIsRecordedNotDelivered(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "t", nil)
+	endpoint := "arn:aws:sns:us-east-1:000000000000:endpoint/GCM/app/0123"
+	dlq := createQueue(t, rn, "dlq", nil)
+	subscribe(t, rn, topic, "application", endpoint, map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`})
+	if subs, _ := rn.SNS.ListSubscriptions(topic); len(subs) != 1 || subs[0].Endpoint != endpoint || subs[0].Protocol != "application" {
+		t.Fatalf("subscriptions %+v", subs)
+	}
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "push"})
+	if st := settled(t, rn, "t", 1); st.Failed != 1 || st.DeadLettered != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestConfirmationTokenExpiresAfterTwoDays: a token is valid 2 days on
+// the engine clock.
+func TestConfirmationTokenExpiresAfterTwoDays(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ep := &endpoint{}
+	srv := httptest.NewServer(ep)
+	defer srv.Close()
+	topic := createTopic(t, rn, "t", nil)
+	for _, path := range []string{"/early", "/late"} {
+		if _, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: srv.URL + path}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, wait, "two confirmations", func() bool { return ep.count() == 2 })
+	tokens := map[string]string{}
+	ep.mu.Lock()
+	for i, r := range ep.reqs {
+		tokens[r.URL.Path] = envelopeOf(t, ep.bodies[i]).Token
+	}
+	ep.mu.Unlock()
+	clock.Advance(sns.TokenValidity - time.Minute)
+	if _, err := rn.SNS.ConfirmSubscription(ctx, topic, tokens["/early"]); err != nil {
+		t.Fatalf("within 2 days: %v", err)
+	}
+	clock.Advance(2 * time.Minute)
+	if _, err := rn.SNS.ConfirmSubscription(ctx, topic, tokens["/late"]); !errors.Is(err, awserr.ErrSNSInvalidParameter) {
+		t.Fatalf("after 2 days: %v", err)
+	}
+}
