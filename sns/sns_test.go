@@ -603,3 +603,34 @@ func TestConfirmationTokenExpiresAfterTwoDays(t *testing.T) {
 		t.Fatalf("after 2 days: %v", err)
 	}
 }
+
+// TestRetryLongerThanFifteenMinutes: a delivery policy delay beyond the
+// 15 minutes a queue message can be delayed waits in steps and is not
+// attempted early.
+func TestRetryLongerThanFifteenMinutes(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ep := &endpoint{failures: 1}
+	srv := httptest.NewServer(ep)
+	defer srv.Close()
+	topic := createTopic(t, rn, "t", nil)
+	_, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: srv.URL,
+		Attributes: map[string]string{"DeliveryPolicy": `{"healthyRetryPolicy":{"numRetries":1,"minDelayTarget":1000,"maxDelayTarget":1000}}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the confirmation", func() bool { return ep.count() == 1 })
+	if _, err := rn.SNS.ConfirmSubscription(ctx, topic, envelopeOf(t, ep.bodies[0]).Token); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "m"})
+	testenv.Eventually(t, wait, "the first attempt", func() bool { return ep.count() == 2 })
+	start := clock.Now()
+	advanceUntil(t, clock, 10*time.Second, "the retry", func() bool { return ep.count() == 3 })
+	if waited := clock.Since(start); waited < 1000*time.Second || waited > 1100*time.Second {
+		t.Fatalf("retried after %v, want 1000 s", waited)
+	}
+	if st := settled(t, rn, "t", 1); st.Delivered != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
