@@ -453,20 +453,28 @@ func (e *endpoint) count() int {
 	return len(e.reqs)
 }
 
+// startHTTP starts a runnel on a fake clock with topic "t" and an HTTP
+// endpoint failing its first failures notifications; it returns them and
+// the endpoint's URL and the topic's ARN.
+func startHTTP(t *testing.T, failures int) (*runnel.Runnel, *clockwork.FakeClock, *endpoint, string, string) {
+	t.Helper()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ep := &endpoint{failures: failures}
+	srv := httptest.NewServer(ep)
+	t.Cleanup(srv.Close)
+	return rn, clock, ep, srv.URL, createTopic(t, rn, "t", nil)
+}
+
 // TestHTTPConfirmationAndDeliveryPolicyRetries: an http subscription is
 // pending until ConfirmSubscription gets the token SNS posted; a
 // notification failing with HTTP 500 is retried by the subscription's
 // delivery policy, with the same MessageId and SNS's headers; when the
 // retries are spent it goes to the DLQ.
 func TestHTTPConfirmationAndDeliveryPolicyRetries(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Clock: clock})
-	ep := &endpoint{failures: 2}
-	srv := httptest.NewServer(ep)
-	defer srv.Close()
-	topic := createTopic(t, rn, "t", nil)
+	rn, clock, ep, url, topic := startHTTP(t, 2)
 	dlq := createQueue(t, rn, "dlq", nil)
-	arn, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: srv.URL + "/hook",
+	arn, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: url + "/hook",
 		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + dlq + `"}`,
 			"DeliveryPolicy": `{"healthyRetryPolicy":{"numRetries":2,"minDelayTarget":5,"maxDelayTarget":5}}`}})
 	if err != nil || arn != sns.PendingConfirmation {
@@ -576,14 +584,9 @@ func TestApplicationEndpointIsRecordedNotDelivered(t *testing.T) {
 // TestConfirmationTokenExpiresAfterTwoDays: a token is valid 2 days on
 // the engine clock.
 func TestConfirmationTokenExpiresAfterTwoDays(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Clock: clock})
-	ep := &endpoint{}
-	srv := httptest.NewServer(ep)
-	defer srv.Close()
-	topic := createTopic(t, rn, "t", nil)
+	rn, clock, ep, url, topic := startHTTP(t, 0)
 	for _, path := range []string{"/early", "/late"} {
-		if _, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: srv.URL + path}); err != nil {
+		if _, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: url + path}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -608,13 +611,8 @@ func TestConfirmationTokenExpiresAfterTwoDays(t *testing.T) {
 // 15 minutes a queue message can be delayed waits in steps and is not
 // attempted early.
 func TestRetryLongerThanFifteenMinutes(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Clock: clock})
-	ep := &endpoint{failures: 1}
-	srv := httptest.NewServer(ep)
-	defer srv.Close()
-	topic := createTopic(t, rn, "t", nil)
-	_, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: srv.URL,
+	rn, clock, ep, url, topic := startHTTP(t, 1)
+	_, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: url,
 		Attributes: map[string]string{"DeliveryPolicy": `{"healthyRetryPolicy":{"numRetries":1,"minDelayTarget":1000,"maxDelayTarget":1000}}`}})
 	if err != nil {
 		t.Fatal(err)
