@@ -52,10 +52,11 @@ var (
 	signerErr  error
 )
 
-// newSigner returns the process's signer: an RSA key and a self-signed
-// certificate for it (subscribers that check signatures must be given
-// runnel's certificate, SigningCertPEM).
-func newSigner() (*signer, error) {
+// processSigner returns the process's signer, made at its first use (not
+// at New: a 2048-bit key takes a moment, which every short-lived CLI
+// command would pay): an RSA key and a self-signed certificate for it
+// (subscribers that check signatures fetch it from SigningCertURL).
+func processSigner() (*signer, error) {
 	signerOnce.Do(func() {
 		key, err := rsa.GenerateKey(rand.Reader, 2048)
 		if err != nil {
@@ -76,7 +77,13 @@ func newSigner() (*signer, error) {
 
 // SigningCertPEM is the certificate that verifies the envelopes'
 // signatures (served at SigningCertURL's path by the endpoint).
-func (s *Service) SigningCertPEM() []byte { return s.signer.cert }
+func (s *Service) SigningCertPEM() []byte {
+	sg, err := processSigner()
+	if err != nil {
+		return nil
+	}
+	return sg.cert
+}
 
 // CertPath is SigningCertURL's path.
 const CertPath = "/SimpleNotificationService-runnel.pem"
@@ -106,13 +113,18 @@ func (s *Service) sign(e *Envelope, version string) {
 	}
 	add("TopicArn", e.TopicArn)
 	add("Type", e.Type)
+	sg, err := processSigner()
+	if err != nil {
+		s.log.Error("sns: no signing key; the envelope goes unsigned", "messageId", e.MessageId, "err", err)
+		return
+	}
 	var sig []byte
 	if version == "2" {
 		h := sha256.Sum256(b)
-		sig, _ = rsa.SignPKCS1v15(nil, s.signer.key, crypto.SHA256, h[:])
+		sig, _ = rsa.SignPKCS1v15(nil, sg.key, crypto.SHA256, h[:])
 	} else {
 		h := sha1.Sum(b)
-		sig, _ = rsa.SignPKCS1v15(nil, s.signer.key, crypto.SHA1, h[:])
+		sig, _ = rsa.SignPKCS1v15(nil, sg.key, crypto.SHA1, h[:])
 	}
 	e.SignatureVersion, e.Signature = version, base64.StdEncoding.EncodeToString(sig)
 	e.SigningCertURL = s.opts.BaseURL + CertPath

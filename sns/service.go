@@ -90,7 +90,6 @@ type Service struct {
 	topicsKV, subsKV jetstream.KeyValue
 	log              *slog.Logger
 	opts             Options
-	signer           *signer
 
 	bg     context.Context
 	cancel context.CancelFunc
@@ -145,13 +144,9 @@ func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, as *asy
 	if err != nil {
 		return nil, err
 	}
-	sg, err := newSigner()
-	if err != nil {
-		return nil, err
-	}
 	bg, cancel := context.WithCancel(context.Background())
 	s := &Service{eng: eng, queues: queues, async: as, topicsKV: tkv, subsKV: skv,
-		log: eng.Logger.With("service", "sns"), opts: opts, signer: sg, bg: bg, cancel: cancel,
+		log: eng.Logger.With("service", "sns"), opts: opts, bg: bg, cancel: cancel,
 		topics: map[string]*topic{}, subs: map[string]*subscription{}}
 	if err := s.load(ctx); err != nil {
 		cancel()
