@@ -42,7 +42,7 @@ func (s *Service) deliver(ctx context.Context, t *topicMeta, sub *subscription, 
 		_, err := s.async.Invoke(ctx, fn, async.Event, s.lambdaEvent(t, sub, r))
 		return classify(err)
 	case ProtocolHTTP, ProtocolHTTPS:
-		return s.post(ctx, sub, TypeNotification, r.MessageId, s.httpBody(t, sub, r), sub.raw())
+		return s.post(ctx, sub, TypeNotification, r.MessageId, s.httpBody(t, sub, r), sub.raw(), contentType(t.Attributes[AttrDeliveryPolicy], sub))
 	}
 	return &clientError{fmt.Errorf("runnel does not deliver to %s endpoints", sub.meta.Protocol)}
 }
@@ -110,7 +110,7 @@ func (s *Service) httpBody(t *topicMeta, sub *subscription, r *record) []byte {
 
 // post sends one http/https request as SNS does; a status of 500 or more,
 // or no answer within 15 s, is a failure to retry.
-func (s *Service) post(ctx context.Context, sub *subscription, typ, msgID string, body []byte, raw bool) error {
+func (s *Service) post(ctx context.Context, sub *subscription, typ, msgID string, body []byte, raw bool, ct string) error {
 	ctx, cancel := context.WithTimeout(ctx, HTTPTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.meta.Endpoint, bytes.NewReader(body))
@@ -118,7 +118,7 @@ func (s *Service) post(ctx context.Context, sub *subscription, typ, msgID string
 		return &clientError{err}
 	}
 	h := req.Header
-	h.Set("Content-Type", "text/plain; charset=UTF-8")
+	h.Set("Content-Type", ct)
 	h.Set("User-Agent", "Amazon Simple Notification Service Agent")
 	h.Set("x-amz-sns-message-type", typ)
 	h.Set("x-amz-sns-message-id", msgID)
@@ -156,7 +156,7 @@ func (s *Service) sendConfirmation(t topicMeta, sub *subscription) {
 	go func() {
 		defer s.wg.Done()
 		for retry := 0; ; retry++ {
-			err := s.post(s.bg, sub, TypeSubscriptionConfirmation, e.MessageId, body, false)
+			err := s.post(s.bg, sub, TypeSubscriptionConfirmation, e.MessageId, body, false, "text/plain; charset=UTF-8")
 			if err == nil || isClientError(err) || errors.Is(err, context.Canceled) {
 				return
 			}

@@ -3,7 +3,10 @@ package sns
 // Delivery retries (https://docs.aws.amazon.com/sns/latest/dg/sns-message-delivery-retries.html):
 // the fixed policy of sqs and lambda endpoints, and the http/https
 // delivery policy (topic DeliveryPolicy's "http" section, overridden by
-// the subscription's unless disableSubscriptionOverrides).
+// the subscription's unless disableSubscriptionOverrides): its
+// healthyRetryPolicy and requestPolicy.headerContentType are applied;
+// throttlePolicy (maxReceivesPerSecond) is accepted and stored, not
+// enforced.
 
 import (
 	"bytes"
@@ -157,14 +160,22 @@ type topicDeliveryPolicy struct {
 	HTTP *struct {
 		DefaultHealthyRetryPolicy    *httpRetryPolicy `json:"defaultHealthyRetryPolicy,omitempty"`
 		DisableSubscriptionOverrides bool             `json:"disableSubscriptionOverrides"`
-		DefaultThrottlePolicy        json.RawMessage  `json:"defaultThrottlePolicy,omitempty"`
+		DefaultThrottlePolicy        json.RawMessage  `json:"defaultThrottlePolicy,omitempty"` // stored, not enforced
+		DefaultRequestPolicy         *requestPolicy   `json:"defaultRequestPolicy,omitempty"`
 	} `json:"http,omitempty"`
+}
+
+// requestPolicy is a delivery policy's request policy: the Content-Type
+// of http/https deliveries (default "text/plain; charset=UTF-8").
+type requestPolicy struct {
+	HeaderContentType string `json:"headerContentType,omitempty"`
 }
 
 // subDeliveryPolicy is a subscription's DeliveryPolicy.
 type subDeliveryPolicy struct {
 	HealthyRetryPolicy *httpRetryPolicy `json:"healthyRetryPolicy,omitempty"`
-	ThrottlePolicy     json.RawMessage  `json:"throttlePolicy,omitempty"`
+	ThrottlePolicy     json.RawMessage  `json:"throttlePolicy,omitempty"` // stored, not enforced
+	RequestPolicy      *requestPolicy   `json:"requestPolicy,omitempty"`
 }
 
 // decodePolicy decodes a delivery policy strictly and checks its retry
@@ -216,6 +227,18 @@ func httpPolicy(topicPolicy string, sub *subscription) effectivePolicy {
 		rp = sub.retry
 	}
 	return rp.effective()
+}
+
+// contentType is the Content-Type of sub's http/https deliveries: its
+// request policy's, else the topic's default, else SNS's.
+func contentType(topicPolicy string, sub *subscription) string {
+	if sub.request != nil && sub.request.HeaderContentType != "" {
+		return sub.request.HeaderContentType
+	}
+	if tp, _ := parseTopicDeliveryPolicy(topicPolicy); tp != nil && tp.HTTP != nil && tp.HTTP.DefaultRequestPolicy != nil && tp.HTTP.DefaultRequestPolicy.HeaderContentType != "" {
+		return tp.HTTP.DefaultRequestPolicy.HeaderContentType
+	}
+	return "text/plain; charset=UTF-8"
 }
 
 // effectiveDeliveryPolicy is a topic's EffectiveDeliveryPolicy attribute.

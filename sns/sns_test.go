@@ -502,6 +502,7 @@ func TestHTTPConfirmationAndDeliveryPolicyRetries(t *testing.T) {
 		h := ep.reqs[i].Header
 		if h.Get("x-amz-sns-message-id") != id || h.Get("x-amz-sns-subscription-arn") != subArn || h.Get("x-amz-sns-topic-arn") != topic ||
 			h.Get("x-amz-sns-message-type") != "Notification" || h.Get("User-Agent") != "Amazon Simple Notification Service Agent" ||
+			h.Get("Content-Type") != "text/plain; charset=UTF-8" ||
 			envelopeOf(t, ep.bodies[i]).Message != "after" {
 			t.Fatalf("attempt %d: %v %s", i, h, ep.bodies[i])
 		}
@@ -613,7 +614,7 @@ func TestConfirmationTokenExpiresAfterTwoDays(t *testing.T) {
 func TestRetryLongerThanFifteenMinutes(t *testing.T) {
 	rn, clock, ep, url, topic := startHTTP(t, 1)
 	_, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: url,
-		Attributes: map[string]string{"DeliveryPolicy": `{"healthyRetryPolicy":{"numRetries":1,"minDelayTarget":1000,"maxDelayTarget":1000}}`}})
+		Attributes: map[string]string{"DeliveryPolicy": `{"healthyRetryPolicy":{"numRetries":1,"minDelayTarget":1000,"maxDelayTarget":1000},"requestPolicy":{"headerContentType":"application/json"}}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,5 +631,8 @@ func TestRetryLongerThanFifteenMinutes(t *testing.T) {
 	}
 	if st := settled(t, rn, "t", 1); st.Delivered != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+	if ct := ep.reqs[2].Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want the requestPolicy's", ct)
 	}
 }

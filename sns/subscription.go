@@ -62,10 +62,11 @@ type subMeta struct {
 
 // subscription is a loaded subscription with its compiled policies.
 type subscription struct {
-	meta   subMeta
-	filter *filterPolicy
-	dlq    string // dead-letter queue name, "" for none
-	retry  *httpRetryPolicy
+	meta    subMeta
+	filter  *filterPolicy
+	dlq     string // dead-letter queue name, "" for none
+	retry   *httpRetryPolicy
+	request *requestPolicy
 }
 
 func (sub *subscription) arn(s *Service) string {
@@ -98,7 +99,7 @@ func newSubscription(m subMeta) (*subscription, error) {
 		if err := decodePolicy(p, &dp); err != nil {
 			return nil, err
 		}
-		sub.retry = dp.HealthyRetryPolicy
+		sub.retry, sub.request = dp.HealthyRetryPolicy, dp.RequestPolicy
 	}
 	return sub, nil
 }
