@@ -42,6 +42,12 @@ func (s *Service) deliver(ctx context.Context, t *topicMeta, sub *subscription, 
 		_, err := s.async.Invoke(ctx, fn, async.Event, s.lambdaEvent(t, sub, r))
 		return classify(err)
 	case ProtocolHTTP, ProtocolHTTPS:
+		if rate := maxReceives(t.Attributes[AttrDeliveryPolicy], sub); rate > 0 {
+			th, _ := s.throttles.LoadOrStore(sub.meta.ID, &throttle{})
+			if err := th.(*throttle).wait(ctx, s.eng.Clock, rate); err != nil {
+				return err
+			}
+		}
 		return s.post(ctx, sub, TypeNotification, r.MessageId, s.httpBody(t, sub, r), sub.raw(), contentType(t.Attributes[AttrDeliveryPolicy], sub))
 	}
 	return &clientError{fmt.Errorf("runnel does not deliver to %s endpoints", sub.meta.Protocol)}

@@ -4,15 +4,21 @@ package sns
 // the fixed policy of sqs and lambda endpoints, and the http/https
 // delivery policy (topic DeliveryPolicy's "http" section, overridden by
 // the subscription's unless disableSubscriptionOverrides): its
-// healthyRetryPolicy and requestPolicy.headerContentType are applied;
-// throttlePolicy (maxReceivesPerSecond) is accepted and stored, not
-// enforced.
+// healthyRetryPolicy, throttlePolicy (maxReceivesPerSecond, on the engine
+// clock, per subscription in this process) and
+// requestPolicy.headerContentType are applied.
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
+	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel/engine"
 )
 
 // The managed policy of sqs and lambda endpoints: 3 immediate retries, 2
@@ -160,9 +166,63 @@ type topicDeliveryPolicy struct {
 	HTTP *struct {
 		DefaultHealthyRetryPolicy    *httpRetryPolicy `json:"defaultHealthyRetryPolicy,omitempty"`
 		DisableSubscriptionOverrides bool             `json:"disableSubscriptionOverrides"`
-		DefaultThrottlePolicy        json.RawMessage  `json:"defaultThrottlePolicy,omitempty"` // stored, not enforced
+		DefaultThrottlePolicy        *throttlePolicy  `json:"defaultThrottlePolicy,omitempty"`
 		DefaultRequestPolicy         *requestPolicy   `json:"defaultRequestPolicy,omitempty"`
 	} `json:"http,omitempty"`
+}
+
+// throttlePolicy caps http/https deliveries: maxReceivesPerSecond (at
+// least 1; unset: no cap).
+type throttlePolicy struct {
+	MaxReceivesPerSecond *int `json:"maxReceivesPerSecond,omitempty"`
+}
+
+func (p *throttlePolicy) check() error {
+	if p != nil && p.MaxReceivesPerSecond != nil && *p.MaxReceivesPerSecond < 1 {
+		return invalid("DeliveryPolicy: maxReceivesPerSecond must be at least 1, got %d", *p.MaxReceivesPerSecond)
+	}
+	return nil
+}
+
+// rate is the policy's cap, 0 for none.
+func (p *throttlePolicy) rate() int {
+	if p == nil || p.MaxReceivesPerSecond == nil {
+		return 0
+	}
+	return *p.MaxReceivesPerSecond
+}
+
+// maxReceives is sub's delivery cap per second (0: none): its own unless
+// the topic disables overrides or it has none, else the topic's default.
+func maxReceives(topicPolicy string, sub *subscription) int {
+	tp, _ := parseTopicDeliveryPolicy(topicPolicy)
+	if tp == nil || tp.HTTP == nil || (!tp.HTTP.DisableSubscriptionOverrides && sub.throttle.rate() > 0) {
+		return sub.throttle.rate()
+	}
+	return tp.HTTP.DefaultThrottlePolicy.rate()
+}
+
+// throttle spaces one subscription's deliveries 1/rate apart on the
+// engine clock.
+type throttle struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+// wait waits for the next free slot at rate deliveries a second.
+func (th *throttle) wait(ctx context.Context, clock clockwork.Clock, rate int) error {
+	th.mu.Lock()
+	now := clock.Now()
+	at := now
+	if th.next.After(now) {
+		at = th.next
+	}
+	th.next = at.Add(time.Second / time.Duration(rate))
+	th.mu.Unlock()
+	if d := at.Sub(now); d > 0 {
+		return engine.Sleep(ctx, clock, d)
+	}
+	return nil
 }
 
 // requestPolicy is a delivery policy's request policy: the Content-Type
@@ -174,7 +234,7 @@ type requestPolicy struct {
 // subDeliveryPolicy is a subscription's DeliveryPolicy.
 type subDeliveryPolicy struct {
 	HealthyRetryPolicy *httpRetryPolicy `json:"healthyRetryPolicy,omitempty"`
-	ThrottlePolicy     json.RawMessage  `json:"throttlePolicy,omitempty"` // stored, not enforced
+	ThrottlePolicy     *throttlePolicy  `json:"throttlePolicy,omitempty"`
 	RequestPolicy      *requestPolicy   `json:"requestPolicy,omitempty"`
 }
 
@@ -187,13 +247,17 @@ func decodePolicy(src string, v any) error {
 		return invalid("DeliveryPolicy: %v", err)
 	}
 	var rp *httpRetryPolicy
+	var tp *throttlePolicy
 	switch p := v.(type) {
 	case *subDeliveryPolicy:
-		rp = p.HealthyRetryPolicy
+		rp, tp = p.HealthyRetryPolicy, p.ThrottlePolicy
 	case *topicDeliveryPolicy:
 		if p.HTTP != nil {
-			rp = p.HTTP.DefaultHealthyRetryPolicy
+			rp, tp = p.HTTP.DefaultHealthyRetryPolicy, p.HTTP.DefaultThrottlePolicy
 		}
+	}
+	if err := tp.check(); err != nil {
+		return err
 	}
 	if rp != nil {
 		return rp.check()

@@ -95,6 +95,8 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	throttles sync.Map // subscription id -> *throttle
+
 	mu     sync.Mutex
 	topics map[string]*topic        // by name
 	subs   map[string]*subscription // by id

@@ -636,3 +636,32 @@ func TestRetryLongerThanFifteenMinutes(t *testing.T) {
 		t.Fatalf("Content-Type %q, want the requestPolicy's", ct)
 	}
 }
+
+// TestThrottlePolicySpacesDeliveries: maxReceivesPerSecond 1 spaces an
+// http subscription's deliveries a second apart on the engine clock.
+func TestThrottlePolicySpacesDeliveries(t *testing.T) {
+	rn, clock, ep, url, topic := startHTTP(t, 0)
+	if _, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: url,
+		Attributes: map[string]string{"DeliveryPolicy": `{"throttlePolicy":{"maxReceivesPerSecond":1}}`}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the confirmation", func() bool { return ep.count() == 1 })
+	if _, err := rn.SNS.ConfirmSubscription(ctx, topic, envelopeOf(t, ep.bodies[0]).Token); err != nil {
+		t.Fatal(err)
+	}
+	out, err := rn.SNS.PublishBatch(ctx, topic, []sns.PublishBatchEntry{{Id: "a", PublishInput: sns.PublishInput{Message: "1"}},
+		{Id: "b", PublishInput: sns.PublishInput{Message: "2"}}, {Id: "c", PublishInput: sns.PublishInput{Message: "3"}}})
+	if err != nil || len(out.Successful) != 3 {
+		t.Fatalf("PublishBatch %+v %v", out, err)
+	}
+	testenv.Eventually(t, wait, "the first delivery", func() bool { return ep.count() == 2 })
+	start := clock.Now()
+	advanceUntil(t, clock, 100*time.Millisecond, "three deliveries", func() bool { return ep.count() == 4 })
+	if took := clock.Since(start); took < 2*time.Second {
+		t.Fatalf("three deliveries within %v at 1 a second", took)
+	}
+	if _, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "http", Endpoint: url + "/x",
+		Attributes: map[string]string{"DeliveryPolicy": `{"throttlePolicy":{"maxReceivesPerSecond":0}}`}}); !errors.Is(err, awserr.ErrSNSInvalidParameter) {
+		t.Fatalf("maxReceivesPerSecond 0: %v", err)
+	}
+}

@@ -62,11 +62,12 @@ type subMeta struct {
 
 // subscription is a loaded subscription with its compiled policies.
 type subscription struct {
-	meta    subMeta
-	filter  *filterPolicy
-	dlq     string // dead-letter queue name, "" for none
-	retry   *httpRetryPolicy
-	request *requestPolicy
+	meta     subMeta
+	filter   *filterPolicy
+	dlq      string // dead-letter queue name, "" for none
+	retry    *httpRetryPolicy
+	request  *requestPolicy
+	throttle *throttlePolicy
 }
 
 func (sub *subscription) arn(s *Service) string {
@@ -99,7 +100,7 @@ func newSubscription(m subMeta) (*subscription, error) {
 		if err := decodePolicy(p, &dp); err != nil {
 			return nil, err
 		}
-		sub.retry, sub.request = dp.HealthyRetryPolicy, dp.RequestPolicy
+		sub.retry, sub.request, sub.throttle = dp.HealthyRetryPolicy, dp.RequestPolicy, dp.ThrottlePolicy
 	}
 	return sub, nil
 }
