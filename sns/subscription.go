@@ -358,6 +358,7 @@ func (s *Service) Unsubscribe(ctx context.Context, arn string) error {
 	s.mu.Lock()
 	delete(s.subs, sub.meta.ID)
 	s.mu.Unlock()
+	s.throttles.Delete(sub.meta.ID)
 	return nil
 }
 
