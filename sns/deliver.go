@@ -46,7 +46,7 @@ func (s *Service) startWorker(t *topic) {
 	t.stop = func() { cancel(); wg.Wait() }
 	w := &worker{s: s, t: t, fifo: map[string]*fifoState{}}
 	n := receivers
-	if t.meta.FIFO {
+	if t.meta().FIFO {
 		n = 1
 	}
 	for range n {
@@ -80,7 +80,7 @@ var receiveAttrs = []string{queue.MsgAttrSequenceNumber}
 func (w *worker) run(ctx context.Context) {
 	s := w.s
 	s.mu.Lock()
-	qname, fifo := w.t.meta.queueName(), w.t.meta.FIFO
+	qname, fifo := w.t.meta().queueName(), w.t.meta().FIFO
 	s.mu.Unlock()
 	for {
 		wait, vt := queue.MaxWaitTimeSeconds, workVisibility
@@ -90,7 +90,7 @@ func (w *worker) run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			s.log.Warn("sns: cannot receive from the topic's internal queue; retrying in a second", "topic", w.t.meta.Name, "err", err)
+			s.log.Warn("sns: cannot receive from the topic's internal queue; retrying in a second", "topic", w.t.meta().Name, "err", err)
 			if engine.Sleep(ctx, s.eng.Clock, time.Second) != nil {
 				return
 			}
@@ -137,7 +137,7 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 	s := w.s
 	var r record
 	if err := json.Unmarshal([]byte(m.Body), &r); err != nil {
-		s.log.Error("sns: an internal message does not decode; deleted", "topic", w.t.meta.Name, "messageId", m.MessageId, "err", err)
+		s.log.Error("sns: an internal message does not decode; deleted", "topic", w.t.meta().Name, "messageId", m.MessageId, "err", err)
 		w.delete(ctx, qname, m)
 		return true
 	}
@@ -149,7 +149,7 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 		return w.retryLater(ctx, qname, m, &r, attr(m, taskSubscription), attr(m, taskRetry), time.Duration(due-s.eng.Clock.Now().UnixMilli())*time.Millisecond)
 	}
 	s.mu.Lock()
-	meta := w.t.meta
+	meta := *w.t.meta()
 	var subs []*subscription
 	only := attr(m, taskSubscription)
 	for _, sub := range s.subs {

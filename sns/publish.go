@@ -170,7 +170,7 @@ func (s *Service) PublishBatch(ctx context.Context, topicArn string, entries []P
 // queue, in one write.
 func (s *Service) store(ctx context.Context, t *topic, entries []PublishBatchEntry) (*PublishBatchOutput, error) {
 	s.mu.Lock()
-	meta := t.meta
+	meta := *t.meta()
 	s.mu.Unlock()
 	out := &PublishBatchOutput{}
 	now := s.eng.Clock.Now().UnixMilli()

@@ -43,7 +43,8 @@
 //
 // Topics in KV bucket "runnel_sns_topics" (key = topic name),
 // subscriptions in "runnel_sns_subscriptions" (key = subscription id).
-// As queues are, the service is meant to be run by one process.
+// Every process opening the engine watches both (watch.go), so all see
+// the same topics and subscriptions and each runs delivery workers.
 package sns
 
 import (
@@ -154,6 +155,15 @@ func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, as *asy
 		cancel()
 		return nil, err
 	}
+	for _, w := range []struct {
+		kv    jetstream.KeyValue
+		apply func(string, []byte)
+	}{{tkv, s.applyTopic}, {skv, s.applySubscription}} {
+		if err := s.watch(bg, w.kv, w.apply); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -164,7 +174,7 @@ func (s *Service) load(ctx context.Context) error {
 			s.log.Error("sns: a stored topic does not decode; skipped", "key", key, "err", err)
 			return
 		}
-		s.topics[m.Name] = &topic{meta: m, c: &counters{}}
+		s.topics[m.Name] = newTopic(m)
 	})
 	if err != nil {
 		return err

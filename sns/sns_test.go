@@ -665,3 +665,43 @@ func TestThrottlePolicySpacesDeliveries(t *testing.T) {
 		t.Fatalf("maxReceivesPerSecond 0: %v", err)
 	}
 }
+
+// TestTopicsWrittenByAnotherProcessAreSeen: a topic and a subscription
+// another process stores in the shared buckets become this process's
+// (published to, delivered), and go when they are deleted there.
+func TestTopicsWrittenByAnotherProcessAreSeen(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topics, err := rn.Engine.Bucket(ctx, "runnel_sns_topics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := rn.Engine.Bucket(ctx, "runnel_sns_subscriptions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	createQueue(t, rn, sns.QueuePrefix+"other", map[string]string{"MaximumMessageSize": "1048576"})
+	q := createQueue(t, rn, "q", nil)
+	if _, err := topics.Put(ctx, "remote", []byte(`{"Name":"remote","RunnelID":"other","FifoTopic":false,"Attributes":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subs.Put(ctx, "s1", []byte(`{"Id":"s1","TopicName":"remote","Protocol":"sqs","Endpoint":"`+q+`","Confirmed":true,"ConfirmedAt":0,"Attributes":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	arn := rn.SNS.TopicARN("remote")
+	testenv.Eventually(t, wait, "the topic and its subscription", func() bool {
+		l, err := rn.SNS.ListSubscriptions(arn)
+		return err == nil && len(l) == 1
+	})
+	publish(t, rn, sns.PublishInput{TopicArn: arn, Message: "hello"})
+	settled(t, rn, "remote", 1)
+	if got := receiveAll(t, rn, "q"); len(got) != 1 || envelopeOf(t, got[0].Body).Message != "hello" {
+		t.Fatalf("delivered %+v", got)
+	}
+	if err := topics.Delete(ctx, "remote"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the topic gone", func() bool {
+		_, err := rn.SNS.GetTopicAttributes(arn)
+		return errors.Is(err, awserr.ErrSNSNotFound)
+	})
+}

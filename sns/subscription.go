@@ -176,15 +176,15 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 	if err != nil {
 		return "", err
 	}
-	if err := s.checkEndpoint(t.meta.FIFO, in.Protocol, in.Endpoint); err != nil {
+	if err := s.checkEndpoint(t.meta().FIFO, in.Protocol, in.Endpoint); err != nil {
 		return "", err
 	}
-	if err := checkSubAttrs(in.Attributes, in.Protocol, t.meta.FIFO); err != nil {
+	if err := checkSubAttrs(in.Attributes, in.Protocol, t.meta().FIFO); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
 	for _, sub := range s.subs {
-		if sub.meta.TopicName == t.meta.Name && sub.meta.Protocol == in.Protocol && sub.meta.Endpoint == in.Endpoint {
+		if sub.meta.TopicName == t.meta().Name && sub.meta.Protocol == in.Protocol && sub.meta.Endpoint == in.Endpoint {
 			for k, v := range in.Attributes {
 				if sub.meta.Attributes[k] != v {
 					s.mu.Unlock()
@@ -199,12 +199,12 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 			return arn, nil
 		}
 	}
-	if in.Attributes[AttrFilterPolicy] != "" && s.policiesLocked(t.meta.Name) >= MaxFilterPoliciesPerTopic {
+	if in.Attributes[AttrFilterPolicy] != "" && s.policiesLocked(t.meta().Name) >= MaxFilterPoliciesPerTopic {
 		s.mu.Unlock()
 		return "", awserr.New(awserr.ErrSNSFilterPolicyLimitExceeded, "Filter policy limit exceeded (%d per topic)", MaxFilterPoliciesPerTopic)
 	}
 	s.mu.Unlock()
-	m := subMeta{ID: uuid.NewString(), TopicName: t.meta.Name, Protocol: in.Protocol, Endpoint: in.Endpoint,
+	m := subMeta{ID: uuid.NewString(), TopicName: t.meta().Name, Protocol: in.Protocol, Endpoint: in.Endpoint,
 		Confirmed: true, ConfirmedAt: s.eng.Clock.Now().UnixMilli(), Attributes: maps.Clone(in.Attributes)}
 	if m.Attributes == nil {
 		m.Attributes = map[string]string{}
@@ -221,7 +221,7 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 		return "", err
 	}
 	if web {
-		s.sendConfirmation(t.meta, sub)
+		s.sendConfirmation(*t.meta(), sub)
 		if !in.ReturnSubscriptionArn {
 			return PendingConfirmation, nil
 		}
@@ -313,7 +313,7 @@ func (s *Service) ConfirmSubscription(ctx context.Context, topicArn, token strin
 	s.mu.Lock()
 	var found *subscription
 	for _, sub := range s.subs {
-		if sub.meta.TopicName == t.meta.Name && sub.meta.Token == token && token != "" {
+		if sub.meta.TopicName == t.meta().Name && sub.meta.Token == token && token != "" {
 			found = sub
 		}
 	}
@@ -378,7 +378,7 @@ func (s *Service) ListSubscriptions(topicArn string) ([]Subscription, error) {
 		if err != nil {
 			return nil, err
 		}
-		name = t.meta.Name
+		name = t.meta().Name
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -428,7 +428,7 @@ func (s *Service) GetSubscriptionAttributes(arn string) (map[string]string, erro
 	if m.Protocol == ProtocolHTTP || m.Protocol == ProtocolHTTPS {
 		var topicPolicy string
 		if t := s.topics[m.TopicName]; t != nil {
-			topicPolicy = t.meta.Attributes[AttrDeliveryPolicy]
+			topicPolicy = t.meta().Attributes[AttrDeliveryPolicy]
 		}
 		a[AttrEffectiveDeliveryPolicy] = effectiveSubPolicy(topicPolicy, sub)
 	}
@@ -453,7 +453,7 @@ func (s *Service) SetSubscriptionAttributes(ctx context.Context, arn, name, valu
 	}
 	s.mu.Lock()
 	m := sub.meta
-	fifo := s.topics[m.TopicName] != nil && s.topics[m.TopicName].meta.FIFO
+	fifo := s.topics[m.TopicName] != nil && s.topics[m.TopicName].meta().FIFO
 	over := name == AttrFilterPolicy && value != "" && sub.filter == nil && s.policiesLocked(m.TopicName) >= MaxFilterPoliciesPerTopic
 	s.mu.Unlock()
 	if over {

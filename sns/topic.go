@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nuid"
 
@@ -56,12 +57,22 @@ type topicMeta struct {
 	Tags       map[string]string `json:"Tags,omitempty"`
 }
 
-// topic is a loaded topic.
+// topic is a loaded topic. Its metadata is replaced whole, never changed
+// in place, so a reader may keep the pointer meta returns.
 type topic struct {
-	meta topicMeta
+	m    atomic.Pointer[topicMeta]
 	c    *counters
 	stop func() // stops the worker
 }
+
+func newTopic(m topicMeta) *topic {
+	t := &topic{c: &counters{}}
+	t.m.Store(&m)
+	return t
+}
+
+// meta is the topic's current metadata (not to be modified).
+func (t *topic) meta() *topicMeta { return t.m.Load() }
 
 // queueName is the topic's internal queue.
 func (m *topicMeta) queueName() string {
@@ -145,7 +156,7 @@ func (s *Service) CreateTopic(ctx context.Context, name string, attributes, tags
 	defer s.mu.Unlock()
 	if t := s.topics[name]; t != nil {
 		for k, v := range attributes {
-			if k != AttrFifoTopic && t.meta.Attributes[k] != v {
+			if k != AttrFifoTopic && t.meta().Attributes[k] != v {
 				return "", invalid("Attributes Reason: Topic already exists with different attributes")
 			}
 		}
@@ -163,7 +174,7 @@ func (s *Service) CreateTopic(ctx context.Context, name string, attributes, tags
 	if err := s.putTopic(ctx, &m); err != nil {
 		return "", err
 	}
-	t := &topic{meta: m, c: &counters{}}
+	t := newTopic(m)
 	s.topics[name] = t
 	s.startWorker(t)
 	return s.TopicARN(name), nil
@@ -221,7 +232,7 @@ func (s *Service) DeleteTopic(ctx context.Context, arn string) error {
 			return awserr.New(awserr.ErrInternal, "delete subscription %s: %v", id, err)
 		}
 	}
-	if err := s.queues.DeleteQueue(ctx, t.meta.queueName()); err != nil && !errors.Is(err, awserr.ErrQueueDoesNotExist) {
+	if err := s.queues.DeleteQueue(ctx, t.meta().queueName()); err != nil && !errors.Is(err, awserr.ErrQueueDoesNotExist) {
 		return awserr.New(awserr.ErrInternal, "delete the internal queue of %s: %v", name, err)
 	}
 	if err := s.topicsKV.Delete(ctx, name); err != nil {
@@ -254,7 +265,7 @@ func (s *Service) GetTopicAttributes(arn string) (map[string]string, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := maps.Clone(t.meta.Attributes)
+	a := maps.Clone(t.meta().Attributes)
 	a[AttrTopicArn], a[AttrOwner] = arn, s.eng.AccountID()
 	if a[AttrPolicy] == "" {
 		a[AttrPolicy] = `{"Version":"2008-10-17","Id":"__default_policy_ID","Statement":[{"Sid":"__default_statement_ID","Effect":"Allow","Principal":{"AWS":"*"},"Action":["SNS:Publish","SNS:Subscribe"],"Resource":"` + arn + `"}]}`
@@ -268,7 +279,7 @@ func (s *Service) GetTopicAttributes(arn string) (map[string]string, error) {
 	a[AttrEffectiveDeliveryPolicy] = effectiveDeliveryPolicy(a[AttrDeliveryPolicy])
 	confirmed, pending := 0, 0
 	for _, sub := range s.subs {
-		if sub.meta.TopicName == t.meta.Name {
+		if sub.meta.TopicName == t.meta().Name {
 			if sub.meta.Confirmed {
 				confirmed++
 			} else {
@@ -277,7 +288,7 @@ func (s *Service) GetTopicAttributes(arn string) (map[string]string, error) {
 		}
 	}
 	a[AttrSubscriptionsConfirmed], a[AttrSubscriptionsPending], a[AttrSubscriptionsDeleted] = strconv.Itoa(confirmed), strconv.Itoa(pending), "0"
-	if t.meta.FIFO {
+	if t.meta().FIFO {
 		a[AttrFifoTopic] = "true"
 		if a[AttrContentBasedDeduplication] == "" {
 			a[AttrContentBasedDeduplication] = "false"
@@ -301,7 +312,7 @@ func (s *Service) SetTopicAttributes(ctx context.Context, arn, name, value strin
 		return invalid("AttributeName Reason: FifoTopic cannot be changed")
 	}
 	if value != "" || name == AttrDisplayName {
-		if err := checkTopicAttrs(map[string]string{name: value}, t.meta.FIFO); err != nil {
+		if err := checkTopicAttrs(map[string]string{name: value}, t.meta().FIFO); err != nil {
 			return err
 		}
 	} else if !settableTopicAttrs[name] {
@@ -332,7 +343,7 @@ func (s *Service) SetTopicAttributes(ctx context.Context, arn, name, value strin
 // makes it t's.
 func (s *Service) updateTopic(ctx context.Context, t *topic, change func(m *topicMeta) error) error {
 	s.mu.Lock()
-	m := t.meta
+	m := *t.meta()
 	s.mu.Unlock()
 	if err := change(&m); err != nil {
 		return err
@@ -341,7 +352,7 @@ func (s *Service) updateTopic(ctx context.Context, t *topic, change func(m *topi
 		return err
 	}
 	s.mu.Lock()
-	t.meta = m
+	t.m.Store(&m)
 	s.mu.Unlock()
 	return nil
 }
@@ -376,7 +387,7 @@ func (s *Service) ListTagsForResource(arn string) (map[string]string, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(t.meta.Tags), nil
+	return maps.Clone(t.meta().Tags), nil
 }
 
 func (s *Service) tagged(arn string) (*topic, error) {
