@@ -25,6 +25,7 @@ import (
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/sns"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
 )
@@ -35,6 +36,9 @@ type Config struct {
 	Engine   engine.Config
 	Mappings mapping.Options
 	Tables   table.Options
+	// SNS are the SNS service's knobs (the base URL of its links);
+	// Mappings.Passive makes it passive too.
+	SNS sns.Options
 	// Registry holds the in-process handlers the instance's functions
 	// run. Default (nil): function.DefaultRegistry(), which
 	// function.Register fills.
@@ -57,7 +61,10 @@ type Runnel struct {
 	Mappings  *mapping.Service
 	// Async is asynchronous invocation (Invoke with InvocationType Event,
 	// retries, destinations).
-	Async     *async.Service
+	Async *async.Service
+	// SNS is topics and subscriptions (fan-out to queues, functions and
+	// HTTP endpoints).
+	SNS       *sns.Service
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -101,6 +108,11 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
+	snsOpts := cfg.SNS
+	snsOpts.Passive = snsOpts.Passive || cfg.Mappings.Passive
+	if rn.SNS, err = sns.New(ctx, eng, rn.Queues, rn.Async, snsOpts); err != nil {
+		return fail(err)
+	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
 		return fail(err)
 	}
@@ -120,12 +132,15 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 }
 
 // closeServices closes the services that are open, in the reverse order
-// of Open: the mappings (storing their checkpoints), the asynchronous
-// invocation pollers, the tables, the queues. Streams and functions hold
-// nothing to close.
+// of Open: the mappings (storing their checkpoints), the SNS delivery
+// workers, the asynchronous invocation pollers, the tables, the queues.
+// Streams and functions hold nothing to close.
 func (rn *Runnel) closeServices() {
 	if rn.Mappings != nil {
 		rn.Mappings.Close()
+	}
+	if rn.SNS != nil {
+		rn.SNS.Close()
 	}
 	if rn.Async != nil {
 		rn.Async.Close()

@@ -12,7 +12,13 @@
 //     package table);
 //   - the Lambda REST API (paths /2015-03-31/functions...,
 //     /2015-03-31/event-source-mappings...), over packages function,
-//     function/async and mapping.
+//     function/async and mapping;
+//   - the SNS API over package sns, its query protocol (Action=<Op>, XML;
+//     routed by the request's "sns" signing scope, or unsigned by Action,
+//     as a SubscribeURL is visited) and its JSON 1.0 protocol (X-Amz-Target
+//     "SNS_20100331.<Op>", errors as SQS JSON's with "com.amazonaws.sns#");
+//     GET /SimpleNotificationService-runnel.pem serves the certificate of
+//     the envelopes' signatures.
 //
 // Point a client at it with an endpoint override:
 //

@@ -34,7 +34,7 @@ func (we wireError) fault() string {
 // logged).
 func (rq *request) toWire(err error) wireError {
 	internal := awserr.ErrService
-	if rq.proto == protoSQSJSON || rq.proto == protoSQSQuery {
+	if rq.proto == protoSQSJSON || rq.proto == protoSQSQuery || rq.proto == protoSNS || rq.proto == protoSNSJSON {
 		internal = awserr.ErrInternal
 	}
 	var e *awserr.Error
@@ -65,8 +65,10 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
-	case protoLogs, protoIAM, protoSTS:
+	case protoLogs, protoIAM, protoSTS, protoSNS:
 		// the code as it is
+	case protoSNSJSON:
+		w = awserr.Wire{Shape: awserr.SNSShape(e.Code)}
 	default:
 		w = spec.DynamoDB
 	}
@@ -95,7 +97,7 @@ func (rq *request) fail(err error) {
 	}
 	w.Header().Set("x-amzn-RequestId", rq.reqID)
 	switch rq.proto {
-	case protoSQSQuery, protoIAM, protoSTS:
+	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		w.Header().Set("Content-Type", "text/xml")
 		w.WriteHeader(we.status)
 		var b bytes.Buffer
@@ -106,11 +108,15 @@ func (rq *request) fail(err error) {
 		xmlEscape(&b, we.e.Message)
 		b.WriteString(`</Message><Detail/></Error><RequestId>` + rq.reqID + `</RequestId></ErrorResponse>`)
 		w.Write(b.Bytes())
-	case protoSQSJSON:
+	case protoSQSJSON, protoSNSJSON:
+		ns := "com.amazonaws.sqs#"
+		if rq.proto == protoSNSJSON {
+			ns = "com.amazonaws.sns#"
+		}
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		w.Header().Set("x-amzn-query-error", we.e.Code+";"+we.fault())
 		w.WriteHeader(we.status)
-		json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazonaws.sqs#" + we.shape, "message": we.e.Message})
+		json.NewEncoder(w).Encode(map[string]string{"__type": ns + we.shape, "message": we.e.Message})
 	default:
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		w.WriteHeader(we.status)

@@ -27,7 +27,7 @@ var targetPrefix = map[awsapi.Service]string{
 
 // queryScope is the SigV4 scope service of each query-protocol service
 // but SQS (which a form without a scope reaches).
-var queryScope = map[awsapi.Service]string{awsapi.IAM: "iam", awsapi.STS: "sts"}
+var queryScope = map[awsapi.Service]string{awsapi.IAM: "iam", awsapi.STS: "sts", awsapi.SNS: "sns"}
 
 // TestEveryOperationIsRouted sends every operation of the table, with an
 // empty input, the way a client does (X-Amz-Target, SQS Action, Lambda
@@ -64,6 +64,9 @@ func TestEveryOperationIsRouted(t *testing.T) {
 		if scope, ok := queryScope[op.Service]; ok {
 			auth := "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/" + scope + "/aws4_request, SignedHeaders=host, Signature=00"
 			do(op, httpRequest("POST", "/", url.Values{"Action": {op.Name}}.Encode(), map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Authorization": auth}))
+			if op.Service == awsapi.SNS { // and its JSON protocol
+				do(op, httpRequest("POST", "/", "{}", map[string]string{"X-Amz-Target": "SNS_20100331." + op.Name}))
+			}
 			continue
 		}
 		do(op, httpRequest("POST", "/", "{}", map[string]string{"X-Amz-Target": targetPrefix[op.Service] + op.Name}))

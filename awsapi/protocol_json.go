@@ -57,7 +57,7 @@ func (rq *request) writeJSON(b []byte) {
 		return
 	}
 	ct := "application/x-amz-json-1.1"
-	if rq.proto == protoSQSJSON {
+	if rq.proto == protoSQSJSON || rq.proto == protoSNSJSON {
 		ct = "application/x-amz-json-1.0"
 	}
 	rq.w.Header().Set("Content-Type", ct)

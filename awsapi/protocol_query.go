@@ -23,6 +23,7 @@ const (
 	sqsNS = "http://queue.amazonaws.com/doc/2012-11-05/"
 	iamNS = "https://iam.amazonaws.com/doc/2010-05-08/"
 	stsNS = "https://sts.amazonaws.com/doc/2011-06-15/"
+	snsNS = "http://sns.amazonaws.com/doc/2010-03-31/"
 )
 
 // xmlNS is the namespace of the request's query-protocol service.
@@ -32,6 +33,8 @@ func (rq *request) xmlNS() string {
 		return iamNS
 	case protoSTS:
 		return stsNS
+	case protoSNS:
+		return snsNS
 	}
 	return sqsNS
 }

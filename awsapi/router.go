@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/sns"
 )
 
 // maxBody bounds a request body: PutRecords' 5 MiB in base64 with room.
@@ -35,6 +36,8 @@ const (
 	protoIAM                             // form in, XML out
 	protoSTS                             // form in, XML out
 	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
+	protoSNS                             // form in, XML out
+	protoSNSJSON                         // JSON 1.0, query-compatible errors
 )
 
 // serviceRoute names the service and protocol of a request by a key: an
@@ -53,6 +56,7 @@ var targets = []serviceRoute{
 	{"DynamoDB_20120810.", DynamoDB, protoDynamoDB},
 	{"DynamoDBStreams_20120810.", DynamoDBStreams, protoDynamoDBStreams},
 	{"Logs_20140328.", CloudWatchLogs, protoLogs},
+	{"SNS_20100331.", SNS, protoSNSJSON},
 }
 
 // queryServices are the services of the query protocol by the service of
@@ -62,6 +66,7 @@ var queryServices = []serviceRoute{
 	{"sqs", SQS, protoSQSQuery},
 	{"iam", IAM, protoIAM},
 	{"sts", STS, protoSTS},
+	{"sns", SNS, protoSNS},
 }
 
 // lambdaPrefixes are the path prefixes of the Lambda REST API.
@@ -98,6 +103,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.proto = protoLambda
 		w.Header().Set("X-Amzn-RequestId", rq.reqID)
 		h.mux.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == sns.CertPath {
+		// SigningCertURL: the certificate of SNS envelopes' signatures.
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		w.Write(h.rn.SNS.SigningCertPEM())
 		return
 	}
 	body, err := readBody(r, maxBody)
@@ -185,10 +196,10 @@ func (rq *request) route() (*Operation, error) {
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 			// A health check: say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\"]}\n")
+			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\"]}\n")
 			return nil, nil
 		}
-		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SQS, IAM or STS query Action)", target)
+		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SNS_20100331.*, SQS, IAM, STS or SNS query Action)", target)
 	}
 	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
 	for _, q := range queryServices {
@@ -321,7 +332,7 @@ func (rq *request) decode(in any) error {
 		return d.decodeFrom(rq)
 	}
 	switch rq.proto {
-	case protoSQSQuery, protoIAM, protoSTS:
+	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		return decodeForm(rq.form, in)
 	case protoDynamoDB, protoDynamoDBStreams:
 		return dynamoDecode(rq.body, in)
@@ -338,7 +349,7 @@ func (rq *request) reply(out any) {
 		return
 	}
 	switch rq.proto {
-	case protoSQSQuery, protoIAM, protoSTS:
+	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		rq.replyXML(out)
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoReply(out)

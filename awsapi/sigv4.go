@@ -64,7 +64,7 @@ const (
 // words: the JSON APIs' (Kinesis, DynamoDB) or SQS's.
 func authError(p protocol, why authFailure, msg string) *awserr.Error {
 	errs := [...]*awserr.Error{awserr.ErrMissingAuthenticationToken, awserr.ErrUnrecognizedClient, awserr.ErrInvalidSignature}
-	if p == protoSQSJSON || p == protoSQSQuery {
+	if p == protoSQSJSON || p == protoSQSQuery || p == protoSNS || p == protoSNSJSON {
 		errs = [...]*awserr.Error{awserr.ErrSQSMissingAuthenticationToken, awserr.ErrInvalidClientTokenID, awserr.ErrSignatureDoesNotMatch}
 	}
 	return awserr.New(errs[why], "%s", msg)

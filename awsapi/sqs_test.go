@@ -351,28 +351,12 @@ func TestSQSQueryForm(t *testing.T) {
 // namespaced __type and the x-amzn-query-error header.
 func TestSQSJSONErrorShape(t *testing.T) {
 	e := start(t, awsapi.Options{})
-	req, _ := http.NewRequest("POST", e.srv.URL, strings.NewReader(`{"QueueName":"missing"}`))
-	req.Header.Set("X-Amz-Target", "AmazonSQS.GetQueueUrl")
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := postTarget(t, e, "AmazonSQS.GetQueueUrl", "application/x-amz-json-1.0", `{"QueueName":"missing"}`)
 	if resp.StatusCode != 400 || resp.Header.Get("x-amzn-query-error") != "AWS.SimpleQueueService.NonExistentQueue;Sender" ||
 		!strings.Contains(string(b), `"__type":"com.amazonaws.sqs#QueueDoesNotExist"`) {
 		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, b)
 	}
-	req, _ = http.NewRequest("POST", e.srv.URL, strings.NewReader(`{"StreamName":"missing"}`))
-	req.Header.Set("X-Amz-Target", "Kinesis_20131202.DescribeStream")
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	resp2, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp2.Body.Close()
-	b, _ = io.ReadAll(resp2.Body)
+	resp2, b := postTarget(t, e, "Kinesis_20131202.DescribeStream", "application/x-amz-json-1.1", `{"StreamName":"missing"}`)
 	if resp2.StatusCode != 400 || !strings.Contains(string(b), `"__type":"ResourceNotFoundException"`) {
 		t.Fatalf("%d %s", resp2.StatusCode, b)
 	}

@@ -175,6 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{RunnelPutThroughMap, runRunnelPutThroughMapping},
 		{JetStreamWorkQueue, runJetStreamWorkQueue},
 		{RunnelQueue, runRunnelQueue},
+		{RunnelSNSFanout, runRunnelSNSFanout},
 	}
 	rates := map[string]float64{}
 	for _, st := range steps {
@@ -213,6 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Ratios["mapping/consume-noack"] = ratio(RunnelMapping, JetStreamConsumeNoAck)
 	rep.Ratios["put/publish"] = ratio(RunnelPut, JetStreamPublish)
 	rep.Ratios["queue/workqueue"] = ratio(RunnelQueue, JetStreamWorkQueue)
+	rep.Ratios["sns-fanout/publish"] = ratio(RunnelSNSFanout, JetStreamPublish)
 	rep.PeakRSSMiB = PeakRSSMiB()
 	return rep, nil
 }
@@ -758,7 +760,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s |\n", s.Name, s.Records, s.Seconds, group(s.RecordsPerS), s.Note)
 	}
 	b.WriteString("\n| ratio | value |\n|---|---:|\n")
-	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish", "queue/workqueue"} {
+	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish", "queue/workqueue", "sns-fanout/publish"} {
 		if v, ok := r.Ratios[k]; ok {
 			fmt.Fprintf(&b, "| %s | %.0f%% |\n", k, 100*v)
 		}

@@ -81,7 +81,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{JetStreamPublish, JetStreamConsumeAck, JetStreamConsumeNoAck, RunnelPut, RunnelMapping, RunnelPutThroughMap, JetStreamWorkQueue, RunnelQueue}
+	want := []string{JetStreamPublish, JetStreamConsumeAck, JetStreamConsumeNoAck, RunnelPut, RunnelMapping, RunnelPutThroughMap, JetStreamWorkQueue, RunnelQueue, RunnelSNSFanout}
 	if len(rep.Scenarios) != len(want) {
 		t.Fatalf("got %d scenarios, want %d", len(rep.Scenarios), len(want))
 	}
@@ -139,4 +139,13 @@ func (w loadWriter) Write(p []byte) (int, error) {
 	la, _ := os.ReadFile("/proc/loadavg")
 	w.t.Logf("%s   [loadavg %s]", strings.TrimRight(string(p), "\n"), strings.TrimSpace(string(la)))
 	return len(p), nil
+}
+
+// TestSNSFanoutScenario runs the SNS scenario alone on a few messages:
+// it returns only once the three queues hold them all.
+func TestSNSFanoutScenario(t *testing.T) {
+	sc, err := measure(context.Background(), Config{Records: 300, Workload: Workload{DataDir: t.TempDir()}}, RunnelSNSFanout, runRunnelSNSFanout)
+	if err != nil || sc.Records != 300 || sc.RecordsPerS <= 0 {
+		t.Fatalf("%+v %v", sc, err)
+	}
 }

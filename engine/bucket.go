@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -49,4 +50,32 @@ func Sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Watch follows a key-value bucket with kv.WatchAll(opts...) until ctx
+// ends, calling fn with each entry (the nil that marks the end of the
+// initial values is skipped; a deleted key's entry has Operation
+// KeyValueDelete or KeyValuePurge). The goroutine is counted in wg.
+func Watch(ctx context.Context, wg *sync.WaitGroup, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry), opts ...jetstream.WatchOpt) error {
+	w, err := kv.WatchAll(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	wg.Go(func() {
+		defer w.Stop()
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					fn(e)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return nil
 }

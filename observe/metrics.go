@@ -39,6 +39,8 @@ import (
 //	runnel_queue_messages_delayed{queue}
 //	runnel_queue_oldest_message_age_seconds{queue}
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
+//	runnel_sns_{messages_published,notifications_delivered,notifications_failed,
+//	  notifications_filtered_out,notifications_dead_lettered,notifications_dead_letter_failed}_total{topic}
 //	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
 //
 // Function metrics are exported for the functions whose handlers run in
@@ -94,6 +96,11 @@ type qmMetric struct {
 	d   *prometheus.Desc
 	t   prometheus.ValueType
 	get func(queueStatus) float64
+}
+
+type topicMetric struct {
+	d   *prometheus.Desc
+	get func(TopicState) int64
 }
 
 type queueMetric struct {
@@ -152,6 +159,15 @@ var (
 		{desc("runnel_queue_oldest_message_age_seconds", "Age of the oldest message in the queue (ApproximateAgeOfOldestMessage).", queueLabels), func(q QueueState) float64 { return q.OldestAgeSeconds }},
 		{desc("runnel_queue_dead_letter", "1 when the queue is a dead-letter queue (a RedrivePolicy or on-failure target, or named like one).", queueLabels), func(q QueueState) float64 { return b2f(q.DeadLetter) }},
 	}
+	topicLabels  = []string{"topic"}
+	topicMetrics = []topicMetric{
+		{desc("runnel_sns_messages_published_total", "Messages published to the topic (NumberOfMessagesPublished).", topicLabels), func(t TopicState) int64 { return t.Published }},
+		{desc("runnel_sns_notifications_delivered_total", "Deliveries that succeeded (NumberOfNotificationsDelivered).", topicLabels), func(t TopicState) int64 { return t.Delivered }},
+		{desc("runnel_sns_notifications_failed_total", "Deliveries that ended without success (NumberOfNotificationsFailed).", topicLabels), func(t TopicState) int64 { return t.Failed }},
+		{desc("runnel_sns_notifications_filtered_out_total", "Deliveries a filter policy skipped (NumberOfNotificationsFilteredOut).", topicLabels), func(t TopicState) int64 { return t.FilteredOut }},
+		{desc("runnel_sns_notifications_dead_lettered_total", "Failed deliveries stored in a subscription's dead-letter queue (NumberOfNotificationsRedrivenToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLettered }},
+		{desc("runnel_sns_notifications_dead_letter_failed_total", "Failed deliveries the dead-letter queue refused (NumberOfNotificationsFailedToRedriveToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLetterFailed }},
+	}
 	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK (last evaluation).", []string{"alarm", "rule", "resource"})
 )
 
@@ -182,6 +198,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- m.d
 	}
 	for _, m := range queueMetrics {
+		ch <- m.d
+	}
+	for _, m := range topicMetrics {
 		ch <- m.d
 	}
 	ch <- alarmDesc
@@ -233,6 +252,11 @@ func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
 	for _, q := range snap.Queues {
 		for _, m := range queueMetrics {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.get(q), q.Name)
+		}
+	}
+	for _, t := range snap.Topics {
+		for _, m := range topicMetrics {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(t)), t.Name)
 		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/sns"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -44,10 +45,19 @@ type Snapshot struct {
 	Functions []FunctionState `json:"functions"`
 	Mappings  []MappingState  `json:"mappings"`
 	Queues    []QueueState    `json:"queues"`
+	// Topics are the SNS topics with their delivery counters (this
+	// process's, since it started).
+	Topics []TopicState `json:"topics,omitempty"`
 	// Errors are the parts of the state that could not be read (a queue
 	// deleted during the snapshot, an unreachable bucket); the rest is
 	// still reported.
 	Errors []string `json:"errors,omitempty"`
+}
+
+// TopicState is an SNS topic's counters.
+type TopicState struct {
+	Name string `json:"name"`
+	sns.Stats
 }
 
 // FunctionState is a function's counters.
@@ -270,6 +280,14 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 			}
 		}
 		snap.Queues = append(snap.Queues, q)
+	}
+	for _, name := range rn.SNS.TopicNames() {
+		snap.Topics = append(snap.Topics, TopicState{Name: name, Stats: rn.SNS.Stats(name)})
+	}
+	for q, subs := range rn.SNS.DeadLetterQueues() {
+		for _, sub := range subs {
+			dlqFor[q] = append(dlqFor[q], "RedrivePolicy target of SNS subscription "+sub)
+		}
 	}
 	for i := range snap.Queues {
 		q := &snap.Queues[i]

@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,7 +65,7 @@ type Graph struct {
 // GraphNode is a stream, a queue or a function. ID is "<kind>:<name>".
 type GraphNode struct {
 	ID   string `json:"id"`
-	Kind string `json:"kind"` // stream, queue, function, other
+	Kind string `json:"kind"` // stream, queue, function, topic, other
 	Name string `json:"name"`
 	ARN  string `json:"arn,omitempty"`
 	// Streams.
@@ -72,15 +73,16 @@ type GraphNode struct {
 	// Queues.
 	Depth      int64 `json:"depth"`
 	DeadLetter bool  `json:"deadLetter,omitempty"`
-	// Functions.
+	// Functions (topics: deliveries that succeeded and that failed).
 	Invocations int64 `json:"invocations"`
 	Errors      int64 `json:"errors"`
 }
 
 // GraphEdge goes from a source to a function (a mapping), from a function
 // to a destination (onFailure, onSuccess, deadLetter: a mapping's or the
-// asynchronous invocation's), or from a queue to its RedrivePolicy target
-// (redrive).
+// asynchronous invocation's), from a queue to its RedrivePolicy target
+// (redrive), or from a topic to a subscribed endpoint (subscription) or a
+// subscription's dead-letter queue (deadLetter).
 type GraphEdge struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
@@ -290,10 +292,39 @@ func (w *web) graph(rw http.ResponseWriter, r *http.Request) {
 		g.Edges = append(g.Edges, GraphEdge{From: "queue:" + q.Name, To: node(rp.DeadLetterTargetArn), Kind: "redrive",
 			Label: strconv.Itoa(rp.MaxReceiveCount) + " receives"})
 	}
+	g.Edges = append(g.Edges, w.topicEdges(snap, add, node)...)
 	for _, id := range order {
 		g.Nodes = append(g.Nodes, *nodes[id])
 	}
 	writeJSON(rw, http.StatusOK, g)
+}
+
+// topicEdges adds the SNS topics as nodes and returns their
+// subscriptions (topic to endpoint; label: protocol, "filtered" with a
+// FilterPolicy) and subscriptions' dead-letter queues (topic to queue,
+// deadLetter) as edges.
+func (w *web) topicEdges(snap *Snapshot, add func(GraphNode) *GraphNode, node func(arn string) string) []GraphEdge {
+	var edges []GraphEdge
+	for _, t := range snap.Topics {
+		add(GraphNode{ID: "topic:" + t.Name, Kind: "topic", Name: t.Name, ARN: w.rn.SNS.TopicARN(t.Name), Invocations: t.Delivered, Errors: t.Failed})
+	}
+	subs, _ := w.rn.SNS.ListSubscriptions("")
+	for _, sub := range subs {
+		from := "topic:" + sub.TopicArn[strings.LastIndexByte(sub.TopicArn, ':')+1:]
+		attrs, _ := w.rn.SNS.GetSubscriptionAttributes(sub.SubscriptionArn) // nil while pending
+		label := sub.Protocol
+		if attrs["FilterPolicy"] != "" {
+			label += ", filtered"
+		}
+		edges = append(edges, GraphEdge{From: from, To: node(sub.Endpoint), Kind: "subscription", Label: label})
+		if rp := attrs["RedrivePolicy"]; rp != "" {
+			var p struct{ DeadLetterTargetArn string }
+			if json.Unmarshal([]byte(rp), &p) == nil {
+				edges = append(edges, GraphEdge{From: from, To: node(p.DeadLetterTargetArn), Kind: "deadLetter", Label: "subscription DLQ"})
+			}
+		}
+	}
+	return edges
 }
 
 func (w *web) lag(rw http.ResponseWriter, r *http.Request) {

@@ -164,6 +164,8 @@ type MessageView struct {
 	// ErrorType and ErrorMessage are the last error, when the record says.
 	ErrorType    string `json:",omitempty"`
 	ErrorMessage string `json:",omitempty"`
+	// TopicArn is an SNS notification's topic (its MessageId is RequestID).
+	TopicArn string `json:",omitempty"`
 	// RequestID and FunctionArn are of the last invocation.
 	RequestID   string `json:",omitempty"`
 	FunctionArn string `json:",omitempty"`
@@ -209,6 +211,10 @@ func Classify(m queue.Message) MessageView {
 		v.ErrorType = f.ResponseContext.FunctionError
 		v.RequestID, v.FunctionArn, v.InvokeCount = f.RequestContext.RequestID, f.RequestContext.FunctionArn, f.RequestContext.ApproximateInvokeCount
 		v.StreamArn, v.ShardID, v.StartSequenceNumber, v.EndSequenceNumber, v.BatchSize = bi.StreamArn, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber, bi.BatchSize
+		return v
+	}
+	if env, ok := wire.UnwrapSNS(body); ok {
+		v.Kind, v.RequestID, v.TopicArn = KindSNS, env.MessageId, env.TopicArn
 		return v
 	}
 	var a wire.InvocationRecord

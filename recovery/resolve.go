@@ -15,6 +15,9 @@
 //     original event is inside, Resolve returns it.
 //   - a record a handler inserted itself (InsertRetry): a retry envelope
 //     around one Kinesis event record.
+//   - an SNS notification a subscription's RedrivePolicy dead-lettered:
+//     the published message and its envelope (a raw-delivery
+//     subscription's dead letters are the bare message: not recognized).
 package recovery
 
 import (
@@ -34,6 +37,7 @@ const (
 	KindStreamBatch = "stream-batch" // a stream on-failure record (KinesisBatchInfo)
 	KindAsync       = "async"        // an async invocation record (requestPayload)
 	KindInserted    = "inserted"     // a record inserted by InsertRetry
+	KindSNS         = "sns"          // an SNS notification a subscription dead-lettered
 )
 
 // ErrPastRetention is returned (wrapped) by Resolve when records a
@@ -50,8 +54,13 @@ type Resolved struct {
 	// Records are the stream records (KindStreamBatch, KindInserted), in
 	// shard order, as a function would see them in a Kinesis event.
 	Records []events.KinesisEventRecord
-	// Payload is the original event of an async invocation (KindAsync).
+	// Payload is the original event of an async invocation (KindAsync),
+	// or the published message of an SNS notification (KindSNS): the
+	// message itself when it is JSON, else the message as a JSON string.
 	Payload json.RawMessage
+	// SNS is the notification of a KindSNS message (its MessageId,
+	// TopicArn, Subject, attributes).
+	SNS *wire.SNSEnvelope
 	// Info is the pointer of a KindStreamBatch record.
 	Info *wire.KinesisBatchInfo
 	// Condition is why the records failed (RetryAttemptsExhausted, ...).
@@ -80,6 +89,13 @@ func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolv
 	var f wire.OnFailureRecord
 	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
 		return resolveBatch(ctx, streams, &f)
+	}
+	if env, ok := wire.UnwrapSNS(body); ok {
+		payload := json.RawMessage(env.Message)
+		if !json.Valid(payload) {
+			payload, _ = json.Marshal(env.Message)
+		}
+		return &Resolved{Kind: KindSNS, Payload: payload, SNS: env}, nil
 	}
 	var a wire.InvocationRecord
 	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Smoke test of runnel's AWS endpoint with the AWS CLI: the Kinesis, SQS,
-# DynamoDB and DynamoDB Streams operations that awsapi's Go tests drive with
+# DynamoDB, DynamoDB Streams and SNS operations that awsapi's Go tests drive with
 # aws-sdk-go-v2.
 #
 #   scripts/aws-cli-smoke.sh                 # builds runnel, serves on a free port
@@ -139,4 +139,41 @@ check get-records-old-image '"OldImage"' "$recs"
 d delete-table --table-name smoke >/dev/null
 d wait table-not-exists --table-name smoke
 echo "ok   delete-table"
+# SNS: a topic fanning out to three queues, each with a filter policy and
+# a dead-letter queue (issue 16); the first queue is deleted to fill its
+# dead-letter queue.
+n() { aws --endpoint-url "$ENDPOINT" sns "$@"; }
+esc() { local s=${1//\\/\\\\}; printf '%s' "${s//\"/\\\"}"; } # a JSON string's inside
+topic=$(n create-topic --name fanout --query TopicArn --output text)
+check list-topics "$topic" "$(n list-topics)"
+for name in red blue big; do
+  qurl=$(q create-queue --queue-name "fan-$name" --query QueueUrl --output text)
+  durl=$(q create-queue --queue-name "fan-$name-dlq" --query QueueUrl --output text)
+  qarn=$(q get-queue-attributes --queue-url "$qurl" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+  darn=$(q get-queue-attributes --queue-url "$durl" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+  case $name in
+    red) policy='{"color":["red"]}' ;;
+    blue) policy='{"color":[{"equals-ignore-case":"BLUE"}]}' ;;
+    big) policy='{"size":[{"numeric":[">",10]}]}' ;;
+  esac
+  attrs=$(printf '{"FilterPolicy":"%s","RedrivePolicy":"%s"}' "$(esc "$policy")" "$(esc "{\"deadLetterTargetArn\":\"$darn\"}")")
+  sub=$(n subscribe --topic-arn "$topic" --protocol sqs --notification-endpoint "$qarn" --return-subscription-arn \
+    --attributes "$attrs" --query SubscriptionArn --output text)
+  check "get-subscription-attributes $name" '"FilterPolicy"' "$(n get-subscription-attributes --subscription-arn "$sub")"
+done
+check list-subscriptions-by-topic 'fan-big' "$(n list-subscriptions-by-topic --topic-arn "$topic")"
+check publish '"MessageId"' "$(n publish --topic-arn "$topic" --message red-small \
+  --message-attributes '{"color":{"DataType":"String","StringValue":"red"},"size":{"DataType":"Number","StringValue":"1"}}')"
+n publish --topic-arn "$topic" --message blue-big \
+  --message-attributes '{"color":{"DataType":"String","StringValue":"Blue"},"size":{"DataType":"Number","StringValue":"50"}}' >/dev/null
+recv() { q receive-message --queue-url "$(q get-queue-url --queue-name "$1" --query QueueUrl --output text)" --wait-time-seconds 5 --max-number-of-messages 10; }
+check "sns to fan-red" 'red-small' "$(recv fan-red)"
+check "sns to fan-blue" 'blue-big' "$(recv fan-blue)"
+check "sns to fan-big" 'blue-big' "$(recv fan-big)"
+q delete-queue --queue-url "$(q get-queue-url --queue-name fan-red --query QueueUrl --output text)"
+n publish --topic-arn "$topic" --message red-again --message-attributes '{"color":{"DataType":"String","StringValue":"red"}}' >/dev/null
+check "sns dead-letter queue" 'red-again' "$(recv fan-red-dlq)"
+check sns-missing-topic 'NotFound' "$(n get-topic-attributes --topic-arn "${topic}x" 2>&1 || true)"
+n delete-topic --topic-arn "$topic"
+echo "ok   delete-topic"
 echo "aws CLI smoke test passed"

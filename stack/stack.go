@@ -1,5 +1,5 @@
-// Package stack reads a stack file: YAML that declares streams, functions
-// and event source mappings with the AWS property names, and applies it to
+// Package stack reads a stack file: YAML that declares streams, functions,
+// event source mappings and SNS topics with the AWS property names, and applies it to
 // a runnel instance.
 //
 //	Streams:
@@ -32,6 +32,9 @@
 //	    FunctionName: stats
 //	    FunctionResponseTypes: [ReportBatchItemFailures]
 //	    RetryPolicy: {BaseDelaySeconds: 1, MaxAttempts: 5}
+//	Topics:                         # SNS topics and their subscriptions (see Topic)
+//	  - TopicName: flights-events
+//	    Subscriptions: [{Protocol: sqs, Endpoint: flights-retry}]
 //
 // A name is a queue's if the stack declares a queue of that name or one
 // exists; else a table's (its current stream) if the stack declares a table
@@ -70,6 +73,8 @@ type Stack struct {
 	Tables              []Table                    `yaml:"Tables"`
 	Functions           []function.Config          `yaml:"Functions"`
 	EventSourceMappings []Mapping                  `yaml:"EventSourceMappings"`
+	// Topics are SNS topics with their subscriptions (topics.go).
+	Topics []Topic `yaml:"Topics"`
 }
 
 // Queue is a queue as written in a stack file (CreateQueue): a name, and
@@ -175,6 +180,8 @@ type Applied struct {
 	TablesCreated, TablesKept        []string
 	FunctionsCreated                 []string
 	MappingsCreated, MappingsUpdated []string // UUIDs
+	TopicsApplied                    []string
+	SubscriptionsApplied             []string // ARNs
 }
 
 // Apply creates what the stack declares. It stops at the first refused
@@ -233,6 +240,9 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 			return out, fmt.Errorf("Functions[%d] (%s): %w", i, fc.FunctionName, err)
 		}
 		out.FunctionsCreated = append(out.FunctionsCreated, fc.FunctionName)
+	}
+	if err := applyTopics(ctx, rn, s.Topics, out); err != nil {
+		return out, err
 	}
 	for i, m := range s.EventSourceMappings {
 		cfg := m.config(ctx, rn, queueNames)

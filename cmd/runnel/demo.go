@@ -120,6 +120,7 @@ must run inside runnel's source tree; it is slower than the in-process demo
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	f.BoolVar(&external, "external", false, "run through the AWS endpoint: aws-sdk-go-v2 producer, aws-lambda-go function binary (needs the Go toolchain and runnel's source tree: it runs go build)")
 	cmd.AddCommand(tradesCmd(g))
+	cmd.AddCommand(fanoutCmd(g))
 	return cmd
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/sns"
 )
 
 // globals are the flags every command takes.
@@ -73,12 +74,18 @@ type serveOptions struct {
 }
 
 // serve opens runnel to run the stored mappings, with the built-in handlers
-// registered.
-func (g *globals) serve(ctx context.Context, o serveOptions) (*runnel.Runnel, error) {
+// registered; SNS's links (SubscribeURL, UnsubscribeURL, SigningCertURL)
+// point at awsAddr, the AWS endpoint's address.
+func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*runnel.Runnel, error) {
 	log := g.logger()
 	streams := builtin.Register(log)
+	var snsOpts sns.Options
+	if awsAddr != "" {
+		snsOpts.BaseURL = "http://" + awsAddr
+	}
 	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: o.listen,
-		Cluster: o.cluster, Replicas: o.replicas, Logger: log, Region: g.region, AccountID: g.account}})
+		Cluster: o.cluster, Replicas: o.replicas, Logger: log, Region: g.region, AccountID: g.account},
+		SNS: snsOpts})
 	if err != nil {
 		return nil, err
 	}

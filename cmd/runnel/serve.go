@@ -54,7 +54,7 @@ not checked. --aws "" turns it off; if the default port is taken, serve warns an
 goes on without it (an explicit --aws address must be free).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rn, err := g.serve(ctx, so)
+			rn, err := g.serve(ctx, so, awsAddr)
 			if err != nil {
 				return err
 			}

@@ -343,29 +343,14 @@ func (s *Service) watchFunctions(ctx context.Context) {
 		s.log.Debug("async: cannot watch function creations", "err", err)
 		return
 	}
-	w, err := kv.WatchAll(s.bg, jetstream.UpdatesOnly())
+	err = engine.Watch(s.bg, &s.wg, kv, func(e jetstream.KeyValueEntry) {
+		if e.Operation() == jetstream.KeyValuePut {
+			s.warnIfDropped(e.Key())
+		}
+	}, jetstream.UpdatesOnly())
 	if err != nil {
 		s.log.Debug("async: cannot watch function creations", "err", err)
-		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer w.Stop()
-		for {
-			select {
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e != nil && e.Operation() == jetstream.KeyValuePut {
-					s.warnIfDropped(e.Key())
-				}
-			case <-s.bg.Done():
-				return
-			}
-		}
-	}()
 }
 
 // Close stops the pollers. An event being processed is abandoned and

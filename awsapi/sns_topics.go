@@ -1,0 +1,201 @@
+package awsapi
+
+// SNS (query protocol, XML; and the JSON 1.0 protocol, X-Amz-Target
+// SNS_20100331.*): topics and their tags. runnel serves
+// standard and FIFO topics (package sns); the topic's Policy is stored,
+// not enforced, and KMS encryption, tracing, archive and data protection
+// policies are stored only. Maps are written as SNS writes them:
+// <entry><key/><value/></entry>.
+
+import (
+	"encoding/xml"
+	"strconv"
+)
+
+// snsPageSize is how many topics or subscriptions a List call returns
+// (AWS: 100).
+const snsPageSize = 100
+
+// snsAttrs is a map the SNS query protocol writes as
+// <entry><key/><value/></entry> elements, sorted by key.
+type snsAttrs map[string]string
+
+func (m snsAttrs) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	if err := e.EncodeToken(start); err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(m) {
+		if err := e.EncodeElement(struct {
+			Key   string `xml:"key"`
+			Value string `xml:"value"`
+		}{k, m[k]}, xml.StartElement{Name: xml.Name{Local: "entry"}}); err != nil {
+			return err
+		}
+	}
+	return e.EncodeToken(start.End())
+}
+
+// snsEntries reads the form's prefix.entry.N.<key>/<value> map.
+func snsEntries(f *qform, prefix, key, value string) map[string]string {
+	p, ns := f.indexes(prefix + ".entry")
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(ns))
+	for _, n := range ns {
+		k := p + "." + strconv.Itoa(n)
+		out[f.get(k+"."+key)] = f.get(k + "." + value)
+	}
+	return out
+}
+
+// snsTags reads the form's Tags.member.N.Key/Value list.
+func snsTags(f *qform) []snsTag {
+	p, ns := f.indexes("Tags.member")
+	var out []snsTag
+	for _, n := range ns {
+		k := p + "." + strconv.Itoa(n)
+		out = append(out, snsTag{f.get(k + ".Key"), f.get(k + ".Value")})
+	}
+	return out
+}
+
+// tagMap is a tag list as a map (nil for none).
+func tagMap(tags []snsTag) map[string]string {
+	var m map[string]string
+	for _, t := range tags {
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[t.Key] = t.Value
+	}
+	return m
+}
+
+// snsPage returns the page of items starting at token (an index) and
+// the next token.
+func snsPage[T any](items []T, token string) ([]T, string) {
+	start, _ := strconv.Atoi(token)
+	start = min(max(start, 0), len(items))
+	end := min(start+snsPageSize, len(items))
+	next := ""
+	if end < len(items) {
+		next = strconv.Itoa(end)
+	}
+	return items[start:end], next
+}
+
+// The inputs read the query form (readForm) and, with their AWS names,
+// the JSON protocol's body.
+type snsCreateTopicInput struct {
+	Name       string
+	Attributes map[string]string
+	Tags       []snsTag
+}
+
+func (in *snsCreateTopicInput) readForm(f *qform) {
+	in.Name, in.Attributes, in.Tags = f.get("Name"), snsEntries(f, "Attributes", "key", "value"), snsTags(f)
+}
+
+type snsTopicArnResult struct{ TopicArn string }
+
+func snsCreateTopic(rq *request, in *snsCreateTopicInput) (any, error) {
+	arn, err := rq.h.rn.SNS.CreateTopic(rq.ctx, in.Name, in.Attributes, tagMap(in.Tags))
+	if err != nil {
+		return nil, err
+	}
+	return snsTopicArnResult{arn}, nil
+}
+
+type snsTopicInput struct{ TopicArn string }
+
+func (in *snsTopicInput) readForm(f *qform) { in.TopicArn = f.get("TopicArn") }
+
+func snsDeleteTopic(rq *request, in *snsTopicInput) (any, error) {
+	return nil, rq.h.rn.SNS.DeleteTopic(rq.ctx, in.TopicArn)
+}
+
+type snsListInput struct{ TopicArn, NextToken string }
+
+func (in *snsListInput) readForm(f *qform) {
+	in.TopicArn, in.NextToken = f.get("TopicArn"), f.get("NextToken")
+}
+
+type snsListTopicsResult struct {
+	Topics    []snsTopicArnResult `xml:"Topics>member"`
+	NextToken string              `xml:",omitempty" json:",omitempty"`
+}
+
+func snsListTopics(rq *request, in *snsListInput) (any, error) {
+	var all []snsTopicArnResult
+	for _, arn := range rq.h.rn.SNS.ListTopics() {
+		all = append(all, snsTopicArnResult{arn})
+	}
+	page, next := snsPage(all, in.NextToken)
+	return snsListTopicsResult{Topics: page, NextToken: next}, nil
+}
+
+type snsAttributesResult struct {
+	Attributes snsAttrs
+}
+
+func snsGetTopicAttributes(rq *request, in *snsTopicInput) (any, error) {
+	a, err := rq.h.rn.SNS.GetTopicAttributes(in.TopicArn)
+	if err != nil {
+		return nil, err
+	}
+	return snsAttributesResult{a}, nil
+}
+
+type snsSetAttributeInput struct {
+	TopicArn, SubscriptionArn, AttributeName, AttributeValue string
+}
+
+func (in *snsSetAttributeInput) readForm(f *qform) {
+	in.TopicArn, in.SubscriptionArn = f.get("TopicArn"), f.get("SubscriptionArn")
+	in.AttributeName, in.AttributeValue = f.get("AttributeName"), f.get("AttributeValue")
+}
+
+func snsSetTopicAttributes(rq *request, in *snsSetAttributeInput) (any, error) {
+	return nil, rq.h.rn.SNS.SetTopicAttributes(rq.ctx, in.TopicArn, in.AttributeName, in.AttributeValue)
+}
+
+type snsTagInput struct {
+	ResourceArn string
+	Tags        []snsTag
+	TagKeys     []string
+}
+
+func (in *snsTagInput) readForm(f *qform) {
+	in.ResourceArn, in.Tags, in.TagKeys = f.get("ResourceArn"), snsTags(f), f.list("TagKeys")
+}
+
+// snsEmpty is the empty <OpResult/> the SDK expects of TagResource and
+// UntagResource.
+type snsEmpty struct{}
+
+func snsTagResource(rq *request, in *snsTagInput) (any, error) {
+	return snsEmpty{}, rq.h.rn.SNS.TagResource(rq.ctx, in.ResourceArn, tagMap(in.Tags))
+}
+
+func snsUntagResource(rq *request, in *snsTagInput) (any, error) {
+	return snsEmpty{}, rq.h.rn.SNS.UntagResource(rq.ctx, in.ResourceArn, in.TagKeys)
+}
+
+type snsTag struct{ Key, Value string }
+
+type snsListTagsResult struct {
+	Tags []snsTag `xml:"Tags>member"`
+}
+
+func snsListTagsForResource(rq *request, in *snsTagInput) (any, error) {
+	tags, err := rq.h.rn.SNS.ListTagsForResource(in.ResourceArn)
+	if err != nil {
+		return nil, err
+	}
+	out := snsListTagsResult{Tags: []snsTag{}}
+	for _, k := range sortedKeys(tags) {
+		out.Tags = append(out.Tags, snsTag{k, tags[k]})
+	}
+	return out, nil
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/runnel-dev/runnel/sns"
+)
+
+// RunnelSNSFanout is the SNS scenario: messages published to a topic and
+// delivered to three queue subscriptions (issue 16's target: 30,000
+// published messages/s, against JetStreamPublish in the same run).
+const RunnelSNSFanout = "runnel-sns-fanout-3-queues"
+
+// snsSubscribers is how many queues the scenario's topic fans out to.
+const snsSubscribers = 3
+
+// runRunnelSNSFanout publishes n messages to a standard topic with
+// queueWorkers publishers in PublishBatch calls of 10, and stops the clock
+// when each of the three subscribed queues holds all n (the topic's
+// Delivered counter reaches 3n).
+func runRunnelSNSFanout(ctx context.Context, e *env, n int, t timer) (string, error) {
+	svc := e.rn.SNS
+	name := "bench-" + nuid.Next()
+	topic, err := svc.CreateTopic(ctx, name, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	for i := range snsSubscribers {
+		q := name + "-" + strconv.Itoa(i)
+		if _, err := e.rn.Queues.CreateQueue(ctx, q, nil); err != nil {
+			return "", err
+		}
+		if _, err := svc.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: sns.ProtocolSQS, Endpoint: e.rn.Queues.ARN(q)}); err != nil {
+			return "", err
+		}
+	}
+	body := string(e.payload)
+	errs := make(chan error, queueWorkers)
+	var wg sync.WaitGroup
+	per := (n + queueWorkers - 1) / queueWorkers
+	t.Start()
+	for w := range queueWorkers {
+		wg.Go(func() {
+			for i := w * per; i < min(n, (w+1)*per); i += sns.MaxBatchEntries {
+				var entries []sns.PublishBatchEntry
+				for j := i; j < min(i+sns.MaxBatchEntries, (w+1)*per, n); j++ {
+					entries = append(entries, sns.PublishBatchEntry{Id: strconv.Itoa(j - i), PublishInput: sns.PublishInput{Message: body}})
+				}
+				out, err := svc.PublishBatch(ctx, topic, entries)
+				if err == nil && len(out.Failed) > 0 {
+					err = fmt.Errorf("publish: %d failed: %+v", len(out.Failed), out.Failed[0])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return "", err
+	default:
+	}
+	for st := svc.Stats(name); st.Delivered < int64(snsSubscribers*n); st = svc.Stats(name) {
+		if st.Failed > 0 {
+			return "", fmt.Errorf("sns: %d deliveries failed", st.Failed)
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Stop()
+	return fmt.Sprintf("standard topic, %d queue subscriptions; %d publishers PublishBatch(10); until every queue holds all messages", snsSubscribers, queueWorkers), nil
+}

@@ -1,0 +1,188 @@
+package sns
+
+// The SNS envelope (https://docs.aws.amazon.com/sns/latest/dg/sns-message-and-json-formats.html)
+// and its signature (https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html),
+// and the Lambda event (events.SNSEvent).
+
+import (
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/wire"
+)
+
+// Message types of the envelope (and of the x-amz-sns-message-type header).
+const (
+	TypeNotification             = "Notification"
+	TypeSubscriptionConfirmation = "SubscriptionConfirmation"
+	TypeUnsubscribeConfirmation  = "UnsubscribeConfirmation"
+)
+
+// Envelope is the JSON document SNS delivers to SQS and HTTP endpoints
+// (not raw); its shape is wire.SNSEnvelope, which recovery reads back.
+type Envelope = wire.SNSEnvelope
+
+// EnvelopeValue is a message attribute in the envelope: Binary values in
+// base64.
+type EnvelopeValue = wire.SNSMessageAttribute
+
+// signer signs envelopes with a key made once per process.
+type signer struct {
+	key  *rsa.PrivateKey
+	cert []byte // PEM
+}
+
+var (
+	signerOnce sync.Once
+	theSigner  *signer
+	signerErr  error
+)
+
+// processSigner returns the process's signer, made at its first use (not
+// at New: a 2048-bit key takes a moment, which every short-lived CLI
+// command would pay): an RSA key and a self-signed certificate for it
+// (subscribers that check signatures fetch it from SigningCertURL).
+func processSigner() (*signer, error) {
+	signerOnce.Do(func() {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			signerErr = err
+			return
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
+			NotBefore: time.Unix(0, 0), NotAfter: time.Now().AddDate(20, 0, 0)}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			signerErr = err
+			return
+		}
+		theSigner = &signer{key: key, cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	})
+	return theSigner, signerErr
+}
+
+// SigningCertPEM is the certificate that verifies the envelopes'
+// signatures (served at SigningCertURL's path by the endpoint).
+func (s *Service) SigningCertPEM() []byte {
+	sg, err := processSigner()
+	if err != nil {
+		return nil
+	}
+	return sg.cert
+}
+
+// CertPath is SigningCertURL's path.
+const CertPath = "/SimpleNotificationService-runnel.pem"
+
+// sign fills the signature fields of e: the string of "name\nvalue\n"
+// for Message, MessageId, Subject (if any), [SubscribeURL,] Timestamp,
+// [Token,] TopicArn and Type, signed SHA1withRSA (version 1) or
+// SHA256withRSA (version 2).
+func (s *Service) sign(e *Envelope, version string) {
+	if version == "" {
+		version = "1"
+	}
+	var b []byte
+	add := func(k, v string) { b = append(append(append(append(b, k...), '\n'), v...), '\n') }
+	add("Message", e.Message)
+	add("MessageId", e.MessageId)
+	if e.Type == TypeNotification {
+		if e.Subject != "" {
+			add("Subject", e.Subject)
+		}
+	} else {
+		add("SubscribeURL", e.SubscribeURL)
+	}
+	add("Timestamp", e.Timestamp)
+	if e.Type != TypeNotification {
+		add("Token", e.Token)
+	}
+	add("TopicArn", e.TopicArn)
+	add("Type", e.Type)
+	sg, err := processSigner()
+	if err != nil {
+		s.log.Error("sns: no signing key; the envelope goes unsigned", "messageId", e.MessageId, "err", err)
+		return
+	}
+	var sig []byte
+	if version == "2" {
+		h := sha256.Sum256(b)
+		sig, _ = rsa.SignPKCS1v15(nil, sg.key, crypto.SHA256, h[:])
+	} else {
+		h := sha1.Sum(b)
+		sig, _ = rsa.SignPKCS1v15(nil, sg.key, crypto.SHA1, h[:])
+	}
+	e.SignatureVersion, e.Signature = version, base64.StdEncoding.EncodeToString(sig)
+	e.SigningCertURL = s.opts.BaseURL + CertPath
+}
+
+// unsubscribeURL is the link that unsubscribes subArn.
+func (s *Service) unsubscribeURL(subArn string) string {
+	return s.opts.BaseURL + "/?Action=Unsubscribe&SubscriptionArn=" + url.QueryEscape(subArn)
+}
+
+// envelope builds the notification of r for sub (signed unless FIFO).
+func (s *Service) envelope(t *topicMeta, sub *subscription, r *record) *Envelope {
+	e := &Envelope{Type: TypeNotification, MessageId: r.MessageId, TopicArn: s.TopicARN(t.Name),
+		Subject: r.Subject, Message: r.messageFor(sub.meta.Protocol), Timestamp: r.timestamp(),
+		UnsubscribeURL: s.unsubscribeURL(sub.arn(s))}
+	if r.MessageStructure != "json" {
+		e.MessageAttributes = envelopeAttributes(r.Attributes, false)
+	}
+	if t.FIFO {
+		e.SequenceNumber = r.SequenceNumber
+		return e
+	}
+	s.sign(e, t.Attributes[AttrSignatureVersion])
+	return e
+}
+
+// envelopeAttributes writes attributes as the envelope holds them; for
+// Lambda (lambda true), String.Array and Number are Type "String".
+func envelopeAttributes(attrs map[string]Attribute, lambda bool) map[string]EnvelopeValue {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]EnvelopeValue, len(attrs))
+	for k, a := range attrs {
+		v := EnvelopeValue{Type: a.DataType, Value: a.StringValue}
+		if baseType(a.DataType) == "Binary" {
+			v.Type, v.Value = "Binary", base64.StdEncoding.EncodeToString(a.BinaryValue)
+		} else if lambda {
+			v.Type = "String"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// lambdaEvent is the events.SNSEvent a function subscribed to the topic
+// receives: one record.
+func (s *Service) lambdaEvent(t *topicMeta, sub *subscription, r *record) []byte {
+	e := s.envelope(t, sub, r)
+	attrs := map[string]any{}
+	for k, v := range envelopeAttributes(r.Attributes, true) {
+		attrs[k] = v
+	}
+	ts, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
+	ev := events.SNSEvent{Records: []events.SNSEventRecord{{EventVersion: "1.0", EventSubscriptionArn: sub.arn(s),
+		EventSource: "aws:sns", SNS: events.SNSEntity{Signature: e.Signature, MessageID: e.MessageId, Type: e.Type,
+			TopicArn: e.TopicArn, MessageAttributes: attrs, SignatureVersion: e.SignatureVersion, Timestamp: ts,
+			SigningCertURL: e.SigningCertURL, Message: e.Message, UnsubscribeURL: e.UnsubscribeURL, Subject: e.Subject}}}}
+	b, _ := json.Marshal(ev)
+	return b
+}
