@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/demo/flights"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/internal/procstat"
@@ -42,11 +44,16 @@ type production struct {
 	mu        sync.Mutex
 	put       atomic.Int64 // records stored
 	producing bool
+	warned    time.Time
+	log       *slog.Logger
 }
 
 // startProduction starts producing the first total rows through put.
 func startProduction(ctx context.Context, cfg Config, total int64, encode func(row int64, f *flights.Flight) []byte, put putFunc) *production {
-	pr := &production{prog: newProgress(cfg.Progress, total), errc: make(chan error, 1), rows: make([][]int32, cfg.Shards), producing: true}
+	pr := &production{prog: newProgress(cfg.Progress, total), errc: make(chan error, 1), rows: make([][]int32, cfg.Shards), producing: true, log: cfg.Logger}
+	if pr.log == nil {
+		pr.log = slog.Default()
+	}
 	go func() { pr.errc <- produce(ctx, cfg, total, encode, put, pr.rows, &pr.mu, &pr.put) }()
 	return pr
 }
@@ -71,8 +78,15 @@ func (pr *production) settle(ctx context.Context, step func(producing bool) (res
 			}
 		}
 		resolved, done, busy, err := step(pr.producing)
-		if err != nil {
+		if err != nil && !awserr.IsRetryable(err) {
 			return err
+		}
+		if err != nil {
+			// A NATS server died or a leader is being elected: wait, as an
+			// AWS client retries a retryable error; the no-progress limit
+			// below still bounds the wait.
+			pr.warn("waiting through a retryable error", err)
+			resolved, done, busy = lastSeen, false, false
 		}
 		pr.prog.update(pr.put.Load(), resolved)
 		if done {
@@ -89,6 +103,37 @@ func (pr *production) settle(ctx context.Context, step func(producing bool) (res
 				return ctx.Err()
 			case <-time.After(50 * time.Millisecond):
 			}
+		}
+	}
+}
+
+// warn logs err at most every 5 s.
+func (pr *production) warn(msg string, err error) {
+	if time.Since(pr.warned) > 5*time.Second {
+		pr.warned = time.Now()
+		pr.log.Warn(msg, "err", err)
+	}
+}
+
+// putRiding is put, retried with backoff while it fails with a retryable
+// error (awserr.IsRetryable: a JetStream leader election, a reconnect),
+// for at most 2 minutes of consecutive failures: the ride-through an AWS
+// SDK gives a producer. A retried call may store its records twice
+// (at-least-once, as Kinesis): the reconciliation counts unique rows.
+func putRiding(ctx context.Context, cfg Config, put putFunc, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		out, err := put(ctx, entries)
+		if err == nil || !awserr.IsRetryable(err) || time.Since(start) > 2*time.Minute {
+			return out, err
+		}
+		if cfg.Logger != nil && attempt%10 == 1 {
+			cfg.Logger.Warn("PutRecords failed with a retryable error; retrying", "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(min(attempt, 20)) * 100 * time.Millisecond):
 		}
 	}
 }
@@ -190,7 +235,7 @@ func produce(ctx context.Context, cfg Config, total int64, encode func(row int64
 			defer wg.Done()
 			for c := range work {
 				for attempt := 0; ; attempt++ {
-					out, err := put(ctx, c.entries)
+					out, err := putRiding(ctx, cfg, put, c.entries)
 					if err != nil {
 						errs <- err
 						return
