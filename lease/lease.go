@@ -33,6 +33,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -221,11 +223,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rev := l.rev
 	close(l.lost)
 	l.mu.Unlock()
-	l.m.mu.Lock()
-	if l.m.held[l.key] == l {
-		delete(l.m.held, l.key)
-	}
-	l.m.mu.Unlock()
+	l.forget()
 	err := l.m.kv.Delete(ctx, l.key, jetstream.LastRevision(rev))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("lease %s: release: %w", l.key, err)
@@ -241,11 +239,23 @@ func (l *Lease) lose() {
 		close(l.lost)
 	}
 	l.mu.Unlock()
+	l.forget()
+}
+
+// forget removes the lease from its manager's held leases.
+func (l *Lease) forget() {
 	l.m.mu.Lock()
 	if l.m.held[l.key] == l {
 		delete(l.m.held, l.key)
 	}
 	l.m.mu.Unlock()
+}
+
+// snapshot returns the held leases.
+func (m *Manager) snapshot() []*Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Collect(maps.Values(m.held))
 }
 
 // renewLoop renews every held lease every TTL/4.
@@ -259,13 +269,7 @@ func (m *Manager) renewLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		m.mu.Lock()
-		leases := make([]*Lease, 0, len(m.held))
-		for _, l := range m.held {
-			leases = append(leases, l)
-		}
-		m.mu.Unlock()
-		for _, l := range leases {
+		for _, l := range m.snapshot() {
 			m.renew(ctx, l)
 		}
 	}
@@ -310,13 +314,7 @@ func isWrongSequence(err error) bool {
 func (m *Manager) Close(ctx context.Context) {
 	m.cancel()
 	<-m.done
-	m.mu.Lock()
-	leases := make([]*Lease, 0, len(m.held))
-	for _, l := range m.held {
-		leases = append(leases, l)
-	}
-	m.mu.Unlock()
-	for _, l := range leases {
+	for _, l := range m.snapshot() {
 		if err := l.Release(ctx); err != nil {
 			m.log.Warn("lease release failed; it expires by its TTL", "lease", l.key, "err", err)
 		}

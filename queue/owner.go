@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -303,10 +305,7 @@ func (s *Service) dropIndexes() {
 	s.mu.Lock()
 	queues := s.queues
 	s.queues = map[string]*queue{}
-	tasks := make([]*moveTask, 0, len(s.tasks))
-	for _, t := range s.tasks {
-		tasks = append(tasks, t)
-	}
+	tasks := slices.Collect(maps.Values(s.tasks))
 	s.mu.Unlock()
 	for _, q := range queues {
 		q.mu.Lock()

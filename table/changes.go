@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -66,10 +68,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	floor := now - 5*365*24*3600
 	total := 0
 	s.mu.RLock()
-	tables := make([]*Table, 0, len(s.tables))
-	for _, t := range s.tables {
-		tables = append(tables, t)
-	}
+	tables := slices.Collect(maps.Values(s.tables))
 	s.mu.RUnlock()
 	for _, t := range tables {
 		t.metaMu.Lock()
