@@ -21,12 +21,14 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/eventbus"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/target"
 )
 
 // Config configures Open: the engine (embedded or external JetStream),
@@ -57,7 +59,11 @@ type Runnel struct {
 	Mappings  *mapping.Service
 	// Async is asynchronous invocation (Invoke with InvocationType Event,
 	// retries, destinations).
-	Async     *async.Service
+	Async *async.Service
+	// Targets delivers to the targets of rules and schedules (retries,
+	// dead letters); Events is EventBridge.
+	Targets   *target.Service
+	Events    *eventbus.Service
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -94,6 +100,12 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
+	if rn.Targets, err = target.New(ctx, eng, rn.Queues, rn.Streams, rn.Async, target.Options{Passive: cfg.Mappings.Passive}); err != nil {
+		return fail(err)
+	}
+	if rn.Events, err = eventbus.New(ctx, eng, rn.Targets, eventbus.Options{Passive: cfg.Mappings.Passive}); err != nil {
+		return fail(err)
+	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
 		return fail(err)
 	}
@@ -119,6 +131,12 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 func (rn *Runnel) closeServices() {
 	if rn.Mappings != nil {
 		rn.Mappings.Close()
+	}
+	if rn.Events != nil {
+		rn.Events.Close()
+	}
+	if rn.Targets != nil {
+		rn.Targets.Close()
 	}
 	if rn.Async != nil {
 		rn.Async.Close()

@@ -1,0 +1,326 @@
+// Package target delivers the events of EventBridge rules and the
+// invocations of EventBridge Scheduler schedules to their targets, with
+// the targets' RetryPolicy and DeadLetterConfig, at least once.
+//
+// # Targets
+//
+// A target is named by its ARN:
+//
+//   - a Lambda function (arn:aws:lambda:<region>:<account>:function:<name>):
+//     invoked asynchronously (function/async: the event is accepted into the
+//     function's own queue; the function's errors follow Lambda's async
+//     retries, not the target's RetryPolicy);
+//   - an SQS queue (arn:aws:sqs:...:<name>): SendMessage of the payload;
+//     a FIFO queue gets Delivery.MessageGroupId and the delivery's id as
+//     its MessageDeduplicationId (so a retry is not stored twice);
+//   - a Kinesis stream (arn:aws:kinesis:...:stream/<name>): PutRecord with
+//     Delivery.PartitionKey (the event id when empty);
+//   - an event bus (arn:aws:events:...:event-bus/<name>): the payload is put
+//     on the bus again (Options.Bus).
+//
+// # Durability and retries
+//
+// Enqueue stores every delivery in the internal queue
+// "_eventbridge-deliveries" before it returns: an accepted event survives a
+// crash. A poller takes deliveries from it and attempts each; a failed
+// attempt is sent back with a delay (exponential backoff with full jitter,
+// 1 s doubling to 5 minutes: AWS documents "exponential backoff and jitter"
+// without its constants) before the old message is deleted, so a crash
+// duplicates, never loses. An attempt that fails because the target does
+// not exist (ResourceNotFoundException, QueueDoesNotExist) is not retried
+// (AWS: NO_RESOURCE, straight to the dead-letter queue). Otherwise the
+// delivery is retried until MaximumRetryAttempts retries (0..185, default
+// 185) have failed or it is older than MaximumEventAgeInSeconds (60..86400,
+// default 86400), both on the engine's clock.
+//
+// # Dead letters
+//
+// A delivery that failed for good goes to the target's DeadLetterConfig
+// queue (a standard SQS queue): the body is the payload, with the message
+// attributes AWS adds (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html):
+// RULE_ARN (or, for a schedule, SCHEDULE_ARN, EXECUTION_ID and
+// SCHEDULED_TIME), TARGET_ARN, ERROR_CODE (NO_RESOURCE, THROTTLING,
+// TIMEOUT, SDK_CLIENT_ERROR), ERROR_MESSAGE, RETRY_ATTEMPTS and, when the
+// retries ran out, EXHAUSTED_RETRY_CONDITION (MaximumRetryAttempts or
+// MaximumEventAgeInSeconds). AWS drops the event when there is no
+// dead-letter queue or it refuses the message; runnel keeps it, with the
+// same attributes, in the standard queue "runnel-eventbridge-dead-letters"
+// (DeadLetterStore), counts it and logs its id.
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Retry policy defaults and ranges (API_RetryPolicy of EventBridge and of
+// Scheduler).
+const (
+	DefaultMaximumRetryAttempts     = 185
+	MaxMaximumRetryAttempts         = 185
+	DefaultMaximumEventAgeInSeconds = 86400
+	MinMaximumEventAgeInSeconds     = 60
+	MaxMaximumEventAgeInSeconds     = 86400
+)
+
+// QueueName is the internal queue of pending deliveries.
+const QueueName = "_eventbridge-deliveries"
+
+// DeadLetterStore is the queue where runnel keeps the failed deliveries
+// AWS would drop (no DeadLetterConfig, or its queue refused them).
+const DeadLetterStore = "runnel-eventbridge-dead-letters"
+
+// RetryPolicy is a target's RetryPolicy. Nil fields take the defaults.
+type RetryPolicy struct {
+	// MaximumRetryAttempts: retries after the first attempt, 0..185,
+	// default 185.
+	MaximumRetryAttempts *int `json:",omitempty"`
+	// MaximumEventAgeInSeconds: an event older than this is not attempted
+	// again, 60..86400, default 86400.
+	MaximumEventAgeInSeconds *int `json:",omitempty"`
+}
+
+// Validate checks the ranges; the error (awserr.ErrValidation) names
+// prefix + the field and the range.
+func (p *RetryPolicy) Validate(prefix string) error {
+	if p == nil {
+		return nil
+	}
+	if v := p.MaximumRetryAttempts; v != nil && (*v < 0 || *v > MaxMaximumRetryAttempts) {
+		return awserr.OutOfRange(awserr.ErrValidation, prefix+"MaximumRetryAttempts", *v, 0, MaxMaximumRetryAttempts)
+	}
+	if v := p.MaximumEventAgeInSeconds; v != nil && (*v < MinMaximumEventAgeInSeconds || *v > MaxMaximumEventAgeInSeconds) {
+		return awserr.OutOfRange(awserr.ErrValidation, prefix+"MaximumEventAgeInSeconds", *v, MinMaximumEventAgeInSeconds, MaxMaximumEventAgeInSeconds)
+	}
+	return nil
+}
+
+// Resolved returns the attempts and the age with the defaults filled in.
+func (p *RetryPolicy) Resolved() (retries int, maxAge time.Duration) {
+	retries, age := DefaultMaximumRetryAttempts, DefaultMaximumEventAgeInSeconds
+	if p != nil && p.MaximumRetryAttempts != nil {
+		retries = *p.MaximumRetryAttempts
+	}
+	if p != nil && p.MaximumEventAgeInSeconds != nil {
+		age = *p.MaximumEventAgeInSeconds
+	}
+	return retries, time.Duration(age) * time.Second
+}
+
+// Delivery is one payload on its way to one target.
+type Delivery struct {
+	// ID is the event's id (a rule) or the execution id (a schedule).
+	ID string
+	// RuleArn or ScheduleArn names what sent it (its DLQ attributes).
+	RuleArn     string `json:",omitempty"`
+	ScheduleArn string `json:",omitempty"`
+	// ScheduledTime is a schedule's occurrence (Unix ms).
+	ScheduledTime int64 `json:",omitempty"`
+	TargetArn     string
+	Payload       string
+	Retry         RetryPolicy `json:",omitzero"`
+	DeadLetterArn string      `json:",omitempty"`
+	// MessageGroupId for a FIFO queue target; PartitionKey for a stream.
+	MessageGroupId string `json:",omitempty"`
+	PartitionKey   string `json:",omitempty"`
+	// Accepted is when the event was accepted (Unix ms, engine clock);
+	// set by Enqueue when zero.
+	Accepted int64 `json:",omitempty"`
+	// Attempts that failed so far, and the last error.
+	Attempts  int    `json:",omitempty"`
+	ErrorCode string `json:",omitempty"`
+	ErrorMsg  string `json:",omitempty"`
+}
+
+// Options tune the service.
+type Options struct {
+	Logger *slog.Logger
+	// Concurrency is how many deliveries are attempted at once. Default 16.
+	Concurrency int
+	// Passive stores deliveries but attempts none in this process (CLI
+	// commands).
+	Passive bool
+}
+
+// Stats are the service's counters since it opened.
+type Stats struct {
+	// Enqueued deliveries; Delivered, Retried and DeadLettered of them.
+	Enqueued, Delivered, Retried, DeadLettered int64
+	// KeptInStore: failed deliveries kept in DeadLetterStore.
+	KeptInStore int64
+}
+
+// Service delivers to targets. It is safe for concurrent use.
+type Service struct {
+	eng     *engine.Engine
+	queues  *queue.Service
+	streams *stream.Service
+	async   *async.Service
+	log     *slog.Logger
+	conc    int
+
+	// bus puts a payload on an event bus (set by the eventbus service).
+	busMu sync.RWMutex
+	bus   func(ctx context.Context, busArn string, event []byte) error
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	enqueued, delivered, retried, deadLettered, kept atomic.Int64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New opens the service, creating the internal queue, and (unless
+// Passive) starts its poller: pending deliveries of an earlier run are
+// attempted again.
+func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, streams *stream.Service, as *async.Service, opts Options) (*Service, error) {
+	if opts.Logger == nil {
+		opts.Logger = eng.Logger
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	s := &Service{eng: eng, queues: queues, streams: streams, async: as, log: opts.Logger.With("service", "targets"),
+		conc: opts.Concurrency, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))}
+	if _, err := queues.CreateQueue(ctx, QueueName, internalQueueAttrs); err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if !opts.Passive {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.run(bg) }()
+	}
+	return s, nil
+}
+
+var internalQueueAttrs = map[string]string{
+	queue.AttrMessageRetentionPeriod: "1209600",
+	queue.AttrMaximumMessageSize:     "1048576",
+}
+
+// SetBus sets how a payload is put on an event bus (an event bus target).
+func (s *Service) SetBus(fn func(ctx context.Context, busArn string, event []byte) error) {
+	s.busMu.Lock()
+	s.bus = fn
+	s.busMu.Unlock()
+}
+
+// Close stops the poller; a delivery being attempted comes back after its
+// visibility timeout (a possible duplicate).
+func (s *Service) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Stats returns the counters.
+func (s *Service) Stats() Stats {
+	return Stats{Enqueued: s.enqueued.Load(), Delivered: s.delivered.Load(), Retried: s.retried.Load(),
+		DeadLettered: s.deadLettered.Load(), KeptInStore: s.kept.Load()}
+}
+
+// Enqueue stores deliveries durably (10 a call to the internal queue) and
+// returns once all are stored. On an error some may be stored: the caller
+// reports the event failed, and a retry of it may duplicate them.
+func (s *Service) Enqueue(ctx context.Context, ds []Delivery) error {
+	now := s.eng.Clock.Now().UnixMilli()
+	for start := 0; start < len(ds); start += queue.MaxBatchEntries {
+		batch := ds[start:min(len(ds), start+queue.MaxBatchEntries)]
+		entries := make([]queue.SendMessageBatchRequestEntry, len(batch))
+		for i := range batch {
+			if batch[i].Accepted == 0 {
+				batch[i].Accepted = now
+			}
+			b, err := json.Marshal(&batch[i])
+			if err != nil {
+				return err
+			}
+			entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: string(b)}
+		}
+		out, err := s.queues.SendMessageBatch(ctx, QueueName, entries)
+		if err != nil {
+			return err
+		}
+		if len(out.Failed) > 0 {
+			return awserr.New(awserr.ErrInternalFailure, "storing a delivery: %s", out.Failed[0].Message)
+		}
+		s.enqueued.Add(int64(len(batch)))
+	}
+	return nil
+}
+
+// attempt delivers d once. It returns "" on success, else the error code
+// for the dead-letter queue, the message, and whether to retry.
+func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, retry bool) {
+	var err error
+	payload := []byte(d.Payload)
+	switch arn := d.TargetArn; {
+	case strings.HasPrefix(arn, "arn:aws:lambda:"):
+		_, err = s.async.Invoke(ctx, arn, async.Event, payload)
+	case strings.HasPrefix(arn, "arn:aws:sqs:"):
+		in := queue.SendMessageInput{MessageBody: d.Payload, MessageGroupId: d.MessageGroupId}
+		if strings.HasSuffix(arn, ".fifo") {
+			in.MessageDeduplicationId = d.ID
+		}
+		_, err = s.queues.SendMessage(ctx, arn, in)
+	case strings.HasPrefix(arn, "arn:aws:kinesis:"):
+		name, ok := stream.NameFromARN(arn)
+		if !ok {
+			return "NO_RESOURCE", "not a stream ARN: " + arn, false
+		}
+		key := d.PartitionKey
+		if key == "" {
+			key = d.ID
+		}
+		_, err = s.streams.PutRecord(ctx, name, stream.PutRecordsRequestEntry{Data: payload, PartitionKey: key})
+	case strings.HasPrefix(arn, "arn:aws:events:"):
+		s.busMu.RLock()
+		bus := s.bus
+		s.busMu.RUnlock()
+		if bus == nil {
+			return "NO_RESOURCE", "no event bus service", false
+		}
+		err = bus(ctx, arn, payload)
+	default:
+		return "NO_RESOURCE", "runnel cannot deliver to " + arn + " (Lambda, SQS, Kinesis and event bus targets only)", false
+	}
+	if err == nil {
+		return "", "", false
+	}
+	return classify(ctx, err)
+}
+
+// classify names an attempt's error as AWS's dead-letter ERROR_CODE and
+// says whether a retry may help: a missing target is not retried.
+func classify(ctx context.Context, err error) (code, msg string, retry bool) {
+	msg = err.Error()
+	var ae *awserr.Error
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	switch {
+	case errors.Is(err, awserr.ErrResourceNotFound), errors.Is(err, awserr.ErrQueueDoesNotExist):
+		return "NO_RESOURCE", msg, false
+	case errors.Is(err, awserr.ErrTooManyRequests):
+		return "THROTTLING", msg, true
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return "TIMEOUT", msg, true
+	}
+	return "SDK_CLIENT_ERROR", msg, true
+}
