@@ -65,7 +65,7 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
-	case protoLogs, protoIAM, protoSTS:
+	case protoLogs, protoIAM, protoSTS, protoEvents:
 		// the code as it is
 	default:
 		w = spec.DynamoDB

@@ -19,10 +19,11 @@ const (
 	CloudWatchLogs  Service = "CloudWatch Logs"
 	IAM             Service = "IAM"
 	STS             Service = "STS"
+	EventBridge     Service = "EventBridge"
 )
 
 // Services lists the services in the order README lists them.
-var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams, CloudWatchLogs, IAM, STS}
+var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams, CloudWatchLogs, IAM, STS, EventBridge}
 
 // Operation is one AWS operation the endpoint serves: a row of the table
 // (operations.go) that the router dispatches on, the tests check, and

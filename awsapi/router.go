@@ -35,6 +35,7 @@ const (
 	protoIAM                             // form in, XML out
 	protoSTS                             // form in, XML out
 	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
+	protoEvents                          // JSON 1.1 (EventBridge)
 )
 
 // serviceRoute names the service and protocol of a request by a key: an
@@ -53,6 +54,7 @@ var targets = []serviceRoute{
 	{"DynamoDB_20120810.", DynamoDB, protoDynamoDB},
 	{"DynamoDBStreams_20120810.", DynamoDBStreams, protoDynamoDBStreams},
 	{"Logs_20140328.", CloudWatchLogs, protoLogs},
+	{"AWSEvents.", EventBridge, protoEvents},
 }
 
 // queryServices are the services of the query protocol by the service of
@@ -185,10 +187,10 @@ func (rq *request) route() (*Operation, error) {
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 			// A health check: say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\"]}\n")
+			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"events\"]}\n")
 			return nil, nil
 		}
-		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SQS, IAM or STS query Action)", target)
+		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, AWSEvents.*, SQS, IAM or STS query Action)", target)
 	}
 	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
 	for _, q := range queryServices {

@@ -66,7 +66,9 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 	var d Delivery
 	if err := json.Unmarshal([]byte(msg.Body), &d); err != nil {
 		s.log.Error("targets: unreadable delivery kept in the dead-letter store", "messageId", msg.MessageId, "err", err)
-		s.keep(ctx, msg, Delivery{ID: msg.MessageId, Payload: msg.Body, ErrorCode: "SDK_CLIENT_ERROR", ErrorMsg: err.Error()}, "")
+		d := Delivery{ID: msg.MessageId, Payload: msg.Body, ErrorMsg: err.Error()}
+		d.ErrorCode = CodeClientError
+		s.keep(ctx, msg, d, "")
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)

@@ -77,6 +77,18 @@ const (
 	MaxMaximumEventAgeInSeconds     = 86400
 )
 
+// ERROR_CODE values of a dead-lettered delivery (eb-rule-dlq).
+const (
+	// CodeNoResource: the target does not exist (not retried).
+	CodeNoResource = "NO_RESOURCE"
+	// CodeThrottling: the target throttled the delivery.
+	CodeThrottling = "THROTTLING"
+	// CodeTimeout: the attempt timed out.
+	CodeTimeout = "TIMEOUT"
+	// CodeClientError: the target refused the delivery otherwise.
+	CodeClientError = "SDK_CLIENT_ERROR"
+)
+
 // QueueName is the internal queue of pending deliveries.
 const QueueName = "_eventbridge-deliveries"
 
@@ -282,7 +294,7 @@ func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, r
 	case strings.HasPrefix(arn, "arn:aws:kinesis:"):
 		name, ok := stream.NameFromARN(arn)
 		if !ok {
-			return "NO_RESOURCE", "not a stream ARN: " + arn, false
+			return CodeNoResource, "not a stream ARN: " + arn, false
 		}
 		key := d.PartitionKey
 		if key == "" {
@@ -294,11 +306,11 @@ func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, r
 		bus := s.bus
 		s.busMu.RUnlock()
 		if bus == nil {
-			return "NO_RESOURCE", "no event bus service", false
+			return CodeNoResource, "no event bus service", false
 		}
 		err = bus(ctx, arn, payload)
 	default:
-		return "NO_RESOURCE", "runnel cannot deliver to " + arn + " (Lambda, SQS, Kinesis and event bus targets only)", false
+		return CodeNoResource, "runnel cannot deliver to " + arn + " (Lambda, SQS, Kinesis and event bus targets only)", false
 	}
 	if err == nil {
 		return "", "", false
@@ -316,11 +328,11 @@ func classify(ctx context.Context, err error) (code, msg string, retry bool) {
 	}
 	switch {
 	case errors.Is(err, awserr.ErrResourceNotFound), errors.Is(err, awserr.ErrQueueDoesNotExist):
-		return "NO_RESOURCE", msg, false
+		return CodeNoResource, msg, false
 	case errors.Is(err, awserr.ErrTooManyRequests):
-		return "THROTTLING", msg, true
+		return CodeThrottling, msg, true
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		return "TIMEOUT", msg, true
+		return CodeTimeout, msg, true
 	}
-	return "SDK_CLIENT_ERROR", msg, true
+	return CodeClientError, msg, true
 }
