@@ -26,6 +26,7 @@ import (
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/scheduler"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/target"
@@ -64,6 +65,7 @@ type Runnel struct {
 	// dead letters); Events is EventBridge.
 	Targets   *target.Service
 	Events    *eventbus.Service
+	Schedules *scheduler.Service
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -106,6 +108,9 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Events, err = eventbus.New(ctx, eng, rn.Targets, eventbus.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
+	if rn.Schedules, err = scheduler.New(ctx, eng, rn.Targets, scheduler.Options{Passive: cfg.Mappings.Passive}); err != nil {
+		return fail(err)
+	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
 		return fail(err)
 	}
@@ -131,6 +136,9 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 func (rn *Runnel) closeServices() {
 	if rn.Mappings != nil {
 		rn.Mappings.Close()
+	}
+	if rn.Schedules != nil {
+		rn.Schedules.Close()
 	}
 	if rn.Events != nil {
 		rn.Events.Close()

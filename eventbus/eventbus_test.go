@@ -43,27 +43,16 @@ func newQueue(t *testing.T, rn *runnel.Runnel, name string, attrs map[string]str
 	return rn.Queues.ARN(name)
 }
 
-// drain receives and deletes n messages from a queue (with all attributes), advancing
-// the clock by step between polls so that delayed retries come due.
+// drain receives and deletes n messages from a queue (with all
+// attributes), advancing the clock by step between polls so that delayed
+// retries come due.
 func drain(t *testing.T, rn *runnel.Runnel, clock *clockwork.FakeClock, name string, n int, step time.Duration) []queue.Message {
 	t.Helper()
-	var got []queue.Message
-	testenv.Eventually(t, wait, "messages in "+name, func() bool {
-		zero := 0
-		msgs, err := rn.Queues.ReceiveMessage(context.Background(), name, queue.ReceiveMessageInput{MaxNumberOfMessages: 10,
-			WaitTimeSeconds: &zero, MessageAttributeNames: []string{"All"}})
-		if err != nil && !errors.Is(err, awserr.ErrQueueDoesNotExist) {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			rn.Queues.DeleteMessage(context.Background(), name, m.ReceiptHandle)
-		}
-		got = append(got, msgs...)
-		if len(got) < n && step > 0 {
-			clock.Advance(step)
-		}
-		return len(got) >= n
-	})
+	var tick func()
+	if step > 0 {
+		tick = func() { clock.Advance(step) }
+	}
+	got := testenv.Drain(t, rn.Queues, name, n, tick)
 	if len(got) != n {
 		t.Fatalf("%s: %d messages, want %d", name, len(got), n)
 	}

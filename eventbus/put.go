@@ -205,15 +205,7 @@ func deliveries(r *storedRule, ev map[string]any, raw []byte, id string, now tim
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		d := target.Delivery{ID: id, RuleArn: r.Arn, TargetArn: t.Arn, Payload: payload(t, ev, raw, &r.Rule, now)}
-		if t.RetryPolicy != nil {
-			d.Retry = *t.RetryPolicy
-		}
-		if t.DeadLetterConfig != nil {
-			d.DeadLetterArn = t.DeadLetterConfig.Arn
-		}
-		if t.SqsParameters != nil {
-			d.MessageGroupId = t.SqsParameters.MessageGroupId
-		}
+		d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
 		if t.KinesisParameters != nil {
 			if k, ok := lookup(ev, t.KinesisParameters.PartitionKeyPath); ok {
 				d.PartitionKey = strings.Trim(k, `"`)

@@ -138,11 +138,12 @@ type InputTransformer struct {
 // KinesisParameters of a stream target.
 type KinesisParameters struct{ PartitionKeyPath string }
 
-// SqsParameters of a queue target.
-type SqsParameters struct{ MessageGroupId string }
+// SqsParameters of a queue target: MessageGroupId, required for a FIFO
+// queue.
+type SqsParameters = target.SqsParameters
 
 // DeadLetterConfig names a standard SQS queue for failed deliveries.
-type DeadLetterConfig struct{ Arn string }
+type DeadLetterConfig = target.DeadLetterConfig
 
 // storedRule is a rule with its targets and schedule progress.
 type storedRule struct {

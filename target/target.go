@@ -133,6 +133,27 @@ func (p *RetryPolicy) Resolved() (retries int, maxAge time.Duration) {
 	return retries, time.Duration(age) * time.Second
 }
 
+// DeadLetterConfig names a standard SQS queue for failed deliveries
+// (EventBridge's and Scheduler's DeadLetterConfig).
+type DeadLetterConfig struct{ Arn string }
+
+// SqsParameters of a FIFO queue target: MessageGroupId (1..128).
+type SqsParameters struct{ MessageGroupId string }
+
+// Set sets d's retry policy, dead-letter queue and message group from a
+// target's configuration (nil: not configured).
+func (d *Delivery) Set(retry *RetryPolicy, dlq *DeadLetterConfig, sqs *SqsParameters) {
+	if retry != nil {
+		d.Retry = *retry
+	}
+	if dlq != nil {
+		d.DeadLetterArn = dlq.Arn
+	}
+	if sqs != nil {
+		d.MessageGroupId = sqs.MessageGroupId
+	}
+}
+
 // Delivery is one payload on its way to one target.
 type Delivery struct {
 	// ID is the event's id (a rule) or the execution id (a schedule).
