@@ -65,6 +65,8 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
+	case protoScheduler:
+		w = awserr.Wire{Status: spec.Lambda.Status} // REST statuses, AWS's code names
 	case protoLogs, protoIAM, protoSTS, protoEvents:
 		// the code as it is
 	default:
@@ -86,7 +88,7 @@ func (rq *request) fail(err error) {
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoWrite(we.status, dynamoErrorBody(err, we))
 		return
-	case protoLambda:
+	case protoLambda, protoScheduler:
 		rq.lambdaFail(we)
 		return
 	case protoKinesisCBOR:
