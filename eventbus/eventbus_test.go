@@ -229,9 +229,14 @@ func TestEventAgeLimitEndsRetries(t *testing.T) {
 	ev.Detail = `{"pad":"` + strings.Repeat("x", 2000) + `"}`
 	put(t, rn, ev)
 	// No DLQ: the event is kept in runnel's store, not dropped.
-	m := drain(t, rn, clock, target.DeadLetterStore, 1, 20*time.Second)[0]
+	m := drain(t, rn, clock, target.DeadLetterStore, 1, 5*time.Second)[0]
 	if v := m.MessageAttributes["EXHAUSTED_RETRY_CONDITION"]; v.StringValue == nil || *v.StringValue != "MaximumEventAgeInSeconds" {
 		t.Errorf("attributes %v, want EXHAUSTED_RETRY_CONDITION MaximumEventAgeInSeconds", m.MessageAttributes)
+	}
+	// Given up at the first attempt due after 60 s: at most one backoff
+	// (5 minutes) later, with room for the polls' clock steps.
+	if age := clock.Since(t0); age > 10*time.Minute {
+		t.Errorf("dead-lettered after %v, want within 60 s + one backoff", age)
 	}
 	if rn.Targets.Stats().KeptInStore != 1 {
 		t.Errorf("stats %+v", rn.Targets.Stats())
