@@ -121,7 +121,7 @@ func TestFlexibleTimeWindow(t *testing.T) {
 	s.FlexibleTimeWindow = scheduler.FlexibleTimeWindow{Mode: "FLEXIBLE", MaximumWindowInMinutes: ptr(10)}
 	create(t, rn, s)
 	clock.Advance(time.Hour)
-	received(t, rn, "q", 0) // at its time: not yet (this schedule's offset in the window is not 0)
+	received(t, rn, "q", 0)         // at its time: not yet (this schedule's offset in the window is not 0)
 	clock.Advance(10 * time.Minute) // the end of the window
 	received(t, rn, "q", 1)
 	bad := schedule(rn, "bad", "rate(1 minute)", "q")
