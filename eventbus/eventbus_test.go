@@ -203,6 +203,9 @@ func TestRetriesThenDeadLetterQueue(t *testing.T) {
 	if st := rn.Targets.Stats(); st.Retried != 2 || st.DeadLettered != 1 {
 		t.Errorf("stats %+v, want 2 retries, 1 dead-lettered", st)
 	}
+	if st := rn.Events.RuleStats(rn.Events.RuleARN("default", "r")); st.FailedInvocations != 1 || st.Invocations != 1 {
+		t.Errorf("rule stats %+v, want 1 invocation, 1 failed", st)
+	}
 }
 
 func TestMissingTargetIsNotRetried(t *testing.T) {
@@ -276,6 +279,23 @@ func TestFIFOQueueAndKinesisTargets(t *testing.T) {
 		}
 		return len(out.Records) == 1
 	})
+}
+
+func TestEventBusTarget(t *testing.T) {
+	rn, clock := start(t)
+	ctx := context.Background()
+	if _, err := rn.Events.CreateEventBus(ctx, "audit", ""); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, rn, "audited", nil)
+	rule(t, rn, eventbus.Rule{Name: "forward", EventPattern: `{"source":["shop.orders"]}`}, eventbus.Target{Id: "bus", Arn: rn.Events.ARN("audit")})
+	rule(t, rn, eventbus.Rule{Name: "keep", EventBusName: "audit", EventPattern: `{"detail":{"state":["paid"]}}`}, eventbus.Target{Id: "q", Arn: q})
+	out := put(t, rn, orderEvent("paid", 1), orderEvent("new", 1))
+	m := drain(t, rn, clock, "audited", 1, 0)[0]
+	if !strings.Contains(m.Body, out.Entries[0].EventId) {
+		t.Errorf("forwarded event %s, want the paid one with its id", m.Body)
+	}
+	empty(t, rn, "audited")
 }
 
 func TestLambdaTargetIsInvokedAsynchronously(t *testing.T) {

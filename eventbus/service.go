@@ -179,10 +179,12 @@ type Options struct {
 }
 
 // Stats are a rule's counters since the service opened (CloudWatch's
-// MatchedEvents, Invocations and FailedInvocations of AWS/Events).
+// MatchedEvents, Invocations and FailedInvocations of AWS/Events):
+// events matched, deliveries to its targets, and deliveries that failed
+// for good (dead-lettered or kept in target's store).
 type Stats struct{ MatchedEvents, Invocations, FailedInvocations int64 }
 
-type ruleCounters struct{ matched, invocations, failed atomic.Int64 }
+type ruleCounters struct{ matched, invocations atomic.Int64 }
 
 // Service is EventBridge over one engine. It is safe for concurrent use.
 type Service struct {
@@ -451,5 +453,5 @@ func (s *Service) counters(ruleArn string) *ruleCounters {
 // RuleStats returns a rule's counters by its ARN.
 func (s *Service) RuleStats(ruleArn string) Stats {
 	c := s.counters(ruleArn)
-	return Stats{MatchedEvents: c.matched.Load(), Invocations: c.invocations.Load(), FailedInvocations: c.failed.Load()}
+	return Stats{MatchedEvents: c.matched.Load(), Invocations: c.invocations.Load(), FailedInvocations: s.targets.Source(ruleArn).Failed}
 }

@@ -82,6 +82,7 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 	code, emsg, retry := s.attempt(ctx, &d)
 	if code == "" {
 		s.delivered.Add(1)
+		s.count(&d, false)
 		s.delete(wctx, msg)
 		return
 	}
@@ -135,6 +136,7 @@ func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery
 		_, err := s.queues.SendMessage(ctx, d.DeadLetterArn, queue.SendMessageInput{MessageBody: d.Payload, MessageAttributes: attrs})
 		if err == nil {
 			s.deadLettered.Add(1)
+			s.count(&d, true)
 			s.log.Info("targets: delivery failed; sent to its dead-letter queue", "id", d.ID, "target", d.TargetArn,
 				"dlq", d.DeadLetterArn, "code", d.ErrorCode, "exhausted", exhausted)
 			s.delete(ctx, msg)
@@ -152,6 +154,7 @@ func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exha
 		_, err = s.queues.SendMessage(ctx, DeadLetterStore, queue.SendMessageInput{MessageBody: d.Payload, MessageAttributes: dlqAttributes(d, exhausted)})
 		if err == nil {
 			s.kept.Add(1)
+			s.count(&d, true)
 			s.log.Warn("targets: failed delivery without a dead-letter queue kept in "+DeadLetterStore+" (AWS drops it)",
 				"id", d.ID, "target", d.TargetArn, "code", d.ErrorCode, "err", d.ErrorMsg)
 			s.delete(ctx, msg)

@@ -215,6 +215,10 @@ type Service struct {
 
 	enqueued, delivered, retried, deadLettered, kept atomic.Int64
 
+	// bySource counts deliveries by their rule or schedule ARN.
+	sourceMu sync.Mutex
+	bySource map[string]*SourceStats
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -230,7 +234,7 @@ func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, streams
 		opts.Concurrency = 16
 	}
 	s := &Service{eng: eng, queues: queues, streams: streams, async: as, log: opts.Logger.With("service", "targets"),
-		conc: opts.Concurrency, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))}
+		conc: opts.Concurrency, bySource: map[string]*SourceStats{}, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))}
 	if _, err := queues.CreateQueue(ctx, QueueName, internalQueueAttrs); err != nil {
 		return nil, err
 	}
@@ -266,6 +270,38 @@ func (s *Service) Close() {
 func (s *Service) Stats() Stats {
 	return Stats{Enqueued: s.enqueued.Load(), Delivered: s.delivered.Load(), Retried: s.retried.Load(),
 		DeadLettered: s.deadLettered.Load(), KeptInStore: s.kept.Load()}
+}
+
+// SourceStats count the deliveries of one rule or schedule since the
+// service opened: Delivered, and Failed (dead-lettered or kept in the
+// store: CloudWatch's FailedInvocations).
+type SourceStats struct{ Delivered, Failed int64 }
+
+// Source returns the counters of a rule's or schedule's ARN.
+func (s *Service) Source(arn string) SourceStats {
+	s.sourceMu.Lock()
+	defer s.sourceMu.Unlock()
+	if c := s.bySource[arn]; c != nil {
+		return *c
+	}
+	return SourceStats{}
+}
+
+// count adds a delivery's outcome to its source's counters.
+func (s *Service) count(d *Delivery, failed bool) {
+	src := d.RuleArn + d.ScheduleArn
+	s.sourceMu.Lock()
+	defer s.sourceMu.Unlock()
+	c := s.bySource[src]
+	if c == nil {
+		c = &SourceStats{}
+		s.bySource[src] = c
+	}
+	if failed {
+		c.Failed++
+	} else {
+		c.Delivered++
+	}
 }
 
 // Enqueue stores deliveries durably (10 a call to the internal queue) and
