@@ -41,7 +41,7 @@ func (s *Service) run(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("targets: cannot receive deliveries; retrying in a second", "err", err)
-				s.queues.CreateQueue(ctx, QueueName, internalQueueAttrs)
+				s.ensureQueue(ctx)
 				engine.Sleep(ctx, s.eng.Clock, time.Second)
 			}
 			continue

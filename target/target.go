@@ -219,13 +219,19 @@ type Service struct {
 	sourceMu sync.Mutex
 	bySource map[string]*SourceStats
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	bg      context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	once    sync.Once
+	passive bool
+	// queueMu serializes the creation of the internal queue.
+	queueMu sync.Mutex
 }
 
-// New opens the service, creating the internal queue, and (unless
-// Passive) starts its poller: pending deliveries of an earlier run are
-// attempted again.
+// New opens the service and (unless Passive) starts its poller when the
+// internal queue exists: pending deliveries of an earlier run are
+// attempted again. The queue is created by the first Enqueue (so that an
+// instance without rules or schedules lists no queue of runnel's).
 func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, streams *stream.Service, as *async.Service, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = eng.Logger
@@ -235,16 +241,36 @@ func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, streams
 	}
 	s := &Service{eng: eng, queues: queues, streams: streams, async: as, log: opts.Logger.With("service", "targets"),
 		conc: opts.Concurrency, bySource: map[string]*SourceStats{}, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))}
-	if _, err := queues.CreateQueue(ctx, QueueName, internalQueueAttrs); err != nil {
+	s.bg, s.cancel = context.WithCancel(context.Background())
+	s.passive = opts.Passive
+	if _, err := queues.GetQueueURL(ctx, QueueName); err == nil {
+		s.startPoller()
+	} else if !errors.Is(err, awserr.ErrQueueDoesNotExist) {
+		s.cancel()
 		return nil, err
 	}
-	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	if !opts.Passive {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.run(bg) }()
-	}
 	return s, nil
+}
+
+// startPoller starts the poller once (not in a Passive service).
+func (s *Service) startPoller() {
+	s.once.Do(func() {
+		if !s.passive {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.run(s.bg) }()
+		}
+	})
+}
+
+// ensureQueue creates the internal queue and starts the poller.
+func (s *Service) ensureQueue(ctx context.Context) error {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	if _, err := s.queues.CreateQueue(ctx, QueueName, internalQueueAttrs); err != nil {
+		return err
+	}
+	s.startPoller()
+	return nil
 }
 
 var internalQueueAttrs = map[string]string{
@@ -323,6 +349,11 @@ func (s *Service) Enqueue(ctx context.Context, ds []Delivery) error {
 			entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: string(b)}
 		}
 		out, err := s.queues.SendMessageBatch(ctx, QueueName, entries)
+		if errors.Is(err, awserr.ErrQueueDoesNotExist) {
+			if err = s.ensureQueue(ctx); err == nil {
+				out, err = s.queues.SendMessageBatch(ctx, QueueName, entries)
+			}
+		}
 		if err != nil {
 			return err
 		}
