@@ -39,6 +39,7 @@ import (
 //	runnel_queue_messages_delayed{queue}
 //	runnel_queue_oldest_message_age_seconds{queue}
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
+//	runnel_eventbridge_rule_{matched_events,invocations,failed_invocations}_total{bus,rule}
 //	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
 //
 // Function metrics are exported for the functions whose handlers run in
@@ -184,6 +185,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range queueMetrics {
 		ch <- m.d
 	}
+	describeRules(ch)
 	ch <- alarmDesc
 }
 
@@ -235,6 +237,7 @@ func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.get(q), q.Name)
 		}
 	}
+	collectRules(snap.Rules, ch)
 }
 
 // Registry returns a registry with c and the Go runtime and process

@@ -44,6 +44,8 @@ type Snapshot struct {
 	Functions []FunctionState `json:"functions"`
 	Mappings  []MappingState  `json:"mappings"`
 	Queues    []QueueState    `json:"queues"`
+	// Rules are the EventBridge rules' counters.
+	Rules []RuleState `json:"rules,omitempty"`
 	// Errors are the parts of the state that could not be read (a queue
 	// deleted during the snapshot, an unreachable bucket); the rest is
 	// still reported.
@@ -157,7 +159,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 	if deadLetter == nil {
 		deadLetter = defaultDeadLetterRE
 	}
-	snap := &Snapshot{Time: rn.Engine.Clock.Now()}
+	snap := &Snapshot{Time: rn.Engine.Clock.Now(), Rules: takeRules(rn)}
 	fail := func(what string, err error) { snap.Errors = append(snap.Errors, what+": "+err.Error()) }
 
 	// Mappings.
@@ -248,6 +250,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 		}
 	}
 	dlqFor[async.DeadLetterStore] = append(dlqFor[async.DeadLetterStore], "runnel's asynchronous dead-letter store")
+	ruleDeadLetters(rn, dlqFor)
 	for _, u := range urls {
 		name := u[strings.LastIndexByte(u, '/')+1:]
 		attrs, err := rn.Queues.GetQueueAttributes(ctx, u, []string{queue.AttrAll})

@@ -1,0 +1,83 @@
+package observe
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/eventbus"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/target"
+)
+
+// ruleDeadLetters adds to dlqFor the dead-letter queues of rule and
+// schedule targets and runnel's EventBridge store, so that their depth
+// alarms as every DLQ's does.
+func ruleDeadLetters(rn *runnel.Runnel, dlqFor map[string][]string) {
+	add := func(arn *target.DeadLetterConfig, why string) {
+		if arn == nil {
+			return
+		}
+		if n, ok := queue.NameFromARN(arn.Arn); ok {
+			dlqFor[n] = append(dlqFor[n], why)
+		}
+	}
+	for _, b := range rn.Events.ListEventBuses("") {
+		rules, _ := rn.Events.ListRules(b.Name, "")
+		for _, r := range rules {
+			ts, _ := rn.Events.ListTargetsByRule(b.Name, r.Name)
+			for _, t := range ts {
+				add(t.DeadLetterConfig, "DeadLetterConfig of rule "+r.Name+" target "+t.Id)
+			}
+		}
+	}
+	for _, sc := range rn.Schedules.ListSchedules("", "", "") {
+		add(sc.Target.DeadLetterConfig, "DeadLetterConfig of schedule "+sc.GroupName+"/"+sc.Name)
+	}
+	dlqFor[target.DeadLetterStore] = append(dlqFor[target.DeadLetterStore], "runnel's EventBridge dead-letter store")
+}
+
+// RuleState is an EventBridge rule's counters (AWS/Events' MatchedEvents,
+// Invocations and FailedInvocations) since this process opened.
+type RuleState struct {
+	Bus  string `json:"bus"`
+	Rule string `json:"rule"`
+	eventbus.Stats
+}
+
+var (
+	ruleLabels  = []string{"bus", "rule"}
+	ruleMetrics = []struct {
+		d   *prometheus.Desc
+		get func(eventbus.Stats) int64
+	}{
+		{desc("runnel_eventbridge_rule_matched_events_total", "Events that matched the rule (EventBridge's MatchedEvents).", ruleLabels), func(s eventbus.Stats) int64 { return s.MatchedEvents }},
+		{desc("runnel_eventbridge_rule_invocations_total", "Deliveries to the rule's targets (EventBridge's Invocations).", ruleLabels), func(s eventbus.Stats) int64 { return s.Invocations }},
+		{desc("runnel_eventbridge_rule_failed_invocations_total", "Deliveries that failed for good: dead-lettered or kept in runnel's store (EventBridge's FailedInvocations).", ruleLabels), func(s eventbus.Stats) int64 { return s.FailedInvocations }},
+	}
+)
+
+// takeRules reads every rule's counters.
+func takeRules(rn *runnel.Runnel) []RuleState {
+	var out []RuleState
+	for _, b := range rn.Events.ListEventBuses("") {
+		rules, _ := rn.Events.ListRules(b.Name, "")
+		for _, r := range rules {
+			out = append(out, RuleState{Bus: b.Name, Rule: r.Name, Stats: rn.Events.RuleStats(r.Arn)})
+		}
+	}
+	return out
+}
+
+func describeRules(ch chan<- *prometheus.Desc) {
+	for _, m := range ruleMetrics {
+		ch <- m.d
+	}
+}
+
+func collectRules(rules []RuleState, ch chan<- prometheus.Metric) {
+	for _, r := range rules {
+		for _, m := range ruleMetrics {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(r.Stats)), r.Bus, r.Rule)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package observe_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/runnel-dev/runnel/eventbus"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/observe"
+)
+
+// An EventBridge rule's MatchedEvents, Invocations and FailedInvocations,
+// read at scrape time: one event delivered, one to a missing queue.
+func TestEventBridgeRuleMetrics(t *testing.T) {
+	rn, _ := start(t)
+	ctx := context.Background()
+	q := createQueue(t, rn, "ok", nil)
+	createQueue(t, rn, "rule-errors", nil)
+	if _, err := rn.Events.PutRule(ctx, eventbus.Rule{Name: "r", EventPattern: `{"source":["s"]}`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Events.PutTargets(ctx, "", "r", []eventbus.Target{{Id: "ok", Arn: rn.Queues.ARN("ok")}, {Id: "gone", Arn: rn.Queues.ARN("gone"),
+		DeadLetterConfig: &eventbus.DeadLetterConfig{Arn: rn.Queues.ARN("rule-errors")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Events.PutEvents(ctx, []eventbus.PutEventsRequestEntry{{Source: "s", DetailType: "d", Detail: "{}"}, {Source: "x", DetailType: "d", Detail: "{}"}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Drain(t, rn.Queues, q, 1, nil)
+	testenv.Eventually(t, wait, "the failed delivery", func() bool { return rn.Events.RuleStats(rn.Events.RuleARN("default", "r")).FailedInvocations == 1 })
+	expected := `
+# HELP runnel_eventbridge_rule_failed_invocations_total Deliveries that failed for good: dead-lettered or kept in runnel's store (EventBridge's FailedInvocations).
+# TYPE runnel_eventbridge_rule_failed_invocations_total counter
+runnel_eventbridge_rule_failed_invocations_total{bus="default",rule="r"} 1
+# HELP runnel_eventbridge_rule_invocations_total Deliveries to the rule's targets (EventBridge's Invocations).
+# TYPE runnel_eventbridge_rule_invocations_total counter
+runnel_eventbridge_rule_invocations_total{bus="default",rule="r"} 2
+# HELP runnel_eventbridge_rule_matched_events_total Events that matched the rule (EventBridge's MatchedEvents).
+# TYPE runnel_eventbridge_rule_matched_events_total counter
+runnel_eventbridge_rule_matched_events_total{bus="default",rule="r"} 1
+`
+	snap := observe.Take(ctx, rn, observe.TakeOptions{})
+	for _, qs := range snap.Queues {
+		if qs.Name == "rule-errors" && !qs.DeadLetter {
+			t.Errorf("the rule target's DeadLetterConfig queue is not seen as a DLQ: %+v", qs)
+		}
+	}
+	if err := testutil.CollectAndCompare(observe.NewCollector(rn, nil), strings.NewReader(expected),
+		"runnel_eventbridge_rule_matched_events_total", "runnel_eventbridge_rule_invocations_total", "runnel_eventbridge_rule_failed_invocations_total"); err != nil {
+		t.Error(err)
+	}
+}
