@@ -212,9 +212,12 @@ func TestMissingTargetIsNotRetried(t *testing.T) {
 	rn, clock := start(t)
 	dlq := newQueue(t, rn, "dlq", nil)
 	rule(t, rn, eventbus.Rule{Name: "r", EventPattern: `{"source":["shop.orders"]}`},
-		eventbus.Target{Id: "t", Arn: rn.Queues.ARN("gone"), DeadLetterConfig: &eventbus.DeadLetterConfig{Arn: dlq}})
-	put(t, rn, orderEvent("a", 1))
+		eventbus.Target{Id: "t", Arn: rn.Queues.ARN("gone"), DeadLetterConfig: &eventbus.DeadLetterConfig{Arn: dlq}, InputPath: "$.detail"})
+	out := put(t, rn, orderEvent("a", 1))
 	m := drain(t, rn, clock, "dlq", 1, 0)[0]
+	if !strings.Contains(m.Body, out.Entries[0].EventId) {
+		t.Errorf("DLQ body %s, want the original event (not the InputPath payload)", m.Body)
+	}
 	if v := m.MessageAttributes["ERROR_CODE"]; v.StringValue == nil || *v.StringValue != "NO_RESOURCE" {
 		t.Errorf("ERROR_CODE %v, want NO_RESOURCE", m.MessageAttributes)
 	}

@@ -205,6 +205,9 @@ func deliveries(r *storedRule, ev map[string]any, raw []byte, id string, now tim
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		d := target.Delivery{ID: id, RuleArn: r.Arn, TargetArn: t.Arn, Payload: payload(t, ev, raw, &r.Rule, now)}
+		if d.Payload != string(raw) {
+			d.Event = string(raw)
+		}
 		d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
 		if t.KinesisParameters != nil {
 			if k, ok := lookup(ev, t.KinesisParameters.PartitionKeyPath); ok {

@@ -133,7 +133,7 @@ func (s *Service) delete(ctx context.Context, msg *queue.Message) {
 func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) {
 	attrs := dlqAttributes(d, exhausted)
 	if d.DeadLetterArn != "" {
-		_, err := s.queues.SendMessage(ctx, d.DeadLetterArn, queue.SendMessageInput{MessageBody: d.Payload, MessageAttributes: attrs})
+		_, err := s.queues.SendMessage(ctx, d.DeadLetterArn, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: attrs})
 		if err == nil {
 			s.deadLettered.Add(1)
 			s.count(&d, true)
@@ -151,7 +151,7 @@ func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery
 // it), then deletes it; a failed store leaves it in the internal queue.
 func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) {
 	if _, err := s.queues.CreateQueue(ctx, DeadLetterStore, internalQueueAttrs); err == nil {
-		_, err = s.queues.SendMessage(ctx, DeadLetterStore, queue.SendMessageInput{MessageBody: d.Payload, MessageAttributes: dlqAttributes(d, exhausted)})
+		_, err = s.queues.SendMessage(ctx, DeadLetterStore, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: dlqAttributes(d, exhausted)})
 		if err == nil {
 			s.kept.Add(1)
 			s.count(&d, true)
@@ -162,6 +162,14 @@ func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exha
 		}
 		s.log.Error("targets: cannot keep a failed delivery; it comes back after its visibility timeout", "id", d.ID, "err", err)
 	}
+}
+
+// deadLetterBody is what a dead-letter queue gets: the original event.
+func (d *Delivery) deadLetterBody() string {
+	if d.Event != "" {
+		return d.Event
+	}
+	return d.Payload
 }
 
 // dlqAttributes are the message attributes of a dead-lettered delivery.

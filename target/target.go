@@ -36,7 +36,8 @@
 // # Dead letters
 //
 // A delivery that failed for good goes to the target's DeadLetterConfig
-// queue (a standard SQS queue): the body is the payload, with the message
+// queue (a standard SQS queue): the body is the event (a schedule's: its
+// payload), even when the target received a transformed input, with the message
 // attributes AWS adds (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html):
 // RULE_ARN (or, for a schedule, SCHEDULE_ARN, EXECUTION_ID and
 // SCHEDULED_TIME), TARGET_ARN, ERROR_CODE (NO_RESOURCE, THROTTLING,
@@ -165,6 +166,10 @@ type Delivery struct {
 	ScheduledTime int64 `json:",omitempty"`
 	TargetArn     string
 	Payload       string
+	// Event is the original event when Payload is not it (Input,
+	// InputPath, InputTransformer): the dead-letter queue gets the event,
+	// as AWS's does, so that it can be resolved and sent again.
+	Event         string      `json:",omitempty"`
 	Retry         RetryPolicy `json:",omitzero"`
 	DeadLetterArn string      `json:",omitempty"`
 	// MessageGroupId for a FIFO queue target; PartitionKey for a stream.
