@@ -17,6 +17,7 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/target"
 )
@@ -217,6 +218,9 @@ func TestMissingTargetIsNotRetried(t *testing.T) {
 	m := drain(t, rn, clock, "dlq", 1, 0)[0]
 	if !strings.Contains(m.Body, out.Entries[0].EventId) {
 		t.Errorf("DLQ body %s, want the original event (not the InputPath payload)", m.Body)
+	}
+	if r, err := recovery.Resolve(context.Background(), rn.Streams, []byte(m.Body)); err != nil || r.Kind != recovery.KindEvent || string(r.Payload) != m.Body {
+		t.Errorf("recovery.Resolve of the dead letter: %+v %v, want the event", r, err)
 	}
 	if v := m.MessageAttributes["ERROR_CODE"]; v.StringValue == nil || *v.StringValue != "NO_RESOURCE" {
 		t.Errorf("ERROR_CODE %v, want NO_RESOURCE", m.MessageAttributes)

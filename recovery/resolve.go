@@ -15,6 +15,9 @@
 //     original event is inside, Resolve returns it.
 //   - a record a handler inserted itself (InsertRetry): a retry envelope
 //     around one Kinesis event record.
+//
+// An EventBridge rule target's dead-letter message is the event itself
+// (KindEvent): Resolve returns it as the Payload.
 package recovery
 
 import (
@@ -50,7 +53,8 @@ type Resolved struct {
 	// Records are the stream records (KindStreamBatch, KindInserted), in
 	// shard order, as a function would see them in a Kinesis event.
 	Records []events.KinesisEventRecord
-	// Payload is the original event of an async invocation (KindAsync).
+	// Payload is the original event of an async invocation (KindAsync)
+	// or of an EventBridge dead letter (KindEvent).
 	Payload json.RawMessage
 	// Info is the pointer of a KindStreamBatch record.
 	Info *wire.KinesisBatchInfo
@@ -84,6 +88,9 @@ func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolv
 	var a wire.InvocationRecord
 	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {
 		return &Resolved{Kind: KindAsync, Payload: a.RequestPayload, Condition: a.RequestContext.Condition}, nil
+	}
+	if r, ok := resolveEvent(body); ok {
+		return r, nil
 	}
 	return nil, ErrUnknownFormat
 }
