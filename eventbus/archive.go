@@ -212,3 +212,55 @@ func (s *Service) archiveEvent(ctx context.Context, bus string, ev map[string]an
 	}
 	return nil
 }
+
+// trimInterval is how often archives are trimmed to their retention.
+const trimInterval = time.Hour
+
+// trimArchives deletes the archived events older than their archive's
+// RetentionDays (by ingestion time, engine clock).
+func (s *Service) trimArchives(ctx context.Context, now time.Time) {
+	for _, c := range s.archives("") {
+		if c.a.RetentionDays <= 0 {
+			continue
+		}
+		cutoff := now.Add(-time.Duration(c.a.RetentionDays) * 24 * time.Hour)
+		subject := archiveSubjectPrefix + c.a.ID
+		if err := s.trimSubject(ctx, subject, cutoff); err != nil {
+			s.log.Warn("eventbridge: archive not trimmed", "archive", c.a.ArchiveName, "err", err)
+		}
+	}
+}
+
+// trimSubject purges the messages of subject ingested before cutoff (in
+// ingestion order: they are the first ones).
+func (s *Service) trimSubject(ctx context.Context, subject string, cutoff time.Time) error {
+	last, err := s.archive.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	cons, err := s.archive.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return err
+	}
+	keep := uint64(0) // the first sequence to keep
+	for keep == 0 {
+		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			return err
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		ing, _ := strconv.ParseInt(msg.Headers().Get(hdrIngested), 10, 64)
+		switch {
+		case !time.UnixMilli(ing).Before(cutoff):
+			keep = meta.Sequence.Stream
+		case meta.Sequence.Stream >= last.Sequence:
+			keep = last.Sequence + 1
+		}
+	}
+	return s.archive.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(keep))
+}

@@ -90,6 +90,10 @@ func TestArchiveRetention(t *testing.T) {
 		r, _ := rn.Events.DescribeReplay(ctx, "r")
 		return r != nil && r.State == eventbus.ReplayCompleted
 	})
+	testenv.Eventually(t, wait, "the expired event trimmed", func() bool {
+		d, err := rn.Events.DescribeArchive(ctx, "a")
+		return err == nil && d.EventCount == 1
+	})
 	m := drain(t, rn, clock, "q", 1, 0)[0]
 	var ev struct{ Detail struct{ State string } }
 	json.Unmarshal([]byte(m.Body), &ev)

@@ -20,10 +20,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// fireSchedules fires every scheduled rule whose occurrence is due and
-// returns the earliest next occurrence.
+// fireSchedules fires every scheduled rule whose occurrence is due (and
+// every trimInterval trims the archives) and returns when to run again.
 func (s *Service) fireSchedules(now time.Time) time.Time {
-	var next time.Time
+	if !now.Before(s.nextTrim) {
+		s.trimArchives(s.bg, now)
+		s.nextTrim = now.Add(trimInterval)
+	}
+	next := s.nextTrim
 	st, err := s.busOf(DefaultBus)
 	if err != nil {
 		return next

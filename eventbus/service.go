@@ -201,10 +201,12 @@ type Service struct {
 	stats map[string]*ruleCounters // by rule ARN
 	arch  map[string]cachedArchive // by name
 
-	kick   chan struct{}
-	bg     context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	kick chan struct{}
+	// nextTrim is when the archives are trimmed next (timer goroutine).
+	nextTrim time.Time
+	bg       context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // New opens the service: loads the buses (creating "default"), and unless
