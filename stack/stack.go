@@ -1,6 +1,7 @@
 // Package stack reads a stack file: YAML that declares streams, functions
-// and event source mappings with the AWS property names, and applies it to
-// a runnel instance.
+// and event source mappings, and EventBridge buses, rules, archives and
+// Scheduler schedules (events.go), with the AWS property names, and
+// applies it to a runnel instance.
 //
 //	Streams:
 //	  - StreamName: flights
@@ -70,6 +71,11 @@ type Stack struct {
 	Tables              []Table                    `yaml:"Tables"`
 	Functions           []function.Config          `yaml:"Functions"`
 	EventSourceMappings []Mapping                  `yaml:"EventSourceMappings"`
+	// EventBridge and Scheduler (events.go).
+	EventBuses []EventBus `yaml:"EventBuses"`
+	Rules      []Rule     `yaml:"Rules"`
+	Archives   []Archive  `yaml:"Archives"`
+	Schedules  []Schedule `yaml:"Schedules"`
 }
 
 // Queue is a queue as written in a stack file (CreateQueue): a name, and
@@ -175,6 +181,7 @@ type Applied struct {
 	TablesCreated, TablesKept        []string
 	FunctionsCreated                 []string
 	MappingsCreated, MappingsUpdated []string // UUIDs
+	Events                           AppliedEvents
 }
 
 // Apply creates what the stack declares. It stops at the first refused
@@ -257,7 +264,7 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		}
 		out.MappingsCreated = append(out.MappingsCreated, c.UUID)
 	}
-	return out, nil
+	return out, applyEvents(ctx, rn, s, queueNames, &out.Events)
 }
 
 // resolveARN turns a queue or stream name into its ARN; ARNs pass through.
