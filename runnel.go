@@ -38,6 +38,9 @@ type Config struct {
 	Engine   engine.Config
 	Mappings mapping.Options
 	Tables   table.Options
+	// Targets tunes the delivery to rule and schedule targets; it is
+	// Passive when Mappings is.
+	Targets target.Options
 	// Registry holds the in-process handlers the instance's functions
 	// run. Default (nil): function.DefaultRegistry(), which
 	// function.Register fills.
@@ -102,7 +105,9 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Async, err = async.New(ctx, eng, rn.Functions, rn.Queues, rn.Streams, async.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
-	if rn.Targets, err = target.New(ctx, eng, rn.Queues, rn.Streams, rn.Async, target.Options{Passive: cfg.Mappings.Passive}); err != nil {
+	topts := cfg.Targets
+	topts.Passive = topts.Passive || cfg.Mappings.Passive
+	if rn.Targets, err = target.New(ctx, eng, rn.Queues, rn.Streams, rn.Async, topts); err != nil {
 		return fail(err)
 	}
 	if rn.Events, err = eventbus.New(ctx, eng, rn.Targets, eventbus.Options{Passive: cfg.Mappings.Passive}); err != nil {

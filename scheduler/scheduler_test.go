@@ -152,6 +152,31 @@ func TestSchedulesKeptAcrossARestart(t *testing.T) {
 	}
 }
 
+// A crash between an occurrence's firing and its delivery neither loses
+// nor doubles it: the delivery is stored (deliveries not attempted here),
+// the occurrence recorded, then the process dies.
+func TestCrashBetweenFiringAndDelivery(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	create(t, rn, schedule(rn, "every5", "rate(5 minutes)", "q"))
+	clock.Advance(5 * time.Minute)
+	testenv.Eventually(t, 10*time.Second, "the occurrence recorded", func() bool {
+		s, err := rn.Schedules.GetSchedule("", "every5")
+		return err == nil && s.LastFired != nil
+	})
+	received(t, rn, "q", 0)
+	rn.Crash()
+	rn = start(t, dir, clock)
+	got := received(t, rn, "q", 1)
+	if !strings.Contains(got[0], "00:05:00Z") {
+		t.Errorf("delivered %v, want the 00:05 occurrence", got)
+	}
+	clock.Advance(4 * time.Minute)
+	received(t, rn, "q", 0)
+}
+
 func TestFailedInvocationGoesToTheDLQ(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	rn := start(t, t.TempDir(), clock)
