@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runnel-dev/runnel"
@@ -80,4 +82,41 @@ func collectRules(rules []RuleState, ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(r.Stats)), r.Bus, r.Rule)
 		}
 	}
+}
+
+// busNode is the graph node of an event bus ARN.
+func busNode(arn string) (GraphNode, bool) {
+	if !strings.Contains(arn, ":event-bus/") {
+		return GraphNode{}, false
+	}
+	n := eventbus.BusName(arn)
+	return GraphNode{ID: "bus:" + n, Kind: "bus", Name: n, ARN: arn}, true
+}
+
+// eventsGraph adds to the pipeline graph the buses (with an edge per rule
+// target, and one to each target's dead-letter queue) and the schedules
+// (an edge to their target). add adds a node, node the node of an ARN.
+func eventsGraph(rn *runnel.Runnel, add func(GraphNode) *GraphNode, node func(arn string) string) []GraphEdge {
+	var edges []GraphEdge
+	for _, b := range rn.Events.ListEventBuses("") {
+		from := add(GraphNode{ID: "bus:" + b.Name, Kind: "bus", Name: b.Name, ARN: b.Arn}).ID
+		rules, _ := rn.Events.ListRules(b.Name, "")
+		for _, r := range rules {
+			ts, _ := rn.Events.ListTargetsByRule(b.Name, r.Name)
+			for _, t := range ts {
+				edges = append(edges, GraphEdge{From: from, To: node(t.Arn), Kind: "rule", Label: r.Name, State: r.State})
+				if t.DeadLetterConfig != nil {
+					edges = append(edges, GraphEdge{From: from, To: node(t.DeadLetterConfig.Arn), Kind: "deadLetter", Label: "dead letters of " + r.Name + "/" + t.Id})
+				}
+			}
+		}
+	}
+	for _, sc := range rn.Schedules.ListSchedules("", "", "") {
+		from := add(GraphNode{ID: "schedule:" + sc.GroupName + "/" + sc.Name, Kind: "schedule", Name: sc.Name, ARN: sc.Arn}).ID
+		edges = append(edges, GraphEdge{From: from, To: node(sc.Target.Arn), Kind: "schedule", Label: sc.ScheduleExpression, State: sc.State})
+		if d := sc.Target.DeadLetterConfig; d != nil {
+			edges = append(edges, GraphEdge{From: from, To: node(d.Arn), Kind: "deadLetter", Label: "dead letters"})
+		}
+	}
+	return edges
 }

@@ -2,8 +2,12 @@ package observe_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -46,6 +50,28 @@ runnel_eventbridge_rule_matched_events_total{bus="default",rule="r"} 1
 	for _, qs := range snap.Queues {
 		if qs.Name == "rule-errors" && !qs.DeadLetter {
 			t.Errorf("the rule target's DeadLetterConfig queue is not seen as a DLQ: %+v", qs)
+		}
+	}
+	alarms, err := observe.NewAlarms(rn, observe.Config{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(observe.Handler(rn, alarms))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/graph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g observe.Graph
+	json.NewDecoder(resp.Body).Decode(&g)
+	resp.Body.Close()
+	edges := map[string]bool{}
+	for _, e := range g.Edges {
+		edges[e.Kind+" "+e.From+" "+e.To] = true
+	}
+	for _, want := range []string{"rule bus:default queue:ok", "rule bus:default queue:gone", "deadLetter bus:default queue:rule-errors"} {
+		if !edges[want] {
+			t.Errorf("graph lacks the edge %q: %v", want, edges)
 		}
 	}
 	if err := testutil.CollectAndCompare(observe.NewCollector(rn, nil), strings.NewReader(expected),
