@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +150,47 @@ func TestAcceptedEventsSurviveACrash(t *testing.T) {
 	if !got[out.Entries[0].EventId] || !got[out.Entries[1].EventId] {
 		t.Errorf("delivered %v, want both accepted events", got)
 	}
+}
+
+// A replay started by a process that does not run replays (Passive)
+// runs when a process that does opens; a cancelled one ends CANCELLED
+// without sending anything.
+func TestReplaysResumeAndCancelAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(t0)
+	o := testenv.Options{Dir: dir, Clock: clock}
+	o.Mappings.Passive = true
+	rn := testenv.Start(t, o)
+	ctx := context.Background()
+	q := newQueue(t, rn, "q", nil)
+	a, err := rn.Events.CreateArchive(ctx, eventbus.Archive{ArchiveName: "a", EventSourceArn: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, rn, orderEvent("x", 1), orderEvent("y", 2))
+	rule(t, rn, eventbus.Rule{Name: "all", EventPattern: `{"source":["shop.orders"]}`}, eventbus.Target{Id: "q", Arn: q})
+	for _, name := range []string{"kept", "cancelled"} {
+		if _, err := rn.Events.StartReplay(ctx, eventbus.Replay{ReplayName: name, EventSourceArn: a.ArchiveArn, EventStartTime: t0,
+			EventEndTime: t0.Add(time.Minute), Destination: eventbus.ReplayDestination{Arn: a.EventSourceArn}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := rn.Events.CancelReplay(ctx, "cancelled")
+	if err != nil || c.State != eventbus.ReplayCancelling {
+		t.Fatalf("CancelReplay: %+v %v", c, err)
+	}
+	rn.Close()
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	for name, want := range map[string]string{"kept": eventbus.ReplayCompleted, "cancelled": eventbus.ReplayCancelled} {
+		testenv.Eventually(t, wait, name+" "+want, func() bool {
+			r, err := rn.Events.DescribeReplay(ctx, name)
+			return err == nil && r.State == want
+		})
+	}
+	for _, m := range drain(t, rn, clock, "q", 2, 0) {
+		if !strings.Contains(m.Body, `"replay-name":"kept"`) {
+			t.Errorf("delivered %s, want only the kept replay's events", m.Body)
+		}
+	}
+	empty(t, rn, "q")
 }

@@ -99,7 +99,7 @@ func (s *Service) StartReplay(ctx context.Context, r Replay) (*Replay, error) {
 
 // startReplay runs a replay in the background (Passive services don't).
 func (s *Service) startReplay(r Replay, rev uint64) {
-	if s.bg == nil || s.bg.Err() != nil {
+	if s.passive || s.bg == nil || s.bg.Err() != nil {
 		return
 	}
 	s.wg.Add(1)

@@ -201,7 +201,8 @@ type Service struct {
 	stats map[string]*ruleCounters // by rule ARN
 	arch  map[string]cachedArchive // by name
 
-	kick chan struct{}
+	kick    chan struct{}
+	passive bool
 	// nextTrim is when the archives are trimmed next (timer goroutine).
 	nextTrim time.Time
 	bg       context.Context
@@ -243,6 +244,7 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	}
 	targets.SetBus(s.putOnBus)
 	s.bg, s.cancel = context.WithCancel(context.Background())
+	s.passive = opts.Passive
 	if !opts.Passive {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); expr.RunTimer(s.bg, eng.Clock, s.kick, s.fireSchedules) }()
