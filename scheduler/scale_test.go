@@ -17,6 +17,9 @@ import (
 // fires a second early, every one of a minute has fired (and is stored
 // in its target queue) before the clock moves on.
 func TestTenThousandSchedulesFireOnTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 schedules")
+	}
 	const n, perMinute = 10000, 1000
 	clock := clockwork.NewFakeClockAt(t0)
 	rn := start(t, t.TempDir(), clock)
@@ -38,5 +41,33 @@ func TestTenThousandSchedulesFireOnTime(t *testing.T) {
 		}
 		clock.Advance(time.Second)
 		testenv.Eventually(t, 60*time.Second, "the minute's schedules", func() bool { return count() == m*perMinute })
+	}
+}
+
+// 100 schedules on the real clock: all delivered to their queue within 1 s
+// of their time, none before it.
+func TestHundredSchedulesOnTheRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the real clock")
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	at := time.Now().UTC().Truncate(time.Second).Add(3 * time.Second)
+	for i := range 100 {
+		create(t, rn, schedule(rn, fmt.Sprintf("s%03d", i), "at("+at.Format("2006-01-02T15:04:05")+")", "q"))
+	}
+	count := func() int {
+		attrs, _ := rn.Queues.GetQueueAttributes(ctx, "q", []string{queue.AttrApproximateNumberOfMessages})
+		c, _ := strconv.Atoi(attrs[queue.AttrApproximateNumberOfMessages])
+		return c
+	}
+	time.Sleep(time.Until(at) - 100*time.Millisecond)
+	if c := count(); c != 0 {
+		t.Fatalf("%d delivered before their time", c)
+	}
+	testenv.Eventually(t, 10*time.Second, "100 deliveries", func() bool { return count() == 100 })
+	if late := time.Since(at); late > time.Second {
+		t.Errorf("the last delivery came %v after the schedules' time, want within 1 s", late)
 	}
 }
