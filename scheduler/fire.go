@@ -16,7 +16,10 @@ import (
 
 // next returns a schedule's next occurrence after its last fired one and
 // when to invoke it (the occurrence plus its flexible offset); ok is false
-// when none is left.
+// when none is left. A rate() schedule's first occurrence is its StartDate,
+// or its creation ("If you don't provide a StartDate for a rate-based
+// schedule, your schedule starts invoking the target immediately",
+// schedule-types).
 func next(sc *Schedule, x *expr.Expr) (occ, at time.Time, ok bool) {
 	switch {
 	case x.Kind == expr.At:
@@ -28,14 +31,16 @@ func next(sc *Schedule, x *expr.Expr) (occ, at time.Time, ok bool) {
 		from := sc.CreationDate
 		if sc.StartDate != nil {
 			from = *sc.StartDate
-			if x.Kind == expr.Cron {
-				from = from.Add(-time.Nanosecond) // StartDate itself may match
-			}
 		}
-		if sc.LastFired != nil {
-			from = *sc.LastFired
+		switch {
+		case sc.LastFired != nil:
+			occ, ok = x.Next(*sc.LastFired)
+		case x.Kind == expr.Rate:
+			occ, ok = from, true // the first occurrence: StartDate, or at once
+		default:
+			occ, ok = x.Next(from.Add(-time.Nanosecond)) // StartDate itself may match
 		}
-		if occ, ok = x.Next(from); !ok {
+		if !ok {
 			return occ, at, false
 		}
 		if sc.EndDate != nil && occ.After(*sc.EndDate) {

@@ -9,9 +9,9 @@
 // # Firing
 //
 // Every rule of time reads the engine's clock. A schedule's next
-// occurrence follows its last fired one (rate(): from StartDate or the
-// creation, then from each occurrence; cron(): the next matching minute;
-// at(): once). With FlexibleTimeWindow FLEXIBLE the invocation comes at
+// occurrence follows its last fired one (rate(): first at StartDate, or at
+// once without one, then every period; cron(): the next matching minute
+// from StartDate or the creation; at(): once). With FlexibleTimeWindow FLEXIBLE the invocation comes at
 // a fixed offset inside the window (a hash of the schedule and the
 // occurrence, so the same after a restart). Outside [StartDate, EndDate]
 // nothing fires; a schedule with no occurrence left is complete and,

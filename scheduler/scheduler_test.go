@@ -65,6 +65,10 @@ func TestRateScheduleFiresEachOccurrenceOnce(t *testing.T) {
 	rn := start(t, t.TempDir(), clock)
 	rn.Queues.CreateQueue(context.Background(), "q", nil)
 	create(t, rn, schedule(rn, "every5", "rate(5 minutes)", "q"))
+	// Without a StartDate, the first occurrence is at once.
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "2026-01-01T00:00:00Z") {
+		t.Errorf("first occurrence %s, want at the creation", got[0])
+	}
 	clock.Advance(4 * time.Minute)
 	received(t, rn, "q", 0)
 	clock.Advance(time.Minute)
@@ -138,7 +142,10 @@ func TestSchedulesKeptAcrossARestart(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	rn := start(t, dir, clock)
 	rn.Queues.CreateQueue(context.Background(), "q", nil)
-	create(t, rn, schedule(rn, "every5", "rate(5 minutes)", "q"))
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute)) // the first occurrence
+	create(t, rn, s)
+	received(t, rn, "q", 0)
 	clock.Advance(5 * time.Minute)
 	received(t, rn, "q", 1)
 	rn.Close()
@@ -160,7 +167,9 @@ func TestCrashBetweenFiringAndDelivery(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
 	rn.Queues.CreateQueue(context.Background(), "q", nil)
-	create(t, rn, schedule(rn, "every5", "rate(5 minutes)", "q"))
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute))
+	create(t, rn, s)
 	clock.Advance(5 * time.Minute)
 	testenv.Eventually(t, 10*time.Second, "the occurrence recorded", func() bool {
 		s, err := rn.Schedules.GetSchedule("", "every5")
@@ -184,6 +193,7 @@ func TestFailedInvocationGoesToTheDLQ(t *testing.T) {
 	s := schedule(rn, "lost", "rate(1 minute)", "gone") // the target queue does not exist
 	s.Target.DeadLetterConfig = &scheduler.DeadLetterConfig{Arn: rn.Queues.ARN("dlq")}
 	s.Target.RetryPolicy = &target.RetryPolicy{MaximumRetryAttempts: ptr(0)}
+	s.StartDate = ptr(t0.Add(time.Minute))
 	create(t, rn, s)
 	clock.Advance(time.Minute)
 	got := received(t, rn, "dlq", 1)[0]
