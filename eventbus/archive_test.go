@@ -124,6 +124,19 @@ func TestScheduledRuleFiresOnTheClock(t *testing.T) {
 	empty(t, rn, "ticks")
 	clock.Advance(time.Minute)
 	drain(t, rn, clock, "ticks", 1, 0)
+	// Disabled for 20 minutes: nothing of that time fires once enabled.
+	ctx := context.Background()
+	if err := rn.Events.SetRuleState(ctx, "default", "tick", eventbus.Disabled); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(20 * time.Minute)
+	if err := rn.Events.SetRuleState(ctx, "default", "tick", eventbus.Enabled); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	empty(t, rn, "ticks")
+	clock.Advance(5 * time.Minute)
+	drain(t, rn, clock, "ticks", 1, 0)
 }
 
 // An event PutEvents accepted survives a crash before its delivery.

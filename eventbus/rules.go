@@ -68,11 +68,17 @@ func (s *Service) PutRule(ctx context.Context, r Rule) (string, error) {
 	}
 	r.Arn = s.RuleARN(r.EventBusName, r.Name)
 	err := s.update(ctx, r.EventBusName, func(b *storedBus) error {
-		sr := &storedRule{Rule: r, Created: s.eng.Clock.Now().UnixMilli()}
+		now := s.eng.Clock.Now().UnixMilli()
+		sr := &storedRule{Rule: r, Created: now}
 		if old := b.Rules[r.Name]; old != nil {
-			sr.Targets, sr.Created = old.Targets, old.Created
-			if old.ScheduleExpression == r.ScheduleExpression {
-				sr.LastFired = old.LastFired
+			sr.Targets = old.Targets
+			switch {
+			case old.ScheduleExpression != r.ScheduleExpression:
+				// a new schedule counts from now
+			case old.State != Enabled && r.State == Enabled:
+				sr.Created, sr.LastFired = old.Created, now // nothing fires for the time it was disabled
+			default:
+				sr.Created, sr.LastFired = old.Created, old.LastFired
 			}
 		}
 		b.Rules[r.Name] = sr
@@ -158,8 +164,13 @@ func (s *Service) ListRules(bus, prefix string) ([]Rule, error) {
 }
 
 // SetRuleState enables or disables a rule (API_EnableRule, API_DisableRule).
+// A scheduled rule enabled again fires its next occurrence after now: none
+// for the time it was disabled.
 func (s *Service) SetRuleState(ctx context.Context, bus, name, state string) error {
 	return s.updateRule(ctx, bus, name, func(r *storedRule) error {
+		if r.State != Enabled && state == Enabled {
+			r.LastFired = s.eng.Clock.Now().UnixMilli() // nothing fires for the time it was disabled
+		}
 		r.State = state
 		return nil
 	})

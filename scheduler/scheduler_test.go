@@ -186,6 +186,30 @@ func TestCrashBetweenFiringAndDelivery(t *testing.T) {
 	received(t, rn, "q", 0)
 }
 
+// A schedule disabled for a while fires nothing for that time once
+// enabled again.
+func TestDisabledTimeIsNotFiredLater(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute))
+	s.State = "DISABLED"
+	create(t, rn, s)
+	clock.Advance(30 * time.Minute)
+	received(t, rn, "q", 0)
+	s.State = "ENABLED"
+	if _, err := rn.Schedules.UpdateSchedule(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	received(t, rn, "q", 0)
+	clock.Advance(5 * time.Minute)
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "00:35:00Z") {
+		t.Errorf("fired %v, want only the 00:35 occurrence", got)
+	}
+}
+
 func TestFailedInvocationGoesToTheDLQ(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	rn := start(t, t.TempDir(), clock)

@@ -82,7 +82,9 @@ func (s *Service) CreateSchedule(ctx context.Context, sc Schedule) (string, erro
 }
 
 // UpdateSchedule replaces a schedule (ErrResourceNotFound if missing).
-// Its progress is kept while the expression stays the same.
+// Its progress is kept while the expression stays the same; a new
+// expression, or a schedule enabled again, counts from now (nothing fires
+// for the time it was disabled).
 func (s *Service) UpdateSchedule(ctx context.Context, sc Schedule) (string, error) {
 	return s.store(ctx, sc, false)
 }
@@ -114,7 +116,11 @@ func (s *Service) store(ctx context.Context, sc Schedule, create bool) (string, 
 			return "", awserr.New(awserr.ErrResourceNotFound, "Schedule %s does not exist.", sc.Name)
 		}
 		sc.CreationDate = old.s.CreationDate
-		if old.s.ScheduleExpression == sc.ScheduleExpression && old.s.ScheduleExpressionTimezone == sc.ScheduleExpressionTimezone {
+		switch {
+		case old.s.ScheduleExpression != sc.ScheduleExpression || old.s.ScheduleExpressionTimezone != sc.ScheduleExpressionTimezone,
+			old.s.State != "ENABLED" && sc.State == "ENABLED":
+			sc.LastFired = &now // counts from now: no backlog of the old expression or of the disabled time
+		default:
 			sc.LastFired = old.s.LastFired
 		}
 		data, _ := json.Marshal(sc)
