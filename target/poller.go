@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runnel-dev/runnel/backoff"
@@ -194,9 +195,14 @@ func dlqAttributes(d Delivery, exhausted string) map[string]queue.MessageAttribu
 	return a
 }
 
+// truncate returns the first n bytes of s as valid UTF-8 without control
+// characters (an SQS attribute value refuses them).
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
+	s = strings.ToValidUTF8(s[:min(len(s), n)], "")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+			return -1
+		}
+		return r
+	}, s)
 }
