@@ -75,19 +75,37 @@ func (s *Service) PutEvents(ctx context.Context, entries []PutEventsRequestEntry
 		return nil, invalid("Total size of the entries in the request is over the limit.")
 	}
 	out := &PutEventsOutput{Entries: make([]PutEventsResultEntry, len(entries))}
+	fail := func(i int, err error) {
+		code, msg := "InternalFailure", err.Error()
+		if ae, ok := err.(*awserr.Error); ok {
+			code, msg = ae.Code, ae.Message
+		}
+		out.Entries[i].ErrorCode, out.Entries[i].ErrorMessage = code, msg
+		out.FailedEntryCount++
+	}
+	now := s.eng.Clock.Now()
+	var batch []*routed
+	var index []int // entry of each routed event
 	for i := range entries {
-		res := &out.Entries[i]
-		id, err := s.putEntry(ctx, &entries[i])
+		raw, id, err := s.newEvent(&entries[i], now)
+		var r *routed
+		if err == nil {
+			r, err = s.match(BusName(entries[i].EventBusName), raw, now, nil)
+		}
 		if err != nil {
-			code, msg := "InternalFailure", err.Error()
-			if ae, ok := err.(*awserr.Error); ok {
-				code, msg = ae.Code, ae.Message
-			}
-			res.ErrorCode, res.ErrorMessage = code, msg
-			out.FailedEntryCount++
+			fail(i, err)
 			continue
 		}
-		res.EventId = id
+		out.Entries[i].EventId = id
+		batch, index = append(batch, r), append(index, i)
+	}
+	// The entries' deliveries are stored together: one failure fails them
+	// all (InternalFailure; some may be stored: a retry may duplicate).
+	if err := s.store(ctx, batch, true, now); err != nil {
+		for _, i := range index {
+			out.Entries[i].EventId = ""
+			fail(i, err)
+		}
 	}
 	return out, nil
 }
@@ -97,23 +115,23 @@ func entryError(code, format string, args ...any) error {
 	return &awserr.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-func (s *Service) putEntry(ctx context.Context, e *PutEventsRequestEntry) (string, error) {
+// newEvent checks an entry and returns its event's JSON and id.
+func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, string, error) {
 	for _, f := range []struct{ name, v string }{{"Source", e.Source}, {"DetailType", e.DetailType}, {"Detail", e.Detail}} {
 		if f.v == "" {
-			return "", entryError("InvalidArgument", "Parameter %s is not valid. Reason: %s is a required argument.", f.name, f.name)
+			return nil, "", entryError("InvalidArgument", "Parameter %s is not valid. Reason: %s is a required argument.", f.name, f.name)
 		}
 	}
 	if strings.HasPrefix(e.Source, "aws.") {
-		return "", entryError("InvalidArgument", "Parameter Source is not valid. Reason: You are not authorized to send events with the source %s.", e.Source)
+		return nil, "", entryError("InvalidArgument", "Parameter Source is not valid. Reason: You are not authorized to send events with the source %s.", e.Source)
 	}
 	if len(e.DetailType) > 128 {
-		return "", entryError("InvalidArgument", "Parameter DetailType is not valid. Reason: length %d is over 128.", len(e.DetailType))
+		return nil, "", entryError("InvalidArgument", "Parameter DetailType is not valid. Reason: length %d is over 128.", len(e.DetailType))
 	}
 	var detail map[string]any
 	if err := json.Unmarshal([]byte(e.Detail), &detail); err != nil || detail == nil {
-		return "", entryError("MalformedDetail", "Detail is malformed.")
+		return nil, "", entryError("MalformedDetail", "Detail is malformed.")
 	}
-	now := s.eng.Clock.Now()
 	t := now
 	if e.Time != nil {
 		t = *e.Time
@@ -125,13 +143,7 @@ func (s *Service) putEntry(ctx context.Context, e *PutEventsRequestEntry) (strin
 	ev := event{Version: "0", ID: uuid.NewString(), DetailType: e.DetailType, Source: e.Source, Account: s.eng.AccountID(),
 		Time: t.UTC().Format(time.RFC3339), Region: s.eng.Region(), Resources: resources, Detail: json.RawMessage(e.Detail)}
 	raw, err := json.Marshal(ev)
-	if err != nil {
-		return "", err
-	}
-	if err := s.route(ctx, BusName(e.EventBusName), raw, now, "", nil); err != nil {
-		return "", err
-	}
-	return ev.ID, nil
+	return raw, ev.ID, err
 }
 
 // event is the envelope of an event on a bus (eb-events).
@@ -147,40 +159,76 @@ type event struct {
 	Detail     json.RawMessage `json:"detail"`
 }
 
+// routed is an event matched against the rules of its bus: the
+// deliveries to store, and the rules it matched.
+type routed struct {
+	bus   string
+	ev    map[string]any
+	raw   []byte
+	ds    []target.Delivery
+	rules []*storedRule
+}
+
 // route stores the deliveries of an event (raw, its JSON) to the targets
 // of the bus's matching rules, and, unless it is a replay, the event in
 // the bus's matching archives. A replay (replayName set) goes only to the
 // rules of onlyRules when that is not empty.
 func (s *Service) route(ctx context.Context, bus string, raw []byte, now time.Time, replayName string, onlyRules map[string]bool) error {
-	st, err := s.busOf(bus)
+	r, err := s.match(bus, raw, now, onlyRules)
 	if err != nil {
 		return err
 	}
-	var ev map[string]any
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return entryError("MalformedDetail", "Detail is malformed.")
+	return s.store(ctx, []*routed{r}, replayName == "", now)
+}
+
+// match finds the enabled rules of the bus that an event matches (only
+// those of onlyRules, when not empty) and shapes its deliveries.
+func (s *Service) match(bus string, raw []byte, now time.Time, onlyRules map[string]bool) (*routed, error) {
+	st, err := s.busOf(bus)
+	if err != nil {
+		return nil, err
 	}
-	id, _ := ev["id"].(string)
-	var ds []target.Delivery
-	var matched []*ruleCounters
+	r := &routed{bus: bus, raw: raw}
+	if err := json.Unmarshal(raw, &r.ev); err != nil {
+		return nil, entryError("MalformedDetail", "Detail is malformed.")
+	}
+	id, _ := r.ev["id"].(string)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for name, m := range st.matchers {
-		r := st.b.Rules[name]
-		if r.State != Enabled || !m.Match(ev) || (len(onlyRules) > 0 && !onlyRules[r.Arn]) {
+		rule := st.b.Rules[name]
+		if rule.State != Enabled || !m.Match(r.ev) || (len(onlyRules) > 0 && !onlyRules[rule.Arn]) {
 			continue
 		}
-		ds = append(ds, deliveries(r, ev, raw, id, now)...)
-		matched = append(matched, s.statsLocked(r.Arn, len(r.Targets)))
+		r.ds = append(r.ds, deliveries(rule, r.ev, raw, id, now)...)
+		r.rules = append(r.rules, rule)
 	}
-	s.mu.Unlock()
+	return r, nil
+}
+
+// store stores the deliveries of routed events in one go, counts them,
+// then (archive) puts each event in its bus's matching archives.
+func (s *Service) store(ctx context.Context, rs []*routed, archive bool, now time.Time) error {
+	var ds []target.Delivery
+	for _, r := range rs {
+		ds = append(ds, r.ds...)
+	}
 	if err := s.targets.Enqueue(ctx, ds); err != nil {
 		return awserr.New(awserr.ErrInternalFailure, "storing the event: %v", err)
 	}
-	for _, c := range matched {
-		c.matched.Add(1)
+	s.mu.Lock()
+	for _, r := range rs {
+		for _, rule := range r.rules {
+			c := s.statsLocked(rule.Arn, len(rule.Targets))
+			c.matched.Add(1)
+		}
 	}
-	if replayName == "" {
-		if err := s.archiveEvent(ctx, bus, ev, raw, now); err != nil {
+	s.mu.Unlock()
+	if !archive {
+		return nil
+	}
+	for _, r := range rs {
+		if err := s.archiveEvent(ctx, r.bus, r.ev, r.raw, now); err != nil {
 			return awserr.New(awserr.ErrInternalFailure, "archiving the event: %v", err)
 		}
 	}

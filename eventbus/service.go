@@ -12,10 +12,11 @@
 // PutEvents validates each entry, matches it against the enabled rules of
 // its bus, shapes the payload of each matching target (the whole event,
 // Input, InputPath or InputTransformer), and stores one delivery per
-// target in target's durable queue, and the event in each archive of the
-// bus whose pattern matches it, before it answers the entry's EventId: an
-// accepted event is on disk and delivered at least once. An entry that
-// could not be stored gets InternalFailure (the client may put it again:
+// target in target's durable queue (the deliveries of all the call's
+// entries together, 10 a write), and the event in each archive of the bus
+// whose pattern matches it, before it answers the entry's EventId: an
+// accepted event is on disk and delivered at least once. Entries that
+// could not be stored get InternalFailure (the client may put them again:
 // a possible duplicate, as AWS's at-least-once allows). There is no order
 // across events.
 //
