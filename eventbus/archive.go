@@ -97,6 +97,7 @@ func (s *Service) CreateArchive(ctx context.Context, a Archive) (*Archive, error
 		return nil, err
 	}
 	s.cacheArchive(a)
+	s.wake() // its retention may start the trim timer
 	return &a, nil
 }
 
@@ -215,6 +216,17 @@ func (s *Service) archiveEvent(ctx context.Context, bus string, ev map[string]an
 
 // trimInterval is how often archives are trimmed to their retention.
 const trimInterval = time.Hour
+
+// retained reports whether an archive keeps its events for a limited
+// time (RetentionDays > 0).
+func (s *Service) retained() bool {
+	for _, c := range s.archives("") {
+		if c.a.RetentionDays > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // trimArchives deletes the archived events older than their archive's
 // RetentionDays (by ingestion time, engine clock).

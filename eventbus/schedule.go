@@ -23,11 +23,14 @@ import (
 // fireSchedules fires every scheduled rule whose occurrence is due (and
 // every trimInterval trims the archives) and returns when to run again.
 func (s *Service) fireSchedules(now time.Time) time.Time {
-	if !now.Before(s.nextTrim) {
-		s.trimArchives(s.bg, now)
-		s.nextTrim = now.Add(trimInterval)
+	var next time.Time
+	if s.retained() { // no timer waits on the clock without an archive to trim
+		if !now.Before(s.nextTrim) {
+			s.trimArchives(s.bg, now)
+			s.nextTrim = now.Add(trimInterval)
+		}
+		next = s.nextTrim
 	}
-	next := s.nextTrim
 	st, err := s.busOf(DefaultBus)
 	if err != nil {
 		return next

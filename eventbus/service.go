@@ -437,11 +437,16 @@ func (s *Service) update(ctx context.Context, bus string, fn func(b *storedBus) 
 		return awserr.New(awserr.ErrService, "storing event bus %s: %v", bus, err)
 	}
 	s.state[bus] = s.compile(b, rev)
+	s.wake()
+	return nil
+}
+
+// wake makes the timer look again at the schedules and archives.
+func (s *Service) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (s *Service) counters(ruleArn string) *ruleCounters {
