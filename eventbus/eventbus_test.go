@@ -267,6 +267,9 @@ func TestFIFOQueueAndKinesisTargets(t *testing.T) {
 	if _, err := rn.Events.PutTargets(ctx, "", "r", []eventbus.Target{{Id: "f", Arn: fifo}}); !errors.Is(err, awserr.ErrValidation) {
 		t.Errorf("FIFO target without MessageGroupId: %v, want ValidationException", err)
 	}
+	if _, err := rn.Events.PutTargets(ctx, "", "r", []eventbus.Target{{Id: "sfn", Arn: "arn:aws:states:us-east-1:000000000000:stateMachine:x"}}); !errors.Is(err, awserr.ErrValidation) {
+		t.Errorf("a Step Functions target: %v, want ValidationException (not supported)", err)
+	}
 	rule(t, rn, eventbus.Rule{Name: "r", EventPattern: p},
 		eventbus.Target{Id: "f", Arn: fifo, SqsParameters: &eventbus.SqsParameters{MessageGroupId: "g1"}},
 		eventbus.Target{Id: "k", Arn: rn.Streams.ARN("s"), KinesisParameters: &eventbus.KinesisParameters{PartitionKeyPath: "$.detail.id"}})

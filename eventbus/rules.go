@@ -14,6 +14,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/scheduler/expr"
+	"github.com/runnel-dev/runnel/target"
 )
 
 var (
@@ -226,6 +227,9 @@ func checkTarget(t *Target) error {
 	}
 	if !strings.HasPrefix(t.Arn, "arn:") {
 		return invalid("Parameter %s is not valid. Reason: Provided Arn is not in correct format.", t.Arn)
+	}
+	if !target.Supported(t.Arn) || (strings.HasPrefix(t.Arn, "arn:aws:events:") && !strings.Contains(t.Arn, ":event-bus/")) {
+		return invalid("Target %s: runnel delivers to Lambda functions, SQS queues, Kinesis streams and event buses only, not %s.", t.Id, t.Arn)
 	}
 	n := 0
 	for _, set := range []bool{t.Input != "", t.InputPath != "", t.InputTransformer != nil} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/scheduler/expr"
+	"github.com/runnel-dev/runnel/target"
 )
 
 // check validates a schedule and fills its defaults; it returns its
@@ -65,6 +66,9 @@ func (s *Service) check(sc *Schedule) (*expr.Expr, error) {
 	t := &sc.Target
 	if !strings.HasPrefix(t.Arn, "arn:") || t.RoleArn == "" {
 		return nil, invalid("Target.Arn and Target.RoleArn are required ARNs.")
+	}
+	if !target.Supported(t.Arn) || strings.HasPrefix(t.Arn, "arn:aws:events:") {
+		return nil, invalid("Target.Arn: runnel invokes Lambda functions, SQS queues and Kinesis streams only, not %s.", t.Arn)
 	}
 	if len(t.Input) > 8192 {
 		return nil, invalid("Target.Input: length %d is out of the range 1..8192.", len(t.Input))

@@ -134,6 +134,17 @@ func (p *RetryPolicy) Resolved() (retries int, maxAge time.Duration) {
 	return retries, time.Duration(age) * time.Second
 }
 
+// Supported reports whether runnel delivers to arn: a Lambda function, an
+// SQS queue, a Kinesis stream or an event bus.
+func Supported(arn string) bool {
+	for _, p := range []string{"arn:aws:lambda:", "arn:aws:sqs:", "arn:aws:kinesis:", "arn:aws:events:"} {
+		if strings.HasPrefix(arn, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // DeadLetterConfig names a standard SQS queue for failed deliveries
 // (EventBridge's and Scheduler's DeadLetterConfig).
 type DeadLetterConfig struct{ Arn string }
