@@ -13,39 +13,12 @@ import (
 	"github.com/runnel-dev/runnel/stack"
 )
 
-const eventsStack = `
-Queues:
-  - QueueName: paid
-  - QueueName: paid-dlq
-  - QueueName: ticks
-EventBuses:
-  - Name: orders
-Rules:
-  - Name: paid
-    EventBusName: orders
-    EventPattern: {source: [shop], detail: {state: [paid]}}
-    Targets:
-      - Id: q
-        Arn: paid
-        InputPath: $.detail
-        RetryPolicy: {MaximumRetryAttempts: 3, MaximumEventAgeInSeconds: 600}
-        DeadLetterConfig: {Arn: paid-dlq}
-Archives:
-  - ArchiveName: orders-archive
-    EventSourceArn: orders
-    RetentionDays: 7
-Schedules:
-  - Name: tick
-    ScheduleExpression: rate(1 minute)
-    FlexibleTimeWindow: {Mode: "OFF"}
-    Target: {Arn: ticks, RoleArn: "arn:aws:iam::000000000000:role/s", Input: '{"tick":true}'}
-`
 
 func TestEventsStackAppliesAndRuns(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
 	ctx := context.Background()
-	s, err := stack.Parse([]byte(eventsStack))
+	s, err := stack.Load("../examples/eventbridge.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
