@@ -163,12 +163,13 @@ func TestTargetInputShapes(t *testing.T) {
 		eventbus.Target{Id: "tpl", Arn: q, InputTransformer: &eventbus.InputTransformer{
 			InputPathsMap: map[string]string{"state": "$.detail.state", "amount": "$.detail.amount", "missing": "$.detail.nope"},
 			InputTemplate: `{"s": <state>, "n": <amount>, "text": "order is <state> (<amount>)", "rule": "<aws.events.rule-name>", "m": "<missing>"}`}})
-	put(t, rn, orderEvent("paid", 7))
+	rule(t, rn, eventbus.Rule{Name: "raw", EventPattern: `{"source":["raw"]}`}, eventbus.Target{Id: "path", Arn: q, InputPath: "$.detail"})
+	put(t, rn, orderEvent("paid", 7), eventbus.PutEventsRequestEntry{Source: "raw", DetailType: "d", Detail: `{"z":1,"a":{"y":2,"b":3}}`})
 	got := map[string]bool{}
-	for _, m := range drain(t, rn, clock, "shapes", 3, 0) {
+	for _, m := range drain(t, rn, clock, "shapes", 4, 0) {
 		got[m.Body] = true
 	}
-	for _, want := range []string{`{"fixed":true}`, `"paid"`,
+	for _, want := range []string{`{"fixed":true}`, `"paid"`, `{"z":1,"a":{"y":2,"b":3}}`,
 		`{"s": "paid", "n": 7, "text": "order is paid (7)", "rule": "r", "m": ""}`} {
 		if !got[want] {
 			t.Errorf("no payload %s among %v", want, got)

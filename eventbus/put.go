@@ -258,8 +258,11 @@ func deliveries(r *storedRule, ev map[string]any, raw []byte, id string, now tim
 		}
 		d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
 		if t.KinesisParameters != nil {
-			if k, ok := lookup(ev, t.KinesisParameters.PartitionKeyPath); ok {
-				d.PartitionKey = strings.Trim(k, `"`)
+			if k, ok := lookup(raw, t.KinesisParameters.PartitionKeyPath); ok {
+				d.PartitionKey = string(k) // a number's or an object's JSON
+				if str, ok := value(k).(string); ok {
+					d.PartitionKey = str
+				}
 			}
 		}
 		if strings.HasPrefix(t.Arn, "arn:aws:sqs:") && strings.HasSuffix(t.Arn, ".fifo") {

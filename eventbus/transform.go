@@ -53,21 +53,24 @@ func parsePath(p string) (path, error) {
 	return out, nil
 }
 
-// get returns the value at p in v, and whether there is one.
-func (p path) get(v any) (any, bool) {
+// at returns the JSON text at p in the JSON document raw, as it is there
+// (the order of an object's keys kept), and whether there is one.
+func (p path) at(raw []byte) (json.RawMessage, bool) {
+	v := json.RawMessage(raw)
 	for _, step := range p {
 		switch k := step.(type) {
 		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(v, &m) != nil {
 				return nil, false
 			}
+			var ok bool
 			if v, ok = m[k]; !ok {
 				return nil, false
 			}
 		case int:
-			a, ok := v.([]any)
-			if !ok || k >= len(a) {
+			var a []json.RawMessage
+			if json.Unmarshal(v, &a) != nil || k >= len(a) {
 				return nil, false
 			}
 			v = a[k]
@@ -76,19 +79,23 @@ func (p path) get(v any) (any, bool) {
 	return v, true
 }
 
-// lookup returns the JSON text at a JSONPath of the event ("" when
-// absent).
-func lookup(event map[string]any, p string) (string, bool) {
+// lookup returns the JSON text at a JSONPath of the event.
+func lookup(raw []byte, p string) (json.RawMessage, bool) {
 	pp, err := parsePath(p)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
-	v, ok := pp.get(event)
-	if !ok {
-		return "", false
+	return pp.at(raw)
+}
+
+// value is the JSON text v as a template value: a string's text, or the
+// JSON itself.
+func value(v json.RawMessage) any {
+	var s string
+	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
+		return s
 	}
-	b, _ := json.Marshal(v)
-	return string(b), true
+	return v
 }
 
 // payload is what target t receives of an event.
@@ -97,8 +104,8 @@ func payload(t *Target, event map[string]any, raw []byte, r *Rule, ingested time
 	case t.Input != "":
 		return t.Input
 	case t.InputPath != "":
-		s, _ := lookup(event, t.InputPath)
-		return s
+		v, _ := lookup(raw, t.InputPath)
+		return string(v)
 	case t.InputTransformer != nil:
 		return transform(t.InputTransformer, event, raw, r, ingested)
 	}
@@ -117,14 +124,9 @@ func transform(it *InputTransformer, event map[string]any, raw []byte, r *Rule, 
 		"aws.events.event":                eventWithoutDetail(event),
 	}
 	for k, p := range it.InputPathsMap {
-		pp, err := parsePath(p)
-		if err != nil {
-			continue
-		}
-		if v, ok := pp.get(event); ok {
-			vals[k] = v
-		} else {
-			vals[k] = ""
+		vals[k] = ""
+		if v, ok := lookup(raw, p); ok {
+			vals[k] = value(v)
 		}
 	}
 	var b strings.Builder
