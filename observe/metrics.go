@@ -40,6 +40,7 @@ import (
 //	runnel_queue_oldest_message_age_seconds{queue}
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
 //	runnel_eventbridge_rule_{matched_events,invocations,failed_invocations}_total{bus,rule}
+//	runnel_scheduler_schedule_{delivered,failed}_total{group,schedule}
 //	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
 //
 // Function metrics are exported for the functions whose handlers run in
@@ -237,7 +238,7 @@ func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.get(q), q.Name)
 		}
 	}
-	collectRules(snap.Rules, ch)
+	collectRules(snap, ch)
 }
 
 // Registry returns a registry with c and the Go runtime and process

@@ -58,6 +58,38 @@ var (
 	}
 )
 
+// ScheduleState is a schedule's counters since this process opened:
+// deliveries to its target, and those that failed for good
+// (AWS/Scheduler's InvocationsSentToDeadLetterCount and
+// InvocationDroppedCount, together).
+type ScheduleState struct {
+	Group     string `json:"group"`
+	Name      string `json:"name"`
+	Delivered int64  `json:"delivered"`
+	Failed    int64  `json:"failed"`
+}
+
+var (
+	scheduleLabels  = []string{"group", "schedule"}
+	scheduleMetrics = []struct {
+		d   *prometheus.Desc
+		get func(ScheduleState) int64
+	}{
+		{desc("runnel_scheduler_schedule_delivered_total", "Invocations of the schedule's target that succeeded.", scheduleLabels), func(s ScheduleState) int64 { return s.Delivered }},
+		{desc("runnel_scheduler_schedule_failed_total", "Invocations that failed for good: dead-lettered or kept in runnel's store.", scheduleLabels), func(s ScheduleState) int64 { return s.Failed }},
+	}
+)
+
+// takeSchedules reads every schedule's counters.
+func takeSchedules(rn *runnel.Runnel) []ScheduleState {
+	var out []ScheduleState
+	for _, sc := range rn.Schedules.ListSchedules("", "", "") {
+		st := rn.Targets.Source(sc.Arn)
+		out = append(out, ScheduleState{Group: sc.GroupName, Name: sc.Name, Delivered: st.Delivered, Failed: st.Failed})
+	}
+	return out
+}
+
 // takeRules reads every rule's counters.
 func takeRules(rn *runnel.Runnel) []RuleState {
 	var out []RuleState
@@ -74,12 +106,20 @@ func describeRules(ch chan<- *prometheus.Desc) {
 	for _, m := range ruleMetrics {
 		ch <- m.d
 	}
+	for _, m := range scheduleMetrics {
+		ch <- m.d
+	}
 }
 
-func collectRules(rules []RuleState, ch chan<- prometheus.Metric) {
-	for _, r := range rules {
+func collectRules(snap *Snapshot, ch chan<- prometheus.Metric) {
+	for _, r := range snap.Rules {
 		for _, m := range ruleMetrics {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(r.Stats)), r.Bus, r.Rule)
+		}
+	}
+	for _, sc := range snap.Schedules {
+		for _, m := range scheduleMetrics {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(sc)), sc.Group, sc.Name)
 		}
 	}
 }

@@ -14,10 +14,31 @@ import (
 	"github.com/runnel-dev/runnel/eventbus"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/observe"
+	"github.com/runnel-dev/runnel/scheduler"
 )
 
 // An EventBridge rule's MatchedEvents, Invocations and FailedInvocations,
 // read at scrape time: one event delivered, one to a missing queue.
+func TestScheduleMetrics(t *testing.T) {
+	rn, _ := start(t)
+	ctx := context.Background()
+	q := createQueue(t, rn, "ticks", nil)
+	if _, err := rn.Schedules.CreateSchedule(ctx, scheduler.Schedule{Name: "now", ScheduleExpression: "rate(1 hour)",
+		FlexibleTimeWindow: scheduler.FlexibleTimeWindow{Mode: "OFF"}, Target: scheduler.Target{Arn: rn.Queues.ARN("ticks"), RoleArn: "arn:aws:iam::000000000000:role/s"}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Drain(t, rn.Queues, q, 1, nil) // a rate() schedule fires at once
+	testenv.Eventually(t, wait, "the delivery counted", func() bool { return rn.Targets.Source(rn.Schedules.ARNOf("default", "now")).Delivered == 1 })
+	expected := `
+# HELP runnel_scheduler_schedule_delivered_total Invocations of the schedule's target that succeeded.
+# TYPE runnel_scheduler_schedule_delivered_total counter
+runnel_scheduler_schedule_delivered_total{group="default",schedule="now"} 1
+`
+	if err := testutil.CollectAndCompare(observe.NewCollector(rn, nil), strings.NewReader(expected), "runnel_scheduler_schedule_delivered_total"); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestEventBridgeRuleMetrics(t *testing.T) {
 	rn, _ := start(t)
 	ctx := context.Background()

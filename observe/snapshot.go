@@ -44,8 +44,10 @@ type Snapshot struct {
 	Functions []FunctionState `json:"functions"`
 	Mappings  []MappingState  `json:"mappings"`
 	Queues    []QueueState    `json:"queues"`
-	// Rules are the EventBridge rules' counters.
-	Rules []RuleState `json:"rules,omitempty"`
+	// Rules are the EventBridge rules' counters, Schedules the
+	// Scheduler schedules'.
+	Rules     []RuleState     `json:"rules,omitempty"`
+	Schedules []ScheduleState `json:"schedules,omitempty"`
 	// Errors are the parts of the state that could not be read (a queue
 	// deleted during the snapshot, an unreachable bucket); the rest is
 	// still reported.
@@ -159,7 +161,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 	if deadLetter == nil {
 		deadLetter = defaultDeadLetterRE
 	}
-	snap := &Snapshot{Time: rn.Engine.Clock.Now(), Rules: takeRules(rn)}
+	snap := &Snapshot{Time: rn.Engine.Clock.Now(), Rules: takeRules(rn), Schedules: takeSchedules(rn)}
 	fail := func(what string, err error) { snap.Errors = append(snap.Errors, what+": "+err.Error()) }
 
 	// Mappings.
