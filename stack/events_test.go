@@ -13,7 +13,6 @@ import (
 	"github.com/runnel-dev/runnel/stack"
 )
 
-
 func TestEventsStackAppliesAndRuns(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
