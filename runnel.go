@@ -21,13 +21,16 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/eventbus"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/scheduler"
 	"github.com/runnel-dev/runnel/sns"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/target"
 )
 
 // Config configures Open: the engine (embedded or external JetStream),
@@ -39,6 +42,9 @@ type Config struct {
 	// SNS are the SNS service's knobs (the base URL of its links);
 	// Mappings.Passive makes it passive too.
 	SNS sns.Options
+	// Targets tunes the delivery to rule and schedule targets; it is
+	// Passive when Mappings is.
+	Targets target.Options
 	// Registry holds the in-process handlers the instance's functions
 	// run. Default (nil): function.DefaultRegistry(), which
 	// function.Register fills.
@@ -64,7 +70,12 @@ type Runnel struct {
 	Async *async.Service
 	// SNS is topics and subscriptions (fan-out to queues, functions and
 	// HTTP endpoints).
-	SNS       *sns.Service
+	SNS *sns.Service
+	// Targets delivers to the targets of rules and schedules (retries,
+	// dead letters); Events is EventBridge.
+	Targets   *target.Service
+	Events    *eventbus.Service
+	Schedules *scheduler.Service
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -113,6 +124,17 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.SNS, err = sns.New(ctx, eng, rn.Queues, rn.Async, snsOpts); err != nil {
 		return fail(err)
 	}
+	topts := cfg.Targets
+	topts.Passive = topts.Passive || cfg.Mappings.Passive
+	if rn.Targets, err = target.New(ctx, eng, rn.Queues, rn.Streams, rn.Async, topts); err != nil {
+		return fail(err)
+	}
+	if rn.Events, err = eventbus.New(ctx, eng, rn.Targets, eventbus.Options{Passive: cfg.Mappings.Passive}); err != nil {
+		return fail(err)
+	}
+	if rn.Schedules, err = scheduler.New(ctx, eng, rn.Targets, scheduler.Options{Passive: cfg.Mappings.Passive}); err != nil {
+		return fail(err)
+	}
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
 		return fail(err)
 	}
@@ -141,6 +163,15 @@ func (rn *Runnel) closeServices() {
 	}
 	if rn.SNS != nil {
 		rn.SNS.Close()
+	}
+	if rn.Schedules != nil {
+		rn.Schedules.Close()
+	}
+	if rn.Events != nil {
+		rn.Events.Close()
+	}
+	if rn.Targets != nil {
+		rn.Targets.Close()
 	}
 	if rn.Async != nil {
 		rn.Async.Close()

@@ -54,6 +54,8 @@ type Handler struct {
 	// REST API (on mux).
 	json, lambda bool
 	mux          *http.ServeMux
+	// schedMux serves the Scheduler REST API (with json).
+	schedMux *http.ServeMux
 	// fnMu serializes the Lambda calls that create, change or delete
 	// functions.
 	fnMu sync.Mutex
@@ -113,8 +115,11 @@ func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lamb
 	if h.logs, err = logs.Open(context.Background(), rn.Engine, lopts.Logger); err != nil {
 		opts.Logger.Error("aws api: opening the log store", "err", err)
 	}
+	if json {
+		h.schedMux = h.restMux(Scheduler, protoScheduler, maxBody)
+	}
 	if lambda {
-		h.mux = h.lambdaMux()
+		h.mux = h.restMux(Lambda, protoLambda, lambdaMaxBody)
 		if err := h.RestoreProcessFunctions(context.Background()); err != nil {
 			lopts.Logger.Error("lambda api: restoring process functions", "err", err)
 		}

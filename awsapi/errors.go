@@ -65,7 +65,9 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
-	case protoLogs, protoIAM, protoSTS, protoSNS:
+	case protoScheduler:
+		w = awserr.Wire{Status: spec.Lambda.Status} // REST statuses, AWS's code names
+	case protoLogs, protoIAM, protoSTS, protoSNS, protoEvents:
 		// the code as it is
 	case protoSNSJSON:
 		w = awserr.Wire{Shape: awserr.SNSShape(e.Code)}
@@ -88,7 +90,7 @@ func (rq *request) fail(err error) {
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoWrite(we.status, dynamoErrorBody(err, we))
 		return
-	case protoLambda:
+	case protoLambda, protoScheduler:
 		rq.lambdaFail(we)
 		return
 	case protoKinesisCBOR:

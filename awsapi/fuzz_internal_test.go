@@ -30,6 +30,7 @@ func FuzzDynamoDBStreams(f *testing.F) { fuzzService(f, DynamoDBStreams) }
 func FuzzSQS(f *testing.F)             { fuzzService(f, SQS) }
 func FuzzLambda(f *testing.F)          { fuzzService(f, Lambda) }
 func FuzzCloudWatchLogs(f *testing.F)  { fuzzService(f, CloudWatchLogs) }
+func FuzzEventBridge(f *testing.F)     { fuzzService(f, EventBridge) }
 
 // FuzzIAM and FuzzSTS fuzz the form (query protocol) of their operations.
 func FuzzIAM(f *testing.F) { fuzzService(f, IAM) }
@@ -169,7 +170,7 @@ func checkWellFormed(t *testing.T, svc Service, op *Operation, body []byte, w *h
 }
 
 var targetOf = map[Service]string{Kinesis: "Kinesis_20131202.", SQS: "AmazonSQS.", DynamoDB: "DynamoDB_20120810.", DynamoDBStreams: "DynamoDBStreams_20120810.",
-	CloudWatchLogs: "Logs_20140328."}
+	CloudWatchLogs: "Logs_20140328.", EventBridge: "AWSEvents."}
 
 // formScope is the SigV4 scope of the services fuzzed through their form.
 var formScope = map[Service]string{IAM: "iam", STS: "sts"}

@@ -20,10 +20,12 @@ const (
 	IAM             Service = "IAM"
 	STS             Service = "STS"
 	SNS             Service = "SNS"
+	EventBridge     Service = "EventBridge"
+	Scheduler       Service = "EventBridge Scheduler"
 )
 
 // Services lists the services in the order README lists them.
-var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams, CloudWatchLogs, IAM, STS, SNS}
+var Services = []Service{Kinesis, SQS, Lambda, DynamoDB, DynamoDBStreams, CloudWatchLogs, IAM, STS, SNS, EventBridge, Scheduler}
 
 // Operation is one AWS operation the endpoint serves: a row of the table
 // (operations.go) that the router dispatches on, the tests check, and
@@ -37,11 +39,11 @@ type Operation struct {
 	// Doc is one line on what runnel does of the operation, and what it
 	// does not.
 	Doc string
-	// Routes are the Lambda REST API's http.ServeMux patterns
-	// ("POST /2015-03-31/functions/{name}/invocations"); empty for the
-	// other services.
+	// Routes are the REST APIs' http.ServeMux patterns (Lambda:
+	// "POST /2015-03-31/functions/{name}/invocations", Scheduler:
+	// "POST /schedules/{name}"); empty for the other services.
 	Routes []string
-	// Status is a Lambda operation's HTTP status on success: 200 when
+	// Status is a REST operation's HTTP status on success: 200 when
 	// zero.
 	Status int
 	// Input is the type the request body (or form) is decoded into.
@@ -91,8 +93,12 @@ func handle[In any](fn func(rq *request, in *In) (any, error)) handler {
 	}}
 }
 
+// restServices are the services of a REST protocol: their rows, and
+// only theirs, have routes.
+var restServices = map[Service]bool{Lambda: true, Scheduler: true}
+
 // index checks the table and returns it by service then name. It panics
-// on a duplicate, a row without a doc, or a Lambda row without routes:
+// on a duplicate, a row without a doc, or a REST row without routes:
 // mistakes of the row, found by any test.
 func index(ops []Operation) map[Service]map[string]*Operation {
 	m := map[Service]map[string]*Operation{}
@@ -101,8 +107,8 @@ func index(ops []Operation) map[Service]map[string]*Operation {
 		if m[op.Service] == nil {
 			m[op.Service] = map[string]*Operation{}
 		}
-		if m[op.Service][op.Name] != nil || op.Doc == "" || (op.Service == Lambda) != (len(op.Routes) > 0) {
-			panic(fmt.Sprintf("awsapi: operation %s %s: a duplicate, without a doc, or (Lambda only) without routes", op.Service, op.Name))
+		if m[op.Service][op.Name] != nil || op.Doc == "" || restServices[op.Service] != (len(op.Routes) > 0) {
+			panic(fmt.Sprintf("awsapi: operation %s %s: a duplicate, without a doc, or (REST only) without routes", op.Service, op.Name))
 		}
 		op.Input = op.h.in
 		m[op.Service][op.Name] = op

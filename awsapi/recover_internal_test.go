@@ -50,7 +50,7 @@ func TestPanicIsInternalFailure(t *testing.T) {
 	t.Cleanup(func() { delete(operations[Lambda], "TestPanic") })
 	var logs bytes.Buffer
 	h := &Handler{lopts: LambdaOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, lambda: true}
-	h.mux = h.lambdaMux()
+	h.mux = h.restMux(Lambda, protoLambda, lambdaMaxBody)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/2015-03-31/testpanic", nil))
 	if w.Code != http.StatusInternalServerError || w.Header().Get("X-Amzn-ErrorType") != "ServiceException" || !strings.Contains(logs.String(), "op=TestPanic") {

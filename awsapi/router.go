@@ -38,6 +38,8 @@ const (
 	protoKinesisCBOR                     // Kinesis in CBOR (protocol_cbor.go)
 	protoSNS                             // form in, XML out
 	protoSNSJSON                         // JSON 1.0, query-compatible errors
+	protoEvents                          // JSON 1.1 (EventBridge)
+	protoScheduler                       // REST, JSON bodies (EventBridge Scheduler)
 )
 
 // serviceRoute names the service and protocol of a request by a key: an
@@ -57,6 +59,7 @@ var targets = []serviceRoute{
 	{"DynamoDBStreams_20120810.", DynamoDBStreams, protoDynamoDBStreams},
 	{"Logs_20140328.", CloudWatchLogs, protoLogs},
 	{"SNS_20100331.", SNS, protoSNSJSON},
+	{"AWSEvents.", EventBridge, protoEvents},
 }
 
 // queryServices are the services of the query protocol by the service of
@@ -98,6 +101,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer rq.recoverPanic()
 	if r.TLS != nil {
 		rq.scheme = "https"
+	}
+	if h.json && isSchedulerPath(r.URL.Path) {
+		w.Header().Set("X-Amzn-RequestId", rq.reqID)
+		h.schedMux.ServeHTTP(w, r)
+		return
 	}
 	if h.lambda && (!h.json || isLambdaPath(r.URL.Path)) {
 		rq.proto = protoLambda
@@ -145,6 +153,11 @@ func dynamoRequestID() string {
 		b[i] = alphabet[rand.N(len(alphabet))]
 	}
 	return string(b)
+}
+
+// isSchedulerPath reports a path of the Scheduler REST API.
+func isSchedulerPath(p string) bool {
+	return p == "/schedules" || p == "/schedule-groups" || strings.HasPrefix(p, "/schedules/") || strings.HasPrefix(p, "/schedule-groups/")
 }
 
 func isLambdaPath(p string) bool {
@@ -196,10 +209,10 @@ func (rq *request) route() (*Operation, error) {
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 			// A health check: say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\"]}\n")
+			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\",\"events\"]}\n")
 			return nil, nil
 		}
-		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SNS_20100331.*, SQS, IAM, STS or SNS query Action)", target)
+		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SNS_20100331.*, AWSEvents.*, SQS, IAM, STS or SNS query Action)", target)
 	}
 	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
 	for _, q := range queryServices {
@@ -232,15 +245,15 @@ func guessProtocol(r *http.Request) protocol {
 	return protoKinesis
 }
 
-// lambdaMux routes the Lambda REST API's paths to the Lambda operations of
-// the table.
-func (h *Handler) lambdaMux() *http.ServeMux {
+// restMux routes a REST API's paths (Lambda's, Scheduler's) to the
+// service's operations of the table.
+func (h *Handler) restMux(svc Service, proto protocol, maxBody int) *http.ServeMux {
 	m := http.NewServeMux()
-	for _, op := range operations[Lambda] {
+	for _, op := range operations[svc] {
 		for _, p := range op.Routes {
 			m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-				rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: protoLambda, op: op.Name, status: op.Status}
-				body, err := readBody(r, lambdaMaxBody)
+				rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: proto, op: op.Name, status: op.Status}
+				body, err := readBody(r, maxBody)
 				if err != nil {
 					rq.fail(err)
 					return
@@ -251,8 +264,8 @@ func (h *Handler) lambdaMux() *http.ServeMux {
 		}
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: protoLambda}
-		rq.fail(awserr.New(awserr.ErrUnknownOperation, "no Lambda operation at %s %s", r.Method, r.URL.Path))
+		rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: proto}
+		rq.fail(awserr.New(awserr.ErrUnknownOperation, "no %s operation at %s %s", svc, r.Method, r.URL.Path))
 	})
 	return m
 }
@@ -338,6 +351,8 @@ func (rq *request) decode(in any) error {
 		return dynamoDecode(rq.body, in)
 	case protoLambda:
 		return lambdaDecode(rq.body, in)
+	case protoScheduler:
+		return decodeJSONOr(rq.body, in, awserr.ErrValidation, "Could not parse request body into json: ")
 	}
 	return decodeJSON(rq.body, in)
 }
@@ -353,7 +368,7 @@ func (rq *request) reply(out any) {
 		rq.replyXML(out)
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoReply(out)
-	case protoLambda:
+	case protoLambda, protoScheduler:
 		rq.lambdaReply(out)
 	default:
 		rq.replyJSON(out)

@@ -41,6 +41,8 @@ import (
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
 //	runnel_sns_{messages_published,notifications_delivered,notifications_failed,
 //	  notifications_filtered_out,notifications_dead_lettered,notifications_dead_letter_failed}_total{topic}
+//	runnel_eventbridge_rule_{matched_events,invocations,failed_invocations}_total{bus,rule}
+//	runnel_scheduler_schedule_{delivered,failed}_total{group,schedule}
 //	runnel_alarm_state{alarm,rule,resource}    1 in ALARM (with an Alarms)
 //
 // Function metrics are exported for the functions whose handlers run in
@@ -203,6 +205,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range topicMetrics {
 		ch <- m.d
 	}
+	describeRules(ch)
 	ch <- alarmDesc
 }
 
@@ -259,6 +262,7 @@ func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(t)), t.Name)
 		}
 	}
+	collectRules(snap, ch)
 }
 
 // Registry returns a registry with c and the Go runtime and process

@@ -48,6 +48,10 @@ type Snapshot struct {
 	// Topics are the SNS topics with their delivery counters (this
 	// process's, since it started).
 	Topics []TopicState `json:"topics,omitempty"`
+	// Rules are the EventBridge rules' counters, Schedules the
+	// Scheduler schedules'.
+	Rules     []RuleState     `json:"rules,omitempty"`
+	Schedules []ScheduleState `json:"schedules,omitempty"`
 	// Errors are the parts of the state that could not be read (a queue
 	// deleted during the snapshot, an unreachable bucket); the rest is
 	// still reported.
@@ -167,7 +171,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 	if deadLetter == nil {
 		deadLetter = defaultDeadLetterRE
 	}
-	snap := &Snapshot{Time: rn.Engine.Clock.Now()}
+	snap := &Snapshot{Time: rn.Engine.Clock.Now(), Rules: takeRules(rn), Schedules: takeSchedules(rn)}
 	fail := func(what string, err error) { snap.Errors = append(snap.Errors, what+": "+err.Error()) }
 
 	// Mappings.
@@ -258,6 +262,7 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 		}
 	}
 	dlqFor[async.DeadLetterStore] = append(dlqFor[async.DeadLetterStore], "runnel's asynchronous dead-letter store")
+	ruleDeadLetters(rn, dlqFor)
 	for _, u := range urls {
 		name := u[strings.LastIndexByte(u, '/')+1:]
 		attrs, err := rn.Queues.GetQueueAttributes(ctx, u, []string{queue.AttrAll})

@@ -52,8 +52,9 @@ var webFiles embed.FS
 // snapshotTTL is how long a Snapshot serves the JSON endpoints.
 const snapshotTTL = 500 * time.Millisecond
 
-// Graph is the pipeline: streams, queues and functions as nodes; mappings,
-// destinations and redrive policies as edges.
+// Graph is the pipeline: streams, queues, functions, event buses and
+// schedules as nodes; mappings, destinations, redrive policies, rule
+// targets and schedule targets as edges.
 type Graph struct {
 	Time    time.Time   `json:"time"`
 	InAlarm int         `json:"inAlarm"`
@@ -65,7 +66,7 @@ type Graph struct {
 // GraphNode is a stream, a queue or a function. ID is "<kind>:<name>".
 type GraphNode struct {
 	ID   string `json:"id"`
-	Kind string `json:"kind"` // stream, queue, function, topic, other
+	Kind string `json:"kind"` // stream, queue, function, topic, bus, schedule, other
 	Name string `json:"name"`
 	ARN  string `json:"arn,omitempty"`
 	// Streams.
@@ -81,8 +82,10 @@ type GraphNode struct {
 // GraphEdge goes from a source to a function (a mapping), from a function
 // to a destination (onFailure, onSuccess, deadLetter: a mapping's or the
 // asynchronous invocation's), from a queue to its RedrivePolicy target
-// (redrive), or from a topic to a subscribed endpoint (subscription) or a
-// subscription's dead-letter queue (deadLetter).
+// (redrive), from a topic to a subscribed endpoint (subscription) or a
+// subscription's dead-letter queue (deadLetter), from a bus to a rule's
+// target (rule, labelled with the rule) or from a schedule to its target
+// (schedule).
 type GraphEdge struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
@@ -235,6 +238,9 @@ func (w *web) graph(rw http.ResponseWriter, r *http.Request) {
 		if n, ok := function.FunctionNameFromARN(arn); ok {
 			return add(GraphNode{ID: "function:" + n, Kind: "function", Name: n, ARN: arn}).ID
 		}
+		if n, ok := busNode(arn); ok {
+			return add(n).ID
+		}
 		return add(GraphNode{ID: "other:" + arn, Kind: "other", Name: arn, ARN: arn}).ID
 	}
 
@@ -293,6 +299,7 @@ func (w *web) graph(rw http.ResponseWriter, r *http.Request) {
 			Label: strconv.Itoa(rp.MaxReceiveCount) + " receives"})
 	}
 	g.Edges = append(g.Edges, w.topicEdges(snap, add, node)...)
+	g.Edges = append(g.Edges, eventsGraph(w.rn, add, node)...)
 	for _, id := range order {
 		g.Nodes = append(g.Nodes, *nodes[id])
 	}

@@ -18,6 +18,9 @@
 //   - an SNS notification a subscription's RedrivePolicy dead-lettered:
 //     the published message and its envelope (a raw-delivery
 //     subscription's dead letters are the bare message: not recognized).
+//
+// An EventBridge rule target's dead-letter message is the event itself
+// (KindEvent): Resolve returns it as the Payload.
 package recovery
 
 import (
@@ -54,9 +57,10 @@ type Resolved struct {
 	// Records are the stream records (KindStreamBatch, KindInserted), in
 	// shard order, as a function would see them in a Kinesis event.
 	Records []events.KinesisEventRecord
-	// Payload is the original event of an async invocation (KindAsync),
-	// or the published message of an SNS notification (KindSNS): the
-	// message itself when it is JSON, else the message as a JSON string.
+	// Payload is the original event of an async invocation (KindAsync)
+	// or of an EventBridge dead letter (KindEvent), or the published
+	// message of an SNS notification (KindSNS): the message itself when
+	// it is JSON, else the message as a JSON string.
 	Payload json.RawMessage
 	// SNS is the notification of a KindSNS message (its MessageId,
 	// TopicArn, Subject, attributes).
@@ -100,6 +104,9 @@ func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolv
 	var a wire.InvocationRecord
 	if err := json.Unmarshal(body, &a); err == nil && len(a.RequestPayload) > 0 {
 		return &Resolved{Kind: KindAsync, Payload: a.RequestPayload, Condition: a.RequestContext.Condition}, nil
+	}
+	if r, ok := resolveEvent(body); ok {
+		return r, nil
 	}
 	return nil, ErrUnknownFormat
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of runnel's AWS endpoint with the AWS CLI: the Kinesis, SQS,
-# DynamoDB, DynamoDB Streams and SNS operations that awsapi's Go tests drive with
-# aws-sdk-go-v2.
+# DynamoDB, DynamoDB Streams, SNS, EventBridge and Scheduler operations that
+# awsapi's Go tests drive with aws-sdk-go-v2.
 #
 #   scripts/aws-cli-smoke.sh                 # builds runnel, serves on a free port
 #   ENDPOINT=http://127.0.0.1:4566 scripts/aws-cli-smoke.sh   # an already running serve
@@ -176,4 +176,35 @@ check "sns dead-letter queue" 'red-again' "$(recv fan-red-dlq)"
 check sns-missing-topic 'NotFound' "$(n get-topic-attributes --topic-arn "${topic}x" 2>&1 || true)"
 n delete-topic --topic-arn "$topic"
 echo "ok   delete-topic"
+
+# EventBridge and EventBridge Scheduler.
+ev() { aws --endpoint-url "$ENDPOINT" events "$@"; }
+sch() { aws --endpoint-url "$ENDPOINT" scheduler "$@"; }
+eurl=$(q create-queue --queue-name smoke-events --query QueueUrl --output text)
+earn=$(q get-queue-attributes --queue-url "$eurl" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+check create-event-bus '"EventBusArn"' "$(ev create-event-bus --name smoke)"
+check list-event-buses '"smoke"' "$(ev list-event-buses)"
+check put-rule '"RuleArn"' "$(ev put-rule --name paid --event-bus-name smoke --event-pattern '{"source":["shop"],"detail":{"state":["paid"]}}')"
+check bad-pattern 'InvalidEventPatternException' "$(ev put-rule --name bad --event-bus-name smoke --event-pattern '{"a":"x"}' 2>&1 || true)"
+check put-targets '"FailedEntryCount": 0' "$(ev put-targets --rule paid --event-bus-name smoke --targets "Id=q,Arn=$earn,RetryPolicy={MaximumRetryAttempts=3}")"
+check list-targets-by-rule "$earn" "$(ev list-targets-by-rule --rule paid --event-bus-name smoke)"
+bus_arn=$(ev describe-event-bus --name smoke --query Arn --output text)
+check create-archive '"ArchiveArn"' "$(ev create-archive --archive-name smoke --event-source-arn "$bus_arn")"
+check put-events '"FailedEntryCount": 0' "$(ev put-events --entries '[{"Source":"shop","DetailType":"order","Detail":"{\"state\":\"paid\"}","EventBusName":"smoke"}]')"
+check event-delivered '\"state\":\"paid\"' "$(q receive-message --queue-url "$eurl" --wait-time-seconds 10)"
+check test-event-pattern '"Result": true' "$(ev test-event-pattern --event-pattern '{"source":["shop"]}' --event '{"id":"1","account":"1","source":"shop","time":"2026-01-01T00:00:00Z","region":"us-east-1","resources":[],"detail-type":"x","detail":{}}')"
+check describe-archive '"ArchiveName": "smoke"' "$(ev describe-archive --archive-name smoke)"
+ev remove-targets --rule paid --event-bus-name smoke --ids q >/dev/null
+ev delete-rule --name paid --event-bus-name smoke
+ev delete-event-bus --name smoke
+check create-schedule-group '"ScheduleGroupArn"' "$(sch create-schedule-group --name smoke)"
+check create-schedule '"ScheduleArn"' "$(sch create-schedule --name tick --group-name smoke --schedule-expression 'rate(5 minutes)' \
+  --flexible-time-window Mode=OFF --target "Arn=$earn,RoleArn=arn:aws:iam::000000000000:role/s")"
+check get-schedule '"ScheduleExpression": "rate(5 minutes)"' "$(sch get-schedule --name tick --group-name smoke)"
+check list-schedules '"tick"' "$(sch list-schedules --group-name smoke)"
+check schedule-conflict 'ConflictException' "$(sch create-schedule-group --name smoke 2>&1 || true)"
+sch delete-schedule --name tick --group-name smoke
+check missing-schedule 'ResourceNotFoundException' "$(sch get-schedule --name tick --group-name smoke 2>&1 || true)"
+sch delete-schedule-group --name smoke
+q delete-queue --queue-url "$eurl"
 echo "aws CLI smoke test passed"

@@ -1,6 +1,7 @@
 // Package stack reads a stack file: YAML that declares streams, functions,
-// event source mappings and SNS topics with the AWS property names, and applies it to
-// a runnel instance.
+// event source mappings, SNS topics (topics.go), and EventBridge buses,
+// rules, archives and Scheduler schedules (events.go), with the AWS
+// property names, and applies it to a runnel instance.
 //
 //	Streams:
 //	  - StreamName: flights
@@ -75,6 +76,11 @@ type Stack struct {
 	EventSourceMappings []Mapping                  `yaml:"EventSourceMappings"`
 	// Topics are SNS topics with their subscriptions (topics.go).
 	Topics []Topic `yaml:"Topics"`
+	// EventBridge and Scheduler (events.go).
+	EventBuses []EventBus `yaml:"EventBuses"`
+	Rules      []Rule     `yaml:"Rules"`
+	Archives   []Archive  `yaml:"Archives"`
+	Schedules  []Schedule `yaml:"Schedules"`
 }
 
 // Queue is a queue as written in a stack file (CreateQueue): a name, and
@@ -182,6 +188,7 @@ type Applied struct {
 	MappingsCreated, MappingsUpdated []string // UUIDs
 	TopicsApplied                    []string
 	SubscriptionsApplied             []string // ARNs
+	Events                           AppliedEvents
 }
 
 // Apply creates what the stack declares. It stops at the first refused
@@ -267,7 +274,7 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		}
 		out.MappingsCreated = append(out.MappingsCreated, c.UUID)
 	}
-	return out, nil
+	return out, applyEvents(ctx, rn, s, queueNames, &out.Events)
 }
 
 // resolveARN turns a queue or stream name into its ARN; ARNs pass through.

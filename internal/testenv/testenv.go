@@ -20,6 +20,7 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/target"
 )
 
 // Options for Start.
@@ -41,6 +42,9 @@ type Options struct {
 	// Tables are the tables service knobs; TTLInterval defaults to -1 (no
 	// sweeper: tests call SweepExpired).
 	Tables table.Options
+	// Targets are the rule and schedule delivery knobs (Passive: deliveries
+	// stored, none attempted).
+	Targets target.Options
 	// Registry holds the instance's handlers; nil: the default registry.
 	Registry *function.Registry
 }
@@ -70,6 +74,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 		Tables:            o.Tables,
 		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: Logger(t)},
 		Mappings:          o.Mappings,
+		Targets:           o.Targets,
 		RetentionInterval: -1,
 		Registry:          o.Registry,
 	})

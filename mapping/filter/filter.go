@@ -117,14 +117,23 @@ func Compile(c *Criteria) (*Matcher, error) {
 func (m *Matcher) Empty() bool { return m == nil || len(m.filters) == 0 }
 
 // compiler carries the filter index for error messages.
-type compiler struct{ i int }
+type compiler struct {
+	i  int
+	eb bool // an EventBridge event pattern (CompileEventPattern): $or and cidr allowed
+}
 
 func (c compiler) errorf(kind error, format string, args ...any) error {
+	if c.eb {
+		return eventPatternError(kind, format, args...)
+	}
 	return patternError(c.i, kind, format, args...)
 }
 
 func compileFilter(i int, src string) (*compiled, error) {
-	c := compiler{i}
+	return compiler{i: i}.compile(src)
+}
+
+func (c compiler) compile(src string) (*compiled, error) {
 	if len(src) > MaxPatternLength {
 		return nil, c.errorf(ErrPatternTooLong, "length %d is out of the range 0..%d", len(src), MaxPatternLength)
 	}
@@ -174,6 +183,15 @@ func (c compiler) object(obj map[string]any, path string) (*node, error) {
 	n := &node{fields: make([]field, 0, len(keys)), absentOK: true}
 	for _, k := range keys {
 		p := join(path, k)
+		if k == "$or" && c.eb {
+			alts, err := c.or(obj[k], path)
+			if err != nil {
+				return nil, err
+			}
+			n.ors = append(n.ors, alts)
+			n.absentOK = n.absentOK && anyAbsentOK(alts)
+			continue
+		}
 		f := field{key: k}
 		switch v := obj[k].(type) {
 		case map[string]any:
@@ -293,6 +311,10 @@ func (c compiler) operator(obj map[string]any, path string) (alt, error) {
 		return c.numeric(v, path)
 	case "anything-but":
 		return c.anythingBut(v, path)
+	case "cidr":
+		if c.eb {
+			return c.cidr(v, path)
+		}
 	}
 	return alt{}, c.errorf(ErrUnknownOperator, "unknown operator %q at %q", name, path)
 }

@@ -3,6 +3,7 @@ package filter
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"strconv"
 	"strings"
 	"unicode"
@@ -11,7 +12,10 @@ import (
 
 // node is a compiled pattern object: every field must match (AND).
 type node struct {
-	fields   []field
+	fields []field
+	// ors are the $or groups (EventBridge): each needs one of its
+	// alternatives to match.
+	ors      [][]*node
 	absentOK bool // matches when the object is missing (every leaf has exists:false)
 }
 
@@ -45,6 +49,7 @@ const (
 	opNumeric
 	opExists
 	opAnythingBut
+	opCIDR
 )
 
 // alt is one alternative of a leaf.
@@ -59,6 +64,7 @@ type alt struct {
 	loIncl, hiIncl bool
 	ne             bool
 	not            []alt // opAnythingBut: matches when none of these match
+	cidr           netip.Prefix
 }
 
 // Match reports whether event passes the criteria: true if m has no
@@ -107,6 +113,9 @@ func (c *rawCache) get(key string, raw json.RawMessage) (any, bool) {
 }
 
 func (f *compiled) matchEvent(event map[string]any, raw *rawCache) bool {
+	if !f.root.matchOrs(event) {
+		return false
+	}
 	for i := range f.root.fields {
 		fd := &f.root.fields[i]
 		v, present := event[fd.key]
@@ -222,7 +231,7 @@ func (n *node) match(v any) bool {
 				return false
 			}
 		}
-		return true
+		return n.matchOrs(x)
 	case []any:
 		containers := false
 		for _, e := range x {
@@ -328,6 +337,9 @@ func (a *alt) matchString(s string) bool {
 		return strings.EqualFold(s, a.str)
 	case opWildcard:
 		return matchWildcard(a.segs, s)
+	case opCIDR:
+		ip, err := netip.ParseAddr(s)
+		return err == nil && a.cidr.Contains(ip.Unmap())
 	case opAnythingBut:
 		for i := range a.not {
 			if a.not[i].matchString(s) {

@@ -1,0 +1,280 @@
+package eventbus
+
+// PutEvents and the routing of an event to the targets of the rules it
+// matches. https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/target"
+)
+
+// PutEventsRequestEntry is one event of PutEvents.
+type PutEventsRequestEntry struct {
+	// Source (required, not starting with "aws."), DetailType (required,
+	// at most 128 characters), Detail (required, a JSON object).
+	Source     string
+	DetailType string
+	Detail     string
+	// Resources: ARNs the event concerns.
+	Resources []string
+	// Time: the event's time; default now (engine clock).
+	Time *time.Time
+	// EventBusName: name or ARN; default "default".
+	EventBusName string
+	TraceHeader  string
+}
+
+// PutEventsResultEntry is an entry's result: EventId, or ErrorCode and
+// ErrorMessage.
+type PutEventsResultEntry struct {
+	EventId      string `json:",omitempty"`
+	ErrorCode    string `json:",omitempty"`
+	ErrorMessage string `json:",omitempty"`
+}
+
+// PutEventsOutput is PutEvents' result; Entries are in request order.
+type PutEventsOutput struct {
+	FailedEntryCount int
+	Entries          []PutEventsResultEntry
+}
+
+// entrySize is an entry's size as AWS counts it (eb-putevent-size).
+func entrySize(e *PutEventsRequestEntry) int {
+	n := len(e.Source) + len(e.DetailType) + len(e.Detail)
+	if e.Time != nil {
+		n += 14
+	}
+	for _, r := range e.Resources {
+		n += len(r)
+	}
+	return n
+}
+
+// PutEvents accepts up to 10 events, at most 256 KB in all (ErrValidation
+// otherwise); each entry succeeds (EventId, once its deliveries and archive
+// copies are stored) or fails on its own: InvalidArgument (a required field
+// missing), MalformedDetail, ResourceNotFoundException (bus),
+// InternalFailure (not stored; put it again).
+func (s *Service) PutEvents(ctx context.Context, entries []PutEventsRequestEntry) (*PutEventsOutput, error) {
+	if len(entries) < 1 || len(entries) > MaxPutEvents {
+		return nil, invalid("1 validation error detected: Value at 'entries' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", MaxPutEvents)
+	}
+	total := 0
+	for i := range entries {
+		total += entrySize(&entries[i])
+	}
+	if total > MaxPutEventsSize {
+		return nil, invalid("Total size of the entries in the request is over the limit.")
+	}
+	out := &PutEventsOutput{Entries: make([]PutEventsResultEntry, len(entries))}
+	fail := func(i int, err error) {
+		code, msg := "InternalFailure", err.Error()
+		if ae, ok := err.(*awserr.Error); ok {
+			code, msg = ae.Code, ae.Message
+		}
+		out.Entries[i].ErrorCode, out.Entries[i].ErrorMessage = code, msg
+		out.FailedEntryCount++
+	}
+	now := s.eng.Clock.Now()
+	var batch []*routed
+	var index []int // entry of each routed event
+	for i := range entries {
+		raw, id, err := s.newEvent(&entries[i], now)
+		var r *routed
+		if err == nil {
+			r, err = s.match(BusName(entries[i].EventBusName), raw, now, nil)
+		}
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		out.Entries[i].EventId = id
+		batch, index = append(batch, r), append(index, i)
+	}
+	// The entries' deliveries are stored together: one failure fails them
+	// all (InternalFailure; some may be stored: a retry may duplicate).
+	if err := s.store(ctx, batch, true, now); err != nil {
+		for _, i := range index {
+			out.Entries[i].EventId = ""
+			fail(i, err)
+		}
+	}
+	return out, nil
+}
+
+// entryError is a PutEvents entry's error, with its code.
+func entryError(code, format string, args ...any) error {
+	return &awserr.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// newEvent checks an entry and returns its event's JSON and id.
+func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, string, error) {
+	for _, f := range []struct{ name, v string }{{"Source", e.Source}, {"DetailType", e.DetailType}, {"Detail", e.Detail}} {
+		if f.v == "" {
+			return nil, "", entryError("InvalidArgument", "Parameter %s is not valid. Reason: %s is a required argument.", f.name, f.name)
+		}
+	}
+	if strings.HasPrefix(e.Source, "aws.") {
+		return nil, "", entryError("InvalidArgument", "Parameter Source is not valid. Reason: You are not authorized to send events with the source %s.", e.Source)
+	}
+	if len(e.DetailType) > 128 {
+		return nil, "", entryError("InvalidArgument", "Parameter DetailType is not valid. Reason: length %d is over 128.", len(e.DetailType))
+	}
+	var detail map[string]any
+	if err := json.Unmarshal([]byte(e.Detail), &detail); err != nil || detail == nil {
+		return nil, "", entryError("MalformedDetail", "Detail is malformed.")
+	}
+	t := now
+	if e.Time != nil {
+		t = *e.Time
+	}
+	resources := e.Resources
+	if resources == nil {
+		resources = []string{}
+	}
+	ev := event{Version: "0", ID: uuid.NewString(), DetailType: e.DetailType, Source: e.Source, Account: s.eng.AccountID(),
+		Time: t.UTC().Format(time.RFC3339), Region: s.eng.Region(), Resources: resources, Detail: json.RawMessage(e.Detail)}
+	raw, err := json.Marshal(ev)
+	return raw, ev.ID, err
+}
+
+// event is the envelope of an event on a bus (eb-events).
+type event struct {
+	Version    string          `json:"version"`
+	ID         string          `json:"id"`
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Account    string          `json:"account"`
+	Time       string          `json:"time"`
+	Region     string          `json:"region"`
+	Resources  []string        `json:"resources"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// routed is an event matched against the rules of its bus: the
+// deliveries to store, and the rules it matched.
+type routed struct {
+	bus   string
+	ev    map[string]any
+	raw   []byte
+	ds    []target.Delivery
+	rules []*storedRule
+}
+
+// route stores the deliveries of an event (raw, its JSON) to the targets
+// of the bus's matching rules, and, unless it is a replay, the event in
+// the bus's matching archives. A replay (replayName set) goes only to the
+// rules of onlyRules when that is not empty.
+func (s *Service) route(ctx context.Context, bus string, raw []byte, now time.Time, replayName string, onlyRules map[string]bool) error {
+	r, err := s.match(bus, raw, now, onlyRules)
+	if err != nil {
+		return err
+	}
+	return s.store(ctx, []*routed{r}, replayName == "", now)
+}
+
+// match finds the enabled rules of the bus that an event matches (only
+// those of onlyRules, when not empty) and shapes its deliveries.
+func (s *Service) match(bus string, raw []byte, now time.Time, onlyRules map[string]bool) (*routed, error) {
+	st, err := s.busOf(bus)
+	if err != nil {
+		return nil, err
+	}
+	r := &routed{bus: bus, raw: raw}
+	if err := json.Unmarshal(raw, &r.ev); err != nil {
+		return nil, entryError("MalformedDetail", "Detail is malformed.")
+	}
+	id, _ := r.ev["id"].(string)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, m := range st.matchers {
+		rule := st.b.Rules[name]
+		if rule.State != Enabled || !m.Match(r.ev) || (len(onlyRules) > 0 && !onlyRules[rule.Arn]) {
+			continue
+		}
+		r.ds = append(r.ds, deliveries(rule, r.ev, raw, id, now)...)
+		r.rules = append(r.rules, rule)
+	}
+	return r, nil
+}
+
+// store stores the deliveries of routed events in one go, counts them,
+// then (archive) puts each event in its bus's matching archives.
+func (s *Service) store(ctx context.Context, rs []*routed, archive bool, now time.Time) error {
+	var ds []target.Delivery
+	for _, r := range rs {
+		ds = append(ds, r.ds...)
+	}
+	if err := s.targets.Enqueue(ctx, ds); err != nil {
+		return awserr.New(awserr.ErrInternalFailure, "storing the event: %v", err)
+	}
+	s.mu.Lock()
+	for _, r := range rs {
+		for _, rule := range r.rules {
+			c := s.statsLocked(rule.Arn, len(rule.Targets))
+			c.matched.Add(1)
+		}
+	}
+	s.mu.Unlock()
+	if !archive {
+		return nil
+	}
+	for _, r := range rs {
+		if err := s.archiveEvent(ctx, r.bus, r.ev, r.raw, now); err != nil {
+			return awserr.New(awserr.ErrInternalFailure, "archiving the event: %v", err)
+		}
+	}
+	return nil
+}
+
+// statsLocked returns a rule's counters and counts its invocations;
+// s.mu is held.
+func (s *Service) statsLocked(arn string, invocations int) *ruleCounters {
+	c := s.stats[arn]
+	if c == nil {
+		c = &ruleCounters{}
+		s.stats[arn] = c
+	}
+	c.invocations.Add(int64(invocations))
+	return c
+}
+
+// deliveries are an event's deliveries to a rule's targets.
+func deliveries(r *storedRule, ev map[string]any, raw []byte, id string, now time.Time) []target.Delivery {
+	ds := make([]target.Delivery, 0, len(r.Targets))
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		d := target.Delivery{ID: id, RuleArn: r.Arn, TargetArn: t.Arn, Payload: payload(t, ev, raw, &r.Rule, now)}
+		if d.Payload != string(raw) {
+			d.Event = string(raw)
+		}
+		d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
+		if t.KinesisParameters != nil {
+			if k, ok := lookup(raw, t.KinesisParameters.PartitionKeyPath); ok {
+				d.PartitionKey = string(k) // a number's or an object's JSON
+				if str, ok := value(k).(string); ok {
+					d.PartitionKey = str
+				}
+			}
+		}
+		if strings.HasPrefix(t.Arn, "arn:aws:sqs:") && strings.HasSuffix(t.Arn, ".fifo") {
+			d.ID = id + "-" + t.Id // dedup per target
+		}
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// putOnBus puts an event delivered to a bus target on that bus: it keeps
+// its id and fields.
+func (s *Service) putOnBus(ctx context.Context, busArn string, raw []byte) error {
+	return s.route(ctx, BusName(busArn), raw, s.eng.Clock.Now(), "", nil)
+}

@@ -1,0 +1,290 @@
+// Package expr reads the schedule expressions of EventBridge Scheduler
+// and of EventBridge scheduled rules and computes their occurrences:
+//
+//	at(2026-01-01T09:30:00)              once, in the schedule's time zone (Scheduler only)
+//	rate(5 minutes)                      every value unit: minute(s), hour(s), day(s)
+//	cron(0/15 8-17 ? * MON-FRI *)        minutes hours day-of-month month day-of-week year
+//
+// Cron fields take `,` `-` `*` `/`, month names JAN-DEC, weekday names
+// SUN-SAT (1 = SUN .. 7 = SAT), `?` in exactly one of day-of-month and
+// day-of-week, `L` (last day of the month) in day-of-month and `d#n`
+// (the n-th weekday d of the month) in day-of-week; years 1970..2199.
+// The W wildcard and L in day-of-week are refused. Nothing is faster than
+// one minute. Cron and at() are read in the expression's time zone
+// (IANA; default UTC): a local time that does not exist (the hour skipped
+// when daylight saving time starts) is skipped, a time that occurs twice
+// runs once (its first occurrence).
+//
+// https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html,
+// https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-scheduled-rule-pattern.html
+package expr
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the kind of an expression.
+type Kind int
+
+// The kinds.
+const (
+	At Kind = iota
+	Rate
+	Cron
+)
+
+// Expr is a parsed schedule expression. It is immutable.
+type Expr struct {
+	Kind Kind
+	// Src is the expression as given.
+	Src string
+	at  time.Time     // At
+	per time.Duration // Rate
+	loc *time.Location
+	// Cron: the allowed values of each field.
+	min, hour, month [60]bool
+	dom              [32]bool
+	lastDOM          bool
+	dow              [8]bool // 1 = Sunday
+	nth              [8]int  // dow#n: the n-th such weekday (0: any)
+	domAny, dowAny   bool    // the field is ? (or *)
+	yearLo, yearHi   int
+	years            map[int]bool
+}
+
+// Parse reads s in the time zone tz (an IANA name; "" is UTC). Errors
+// say what is wrong with the expression.
+func Parse(s, tz string) (*Expr, error) {
+	loc := time.UTC
+	if tz != "" {
+		l, err := time.LoadLocation(tz)
+		if err != nil {
+			return nil, fmt.Errorf("invalid time zone %q", tz)
+		}
+		loc = l
+	}
+	e := &Expr{Src: s, loc: loc}
+	body, kind := "", ""
+	if i := strings.IndexByte(s, '('); i > 0 && strings.HasSuffix(s, ")") {
+		kind, body = s[:i], s[i+1:len(s)-1]
+	}
+	switch kind {
+	case "at":
+		t, err := time.ParseInLocation("2006-01-02T15:04:05", body, loc)
+		if err != nil {
+			return nil, fmt.Errorf("at() needs yyyy-mm-ddThh:mm:ss, got %q", body)
+		}
+		e.Kind, e.at = At, t
+		return e, nil
+	case "rate":
+		return e, e.parseRate(body)
+	case "cron":
+		return e, e.parseCron(body)
+	}
+	return nil, fmt.Errorf("expression must be at(...), rate(...) or cron(...), got %q", s)
+}
+
+func (e *Expr) parseRate(body string) error {
+	e.Kind = Rate
+	f := strings.Fields(body)
+	if len(f) != 2 {
+		return fmt.Errorf("rate() needs a value and a unit, got %q", body)
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n < 1 {
+		return fmt.Errorf("rate() value must be a positive integer, got %q", f[0])
+	}
+	units := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour,
+		"hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}
+	u, ok := units[f[1]]
+	if !ok {
+		return fmt.Errorf("rate() unit must be minute(s), hour(s) or day(s), got %q", f[1])
+	}
+	if (n == 1) != !strings.HasSuffix(f[1], "s") {
+		return fmt.Errorf("rate() unit must be singular for 1 and plural otherwise, got %q", body)
+	}
+	e.per = time.Duration(n) * u
+	return nil
+}
+
+var monthNames = map[string]int{"JAN": 1, "FEB": 2, "MAR": 3, "APR": 4, "MAY": 5, "JUN": 6, "JUL": 7, "AUG": 8, "SEP": 9, "OCT": 10, "NOV": 11, "DEC": 12}
+var dayNames = map[string]int{"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
+
+func (e *Expr) parseCron(body string) error {
+	e.Kind = Cron
+	f := strings.Fields(body)
+	if len(f) != 6 {
+		return fmt.Errorf("cron() needs 6 fields (minutes hours day-of-month month day-of-week year), got %d", len(f))
+	}
+	if (f[2] == "?") == (f[4] == "?") {
+		return fmt.Errorf("cron(): exactly one of day-of-month and day-of-week must be ?")
+	}
+	var hours, months [60]bool
+	var years [2200]bool
+	if err := setField(e.min[:], f[0], 0, 59, nil, "minutes"); err != nil {
+		return err
+	}
+	if err := setField(hours[:], f[1], 0, 23, nil, "hours"); err != nil {
+		return err
+	}
+	e.hour = hours
+	if err := setField(months[:], f[3], 1, 12, monthNames, "month"); err != nil {
+		return err
+	}
+	e.month = months
+	e.domAny, e.dowAny = f[2] == "?" || f[2] == "*", f[4] == "?" || f[4] == "*"
+	if f[2] == "L" {
+		e.lastDOM = true
+	} else if f[2] != "?" {
+		if err := setField(e.dom[:], f[2], 1, 31, nil, "day-of-month"); err != nil {
+			return err
+		}
+	}
+	if d, n, ok := strings.Cut(f[4], "#"); ok {
+		wd, err1 := fieldValue(d, dayNames)
+		k, err2 := strconv.Atoi(n)
+		if err1 != nil || err2 != nil || wd < 1 || wd > 7 || k < 1 || k > 5 {
+			return fmt.Errorf("cron(): day-of-week %q: want d#n with d 1..7 (or SUN..SAT) and n 1..5", f[4])
+		}
+		e.dow[wd], e.nth[wd] = true, k
+	} else if f[4] != "?" {
+		if err := setField(e.dow[:], f[4], 1, 7, dayNames, "day-of-week"); err != nil {
+			return err
+		}
+	}
+	if err := setField(years[:], f[5], 1970, 2199, nil, "year"); err != nil {
+		return err
+	}
+	e.years = map[int]bool{}
+	for y := 1970; y <= 2199; y++ {
+		if years[y] {
+			e.years[y] = true
+			if e.yearLo == 0 {
+				e.yearLo = y
+			}
+			e.yearHi = y
+		}
+	}
+	return nil
+}
+
+func fieldValue(s string, names map[string]int) (int, error) {
+	if v, ok := names[strings.ToUpper(s)]; ok {
+		return v, nil
+	}
+	return strconv.Atoi(s)
+}
+
+// setField marks the values a cron field allows in set: * ? a a-b a/n
+// a-b/n *_/n, comma-separated.
+func setField(set []bool, spec string, lo, hi int, names map[string]int, what string) error {
+	bad := func() error {
+		return fmt.Errorf("cron(): %s field %q is not valid (values %d..%d; , - * / allowed)", what, spec, lo, hi)
+	}
+	for _, part := range strings.Split(spec, ",") {
+		rng, stepS, hasStep := strings.Cut(part, "/")
+		step := 1
+		if hasStep {
+			n, err := strconv.Atoi(stepS)
+			if err != nil || n < 1 {
+				return bad()
+			}
+			step = n
+		}
+		a, b := lo, hi
+		switch {
+		case rng == "*" || rng == "?":
+		case strings.Contains(rng, "-"):
+			x, y, _ := strings.Cut(rng, "-")
+			var err1, err2 error
+			a, err1 = fieldValue(x, names)
+			b, err2 = fieldValue(y, names)
+			if err1 != nil || err2 != nil {
+				return bad()
+			}
+		default:
+			v, err := fieldValue(rng, names)
+			if err != nil {
+				return bad()
+			}
+			a, b = v, v
+			if hasStep {
+				b = hi
+			}
+		}
+		if a < lo || b > hi || a > b {
+			return bad()
+		}
+		for v := a; v <= b; v += step {
+			set[v] = true
+		}
+	}
+	return nil
+}
+
+// Location is the expression's time zone.
+func (e *Expr) Location() *time.Location { return e.loc }
+
+// Next returns the first occurrence strictly after from, and false when
+// there is none. A rate's occurrences are from + the rate: from is the
+// previous occurrence (or the start).
+func (e *Expr) Next(from time.Time) (time.Time, bool) {
+	switch e.Kind {
+	case At:
+		return e.at, e.at.After(from)
+	case Rate:
+		return from.Add(e.per), true
+	}
+	t := from.In(e.loc).Truncate(time.Minute).Add(time.Minute)
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, e.loc)
+	for day.Year() <= e.yearHi {
+		y, m, d := day.Date()
+		if !e.years[y] || !e.month[m] {
+			day = time.Date(y, m+1, 1, 0, 0, 0, 0, e.loc)
+			continue
+		}
+		if e.dayMatches(day) {
+			for h := 0; h < 24; h++ {
+				if !e.hour[h] {
+					continue
+				}
+				for mi := 0; mi < 60; mi++ {
+					if !e.min[mi] {
+						continue
+					}
+					c := time.Date(y, m, d, h, mi, 0, 0, e.loc)
+					if c.Hour() != h || c.Minute() != mi || c.Day() != d {
+						continue // does not exist on this day (DST)
+					}
+					if c.After(from) && !c.Before(t) {
+						return c, true
+					}
+				}
+			}
+		}
+		day = time.Date(y, m, d+1, 0, 0, 0, 0, e.loc)
+	}
+	return time.Time{}, false
+}
+
+// dayMatches applies day-of-month and day-of-week to a day.
+func (e *Expr) dayMatches(day time.Time) bool {
+	y, m, d := day.Date()
+	if !e.domAny || e.lastDOM {
+		if e.lastDOM {
+			return time.Date(y, m+1, 0, 0, 0, 0, 0, e.loc).Day() == d
+		}
+		return e.dom[d]
+	}
+	if e.dowAny {
+		return true
+	}
+	wd := int(day.Weekday()) + 1
+	if !e.dow[wd] {
+		return false
+	}
+	return e.nth[wd] == 0 || (d-1)/7+1 == e.nth[wd]
+}

@@ -1,0 +1,155 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runnel-dev/runnel/scheduler/expr"
+	"github.com/runnel-dev/runnel/target"
+)
+
+// next returns a schedule's next occurrence after its last fired one and
+// when to invoke it (the occurrence plus its flexible offset); ok is false
+// when none is left. A rate() schedule's first occurrence is its StartDate,
+// or its creation ("If you don't provide a StartDate for a rate-based
+// schedule, your schedule starts invoking the target immediately",
+// schedule-types).
+func next(sc *Schedule, x *expr.Expr) (occ, at time.Time, ok bool) {
+	switch {
+	case x.Kind == expr.At:
+		if sc.LastFired != nil {
+			return occ, at, false
+		}
+		occ, _ = x.Next(time.Time{})
+	default:
+		from := sc.CreationDate
+		if sc.StartDate != nil {
+			from = *sc.StartDate
+		}
+		switch {
+		case sc.LastFired != nil:
+			occ, ok = x.Next(*sc.LastFired)
+		case x.Kind == expr.Rate:
+			occ, ok = from, true // the first occurrence: StartDate, or at once
+		default:
+			occ, ok = x.Next(from.Add(-time.Nanosecond)) // StartDate itself may match
+		}
+		if !ok {
+			return occ, at, false
+		}
+		if sc.EndDate != nil && occ.After(*sc.EndDate) {
+			return occ, at, false
+		}
+	}
+	at = occ
+	if w := sc.FlexibleTimeWindow; w.Mode == "FLEXIBLE" && w.MaximumWindowInMinutes != nil {
+		h := fnv.New64a()
+		h.Write([]byte(sc.Arn + "@" + occ.UTC().Format(time.RFC3339)))
+		at = occ.Add(time.Duration(h.Sum64()%uint64(*w.MaximumWindowInMinutes*60)) * time.Second)
+	}
+	return occ, at, true
+}
+
+// fire invokes every occurrence that is due at now, completes schedules
+// with none left, and returns when the next one is due.
+func (s *Service) fire(now time.Time) time.Time {
+	type due struct {
+		k   string
+		occ time.Time
+	}
+	var todo []due
+	var done []string
+	var wake time.Time
+	s.mu.Lock()
+	for k, sc := range s.scheds {
+		if sc.s.State != "ENABLED" {
+			continue
+		}
+		occ, at, ok := next(&sc.s, sc.e)
+		switch {
+		case !ok:
+			if sc.s.ActionAfterCompletion == "DELETE" {
+				done = append(done, k)
+			}
+		case !at.After(now):
+			todo = append(todo, due{k, occ})
+		case wake.IsZero() || at.Before(wake):
+			wake = at
+		}
+	}
+	s.mu.Unlock()
+	ctx := context.Background()
+	for _, k := range done {
+		group, name, _ := strings.Cut(k, "/")
+		if err := s.DeleteSchedule(ctx, group, name); err == nil {
+			s.log.Info("scheduler: schedule complete; deleted (ActionAfterCompletion DELETE)", "schedule", k)
+		}
+	}
+	for _, d := range todo {
+		if err := s.fireOne(ctx, d.k, d.occ); err != nil {
+			s.log.Warn("scheduler: occurrence not fired; retrying in a second", "schedule", d.k, "at", d.occ, "err", err)
+			return now.Add(time.Second)
+		}
+	}
+	if len(todo) > 0 {
+		return now // look again: more occurrences may be due
+	}
+	return wake
+}
+
+// fireOne stores the delivery of one occurrence, then records it as the
+// schedule's last fired one.
+func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
+	s.mu.Lock()
+	sc := s.scheds[k]
+	s.mu.Unlock()
+	if sc == nil {
+		return nil
+	}
+	t := &sc.s.Target
+	id := uuid.NewString()
+	d := target.Delivery{ID: id, ScheduleArn: sc.s.Arn, ScheduledTime: occ.UnixMilli(), TargetArn: t.Arn,
+		Payload: payload(&sc.s, id, occ), Accepted: s.eng.Clock.Now().UnixMilli()}
+	d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
+	if t.KinesisParameters != nil {
+		d.PartitionKey = t.KinesisParameters.PartitionKey
+	}
+	if err := s.targets.Enqueue(ctx, []target.Delivery{d}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.scheds[k]
+	if cur == nil || cur.s.ScheduleExpression != sc.s.ScheduleExpression {
+		return nil // deleted or changed meanwhile
+	}
+	upd := cur.s
+	fired := occ.UTC()
+	upd.LastFired = &fired
+	data, _ := json.Marshal(upd)
+	rev, err := s.kv.Update(ctx, k, data, cur.rev)
+	if err != nil {
+		return err
+	}
+	s.scheds[k] = &sched{s: upd, rev: rev, e: cur.e}
+	return nil
+}
+
+// payload is the target's Input with the context attributes replaced
+// ("{}" without Input).
+func payload(sc *Schedule, executionID string, occ time.Time) string {
+	in := sc.Target.Input
+	if in == "" {
+		return "{}"
+	}
+	return strings.NewReplacer("<aws.scheduler.schedule-arn>", sc.Arn,
+		"<aws.scheduler.scheduled-time>", occ.UTC().Format(time.RFC3339),
+		"<aws.scheduler.execution-id>", executionID,
+		"<aws.scheduler.attempt-number>", strconv.Itoa(1)).Replace(in)
+}

@@ -1,0 +1,73 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
+)
+
+// 10,000 schedules, 1,000 a minute for 10 minutes, on a fake clock: none
+// fires a second early, every one of a minute has fired (and is stored
+// in its target queue) before the clock moves on.
+func TestTenThousandSchedulesFireOnTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 schedules")
+	}
+	const n, perMinute = 10000, 1000
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	for i := range n {
+		create(t, rn, schedule(rn, fmt.Sprintf("s%05d", i), fmt.Sprintf("at(2026-01-01T00:%02d:00)", 1+i/perMinute), "q"))
+	}
+	count := func() int {
+		attrs, _ := rn.Queues.GetQueueAttributes(ctx, "q", []string{queue.AttrApproximateNumberOfMessages})
+		c, _ := strconv.Atoi(attrs[queue.AttrApproximateNumberOfMessages])
+		return c
+	}
+	for m := 1; m <= n/perMinute; m++ {
+		clock.Advance(time.Minute - time.Second)
+		time.Sleep(20 * time.Millisecond)
+		if c := count(); c != (m-1)*perMinute {
+			t.Fatalf("minute %d, a second before: %d delivered, want %d", m, c, (m-1)*perMinute)
+		}
+		clock.Advance(time.Second)
+		testenv.Eventually(t, 60*time.Second, "the minute's schedules", func() bool { return count() == m*perMinute })
+	}
+}
+
+// 100 schedules on the real clock: all delivered to their queue within 1 s
+// of their time, none before it.
+func TestHundredSchedulesOnTheRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the real clock")
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	at := time.Now().UTC().Truncate(time.Second).Add(3 * time.Second)
+	for i := range 100 {
+		create(t, rn, schedule(rn, fmt.Sprintf("s%03d", i), "at("+at.Format("2006-01-02T15:04:05")+")", "q"))
+	}
+	count := func() int {
+		attrs, _ := rn.Queues.GetQueueAttributes(ctx, "q", []string{queue.AttrApproximateNumberOfMessages})
+		c, _ := strconv.Atoi(attrs[queue.AttrApproximateNumberOfMessages])
+		return c
+	}
+	time.Sleep(time.Until(at) - 100*time.Millisecond)
+	if c := count(); c != 0 {
+		t.Fatalf("%d delivered before their time", c)
+	}
+	testenv.Eventually(t, 10*time.Second, "100 deliveries", func() bool { return count() == 100 })
+	if late := time.Since(at); late > time.Second {
+		t.Errorf("the last delivery came %v after the schedules' time, want within 1 s", late)
+	}
+}

@@ -1,0 +1,261 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/scheduler"
+	"github.com/runnel-dev/runnel/target"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+func start(t *testing.T, dir string, clock *clockwork.FakeClock) *runnel.Runnel {
+	t.Helper()
+	return testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+}
+
+// received returns the bodies of the messages a queue holds now (and
+// deletes them), after the pending deliveries are done.
+func received(t *testing.T, rn *runnel.Runnel, name string, want int) []string {
+	t.Helper()
+	var got []string
+	for _, m := range testenv.Drain(t, rn.Queues, name, want, nil) {
+		b := m.Body
+		for k, v := range m.MessageAttributes {
+			b += "\n" + k + "=" + *v.StringValue
+		}
+		got = append(got, b)
+	}
+	time.Sleep(30 * time.Millisecond)
+	zero := 0
+	if more, _ := rn.Queues.ReceiveMessage(context.Background(), name, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, WaitTimeSeconds: &zero}); len(more)+len(got) != want {
+		t.Fatalf("%s: %d messages, want %d: %v %v", name, len(more)+len(got), want, got, more)
+	}
+	return got
+}
+
+func schedule(rn *runnel.Runnel, name, expression string, q string) scheduler.Schedule {
+	return scheduler.Schedule{Name: name, ScheduleExpression: expression, FlexibleTimeWindow: scheduler.FlexibleTimeWindow{Mode: "OFF"},
+		Target: scheduler.Target{Arn: rn.Queues.ARN(q), RoleArn: "arn:aws:iam::000000000000:role/s",
+			Input: `{"arn":"<aws.scheduler.schedule-arn>","at":"<aws.scheduler.scheduled-time>"}`}}
+}
+
+func create(t *testing.T, rn *runnel.Runnel, s scheduler.Schedule) {
+	t.Helper()
+	if _, err := rn.Schedules.CreateSchedule(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRateScheduleFiresEachOccurrenceOnce(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	create(t, rn, schedule(rn, "every5", "rate(5 minutes)", "q"))
+	// Without a StartDate, the first occurrence is at once.
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "2026-01-01T00:00:00Z") {
+		t.Errorf("first occurrence %s, want at the creation", got[0])
+	}
+	clock.Advance(4 * time.Minute)
+	received(t, rn, "q", 0)
+	clock.Advance(time.Minute)
+	got := received(t, rn, "q", 1)
+	var p struct{ Arn, At string }
+	json.Unmarshal([]byte(got[0]), &p)
+	if p.At != "2026-01-01T00:05:00Z" || !strings.HasSuffix(p.Arn, ":schedule/default/every5") {
+		t.Errorf("payload %s", got[0])
+	}
+	clock.Advance(10 * time.Minute) // two occurrences due at once: both fire
+	received(t, rn, "q", 2)
+}
+
+func TestCronInATimeZoneWithStartAndEndDates(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "nine", "cron(0 9 * * ? *)", "q") // 09:00 in Paris = 08:00 UTC in winter
+	s.ScheduleExpressionTimezone = "Europe/Paris"
+	s.StartDate = ptr(t0.Add(24 * time.Hour)) // not on 1 January
+	s.EndDate = ptr(t0.Add(48 * time.Hour))   // 2 January is the last
+	create(t, rn, s)
+	clock.Advance(9 * time.Hour)
+	received(t, rn, "q", 0)
+	clock.Advance(24 * time.Hour) // 2 January 09:00 UTC
+	got := received(t, rn, "q", 1)
+	if !strings.Contains(got[0], "2026-01-02T08:00:00Z") {
+		t.Errorf("payload %s, want the 08:00 UTC occurrence", got[0])
+	}
+	clock.Advance(48 * time.Hour)
+	received(t, rn, "q", 0)
+}
+
+func TestAtScheduleDeletedAfterCompletion(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "once", "at(2026-01-01T01:00:00)", "q")
+	s.ActionAfterCompletion = "DELETE"
+	create(t, rn, s)
+	clock.Advance(time.Hour)
+	received(t, rn, "q", 1)
+	testenv.Eventually(t, 5*time.Second, "the schedule deleted", func() bool {
+		_, err := rn.Schedules.GetSchedule("", "once")
+		return errors.Is(err, awserr.ErrResourceNotFound)
+	})
+}
+
+func TestFlexibleTimeWindow(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "flex", "at(2026-01-01T01:00:00)", "q")
+	s.FlexibleTimeWindow = scheduler.FlexibleTimeWindow{Mode: "FLEXIBLE", MaximumWindowInMinutes: ptr(10)}
+	create(t, rn, s)
+	clock.Advance(time.Hour)
+	received(t, rn, "q", 0)         // at its time: not yet (this schedule's offset in the window is not 0)
+	clock.Advance(10 * time.Minute) // the end of the window
+	received(t, rn, "q", 1)
+	bad := schedule(rn, "bad", "rate(1 minute)", "q")
+	bad.FlexibleTimeWindow = scheduler.FlexibleTimeWindow{Mode: "FLEXIBLE", MaximumWindowInMinutes: ptr(1441)}
+	if _, err := rn.Schedules.CreateSchedule(context.Background(), bad); !errors.Is(err, awserr.ErrValidation) || !strings.Contains(err.Error(), "1..1440") {
+		t.Errorf("window 1441: %v", err)
+	}
+}
+
+// A stopped runnel fires the occurrences it missed at restart, and no
+// occurrence fired before the stop fires again.
+func TestSchedulesKeptAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, dir, clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute)) // the first occurrence
+	create(t, rn, s)
+	received(t, rn, "q", 0)
+	clock.Advance(5 * time.Minute)
+	received(t, rn, "q", 1)
+	rn.Close()
+	clock.Advance(10 * time.Minute) // two occurrences while stopped
+	rn = start(t, dir, clock)
+	got := received(t, rn, "q", 2)
+	for i, want := range []string{"00:10:00Z", "00:15:00Z"} {
+		if !strings.Contains(strings.Join(got, " "), want) {
+			t.Errorf("occurrence %d (%s) missing: %v", i, want, got)
+		}
+	}
+}
+
+// A crash between an occurrence's firing and its delivery neither loses
+// nor doubles it: the delivery is stored (deliveries not attempted here),
+// the occurrence recorded, then the process dies.
+func TestCrashBetweenFiringAndDelivery(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute))
+	create(t, rn, s)
+	clock.Advance(5 * time.Minute)
+	testenv.Eventually(t, 10*time.Second, "the occurrence recorded", func() bool {
+		s, err := rn.Schedules.GetSchedule("", "every5")
+		return err == nil && s.LastFired != nil
+	})
+	received(t, rn, "q", 0)
+	rn.Crash()
+	rn = start(t, dir, clock)
+	got := received(t, rn, "q", 1)
+	if !strings.Contains(got[0], "00:05:00Z") {
+		t.Errorf("delivered %v, want the 00:05 occurrence", got)
+	}
+	clock.Advance(4 * time.Minute)
+	received(t, rn, "q", 0)
+}
+
+// A schedule disabled for a while fires nothing for that time once
+// enabled again.
+func TestDisabledTimeIsNotFiredLater(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute))
+	s.State = "DISABLED"
+	create(t, rn, s)
+	clock.Advance(30 * time.Minute)
+	received(t, rn, "q", 0)
+	s.State = "ENABLED"
+	if _, err := rn.Schedules.UpdateSchedule(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	received(t, rn, "q", 0)
+	clock.Advance(5 * time.Minute)
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "00:35:00Z") {
+		t.Errorf("fired %v, want only the 00:35 occurrence", got)
+	}
+}
+
+func TestFailedInvocationGoesToTheDLQ(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "dlq", nil)
+	s := schedule(rn, "lost", "rate(1 minute)", "gone") // the target queue does not exist
+	s.Target.DeadLetterConfig = &scheduler.DeadLetterConfig{Arn: rn.Queues.ARN("dlq")}
+	s.Target.RetryPolicy = &target.RetryPolicy{MaximumRetryAttempts: ptr(0)}
+	s.StartDate = ptr(t0.Add(time.Minute))
+	create(t, rn, s)
+	clock.Advance(time.Minute)
+	got := received(t, rn, "dlq", 1)[0]
+	for _, want := range []string{"ERROR_CODE=NO_RESOURCE", "SCHEDULE_ARN=" + rn.Schedules.ARNOf("default", "lost"), "SCHEDULED_TIME=2026-01-01T00:01:00Z", "EXECUTION_ID="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("DLQ message lacks %q: %s", want, got)
+		}
+	}
+}
+
+func TestScheduleGroupsAndErrors(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	ctx := context.Background()
+	if _, err := rn.Schedules.CreateScheduleGroup(ctx, "default"); !errors.Is(err, awserr.ErrConflict) {
+		t.Errorf("default group again: %v, want ConflictException", err)
+	}
+	s := schedule(rn, "x", "rate(1 minute)", "q")
+	s.GroupName = "nope"
+	if _, err := rn.Schedules.CreateSchedule(ctx, s); !errors.Is(err, awserr.ErrResourceNotFound) {
+		t.Errorf("schedule in a missing group: %v", err)
+	}
+	if _, err := rn.Schedules.CreateScheduleGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	s.GroupName = "g"
+	create(t, rn, s)
+	if _, err := rn.Schedules.CreateSchedule(ctx, s); !errors.Is(err, awserr.ErrConflict) {
+		t.Errorf("a second schedule x: %v", err)
+	}
+	s.Target.RetryPolicy = &target.RetryPolicy{MaximumEventAgeInSeconds: ptr(59)}
+	if _, err := rn.Schedules.UpdateSchedule(ctx, s); !errors.Is(err, awserr.ErrValidation) || !strings.Contains(err.Error(), "MaximumEventAgeInSeconds") {
+		t.Errorf("MaximumEventAgeInSeconds 59: %v", err)
+	}
+	if err := rn.Schedules.DeleteScheduleGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rn.Schedules.ListSchedules("g", "", ""); len(got) != 0 {
+		t.Errorf("schedules of a deleted group remain: %v", got)
+	}
+}

@@ -1,0 +1,208 @@
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnel-dev/runnel/backoff"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/queue"
+)
+
+// retryBackoff is the delay before a retry: 1 s doubling to 5 minutes,
+// full jitter. The attempts and the age are bounded by the target's
+// RetryPolicy, not by the policy.
+var retryBackoff = backoff.Policy{BaseDelaySeconds: 1, MaxDelaySeconds: 300, MaxAttempts: 1000, MaximumAgeInSeconds: MaxMaximumEventAgeInSeconds}
+
+// visibility is how long a received delivery stays hidden while it is
+// attempted (a crash brings it back after this).
+const visibility = 120
+
+// writeTimeout bounds the writes after an attempt (wall clock: a safety
+// net against a dead engine, not a rule).
+const writeTimeout = 30 * time.Second
+
+// run long-polls the internal queue and attempts up to conc deliveries at
+// once.
+func (s *Service) run(ctx context.Context) {
+	sem := make(chan struct{}, s.conc)
+	for ctx.Err() == nil {
+		wait, vt := queue.MaxWaitTimeSeconds, visibility
+		n := min(queue.MaxBatchEntries, s.conc-len(sem))
+		if n == 0 {
+			sem <- struct{}{} // wait for a slot
+			<-sem
+			continue
+		}
+		msgs, err := s.queues.ReceiveMessage(ctx, QueueName, queue.ReceiveMessageInput{MaxNumberOfMessages: n,
+			WaitTimeSeconds: &wait, VisibilityTimeout: &vt})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("targets: cannot receive deliveries; retrying in a second", "err", err)
+				s.ensureQueue(ctx)
+				engine.Sleep(ctx, s.eng.Clock, time.Second)
+			}
+			continue
+		}
+		for i := range msgs {
+			sem <- struct{}{}
+			go func(m *queue.Message) {
+				defer func() { <-sem }()
+				s.handle(ctx, m)
+			}(&msgs[i])
+		}
+	}
+	for range s.conc {
+		sem <- struct{}{} // wait for the attempts running
+	}
+}
+
+// handle attempts one delivery and settles it: delivered (deleted),
+// retried (sent again with a delay, then deleted) or dead-lettered (sent
+// to the DLQ or the store, then deleted).
+func (s *Service) handle(ctx context.Context, msg *queue.Message) {
+	var d Delivery
+	if err := json.Unmarshal([]byte(msg.Body), &d); err != nil {
+		s.log.Error("targets: unreadable delivery kept in the dead-letter store", "messageId", msg.MessageId, "err", err)
+		d := Delivery{ID: msg.MessageId, Payload: msg.Body, ErrorMsg: err.Error()}
+		d.ErrorCode = CodeClientError
+		s.keep(ctx, msg, d, "")
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	retries, maxAge := d.Retry.Resolved()
+	age := s.eng.Clock.Now().Sub(time.UnixMilli(d.Accepted))
+	if age > maxAge {
+		s.deadLetter(wctx, msg, d, "MaximumEventAgeInSeconds")
+		return
+	}
+	code, emsg, retry := s.attempt(ctx, &d)
+	if code == "" {
+		s.delivered.Add(1)
+		s.count(&d, false)
+		s.delete(wctx, msg)
+		return
+	}
+	if ctx.Err() != nil {
+		return // closing: the delivery comes back after its visibility timeout
+	}
+	d.ErrorCode, d.ErrorMsg = code, emsg
+	switch {
+	case !retry:
+		s.deadLetter(wctx, msg, d, "")
+	case d.Attempts >= retries:
+		s.deadLetter(wctx, msg, d, "MaximumRetryAttempts")
+	default:
+		d.Attempts++
+		s.rngMu.Lock()
+		delay := retryBackoff.Delay(d.Attempts, s.rng)
+		s.rngMu.Unlock()
+		if err := s.resend(wctx, d, int(delay/time.Second)); err != nil {
+			s.log.Warn("targets: could not schedule a retry; the delivery comes back after its visibility timeout", "id", d.ID, "err", err)
+			return
+		}
+		s.retried.Add(1)
+		s.log.Debug("targets: delivery failed; retry scheduled", "id", d.ID, "target", d.TargetArn, "attempt", d.Attempts, "in", delay, "code", code, "err", emsg)
+		s.delete(wctx, msg)
+	}
+}
+
+// resend stores d again, visible after delay seconds.
+func (s *Service) resend(ctx context.Context, d Delivery, delay int) error {
+	b, err := json.Marshal(&d)
+	if err != nil {
+		return err
+	}
+	delay = min(delay, queue.MaxDelaySeconds)
+	_, err = s.queues.SendMessage(ctx, QueueName, queue.SendMessageInput{MessageBody: string(b), DelaySeconds: &delay})
+	return err
+}
+
+func (s *Service) delete(ctx context.Context, msg *queue.Message) {
+	if err := s.queues.DeleteMessage(ctx, QueueName, msg.ReceiptHandle); err != nil {
+		s.log.Warn("targets: delete failed; the delivery will be attempted again (a duplicate)", "messageId", msg.MessageId, "err", err)
+	}
+}
+
+// deadLetter sends a failed delivery to its dead-letter queue, or to the
+// store when it has none or the queue refuses it, then deletes it.
+// exhausted is the EXHAUSTED_RETRY_CONDITION ("" when not retried).
+func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) {
+	attrs := dlqAttributes(d, exhausted)
+	if d.DeadLetterArn != "" {
+		_, err := s.queues.SendMessage(ctx, d.DeadLetterArn, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: attrs})
+		if err == nil {
+			s.deadLettered.Add(1)
+			s.count(&d, true)
+			s.log.Info("targets: delivery failed; sent to its dead-letter queue", "id", d.ID, "target", d.TargetArn,
+				"dlq", d.DeadLetterArn, "code", d.ErrorCode, "exhausted", exhausted)
+			s.delete(ctx, msg)
+			return
+		}
+		s.log.Warn("targets: the dead-letter queue refused a failed delivery; kept in the store", "id", d.ID, "dlq", d.DeadLetterArn, "err", err)
+	}
+	s.keep(ctx, msg, d, exhausted)
+}
+
+// keep stores a failed delivery in DeadLetterStore (where AWS would drop
+// it), then deletes it; a failed store leaves it in the internal queue.
+func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) {
+	if _, err := s.queues.CreateQueue(ctx, DeadLetterStore, internalQueueAttrs); err == nil {
+		_, err = s.queues.SendMessage(ctx, DeadLetterStore, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: dlqAttributes(d, exhausted)})
+		if err == nil {
+			s.kept.Add(1)
+			s.count(&d, true)
+			s.log.Warn("targets: failed delivery without a dead-letter queue kept in "+DeadLetterStore+" (AWS drops it)",
+				"id", d.ID, "target", d.TargetArn, "code", d.ErrorCode, "err", d.ErrorMsg)
+			s.delete(ctx, msg)
+			return
+		}
+		s.log.Error("targets: cannot keep a failed delivery; it comes back after its visibility timeout", "id", d.ID, "err", err)
+	}
+}
+
+// deadLetterBody is what a dead-letter queue gets: the original event.
+func (d *Delivery) deadLetterBody() string {
+	if d.Event != "" {
+		return d.Event
+	}
+	return d.Payload
+}
+
+// dlqAttributes are the message attributes of a dead-lettered delivery.
+func dlqAttributes(d Delivery, exhausted string) map[string]queue.MessageAttributeValue {
+	a := map[string]queue.MessageAttributeValue{}
+	set := func(k, v string) {
+		if v != "" {
+			a[k] = queue.MessageAttributeValue{DataType: "String", StringValue: &v}
+		}
+	}
+	set("RULE_ARN", d.RuleArn)
+	set("SCHEDULE_ARN", d.ScheduleArn)
+	if d.ScheduleArn != "" {
+		set("EXECUTION_ID", d.ID)
+		set("SCHEDULED_TIME", time.UnixMilli(d.ScheduledTime).UTC().Format(time.RFC3339))
+	}
+	set("TARGET_ARN", d.TargetArn)
+	set("ERROR_CODE", d.ErrorCode)
+	set("ERROR_MESSAGE", truncate(d.ErrorMsg, 1024))
+	set("EXHAUSTED_RETRY_CONDITION", exhausted)
+	set("RETRY_ATTEMPTS", strconv.Itoa(d.Attempts))
+	return a
+}
+
+// truncate returns the first n bytes of s as valid UTF-8 without control
+// characters (an SQS attribute value refuses them).
+func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s[:min(len(s), n)], "")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0xFFFE || r == 0xFFFF {
+			return -1
+		}
+		return r
+	}, s)
+}
