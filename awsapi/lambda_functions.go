@@ -7,8 +7,9 @@ package awsapi
 // provided.al2 or provided with an executable bootstrap in Code.ZipFile,
 // or a managed runtime (python3.x, nodejs*) run on this machine's
 // interpreter, its Handler resolved as Lambda does; a different minor
-// version of the interpreter is reported in StateReason. Only $LATEST
-// exists: no versions, aliases, layers, S3 or image code.
+// version of the interpreter is reported in StateReason. Versions and
+// aliases: lambda_versions.go, lambda_aliases.go. No layers, S3 or image
+// code.
 
 import (
 	"context"
@@ -16,8 +17,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -51,6 +50,7 @@ type functionConfiguration struct {
 	Description                                       string
 	Timeout, MemorySize                               int
 	LastModified, CodeSha256, Version                 string
+	RevisionId                                        string       `json:",omitempty"`
 	Environment                                       *environment `json:",omitempty"`
 	State, LastUpdateStatus, PackageType              string
 	// StateReason says what differs between a managed runtime and the
@@ -61,7 +61,7 @@ type functionConfiguration struct {
 
 // configuration is the FunctionConfiguration of cfg.
 func (h *Handler) configuration(ctx context.Context, cfg function.Config) functionConfiguration {
-	meta, err := h.loadMeta(ctx, cfg.FunctionName)
+	meta, err := h.loadMeta(ctx, metaKey(cfg))
 	if err != nil || meta == nil {
 		meta = &functionMeta{Runtime: RuntimeRunnel, Handler: cfg.Handler}
 	}
@@ -70,8 +70,9 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		Runtime: meta.Runtime, Role: meta.Role, Handler: meta.Handler,
 		CodeSize: meta.CodeSize, Description: meta.Description,
 		Timeout: cfg.Timeout, MemorySize: cfg.MemorySize,
-		CodeSha256: meta.CodeSha256, Version: "$LATEST", StateReason: meta.RuntimeWarning,
-		State: "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
+		CodeSha256: meta.CodeSha256, Version: cfg.ExecutedVersion(), StateReason: meta.RuntimeWarning,
+		RevisionId: cfg.RevisionId,
+		State:      "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
 		Architectures: []string{"x86_64"},
 	}
 	if !meta.LastModified.IsZero() {
@@ -172,8 +173,18 @@ func (rq *request) function() (*function.Function, error) {
 	return rq.h.rn.Functions.GetFunction(name)
 }
 
+// described is the function, version or alias's version the path and
+// Qualifier name (no alias routing).
+func (rq *request) described() (*function.Function, error) {
+	ref, err := rq.qualifiedRef()
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.rn.Functions.Describe(ref)
+}
+
 func lambdaGetFunction(rq *request, _ *noInput) (any, error) {
-	f, err := rq.function()
+	f, err := rq.described()
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +200,7 @@ func lambdaGetFunction(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaGetFunctionConfiguration(rq *request, _ *noInput) (any, error) {
-	f, err := rq.function()
+	f, err := rq.described()
 	if err != nil {
 		return nil, err
 	}
@@ -203,28 +214,27 @@ func lambdaListFunctions(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
+	name, qualifier, err := rq.functionRef()
 	if err != nil {
 		return nil, err
 	}
 	h, ctx := rq.h, rq.ctx
 	h.fnMu.Lock()
 	defer h.fnMu.Unlock()
+	if qualifier != "" {
+		return nil, h.deleteVersion(ctx, name, qualifier)
+	}
 	if f, err := h.rn.Functions.GetFunction(name); err == nil {
 		name = f.Config().FunctionName
 	}
 	if err := h.rn.Functions.DeleteFunction(ctx, name); err != nil {
 		return nil, err
 	}
-	h.procs.remove(name)
-	if store, err := h.codeStore(ctx); err == nil {
-		if err := store.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			h.lopts.Logger.Warn("lambda api: delete function code", "function", name, "err", err)
-		}
+	for _, key := range h.procs.removeFunction(name) {
+		h.forgetCode(ctx, key)
 	}
-	if kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket); err == nil {
-		kv.Purge(ctx, name)
-	}
+	h.forgetCode(ctx, name)
+	h.forgetVersionsMeta(ctx, name)
 	if err := h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, name); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
 		h.lopts.Logger.Warn("lambda api: delete event invoke config", "function", name, "err", err)
 	}

@@ -28,7 +28,7 @@ func (in *invokeInput) decodeFrom(rq *request) error {
 }
 
 func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
-	name, err := rq.functionName()
+	ref, err := rq.qualifiedRef()
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
 	if rq.r.Header.Get("X-Amz-Log-Type") == "Tail" {
 		ctx, tail = process.WithLogTail(ctx)
 	}
-	out, err := rq.h.rn.Async.Invoke(ctx, name, in.InvocationType, in.Payload)
+	out, err := rq.h.rn.Async.Invoke(ctx, ref, in.InvocationType, in.Payload)
 	if err != nil {
 		return nil, err
 	}

@@ -62,8 +62,28 @@ type Config struct {
 	// (Env(ctx)).
 	Environment map[string]string `json:"Environment,omitempty" yaml:"Environment"`
 
-	// FunctionArn is set by runnel.
+	// FunctionArn is set by runnel: the unqualified ARN for $LATEST, the
+	// qualified one (…:function:<name>:<version>) for a published version.
 	FunctionArn string `json:"FunctionArn,omitempty" yaml:"-"`
+	// Version is set by runnel: "" for $LATEST, the version number ("1",
+	// "2"...) for a published version (versions.go).
+	Version string `json:"Version,omitempty" yaml:"-"`
+	// LastVersion is set by runnel on $LATEST: the number of the last
+	// version published (0: none). Numbers are not reused after a version
+	// is deleted.
+	LastVersion int `json:"LastVersion,omitempty" yaml:"-"`
+	// RevisionId is set by runnel: a UUID that changes with every update
+	// of the configuration (API_FunctionConfiguration RevisionId).
+	RevisionId string `json:"RevisionId,omitempty" yaml:"-"`
+}
+
+// ExecutedVersion is the version Lambda reports having run
+// (X-Amz-Executed-Version): "$LATEST" or the version number.
+func (c Config) ExecutedVersion() string {
+	if c.Version == "" {
+		return Latest
+	}
+	return c.Version
 }
 
 // WithDefaults returns c with the zero fields that have defaults filled
@@ -129,9 +149,16 @@ type Stats struct {
 	Abandoned int64
 }
 
-// Function is a configured function ready to invoke.
+// Function is a configured function ready to invoke: $LATEST, a published
+// version, or an alias's view of a version (Service.GetFunction).
 type Function struct {
-	cfg   Config
+	cfg Config
+	*core
+}
+
+// core is what the views of one function version share: the handler, the
+// concurrency semaphore and the counters.
+type core struct {
 	inv   invoker
 	clock clockwork.Clock
 	log   *slog.Logger
@@ -169,7 +196,15 @@ func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logge
 	if cfg.ReservedConcurrentExecutions != nil {
 		n = *cfg.ReservedConcurrentExecutions
 	}
-	return &Function{cfg: cfg, inv: inv, clock: clock, log: log, slots: make(chan struct{}, n)}
+	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, slots: make(chan struct{}, n)}}
+}
+
+// view is f as invoked through another ARN (an alias's): the same
+// handler, concurrency and counters, with FunctionArn arn.
+func (f *Function) view(arn string) *Function {
+	cfg := f.cfg
+	cfg.FunctionArn = arn
+	return &Function{cfg: cfg, core: f.core}
 }
 
 // Accepts reports whether the function's handler can take events of kind

@@ -3,12 +3,15 @@ package function
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -23,8 +26,16 @@ type Service struct {
 	kv  jetstream.KeyValue
 	reg *Registry
 
-	mu  sync.RWMutex
-	fns map[string]*Function
+	vkv jetstream.KeyValue // versions.go
+	akv jetstream.KeyValue // aliases.go
+
+	mu       sync.RWMutex
+	fns      map[string]*Function           // $LATEST, by name
+	versions map[string]map[string]*version // by name, version
+	aliases  map[string]map[string]*Alias   // by name, alias
+
+	rndMu sync.Mutex
+	rnd   func() float64
 }
 
 // NewService opens the functions service on eng with the handlers of reg
@@ -38,7 +49,14 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}}
+	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{},
+		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64}
+	if s.vkv, err = eng.Bucket(ctx, versionsBucket); err != nil {
+		return nil, err
+	}
+	if s.akv, err = eng.Bucket(ctx, aliasesBucket); err != nil {
+		return nil, err
+	}
 	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
 		if err != nil {
 			return
@@ -53,7 +71,25 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if err != nil {
 		return nil, err
 	}
+	if err := s.loadVersions(ctx); err != nil {
+		eng.Logger.Warn("stored function versions or aliases that do not decode", "err", err)
+	}
 	return s, nil
+}
+
+// SetRandom replaces the source of the numbers in [0, 1) that route an
+// alias's invocations between its versions (default math/rand/v2's
+// Float64). Calls are serialized. Tests give a seeded source.
+func (s *Service) SetRandom(r func() float64) {
+	s.rndMu.Lock()
+	defer s.rndMu.Unlock()
+	s.rnd = r
+}
+
+func (s *Service) random() float64 {
+	s.rndMu.Lock()
+	defer s.rndMu.Unlock()
+	return s.rnd()
 }
 
 // Registry returns the registry the service looks handlers up in.
@@ -92,8 +128,13 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 	cfg.FunctionArn = s.ARN(cfg.FunctionName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, exists := s.fns[cfg.FunctionName]; exists && !replace {
+	old, exists := s.fns[cfg.FunctionName]
+	if exists && !replace {
 		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", cfg.FunctionName)
+	}
+	cfg.Version, cfg.RevisionId = "", uuid.NewString()
+	if exists {
+		cfg.LastVersion = max(cfg.LastVersion, old.cfg.LastVersion)
 	}
 	b, _ := json.Marshal(cfg)
 	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
@@ -104,19 +145,13 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 	return f, nil
 }
 
-// GetFunction returns a function by name or ARN, or ErrResourceNotFound.
-func (s *Service) GetFunction(name string) (*Function, error) {
-	if n, ok := FunctionNameFromARN(name); ok {
-		name = n
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	f, ok := s.fns[name]
-	if !ok {
-		return nil, awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
-	}
-	return f, nil
-}
+// GetFunction returns a function by reference (see ParseRef: a name or an
+// ARN, with an optional qualifier): $LATEST without a qualifier, a
+// published version, or an alias (the version its routing picks for this
+// call, with the alias's ARN as FunctionArn). Errors: ResourceNotFound
+// ("Function not found: <arn>"), InvalidParameterValue for a malformed
+// reference.
+func (s *Service) GetFunction(ref string) (*Function, error) { return s.lookup(ref, true) }
 
 // ListFunctions returns the functions' configurations, sorted by name.
 func (s *Service) ListFunctions() []Config {
@@ -141,7 +176,7 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
 	}
 	delete(s.fns, name)
-	return s.kv.Purge(ctx, name)
+	return errors.Join(s.kv.Purge(ctx, name), s.purgeVersionsLocked(ctx, name))
 }
 
 var functionARNRE = regexp.MustCompile(`^arn:aws:lambda:[^:]*:[^:]*:function:([a-zA-Z0-9-_]{1,64})(:\$LATEST)?$`)

@@ -1,7 +1,7 @@
 package process
 
 // A function's log as Lambda writes it: each environment is one log
-// stream (YYYY/MM/DD/[$LATEST]<32 hex>) of the group /aws/lambda/<name>;
+// stream (YYYY/MM/DD/[<version>]<32 hex>, [$LATEST] or [3]) of the group /aws/lambda/<name>;
 // its process's stdout and stderr, one event per line, between the START,
 // END and REPORT lines of each invocation.
 
@@ -92,7 +92,7 @@ func (e *env) logLine(inv *invocation, line string, attrs ...any) {
 // logStart writes START before inv is offered to e.
 func (e *env) logStart(inv *invocation) {
 	inv.start = time.Now()
-	e.logLine(inv, fmt.Sprintf("START RequestId: %s Version: $LATEST", inv.id))
+	e.logLine(inv, fmt.Sprintf("START RequestId: %s Version: %s", inv.id, e.f.cfg.ExecutedVersion()))
 }
 
 // logEnd writes END and REPORT once inv has its outcome (after a timeout's
