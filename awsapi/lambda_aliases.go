@@ -51,15 +51,10 @@ func lambdaGetAlias(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaListAliases(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
-	if err != nil {
-		return nil, err
+	list := func(name string) ([]function.Alias, error) {
+		return rq.h.rn.Functions.ListAliases(name, rq.r.URL.Query().Get("FunctionVersion"))
 	}
-	as, err := rq.h.rn.Functions.ListAliases(name, rq.r.URL.Query().Get("FunctionVersion"))
-	if err != nil {
-		return nil, err
-	}
-	return pageOf(rq, as, 50, "Aliases", func(a *function.Alias) function.Alias { return *a })
+	return listOf(rq, list, "Aliases", func(a *function.Alias) function.Alias { return *a })
 }
 
 func lambdaDeleteAlias(rq *request, _ *noInput) (any, error) {

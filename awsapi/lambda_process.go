@@ -161,6 +161,7 @@ func (h *Handler) RestoreProcessFunctions(ctx context.Context) error {
 		}
 		h.lopts.Logger.Info("lambda api: process function restored", "function", name)
 	}
+	errs = append(errs, h.restoreProvisioned(ctx))
 	return errors.Join(errs...)
 }
 

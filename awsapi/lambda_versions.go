@@ -128,20 +128,8 @@ func (h *Handler) startVersion(ctx context.Context, vcfg *function.Config, meta 
 	return nil
 }
 
-type listVersionsOutput struct {
-	Versions []functionConfiguration
-}
-
 func lambdaListVersionsByFunction(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
-	if err != nil {
-		return nil, err
-	}
-	vs, err := rq.h.rn.Functions.ListVersions(name)
-	if err != nil {
-		return nil, err
-	}
-	return pageOf(rq, vs, 50, "Versions", func(c *function.Config) functionConfiguration {
+	return listOf(rq, rq.h.rn.Functions.ListVersions, "Versions", func(c *function.Config) functionConfiguration {
 		return rq.h.configuration(rq.ctx, *c)
 	})
 }

@@ -98,6 +98,30 @@ func (rq *request) qualifiedRef() (string, error) {
 	return name + ":" + q, nil
 }
 
+// onRef calls fn with the function and qualifier the path and Qualifier
+// name.
+func (rq *request) onRef(fn func(name, qualifier string) (any, error)) (any, error) {
+	name, q, err := rq.functionRef()
+	if err != nil {
+		return nil, err
+	}
+	return fn(name, q)
+}
+
+// listOf answers a list of the function the path names (no qualifier):
+// list's items, a page of them (pageOf), each converted by out.
+func listOf[T, O any](rq *request, list func(name string) ([]T, error), key string, out func(*T) O) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	items, err := list(name)
+	if err != nil {
+		return nil, err
+	}
+	return pageOf(rq, items, 50, key, out)
+}
+
 // functionName is the function the path names, for the operations that
 // take no qualifier (or only $LATEST).
 func (rq *request) functionName() (string, error) {

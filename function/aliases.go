@@ -273,6 +273,7 @@ func (s *Service) DeleteAlias(ctx context.Context, name, alias string) error {
 		return awserr.New(awserr.ErrService, "delete alias: %v", err)
 	}
 	delete(s.aliases[name], alias)
+	s.purgeProvisioned(ctx, name, alias)
 	return nil
 }
 

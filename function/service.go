@@ -28,6 +28,7 @@ type Service struct {
 
 	vkv jetstream.KeyValue // versions.go
 	akv jetstream.KeyValue // aliases.go
+	pkv jetstream.KeyValue // provisioned.go
 
 	mu       sync.RWMutex
 	fns      map[string]*Function           // $LATEST, by name
@@ -55,6 +56,9 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 		return nil, err
 	}
 	if s.akv, err = eng.Bucket(ctx, aliasesBucket); err != nil {
+		return nil, err
+	}
+	if s.pkv, err = eng.Bucket(ctx, provisionedBucket); err != nil {
 		return nil, err
 	}
 	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
@@ -176,6 +180,7 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
 	}
 	delete(s.fns, name)
+	s.purgeProvisioned(ctx, name, "")
 	return errors.Join(s.kv.Purge(ctx, name), s.purgeVersionsLocked(ctx, name))
 }
 

@@ -282,6 +282,7 @@ func (s *Service) DeleteVersion(ctx context.Context, name, v string) error {
 		return awserr.New(awserr.ErrService, "delete version %s of %s: %v", v, name, err)
 	}
 	delete(s.versions[name], v)
+	s.purgeProvisioned(ctx, name, v)
 	return nil
 }
 
