@@ -42,6 +42,7 @@ type createFunctionInput struct {
 	Timeout, MemorySize                  int
 	Environment                          *environment
 	PackageType                          string
+	Tags                                 map[string]string
 }
 
 type functionConfiguration struct {
@@ -161,6 +162,11 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
 		h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
 	}
+	if len(in.Tags) > 0 {
+		if err := h.rn.Functions.TagResource(ctx, cfg.FunctionName, in.Tags); err != nil {
+			return nil, err
+		}
+	}
 	return rq.current(cfg.FunctionName)
 }
 
@@ -195,6 +201,9 @@ func lambdaGetFunction(rq *request, _ *noInput) (any, error) {
 	}
 	if cfg.ReservedConcurrentExecutions != nil {
 		out["Concurrency"] = map[string]int{"ReservedConcurrentExecutions": *cfg.ReservedConcurrentExecutions}
+	}
+	if tags, err := rq.h.rn.Functions.ListTags(rq.ctx, cfg.FunctionName); err == nil && len(tags) > 0 {
+		out["Tags"] = tags
 	}
 	return out, nil
 }

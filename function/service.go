@@ -30,6 +30,9 @@ type Service struct {
 	akv jetstream.KeyValue // aliases.go
 	pkv jetstream.KeyValue // provisioned.go
 
+	docMu        sync.Mutex         // serializes policy and tag changes (policy.go)
+	polkv, tagkv jetstream.KeyValue // policy.go
+
 	mu       sync.RWMutex
 	fns      map[string]*Function           // $LATEST, by name
 	versions map[string]map[string]*version // by name, version
@@ -58,8 +61,10 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if s.akv, err = eng.Bucket(ctx, aliasesBucket); err != nil {
 		return nil, err
 	}
-	if s.pkv, err = eng.Bucket(ctx, provisionedBucket); err != nil {
-		return nil, err
+	for kv, bucket := range map[*jetstream.KeyValue]string{&s.pkv: provisionedBucket, &s.polkv: policiesBucket, &s.tagkv: tagsBucket} {
+		if *kv, err = eng.Bucket(ctx, bucket); err != nil {
+			return nil, err
+		}
 	}
 	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
 		if err != nil {
@@ -181,6 +186,7 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 	}
 	delete(s.fns, name)
 	s.purgeProvisioned(ctx, name, "")
+	s.purgeDocs(ctx, name)
 	return errors.Join(s.kv.Purge(ctx, name), s.purgeVersionsLocked(ctx, name))
 }
 
