@@ -1,15 +1,12 @@
 package awsapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
-
-	"github.com/runnel-dev/runnel/internal/testenv"
 )
 
 // AddPermission's statement and GetPolicy's document are AWS's
@@ -18,9 +15,7 @@ import (
 // answer AWS's errors. Tags: TagResource, ListTags, UntagResource and
 // CreateFunction's Tags.
 func TestLambdaPermissionsAndTags(t *testing.T) {
-	ctx := context.Background()
-	rn := testenv.Start(t, testenv.Options{})
-	lc, _ := lambdaEndpoint(t, rn)
+	ctx, rn, lc := startLambda(t)
 	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{
 		FunctionName: aws.String("lp"), Role: aws.String("r"), Runtime: "runnel", Handler: aws.String("lambdatest-color"),
 		Code: &ltypes.FunctionCode{}, Tags: map[string]string{"team": "data"},

@@ -13,10 +13,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/stream"
 )
+
+// startLambda starts a runnel and its Lambda API for a test.
+func startLambda(t *testing.T) (context.Context, *runnel.Runnel, *lambda.Client) {
+	t.Helper()
+	rn := testenv.Start(t, testenv.Options{})
+	lc, _ := lambdaEndpoint(t, rn)
+	return context.Background(), rn, lc
+}
 
 func init() {
 	// lambdatest-color answers its COLOR variable.
@@ -55,9 +64,7 @@ func invokeColor(t *testing.T, lc *lambda.Client, ref, q string) (color, version
 }
 
 func TestLambdaVersionsAndAliases(t *testing.T) {
-	ctx := context.Background()
-	rn := testenv.Start(t, testenv.Options{})
-	lc, _ := lambdaEndpoint(t, rn)
+	ctx, rn, lc := startLambda(t)
 	createColor(t, lc, "lv", "red")
 	arn := rn.Functions.ARN("lv")
 
@@ -151,9 +158,7 @@ func TestLambdaVersionsAndAliases(t *testing.T) {
 // A mapping on an alias's ARN invokes the alias's version, and follows
 // UpdateAlias.
 func TestLambdaMappingOnAliasFollowsUpdateAlias(t *testing.T) {
-	ctx := context.Background()
-	rn := testenv.Start(t, testenv.Options{})
-	lc, _ := lambdaEndpoint(t, rn)
+	ctx, rn, lc := startLambda(t)
 	var mu sync.Mutex
 	var ran []string // the version each batch ran on
 	function.Register("lambdatest-version", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {

@@ -86,6 +86,10 @@ type request struct {
 // anything else by X-Amz-Target or SQS Action (and a GET / with what this
 // is).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, ok := urlIDOf(r.Host); ok && h.lambda {
+		h.serveFunctionURL(w, r, id) // a function URL (lambda_url_serve.go)
+		return
+	}
 	if cors(w, r) {
 		return // a browser's preflight, answered
 	}

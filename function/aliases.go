@@ -274,6 +274,7 @@ func (s *Service) DeleteAlias(ctx context.Context, name, alias string) error {
 	}
 	delete(s.aliases[name], alias)
 	s.purgeProvisioned(ctx, name, alias)
+	s.purgeURLs(ctx, name, alias)
 	return nil
 }
 

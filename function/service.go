@@ -32,6 +32,8 @@ type Service struct {
 
 	docMu        sync.Mutex         // serializes policy and tag changes (policy.go)
 	polkv, tagkv jetstream.KeyValue // policy.go
+	urlkv        jetstream.KeyValue // urls.go
+	urlIDs       sync.Map           // URL id → key in urlkv
 
 	mu       sync.RWMutex
 	fns      map[string]*Function           // $LATEST, by name
@@ -61,7 +63,7 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if s.akv, err = eng.Bucket(ctx, aliasesBucket); err != nil {
 		return nil, err
 	}
-	for kv, bucket := range map[*jetstream.KeyValue]string{&s.pkv: provisionedBucket, &s.polkv: policiesBucket, &s.tagkv: tagsBucket} {
+	for kv, bucket := range map[*jetstream.KeyValue]string{&s.pkv: provisionedBucket, &s.polkv: policiesBucket, &s.tagkv: tagsBucket, &s.urlkv: urlsBucket} {
 		if *kv, err = eng.Bucket(ctx, bucket); err != nil {
 			return nil, err
 		}
@@ -80,6 +82,7 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if err != nil {
 		return nil, err
 	}
+	s.loadURLs()
 	if err := s.loadVersions(ctx); err != nil {
 		eng.Logger.Warn("stored function versions or aliases that do not decode", "err", err)
 	}
@@ -187,6 +190,7 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 	delete(s.fns, name)
 	s.purgeProvisioned(ctx, name, "")
 	s.purgeDocs(ctx, name)
+	s.purgeURLs(ctx, name, "")
 	return errors.Join(s.kv.Purge(ctx, name), s.purgeVersionsLocked(ctx, name))
 }
 
