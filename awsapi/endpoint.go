@@ -114,6 +114,9 @@ func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lamb
 		opts.Logger.Error("aws api: opening the log store", "err", err)
 	}
 	if lambda {
+		if h.logs != nil {
+			rn.Functions.SetLogSink(h.logs) // in-process functions' START, END and REPORT
+		}
 		h.mux = h.lambdaMux()
 		if err := h.RestoreProcessFunctions(context.Background()); err != nil {
 			lopts.Logger.Error("lambda api: restoring process functions", "err", err)

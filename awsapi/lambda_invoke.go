@@ -5,9 +5,9 @@ package awsapi
 // payload (X-Amz-Function-Error "Unhandled" when it failed); Event queues
 // the invocation (HTTP 202) for async's retries and destinations; DryRun
 // checks (204). X-Amz-Log-Type Tail returns the last 4 KB of the
-// invocation's log (X-Amz-Log-Result, base64) for process and managed
-// runtime functions; in-process functions write no log, so theirs is
-// empty.
+// invocation's log (X-Amz-Log-Result, base64): a process function's
+// output with START, END and REPORT; an in-process function's START, END
+// and REPORT (function/logging.go).
 
 import (
 	"encoding/base64"

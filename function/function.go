@@ -159,10 +159,13 @@ type Function struct {
 // core is what the views of one function version share: the handler, the
 // concurrency semaphore and the counters.
 type core struct {
-	inv   invoker
-	clock clockwork.Clock
-	log   *slog.Logger
-	slots chan struct{} // concurrency semaphore
+	sinks      *sinkRef  // the service's log sink (logging.go); nil: none
+	streamOnce sync.Once // the log stream is named at the first line
+	stream     string
+	inv        invoker
+	clock      clockwork.Clock
+	log        *slog.Logger
+	slots      chan struct{} // concurrency semaphore
 
 	invocations, errors, throttles, running, durationNs, abandoned atomic.Int64
 }
@@ -282,6 +285,8 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	f.invocations.Add(1)
 	f.running.Add(1)
 	res := &Result{RequestID: uuid.NewString()}
+	ilog := f.invocationLog(ctx, res.RequestID)
+	ilog.start()
 	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, time.Duration(f.cfg.Timeout)*time.Second)
 	defer cancel()
 	if _, fake := f.clock.(*clockwork.FakeClock); fake {
@@ -349,6 +354,10 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	}
 	res.Duration = f.clock.Since(start)
 	f.durationNs.Add(int64(res.Duration))
+	if o.err != nil && o.err.Type == TimeoutErrorType {
+		ilog.line(TimeoutLine(f.clock.Now(), res.RequestID, f.cfg.Timeout))
+	}
+	ilog.end(res.Duration)
 	if o.err != nil {
 		f.errors.Add(1)
 		res.FunctionError = FunctionErrorUnhandled

@@ -42,6 +42,8 @@ type Service struct {
 
 	rndMu sync.Mutex
 	rnd   func() float64
+
+	sinks sinkRef // logging.go
 }
 
 // NewService opens the functions service on eng with the handlers of reg
@@ -77,7 +79,7 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
 			return
 		}
-		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
+		s.fns[c.FunctionName] = s.build(c, inv)
 	})
 	if err != nil {
 		return nil, err
@@ -103,6 +105,18 @@ func (s *Service) random() float64 {
 	defer s.rndMu.Unlock()
 	return s.rnd()
 }
+
+// build is the Function of cfg and inv, logging to the service's sink.
+func (s *Service) build(cfg Config, inv invoker) *Function {
+	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	f.sinks = &s.sinks
+	return f
+}
+
+// SetLogSink makes the service's in-process functions write their START,
+// END and REPORT lines to sink (the endpoint's log store), from their next
+// invocation on (logging.go).
+func (s *Service) SetLogSink(sink LogSink) { s.sinks.v.Store(&sink) }
 
 // Registry returns the registry the service looks handlers up in.
 func (s *Service) Registry() *Registry { return s.reg }
@@ -152,7 +166,7 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
 		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
 	}
-	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	f := s.build(cfg, inv)
 	s.fns[cfg.FunctionName] = f
 	return f, nil
 }

@@ -136,7 +136,7 @@ func (s *Service) versionLocked(name, v string) (*Function, error) {
 	if !ok {
 		return nil, awserr.New(awserr.ErrResourceNotFound, "Function not found: %s (its handler %q is not registered in this process)", ver.cfg.FunctionArn, ver.cfg.Handler)
 	}
-	f := newFunction(ver.cfg, inv, s.eng.Clock, s.eng.Logger)
+	f := s.build(ver.cfg, inv)
 	if !ver.fn.CompareAndSwap(nil, f) {
 		f = ver.fn.Load()
 	}
@@ -181,7 +181,7 @@ func (s *Service) PublishVersion(ctx context.Context, name string, prepare func(
 	}
 	s.fns[name] = &Function{cfg: latest, core: f.core}
 	ver := &version{cfg: cfg}
-	vf := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	vf := s.build(cfg, inv)
 	ver.fn.Store(vf)
 	if s.versions[name] == nil {
 		s.versions[name] = map[string]*version{}

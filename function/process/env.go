@@ -95,7 +95,7 @@ func (f *Function) newEnv() *env {
 	n := f.nextEnv.Add(1)
 	return &env{f: f, n: n, dir: filepath.Join(f.base, fmt.Sprintf("env-%d", n)),
 		queue: make(chan *invocation, 1), exited: make(chan struct{}), initFailed: make(chan struct{}),
-		logStream: time.Now().UTC().Format("2006/01/02") + "/[" + f.cfg.ExecutedVersion() + "]" + randHex(16), flushed: make(chan struct{}, 2), readyCh: make(chan struct{})}
+		logStream: function.LogStreamName(time.Now(), f.cfg.Version), flushed: make(chan struct{}, 2), readyCh: make(chan struct{})}
 }
 
 // start starts the environment's Runtime API server and its process. On
