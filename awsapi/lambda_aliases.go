@@ -62,5 +62,10 @@ func lambdaDeleteAlias(rq *request, _ *noInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, rq.h.rn.Functions.DeleteAlias(rq.ctx, name, rq.r.PathValue("alias"))
+	alias := rq.r.PathValue("alias")
+	if err := rq.h.rn.Functions.DeleteAlias(rq.ctx, name, alias); err != nil {
+		return nil, err
+	}
+	rq.h.rn.Async.DeleteFunctionEventInvokeConfig(rq.ctx, name+":"+alias) // none is no error
+	return nil, nil
 }

@@ -12,6 +12,7 @@ package awsapi
 // code.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -244,8 +245,11 @@ func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
 	}
 	h.forgetCode(ctx, name)
 	h.forgetVersionsMeta(ctx, name)
-	if err := h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, name); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
-		h.lopts.Logger.Warn("lambda api: delete event invoke config", "function", name, "err", err)
+	for _, c := range h.rn.Async.ListFunctionEventInvokeConfigs(name) {
+		ref := name + ":" + cmp.Or(c.Qualifier, function.Latest)
+		if err := h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, ref); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+			h.lopts.Logger.Warn("lambda api: delete event invoke config", "function", ref, "err", err)
+		}
 	}
 	return nil, nil
 }

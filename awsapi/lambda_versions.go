@@ -148,6 +148,7 @@ func (h *Handler) deleteVersion(ctx context.Context, name, qualifier string) err
 		return err
 	}
 	key := name + ":" + qualifier
+	h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, key) // none is no error
 	h.procs.remove(key)
 	h.forgetCode(ctx, key)
 	if kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket); err == nil {

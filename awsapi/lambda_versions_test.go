@@ -3,6 +3,7 @@ package awsapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -199,4 +201,44 @@ func TestLambdaMappingOnAliasFollowsUpdateAlias(t *testing.T) {
 	put("one")
 	lambdaMust(lc.UpdateAlias(ctx, &lambda.UpdateAliasInput{FunctionName: aws.String("lm"), Name: aws.String("live"), FunctionVersion: aws.String("2")}))
 	put("two")
+}
+
+// An event invoke config on an alias is the alias's: an Event invocation
+// of the alias that fails reaches the alias's OnFailure destination, its
+// record naming the alias; $LATEST has none.
+func TestLambdaEventInvokeConfigOnAnAlias(t *testing.T) {
+	ctx, rn, lc := startLambda(t)
+	function.Register("lambdatest-fail", func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("boom") })
+	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("le"), Role: aws.String("r"), Runtime: "runnel",
+		Handler: aws.String("lambdatest-fail"), Code: &ltypes.FunctionCode{}}))
+	lambdaMust(lc.PublishVersion(ctx, &lambda.PublishVersionInput{FunctionName: aws.String("le")}))
+	lambdaMust(lc.CreateAlias(ctx, &lambda.CreateAliasInput{FunctionName: aws.String("le"), Name: aws.String("prod"), FunctionVersion: aws.String("1")}))
+	qurl := lambdaMust(rn.Queues.CreateQueue(ctx, "le-failures", nil))
+	pc := lambdaMust(lc.PutFunctionEventInvokeConfig(ctx, &lambda.PutFunctionEventInvokeConfigInput{FunctionName: aws.String("le"), Qualifier: aws.String("prod"),
+		MaximumRetryAttempts: aws.Int32(0), DestinationConfig: &ltypes.DestinationConfig{OnFailure: &ltypes.OnFailure{Destination: aws.String(rn.Queues.ARN("le-failures"))}}}))
+	aliasArn := rn.Functions.ARN("le") + ":prod"
+	if aws.ToString(pc.FunctionArn) != aliasArn {
+		t.Fatalf("PutFunctionEventInvokeConfig FunctionArn %s, want %s", aws.ToString(pc.FunctionArn), aliasArn)
+	}
+	_, err := lc.GetFunctionEventInvokeConfig(ctx, &lambda.GetFunctionEventInvokeConfigInput{FunctionName: aws.String("le")})
+	wantLambdaErr[*ltypes.ResourceNotFoundException](t, err, "doesn't have an EventInvokeConfig")
+	l := lambdaMust(lc.ListFunctionEventInvokeConfigs(ctx, &lambda.ListFunctionEventInvokeConfigsInput{FunctionName: aws.String("le")}))
+	if len(l.FunctionEventInvokeConfigs) != 1 || aws.ToString(l.FunctionEventInvokeConfigs[0].FunctionArn) != aliasArn {
+		t.Fatalf("ListFunctionEventInvokeConfigs: %+v", l.FunctionEventInvokeConfigs)
+	}
+	lambdaMust(lc.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(aliasArn), InvocationType: ltypes.InvocationTypeEvent}))
+	var body string
+	testenv.Eventually(t, 20*time.Second, "the failure record", func() bool {
+		msgs, _ := rn.Queues.ReceiveMessage(ctx, qurl, queue.ReceiveMessageInput{})
+		if len(msgs) > 0 {
+			body = msgs[0].Body
+		}
+		return body != ""
+	})
+	var rec struct {
+		RequestContext struct{ FunctionArn, Condition string }
+	}
+	if json.Unmarshal([]byte(body), &rec) != nil || rec.RequestContext.FunctionArn != aliasArn || rec.RequestContext.Condition != "RetriesExhausted" {
+		t.Fatalf("failure record: %s", body)
+	}
 }

@@ -307,7 +307,7 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 			return
 		}
 		s.configs[k] = c
-		names[k] = true
+		names[c.FunctionName] = true
 	})
 	if err != nil {
 		cancel()

@@ -173,7 +173,7 @@ func (m meta) lastOutcome() outcome {
 func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 	s := p.s
 	m := parseMeta(msg)
-	cfg := s.config(p.name)
+	cfg := s.config(configKey(p.name, m.qualifier))
 	now := s.eng.Clock.Now()
 	// Writes go on after a Close once the attempt is decided, so that an
 	// invocation that ran is not run again for want of a delete.

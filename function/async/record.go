@@ -51,7 +51,7 @@ func (p *poller) record(m meta, condition string, o outcome, payload string) []b
 // built-in store when neither is, or when a delivery fails), then deletes
 // the event.
 func (p *poller) fail(ctx context.Context, msg *queue.Message, m meta, condition string, o outcome) bool {
-	cfg := p.s.config(p.name)
+	cfg := p.s.config(configKey(p.name, m.qualifier))
 	rec := p.record(m, condition, o, msg.Body)
 	ok := true
 	if cfg.onFailure == "" && cfg.dlq == "" {
