@@ -37,9 +37,19 @@ func lambdaUpdateAlias(rq *request, in *updateAliasInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rq.h.rn.Functions.UpdateAlias(rq.ctx, name, rq.r.PathValue("alias"), function.AliasUpdate{
+	alias := rq.r.PathValue("alias")
+	a, err := rq.h.rn.Functions.UpdateAlias(rq.ctx, name, alias, function.AliasUpdate{
 		FunctionVersion: in.FunctionVersion, Description: in.Description, RoutingConfig: in.RoutingConfig, RevisionId: in.RevisionId,
 	})
+	if err != nil {
+		return nil, err
+	}
+	// An alias's provisioned concurrency moves with it: the new version's
+	// environments are started.
+	if pc, err := rq.h.rn.Functions.GetProvisionedConcurrency(rq.ctx, name, alias); err == nil {
+		rq.h.putProvisioned(rq.ctx, name, alias, pc.RequestedProvisionedConcurrentExecutions)
+	}
+	return a, nil
 }
 
 func lambdaGetAlias(rq *request, _ *noInput) (any, error) {

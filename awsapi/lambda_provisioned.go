@@ -42,11 +42,17 @@ func (h *Handler) prestart(ctx context.Context, t function.ProvisionedTarget, n 
 	return pf.Prestart(ctx, n)
 }
 
+// putProvisioned sets n environments of qualifier q of function name and
+// starts them.
+func (h *Handler) putProvisioned(ctx context.Context, name, q string, n int) (*function.ProvisionedConcurrencyConfig, error) {
+	return h.rn.Functions.PutProvisionedConcurrency(ctx, name, q, n, func(t function.ProvisionedTarget, n int) error {
+		return h.prestart(ctx, t, n)
+	})
+}
+
 func lambdaPutProvisionedConcurrencyConfig(rq *request, in *putProvisionedConcurrencyConfigInput) (any, error) {
 	return rq.onRef(func(name, q string) (any, error) {
-		c, err := rq.h.rn.Functions.PutProvisionedConcurrency(rq.ctx, name, q, in.ProvisionedConcurrentExecutions, func(t function.ProvisionedTarget, n int) error {
-			return rq.h.prestart(rq.ctx, t, n)
-		})
+		c, err := rq.h.putProvisioned(rq.ctx, name, q, in.ProvisionedConcurrentExecutions)
 		if err != nil {
 			return nil, err
 		}
@@ -87,9 +93,7 @@ func (h *Handler) restoreProvisioned(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		if _, err := h.rn.Functions.PutProvisionedConcurrency(ctx, name, q, c.RequestedProvisionedConcurrentExecutions, func(t function.ProvisionedTarget, n int) error {
-			return h.prestart(ctx, t, n)
-		}); err != nil {
+		if _, err := h.putProvisioned(ctx, name, q, c.RequestedProvisionedConcurrentExecutions); err != nil {
 			h.lopts.Logger.Warn("lambda api: provisioned concurrency not restored", "function", c.FunctionArn, "err", err)
 		}
 	}

@@ -70,4 +70,16 @@ func TestLambdaProvisionedConcurrency(t *testing.T) {
 	lambdaMust(lc.DeleteProvisionedConcurrencyConfig(ctx, &lambda.DeleteProvisionedConcurrencyConfigInput{FunctionName: aws.String("pcfn"), Qualifier: aws.String("1")}))
 	_, err = lc.GetProvisionedConcurrencyConfig(ctx, &lambda.GetProvisionedConcurrencyConfigInput{FunctionName: aws.String("pcfn"), Qualifier: aws.String("1")})
 	wantLambdaErr[*ltypes.ProvisionedConcurrencyConfigNotFoundException](t, err, "No Provisioned Concurrency Config")
+
+	// An alias's provisioned concurrency moves with it to its new version,
+	// whose first invocation is then warm too; weights are refused.
+	lambdaMust(lc.PutProvisionedConcurrencyConfig(ctx, &lambda.PutProvisionedConcurrencyConfigInput{FunctionName: aws.String("pcfn"), Qualifier: aws.String("live"), ProvisionedConcurrentExecutions: aws.Int32(1)}))
+	lambdaMust(lc.PublishVersion(ctx, &lambda.PublishVersionInput{FunctionName: aws.String("pcfn")}))
+	lambdaMust(lc.UpdateAlias(ctx, &lambda.UpdateAliasInput{FunctionName: aws.String("pcfn"), Name: aws.String("live"), FunctionVersion: aws.String("2")}))
+	if p, report := invoke("live"); p != `"changed"` || strings.Contains(report, "Init Duration") {
+		t.Errorf("alias live moved to version 2: payload %s, REPORT %q (want no Init Duration)", p, report)
+	}
+	_, err = lc.UpdateAlias(ctx, &lambda.UpdateAliasInput{FunctionName: aws.String("pcfn"), Name: aws.String("live"),
+		RoutingConfig: &ltypes.AliasRoutingConfiguration{AdditionalVersionWeights: map[string]float64{"1": 0.5}}})
+	wantLambdaErr[*ltypes.ResourceConflictException](t, err, "Alias with weights can not be used with Provisioned Concurrency")
 }

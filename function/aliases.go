@@ -181,8 +181,9 @@ func (s *Service) CreateAlias(ctx context.Context, name string, a Alias) (*Alias
 	return s.storeAliasLocked(ctx, name, a, true)
 }
 
-// UpdateAlias changes alias of function name. Errors as CreateAlias, and
-// PreconditionFailed when u.RevisionId is not the alias's.
+// UpdateAlias changes alias of function name. Errors as CreateAlias,
+// PreconditionFailed when u.RevisionId is not the alias's, and
+// ResourceConflict for weights on an alias with provisioned concurrency.
 // https://docs.aws.amazon.com/lambda/latest/api/API_UpdateAlias.html
 func (s *Service) UpdateAlias(ctx context.Context, name, alias string, u AliasUpdate) (*Alias, error) {
 	s.mu.Lock()
@@ -202,6 +203,11 @@ func (s *Service) UpdateAlias(ctx context.Context, name, alias string, u AliasUp
 	}
 	if err := s.checkAliasLocked(name, &a); err != nil {
 		return nil, err
+	}
+	if a.RoutingConfig != nil {
+		if _, err := s.pkv.Get(ctx, name+"."+alias); err == nil {
+			return nil, errWeightedProvisioned()
+		}
 	}
 	return s.storeAliasLocked(ctx, name, a, false)
 }

@@ -134,13 +134,19 @@ func (s *Service) provisionedTarget(name, qualifier string) (ProvisionedTarget, 
 		return t, s.notFound(name, qualifier)
 	}
 	if len(a.RoutingConfig.weights()) > 0 {
-		return t, awserr.New(awserr.ErrResourceConflict, "Alias %s routes to two versions (RoutingConfig): Provisioned Concurrency cannot be set on it until it routes to one", a.AliasArn)
+		return t, errWeightedProvisioned()
 	}
 	if a.FunctionVersion == Latest {
 		return t, awserr.New(awserr.ErrInvalidParameterValue, "Provisioned Concurrency Configs cannot be applied to unpublished function versions.")
 	}
 	t.Version = a.FunctionVersion
 	return t, nil
+}
+
+// errWeightedProvisioned refuses provisioned concurrency with alias
+// routing, in Lambda's words.
+func errWeightedProvisioned() error {
+	return awserr.New(awserr.ErrResourceConflict, "Alias with weights can not be used with Provisioned Concurrency")
 }
 
 func qualifierOfARN(arn string) string {
