@@ -165,7 +165,7 @@ type core struct {
 	inv        invoker
 	clock      clockwork.Clock
 	log        *slog.Logger
-	slots      chan struct{} // concurrency semaphore
+	lim        *limiter // concurrency semaphore, shared by a function's versions
 
 	invocations, errors, throttles, running, durationNs, abandoned atomic.Int64
 }
@@ -199,15 +199,42 @@ func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logge
 	if cfg.ReservedConcurrentExecutions != nil {
 		n = *cfg.ReservedConcurrentExecutions
 	}
-	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, slots: make(chan struct{}, n)}}
+	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, lim: newLimiter(n)}}
 }
 
-// view is f as invoked through another ARN (an alias's): the same
-// handler, concurrency and counters, with FunctionArn arn.
-func (f *Function) view(arn string) *Function {
+// limiter is the semaphore of a function's reserved concurrency: one per
+// function name in a Service, shared by $LATEST and its versions (Lambda
+// reserves concurrency for the function as a whole), replaced when the
+// reservation changes (an invocation releases the one it took).
+type limiter struct{ ch atomic.Pointer[chan struct{}] }
+
+func newLimiter(n int) *limiter {
+	l := &limiter{}
+	l.resize(n)
+	return l
+}
+
+func (l *limiter) get() chan struct{} { return *l.ch.Load() }
+
+// resize gives the limiter n slots, unless it has n already.
+func (l *limiter) resize(n int) {
+	if p := l.ch.Load(); p == nil || cap(*p) != n {
+		ch := make(chan struct{}, n)
+		l.ch.Store(&ch)
+	}
+}
+
+// withConfig is f seen with configuration cfg (an alias's ARN, the
+// function's reserved concurrency on a version): the same handler,
+// concurrency and counters.
+func (f *Function) withConfig(cfg Config) *Function { return &Function{cfg: cfg, core: f.core} }
+
+// withReserved is f with the function's reserved concurrency r (a version
+// reports $LATEST's: the reservation is the function's).
+func (f *Function) withReserved(r *int) *Function {
 	cfg := f.cfg
-	cfg.FunctionArn = arn
-	return &Function{cfg: cfg, core: f.core}
+	cfg.ReservedConcurrentExecutions = r
+	return f.withConfig(cfg)
 }
 
 // Accepts reports whether the function's handler can take events of kind
@@ -276,11 +303,12 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		}
 		return marshalled, nil
 	}
+	slots := f.lim.get()
 	select {
-	case f.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	default:
 		f.throttles.Add(1)
-		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(f.slots))
+		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(slots))
 	}
 	f.invocations.Add(1)
 	f.running.Add(1)
@@ -308,7 +336,7 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	start := f.clock.Now()
 	release := sync.OnceFunc(func() {
 		f.running.Add(-1)
-		<-f.slots
+		<-slots
 	})
 	go func() {
 		var o outcome

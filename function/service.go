@@ -37,6 +37,7 @@ type Service struct {
 
 	mu       sync.RWMutex
 	fns      map[string]*Function           // $LATEST, by name
+	lims     map[string]*limiter            // reserved concurrency, by name
 	versions map[string]map[string]*version // by name, version
 	aliases  map[string]map[string]*Alias   // by name, alias
 
@@ -57,7 +58,7 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{},
+	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}, lims: map[string]*limiter{},
 		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64}
 	if s.vkv, err = eng.Bucket(ctx, versionsBucket); err != nil {
 		return nil, err
@@ -106,10 +107,23 @@ func (s *Service) random() float64 {
 	return s.rnd()
 }
 
-// build is the Function of cfg and inv, logging to the service's sink.
+// build is the Function of cfg and inv, logging to the service's sink,
+// with the concurrency semaphore of its function's name: $LATEST's
+// reservation sizes it, versions share it. s.mu is held for writing when
+// cfg is $LATEST's (or NewService runs).
 func (s *Service) build(cfg Config, inv invoker) *Function {
 	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
 	f.sinks = &s.sinks
+	lim := s.lims[cfg.FunctionName]
+	switch {
+	case cfg.Version == "" && lim == nil:
+		s.lims[cfg.FunctionName] = f.lim
+	case cfg.Version == "":
+		lim.resize(cap(f.lim.get()))
+		f.lim = lim
+	case lim != nil:
+		f.lim = lim
+	}
 	return f
 }
 
@@ -202,6 +216,7 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
 	}
 	delete(s.fns, name)
+	delete(s.lims, name)
 	s.purgeProvisioned(ctx, name, "")
 	s.purgeDocs(ctx, name)
 	s.purgeURLs(ctx, name, "")

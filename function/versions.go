@@ -8,9 +8,10 @@ package function
 // ($LATEST's Config.LastVersion keeps the last one).
 // https://docs.aws.amazon.com/lambda/latest/dg/configuration-versions.html
 //
-// Where runnel differs: an in-process version keeps its handler's name,
-// not its code (the Go code is the binary's); reserved concurrency is
-// copied to each version at publish time, not shared with $LATEST.
+// Reserved concurrency is the function's: $LATEST and its versions share
+// one semaphore (Service.build), and a version reports $LATEST's
+// reservation. Where runnel differs: an in-process version keeps its
+// handler's name, not its code (the Go code is the binary's).
 
 import (
 	"context"
@@ -119,7 +120,9 @@ func (s *Service) resolveLocked(name, qualifier string, route bool) (*Function, 
 	} else if vf, err = s.versionLocked(name, v); err != nil {
 		return nil, err
 	}
-	return vf.view(a.AliasArn), nil
+	cfg := vf.cfg
+	cfg.FunctionArn = a.AliasArn
+	return vf.withConfig(cfg), nil
 }
 
 // versionLocked returns published version v of function name, building
@@ -129,8 +132,9 @@ func (s *Service) versionLocked(name, v string) (*Function, error) {
 	if !ok {
 		return nil, s.notFound(name, v)
 	}
+	latest := s.fns[name].cfg.ReservedConcurrentExecutions
 	if f := ver.fn.Load(); f != nil {
-		return f, nil
+		return f.withReserved(latest), nil
 	}
 	inv, ok := s.reg.lookup(ver.cfg.Handler)
 	if !ok {
@@ -140,7 +144,7 @@ func (s *Service) versionLocked(name, v string) (*Function, error) {
 	if !ver.fn.CompareAndSwap(nil, f) {
 		f = ver.fn.Load()
 	}
-	return f, nil
+	return f.withReserved(latest), nil
 }
 
 // PublishVersion publishes $LATEST of function name as its next version

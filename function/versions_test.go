@@ -2,9 +2,11 @@ package function_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -184,5 +186,53 @@ func TestAliasErrors(t *testing.T) {
 	}
 	if err := s.DeleteVersion(ctx, "f", "1"); err != nil {
 		t.Errorf("DeleteVersion once no alias references it: %v", err)
+	}
+}
+
+// Reserved concurrency is the function's, all versions included: an
+// invocation of version 1 holds the one slot $LATEST would take, and a
+// version reports the function's reservation as it is now.
+func TestReservedConcurrencyCoversVersions(t *testing.T) {
+	ctx := context.Background()
+	s := startService(t, "")
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	s.Registry().Register("versions_test.block", func(ctx context.Context, _ json.RawMessage) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	one := 1
+	create(t, s, function.Config{FunctionName: "f", Handler: "versions_test.block", ReservedConcurrentExecutions: &one})
+	mustPublish(t, s, "f")
+	v1, _ := s.GetFunction("f:1")
+	done := make(chan error, 1)
+	go func() {
+		_, err := v1.Invoke(ctx, []byte(`{}`))
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("version 1 did not run: %v", err)
+	}
+	latest, _ := s.GetFunction("f")
+	// (A guard, not a time rule: were it not throttled, the invocation
+	// would wait for release; it is canceled instead of hanging the test.)
+	guard, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := latest.Invoke(guard, []byte(`{}`)); !errors.Is(err, awserr.ErrTooManyRequests) {
+		t.Fatalf("$LATEST while version 1 holds the reserved slot: %v, want TooManyRequests", err)
+	}
+	two := 2
+	if _, err := s.PutFunction(ctx, function.Config{FunctionName: "f", Handler: "versions_test.block", ReservedConcurrentExecutions: &two}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.GetFunction("f:1"); v.Config().ReservedConcurrentExecutions == nil || *v.Config().ReservedConcurrentExecutions != 2 {
+		t.Fatalf("version 1 reports reserved concurrency %v, want the function's 2", v.Config().ReservedConcurrentExecutions)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
