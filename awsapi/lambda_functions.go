@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ type createFunctionInput struct {
 	Environment                          *environment
 	PackageType                          string
 	Tags                                 map[string]string
+	Layers                               []string
 }
 
 type functionConfiguration struct {
@@ -59,6 +61,13 @@ type functionConfiguration struct {
 	// interpreter it runs on (python3.12 on Python 3.11).
 	StateReason   string `json:",omitempty"`
 	Architectures []string
+	Layers        []functionLayer `json:",omitempty"`
+}
+
+// functionLayer is a layer of a FunctionConfiguration (API_Layer).
+type functionLayer struct {
+	Arn      string
+	CodeSize int64
 }
 
 // configuration is the FunctionConfiguration of cfg.
@@ -86,6 +95,17 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 	if len(cfg.Environment) > 0 {
 		out.Environment = &environment{Variables: cfg.Environment}
 	}
+	for _, arn := range meta.Layers {
+		l := functionLayer{Arn: arn}
+		if i := strings.LastIndex(arn, ":"); i > 0 {
+			if v, err := strconv.ParseInt(arn[i+1:], 10, 64); err == nil {
+				if lv, err := h.getLayer(ctx, arn[strings.LastIndex(arn[:i], ":")+1:i], v); err == nil {
+					l.CodeSize = lv.Content.CodeSize
+				}
+			}
+		}
+		out.Layers = append(out.Layers, l)
+	}
 	return out
 }
 
@@ -109,7 +129,7 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	if in.PackageType != "" && in.PackageType != "Zip" {
 		return nil, lambdaInvalid("PackageType: %q is not supported: only Zip", in.PackageType)
 	}
-	meta := &functionMeta{Runtime: in.Runtime, Handler: in.Handler, Role: in.Role, Description: in.Description, LastModified: time.Now()}
+	meta := &functionMeta{Runtime: in.Runtime, Handler: in.Handler, Role: in.Role, Description: in.Description, LastModified: time.Now(), Layers: in.Layers}
 	h.fnMu.Lock()
 	defer h.fnMu.Unlock()
 	if _, err := h.rn.Functions.GetFunction(in.FunctionName); err == nil {
@@ -150,6 +170,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		}
 		if strings.HasPrefix(in.Handler, ProcessHandlerPrefix) {
 			return nil, lambdaInvalid("Handler: %q names a process function's handler", in.Handler)
+		}
+		if len(in.Layers) > 0 {
+			return nil, lambdaInvalid("Layers: an in-process function (Runtime %s) takes no layers", RuntimeRunnel)
 		}
 		if meta.Runtime == "" {
 			meta.Runtime = RuntimeRunnel
@@ -294,6 +317,7 @@ type updateFunctionConfigurationInput struct {
 	Runtime, Role, Handler, Description *string
 	Timeout, MemorySize                 *int
 	Environment                         *environment
+	Layers                              *[]string
 }
 
 // change calls fn with the configuration and metadata of the function
@@ -332,6 +356,12 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 				}
 				cfg.Handler, meta.Handler = *in.Handler, *in.Handler
 			}
+		}
+		if in.Layers != nil {
+			if !meta.isProcess() && len(*in.Layers) > 0 {
+				return lambdaInvalid("Layers: an in-process function (Runtime %s) takes no layers", meta.Runtime)
+			}
+			meta.Layers = *in.Layers
 		}
 		setIf(&cfg.Timeout, in.Timeout)
 		setIf(&cfg.MemorySize, in.MemorySize)

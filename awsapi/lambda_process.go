@@ -103,6 +103,9 @@ type functionMeta struct {
 	// Fingerprint is set on a published version's: what it froze
 	// (lambda_versions.go's fingerprint).
 	Fingerprint string `json:",omitempty"`
+	// Layers are the ARNs of the layer versions a process function uses
+	// (lambda_layers.go).
+	Layers []string `json:",omitempty"`
 }
 
 func (m *functionMeta) isProcess() bool { return isProcessRuntime(m.Runtime) }
@@ -215,7 +218,7 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *
 		return err
 	}
 	cfg.FunctionArn = h.rn.Functions.ARN(name)
-	pf, err := h.startProcess(cfg, meta, code)
+	pf, err := h.startProcess(ctx, cfg, meta, code)
 	if err != nil {
 		return err
 	}
@@ -253,14 +256,18 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *
 // Handler and code. The pool gets no reserved concurrency of its own:
 // package function enforces the function's. Its log goes to the
 // endpoint's log store.
-func (h *Handler) startProcess(cfg function.Config, meta *functionMeta, code []byte) (*process.Function, error) {
+func (h *Handler) startProcess(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte) (*process.Function, error) {
+	layers, err := h.layerZips(ctx, meta.Layers)
+	if err != nil {
+		return nil, err
+	}
 	pcfg := cfg
 	pcfg.Handler = meta.Handler
 	pcfg.ReservedConcurrentExecutions = nil
 	pc := process.Config{
 		Config: pcfg, Code: code, WorkDir: h.lopts.WorkDir, Runtime: meta.Runtime,
 		Region: h.rn.Engine.Region(), AccountID: h.rn.Engine.AccountID(),
-		Endpoint: h.lopts.Endpoint, Logger: h.lopts.Logger,
+		Endpoint: h.lopts.Endpoint, Logger: h.lopts.Logger, Layers: layers,
 	}
 	if h.logs != nil {
 		pc.Logs = h.logs

@@ -12,16 +12,23 @@ import (
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 )
 
+// startPython serves a runnel with pythonFunction's function and returns
+// a context of a minute and a Lambda client.
+func startPython(t *testing.T) (context.Context, *lambda.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	_, cfg := pythonFunction(t)
+	return ctx, lambda.NewFromConfig(cfg)
+}
+
 // Provisioned concurrency is refused on $LATEST; on a version of a Python
 // function it pre-starts an environment, so the version's first
 // invocation is warm (no Init Duration in REPORT) and sees
 // AWS_LAMBDA_INITIALIZATION_TYPE provisioned-concurrency, while $LATEST's
 // first invocation is a cold start.
 func TestLambdaProvisionedConcurrency(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, cfg := pythonFunction(t)
-	lc := lambda.NewFromConfig(cfg)
+	ctx, lc := startPython(t)
 	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("pcfn"), Runtime: ltypes.RuntimePython312,
 		Handler: aws.String("app.handler"), Role: aws.String("arn:aws:iam::000000000000:role/r"), Code: &ltypes.FunctionCode{ZipFile: zipFiles(t, map[string]string{
 			"app.py": "import os\ndef handler(event, context):\n    return os.environ['AWS_LAMBDA_INITIALIZATION_TYPE']\n"})}}))

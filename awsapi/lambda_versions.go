@@ -40,7 +40,8 @@ func fingerprint(cfg function.Config, meta *functionMeta) string {
 	b, _ := json.Marshal(struct {
 		C                                        function.Config
 		Runtime, Handler, Role, Desc, CodeSha256 string
-	}{cfg, meta.Runtime, meta.Handler, meta.Role, meta.Description, meta.CodeSha256})
+		Layers                                   []string
+	}{cfg, meta.Runtime, meta.Handler, meta.Role, meta.Description, meta.CodeSha256, meta.Layers})
 	return codeDigest(b)
 }
 
@@ -112,7 +113,7 @@ func (h *Handler) startVersion(ctx context.Context, vcfg *function.Config, meta 
 			return err
 		}
 	}
-	pf, err := h.startProcess(*vcfg, meta, code)
+	pf, err := h.startProcess(ctx, *vcfg, meta, code)
 	if err != nil {
 		return err
 	}

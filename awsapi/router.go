@@ -65,7 +65,7 @@ var queryServices = []serviceRoute{
 }
 
 // lambdaPrefixes are the path prefixes of the Lambda REST API.
-var lambdaPrefixes = []string{"/2015-03-31/", "/2017-03-31/", "/2017-10-31/", "/2019-09-25/", "/2019-09-30/", "/2021-10-31/"}
+var lambdaPrefixes = []string{"/2015-03-31/", "/2017-03-31/", "/2017-10-31/", "/2018-10-31/", "/2019-09-25/", "/2019-09-30/", "/2021-10-31/"}
 
 // request is one call being served.
 type request struct {
@@ -292,7 +292,8 @@ func (rq *request) serve(op *Operation) {
 	}
 	var uri map[string]string
 	if rq.proto == protoLambda {
-		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid")}
+		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid"),
+			"LayerName": rq.r.PathValue("layer"), "StatementId": rq.r.PathValue("sid")}
 	}
 	validate := rq.proto != protoSQSQuery
 	if validate && !op.ValidateOnError {

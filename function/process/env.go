@@ -218,6 +218,17 @@ func (e *env) environ(api, tmp string) []string {
 	} {
 		vars[k] = v
 	}
+	if opt := e.f.opt; opt != "" {
+		vars["PATH"] = opt + "/bin:" + vars["PATH"]
+		vars["LD_LIBRARY_PATH"] += ":" + opt + "/lib"
+		vars["PYTHONPATH"] = opt + "/python"
+		if e.f.interp != nil {
+			if v, ok := strings.CutPrefix(e.f.interp.runtime, "python"); ok {
+				vars["PYTHONPATH"] += ":" + opt + "/python/lib/python" + v + "/site-packages"
+			}
+		}
+		vars["NODE_PATH"] = opt + "/nodejs/node_modules"
+	}
 	out := make([]string, 0, len(vars))
 	for k, v := range vars {
 		out = append(out, k+"="+v)

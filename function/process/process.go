@@ -54,6 +54,12 @@ type Config struct {
 	// CodeDir is an already unpacked deployment package, used in place
 	// when Code is nil (and not removed by Close).
 	CodeDir string
+	// Layers are the zips of the function's layers, in order (a later one
+	// overwrites an earlier one's files), unpacked into the environment's
+	// /opt: a directory of the function's own, whose bin, lib, python and
+	// nodejs/node_modules are on PATH, LD_LIBRARY_PATH, PYTHONPATH and
+	// NODE_PATH as Lambda puts /opt's.
+	Layers [][]byte
 	// WorkDir is where the zip is unpacked (os.TempDir() when empty).
 	WorkDir string
 
@@ -107,6 +113,7 @@ type Function struct {
 	closed   bool
 	closedCh chan struct{}
 	interp   *interpreter // a managed runtime's; nil for a provided one
+	opt      string       // the unpacked layers ("" without layers)
 	command  []string     // an environment's command line
 }
 
@@ -172,6 +179,15 @@ func Handler(cfg Config) (*Function, error) {
 		}
 	default:
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code: a zip holding bootstrap is required")
+	}
+	if len(cfg.Layers) > 0 {
+		f.opt = filepath.Join(f.base, "opt")
+		for i, z := range cfg.Layers {
+			if err := unzip(z, f.opt); err != nil {
+				f.removeBase()
+				return nil, awserr.New(awserr.ErrInvalidParameterValue, "Layers[%d]: %v", i, err)
+			}
+		}
 	}
 	if f.interp != nil {
 		cmd, err := f.interp.install(filepath.Join(f.base, "runtime"))
