@@ -183,6 +183,9 @@ func TestLambdaMappingOnAliasFollowsUpdateAlias(t *testing.T) {
 	if aws.ToString(m.FunctionArn) != aws.ToString(alias.AliasArn) {
 		t.Fatalf("mapping FunctionArn %s, want the alias's %s", aws.ToString(m.FunctionArn), aws.ToString(alias.AliasArn))
 	}
+	if l := lambdaMust(lc.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: alias.AliasArn})); len(l.EventSourceMappings) != 1 {
+		t.Fatalf("ListEventSourceMappings by the alias's ARN: %d mappings", len(l.EventSourceMappings))
+	}
 	put := func(want string) {
 		t.Helper()
 		lambdaMust(rn.Streams.PutRecord(ctx, "lm-s", stream.PutRecordsRequestEntry{Data: []byte(`{}`), PartitionKey: "k"}))
