@@ -3,6 +3,7 @@ package awsapi_test
 import (
 	"context"
 	"encoding/base64"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/runnel-dev/runnel/internal/testenv"
 )
 
 // startPython serves a runnel with pythonFunction's function and returns
@@ -89,4 +92,36 @@ func TestLambdaProvisionedConcurrency(t *testing.T) {
 	_, err = lc.UpdateAlias(ctx, &lambda.UpdateAliasInput{FunctionName: aws.String("pcfn"), Name: aws.String("live"),
 		RoutingConfig: &ltypes.AliasRoutingConfiguration{AdditionalVersionWeights: map[string]float64{"1": 0.5}}})
 	wantLambdaErr[*ltypes.ResourceConflictException](t, err, "Alias with weights can not be used with Provisioned Concurrency")
+}
+
+// A Python function's published version keeps its own code across a
+// restart, and its provisioned concurrency is started again.
+func TestLambdaProcessVersionSurvivesRestart(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		testenv.MissingTool(t, "python3 is not installed: runtime python3.12 runs on it")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	lc, lh := lambdaEndpoint(t, rn)
+	code := func(answer string) []byte {
+		return zipFiles(t, map[string]string{"app.py": "def handler(event, context):\n    return '" + answer + "'\n"})
+	}
+	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("pv"), Runtime: ltypes.RuntimePython312,
+		Handler: aws.String("app.handler"), Role: aws.String("r"), Code: &ltypes.FunctionCode{ZipFile: code("one")}}))
+	lambdaMust(lc.PublishVersion(ctx, &lambda.PublishVersionInput{FunctionName: aws.String("pv")}))
+	lambdaMust(lc.UpdateFunctionCode(ctx, &lambda.UpdateFunctionCodeInput{FunctionName: aws.String("pv"), ZipFile: code("two")}))
+	lambdaMust(lc.PutProvisionedConcurrencyConfig(ctx, &lambda.PutProvisionedConcurrencyConfigInput{FunctionName: aws.String("pv"), Qualifier: aws.String("1"), ProvisionedConcurrentExecutions: aws.Int32(1)}))
+	lh.Close()
+	rn.Close()
+
+	rn2 := testenv.Start(t, testenv.Options{Dir: dir})
+	lc2, _ := lambdaEndpoint(t, rn2)
+	for q, want := range map[string]string{"1": `"one"`, "$LATEST": `"two"`} {
+		out := lambdaMust(lc2.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("pv"), Qualifier: aws.String(q), LogType: ltypes.LogTypeTail}))
+		log, _ := base64.StdEncoding.DecodeString(aws.ToString(out.LogResult))
+		if string(out.Payload) != want || (q == "1") == strings.Contains(string(log), "Init Duration") {
+			t.Errorf("after a restart, %s answers %s (want %s); log %q (provisioned version 1 warm, $LATEST cold)", q, out.Payload, want, log)
+		}
+	}
 }
