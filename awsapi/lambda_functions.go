@@ -241,7 +241,22 @@ func lambdaGetFunctionConfiguration(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaListFunctions(rq *request, _ *noInput) (any, error) {
-	return pageOf(rq, rq.h.rn.Functions.ListFunctions(), 50, "Functions", func(c *function.Config) functionConfiguration {
+	fns := rq.h.rn.Functions.ListFunctions()
+	if v := rq.r.URL.Query().Get("FunctionVersion"); v == "ALL" {
+		// Each function's $LATEST, then its published versions.
+		var all []function.Config
+		for _, c := range fns {
+			vs, err := rq.h.rn.Functions.ListVersions(c.FunctionName)
+			if err != nil {
+				vs = []function.Config{c}
+			}
+			all = append(all, vs...)
+		}
+		fns = all
+	} else if v != "" {
+		return nil, lambdaInvalid("FunctionVersion: %q must be ALL", v)
+	}
+	return pageOf(rq, fns, 50, "Functions", func(c *function.Config) functionConfiguration {
 		return rq.h.configuration(rq.ctx, *c)
 	})
 }

@@ -105,6 +105,12 @@ func TestLambdaVersionsAndAliases(t *testing.T) {
 	if len(lv.Versions) != 3 || aws.ToString(lv.Versions[0].Version) != "$LATEST" || aws.ToString(lv.Versions[2].Version) != "2" {
 		t.Fatalf("ListVersionsByFunction: %d versions", len(lv.Versions))
 	}
+	if lf := lambdaMust(lc.ListFunctions(ctx, &lambda.ListFunctionsInput{FunctionVersion: ltypes.FunctionVersionAll})); len(lf.Functions) != 3 || aws.ToString(lf.Functions[1].FunctionArn) != arn+":1" {
+		t.Fatalf("ListFunctions FunctionVersion ALL: %d functions", len(lf.Functions))
+	}
+	if lf := lambdaMust(lc.ListFunctions(ctx, &lambda.ListFunctionsInput{})); len(lf.Functions) != 1 {
+		t.Fatalf("ListFunctions: %d functions, want $LATEST only", len(lf.Functions))
+	}
 	_, err = lc.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("lv"), Qualifier: aws.String("7")})
 	wantLambdaErr[*ltypes.ResourceNotFoundException](t, err, "Function not found: "+arn+":7")
 	_, err = lc.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("lv:1"), Qualifier: aws.String("2")})

@@ -104,7 +104,7 @@ var operations = index([]Operation{
 	{Service: Lambda, Name: "CreateFunction", Status: 201, h: handle(lambdaCreateFunction), Routes: []string{"POST /2015-03-31/functions", "POST /2015-03-31/functions/{$}"},
 		Doc: "Creates an in-process function (Runtime runnel, Handler registered) or a process function from Code.ZipFile: provided.* (bootstrap), python3.x or nodejs* (this machine's interpreter), with up to 5 Layers unpacked into its /opt."},
 	{Service: Lambda, Name: "ListFunctions", Status: 200, h: handle(lambdaListFunctions), Routes: []string{"GET /2015-03-31/functions", "GET /2015-03-31/functions/{$}"},
-		Doc: "Lists functions' configurations (MaxItems 1..10000, default 50; Marker)."},
+		Doc: "Lists functions' configurations, with their published versions for FunctionVersion ALL (MaxItems 1..10000, default 50; Marker)."},
 	{Service: Lambda, Name: "GetFunction", Status: 200, h: handle(lambdaGetFunction), Routes: []string{"GET /2015-03-31/functions/{name}"},
 		Doc: "Returns a function's, version's or alias's configuration (Qualifier) and reserved concurrency (no code location)."},
 	{Service: Lambda, Name: "GetFunctionConfiguration", Status: 200, h: handle(lambdaGetFunctionConfiguration), Routes: []string{"GET /2015-03-31/functions/{name}/configuration"},
