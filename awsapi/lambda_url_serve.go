@@ -19,6 +19,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -60,6 +62,9 @@ func (h *Handler) serveFunctionURL(w http.ResponseWriter, r *http.Request, id st
 	if !ok || (c.AuthType == function.URLAuthIAM && r.Header.Get("Authorization") == "") {
 		urlFail(w, http.StatusForbidden, "Forbidden")
 		return
+	}
+	if urlCORS(w, r, c.Cors) {
+		return // a preflight, answered
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, async.MaxSyncPayloadSize+1))
 	if err != nil || len(body) > async.MaxSyncPayloadSize {
@@ -128,6 +133,34 @@ func (h *Handler) urlEvent(r *http.Request, c *function.URLConfig, body []byte) 
 	rc.DomainName, rc.Time, rc.TimeEpoch = host, now.Format("02/Jan/2006:15:04:05 -0700"), now.UnixMilli()
 	rc.HTTP = events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: ip, UserAgent: r.UserAgent()}
 	return ev
+}
+
+// urlCORS sets the CORS headers of cors on the answer to a request from
+// an allowed Origin, and answers a preflight (true) without invoking the
+// function.
+func urlCORS(w http.ResponseWriter, r *http.Request, cors *function.URLCors) bool {
+	origin := r.Header.Get("Origin")
+	if cors == nil || origin == "" || !slices.ContainsFunc(cors.AllowOrigins, func(o string) bool { return o == "*" || o == origin }) {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	if cors.AllowCredentials != nil && *cors.AllowCredentials {
+		h.Set("Access-Control-Allow-Credentials", "true")
+	}
+	if len(cors.ExposeHeaders) > 0 {
+		h.Set("Access-Control-Expose-Headers", strings.Join(cors.ExposeHeaders, ","))
+	}
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", strings.Join(cors.AllowMethods, ","))
+	h.Set("Access-Control-Allow-Headers", strings.Join(cors.AllowHeaders, ","))
+	if cors.MaxAge != nil {
+		h.Set("Access-Control-Max-Age", strconv.Itoa(*cors.MaxAge))
+	}
+	w.WriteHeader(http.StatusOK)
+	return true
 }
 
 // isText reports whether a body of contentType is sent as text (else

@@ -9,8 +9,10 @@ package awsapi
 // sends the request to the endpoint's address with that Host header.
 // AuthType NONE takes any request, AWS_IAM one with an Authorization
 // header (its signature is checked only when the endpoint checks
-// signatures). Cors is stored and returned, not applied; InvokeMode
-// RESPONSE_STREAM is refused.
+// signatures). Cors is applied as Lambda applies it: the
+// Access-Control-* headers on an answer to an allowed Origin, and a
+// preflight (OPTIONS with Access-Control-Request-Method) answered without
+// invoking the function. InvokeMode RESPONSE_STREAM is refused.
 // https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunctionUrlConfig.html
 
 import (
@@ -22,12 +24,12 @@ import (
 
 type functionURLInput struct {
 	AuthType, InvokeMode *string
-	Cors                 any
+	Cors                 *function.URLCors
 }
 
 type functionURLConfig struct {
 	FunctionUrl, FunctionArn, AuthType string
-	Cors                               any `json:",omitempty"`
+	Cors                               *function.URLCors `json:",omitempty"`
 	CreationTime                       string
 	LastModifiedTime                   string `json:",omitempty"`
 	InvokeMode                         string

@@ -90,6 +90,18 @@ func TestLambdaFunctionURL(t *testing.T) {
 	}
 	<-events2
 
+	// Cors: headers on an allowed origin's answer, a preflight answered.
+	lambdaMust(lc.UpdateFunctionUrlConfig(ctx, &lambda.UpdateFunctionUrlConfigInput{FunctionName: aws.String("lu"),
+		Cors: &ltypes.Cors{AllowOrigins: []string{"https://app.example"}, AllowMethods: []string{"GET", "POST"}, MaxAge: aws.Int32(60)}}))
+	resp = send("OPTIONS", "/hello", "", http.Header{"Origin": {"https://app.example"}, "Access-Control-Request-Method": {"POST"}})
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example" || resp.Header.Get("Access-Control-Allow-Methods") != "GET,POST" || resp.Header.Get("Access-Control-Max-Age") != "60" {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp = send("GET", "/hello", "", http.Header{"Origin": {"https://other.example"}}); resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("an origin not allowed got %q", resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	<-events2
+
 	// AWS_IAM wants a signed request.
 	lambdaMust(lc.UpdateFunctionUrlConfig(ctx, &lambda.UpdateFunctionUrlConfigInput{FunctionName: aws.String("lu"), AuthType: ltypes.FunctionUrlAuthTypeAwsIam}))
 	if resp := send("GET", "/hello", "", nil); resp.StatusCode != 403 {

@@ -166,7 +166,7 @@ var operations = index([]Operation{
 	{Service: Lambda, Name: "GetFunctionUrlConfig", Status: 200, h: handle(lambdaGetFunctionUrlConfig), Routes: []string{"GET /2021-10-31/functions/{name}/url"},
 		Doc: "Returns a function's or alias's URL configuration."},
 	{Service: Lambda, Name: "UpdateFunctionUrlConfig", Status: 200, h: handle(lambdaUpdateFunctionUrlConfig), Routes: []string{"PUT /2021-10-31/functions/{name}/url"},
-		Doc: "Changes a URL's AuthType or Cors (stored, not applied); the URL stays the same."},
+		Doc: "Changes a URL's AuthType or Cors; the URL stays the same."},
 	{Service: Lambda, Name: "DeleteFunctionUrlConfig", Status: 204, h: handle(lambdaDeleteFunctionUrlConfig), Routes: []string{"DELETE /2021-10-31/functions/{name}/url"},
 		Doc: "Deletes a function's or alias's URL."},
 	{Service: Lambda, Name: "ListFunctionUrlConfigs", Status: 200, h: handle(lambdaListFunctionUrlConfigs), Routes: []string{"GET /2021-10-31/functions/{name}/urls"},

@@ -37,18 +37,28 @@ type URLConfig struct {
 	FunctionName, Qualifier, FunctionArn string
 	// AuthType: NONE (anyone) or AWS_IAM (a signed request). Required.
 	AuthType string
-	// Cors is stored and returned as given (API_Cors).
-	Cors any `json:",omitempty"`
+	// Cors: the CORS headers the URL answers with (nil: none).
+	Cors *URLCors `json:",omitempty"`
 	// InvokeMode: BUFFERED (the default; RESPONSE_STREAM is refused).
 	InvokeMode string
 	// CreationTime and LastModifiedTime: ISO 8601.
 	CreationTime, LastModifiedTime string
 }
 
+// URLCors is a function URL's CORS configuration (API_Cors): origins,
+// methods and headers allowed (at most 100 each, methods 6; "*" for
+// any), headers exposed, MaxAge in seconds (0..86400, default 0), and
+// AllowCredentials (default false).
+type URLCors struct {
+	AllowCredentials                                        *bool    `json:",omitempty"`
+	AllowHeaders, AllowMethods, AllowOrigins, ExposeHeaders []string `json:",omitempty"`
+	MaxAge                                                  *int     `json:",omitempty"`
+}
+
 // URLUpdate is UpdateFunctionUrlConfig's change: nil fields are kept.
 type URLUpdate struct {
 	AuthType, InvokeMode *string
-	Cors                 any
+	Cors                 *URLCors
 }
 
 func urlKey(name, qualifier string) string {
