@@ -284,16 +284,6 @@ func (s *Service) DeleteAlias(ctx context.Context, name, alias string) error {
 	return nil
 }
 
-// AliasVersion is the version alias of function name points to
-// (FunctionVersion), or ResourceNotFound.
-func (s *Service) AliasVersion(name, alias string) (string, error) {
-	a, err := s.GetAlias(name, alias)
-	if err != nil {
-		return "", err
-	}
-	return a.FunctionVersion, nil
-}
-
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {

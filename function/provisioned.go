@@ -22,11 +22,11 @@ import (
 // provisionedBucket holds the provisioned concurrency configurations.
 const provisionedBucket = "runnel_provisioned_concurrency"
 
-// Statuses of a provisioned concurrency configuration.
+// Statuses of a provisioned concurrency configuration. runnel starts the
+// environments before it answers, so a configuration is never IN_PROGRESS.
 const (
-	ProvisionedInProgress = "IN_PROGRESS"
-	ProvisionedReady      = "READY"
-	ProvisionedFailed     = "FAILED"
+	ProvisionedReady  = "READY"
+	ProvisionedFailed = "FAILED"
 )
 
 // ProvisionedConcurrencyConfig is a version's or alias's provisioned
@@ -42,7 +42,7 @@ type ProvisionedConcurrencyConfig struct {
 	// environments started (all of them once READY).
 	AvailableProvisionedConcurrentExecutions int
 	AllocatedProvisionedConcurrentExecutions int
-	// Status is IN_PROGRESS, READY or FAILED (with StatusReason).
+	// Status is READY or FAILED (with StatusReason).
 	Status       string
 	StatusReason string `json:",omitempty"`
 	// LastModified: ISO 8601.
