@@ -119,6 +119,9 @@ func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lamb
 		h.schedMux = h.restMux(Scheduler, protoScheduler, maxBody)
 	}
 	if lambda {
+		if h.logs != nil {
+			rn.Functions.SetLogSink(h.logs) // in-process functions' START, END and REPORT
+		}
 		h.mux = h.restMux(Lambda, protoLambda, lambdaMaxBody)
 		if err := h.RestoreProcessFunctions(context.Background()); err != nil {
 			lopts.Logger.Error("lambda api: restoring process functions", "err", err)

@@ -124,7 +124,7 @@ func fuzzService(f *testing.F, svc Service) {
 		switch scope := formScope[svc]; {
 		case svc == Lambda:
 			method, path, _ := strings.Cut(op.Routes[0], " ")
-			path = strings.NewReplacer("{name}", "fuzz", "{uuid}", "6d5c1f2e-0000-4000-8000-000000000000", "{$}", "").Replace(path)
+			path = strings.NewReplacer("{name}", "fuzz", "{uuid}", "6d5c1f2e-0000-4000-8000-000000000000", "{alias}", "fuzz", "{layer}", "fuzz", "{version}", "1", "{sid}", "fuzz", "{arn}", "arn:aws:lambda:us-east-1:000000000000:function:fuzz", "{$}", "").Replace(path)
 			r = httptest.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
 		case scope != "":
 			r = httptest.NewRequestWithContext(ctx, "POST", "/?Action="+op.Name, bytes.NewReader(body))

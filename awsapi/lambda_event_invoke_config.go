@@ -4,15 +4,13 @@ package awsapi
 // /2019-09-25/functions/{name}/event-invoke-config) over package
 // function/async: retries, maximum event age, destinations, and a
 // DeadLetterConfig (a runnel extension; AWS keeps it on the function).
-// Only $LATEST has one.
+// $LATEST, each version and each alias has its own (Qualifier).
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"time"
 
-	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function/async"
 )
 
@@ -56,7 +54,7 @@ func (h *Handler) eicOut(c *async.EventInvokeConfig) eventInvokeConfig {
 	if out.FunctionArn == "" {
 		out.FunctionArn = h.rn.Functions.ARN(c.FunctionName)
 	}
-	if !strings.HasSuffix(out.FunctionArn, ":$LATEST") {
+	if c.Qualifier == "" && !strings.HasSuffix(out.FunctionArn, ":$LATEST") {
 		out.FunctionArn += ":$LATEST"
 	}
 	out.DestinationConfig = &destinations{OnSuccess: &destination{}, OnFailure: &destination{}}
@@ -74,7 +72,7 @@ func (h *Handler) eicOut(c *async.EventInvokeConfig) eventInvokeConfig {
 // config is the async configuration the request asks for, for the
 // function the path names.
 func (in *eventInvokeConfig) config(rq *request) (async.EventInvokeConfig, error) {
-	name, err := rq.functionName()
+	name, err := rq.qualifiedRef()
 	if err != nil {
 		return async.EventInvokeConfig{}, err
 	}
@@ -119,7 +117,7 @@ func lambdaUpdateFunctionEventInvokeConfig(rq *request, in *eventInvokeConfig) (
 }
 
 func lambdaGetFunctionEventInvokeConfig(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
+	name, err := rq.qualifiedRef()
 	if err != nil {
 		return nil, err
 	}
@@ -127,26 +125,17 @@ func lambdaGetFunctionEventInvokeConfig(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaListFunctionEventInvokeConfigs(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
-	if err != nil {
-		return nil, err
+	list := func(name string) ([]async.EventInvokeConfig, error) {
+		if _, err := rq.h.rn.Functions.GetFunction(name); err != nil {
+			return nil, err
+		}
+		return rq.h.rn.Async.ListFunctionEventInvokeConfigs(name), nil
 	}
-	if _, err := rq.h.rn.Functions.GetFunction(name); err != nil {
-		return nil, err
-	}
-	list := []eventInvokeConfig{}
-	out, err := rq.h.rn.Async.GetFunctionEventInvokeConfig(rq.ctx, name)
-	switch {
-	case err == nil:
-		list = append(list, rq.h.eicOut(out))
-	case !errors.Is(err, awserr.ErrResourceNotFound):
-		return nil, err
-	}
-	return map[string]any{"FunctionEventInvokeConfigs": list}, nil
+	return listOf(rq, list, "FunctionEventInvokeConfigs", func(c *async.EventInvokeConfig) eventInvokeConfig { return rq.h.eicOut(c) })
 }
 
 func lambdaDeleteFunctionEventInvokeConfig(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
+	name, err := rq.qualifiedRef()
 	if err != nil {
 		return nil, err
 	}

@@ -173,10 +173,11 @@ func lambdaListEventSourceMappings(rq *request, _ *noInput) (any, error) {
 	q := rq.r.URL.Query()
 	src, fn := q.Get("EventSourceArn"), q.Get("FunctionName")
 	if fn != "" {
-		if n, ok := function.FunctionNameFromARN(fn); ok {
-			fn = n
+		name, q, err := function.ParseRef(fn)
+		if err != nil {
+			return nil, err
 		}
-		fn = rq.h.rn.Functions.ARN(fn)
+		fn = rq.h.rn.Functions.QualifiedARN(name, strings.TrimPrefix(q, function.Latest))
 	}
 	var all []mapping.Config
 	for _, c := range rq.h.rn.Mappings.ListEventSourceMappings() {

@@ -7,17 +7,18 @@ package awsapi
 // provided.al2 or provided with an executable bootstrap in Code.ZipFile,
 // or a managed runtime (python3.x, nodejs*) run on this machine's
 // interpreter, its Handler resolved as Lambda does; a different minor
-// version of the interpreter is reported in StateReason. Only $LATEST
-// exists: no versions, aliases, layers, S3 or image code.
+// version of the interpreter is reported in StateReason. Versions and
+// aliases: lambda_versions.go, lambda_aliases.go. No layers, S3 or image
+// code.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -43,6 +44,8 @@ type createFunctionInput struct {
 	Timeout, MemorySize                  int
 	Environment                          *environment
 	PackageType                          string
+	Tags                                 map[string]string
+	Layers                               []string
 }
 
 type functionConfiguration struct {
@@ -51,17 +54,25 @@ type functionConfiguration struct {
 	Description                                       string
 	Timeout, MemorySize                               int
 	LastModified, CodeSha256, Version                 string
+	RevisionId                                        string       `json:",omitempty"`
 	Environment                                       *environment `json:",omitempty"`
 	State, LastUpdateStatus, PackageType              string
 	// StateReason says what differs between a managed runtime and the
 	// interpreter it runs on (python3.12 on Python 3.11).
 	StateReason   string `json:",omitempty"`
 	Architectures []string
+	Layers        []functionLayer `json:",omitempty"`
+}
+
+// functionLayer is a layer of a FunctionConfiguration (API_Layer).
+type functionLayer struct {
+	Arn      string
+	CodeSize int64
 }
 
 // configuration is the FunctionConfiguration of cfg.
 func (h *Handler) configuration(ctx context.Context, cfg function.Config) functionConfiguration {
-	meta, err := h.loadMeta(ctx, cfg.FunctionName)
+	meta, err := h.loadMeta(ctx, metaKey(cfg))
 	if err != nil || meta == nil {
 		meta = &functionMeta{Runtime: RuntimeRunnel, Handler: cfg.Handler}
 	}
@@ -70,8 +81,9 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		Runtime: meta.Runtime, Role: meta.Role, Handler: meta.Handler,
 		CodeSize: meta.CodeSize, Description: meta.Description,
 		Timeout: cfg.Timeout, MemorySize: cfg.MemorySize,
-		CodeSha256: meta.CodeSha256, Version: "$LATEST", StateReason: meta.RuntimeWarning,
-		State: "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
+		CodeSha256: meta.CodeSha256, Version: cfg.ExecutedVersion(), StateReason: meta.RuntimeWarning,
+		RevisionId: cfg.RevisionId,
+		State:      "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
 		Architectures: []string{"x86_64"},
 	}
 	if !meta.LastModified.IsZero() {
@@ -82,6 +94,17 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 	}
 	if len(cfg.Environment) > 0 {
 		out.Environment = &environment{Variables: cfg.Environment}
+	}
+	for _, arn := range meta.Layers {
+		l := functionLayer{Arn: arn}
+		if i := strings.LastIndex(arn, ":"); i > 0 {
+			if v, err := strconv.ParseInt(arn[i+1:], 10, 64); err == nil {
+				if lv, err := h.getLayer(ctx, arn[strings.LastIndex(arn[:i], ":")+1:i], v); err == nil {
+					l.CodeSize = lv.Content.CodeSize
+				}
+			}
+		}
+		out.Layers = append(out.Layers, l)
 	}
 	return out
 }
@@ -106,7 +129,7 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	if in.PackageType != "" && in.PackageType != "Zip" {
 		return nil, lambdaInvalid("PackageType: %q is not supported: only Zip", in.PackageType)
 	}
-	meta := &functionMeta{Runtime: in.Runtime, Handler: in.Handler, Role: in.Role, Description: in.Description, LastModified: time.Now()}
+	meta := &functionMeta{Runtime: in.Runtime, Handler: in.Handler, Role: in.Role, Description: in.Description, LastModified: time.Now(), Layers: in.Layers}
 	h.fnMu.Lock()
 	defer h.fnMu.Unlock()
 	if _, err := h.rn.Functions.GetFunction(in.FunctionName); err == nil {
@@ -148,6 +171,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		if strings.HasPrefix(in.Handler, ProcessHandlerPrefix) {
 			return nil, lambdaInvalid("Handler: %q names a process function's handler", in.Handler)
 		}
+		if len(in.Layers) > 0 {
+			return nil, lambdaInvalid("Layers: an in-process function (Runtime %s) takes no layers", RuntimeRunnel)
+		}
 		if meta.Runtime == "" {
 			meta.Runtime = RuntimeRunnel
 		}
@@ -159,6 +185,11 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	}
 	if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
 		h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
+	}
+	if len(in.Tags) > 0 {
+		if err := h.rn.Functions.TagResource(ctx, cfg.FunctionName, in.Tags); err != nil {
+			return nil, err
+		}
 	}
 	return rq.current(cfg.FunctionName)
 }
@@ -172,8 +203,18 @@ func (rq *request) function() (*function.Function, error) {
 	return rq.h.rn.Functions.GetFunction(name)
 }
 
+// described is the function, version or alias's version the path and
+// Qualifier name (no alias routing).
+func (rq *request) described() (*function.Function, error) {
+	ref, err := rq.qualifiedRef()
+	if err != nil {
+		return nil, err
+	}
+	return rq.h.rn.Functions.Describe(ref)
+}
+
 func lambdaGetFunction(rq *request, _ *noInput) (any, error) {
-	f, err := rq.function()
+	f, err := rq.described()
 	if err != nil {
 		return nil, err
 	}
@@ -185,11 +226,14 @@ func lambdaGetFunction(rq *request, _ *noInput) (any, error) {
 	if cfg.ReservedConcurrentExecutions != nil {
 		out["Concurrency"] = map[string]int{"ReservedConcurrentExecutions": *cfg.ReservedConcurrentExecutions}
 	}
+	if tags, err := rq.h.rn.Functions.ListTags(rq.ctx, cfg.FunctionName); err == nil && len(tags) > 0 {
+		out["Tags"] = tags
+	}
 	return out, nil
 }
 
 func lambdaGetFunctionConfiguration(rq *request, _ *noInput) (any, error) {
-	f, err := rq.function()
+	f, err := rq.described()
 	if err != nil {
 		return nil, err
 	}
@@ -197,36 +241,53 @@ func lambdaGetFunctionConfiguration(rq *request, _ *noInput) (any, error) {
 }
 
 func lambdaListFunctions(rq *request, _ *noInput) (any, error) {
-	return pageOf(rq, rq.h.rn.Functions.ListFunctions(), 50, "Functions", func(c *function.Config) functionConfiguration {
+	fns := rq.h.rn.Functions.ListFunctions()
+	if v := rq.r.URL.Query().Get("FunctionVersion"); v == "ALL" {
+		// Each function's $LATEST, then its published versions.
+		var all []function.Config
+		for _, c := range fns {
+			vs, err := rq.h.rn.Functions.ListVersions(c.FunctionName)
+			if err != nil {
+				vs = []function.Config{c}
+			}
+			all = append(all, vs...)
+		}
+		fns = all
+	} else if v != "" {
+		return nil, lambdaInvalid("FunctionVersion: %q must be ALL", v)
+	}
+	return pageOf(rq, fns, 50, "Functions", func(c *function.Config) functionConfiguration {
 		return rq.h.configuration(rq.ctx, *c)
 	})
 }
 
 func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
-	name, err := rq.functionName()
+	name, qualifier, err := rq.functionRef()
 	if err != nil {
 		return nil, err
 	}
 	h, ctx := rq.h, rq.ctx
 	h.fnMu.Lock()
 	defer h.fnMu.Unlock()
+	if qualifier != "" {
+		return nil, h.deleteVersion(ctx, name, qualifier)
+	}
 	if f, err := h.rn.Functions.GetFunction(name); err == nil {
 		name = f.Config().FunctionName
 	}
 	if err := h.rn.Functions.DeleteFunction(ctx, name); err != nil {
 		return nil, err
 	}
-	h.procs.remove(name)
-	if store, err := h.codeStore(ctx); err == nil {
-		if err := store.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			h.lopts.Logger.Warn("lambda api: delete function code", "function", name, "err", err)
+	for _, key := range h.procs.removeFunction(name) {
+		h.forgetCode(ctx, key)
+	}
+	h.forgetCode(ctx, name)
+	h.forgetVersionsMeta(ctx, name)
+	for _, c := range h.rn.Async.ListFunctionEventInvokeConfigs(name) {
+		ref := name + ":" + cmp.Or(c.Qualifier, function.Latest)
+		if err := h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, ref); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+			h.lopts.Logger.Warn("lambda api: delete event invoke config", "function", ref, "err", err)
 		}
-	}
-	if kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket); err == nil {
-		kv.Purge(ctx, name)
-	}
-	if err := h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, name); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
-		h.lopts.Logger.Warn("lambda api: delete event invoke config", "function", name, "err", err)
 	}
 	return nil, nil
 }
@@ -271,6 +332,7 @@ type updateFunctionConfigurationInput struct {
 	Runtime, Role, Handler, Description *string
 	Timeout, MemorySize                 *int
 	Environment                         *environment
+	Layers                              *[]string
 }
 
 // change calls fn with the configuration and metadata of the function
@@ -309,6 +371,12 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 				}
 				cfg.Handler, meta.Handler = *in.Handler, *in.Handler
 			}
+		}
+		if in.Layers != nil {
+			if !meta.isProcess() && len(*in.Layers) > 0 {
+				return lambdaInvalid("Layers: an in-process function (Runtime %s) takes no layers", meta.Runtime)
+			}
+			meta.Layers = *in.Layers
 		}
 		setIf(&cfg.Timeout, in.Timeout)
 		setIf(&cfg.MemorySize, in.MemorySize)

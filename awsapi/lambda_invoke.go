@@ -5,9 +5,9 @@ package awsapi
 // payload (X-Amz-Function-Error "Unhandled" when it failed); Event queues
 // the invocation (HTTP 202) for async's retries and destinations; DryRun
 // checks (204). X-Amz-Log-Type Tail returns the last 4 KB of the
-// invocation's log (X-Amz-Log-Result, base64) for process and managed
-// runtime functions; in-process functions write no log, so theirs is
-// empty.
+// invocation's log (X-Amz-Log-Result, base64): a process function's
+// output with START, END and REPORT; an in-process function's START, END
+// and REPORT (function/logging.go).
 
 import (
 	"encoding/base64"
@@ -28,7 +28,7 @@ func (in *invokeInput) decodeFrom(rq *request) error {
 }
 
 func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
-	name, err := rq.functionName()
+	ref, err := rq.qualifiedRef()
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
 	if rq.r.Header.Get("X-Amz-Log-Type") == "Tail" {
 		ctx, tail = process.WithLogTail(ctx)
 	}
-	out, err := rq.h.rn.Async.Invoke(ctx, name, in.InvocationType, in.Payload)
+	out, err := rq.h.rn.Async.Invoke(ctx, ref, in.InvocationType, in.Payload)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +100,12 @@ type functionMeta struct {
 	// RuntimeWarning is what differs between a managed runtime and the
 	// interpreter it runs on (StateReason).
 	RuntimeWarning string `json:",omitempty"`
+	// Fingerprint is set on a published version's: what it froze
+	// (lambda_versions.go's fingerprint).
+	Fingerprint string `json:",omitempty"`
+	// Layers are the ARNs of the layer versions a process function uses
+	// (lambda_layers.go).
+	Layers []string `json:",omitempty"`
 }
 
 func (m *functionMeta) isProcess() bool { return isProcessRuntime(m.Runtime) }
@@ -128,6 +135,10 @@ func (h *Handler) RestoreProcessFunctions(ctx context.Context) error {
 		if h.procs.live(name) {
 			continue
 		}
+		if fn, v, ok := strings.Cut(name, ":"); ok {
+			errs = append(errs, h.restoreVersion(ctx, store, fn, v))
+			continue
+		}
 		e, err := fkv.Get(ctx, name)
 		if err != nil {
 			h.lopts.Logger.Warn("lambda api: stored code of a function that is not stored; not restored", "function", name)
@@ -153,6 +164,7 @@ func (h *Handler) RestoreProcessFunctions(ctx context.Context) error {
 		}
 		h.lopts.Logger.Info("lambda api: process function restored", "function", name)
 	}
+	errs = append(errs, h.restoreProvisioned(ctx))
 	return errors.Join(errs...)
 }
 
@@ -205,25 +217,10 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	pcfg := cfg
-	pcfg.Handler = meta.Handler
-	pcfg.ReservedConcurrentExecutions = nil
-	pcfg.FunctionArn = h.rn.Functions.ARN(name)
-	pc := process.Config{
-		Config: pcfg, Code: code, WorkDir: h.lopts.WorkDir, Runtime: meta.Runtime,
-		Region: h.rn.Engine.Region(), AccountID: h.rn.Engine.AccountID(),
-		Endpoint: h.lopts.Endpoint, Logger: h.lopts.Logger,
-	}
-	if h.logs != nil {
-		pc.Logs = h.logs
-	}
-	pf, err := process.Handler(pc)
+	cfg.FunctionArn = h.rn.Functions.ARN(name)
+	pf, err := h.startProcess(ctx, cfg, meta, code)
 	if err != nil {
-		var ae *awserr.Error
-		if errors.As(err, &ae) {
-			return err
-		}
-		return awserr.New(awserr.ErrInvalidParameterValue, "Code.ZipFile: %v", err)
+		return err
 	}
 	p := &h.procs
 	p.mu.Lock()
@@ -252,6 +249,38 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *
 		retire(old, cfg.Timeout)
 	}
 	return nil
+}
+
+// startProcess builds the process function of cfg (FunctionArn and
+// Version set: $LATEST's or a published version's) with meta's Runtime and
+// Handler and code. The pool gets no reserved concurrency of its own:
+// package function enforces the function's. Its log goes to the
+// endpoint's log store.
+func (h *Handler) startProcess(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte) (*process.Function, error) {
+	layers, err := h.layerZips(ctx, meta.Layers)
+	if err != nil {
+		return nil, err
+	}
+	pcfg := cfg
+	pcfg.Handler = meta.Handler
+	pcfg.ReservedConcurrentExecutions = nil
+	pc := process.Config{
+		Config: pcfg, Code: code, WorkDir: h.lopts.WorkDir, Runtime: meta.Runtime,
+		Region: h.rn.Engine.Region(), AccountID: h.rn.Engine.AccountID(),
+		Endpoint: h.lopts.Endpoint, Logger: h.lopts.Logger, Layers: layers,
+	}
+	if h.logs != nil {
+		pc.Logs = h.logs
+	}
+	pf, err := process.Handler(pc)
+	if err != nil {
+		var ae *awserr.Error
+		if errors.As(err, &ae) {
+			return nil, err
+		}
+		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code.ZipFile: %v", err)
+	}
+	return pf, nil
 }
 
 // retire closes a replaced process function once its invocations in flight

@@ -56,7 +56,7 @@ func TestEveryOperationIsRouted(t *testing.T) {
 		if len(op.Routes) > 0 {
 			for _, route := range op.Routes {
 				method, path, _ := strings.Cut(route, " ")
-				path = strings.NewReplacer("{name}", "nosuchfunction", "{uuid}", "nosuchuuid", "{$}", "").Replace(path)
+				path = strings.NewReplacer("{name}", "nosuchfunction", "{uuid}", "nosuchuuid", "{alias}", "nosuchalias", "{layer}", "nosuchlayer", "{version}", "1", "{sid}", "nosuchsid", "{arn}", "arn:aws:lambda:us-east-1:000000000000:function:nosuchfunction", "{$}", "").Replace(path)
 				do(op, httpRequest(method, path, "", nil))
 			}
 			continue

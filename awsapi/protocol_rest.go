@@ -7,7 +7,6 @@ package awsapi
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -70,41 +69,70 @@ func lambdaInvalid(format string, args ...any) error {
 	return awserr.New(awserr.ErrInvalidParameterValue, format, args...)
 }
 
-// functionName resolves the {name} path value: a name, an ARN or a
-// partial ARN, with an optional qualifier (only $LATEST exists in runnel),
-// also accepted in the Qualifier query parameter.
+// functionRef resolves the {name} path value (a name, an ARN or a
+// partial ARN, with an optional qualifier) and the Qualifier query
+// parameter into the function's name and qualifier ("" for none). A
+// qualifier in both that differ is InvalidParameterValueException, as
+// Lambda answers it.
+func (rq *request) functionRef() (name, qualifier string, err error) {
+	name, qualifier, err = function.ParseRef(rq.r.PathValue("name"))
+	if err != nil {
+		return "", "", err
+	}
+	if q := rq.r.URL.Query().Get("Qualifier"); q != "" {
+		if qualifier != "" && qualifier != q {
+			return "", "", lambdaInvalid("The derived qualifier from the function name does not match the specified qualifier.")
+		}
+		qualifier = q
+	}
+	return name, qualifier, nil
+}
+
+// qualifiedRef is the function reference of the path and Qualifier
+// ("name" or "name:qualifier"), for the services' GetFunction.
+func (rq *request) qualifiedRef() (string, error) {
+	name, q, err := rq.functionRef()
+	if err != nil || q == "" {
+		return name, err
+	}
+	return name + ":" + q, nil
+}
+
+// onRef calls fn with the function and qualifier the path and Qualifier
+// name.
+func (rq *request) onRef(fn func(name, qualifier string) (any, error)) (any, error) {
+	name, q, err := rq.functionRef()
+	if err != nil {
+		return nil, err
+	}
+	return fn(name, q)
+}
+
+// listOf answers a list of the function the path names (no qualifier):
+// list's items, a page of them (pageOf), each converted by out.
+func listOf[T, O any](rq *request, list func(name string) ([]T, error), key string, out func(*T) O) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	items, err := list(name)
+	if err != nil {
+		return nil, err
+	}
+	return pageOf(rq, items, 50, key, out)
+}
+
+// functionName is the function the path names, for the operations that
+// take no qualifier (or only $LATEST).
 func (rq *request) functionName() (string, error) {
-	s := rq.r.PathValue("name")
-	qual := rq.r.URL.Query().Get("Qualifier")
-	if n, ok := function.FunctionNameFromARN(s); ok {
-		s = n
-	} else if strings.HasPrefix(s, "arn:") {
-		// arn:aws:lambda:region:account:function:name[:qualifier]
-		parts := strings.Split(s, ":")
-		if len(parts) < 7 || parts[5] != "function" {
-			return "", lambdaInvalid("FunctionName: %q is not a function name or ARN", s)
-		}
-		s = parts[6]
-		if len(parts) > 7 {
-			qual = parts[7]
-		}
-	} else if i := strings.LastIndex(s, ":"); i >= 0 {
-		// account:function:name, name:qualifier
-		parts := strings.Split(s, ":")
-		switch {
-		case len(parts) >= 3 && parts[1] == "function":
-			s = parts[2]
-			if len(parts) > 3 {
-				qual = parts[3]
-			}
-		default:
-			s, qual = s[:i], s[i+1:]
-		}
+	name, q, err := rq.functionRef()
+	if err != nil {
+		return "", err
 	}
-	if qual != "" && qual != "$LATEST" {
-		return "", awserr.New(awserr.ErrResourceNotFound, "Function not found: %s:%s (runnel has only $LATEST)", rq.h.rn.Functions.ARN(s), qual)
+	if q != "" && q != function.Latest {
+		return "", lambdaInvalid("FunctionName: %q: this operation takes the unqualified function (or $LATEST), not qualifier %s", rq.r.PathValue("name"), q)
 	}
-	return s, nil
+	return name, nil
 }
 
 // page applies Marker (an index) and MaxItems to n items.

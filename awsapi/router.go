@@ -73,7 +73,7 @@ var queryServices = []serviceRoute{
 }
 
 // lambdaPrefixes are the path prefixes of the Lambda REST API.
-var lambdaPrefixes = []string{"/2015-03-31/", "/2017-10-31/", "/2019-09-25/", "/2019-09-30/"}
+var lambdaPrefixes = []string{"/2015-03-31/", "/2017-03-31/", "/2017-10-31/", "/2018-10-31/", "/2019-09-25/", "/2019-09-30/", "/2021-10-31/"}
 
 // request is one call being served.
 type request struct {
@@ -94,6 +94,10 @@ type request struct {
 // anything else by X-Amz-Target or SQS Action (and a GET / with what this
 // is).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, ok := urlIDOf(r.Host); ok && h.lambda {
+		h.serveFunctionURL(w, r, id) // a function URL (lambda_url_serve.go)
+		return
+	}
 	if cors(w, r) {
 		return // a browser's preflight, answered
 	}
@@ -249,19 +253,46 @@ func guessProtocol(r *http.Request) protocol {
 // service's operations of the table.
 func (h *Handler) restMux(svc Service, proto protocol, maxBody int) *http.ServeMux {
 	m := http.NewServeMux()
+	// A route may end in "?key=value": the operation of that path whose
+	// query has it (ListProvisionedConcurrencyConfigs is GetProvisioned...'s
+	// path with List=ALL).
+	type variant struct {
+		key, value string
+		op         *Operation
+	}
+	var patterns []string
+	byPattern := map[string][]variant{}
 	for _, op := range operations[svc] {
 		for _, p := range op.Routes {
-			m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-				rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: proto, op: op.Name, status: op.Status}
-				body, err := readBody(r, maxBody)
-				if err != nil {
-					rq.fail(err)
-					return
-				}
-				rq.body = body
-				rq.serve(op)
-			})
+			p, q, _ := strings.Cut(p, "?")
+			k, v, _ := strings.Cut(q, "=")
+			if byPattern[p] == nil {
+				patterns = append(patterns, p)
+			}
+			byPattern[p] = append(byPattern[p], variant{k, v, op})
 		}
+	}
+	for _, p := range patterns {
+		variants := byPattern[p]
+		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			var op *Operation
+			for _, v := range variants {
+				if v.key == "" && op == nil || v.key != "" && r.URL.Query().Get(v.key) == v.value {
+					op = v.op
+				}
+			}
+			if op == nil {
+				op = variants[0].op
+			}
+			rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: proto, op: op.Name, status: op.Status}
+			body, err := readBody(r, maxBody)
+			if err != nil {
+				rq.fail(err)
+				return
+			}
+			rq.body = body
+			rq.serve(op)
+		})
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		rq := &request{h: h, w: w, r: r, ctx: r.Context(), proto: proto}
@@ -285,7 +316,8 @@ func (rq *request) serve(op *Operation) {
 	}
 	var uri map[string]string
 	if rq.proto == protoLambda {
-		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid")}
+		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid"),
+			"LayerName": rq.r.PathValue("layer"), "StatementId": rq.r.PathValue("sid")}
 	}
 	validate := rq.proto != protoSQSQuery
 	if validate && !op.ValidateOnError {

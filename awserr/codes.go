@@ -110,6 +110,13 @@ var (
 	ErrResourceInUse = def(Spec{Code: "ResourceInUseException"})
 	// ErrResourceConflict: Lambda's name for "already exists" (HTTP 409).
 	ErrResourceConflict = def(Spec{Code: "ResourceConflictException", Lambda: Wire{Status: 409}})
+	// ErrPreconditionFailed: Lambda's RevisionId check failed (the
+	// function or alias changed since the caller read it; HTTP 412). Read
+	// it again and retry with its new RevisionId.
+	ErrPreconditionFailed = def(Spec{Code: "PreconditionFailedException", Lambda: Wire{Status: 412}})
+	// ErrProvisionedConcurrencyConfigNotFound: the version or alias has no
+	// provisioned concurrency configuration (HTTP 404).
+	ErrProvisionedConcurrencyConfigNotFound = def(Spec{Code: "ProvisionedConcurrencyConfigNotFoundException", Lambda: Wire{Status: 404}})
 	// ErrExpiredIterator: a shard iterator older than 5 minutes was used.
 	// Not retryable as it is: get a new iterator.
 	ErrExpiredIterator = def(Spec{Code: "ExpiredIteratorException"})

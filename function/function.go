@@ -62,8 +62,28 @@ type Config struct {
 	// (Env(ctx)).
 	Environment map[string]string `json:"Environment,omitempty" yaml:"Environment"`
 
-	// FunctionArn is set by runnel.
+	// FunctionArn is set by runnel: the unqualified ARN for $LATEST, the
+	// qualified one (…:function:<name>:<version>) for a published version.
 	FunctionArn string `json:"FunctionArn,omitempty" yaml:"-"`
+	// Version is set by runnel: "" for $LATEST, the version number ("1",
+	// "2"...) for a published version (versions.go).
+	Version string `json:"Version,omitempty" yaml:"-"`
+	// LastVersion is set by runnel on $LATEST: the number of the last
+	// version published (0: none). Numbers are not reused after a version
+	// is deleted.
+	LastVersion int `json:"LastVersion,omitempty" yaml:"-"`
+	// RevisionId is set by runnel: a UUID that changes with every update
+	// of the configuration (API_FunctionConfiguration RevisionId).
+	RevisionId string `json:"RevisionId,omitempty" yaml:"-"`
+}
+
+// ExecutedVersion is the version Lambda reports having run
+// (X-Amz-Executed-Version): "$LATEST" or the version number.
+func (c Config) ExecutedVersion() string {
+	if c.Version == "" {
+		return Latest
+	}
+	return c.Version
 }
 
 // WithDefaults returns c with the zero fields that have defaults filled
@@ -129,13 +149,23 @@ type Stats struct {
 	Abandoned int64
 }
 
-// Function is a configured function ready to invoke.
+// Function is a configured function ready to invoke: $LATEST, a published
+// version, or an alias's view of a version (Service.GetFunction).
 type Function struct {
-	cfg   Config
-	inv   invoker
-	clock clockwork.Clock
-	log   *slog.Logger
-	slots chan struct{} // concurrency semaphore
+	cfg Config
+	*core
+}
+
+// core is what the views of one function version share: the handler, the
+// concurrency semaphore and the counters.
+type core struct {
+	sinks      *sinkRef  // the service's log sink (logging.go); nil: none
+	streamOnce sync.Once // the log stream is named at the first line
+	stream     string
+	inv        invoker
+	clock      clockwork.Clock
+	log        *slog.Logger
+	lim        *limiter // concurrency semaphore, shared by a function's versions
 
 	invocations, errors, throttles, running, durationNs, abandoned atomic.Int64
 }
@@ -169,7 +199,42 @@ func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logge
 	if cfg.ReservedConcurrentExecutions != nil {
 		n = *cfg.ReservedConcurrentExecutions
 	}
-	return &Function{cfg: cfg, inv: inv, clock: clock, log: log, slots: make(chan struct{}, n)}
+	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, lim: newLimiter(n)}}
+}
+
+// limiter is the semaphore of a function's reserved concurrency: one per
+// function name in a Service, shared by $LATEST and its versions (Lambda
+// reserves concurrency for the function as a whole), replaced when the
+// reservation changes (an invocation releases the one it took).
+type limiter struct{ ch atomic.Pointer[chan struct{}] }
+
+func newLimiter(n int) *limiter {
+	l := &limiter{}
+	l.resize(n)
+	return l
+}
+
+func (l *limiter) get() chan struct{} { return *l.ch.Load() }
+
+// resize gives the limiter n slots, unless it has n already.
+func (l *limiter) resize(n int) {
+	if p := l.ch.Load(); p == nil || cap(*p) != n {
+		ch := make(chan struct{}, n)
+		l.ch.Store(&ch)
+	}
+}
+
+// withConfig is f seen with configuration cfg (an alias's ARN, the
+// function's reserved concurrency on a version): the same handler,
+// concurrency and counters.
+func (f *Function) withConfig(cfg Config) *Function { return &Function{cfg: cfg, core: f.core} }
+
+// withReserved is f with the function's reserved concurrency r (a version
+// reports $LATEST's: the reservation is the function's).
+func (f *Function) withReserved(r *int) *Function {
+	cfg := f.cfg
+	cfg.ReservedConcurrentExecutions = r
+	return f.withConfig(cfg)
 }
 
 // Accepts reports whether the function's handler can take events of kind
@@ -238,15 +303,18 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		}
 		return marshalled, nil
 	}
+	slots := f.lim.get()
 	select {
-	case f.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	default:
 		f.throttles.Add(1)
-		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(f.slots))
+		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(slots))
 	}
 	f.invocations.Add(1)
 	f.running.Add(1)
 	res := &Result{RequestID: uuid.NewString()}
+	ilog := f.invocationLog(ctx, res.RequestID)
+	ilog.start()
 	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, time.Duration(f.cfg.Timeout)*time.Second)
 	defer cancel()
 	if _, fake := f.clock.(*clockwork.FakeClock); fake {
@@ -268,7 +336,7 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	start := f.clock.Now()
 	release := sync.OnceFunc(func() {
 		f.running.Add(-1)
-		<-f.slots
+		<-slots
 	})
 	go func() {
 		var o outcome
@@ -314,6 +382,10 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	}
 	res.Duration = f.clock.Since(start)
 	f.durationNs.Add(int64(res.Duration))
+	if o.err != nil && o.err.Type == TimeoutErrorType {
+		ilog.line(TimeoutLine(f.clock.Now(), res.RequestID, f.cfg.Timeout))
+	}
+	ilog.end(res.Duration)
 	if o.err != nil {
 		f.errors.Add(1)
 		res.FunctionError = FunctionErrorUnhandled

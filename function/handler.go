@@ -192,6 +192,14 @@ func errorOnly[E, R any](f func(context.Context, E) error) typedInvoker[E, R] {
 }
 
 func toInvoker(h any) (invoker, error) {
+	inv, err := handlerInvoker(h)
+	if sl, ok := h.(SelfLogging); ok && err == nil && sl.WritesInvocationLog() {
+		inv = selfLogged{inv}
+	}
+	return inv, err
+}
+
+func handlerInvoker(h any) (invoker, error) {
 	switch f := h.(type) {
 	case KinesisHandler:
 		return kinesisInvoker(f), nil

@@ -3,12 +3,15 @@ package function
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -23,8 +26,26 @@ type Service struct {
 	kv  jetstream.KeyValue
 	reg *Registry
 
-	mu   sync.RWMutex
-	fns  map[string]*Function
+	vkv jetstream.KeyValue // versions.go
+	akv jetstream.KeyValue // aliases.go
+	pkv jetstream.KeyValue // provisioned.go
+
+	docMu        sync.Mutex         // serializes policy and tag changes (policy.go)
+	polkv, tagkv jetstream.KeyValue // policy.go
+	urlkv        jetstream.KeyValue // urls.go
+	urlIDs       sync.Map           // URL id → key in urlkv
+
+	mu       sync.RWMutex
+	fns      map[string]*Function           // $LATEST, by name
+	lims     map[string]*limiter            // reserved concurrency, by name
+	versions map[string]map[string]*version // by name, version
+	aliases  map[string]map[string]*Alias   // by name, alias
+
+	rndMu sync.Mutex
+	rnd   func() float64
+
+	sinks sinkRef // logging.go
+
 	stop context.CancelFunc // ends the watch (watch.go)
 }
 
@@ -39,7 +60,19 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}}
+	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}, lims: map[string]*limiter{},
+		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64}
+	if s.vkv, err = eng.Bucket(ctx, versionsBucket); err != nil {
+		return nil, err
+	}
+	if s.akv, err = eng.Bucket(ctx, aliasesBucket); err != nil {
+		return nil, err
+	}
+	for kv, bucket := range map[*jetstream.KeyValue]string{&s.pkv: provisionedBucket, &s.polkv: policiesBucket, &s.tagkv: tagsBucket, &s.urlkv: urlsBucket} {
+		if *kv, err = eng.Bucket(ctx, bucket); err != nil {
+			return nil, err
+		}
+	}
 	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
 		if err != nil {
 			return
@@ -49,10 +82,14 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
 			return
 		}
-		s.fns[c.FunctionName] = newFunction(c, inv, eng.Clock, eng.Logger)
+		s.fns[c.FunctionName] = s.build(c, inv)
 	})
 	if err != nil {
 		return nil, err
+	}
+	s.loadURLs()
+	if err := s.loadVersions(ctx); err != nil {
+		eng.Logger.Warn("stored function versions or aliases that do not decode", "err", err)
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -62,6 +99,46 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	}
 	return s, nil
 }
+
+// SetRandom replaces the source of the numbers in [0, 1) that route an
+// alias's invocations between its versions (default math/rand/v2's
+// Float64). Calls are serialized. Tests give a seeded source.
+func (s *Service) SetRandom(r func() float64) {
+	s.rndMu.Lock()
+	defer s.rndMu.Unlock()
+	s.rnd = r
+}
+
+func (s *Service) random() float64 {
+	s.rndMu.Lock()
+	defer s.rndMu.Unlock()
+	return s.rnd()
+}
+
+// build is the Function of cfg and inv, logging to the service's sink,
+// with the concurrency semaphore of its function's name: $LATEST's
+// reservation sizes it, versions share it. s.mu is held for writing when
+// cfg is $LATEST's (or NewService runs).
+func (s *Service) build(cfg Config, inv invoker) *Function {
+	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	f.sinks = &s.sinks
+	lim := s.lims[cfg.FunctionName]
+	switch {
+	case cfg.Version == "" && lim == nil:
+		s.lims[cfg.FunctionName] = f.lim
+	case cfg.Version == "":
+		lim.resize(cap(f.lim.get()))
+		f.lim = lim
+	case lim != nil:
+		f.lim = lim
+	}
+	return f
+}
+
+// SetLogSink makes the service's in-process functions write their START,
+// END and REPORT lines to sink (the endpoint's log store), from their next
+// invocation on (logging.go).
+func (s *Service) SetLogSink(sink LogSink) { s.sinks.v.Store(&sink) }
 
 // Registry returns the registry the service looks handlers up in.
 func (s *Service) Registry() *Registry { return s.reg }
@@ -99,31 +176,30 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 	cfg.FunctionArn = s.ARN(cfg.FunctionName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, exists := s.fns[cfg.FunctionName]; exists && !replace {
+	old, exists := s.fns[cfg.FunctionName]
+	if exists && !replace {
 		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", cfg.FunctionName)
+	}
+	cfg.Version, cfg.RevisionId = "", uuid.NewString()
+	if exists {
+		cfg.LastVersion = max(cfg.LastVersion, old.cfg.LastVersion)
 	}
 	b, _ := json.Marshal(cfg)
 	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
 		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
 	}
-	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
+	f := s.build(cfg, inv)
 	s.fns[cfg.FunctionName] = f
 	return f, nil
 }
 
-// GetFunction returns a function by name or ARN, or ErrResourceNotFound.
-func (s *Service) GetFunction(name string) (*Function, error) {
-	if n, ok := FunctionNameFromARN(name); ok {
-		name = n
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	f, ok := s.fns[name]
-	if !ok {
-		return nil, awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
-	}
-	return f, nil
-}
+// GetFunction returns a function by reference (see ParseRef: a name or an
+// ARN, with an optional qualifier): $LATEST without a qualifier, a
+// published version, or an alias (the version its routing picks for this
+// call, with the alias's ARN as FunctionArn). Errors: ResourceNotFound
+// ("Function not found: <arn>"), InvalidParameterValue for a malformed
+// reference.
+func (s *Service) GetFunction(ref string) (*Function, error) { return s.lookup(ref, true) }
 
 // ListFunctions returns the functions' configurations, sorted by name.
 func (s *Service) ListFunctions() []Config {
@@ -148,7 +224,11 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 		return awserr.New(awserr.ErrResourceNotFound, "Function not found: %s", s.ARN(name))
 	}
 	delete(s.fns, name)
-	return s.kv.Purge(ctx, name)
+	delete(s.lims, name)
+	s.purgeProvisioned(ctx, name, "")
+	s.purgeDocs(ctx, name)
+	s.purgeURLs(ctx, name, "")
+	return errors.Join(s.kv.Purge(ctx, name), s.purgeVersionsLocked(ctx, name))
 }
 
 var functionARNRE = regexp.MustCompile(`^arn:aws:lambda:[^:]*:[^:]*:function:([a-zA-Z0-9-_]{1,64})(:\$LATEST)?$`)

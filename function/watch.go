@@ -59,7 +59,7 @@ func (s *Service) applyStored(e jetstream.KeyValueEntry) {
 		delete(s.fns, name)
 		return
 	}
-	s.fns[name] = newFunction(c, inv, s.eng.Clock, s.eng.Logger)
+	s.fns[name] = s.build(c, inv)
 }
 
 // Close stops watching the stored configurations.

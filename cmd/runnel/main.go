@@ -127,7 +127,7 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 		}
 	}
 	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g), dlqCmd(g), replayCmd(g), resolveCmd(g))
-	root.AddCommand(statusCmd(g), clusterCmd(g))
+	root.AddCommand(statusCmd(g), clusterCmd(g), logsCmd(g))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

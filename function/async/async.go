@@ -192,7 +192,8 @@ type InvokeOutput struct {
 	FunctionError string
 	// Payload is the function's response (RequestResponse only).
 	Payload []byte
-	// ExecutedVersion is "$LATEST" (RequestResponse only).
+	// ExecutedVersion is the version that ran: "$LATEST" or a number
+	// (RequestResponse only).
 	ExecutedVersion string
 	// RequestID identifies the invocation; for an Event, the requestId of
 	// its destination records.
@@ -306,7 +307,7 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 			return
 		}
 		s.configs[k] = c
-		names[k] = true
+		names[c.FunctionName] = true
 	})
 	if err != nil {
 		cancel()
@@ -435,22 +436,28 @@ func (s *Service) Invoke(ctx context.Context, functionName, invocationType strin
 	case DryRun:
 		return &InvokeOutput{StatusCode: 204}, nil
 	case Event:
-		return s.enqueue(ctx, name, payload)
+		_, qualifier, _ := function.ParseRef(functionName)
+		if qualifier == function.Latest {
+			qualifier = ""
+		}
+		return s.enqueue(ctx, name, qualifier, payload)
 	}
 	res, err := fn.Invoke(ctx, payload)
 	if err != nil {
 		return nil, err
 	}
 	return &InvokeOutput{StatusCode: 200, FunctionError: res.FunctionError, Payload: responsePayload(res),
-		ExecutedVersion: "$LATEST", RequestID: res.RequestID}, nil
+		ExecutedVersion: fn.Config().ExecutedVersion(), RequestID: res.RequestID}, nil
 }
 
 // enqueue stores an event for a function and makes sure it has a poller.
-func (s *Service) enqueue(ctx context.Context, name string, payload []byte) (*InvokeOutput, error) {
+// qualifier is the version or alias invoked ("" for $LATEST), resolved
+// again at each attempt.
+func (s *Service) enqueue(ctx context.Context, name, qualifier string, payload []byte) (*InvokeOutput, error) {
 	if err := s.ensurePoller(ctx, name); err != nil {
 		return nil, err
 	}
-	m := meta{requestID: uuid.NewString(), enqueued: s.eng.Clock.Now()}
+	m := meta{requestID: uuid.NewString(), enqueued: s.eng.Clock.Now(), qualifier: qualifier}
 	body := string(sanitizeJSON(payload))
 	if err := s.send(ctx, name, body, m, 0); err != nil {
 		return nil, awserr.New(awserr.ErrService, "store the event of %s: %v", name, err)

@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +18,15 @@ import (
 // (which AWS keeps on the function's configuration; see the package doc).
 // A nil field is unset: its default applies.
 type EventInvokeConfig struct {
-	// FunctionName: the function's name or ARN (input); its name (output).
+	// FunctionName: the function's name or ARN, with an optional
+	// qualifier (a version or an alias: "f:prod") (input); its name
+	// (output).
 	FunctionName string `json:"FunctionName"`
+	// Qualifier is set by runnel: the version or alias the configuration
+	// is for ("" for $LATEST). An invocation of a qualifier takes that
+	// qualifier's configuration, and the defaults when it has none, as
+	// Lambda does.
+	Qualifier string `json:"Qualifier,omitempty"`
 	// MaximumRetryAttempts after a function error: 0..2, default 2.
 	MaximumRetryAttempts *int `json:"MaximumRetryAttempts,omitempty"`
 	// MaximumEventAgeInSeconds: an event older than this when due is not
@@ -261,14 +269,17 @@ func (s *Service) UpdateFunctionEventInvokeConfig(ctx context.Context, cfg Event
 }
 
 func (s *Service) store(ctx context.Context, c EventInvokeConfig, merge func(old EventInvokeConfig, c *EventInvokeConfig)) (*EventInvokeConfig, error) {
-	fn, err := s.fns.GetFunction(c.FunctionName)
+	fn, err := s.fns.Describe(c.FunctionName)
 	if err != nil {
 		return nil, err
 	}
 	name := fn.Config().FunctionName
+	_, q, _ := function.ParseRef(c.FunctionName)
+	q = strings.TrimPrefix(q, function.Latest)
+	key := configKey(name, q)
 	if merge != nil {
 		s.mu.Lock()
-		old, ok := s.configs[name]
+		old, ok := s.configs[key]
 		s.mu.Unlock()
 		if ok {
 			merge(old.clone(), &c)
@@ -278,19 +289,19 @@ func (s *Service) store(ctx context.Context, c EventInvokeConfig, merge func(old
 	if err := s.validate(ctx, name, &c); err != nil {
 		return nil, err
 	}
-	c.FunctionName, c.FunctionArn, c.LastModified = name, s.fns.ARN(name), s.eng.Clock.Now().UTC()
+	c.FunctionName, c.Qualifier, c.FunctionArn, c.LastModified = name, q, s.fns.QualifiedARN(name, q), s.eng.Clock.Now().UTC()
 	b, _ := json.Marshal(c)
 	// The bucket write and the cache update happen under the lock so that
 	// concurrent Puts leave the two alike.
 	s.mu.Lock()
-	if _, err := s.kv.Put(ctx, name, b); err != nil {
+	if _, err := s.kv.Put(ctx, key, b); err != nil {
 		s.mu.Unlock()
-		return nil, awserr.New(awserr.ErrService, "store the event invoke configuration of %s: %v", name, err)
+		return nil, awserr.New(awserr.ErrService, "store the event invoke configuration of %s: %v", c.FunctionArn, err)
 	}
-	s.configs[name] = c
-	s.warned[name] = false
+	s.configs[key] = c
+	s.warned[key] = false
 	s.mu.Unlock()
-	s.warnIfDropped(name)
+	s.warnIfDropped(key)
 	out := c.clone()
 	return &out, nil
 }
@@ -299,12 +310,12 @@ func (s *Service) store(ctx context.Context, c EventInvokeConfig, merge func(old
 // stored (unset fields are nil: their defaults apply), or
 // ErrResourceNotFound.
 func (s *Service) GetFunctionEventInvokeConfig(ctx context.Context, functionName string) (*EventInvokeConfig, error) {
-	name := nameOf(functionName)
+	key := keyOf(functionName)
 	s.mu.Lock()
-	c, ok := s.configs[name]
+	c, ok := s.configs[key]
 	s.mu.Unlock()
 	if !ok {
-		return nil, awserr.New(awserr.ErrResourceNotFound, "The function %s doesn't have an EventInvokeConfig", s.fns.ARN(name))
+		return nil, s.noConfig(functionName)
 	}
 	out := c.clone()
 	return &out, nil
@@ -313,18 +324,58 @@ func (s *Service) GetFunctionEventInvokeConfig(ctx context.Context, functionName
 // DeleteFunctionEventInvokeConfig deletes a function's configuration (its
 // events then get the defaults), or returns ErrResourceNotFound.
 func (s *Service) DeleteFunctionEventInvokeConfig(ctx context.Context, functionName string) error {
-	name := nameOf(functionName)
+	key := keyOf(functionName)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.configs[name]; !ok {
-		return awserr.New(awserr.ErrResourceNotFound, "The function %s doesn't have an EventInvokeConfig", s.fns.ARN(name))
+	if _, ok := s.configs[key]; !ok {
+		return s.noConfig(functionName)
 	}
-	if err := s.kv.Purge(ctx, name); err != nil {
-		return awserr.New(awserr.ErrService, "delete the event invoke configuration of %s: %v", name, err)
+	if err := s.kv.Purge(ctx, key); err != nil {
+		return awserr.New(awserr.ErrService, "delete the event invoke configuration of %s: %v", functionName, err)
 	}
-	delete(s.configs, name)
-	s.warned[name] = false
+	delete(s.configs, key)
+	s.warned[key] = false
 	return nil
+}
+
+// ListFunctionEventInvokeConfigs returns the configurations of function
+// name and of its versions and aliases, $LATEST's first.
+func (s *Service) ListFunctionEventInvokeConfigs(name string) []EventInvokeConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []EventInvokeConfig
+	for _, c := range s.configs {
+		if c.FunctionName == name {
+			out = append(out, c.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b EventInvokeConfig) int { return strings.Compare(a.Qualifier, b.Qualifier) })
+	return out
+}
+
+// noConfig is Lambda's ResourceNotFoundException for a function (or
+// qualifier) without a configuration.
+func (s *Service) noConfig(ref string) error {
+	name, q, _ := function.ParseRef(ref)
+	return awserr.New(awserr.ErrResourceNotFound, "The function %s doesn't have an EventInvokeConfig", s.fns.QualifiedARN(name, strings.TrimPrefix(q, function.Latest)))
+}
+
+// configKey is the key of the configuration of qualifier q ("" for
+// $LATEST) of function name, in the bucket and in s.configs.
+func configKey(name, q string) string {
+	if q == "" {
+		return name
+	}
+	return name + "." + q
+}
+
+// keyOf is the configuration key of a function reference.
+func keyOf(ref string) string {
+	name, q, err := function.ParseRef(ref)
+	if err != nil {
+		return ref
+	}
+	return configKey(name, strings.TrimPrefix(q, function.Latest))
 }
 
 // config returns a function's effective configuration.
@@ -341,7 +392,7 @@ func (s *Service) config(name string) effective {
 // destination and DeadLetterConfig queue, or the built-in dead-letter
 // store when it has neither.
 func (s *Service) FailedEventsGoTo(functionName string) []string {
-	e := s.config(nameOf(functionName))
+	e := s.config(keyOf(functionName))
 	var out []string
 	if e.onFailure != "" {
 		out = append(out, e.onFailure)

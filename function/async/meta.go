@@ -16,11 +16,13 @@ const (
 	attrLastStatus    = "runnel.LastStatus"    // Number: HTTP status of the last attempt
 	attrLastFuncError = "runnel.FunctionError" // String: "Unhandled" after a function error
 	attrLastError     = "runnel.LastError"     // String: the last error object, JSON (when it fits)
+	attrQualifier     = "runnel.Qualifier"     // String: the version or alias invoked ("" for $LATEST)
 )
 
 // meta is an event's state, carried in its message attributes.
 type meta struct {
 	requestID   string
+	qualifier   string // the version or alias invoked; "" for $LATEST
 	enqueued    time.Time
 	invokeCount int
 	throttles   int
@@ -39,6 +41,9 @@ func (m meta) attributes(bodyLen int) map[string]queue.MessageAttributeValue {
 		attrRequestID:   {DataType: "String", StringValue: str(m.requestID)},
 		attrEnqueued:    {DataType: "Number", StringValue: str(strconv.FormatInt(m.enqueued.UnixMilli(), 10))},
 		attrInvokeCount: {DataType: "Number", StringValue: str(strconv.Itoa(m.invokeCount))},
+	}
+	if m.qualifier != "" {
+		a[attrQualifier] = queue.MessageAttributeValue{DataType: "String", StringValue: str(m.qualifier)}
 	}
 	if m.throttles > 0 {
 		a[attrThrottles] = queue.MessageAttributeValue{DataType: "Number", StringValue: str(strconv.Itoa(m.throttles))}
@@ -71,7 +76,7 @@ func parseMeta(msg *queue.Message) meta {
 	}
 	num := func(k string) int { n, _ := strconv.Atoi(get(k)); return n }
 	m := meta{requestID: get(attrRequestID), invokeCount: num(attrInvokeCount), throttles: num(attrThrottles),
-		lastStatus: num(attrLastStatus), lastFuncError: get(attrLastFuncError), lastError: get(attrLastError)}
+		lastStatus: num(attrLastStatus), lastFuncError: get(attrLastFuncError), lastError: get(attrLastError), qualifier: get(attrQualifier)}
 	if ms, err := strconv.ParseInt(get(attrEnqueued), 10, 64); err == nil {
 		m.enqueued = time.UnixMilli(ms)
 	} else if ms, err := strconv.ParseInt(msg.Attributes[queue.MsgAttrSentTimestamp], 10, 64); err == nil {

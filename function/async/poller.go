@@ -173,7 +173,7 @@ func (m meta) lastOutcome() outcome {
 func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 	s := p.s
 	m := parseMeta(msg)
-	cfg := s.config(p.name)
+	cfg := s.config(configKey(p.name, m.qualifier))
 	now := s.eng.Clock.Now()
 	// Writes go on after a Close once the attempt is decided, so that an
 	// invocation that ran is not run again for want of a delete.
@@ -185,7 +185,11 @@ func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 			"age", now.Sub(m.enqueued), "maximumEventAge", cfg.maxAge, "attempts", m.invokeCount)
 		return p.fail(wctx, msg, m, ConditionEventAgeExceeded, m.lastOutcome())
 	}
-	fn, err := s.fns.GetFunction(p.name)
+	ref := p.name
+	if m.qualifier != "" {
+		ref += ":" + m.qualifier
+	}
+	fn, err := s.fns.GetFunction(ref)
 	if err != nil {
 		return p.backOff(wctx, msg, m, errorOutcome(404, "ResourceNotFoundException", err.Error()))
 	}

@@ -16,8 +16,12 @@ import (
 
 // record builds the destination record of an event.
 func (p *poller) record(m meta, condition string, o outcome, payload string) []byte {
+	qualifier := m.qualifier
+	if qualifier == "" {
+		qualifier = wire.ExecutedVersion
+	}
 	r := wire.InvocationRecord{Version: wire.RecordVersion, Timestamp: wire.Timestamp(p.s.eng.Clock.Now()),
-		RequestContext: wire.RequestContext{RequestID: m.requestID, FunctionArn: p.s.fns.ARN(p.name) + ":" + wire.ExecutedVersion,
+		RequestContext: wire.RequestContext{RequestID: m.requestID, FunctionArn: p.s.fns.QualifiedARN(p.name, qualifier),
 			Condition: condition, ApproximateInvokeCount: m.invokeCount},
 		RequestPayload:  json.RawMessage(payload),
 		ResponseContext: wire.InvocationResponseContext{StatusCode: o.status, ExecutedVersion: wire.ExecutedVersion, FunctionError: o.funcError},
@@ -47,7 +51,7 @@ func (p *poller) record(m meta, condition string, o outcome, payload string) []b
 // built-in store when neither is, or when a delivery fails), then deletes
 // the event.
 func (p *poller) fail(ctx context.Context, msg *queue.Message, m meta, condition string, o outcome) bool {
-	cfg := p.s.config(p.name)
+	cfg := p.s.config(configKey(p.name, m.qualifier))
 	rec := p.record(m, condition, o, msg.Body)
 	ok := true
 	if cfg.onFailure == "" && cfg.dlq == "" {

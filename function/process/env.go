@@ -86,13 +86,16 @@ type env struct {
 	initErr *function.InvokeError
 
 	startedAt, readyAt time.Time // process started; first /next (Init Duration)
+	// provisioned: started ahead of any invocation by Prestart
+	// (AWS_LAMBDA_INITIALIZATION_TYPE provisioned-concurrency).
+	provisioned bool
 }
 
 func (f *Function) newEnv() *env {
 	n := f.nextEnv.Add(1)
 	return &env{f: f, n: n, dir: filepath.Join(f.base, fmt.Sprintf("env-%d", n)),
 		queue: make(chan *invocation, 1), exited: make(chan struct{}), initFailed: make(chan struct{}),
-		logStream: time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + randHex(16), flushed: make(chan struct{}, 2), readyCh: make(chan struct{})}
+		logStream: function.LogStreamName(time.Now(), f.cfg.Version), flushed: make(chan struct{}, 2), readyCh: make(chan struct{})}
 }
 
 // start starts the environment's Runtime API server and its process. On
@@ -190,6 +193,10 @@ func (e *env) environ(api, tmp string) []string {
 		vars[k] = v
 	}
 	root := e.f.root
+	initType := "on-demand"
+	if e.provisioned {
+		initType = "provisioned-concurrency"
+	}
 	for k, v := range map[string]string{
 		"AWS_LAMBDA_RUNTIME_API":          api,
 		"_HANDLER":                        cfg.Handler,
@@ -197,8 +204,8 @@ func (e *env) environ(api, tmp string) []string {
 		"AWS_DEFAULT_REGION":              cfg.Region,
 		"AWS_LAMBDA_FUNCTION_NAME":        cfg.FunctionName,
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(cfg.MemorySize),
-		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
-		"AWS_LAMBDA_INITIALIZATION_TYPE":  "on-demand",
+		"AWS_LAMBDA_FUNCTION_VERSION":     cfg.ExecutedVersion(),
+		"AWS_LAMBDA_INITIALIZATION_TYPE":  initType,
 		"AWS_LAMBDA_LOG_GROUP_NAME":       "/aws/lambda/" + cfg.FunctionName,
 		"AWS_LAMBDA_LOG_STREAM_NAME":      e.logStream,
 		"LAMBDA_TASK_ROOT":                root,
@@ -210,6 +217,17 @@ func (e *env) environ(api, tmp string) []string {
 		"TMPDIR":                          tmp,
 	} {
 		vars[k] = v
+	}
+	if opt := e.f.opt; opt != "" {
+		vars["PATH"] = opt + "/bin:" + vars["PATH"]
+		vars["LD_LIBRARY_PATH"] += ":" + opt + "/lib"
+		vars["PYTHONPATH"] = opt + "/python"
+		if e.f.interp != nil {
+			if v, ok := strings.CutPrefix(e.f.interp.runtime, "python"); ok {
+				vars["PYTHONPATH"] += ":" + opt + "/python/lib/python" + v + "/site-packages"
+			}
+		}
+		vars["NODE_PATH"] = opt + "/nodejs/node_modules"
 	}
 	out := make([]string, 0, len(vars))
 	for k, v := range vars {

@@ -1,75 +1,46 @@
 package process
 
 // A function's log as Lambda writes it: each environment is one log
-// stream (YYYY/MM/DD/[$LATEST]<32 hex>) of the group /aws/lambda/<name>;
+// stream (YYYY/MM/DD/[<version>]<32 hex>, [$LATEST] or [3]) of the group /aws/lambda/<name>;
 // its process's stdout and stderr, one event per line, between the START,
 // END and REPORT lines of each invocation.
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/runnel-dev/runnel/function"
 )
 
-// LogSink stores log events (package function/logs, in JetStream).
-type LogSink interface {
-	// PutLogEvent appends message to the log stream of group, now. It
-	// reports its own failures (the sink logs them).
-	PutLogEvent(group, stream, message string)
-}
+// The log types live in package function, which writes in-process
+// functions' lines; these names keep process's API.
+type (
+	// LogSink stores log events (function.LogSink).
+	LogSink = function.LogSink
+	// LogTail collects the log of one invocation (function.LogTail).
+	LogTail = function.LogTail
+)
 
 // TailSize is how much of an invocation's log Invoke with LogType Tail
 // returns: the last 4 KB.
-const TailSize = 4096
-
-// LogTail collects the log of one invocation (WithLogTail).
-type LogTail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *LogTail) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, line...)
-	t.buf = append(t.buf, '\n')
-	if len(t.buf) > 2*TailSize {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-TailSize:]...)
-	}
-}
-
-// Bytes returns the last TailSize bytes of the invocation's log.
-func (t *LogTail) Bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > TailSize {
-		b = b[len(b)-TailSize:]
-	}
-	return append([]byte(nil), b...)
-}
-
-type tailKey struct{}
+const TailSize = function.TailSize
 
 // WithLogTail returns a context whose invocation collects its log lines
 // into the returned LogTail (Invoke with LogType Tail).
-func WithLogTail(ctx context.Context) (context.Context, *LogTail) {
-	t := &LogTail{}
-	return context.WithValue(ctx, tailKey{}, t), t
-}
+func WithLogTail(ctx context.Context) (context.Context, *LogTail) { return function.WithLogTail(ctx) }
 
-func tailOf(ctx context.Context) *LogTail {
-	t, _ := ctx.Value(tailKey{}).(*LogTail)
-	return t
-}
+func tailOf(ctx context.Context) *LogTail { return function.TailOf(ctx) }
 
 // LogGroup is the log group of a function's log.
-func LogGroup(functionName string) string { return "/aws/lambda/" + functionName }
+func LogGroup(functionName string) string { return function.LogGroup(functionName) }
+
+// WritesInvocationLog tells package function that a process function
+// writes its own START, END and REPORT lines (function.SelfLogging).
+func (f *Function) WritesInvocationLog() bool { return true }
 
 // logLine writes a line of the environment's log stream: to the sink, to
 // the tail of the invocation it belongs to (inv, nil for none), and to the
@@ -83,7 +54,7 @@ func (e *env) logLine(inv *invocation, line string, attrs ...any) {
 	if inv != nil {
 		id = inv.id
 		if inv.tail != nil {
-			inv.tail.add(line)
+			inv.tail.Add(line)
 		}
 	}
 	f.log.Info(line, append([]any{"function", f.cfg.FunctionName, "request_id", id, "log_stream", e.logStream}, attrs...)...)
@@ -92,28 +63,23 @@ func (e *env) logLine(inv *invocation, line string, attrs ...any) {
 // logStart writes START before inv is offered to e.
 func (e *env) logStart(inv *invocation) {
 	inv.start = time.Now()
-	e.logLine(inv, fmt.Sprintf("START RequestId: %s Version: $LATEST", inv.id))
+	e.logLine(inv, fmt.Sprintf("START RequestId: %s Version: %s", inv.id, e.f.cfg.ExecutedVersion()))
 }
 
 // logEnd writes END and REPORT once inv has its outcome (after a timeout's
 // line). cold: e was started for inv, so REPORT has its Init Duration.
 func (e *env) logEnd(inv *invocation, cold bool, timedOut bool) {
 	if timedOut {
-		e.logLine(inv, fmt.Sprintf("%s %s Task timed out after %d.00 seconds", time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), inv.id, e.f.cfg.Timeout))
+		e.logLine(inv, function.TimeoutLine(time.Now(), inv.id, e.f.cfg.Timeout))
 	}
-	d := time.Since(inv.start)
-	ms := float64(d.Microseconds()) / 1000
-	var b strings.Builder
-	fmt.Fprintf(&b, "REPORT RequestId: %s\tDuration: %.2f ms\tBilled Duration: %d ms\tMemory Size: %d MB\tMax Memory Used: %d MB\t",
-		inv.id, ms, int64(math.Ceil(ms)), e.f.cfg.MemorySize, e.maxMemoryMB())
+	var init time.Duration
 	if cold {
 		e.mu.Lock()
-		init := e.readyAt.Sub(e.startedAt)
+		init = e.readyAt.Sub(e.startedAt)
 		e.mu.Unlock()
-		if init > 0 {
-			fmt.Fprintf(&b, "Init Duration: %.2f ms\t", float64(init.Microseconds())/1000)
-		}
 	}
+	var b strings.Builder
+	b.WriteString(function.ReportLine(inv.id, time.Since(inv.start), e.f.cfg.MemorySize, e.maxMemoryMB(), init))
 	if timedOut {
 		b.WriteString("Status: timeout")
 	}

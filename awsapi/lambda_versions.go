@@ -1,0 +1,227 @@
+package awsapi
+
+// Lambda: versions (REST, /2015-03-31/functions/{name}/versions) over
+// package function (versions.go). PublishVersion freezes $LATEST: its
+// configuration in package function, what the API reports beyond it
+// (functionMeta) under the key "<name>.<version>" of functionMetaBucket,
+// and for a process function its zip under "<name>:<version>" in
+// FunctionCodeBucket with a pool of its own, registered as handler
+// "process:<name>:<version>" (restored after a restart by
+// RestoreProcessFunctions). Publishing with nothing changed since the last
+// version returns that version, as Lambda does.
+// https://docs.aws.amazon.com/lambda/latest/api/API_PublishVersion.html
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/process"
+)
+
+// metaKey is the key of cfg's functionMeta: the function's name for
+// $LATEST, "<name>.<version>" for a published version.
+func metaKey(cfg function.Config) string {
+	if cfg.Version == "" {
+		return cfg.FunctionName
+	}
+	return cfg.FunctionName + "." + cfg.Version
+}
+
+// fingerprint identifies what a version freezes of cfg and meta: two
+// equal fingerprints publish no new version.
+func fingerprint(cfg function.Config, meta *functionMeta) string {
+	cfg.FunctionArn, cfg.RevisionId, cfg.LastVersion, cfg.Version = "", "", 0, ""
+	b, _ := json.Marshal(struct {
+		C                                        function.Config
+		Runtime, Handler, Role, Desc, CodeSha256 string
+		Layers                                   []string
+	}{cfg, meta.Runtime, meta.Handler, meta.Role, meta.Description, meta.CodeSha256, meta.Layers})
+	return codeDigest(b)
+}
+
+type publishVersionInput struct {
+	CodeSha256, Description, RevisionId string
+}
+
+func lambdaPublishVersion(rq *request, in *publishVersionInput) (any, error) {
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	h, ctx := rq.h, rq.ctx
+	h.fnMu.Lock()
+	defer h.fnMu.Unlock()
+	f, err := h.rn.Functions.GetFunction(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Config()
+	meta := h.metaOf(ctx, cfg)
+	if in.CodeSha256 != "" && in.CodeSha256 != meta.CodeSha256 {
+		return nil, lambdaInvalid("CodeSHA256 (%s) is different from current CodeSHA256 in $LATEST (%s). Please try again with the CodeSHA256 in $LATEST.", in.CodeSha256, meta.CodeSha256)
+	}
+	if err := h.rn.Functions.CheckRevision(name, in.RevisionId); err != nil {
+		return nil, err
+	}
+	fp := fingerprint(cfg, meta)
+	if last, ok := h.rn.Functions.LatestVersion(name); ok {
+		if lm, err := h.loadMeta(ctx, metaKey(last)); err == nil && lm.Fingerprint == fp {
+			return h.configuration(ctx, last), nil
+		}
+	}
+	vf, err := h.rn.Functions.PublishVersion(ctx, name, func(v string, vcfg *function.Config) error {
+		if !meta.isProcess() {
+			return nil
+		}
+		return h.startVersion(ctx, vcfg, meta, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	vmeta := *meta
+	vmeta.Fingerprint = fp
+	if in.Description != "" {
+		vmeta.Description = in.Description
+	}
+	if err := h.storeMeta(ctx, metaKey(vf.Config()), &vmeta); err != nil {
+		h.lopts.Logger.Error("lambda api: store version metadata", "function", name, "version", vf.Config().Version, "err", err)
+	}
+	return h.configuration(ctx, vf.Config()), nil
+}
+
+// startVersion starts the pool of published version vcfg of a process
+// function (its Version and FunctionArn set) and sets its Handler to the
+// pool's: code nil copies $LATEST's stored zip to the version's key (at
+// PublishVersion), else it is the version's stored zip (at a restart).
+func (h *Handler) startVersion(ctx context.Context, vcfg *function.Config, meta *functionMeta, code []byte) error {
+	key := vcfg.FunctionName + ":" + vcfg.Version
+	store, err := h.codeStore(ctx)
+	if err != nil {
+		return err
+	}
+	if code == nil {
+		if code, err = store.GetBytes(ctx, vcfg.FunctionName); err != nil {
+			return err
+		}
+		if _, err := store.PutBytes(ctx, key, code); err != nil {
+			return err
+		}
+	}
+	pf, err := h.startProcess(ctx, *vcfg, meta, code)
+	if err != nil {
+		return err
+	}
+	vcfg.Handler = ProcessHandlerPrefix + key
+	h.rn.Functions.Registry().Register(vcfg.Handler, pf)
+	p := &h.procs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]*process.Function{}
+	}
+	p.m[key] = pf
+	return nil
+}
+
+func lambdaListVersionsByFunction(rq *request, _ *noInput) (any, error) {
+	return listOf(rq, rq.h.rn.Functions.ListVersions, "Versions", func(c *function.Config) functionConfiguration {
+		return rq.h.configuration(rq.ctx, *c)
+	})
+}
+
+// deleteVersion is DeleteFunction with a Qualifier: a published version
+// (its pool, code and metadata go with it); $LATEST and aliases are
+// refused as Lambda refuses them. h.fnMu is held.
+func (h *Handler) deleteVersion(ctx context.Context, name, qualifier string) error {
+	if qualifier != function.Latest && !isVersionNumber(qualifier) {
+		if _, err := h.rn.Functions.GetAlias(name, qualifier); err != nil {
+			return err
+		}
+		return lambdaInvalid("Qualifier: %s is an alias; DeleteFunction deletes a version (use DeleteAlias)", qualifier)
+	}
+	if err := h.rn.Functions.DeleteVersion(ctx, name, qualifier); err != nil {
+		return err
+	}
+	key := name + ":" + qualifier
+	h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, key) // none is no error
+	h.procs.remove(key)
+	h.forgetCode(ctx, key)
+	if kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket); err == nil {
+		kv.Purge(ctx, name+"."+qualifier)
+	}
+	return nil
+}
+
+func isVersionNumber(q string) bool {
+	return q != "" && strings.Trim(q, "0123456789") == ""
+}
+
+// forgetCode deletes the stored zip under key, if any.
+func (h *Handler) forgetCode(ctx context.Context, key string) {
+	store, err := h.codeStore(ctx)
+	if err != nil {
+		return
+	}
+	if err := store.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		h.lopts.Logger.Warn("lambda api: delete function code", "key", key, "err", err)
+	}
+}
+
+// forgetVersionsMeta deletes the metadata of function name and of its
+// versions.
+func (h *Handler) forgetVersionsMeta(ctx context.Context, name string) {
+	kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket)
+	if err != nil {
+		return
+	}
+	kv.Purge(ctx, name)
+	keys, _ := kv.Keys(ctx)
+	for _, k := range keys {
+		if strings.HasPrefix(k, name+".") {
+			kv.Purge(ctx, k)
+		}
+	}
+}
+
+// removeFunction stops and forgets the pools of function name's versions
+// and returns their keys ("<name>:<version>").
+func (p *processFunctions) removeFunction(name string) []string {
+	p.mu.Lock()
+	var keys []string
+	for k := range p.m {
+		if strings.HasPrefix(k, name+":") {
+			keys = append(keys, k)
+		}
+	}
+	p.mu.Unlock()
+	p.remove(name)
+	for _, k := range keys {
+		p.remove(k)
+	}
+	return keys
+}
+
+// restoreVersion starts again the pool of version v of process function
+// name from its stored zip (RestoreProcessFunctions).
+func (h *Handler) restoreVersion(ctx context.Context, store jetstream.ObjectStore, name, v string) error {
+	cfg, err := h.rn.Functions.VersionConfig(name, v)
+	if err != nil {
+		h.lopts.Logger.Warn("lambda api: stored code of a version that is not stored; not restored", "function", name, "version", v)
+		return nil
+	}
+	meta, err := h.loadMeta(ctx, metaKey(cfg))
+	if err != nil {
+		return fmt.Errorf("function %s version %s: read metadata: %w", name, v, err)
+	}
+	code, err := store.GetBytes(ctx, name+":"+v)
+	if err != nil {
+		return fmt.Errorf("function %s version %s: read code: %w", name, v, err)
+	}
+	return h.startVersion(ctx, &cfg, meta, code)
+}
