@@ -118,6 +118,10 @@ func TestKinesisSubscribeToShardThroughSDK(t *testing.T) {
 				StartingPosition: &ktypes.StartingPosition{Type: ktypes.ShardIteratorTypeTrimHorizon}}))
 			readEvents(t, out.GetStream(), 0, 700)
 
+			// A second call a second later (one call per second per
+			// consumer and shard, on the engine clock), while the first
+			// subscription is younger than 5 s.
+			clk.Advance(time.Second)
 			_, err := kc.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(arn), ShardId: sh,
 				StartingPosition: &ktypes.StartingPosition{Type: ktypes.ShardIteratorTypeLatest}})
 			var inUse *ktypes.ResourceInUseException

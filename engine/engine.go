@@ -255,24 +255,31 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 	if kv, ok := e.buckets[name]; ok {
 		return kv, nil
 	}
-	var kv jetstream.KeyValue
-	err := e.ensure(ctx, func() (err error) {
-		kv, err = e.JS.KeyValue(ctx, name)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			return errNotYet
-		}
-		return err
-	}, func() (err error) {
-		kv, err = e.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: name, Storage: jetstream.FileStorage, Replicas: e.cfg.Replicas, History: 1,
-		})
-		return err
+	kv, err := e.EnsureBucket(ctx, jetstream.KeyValueConfig{
+		Bucket: name, Storage: jetstream.FileStorage, Replicas: e.cfg.Replicas, History: 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("engine: open bucket %s: %w", name, err)
 	}
 	e.buckets[name] = nameKeys{kv}
 	return e.buckets[name], nil
+}
+
+// EnsureBucket opens the key-value bucket of cfg, creating it (or
+// updating it to cfg) as EnsureStream does a stream.
+func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := e.ensure(ctx, func() (err error) {
+		kv, err = e.JS.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return errNotYet
+		}
+		return err
+	}, func() (err error) {
+		kv, err = e.JS.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
+	return kv, err
 }
 
 // EnsureStream creates the stream of cfg, or updates it to cfg when it
@@ -309,14 +316,18 @@ func (e *Engine) ensure(ctx context.Context, lookup, create func() error) error 
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		err := lookup()
-		if !errors.Is(err, errNotYet) {
+		if !errors.Is(err, errNotYet) && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		if e.srv.JetStreamIsLeader() {
-			return create()
+		if errors.Is(err, errNotYet) && e.srv.JetStreamIsLeader() {
+			// A proposal lost in a leader change (a loaded machine) is
+			// never answered: try again until the deadline.
+			if err = create(); !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return errors.New("engine: the JetStream meta leader did not create it within 2 minutes")
+			return fmt.Errorf("engine: the JetStream meta leader did not create it within 2 minutes: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -373,6 +384,10 @@ func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.leases == nil {
+		// The bucket first, by one creator in a cluster (ensure).
+		if _, err := e.EnsureBucket(ctx, lease.BucketConfig(lease.DefaultTTL, e.cfg.Replicas)); err != nil {
+			return nil, err
+		}
 		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger})
 		if err != nil {
 			return nil, err

@@ -228,7 +228,7 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 			return nil, err
 		}
 	}
-	if s.archive, err = eng.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: archiveStream,
+	if s.archive, err = eng.EnsureStream(ctx, jetstream.StreamConfig{Name: archiveStream,
 		Subjects: []string{archiveSubjectPrefix + ">"}, Storage: jetstream.FileStorage, Replicas: eng.Replicas(), AllowDirect: true}); err != nil {
 		return nil, err
 	}

@@ -88,6 +88,12 @@ type Lease struct {
 	gone bool
 }
 
+// BucketConfig is the leases bucket's configuration: memory storage,
+// history 1, the bucket's TTL = ttl.
+func BucketConfig(ttl time.Duration, replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage, Replicas: max(1, replicas)}
+}
+
 // New opens (creating if needed) the leases bucket and starts renewing.
 func New(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager, error) {
 	if opts.TTL == 0 {
@@ -104,8 +110,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager, e
 	}
 	kv, err := js.KeyValue(ctx, Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, TTL: opts.TTL, History: 1,
-			Storage: jetstream.MemoryStorage, Replicas: max(1, opts.Replicas)})
+		kv, err = js.CreateKeyValue(ctx, BucketConfig(opts.TTL, opts.Replicas))
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, Bucket)
 		}
