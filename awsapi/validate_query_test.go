@@ -1,0 +1,139 @@
+package awsapi_test
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/runnel-dev/runnel/awsapi"
+)
+
+// TestValidationOfQueryServices: SQS (JSON and query protocol), CloudWatch
+// Logs, IAM and STS requests their models refuse get each service's code
+// and AWS's wording, before any queue, group or role is looked up (none
+// exists here). The IAM, STS and Logs messages are AWS's as quoted in
+// public issues (each case names its source).
+func TestValidationOfQueryServices(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	base := e.srv.URL
+	form := func(kv ...string) url.Values {
+		f := url.Values{}
+		for i := 0; i < len(kv); i += 2 {
+			f.Add(kv[i], kv[i+1])
+		}
+		return f
+	}
+	for _, tt := range []struct {
+		name   string
+		target string     // a JSON call's X-Amz-Target
+		body   string     // its body
+		scope  string     // a query call's signing scope
+		form   url.Values // its form
+		code   string
+		msg    string
+	}{
+		{name: "SQS JSON without QueueUrl", target: "AmazonSQS.DeleteQueue", body: `{}`,
+			code: "MissingParameter", msg: "The request must contain the parameter QueueUrl."},
+		{name: "SQS JSON AddPermission without Label", target: "AmazonSQS.AddPermission",
+			body: `{"QueueUrl":"http://x/000000000000/missing","AWSAccountIds":["111122223333"],"Actions":["SendMessage"]}`,
+			code: "MissingParameter", msg: "The request must contain the parameter Label."},
+		{name: "SQS JSON TagQueue without Tags", target: "AmazonSQS.TagQueue", body: `{"QueueUrl":"http://x/000000000000/missing"}`,
+			code: "MissingParameter", msg: "The request must contain the parameter Tags."},
+		{name: "SQS JSON unknown attribute name", target: "AmazonSQS.GetQueueAttributes",
+			body: `{"QueueUrl":"http://x/000000000000/missing","AttributeNames":["Bogus"]}`,
+			code: "InvalidAttributeName", msg: "Unknown Attribute Bogus."},
+		{name: "SQS JSON receive without QueueUrl", target: "AmazonSQS.ReceiveMessage", body: `{"MaxNumberOfMessages":1}`,
+			code: "MissingParameter", msg: "The request must contain the parameter QueueUrl."},
+		{name: "SQS JSON send without a body", target: "AmazonSQS.SendMessage", body: `{"QueueUrl":"http://x/000000000000/missing"}`,
+			code: "MissingParameter", msg: "The request must contain the parameter MessageBody."},
+		{name: "SQS JSON a number as a string", target: "AmazonSQS.ChangeMessageVisibility",
+			body: `{"QueueUrl":"http://x/000000000000/missing","ReceiptHandle":"h","VisibilityTimeout":"ten"}`,
+			code: "SerializationException", msg: "STRING_VALUE cannot be converted to Integer"},
+		{name: "SQS query without QueueUrl", scope: "sqs", form: form("Action", "PurgeQueue"),
+			code: "MissingParameter", msg: "The request must contain the parameter QueueUrl."},
+		{name: "SQS query ChangeMessageVisibility without VisibilityTimeout", scope: "sqs",
+			form: form("Action", "ChangeMessageVisibility", "QueueUrl", "http://x/000000000000/missing", "ReceiptHandle", "h"),
+			code: "MissingParameter", msg: "The request must contain the parameter VisibilityTimeout."},
+		{name: "SQS query unknown attribute name", scope: "sqs",
+			form: form("Action", "SetQueueAttributes", "QueueUrl", "http://x/000000000000/missing", "Attribute.1.Name", "Bogus", "Attribute.1.Value", "1"),
+			code: "InvalidAttributeName", msg: "Unknown Attribute Bogus."},
+		{name: "SQS query RemovePermission without Label", scope: "sqs",
+			form: form("Action", "RemovePermission", "QueueUrl", "http://x/000000000000/missing"),
+			code: "MissingParameter", msg: "The request must contain the parameter Label."},
+		{
+			// aws/aws-cli#3005 and many deploy logs: IAM's own message.
+			name: "IAM role name pattern", scope: "iam",
+			form: form("Action", "GetRole", "RoleName", "my role"),
+			code: "ValidationError",
+			msg:  `1 validation error detected: Value 'my role' at 'roleName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]+`,
+		},
+		{name: "IAM role name length", scope: "iam",
+			form: form("Action", "CreateRole", "RoleName", strings.Repeat("r", 65), "AssumeRolePolicyDocument", "{}"),
+			code: "ValidationError",
+			msg:  "1 validation error detected: Value '" + strings.Repeat("r", 65) + "' at 'roleName' failed to satisfy constraint: Member must have length less than or equal to 64"},
+		{name: "IAM tags over 50, as a list of members", scope: "iam",
+			form: tags51(form("Action", "CreateRole", "RoleName", "r", "AssumeRolePolicyDocument", "{}")),
+			code: "ValidationError", msg: "1 validation error detected: Value '[",
+		},
+		{name: "IAM required member", scope: "iam", form: form("Action", "DeleteRole"),
+			code: "ValidationError", msg: "1 validation error detected: Value null at 'roleName' failed to satisfy constraint: Member must not be null"},
+		{
+			// aws/aws-cli#4626, terraform-provider-aws#5640: STS's message for a short session.
+			name: "STS DurationSeconds below 900", scope: "sts",
+			form: form("Action", "AssumeRole", "RoleArn", "arn:aws:iam::000000000000:role/r", "RoleSessionName", "sess", "DurationSeconds", "100"),
+			code: "ValidationError",
+			msg:  "1 validation error detected: Value '100' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to 900",
+		},
+		{
+			// aws/aws-cli#5396: CloudWatch Logs' code and message for a bad group name.
+			name: "Logs group name pattern", target: "Logs_20140328.CreateLogGroup", body: `{"logGroupName":"my group"}`,
+			code: "InvalidParameterException",
+			msg:  `1 validation error detected: Value 'my group' at 'logGroupName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\.\-_/#A-Za-z0-9]+`,
+		},
+		{name: "Logs limit range", target: "Logs_20140328.DescribeLogGroups", body: `{"limit":51}`,
+			code: "InvalidParameterException",
+			msg:  "1 validation error detected: Value '51' at 'limit' failed to satisfy constraint: Member must have value less than or equal to 50"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var status int
+			var body, code, msg string
+			if tt.target != "" {
+				ct := "application/x-amz-json-1.0"
+				if strings.HasPrefix(tt.target, "Logs") {
+					ct = "application/x-amz-json-1.1"
+				}
+				status, body = post(t, base, tt.body, map[string]string{"Content-Type": ct, "X-Amz-Target": tt.target})
+				var e struct {
+					Type    string `json:"__type"`
+					Message string `json:"message"`
+				}
+				_ = json.Unmarshal([]byte(body), &e)
+				code, msg = e.Type[strings.LastIndexByte(e.Type, '#')+1:], e.Message
+			} else {
+				status, body = query(t, base, tt.scope, tt.form)
+				var e struct {
+					Code    string `xml:"Error>Code"`
+					Message string `xml:"Error>Message"`
+				}
+				_ = xml.Unmarshal([]byte(body), &e)
+				code, msg = e.Code, e.Message
+			}
+			if status != 400 || code != tt.code || !strings.HasPrefix(msg, tt.msg) {
+				t.Errorf("%d %s %q\nwant 400 %s %q\n%s", status, code, msg, tt.code, tt.msg, body)
+			}
+		})
+	}
+}
+
+// tags51 adds 51 tags to an IAM form (Tags.member.N.Key/Value).
+func tags51(f url.Values) url.Values {
+	for i := 1; i <= 51; i++ {
+		n := strconv.Itoa(i)
+		f.Set("Tags.member."+n+".Key", "k"+n)
+		f.Set("Tags.member."+n+".Value", "v")
+	}
+	return f
+}
