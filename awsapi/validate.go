@@ -177,10 +177,8 @@ func (vd *validation) value(s *shape, v any, path string) {
 			if mv == nil {
 				switch {
 				case !s.req[m.name], vd.query && m.shape.Type == "list":
-				case vd.svc == SQS && vd.missing == "" && path == "":
-					vd.missing = m.name
 				case vd.svc == SQS && vd.missing == "":
-					vd.missing = p
+					vd.missing = sqsParameter(p)
 				case vd.svc != SQS:
 					vd.fail(p, nil, "not be null")
 				}

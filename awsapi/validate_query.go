@@ -177,6 +177,18 @@ func sqsAttributeName(m *model, v string) bool {
 	return false
 }
 
+// sqsParameter names a member's path as SQS's messages name parameters:
+// "entries.1.member.id" is "Entries.1.Id".
+func sqsParameter(path string) string {
+	var parts []string
+	for _, p := range strings.Split(path, ".") {
+		if p != "member" {
+			parts = append(parts, strings.ToUpper(p[:1])+p[1:])
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
 func join(key, name string) string {
 	if key == "" {
 		return name

@@ -61,10 +61,11 @@ func (s *Service) TagQueue(ctx context.Context, queueURL string, tags map[string
 	if len(tags) == 0 {
 		return awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter Tags.")
 	}
+	name, _ := nameOf(queueURL)
+	if err := checkTags(name, tags); err != nil {
+		return err
+	}
 	return s.updateMeta(ctx, queueURL, func(m *queueMeta) error {
-		if err := checkTags(m.Name, tags); err != nil {
-			return err
-		}
 		if m.Tags == nil {
 			m.Tags = map[string]string{}
 		}
