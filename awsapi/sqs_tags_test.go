@@ -63,6 +63,11 @@ func TestSQSQueueTags(t *testing.T) {
 				t.Errorf("a key or value over its length: %v", err)
 			}
 		}
+		many["k48"], many["k49"], many["k50"] = "v", "v", "v"
+		_, err = qc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("manytags"), Tags: many})
+		if errCode(err) != "InvalidParameterValue" || !strings.Contains(err.Error(), "Too many tags added for queue manytags.") {
+			t.Errorf("CreateQueue with 51 tags: %v", err)
+		}
 		_, err = qc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("badtags"), Tags: map[string]string{"": "v"}})
 		if errCode(err) != "InvalidParameterValue" {
 			t.Errorf("CreateQueue with an empty tag key: %v", err)
