@@ -14,8 +14,8 @@ import (
 // TestValidationOfQueryServices: SQS (JSON and query protocol), CloudWatch
 // Logs, IAM and STS requests their models refuse get each service's code
 // and AWS's wording, before any queue, group or role is looked up (none
-// exists here). The IAM, STS and Logs messages are AWS's as quoted in
-// public issues (each case names its source).
+// exists here). Where a case names a public issue, its message is AWS's
+// as quoted there; the others follow the model in the same wording.
 func TestValidationOfQueryServices(t *testing.T) {
 	e := start(t, awsapi.Options{})
 	base := e.srv.URL
@@ -81,16 +81,16 @@ func TestValidationOfQueryServices(t *testing.T) {
 			form: form("Action", "RemovePermission", "QueueUrl", "http://x/000000000000/missing"),
 			code: "MissingParameter", msg: "The request must contain the parameter Label."},
 		{
-			// aws/aws-cli#3005 and many deploy logs: IAM's own message.
-			name: "IAM role name pattern", scope: "iam",
+			// serverless/examples#405 (Error Code: ValidationError, from IAM).
+			name: "IAM role name length", scope: "iam",
+			form: form("Action", "CreateRole", "RoleName", "aws-node-serve-dynamic-html-via-http-endpoint-dev-us-east-1-lambdaRole", "AssumeRolePolicyDocument", "{}"),
+			code: "ValidationError",
+			msg:  "1 validation error detected: Value 'aws-node-serve-dynamic-html-via-http-endpoint-dev-us-east-1-lambdaRole' at 'roleName' failed to satisfy constraint: Member must have length less than or equal to 64",
+		},
+		{name: "IAM role name pattern", scope: "iam",
 			form: form("Action", "GetRole", "RoleName", "my role"),
 			code: "ValidationError",
-			msg:  `1 validation error detected: Value 'my role' at 'roleName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]+`,
-		},
-		{name: "IAM role name length", scope: "iam",
-			form: form("Action", "CreateRole", "RoleName", strings.Repeat("r", 65), "AssumeRolePolicyDocument", "{}"),
-			code: "ValidationError",
-			msg:  "1 validation error detected: Value '" + strings.Repeat("r", 65) + "' at 'roleName' failed to satisfy constraint: Member must have length less than or equal to 64"},
+			msg:  `1 validation error detected: Value 'my role' at 'roleName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]+`},
 		{name: "IAM tags over 50, as a list of members", scope: "iam",
 			form: tags51(form("Action", "CreateRole", "RoleName", "r", "AssumeRolePolicyDocument", "{}")),
 			code: "ValidationError", msg: "1 validation error detected: Value '[",
@@ -98,17 +98,29 @@ func TestValidationOfQueryServices(t *testing.T) {
 		{name: "IAM required member", scope: "iam", form: form("Action", "DeleteRole"),
 			code: "ValidationError", msg: "1 validation error detected: Value null at 'roleName' failed to satisfy constraint: Member must not be null"},
 		{
-			// aws/aws-cli#4626, terraform-provider-aws#5640: STS's message for a short session.
-			name: "STS DurationSeconds below 900", scope: "sts",
+			// JuliaCloud/AWSCore.jl#38 (STS's error document).
+			name: "STS session name pattern", scope: "sts",
+			form: form("Action", "AssumeRole", "RoleArn", "arn:aws:iam::000000000000:role/r", "RoleSessionName", "a:b"),
+			code: "ValidationError",
+			msg:  `1 validation error detected: Value 'a:b' at 'roleSessionName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\w+=,.@-]*`,
+		},
+		{name: "STS DurationSeconds below 900", scope: "sts",
 			form: form("Action", "AssumeRole", "RoleArn", "arn:aws:iam::000000000000:role/r", "RoleSessionName", "sess", "DurationSeconds", "100"),
 			code: "ValidationError",
-			msg:  "1 validation error detected: Value '100' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to 900",
+			msg:  "1 validation error detected: Value '100' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to 900"},
+		{
+			// awslabs/aws-embedded-metrics-java#65 (InvalidParameterException from CloudWatch Logs).
+			name: "Logs group name pattern", target: "Logs_20140328.CreateLogGroup", body: `{"logGroupName":"testServiceName:latest-metrics"}`,
+			code: "InvalidParameterException",
+			msg:  `1 validation error detected: Value 'testServiceName:latest-metrics' at 'logGroupName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\.\-_/#A-Za-z0-9]+`,
 		},
 		{
-			// aws/aws-cli#5396: CloudWatch Logs' code and message for a bad group name.
-			name: "Logs group name pattern", target: "Logs_20140328.CreateLogGroup", body: `{"logGroupName":"my group"}`,
+			// fluent-plugins-nursery/fluent-plugin-cloudwatch-logs#223: AWS
+			// lists the pattern first, runnel the length (docs/semantics.md).
+			name: "Logs empty prefix", target: "Logs_20140328.DescribeLogGroups", body: `{"logGroupNamePrefix":""}`,
 			code: "InvalidParameterException",
-			msg:  `1 validation error detected: Value 'my group' at 'logGroupName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\.\-_/#A-Za-z0-9]+`,
+			msg: "2 validation errors detected: Value '' at 'logGroupNamePrefix' failed to satisfy constraint: Member must have length greater than or equal to 1; " +
+				`Value '' at 'logGroupNamePrefix' failed to satisfy constraint: Member must satisfy regular expression pattern: [\.\-_/#A-Za-z0-9]+`,
 		},
 		{name: "Logs limit range", target: "Logs_20140328.DescribeLogGroups", body: `{"limit":51}`,
 			code: "InvalidParameterException",
