@@ -83,13 +83,14 @@ func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
 		return nil, s.TagQueue(ctx, a.URL, a.Tags)
 	case "UntagQueue":
 		return nil, s.UntagQueue(ctx, a.URL, a.Names)
-	case "AddPermission":
+	case "AddPermission", "RemovePermission":
 		if a.Perm == nil {
 			a.Perm = &Permission{}
 		}
+		if a.Op == "RemovePermission" {
+			return nil, s.RemovePermission(ctx, a.URL, a.Perm.Label)
+		}
 		return nil, s.AddPermission(ctx, a.URL, *a.Perm)
-	case "RemovePermission":
-		return nil, s.RemovePermission(ctx, a.URL, a.Handle)
 	case "DeleteQueue":
 		return nil, s.DeleteQueue(ctx, a.URL)
 	case "GetQueueAttributes":

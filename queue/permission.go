@@ -175,7 +175,7 @@ func (s *Service) AddPermission(ctx context.Context, queueURL string, p Permissi
 // A label the policy lacks is awserr.ErrSQSInvalidParameterValue
 // ("Reason: can't find label on existing policy.").
 func (s *Service) RemovePermission(ctx context.Context, queueURL, label string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "RemovePermission", URL: queueURL, Handle: label}, nil); remote {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "RemovePermission", URL: queueURL, Perm: &Permission{Label: label}}, nil); remote {
 		return err
 	}
 	if label == "" {
