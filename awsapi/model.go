@@ -25,6 +25,10 @@ var modelFile = map[Service]string{
 	DynamoDB:        "models/dynamodb-2012-08-10.json.gz",
 	DynamoDBStreams: "models/dynamodbstreams-2012-08-10.json.gz",
 	Lambda:          "models/lambda-2015-03-31.json.gz",
+	SQS:             "models/sqs-2012-11-05.json.gz",
+	CloudWatchLogs:  "models/logs-2014-03-28.json.gz",
+	IAM:             "models/iam-2010-05-08.json.gz",
+	STS:             "models/sts-2011-06-15.json.gz",
 }
 
 // model is a service's model: its operations' input shapes, by name.
@@ -46,6 +50,9 @@ type shape struct {
 	Min, Max *float64
 	Pattern  string
 	Enum     []string
+	// Flattened: a list or map the query protocol writes without its
+	// "member." or "entry." level (SQS's).
+	Flattened bool
 	// Payload names the member that is the whole body (Lambda's Invoke):
 	// the body is then not a JSON object of members.
 	Payload string

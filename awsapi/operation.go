@@ -58,7 +58,13 @@ type Operation struct {
 	// outside the pattern names no stream). The trap: a constraint the
 	// model has and the operation does not check would let a bad request
 	// through. Reading a 500-record body twice cost a third of the
-	// endpoint's put rate (docs/benchmarks.md).
+	// endpoint's put rate (docs/benchmarks.md). SQS's SendMessage,
+	// SendMessageBatch, ReceiveMessage and DeleteMessage take it too: SQS's
+	// model has only required members, types and attribute-name enums,
+	// and those operations refuse a missing QueueUrl, body or receipt
+	// handle and an unknown attribute name themselves (not
+	// ChangeMessageVisibility, whose absent VisibilityTimeout reads as 0,
+	// nor the batch deletes and changes, whose entries fail one by one).
 	ValidateOnError bool
 
 	h handler

@@ -44,17 +44,36 @@ func (rq *request) xmlNS() string {
 type xmlMap[V any] map[string]V
 
 func (m xmlMap[V]) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return xmlEntries(e, start, m, "Name")
+}
+
+// xmlTags is a map of tags, written as flattened <Key/><Value/> entries
+// (SQS's Tag), sorted by key.
+type xmlTags map[string]string
+
+func (m xmlTags) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	return xmlEntries(e, start, m, "Key")
+}
+
+// xmlEntries writes m as flattened start elements of a <key/> and a
+// <Value/>, sorted by key.
+func xmlEntries[V any](e *xml.Encoder, start xml.StartElement, m map[string]V, key string) error {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		entry := struct {
-			Name  string
-			Value V
-		}{k, m[k]}
-		if err := e.EncodeElement(entry, start); err != nil {
+		if err := e.EncodeToken(start); err != nil {
+			return err
+		}
+		if err := e.EncodeElement(k, xml.StartElement{Name: xml.Name{Local: key}}); err != nil {
+			return err
+		}
+		if err := e.EncodeElement(m[k], xml.StartElement{Name: xml.Name{Local: "Value"}}); err != nil {
+			return err
+		}
+		if err := e.EncodeToken(start.End()); err != nil {
 			return err
 		}
 	}
@@ -143,12 +162,17 @@ func (f *qform) list(prefix string) []string {
 
 // attrs reads prefix.N.Name / prefix.N.Value.
 func (f *qform) attrs(prefix string) map[string]string {
-	return formMap(f, prefix, func(k string) string { return f.get(k + ".Value") })
+	return formMap(f, prefix, "Name", func(k string) string { return f.get(k + ".Value") })
+}
+
+// tags reads prefix.N.Key / prefix.N.Value (SQS's Tag).
+func (f *qform) tags(prefix string) map[string]string {
+	return formMap(f, prefix, "Key", func(k string) string { return f.get(k + ".Value") })
 }
 
 // msgAttrs reads prefix.N.Name and prefix.N.Value.{DataType,StringValue,BinaryValue}.
 func (f *qform) msgAttrs(prefix string) map[string]msgAttr {
-	return formMap(f, prefix, func(k string) msgAttr {
+	return formMap(f, prefix, "Name", func(k string) msgAttr {
 		a := msgAttr{DataType: f.get(k + ".Value.DataType")}
 		if f.has(k + ".Value.StringValue") {
 			s := f.get(k + ".Value.StringValue")
@@ -166,9 +190,9 @@ func (f *qform) msgAttrs(prefix string) map[string]msgAttr {
 	})
 }
 
-// formMap reads prefix.N.Name and, with value, what prefix.N holds (nil
+// formMap reads prefix.N.<key> and, with value, what prefix.N holds (nil
 // when there is no prefix.N).
-func formMap[V any](f *qform, prefix string, value func(k string) V) map[string]V {
+func formMap[V any](f *qform, prefix, key string, value func(k string) V) map[string]V {
 	p, ns := f.indexes(prefix)
 	if len(ns) == 0 {
 		return nil
@@ -176,7 +200,7 @@ func formMap[V any](f *qform, prefix string, value func(k string) V) map[string]
 	out := make(map[string]V, len(ns))
 	for _, n := range ns {
 		k := p + "." + strconv.Itoa(n)
-		out[f.get(k+".Name")] = value(k)
+		out[f.get(k+"."+key)] = value(k)
 	}
 	return out
 }

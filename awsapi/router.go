@@ -302,8 +302,9 @@ func (h *Handler) restMux(svc Service, proto protocol, maxBody int) *http.ServeM
 }
 
 // serve answers the request with op: a CBOR body is first turned into
-// its JSON (protocol_cbor.go), then a JSON body is validated against the
-// operation's input shape in the service's model (validate.go).
+// its JSON (protocol_cbor.go), then the body (or the query protocol's
+// form, validate_query.go) is validated against the operation's input
+// shape in the service's model (validate.go).
 func (rq *request) serve(op *Operation) {
 	defer rq.recoverPanic()
 	if rq.proto == protoKinesisCBOR {
@@ -319,17 +320,23 @@ func (rq *request) serve(op *Operation) {
 		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid"),
 			"LayerName": rq.r.PathValue("layer"), "StatementId": rq.r.PathValue("sid")}
 	}
-	validate := rq.proto != protoSQSQuery
-	if validate && !op.ValidateOnError {
-		if err := validateJSON(op, rq.body, uri); err != nil {
+	validate := func() error {
+		switch rq.proto {
+		case protoSQSQuery, protoIAM, protoSTS:
+			return validateForm(op, rq.form)
+		}
+		return validateJSON(op, rq.body, uri)
+	}
+	if !op.ValidateOnError {
+		if err := validate(); err != nil {
 			rq.fail(err)
 			return
 		}
 	}
 	out, err := op.h.serve(rq)
 	if err != nil {
-		if validate && op.ValidateOnError {
-			if verr := validateJSON(op, rq.body, uri); verr != nil {
+		if op.ValidateOnError {
+			if verr := validate(); verr != nil {
 				err = verr
 			}
 		}

@@ -2,8 +2,8 @@ package awsapi
 
 // SQS: queues (JSON protocol, X-Amz-Target "AmazonSQS.<Op>", and the
 // query protocol, Action=<Op>) over package queue. Queue URLs point at the
-// endpoint the client used (<scheme>://<Host>/<account>/<name>). No
-// tags, no permissions (AddPermission), no KMS.
+// endpoint the client used (<scheme>://<Host>/<account>/<name>). Tags and
+// permissions are in sqs_tags.go; no KMS.
 
 import (
 	"encoding/base64"
@@ -16,17 +16,20 @@ import (
 type createQueueInput struct {
 	QueueName  string
 	Attributes map[string]string
+	Tags       map[string]string `json:"tags"`
 }
 
 func (in *createQueueInput) readForm(f *qform) {
-	in.QueueName, in.Attributes = f.get("QueueName"), f.attrs("Attribute")
+	in.QueueName, in.Attributes, in.Tags = f.get("QueueName"), f.attrs("Attribute"), f.tags("Tag")
 }
 
+// sqsCreateQueue creates a queue with its attributes and tags (tags
+// only when the queue is new; API_CreateQueue).
 func sqsCreateQueue(rq *request, in *createQueueInput) (any, error) {
 	if in.QueueName == "" {
 		return nil, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter QueueName.")
 	}
-	return rq.urlResult(rq.h.rn.Queues.CreateQueue(rq.ctx, in.QueueName, in.Attributes))
+	return rq.urlResult(rq.h.rn.Queues.CreateQueueWithTags(rq.ctx, in.QueueName, in.Attributes, in.Tags))
 }
 
 // urlResult answers CreateQueue and GetQueueUrl: the queue's URL as the
@@ -61,32 +64,40 @@ func sqsListQueues(rq *request, in *listQueuesInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.NextToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		if err != nil {
-			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Invalid NextToken value.")
-		}
-		i := sort.Search(len(urls), func(i int) bool { return urls[i][strings.LastIndexByte(urls[i], '/')+1:] > string(b) })
-		urls = urls[i:]
-	}
-	var next string
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 1000 {
-			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *in.MaxResults)
-		}
-		if len(urls) > *in.MaxResults {
-			urls = urls[:*in.MaxResults]
-			last := urls[len(urls)-1]
-			next = base64.RawURLEncoding.EncodeToString([]byte(last[strings.LastIndexByte(last, '/')+1:]))
-		}
-	}
-	for i := range urls {
-		urls[i] = rq.queueURL(urls[i])
-	}
+	urls, next, err := rq.urlPage(urls, in.NextToken, in.MaxResults)
 	return struct {
 		QueueUrls []string `json:",omitempty" xml:"QueueUrl"`
 		NextToken string   `json:",omitempty" xml:",omitempty"`
-	}{urls, next}, nil
+	}{urls, next}, err
+}
+
+// urlPage returns the page of urls (queue URLs or names, sorted by name)
+// after the queue named by token (base64 of its name), at most max (when
+// given, 1..1000) of them, with the URLs the client reaches them by, and
+// the token of the next page ("" at the end).
+func (rq *request) urlPage(urls []string, token string, max *int) (page []string, next string, err error) {
+	nameAt := func(i int) string { return urls[i][strings.LastIndexByte(urls[i], '/')+1:] }
+	if token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
+		if err != nil {
+			return nil, "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Invalid NextToken value.")
+		}
+		urls = urls[sort.Search(len(urls), func(i int) bool { return nameAt(i) > string(b) }):]
+	}
+	if max != nil {
+		if *max < 1 || *max > 1000 {
+			return nil, "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *max)
+		}
+		if len(urls) > *max {
+			urls = urls[:*max]
+			next = base64.RawURLEncoding.EncodeToString([]byte(nameAt(len(urls) - 1)))
+		}
+	}
+	page = make([]string, len(urls))
+	for i, u := range urls {
+		page[i] = rq.queueURL(u)
+	}
+	return page, next, nil
 }
 
 // queueInput is the input of the calls that take only a queue.

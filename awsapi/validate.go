@@ -60,6 +60,15 @@ type validation struct {
 	// rule is the first failure of a service's own rule, reported when
 	// the model's constraints all hold.
 	rule error
+	// missing and unknown are SQS's first required parameter absent and
+	// first value outside an enum (every SQS enum is of attribute names):
+	// SQS reports them as MissingParameter and InvalidAttributeName, not
+	// as a ValidationException (sqsModelError).
+	missing, unknown string
+	// query: the request is a query-protocol form, where an empty list
+	// is an absent one: a required list is the operation's to require
+	// (SendMessageBatch's EmptyBatchRequest).
+	query bool
 }
 
 // validateJSON checks a JSON body against op's input shape; nil when it
@@ -98,13 +107,21 @@ func serialization(svc Service, format string, args ...any) error {
 
 // err is the validation's result.
 func (vd *validation) err() error {
+	code := validationCode[vd.svc]
+	if code == nil {
+		code = awserr.ErrValidation
+	}
 	switch {
 	case vd.serial != nil:
 		return vd.serial
+	case vd.missing != "":
+		return awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter %s.", vd.missing)
+	case vd.unknown != "":
+		return awserr.New(awserr.ErrInvalidAttributeName, "Unknown Attribute %s.", vd.unknown)
 	case len(vd.fails) == 1:
-		return awserr.New(awserr.ErrValidation, "1 validation error detected: %s", vd.fails[0])
+		return awserr.New(code, "1 validation error detected: %s", vd.fails[0])
 	case len(vd.fails) > 1:
-		return awserr.New(awserr.ErrValidation, "%d validation errors detected: %s", len(vd.fails), strings.Join(vd.fails, "; "))
+		return awserr.New(code, "%d validation errors detected: %s", len(vd.fails), strings.Join(vd.fails, "; "))
 	}
 	return vd.rule
 }
@@ -158,7 +175,11 @@ func (vd *validation) value(s *shape, v any, path string) {
 				p = path + "." + p
 			}
 			if mv == nil {
-				if s.req[m.name] {
+				switch {
+				case !s.req[m.name], vd.query && m.shape.Type == "list":
+				case vd.svc == SQS && vd.missing == "":
+					vd.missing = sqsParameter(p)
+				case vd.svc != SQS:
 					vd.fail(p, nil, "not be null")
 				}
 				continue
@@ -215,7 +236,11 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 		if s.re != nil && !s.re.MatchString(str) {
 			vd.fail(path, v, "satisfy regular expression pattern: %s", s.Pattern)
 		}
-		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
+		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) && vd.svc == SQS {
+			if vd.unknown == "" && !sqsAttributeName(vd.m, str) {
+				vd.unknown = str
+			}
+		} else if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
 			vd.fail(path, v, "satisfy enum value set: [%s]", strings.Join(s.Enum, ", "))
 		}
 		if vd.svc == DynamoDB && s.name == "TableArn" && len(vd.fails) == before {

@@ -216,6 +216,9 @@ var (
 	// ReceiptHandle, the body, the MessageGroupId of a FIFO message, a
 	// deduplication id on a FIFO queue without ContentBasedDeduplication).
 	ErrMissingParameter = def(Spec{Code: "MissingParameter"})
+	// ErrOverLimit: a queue's limit is reached (AddPermission: more than
+	// 7 actions in one permission), HTTP 403.
+	ErrOverLimit = def(Spec{Code: "OverLimit", Status: 403})
 	// ErrInvalidMessageContents: the body or a string attribute holds a
 	// character outside the XML character set SQS allows.
 	ErrInvalidMessageContents = def(Spec{Code: "InvalidMessageContents"})

@@ -30,3 +30,10 @@ var (
 // ErrDeleteConflict: an IAM role still has policies attached (or inline)
 // and cannot be deleted, HTTP 409.
 var ErrDeleteConflict = def(Spec{Code: "DeleteConflict", Status: 409})
+
+// ErrValidationError: an IAM or STS request that its model refuses (a
+// required member absent, a length, range or pattern not met), in AWS's
+// wording: "1 validation error detected: Value 'a b' at 'roleName' failed
+// to satisfy constraint: Member must satisfy regular expression pattern:
+// [\w+=,.@-]+".
+var ErrValidationError = def(Spec{Code: "ValidationError"})

@@ -65,6 +65,8 @@ type rpcArgs struct {
 	Change  []ChangeMessageVisibilityBatchRequestEntry `json:"change,omitempty"`
 	Dest    string                                     `json:"dest,omitempty"`
 	Rate    int                                        `json:"rate,omitempty"`
+	Tags    map[string]string                          `json:"tags,omitempty"`
+	Perm    *Permission                                `json:"perm,omitempty"`
 	// DeadlineMs is the caller's remaining time.
 	DeadlineMs int64 `json:"deadline_ms"`
 }
@@ -78,7 +80,19 @@ type rpcReply struct {
 func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
 	switch a.Op {
 	case "CreateQueue":
-		return s.CreateQueue(ctx, a.URL, a.Attrs)
+		return s.CreateQueueWithTags(ctx, a.URL, a.Attrs, a.Tags)
+	case "TagQueue":
+		return nil, s.TagQueue(ctx, a.URL, a.Tags)
+	case "UntagQueue":
+		return nil, s.UntagQueue(ctx, a.URL, a.Names)
+	case "AddPermission", "RemovePermission":
+		if a.Perm == nil {
+			a.Perm = &Permission{}
+		}
+		if a.Op == "RemovePermission" {
+			return nil, s.RemovePermission(ctx, a.URL, a.Perm.Label)
+		}
+		return nil, s.AddPermission(ctx, a.URL, *a.Perm)
 	case "DeleteQueue":
 		return nil, s.DeleteQueue(ctx, a.URL)
 	case "GetQueueAttributes":

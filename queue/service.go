@@ -154,6 +154,8 @@ type queueMeta struct {
 	Created      int64             `json:"CreatedTimestamp"` // Unix s
 	LastModified int64             `json:"LastModifiedTimestamp"`
 	Attributes   map[string]string `json:"Attributes"`
+	// Tags are the queue's cost allocation tags (tags.go).
+	Tags map[string]string `json:"Tags,omitempty"`
 }
 
 // queue is a loaded queue: its metadata, config and index.
@@ -292,9 +294,19 @@ func (s *Service) streamConfig(m *queueMeta) jetstream.StreamConfig {
 // CreateQueue returns its URL when every given attribute has the queue's
 // value, and awserr.ErrQueueNameExists otherwise.
 func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[string]string) (string, error) {
+	return s.CreateQueueWithTags(ctx, name, attributes, nil)
+}
+
+// CreateQueueWithTags is CreateQueue with the new queue's tags (checked
+// as TagQueue checks them). The tags of an existing queue are left as
+// they are: CreateQueue compares attributes only.
+func (s *Service) CreateQueueWithTags(ctx context.Context, name string, attributes, tags map[string]string) (string, error) {
 	var url string
-	if remote, err := s.forward(ctx, rpcArgs{Op: "CreateQueue", URL: name, Attrs: attributes}, &url); remote {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "CreateQueue", URL: name, Attrs: attributes, Tags: tags}, &url); remote {
 		return url, err
+	}
+	if err := checkTags(name, tags); err != nil {
+		return "", err
 	}
 	fifo := strings.EqualFold(attributes[AttrFifoQueue], "true")
 	if fifo && !fifoQueueNameRE.MatchString(name) {
@@ -320,7 +332,7 @@ func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[s
 		return "", err
 	}
 	now := s.eng.Clock.Now().Unix()
-	meta := queueMeta{Name: name, ID: nuid.Next(), FIFO: fifo, Created: now, LastModified: now, Attributes: attrs}
+	meta := queueMeta{Name: name, ID: nuid.Next(), FIFO: fifo, Created: now, LastModified: now, Attributes: attrs, Tags: tags}
 	for k, v := range attrs {
 		if v == "" { // an empty policy means none
 			delete(attrs, k)
@@ -567,36 +579,17 @@ func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attri
 	if err := s.checkRedrive(ctx, name, fifo, attrs[AttrRedrivePolicy]); err != nil {
 		return err
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.deleted {
-		return q.goneErr(queueURL)
-	}
-	meta := q.meta
-	meta.Attributes = map[string]string{}
-	for k, v := range q.meta.Attributes {
-		meta.Attributes[k] = v
-	}
-	for k, v := range attrs {
-		if v == "" {
-			delete(meta.Attributes, k)
-		} else {
-			meta.Attributes[k] = v
+	return s.updateMeta(ctx, queueURL, func(m *queueMeta) error {
+		for k, v := range attrs {
+			if v == "" {
+				delete(m.Attributes, k)
+			} else {
+				m.Attributes[k] = v
+			}
 		}
-	}
-	meta.LastModified = s.eng.Clock.Now().Unix()
-	b, _ := json.Marshal(meta)
-	if _, err := s.meta.Put(ctx, name, b); err != nil {
-		return awserr.New(awserr.ErrInternal, "set attributes of %s: %v", name, err)
-	}
-	if attr(meta.Attributes, AttrMessageRetentionPeriod) != attr(q.meta.Attributes, AttrMessageRetentionPeriod) {
-		if _, err := s.eng.JS.UpdateStream(ctx, s.streamConfig(&meta)); err != nil {
-			s.log.Warn("queue: update stream retention", "queue", name, "err", err)
-		}
-	}
-	q.meta = meta
-	q.cfg = parseConfig(meta.Attributes, meta.FIFO)
-	return nil
+		m.LastModified = s.eng.Clock.Now().Unix()
+		return nil
+	})
 }
 
 // loadMeta reads a queue's metadata from the bucket.

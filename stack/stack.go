@@ -87,9 +87,12 @@ type Stack struct {
 // attributes with SQS's names and string values, for example
 // VisibilityTimeout: "60" or RedrivePolicy: '{"deadLetterTargetArn":"...","maxReceiveCount":"5"}'.
 // In a RedrivePolicy, deadLetterTargetArn may be a plain queue name.
+// Tags (at most 50; keys 1..128 characters, values 0..256) are given to a
+// new queue only, as CreateQueue does.
 type Queue struct {
 	QueueName  string            `yaml:"QueueName"`
 	Attributes map[string]string `yaml:"Attributes"`
+	Tags       map[string]string `yaml:"Tags"`
 }
 
 // Table is a table as written in a stack file (CreateTable with
@@ -215,7 +218,7 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 		if rp, ok := attrs["RedrivePolicy"]; ok {
 			attrs["RedrivePolicy"] = qualifyRedrive(rn, rp)
 		}
-		if _, err := rn.Queues.CreateQueue(ctx, q.QueueName, attrs); err != nil {
+		if _, err := rn.Queues.CreateQueueWithTags(ctx, q.QueueName, attrs, q.Tags); err != nil {
 			return out, fmt.Errorf("Queues[%d] (%s): %w", i, q.QueueName, err)
 		}
 		queueNames[q.QueueName] = true

@@ -182,3 +182,21 @@ func TestOnDemandStreamStack(t *testing.T) {
 		t.Fatalf("stream od: %+v, %v; want ON_DEMAND with 4 shards", d, err)
 	}
 }
+
+// A queue's Tags in a stack file are the new queue's tags (the file was
+// refused: Tags was an unknown property).
+func TestQueueTagsStack(t *testing.T) {
+	s, err := stack.Parse([]byte("Queues:\n  - QueueName: tagged\n    Tags: {team: data}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	if _, err := stack.Apply(ctx, rn, s); err != nil {
+		t.Fatal(err)
+	}
+	tags, err := rn.Queues.ListQueueTags(ctx, "tagged")
+	if err != nil || len(tags) != 1 || tags["team"] != "data" {
+		t.Fatalf("tags: %v %v", tags, err)
+	}
+}
