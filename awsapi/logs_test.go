@@ -70,7 +70,10 @@ func pythonFunction(t *testing.T) (*httptest.Server, aws.Config) {
 
 // A Python function's unhandled exception in an asynchronous invocation
 // arrives in its on-failure destination with AWS's errorType and
-// errorMessage (the record's responsePayload).
+// errorMessage (the record's responsePayload, as
+// https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html
+// shows it): with MaximumRetryAttempts 0 after one attempt, no retry
+// waited for.
 func TestPythonExceptionToOnFailureDestination(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -88,7 +91,11 @@ func TestPythonExceptionToOnFailureDestination(t *testing.T) {
 		msgs = lambdaMust(sc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: qurl, WaitTimeSeconds: 20})).Messages
 	}
 	var record struct {
-		RequestContext  struct{ Condition string }
+		RequestContext struct {
+			Condition              string
+			ApproximateInvokeCount int
+		}
+		RequestPayload  json.RawMessage
 		ResponseContext struct{ FunctionError string }
 		ResponsePayload struct {
 			ErrorType, ErrorMessage string
@@ -100,7 +107,7 @@ func TestPythonExceptionToOnFailureDestination(t *testing.T) {
 	}
 	p := record.ResponsePayload
 	if p.ErrorType != "KeyError" || p.ErrorMessage != "'missing key'" || len(p.StackTrace) != 1 || record.ResponseContext.FunctionError != "Unhandled" ||
-		record.RequestContext.Condition != "RetriesExhausted" {
+		record.RequestContext.Condition != "RetriesExhausted" || record.RequestContext.ApproximateInvokeCount != 1 || string(record.RequestPayload) != `{"fail":"key"}` {
 		t.Errorf("record %s", aws.ToString(msgs[0].Body))
 	}
 }
