@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -31,7 +33,7 @@ Markdown table (the form of docs/benchmarks.md).`,
 	f.IntVar(&cfg.Shards, "shards", 4, "shards")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "mapping BatchSize")
 	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
-	cmd.AddCommand(benchEndpointCmd())
+	cmd.AddCommand(benchEndpointCmd(), benchFunctionsCmd())
 	return cmd
 }
 
@@ -48,4 +50,42 @@ func markdownReport[R interface{ Markdown() string }](cmd *cobra.Command, out st
 		return os.WriteFile(out, []byte(md), 0o644)
 	}
 	return nil
+}
+
+// benchSubcommand is a `runnel bench` subcommand: run (with its progress
+// on stderr, through *progress) and print its Markdown report, also
+// written to --out when given.
+func benchSubcommand[R interface{ Markdown() string }](use, short, long string, progress *io.Writer, run func(context.Context) (R, error)) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			*progress = os.Stderr
+			return markdownReport(cmd, out, func() (R, error) { return run(cmd.Context()) })
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "also write the Markdown report to this file")
+	return cmd
+}
+
+// benchFunctionsCmd is `runnel bench functions`: cold start and warm
+// invocation overhead of a Go, a Python and a Node.js function that does
+// nothing, against the handler run directly by its interpreter.
+func benchFunctionsCmd() *cobra.Command {
+	var cfg bench.FunctionsConfig
+	cmd := benchSubcommand("functions",
+		"Measure cold start and warm invocation overhead of Go, Python and Node.js functions against their handler run directly, in one run",
+		`functions builds, for a Go (in-process), a python3.12 and a nodejs20.x function whose
+handler does nothing, new functions and times their first invocation (the cold start:
+for Python and Node.js, this machine's interpreter starting runnel's runtime client),
+then times warm invocations of one started environment. In the same run, it times the
+same handler run directly: a new python3 or node process importing it, calling it once
+and exiting (cold), and a loop calling it in one process (warm). The times and the
+overheads are printed as a Markdown table (the form of docs/benchmarks.md). A runtime
+whose interpreter is missing is reported as not measured.`,
+		&cfg.Progress, func(ctx context.Context) (*bench.FunctionsReport, error) { return bench.RunFunctions(ctx, cfg) })
+	f := cmd.Flags()
+	f.IntVar(&cfg.Cold, "cold", 10, "cold starts measured per runtime")
+	f.IntVar(&cfg.Warm, "warm", 2000, "warm invocations measured per runtime")
+	return cmd
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"os"
+	"context"
 
 	"github.com/spf13/cobra"
 
@@ -12,22 +12,15 @@ import (
 // through the AWS endpoint with aws-sdk-go-v2, against kinesalite.
 func benchEndpointCmd() *cobra.Command {
 	var cfg bench.EndpointConfig
-	var out string
-	cmd := &cobra.Command{
-		Use:   "endpoint",
-		Short: "Measure PutRecords and GetRecords through the AWS endpoint with aws-sdk-go-v2, against kinesalite, in one run",
-		Long: `endpoint serves runnel's AWS endpoint in this process on a free loopback port and,
+	cmd := benchSubcommand("endpoint",
+		"Measure PutRecords and GetRecords through the AWS endpoint with aws-sdk-go-v2, against kinesalite, in one run",
+		`endpoint serves runnel's AWS endpoint in this process on a free loopback port and,
 when kinesalite is installed (npm install in bench/kinesalite, or --kinesalite), starts
 kinesalite on another; then, for each, the aws-sdk-go-v2 Kinesis client creates a stream,
 puts the records (PutRecords of 500, --producers at once) and reads them all back
 (GetRecords, one reader per shard), and the rates and the ratio runnel/kinesalite are
 printed as a Markdown table (the form of docs/benchmarks.md).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.Progress = os.Stderr
-			return markdownReport(cmd, out, func() (*bench.EndpointReport, error) { return bench.RunEndpoint(cmd.Context(), cfg) })
-		},
-	}
+		&cfg.Progress, func(ctx context.Context) (*bench.EndpointReport, error) { return bench.RunEndpoint(ctx, cfg) })
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 200_000, "records put and read back through runnel")
 	f.IntVar(&cfg.PeerRecords, "kinesalite-records", 0, "records put and read back through kinesalite (0: as many as --records, so both do the same work)")
@@ -35,6 +28,5 @@ printed as a Markdown table (the form of docs/benchmarks.md).`,
 	f.IntVar(&cfg.Shards, "shards", 4, "shards of the stream, on both")
 	f.IntVar(&cfg.Producers, "producers", 4, "PutRecords calls at once")
 	f.StringVar(&cfg.Kinesalite, "kinesalite", "", `the kinesalite package or its node_modules/.bin/kinesalite ("" finds bench/kinesalite's; "none" measures runnel alone)`)
-	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
 	return cmd
 }
