@@ -47,6 +47,7 @@ type Service struct {
 	sinks sinkRef // logging.go
 
 	stop context.CancelFunc // ends the watch (watch.go)
+	revs sync.Map           // function name -> newest configuration revision applied (watch.go)
 }
 
 // NewService opens the functions service on eng with the handlers of reg
@@ -185,7 +186,9 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 		cfg.LastVersion = max(cfg.LastVersion, old.cfg.LastVersion)
 	}
 	b, _ := json.Marshal(cfg)
-	if _, err := s.kv.Put(ctx, cfg.FunctionName, b); err != nil {
+	rev, err := s.kv.Put(ctx, cfg.FunctionName, b)
+	s.seen(cfg.FunctionName, rev)
+	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
 	}
 	f := s.build(cfg, inv)

@@ -35,10 +35,26 @@ func (s *Service) watch(ctx context.Context) error {
 	return nil
 }
 
+// seen records that this process applied revision rev of name's
+// configuration: the watch skips older entries (its own writes, and a
+// change it applied through the watch already, arrive later).
+func (s *Service) seen(name string, rev uint64) {
+	for {
+		old, loaded := s.revs.LoadOrStore(name, rev)
+		if !loaded || old.(uint64) >= rev || s.revs.CompareAndSwap(name, old, rev) {
+			return
+		}
+	}
+}
+
 func (s *Service) applyStored(e jetstream.KeyValueEntry) {
 	name := e.Key()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old, ok := s.revs.Load(name); ok && e.Revision() <= old.(uint64) {
+		return // older than what this process wrote or applied
+	}
+	s.seen(name, e.Revision())
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(s.fns, name)
 		return
@@ -47,11 +63,6 @@ func (s *Service) applyStored(e jetstream.KeyValueEntry) {
 	if err := json.Unmarshal(e.Value(), &c); err != nil {
 		s.eng.Logger.Warn("stored function does not decode", "function", name, "err", err)
 		return
-	}
-	if f := s.fns[name]; f != nil {
-		if b, _ := json.Marshal(f.cfg); string(b) == string(e.Value()) {
-			return // this process's own write
-		}
 	}
 	inv, ok := s.reg.lookup(c.Handler)
 	if !ok {

@@ -57,6 +57,11 @@ type owner struct {
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
+
+	// cfgRevs: mapping UUID -> the newest configuration revision this
+	// process wrote or applied (under Service.mu): the watch skips older
+	// entries, its own writes among them.
+	cfgRevs map[string]uint64
 }
 
 // startOwnership takes this process's presence lease, claims its share of
@@ -211,6 +216,11 @@ func (s *Service) watchConfigs(w jetstream.KeyWatcher) {
 		}
 		id := e.Key()
 		s.mu.Lock()
+		if e.Revision() <= s.own.cfgRevs[id] {
+			s.mu.Unlock()
+			continue // older than what this process wrote or applied
+		}
+		s.own.cfgRevs[id] = e.Revision()
 		if e.Operation() != jetstream.KeyValuePut {
 			if _, ok := s.configs[id]; ok {
 				delete(s.configs, id)

@@ -130,7 +130,7 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	}
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
 		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues, tables: tables,
-		own: owner{held: map[string]*lease.Lease{}, revs: map[string]uint64{}}}
+		own: owner{held: map[string]*lease.Lease{}, revs: map[string]uint64{}, cfgRevs: map[string]uint64{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
@@ -296,7 +296,11 @@ func (s *Service) saveLocked(ctx context.Context, cfg *Config) error {
 		cfg.State = StateDisabled
 	}
 	b, _ := json.Marshal(cfg)
-	if _, err := s.kv.Put(ctx, cfg.UUID, b); err != nil {
+	rev, err := s.kv.Put(ctx, cfg.UUID, b)
+	if err == nil {
+		s.own.cfgRevs[cfg.UUID] = rev
+	}
+	if err != nil {
 		return awserr.New(awserr.ErrService, "store mapping: %v", err)
 	}
 	s.configs[cfg.UUID] = *cfg
