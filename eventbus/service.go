@@ -247,8 +247,17 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	s.bg, s.cancel = context.WithCancel(context.Background())
 	s.passive = opts.Passive
 	if !opts.Passive {
+		// One process of a cluster fires scheduled rules: the holder of
+		// the lease "eventbridge-schedules".
+		leases, err := eng.Leases(ctx)
+		if err != nil {
+			return nil, err
+		}
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); expr.RunTimer(s.bg, eng.Clock, s.kick, s.fireSchedules) }()
+		go func() {
+			defer s.wg.Done()
+			leases.RunWhileHeld(s.bg, "eventbridge-schedules", func(ctx context.Context) { expr.RunTimer(ctx, eng.Clock, s.kick, s.fireSchedules) })
+		}()
 		s.resumeReplays(ctx)
 	}
 	return s, nil

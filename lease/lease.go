@@ -332,3 +332,39 @@ func (m *Manager) Abandon() {
 	m.cancel()
 	<-m.done
 }
+
+// RunWhileHeld runs run with a context that ends when the lease named key
+// is lost, each time this process holds it, until ctx ends: it takes the
+// lease when it is free (retrying every TTL/2 while another process holds
+// it) and releases it when ctx ends. For work only one process of a
+// cluster may do at a time (a schedule timer).
+func (m *Manager) RunWhileHeld(ctx context.Context, key string, run func(ctx context.Context)) {
+	for ctx.Err() == nil {
+		l, err := m.Acquire(ctx, key)
+		if err != nil {
+			if !errors.Is(err, ErrHeld) && ctx.Err() == nil {
+				m.log.Warn("lease not taken; will retry", "lease", key, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(m.ttl / 2):
+			}
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-l.Lost():
+				cancel()
+			case <-rctx.Done():
+			}
+		}()
+		run(rctx)
+		cancel()
+		if ctx.Err() != nil {
+			c, done := context.WithTimeout(context.Background(), 2*time.Second)
+			l.Release(c)
+			done()
+		}
+	}
+}

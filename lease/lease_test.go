@@ -122,3 +122,37 @@ func TestARenewalThatFindsAnotherHolderLosesTheLease(t *testing.T) {
 		t.Fatal("a lost lease is still valid")
 	}
 }
+
+// Work under RunWhileHeld runs in one process at a time: the second runs
+// it only after the first stops (and releases the lease).
+func TestRunWhileHeldRunsInOneProcessAtATime(t *testing.T) {
+	_, a, b := two(t)
+	running := make(chan string, 2)
+	ctxA, stopA := context.WithCancel(context.Background())
+	ctxB, stopB := context.WithCancel(context.Background())
+	defer stopB()
+	doneA := make(chan struct{})
+	go func() {
+		defer close(doneA)
+		a.RunWhileHeld(ctxA, "timer", func(ctx context.Context) { running <- "a"; <-ctx.Done() })
+	}()
+	if got := <-running; got != "a" {
+		t.Fatalf("first runner %q", got)
+	}
+	go b.RunWhileHeld(ctxB, "timer", func(ctx context.Context) { running <- "b"; <-ctx.Done() })
+	select {
+	case got := <-running:
+		t.Fatalf("%q runs while a holds the lease", got)
+	case <-time.After(1500 * time.Millisecond): // b retries every TTL/2 = 500 ms
+	}
+	stopA()
+	<-doneA
+	select {
+	case got := <-running:
+		if got != "b" {
+			t.Fatalf("after a stopped, %q runs", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b did not take over after a stopped")
+	}
+}

@@ -193,8 +193,18 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	if !opts.Passive {
+		// One process of a cluster fires the schedules: the holder of
+		// the lease "scheduler" (another takes over when it dies).
+		leases, err := eng.Leases(ctx)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); expr.RunTimer(bg, eng.Clock, s.kick, s.fire) }()
+		go func() {
+			defer s.wg.Done()
+			leases.RunWhileHeld(bg, "scheduler", func(ctx context.Context) { expr.RunTimer(ctx, eng.Clock, s.kick, s.fire) })
+		}()
 	}
 	return s, nil
 }
