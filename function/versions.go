@@ -205,8 +205,14 @@ func (s *Service) lookup(ref string, route bool) (*Function, error) {
 		return nil, err
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.resolveLocked(name, qualifier, route)
+	f, err := s.resolveLocked(name, qualifier, route)
+	s.mu.RUnlock()
+	if err != nil && errors.Is(err, awserr.ErrResourceNotFound) && s.readThrough(name) {
+		s.mu.RLock()
+		f, err = s.resolveLocked(name, qualifier, route)
+		s.mu.RUnlock()
+	}
+	return f, err
 }
 
 // VersionConfig returns the configuration of published version v of

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -71,6 +72,20 @@ func (s *Service) applyStored(e jetstream.KeyValueEntry) {
 		return
 	}
 	s.fns[name] = s.build(c, inv)
+}
+
+// readThrough reads function name's configuration from the bucket when
+// this process does not know it (another process created it, and the
+// watch has not brought it yet), and reports whether it applied one.
+func (s *Service) readThrough(name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e, err := s.kv.Get(ctx, name)
+	if err != nil {
+		return false
+	}
+	s.applyStored(e)
+	return true
 }
 
 // Close stops watching the stored configurations.
