@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
@@ -43,18 +44,26 @@ func mustWrap(t *testing.T, payload []byte) []byte {
 	return b
 }
 
+// startWithStream starts a runnel on a fake clock (2026-01-01) with the
+// one-shard stream "s".
+func startWithStream(t *testing.T) (*runnel.Runnel, *clockwork.FakeClock, *stream.StreamDescription) {
+	t.Helper()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	d, err := rn.Streams.CreateStream(context.Background(), stream.CreateStreamInput{StreamName: "s", ShardCount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rn, clock, d
+}
+
 // TestResolvePartlyPastRetentionReturnsWhatRemains: when the oldest
 // records of a KinesisBatchInfo range have aged out, Resolve reports
 // ErrPastRetention with the number missing (BatchSize less those still
 // stored) and returns the records that remain, in shard order.
 func TestResolvePartlyPastRetentionReturnsWhatRemains(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	rn, clock, d := startWithStream(t)
 	ctx := context.Background()
-	d, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "s", ShardCount: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var seqs []string
 	put := func(data string) {
 		out, err := rn.Streams.PutRecord(ctx, "s", stream.PutRecordsRequestEntry{PartitionKey: "k", Data: []byte(data)})
