@@ -1,0 +1,63 @@
+package table_test
+
+import (
+	"testing"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// TestReturnValuesOutsideTheirEnumAreRefused: PutItem and DeleteItem take
+// ReturnValues NONE or ALL_OLD, UpdateItem also UPDATED_OLD, ALL_NEW and
+// UPDATED_NEW, and every write takes ReturnValuesOnConditionCheckFailure
+// NONE or ALL_OLD; any other value is a ValidationException naming the
+// field (API_PutItem, API_UpdateItem, API_DeleteItem), and nothing is
+// written. Each allowed value is accepted.
+func TestReturnValuesOutsideTheirEnumAreRefused(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "rv_table", "", "")
+	key := table.Item{"pk": S("k")}
+	put := func(rv, rvoccf string) error {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "rv_table", Item: table.Item{"pk": S("k")}, ReturnValues: rv, ReturnValuesOnConditionCheckFailure: rvoccf})
+		return err
+	}
+	update := func(rv, rvoccf string) error {
+		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "rv_table", Key: key, UpdateExpression: "SET v = :v",
+			ExpressionAttributeValues: table.Item{":v": N("1")}, ReturnValues: rv, ReturnValuesOnConditionCheckFailure: rvoccf})
+		return err
+	}
+	del := func(rv, rvoccf string) error {
+		_, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "rv_table", Key: key, ReturnValues: rv, ReturnValuesOnConditionCheckFailure: rvoccf})
+		return err
+	}
+	writes := map[string]func(rv, rvoccf string) error{"PutItem": put, "UpdateItem": update, "DeleteItem": del}
+	for name, w := range writes {
+		for _, bad := range []string{"ALL_NEW_", "all_old", "UPDATED_NEW"} {
+			if name == "UpdateItem" && bad == "UPDATED_NEW" {
+				continue
+			}
+			wantError(t, w(bad, ""), awserr.ErrValidation, "Value '"+bad+"' at 'returnValues' failed to satisfy constraint")
+		}
+		for _, bad := range []string{"ALL_NEW", "none"} {
+			wantError(t, w("", bad), awserr.ErrValidation, "Value '"+bad+"' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint")
+		}
+	}
+	if n := len(changes(t, tb, "rv_table")); n != 0 {
+		t.Fatalf("refused writes wrote %d changes", n)
+	}
+	for _, rv := range []string{"", "NONE", "ALL_OLD"} {
+		for _, rvoccf := range []string{"", "NONE", "ALL_OLD"} {
+			for name, w := range writes {
+				if err := w(rv, rvoccf); err != nil {
+					t.Fatalf("%s with ReturnValues %q, ReturnValuesOnConditionCheckFailure %q: %v", name, rv, rvoccf, err)
+				}
+			}
+		}
+	}
+	for _, rv := range []string{"UPDATED_OLD", "ALL_NEW", "UPDATED_NEW"} {
+		if err := update(rv, ""); err != nil {
+			t.Fatalf("UpdateItem with ReturnValues %s: %v", rv, err)
+		}
+	}
+}
