@@ -1,11 +1,13 @@
 package table_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/table/expr"
 )
 
 // TestReturnValuesOutsideTheirEnumAreRefused: PutItem and DeleteItem take
@@ -59,5 +61,36 @@ func TestReturnValuesOutsideTheirEnumAreRefused(t *testing.T) {
 		if err := update(rv, ""); err != nil {
 			t.Fatalf("UpdateItem with ReturnValues %s: %v", rv, err)
 		}
+	}
+}
+
+// TestUpdateItemCannotGrowAnItemPast400KB: an UpdateItem whose result
+// would be larger than 400 KB (attribute names and values, as DynamoDB
+// counts) is a ValidationException and leaves the item as it was; a
+// result of exactly 400 KB is stored (API_UpdateItem, "Item size has
+// exceeded the maximum allowed size").
+func TestUpdateItemCannotGrowAnItemPast400KB(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "sized", "", "")
+	key := table.Item{"pk": S("k")}
+	// pk + "k" + v + the value: the value that makes the item exactly 400 KB.
+	fill := strings.Repeat("x", table.MaxItemSize-len("pk")-len("k")-len("v"))
+	set := func(v string) error {
+		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "sized", Key: key, UpdateExpression: "SET v = :v",
+			ExpressionAttributeValues: table.Item{":v": S(v)}})
+		return err
+	}
+	if err := set("small"); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, set(fill+"x"), awserr.ErrValidation, "Item size has exceeded the maximum allowed size")
+	if it := get(t, tb, "sized", key); it["v"].String() != "small" {
+		t.Fatalf("a refused update changed the item: v has %d bytes", len(it["v"].String()))
+	}
+	if err := set(fill); err != nil {
+		t.Fatalf("an item of exactly 400 KB: %v", err)
+	}
+	if it := get(t, tb, "sized", key); expr.ItemSize(it) != table.MaxItemSize {
+		t.Fatalf("stored item of %d bytes, want %d", expr.ItemSize(it), table.MaxItemSize)
 	}
 }
