@@ -64,12 +64,12 @@ func TestReturnValuesOutsideTheirEnumAreRefused(t *testing.T) {
 	}
 }
 
-// TestUpdateItemCannotGrowAnItemPast400KB: an UpdateItem whose result
-// would be larger than 400 KB (attribute names and values, as DynamoDB
-// counts) is a ValidationException and leaves the item as it was; a
-// result of exactly 400 KB is stored (API_UpdateItem, "Item size has
-// exceeded the maximum allowed size").
-func TestUpdateItemCannotGrowAnItemPast400KB(t *testing.T) {
+// TestItemsUpTo400KBAndNoLarger: a PutItem of an item larger than 400 KB
+// (attribute names and values, as DynamoDB counts), or an UpdateItem
+// whose result would be, is a ValidationException ("Item size has
+// exceeded the maximum allowed size") and leaves the item as it was; an
+// item of exactly 400 KB is stored, by either.
+func TestItemsUpTo400KBAndNoLarger(t *testing.T) {
 	tb := testenv.Start(t, testenv.Options{}).Tables
 	createTable(t, tb, "sized", "", "")
 	key := table.Item{"pk": S("k")}
@@ -79,6 +79,14 @@ func TestUpdateItemCannotGrowAnItemPast400KB(t *testing.T) {
 		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "sized", Key: key, UpdateExpression: "SET v = :v",
 			ExpressionAttributeValues: table.Item{":v": S(v)}})
 		return err
+	}
+	putV := func(v string) error {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "sized", Item: table.Item{"pk": S("k"), "v": S(v)}})
+		return err
+	}
+	wantError(t, putV(fill+"x"), awserr.ErrValidation, "Item size has exceeded the maximum allowed size")
+	if err := putV(fill); err != nil {
+		t.Fatalf("PutItem of exactly 400 KB: %v", err)
 	}
 	if err := set("small"); err != nil {
 		t.Fatal(err)
