@@ -1,6 +1,7 @@
 package table_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -100,5 +101,46 @@ func TestItemsUpTo400KBAndNoLarger(t *testing.T) {
 	}
 	if it := get(t, tb, "sized", key); expr.ItemSize(it) != table.MaxItemSize {
 		t.Fatalf("stored item of %d bytes, want %d", expr.ItemSize(it), table.MaxItemSize)
+	}
+}
+
+// TestConditionFailureReturnsTheItemOnlyWhenAsked: a write whose
+// condition fails returns the item as it was in
+// ConditionalCheckFailedException when ReturnValuesOnConditionCheckFailure
+// is ALL_OLD, and no item with NONE or without it — for UpdateItem as for
+// PutItem and DeleteItem.
+func TestConditionFailureReturnsTheItemOnlyWhenAsked(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "ccf", "", "")
+	key := table.Item{"pk": S("k")}
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "ccf", Item: table.Item{"pk": S("k"), "v": N("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	const never = "attribute_not_exists(pk)"
+	writes := map[string]func(rvoccf string) error{
+		"PutItem": func(rvoccf string) error {
+			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "ccf", Item: table.Item{"pk": S("k")}, ConditionExpression: never, ReturnValuesOnConditionCheckFailure: rvoccf})
+			return err
+		},
+		"UpdateItem": func(rvoccf string) error {
+			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "ccf", Key: key, UpdateExpression: "SET v = :v", ConditionExpression: never,
+				ExpressionAttributeValues: table.Item{":v": N("2")}, ReturnValuesOnConditionCheckFailure: rvoccf})
+			return err
+		},
+		"DeleteItem": func(rvoccf string) error {
+			_, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "ccf", Key: key, ConditionExpression: never, ReturnValuesOnConditionCheckFailure: rvoccf})
+			return err
+		},
+	}
+	for name, w := range writes {
+		for _, rvoccf := range []string{"", "NONE", "ALL_OLD"} {
+			var ccf *table.ConditionalCheckFailedError
+			if err := w(rvoccf); !errors.As(err, &ccf) {
+				t.Fatalf("%s: %v, want ConditionalCheckFailedException", name, err)
+			}
+			if got, want := ccf.Item != nil, rvoccf == "ALL_OLD"; got != want || (want && ccf.Item["v"].Number() != "1") {
+				t.Fatalf("%s with %q: item %v, want it returned: %v", name, rvoccf, ccf.Item, want)
+			}
+		}
 	}
 }
