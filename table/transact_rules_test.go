@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,35 @@ func TestClientRequestTokenOutlivesARestart(t *testing.T) {
 	}
 	if v := txValue(t, tb, "a"); v != "2" {
 		t.Fatalf("a.v = %s after the window, want 2 (the token is new)", v)
+	}
+}
+
+// TestEveryTokenIsReloadedAfterARestart: opening reads the whole
+// transaction log back, however many commit records it holds (more than
+// one read of 256), so the token of the last of 300 transactions is still
+// remembered after a restart: its call is answered without applying again.
+func TestEveryTokenIsReloadedAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	createTable(t, rn.Tables, "txn", "", "")
+	in := func(i int) table.TransactWriteItemsInput {
+		return table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{txAdd("a", "1")}, ClientRequestToken: fmt.Sprint("tok-", i)}
+	}
+	const n = 300
+	for i := 0; i < n; i++ {
+		if err := rn.Tables.TransactWriteItems(ctx, in(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rn.Crash()
+	tb := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock}).Tables
+	for _, i := range []int{0, n - 1} {
+		if err := tb.TransactWriteItems(ctx, in(i)); err != nil {
+			t.Fatalf("token %d after the restart: %v", i, err)
+		}
+	}
+	if v := txValue(t, tb, "a"); v != fmt.Sprint(n) {
+		t.Fatalf("a.v = %s after replaying two remembered tokens, want %d", v, n)
 	}
 }
