@@ -150,3 +150,23 @@ func TestAgeOfOldestMessageFollowsDeletesInAnyOrder(t *testing.T) {
 		e.clock.Advance(time.Second)
 	}
 }
+
+// TestCachedPayloadCountsBodyAndAttributes: a message kept in memory
+// counts against the service's cache budget with its body and its
+// message attributes (names, data types and values), and gives the bytes
+// back when deleted.
+func TestCachedPayloadCountsBodyAndAttributes(t *testing.T) {
+	e := newEnv(t)
+	queue.SetCacheBudget(e.svc, 1<<20)
+	url := e.create("cached", nil)
+	attrs := map[string]queue.MessageAttributeValue{"key": {DataType: "String", StringValue: str("value")}}
+	e.sendIn(url, queue.SendMessageInput{MessageBody: "body", MessageAttributes: attrs})
+	if c, want := queue.Cached(e.svc), int64(len("body")+len("key")+len("String")+len("value")); c != want {
+		t.Fatalf("cached = %d bytes, want %d (body and attributes)", c, want)
+	}
+	m := e.receive(url, queue.ReceiveMessageInput{})
+	e.delete(url, m[0].ReceiptHandle)
+	if c := queue.Cached(e.svc); c != 0 {
+		t.Fatalf("cached after delete = %d", c)
+	}
+}
