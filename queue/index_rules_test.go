@@ -170,3 +170,30 @@ func TestCachedPayloadCountsBodyAndAttributes(t *testing.T) {
 		t.Fatalf("cached after delete = %d", c)
 	}
 }
+
+// TestDeadLetteredMessageAgesFromItsFirstSend: a message redriven to a
+// standard dead-letter queue keeps its original send time (as on AWS), so
+// it is the dead-letter queue's oldest message even when a message sent
+// to that queue directly arrived there before it.
+func TestDeadLetteredMessageAgesFromItsFirstSend(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("src", nil)
+	dlq := e.create("src-dlq", nil)
+	if err := e.svc.SetQueueAttributes(e.ctx, url, map[string]string{"RedrivePolicy": redrivePolicy(e, "src-dlq", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	e.send(url, "first") // at epoch
+	e.clock.Advance(10 * time.Second)
+	e.send(dlq, "direct") // at epoch + 10 s
+	e.clock.Advance(10 * time.Second)
+	e.receive(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(0)})
+	if got := e.bodies(url, queue.ReceiveMessageInput{}); len(got) != 0 { // the second receive moves it
+		t.Fatalf("source still delivers %v", got)
+	}
+	if n := e.count(dlq, "ApproximateNumberOfMessages"); n != 2 {
+		t.Fatalf("dead-letter queue holds %d messages, want 2", n)
+	}
+	if age, err := e.svc.ApproximateAgeOfOldestMessage(e.ctx, dlq); err != nil || age != 20*time.Second {
+		t.Fatalf("age of the oldest dead-letter message = %v (%v), want 20s (the redriven one, from its first send)", age, err)
+	}
+}
