@@ -8,22 +8,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/jonboulle/clockwork"
 
-	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/wire"
 )
 
 func TestResolveHandlesBothFailureFormats(t *testing.T) {
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	rn, clock, d := startWithStream(t)
 	ctx := context.Background()
-	d, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "s", ShardCount: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, err := rn.Streams.PutRecords(ctx, "s", []stream.PutRecordsRequestEntry{{PartitionKey: "k", Data: []byte("x")}, {PartitionKey: "k", Data: []byte("y")}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,8 @@ package table_test
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"sync"
 	"testing"
 	"time"
@@ -498,18 +494,8 @@ func TestCommittedTransactionCompletesOnOpen(t *testing.T) {
 	dir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dir})
 	createTable(t, rn.Tables, "agg", "", "")
-	tt, _ := rn.Tables.Table("agg")
-	// The commit record of a transaction that set a.v = 7, written as
-	// runTransaction writes it, with no change in the log after it.
-	sum := md5.Sum([]byte("S" + "a"))
-	change, _ := json.Marshal(&table.Change{EventName: "INSERT", Keys: table.Item{"pk": S("a")}, NewImage: table.Item{"pk": S("a"), "v": N("7")},
-		TimeMs: time.Now().UnixMilli(), Txn: "tx-lost", TxnIndex: 0})
-	rec, _ := json.Marshal(map[string]any{"id": "tx-lost", "token": "tok-lost", "hash": "h", "t": time.Now().UnixMilli(),
-		"changes": []map[string]any{{"table": "agg", "log": tt.LogName(), "pk": hex.EncodeToString(sum[:]) + "|I|0|20|tx-lost|0|",
-			"hk": new(big.Int).SetBytes(sum[:]).String(), "data": change}}})
-	if _, err := rn.Engine.JS.Publish(ctx, "runnel.txlog", rec); err != nil {
-		t.Fatal(err)
-	}
+	// A transaction that set a.v = 7 committed, none of its changes written.
+	publishLostCommit(t, rn, "agg", table.Item{"pk": S("a"), "v": N("7")}, time.Now())
 	if it := get(t, rn.Tables, "agg", table.Item{"pk": S("a")}); it != nil {
 		t.Fatalf("the change is not applied before the restart: %v", it)
 	}
