@@ -238,7 +238,7 @@ func (s *Service) watchConfigs(w jetstream.KeyWatcher) {
 		old, known := s.configs[id]
 		if known && sameConfig(old, c) {
 			s.mu.Unlock()
-			continue // this process's own write
+			continue // an identical write (a stack applied again): no restart
 		}
 		s.configs[id] = c
 		if s.own.held[id] != nil {
