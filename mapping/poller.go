@@ -354,11 +354,12 @@ func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
 		lanes.Add(1)
 		go func() { defer lanes.Done(); l.run(laneCtx) }()
 	}
-	ckDone := make(chan struct{})
-	go func() { defer close(ckDone); w.checkpointer(laneCtx) }()
+	ckDone, lanesDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(ckDone); w.checkpointer(laneCtx, lanesDone) }()
 	defer func() {
 		stopLanes()
 		lanes.Wait()
+		close(lanesDone) // no lane marks a record done after this
 		<-ckDone
 	}()
 
@@ -555,7 +556,11 @@ func (w *shardWorker) nextCheckpoint() (uint64, stream.Record, bool) {
 // write), and once more when the worker stops. A crash loses at most the
 // last interval's progress: those records are delivered again, never
 // skipped.
-func (w *shardWorker) checkpointer(ctx context.Context) {
+//
+// The final write waits for lanesDone: a lane whose invocation returned as
+// ctx ended may still mark its records done, and a final write before that
+// would leave them to be delivered again after a clean restart.
+func (w *shardWorker) checkpointer(ctx context.Context, lanesDone <-chan struct{}) {
 	store := func(c context.Context) {
 		next, _, _ := w.nextCheckpoint()
 		if next <= w.checkpoint.Load() {
@@ -568,20 +573,20 @@ func (w *shardWorker) checkpointer(ctx context.Context) {
 		w.checkpoint.Store(next)
 	}
 	interval := w.r.svc.opts.CheckpointInterval
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-w.ckNotify:
 			store(ctx)
-			if interval > 0 && engine.Sleep(ctx, clockwork.NewRealClock(), interval) != nil {
-				continue // ctx ended: the next loop does the final write
+			if interval > 0 {
+				_ = engine.Sleep(ctx, clockwork.NewRealClock(), interval)
 			}
 		case <-ctx.Done():
-			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			store(c)
-			cancel()
-			return
 		}
 	}
+	<-lanesDone
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	store(c)
+	cancel()
 }
 
 // watchStream checks every few seconds that the source stream is still
