@@ -113,6 +113,13 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Tables, err = table.New(ctx, eng, cfg.Tables); err != nil {
 		return fail(err)
 	}
+	if !cfg.Mappings.Passive {
+		// The same for the tables: this process serves them (loads their
+		// indexes) if no other does.
+		if err := rn.Tables.Serve(ctx); err != nil {
+			return fail(err)
+		}
+	}
 	if rn.Functions, err = function.NewService(ctx, eng, cfg.Registry); err != nil {
 		return fail(err)
 	}

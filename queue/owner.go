@@ -3,17 +3,11 @@ package queue
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"time"
-
-	"github.com/jonboulle/clockwork"
-	"github.com/nats-io/nats.go"
 
 	"github.com/runnel-dev/runnel/awserr"
-	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/lease"
 )
 
@@ -46,9 +40,6 @@ import (
 const (
 	rpcSubject = "runnel.sqs.rpc"
 	leaseKey   = "sqs"
-	// rpcTimeout bounds a forwarded call whose context has no deadline:
-	// longer than the longest receive wait (20 s).
-	rpcTimeout = 60 * time.Second
 )
 
 // rpcArgs carries the arguments of every forwarded call; each operation
@@ -67,13 +58,6 @@ type rpcArgs struct {
 	Rate    int                                        `json:"rate,omitempty"`
 	Tags    map[string]string                          `json:"tags,omitempty"`
 	Perm    *Permission                                `json:"perm,omitempty"`
-	// DeadlineMs is the caller's remaining time.
-	DeadlineMs int64 `json:"deadline_ms"`
-}
-
-type rpcReply struct {
-	Out json.RawMessage `json:"out,omitempty"`
-	Err *awserr.Error   `json:"err,omitempty"`
 }
 
 // serve dispatches a forwarded call to the local method.
@@ -126,45 +110,27 @@ func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
 	return nil, awserr.New(awserr.ErrService, "queue: unknown forwarded operation %q", a.Op)
 }
 
-type servedKey struct{}
+// newOwner makes the queues served by one process (lease.Owner).
+func (s *Service) newOwner() *lease.Owner {
+	return lease.NewOwner(s.bg, lease.OwnerConfig{
+		Key: leaseKey, Subject: rpcSubject, What: "the queues",
+		Conn: s.eng.NC, Leases: s.eng.Leases, Logger: s.log,
+		Serve: func(ctx context.Context, op string, raw json.RawMessage) (any, error) {
+			var a rpcArgs
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return nil, awserr.New(awserr.ErrService, "queue: bad forwarded call: %v", err)
+			}
+			a.Op = op
+			return s.serveCall(ctx, &a)
+		},
+		Lost: s.dropIndexes,
+	})
+}
 
 // forward runs the call a at the process holding the queues when that is
-// not this one, decoding the answer into out (nil: none). remote is false
-// when the caller must run the call here: this process holds the lease
-// (or has just taken it), or the call is one it serves for another.
+// not this one (lease.Owner.Forward).
 func (s *Service) forward(ctx context.Context, a rpcArgs, out any) (remote bool, err error) {
-	if ctx.Value(servedKey{}) != nil {
-		if !s.holding() {
-			return true, errMoved
-		}
-		return false, nil
-	}
-	for attempt := 1; ; attempt++ {
-		held, valid := s.leaseState()
-		if valid {
-			return false, nil
-		}
-		if !held {
-			ok, err := s.tryAcquire(ctx, false)
-			if err != nil {
-				return true, err
-			}
-			if ok {
-				return false, nil
-			}
-			err = s.call(ctx, &a, out)
-			if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, errMoved) {
-				return true, err
-			}
-		}
-		// Held but not valid: the renewal is late; it succeeds or the
-		// lease is lost. Not held: the holder died or is handing over; its
-		// lease expires within the TTL and a later attempt takes it or
-		// finds the new holder.
-		if err := engine.Sleep(ctx, clockwork.NewRealClock(), time.Duration(min(attempt, 10))*100*time.Millisecond); err != nil {
-			return true, awserr.New(awserr.ErrService, "no runnel process serves the queues now: %v", err)
-		}
-	}
+	return s.own.Forward(ctx, a.Op, a, out)
 }
 
 // forwardOut is forward for the calls that answer a *T.
@@ -178,140 +144,7 @@ func forwardOut[T any](ctx context.Context, s *Service, a rpcArgs) (remote bool,
 
 // errMoved answers a call that reached a process which no longer holds
 // the queues; the caller retries it at the new holder.
-var errMoved = awserr.New(awserr.ErrService, "the queues moved to another runnel process; retry")
-
-func (s *Service) call(ctx context.Context, a *rpcArgs, out any) error {
-	timeout := rpcTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	a.DeadlineMs = timeout.Milliseconds()
-	body, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
-	c, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	msg, err := s.eng.NC.RequestWithContext(c, rpcSubject, body)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			return err
-		}
-		return awserr.New(awserr.ErrService, "forward %s to the runnel process serving the queues: %v", a.Op, err)
-	}
-	var r rpcReply
-	if err := json.Unmarshal(msg.Data, &r); err != nil {
-		return awserr.New(awserr.ErrService, "forward %s: bad answer: %v", a.Op, err)
-	}
-	if r.Err != nil {
-		if r.Err.Code == errMoved.Code && r.Err.Message == errMoved.Message {
-			return errMoved
-		}
-		return r.Err
-	}
-	if out != nil && len(r.Out) > 0 {
-		if err := json.Unmarshal(r.Out, out); err != nil {
-			return awserr.New(awserr.ErrService, "forward %s: bad answer: %v", a.Op, err)
-		}
-	}
-	return nil
-}
-
-// handle answers one forwarded call (in its own goroutine: a receive may
-// wait up to 20 s).
-func (s *Service) handle(m *nats.Msg) {
-	var a rpcArgs
-	var r rpcReply
-	if err := json.Unmarshal(m.Data, &a); err != nil {
-		r.Err = awserr.New(awserr.ErrService, "queue: bad forwarded call: %v", err)
-	} else {
-		ctx, cancel := context.WithTimeout(context.WithValue(s.bg, servedKey{}, true), time.Duration(a.DeadlineMs)*time.Millisecond)
-		out, err := s.serveCall(ctx, &a)
-		cancel()
-		if err != nil {
-			var ae *awserr.Error
-			if !errors.As(err, &ae) {
-				ae = &awserr.Error{Code: awserr.ErrService.Code, Message: err.Error()}
-			}
-			r.Err = ae
-		} else if out != nil {
-			r.Out, _ = json.Marshal(out)
-		}
-	}
-	b, _ := json.Marshal(&r)
-	if err := m.Respond(b); err != nil {
-		s.log.Warn("queue: answering a forwarded call failed; the caller retries", "op", a.Op, "err", err)
-	}
-}
-
-// holding reports whether this process holds the queues' lease and may
-// act on it now.
-func (s *Service) holding() bool {
-	_, valid := s.leaseState()
-	return valid
-}
-
-// leaseState reports whether this process holds the queues' lease, and
-// whether it may act on it now.
-func (s *Service) leaseState() (held, valid bool) {
-	s.own.Lock()
-	l := s.own.lease
-	s.own.Unlock()
-	return l != nil, l != nil && l.Valid()
-}
-
-// tryAcquire takes the queues' lease if it is free, and starts answering
-// forwarded calls. ok is false when another process holds it.
-func (s *Service) tryAcquire(ctx context.Context, serving bool) (ok bool, err error) {
-	s.own.Lock()
-	defer s.own.Unlock()
-	if s.own.lease != nil {
-		return true, nil
-	}
-	if s.bg.Err() != nil {
-		return false, awserr.New(awserr.ErrService, "queue service closed")
-	}
-	leases, err := s.eng.Leases(ctx)
-	if err != nil {
-		return false, awserr.New(awserr.ErrService, "queue: %v", err)
-	}
-	l, err := leases.Acquire(ctx, leaseKey)
-	if errors.Is(err, lease.ErrHeld) {
-		return false, nil
-	}
-	if err != nil {
-		return false, awserr.New(awserr.ErrService, "queue: %v", err)
-	}
-	sub, err := s.eng.NC.Subscribe(rpcSubject, func(m *nats.Msg) { go s.handle(m) })
-	if err != nil {
-		l.Release(ctx)
-		return false, awserr.New(awserr.ErrService, "queue: serve forwarded calls: %v", err)
-	}
-	s.own.lease, s.own.sub = l, sub
-	s.log.Debug("serving the queues", "node", leases.Node(), "serve", serving)
-	go s.watchLease(l)
-	return true, nil
-}
-
-// watchLease drops the indexes when the lease is lost.
-func (s *Service) watchLease(l *lease.Lease) {
-	select {
-	case <-l.Lost():
-	case <-s.bg.Done():
-		return
-	}
-	s.own.Lock()
-	if s.own.lease == l {
-		s.own.lease = nil
-		if s.own.sub != nil {
-			s.own.sub.Unsubscribe()
-			s.own.sub = nil
-		}
-	}
-	s.own.Unlock()
-	s.log.Warn("lost the queues' lease: another runnel process serves them now; dropping this process's indexes")
-	s.dropIndexes()
-}
+var errMoved = lease.ErrMoved
 
 // dropIndexes forgets every loaded queue (waiting receives return
 // errMoved) and cancels the running move tasks.
@@ -338,41 +171,9 @@ func (s *Service) dropIndexes() {
 }
 
 // Serve makes this process serve the queues: it takes the lease now if it
-// is free, and keeps trying every half TTL while another process holds
-// it, until Close. `runnel serve` and the demos call it; a CLI command
-// does not (it serves only when nobody else does).
-func (s *Service) Serve(ctx context.Context) error {
-	if _, err := s.tryAcquire(ctx, true); err != nil {
-		return err
-	}
-	s.tasksWG.Add(1)
-	go func() {
-		defer s.tasksWG.Done()
-		for engine.Sleep(s.bg, clockwork.NewRealClock(), lease.DefaultTTL/2) == nil {
-			if _, err := s.tryAcquire(s.bg, true); err != nil && s.bg.Err() == nil {
-				s.log.Warn("queue: taking the queues' lease failed; will retry", "err", err)
-			}
-		}
-	}()
-	return nil
-}
-
-// release gives the lease back at Close.
-func (s *Service) release() {
-	s.own.Lock()
-	l, sub := s.own.lease, s.own.sub
-	s.own.lease, s.own.sub = nil, nil
-	s.own.Unlock()
-	if sub != nil {
-		sub.Unsubscribe()
-	}
-	if l != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := l.Release(ctx); err != nil {
-			s.log.Warn("queue: releasing the queues' lease failed; it expires by its TTL", "err", err)
-		}
-	}
-}
+// is free, and keeps trying while another process holds it, until Close.
+// `runnel serve` and the demos call it; a CLI command does not (it serves
+// only when nobody else does).
+func (s *Service) Serve(ctx context.Context) error { return s.own.Serve(ctx) }
 
 func (a rpcArgs) String() string { return fmt.Sprintf("%s %s", a.Op, a.URL) }

@@ -97,7 +97,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -139,11 +138,7 @@ type Service struct {
 	tasksWG sync.WaitGroup
 
 	// own is this process's hold on the queues (owner.go).
-	own struct {
-		sync.Mutex
-		lease *lease.Lease
-		sub   *nats.Subscription
-	}
+	own *lease.Owner
 }
 
 // queueMeta is what "runnel_queues" stores per queue.
@@ -204,12 +199,14 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	return &Service{
+	s := &Service{
 		eng: eng, meta: kv, log: eng.Logger.With("service", "queue"),
 		cacheBudget: CacheBytes, bg: bg, cancel: cancel,
 		queues: map[string]*queue{}, loading: map[string]chan struct{}{},
 		tasks: map[string]*moveTask{}, bySrc: map[string][]*moveTask{},
-	}, nil
+	}
+	s.own = s.newOwner()
+	return s, nil
 }
 
 // Close stops running message move tasks (they end FAILED). Queues need
@@ -217,7 +214,7 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 func (s *Service) Close() {
 	s.cancel()
 	s.tasksWG.Wait()
-	s.release()
+	s.own.Release()
 }
 
 // goneErr is the error of a call on q once deleted is set: errMoved

@@ -36,6 +36,9 @@ func billing(mode string, tp, cur *Throughput) (*Throughput, error) {
 // UpdateBilling changes a table's BillingMode and ProvisionedThroughput
 // (UpdateTable), in DynamoDB's words when nothing would change.
 func (s *Service) UpdateBilling(ctx context.Context, name, mode string, tp *Throughput) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "UpdateBilling", Name: name, Mode: mode, Throughput: tp}); remote {
+		return d, err
+	}
 	t, err := s.table(name)
 	if err != nil {
 		return nil, err

@@ -64,6 +64,10 @@ func (c *Change) InStream(label string) bool { return c.Label != "" && c.Label =
 // It returns how many items it deleted. The sweeper calls it every
 // Options.TTLInterval.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
+	var n int
+	if remote, err := s.forward(ctx, rpcArgs{Op: "SweepExpired"}, &n); remote {
+		return n, err
+	}
 	now := s.eng.Clock.Now().Unix()
 	floor := now - 5*365*24*3600
 	total := 0
@@ -156,6 +160,9 @@ func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tk.Chan():
+			if !s.own.Holding() {
+				continue // the process serving the tables sweeps them
+			}
 			if n, err := s.SweepExpired(ctx); err != nil {
 				if ctx.Err() == nil {
 					s.eng.Logger.Warn("TTL sweep failed", "err", err)

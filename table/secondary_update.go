@@ -50,6 +50,9 @@ func onlyOneOnline() error {
 // projection (see CreateTable), an attribute defined with another type;
 // ResourceNotFoundException for deleting an index the table lacks.
 func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string, defs []AttributeDefinition, updates []GlobalSecondaryIndexUpdate) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "UpdateGlobalSecondaryIndexes", Name: name, Defs: defs, GSI: updates}); remote {
+		return d, err
+	}
 	t, err := s.table(name)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -58,6 +59,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/lease"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -215,6 +217,12 @@ type Service struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// own is this process's hold on the tables (owner.go); loaded is set
+	// while the tables are loaded here (under loadMu).
+	own    *lease.Owner
+	loadMu sync.Mutex
+	loaded atomic.Bool
 }
 
 // Options tunes the service. The zero value is the default.
@@ -231,9 +239,11 @@ func (s *Service) Logs() *stream.Service { return s.logs }
 
 var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
-// New opens the tables service on eng: it loads every table and rebuilds
-// its index from its log, then completes any transaction that was
-// committed but not fully applied when the process last stopped.
+// New opens the tables service on eng. The tables are loaded by the
+// process that serves them (owner.go: Serve, or the first call that finds
+// nobody serving): it rebuilds each table's index from its log, then
+// completes any transaction that was committed but not fully applied when
+// the tables were last served.
 func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error) {
 	meta, err := eng.Bucket(ctx, metaBucket)
 	if err != nil {
@@ -257,41 +267,21 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 		return nil, fmt.Errorf("table: open transaction log: %w", err)
 	}
 	s := &Service{eng: eng, logs: logs, meta: meta, txlog: txlog, tables: map[string]*Table{}, tokens: newTokenCache(eng.Clock), done: make(chan struct{})}
-	names, err := meta.Keys(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
-	}
-	seen := txnSeen{}
-	for _, name := range names {
-		e, err := meta.Get(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		var st stored
-		if err := json.Unmarshal(e.Value(), &st); err != nil {
-			return nil, fmt.Errorf("table %s: bad description: %w", name, err)
-		}
-		t, err := s.openTable(st)
-		if err != nil {
-			return nil, err
-		}
-		if err := t.rebuild(ctx, seen); err != nil {
-			return nil, fmt.Errorf("table %s: rebuild index: %w", name, err)
-		}
-		s.tables[name] = t
-	}
-	if err := s.recoverTransactions(ctx, seen); err != nil {
-		return nil, err
-	}
-	// The indexes are built from the tables as they are now, so they agree
-	// with them whatever happened before (a crash, a backfill cut short).
-	for _, t := range s.tables {
-		if err := t.openedIndexes(ctx); err != nil {
-			return nil, fmt.Errorf("table %s: build indexes: %w", t.st.TableName, err)
-		}
-	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.bg, s.cancel = bg, cancel
+	s.own = lease.NewOwner(bg, lease.OwnerConfig{
+		Key: leaseKey, Subject: rpcSubject, What: "the tables",
+		Conn: eng.NC, Leases: eng.Leases, Logger: eng.Logger.With("service", "table"),
+		Serve: func(ctx context.Context, op string, raw json.RawMessage) (any, error) {
+			var a rpcArgs
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return nil, awserr.New(awserr.ErrService, "table: bad forwarded call: %v", err)
+			}
+			a.Op = op
+			return s.serveCall(ctx, &a)
+		},
+		Lost: s.drop, Detail: errorDetail, Undetail: errorUndetail,
+	})
 	interval := opts.TTLInterval
 	if interval == 0 {
 		interval = 30 * time.Second
@@ -313,6 +303,7 @@ func (s *Service) Close() {
 		s.cancel()
 		<-s.done
 		s.backfills.Wait()
+		s.own.Release()
 		s.cancel = nil
 	}
 }
@@ -355,6 +346,9 @@ func tableNotFound(name string) error {
 // index), LimitExceededException for more than 50 tags,
 // ResourceInUseException if the name is taken.
 func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "CreateTable", Create: &in}); remote {
+		return d, err
+	}
 	if !tableNameRE.MatchString(in.TableName) {
 		return nil, validation("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.TableName)
 	}
@@ -448,6 +442,9 @@ func checkView(v string) error {
 
 // DeleteTable deletes a table, its items and its change log.
 func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "DeleteTable", Name: name}); remote {
+		return d, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tables[name]
@@ -469,6 +466,9 @@ func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescripti
 // DescribeTable returns a table's description, ItemCount included (exact,
 // unlike DynamoDB's six-hourly figure).
 func (s *Service) DescribeTable(ctx context.Context, name string) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "DescribeTable", Name: name}); remote {
+		return d, err
+	}
 	t, err := s.table(name)
 	if err != nil {
 		return nil, err
@@ -478,9 +478,16 @@ func (s *Service) DescribeTable(ctx context.Context, name string) (*TableDescrip
 
 // ListTables returns the table names, sorted.
 func (s *Service) ListTables(ctx context.Context) []string {
+	var names []string
+	if remote, err := s.forward(ctx, rpcArgs{Op: "ListTables"}, &names); remote {
+		if err != nil {
+			s.eng.Logger.Warn("ListTables: the process serving the tables did not answer", "err", err)
+		}
+		return names
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	names := make([]string, 0, len(s.tables))
+	names = make([]string, 0, len(s.tables))
 	for n := range s.tables {
 		names = append(names, n)
 	}
@@ -494,6 +501,9 @@ func (s *Service) ListTables(ctx context.Context) []string {
 // stream. Errors: ValidationException if the stream is already in the
 // asked state, as DynamoDB.
 func (s *Service) UpdateStream(ctx context.Context, name string, spec StreamSpecification) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "UpdateStream", Name: name, Stream: &spec}); remote {
+		return d, err
+	}
 	t, err := s.table(name)
 	if err != nil {
 		return nil, err
@@ -541,6 +551,9 @@ func (t *Table) updateStream(ctx context.Context, spec StreamSpecification) erro
 // whose value is more than five years in the past are not deleted (the
 // DynamoDB rule for values that are probably not epoch seconds).
 func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeToLiveSpecification) (*TimeToLiveSpecification, error) {
+	if remote, out, err := forwardOut[TimeToLiveSpecification](ctx, s, rpcArgs{Op: "UpdateTimeToLive", Name: name, TTL: &spec}); remote {
+		return out, err
+	}
 	if spec.AttributeName == "" {
 		return nil, validation("1 validation error detected: Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null")
 	}
@@ -573,6 +586,10 @@ func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeTo
 
 // DescribeTimeToLive returns the table's TTL setting.
 func (s *Service) DescribeTimeToLive(ctx context.Context, name string) (TimeToLiveSpecification, error) {
+	var spec TimeToLiveSpecification
+	if remote, err := s.forward(ctx, rpcArgs{Op: "DescribeTimeToLive", Name: name}, &spec); remote {
+		return spec, err
+	}
 	t, err := s.table(name)
 	if err != nil {
 		return TimeToLiveSpecification{}, err
@@ -600,7 +617,3 @@ func (s *Service) table(name string) (*Table, error) {
 	}
 	return t, nil
 }
-
-// Table returns the open table name, for callers that need its change log
-// (mappings, the Streams API).
-func (s *Service) Table(name string) (*Table, error) { return s.table(name) }

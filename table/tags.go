@@ -46,6 +46,9 @@ func (s *Service) tableByARN(arn string) (*Table, error) {
 // Errors: ValidationException for no tags ("Atleast one Tag needs to be
 // provided") or more than 50 in all; see tableByARN.
 func (s *Service) TagResource(ctx context.Context, arn string, tags []Tag) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "TagResource", ARN: arn, Tags: tags}, nil); remote {
+		return err
+	}
 	if len(tags) == 0 {
 		return validation("Atleast one Tag needs to be provided")
 	}
@@ -65,6 +68,9 @@ func (s *Service) TagResource(ctx context.Context, arn string, tags []Tag) error
 // ValidationException for no keys ("Atleast one Tag Key needs to be
 // provided"); see tableByARN.
 func (s *Service) UntagResource(ctx context.Context, arn string, keys []string) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "UntagResource", ARN: arn, Keys: keys}, nil); remote {
+		return err
+	}
 	if len(keys) == 0 {
 		return validation("Atleast one Tag Key needs to be provided")
 	}
@@ -103,6 +109,10 @@ func (s *Service) editTags(ctx context.Context, arn string, edit func(map[string
 // key, all in one page (a table has at most 50), as []: never nil
 // (API_ListTagsOfResource). Errors: see tableByARN.
 func (s *Service) ListTagsOfResource(ctx context.Context, arn string) ([]Tag, error) {
+	var tags []Tag
+	if remote, err := s.forward(ctx, rpcArgs{Op: "ListTagsOfResource", ARN: arn}, &tags); remote {
+		return tags, err
+	}
 	t, err := s.tableByARN(arn)
 	if err != nil {
 		return nil, err
@@ -136,6 +146,9 @@ type PointInTimeRecoveryDescription struct {
 // tools that read them work. Errors: TableNotFoundException ("Table not
 // found: <name>") for a missing table.
 func (s *Service) DescribeContinuousBackups(ctx context.Context, name string) (*ContinuousBackupsDescription, error) {
+	if remote, out, err := forwardOut[ContinuousBackupsDescription](ctx, s, rpcArgs{Op: "DescribeContinuousBackups", Name: name}); remote {
+		return out, err
+	}
 	if _, err := s.table(name); err != nil {
 		return nil, awserr.New(awserr.ErrTableNotFound, "Table not found: %s", name)
 	}

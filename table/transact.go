@@ -161,6 +161,9 @@ type txChange struct {
 // PutItem, UpdateItem or DeleteItem in progress on one of its items is
 // waited for (it is short).
 func (s *Service) TransactWriteItems(ctx context.Context, in TransactWriteItemsInput) error {
+	if remote, err := s.forward(ctx, rpcArgs{Op: "TransactWriteItems", TransactWrite: &in}, nil); remote {
+		return err
+	}
 	n := len(in.TransactItems)
 	if n < 1 || n > MaxTransactItems {
 		return awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", n, MaxTransactItems)

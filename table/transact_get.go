@@ -54,6 +54,9 @@ type TransactGetItemsOutput struct {
 // TransactionConflict, the others None) or the items read exceed 4 MB
 // (every reason ValidationError).
 func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput) (*TransactGetItemsOutput, error) {
+	if remote, out, err := forwardOut[TransactGetItemsOutput](ctx, s, rpcArgs{Op: "TransactGetItems", TransactGet: &in}); remote {
+		return out, err
+	}
 	n := len(in.TransactItems)
 	if n < 1 || n > MaxTransactItems {
 		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%d' at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", n, MaxTransactItems)

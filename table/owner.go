@@ -1,0 +1,333 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+)
+
+// Which process serves the tables.
+//
+// A table's index (the key of every item and where its latest image is in
+// the change log) lives in one process's memory, and every conditional
+// write and transaction is decided against it. Two processes with an
+// index each would both accept writes the other does not see: a condition
+// checked in one would not hold in the other, a transaction's locks would
+// not exclude the other's writes. So, as with the queues (queue/owner.go),
+// exactly one process at a time serves the tables: the holder of the
+// lease "dynamodb" (lease.Owner). It loads the tables and answers every
+// call; every other process sharing the JetStream (another node of a
+// cluster, a CLI command run against a serve with --nats-url) forwards its
+// calls to it over NATS request-reply on "runnel.dynamodb.rpc". Conditions
+// and transactions therefore hold across processes exactly as in one.
+//
+// The holder loads the tables when it takes the lease (Serve, or the first
+// call that finds nobody serving): it reads each table's log to rebuild
+// its index, then completes any committed transaction not fully applied,
+// as at a restart. When it loses the lease it drops the tables; the new
+// holder loads them from JetStream. A write a stale holder had already
+// checked the lease for may still reach the log within the lease's safety
+// margin (lease.Lease.Valid: half the TTL).
+//
+// Any process can read a table's change log (the DynamoDB Streams API and
+// the mappings read it from JetStream): Table returns, in a process that
+// does not serve the tables, a view with the table's stored description
+// and no index.
+const (
+	rpcSubject = "runnel.dynamodb.rpc"
+	leaseKey   = "dynamodb"
+)
+
+// rpcArgs carries the arguments of every forwarded call; each operation
+// uses its own fields.
+type rpcArgs struct {
+	Op            string                       `json:"op"`
+	Name          string                       `json:"name,omitempty"`
+	ARN           string                       `json:"arn,omitempty"`
+	Put           *PutItemInput                `json:"put,omitempty"`
+	Get           *GetItemInput                `json:"get,omitempty"`
+	Update        *UpdateItemInput             `json:"update,omitempty"`
+	Delete        *DeleteItemInput             `json:"delete,omitempty"`
+	Query         *QueryInput                  `json:"query,omitempty"`
+	Scan          *ScanInput                   `json:"scan,omitempty"`
+	BatchWrite    *BatchWriteItemInput         `json:"batch_write,omitempty"`
+	BatchGet      *BatchGetItemInput           `json:"batch_get,omitempty"`
+	TransactWrite *TransactWriteItemsInput     `json:"transact_write,omitempty"`
+	TransactGet   *TransactGetItemsInput       `json:"transact_get,omitempty"`
+	Create        *CreateTableInput            `json:"create,omitempty"`
+	Mode          string                       `json:"mode,omitempty"`
+	Throughput    *Throughput                  `json:"throughput,omitempty"`
+	Defs          []AttributeDefinition        `json:"defs,omitempty"`
+	GSI           []GlobalSecondaryIndexUpdate `json:"gsi,omitempty"`
+	Stream        *StreamSpecification         `json:"stream,omitempty"`
+	TTL           *TimeToLiveSpecification     `json:"ttl,omitempty"`
+	Tags          []Tag                        `json:"tags,omitempty"`
+	Keys          []string                     `json:"keys,omitempty"`
+}
+
+// serveCall runs a forwarded call here.
+func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
+	switch a.Op {
+	case "Ping":
+		return nil, nil
+	case "PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "Scan",
+		"BatchWriteItem", "BatchGetItem", "TransactWriteItems", "TransactGetItems":
+		return s.serveItems(ctx, a)
+	case "CreateTable":
+		return described(s.CreateTable(ctx, deref(a.Create)))
+	case "DeleteTable":
+		return described(s.DeleteTable(ctx, a.Name))
+	case "DescribeTable":
+		return described(s.DescribeTable(ctx, a.Name))
+	case "ListTables":
+		return s.ListTables(ctx), nil
+	case "UpdateBilling":
+		return described(s.UpdateBilling(ctx, a.Name, a.Mode, a.Throughput))
+	case "UpdateGlobalSecondaryIndexes":
+		return described(s.UpdateGlobalSecondaryIndexes(ctx, a.Name, a.Defs, a.GSI))
+	case "UpdateStream":
+		return described(s.UpdateStream(ctx, a.Name, deref(a.Stream)))
+	case "UpdateTimeToLive":
+		return s.UpdateTimeToLive(ctx, a.Name, deref(a.TTL))
+	case "DescribeTimeToLive":
+		return s.DescribeTimeToLive(ctx, a.Name)
+	case "SweepExpired":
+		return s.SweepExpired(ctx)
+	case "TagResource":
+		return nil, s.TagResource(ctx, a.ARN, a.Tags)
+	case "UntagResource":
+		return nil, s.UntagResource(ctx, a.ARN, a.Keys)
+	case "ListTagsOfResource":
+		return s.ListTagsOfResource(ctx, a.ARN)
+	case "DescribeContinuousBackups":
+		return s.DescribeContinuousBackups(ctx, a.Name)
+	}
+	return nil, awserr.New(awserr.ErrService, "table: unknown forwarded operation %q", a.Op)
+}
+
+func (s *Service) serveItems(ctx context.Context, a *rpcArgs) (any, error) {
+	switch a.Op {
+	case "PutItem":
+		return s.PutItem(ctx, deref(a.Put))
+	case "GetItem":
+		return s.GetItem(ctx, deref(a.Get))
+	case "UpdateItem":
+		return s.UpdateItem(ctx, deref(a.Update))
+	case "DeleteItem":
+		return s.DeleteItem(ctx, deref(a.Delete))
+	case "Query":
+		return s.Query(ctx, deref(a.Query))
+	case "Scan":
+		return s.Scan(ctx, deref(a.Scan))
+	case "BatchWriteItem":
+		return s.BatchWriteItem(ctx, deref(a.BatchWrite))
+	case "BatchGetItem":
+		return s.BatchGetItem(ctx, deref(a.BatchGet))
+	case "TransactWriteItems":
+		return nil, s.TransactWriteItems(ctx, deref(a.TransactWrite))
+	default: // TransactGetItems
+		return s.TransactGetItems(ctx, deref(a.TransactGet))
+	}
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// wireDescription is a TableDescription as forwarded: stored carries the
+// fields TableDescription keeps out of its JSON (TTL, shards, log,
+// throughput).
+func described(d *TableDescription, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &stored{TableDescription: *d, TTL: d.TimeToLive, Shards: d.Shards, Log: d.Log, Provisioned: d.Provisioned}, nil
+}
+
+func (st *stored) description() *TableDescription {
+	d := st.TableDescription
+	d.TimeToLive, d.Shards, d.Log, d.Provisioned = st.TTL, st.Shards, st.Log, st.Provisioned
+	return &d
+}
+
+// errorDetail and errorUndetail carry the table errors that hold more
+// than a code across a forwarded call (lease.OwnerConfig.Detail).
+func errorDetail(err error) (string, any, bool) {
+	var cf *ConditionalCheckFailedError
+	var tc *TransactionCanceledError
+	switch {
+	case errors.As(err, &cf):
+		return "ConditionalCheckFailed", cf, true
+	case errors.As(err, &tc):
+		return "TransactionCanceled", tc, true
+	}
+	return "", nil, false
+}
+
+func errorUndetail(kind string, raw json.RawMessage) (error, bool) {
+	switch kind {
+	case "ConditionalCheckFailed":
+		var e ConditionalCheckFailedError
+		return &e, json.Unmarshal(raw, &e) == nil
+	case "TransactionCanceled":
+		var e TransactionCanceledError
+		return &e, json.Unmarshal(raw, &e) == nil
+	}
+	return nil, false
+}
+
+// forward runs the call a at the process serving the tables when that is
+// not this one, decoding the answer into out (nil: none). remote is false
+// when the caller must run the call here; the tables are then loaded.
+func (s *Service) forward(ctx context.Context, a rpcArgs, out any) (remote bool, err error) {
+	if remote, err = s.own.Forward(ctx, a.Op, a, out); remote {
+		return true, err
+	}
+	if s.loaded.Load() || ctx.Value(loadingKey{}) != nil {
+		return false, nil
+	}
+	if err := s.load(ctx); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// forwardOut is forward for the calls that answer a *T.
+func forwardOut[T any](ctx context.Context, s *Service, a rpcArgs) (remote bool, out *T, err error) {
+	out = new(T)
+	if remote, err = s.forward(ctx, a, out); !remote || err != nil {
+		out = nil
+	}
+	return remote, out, err
+}
+
+// forwardDesc is forward for the calls that answer a table description.
+func (s *Service) forwardDesc(ctx context.Context, a rpcArgs) (remote bool, d *TableDescription, err error) {
+	remote, st, err := forwardOut[stored](ctx, s, a)
+	if st != nil {
+		d = st.description()
+	}
+	return remote, d, err
+}
+
+// Serve makes this process serve the tables: it takes the lease now if it
+// is free (and loads the tables), and keeps trying while another process
+// holds it, until Close. `runnel serve` and the demos call it; a CLI
+// command does not (it serves only when nobody else does).
+func (s *Service) Serve(ctx context.Context) error {
+	if err := s.own.Serve(ctx); err != nil {
+		return err
+	}
+	if s.own.Holding() {
+		return s.load(ctx)
+	}
+	return nil
+}
+
+// load opens every table, rebuilding its index from its log, then
+// completes any transaction that was committed but not fully applied, and
+// builds the secondary indexes; once per hold of the lease.
+func (s *Service) load(ctx context.Context) error {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if s.loaded.Load() {
+		return nil
+	}
+	// The loading's own calls (building the secondary indexes scans the
+	// tables) run here without waiting for it.
+	ctx = context.WithValue(ctx, loadingKey{}, true)
+	names, err := s.meta.Keys(ctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		return awserr.New(awserr.ErrService, "table: list tables: %v", err)
+	}
+	seen := txnSeen{}
+	tables := map[string]*Table{}
+	for _, name := range names {
+		st, err := s.stored(ctx, name)
+		if err != nil {
+			return err
+		}
+		t, err := s.openTable(*st)
+		if err != nil {
+			return err
+		}
+		if err := t.rebuild(ctx, seen); err != nil {
+			return fmt.Errorf("table %s: rebuild index: %w", name, err)
+		}
+		tables[name] = t
+	}
+	s.mu.Lock()
+	s.tables = tables
+	s.mu.Unlock()
+	if err := s.recoverTransactions(ctx, seen); err != nil {
+		return err
+	}
+	// The indexes are built from the tables as they are now, so they agree
+	// with them whatever happened before (a crash, a backfill cut short).
+	for _, t := range tables {
+		if err := t.openedIndexes(ctx); err != nil {
+			return fmt.Errorf("table %s: build indexes: %w", t.st.TableName, err)
+		}
+	}
+	s.loaded.Store(true)
+	return nil
+}
+
+type loadingKey struct{}
+
+// stored reads a table's stored description.
+func (s *Service) stored(ctx context.Context, name string) (*stored, error) {
+	e, err := s.meta.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, tableNotFound(name)
+	}
+	if err != nil {
+		return nil, awserr.New(awserr.ErrService, "table %s: %v", name, err)
+	}
+	var st stored
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return nil, fmt.Errorf("table %s: bad description: %w", name, err)
+	}
+	return &st, nil
+}
+
+// drop forgets the loaded tables when the lease is lost; the next hold
+// loads them again.
+func (s *Service) drop() {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	s.mu.Lock()
+	s.tables = map[string]*Table{}
+	s.mu.Unlock()
+	s.loaded.Store(false)
+}
+
+// Table returns the table name, for callers that need its change log
+// (mappings, the Streams API). In a process that does not serve the
+// tables it is a view: the table's stored description, read now, without
+// an index (RecentChange finds nothing, ChangeRecords is 0).
+func (s *Service) Table(name string) (*Table, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if remote, err := s.forward(ctx, rpcArgs{Op: "Ping"}, nil); remote {
+		if err != nil {
+			return nil, err
+		}
+		st, err := s.stored(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return &Table{s: s, st: *st}, nil
+	}
+	return s.table(name)
+}
