@@ -2,18 +2,22 @@ package runnel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Three runnel nodes on one embedded 3-node NATS cluster (replicas 3):
@@ -93,6 +97,50 @@ func TestThreeNodeCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("table conditions and counters hold across nodes", func(t *testing.T) {
+		if _, err := nodes[2].Tables.CreateTable(ctx, table.CreateTableInput{TableName: "ledger",
+			KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
+			AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}}}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var won, lost atomic.Int32
+		for i, n := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := n.Tables.PutItem(ctx, table.PutItemInput{TableName: "ledger", ConditionExpression: "attribute_not_exists(id)",
+					Item: table.Item{"id": events.NewStringAttribute("leader"), "node": events.NewNumberAttribute(fmt.Sprint(i))}})
+				switch {
+				case err == nil:
+					won.Add(1)
+				case errors.Is(err, awserr.ErrConditionalCheckFailed):
+					lost.Add(1)
+				default:
+					t.Error(err)
+				}
+				for range 10 {
+					if _, err := n.Tables.UpdateItem(ctx, table.UpdateItemInput{TableName: "ledger", Key: table.Item{"id": events.NewStringAttribute("count")},
+						UpdateExpression: "ADD n :one", ExpressionAttributeValues: table.Item{":one": events.NewNumberAttribute("1")}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if won.Load() != 1 || lost.Load() != 2 {
+			t.Errorf("attribute_not_exists puts from 3 nodes: %d accepted, %d refused; want 1 and 2", won.Load(), lost.Load())
+		}
+		got, err := nodes[1].Tables.GetItem(ctx, table.GetItemInput{TableName: "ledger", Key: table.Item{"id": events.NewStringAttribute("count")}, ConsistentRead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := got.Item["n"].Number(); n != "30" {
+			t.Errorf("10 ADDs from each of 3 nodes make %s, want 30", n)
+		}
+	})
+
 	t.Run("the queues survive the crash of the node serving them", func(t *testing.T) {
 		url, err := nodes[1].Queues.CreateQueue(ctx, "work", nil)
 		if err != nil {
@@ -115,6 +163,13 @@ func TestThreeNodeCluster(t *testing.T) {
 				got[m.Body] = true
 			}
 			return len(got) == 10
+		})
+	})
+
+	t.Run("the tables survive the crash of a node", func(t *testing.T) {
+		testenv.Eventually(t, 60*time.Second, "the ledger read through a surviving node", func() bool {
+			got, err := nodes[2].Tables.GetItem(ctx, table.GetItemInput{TableName: "ledger", Key: table.Item{"id": events.NewStringAttribute("count")}, ConsistentRead: true})
+			return err == nil && got.Item["n"].Number() == "30"
 		})
 	})
 }
