@@ -194,7 +194,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return fail(nc, err)
 	}
-	if err := waitJetStream(ctx, js, cfg.Cluster.Listen != ""); err != nil {
+	// A cluster (embedded, or external: several URLs or replicas over 1)
+	// may still be electing its meta leader: wait for it.
+	clustered := cfg.Cluster.Listen != "" || strings.Contains(url, ",") || cfg.Replicas > 1
+	if err := waitJetStream(ctx, js, clustered); err != nil {
 		return fail(nc, fmt.Errorf("engine: JetStream not available at %q: %w", url, err))
 	}
 	if e.srv != nil && cfg.Cluster.Listen != "" {

@@ -88,10 +88,22 @@ type Lease struct {
 	gone bool
 }
 
-// BucketConfig is the leases bucket's configuration: memory storage,
-// history 1, the bucket's TTL = ttl.
+// BucketConfig is the leases bucket's configuration: history 1, the
+// bucket's TTL = ttl; memory storage for one replica (a restarted single
+// process finds no lease of its previous life to wait out), file storage
+// for more.
+//
+// The trap, found by TestOneRunnelRidesThroughTheLossOfEachNATSServer: a
+// replicated memory stream does not survive a rolling restart of its
+// servers. A restarted server comes back without the stream's state, and
+// with a second server down the group has no quorum: every renewal
+// answered "no response from stream" and every lease was lost for good.
 func BucketConfig(ttl time.Duration, replicas int) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage, Replicas: max(1, replicas)}
+	storage := jetstream.MemoryStorage
+	if replicas > 1 {
+		storage = jetstream.FileStorage
+	}
+	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: ttl, History: 1, Storage: storage, Replicas: max(1, replicas)}
 }
 
 // New opens (creating if needed) the leases bucket and starts renewing.
@@ -303,10 +315,22 @@ func (m *Manager) renew(ctx context.Context, l *Lease) {
 		l.lose()
 	default:
 		// No answer: the lease stays held until it stops being Valid; the
-		// next renewal tries again.
-		if ctx.Err() == nil {
-			m.log.Warn("lease renewal failed; will retry", "lease", l.key, "err", err)
+		// next renewal tries again. Once a whole TTL has passed since the
+		// last renewal went through, the key has expired (or the server
+		// lost it in a failover): the lease is lost, and its work is taken
+		// again through Acquire like any free lease's.
+		if ctx.Err() != nil {
+			return
 		}
+		l.mu.Lock()
+		expired := time.Now().After(l.good.Add(m.ttl / 2))
+		l.mu.Unlock()
+		if expired {
+			m.log.Warn("lease lost: not renewed within its TTL", "lease", l.key, "err", err)
+			l.lose()
+			return
+		}
+		m.log.Warn("lease renewal failed; will retry", "lease", l.key, "err", err)
 	}
 }
 

@@ -69,6 +69,11 @@ type OwnerConfig struct {
 // the state; Forward retries it at the new holder.
 var ErrMoved = awserr.New(awserr.ErrService, "the state moved to another runnel process; retry")
 
+// forwardWait bounds how long Forward waits for a holder (a late renewal,
+// a failover) before it answers ServiceException, which callers retry:
+// longer than a lease's TTL, so a dead holder's lease has expired.
+const forwardWait = DefaultTTL + 5*time.Second
+
 // rpcTimeout bounds a forwarded call whose context has no deadline:
 // longer than the longest wait a call may make (a 20 s receive).
 const rpcTimeout = 60 * time.Second
@@ -110,6 +115,7 @@ func (o *Owner) Forward(ctx context.Context, op string, args, out any) (remote b
 		}
 		return false, nil
 	}
+	deadline := time.Now().Add(forwardWait)
 	for attempt := 1; ; attempt++ {
 		held, valid := o.state()
 		if valid {
@@ -132,6 +138,9 @@ func (o *Owner) Forward(ctx context.Context, op string, args, out any) (remote b
 		// lease is lost. Not held: the holder died or is handing over; its
 		// lease expires within the TTL and a later attempt takes it or
 		// finds the new holder.
+		if time.Now().After(deadline) {
+			return true, awserr.New(awserr.ErrService, "no runnel process has served %s for %v (a failover in progress); retry", o.cfg.What, forwardWait)
+		}
 		if err := sleep(ctx, time.Duration(min(attempt, 10))*100*time.Millisecond); err != nil {
 			return true, awserr.New(awserr.ErrService, "no runnel process serves %s now: %v", o.cfg.What, err)
 		}

@@ -359,6 +359,19 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			return q.finishDups(ctx, results, errs, dups, dupOf)
 		}
 		q.completeStore(rec, perr)
+		q.mu.Lock()
+		moved := q.moved
+		q.mu.Unlock()
+		if perr == nil && moved {
+			// The index was dropped while the write was in flight (this
+			// process lost the queues' lease): the index that replaced it
+			// may have been read from the stream before the write landed,
+			// and then does not know the message. Refuse the send
+			// (retryable): the caller sends again, into the new index. The
+			// stored copy is delivered too if a later load finds it: a
+			// duplicate, never a loss (TestOneRunnelRidesThroughTheLossOfEachNATSServer).
+			perr = errMoved
+		}
 		if perr != nil {
 			for i := range msgs {
 				if msgs[i].rec == rec {

@@ -47,6 +47,9 @@ type Options struct {
 	Targets target.Options
 	// Registry holds the instance's handlers; nil: the default registry.
 	Registry *function.Registry
+	// Replicas is the JetStream replica count (engine.Config.Replicas);
+	// 0: the engine's default.
+	Replicas int
 }
 
 // Logger returns a logger that writes to the test log when RUNNEL_TEST_LOG
@@ -72,7 +75,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	}
 	rn, err := runnel.Open(context.Background(), runnel.Config{
 		Tables:            o.Tables,
-		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: Logger(t)},
+		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: Logger(t), Replicas: o.Replicas},
 		Mappings:          o.Mappings,
 		Targets:           o.Targets,
 		RetentionInterval: -1,
