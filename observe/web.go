@@ -9,6 +9,7 @@ package observe
 //	GET  /                              the page
 //	GET  /api/graph                     nodes (streams, queues, functions) and edges
 //	GET  /api/lag                       every mapping's shards (iterator age, pending, counters)
+//	GET  /api/nodes                     the runnel nodes and the work each runs (nodes.go)
 //	GET  /api/dlq                       the dead-letter queues with their depth and redrive task
 //	GET  /api/dlq/{queue}?limit=N       recovery.Inspect: counts, breakdowns, a page of messages
 //	POST /api/dlq/{queue}/redrive       recovery.Redrive in the background: the task, 200 if it ended
@@ -164,6 +165,7 @@ func registerWeb(mux *http.ServeMux, rn *runnel.Runnel, a *Alarms) {
 	mux.HandleFunc("GET /{$}", w.page)
 	mux.HandleFunc("GET /api/graph", w.graph)
 	mux.HandleFunc("GET /api/lag", w.lag)
+	mux.HandleFunc("GET /api/nodes", w.nodes)
 	mux.HandleFunc("GET /api/dlq", w.dlqs)
 	mux.HandleFunc("GET /api/dlq/{queue}", w.inspect)
 	mux.HandleFunc("POST /api/dlq/{queue}/redrive", w.startRedrive)

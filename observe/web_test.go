@@ -161,6 +161,11 @@ func TestWebPageInBrowser(t *testing.T) {
 	}
 	text("mapping edge", `String(document.querySelectorAll('#pipeline [data-edge="mapping"]').length)`, is("1"))
 	text("redrive edge", `String(!!document.querySelector('#pipeline [data-edge="redrive"][data-from="queue:work"][data-to="queue:work-dlq"]'))`, is("true"))
+	// Nodes: this process, serving the queues and the tables, running the
+	// mapping.
+	text("the nodes card", `document.querySelector('#nodes tbody tr').textContent`, func(s string) bool {
+		return strings.Contains(s, "(this node)") && strings.Contains(s, "queues, scheduler, tables") && strings.Contains(s, functionOf(t, e.rn))
+	})
 	// Lag: one row per shard, nothing processed yet.
 	text("a row per shard", shardRowsJS, is("2"))
 	text("processed before any put", processedJS, is("0"))
