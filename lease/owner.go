@@ -309,9 +309,12 @@ func (o *Owner) watch(l *Lease) {
 // is free, and keeps trying every half TTL while another process holds
 // it, until bg ends. `runnel serve` and the demos call it; a CLI command
 // does not (it serves only when nobody else does).
+//
+// A failure to take the lease now (the leases' stream electing a leader
+// after a node died) is logged and tried again by the loop, not returned.
 func (o *Owner) Serve(ctx context.Context) error {
 	if _, err := o.tryAcquire(ctx, true); err != nil {
-		return err
+		o.cfg.Logger.Warn("taking the lease of "+o.cfg.What+" failed; will retry", "err", err)
 	}
 	o.wg.Add(1)
 	go func() {
