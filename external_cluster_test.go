@@ -30,8 +30,8 @@ import (
 // processed, every acknowledged message received and deleted, and every
 // acknowledged item present.
 func TestOneRunnelRidesThroughTheLossOfEachNATSServer(t *testing.T) {
-	if testing.Short() || os.Getenv("RUNNEL_FAULT_TESTS") == "" {
-		t.Skip("a fault test (20 s to 2 min): starts a 3-server NATS cluster and stops each server in turn; run with RUNNEL_FAULT_TESTS=1")
+	if testing.Short() || os.Getenv("RUNNEL_CLUSTER_TESTS") == "" {
+		t.Skip("a fault test (20 s to 2 min): starts a 3-server NATS cluster and stops each server in turn; run with RUNNEL_CLUSTER_TESTS=1")
 	}
 	cluster := testenv.StartNATSCluster(t, 3)
 	rn := testenv.Start(t, testenv.Options{NATSURL: cluster.URL(), Replicas: 3})
