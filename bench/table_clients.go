@@ -1,0 +1,424 @@
+package bench
+
+// The two ways the tables scenario calls a target: aws-sdk-go-v2's DynamoDB
+// client through an endpoint (runnel's or dynalite's: the same code for
+// both), and table.Service in this process.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/runnel-dev/runnel/table"
+)
+
+// The requests' expressions, the same on every target.
+const (
+	tableUpdate    = "ADD #n :one"
+	tableCondition = "attribute_exists(pk)"
+	tableQuery     = "pk = :pk"
+)
+
+var tableUpdateNames = map[string]string{"#n": "n"}
+
+// sdkTables calls an endpoint with aws-sdk-go-v2.
+type sdkTables struct {
+	c     *dynamodb.Client
+	w     *tableWorkload
+	items []map[string]dtypes.AttributeValue
+	keys  []map[string]dtypes.AttributeValue
+	one   map[string]dtypes.AttributeValue
+}
+
+func newSDKTables(url string, w *tableWorkload) *sdkTables {
+	s := &sdkTables{
+		c: dynamodb.NewFromConfig(aws.Config{
+			Region:       "us-east-1",
+			Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
+			BaseEndpoint: aws.String(url),
+		}),
+		w:   w,
+		one: map[string]dtypes.AttributeValue{":one": &dtypes.AttributeValueMemberN{Value: "1"}},
+	}
+	for i := range w.total() {
+		pk, sk := w.key(i)
+		key := map[string]dtypes.AttributeValue{"pk": &dtypes.AttributeValueMemberS{Value: pk}, "sk": &dtypes.AttributeValueMemberN{Value: strconv.Itoa(sk)}}
+		s.keys = append(s.keys, key)
+		s.items = append(s.items, map[string]dtypes.AttributeValue{"pk": key["pk"], "sk": key["sk"],
+			"data": &dtypes.AttributeValueMemberS{Value: w.data(i)}, "n": &dtypes.AttributeValueMemberN{Value: "0"}})
+	}
+	return s
+}
+
+func (s *sdkTables) createTable(ctx context.Context) error {
+	_, err := s.c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(tableName),
+		KeySchema: []dtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dtypes.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: dtypes.KeyTypeRange}},
+		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: dtypes.ScalarAttributeTypeN}},
+		BillingMode: dtypes.BillingModePayPerRequest,
+	})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		d, err := s.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tableName)})
+		if err != nil {
+			return err
+		}
+		if d.Table.TableStatus == dtypes.TableStatusActive {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("table not ACTIVE after a minute (%s)", d.Table.TableStatus)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (s *sdkTables) describeTable(ctx context.Context) error {
+	_, err := s.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tableName)})
+	return err
+}
+
+func (s *sdkTables) putItem(ctx context.Context, i int) error {
+	_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tableName), Item: s.items[i]})
+	return err
+}
+
+func (s *sdkTables) getItem(ctx context.Context, i int) (tableRow, bool, error) {
+	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tableName), Key: s.keys[i]})
+	if err != nil || out.Item == nil {
+		return tableRow{}, false, err
+	}
+	r, err := sdkRow(out.Item)
+	return r, err == nil, err
+}
+
+func (s *sdkTables) updateItem(ctx context.Context, i int) error {
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tableName), Key: s.keys[i],
+		UpdateExpression: aws.String(tableUpdate), ConditionExpression: aws.String(tableCondition),
+		ExpressionAttributeNames: tableUpdateNames, ExpressionAttributeValues: s.one})
+	return err
+}
+
+func (s *sdkTables) batchWrite(ctx context.Context, items []int) ([]int, error) {
+	reqs := make([]dtypes.WriteRequest, len(items))
+	for j, i := range items {
+		reqs[j] = dtypes.WriteRequest{PutRequest: &dtypes.PutRequest{Item: s.items[i]}}
+	}
+	out, err := s.c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{tableName: reqs}})
+	if err != nil {
+		return nil, err
+	}
+	var left []int
+	for _, r := range out.UnprocessedItems[tableName] {
+		if r.PutRequest == nil {
+			return nil, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
+		}
+		i, err := s.index(r.PutRequest.Item)
+		if err != nil {
+			return nil, err
+		}
+		left = append(left, i)
+	}
+	return left, nil
+}
+
+func (s *sdkTables) batchGet(ctx context.Context, items []int) ([]tableRow, []int, error) {
+	keys := make([]map[string]dtypes.AttributeValue, len(items))
+	for j, i := range items {
+		keys[j] = s.keys[i]
+	}
+	out, err := s.c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]dtypes.KeysAndAttributes{tableName: {Keys: keys}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := sdkRows(out.Responses[tableName])
+	if err != nil {
+		return nil, nil, err
+	}
+	var left []int
+	for _, k := range out.UnprocessedKeys[tableName].Keys {
+		i, err := s.index(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		left = append(left, i)
+	}
+	return rows, left, nil
+}
+
+func (s *sdkTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
+	in := &dynamodb.QueryInput{TableName: aws.String(tableName), KeyConditionExpression: aws.String(tableQuery),
+		ExpressionAttributeValues: map[string]dtypes.AttributeValue{":pk": &dtypes.AttributeValueMemberS{Value: pk}}}
+	if cursor != nil {
+		in.ExclusiveStartKey = cursor.(map[string]dtypes.AttributeValue)
+	}
+	out, err := s.c.Query(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := sdkRows(out.Items)
+	return rows, sdkCursor(out.LastEvaluatedKey), err
+}
+
+func (s *sdkTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
+	in := &dynamodb.ScanInput{TableName: aws.String(tableName)}
+	if total > 1 {
+		in.Segment, in.TotalSegments = aws.Int32(int32(segment)), aws.Int32(int32(total))
+	}
+	if cursor != nil {
+		in.ExclusiveStartKey = cursor.(map[string]dtypes.AttributeValue)
+	}
+	out, err := s.c.Scan(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := sdkRows(out.Items)
+	return rows, sdkCursor(out.LastEvaluatedKey), err
+}
+
+// sdkCursor is a page's LastEvaluatedKey as a cursor (nil: the last page).
+func sdkCursor(k map[string]dtypes.AttributeValue) any {
+	if len(k) == 0 {
+		return nil
+	}
+	return k
+}
+
+// index returns the item a key (or an item) of the SDK names.
+func (s *sdkTables) index(k map[string]dtypes.AttributeValue) (int, error) {
+	pk, _ := k["pk"].(*dtypes.AttributeValueMemberS)
+	sk, _ := k["sk"].(*dtypes.AttributeValueMemberN)
+	if pk == nil || sk == nil {
+		return 0, fmt.Errorf("a key that was not sent: %v", k)
+	}
+	n, err := strconv.Atoi(sk.Value)
+	if err != nil {
+		return 0, fmt.Errorf("sort key %q: %w", sk.Value, err)
+	}
+	return s.w.index(tableRow{pk: pk.Value, sk: n})
+}
+
+func sdkRows(items []map[string]dtypes.AttributeValue) ([]tableRow, error) {
+	rows := make([]tableRow, len(items))
+	for j, it := range items {
+		var err error
+		if rows[j], err = sdkRow(it); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// sdkRow reads an item of the SDK, failing unless it has the workload's
+// attributes with their types.
+func sdkRow(it map[string]dtypes.AttributeValue) (tableRow, error) {
+	pk, _ := it["pk"].(*dtypes.AttributeValueMemberS)
+	data, _ := it["data"].(*dtypes.AttributeValueMemberS)
+	sk, _ := it["sk"].(*dtypes.AttributeValueMemberN)
+	n, _ := it["n"].(*dtypes.AttributeValueMemberN)
+	if pk == nil || data == nil || sk == nil || n == nil {
+		return tableRow{}, fmt.Errorf("an item without the attributes written: %v", it)
+	}
+	return numbersRow(pk.Value, data.Value, sk.Value, n.Value)
+}
+
+// numbersRow is a row whose sk and n are still decimal strings.
+func numbersRow(pk, data, sk, n string) (tableRow, error) {
+	r := tableRow{pk: pk, data: data}
+	var err1, err2 error
+	r.sk, err1 = strconv.Atoi(sk)
+	r.n, err2 = strconv.Atoi(n)
+	if err1 != nil || err2 != nil {
+		return tableRow{}, fmt.Errorf("item %s: sk %q or n %q is not an integer", pk, sk, n)
+	}
+	return r, nil
+}
+
+// serviceTables calls table.Service directly.
+type serviceTables struct {
+	s     *table.Service
+	w     *tableWorkload
+	items []table.Item
+	keys  []table.Item
+	one   table.Item
+}
+
+func newServiceTables(s *table.Service, w *tableWorkload) *serviceTables {
+	c := &serviceTables{s: s, w: w, one: table.Item{":one": events.NewNumberAttribute("1")}}
+	for i := range w.total() {
+		pk, sk := w.key(i)
+		key := table.Item{"pk": events.NewStringAttribute(pk), "sk": events.NewNumberAttribute(strconv.Itoa(sk))}
+		c.keys = append(c.keys, key)
+		c.items = append(c.items, table.Item{"pk": key["pk"], "sk": key["sk"], "data": events.NewStringAttribute(w.data(i)), "n": events.NewNumberAttribute("0")})
+	}
+	return c
+}
+
+func (c *serviceTables) createTable(ctx context.Context) error {
+	_, err := c.s.CreateTable(ctx, table.CreateTableInput{
+		TableName:            tableName,
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}, {AttributeName: "sk", KeyType: "RANGE"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}, {AttributeName: "sk", AttributeType: "N"}},
+		BillingMode:          "PAY_PER_REQUEST",
+	})
+	return err
+}
+
+func (c *serviceTables) describeTable(ctx context.Context) error {
+	_, err := c.s.DescribeTable(ctx, tableName)
+	return err
+}
+
+func (c *serviceTables) putItem(ctx context.Context, i int) error {
+	_, err := c.s.PutItem(ctx, table.PutItemInput{TableName: tableName, Item: c.items[i]})
+	return err
+}
+
+func (c *serviceTables) getItem(ctx context.Context, i int) (tableRow, bool, error) {
+	out, err := c.s.GetItem(ctx, table.GetItemInput{TableName: tableName, Key: c.keys[i]})
+	if err != nil || out.Item == nil {
+		return tableRow{}, false, err
+	}
+	r, err := serviceRow(out.Item)
+	return r, err == nil, err
+}
+
+func (c *serviceTables) updateItem(ctx context.Context, i int) error {
+	_, err := c.s.UpdateItem(ctx, table.UpdateItemInput{TableName: tableName, Key: c.keys[i],
+		UpdateExpression: tableUpdate, ConditionExpression: tableCondition,
+		ExpressionAttributeNames: tableUpdateNames, ExpressionAttributeValues: c.one})
+	return err
+}
+
+func (c *serviceTables) batchWrite(ctx context.Context, items []int) ([]int, error) {
+	reqs := make([]table.WriteRequest, len(items))
+	for j, i := range items {
+		reqs[j] = table.WriteRequest{PutRequest: &table.PutRequest{Item: c.items[i]}}
+	}
+	out, err := c.s.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{tableName: reqs}})
+	if err != nil {
+		return nil, err
+	}
+	var left []int
+	for _, r := range out.UnprocessedItems[tableName] {
+		if r.PutRequest == nil {
+			return nil, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
+		}
+		i, err := c.index(r.PutRequest.Item)
+		if err != nil {
+			return nil, err
+		}
+		left = append(left, i)
+	}
+	return left, nil
+}
+
+func (c *serviceTables) batchGet(ctx context.Context, items []int) ([]tableRow, []int, error) {
+	keys := make([]table.Item, len(items))
+	for j, i := range items {
+		keys[j] = c.keys[i]
+	}
+	out, err := c.s.BatchGetItem(ctx, table.BatchGetItemInput{RequestItems: map[string]table.KeysAndAttributes{tableName: {Keys: keys}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := serviceRows(out.Responses[tableName])
+	if err != nil {
+		return nil, nil, err
+	}
+	var left []int
+	for _, k := range out.UnprocessedKeys[tableName].Keys {
+		i, err := c.index(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		left = append(left, i)
+	}
+	return rows, left, nil
+}
+
+func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
+	in := table.QueryInput{TableName: tableName, KeyConditionExpression: tableQuery, ExpressionAttributeValues: table.Item{":pk": events.NewStringAttribute(pk)}}
+	if cursor != nil {
+		in.ExclusiveStartKey = cursor.(table.Item)
+	}
+	out, err := c.s.Query(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := serviceRows(out.Items)
+	return rows, serviceCursor(out.LastEvaluatedKey), err
+}
+
+func (c *serviceTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
+	in := table.ScanInput{TableName: tableName}
+	if total > 1 {
+		in.Segment, in.TotalSegments = &segment, &total
+	}
+	if cursor != nil {
+		in.ExclusiveStartKey = cursor.(table.Item)
+	}
+	out, err := c.s.Scan(ctx, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := serviceRows(out.Items)
+	return rows, serviceCursor(out.LastEvaluatedKey), err
+}
+
+func serviceCursor(k table.Item) any {
+	if len(k) == 0 {
+		return nil
+	}
+	return k
+}
+
+// index returns the item a key (or an item) of table.Service names.
+func (c *serviceTables) index(k table.Item) (int, error) {
+	pk, sk := k["pk"], k["sk"]
+	if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeNumber {
+		return 0, fmt.Errorf("a key that was not sent: %v", k)
+	}
+	n, err := strconv.Atoi(sk.Number())
+	if err != nil {
+		return 0, fmt.Errorf("sort key %q: %w", sk.Number(), err)
+	}
+	return c.w.index(tableRow{pk: pk.String(), sk: n})
+}
+
+func serviceRows(items []table.Item) ([]tableRow, error) {
+	rows := make([]tableRow, len(items))
+	for j, it := range items {
+		var err error
+		if rows[j], err = serviceRow(it); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// serviceRow reads an item of table.Service, failing unless it has the
+// workload's attributes with their types.
+func serviceRow(it table.Item) (tableRow, error) {
+	pk, data, sk, n := it["pk"], it["data"], it["sk"], it["n"]
+	if pk.DataType() != events.DataTypeString || data.DataType() != events.DataTypeString ||
+		sk.DataType() != events.DataTypeNumber || n.DataType() != events.DataTypeNumber {
+		return tableRow{}, fmt.Errorf("an item without the attributes written: %v", it)
+	}
+	return numbersRow(pk.String(), data.String(), sk.Number(), n.Number())
+}
