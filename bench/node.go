@@ -90,21 +90,31 @@ func (p nodePeer) resolve(asked string, progress io.Writer) (path, skipped strin
 	return path, skipped
 }
 
-// start starts the package at path (or the script of node_modules/.bin
-// that links into it) on a free loopback port.
-func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, error) {
-	pkg, err := filepath.EvalSymlinks(path)
+// pkg returns the package directory that path (the package, or the
+// script of node_modules/.bin that links into it) names, and its version;
+// it fails unless that is the package.
+func (p nodePeer) pkg(path string) (dir, version string, err error) {
+	dir, err = filepath.EvalSymlinks(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", p.name, path, err)
+		return "", "", fmt.Errorf("%s %s: %w", p.name, path, err)
 	}
-	if fi, err := os.Stat(pkg); err == nil && !fi.IsDir() {
-		pkg = filepath.Dir(pkg) // .bin/<name> links to <package>/cli.js
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		dir = filepath.Dir(dir) // .bin/<name> links to <package>/cli.js
 	}
 	var meta struct {
 		Name, Version string
 	}
-	if b, err := os.ReadFile(filepath.Join(pkg, "package.json")); err != nil || json.Unmarshal(b, &meta) != nil || meta.Name != p.name {
-		return nil, fmt.Errorf("%s is not the %s package (no package.json naming %s)", pkg, p.name, p.name)
+	if b, err := os.ReadFile(filepath.Join(dir, "package.json")); err != nil || json.Unmarshal(b, &meta) != nil || meta.Name != p.name {
+		return "", "", fmt.Errorf("%s is not the %s package (no package.json naming %s)", dir, p.name, p.name)
+	}
+	return dir, meta.Version, nil
+}
+
+// start starts the package at path (see pkg) on a free loopback port.
+func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, error) {
+	pkg, version, err := p.pkg(path)
+	if err != nil {
+		return nil, err
 	}
 	nodeVersion, _ := exec.Command("node", "--version").Output()
 	port, err := freePort()
@@ -146,7 +156,7 @@ func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, erro
 	}
 	return &endpointServer{
 		url:         "http://" + addr,
-		description: fmt.Sprintf("%s %s on node %s (%s)", p.name, meta.Version, strings.TrimSpace(string(nodeVersion)), p.how),
+		description: fmt.Sprintf("%s %s on node %s (%s)", p.name, version, strings.TrimSpace(string(nodeVersion)), p.how),
 		stop:        stop,
 	}, nil
 }

@@ -238,6 +238,11 @@ func RunTables(ctx context.Context, cfg TablesConfig) (*TablesReport, error) {
 	rep := &TablesReport{Machine: Machine(), Config: cfg}
 	var peer string
 	peer, rep.PeerSkipped = dynalite.resolve(cfg.Dynalite, cfg.Progress)
+	if peer != "" {
+		if _, _, err := dynalite.pkg(peer); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	w := newTableWorkload(cfg)
 
 	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-tables-", "")
@@ -417,6 +422,10 @@ type tableClient interface {
 	scan(ctx context.Context, segment, total int, cursor any) (rows []tableRow, next any, err error)
 }
 
+// tableWarmUp is the untimed DescribeTable calls per caller before the
+// first phase.
+const tableWarmUp = 10
+
 // maxUnprocessedRounds bounds how often a batch's unprocessed requests are
 // sent again.
 const maxUnprocessedRounds = 50
@@ -486,7 +495,13 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 		}
 	}
 
-	err := phase(OpDescribeTable, cfg.Describes, cfg.Callers, func(ctx context.Context, j int, m *tableMeter) error {
+	// Untimed, a few DescribeTable calls from every caller: the client's
+	// connections are open before the first phase.
+	err := fanOut(ctx, cfg.Callers, tableWarmUp*cfg.Callers, func(ctx context.Context, j int) error { return c.describeTable(ctx) })
+	if err != nil {
+		return t, fmt.Errorf("warm-up: %w", err)
+	}
+	err = phase(OpDescribeTable, cfg.Describes, cfg.Callers, func(ctx context.Context, j int, m *tableMeter) error {
 		m.calls.Add(1)
 		return c.describeTable(ctx)
 	})
