@@ -540,32 +540,18 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 		err = phase(OpBatchWriteItem, (n+tableBatchWrite-1)/tableBatchWrite, cfg.Callers, func(ctx context.Context, j int, m *tableMeter) error {
 			items := indexRange(n+j*tableBatchWrite, min(n+(j+1)*tableBatchWrite, 2*n))
 			m.items.Add(int64(len(items)))
-			for round := 0; len(items) > 0; round++ {
-				if round == maxUnprocessedRounds {
-					return fmt.Errorf("%d items still unprocessed after %d calls", len(items), round)
-				}
-				var err error
-				m.calls.Add(1)
-				if items, err = c.batchWrite(ctx, items); err != nil {
-					return err
-				}
-			}
-			return nil
+			return untilProcessed(items, m, func(items []int) ([]int, error) { return c.batchWrite(ctx, items) })
 		})
 	}
 	if err == nil {
 		seen := newSeen(w.total())
 		err = phase(OpBatchGetItem, (n+tableBatchGet-1)/tableBatchGet, cfg.Callers, func(ctx context.Context, j int, m *tableMeter) error {
 			items := indexRange(n+j*tableBatchGet, min(n+(j+1)*tableBatchGet, 2*n))
-			for round := 0; len(items) > 0; round++ {
-				if round == maxUnprocessedRounds {
-					return fmt.Errorf("%d keys still unprocessed after %d calls", len(items), round)
-				}
+			return untilProcessed(items, m, func(items []int) ([]int, error) {
 				rows, unprocessed, err := c.batchGet(ctx, items)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				m.calls.Add(1)
 				for _, r := range rows {
 					i, err := w.check(r, true)
 					if err == nil && (i < items[0] || i > items[len(items)-1]) {
@@ -575,13 +561,12 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 						err = seen.mark(i)
 					}
 					if err != nil {
-						return err
+						return nil, err
 					}
 				}
 				m.items.Add(int64(len(rows)))
-				items = unprocessed
-			}
-			return nil
+				return unprocessed, nil
+			})
 		})
 		if err == nil {
 			err = all(OpBatchGetItem, seen, n)
@@ -618,6 +603,23 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 		}
 	}
 	return t, err
+}
+
+// untilProcessed calls batch with the items, then with those it left
+// unprocessed, until none is left (at most maxUnprocessedRounds calls,
+// each counted in m).
+func untilProcessed(items []int, m *tableMeter, batch func(items []int) (unprocessed []int, err error)) error {
+	for round := 0; len(items) > 0; round++ {
+		if round == maxUnprocessedRounds {
+			return fmt.Errorf("%d items still unprocessed after %d calls", len(items), round)
+		}
+		var err error
+		m.calls.Add(1)
+		if items, err = batch(items); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // indexRange is the items [from, to).

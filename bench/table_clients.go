@@ -123,18 +123,12 @@ func (s *sdkTables) batchWrite(ctx context.Context, items []int) ([]int, error) 
 	if err != nil {
 		return nil, err
 	}
-	var left []int
-	for _, r := range out.UnprocessedItems[tableName] {
+	return indices(out.UnprocessedItems[tableName], func(r dtypes.WriteRequest) (int, error) {
 		if r.PutRequest == nil {
-			return nil, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
+			return 0, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
 		}
-		i, err := s.index(r.PutRequest.Item)
-		if err != nil {
-			return nil, err
-		}
-		left = append(left, i)
-	}
-	return left, nil
+		return s.index(r.PutRequest.Item)
+	})
 }
 
 func (s *sdkTables) batchGet(ctx context.Context, items []int) ([]tableRow, []int, error) {
@@ -146,19 +140,7 @@ func (s *sdkTables) batchGet(ctx context.Context, items []int) ([]tableRow, []in
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := sdkRows(out.Responses[tableName])
-	if err != nil {
-		return nil, nil, err
-	}
-	var left []int
-	for _, k := range out.UnprocessedKeys[tableName].Keys {
-		i, err := s.index(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		left = append(left, i)
-	}
-	return rows, left, nil
+	return batchGot(out.Responses[tableName], out.UnprocessedKeys[tableName].Keys, sdkRow, s.index)
 }
 
 func (s *sdkTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
@@ -171,8 +153,7 @@ func (s *sdkTables) query(ctx context.Context, pk string, cursor any) ([]tableRo
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := sdkRows(out.Items)
-	return rows, sdkCursor(out.LastEvaluatedKey), err
+	return page(out.Items, out.LastEvaluatedKey, sdkRow)
 }
 
 func (s *sdkTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
@@ -187,16 +168,7 @@ func (s *sdkTables) scan(ctx context.Context, segment, total int, cursor any) ([
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := sdkRows(out.Items)
-	return rows, sdkCursor(out.LastEvaluatedKey), err
-}
-
-// sdkCursor is a page's LastEvaluatedKey as a cursor (nil: the last page).
-func sdkCursor(k map[string]dtypes.AttributeValue) any {
-	if len(k) == 0 {
-		return nil
-	}
-	return k
+	return page(out.Items, out.LastEvaluatedKey, sdkRow)
 }
 
 // index returns the item a key (or an item) of the SDK names.
@@ -206,22 +178,7 @@ func (s *sdkTables) index(k map[string]dtypes.AttributeValue) (int, error) {
 	if pk == nil || sk == nil {
 		return 0, fmt.Errorf("a key that was not sent: %v", k)
 	}
-	n, err := strconv.Atoi(sk.Value)
-	if err != nil {
-		return 0, fmt.Errorf("sort key %q: %w", sk.Value, err)
-	}
-	return s.w.index(tableRow{pk: pk.Value, sk: n})
-}
-
-func sdkRows(items []map[string]dtypes.AttributeValue) ([]tableRow, error) {
-	rows := make([]tableRow, len(items))
-	for j, it := range items {
-		var err error
-		if rows[j], err = sdkRow(it); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
+	return s.w.keyIndex(pk.Value, sk.Value)
 }
 
 // sdkRow reads an item of the SDK, failing unless it has the workload's
@@ -235,6 +192,62 @@ func sdkRow(it map[string]dtypes.AttributeValue) (tableRow, error) {
 		return tableRow{}, fmt.Errorf("an item without the attributes written: %v", it)
 	}
 	return numbersRow(pk.Value, data.Value, sk.Value, n.Value)
+}
+
+// keyIndex returns the item of a key whose sort key is still a decimal
+// string.
+func (w *tableWorkload) keyIndex(pk, sk string) (int, error) {
+	n, err := strconv.Atoi(sk)
+	if err != nil {
+		return 0, fmt.Errorf("sort key %q: %w", sk, err)
+	}
+	return w.index(tableRow{pk: pk, sk: n})
+}
+
+// indices returns the items that a batch's unprocessed requests or keys
+// name.
+func indices[K any](left []K, index func(K) (int, error)) ([]int, error) {
+	var is []int
+	for _, k := range left {
+		i, err := index(k)
+		if err != nil {
+			return nil, err
+		}
+		is = append(is, i)
+	}
+	return is, nil
+}
+
+// rowsOf reads items of either client's shape.
+func rowsOf[I any](items []I, row func(I) (tableRow, error)) ([]tableRow, error) {
+	rows := make([]tableRow, len(items))
+	for j, it := range items {
+		var err error
+		if rows[j], err = row(it); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// batchGot is a BatchGetItem's answer: the rows read and the items left.
+func batchGot[I any](items, left []I, row func(I) (tableRow, error), index func(I) (int, error)) ([]tableRow, []int, error) {
+	rows, err := rowsOf(items, row)
+	if err != nil {
+		return nil, nil, err
+	}
+	is, err := indices(left, index)
+	return rows, is, err
+}
+
+// page is a Query's or Scan's page: its rows, and its LastEvaluatedKey
+// as the cursor of the next (nil after the last page).
+func page[I ~map[string]V, V any](items []I, last I, row func(I) (tableRow, error)) ([]tableRow, any, error) {
+	rows, err := rowsOf(items, row)
+	if len(last) == 0 {
+		return rows, nil, err
+	}
+	return rows, last, err
 }
 
 // numbersRow is a row whose sk and n are still decimal strings.
@@ -314,18 +327,12 @@ func (c *serviceTables) batchWrite(ctx context.Context, items []int) ([]int, err
 	if err != nil {
 		return nil, err
 	}
-	var left []int
-	for _, r := range out.UnprocessedItems[tableName] {
+	return indices(out.UnprocessedItems[tableName], func(r table.WriteRequest) (int, error) {
 		if r.PutRequest == nil {
-			return nil, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
+			return 0, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
 		}
-		i, err := c.index(r.PutRequest.Item)
-		if err != nil {
-			return nil, err
-		}
-		left = append(left, i)
-	}
-	return left, nil
+		return c.index(r.PutRequest.Item)
+	})
 }
 
 func (c *serviceTables) batchGet(ctx context.Context, items []int) ([]tableRow, []int, error) {
@@ -337,19 +344,7 @@ func (c *serviceTables) batchGet(ctx context.Context, items []int) ([]tableRow, 
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := serviceRows(out.Responses[tableName])
-	if err != nil {
-		return nil, nil, err
-	}
-	var left []int
-	for _, k := range out.UnprocessedKeys[tableName].Keys {
-		i, err := c.index(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		left = append(left, i)
-	}
-	return rows, left, nil
+	return batchGot(out.Responses[tableName], out.UnprocessedKeys[tableName].Keys, serviceRow, c.index)
 }
 
 func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
@@ -361,8 +356,7 @@ func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tab
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := serviceRows(out.Items)
-	return rows, serviceCursor(out.LastEvaluatedKey), err
+	return page(out.Items, out.LastEvaluatedKey, serviceRow)
 }
 
 func (c *serviceTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
@@ -377,15 +371,7 @@ func (c *serviceTables) scan(ctx context.Context, segment, total int, cursor any
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := serviceRows(out.Items)
-	return rows, serviceCursor(out.LastEvaluatedKey), err
-}
-
-func serviceCursor(k table.Item) any {
-	if len(k) == 0 {
-		return nil
-	}
-	return k
+	return page(out.Items, out.LastEvaluatedKey, serviceRow)
 }
 
 // index returns the item a key (or an item) of table.Service names.
@@ -394,22 +380,7 @@ func (c *serviceTables) index(k table.Item) (int, error) {
 	if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeNumber {
 		return 0, fmt.Errorf("a key that was not sent: %v", k)
 	}
-	n, err := strconv.Atoi(sk.Number())
-	if err != nil {
-		return 0, fmt.Errorf("sort key %q: %w", sk.Number(), err)
-	}
-	return c.w.index(tableRow{pk: pk.String(), sk: n})
-}
-
-func serviceRows(items []table.Item) ([]tableRow, error) {
-	rows := make([]tableRow, len(items))
-	for j, it := range items {
-		var err error
-		if rows[j], err = serviceRow(it); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
+	return c.w.keyIndex(pk.String(), sk.Number())
 }
 
 // serviceRow reads an item of table.Service, failing unless it has the
