@@ -77,6 +77,12 @@ type TablesConfig struct {
 	// ScanSegments is the TotalSegments of the parallel Scan, one caller
 	// per segment. Default Callers; 1..1,000,000.
 	ScanSegments int
+	// RunnelEndpoint is the URL of a running runnel's AWS endpoint
+	// (`runnel serve --aws ADDR`: http://ADDR) to measure instead of one
+	// served in this process, which shares this process's CPUs with the
+	// client. Its table, bench-tables-<suffix>, is deleted after. Default
+	// "": runnel's endpoint in this process.
+	RunnelEndpoint string
 	// Dynalite is the dynalite package (its directory, or its
 	// node_modules/.bin/dynalite script). Empty: found with FindDynalite.
 	// NoDynalite: runnel only.
@@ -257,26 +263,38 @@ func RunTables(ctx context.Context, cfg TablesConfig) (*TablesReport, error) {
 	}
 	rep.Targets = append(rep.Targets, in)
 
-	measureSDK := func(name string, start func() (*endpointServer, error)) error {
+	measureSDK := func(name string, start func() (*endpointServer, error), external bool) error {
 		srv, err := start()
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", name, err)
 		}
 		defer srv.stop()
-		t, err := measureTables(ctx, w, name, srv.description, newSDKTables(srv.url, w))
+		c := newSDKTables(srv.url, w)
+		t, err := measureTables(ctx, w, name, srv.description, c)
+		if external {
+			if derr := c.deleteTable(ctx); err == nil && derr != nil {
+				err = fmt.Errorf("DeleteTable: %w", derr)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", name, err)
 		}
 		rep.Targets = append(rep.Targets, t)
 		return nil
 	}
-	if err := measureSDK(TargetRunnel, func() (*endpointServer, error) {
+	startRunnel := func() (*endpointServer, error) {
 		return startRunnelEndpoint(ctx, EndpointConfig{Workload: Workload{DataDir: cfg.DataDir}})
-	}); err != nil {
+	}
+	if cfg.RunnelEndpoint != "" {
+		startRunnel = func() (*endpointServer, error) {
+			return &endpointServer{url: cfg.RunnelEndpoint, description: "runnel at " + cfg.RunnelEndpoint + " (a separate process, started before the benchmark)", stop: func() {}}, nil
+		}
+	}
+	if err := measureSDK(TargetRunnel, startRunnel, cfg.RunnelEndpoint != ""); err != nil {
 		return nil, err
 	}
 	if peer != "" {
-		if err := measureSDK(TargetDynalite, func() (*endpointServer, error) { return dynalite.start(ctx, peer) }); err != nil {
+		if err := measureSDK(TargetDynalite, func() (*endpointServer, error) { return dynalite.start(ctx, peer) }, false); err != nil {
 			return nil, err
 		}
 	}
@@ -323,16 +341,22 @@ func (r *TablesReport) compare() {
 type tableWorkload struct {
 	cfg    TablesConfig
 	filler string
+	// name is the table's: bench-tables, or with cfg.RunnelEndpoint
+	// bench-tables-<the run's start in base-36 nanoseconds>, a table that
+	// is not there yet.
+	name string
 }
-
-const tableName = "bench-tables"
 
 func newTableWorkload(cfg TablesConfig) *tableWorkload {
 	b := make([]byte, cfg.ItemSize-indexDigits)
 	for i := range b {
 		b[i] = byte('a' + i%26)
 	}
-	return &tableWorkload{cfg: cfg, filler: string(b)}
+	w := &tableWorkload{cfg: cfg, filler: string(b), name: "bench-tables"}
+	if cfg.RunnelEndpoint != "" {
+		w.name += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return w
 }
 
 func (w *tableWorkload) total() int { return 2 * w.cfg.Items }

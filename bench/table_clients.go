@@ -59,7 +59,7 @@ func newSDKTables(url string, w *tableWorkload) *sdkTables {
 
 func (s *sdkTables) createTable(ctx context.Context) error {
 	_, err := s.c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String(tableName),
+		TableName: aws.String(s.w.name),
 		KeySchema: []dtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: dtypes.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: dtypes.KeyTypeRange}},
 		AttributeDefinitions: []dtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: dtypes.ScalarAttributeTypeS},
 			{AttributeName: aws.String("sk"), AttributeType: dtypes.ScalarAttributeTypeN}},
@@ -70,7 +70,7 @@ func (s *sdkTables) createTable(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		d, err := s.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tableName)})
+		d, err := s.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.w.name)})
 		if err != nil {
 			return err
 		}
@@ -88,18 +88,24 @@ func (s *sdkTables) createTable(ctx context.Context) error {
 	}
 }
 
+// deleteTable deletes the table (of a runnel the benchmark did not start).
+func (s *sdkTables) deleteTable(ctx context.Context) error {
+	_, err := s.c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.w.name)})
+	return err
+}
+
 func (s *sdkTables) describeTable(ctx context.Context) error {
-	_, err := s.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tableName)})
+	_, err := s.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.w.name)})
 	return err
 }
 
 func (s *sdkTables) putItem(ctx context.Context, i int) error {
-	_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tableName), Item: s.items[i]})
+	_, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.w.name), Item: s.items[i]})
 	return err
 }
 
 func (s *sdkTables) getItem(ctx context.Context, i int) (tableRow, bool, error) {
-	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tableName), Key: s.keys[i]})
+	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.w.name), Key: s.keys[i]})
 	if err != nil || out.Item == nil {
 		return tableRow{}, false, err
 	}
@@ -108,7 +114,7 @@ func (s *sdkTables) getItem(ctx context.Context, i int) (tableRow, bool, error) 
 }
 
 func (s *sdkTables) updateItem(ctx context.Context, i int) error {
-	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tableName), Key: s.keys[i],
+	_, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.w.name), Key: s.keys[i],
 		UpdateExpression: aws.String(tableUpdate), ConditionExpression: aws.String(tableCondition),
 		ExpressionAttributeNames: tableUpdateNames, ExpressionAttributeValues: s.one})
 	return err
@@ -119,11 +125,11 @@ func (s *sdkTables) batchWrite(ctx context.Context, items []int) ([]int, error) 
 	for j, i := range items {
 		reqs[j] = dtypes.WriteRequest{PutRequest: &dtypes.PutRequest{Item: s.items[i]}}
 	}
-	out, err := s.c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{tableName: reqs}})
+	out, err := s.c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]dtypes.WriteRequest{s.w.name: reqs}})
 	if err != nil {
 		return nil, err
 	}
-	return indices(out.UnprocessedItems[tableName], func(r dtypes.WriteRequest) (int, error) {
+	return indices(out.UnprocessedItems[s.w.name], func(r dtypes.WriteRequest) (int, error) {
 		if r.PutRequest == nil {
 			return 0, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
 		}
@@ -136,15 +142,15 @@ func (s *sdkTables) batchGet(ctx context.Context, items []int) ([]tableRow, []in
 	for j, i := range items {
 		keys[j] = s.keys[i]
 	}
-	out, err := s.c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]dtypes.KeysAndAttributes{tableName: {Keys: keys}}})
+	out, err := s.c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]dtypes.KeysAndAttributes{s.w.name: {Keys: keys}}})
 	if err != nil {
 		return nil, nil, err
 	}
-	return batchGot(out.Responses[tableName], out.UnprocessedKeys[tableName].Keys, sdkRow, s.index)
+	return batchGot(out.Responses[s.w.name], out.UnprocessedKeys[s.w.name].Keys, sdkRow, s.index)
 }
 
 func (s *sdkTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
-	in := &dynamodb.QueryInput{TableName: aws.String(tableName), KeyConditionExpression: aws.String(tableQuery),
+	in := &dynamodb.QueryInput{TableName: aws.String(s.w.name), KeyConditionExpression: aws.String(tableQuery),
 		ExpressionAttributeValues: map[string]dtypes.AttributeValue{":pk": &dtypes.AttributeValueMemberS{Value: pk}}}
 	if cursor != nil {
 		in.ExclusiveStartKey = cursor.(map[string]dtypes.AttributeValue)
@@ -157,7 +163,7 @@ func (s *sdkTables) query(ctx context.Context, pk string, cursor any) ([]tableRo
 }
 
 func (s *sdkTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
-	in := &dynamodb.ScanInput{TableName: aws.String(tableName)}
+	in := &dynamodb.ScanInput{TableName: aws.String(s.w.name)}
 	if total > 1 {
 		in.Segment, in.TotalSegments = aws.Int32(int32(segment)), aws.Int32(int32(total))
 	}
@@ -284,7 +290,7 @@ func newServiceTables(s *table.Service, w *tableWorkload) *serviceTables {
 
 func (c *serviceTables) createTable(ctx context.Context) error {
 	_, err := c.s.CreateTable(ctx, table.CreateTableInput{
-		TableName:            tableName,
+		TableName:            c.w.name,
 		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}, {AttributeName: "sk", KeyType: "RANGE"}},
 		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}, {AttributeName: "sk", AttributeType: "N"}},
 		BillingMode:          "PAY_PER_REQUEST",
@@ -293,17 +299,17 @@ func (c *serviceTables) createTable(ctx context.Context) error {
 }
 
 func (c *serviceTables) describeTable(ctx context.Context) error {
-	_, err := c.s.DescribeTable(ctx, tableName)
+	_, err := c.s.DescribeTable(ctx, c.w.name)
 	return err
 }
 
 func (c *serviceTables) putItem(ctx context.Context, i int) error {
-	_, err := c.s.PutItem(ctx, table.PutItemInput{TableName: tableName, Item: c.items[i]})
+	_, err := c.s.PutItem(ctx, table.PutItemInput{TableName: c.w.name, Item: c.items[i]})
 	return err
 }
 
 func (c *serviceTables) getItem(ctx context.Context, i int) (tableRow, bool, error) {
-	out, err := c.s.GetItem(ctx, table.GetItemInput{TableName: tableName, Key: c.keys[i]})
+	out, err := c.s.GetItem(ctx, table.GetItemInput{TableName: c.w.name, Key: c.keys[i]})
 	if err != nil || out.Item == nil {
 		return tableRow{}, false, err
 	}
@@ -312,7 +318,7 @@ func (c *serviceTables) getItem(ctx context.Context, i int) (tableRow, bool, err
 }
 
 func (c *serviceTables) updateItem(ctx context.Context, i int) error {
-	_, err := c.s.UpdateItem(ctx, table.UpdateItemInput{TableName: tableName, Key: c.keys[i],
+	_, err := c.s.UpdateItem(ctx, table.UpdateItemInput{TableName: c.w.name, Key: c.keys[i],
 		UpdateExpression: tableUpdate, ConditionExpression: tableCondition,
 		ExpressionAttributeNames: tableUpdateNames, ExpressionAttributeValues: c.one})
 	return err
@@ -323,11 +329,11 @@ func (c *serviceTables) batchWrite(ctx context.Context, items []int) ([]int, err
 	for j, i := range items {
 		reqs[j] = table.WriteRequest{PutRequest: &table.PutRequest{Item: c.items[i]}}
 	}
-	out, err := c.s.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{tableName: reqs}})
+	out, err := c.s.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{c.w.name: reqs}})
 	if err != nil {
 		return nil, err
 	}
-	return indices(out.UnprocessedItems[tableName], func(r table.WriteRequest) (int, error) {
+	return indices(out.UnprocessedItems[c.w.name], func(r table.WriteRequest) (int, error) {
 		if r.PutRequest == nil {
 			return 0, fmt.Errorf("UnprocessedItems holds a request that was not sent: %+v", r)
 		}
@@ -340,15 +346,15 @@ func (c *serviceTables) batchGet(ctx context.Context, items []int) ([]tableRow, 
 	for j, i := range items {
 		keys[j] = c.keys[i]
 	}
-	out, err := c.s.BatchGetItem(ctx, table.BatchGetItemInput{RequestItems: map[string]table.KeysAndAttributes{tableName: {Keys: keys}}})
+	out, err := c.s.BatchGetItem(ctx, table.BatchGetItemInput{RequestItems: map[string]table.KeysAndAttributes{c.w.name: {Keys: keys}}})
 	if err != nil {
 		return nil, nil, err
 	}
-	return batchGot(out.Responses[tableName], out.UnprocessedKeys[tableName].Keys, serviceRow, c.index)
+	return batchGot(out.Responses[c.w.name], out.UnprocessedKeys[c.w.name].Keys, serviceRow, c.index)
 }
 
 func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
-	in := table.QueryInput{TableName: tableName, KeyConditionExpression: tableQuery, ExpressionAttributeValues: table.Item{":pk": events.NewStringAttribute(pk)}}
+	in := table.QueryInput{TableName: c.w.name, KeyConditionExpression: tableQuery, ExpressionAttributeValues: table.Item{":pk": events.NewStringAttribute(pk)}}
 	if cursor != nil {
 		in.ExclusiveStartKey = cursor.(table.Item)
 	}
@@ -360,7 +366,7 @@ func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tab
 }
 
 func (c *serviceTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
-	in := table.ScanInput{TableName: tableName}
+	in := table.ScanInput{TableName: c.w.name}
 	if total > 1 {
 		in.Segment, in.TotalSegments = &segment, &total
 	}

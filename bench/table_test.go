@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/runnel-dev/runnel/internal/testenv"
 )
 
@@ -95,5 +96,33 @@ func TestTableWorkloadCheck(t *testing.T) {
 	}
 	if _, err := w.check(tableRow{pk: pk4, sk: sk4, data: w.data(4), n: 1}, false); err == nil {
 		t.Error("an update seen before the updates ran was accepted")
+	}
+}
+
+// A runnel the benchmark did not start (RunnelEndpoint) is measured the
+// same way, on a table of its own that is deleted after.
+func TestRunTablesExternalRunnel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two engines and an HTTP server")
+	}
+	srv, err := startRunnelEndpoint(t.Context(), EndpointConfig{Workload: Workload{DataDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	const n = 60
+	rep, err := RunTables(t.Context(), TablesConfig{Items: n, ItemSize: 20, PartitionItems: 4, Callers: 3, Describes: 5,
+		RunnelEndpoint: srv.url, Dynalite: NoDynalite, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := rep.Target(TargetRunnel)
+	if ep == nil || !strings.Contains(ep.Server, srv.url) || ep.Op(OpParallelScan).Items != 2*n || rep.PeerSkipped == "" {
+		t.Fatalf("report %+v", rep)
+	}
+	c := newSDKTables(srv.url, newTableWorkload(TablesConfig{Items: 1, ItemSize: 10, PartitionItems: 1}))
+	out, err := c.c.ListTables(t.Context(), &dynamodb.ListTablesInput{})
+	if err != nil || len(out.TableNames) != 0 {
+		t.Fatalf("tables left: %v (%v)", out, err)
 	}
 }
