@@ -120,6 +120,12 @@ func TestRunTablesExternalRunnel(t *testing.T) {
 	if ep == nil || !strings.Contains(ep.Server, srv.url) || ep.Op(OpParallelScan).Items != 2*n || rep.PeerSkipped == "" {
 		t.Fatalf("report %+v", rep)
 	}
+	// Without dynalite, the goals against it are not read.
+	for _, g := range rep.Goals {
+		if strings.Contains(g.Goal, "dynalite") != (g.Unmeasured != "") || (g.Unmeasured != "" && g.Met) {
+			t.Errorf("goal %+v", g)
+		}
+	}
 	c := newSDKTables(srv.url, newTableWorkload(TablesConfig{Items: 1, ItemSize: 10, PartitionItems: 1}))
 	out, err := c.c.ListTables(t.Context(), &dynamodb.ListTablesInput{})
 	if err != nil || len(out.TableNames) != 0 {
