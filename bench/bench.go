@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runnel-dev/runnel/internal/procstat"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -26,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/procstat"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/nats-io/nats.go/jetstream"

@@ -9,14 +9,9 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -40,7 +35,7 @@ const (
 )
 
 // NoKinesalite as EndpointConfig.Kinesalite measures runnel alone.
-const NoKinesalite = "none"
+const NoKinesalite = noPeer
 
 // EndpointConfig configures RunEndpoint. The zero value runs the defaults.
 type EndpointConfig struct {
@@ -111,21 +106,7 @@ func RunEndpoint(ctx context.Context, cfg EndpointConfig) (*EndpointReport, erro
 	rep.Config.Progress = nil
 
 	var peer string
-	switch cfg.Kinesalite {
-	case NoKinesalite:
-		rep.PeerSkipped = "not asked for (--kinesalite " + NoKinesalite + ")"
-	case "":
-		p, err := FindKinesalite()
-		if err != nil {
-			rep.PeerSkipped = err.Error()
-		}
-		peer = p
-	default:
-		peer = cfg.Kinesalite
-	}
-	if rep.PeerSkipped != "" && cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "kinesalite skipped: %s\n", rep.PeerSkipped)
-	}
+	peer, rep.PeerSkipped = kinesalite.resolve(cfg.Kinesalite, cfg.Progress)
 
 	r, err := measureEndpoint(ctx, cfg, TargetRunnel, cfg.Records, startRunnelEndpoint)
 	if err != nil {
@@ -134,7 +115,7 @@ func RunEndpoint(ctx context.Context, cfg EndpointConfig) (*EndpointReport, erro
 	rep.Targets = append(rep.Targets, r)
 	if peer != "" {
 		k, err := measureEndpoint(ctx, cfg, TargetKinesalite, cfg.PeerRecords, func(ctx context.Context, cfg EndpointConfig) (*endpointServer, error) {
-			return startKinesalite(ctx, peer)
+			return kinesalite.start(ctx, peer)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", TargetKinesalite, err)
@@ -187,121 +168,19 @@ func startRunnelEndpoint(ctx context.Context, cfg EndpointConfig) (*endpointServ
 // from the working directory upwards; `npm install` in bench/kinesalite
 // puts it there), else a kinesalite on PATH. It fails, saying what to
 // install, when there is none or no node to run it.
-func FindKinesalite() (string, error) {
-	if _, err := exec.LookPath("node"); err != nil {
-		return "", errors.New("node is not installed (kinesalite needs Node.js: apt-get install nodejs npm, then npm install in bench/kinesalite)")
-	}
-	if p := os.Getenv("RUNNEL_KINESALITE"); p != "" {
-		return p, nil
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for dir := wd; ; dir = filepath.Dir(dir) {
-			for _, rel := range []string{"bench/kinesalite/node_modules/kinesalite", "kinesalite/node_modules/kinesalite"} {
-				p := filepath.Join(dir, rel)
-				if _, err := os.Stat(filepath.Join(p, "index.js")); err == nil {
-					return p, nil
-				}
-			}
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	if p, err := exec.LookPath("kinesalite"); err == nil {
-		return p, nil
-	}
-	return "", errors.New("kinesalite is not installed (run `npm install` in bench/kinesalite, or set --kinesalite / $RUNNEL_KINESALITE to a kinesalite package)")
-}
+func FindKinesalite() (string, error) { return kinesalite.find() }
 
-// kinesaliteScript runs kinesalite as its command line does, with
-// --createStreamMs 0 --deleteStreamMs 0 --updateStreamMs 0 and in-memory
-// storage, but listening on 127.0.0.1 only (the command line listens on
-// every interface). Arguments: the package directory, the port.
-const kinesaliteScript = `
+// kinesalite runs as its command line does, with --createStreamMs 0
+// --deleteStreamMs 0 --updateStreamMs 0 and in-memory storage, but
+// listening on 127.0.0.1 only (the command line listens on every
+// interface).
+var kinesalite = nodePeer{
+	name: "kinesalite", env: "RUNNEL_KINESALITE", flag: "--kinesalite",
+	script: `
 var server = require(process.argv[1])({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0})
 server.listen(+process.argv[2], '127.0.0.1', function () { console.log('listening') })
-`
-
-// startKinesalite starts kinesalite (the package at path, or the script
-// that links to it) on a free loopback port.
-func startKinesalite(ctx context.Context, path string) (*endpointServer, error) {
-	pkg, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, fmt.Errorf("kinesalite %s: %w", path, err)
-	}
-	if fi, err := os.Stat(pkg); err == nil && !fi.IsDir() {
-		pkg = filepath.Dir(pkg) // .bin/kinesalite links to <package>/cli.js
-	}
-	var meta struct {
-		Name, Version string
-	}
-	if b, err := os.ReadFile(filepath.Join(pkg, "package.json")); err != nil || json.Unmarshal(b, &meta) != nil || meta.Name != "kinesalite" {
-		return nil, fmt.Errorf("%s is not the kinesalite package (no package.json naming kinesalite)", pkg)
-	}
-	nodeVersion, _ := exec.Command("node", "--version").Output()
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("node", "-e", kinesaliteScript, pkg, strconv.Itoa(port))
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &lockedWriter{w: &out}, &lockedWriter{w: &out}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start kinesalite: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop := func() {
-		cmd.Process.Kill()
-		<-exited
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-exited:
-			return nil, fmt.Errorf("kinesalite exited: %s", out.String())
-		case <-ctx.Done():
-			stop()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("kinesalite did not listen on %s within 30 s: %s", addr, out.String())
-		}
-	}
-	return &endpointServer{
-		url: "http://" + addr,
-		description: fmt.Sprintf("kinesalite %s on node %s (separate process, in-memory store, createStreamMs/deleteStreamMs/updateStreamMs 0)",
-			meta.Version, strings.TrimSpace(string(nodeVersion))),
-		stop: stop,
-	}, nil
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+`,
+	how: "separate process, in-memory store, createStreamMs/deleteStreamMs/updateStreamMs 0",
 }
 
 // indexDigits is the width of the record index each record's data starts

@@ -33,7 +33,7 @@ Markdown table (the form of docs/benchmarks.md).`,
 	f.IntVar(&cfg.Shards, "shards", 4, "shards")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "mapping BatchSize")
 	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
-	cmd.AddCommand(benchEndpointCmd(), benchFunctionsCmd())
+	cmd.AddCommand(benchEndpointCmd(), benchFunctionsCmd(), benchTablesCmd())
 	return cmd
 }
 
@@ -54,17 +54,25 @@ func markdownReport[R interface{ Markdown() string }](cmd *cobra.Command, out st
 
 // benchSubcommand is a `runnel bench` subcommand: run (with its progress
 // on stderr, through *progress) and print its Markdown report, also
-// written to --out when given.
+// written to --out when given, and the whole report as JSON to --json
+// when given.
 func benchSubcommand[R interface{ Markdown() string }](use, short, long string, progress *io.Writer, run func(context.Context) (R, error)) *cobra.Command {
-	var out string
+	var out, jsonPath string
 	cmd := &cobra.Command{
 		Use: use, Short: short, Long: long, Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			*progress = os.Stderr
-			return markdownReport(cmd, out, func() (R, error) { return run(cmd.Context()) })
+			return markdownReport(cmd, out, func() (R, error) {
+				rep, err := run(cmd.Context())
+				if err == nil && jsonPath != "" {
+					err = writeJSON(jsonPath, rep)
+				}
+				return rep, err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "also write the Markdown report to this file")
+	cmd.Flags().StringVar(&jsonPath, "json", "", "also write the whole report as JSON to this file")
 	return cmd
 }
 

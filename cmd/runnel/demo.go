@@ -154,12 +154,20 @@ func runAndReport[R any](cmd *cobra.Command, run func() (*R, error), print func(
 	}
 	print(cmd.OutOrStdout(), res)
 	if jsonPath != "" {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+		if err := writeJSON(jsonPath, res); err != nil {
 			return err
 		}
 	}
 	return verdict(res)
+}
+
+// writeJSON writes v as indented JSON to the file at path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // progressTo is where a demo's progress goes: stderr, or nowhere with
