@@ -67,6 +67,7 @@ func BenchmarkJetStreamPublish(b *testing.B)      { benchScenario(b, runJetStrea
 func BenchmarkJetStreamConsumeNoAck(b *testing.B) { benchScenario(b, runJetStreamConsumeNoAck) }
 func BenchmarkJetStreamConsumeAck(b *testing.B)   { benchScenario(b, runJetStreamConsumeAck) }
 func BenchmarkRunnelPutRecords(b *testing.B)      { benchScenario(b, runRunnelPut) }
+func BenchmarkSNSFanout(b *testing.B)             { benchScenario(b, runRunnelSNSFanout) }
 
 // BenchmarkMappingNoOpHandler puts b.N records before the timer, then
 // times a mapping with a no-op handler draining them.
