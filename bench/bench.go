@@ -176,6 +176,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{JetStreamWorkQueue, runJetStreamWorkQueue},
 		{RunnelQueue, runRunnelQueue},
 		{RunnelSNSFanout, runRunnelSNSFanout},
+		{RunnelSNSFanoutRaw, runRunnelSNSFanoutRaw},
+		{RunnelEventsToSQS, runRunnelEventsToSQS},
 	}
 	rates := map[string]float64{}
 	for _, st := range steps {
@@ -215,6 +217,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Ratios["put/publish"] = ratio(RunnelPut, JetStreamPublish)
 	rep.Ratios["queue/workqueue"] = ratio(RunnelQueue, JetStreamWorkQueue)
 	rep.Ratios["sns-fanout/publish"] = ratio(RunnelSNSFanout, JetStreamPublish)
+	rep.Ratios["sns-fanout-raw/publish"] = ratio(RunnelSNSFanoutRaw, JetStreamPublish)
+	rep.Ratios["putevents-sqs/publish"] = ratio(RunnelEventsToSQS, JetStreamPublish)
 	rep.PeakRSSMiB = PeakRSSMiB()
 	return rep, nil
 }
