@@ -186,6 +186,51 @@ func TestCrashBetweenFiringAndDelivery(t *testing.T) {
 	received(t, rn, "q", 0)
 }
 
+// A crash after an occurrence's delivery is stored but before the
+// occurrence is recorded fires it again at restart; the target still
+// gets it once, and the second copy is counted as a duplicate.
+func TestCrashBetweenStoringAndRecordingAnOccurrence(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(t0)
+	stopped := make(chan struct{}, 1)
+	scheduler.SetCrashAfterStore(func() error {
+		select {
+		case stopped <- struct{}{}:
+		default:
+		}
+		return errors.New("crash")
+	})
+	t.Cleanup(func() { scheduler.SetCrashAfterStore(nil) })
+	// Deliveries are not attempted here: both copies meet after the restart.
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	s.StartDate = ptr(t0.Add(5 * time.Minute))
+	create(t, rn, s)
+	clock.Advance(5 * time.Minute)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the occurrence was not fired")
+	}
+	rn.Crash()
+	scheduler.SetCrashAfterStore(nil)
+	rn = start(t, dir, clock)
+	testenv.Eventually(t, 10*time.Second, "both copies settled", func() bool {
+		st := rn.Targets.Stats()
+		return st.Delivered+st.Duplicates >= 2
+	})
+	got := received(t, rn, "q", 1)
+	if !strings.Contains(got[0], "00:05:00Z") {
+		t.Errorf("delivered %v, want the 00:05 occurrence", got)
+	}
+	if st := rn.Targets.Stats(); st.Delivered != 1 || st.Duplicates != 1 {
+		t.Errorf("stats %+v, want 1 delivered and 1 duplicate dropped", st)
+	}
+	clock.Advance(4 * time.Minute)
+	received(t, rn, "q", 0)
+}
+
 // A schedule disabled for a while fires nothing for that time once
 // enabled again.
 func TestDisabledTimeIsNotFiredLater(t *testing.T) {

@@ -76,6 +76,16 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
+	if ok, err := s.claim(wctx, &d, msg); err != nil {
+		s.log.Warn("targets: cannot claim a delivery; it comes back after its visibility timeout", "id", d.ID, "err", err)
+		return
+	} else if !ok {
+		s.duplicates.Add(1)
+		s.log.Info("targets: a second stored copy of a delivery dropped (its occurrence was fired again after a crash)",
+			"id", d.ID, "schedule", d.ScheduleArn, "messageId", msg.MessageId)
+		s.delete(wctx, msg)
+		return
+	}
 	retries, maxAge := d.Retry.Resolved()
 	age := s.eng.Clock.Now().Sub(time.UnixMilli(d.Accepted))
 	if age > maxAge {
