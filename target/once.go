@@ -1,10 +1,11 @@
 package target
 
-// Deliveries stored more than once on purpose of nothing: a schedule's
-// occurrence fired again after a crash between storing its delivery and
-// recording the occurrence. Such a delivery (Delivery.Once) has an ID
-// derived from what it is (schedule and occurrence), and only one stored
-// copy of an ID is attempted: the first to claim the ID in the bucket
+// Deliveries stored twice by a crash: a schedule's (or a scheduled
+// rule's) occurrence fired again after a crash between storing its
+// deliveries and recording the occurrence. Such a delivery
+// (Delivery.Once) has an ID derived from what it is (schedule and
+// occurrence), and only one stored copy of an (ID, source, target) is
+// attempted: the first to claim it in the bucket
 // "runnel_target_claims" (value: the internal queue's MessageId of the
 // copy). That copy may be received again (a crash before it settled) and
 // still is its ID's; another copy is deleted, logged and counted
@@ -12,6 +13,8 @@ package target
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -44,6 +47,13 @@ func (s *Service) claims(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// claimKey names a delivery in the bucket: its ID, source and target
+// (one event goes to several targets), hashed into a key's alphabet.
+func claimKey(d *Delivery) string {
+	h := sha256.Sum256([]byte(d.ID + "\n" + d.RuleArn + d.ScheduleArn + "\n" + d.TargetArn))
+	return hex.EncodeToString(h[:20])
+}
+
 // claim reports whether msg is the copy of d to attempt: d is not Once,
 // or is a retry (stored by its claimed copy), or msg claims d.ID now or
 // claimed it before.
@@ -55,14 +65,15 @@ func (s *Service) claim(ctx context.Context, d *Delivery, msg *queue.Message) (b
 	if err != nil {
 		return false, err
 	}
-	_, err = kv.Create(ctx, d.ID, []byte(msg.MessageId))
+	key := claimKey(d)
+	_, err = kv.Create(ctx, key, []byte(msg.MessageId))
 	if err == nil {
 		return true, nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return false, err
 	}
-	e, err := kv.Get(ctx, d.ID)
+	e, err := kv.Get(ctx, key)
 	if err != nil {
 		return false, err
 	}
