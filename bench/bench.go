@@ -14,18 +14,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runnel-dev/runnel/internal/procstat"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/procstat"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,6 +48,9 @@ type Config struct {
 	BatchSize int
 	// NATSURL runs against an external JetStream server instead.
 	NATSURL string
+	// Only, when not empty, names the scenarios to run (in Run's order);
+	// an unknown name is an error.
+	Only []string
 	Workload
 }
 
@@ -101,7 +106,9 @@ type Report struct {
 	// Machine: GOOS/GOARCH, NumCPU, Go version and CPU model.
 	Machine   string
 	Scenarios []Scenario
-	// Ratios: "mapping/consume-ack", "mapping/consume-noack", "put/publish".
+	// Ratios: "mapping/consume-ack", "mapping/consume-noack", "put/publish",
+	// "queue/workqueue", "sns-fanout/publish", "sns-fanout-raw/publish",
+	// "putevents-sqs/publish" (of the scenarios run).
 	Ratios     map[string]float64
 	PeakRSSMiB float64
 }
@@ -179,8 +186,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{RunnelSNSFanoutRaw, runRunnelSNSFanoutRaw},
 		{RunnelEventsToSQS, runRunnelEventsToSQS},
 	}
+	if len(cfg.Only) > 0 {
+		known := map[string]bool{}
+		for _, st := range steps {
+			known[st.name] = true
+		}
+		for _, name := range cfg.Only {
+			if !known[name] {
+				return nil, fmt.Errorf("bench: no scenario %q", name)
+			}
+		}
+	}
 	rates := map[string]float64{}
 	for _, st := range steps {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, st.name) {
+			continue
+		}
 		var sc Scenario
 		var err error
 		var retried []string
@@ -219,6 +240,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Ratios["sns-fanout/publish"] = ratio(RunnelSNSFanout, JetStreamPublish)
 	rep.Ratios["sns-fanout-raw/publish"] = ratio(RunnelSNSFanoutRaw, JetStreamPublish)
 	rep.Ratios["putevents-sqs/publish"] = ratio(RunnelEventsToSQS, JetStreamPublish)
+	for k, v := range rep.Ratios {
+		if v == 0 {
+			delete(rep.Ratios, k) // a scenario not run
+		}
+	}
 	rep.PeakRSSMiB = PeakRSSMiB()
 	return rep, nil
 }
@@ -764,7 +790,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s |\n", s.Name, s.Records, s.Seconds, group(s.RecordsPerS), s.Note)
 	}
 	b.WriteString("\n| ratio | value |\n|---|---:|\n")
-	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish", "queue/workqueue", "sns-fanout/publish"} {
+	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish", "queue/workqueue", "sns-fanout/publish", "sns-fanout-raw/publish", "putevents-sqs/publish"} {
 		if v, ok := r.Ratios[k]; ok {
 			fmt.Fprintf(&b, "| %s | %.0f%% |\n", k, 100*v)
 		}
