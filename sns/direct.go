@@ -102,6 +102,7 @@ func (s *Service) deliverDirect(ctx context.Context, t *topicMeta, send []queue.
 		if len(served[i]) == len(subs) {
 			continue
 		}
+		qe.MessageBody = recs[i].body()
 		qe.MessageAttributes = map[string]queue.MessageAttributeValue{taskMessageID: strAttr(recs[i].MessageId)}
 		if len(served[i]) > 0 {
 			qe.MessageAttributes[taskServed] = strAttr(strings.Join(served[i], ","))

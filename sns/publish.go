@@ -178,13 +178,17 @@ func (s *Service) store(ctx context.Context, t *topic, entries []PublishBatchEnt
 	s.mu.Unlock()
 	out := &PublishBatchOutput{}
 	now := s.eng.Clock.Now().UnixMilli()
+	direct := !meta.FIFO && !s.opts.Passive // a passive process delivers nothing
 	var send []queue.SendMessageBatchRequestEntry
 	var recs []*record
 	for _, e := range entries {
-		qe, r, err := prepare(&meta, &e.PublishInput, now)
+		r, qe, err := check(&meta, &e.PublishInput, now)
 		if err != nil {
 			out.Failed = append(out.Failed, failure(e.Id, err))
 			continue
+		}
+		if !direct { // deliverDirect writes the bodies of what it leaves
+			qe.MessageBody = r.body()
 		}
 		qe.Id = e.Id
 		send, recs = append(send, qe), append(recs, r)
@@ -192,7 +196,6 @@ func (s *Service) store(ctx context.Context, t *topic, entries []PublishBatchEnt
 	if len(send) == 0 {
 		return out, nil
 	}
-	direct := !meta.FIFO && !s.opts.Passive // a passive process delivers nothing
 	if direct {
 		if send = s.deliverDirect(ctx, &meta, send, recs); len(send) == 0 {
 			for i := range recs {
@@ -250,18 +253,15 @@ func messageSize(in *PublishInput) int {
 	return n
 }
 
-// prepare checks one message and returns its internal queue entry.
-func prepare(t *topicMeta, in *PublishInput, now int64) (queue.SendMessageBatchRequestEntry, *record, error) {
-	r, qe, err := check(t, in, now)
-	if err != nil {
-		return qe, nil, err
-	}
+// body is r as the internal queue stores it.
+func (r *record) body() string {
 	b, _ := json.Marshal(r)
-	qe.MessageBody = string(b)
-	return qe, r, nil
+	return string(b)
 }
 
-// check applies Publish's rules to one message and returns its record.
+// check applies Publish's rules to one message and returns its record
+// and its internal queue entry (FIFO group and deduplication ids; no
+// body yet).
 func check(t *topicMeta, in *PublishInput, now int64) (*record, queue.SendMessageBatchRequestEntry, error) {
 	var qe queue.SendMessageBatchRequestEntry
 	if in.Message == "" {
