@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,6 +69,11 @@ func (s *Service) fireSchedules(now time.Time) time.Time {
 	return next
 }
 
+// crashAfterStore, set by tests, runs between storing an occurrence's
+// deliveries and recording the occurrence; an error stops fireRule there,
+// as a crash would.
+var crashAfterStore atomic.Pointer[func() error]
+
 // fireRule puts a scheduled rule's event for the occurrence at, then
 // records the occurrence.
 func (s *Service) fireRule(ctx context.Context, name string, at time.Time) error {
@@ -93,6 +99,11 @@ func (s *Service) fireRule(ctx context.Context, name string, at time.Time) error
 	s.mu.Unlock()
 	if err := s.targets.Enqueue(ctx, ds); err != nil {
 		return err
+	}
+	if f := crashAfterStore.Load(); f != nil {
+		if err := (*f)(); err != nil {
+			return err
+		}
 	}
 	return s.update(ctx, DefaultBus, func(b *storedBus) error {
 		if cur := b.Rules[name]; cur != nil && cur.ScheduleExpression == r.ScheduleExpression {
