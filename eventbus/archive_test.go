@@ -175,8 +175,10 @@ func TestScheduledRuleCrashBetweenStoringAndRecording(t *testing.T) {
 		drain(t, rn, clock, q, 1, 0)
 		empty(t, rn, q)
 	}
-	if st := rn.Targets.Stats(); st.Delivered != 2 || st.Duplicates != 2 {
-		t.Errorf("stats %+v, want 2 delivered and 2 duplicates dropped", st)
+	// The first process may have fired the occurrence more than once
+	// before the crash (each try stops at the hook): at least 2 dropped.
+	if st := rn.Targets.Stats(); st.Delivered != 2 || st.Duplicates < 2 {
+		t.Errorf("stats %+v, want 2 delivered and at least 2 duplicates dropped", st)
 	}
 }
 

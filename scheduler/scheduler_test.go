@@ -224,8 +224,10 @@ func TestCrashBetweenStoringAndRecordingAnOccurrence(t *testing.T) {
 	if !strings.Contains(got[0], "00:05:00Z") {
 		t.Errorf("delivered %v, want the 00:05 occurrence", got)
 	}
-	if st := rn.Targets.Stats(); st.Delivered != 1 || st.Duplicates != 1 {
-		t.Errorf("stats %+v, want 1 delivered and 1 duplicate dropped", st)
+	// The first process may have fired the occurrence more than once
+	// before the crash (each try stops at the hook): at least 1 dropped.
+	if st := rn.Targets.Stats(); st.Delivered != 1 || st.Duplicates < 1 {
+		t.Errorf("stats %+v, want 1 delivered and at least 1 duplicate dropped", st)
 	}
 	clock.Advance(4 * time.Minute)
 	received(t, rn, "q", 0)
