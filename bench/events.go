@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/nats-io/nuid"
 
@@ -34,42 +32,29 @@ func runRunnelEventsToSQS(ctx context.Context, e *env, n int, t timer) (string, 
 	}
 	detail := fmt.Sprintf(`{"kind":"order","pad":%q}`, e.payload)
 	base := e.rn.Targets.Stats().Delivered
-	errs := make(chan error, snsPublishers)
-	var wg sync.WaitGroup
-	per := (n + snsPublishers - 1) / snsPublishers
 	t.Start()
-	for w := range snsPublishers {
-		wg.Go(func() {
-			for i := w * per; i < min(n, (w+1)*per); i += eventbus.MaxPutEvents {
-				var entries []eventbus.PutEventsRequestEntry
-				for j := i; j < min(i+eventbus.MaxPutEvents, (w+1)*per, n); j++ {
-					entries = append(entries, eventbus.PutEventsRequestEntry{Source: "bench", DetailType: "Order", Detail: detail})
-				}
-				out, err := e.rn.Events.PutEvents(ctx, entries)
-				if err == nil && out.FailedEntryCount > 0 {
-					err = fmt.Errorf("PutEvents: %d failed", out.FailedEntryCount)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	err := inParallel(n, eventbus.MaxPutEvents, func(lo, hi int) error {
+		var entries []eventbus.PutEventsRequestEntry
+		for range hi - lo {
+			entries = append(entries, eventbus.PutEventsRequestEntry{Source: "bench", DetailType: "Order", Detail: detail})
+		}
+		out, err := e.rn.Events.PutEvents(ctx, entries)
+		if err == nil && out.FailedEntryCount > 0 {
+			err = fmt.Errorf("PutEvents: %d failed", out.FailedEntryCount)
+		}
+		return err
+	})
+	if err == nil {
+		err = waitUntil(ctx, func() (bool, error) {
+			st := e.rn.Targets.Stats()
+			if st.DeadLettered+st.KeptInStore > 0 {
+				return false, fmt.Errorf("eventbridge: %d deliveries failed", st.DeadLettered+st.KeptInStore)
 			}
+			return st.Delivered-base >= int64(n), nil
 		})
 	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err != nil {
 		return "", err
-	default:
-	}
-	for st := e.rn.Targets.Stats(); st.Delivered-base < int64(n); st = e.rn.Targets.Stats() {
-		if st.DeadLettered+st.KeptInStore > 0 {
-			return "", fmt.Errorf("eventbridge: %d deliveries failed", st.DeadLettered+st.KeptInStore)
-		}
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 	t.Stop()
 	return fmt.Sprintf("default bus, 1 rule (source and detail pattern) -> 1 SQS queue; %d callers PutEvents(10); until the queue holds every event", snsPublishers), nil

@@ -64,22 +64,49 @@ func snsFanout(ctx context.Context, e *env, n int, t timer, raw bool) (string, e
 		}
 	}
 	body := string(e.payload)
+	t.Start()
+	err = inParallel(n, sns.MaxBatchEntries, func(lo, hi int) error {
+		var entries []sns.PublishBatchEntry
+		for j := lo; j < hi; j++ {
+			entries = append(entries, sns.PublishBatchEntry{Id: strconv.Itoa(j - lo), PublishInput: sns.PublishInput{Message: body}})
+		}
+		out, err := svc.PublishBatch(ctx, topic, entries)
+		if err == nil && len(out.Failed) > 0 {
+			err = fmt.Errorf("publish: %d failed: %+v", len(out.Failed), out.Failed[0])
+		}
+		return err
+	})
+	if err == nil {
+		err = waitUntil(ctx, func() (bool, error) {
+			st := svc.Stats(name)
+			if st.Failed > 0 {
+				return false, fmt.Errorf("sns: %d deliveries failed", st.Failed)
+			}
+			return st.Delivered >= int64(snsSubscribers*n), nil
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	t.Stop()
+	kind := "signed envelopes"
+	if raw {
+		kind = "RawMessageDelivery"
+	}
+	return fmt.Sprintf("standard topic, %d queue subscriptions (%s); %d publishers PublishBatch(10); until every queue holds all messages", snsSubscribers, kind, snsPublishers), nil
+}
+
+// inParallel splits [0, n) among snsPublishers goroutines, each calling
+// call on its consecutive ranges [lo, hi) of at most batch, and returns
+// the first error.
+func inParallel(n, batch int, call func(lo, hi int) error) error {
 	errs := make(chan error, snsPublishers)
 	var wg sync.WaitGroup
 	per := (n + snsPublishers - 1) / snsPublishers
-	t.Start()
 	for w := range snsPublishers {
 		wg.Go(func() {
-			for i := w * per; i < min(n, (w+1)*per); i += sns.MaxBatchEntries {
-				var entries []sns.PublishBatchEntry
-				for j := i; j < min(i+sns.MaxBatchEntries, (w+1)*per, n); j++ {
-					entries = append(entries, sns.PublishBatchEntry{Id: strconv.Itoa(j - i), PublishInput: sns.PublishInput{Message: body}})
-				}
-				out, err := svc.PublishBatch(ctx, topic, entries)
-				if err == nil && len(out.Failed) > 0 {
-					err = fmt.Errorf("publish: %d failed: %+v", len(out.Failed), out.Failed[0])
-				}
-				if err != nil {
+			for i := w * per; i < min(n, (w+1)*per); i += batch {
+				if err := call(i, min(i+batch, (w+1)*per, n)); err != nil {
 					errs <- err
 					return
 				}
@@ -89,22 +116,22 @@ func snsFanout(ctx context.Context, e *env, n int, t timer, raw bool) (string, e
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return "", err
+		return err
 	default:
+		return nil
 	}
-	for st := svc.Stats(name); st.Delivered < int64(snsSubscribers*n); st = svc.Stats(name) {
-		if st.Failed > 0 {
-			return "", fmt.Errorf("sns: %d deliveries failed", st.Failed)
+}
+
+// waitUntil polls done every 2 ms until it reports true or an error.
+func waitUntil(ctx context.Context, done func() (bool, error)) error {
+	for {
+		ok, err := done()
+		if ok || err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return ctx.Err()
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Stop()
-	kind := "signed envelopes"
-	if raw {
-		kind = "RawMessageDelivery"
-	}
-	return fmt.Sprintf("standard topic, %d queue subscriptions (%s); %d publishers PublishBatch(10); until every queue holds all messages", snsSubscribers, kind, snsPublishers), nil
 }

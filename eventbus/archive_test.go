@@ -146,24 +146,12 @@ func TestScheduledRuleFiresOnTheClock(t *testing.T) {
 func TestScheduledRuleCrashBetweenStoringAndRecording(t *testing.T) {
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(t0)
-	stopped := make(chan struct{}, 1)
-	eventbus.SetCrashAfterStore(func() error {
-		select {
-		case stopped <- struct{}{}:
-		default:
-		}
-		return errors.New("crash")
-	})
-	t.Cleanup(func() { eventbus.SetCrashAfterStore(nil) })
+	reached := testenv.CrashHook(t, eventbus.SetCrashAfterStore)
 	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
 	a, b := newQueue(t, rn, "a", nil), newQueue(t, rn, "b", nil)
 	rule(t, rn, eventbus.Rule{Name: "tick", ScheduleExpression: "rate(5 minutes)"}, eventbus.Target{Id: "a", Arn: a}, eventbus.Target{Id: "b", Arn: b})
 	clock.Advance(5 * time.Minute)
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the occurrence was not fired")
-	}
+	reached()
 	rn.Crash()
 	eventbus.SetCrashAfterStore(nil)
 	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})

@@ -159,18 +159,27 @@ func TestSchedulesKeptAcrossARestart(t *testing.T) {
 	}
 }
 
-// A crash between an occurrence's firing and its delivery neither loses
-// nor doubles it: the delivery is stored (deliveries not attempted here),
-// the occurrence recorded, then the process dies.
-func TestCrashBetweenFiringAndDelivery(t *testing.T) {
-	dir := t.TempDir()
-	clock := clockwork.NewFakeClockAt(t0)
+// fireEvery5 opens an instance on dir that stores deliveries but attempts
+// none, with schedule every5 (rate(5 minutes), first at 00:05) to queue
+// q, and advances the clock to its first occurrence.
+func fireEvery5(t *testing.T, dir string, clock *clockwork.FakeClock) *runnel.Runnel {
+	t.Helper()
 	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
 	rn.Queues.CreateQueue(context.Background(), "q", nil)
 	s := schedule(rn, "every5", "rate(5 minutes)", "q")
 	s.StartDate = ptr(t0.Add(5 * time.Minute))
 	create(t, rn, s)
 	clock.Advance(5 * time.Minute)
+	return rn
+}
+
+// A crash between an occurrence's firing and its delivery neither loses
+// nor doubles it: the delivery is stored (deliveries not attempted here),
+// the occurrence recorded, then the process dies.
+func TestCrashBetweenFiringAndDelivery(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := fireEvery5(t, dir, clock)
 	testenv.Eventually(t, 10*time.Second, "the occurrence recorded", func() bool {
 		s, err := rn.Schedules.GetSchedule("", "every5")
 		return err == nil && s.LastFired != nil
@@ -192,27 +201,9 @@ func TestCrashBetweenFiringAndDelivery(t *testing.T) {
 func TestCrashBetweenStoringAndRecordingAnOccurrence(t *testing.T) {
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(t0)
-	stopped := make(chan struct{}, 1)
-	scheduler.SetCrashAfterStore(func() error {
-		select {
-		case stopped <- struct{}{}:
-		default:
-		}
-		return errors.New("crash")
-	})
-	t.Cleanup(func() { scheduler.SetCrashAfterStore(nil) })
-	// Deliveries are not attempted here: both copies meet after the restart.
-	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, Targets: target.Options{Passive: true}})
-	rn.Queues.CreateQueue(context.Background(), "q", nil)
-	s := schedule(rn, "every5", "rate(5 minutes)", "q")
-	s.StartDate = ptr(t0.Add(5 * time.Minute))
-	create(t, rn, s)
-	clock.Advance(5 * time.Minute)
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the occurrence was not fired")
-	}
+	reached := testenv.CrashHook(t, scheduler.SetCrashAfterStore)
+	rn := fireEvery5(t, dir, clock) // both copies meet after the restart
+	reached()
 	rn.Crash()
 	scheduler.SetCrashAfterStore(nil)
 	rn = start(t, dir, clock)
