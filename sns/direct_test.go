@@ -9,7 +9,10 @@ import (
 	"encoding/pem"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/sns"
@@ -75,5 +78,54 @@ func TestMixedSubscriptionsAreEachServedOnce(t *testing.T) {
 	}
 	if r.count() != 1 {
 		t.Fatalf("%d invocations", r.count())
+	}
+}
+
+// setStream changes the JetStream stream of queue name (found by its
+// description) with change.
+func setStream(t *testing.T, rn *runnel.Runnel, name string, change func(*jetstream.StreamConfig)) {
+	t.Helper()
+	names := rn.Engine.JS.StreamNames(ctx)
+	for sn := range names.Name() {
+		st, err := rn.Engine.JS.Stream(ctx, sn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := st.CachedInfo().Config; cfg.Description == "runnel queue "+name {
+			change(&cfg)
+			if _, err := rn.Engine.JS.UpdateStream(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no stream for queue %s", name)
+}
+
+// TestDirectDeliveryFailureIsRetriedByTheWorker: an SQS copy Publish
+// could not store (the queue's stream refuses writes for a while) is
+// left to the worker, which retries it until it is stored; the healthy
+// subscription gets its copy once.
+func TestDirectDeliveryFailureIsRetriedByTheWorker(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	topic := createTopic(t, rn, "t", nil)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "ok", nil), nil)
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "full", nil), nil)
+	setStream(t, rn, "full", func(c *jetstream.StreamConfig) { c.MaxBytes, c.Discard = 1, jetstream.DiscardNew })
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "m"})
+	if got := receiveAll(t, rn, "full"); len(got) != 0 {
+		t.Fatalf("the full queue took %d messages", len(got))
+	}
+	if st := rn.SNS.Stats("t"); st.Delivered != 1 || st.Failed != 0 {
+		t.Fatalf("after Publish: %+v, want the healthy copy delivered", st)
+	}
+	setStream(t, rn, "full", func(c *jetstream.StreamConfig) { c.MaxBytes, c.Discard = -1, jetstream.DiscardOld })
+	advanceUntil(t, clock, time.Second, "the retried copy delivered", func() bool { return rn.SNS.Stats("t").Delivered >= 2 })
+	for _, q := range []string{"ok", "full"} {
+		got := receiveAll(t, rn, q)
+		if len(got) != 1 || envelopeOf(t, got[0].Body).MessageId != id {
+			t.Fatalf("queue %s: %+v, want one copy of %s", q, got, id)
+		}
 	}
 }
