@@ -29,11 +29,11 @@ Markdown table (the form of docs/benchmarks.md).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 500_000, "records per scenario")
+	f.StringSliceVar(&cfg.Only, "only", nil, "run only these scenarios (comma-separated names, as in the report)")
 	f.IntVar(&cfg.RecordSize, "record-size", 100, "bytes of data per record")
 	f.IntVar(&cfg.Shards, "shards", 4, "shards")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "mapping BatchSize")
 	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
-	f.StringSliceVar(&cfg.Only, "only", nil, "run only these scenarios (comma-separated names, as in the report)")
 	cmd.AddCommand(benchEndpointCmd(), benchFunctionsCmd())
 	return cmd
 }
