@@ -10,7 +10,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -20,13 +19,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/runnel-dev/runnel/internal/procstat"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,6 +45,9 @@ type Config struct {
 	BatchSize int
 	// NATSURL runs against an external JetStream server instead.
 	NATSURL string
+	// Only, when not empty, names the scenarios to run (in Run's order);
+	// an unknown name is an error.
+	Only []string
 	Workload
 }
 
@@ -102,7 +103,9 @@ type Report struct {
 	// Machine: GOOS/GOARCH, NumCPU, Go version and CPU model.
 	Machine   string
 	Scenarios []Scenario
-	// Ratios: "mapping/consume-ack", "mapping/consume-noack", "put/publish".
+	// Ratios: "mapping/consume-ack", "mapping/consume-noack", "put/publish",
+	// "queue/workqueue", "sns-fanout/publish", "sns-fanout-raw/publish",
+	// "putevents-sqs/publish" (of the scenarios run).
 	Ratios     map[string]float64
 	PeakRSSMiB float64
 }
@@ -177,9 +180,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{JetStreamWorkQueue, runJetStreamWorkQueue},
 		{RunnelQueue, runRunnelQueue},
 		{RunnelSNSFanout, runRunnelSNSFanout},
+		{RunnelSNSFanoutRaw, runRunnelSNSFanoutRaw},
+		{RunnelEventsToSQS, runRunnelEventsToSQS},
+	}
+	if len(cfg.Only) > 0 {
+		known := map[string]bool{}
+		for _, st := range steps {
+			known[st.name] = true
+		}
+		for _, name := range cfg.Only {
+			if !known[name] {
+				return nil, fmt.Errorf("bench: no scenario %q", name)
+			}
+		}
 	}
 	rates := map[string]float64{}
 	for _, st := range steps {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, st.name) {
+			continue
+		}
 		var sc Scenario
 		var err error
 		var retried []string
@@ -216,6 +235,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Ratios["put/publish"] = ratio(RunnelPut, JetStreamPublish)
 	rep.Ratios["queue/workqueue"] = ratio(RunnelQueue, JetStreamWorkQueue)
 	rep.Ratios["sns-fanout/publish"] = ratio(RunnelSNSFanout, JetStreamPublish)
+	rep.Ratios["sns-fanout-raw/publish"] = ratio(RunnelSNSFanoutRaw, JetStreamPublish)
+	rep.Ratios["putevents-sqs/publish"] = ratio(RunnelEventsToSQS, JetStreamPublish)
+	for k, v := range rep.Ratios {
+		if v == 0 {
+			delete(rep.Ratios, k) // a scenario not run
+		}
+	}
 	rep.PeakRSSMiB = PeakRSSMiB()
 	return rep, nil
 }
@@ -717,68 +743,4 @@ func runRunnelPutThroughMapping(ctx context.Context, e *env, n int, t timer) (st
 	err = e.waitMapping(ctx, d, id, n, putDone)
 	t.Stop()
 	return fmt.Sprintf("PutRecords as in %s while the mapping (BatchSize %d) runs; until all processed and checkpointed", RunnelPut, e.cfg.BatchSize), err
-}
-
-// --- machine and memory --------------------------------------------------
-
-// Machine describes the host: GOOS/GOARCH, CPUs, Go version, CPU model.
-func Machine() string {
-	s := fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	if m := cpuModel(); m != "" {
-		s += ", " + m
-	}
-	return s
-}
-
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// PeakRSSMiB is the process's peak resident set in MiB (Linux; 0
-// elsewhere).
-func PeakRSSMiB() float64 { return procstat.PeakRSSMiB() }
-
-// Markdown renders the report as a table with the ratios, for
-// docs/benchmarks.md.
-func (r *Report) Markdown() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %s\n\n", r.Machine)
-	b.WriteString("| scenario | records | seconds | records/s | how |\n")
-	b.WriteString("|---|---:|---:|---:|---|\n")
-	for _, s := range r.Scenarios {
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %s |\n", s.Name, s.Records, s.Seconds, group(s.RecordsPerS), s.Note)
-	}
-	b.WriteString("\n| ratio | value |\n|---|---:|\n")
-	for _, k := range []string{"mapping/consume-ack", "mapping/consume-noack", "put/publish", "queue/workqueue", "sns-fanout/publish"} {
-		if v, ok := r.Ratios[k]; ok {
-			fmt.Fprintf(&b, "| %s | %.0f%% |\n", k, 100*v)
-		}
-	}
-	fmt.Fprintf(&b, "\nPeak RSS (VmHWM) of the process: %.0f MiB\n", r.PeakRSSMiB)
-	return b.String()
-}
-
-// group formats a rate with thousands separators: 153,210.
-func group(v float64) string {
-	s := strconv.FormatInt(int64(v+0.5), 10)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }

@@ -67,6 +67,9 @@ func BenchmarkJetStreamPublish(b *testing.B)      { benchScenario(b, runJetStrea
 func BenchmarkJetStreamConsumeNoAck(b *testing.B) { benchScenario(b, runJetStreamConsumeNoAck) }
 func BenchmarkJetStreamConsumeAck(b *testing.B)   { benchScenario(b, runJetStreamConsumeAck) }
 func BenchmarkRunnelPutRecords(b *testing.B)      { benchScenario(b, runRunnelPut) }
+func BenchmarkSNSFanout(b *testing.B)             { benchScenario(b, runRunnelSNSFanout) }
+func BenchmarkSNSFanoutRaw(b *testing.B)          { benchScenario(b, runRunnelSNSFanoutRaw) }
+func BenchmarkPutEventsToSQS(b *testing.B)        { benchScenario(b, runRunnelEventsToSQS) }
 
 // BenchmarkMappingNoOpHandler puts b.N records before the timer, then
 // times a mapping with a no-op handler draining them.
@@ -81,7 +84,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{JetStreamPublish, JetStreamConsumeAck, JetStreamConsumeNoAck, RunnelPut, RunnelMapping, RunnelPutThroughMap, JetStreamWorkQueue, RunnelQueue, RunnelSNSFanout}
+	want := []string{JetStreamPublish, JetStreamConsumeAck, JetStreamConsumeNoAck, RunnelPut, RunnelMapping, RunnelPutThroughMap, JetStreamWorkQueue, RunnelQueue, RunnelSNSFanout, RunnelSNSFanoutRaw, RunnelEventsToSQS}
 	if len(rep.Scenarios) != len(want) {
 		t.Fatalf("got %d scenarios, want %d", len(rep.Scenarios), len(want))
 	}

@@ -17,14 +17,33 @@ import (
 // published messages/s, against JetStreamPublish in the same run).
 const RunnelSNSFanout = "runnel-sns-fanout-3-queues"
 
+// RunnelSNSFanoutRaw is the same with RawMessageDelivery on each
+// subscription: the message without SNS's envelope, so without its
+// RSA signature (about 1 ms of CPU per published message).
+const RunnelSNSFanoutRaw = "runnel-sns-fanout-3-queues-raw"
+
 // snsSubscribers is how many queues the scenario's topic fans out to.
 const snsSubscribers = 3
 
+// snsPublishers is how many PublishBatch calls run at once: each call
+// waits for its durable writes, so the rate is bounded by concurrency
+// times batch size over write latency.
+const snsPublishers = 16
+
 // runRunnelSNSFanout publishes n messages to a standard topic with
-// queueWorkers publishers in PublishBatch calls of 10, and stops the clock
+// snsPublishers publishers in PublishBatch calls of 10, and stops the clock
 // when each of the three subscribed queues holds all n (the topic's
 // Delivered counter reaches 3n).
 func runRunnelSNSFanout(ctx context.Context, e *env, n int, t timer) (string, error) {
+	return snsFanout(ctx, e, n, t, false)
+}
+
+// runRunnelSNSFanoutRaw is runRunnelSNSFanout with raw delivery.
+func runRunnelSNSFanoutRaw(ctx context.Context, e *env, n int, t timer) (string, error) {
+	return snsFanout(ctx, e, n, t, true)
+}
+
+func snsFanout(ctx context.Context, e *env, n int, t timer, raw bool) (string, error) {
 	svc := e.rn.SNS
 	name := "bench-" + nuid.Next()
 	topic, err := svc.CreateTopic(ctx, name, nil, nil)
@@ -36,27 +55,58 @@ func runRunnelSNSFanout(ctx context.Context, e *env, n int, t timer) (string, er
 		if _, err := e.rn.Queues.CreateQueue(ctx, q, nil); err != nil {
 			return "", err
 		}
-		if _, err := svc.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: sns.ProtocolSQS, Endpoint: e.rn.Queues.ARN(q)}); err != nil {
+		in := sns.SubscribeInput{TopicArn: topic, Protocol: sns.ProtocolSQS, Endpoint: e.rn.Queues.ARN(q)}
+		if raw {
+			in.Attributes = map[string]string{sns.AttrRawMessageDelivery: "true"}
+		}
+		if _, err := svc.Subscribe(ctx, in); err != nil {
 			return "", err
 		}
 	}
 	body := string(e.payload)
-	errs := make(chan error, queueWorkers)
-	var wg sync.WaitGroup
-	per := (n + queueWorkers - 1) / queueWorkers
 	t.Start()
-	for w := range queueWorkers {
+	err = inParallel(n, sns.MaxBatchEntries, func(lo, hi int) error {
+		var entries []sns.PublishBatchEntry
+		for j := lo; j < hi; j++ {
+			entries = append(entries, sns.PublishBatchEntry{Id: strconv.Itoa(j - lo), PublishInput: sns.PublishInput{Message: body}})
+		}
+		out, err := svc.PublishBatch(ctx, topic, entries)
+		if err == nil && len(out.Failed) > 0 {
+			err = fmt.Errorf("publish: %d failed: %+v", len(out.Failed), out.Failed[0])
+		}
+		return err
+	})
+	if err == nil {
+		err = waitUntil(ctx, func() (bool, error) {
+			st := svc.Stats(name)
+			if st.Failed > 0 {
+				return false, fmt.Errorf("sns: %d deliveries failed", st.Failed)
+			}
+			return st.Delivered >= int64(snsSubscribers*n), nil
+		})
+	}
+	if err != nil {
+		return "", err
+	}
+	t.Stop()
+	kind := "signed envelopes"
+	if raw {
+		kind = "RawMessageDelivery"
+	}
+	return fmt.Sprintf("standard topic, %d queue subscriptions (%s); %d publishers PublishBatch(10); until every queue holds all messages", snsSubscribers, kind, snsPublishers), nil
+}
+
+// inParallel splits [0, n) among snsPublishers goroutines, each calling
+// call on its consecutive ranges [lo, hi) of at most batch, and returns
+// the first error.
+func inParallel(n, batch int, call func(lo, hi int) error) error {
+	errs := make(chan error, snsPublishers)
+	var wg sync.WaitGroup
+	per := (n + snsPublishers - 1) / snsPublishers
+	for w := range snsPublishers {
 		wg.Go(func() {
-			for i := w * per; i < min(n, (w+1)*per); i += sns.MaxBatchEntries {
-				var entries []sns.PublishBatchEntry
-				for j := i; j < min(i+sns.MaxBatchEntries, (w+1)*per, n); j++ {
-					entries = append(entries, sns.PublishBatchEntry{Id: strconv.Itoa(j - i), PublishInput: sns.PublishInput{Message: body}})
-				}
-				out, err := svc.PublishBatch(ctx, topic, entries)
-				if err == nil && len(out.Failed) > 0 {
-					err = fmt.Errorf("publish: %d failed: %+v", len(out.Failed), out.Failed[0])
-				}
-				if err != nil {
+			for i := w * per; i < min(n, (w+1)*per); i += batch {
+				if err := call(i, min(i+batch, (w+1)*per, n)); err != nil {
 					errs <- err
 					return
 				}
@@ -66,18 +116,22 @@ func runRunnelSNSFanout(ctx context.Context, e *env, n int, t timer) (string, er
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return "", err
+		return err
 	default:
+		return nil
 	}
-	for st := svc.Stats(name); st.Delivered < int64(snsSubscribers*n); st = svc.Stats(name) {
-		if st.Failed > 0 {
-			return "", fmt.Errorf("sns: %d deliveries failed", st.Failed)
+}
+
+// waitUntil polls done every 2 ms until it reports true or an error.
+func waitUntil(ctx context.Context, done func() (bool, error)) error {
+	for {
+		ok, err := done()
+		if ok || err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return ctx.Err()
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Stop()
-	return fmt.Sprintf("standard topic, %d queue subscriptions; %d publishers PublishBatch(10); until every queue holds all messages", snsSubscribers, queueWorkers), nil
 }

@@ -87,16 +87,16 @@ func (s *Service) PutEvents(ctx context.Context, entries []PutEventsRequestEntry
 	var batch []*routed
 	var index []int // entry of each routed event
 	for i := range entries {
-		raw, id, err := s.newEvent(&entries[i], now)
+		raw, ev, err := s.newEvent(&entries[i], now)
 		var r *routed
 		if err == nil {
-			r, err = s.match(BusName(entries[i].EventBusName), raw, now, nil)
+			r, err = s.match(BusName(entries[i].EventBusName), raw, ev, now, nil)
 		}
 		if err != nil {
 			fail(i, err)
 			continue
 		}
-		out.Entries[i].EventId = id
+		out.Entries[i].EventId = ev["id"].(string)
 		batch, index = append(batch, r), append(index, i)
 	}
 	// The entries' deliveries are stored together: one failure fails them
@@ -115,22 +115,23 @@ func entryError(code, format string, args ...any) error {
 	return &awserr.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// newEvent checks an entry and returns its event's JSON and id.
-func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, string, error) {
+// newEvent checks an entry and returns its event's JSON and the event as
+// the matcher reads it (JSON's generic values).
+func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, map[string]any, error) {
 	for _, f := range []struct{ name, v string }{{"Source", e.Source}, {"DetailType", e.DetailType}, {"Detail", e.Detail}} {
 		if f.v == "" {
-			return nil, "", entryError("InvalidArgument", "Parameter %s is not valid. Reason: %s is a required argument.", f.name, f.name)
+			return nil, nil, entryError("InvalidArgument", "Parameter %s is not valid. Reason: %s is a required argument.", f.name, f.name)
 		}
 	}
 	if strings.HasPrefix(e.Source, "aws.") {
-		return nil, "", entryError("InvalidArgument", "Parameter Source is not valid. Reason: You are not authorized to send events with the source %s.", e.Source)
+		return nil, nil, entryError("InvalidArgument", "Parameter Source is not valid. Reason: You are not authorized to send events with the source %s.", e.Source)
 	}
 	if len(e.DetailType) > 128 {
-		return nil, "", entryError("InvalidArgument", "Parameter DetailType is not valid. Reason: length %d is over 128.", len(e.DetailType))
+		return nil, nil, entryError("InvalidArgument", "Parameter DetailType is not valid. Reason: length %d is over 128.", len(e.DetailType))
 	}
 	var detail map[string]any
 	if err := json.Unmarshal([]byte(e.Detail), &detail); err != nil || detail == nil {
-		return nil, "", entryError("MalformedDetail", "Detail is malformed.")
+		return nil, nil, entryError("MalformedDetail", "Detail is malformed.")
 	}
 	t := now
 	if e.Time != nil {
@@ -143,7 +144,12 @@ func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, str
 	ev := event{Version: "0", ID: uuid.NewString(), DetailType: e.DetailType, Source: e.Source, Account: s.eng.AccountID(),
 		Time: t.UTC().Format(time.RFC3339), Region: s.eng.Region(), Resources: resources, Detail: json.RawMessage(e.Detail)}
 	raw, err := json.Marshal(ev)
-	return raw, ev.ID, err
+	rs := make([]any, len(resources))
+	for i, r := range resources {
+		rs[i] = r
+	}
+	return raw, map[string]any{"version": ev.Version, "id": ev.ID, "detail-type": ev.DetailType, "source": ev.Source,
+		"account": ev.Account, "time": ev.Time, "region": ev.Region, "resources": rs, "detail": detail}, err
 }
 
 // event is the envelope of an event on a bus (eb-events).
@@ -174,7 +180,7 @@ type routed struct {
 // the bus's matching archives. A replay (replayName set) goes only to the
 // rules of onlyRules when that is not empty.
 func (s *Service) route(ctx context.Context, bus string, raw []byte, now time.Time, replayName string, onlyRules map[string]bool) error {
-	r, err := s.match(bus, raw, now, onlyRules)
+	r, err := s.match(bus, raw, nil, now, onlyRules)
 	if err != nil {
 		return err
 	}
@@ -182,15 +188,18 @@ func (s *Service) route(ctx context.Context, bus string, raw []byte, now time.Ti
 }
 
 // match finds the enabled rules of the bus that an event matches (only
-// those of onlyRules, when not empty) and shapes its deliveries.
-func (s *Service) match(bus string, raw []byte, now time.Time, onlyRules map[string]bool) (*routed, error) {
+// those of onlyRules, when not empty) and shapes its deliveries. ev is
+// raw decoded, or nil to decode it here.
+func (s *Service) match(bus string, raw []byte, ev map[string]any, now time.Time, onlyRules map[string]bool) (*routed, error) {
 	st, err := s.busOf(bus)
 	if err != nil {
 		return nil, err
 	}
-	r := &routed{bus: bus, raw: raw}
-	if err := json.Unmarshal(raw, &r.ev); err != nil {
-		return nil, entryError("MalformedDetail", "Detail is malformed.")
+	r := &routed{bus: bus, raw: raw, ev: ev}
+	if ev == nil {
+		if err := json.Unmarshal(raw, &r.ev); err != nil {
+			return nil, entryError("MalformedDetail", "Detail is malformed.")
+		}
 	}
 	id, _ := r.ev["id"].(string)
 	s.mu.Lock()
@@ -213,7 +222,7 @@ func (s *Service) store(ctx context.Context, rs []*routed, archive bool, now tim
 	for _, r := range rs {
 		ds = append(ds, r.ds...)
 	}
-	if err := s.targets.Enqueue(ctx, ds); err != nil {
+	if err := s.targets.Deliver(ctx, ds); err != nil {
 		return awserr.New(awserr.ErrInternalFailure, "storing the event: %v", err)
 	}
 	s.mu.Lock()

@@ -9,12 +9,15 @@ package eventbus
 //
 // to its targets. rate() counts from the rule's creation; cron() is UTC.
 // The last occurrence fired is stored with the rule after its deliveries
-// are stored: a crash in between fires that occurrence again (a
-// duplicate), none is skipped.
+// are stored: none is skipped, and a crash in between fires that
+// occurrence again with the same event id, whose second copies package
+// target drops (Delivery.Once).
 
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,6 +69,11 @@ func (s *Service) fireSchedules(now time.Time) time.Time {
 	return next
 }
 
+// crashAfterStore, set by tests, runs between storing an occurrence's
+// deliveries and recording the occurrence; an error stops fireRule there,
+// as a crash would.
+var crashAfterStore atomic.Pointer[func() error]
+
 // fireRule puts a scheduled rule's event for the occurrence at, then
 // records the occurrence.
 func (s *Service) fireRule(ctx context.Context, name string, at time.Time) error {
@@ -73,17 +81,29 @@ func (s *Service) fireRule(ctx context.Context, name string, at time.Time) error
 	if err != nil {
 		return nil // deleted meanwhile
 	}
-	ev := event{Version: "0", ID: uuid.NewString(), DetailType: "Scheduled Event", Source: "aws.events", Account: s.eng.AccountID(),
+	// The event id is derived from the rule and the occurrence: fired
+	// again after a crash, the occurrence's deliveries have the same ids
+	// and are Once, so only one copy reaches each target.
+	id := uuid.NewSHA1(uuid.NameSpaceURL, []byte(r.Arn+"|"+strconv.FormatInt(r.Created, 10)+"|"+at.UTC().Format(time.RFC3339Nano))).String()
+	ev := event{Version: "0", ID: id, DetailType: "Scheduled Event", Source: "aws.events", Account: s.eng.AccountID(),
 		Time: at.UTC().Format(time.RFC3339), Region: s.eng.Region(), Resources: []string{r.Arn}, Detail: json.RawMessage("{}")}
 	raw, _ := json.Marshal(ev)
 	var m map[string]any
 	json.Unmarshal(raw, &m)
 	s.mu.Lock()
 	ds := deliveries(r, m, raw, ev.ID, s.eng.Clock.Now())
+	for i := range ds {
+		ds[i].Once = true
+	}
 	s.statsLocked(r.Arn, len(r.Targets)).matched.Add(1)
 	s.mu.Unlock()
 	if err := s.targets.Enqueue(ctx, ds); err != nil {
 		return err
+	}
+	if f := crashAfterStore.Load(); f != nil {
+		if err := (*f)(); err != nil {
+			return err
+		}
 	}
 	return s.update(ctx, DefaultBus, func(b *storedBus) error {
 		if cur := b.Rules[name]; cur != nil && cur.ScheduleExpression == r.ScheduleExpression {

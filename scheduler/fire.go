@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,8 +104,23 @@ func (s *Service) fire(now time.Time) time.Time {
 	return wake
 }
 
+// crashAfterStore, set by tests, runs between storing an occurrence's
+// delivery and recording the occurrence; an error stops fireOne there,
+// as a crash would.
+var crashAfterStore atomic.Pointer[func() error]
+
+// executionID is an occurrence's execution id: a name-based UUID of the
+// schedule (its ARN and creation) and the occurrence, so that firing it
+// again yields the same id.
+func executionID(sc *Schedule, occ time.Time) string {
+	name := sc.Arn + "|" + sc.CreationDate.UTC().Format(time.RFC3339Nano) + "|" + occ.UTC().Format(time.RFC3339Nano)
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String()
+}
+
 // fireOne stores the delivery of one occurrence, then records it as the
-// schedule's last fired one.
+// schedule's last fired one. A crash between the two fires the
+// occurrence again at restart with the same execution id; the delivery
+// is Once, so only one stored copy is delivered (target/once.go).
 func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 	s.mu.Lock()
 	sc := s.scheds[k]
@@ -113,8 +129,8 @@ func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 		return nil
 	}
 	t := &sc.s.Target
-	id := uuid.NewString()
-	d := target.Delivery{ID: id, ScheduleArn: sc.s.Arn, ScheduledTime: occ.UnixMilli(), TargetArn: t.Arn,
+	id := executionID(&sc.s, occ)
+	d := target.Delivery{ID: id, Once: true, ScheduleArn: sc.s.Arn, ScheduledTime: occ.UnixMilli(), TargetArn: t.Arn,
 		Payload: payload(&sc.s, id, occ), Accepted: s.eng.Clock.Now().UnixMilli()}
 	d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
 	if t.KinesisParameters != nil {
@@ -122,6 +138,11 @@ func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 	}
 	if err := s.targets.Enqueue(ctx, []target.Delivery{d}); err != nil {
 		return err
+	}
+	if f := crashAfterStore.Load(); f != nil {
+		if err := (*f)(); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -20,9 +20,14 @@
 // Firing an occurrence stores its delivery (target's durable queue), then
 // stores the occurrence as the schedule's last fired one with a
 // compare-and-set: no occurrence is skipped, after a crash or a stop of
-// any length (a missed one fires at restart); a crash between the two
-// writes fires that one occurrence again (the target then sees it twice,
-// with two execution ids).
+// any length (a missed one fires at restart). A crash between the two
+// writes fires that one occurrence again at restart, but not twice to
+// the target: the execution id is derived from the schedule (ARN and
+// creation) and the occurrence, so the second delivery has the same id,
+// and the delivery is marked Once, so package target attempts only one
+// stored copy of an id and drops the other (logged, counted in
+// target.Stats.Duplicates). The delivery itself is then at least once,
+// as AWS's: a retry after a crash carries the same execution id.
 //
 // The target's payload is Input with the context attributes
 // <aws.scheduler.schedule-arn>, <aws.scheduler.scheduled-time>,

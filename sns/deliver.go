@@ -151,9 +151,9 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 	s.mu.Lock()
 	meta := *w.t.meta()
 	var subs []*subscription
-	only := attr(m, taskSubscription)
+	only, served := attr(m, taskSubscription), servedBy(m)
 	for _, sub := range s.subs {
-		if sub.meta.TopicName == meta.Name && sub.meta.Confirmed && sub.meta.ConfirmedAt <= r.Timestamp && (only == "" || sub.meta.ID == only) {
+		if sub.meta.TopicName == meta.Name && sub.meta.Confirmed && sub.meta.ConfirmedAt <= r.Timestamp && (only == "" || sub.meta.ID == only) && !served[sub.meta.ID] {
 			subs = append(subs, sub)
 		}
 	}

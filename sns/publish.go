@@ -107,6 +107,10 @@ type record struct {
 	GroupId          string               `json:"g,omitempty"`
 	DedupId          string               `json:"d,omitempty"`
 	SequenceNumber   string               `json:"-"` // FIFO: the internal queue's
+	entryID          string               // the PublishBatch entry's Id (standard topics)
+	// sigs caches the envelope's signature fields (version, signature,
+	// certificate URL) by signature version and message text.
+	sigs map[string][3]string
 }
 
 // Publish stores a message for delivery to the topic's subscriptions and
@@ -174,31 +178,60 @@ func (s *Service) store(ctx context.Context, t *topic, entries []PublishBatchEnt
 	s.mu.Unlock()
 	out := &PublishBatchOutput{}
 	now := s.eng.Clock.Now().UnixMilli()
+	direct := !meta.FIFO && !s.opts.Passive // a passive process delivers nothing
 	var send []queue.SendMessageBatchRequestEntry
+	var recs []*record
 	for _, e := range entries {
-		qe, err := prepare(&meta, &e.PublishInput, now)
+		r, qe, err := check(&meta, &e.PublishInput, now)
 		if err != nil {
 			out.Failed = append(out.Failed, failure(e.Id, err))
 			continue
 		}
+		if !direct { // deliverDirect writes the bodies of what it leaves
+			qe.MessageBody = r.body()
+		}
 		qe.Id = e.Id
-		send = append(send, qe)
+		send, recs = append(send, qe), append(recs, r)
 	}
 	if len(send) == 0 {
 		return out, nil
+	}
+	if direct {
+		if send = s.deliverDirect(ctx, &meta, send, recs); len(send) == 0 {
+			for i := range recs {
+				out.Successful = append(out.Successful, BatchResultEntry{Id: recs[i].entryID, MessageId: recs[i].MessageId})
+			}
+			t.c.published.Add(int64(len(recs)))
+			return out, nil
+		}
 	}
 	res, err := s.queues.SendMessageBatch(ctx, meta.queueName(), send)
 	if err != nil {
 		return nil, awserr.New(awserr.ErrInternal, "store the messages of topic %s: %v", meta.Name, err)
 	}
-	for _, r := range res.Successful {
-		out.Successful = append(out.Successful, BatchResultEntry{Id: r.Id, MessageId: r.MessageId, SequenceNumber: r.SequenceNumber})
-	}
+	published := 0
+	failed := map[string]bool{}
 	for _, f := range res.Failed {
 		s.log.Warn("sns: a message could not be stored; the publisher is told (InternalError)", "topic", meta.Name, "id", f.Id, "err", f.Message)
 		out.Failed = append(out.Failed, BatchResultErrorEntry{Id: f.Id, Code: awserr.ErrInternal.Code, Message: f.Message})
+		failed[f.Id] = true
 	}
-	t.c.published.Add(int64(len(res.Successful)))
+	if !direct {
+		for _, r := range res.Successful {
+			out.Successful = append(out.Successful, BatchResultEntry{Id: r.Id, MessageId: r.MessageId, SequenceNumber: r.SequenceNumber})
+		}
+		published = len(res.Successful)
+	} else {
+		// A standard topic's message keeps the id deliverDirect gave it
+		// (the internal message carries it in an attribute).
+		for _, r := range recs {
+			if !failed[r.entryID] {
+				out.Successful = append(out.Successful, BatchResultEntry{Id: r.entryID, MessageId: r.MessageId})
+				published++
+			}
+		}
+	}
+	t.c.published.Add(int64(published))
 	return out, nil
 }
 
@@ -220,18 +253,26 @@ func messageSize(in *PublishInput) int {
 	return n
 }
 
-// prepare checks one message and returns its internal queue entry.
-func prepare(t *topicMeta, in *PublishInput, now int64) (queue.SendMessageBatchRequestEntry, error) {
+// body is r as the internal queue stores it.
+func (r *record) body() string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// check applies Publish's rules to one message and returns its record
+// and its internal queue entry (FIFO group and deduplication ids; no
+// body yet).
+func check(t *topicMeta, in *PublishInput, now int64) (*record, queue.SendMessageBatchRequestEntry, error) {
 	var qe queue.SendMessageBatchRequestEntry
 	if in.Message == "" {
-		return qe, invalid("Empty message")
+		return nil, qe, invalid("Empty message")
 	}
 	if messageSize(in) > MaxMessageSize {
-		return qe, invalid("Message too long")
+		return nil, qe, invalid("Message too long")
 	}
 	if in.Subject != "" {
 		if len([]rune(in.Subject)) > MaxSubjectLength || strings.IndexFunc(in.Subject, unicode.IsControl) >= 0 || strings.TrimSpace(in.Subject) == "" {
-			return qe, invalid("Subject")
+			return nil, qe, invalid("Subject")
 		}
 	}
 	switch in.MessageStructure {
@@ -239,43 +280,41 @@ func prepare(t *topicMeta, in *PublishInput, now int64) (queue.SendMessageBatchR
 	case "json":
 		var m map[string]any
 		if json.Unmarshal([]byte(in.Message), &m) != nil {
-			return qe, invalid("Message Structure - JSON message body failed to parse")
+			return nil, qe, invalid("Message Structure - JSON message body failed to parse")
 		}
 		if _, ok := m["default"].(string); !ok {
-			return qe, invalid("Message Structure - No default entry in JSON message body")
+			return nil, qe, invalid("Message Structure - No default entry in JSON message body")
 		}
 	default:
-		return qe, invalid("MessageStructure")
+		return nil, qe, invalid("MessageStructure")
 	}
 	if err := checkAttributes(in.MessageAttributes); err != nil {
-		return qe, err
+		return nil, qe, err
 	}
 	r := record{Message: in.Message, Subject: in.Subject, MessageStructure: in.MessageStructure,
 		Attributes: in.MessageAttributes, Timestamp: now, GroupId: in.MessageGroupId}
 	if in.MessageGroupId != "" && !idRE.MatchString(in.MessageGroupId) {
-		return qe, invalid("MessageGroupId Reason: 1..128 alphanumeric or punctuation characters")
+		return nil, qe, invalid("MessageGroupId Reason: 1..128 alphanumeric or punctuation characters")
 	}
 	if t.FIFO {
 		if in.MessageGroupId == "" {
-			return qe, invalid("The MessageGroupId parameter is required for FIFO topics")
+			return nil, qe, invalid("The MessageGroupId parameter is required for FIFO topics")
 		}
 		r.DedupId = in.MessageDeduplicationId
 		switch {
 		case r.DedupId != "" && !idRE.MatchString(r.DedupId):
-			return qe, invalid("MessageDeduplicationId Reason: 1..128 alphanumeric or punctuation characters")
+			return nil, qe, invalid("MessageDeduplicationId Reason: 1..128 alphanumeric or punctuation characters")
 		case r.DedupId == "" && !t.contentDedup():
-			return qe, invalid("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			return nil, qe, invalid("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 		case r.DedupId == "":
 			sum := sha256.Sum256([]byte(in.Message))
 			r.DedupId = hex.EncodeToString(sum[:])
 		}
 		qe.MessageGroupId, qe.MessageDeduplicationId = r.GroupId, r.DedupId
 	} else if in.MessageDeduplicationId != "" {
-		return qe, invalid("MessageDeduplicationId Reason: The request includes MessageDeduplicationId parameter that is not valid for this topic type")
+		return nil, qe, invalid("MessageDeduplicationId Reason: The request includes MessageDeduplicationId parameter that is not valid for this topic type")
 	}
-	b, _ := json.Marshal(&r)
-	qe.MessageBody = string(b)
-	return qe, nil
+	return &r, qe, nil
 }
 
 var (

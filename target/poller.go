@@ -3,10 +3,12 @@ package target
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/queue"
@@ -74,6 +76,16 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
+	if ok, err := s.claim(wctx, &d, msg); err != nil {
+		s.log.Warn("targets: cannot claim a delivery; it comes back after its visibility timeout", "id", d.ID, "err", err)
+		return
+	} else if !ok {
+		s.duplicates.Add(1)
+		s.log.Info("targets: a second stored copy of a delivery dropped (its occurrence was fired again after a crash)",
+			"id", d.ID, "schedule", d.ScheduleArn, "messageId", msg.MessageId)
+		s.delete(wctx, msg)
+		return
+	}
 	retries, maxAge := d.Retry.Resolved()
 	age := s.eng.Clock.Now().Sub(time.UnixMilli(d.Accepted))
 	if age > maxAge {
@@ -90,25 +102,33 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 	if ctx.Err() != nil {
 		return // closing: the delivery comes back after its visibility timeout
 	}
+	s.failed(wctx, msg, d, code, emsg, retry, retries)
+}
+
+// failed settles a failed attempt of d: dead-lettered when not to be
+// retried or out of retries, else stored again with its backoff; then
+// msg (nil: none, a first attempt made by Deliver) is deleted. It returns
+// an error only when d could be neither retried nor dead-lettered.
+func (s *Service) failed(ctx context.Context, msg *queue.Message, d Delivery, code, emsg string, retry bool, retries int) error {
 	d.ErrorCode, d.ErrorMsg = code, emsg
 	switch {
 	case !retry:
-		s.deadLetter(wctx, msg, d, "")
+		return s.deadLetter(ctx, msg, d, "")
 	case d.Attempts >= retries:
-		s.deadLetter(wctx, msg, d, "MaximumRetryAttempts")
-	default:
-		d.Attempts++
-		s.rngMu.Lock()
-		delay := retryBackoff.Delay(d.Attempts, s.rng)
-		s.rngMu.Unlock()
-		if err := s.resend(wctx, d, int(delay/time.Second)); err != nil {
-			s.log.Warn("targets: could not schedule a retry; the delivery comes back after its visibility timeout", "id", d.ID, "err", err)
-			return
-		}
-		s.retried.Add(1)
-		s.log.Debug("targets: delivery failed; retry scheduled", "id", d.ID, "target", d.TargetArn, "attempt", d.Attempts, "in", delay, "code", code, "err", emsg)
-		s.delete(wctx, msg)
+		return s.deadLetter(ctx, msg, d, "MaximumRetryAttempts")
 	}
+	d.Attempts++
+	s.rngMu.Lock()
+	delay := retryBackoff.Delay(d.Attempts, s.rng)
+	s.rngMu.Unlock()
+	if err := s.resend(ctx, d, int(delay/time.Second)); err != nil {
+		s.log.Warn("targets: could not schedule a retry; the delivery comes back after its visibility timeout", "id", d.ID, "err", err)
+		return err
+	}
+	s.retried.Add(1)
+	s.log.Debug("targets: delivery failed; retry scheduled", "id", d.ID, "target", d.TargetArn, "attempt", d.Attempts, "in", delay, "code", code, "err", emsg)
+	s.delete(ctx, msg)
+	return nil
 }
 
 // resend stores d again, visible after delay seconds.
@@ -118,11 +138,20 @@ func (s *Service) resend(ctx context.Context, d Delivery, delay int) error {
 		return err
 	}
 	delay = min(delay, queue.MaxDelaySeconds)
-	_, err = s.queues.SendMessage(ctx, QueueName, queue.SendMessageInput{MessageBody: string(b), DelaySeconds: &delay})
+	in := queue.SendMessageInput{MessageBody: string(b), DelaySeconds: &delay}
+	_, err = s.queues.SendMessage(ctx, QueueName, in)
+	if errors.Is(err, awserr.ErrQueueDoesNotExist) { // a first attempt by Deliver, before any Enqueue
+		if err = s.ensureQueue(ctx); err == nil {
+			_, err = s.queues.SendMessage(ctx, QueueName, in)
+		}
+	}
 	return err
 }
 
 func (s *Service) delete(ctx context.Context, msg *queue.Message) {
+	if msg == nil {
+		return
+	}
 	if err := s.queues.DeleteMessage(ctx, QueueName, msg.ReceiptHandle); err != nil {
 		s.log.Warn("targets: delete failed; the delivery will be attempted again (a duplicate)", "messageId", msg.MessageId, "err", err)
 	}
@@ -131,7 +160,7 @@ func (s *Service) delete(ctx context.Context, msg *queue.Message) {
 // deadLetter sends a failed delivery to its dead-letter queue, or to the
 // store when it has none or the queue refuses it, then deletes it.
 // exhausted is the EXHAUSTED_RETRY_CONDITION ("" when not retried).
-func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) {
+func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) error {
 	attrs := dlqAttributes(d, exhausted)
 	if d.DeadLetterArn != "" {
 		_, err := s.queues.SendMessage(ctx, d.DeadLetterArn, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: attrs})
@@ -141,17 +170,18 @@ func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery
 			s.log.Info("targets: delivery failed; sent to its dead-letter queue", "id", d.ID, "target", d.TargetArn,
 				"dlq", d.DeadLetterArn, "code", d.ErrorCode, "exhausted", exhausted)
 			s.delete(ctx, msg)
-			return
+			return nil
 		}
 		s.log.Warn("targets: the dead-letter queue refused a failed delivery; kept in the store", "id", d.ID, "dlq", d.DeadLetterArn, "err", err)
 	}
-	s.keep(ctx, msg, d, exhausted)
+	return s.keep(ctx, msg, d, exhausted)
 }
 
 // keep stores a failed delivery in DeadLetterStore (where AWS would drop
 // it), then deletes it; a failed store leaves it in the internal queue.
-func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) {
-	if _, err := s.queues.CreateQueue(ctx, DeadLetterStore, internalQueueAttrs); err == nil {
+func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) error {
+	_, err := s.queues.CreateQueue(ctx, DeadLetterStore, internalQueueAttrs)
+	if err == nil {
 		_, err = s.queues.SendMessage(ctx, DeadLetterStore, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: dlqAttributes(d, exhausted)})
 		if err == nil {
 			s.kept.Add(1)
@@ -159,10 +189,11 @@ func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exha
 			s.log.Warn("targets: failed delivery without a dead-letter queue kept in "+DeadLetterStore+" (AWS drops it)",
 				"id", d.ID, "target", d.TargetArn, "code", d.ErrorCode, "err", d.ErrorMsg)
 			s.delete(ctx, msg)
-			return
+			return nil
 		}
 		s.log.Error("targets: cannot keep a failed delivery; it comes back after its visibility timeout", "id", d.ID, "err", err)
 	}
+	return err
 }
 
 // deadLetterBody is what a dead-letter queue gets: the original event.

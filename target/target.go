@@ -61,6 +61,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/async"
@@ -189,6 +191,9 @@ type Delivery struct {
 	// Accepted is when the event was accepted (Unix ms, engine clock);
 	// set by Enqueue when zero.
 	Accepted int64 `json:",omitempty"`
+	// Once: ID names what the delivery is (a schedule's occurrence), and
+	// only one stored copy of it is attempted (see once.go).
+	Once bool `json:",omitempty"`
 	// Attempts that failed so far, and the last error.
 	Attempts  int    `json:",omitempty"`
 	ErrorCode string `json:",omitempty"`
@@ -211,6 +216,9 @@ type Stats struct {
 	Enqueued, Delivered, Retried, DeadLettered int64
 	// KeptInStore: failed deliveries kept in DeadLetterStore.
 	KeptInStore int64
+	// Duplicates: stored copies of a Once delivery dropped because
+	// another copy of its ID is the one attempted.
+	Duplicates int64
 }
 
 // Service delivers to targets. It is safe for concurrent use.
@@ -229,7 +237,10 @@ type Service struct {
 	rngMu sync.Mutex
 	rng   *rand.Rand
 
-	enqueued, delivered, retried, deadLettered, kept atomic.Int64
+	enqueued, delivered, retried, deadLettered, kept, duplicates atomic.Int64
+
+	claimMu sync.Mutex
+	claimKV jetstream.KeyValue
 
 	// bySource counts deliveries by their rule or schedule ARN.
 	sourceMu sync.Mutex
@@ -311,7 +322,7 @@ func (s *Service) Close() {
 // Stats returns the counters.
 func (s *Service) Stats() Stats {
 	return Stats{Enqueued: s.enqueued.Load(), Delivered: s.delivered.Load(), Retried: s.retried.Load(),
-		DeadLettered: s.deadLettered.Load(), KeptInStore: s.kept.Load()}
+		DeadLettered: s.deadLettered.Load(), KeptInStore: s.kept.Load(), Duplicates: s.duplicates.Load()}
 }
 
 // SourceStats count the deliveries of one rule or schedule since the

@@ -29,6 +29,7 @@ Markdown table (the form of docs/benchmarks.md).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 500_000, "records per scenario")
+	f.StringSliceVar(&cfg.Only, "only", nil, "run only these scenarios (comma-separated names, as in the report)")
 	f.IntVar(&cfg.RecordSize, "record-size", 100, "bytes of data per record")
 	f.IntVar(&cfg.Shards, "shards", 4, "shards")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "mapping BatchSize")

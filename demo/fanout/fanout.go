@@ -1,11 +1,14 @@
-// Package fanout is `runnel demo fanout`, the SNS half of issue 16's fan-out
-// demo: N events published through a topic to several consumers (three
+// Package fanout is `runnel demo fanout`, issue 16's fan-out demo: N
+// events published through an SNS topic to several consumers (three
 // queues with filter policies, an HTTP endpoint that fails for a while,
-// a function), each subscription with its own dead-letter queue, and a
-// reconciliation per consumer: every event a consumer's filter matches is
-// delivered to it (at least once, as AWS delivers) or is in its
-// dead-letter queue; lost must be 0, and nothing the filter refuses may
-// arrive. (The EventBridge bus half of the demo is built with the bus.)
+// a function), each subscription with its own dead-letter queue; and the
+// same N events put on an EventBridge bus whose rules route them by
+// pattern to four more consumers (three queues, one refusing events for a
+// while, and a function), each target with a dead-letter queue (bus.go).
+// Then a reconciliation per consumer: every event a consumer's filter or
+// pattern matches is delivered to it (at least once, as AWS delivers) or
+// is in its dead-letter queue; lost must be 0, and nothing the filter
+// refuses may arrive.
 package fanout
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/sns"
+	"github.com/runnel-dev/runnel/target"
 )
 
 // Config configures Run.
@@ -42,6 +46,7 @@ type Config struct {
 	// first event on: default 3 s. Its delivery policy retries 6 times, 1
 	// to 2 s apart, so events failing longer end in its dead-letter queue.
 	FailFor time.Duration
+	// The bus consumer "bus-big" refuses events for FailFor too.
 	// Timeout bounds the wait for every delivery to settle: default 2 minutes.
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -65,8 +70,10 @@ func (c *Config) setDefaults() {
 // ConsumerResult is one consumer's reconciliation.
 type ConsumerResult struct {
 	Name     string `json:"name"`
+	Via      string `json:"via"` // "topic" or "bus"
 	Protocol string `json:"protocol"`
-	Filter   string `json:"filter,omitempty"`
+	// Filter is the subscription's filter policy or the rule's pattern.
+	Filter string `json:"filter,omitempty"`
 	// Expected are the events its filter matches.
 	Expected int `json:"expected"`
 	// Delivered are the distinct expected events it received;
@@ -85,8 +92,12 @@ type ConsumerResult struct {
 type Result struct {
 	Events    int              `json:"events"`
 	Topic     string           `json:"topic"`
+	Bus       string           `json:"bus"`
 	Consumers []ConsumerResult `json:"consumers"`
 	Stats     sns.Stats        `json:"stats"`
+	// BusStats are the bus targets' deliveries (Retried: the failed
+	// attempts retried).
+	BusStats target.Stats `json:"busStats"`
 	// WebhookFailures counts the HTTP 500s the failing consumer answered.
 	WebhookFailures int     `json:"webhookFailures"`
 	Lost            int     `json:"lost"`
@@ -115,6 +126,7 @@ func makeEvent(i int) event {
 // consumer is a subscription of the demo and the filter it must apply.
 type consumer struct {
 	name, protocol, policy string
+	bus                    bool // a bus rule's target, not a subscription
 	match                  func(event) bool
 	seen                   map[int]int
 	dead                   map[int]bool
@@ -140,20 +152,27 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer os.RemoveAll(dir)
 	}
 	reg := function.NewRegistry()
-	cs := consumers()
+	cs, bcs := consumers(), busConsumers()
 	var mu sync.Mutex
+	recordEvent := func(c *consumer, e event) {
+		mu.Lock()
+		c.seen[e.ID]++
+		mu.Unlock()
+	}
 	record := func(c *consumer, body string) { // body: the published message
 		var e event
 		if json.Unmarshal([]byte(body), &e) == nil {
-			mu.Lock()
-			c.seen[e.ID]++
-			mu.Unlock()
+			recordEvent(c, e)
 		}
 	}
-	for _, c := range cs {
+	for _, c := range bcs {
+		c.bus = true
+	}
+	for _, c := range append(cs, bcs...) {
 		c.seen, c.dead = map[int]int{}, map[int]bool{}
 	}
 	audit, webhook := cs[4], cs[3]
+	registerBusAudit(reg, bcs[3], recordEvent)
 	reg.Register("fanout-audit", func(ctx context.Context, ev json.RawMessage) (json.RawMessage, error) {
 		var e struct {
 			Records []struct{ Sns struct{ Message string } }
@@ -206,17 +225,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := setupBus(ctx, rn, bcs); err != nil {
+		return nil, err
+	}
 	if err := publish(ctx, rn, topic, cfg.Events); err != nil {
 		return nil, err
 	}
-	want := int64(0)
-	for i := range cfg.Events {
-		for _, c := range cs {
-			if c.match(makeEvent(i)) {
-				want++
-			}
-		}
+	var restore sync.WaitGroup
+	defer restore.Wait()
+	if err := putBus(ctx, rn, cfg.Events, cfg.FailFor, &restore); err != nil {
+		return nil, err
 	}
+	want, busWant := expected(cs, cfg.Events), expected(bcs, cfg.Events)
 	deadline := time.Now().Add(cfg.Timeout)
 	for st := rn.SNS.Stats("fanout-events"); st.Delivered+st.Failed < want; st = rn.SNS.Stats("fanout-events") {
 		if time.Now().After(deadline) {
@@ -224,18 +244,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	for st := rn.Targets.Stats(); st.Delivered+st.DeadLettered+st.KeptInStore < busWant; st = rn.Targets.Stats() {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("fanout: bus deliveries not settled after %v: %+v, want %d", cfg.Timeout, st, busWant)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	mu.Lock()
-	res := &Result{Events: cfg.Events, Topic: topic, Stats: rn.SNS.Stats("fanout-events"), Seconds: time.Since(start).Seconds(), WebhookFailures: failures}
+	res := &Result{Events: cfg.Events, Topic: topic, Bus: rn.Events.ARN(Bus), Stats: rn.SNS.Stats("fanout-events"), BusStats: rn.Targets.Stats(),
+		Seconds: time.Since(start).Seconds(), WebhookFailures: failures}
 	mu.Unlock()
-	for _, c := range cs {
+	for _, c := range append(cs, bcs...) {
+		eventOf := func(body string) (event, bool) {
+			if c.bus {
+				return busEventOf(body)
+			}
+			var e event
+			return e, json.Unmarshal([]byte(messageOf(body)), &e) == nil
+		}
 		if c.protocol == "sqs" {
-			if err := drain(ctx, rn, c.name, func(body string) { record(c, messageOf(body)) }); err != nil {
+			if err := drain(ctx, rn, c.name, func(body string) {
+				if e, ok := eventOf(body); ok {
+					recordEvent(c, e)
+				}
+			}); err != nil {
 				return nil, err
 			}
 		}
 		if err := drain(ctx, rn, c.name+"-dlq", func(body string) {
-			var e event
-			if json.Unmarshal([]byte(messageOf(body)), &e) == nil {
+			if e, ok := eventOf(body); ok {
 				c.dead[e.ID] = true
 			}
 		}); err != nil {
@@ -363,8 +400,24 @@ func messageOf(body string) string {
 	return body
 }
 
+// expected counts the deliveries n events make to cs.
+func expected(cs []*consumer, n int) int64 {
+	var want int64
+	for i := range n {
+		for _, c := range cs {
+			if c.match(makeEvent(i)) {
+				want++
+			}
+		}
+	}
+	return want
+}
+
 func reconcile(c *consumer, n int) ConsumerResult {
-	r := ConsumerResult{Name: c.name, Protocol: c.protocol, Filter: c.policy}
+	r := ConsumerResult{Name: c.name, Via: "topic", Protocol: c.protocol, Filter: c.policy}
+	if c.bus {
+		r.Via = "bus"
+	}
 	for i := range n {
 		e := makeEvent(i)
 		got := c.seen[i]

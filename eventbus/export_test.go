@@ -1,0 +1,12 @@
+package eventbus
+
+// SetCrashAfterStore makes fireRule stop, as a crash would, between
+// storing an occurrence's deliveries and recording the occurrence, while
+// f returns an error; nil removes it.
+func SetCrashAfterStore(f func() error) {
+	if f == nil {
+		crashAfterStore.Store(nil)
+		return
+	}
+	crashAfterStore.Store(&f)
+}
