@@ -246,6 +246,10 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	targets.SetBus(s.putOnBus)
 	s.bg, s.cancel = context.WithCancel(context.Background())
 	s.passive = opts.Passive
+	if err := engine.Watch(s.bg, &s.wg, s.buses, s.applyBus); err != nil {
+		s.cancel()
+		return nil, err
+	}
 	if !opts.Passive {
 		// One process of a cluster fires scheduled rules: the holder of
 		// the lease "eventbridge-schedules".

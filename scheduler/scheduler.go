@@ -197,6 +197,10 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	if err := engine.Watch(bg, &s.wg, s.kv, s.applySchedule); err != nil {
+		cancel()
+		return nil, err
+	}
 	if !opts.Passive {
 		// One process of a cluster fires the schedules: the holder of
 		// the lease "scheduler" (another takes over when it dies).
