@@ -67,8 +67,11 @@ func (rq *request) writeJSON(b []byte) {
 
 // jsonBuf is a response body already encoded (by the Kinesis data-plane
 // calls, see kinesis_wire.go), in a buffer that goes back to a pool once
-// written.
-type jsonBuf struct{ b []byte }
+// written. The body is b[start:].
+type jsonBuf struct {
+	b     []byte
+	start int
+}
 
 var jsonBufs sync.Pool
 
@@ -86,12 +89,25 @@ func (jb *jsonBuf) free() {
 	if cap(jb.b) > 16<<20 {
 		return
 	}
-	jb.b = jb.b[:0]
+	jb.b, jb.start = jb.b[:0], 0
 	jsonBufs.Put(jb)
+}
+
+// prepend puts head in front of the body b[room:], in the room left
+// before it when head fits there, else by copying the body after it.
+func (jb *jsonBuf) prepend(room int, head []byte) {
+	if len(head) <= room {
+		jb.start = room - len(head)
+		copy(jb.b[jb.start:], head)
+		return
+	}
+	jb.b = append(head, jb.b[room:]...)
+	jb.start = 0
 }
 
 func (jb *jsonBuf) writeReply(rq *request) {
 	defer jb.free() // Write copies it or has sent it on return
-	rq.w.Header().Set("Content-Length", strconv.Itoa(len(jb.b)))
-	rq.writeJSON(jb.b)
+	body := jb.b[jb.start:]
+	rq.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	rq.writeJSON(body)
 }

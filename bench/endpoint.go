@@ -321,41 +321,14 @@ func measureEndpoint(ctx context.Context, cfg EndpointConfig, name string, n int
 		return EndpointTarget{}, err
 	}
 	defer srv.stop()
-	client := kinesis.NewFromConfig(aws.Config{
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
-		BaseEndpoint: aws.String(srv.url),
-	})
-	streamName := "bench-endpoint"
-	if _, err := client.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(streamName), ShardCount: aws.Int32(int32(cfg.Shards))}); err != nil {
-		return EndpointTarget{}, fmt.Errorf("CreateStream: %w", err)
-	}
-	shards, err := waitActive(ctx, client, streamName)
+	client, shards, entries, err := endpointSetup(ctx, cfg, srv.url, n)
 	if err != nil {
 		return EndpointTarget{}, err
-	}
-	if len(shards) != cfg.Shards {
-		return EndpointTarget{}, fmt.Errorf("stream has %d shards, want %d", len(shards), cfg.Shards)
-	}
-
-	// The records, built before the clock starts: record i's data is i in
-	// indexDigits decimal digits followed by filler, its partition key one
-	// of 1024 (so every shard gets some).
-	filler := make([]byte, cfg.RecordSize)
-	for i := range filler {
-		filler[i] = byte('a' + i%26)
-	}
-	entries := make([]ktypes.PutRecordsRequestEntry, n)
-	for i := range entries {
-		data := make([]byte, cfg.RecordSize)
-		copy(data, filler)
-		copy(data, fmt.Sprintf("%0*d", indexDigits, i))
-		entries[i] = ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String("pk-" + strconv.Itoa(i%1024))}
 	}
 	runtimeGC()
 
 	t0 := time.Now()
-	if err := endpointPut(ctx, client, streamName, entries, cfg.Producers); err != nil {
+	if err := endpointPut(ctx, client, endpointStream, entries, cfg.Producers); err != nil {
 		return EndpointTarget{}, fmt.Errorf("put: %w", err)
 	}
 	putSec := time.Since(t0).Seconds()
@@ -365,7 +338,7 @@ func measureEndpoint(ctx context.Context, cfg EndpointConfig, name string, n int
 	runtimeGC()
 
 	t0 = time.Now()
-	read, calls, err := endpointGet(ctx, client, streamName, shards, n, cfg.RecordSize)
+	read, calls, err := endpointGet(ctx, client, endpointStream, shards, n, cfg.RecordSize)
 	if err != nil {
 		return EndpointTarget{}, fmt.Errorf("get: %w", err)
 	}
@@ -379,6 +352,44 @@ func measureEndpoint(ctx context.Context, cfg EndpointConfig, name string, n int
 		GetSeconds: getSec, GetPerS: float64(read) / getSec,
 		GetRecordsCalls: calls,
 	}, nil
+}
+
+// endpointStream is the stream the endpoint scenario writes and reads.
+const endpointStream = "bench-endpoint"
+
+// endpointSetup is the untimed part of a target's run: the client of the
+// server at url, the stream of cfg.Shards shards (ACTIVE; its shard ids
+// returned) and the n records to put. Record i's data is i in indexDigits
+// decimal digits followed by filler, its partition key one of 1024 (so
+// every shard gets some).
+func endpointSetup(ctx context.Context, cfg EndpointConfig, url string, n int) (*kinesis.Client, []string, []ktypes.PutRecordsRequestEntry, error) {
+	client := kinesis.NewFromConfig(aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
+		BaseEndpoint: aws.String(url),
+	})
+	if _, err := client.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(endpointStream), ShardCount: aws.Int32(int32(cfg.Shards))}); err != nil {
+		return nil, nil, nil, fmt.Errorf("CreateStream: %w", err)
+	}
+	shards, err := waitActive(ctx, client, endpointStream)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(shards) != cfg.Shards {
+		return nil, nil, nil, fmt.Errorf("stream has %d shards, want %d", len(shards), cfg.Shards)
+	}
+	filler := make([]byte, cfg.RecordSize)
+	for i := range filler {
+		filler[i] = byte('a' + i%26)
+	}
+	entries := make([]ktypes.PutRecordsRequestEntry, n)
+	for i := range entries {
+		data := make([]byte, cfg.RecordSize)
+		copy(data, filler)
+		copy(data, fmt.Sprintf("%0*d", indexDigits, i))
+		entries[i] = ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String("pk-" + strconv.Itoa(i%1024))}
+	}
+	return client, shards, entries, nil
 }
 
 // waitActive waits for the stream to be ACTIVE and returns its shard ids.

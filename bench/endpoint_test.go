@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"os"
 	"strings"
+	"syscall"
+	"time"
 	"testing"
 
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -61,4 +64,51 @@ func TestRunEndpointMissingKinesalite(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kinesalite") {
 		t.Fatalf("err = %v, want one naming kinesalite", err)
 	}
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkEndpointGet is the get phase of the endpoint scenario against
+// runnel alone: b.N records put through the endpoint (untimed), then read
+// back with aws-sdk-go-v2 GetRecords, one reader per shard, as
+// `runnel bench endpoint` does. With RUNNEL_BENCH_PHASE_PROFILE=file it
+// writes a CPU profile of the read alone:
+//
+//	RUNNEL_BENCH_PHASE_PROFILE=/tmp/get.prof go test ./bench/ -run '^$' -bench EndpointGet -benchtime 200000x
+func BenchmarkEndpointGet(b *testing.B) {
+	b.StopTimer()
+	ctx := context.Background()
+	cfg := EndpointConfig{Workload: Workload{DataDir: os.Getenv("RUNNEL_BENCH_DIR")}}
+	cfg.setDefaults()
+	srv, err := startRunnelEndpoint(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.stop()
+	client, shards, entries, err := endpointSetup(ctx, cfg, srv.url, b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := endpointPut(ctx, client, endpointStream, entries, cfg.Producers); err != nil {
+		b.Fatal(err)
+	}
+	runtimeGC()
+	t := &btimer{b: b}
+	cpu0 := processCPU()
+	t.Start()
+	if _, _, err := endpointGet(ctx, client, endpointStream, shards, b.N, cfg.RecordSize); err != nil {
+		b.Fatal(err)
+	}
+	t.Stop()
+	// The process's CPU time (client and server together) per record: on
+	// a shared machine a steadier figure than the rate.
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/record")
+	b.ReportMetric(float64(b.N)/t.sw.elapsed.Seconds(), "records/s")
 }
