@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/internal/testenv"
 )
