@@ -372,50 +372,60 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 	count, size := 0, 0
 	full := false // the page ended inside a message
 	r := PageRecord{ShardID: h.shardIDs[it.Shard], epoch: h.desc.Epoch, shard: it.Shard}
-	for !full {
-		msg, idx := MessageOf(q)
-		if msg > lastMsg || count >= limit || size >= 10<<20 {
-			break
+	// visit hands the records of the stored message seq (body data) from
+	// position q on to each, until the page is full, and moves q past
+	// them; it reports whether the page has room for more.
+	visit := func(seq uint64, data []byte) (bool, error) {
+		from := 0
+		if msg, idx := MessageOf(q); seq == msg {
+			from = idx
 		}
-		need := limit - count
-		n := int(min(uint64((need+perMsg-1)/perMsg+1), lastMsg-msg+1))
-		got, err := s.getBatch(ctx, h, it.Shard, msg, n, 10<<20-size+1<<16, lastMsg, func(seq uint64, data []byte) (bool, error) {
-			from := 0
-			if seq == msg {
-				from = idx
-			}
-			e, err := openEnvelope(data)
+		e, err := openEnvelope(data)
+		if err != nil {
+			return false, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		msgsRead++
+		recsRead += e.count
+		r.ArrivalMs = e.arrivalMs
+		for k := 0; k < e.count; k++ {
+			pk, d, err := e.next()
 			if err != nil {
 				return false, awserr.New(awserr.ErrService, "read shard: %v", err)
 			}
-			msgsRead++
-			recsRead += e.count
-			r.ArrivalMs = e.arrivalMs
-			for k := 0; k < e.count; k++ {
-				pk, d, err := e.next()
-				if err != nil {
-					return false, awserr.New(awserr.ErrService, "read shard: %v", err)
-				}
-				if k < from {
-					continue
-				}
-				// Keep the page within limit and 10 MiB (the first
-				// record always goes): the records past either stay for
-				// the next call.
-				rs := len(d) + len(pk)
-				if count >= limit || (count > 0 && size+rs > 10<<20) {
-					q = Position(seq, k)
-					full = true
-					return false, nil
-				}
-				size += rs
-				count++
-				r.Seq, r.PartitionKey, r.Data = Position(seq, k), pk, d
-				each(&r)
+			if k < from {
+				continue
 			}
-			q = Position(seq+1, 0)
-			return count < limit, nil
-		})
+			// Keep the page within limit and 10 MiB (the first record
+			// always goes): the records past either stay for the next
+			// call.
+			rs := len(d) + len(pk)
+			if count >= limit || (count > 0 && size+rs > 10<<20) {
+				q = Position(seq, k)
+				full = true
+				return false, nil
+			}
+			size += rs
+			count++
+			r.Seq, r.PartitionKey, r.Data = Position(seq, k), pk, d
+			each(&r)
+		}
+		q = Position(seq+1, 0)
+		return count < limit, nil
+	}
+	for !full {
+		msg, _ := MessageOf(q)
+		if msg > lastMsg || count >= limit || size >= 10<<20 {
+			break
+		}
+		if body, ok := s.tail.get(h.desc.ID, it.Shard, msg); ok {
+			if _, err := visit(msg, body); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		need := limit - count
+		n := int(min(uint64((need+perMsg-1)/perMsg+1), lastMsg-msg+1))
+		got, err := s.getBatch(ctx, h, it.Shard, msg, n, 10<<20-size+1<<16, lastMsg, visit)
 		if err != nil {
 			return nil, err
 		}
@@ -426,8 +436,14 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 	if msgsRead > 0 {
 		h.perMsg[it.Shard].Store(int64(max(1, recsRead/msgsRead)))
 	}
-	if msg, _ := MessageOf(q); msg <= lastMsg {
-		if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {
+	if msg, idx := MessageOf(q); msg <= lastMsg {
+		// The next unread record's age; all of a message's records
+		// arrived together.
+		if body, ok := s.tail.get(h.desc.ID, it.Shard, msg); ok {
+			if e, err := openEnvelope(body); err == nil && idx < e.count {
+				out.MillisBehindLatest = max(0, now.Sub(time.UnixMilli(e.arrivalMs)).Milliseconds())
+			}
+		} else if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {
 			out.MillisBehindLatest = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
 		}
 	}
