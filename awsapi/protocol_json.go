@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"sync"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -73,24 +72,35 @@ type jsonBuf struct {
 	start int
 }
 
-var jsonBufs sync.Pool
+// jsonBufs holds buffers written, for reuse: a list of at most 8 of at
+// most maxKeptJSONBuf bytes (32 MiB in all) rather than a sync.Pool, which
+// every other garbage collection empties; a GetRecords page's buffer
+// (megabytes) grown again from nothing costs more than keeping it.
+var jsonBufs = make(chan *jsonBuf, 8)
+
+const maxKeptJSONBuf = 4 << 20
 
 // newJSONBuf returns an empty buffer with at least size bytes of room.
 func newJSONBuf(size int) *jsonBuf {
-	if jb, _ := jsonBufs.Get().(*jsonBuf); jb != nil {
+	select {
+	case jb := <-jsonBufs:
 		if cap(jb.b) >= size {
 			return jb
 		}
+	default:
 	}
 	return &jsonBuf{b: make([]byte, 0, size)}
 }
 
 func (jb *jsonBuf) free() {
-	if cap(jb.b) > 16<<20 {
+	if cap(jb.b) > maxKeptJSONBuf {
 		return
 	}
 	jb.b, jb.start = jb.b[:0], 0
-	jsonBufs.Put(jb)
+	select {
+	case jsonBufs <- jb:
+	default: // the list is full: left to the collector
+	}
 }
 
 // prepend puts head in front of the body b[room:], in the room left
