@@ -193,8 +193,21 @@ func FormatSequenceNumber(epoch int64, shard int, seq uint64) string {
 // so every sequence number of a stream has the same width.
 func AppendSequenceNumber(b []byte, epoch int64, shard int, seq uint64) []byte {
 	b = strconv.AppendInt(b, epoch, 10)
-	b = appendPadded(b, uint64(shard), 4)
-	return appendPadded(b, seq, 20)
+	if shard < 0 || shard > 9999 {
+		b = appendPadded(b, uint64(shard), 4)
+		return appendPadded(b, seq, 20)
+	}
+	// The 24 digits filled from the right (GetRecords writes one per record).
+	var d [24]byte
+	for i := 23; i >= 4; i-- {
+		d[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	for i, sh := 3, shard; i >= 0; i-- {
+		d[i] = byte('0' + sh%10)
+		sh /= 10
+	}
+	return append(b, d[:]...)
 }
 
 func appendPadded(b []byte, v uint64, width int) []byte {
