@@ -125,11 +125,20 @@ type getRecordsInput struct {
 }
 
 func kinesisGetRecords(rq *request, in *getRecordsInput) (any, error) {
-	o, err := rq.h.rn.Streams.GetRecords(rq.ctx, in.ShardIterator, in.Limit)
+	// The records are written as they are read, after room for the head
+	// of the body (MillisBehindLatest and NextShardIterator, known only
+	// once the page is read), which then goes just before them.
+	buf := newJSONBuf(getRecordsHeadRoom + 64<<10)
+	buf.b = append(buf.b[:getRecordsHeadRoom], `,"Records":[`...)
+	var enc recordEncoder
+	o, err := rq.h.rn.Streams.GetRecordsFunc(rq.ctx, in.ShardIterator, in.Limit, func(r *stream.PageRecord) {
+		buf.b = enc.append(buf.b, r)
+	})
 	if err != nil {
+		buf.free()
 		return nil, err
 	}
-	buf := newJSONBuf(getRecordsSize(o))
-	buf.b = appendGetRecords(buf.b, o)
+	buf.b = append(buf.b, "]}"...)
+	buf.prepend(getRecordsHeadRoom, appendGetRecordsHead(make([]byte, 0, 256), o))
 	return buf, nil
 }

@@ -38,10 +38,10 @@ func appendSeconds(b []byte, ms int64) []byte {
 // encoding/json.Marshal writes it (HTML-safe escaping): strings of plain
 // printable ASCII, like sequence numbers, shard ids and most partition
 // keys, are copied as they are; any other is written by encoding/json.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s)
+			j, _ := json.Marshal(string(s))
 			return append(b, j...)
 		}
 	}
@@ -50,11 +50,10 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendGetRecords appends GetRecords' response body: the bytes
-// json.Marshal wrote for it (a map, so the keys in order; each record's
-// fields in the order of the struct it used; Data in standard base64, ""
-// for no data), without the reflection and the per-record copies.
-func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
+// appendGetRecordsHead appends the start of GetRecords' response body, up
+// to the Records: MillisBehindLatest, NextShardIterator (left out when
+// there is none) and ChildShards (only at the end of a closed shard).
+func appendGetRecordsHead(b []byte, o *stream.GetRecordsOutput) []byte {
 	b = append(b, `{"MillisBehindLatest":`...)
 	b = strconv.AppendInt(b, o.MillisBehindLatest, 10)
 	if o.NextShardIterator != "" {
@@ -67,8 +66,42 @@ func appendGetRecords(b []byte, o *stream.GetRecordsOutput) []byte {
 		b = append(b, `,"ChildShards":`...)
 		b = append(b, c...)
 	}
-	b = append(b, `,"Records":`...)
-	return append(appendRecords(b, o.Records), '}')
+	return b
+}
+
+// getRecordsHeadRoom is the room GetRecords' response leaves before its
+// records for appendGetRecordsHead's bytes (a longer head is copied in
+// front of them instead).
+const getRecordsHeadRoom = 512
+
+// recordEncoder appends the records of a GetRecords page one at a time, as
+// appendRecords does, with the array's commas: the same bytes from a
+// stream.PageRecord, with no allocation. The arrival time, the same for
+// the records of one PutRecords call, is formatted once for them.
+type recordEncoder struct {
+	n       int
+	atMs    int64
+	atBytes []byte
+}
+
+func (e *recordEncoder) append(b []byte, r *stream.PageRecord) []byte {
+	if e.n > 0 {
+		b = append(b, ',')
+	}
+	if e.n == 0 || r.ArrivalMs != e.atMs {
+		e.atMs, e.atBytes = r.ArrivalMs, appendSeconds(e.atBytes[:0], r.ArrivalMs)
+	}
+	e.n++
+	// Sequence numbers are decimal digits: nothing to escape.
+	b = append(b, `{"SequenceNumber":"`...)
+	b = r.AppendSequenceNumber(b)
+	b = append(b, `","ApproximateArrivalTimestamp":`...)
+	b = append(b, e.atBytes...)
+	b = append(b, `,"Data":"`...)
+	b = base64.StdEncoding.AppendEncode(b, r.Data)
+	b = append(b, `","PartitionKey":`...)
+	b = appendJSONString(b, r.PartitionKey)
+	return append(b, `,"EncryptionType":"NONE"}`...)
 }
 
 // appendRecords appends records as a JSON array of API_Record (GetRecords'
@@ -91,16 +124,6 @@ func appendRecords(b []byte, records []stream.Record) []byte {
 		b = append(b, `,"EncryptionType":"NONE"}`...)
 	}
 	return append(b, ']')
-}
-
-// getRecordsSize is about the size of appendGetRecords' output.
-func getRecordsSize(o *stream.GetRecordsOutput) int {
-	n := 128 + len(o.NextShardIterator) + 256*len(o.ChildShards)
-	for i := range o.Records {
-		r := &o.Records[i]
-		n += 128 + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(len(r.Data)) + len(r.PartitionKey)
-	}
-	return n
 }
 
 // appendPutRecords appends PutRecords' response body, the bytes

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"sync"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -67,31 +66,58 @@ func (rq *request) writeJSON(b []byte) {
 
 // jsonBuf is a response body already encoded (by the Kinesis data-plane
 // calls, see kinesis_wire.go), in a buffer that goes back to a pool once
-// written.
-type jsonBuf struct{ b []byte }
+// written. The body is b[start:].
+type jsonBuf struct {
+	b     []byte
+	start int
+}
 
-var jsonBufs sync.Pool
+// jsonBufs holds buffers written, for reuse: a list of at most 8 of at
+// most maxKeptJSONBuf bytes (32 MiB in all) rather than a sync.Pool, which
+// every other garbage collection empties; a GetRecords page's buffer
+// (megabytes) grown again from nothing costs more than keeping it.
+var jsonBufs = make(chan *jsonBuf, 8)
+
+const maxKeptJSONBuf = 4 << 20
 
 // newJSONBuf returns an empty buffer with at least size bytes of room.
 func newJSONBuf(size int) *jsonBuf {
-	if jb, _ := jsonBufs.Get().(*jsonBuf); jb != nil {
+	select {
+	case jb := <-jsonBufs:
 		if cap(jb.b) >= size {
 			return jb
 		}
+	default:
 	}
 	return &jsonBuf{b: make([]byte, 0, size)}
 }
 
 func (jb *jsonBuf) free() {
-	if cap(jb.b) > 16<<20 {
+	if cap(jb.b) > maxKeptJSONBuf {
 		return
 	}
-	jb.b = jb.b[:0]
-	jsonBufs.Put(jb)
+	jb.b, jb.start = jb.b[:0], 0
+	select {
+	case jsonBufs <- jb:
+	default: // the list is full: left to the collector
+	}
+}
+
+// prepend puts head in front of the body b[room:], in the room left
+// before it when head fits there, else by copying the body after it.
+func (jb *jsonBuf) prepend(room int, head []byte) {
+	if len(head) <= room {
+		jb.start = room - len(head)
+		copy(jb.b[jb.start:], head)
+		return
+	}
+	jb.b = append(head, jb.b[room:]...)
+	jb.start = 0
 }
 
 func (jb *jsonBuf) writeReply(rq *request) {
 	defer jb.free() // Write copies it or has sent it on return
-	rq.w.Header().Set("Content-Length", strconv.Itoa(len(jb.b)))
-	rq.writeJSON(jb.b)
+	body := jb.b[jb.start:]
+	rq.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	rq.writeJSON(body)
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -77,6 +78,12 @@ type EndpointTarget struct {
 	GetPerS       float64
 	// GetRecordsCalls is how many GetRecords calls the read took.
 	GetRecordsCalls int64
+	// GetCPUMicros is the CPU time the read took per record read, in µs:
+	// this process's (the client's, and runnel's server, which runs in
+	// it) plus kinesalite's node process's. Unlike the rate, it hardly
+	// moves with what else runs on the machine. 0 where it cannot be read
+	// (not Linux).
+	GetCPUMicros float64
 }
 
 // EndpointReport is the result of RunEndpoint.
@@ -136,6 +143,9 @@ type endpointServer struct {
 	url         string
 	description string
 	stop        func()
+	// cpu is the CPU time the server's own process has used, when it is
+	// not this process (nil otherwise).
+	cpu func() time.Duration
 }
 
 func startRunnelEndpoint(ctx context.Context, cfg EndpointConfig) (*endpointServer, error) {
@@ -200,26 +210,67 @@ func measureEndpoint(ctx context.Context, cfg EndpointConfig, name string, n int
 		return EndpointTarget{}, err
 	}
 	defer srv.stop()
-	client := kinesis.NewFromConfig(aws.Config{
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
-		BaseEndpoint: aws.String(srv.url),
-	})
-	streamName := "bench-endpoint"
-	if _, err := client.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(streamName), ShardCount: aws.Int32(int32(cfg.Shards))}); err != nil {
-		return EndpointTarget{}, fmt.Errorf("CreateStream: %w", err)
-	}
-	shards, err := waitActive(ctx, client, streamName)
+	client, shards, entries, err := endpointSetup(ctx, cfg, srv.url, n)
 	if err != nil {
 		return EndpointTarget{}, err
 	}
-	if len(shards) != cfg.Shards {
-		return EndpointTarget{}, fmt.Errorf("stream has %d shards, want %d", len(shards), cfg.Shards)
-	}
+	runtimeGC()
 
-	// The records, built before the clock starts: record i's data is i in
-	// indexDigits decimal digits followed by filler, its partition key one
-	// of 1024 (so every shard gets some).
+	t0 := time.Now()
+	if err := endpointPut(ctx, client, endpointStream, entries, cfg.Producers); err != nil {
+		return EndpointTarget{}, fmt.Errorf("put: %w", err)
+	}
+	putSec := time.Since(t0).Seconds()
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "%-11s put %9d records %8.2f s %11.0f records/s\n", name, n, putSec, float64(n)/putSec)
+	}
+	runtimeGC()
+
+	cpu0 := srv.cpuTime()
+	t0 = time.Now()
+	read, calls, err := endpointGet(ctx, client, endpointStream, shards, n, cfg.RecordSize)
+	if err != nil {
+		return EndpointTarget{}, fmt.Errorf("get: %w", err)
+	}
+	getSec := time.Since(t0).Seconds()
+	getCPU := srv.cpuTime() - cpu0
+	if cfg.Progress != nil {
+		fmt.Fprintf(cfg.Progress, "%-11s get %9d records %8.2f s %11.0f records/s (%d GetRecords calls, %.2f µs CPU per record)\n", name, read, getSec, float64(read)/getSec, calls,
+			getCPU.Seconds()*1e6/float64(max(read, 1)))
+	}
+	return EndpointTarget{
+		Name: name, Server: srv.description, Records: n, Read: read,
+		PutSeconds: putSec, PutPerS: float64(n) / putSec,
+		GetSeconds: getSec, GetPerS: float64(read) / getSec,
+		GetRecordsCalls: calls,
+		GetCPUMicros:    getCPU.Seconds() * 1e6 / float64(max(read, 1)),
+	}, nil
+}
+
+// endpointStream is the stream the endpoint scenario writes and reads.
+const endpointStream = "bench-endpoint"
+
+// endpointSetup is the untimed part of a target's run: the client of the
+// server at url, the stream of cfg.Shards shards (ACTIVE; its shard ids
+// returned) and the n records to put. Record i's data is i in indexDigits
+// decimal digits followed by filler, its partition key one of 1024 (so
+// every shard gets some).
+func endpointSetup(ctx context.Context, cfg EndpointConfig, url string, n int) (*kinesis.Client, []string, []ktypes.PutRecordsRequestEntry, error) {
+	client := kinesis.NewFromConfig(aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
+		BaseEndpoint: aws.String(url),
+	})
+	if _, err := client.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(endpointStream), ShardCount: aws.Int32(int32(cfg.Shards))}); err != nil {
+		return nil, nil, nil, fmt.Errorf("CreateStream: %w", err)
+	}
+	shards, err := waitActive(ctx, client, endpointStream)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(shards) != cfg.Shards {
+		return nil, nil, nil, fmt.Errorf("stream has %d shards, want %d", len(shards), cfg.Shards)
+	}
 	filler := make([]byte, cfg.RecordSize)
 	for i := range filler {
 		filler[i] = byte('a' + i%26)
@@ -231,33 +282,52 @@ func measureEndpoint(ctx context.Context, cfg EndpointConfig, name string, n int
 		copy(data, fmt.Sprintf("%0*d", indexDigits, i))
 		entries[i] = ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String("pk-" + strconv.Itoa(i%1024))}
 	}
-	runtimeGC()
+	return client, shards, entries, nil
+}
 
-	t0 := time.Now()
-	if err := endpointPut(ctx, client, streamName, entries, cfg.Producers); err != nil {
-		return EndpointTarget{}, fmt.Errorf("put: %w", err)
+// cpuTime is the CPU time used so far by this process and, when it runs
+// apart, the server's process.
+func (s *endpointServer) cpuTime() time.Duration {
+	t := processCPU()
+	if s.cpu != nil {
+		t += s.cpu()
 	}
-	putSec := time.Since(t0).Seconds()
-	if cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "%-11s put %9d records %8.2f s %11.0f records/s\n", name, n, putSec, float64(n)/putSec)
-	}
-	runtimeGC()
+	return t
+}
 
-	t0 = time.Now()
-	read, calls, err := endpointGet(ctx, client, streamName, shards, n, cfg.RecordSize)
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPUOf is the CPU time (user and system, all threads) process pid
+// has used, from /proc/<pid>/stat (Linux; 0 elsewhere). The kernel counts
+// it in ticks of 1/100 s (USER_HZ).
+func processCPUOf(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return EndpointTarget{}, fmt.Errorf("get: %w", err)
+		return 0
 	}
-	getSec := time.Since(t0).Seconds()
-	if cfg.Progress != nil {
-		fmt.Fprintf(cfg.Progress, "%-11s get %9d records %8.2f s %11.0f records/s (%d GetRecords calls)\n", name, read, getSec, float64(read)/getSec, calls)
+	// The fields after the command name (in parentheses, which may hold
+	// spaces): state is field 3, utime 14 and stime 15.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
 	}
-	return EndpointTarget{
-		Name: name, Server: srv.description, Records: n, Read: read,
-		PutSeconds: putSec, PutPerS: float64(n) / putSec,
-		GetSeconds: getSec, GetPerS: float64(read) / getSec,
-		GetRecordsCalls: calls,
-	}, nil
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * (time.Second / 100)
 }
 
 // waitActive waits for the stream to be ACTIVE and returns its shard ids.
@@ -421,10 +491,10 @@ func (r *EndpointReport) Markdown() string {
 	fmt.Fprintf(&b, "Client: aws-sdk-go-v2 Kinesis, %d shards, PutRecords of %d records of %d bytes, %d producers at once; "+
 		"GetRecords (Limit %d) with one reader per shard from TRIM_HORIZON until every record was read back (each checked).\n\n",
 		c.Shards, endpointPutBatch, c.RecordSize, c.Producers, endpointGetLimit)
-	b.WriteString("| target | records | put s | put records/s | get s | get records/s | GetRecords calls | server |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| target | records | put s | put records/s | get s | get records/s | GetRecords calls | get CPU µs/record | server |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, t := range r.Targets {
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %.2f | %s | %d | %s |\n", t.Name, t.Records, t.PutSeconds, group(t.PutPerS), t.GetSeconds, group(t.GetPerS), t.GetRecordsCalls, t.Server)
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %.2f | %s | %d | %.2f | %s |\n", t.Name, t.Records, t.PutSeconds, group(t.PutPerS), t.GetSeconds, group(t.GetPerS), t.GetRecordsCalls, t.GetCPUMicros, t.Server)
 	}
 	if r.PeerSkipped != "" {
 		fmt.Fprintf(&b, "\nkinesalite not measured: %s\n", r.PeerSkipped)

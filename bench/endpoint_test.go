@@ -2,8 +2,12 @@ package bench
 
 import (
 	"context"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/internal/testenv"
 )
@@ -45,7 +49,8 @@ func TestRunEndpointSmall(t *testing.T) {
 		t.Fatalf("%d targets measured, want %d: %+v", len(rep.Targets), len(want), rep.Targets)
 	}
 	for _, tg := range rep.Targets {
-		if tg.Records != want[tg.Name] || tg.Read != tg.Records || tg.PutPerS <= 0 || tg.GetPerS <= 0 || tg.GetRecordsCalls < 3 {
+		if tg.Records != want[tg.Name] || tg.Read != tg.Records || tg.PutPerS <= 0 || tg.GetPerS <= 0 || tg.GetRecordsCalls < 3 ||
+			(runtime.GOOS == "linux" && tg.GetCPUMicros <= 0) {
 			t.Errorf("target %+v: want %d records put and read back", tg, want[tg.Name])
 		}
 		if !strings.Contains(rep.Markdown(), "| "+tg.Name+" | ") {
@@ -61,4 +66,60 @@ func TestRunEndpointMissingKinesalite(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kinesalite") {
 		t.Fatalf("err = %v, want one naming kinesalite", err)
 	}
+}
+
+// processCPUOf reads from /proc what getrusage says of this process (to a
+// few ticks of 10 ms): the figure kinesalite's node process is measured by.
+func TestProcessCPUOf(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	for x := 0; processCPU() < 300*time.Millisecond; x++ {
+		_ = strconv.Itoa(x) // burn CPU until the counters are well above a tick
+	}
+	self, proc := processCPU(), processCPUOf(os.Getpid())
+	if proc <= 0 || proc > self+20*time.Millisecond || proc < self-40*time.Millisecond {
+		t.Errorf("/proc/self/stat says %v of CPU, getrusage %v", proc, self)
+	}
+	if processCPUOf(-1) != 0 {
+		t.Error("a process that does not exist has CPU time")
+	}
+}
+
+// BenchmarkEndpointGet is the get phase of the endpoint scenario against
+// runnel alone: b.N records put through the endpoint (untimed), then read
+// back with aws-sdk-go-v2 GetRecords, one reader per shard, as
+// `runnel bench endpoint` does. With RUNNEL_BENCH_PHASE_PROFILE=file it
+// writes a CPU profile of the read alone:
+//
+//	RUNNEL_BENCH_PHASE_PROFILE=/tmp/get.prof go test ./bench/ -run '^$' -bench EndpointGet -benchtime 200000x
+func BenchmarkEndpointGet(b *testing.B) {
+	b.StopTimer()
+	ctx := context.Background()
+	cfg := EndpointConfig{Workload: Workload{DataDir: os.Getenv("RUNNEL_BENCH_DIR")}}
+	cfg.setDefaults()
+	srv, err := startRunnelEndpoint(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.stop()
+	client, shards, entries, err := endpointSetup(ctx, cfg, srv.url, b.N)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := endpointPut(ctx, client, endpointStream, entries, cfg.Producers); err != nil {
+		b.Fatal(err)
+	}
+	runtimeGC()
+	t := &btimer{b: b}
+	cpu0 := processCPU()
+	t.Start()
+	if _, _, err := endpointGet(ctx, client, endpointStream, shards, b.N, cfg.RecordSize); err != nil {
+		b.Fatal(err)
+	}
+	t.Stop()
+	// The process's CPU time (client and server together) per record: on
+	// a shared machine a steadier figure than the rate.
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e6/float64(b.N), "cpu-µs/record")
+	b.ReportMetric(float64(b.N)/t.sw.elapsed.Seconds(), "records/s")
 }

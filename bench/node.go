@@ -158,6 +158,7 @@ func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, erro
 		url:         "http://" + addr,
 		description: fmt.Sprintf("%s %s on node %s (%s)", p.name, version, strings.TrimSpace(string(nodeVersion)), p.how),
 		stop:        stop,
+		cpu:         func() time.Duration { return processCPUOf(cmd.Process.Pid) },
 	}, nil
 }
 

@@ -170,34 +170,60 @@ func (s *Service) getRecord(ctx context.Context, h *handle, sh int, q uint64) (R
 }
 
 // decode appends the records with indexes from..to-1 of the stored message
-// with sequence msg to dst (fewer when the message holds fewer). Keys are
-// copied; data aliases b.
+// with sequence msg to dst (fewer when the message holds fewer). Data
+// aliases b. The keys and the sequence numbers of the message's records
+// are copied into one string each, which the records' PartitionKey and
+// SequenceNumber are substrings of: two allocations per message rather
+// than two per record (a GetRecords page holds up to 10,000 records).
 func (h *handle) decode(dst []Record, sh int, msg uint64, b []byte, from, to int) ([]Record, error) {
 	e, err := openEnvelope(b)
 	if err != nil {
 		return dst, err
 	}
-	at := time.UnixMilli(e.arrivalMs).UTC()
 	to = min(to, e.count)
+	if from >= to {
+		return dst, nil
+	}
+	at := time.UnixMilli(e.arrivalMs).UTC()
+	var keyEnds [maxPerMessage]int32
+	var keyBuf [4096]byte
+	keys := keyBuf[:0]
+	start := len(dst)
 	for k := 0; k < to; k++ {
 		pk, data, err := e.next()
 		if err != nil {
-			return dst, err
+			return dst[:start], err
 		}
 		if k < from {
 			continue
 		}
-		q := Position(msg, k)
-		dst = append(dst, Record{
-			SequenceNumber:              FormatSequenceNumber(h.desc.Epoch, sh, q),
-			ApproximateArrivalTimestamp: at,
-			Data:                        data,
-			PartitionKey:                pk,
-			ShardID:                     h.shardIDs[sh],
-			Seq:                         q,
-		})
+		keys = append(keys, pk...)
+		keyEnds[k-from] = int32(len(keys))
+		dst = append(dst, Record{ApproximateArrivalTimestamp: at, Data: data, ShardID: h.shardIDs[sh], Seq: Position(msg, k)})
+	}
+	allKeys := string(keys)
+	seqs := h.sequenceNumbers(sh, msg, from, to)
+	w := len(seqs) / (to - from)
+	off := 0
+	for i := range dst[start:] {
+		r := &dst[start+i]
+		r.PartitionKey = allKeys[off:keyEnds[i]]
+		off = int(keyEnds[i])
+		r.SequenceNumber = seqs[i*w : (i+1)*w]
 	}
 	return dst, nil
+}
+
+// sequenceNumbers returns the sequence numbers of indexes from..to-1 of
+// message msg of shard sh, concatenated: all of a stream's have the same
+// width (FormatSequenceNumber).
+func (h *handle) sequenceNumbers(sh int, msg uint64, from, to int) string {
+	var buf [4096]byte
+	b := buf[:0]
+	for k := from; k < to; k++ {
+		b = AppendSequenceNumber(b, h.desc.Epoch, sh, Position(msg, k))
+	}
+	return string(b)
 }
 
 // msgAtTime returns the sequence of the first message of the shard that
@@ -253,6 +279,54 @@ type GetRecordsOutput struct {
 // shard iterator, at most 10 MiB (API_GetRecords). An iterator older than 5
 // minutes fails with ErrExpiredIterator.
 func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit int) (*GetRecordsOutput, error) {
+	var recs []Record
+	out, err := s.GetRecordsFunc(ctx, shardIterator, limit, func(r *PageRecord) {
+		recs = append(recs, Record{
+			SequenceNumber:              string(r.AppendSequenceNumber(nil)),
+			ApproximateArrivalTimestamp: time.UnixMilli(r.ArrivalMs).UTC(),
+			Data:                        r.Data,
+			PartitionKey:                string(r.PartitionKey),
+			ShardID:                     r.ShardID,
+			Seq:                         r.Seq,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Records = recs
+	if out.Records == nil && out.NextShardIterator == "" {
+		out.Records = []Record{} // the end of a closed shard
+	}
+	return out, nil
+}
+
+// PageRecord is a record of a GetRecords page as GetRecordsFunc hands it
+// over: the fields of Record without their copies. PartitionKey and Data
+// alias the stored message; they and the PageRecord are valid only during
+// the call.
+type PageRecord struct {
+	// Seq is the record's position (see Position).
+	Seq uint64
+	// ArrivalMs is ApproximateArrivalTimestamp in Unix milliseconds.
+	ArrivalMs    int64
+	PartitionKey []byte
+	Data         []byte
+	ShardID      string
+	epoch        int64
+	shard        int
+}
+
+// AppendSequenceNumber appends the record's SequenceNumber to b.
+func (r *PageRecord) AppendSequenceNumber(b []byte) []byte {
+	return AppendSequenceNumber(b, r.epoch, r.shard, r.Seq)
+}
+
+// GetRecordsFunc is GetRecords handing each record of the page to each,
+// in order, instead of collecting them: out.Records is nil. The endpoint
+// writes GetRecords' response this way, a record at a time as it is read,
+// without building a Record (two strings) per record. The rules, limits
+// and errors are GetRecords'.
+func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limit int, each func(r *PageRecord)) (*GetRecordsOutput, error) {
 	if limit == 0 {
 		limit = MaxGetRecordsLimit
 	}
@@ -288,7 +362,6 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	}
 	q := max(it.Next, Position(firstMsg, 0))
 	out := &GetRecordsOutput{}
-	size := 0
 	// Read in batched direct gets (jetstreamext.GetBatch) rather than one
 	// request per message: one request for about the messages the page
 	// needs (estimated from the shard's records per message so far) and
@@ -296,46 +369,63 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	// estimate fell short.
 	perMsg := max(1, int(h.perMsg[it.Shard].Load()))
 	var msgsRead, recsRead int
+	count, size := 0, 0
 	full := false // the page ended inside a message
-	for !full {
-		msg, idx := MessageOf(q)
-		if msg > lastMsg || len(out.Records) >= limit || size >= 10<<20 {
-			break
+	r := PageRecord{ShardID: h.shardIDs[it.Shard], epoch: h.desc.Epoch, shard: it.Shard}
+	// visit hands the records of the stored message seq (body data) from
+	// position q on to each, until the page is full, and moves q past
+	// them; it reports whether the page has room for more.
+	visit := func(seq uint64, data []byte) (bool, error) {
+		from := 0
+		if msg, idx := MessageOf(q); seq == msg {
+			from = idx
 		}
-		need := limit - len(out.Records)
-		n := int(min(uint64((need+perMsg-1)/perMsg+1), lastMsg-msg+1))
-		got, err := s.getBatch(ctx, h, it.Shard, msg, n, 10<<20-size+1<<16, lastMsg, func(seq uint64, data []byte) (bool, error) {
-			from := 0
-			if seq == msg {
-				from = idx
-			}
-			before := len(out.Records)
-			var err error
-			out.Records, err = h.decode(out.Records, it.Shard, seq, data, from, maxPerMessage)
+		e, err := openEnvelope(data)
+		if err != nil {
+			return false, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		msgsRead++
+		recsRead += e.count
+		r.ArrivalMs = e.arrivalMs
+		for k := 0; k < e.count; k++ {
+			pk, d, err := e.next()
 			if err != nil {
 				return false, awserr.New(awserr.ErrService, "read shard: %v", err)
 			}
-			msgsRead++
-			recsRead += len(out.Records) - before + from
-			// Keep the page within limit and 10 MiB: the records past
-			// either stay for the next call.
-			k := before
-			for ; k < len(out.Records) && k < limit; k++ {
-				rs := len(out.Records[k].Data) + len(out.Records[k].PartitionKey)
-				if k > 0 && size+rs > 10<<20 {
-					break
-				}
-				size += rs
+			if k < from {
+				continue
 			}
-			if k < len(out.Records) {
-				q = out.Records[k].Seq
-				out.Records = out.Records[:k]
+			// Keep the page within limit and 10 MiB (the first record
+			// always goes): the records past either stay for the next
+			// call.
+			rs := len(d) + len(pk)
+			if count >= limit || (count > 0 && size+rs > 10<<20) {
+				q = Position(seq, k)
 				full = true
 				return false, nil
 			}
-			q = Position(seq+1, 0)
-			return len(out.Records) < limit, nil
-		})
+			size += rs
+			count++
+			r.Seq, r.PartitionKey, r.Data = Position(seq, k), pk, d
+			each(&r)
+		}
+		q = Position(seq+1, 0)
+		return count < limit, nil
+	}
+	for !full {
+		msg, _ := MessageOf(q)
+		if msg > lastMsg || count >= limit || size >= 10<<20 {
+			break
+		}
+		if body, ok := s.tail.get(h.desc.ID, it.Shard, msg); ok {
+			if _, err := visit(msg, body); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		need := limit - count
+		n := int(min(uint64((need+perMsg-1)/perMsg+1), lastMsg-msg+1))
+		got, err := s.getBatch(ctx, h, it.Shard, msg, n, 10<<20-size+1<<16, lastMsg, visit)
 		if err != nil {
 			return nil, err
 		}
@@ -346,8 +436,14 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 	if msgsRead > 0 {
 		h.perMsg[it.Shard].Store(int64(max(1, recsRead/msgsRead)))
 	}
-	if msg, _ := MessageOf(q); msg <= lastMsg {
-		if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {
+	if msg, idx := MessageOf(q); msg <= lastMsg {
+		// The next unread record's age; all of a message's records
+		// arrived together.
+		if body, ok := s.tail.get(h.desc.ID, it.Shard, msg); ok {
+			if e, err := openEnvelope(body); err == nil && idx < e.count {
+				out.MillisBehindLatest = max(0, now.Sub(time.UnixMilli(e.arrivalMs)).Milliseconds())
+			}
+		} else if r, err := s.getRecord(ctx, h, it.Shard, q); err == nil {
 			out.MillisBehindLatest = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
 		}
 	}
@@ -355,9 +451,6 @@ func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit in
 		// The end of a closed shard: its children, and no iterator.
 		if out.ChildShards, err = s.childShards(ctx, it.Stream, h.shardIDs[it.Shard]); err != nil {
 			return nil, err
-		}
-		if out.Records == nil {
-			out.Records = []Record{}
 		}
 		return out, nil
 	}

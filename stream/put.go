@@ -171,6 +171,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 		shard   int
 		entries []int // request indexes, in order; entry k is record k of the message
 		size    int
+		body    []byte
 		future  jetstream.PubAckFuture
 	}
 	var chunks []*chunk
@@ -200,6 +201,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 		// Each shard's subject belongs to its own JetStream stream only, so
 		// no expected-stream header is needed. The guard header makes
 		// JetStream refuse the message once the shard's seal is stored.
+		c.body = body
 		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body})
 		if err != nil {
 			for _, i := range c.entries {
@@ -218,6 +220,9 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 		if h.rates != nil { // an ON_DEMAND stream: count the writes
 			h.rates[c.shard].bytes.Add(int64(c.size - envelopeHead - envelopePerRecord*len(c.entries)))
 			h.rates[c.shard].records.Add(int64(len(c.entries)))
+		}
+		if !ack.Duplicate {
+			s.tail.put(h.desc.ID, c.shard, ack.Sequence, c.body)
 		}
 		for k, i := range c.entries {
 			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}

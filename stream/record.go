@@ -161,12 +161,12 @@ func openEnvelope(b []byte) (envelope, error) {
 }
 
 // next returns the next record's key and data.
-func (e *envelope) next() (pk string, data []byte, err error) {
+func (e *envelope) next() (pk, data []byte, err error) {
 	n, w := binary.Uvarint(e.rest)
 	if w <= 0 || uint64(len(e.rest)-w) < n {
-		return "", nil, errBadEnvelope
+		return nil, nil, errBadEnvelope
 	}
-	pk = string(e.rest[w : w+int(n)])
+	pk = e.rest[w : w+int(n)]
 	e.rest = e.rest[w+int(n):]
 	if e.v1 {
 		data, e.rest = e.rest, nil
@@ -174,7 +174,7 @@ func (e *envelope) next() (pk string, data []byte, err error) {
 	}
 	n, w = binary.Uvarint(e.rest)
 	if w <= 0 || uint64(len(e.rest)-w) < n {
-		return "", nil, errBadEnvelope
+		return nil, nil, errBadEnvelope
 	}
 	data = e.rest[w : w+int(n) : w+int(n)]
 	e.rest = e.rest[w+int(n):]
@@ -184,11 +184,30 @@ func (e *envelope) next() (pk string, data []byte, err error) {
 // FormatSequenceNumber builds the public sequence number of log position
 // seq of shard index shard in a stream whose Epoch is epoch.
 func FormatSequenceNumber(epoch int64, shard int, seq uint64) string {
-	b := make([]byte, 0, 40)
+	var b [48]byte
+	return string(AppendSequenceNumber(b[:0], epoch, shard, seq))
+}
+
+// AppendSequenceNumber appends FormatSequenceNumber(epoch, shard, seq) to
+// b: the epoch's decimal digits, then shard in 4 digits and seq in 20,
+// so every sequence number of a stream has the same width.
+func AppendSequenceNumber(b []byte, epoch int64, shard int, seq uint64) []byte {
 	b = strconv.AppendInt(b, epoch, 10)
-	b = appendPadded(b, uint64(shard), 4)
-	b = appendPadded(b, seq, 20)
-	return string(b)
+	if shard < 0 || shard > 9999 {
+		b = appendPadded(b, uint64(shard), 4)
+		return appendPadded(b, seq, 20)
+	}
+	// The 24 digits filled from the right (GetRecords writes one per record).
+	var d [24]byte
+	for i := 23; i >= 4; i-- {
+		d[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	for i, sh := 3, shard; i >= 0; i-- {
+		d[i] = byte('0' + sh%10)
+		sh /= 10
+	}
+	return append(b, d[:]...)
 }
 
 func appendPadded(b []byte, v uint64, width int) []byte {

@@ -16,7 +16,7 @@ func TestEnvelopeVersions(t *testing.T) {
 	if err != nil || e.count != 1 || e.arrivalMs != 1234 {
 		t.Fatalf("v1: %+v, %v", e, err)
 	}
-	if pk, data, err := e.next(); err != nil || pk != "pk" || string(data) != "data-one" {
+	if pk, data, err := e.next(); err != nil || string(pk) != "pk" || string(data) != "data-one" {
 		t.Fatalf("v1 record = %q %q %v", pk, data, err)
 	}
 
@@ -34,7 +34,7 @@ func TestEnvelopeVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, pk+"="+string(data))
+		got = append(got, string(pk)+"="+string(data))
 	}
 	if len(got) != 3 || got[0] != "a=1" || got[1] != "=" || got[2] != "ccc=three" {
 		t.Errorf("v2 records = %q", got)

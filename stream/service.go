@@ -238,6 +238,9 @@ type Service struct {
 	// gens counts, per stream, the Forget calls: a handle loaded before one
 	// is not cached (it may hold the routing of before a reshard).
 	gens map[string]uint64
+	// tail keeps the messages put last for GetRecords (tail.go); nil for
+	// NewLog's streams.
+	tail *tailCache
 }
 
 // New opens the streams service on eng.
@@ -250,7 +253,8 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{eng: eng, meta: kv, consumers: consumers, handles: map[string]*handle{}, gens: map[string]uint64{}}, nil
+	return &Service{eng: eng, meta: kv, consumers: consumers, handles: map[string]*handle{}, gens: map[string]uint64{},
+		tail: newTailCache(DefaultTailCacheBytes)}, nil
 }
 
 // NewLog opens a second, separate set of streams (their descriptions in
