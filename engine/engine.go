@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/runnel-dev/runnel/lease"
 )
 
@@ -217,6 +218,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.pubConns, e.pubs = append(e.pubConns, pc), append(e.pubs, pjs)
 	}
 	e.NC, e.JS = nc, js
+	if err := e.serveMetaInfo(); err != nil {
+		e.closePublishers()
+		return fail(nc, err)
+	}
 	return e, nil
 }
 
@@ -303,23 +308,47 @@ func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (
 
 var errNotYet = errors.New("engine: not created yet")
 
-// ensure creates a resource every runnel process opens at start (a
-// bucket, a shared stream). On a node of an embedded cluster only the
-// JetStream meta leader creates it; the other nodes wait until lookup
-// finds it (at most 2 minutes): when several nodes starting at once
-// created one new replicated bucket together, all but one of their calls
-// hung until their timeout (nats-server 2.15.2). Elsewhere it creates.
+// EnsureObjectStore opens the object store of cfg, creating it (or
+// updating it to cfg) as EnsureStream does a stream.
+func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	var st jetstream.ObjectStore
+	err := e.ensure(ctx, func() (err error) {
+		st, err = e.JS.ObjectStore(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			return errNotYet
+		}
+		return err
+	}, func() (err error) {
+		st, err = e.JS.CreateOrUpdateObjectStore(ctx, cfg)
+		return err
+	})
+	return st, err
+}
+
+// ensureGrace is how long a cluster node that is not the meta leader
+// waits for the leader to create a resource before it creates it itself.
+const ensureGrace = 5 * time.Second
+
+// ensure creates a resource (a bucket, a shared stream). On a node of an
+// embedded cluster the JetStream meta leader creates it at once; the
+// other nodes wait until lookup finds it: when several nodes starting at
+// once created one new replicated bucket together, all but one of their
+// calls hung until their timeout (nats-server 2.15.2). A resource that
+// only this node needs now (opened on first use, e.g. by a Lambda API
+// call) is not created by the leader, so after ensureGrace the node
+// creates it itself. It gives up after 2 minutes. Elsewhere it creates.
 func (e *Engine) ensure(ctx context.Context, lookup, create func() error) error {
 	if e.srv == nil || e.cfg.Cluster.Listen == "" {
 		return create()
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(2 * time.Minute)
 	for {
 		err := lookup()
 		if !errors.Is(err, errNotYet) && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		if errors.Is(err, errNotYet) && e.srv.JetStreamIsLeader() {
+		if errors.Is(err, errNotYet) && (e.srv.JetStreamIsLeader() || time.Since(start) > ensureGrace) {
 			// A proposal lost in a leader change (a loaded machine) is
 			// never answered: try again until the deadline.
 			if err = create(); !errors.Is(err, context.DeadlineExceeded) {
@@ -388,13 +417,26 @@ func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
 		if _, err := e.EnsureBucket(ctx, lease.BucketConfig(lease.DefaultTTL, e.cfg.Replicas)); err != nil {
 			return nil, err
 		}
-		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger})
+		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger, Node: e.leaseNode()})
 		if err != nil {
 			return nil, err
 		}
 		e.leases = m
 	}
 	return e.leases, nil
+}
+
+// leaseNode names this process in lease values: a random NUID, after the
+// server name for an embedded cluster node ("node-1-Vd2cT0Jp"), so that
+// runnel cluster status shows which node holds what. The random part
+// keeps a restarted node apart from its former self, whose leases live
+// until they expire.
+func (e *Engine) leaseNode() string {
+	id := nuid.Next()
+	if e.srv != nil && e.cfg.Cluster.Listen != "" {
+		return e.srv.Name() + "-" + id[:8]
+	}
+	return id
 }
 
 // stopLeases stops renewing: released at Close, abandoned (left to

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func demoCmd(g *globals) *cobra.Command {
 	var jsonPath string
 	var quiet, outage, external bool
 	var outageCfg demo.Outage
+	var nodes demo.NodesConfig
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Put real flight records through a stream and a function, with failures injected, and reconcile",
@@ -60,6 +63,24 @@ must run inside runnel's source tree; it is slower than the in-process demo
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			fl := cmd.Flags()
+			if nodes.Nodes > 0 {
+				for _, f := range []string{"outage", "outage-at", "outage-records", "flaky", "failure-rate", "retry-attempts", "external", "nats-url"} {
+					if fl.Changed(f) {
+						return fmt.Errorf("--nodes runs without --%s (it starts its own nodes and injects only poison records)", f)
+					}
+				}
+				if !fl.Changed("maximum-retry-attempts") {
+					cfg.MaximumRetryAttempts = 2 // a batch that fails while a node dies is retried, not discarded
+				}
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				nodes.Binary = exe
+				cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
+				return runAndReport(cmd, func() (*demo.Result, error) { return demo.RunNodes(cmd.Context(), cfg, nodes) },
+					printNodes, jsonPath, (*demo.Result).Check)
+			}
 			if external {
 				for _, f := range []string{"outage", "outage-at", "outage-records", "flaky", "failure-rate", "retry-attempts"} {
 					if fl.Changed(f) {
@@ -119,6 +140,8 @@ must run inside runnel's source tree; it is slower than the in-process demo
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	f.BoolVar(&external, "external", false, "run through the AWS endpoint: aws-sdk-go-v2 producer, aws-lambda-go function binary (needs the Go toolchain and runnel's source tree: it runs go build)")
+	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
+	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the rows is put, kill the node running the mapping with SIGKILL and start it again (0: no kill)")
 	cmd.AddCommand(tradesCmd(g))
 	cmd.AddCommand(fanoutCmd(g))
 	return cmd
@@ -196,6 +219,16 @@ Reconciliation (records in = processed + on-failure queue; lost = neither):
   peak RSS                    %.0f MiB
 `, r.RecordsIn, r.ProcessedUnique, r.Invocations, r.Redeliveries, r.ToFailureDestination, r.PoisonInjected, r.PoisonInFailDest,
 		r.Unrecoverable, r.Lost, r.StatsMatch, diff(r.StatsDiff), r.ElapsedS, r.RecordsPerS, r.PeakRSSMiB)
+}
+
+// printNodes prints the reconciliation of demo --nodes.
+func printNodes(w io.Writer, r *demo.Result) {
+	printExternal(w, r)
+	fmt.Fprintf(w, "  nodes                       %d  (killed with SIGKILL and restarted: %d)\n", r.Nodes, r.NodeKills)
+	names := slices.Sorted(maps.Keys(r.RecordsByNode))
+	for _, n := range names {
+		fmt.Fprintf(w, "  processed by %-14s %d  (%.1f%%)\n", n, r.RecordsByNode[n], 100*float64(r.RecordsByNode[n])/float64(max(r.ProcessedUnique, 1)))
+	}
 }
 
 func diff(d string) string {
