@@ -53,7 +53,7 @@ type Node struct {
 	// NATS is the client address (--listen), AWS the AWS endpoint
 	// (--aws), Route the cluster address (--cluster-listen): host:port.
 	NATS, AWS, Route string
-	dataDir, logPath  string
+	dataDir, logPath string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
