@@ -107,6 +107,9 @@ type Engine struct {
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
 	leases  *lease.Manager
+	// ensureMu makes the creations other nodes ask for (serveEnsure)
+	// one at a time.
+	ensureMu sync.Mutex
 
 	// pubs are extra connections for the hot publish paths (PublisherJS):
 	// one connection is one reader goroutine in the server and one lock
@@ -274,7 +277,7 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 // updating it to cfg) as EnsureStream does a stream.
 func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
-	err := e.ensure(ctx, func() (err error) {
+	err := e.ensure(ctx, ensureRequest{Kind: kindBucket, Bucket: &cfg}, func() (err error) {
 		kv, err = e.JS.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			return errNotYet
@@ -293,7 +296,7 @@ func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig)
 // Bucket).
 func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	var st jetstream.Stream
-	err := e.ensure(ctx, func() (err error) {
+	err := e.ensure(ctx, ensureRequest{Kind: kindStream, Stream: &cfg}, func() (err error) {
 		st, err = e.JS.Stream(ctx, cfg.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return errNotYet
@@ -312,7 +315,7 @@ var errNotYet = errors.New("engine: not created yet")
 // updating it to cfg) as EnsureStream does a stream.
 func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 	var st jetstream.ObjectStore
-	err := e.ensure(ctx, func() (err error) {
+	err := e.ensure(ctx, ensureRequest{Kind: kindObjectStore, ObjectStore: &cfg}, func() (err error) {
 		st, err = e.JS.ObjectStore(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 			return errNotYet
@@ -325,35 +328,34 @@ func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStor
 	return st, err
 }
 
-// ensureGrace is how long a cluster node that is not the meta leader
-// waits for the leader to create a resource before it creates it itself.
-const ensureGrace = 5 * time.Second
-
 // ensure creates a resource (a bucket, a shared stream). On a node of an
-// embedded cluster the JetStream meta leader creates it at once; the
-// other nodes wait until lookup finds it: when several nodes starting at
-// once created one new replicated bucket together, all but one of their
-// calls hung until their timeout (nats-server 2.15.2). A resource that
-// only this node needs now (opened on first use, e.g. by a Lambda API
-// call) is not created by the leader, so after ensureGrace the node
-// creates it itself. It gives up after 2 minutes. Elsewhere it creates.
-func (e *Engine) ensure(ctx context.Context, lookup, create func() error) error {
+// embedded cluster only the JetStream meta leader creates it: when
+// several nodes starting at once created one new replicated bucket
+// together, all but one of their calls hung until their timeout
+// (nats-server 2.15.2). Another node asks the leader's node to create it
+// (req, over NATS, every 2 s: a resource opened on first use, e.g. by a
+// Lambda API call, is needed by this node alone) and waits until lookup
+// finds it, at most 2 minutes. Elsewhere it creates.
+func (e *Engine) ensure(ctx context.Context, req ensureRequest, lookup, create func() error) error {
 	if e.srv == nil || e.cfg.Cluster.Listen == "" {
 		return create()
 	}
-	start := time.Now()
-	deadline := start.Add(2 * time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
+	var asked time.Time
 	for {
 		err := lookup()
 		if !errors.Is(err, errNotYet) && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		if errors.Is(err, errNotYet) && (e.srv.JetStreamIsLeader() || time.Since(start) > ensureGrace) {
+		if errors.Is(err, errNotYet) && e.srv.JetStreamIsLeader() {
 			// A proposal lost in a leader change (a loaded machine) is
 			// never answered: try again until the deadline.
 			if err = create(); !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
+		} else if errors.Is(err, errNotYet) && time.Since(asked) > 2*time.Second {
+			asked = time.Now()
+			e.askLeaderToCreate(req)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("engine: the JetStream meta leader did not create it within 2 minutes: %w", err)

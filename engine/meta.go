@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // metaSubject is where every embedded cluster node answers who the
@@ -50,6 +52,9 @@ func (e *Engine) serveMetaInfo() error {
 	if _, ok := e.metaInfo(); !ok {
 		return nil
 	}
+	if err := e.serveEnsure(); err != nil {
+		return err
+	}
 	_, err := e.NC.Subscribe(metaSubject, func(m *nats.Msg) {
 		info, _ := e.metaInfo()
 		b, _ := json.Marshal(info)
@@ -76,4 +81,71 @@ func (e *Engine) MetaLeader(ctx context.Context) (MetaInfo, error) {
 		return MetaInfo{}, errors.Join(ErrNoMetaInfo, err)
 	}
 	return info, nil
+}
+
+// ensureSubject is where the meta leader's node takes requests to create
+// a resource (see ensure).
+const ensureSubject = "runnel.cluster.ensure"
+
+const (
+	kindStream      = "stream"
+	kindBucket      = "bucket"
+	kindObjectStore = "object-store"
+)
+
+// ensureRequest asks the meta leader's node to create a resource: one of
+// the configurations, by Kind.
+type ensureRequest struct {
+	Kind        string                       `json:"kind"`
+	Stream      *jetstream.StreamConfig      `json:"stream,omitempty"`
+	Bucket      *jetstream.KeyValueConfig    `json:"bucket,omitempty"`
+	ObjectStore *jetstream.ObjectStoreConfig `json:"object_store,omitempty"`
+}
+
+// askLeaderToCreate sends req to the meta leader's node, without waiting
+// for the creation (the caller looks the resource up).
+func (e *Engine) askLeaderToCreate(req ensureRequest) {
+	b, err := json.Marshal(req)
+	if err == nil {
+		err = e.NC.Publish(ensureSubject, b)
+	}
+	if err != nil {
+		e.Logger.Warn("engine: asking the meta leader to create a resource", "kind", req.Kind, "err", err)
+	}
+}
+
+// serveEnsure creates, on the meta leader's node, what other nodes ask
+// for (ensureSubject); the other nodes ignore the requests.
+func (e *Engine) serveEnsure() error {
+	_, err := e.NC.Subscribe(ensureSubject, func(m *nats.Msg) {
+		if !e.srv.JetStreamIsLeader() {
+			return
+		}
+		var req ensureRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			e.Logger.Warn("engine: a create request does not parse", "err", err)
+			return
+		}
+		go func() {
+			e.ensureMu.Lock()
+			defer e.ensureMu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var err error
+			switch {
+			case req.Kind == kindStream && req.Stream != nil:
+				_, err = e.EnsureStream(ctx, *req.Stream)
+			case req.Kind == kindBucket && req.Bucket != nil:
+				_, err = e.EnsureBucket(ctx, *req.Bucket)
+			case req.Kind == kindObjectStore && req.ObjectStore != nil:
+				_, err = e.EnsureObjectStore(ctx, *req.ObjectStore)
+			default:
+				err = fmt.Errorf("unknown kind %q", req.Kind)
+			}
+			if err != nil {
+				e.Logger.Warn("engine: creating a resource another node asked for", "kind", req.Kind, "err", err)
+			}
+		}()
+	})
+	return err
 }
