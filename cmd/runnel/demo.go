@@ -59,7 +59,17 @@ each batch's statistics in an SQS results queue. Poison records go to the
 mapping's on-failure queue; no flaky records, transient failures or outage.
 It builds the function with go build, so it needs the Go toolchain on PATH and
 must run inside runnel's source tree; it is slower than the in-process demo
-(every invocation goes over HTTP and JSON).`,
+(every invocation goes over HTTP and JSON).
+
+With --nodes 3 the demo starts three runnel nodes, each a separate process
+(runnel serve of this binary) on free loopback ports, whose embedded NATS
+servers form one cluster with JetStream replicas 3; it sets everything up and
+produces through the nodes' AWS endpoints, each call to the next node. The
+function (demo-flight-stats, built into the binary) runs on whichever node holds
+the mapping. Once --kill-node-at of the rows are put, the node running the
+mapping is killed with SIGKILL and started again. It reconciles as --external
+does (poison records only); --json adds nodes, node_kills and records_by_node.
+The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			fl := cmd.Flags()
