@@ -358,7 +358,7 @@ func (e *Engine) ensure(ctx context.Context, req ensureRequest, lookup, create f
 			e.askLeaderToCreate(req)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("engine: the JetStream meta leader did not create it within 2 minutes: %w", err)
+			return fmt.Errorf("engine: not created by the JetStream meta leader (waited %v): %w", time.Since(deadline.Add(-2*time.Minute)).Round(time.Second), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -340,10 +340,14 @@ func (s *Service) dropIndexes() {
 // Serve makes this process serve the queues: it takes the lease now if it
 // is free, and keeps trying every half TTL while another process holds
 // it, until Close. `runnel serve` and the demos call it; a CLI command
-// does not (it serves only when nobody else does).
+// does not (it serves only when nobody else does). A failure to take the
+// lease now (a leader election under way) is logged and tried again
+// later, not returned: the error is for the future.
 func (s *Service) Serve(ctx context.Context) error {
 	if _, err := s.tryAcquire(ctx, true); err != nil {
-		return err
+		// The leases' stream may be electing a leader (a cluster node
+		// died): the loop below tries again, as it does after a loss.
+		s.log.Warn("queue: taking the queues' lease failed; will retry", "err", err)
 	}
 	s.tasksWG.Add(1)
 	go func() {
