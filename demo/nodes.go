@@ -319,24 +319,8 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cl
 		Nodes: len(cl.Nodes), NodeKills: killer.kills, RecordsByNode: rd.byNode}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.ToFailureDestination = rd.delivered, rd.batches, rd.toFailure
-	failedRows := map[int64]bool{}
 	stats := flights.NewStats()
-	eachRow(prod.rows, func(sh int, pos uint64, row int64) {
-		switch {
-		case rd.done[sh].has(pos):
-			res.ProcessedUnique++
-			stats.Add(rd.flight(sh, pos))
-		case rd.failed[sh].has(pos):
-			res.Unrecoverable++
-			failedRows[row] = true
-			if poison[row] {
-				res.PoisonInFailDest++
-			}
-		default:
-			res.Lost++
-		}
-	})
-	res.Redeliveries = res.Deliveries - res.ProcessedUnique
+	failedRows := res.tally(prod.rows, rd.done, rd.failed, poison, func(sh int, pos uint64) { stats.Add(rd.flight(sh, pos)) })
 	if err := res.check(cfg, total, failedRows, stats); err != nil {
 		return nil, err
 	}
