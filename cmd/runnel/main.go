@@ -11,21 +11,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-dev/runnel"
-	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/demo"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
@@ -103,32 +98,12 @@ func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*r
 		Cluster: o.cluster, Replicas: o.replicas, Logger: log, Region: g.region, AccountID: g.account},
 		SNS: snsOpts}
 	rn, err := runnel.Open(ctx, cfg)
-	// A node started while its cluster elects leaders (another node just
-	// died) may see a JetStream call go unanswered: it opens again, at
-	// most 3 times, rather than exit.
-	for attempt := 2; err != nil && transientOpenError(err) && attempt <= 3 && ctx.Err() == nil; attempt++ {
-		log.Warn("serve: opening runnel failed with a transient error; trying again", "attempt", attempt, "err", err)
-		time.Sleep(2 * time.Second)
-		rn, err = runnel.Open(ctx, cfg)
-	}
 	if err != nil {
 		return nil, err
 	}
 	streams.Use(rn.Streams)
 	demoFn.Use(rn.Queues)
 	return rn, nil
-}
-
-// transientOpenError reports whether opening runnel failed on JetStream
-// not answering in time (a leader election), which opening again can
-// outlast.
-func transientOpenError(err error) bool {
-	var ae *awserr.Error
-	if errors.As(err, &ae) && ae.Spec() != nil && ae.Spec().Retryable {
-		return true
-	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 func main() {
