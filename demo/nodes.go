@@ -45,7 +45,9 @@ type NodesConfig struct {
 	// Binary is the runnel executable each node runs (`serve`); runnel
 	// passes os.Executable(). Required.
 	Binary string
-	// Nodes is the number of node processes. Default 3.
+	// Nodes is the number of node processes. Default 3. The JetStream
+	// replica count is min(Nodes, 3): 1 runs the same pipeline on one
+	// node, for comparison.
 	Nodes int
 	// KillAt is the share of the rows put (0 < KillAt < 1) after which
 	// the node running the flights mapping is killed with SIGKILL and
@@ -135,7 +137,8 @@ func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) 
 		}
 	}
 	say("starting %d runnel nodes (separate processes; logs in %s/node-*.log)", nc.Nodes, dir)
-	cl, err := nodeproc.Start(ctx, nodeproc.Config{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes})
+	replicas := min(nc.Nodes, 3) // --nodes 1: the same pipeline on one node, for comparison
+	cl, err := nodeproc.Start(ctx, nodeproc.Config{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes, Replicas: replicas})
 	if err != nil {
 		return nil, fmt.Errorf("demo --nodes: %w (the run's directory %s is kept)", err, dir)
 	}
@@ -154,7 +157,7 @@ func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) 
 	// A client of the cluster, for what the AWS API does not show: the
 	// leases (which node runs the mapping) and the on-failure pointers'
 	// records.
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{NATSURL: cl.NATSURL(), Replicas: nc.Nodes, Logger: cfg.Logger},
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{NATSURL: cl.NATSURL(), Replicas: replicas, Logger: cfg.Logger},
 		Mappings: mapping.Options{Passive: true}})
 	if err != nil {
 		return nil, err
