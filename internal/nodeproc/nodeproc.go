@@ -67,7 +67,7 @@ type Cluster struct {
 }
 
 // Start starts the nodes at once (each waits for its peers) and returns
-// when every one serves. On error the nodes already started are stopped.
+// when every one serves. A single node runs without the cluster flags. On error the nodes already started are stopped.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Binary == "" || cfg.Dir == "" {
 		return nil, errors.New("nodeproc: Binary and Dir are required")
@@ -121,8 +121,12 @@ func (c *Cluster) Start(ctx context.Context, i int) error {
 	}
 	args := []string{"--data-dir", n.dataDir}
 	args = append(args, c.cfg.Args...)
-	args = append(args, "serve", "--listen", n.NATS, "--aws", n.AWS, "--cluster-listen", n.Route,
-		"--routes", strings.Join(routes, ","), "--node-name", n.Name, "--status-every", "0")
+	args = append(args, "serve", "--listen", n.NATS, "--aws", n.AWS, "--node-name", n.Name, "--status-every", "0")
+	if len(c.Nodes) > 1 {
+		// One node alone is no cluster: its JetStream would wait for a
+		// meta leader that a single clustered server does not elect.
+		args = append(args, "--cluster-listen", n.Route, "--routes", strings.Join(routes, ","))
+	}
 	if c.cfg.Replicas > 0 {
 		args = append(args, "--replicas", fmt.Sprint(c.cfg.Replicas))
 	}
