@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,7 +356,7 @@ type nodeKiller struct {
 	rn      *runnel.Runnel
 	key     string
 	say     func(string, ...any)
-	log     interface{ Warn(string, ...any) }
+	log     *slog.Logger
 	started bool
 	kills   int
 	done    chan struct{}
