@@ -13,7 +13,7 @@ import (
 // again at half the rows, and the reconciliation's JSON says nothing was
 // lost, the statistics match, 3 nodes, 1 kill, and the records processed
 // per node add up. Skipped under -short (it builds the binary and runs
-// about a minute).
+// about 2 minutes on a loaded 2-core machine).
 func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
 	bin := runnelBinary(t)
 	dir := t.TempDir()
