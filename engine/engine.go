@@ -415,13 +415,9 @@ func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.leases == nil {
-		// The bucket first, by one creator in a cluster (ensure). An
-		// existing bucket is kept as it is: one made by an older runnel
-		// in memory cannot be updated to file storage.
-		if _, err := e.JS.KeyValue(ctx, lease.Bucket); err != nil {
-			if _, err := e.EnsureBucket(ctx, lease.BucketConfig(lease.DefaultTTL, e.cfg.Replicas)); err != nil {
-				return nil, err
-			}
+		// The bucket first, by one creator in a cluster (ensure).
+		if _, err := e.EnsureBucket(ctx, lease.BucketConfig(lease.DefaultTTL, e.cfg.Replicas)); err != nil {
+			return nil, err
 		}
 		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger, Node: e.leaseNode()})
 		if err != nil {

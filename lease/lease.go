@@ -88,20 +88,10 @@ type Lease struct {
 	gone bool
 }
 
-// BucketConfig is the leases bucket's configuration: history 1, the
-// bucket's TTL = ttl; memory storage with one replica, file storage with
-// more. A replicated memory stream comes back empty on a restarted
-// server: if that replica led before catching up, every lease vanished
-// while its holders still acted on it, and another process could take it
-// at once (seen in the cluster fault test: "wrong last sequence: 0" on
-// renewal). On a single server, memory keeps a restarted process from
-// waiting out its own former leases.
+// BucketConfig is the leases bucket's configuration: memory storage,
+// history 1, the bucket's TTL = ttl.
 func BucketConfig(ttl time.Duration, replicas int) jetstream.KeyValueConfig {
-	storage := jetstream.MemoryStorage
-	if replicas > 1 {
-		storage = jetstream.FileStorage
-	}
-	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: ttl, History: 1, Storage: storage, Replicas: max(1, replicas)}
+	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: ttl, History: 1, Storage: jetstream.MemoryStorage, Replicas: max(1, replicas)}
 }
 
 // New opens (creating if needed) the leases bucket and starts renewing.
