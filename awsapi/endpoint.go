@@ -123,8 +123,20 @@ func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lamb
 			rn.Functions.SetLogSink(h.logs) // in-process functions' START, END and REPORT
 		}
 		h.mux = h.restMux(Lambda, protoLambda, lambdaMaxBody)
-		if err := h.RestoreProcessFunctions(context.Background()); err != nil {
-			lopts.Logger.Error("lambda api: restoring process functions", "err", err)
+		// Bounded tries: listing a new object store in a cluster under
+		// load hung for minutes once (its consumer's creation unanswered),
+		// and the node did not serve meanwhile.
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := h.RestoreProcessFunctions(ctx)
+			cancel()
+			if err == nil || attempt == 3 {
+				if err != nil {
+					lopts.Logger.Error("lambda api: restoring process functions", "err", err)
+				}
+				break
+			}
+			lopts.Logger.Warn("lambda api: restoring process functions; trying again", "attempt", attempt, "err", err)
 		}
 	}
 	return h

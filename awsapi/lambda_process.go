@@ -169,7 +169,7 @@ func (h *Handler) RestoreProcessFunctions(ctx context.Context) error {
 }
 
 func (h *Handler) codeStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	s, err := h.rn.Engine.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	s, err := h.rn.Engine.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: FunctionCodeBucket, Storage: jetstream.FileStorage, Replicas: h.rn.Engine.Replicas(),
 	})
 	if err != nil {

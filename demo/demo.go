@@ -67,6 +67,14 @@ type Result struct {
 	PeakRSSMiB       float64                `json:"peak_rss_mib"`
 	Top              []flights.AirportStats `json:"top_airports"`
 	Incident         *Incident              `json:"incident,omitempty"`
+
+	// Nodes is the number of runnel node processes (demo --nodes), and
+	// NodeKills how many of them were killed with SIGKILL mid-run.
+	Nodes     int `json:"nodes,omitempty"`
+	NodeKills int `json:"node_kills,omitempty"`
+	// RecordsByNode is, per node, the records it processed first (its
+	// share of the work; demo --nodes).
+	RecordsByNode map[string]int64 `json:"records_by_node,omitempty"`
 }
 
 // Check is the reconciliation's verdict: nil when nothing is lost, the

@@ -212,22 +212,7 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations = rd.delivered, rd.batches
 	res.ToFailureDestination = rd.toFailure
-	failedRows := map[int64]bool{}
-	eachRow(prod.rows, func(sh int, pos uint64, row int64) {
-		switch {
-		case rd.done[sh].has(pos):
-			res.ProcessedUnique++
-		case rd.failed[sh].has(pos):
-			res.Unrecoverable++
-			failedRows[row] = true
-			if poison[row] {
-				res.PoisonInFailDest++
-			}
-		default:
-			res.Lost++
-		}
-	})
-	res.Redeliveries = res.Deliveries - res.ProcessedUnique
+	failedRows := res.tally(prod.rows, rd.done, rd.failed, poison, nil)
 	if err := res.check(cfg, total, failedRows, rd.stats); err != nil {
 		return nil, err
 	}

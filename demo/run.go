@@ -162,17 +162,7 @@ type run struct {
 // openRun counts the rows, makes a data directory named prefix* under
 // Config.DataDir and opens runnel with its engine in sub of it.
 func openRun(ctx context.Context, cfg Config, prefix, sub string) (*run, error) {
-	total, err := flights.Count(cfg.DataPath)
-	if err != nil {
-		return nil, fmt.Errorf("demo: %w (--data names the parquet file; without it the embedded one is read)", err)
-	}
-	if cfg.Records > 0 && int64(cfg.Records) < total {
-		total = int64(cfg.Records)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(cfg.DataDir, prefix)
+	total, dir, err := prepareRun(cfg, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +177,50 @@ func openRun(ctx context.Context, cfg Config, prefix, sub string) (*run, error) 
 		return nil, err
 	}
 	return &run{total: total, dir: dir, rn: rn, close: func() { rn.Close(); removeDir() }}, nil
+}
+
+// tally sorts every record the producer stored (rows) into processed
+// (done), in the on-failure destination (failed, not processed) or lost,
+// counting them in res; processed, when set, is called for each processed
+// one. It returns the parquet rows of the failed records.
+func (res *Result) tally(rows [][]int32, done, failed []positions, poison map[int64]bool, processed func(sh int, pos uint64)) map[int64]bool {
+	failedRows := map[int64]bool{}
+	eachRow(rows, func(sh int, pos uint64, row int64) {
+		switch {
+		case done[sh].has(pos):
+			res.ProcessedUnique++
+			if processed != nil {
+				processed(sh, pos)
+			}
+		case failed[sh].has(pos):
+			res.Unrecoverable++
+			failedRows[row] = true
+			if poison[row] {
+				res.PoisonInFailDest++
+			}
+		default:
+			res.Lost++
+		}
+	})
+	res.Redeliveries = res.Deliveries - res.ProcessedUnique
+	return failedRows
+}
+
+// prepareRun counts the rows of the run and makes its data directory,
+// named prefix* under Config.DataDir.
+func prepareRun(cfg Config, prefix string) (total int64, dir string, err error) {
+	total, err = flights.Count(cfg.DataPath)
+	if err != nil {
+		return 0, "", fmt.Errorf("demo: %w (--data names the parquet file; without it the embedded one is read)", err)
+	}
+	if cfg.Records > 0 && int64(cfg.Records) < total {
+		total = int64(cfg.Records)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return 0, "", err
+	}
+	dir, err = os.MkdirTemp(cfg.DataDir, prefix)
+	return total, dir, err
 }
 
 // markRows picks n distinct rows of total (fewer when total runs out),

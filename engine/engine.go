@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/runnel-dev/runnel/lease"
 )
 
@@ -106,6 +107,9 @@ type Engine struct {
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
 	leases  *lease.Manager
+	// ensureMu makes the creations other nodes ask for (serveEnsure)
+	// one at a time.
+	ensureMu sync.Mutex
 
 	// pubs are extra connections for the hot publish paths (PublisherJS):
 	// one connection is one reader goroutine in the server and one lock
@@ -220,6 +224,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.pubConns, e.pubs = append(e.pubConns, pc), append(e.pubs, pjs)
 	}
 	e.NC, e.JS = nc, js
+	if err := e.serveMetaInfo(); err != nil {
+		e.closePublishers()
+		return fail(nc, err)
+	}
 	return e, nil
 }
 
@@ -272,7 +280,7 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 // updating it to cfg) as EnsureStream does a stream.
 func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
-	err := e.ensure(ctx, func() (err error) {
+	err := e.ensure(ctx, ensureRequest{Kind: kindBucket, Bucket: &cfg}, func() (err error) {
 		kv, err = e.JS.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			return errNotYet
@@ -291,7 +299,7 @@ func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig)
 // Bucket).
 func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	var st jetstream.Stream
-	err := e.ensure(ctx, func() (err error) {
+	err := e.ensure(ctx, ensureRequest{Kind: kindStream, Stream: &cfg}, func() (err error) {
 		st, err = e.JS.Stream(ctx, cfg.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return errNotYet
@@ -306,17 +314,37 @@ func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (
 
 var errNotYet = errors.New("engine: not created yet")
 
-// ensure creates a resource every runnel process opens at start (a
-// bucket, a shared stream). On a node of an embedded cluster only the
-// JetStream meta leader creates it; the other nodes wait until lookup
-// finds it (at most 2 minutes): when several nodes starting at once
-// created one new replicated bucket together, all but one of their calls
-// hung until their timeout (nats-server 2.15.2). Elsewhere it creates.
-func (e *Engine) ensure(ctx context.Context, lookup, create func() error) error {
+// EnsureObjectStore opens the object store of cfg, creating it (or
+// updating it to cfg) as EnsureStream does a stream.
+func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	var st jetstream.ObjectStore
+	err := e.ensure(ctx, ensureRequest{Kind: kindObjectStore, ObjectStore: &cfg}, func() (err error) {
+		st, err = e.JS.ObjectStore(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			return errNotYet
+		}
+		return err
+	}, func() (err error) {
+		st, err = e.JS.CreateOrUpdateObjectStore(ctx, cfg)
+		return err
+	})
+	return st, err
+}
+
+// ensure creates a resource (a bucket, a shared stream). On a node of an
+// embedded cluster only the JetStream meta leader creates it: when
+// several nodes starting at once created one new replicated bucket
+// together, all but one of their calls hung until their timeout
+// (nats-server 2.15.2). Another node asks the leader's node to create it
+// (req, over NATS, every 2 s: a resource opened on first use, e.g. by a
+// Lambda API call, is needed by this node alone) and waits until lookup
+// finds it, at most 2 minutes. Elsewhere it creates.
+func (e *Engine) ensure(ctx context.Context, req ensureRequest, lookup, create func() error) error {
 	if e.srv == nil || e.cfg.Cluster.Listen == "" {
 		return create()
 	}
 	deadline := time.Now().Add(2 * time.Minute)
+	var asked time.Time
 	for {
 		err := lookup()
 		if !errors.Is(err, errNotYet) && !errors.Is(err, context.DeadlineExceeded) {
@@ -328,9 +356,12 @@ func (e *Engine) ensure(ctx context.Context, lookup, create func() error) error 
 			if err = create(); !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
+		} else if errors.Is(err, errNotYet) && time.Since(asked) > 2*time.Second {
+			asked = time.Now()
+			e.askLeaderToCreate(req)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("engine: the JetStream meta leader did not create it within 2 minutes: %w", err)
+			return fmt.Errorf("engine: not created by the JetStream meta leader (waited %v): %w", time.Since(deadline.Add(-2*time.Minute)).Round(time.Second), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -391,13 +422,26 @@ func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
 		if _, err := e.EnsureBucket(ctx, lease.BucketConfig(lease.DefaultTTL, e.cfg.Replicas)); err != nil {
 			return nil, err
 		}
-		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger})
+		m, err := lease.New(ctx, e.JS, lease.Options{Replicas: e.cfg.Replicas, Logger: e.Logger, Node: e.leaseNode()})
 		if err != nil {
 			return nil, err
 		}
 		e.leases = m
 	}
 	return e.leases, nil
+}
+
+// leaseNode names this process in lease values: a random NUID, after the
+// server name for an embedded cluster node ("node-1-Vd2cT0Jp"), so that
+// runnel cluster status shows which node holds what. The random part
+// keeps a restarted node apart from its former self, whose leases live
+// until they expire.
+func (e *Engine) leaseNode() string {
+	id := nuid.Next()
+	if e.srv != nil && e.cfg.Cluster.Listen != "" {
+		return e.srv.Name() + "-" + id[:8]
+	}
+	return id
 }
 
 // stopLeases stops renewing: released at Close, abandoned (left to

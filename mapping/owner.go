@@ -68,13 +68,24 @@ type owner struct {
 // the stored mappings (starting them), and starts the watch and balance
 // loops. Called by NewService for a service that is not passive.
 func (s *Service) startOwnership(ctx context.Context) error {
-	m, err := s.eng.Leases(ctx)
-	if err != nil {
-		return err
-	}
-	s.own.leases = m
-	if s.own.node, err = m.Acquire(ctx, nodeLeasePrefix+m.Node()); err != nil {
-		return err
+	// A node restarted while the leases' stream elects a leader (another
+	// node died) waits through it, for at most 2 minutes.
+	var err error
+	for start := time.Now(); ; {
+		var m *lease.Manager
+		if m, err = s.eng.Leases(ctx); err == nil {
+			s.own.leases = m
+			if s.own.node, err = m.Acquire(ctx, nodeLeasePrefix+m.Node()); err == nil {
+				break
+			}
+		}
+		if ctx.Err() != nil || time.Since(start) > 2*time.Minute {
+			return err
+		}
+		s.eng.Logger.Warn("mapping: taking this node's presence lease failed; will retry", "err", err)
+		if err := engine.Sleep(ctx, clockwork.NewRealClock(), time.Second); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	s.balanceLocked(ctx)

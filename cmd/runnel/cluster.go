@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -59,6 +60,11 @@ func printCluster(ctx context.Context, w io.Writer, rn *runnel.Runnel) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", n, len(work[n]), strings.Join(work[n], " "))
 	}
 	tw.Flush()
+	if mi, err := rn.Engine.MetaLeader(ctx); err == nil {
+		fmt.Fprintf(w, "\nJetStream meta leader: %s (as seen by %s, %d peers)\n", cmp.Or(mi.Leader, "none (an election is under way)"), mi.Node, mi.Peers)
+	} else {
+		fmt.Fprintln(w, "\nJetStream meta leader: unknown (no embedded cluster node answered)")
+	}
 	fmt.Fprintln(w, "\nmappings")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "mapping\tfunction\tstate\tnode\tmax iterator age")

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func demoCmd(g *globals) *cobra.Command {
 	var jsonPath string
 	var quiet, outage, external bool
 	var outageCfg demo.Outage
+	var nodes demo.NodesConfig
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Put real flight records through a stream and a function, with failures injected, and reconcile",
@@ -56,10 +59,38 @@ each batch's statistics in an SQS results queue. Poison records go to the
 mapping's on-failure queue; no flaky records, transient failures or outage.
 It builds the function with go build, so it needs the Go toolchain on PATH and
 must run inside runnel's source tree; it is slower than the in-process demo
-(every invocation goes over HTTP and JSON).`,
+(every invocation goes over HTTP and JSON).
+
+With --nodes 3 the demo starts three runnel nodes, each a separate process
+(runnel serve of this binary) on free loopback ports, whose embedded NATS
+servers form one cluster with JetStream replicas 3; it sets everything up and
+produces through the nodes' AWS endpoints, each call to the next node. The
+function (demo-flight-stats, built into the binary) runs on whichever node holds
+the mapping. Once --kill-node-at of the rows are put, the node running the
+mapping is killed with SIGKILL and started again. It reconciles as --external
+does (poison records only); --json adds nodes, node_kills and records_by_node.
+The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			fl := cmd.Flags()
+			if nodes.Nodes > 0 {
+				for _, f := range []string{"outage", "outage-at", "outage-records", "flaky", "failure-rate", "retry-attempts", "external", "nats-url"} {
+					if fl.Changed(f) {
+						return fmt.Errorf("--nodes runs without --%s (it starts its own nodes and injects only poison records)", f)
+					}
+				}
+				if !fl.Changed("maximum-retry-attempts") {
+					cfg.MaximumRetryAttempts = 2 // a batch that fails while a node dies is retried, not discarded
+				}
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				nodes.Binary = exe
+				cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
+				return runAndReport(cmd, func() (*demo.Result, error) { return demo.RunNodes(cmd.Context(), cfg, nodes) },
+					printNodes, jsonPath, (*demo.Result).Check)
+			}
 			if external {
 				for _, f := range []string{"outage", "outage-at", "outage-records", "flaky", "failure-rate", "retry-attempts"} {
 					if fl.Changed(f) {
@@ -119,6 +150,8 @@ must run inside runnel's source tree; it is slower than the in-process demo
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	f.BoolVar(&external, "external", false, "run through the AWS endpoint: aws-sdk-go-v2 producer, aws-lambda-go function binary (needs the Go toolchain and runnel's source tree: it runs go build)")
+	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
+	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the rows is put, kill the node running the mapping with SIGKILL and start it again (0: no kill)")
 	cmd.AddCommand(tradesCmd(g))
 	cmd.AddCommand(fanoutCmd(g))
 	return cmd
@@ -204,6 +237,16 @@ Reconciliation (records in = processed + on-failure queue; lost = neither):
   peak RSS                    %.0f MiB
 `, r.RecordsIn, r.ProcessedUnique, r.Invocations, r.Redeliveries, r.ToFailureDestination, r.PoisonInjected, r.PoisonInFailDest,
 		r.Unrecoverable, r.Lost, r.StatsMatch, diff(r.StatsDiff), r.ElapsedS, r.RecordsPerS, r.PeakRSSMiB)
+}
+
+// printNodes prints the reconciliation of demo --nodes.
+func printNodes(w io.Writer, r *demo.Result) {
+	printExternal(w, r)
+	fmt.Fprintf(w, "  nodes                       %d  (killed with SIGKILL and restarted: %d)\n", r.Nodes, r.NodeKills)
+	names := slices.Sorted(maps.Keys(r.RecordsByNode))
+	for _, n := range names {
+		fmt.Fprintf(w, "  processed by %-14s %d  (%.1f%%)\n", n, r.RecordsByNode[n], 100*float64(r.RecordsByNode[n])/float64(max(r.ProcessedUnique, 1)))
+	}
 }
 
 func diff(d string) string {

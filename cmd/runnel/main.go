@@ -21,7 +21,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/demo"
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/sns"
@@ -79,17 +81,28 @@ type serveOptions struct {
 func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*runnel.Runnel, error) {
 	log := g.logger()
 	streams := builtin.Register(log)
+	node := o.cluster.Name
+	if node == "" {
+		host, _ := os.Hostname()
+		node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	demoFn, err := demo.RegisterNodeFunction(function.DefaultRegistry(), node)
+	if err != nil {
+		return nil, err
+	}
 	var snsOpts sns.Options
 	if awsAddr != "" {
 		snsOpts.BaseURL = "http://" + awsAddr
 	}
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: o.listen,
+	cfg := runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: o.listen,
 		Cluster: o.cluster, Replicas: o.replicas, Logger: log, Region: g.region, AccountID: g.account},
-		SNS: snsOpts})
+		SNS: snsOpts}
+	rn, err := runnel.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	streams.Use(rn.Streams)
+	demoFn.Use(rn.Queues)
 	return rn, nil
 }
 

@@ -31,7 +31,8 @@ handler name, event source mappings; see package stack), and runs the mappings
 until SIGINT or SIGTERM, then stores their checkpoints and stops. Stored
 mappings from earlier runs resume from their checkpoints.
 
-Handlers built into this binary: noop, log, fail, fail-on-poison.
+Handlers built into this binary: noop, log, slow-log, fail, fail-on-poison, and
+demo-flight-stats (the function of runnel demo --nodes).
 
 With --listen the embedded JetStream also accepts NATS clients, so other
 runnel commands can work on the same data with --nats-url while serve runs.

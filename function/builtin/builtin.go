@@ -15,6 +15,10 @@
 //   - "fail-on-poison": fails any record whose data contains the bytes
 //     "poison": on a stream the whole batch fails (bisect isolates the
 //     record); on a queue the message is reported in batchItemFailures.
+//   - "log-fail-on-poison": "fail-on-poison", and the records of a batch
+//     (a message) without poison are logged as "log" does: a logged
+//     record is one the function succeeded on (the cluster fault test
+//     reads them from the nodes' logs).
 //
 // Programs that embed runnel register their own handlers with
 // function.Register, or in the function.Registry of their instance.
@@ -49,9 +53,27 @@ type perRecord struct {
 	log     *slog.Logger
 	each    func(ctx context.Context, r events.KinesisEventRecord) error
 	after   func(ctx context.Context) error
+	// check, when set, is applied to every record of a batch (a message)
+	// before each sees any: its first error fails the batch (the message).
+	check func(r events.KinesisEventRecord) error
+}
+
+func (p perRecord) checkAll(recs []events.KinesisEventRecord) error {
+	if p.check == nil {
+		return nil
+	}
+	for _, r := range recs {
+		if err := p.check(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p perRecord) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	if err := p.checkAll(ev.Records); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
 	for _, r := range ev.Records {
 		if err := p.each(ctx, r); err != nil {
 			return events.KinesisEventResponse{}, err
@@ -75,6 +97,10 @@ func (p perRecord) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 				continue
 			}
+		}
+		if err := p.checkAll(recs); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
 		}
 		for _, r := range recs {
 			if err := p.each(ctx, r); err != nil {
@@ -130,11 +156,15 @@ func RegisterIn(reg *function.Registry, log *slog.Logger) *Streams {
 		}
 	}})
 	register("fail", perRecord{streams: streams, log: log, each: func(context.Context, events.KinesisEventRecord) error { return ErrAlwaysFails }})
-	register("fail-on-poison", perRecord{streams: streams, log: log, each: func(ctx context.Context, r events.KinesisEventRecord) error {
+	failOnPoison := func(r events.KinesisEventRecord) error {
 		if bytes.Contains(r.Kinesis.Data, []byte("poison")) {
 			return ErrPoison
 		}
 		return nil
+	}
+	register("fail-on-poison", perRecord{streams: streams, log: log, each: func(ctx context.Context, r events.KinesisEventRecord) error {
+		return failOnPoison(r)
 	}})
+	register("log-fail-on-poison", perRecord{streams: streams, log: log, check: failOnPoison, each: logRecord})
 	return streams
 }

@@ -1,0 +1,526 @@
+package demo
+
+// The cluster flight demo (`runnel demo --nodes 3`): the flights go
+// through runnel nodes running as separate processes, whose embedded NATS
+// servers form one cluster (JetStream replicas 3). Everything is set up
+// and produced through the nodes' AWS endpoints, spread over all of them;
+// the function is built into the binary (nodefn.go) and runs on whichever
+// node holds the mapping. Mid-run the node running the mapping is killed
+// with SIGKILL and started again; the demo then reconciles as the
+// single-node demo does.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/demo/flights"
+	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/internal/nodeproc"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// NodesConfig configures the cluster demo (RunNodes).
+type NodesConfig struct {
+	// Binary is the runnel executable each node runs (`serve`); runnel
+	// passes os.Executable(). Required.
+	Binary string
+	// Nodes is the number of node processes. Default 3. The JetStream
+	// replica count is min(Nodes, 3): 1 runs the same pipeline on one
+	// node, for comparison.
+	Nodes int
+	// KillAt is the share of the rows put (0 < KillAt < 1) after which
+	// the node running the flights mapping is killed with SIGKILL and
+	// started again. 0: no node is killed.
+	KillAt float64
+}
+
+// nodeRetryFor bounds how long a call is tried over the nodes (each try
+// on the next node) while it fails: the ride-through of a leader election
+// or a node restart.
+const nodeRetryFor = 2 * time.Minute
+
+// awsNodes are the AWS clients of every node. Each call goes to the next
+// node in turn, so the work is spread and a dead node is skipped by the
+// retry.
+type awsNodes struct {
+	kc   []*kinesis.Client
+	qc   []*sqs.Client
+	lc   []*lambda.Client
+	next atomic.Uint32
+}
+
+func newAWSNodes(cl *nodeproc.Cluster, region string) *awsNodes {
+	a := &awsNodes{}
+	for _, n := range cl.Nodes {
+		cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
+			BaseEndpoint: aws.String("http://" + n.AWS),
+			// The demo retries over the nodes itself: no client-side
+			// retry quota, which a dead node's refused connections drain.
+			Retryer: func() aws.Retryer {
+				return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })
+			}}
+		a.kc, a.qc, a.lc = append(a.kc, kinesis.NewFromConfig(cfg)), append(a.qc, sqs.NewFromConfig(cfg)), append(a.lc, lambda.NewFromConfig(cfg))
+	}
+	return a
+}
+
+func (a *awsNodes) pick() int { return int(a.next.Add(1)) % len(a.kc) }
+
+// retryableOnNodes reports whether an AWS client's error is worth
+// another try on another node: what the SDK itself retries (a connection
+// refused or reset by a dead node, a 5xx answer, a throttle).
+func retryableOnNodes(err error) bool {
+	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
+}
+
+// onAnyNode calls fn on the next node, and again on the following ones
+// while it fails with a retryable error, for at most nodeRetryFor; it returns the last error.
+func onAnyNode[T any](ctx context.Context, a *awsNodes, fn func(i int) (T, error)) (T, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		v, err := fn(a.pick())
+		if err == nil || ctx.Err() != nil || time.Since(start) > nodeRetryFor || !retryableOnNodes(err) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(time.Duration(min(attempt, 10)) * 100 * time.Millisecond):
+		}
+	}
+}
+
+// RunNodes runs the flight demo on a cluster of node processes and
+// returns its reconciliation. Poison records are injected and end in the
+// mapping's on-failure queue; the flaky records, transient failures and
+// the Retry-DLQ tier of Run are not (their state would live in one
+// process). The run's directory keeps each node's log (node-<i>.log); the
+// nodes' data is removed after a successful run unless Config.Keep, and
+// everything is kept after a failed one.
+func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) {
+	cfg.setDefaults()
+	nc.Nodes = cmp.Or(nc.Nodes, 3)
+	if nc.Binary == "" {
+		return nil, errors.New("demo --nodes: no runnel binary to start the nodes with")
+	}
+	if nc.KillAt < 0 || nc.KillAt >= 1 {
+		return nil, fmt.Errorf("demo --nodes: --kill-node-at is a share of the rows, 0 <= at < 1 (got %g)", nc.KillAt)
+	}
+	total, dir, err := prepareRun(cfg, "demo-nodes-")
+	if err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "demo: "+format+"\n", args...)
+		}
+	}
+	say("starting %d runnel nodes (separate processes; logs in %s/node-*.log)", nc.Nodes, dir)
+	replicas := min(nc.Nodes, 3) // --nodes 1: the same pipeline on one node, for comparison
+	cl, err := nodeproc.Start(ctx, nodeproc.Config{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes, Replicas: replicas})
+	if err != nil {
+		return nil, fmt.Errorf("demo --nodes: %w (the run's directory %s is kept)", err, dir)
+	}
+	ok := false
+	defer func() {
+		cl.Close()
+		if ok && !cfg.Keep {
+			for _, n := range cl.Nodes {
+				os.RemoveAll(strings.TrimSuffix(n.LogPath(), ".log"))
+			}
+		}
+	}()
+	for _, n := range cl.Nodes {
+		say("%s: AWS endpoint http://%s, NATS nats://%s", n.Name, n.AWS, n.NATS)
+	}
+	// A client of the cluster, for what the AWS API does not show: the
+	// leases (which node runs the mapping) and the on-failure pointers'
+	// records.
+	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{NATSURL: cl.NATSURL(), Replicas: replicas, Logger: cfg.Logger},
+		Mappings: mapping.Options{Passive: true}})
+	if err != nil {
+		return nil, err
+	}
+	defer rn.Close()
+	res, err := runOnNodes(ctx, cfg, nc, cl, rn, total, say)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the run's directory %s is kept)", err, dir)
+	}
+	ok = true
+	return res, nil
+}
+
+// nodeSetup is what runOnNodes creates through the AWS API.
+type nodeSetup struct {
+	stream, streamARN, resultsURL, failURL, failARN, fn, mappingUUID string
+}
+
+// setUpOnNodes creates the stream, the results and on-failure queues, the
+// function and the mapping, each call through any node.
+func setUpOnNodes(ctx context.Context, cfg Config, a *awsNodes, suffix, account string) (*nodeSetup, error) {
+	s := &nodeSetup{stream: "flights-" + suffix, fn: "flight-stats-" + suffix}
+	if _, err := onAnyNode(ctx, a, func(i int) (*kinesis.CreateStreamOutput, error) {
+		out, err := a.kc[i].CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(s.stream), ShardCount: aws.Int32(int32(cfg.Shards))})
+		var inUse *ktypes.ResourceInUseException
+		if errors.As(err, &inUse) {
+			err = nil // a retried call whose first answer was lost
+		}
+		return out, err
+	}); err != nil {
+		return nil, fmt.Errorf("CreateStream: %w", err)
+	}
+	for s.streamARN == "" {
+		d, err := onAnyNode(ctx, a, func(i int) (*kinesis.DescribeStreamSummaryOutput, error) {
+			return a.kc[i].DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(s.stream)})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("DescribeStreamSummary: %w", err)
+		}
+		if d.StreamDescriptionSummary.StreamStatus == ktypes.StreamStatusActive {
+			s.streamARN = aws.ToString(d.StreamDescriptionSummary.StreamARN)
+		} else if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	createQueue := func(name string) (url, arn string, err error) {
+		q, err := onAnyNode(ctx, a, func(i int) (*sqs.CreateQueueOutput, error) {
+			return a.qc[i].CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"MaximumMessageSize": "1048576"}})
+		})
+		if err != nil {
+			return "", "", fmt.Errorf("CreateQueue %s: %w", name, err)
+		}
+		attrs, err := onAnyNode(ctx, a, func(i int) (*sqs.GetQueueAttributesOutput, error) {
+			return a.qc[i].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		})
+		if err != nil {
+			return "", "", fmt.Errorf("GetQueueAttributes %s: %w", name, err)
+		}
+		return aws.ToString(q.QueueUrl), attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+	}
+	var err error
+	if s.resultsURL, _, err = createQueue("flights-results-" + suffix); err != nil {
+		return nil, err
+	}
+	if s.failURL, s.failARN, err = createQueue("flights-failures-" + suffix); err != nil {
+		return nil, err
+	}
+	if _, err := onAnyNode(ctx, a, func(i int) (*lambda.CreateFunctionOutput, error) {
+		out, err := a.lc[i].CreateFunction(ctx, &lambda.CreateFunctionInput{
+			FunctionName: aws.String(s.fn), Role: aws.String("arn:aws:iam::" + account + ":role/flight-stats"),
+			Runtime: "runnel", Handler: aws.String(NodeHandler), Timeout: aws.Int32(60), Code: &ltypes.FunctionCode{},
+			Environment: &ltypes.Environment{Variables: map[string]string{"RESULTS_QUEUE_URL": s.resultsURL}},
+		})
+		var exists *ltypes.ResourceConflictException
+		if errors.As(err, &exists) {
+			err = nil // a retried call whose first answer was lost
+		}
+		return out, err
+	}); err != nil {
+		return nil, fmt.Errorf("CreateFunction: %w", err)
+	}
+	esm, err := onAnyNode(ctx, a, func(i int) (*lambda.CreateEventSourceMappingOutput, error) {
+		return a.lc[i].CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
+			EventSourceArn: aws.String(s.streamARN), FunctionName: aws.String(s.fn),
+			StartingPosition: ltypes.EventSourcePositionTrimHorizon, BatchSize: aws.Int32(int32(cfg.BatchSize)),
+			ParallelizationFactor:      aws.Int32(int32(cfg.ParallelizationFactor)),
+			MaximumRetryAttempts:       aws.Int32(int32(cfg.MaximumRetryAttempts)),
+			BisectBatchOnFunctionError: aws.Bool(true),
+			DestinationConfig:          &ltypes.DestinationConfig{OnFailure: &ltypes.OnFailure{Destination: aws.String(s.failARN)}},
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("CreateEventSourceMapping: %w", err)
+	}
+	s.mappingUUID = aws.ToString(esm.UUID)
+	return s, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// runOnNodes is RunNodes once the nodes run: set up, produce, kill and
+// restart a node, settle and reconcile.
+func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cluster, rn *runnel.Runnel, total int64, say func(string, ...any)) (*Result, error) {
+	a := newAWSNodes(cl, rn.Engine.Region())
+	suffix := strings.TrimPrefix(filepath.Base(filepath.Dir(cl.Nodes[0].LogPath())), "demo-nodes-")
+	s, err := setUpOnNodes(ctx, cfg, a, suffix, rn.Engine.AccountID())
+	if err != nil {
+		return nil, err
+	}
+	poison := markRows(cfg.Seed, 2, max(cfg.PoisonRecords, 0), total, nil)
+	encode := func(row int64, f *flights.Flight) []byte {
+		if poison[row] {
+			return f.AppendJSONPoison(nil)
+		}
+		return f.AppendJSON(nil)
+	}
+	putRecords := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
+		return putThroughNode(ctx, a, s.stream, entries)
+	}
+	start := time.Now()
+	prod := startProduction(ctx, cfg, total, encode, putRecords)
+	killer := &nodeKiller{cl: cl, rn: rn, key: "esm." + s.mappingUUID, say: say, log: cfg.Logger}
+	killAt := int64(nc.KillAt * float64(total))
+
+	rd := newNodeReader(cfg.Shards)
+	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
+		if nc.KillAt > 0 && !killer.started && prod.put.Load() >= killAt {
+			killer.start(ctx)
+		}
+		got, err := rd.drainAny(ctx, a, s.resultsURL, rd.result)
+		if err != nil {
+			return rd.resolved(), false, false, err
+		}
+		gotFail, err := rd.drainAny(ctx, a, s.failURL, func(body string) error { return rd.failure(ctx, rn, body) })
+		if err != nil {
+			return rd.resolved(), false, false, err
+		}
+		if err := killer.err(); err != nil {
+			return 0, false, false, err
+		}
+		resolved := rd.resolved()
+		done := !producing && resolved >= prod.put.Load() && killer.finished(nc.KillAt > 0) && rd.complete(prod)
+		return resolved, done, got+gotFail > 0, nil
+	}, func() string {
+		prod.mu.Lock()
+		defer prod.mu.Unlock()
+		return "; unresolved by shard: " + rd.missing(prod.rows)
+	})
+	if err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+
+	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison),
+		Nodes: len(cl.Nodes), NodeKills: killer.kills, RecordsByNode: rd.byNode}
+	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
+	res.Deliveries, res.Invocations, res.ToFailureDestination = rd.delivered, rd.batches, rd.toFailure
+	stats := flights.NewStats()
+	failedRows := res.tally(prod.rows, rd.done, rd.failed, poison, func(sh int, pos uint64) { stats.Add(rd.flight(sh, pos)) })
+	if err := res.check(cfg, total, failedRows, stats); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// putThroughNode is one PutRecords call through the next node.
+func putThroughNode(ctx context.Context, a *awsNodes, name string, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
+	in := &kinesis.PutRecordsInput{StreamName: aws.String(name), Records: make([]ktypes.PutRecordsRequestEntry, len(entries))}
+	for i, e := range entries {
+		in.Records[i] = ktypes.PutRecordsRequestEntry{Data: e.Data, PartitionKey: aws.String(e.PartitionKey)}
+	}
+	out, err := a.kc[a.pick()].PutRecords(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("PutRecords: %w", err)
+	}
+	res := make([]stream.PutRecordsResultEntry, len(out.Records))
+	for i, r := range out.Records {
+		res[i] = stream.PutRecordsResultEntry{SequenceNumber: aws.ToString(r.SequenceNumber), ShardId: aws.ToString(r.ShardId),
+			ErrorCode: aws.ToString(r.ErrorCode), ErrorMessage: aws.ToString(r.ErrorMessage)}
+	}
+	return res, nil
+}
+
+// nodeKiller kills the node holding lease key (the mapping's) with
+// SIGKILL and starts it again, once, in the background.
+type nodeKiller struct {
+	cl      *nodeproc.Cluster
+	rn      *runnel.Runnel
+	key     string
+	say     func(string, ...any)
+	log     *slog.Logger
+	started bool
+	kills   int
+	done    chan struct{}
+	failed  error
+}
+
+func (k *nodeKiller) start(ctx context.Context) {
+	k.started, k.done = true, make(chan struct{})
+	go func() {
+		defer close(k.done)
+		i := k.target(ctx)
+		k.say("killing %s with SIGKILL (it runs the flights mapping)", k.cl.Nodes[i].Name)
+		k.cl.Kill(i)
+		k.kills++
+		if err := k.cl.Start(ctx, i); err != nil {
+			k.failed = err
+			return
+		}
+		k.say("%s restarted and serving again", k.cl.Nodes[i].Name)
+	}()
+}
+
+// target is the node holding the mapping's lease, or node 0 when no
+// node holds it now (a handover under way).
+func (k *nodeKiller) target(ctx context.Context) int {
+	m, err := k.rn.Engine.Leases(ctx)
+	if err == nil {
+		var held map[string]string
+		if held, err = m.Holders(ctx); err == nil {
+			for i, n := range k.cl.Nodes {
+				if strings.HasPrefix(held[k.key], n.Name+"-") {
+					return i
+				}
+			}
+		}
+	}
+	k.log.Warn("demo: no node holds the mapping now; killing node-0", "err", err)
+	return 0
+}
+
+// finished reports whether the kill and the restart are over (true when
+// none was asked for).
+func (k *nodeKiller) finished(asked bool) bool {
+	if !asked {
+		return true
+	}
+	if !k.started {
+		return false
+	}
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (k *nodeKiller) err() error {
+	if k.finished(k.started) {
+		return k.failed
+	}
+	return nil
+}
+
+// nodeReader merges the results queue and the on-failure queue once per
+// record, keeping each processed record's contribution by position.
+type nodeReader struct {
+	done, failed []positions
+	origin       [][]uint16 // [shard][pos-1]: index in codes
+	delay        [][]int32
+	codes        []string
+	codeOf       map[string]uint16
+	unique       int64 // records processed
+	failedN      int64 // records in the on-failure queue, not processed
+	delivered    int64 // records in results, duplicates included
+	batches      int64 // results read
+	toFailure    int64 // records in on-failure messages
+	byNode       map[string]int64
+}
+
+func newNodeReader(shards int) *nodeReader {
+	return &nodeReader{done: make([]positions, shards), failed: make([]positions, shards),
+		origin: make([][]uint16, shards), delay: make([][]int32, shards), codeOf: map[string]uint16{}, byNode: map[string]int64{}}
+}
+
+func (rd *nodeReader) resolved() int64 { return rd.unique + rd.failedN }
+
+// complete reports whether every record the producer stored (by its
+// acknowledged position) is processed or in the on-failure queue: a
+// record stored twice by a retried put is counted in resolved but is not
+// one of them.
+func (rd *nodeReader) complete(prod *production) bool {
+	prod.mu.Lock()
+	defer prod.mu.Unlock()
+	all := true
+	eachRow(prod.rows, func(sh int, pos uint64, _ int64) {
+		if all && !rd.done[sh].has(pos) && !rd.failed[sh].has(pos) {
+			all = false
+		}
+	})
+	return all
+}
+
+// flight is the processed record at (sh, pos) as the function reported
+// it (only what the statistics read).
+func (rd *nodeReader) flight(sh int, pos uint64) flights.Flight {
+	return flights.Flight{Origin: rd.codes[rd.origin[sh][pos-1]], Delay: int64(rd.delay[sh][pos-1])}
+}
+
+// result merges a results-queue message.
+func (rd *nodeReader) result(body string) error {
+	var r nodeResult
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return fmt.Errorf("demo: a results message does not parse: %w", err)
+	}
+	rd.batches++
+	for shard, recs := range r.Records {
+		for _, rec := range recs {
+			sh, pos, err := locate(shard, rec.Seq, len(rd.done))
+			if err != nil {
+				return err
+			}
+			rd.delivered++
+			if !rd.done[sh].set(pos) {
+				continue
+			}
+			rd.unique++
+			rd.byNode[r.Node]++
+			if rd.failed[sh].has(pos) {
+				rd.failedN--
+			}
+			code, ok := rd.codeOf[rec.Origin]
+			if !ok {
+				code = uint16(len(rd.codes))
+				rd.codes = append(rd.codes, rec.Origin)
+				rd.codeOf[rec.Origin] = code
+			}
+			for uint64(len(rd.origin[sh])) < pos {
+				rd.origin[sh], rd.delay[sh] = append(rd.origin[sh], 0), append(rd.delay[sh], 0)
+			}
+			rd.origin[sh][pos-1], rd.delay[sh][pos-1] = code, int32(rec.Delay)
+		}
+	}
+	return nil
+}
+
+// failure resolves an on-failure message back to its records.
+func (rd *nodeReader) failure(ctx context.Context, rn *runnel.Runnel, body string) error {
+	ext := &resultReader{done: rd.done, failed: rd.failed}
+	if err := ext.failure(ctx, rn, body); err != nil {
+		return err
+	}
+	rd.toFailure += ext.toFailure
+	rd.failedN += ext.failedN
+	return nil
+}
+
+// missing describes the records put but not resolved (see
+// resultReader.missing).
+func (rd *nodeReader) missing(rows [][]int32) string {
+	return (&resultReader{done: rd.done, failed: rd.failed}).missing(rows)
+}
+
+// drainAny drains a queue (resultReader.drain) through the next node.
+func (rd *nodeReader) drainAny(ctx context.Context, a *awsNodes, url string, fn func(string) error) (int, error) {
+	return (&resultReader{}).drain(ctx, a.qc[a.pick()], url, fn)
+}

@@ -1,0 +1,98 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// cluster opens n engines whose embedded servers form one NATS cluster
+// (replicas n), the second one with a client listener.
+func cluster(t *testing.T, n int) []*engine.Engine {
+	t.Helper()
+	var routes []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes = append(routes, l.Addr().String())
+		l.Close()
+	}
+	es := make([]*engine.Engine, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cfg := engine.Config{DataDir: t.TempDir(), Logger: quiet(), Replicas: n,
+				Cluster: engine.ClusterConfig{Listen: routes[i], Routes: routes, Name: fmt.Sprintf("node-%d", i)}}
+			if i == 1 {
+				cfg.ListenAddr = "127.0.0.1:0"
+			}
+			es[i], errs[i] = engine.Open(t.Context(), cfg)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+		t.Cleanup(func() { es[i].Close() })
+	}
+	return es
+}
+
+// In an embedded cluster only the JetStream meta leader creates buckets;
+// a bucket that a node that is not the leader opens first (on first use,
+// as the Lambda API's) is created by the leader at its request, and any
+// process learns who the meta leader is.
+func TestClusterNodeGetsABucketOnlyItNeedsAndTheMetaLeaderIsKnown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	es := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var leader string
+	for leader == "" {
+		mi, err := es[0].MetaLeader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader = mi.Leader
+		if ctx.Err() != nil {
+			t.Fatal("no meta leader elected")
+		}
+	}
+	names := []string{"node-0", "node-1", "node-2"}
+	if !slices.Contains(names, leader) {
+		t.Fatalf("meta leader %q is none of %v", leader, names)
+	}
+	follower := es[(slices.Index(names, leader)+1)%3]
+	// Bounded by ctx (20 s): without the request to the leader the
+	// follower would wait for it 2 minutes and fail.
+	kv, err := follower.Bucket(ctx, "only-this-node")
+	if err != nil {
+		t.Fatalf("a follower opening a new bucket: %v", err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	// A process that is not a cluster node asks the nodes.
+	client := open(t, engine.Config{NATSURL: es[1].ClientURL(), Replicas: 3})
+	mi, err := client.MetaLeader(ctx)
+	if err != nil || !slices.Contains(names, mi.Leader) || mi.Peers != 3 {
+		t.Fatalf("a client asking for the meta leader: %+v, %v", mi, err)
+	}
+	// With no cluster node around, it says so.
+	single := open(t, engine.Config{DataDir: t.TempDir(), ListenAddr: "127.0.0.1:0"})
+	if _, err := open(t, engine.Config{NATSURL: single.ClientURL()}).MetaLeader(ctx); err == nil {
+		t.Fatal("MetaLeader against a single server: no error")
+	}
+}
