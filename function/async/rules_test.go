@@ -1,0 +1,136 @@
+package async_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
+)
+
+// An event's state rides with it in the message attributes of its
+// function's internal queue, the last error object included when it fits
+// the 1 MiB message. An event whose payload leaves no room for it is
+// retried all the same, without it; one that leaves exactly room for it
+// carries it to the dead-letter queue's ErrorMessage when it ages out.
+func TestLastErrorRidesWithTheRetryOnlyWhenItFits(t *testing.T) {
+	msg := strings.Repeat("x", 1024)
+	errObj, _ := json.Marshal(struct {
+		Message string `json:"errorMessage"`
+		Type    string `json:"errorType"`
+	}{msg, "errorString"})
+	for _, c := range []struct {
+		name  string
+		extra int    // payload bytes beyond an exact fit
+		want  string // the DLQ's ErrorMessage
+	}{
+		{"an event that leaves exactly room for the last error carries it", 0, msg},
+		{"an event one byte larger is retried without it", 1, "EventAgeExceeded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newClock()
+			rn := testenv.Start(t, testenv.Options{Clock: clock})
+			dlq := createQueue(t, rn, "dlq", map[string]string{queue.AttrMaximumMessageSize: "1048576"})
+			f := newFunction(t, rn, function.Config{}, fail(msg))
+			put(t, rn, async.EventInvokeConfig{FunctionName: "f", MaximumEventAgeInSeconds: ptr(60),
+				DeadLetterConfig: &async.DeadLetterConfig{TargetArn: dlq}})
+			// The retry's attributes: name, data type and value of each,
+			// as SQS counts them towards the message size.
+			out := invoke(t, rn, "f", async.Event, `"probe"`) // only for the request id's length
+			waitStats(t, rn, "f", "the probe's first attempt", func(s async.Stats) bool { return s.Handled == 1 })
+			attrs := 0
+			for _, a := range [][3]string{
+				{"runnel.RequestId", "String", out.RequestID},
+				{"runnel.EnqueuedAt", "Number", strconv.FormatInt(t0.UnixMilli(), 10)},
+				{"runnel.InvokeCount", "Number", "1"},
+				{"runnel.LastStatus", "Number", "200"},
+				{"runnel.FunctionError", "String", "Unhandled"},
+				{"runnel.LastError", "String", string(errObj)},
+			} {
+				attrs += len(a[0]) + len(a[1]) + len(a[2])
+			}
+			size := queue.MaxMaximumMessageSize - attrs + c.extra
+			payload := `"` + strings.Repeat("a", size-2) + `"`
+			invoke(t, rn, "f", async.Event, payload)
+			waitStats(t, rn, "f", "attempt 1 re-scheduled", func(s async.Stats) bool { return s.Handled == 2 && s.Retried == 2 })
+			idle(t, clock, 1)
+			clock.Advance(time.Minute) // exactly 60 s old: still run
+			waitStats(t, rn, "f", "attempt 2 re-scheduled", func(s async.Stats) bool { return s.Handled == 4 && s.Retried == 4 })
+			idle(t, clock, 1)
+			clock.Advance(2 * time.Minute) // now too old: EventAgeExceeded, with the last outcome
+			waitStats(t, rn, "f", "both events aged out", func(s async.Stats) bool { return s.EventAgeExceeded == 2 && s.Handled == 6 })
+			if f.count() != 4 {
+				t.Fatalf("%d attempts, want 2 of each event", f.count())
+			}
+			var got string
+			for _, m := range receiveAll(t, rn, "dlq") {
+				if m.Body == payload {
+					got = *m.MessageAttributes["ErrorMessage"].StringValue
+				}
+			}
+			if got != c.want {
+				t.Fatalf("ErrorMessage of the large event %.30q (%d bytes), want %.30q (%d bytes)", got, len(got), c.want, len(c.want))
+			}
+		})
+	}
+}
+
+// A throttled event goes back to the queue with a backoff that starts at
+// 1 s and doubles with each throttle in a row (full jitter): after the
+// k-th throttle it is due within 1 s to 2^(k-1) s. The throttle count
+// rides with the event, so the bound grows.
+func TestThrottleBackoffDoublesFromOneSecond(t *testing.T) {
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	entered, release := make(chan struct{}), make(chan struct{})
+	newFunction(t, rn, function.Config{Timeout: 900, ReservedConcurrentExecutions: ptr(1)}, func(p string) (json.RawMessage, error) {
+		if p == `"hold"` {
+			close(entered)
+			<-release
+		}
+		return nil, nil
+	})
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		rn.Async.Invoke(context.Background(), "f", async.RequestResponse, []byte(`"hold"`))
+	}()
+	defer func() { close(release); <-held }()
+	<-entered
+	invoke(t, rn, "f", async.Event, `{"order":42}`)
+	internal := async.QueueName("f")
+	later := 0 // throttles after which the event was not yet due at +1 s
+	const throttles = 8
+	for k := 1; k <= throttles; k++ {
+		waitStats(t, rn, "f", fmt.Sprintf("throttle %d", k), func(s async.Stats) bool { return s.Throttles == int64(k) && s.Requeued == int64(k) })
+		idle(t, clock, 2) // the poller and the held invocation's timeout
+		if d := delayedIn(t, rn, internal); d != 1 {
+			t.Fatalf("after throttle %d: %d delayed events, want 1 (at least 1 s)", k, d)
+		}
+		clock.Advance(time.Second)
+		if delayedIn(t, rn, internal) == 1 {
+			if k == 1 {
+				t.Fatal("after the first throttle the event is not due at +1 s")
+			}
+			later++
+		}
+		bound := time.Duration(1<<(k-1)) * time.Second
+		clock.Advance(bound - time.Second)
+		if d := delayedIn(t, rn, internal); d != 0 {
+			t.Fatalf("after throttle %d the event is still delayed at +%v, want due within 2^(k-1) s", k, bound)
+		}
+	}
+	// Uniform in [1, 2^(k-1)] s: the event is due at +1 s after each of
+	// throttles 2..8 with probability 2^-28 if the bound doubles; it
+	// always is if it stays at 1 s.
+	if later == 0 {
+		t.Fatalf("after each of %d throttles the event was due within 1 s: the backoff does not grow", throttles)
+	}
+}
