@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,4 +134,33 @@ func TestThrottleBackoffDoublesFromOneSecond(t *testing.T) {
 	if later == 0 {
 		t.Fatalf("after each of %d throttles the event was due within 1 s: the backoff does not grow", throttles)
 	}
+}
+
+// Options.Concurrency bounds how many events of one function run at once,
+// above the 10 messages one receive can take: with 25, 25 events run
+// together.
+func TestEventsOfOneFunctionRunUpToTheServiceConcurrencyAtOnce(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	rn.Async.Close() // the service below processes the events
+	const n = 25
+	svc, err := async.New(ctx, rn.Engine, rn.Functions, rn.Queues, rn.Streams, async.Options{Concurrency: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	var running atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before svc.Close
+	newFunction(t, rn, function.Config{}, func(string) (json.RawMessage, error) {
+		running.Add(1)
+		<-release
+		return json.RawMessage(`{}`), nil
+	})
+	for i := range n {
+		if _, err := svc.Invoke(ctx, "f", async.Event, []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, wait, fmt.Sprintf("%d events running at once", n), func() bool { return running.Load() == n })
 }
