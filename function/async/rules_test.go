@@ -164,3 +164,30 @@ func TestEventsOfOneFunctionRunUpToTheServiceConcurrencyAtOnce(t *testing.T) {
 	}
 	testenv.Eventually(t, wait, fmt.Sprintf("%d events running at once", n), func() bool { return running.Load() == n })
 }
+
+// An Event invocation of a qualified function (a version) runs that
+// version's code, not $LATEST's, and its record names the version.
+func TestEventInvocationOfAVersionRunsThatVersion(t *testing.T) {
+	ctx := context.Background()
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	dest := createQueue(t, rn, "successes", nil)
+	v1 := newFunction(t, rn, function.Config{}, nil)
+	if _, err := rn.Functions.PublishVersion(ctx, "f", nil); err != nil {
+		t.Fatal(err)
+	}
+	latest := &recorder{name: "f"}
+	if _, err := rn.Functions.PutFunction(ctx, function.Config{FunctionName: "f", Handler: registerRecorder(latest, rn.Engine.Clock.Now, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f:1",
+		DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: dest}}})
+	out := invoke(t, rn, "f:1", async.Event, `{"order":42}`)
+	waitStats(t, rn, "f", "the event", func(s async.Stats) bool { return s.Handled == 1 })
+	if v1.count() != 1 || latest.count() != 0 {
+		t.Fatalf("version 1 ran %d times, $LATEST %d times; want version 1 once", v1.count(), latest.count())
+	}
+	wantRecord(t, onlyMessage(t, rn, "successes").Body, map[string]any{
+		"requestContext": map[string]any{"requestId": out.RequestID, "functionArn": rn.Functions.ARN("f") + ":1",
+			"condition": "Success", "approximateInvokeCount": 1},
+	}, "")
+}
