@@ -191,3 +191,36 @@ func TestEventInvocationOfAVersionRunsThatVersion(t *testing.T) {
 			"condition": "Success", "approximateInvokeCount": 1},
 	}, "")
 }
+
+// A poller whose internal queue is deleted under it creates the queue
+// again and goes on processing the function's events.
+func TestDeletedInternalQueueIsCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	f := newFunction(t, rn, function.Config{}, nil)
+	invoke(t, rn, "f", async.Event, `1`)
+	waitStats(t, rn, "f", "the first event", func(s async.Stats) bool { return s.Handled == 1 })
+	idle(t, clock, 1)
+	if err := rn.Queues.DeleteQueue(ctx, async.QueueName("f")); err != nil {
+		t.Fatal(err)
+	}
+	invoke(t, rn, "f", async.Event, `2`)
+	// The poller's receive fails (the queue is gone), it waits a second
+	// and receives again from the queue created anew.
+	received := func() bool {
+		a, err := rn.Queues.GetQueueAttributes(ctx, async.QueueName("f"), []string{queue.AttrApproximateNumberOfMessages})
+		return err == nil && a[queue.AttrApproximateNumberOfMessages] == "0"
+	}
+	for i := 0; !received(); i++ {
+		if i == 60 {
+			t.Fatalf("the second event was not received in 60 s: %d calls, stats %+v", f.count(), rn.Async.Stats("f"))
+		}
+		idle(t, clock, 1)
+		clock.Advance(time.Second)
+	}
+	waitStats(t, rn, "f", "the second event", func(s async.Stats) bool { return s.Handled == 2 })
+	if f.count() != 2 || f.call(1).payload != `2` {
+		t.Fatalf("%d calls, want the second event run", f.count())
+	}
+}
