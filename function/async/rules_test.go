@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -45,7 +46,7 @@ func TestLastErrorRidesWithTheRetryOnlyWhenItFits(t *testing.T) {
 			// The retry's attributes: name, data type and value of each,
 			// as SQS counts them towards the message size.
 			out := invoke(t, rn, "f", async.Event, `"probe"`) // only for the request id's length
-			waitStats(t, rn, "f", "the probe's first attempt", func(s async.Stats) bool { return s.Handled == 1 })
+			waitLong(t, rn, "the probe's first attempt", func(s async.Stats) bool { return s.Handled == 1 })
 			attrs := 0
 			for _, a := range [][3]string{
 				{"runnel.RequestId", "String", out.RequestID},
@@ -60,13 +61,13 @@ func TestLastErrorRidesWithTheRetryOnlyWhenItFits(t *testing.T) {
 			size := queue.MaxMaximumMessageSize - attrs + c.extra
 			payload := `"` + strings.Repeat("a", size-2) + `"`
 			invoke(t, rn, "f", async.Event, payload)
-			waitStats(t, rn, "f", "attempt 1 re-scheduled", func(s async.Stats) bool { return s.Handled == 2 && s.Retried == 2 })
+			waitLong(t, rn, "attempt 1 re-scheduled", func(s async.Stats) bool { return s.Handled == 2 && s.Retried == 2 })
 			idle(t, clock, 1)
 			clock.Advance(time.Minute) // exactly 60 s old: still run
-			waitStats(t, rn, "f", "attempt 2 re-scheduled", func(s async.Stats) bool { return s.Handled == 4 && s.Retried == 4 })
+			waitLong(t, rn, "attempt 2 re-scheduled", func(s async.Stats) bool { return s.Handled == 4 && s.Retried == 4 })
 			idle(t, clock, 1)
 			clock.Advance(2 * time.Minute) // now too old: EventAgeExceeded, with the last outcome
-			waitStats(t, rn, "f", "both events aged out", func(s async.Stats) bool { return s.EventAgeExceeded == 2 && s.Handled == 6 })
+			waitLong(t, rn, "both events aged out", func(s async.Stats) bool { return s.EventAgeExceeded == 2 && s.Handled == 6 })
 			if f.count() != 4 {
 				t.Fatalf("%d attempts, want 2 of each event", f.count())
 			}
@@ -81,6 +82,14 @@ func TestLastErrorRidesWithTheRetryOnlyWhenItFits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitLong is waitStats with a longer bound: events of 1 MiB take a
+// while to move through the queues under the race detector on a loaded
+// machine. It only bounds the wait.
+func waitLong(t *testing.T, rn *runnel.Runnel, what string, cond func(async.Stats) bool) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, what, func() bool { return cond(rn.Async.Stats("f")) })
 }
 
 // A throttled event goes back to the queue with a backoff that starts at
