@@ -21,6 +21,14 @@ func TestReplayOfOneRecord(t *testing.T) {
 	if err != nil || res.Sent != 1 || fmt.Sprint(c.all()) != "[r4]" {
 		t.Fatalf("Replay = %+v, %v; function got %v", res, err, c.all())
 	}
+	if sp := res.Plan.Shards[0]; sp.FirstAvailableSequenceNumber != "" || sp.NotWritten {
+		t.Fatalf("plan %+v: nothing is missing and the record was written", sp)
+	}
+	// A range that ends at the shard's last record was written whole.
+	plan, err := recovery.PlanReplay(context.Background(), e.rn.Streams, recovery.ReplayRange{Stream: "s", FromSeq: e.seqs[8], ToSeq: e.seqs[9]})
+	if err != nil || plan.Available != 2 || plan.Shards[0].NotWritten {
+		t.Fatalf("plan to the last record = %+v, %v", plan, err)
+	}
 }
 
 // TestReplayTimeRangeCountsOnlyItsRecords: a time range's plan counts the
@@ -36,10 +44,14 @@ func TestReplayTimeRangeCountsOnlyItsRecords(t *testing.T) {
 	}{
 		{"r2..r4", 2 * time.Minute, 4 * time.Minute, 3},
 		{"between r2 and r3", 2*time.Minute + 10*time.Second, 2*time.Minute + 20*time.Second, 0},
+		{"r0, the shard's first record", -time.Hour, 0, 1},
 	} {
 		plan, err := recovery.PlanReplay(ctx, e.rn.Streams, recovery.ReplayRange{Stream: "s", FromTime: t0.Add(c.from), ToTime: t0.Add(c.to), Now: e.clock.Now()})
 		if err != nil || plan.Available != c.want || plan.MissingMessages != 0 || plan.PastRetention {
 			t.Fatalf("%s: plan = %+v, %v; want %d available, nothing missing", c.name, plan, err, c.want)
+		}
+		if sp := plan.Shards[0]; c.want > 0 && (sp.FromSequenceNumber == "" || sp.ToSequenceNumber == "") {
+			t.Fatalf("%s: the plan does not say where the range starts and ends: %+v", c.name, sp)
 		}
 	}
 }
