@@ -95,7 +95,8 @@ func TestReplayReadsALongRangeOnceInOrder(t *testing.T) {
 	})
 	if err != nil || res.Sent != 40 || fmt.Sprint(c.all()) != fmt.Sprint(want) || len(c.batches) != 1 {
 		t.Fatalf("Replay = %+v, %v; function got %d batches %v", res, err, len(c.batches), c.all())
-	}	// The same from the 21st message on: a range that starts more than
+	}
+	// The same from the 21st message on: a range that starts more than
 	// one read into the shard.
 	c.batches = nil
 	res, err = recovery.Replay(ctx, e.svc(), recovery.ReplayOptions{
