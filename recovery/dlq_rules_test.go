@@ -3,6 +3,7 @@ package recovery_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/runnel-dev/runnel/queue"
@@ -59,5 +60,31 @@ func TestPurgeCountsVisibleInFlightAndDelayedMessages(t *testing.T) {
 	res, err := recovery.Purge(ctx, e.rn.Queues, "work-dlq")
 	if err != nil || res.Messages != 6 {
 		t.Fatalf("Purge = %+v, %v; want 6 messages (1 visible, 1 in flight, 4 delayed)", res, err)
+	}
+}
+
+// TestArchiveLimitArchivesThatMany: Archive with a Limit archives that
+// many messages and leaves the others in the queue.
+func TestArchiveLimitArchivesThatMany(t *testing.T) {
+	e := newDLQEnv(t)
+	e.deadLetter(t, "a", "b", "c")
+	res, err := recovery.Archive(context.Background(), e.rn.Queues, e.rn.Streams, "work-dlq",
+		recovery.ArchiveOptions{Out: filepath.Join(t.TempDir(), "out.jsonl"), Limit: 2, Delete: true})
+	if err != nil || res.Archived != 2 {
+		t.Fatalf("Archive = %+v, %v; want 2 archived", res, err)
+	}
+	if v, f := depth(t, e.rn, e.dlq); v+f != 1 {
+		t.Fatalf("after archiving 2 of 3 with Delete: %d visible, %d in flight; want 1 left", v, f)
+	}
+}
+
+// TestQueueGivenByURL: the DLQ tools take a queue's URL as well as its
+// name or ARN.
+func TestQueueGivenByURL(t *testing.T) {
+	e := newDLQEnv(t)
+	e.deadLetter(t, "a", "b")
+	res, err := recovery.Purge(context.Background(), e.rn.Queues, e.dlq)
+	if err != nil || res.Queue != "work-dlq" || res.Messages != 2 {
+		t.Fatalf("Purge by URL %s = %+v, %v", e.dlq, res, err)
 	}
 }
