@@ -197,3 +197,25 @@ func TestDeadLetteredMessageAgesFromItsFirstSend(t *testing.T) {
 		t.Fatalf("age of the oldest dead-letter message = %v (%v), want 20s (the redriven one, from its first send)", age, err)
 	}
 }
+
+// TestPayloadThatFillsTheCacheBudgetExactlyIsCached: the cache keeps a
+// payload as long as the bytes kept stay within the budget, the last byte
+// included.
+func TestPayloadThatFillsTheCacheBudgetExactlyIsCached(t *testing.T) {
+	e := newEnv(t)
+	size := int64(len("body") + len("key") + len("String") + len("value"))
+	queue.SetCacheBudget(e.svc, size)
+	url := e.create("cached", nil)
+	attrs := map[string]queue.MessageAttributeValue{"key": {DataType: "String", StringValue: str("value")}}
+	e.sendIn(url, queue.SendMessageInput{MessageBody: "body", MessageAttributes: attrs})
+	if c := queue.Cached(e.svc); c != size {
+		t.Fatalf("cached = %d bytes, want %d (the budget, exactly)", c, size)
+	}
+	e.sendIn(url, queue.SendMessageInput{MessageBody: "more", MessageAttributes: attrs})
+	if c := queue.Cached(e.svc); c != size {
+		t.Fatalf("cached = %d bytes after a second message, want %d (over the budget: not kept)", c, size)
+	}
+	if got := e.bodies(url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10}); len(got) != 2 {
+		t.Fatalf("received %v, want both messages (the second read back from JetStream)", got)
+	}
+}

@@ -187,7 +187,9 @@ func (q *queue) receiveOnce(max int, vt time.Duration, waiting bool) (r receiveR
 		r.ds = append(r.ds, q.receive(m, now, vms))
 		return false
 	}
-	for len(r.ds) < max && len(r.moves) < MaxBatchEntries && q.ready.len() > 0 {
+	// Messages set aside for the dead-letter queue count towards max: if
+	// the move fails they are delivered instead (see redrive).
+	for len(r.ds)+len(r.moves) < max && len(r.moves) < MaxBatchEntries && q.ready.len() > 0 {
 		h := q.ready.pop()
 		if !q.fifo {
 			take(h)
@@ -195,7 +197,7 @@ func (q *queue) receiveOnce(max int, vt time.Duration, waiting bool) (r receiveR
 		}
 		g := q.groups[h.group]
 		for _, m := range g.msgs {
-			if len(r.ds) >= max {
+			if len(r.ds)+len(r.moves) >= max {
 				break
 			}
 			if m.st == stDeleted {

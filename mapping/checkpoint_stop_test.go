@@ -1,0 +1,42 @@
+package mapping_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/mapping"
+)
+
+// TestACleanStopStoresTheFinalCheckpoint: a mapping that stops cleanly
+// stores its checkpoint once more after its lanes have stopped, so what
+// it processed since its last periodic write is not delivered again
+// after a restart. With a CheckpointInterval of an hour the periodic
+// writer stores once (after records 1-3) and then waits; records 4-6 are
+// covered by the final write alone.
+func TestACleanStopStoresTheFinalCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	opts := testenv.Options{Dir: dir, Mappings: mapping.Options{CheckpointInterval: time.Hour}}
+	rn := testenv.Start(t, opts)
+	arn := createStream(t, rn, "src", 1)
+	f := newRecorder(t, rn, function.Config{FunctionName: "fn"}, nil)
+	first := put(t, rn, "src", "k", "1", "2", "3")
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "fn", BatchSize: 3})
+	testenv.Eventually(t, wait, "the periodic checkpoint write after records 1-3", func() bool {
+		st, err := rn.Mappings.Status(m.UUID)
+		return err == nil && len(st.Shards) == 1 && seqCmp(st.Shards[0].Checkpoint, first[2]) > 0
+	})
+	put(t, rn, "src", "k", "4", "5", "6")
+	testenv.Eventually(t, wait, "records 4-6 processed", func() bool { return f.processed() == 6 })
+	if err := rn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rn2 := testenv.Start(t, opts)
+	settle(t, rn2, m.UUID, "src")
+	for _, d := range []string{"1", "2", "3", "4", "5", "6"} {
+		if n := f.processedCount(d); n != 1 {
+			t.Fatalf("record %s processed %d times, want once (calls %v): the final checkpoint was not stored", d, n, f.Calls())
+		}
+	}
+}
