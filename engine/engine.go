@@ -521,7 +521,12 @@ type ClusterConfig struct {
 // electing its leader take longer, and a leader election after a node
 // dies takes seconds), a 30 s default API timeout instead of 5 s.
 func jsOpts(cfg Config) []jetstream.JetStreamOpt {
-	opts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(1 << 16)}
+	// An asynchronous publish whose acknowledgement never comes (the
+	// message or its ack lost when a server went away) fails after 30 s
+	// instead of leaving its writer waiting forever: the queue, table and
+	// checkpoint writers then answer a retryable error
+	// (TestOneRunnelRidesThroughTheLossOfEachNATSServer hung on one).
+	opts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(1 << 16), jetstream.WithPublishAsyncTimeout(30 * time.Second)}
 	if cfg.Cluster.Listen != "" || cfg.Replicas > 1 {
 		opts = append(opts, jetstream.WithDefaultTimeout(30*time.Second))
 	}
