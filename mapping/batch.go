@@ -178,8 +178,8 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 		}
 		if err != nil {
 			if errors.Is(err, awserr.ErrTooManyRequests) {
-				b.w.counters.throttles.Add(1)
 				b.w.setResult("PROBLEM: Function call throttled")
+				b.w.counters.throttles.Add(1)
 			} else {
 				b.w.setErr(err)
 			}
@@ -188,8 +188,6 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 			}
 			continue
 		}
-		b.w.counters.invocations.Add(1)
-		b.w.counters.deliveredRecords.Add(int64(len(recs)))
 		inv.invokes++
 		inv.last = res
 		inv.outcome, inv.failIdx = b.classify(recs, res)
@@ -202,12 +200,14 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 		if inv.outcome == outcomeOK {
 			b.w.setResult("OK")
 		} else {
-			b.w.counters.functionErrors.Add(1)
 			b.w.setResult("PROBLEM: Function call failed")
 			if res.Error != nil {
 				b.w.setErr(res.Error)
 			}
+			b.w.counters.functionErrors.Add(1)
 		}
+		b.w.counters.invocations.Add(1)
+		b.w.counters.deliveredRecords.Add(int64(len(recs)))
 		return recs, inv, nil
 	}
 }

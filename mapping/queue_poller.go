@@ -169,12 +169,16 @@ func (r *queueRunner) stop() {
 }
 
 func (r *queueRunner) status(st *Status) {
-	r.mu.Lock()
-	qs := &QueueStatus{QueueURL: r.queueURL, Pollers: r.pollers, LastProcessingResult: r.lastResult, LastError: r.lastErr}
-	r.mu.Unlock()
+	// The counters are read before the last result, and the pollers set
+	// the result before they count: a count seen here therefore comes
+	// with a result at least as new as the event it counts.
+	qs := &QueueStatus{QueueURL: r.queueURL, Pollers: r.pollers}
 	qs.Invocations, qs.ReceivedMessages, qs.DeletedMessages = r.invocations.Load(), r.received.Load(), r.deleted.Load()
 	qs.FilteredMessages, qs.FailedMessages, qs.BackedOff = r.filtered.Load(), r.failed.Load(), r.backedOff.Load()
 	qs.MovedToDeadLetter, qs.FunctionErrors, qs.Throttles = r.moved.Load(), r.functionErrors.Load(), r.throttles.Load()
+	r.mu.Lock()
+	qs.LastProcessingResult, qs.LastError = r.lastResult, r.lastErr
+	r.mu.Unlock()
 	st.Queue = qs
 }
 
@@ -362,8 +366,8 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 			break
 		}
 		if errors.Is(err, awserr.ErrTooManyRequests) {
-			r.throttles.Add(1)
 			r.setResult("PROBLEM: Function call throttled", err)
+			r.throttles.Add(1)
 		} else {
 			r.setResult("PROBLEM: Function not found", err)
 		}
@@ -374,15 +378,15 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 			return
 		}
 	}
-	r.invocations.Add(1)
-	r.received.Add(int64(len(msgs)))
 	failed := r.classify(msgs, res)
 	if res.Failed() {
-		r.functionErrors.Add(1)
 		r.setResult("PROBLEM: Function call failed", res.Error)
+		r.functionErrors.Add(1)
 	} else {
 		r.setResult("OK", nil)
 	}
+	r.invocations.Add(1)
+	r.received.Add(int64(len(msgs)))
 	for i := range msgs {
 		if failed[i] {
 			r.failed.Add(1)

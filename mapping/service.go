@@ -635,15 +635,17 @@ func (r *runner) status(st *Status) {
 		if found {
 			ss.IteratorAgeMs = max(0, now.Sub(oldest.ApproximateArrivalTimestamp).Milliseconds())
 		}
-		w.mu.Lock()
-		ss.LastProcessingResult, ss.LastError = w.lastResult, w.lastErr
-		w.mu.Unlock()
+		// Counters first, then the result: the workers set the result
+		// before they count (see queueRunner.status).
 		c := &w.counters
 		ss.Invocations, ss.DeliveredRecords, ss.ProcessedRecords = c.invocations.Load(), c.deliveredRecords.Load(), c.processedRecords.Load()
 		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredMessages = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredMessages.Load()
 		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
 		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
 		ss.WindowsClosed, ss.WindowsTerminatedEarly = c.windowsClosed.Load(), c.windowsTerminatedEarly.Load()
+		w.mu.Lock()
+		ss.LastProcessingResult, ss.LastError = w.lastResult, w.lastErr
+		w.mu.Unlock()
 		st.Shards = append(st.Shards, ss)
 	}
 }

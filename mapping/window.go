@@ -328,16 +328,17 @@ func (b *batchRun) invokeUntilOK(ctx context.Context, final, early bool) error {
 				return ctx.Err()
 			}
 			if err == nil {
-				b.w.counters.invocations.Add(1)
 				if !res.Failed() {
 					b.w.setResult("OK")
+					b.w.counters.invocations.Add(1)
 					return nil
 				}
-				b.w.counters.functionErrors.Add(1)
 				b.w.setResult("PROBLEM: Function call failed")
 				if res.Error != nil {
 					b.w.setErr(res.Error)
 				}
+				b.w.counters.invocations.Add(1)
+				b.w.counters.functionErrors.Add(1)
 			}
 		}
 		if err != nil {
