@@ -287,10 +287,31 @@ func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig)
 		}
 		return err
 	}, func() (err error) {
+		if kv, err := e.JS.KeyValue(ctx, cfg.Bucket); err == nil {
+			if st, err := kv.Status(ctx); err == nil {
+				if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+					cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, bs.StreamInfo().Config)
+				}
+			}
+		}
 		kv, err = e.JS.CreateOrUpdateKeyValue(ctx, cfg)
 		return err
 	})
 	return kv, err
+}
+
+// keepPlacement returns the storage type and replica count an ensure
+// gives a stream or bucket that exists with the configuration have: its
+// storage type, and the larger of the two replica counts. Ensuring never
+// scales down and never changes storage: a CLI command run against a
+// 3-node cluster with --nats-url (replicas 1 by default) must not take
+// the cluster's buckets down to one replica, and JetStream refuses a
+// change of storage type outright ("stream configuration update can not
+// change storage type"), which made `runnel cluster status` fail against
+// a cluster whose leases bucket is on file storage. A node started with a
+// higher --replicas still scales existing data up.
+func keepPlacement(replicas int, have jetstream.StreamConfig) (jetstream.StorageType, int) {
+	return have.Storage, max(have.Replicas, replicas, 1)
 }
 
 // EnsureStream creates the stream of cfg, or updates it to cfg when it
@@ -306,6 +327,9 @@ func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (
 		}
 		return err
 	}, func() (err error) {
+		if have, err := e.JS.Stream(ctx, cfg.Name); err == nil {
+			cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, have.CachedInfo().Config)
+		}
 		st, err = e.JS.CreateOrUpdateStream(ctx, cfg)
 		return err
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -353,5 +354,45 @@ func TestListenAddr(t *testing.T) {
 			}
 			open(t, engine.Config{DataDir: dir}) // the lock was released
 		})
+	}
+}
+
+// A process joining with fewer replicas or another storage type (a CLI
+// command run with --nats-url against a cluster) opens the existing
+// buckets and streams as they are: it must not scale them down, and
+// JetStream refuses a change of storage type ("can not change storage
+// type"), which made `runnel cluster status` fail against a cluster whose
+// leases bucket is on file storage.
+func TestEnsureKeepsAnExistingBucketsStorageAndReplicas(t *testing.T) {
+	srv := startExternal(t)
+	e := open(t, engine.Config{NATSURL: srv.ClientURL()})
+	ctx := t.Context()
+	// The leases bucket as a cluster of file-stored replicas has it.
+	cluster := lease.BucketConfig(lease.DefaultTTL, 3)
+	cluster.Replicas = 1 // one server here; the storage type is the point
+	if _, err := e.JS.CreateKeyValue(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Leases(ctx); err != nil {
+		t.Fatalf("Leases with the memory-storage config of a single process: %v", err)
+	}
+	kv, err := e.JS.KeyValue(ctx, lease.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := kv.Status(ctx)
+	if got := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Storage; got != jetstream.FileStorage {
+		t.Errorf("leases bucket storage = %v after a process ensured it, want file (unchanged)", got)
+	}
+	// A stream ensured with another storage type keeps its own.
+	if _, err := e.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.EnsureStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Storage: jetstream.FileStorage, MaxAge: time.Hour})
+	if err != nil {
+		t.Fatalf("EnsureStream with another storage type: %v", err)
+	}
+	if c := s.CachedInfo().Config; c.Storage != jetstream.MemoryStorage || c.MaxAge != time.Hour {
+		t.Errorf("stream config = storage %v, max age %v; want memory (kept) and 1h (updated)", c.Storage, c.MaxAge)
 	}
 }
