@@ -24,6 +24,7 @@ import (
 // proving both backends share one code path.
 
 func TestConformanceEmbedded(t *testing.T) {
+	testenv.NeedsEmbedded(t, "the embedded variant of the suite; the suite itself runs on the cluster in TestConformanceExternalServer")
 	runConformance(t, func(t *testing.T) *runnel.Runnel {
 		rn := testenv.Start(t, testenv.Options{Clock: newClock()})
 		if !rn.Engine.Embedded() {
@@ -33,8 +34,13 @@ func TestConformanceEmbedded(t *testing.T) {
 	})
 }
 
+// In the cluster-suite mode (testenv.ClusterSuiteEnv) the external server
+// is the suite's 3-server cluster, with replicas 3.
 func TestConformanceExternalServer(t *testing.T) {
 	runConformance(t, func(t *testing.T) *runnel.Runnel {
+		if testenv.ClusterSuite() {
+			return testenv.Start(t, testenv.Options{Clock: newClock()})
+		}
 		srv, err := engine.StartServer(engine.ServerConfig{StoreDir: t.TempDir(), Listen: true})
 		if err != nil {
 			t.Fatalf("start external server: %v", err)

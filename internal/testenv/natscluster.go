@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,34 +30,12 @@ type NATSCluster struct {
 func StartNATSCluster(t testing.TB, n int) *NATSCluster {
 	t.Helper()
 	ports := FreePorts(t, 2*n)
-	var routes []string
-	for i := range n {
-		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[n+i]))
+	c := &NATSCluster{t: t, ports: ports[:n], configs: clusterConfigs(t.TempDir(), ports, n)}
+	servers, err := startAll(c.configs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := &NATSCluster{t: t, servers: make([]*server.Server, n), ports: ports[:n]}
-	dir := t.TempDir()
-	for i := range n {
-		c.configs = append(c.configs, engine.ServerConfig{
-			StoreDir: filepath.Join(dir, fmt.Sprintf("nats-%d", i)),
-			Listen:   true, Host: "127.0.0.1", Port: ports[i],
-			Cluster: engine.ClusterConfig{Listen: routes[i], Routes: routes, Name: fmt.Sprintf("nats-%d", i)},
-		})
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.servers[i], errs[i] = engine.StartServer(c.configs[i])
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("nats server %d: %v", i, err)
-		}
-	}
+	c.servers = servers
 	t.Cleanup(func() {
 		for i := range n {
 			c.Stop(i)

@@ -67,6 +67,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
+	useSuiteCluster(t, &o)
 	if o.Mappings.RetryBaseDelay == 0 {
 		o.Mappings.RetryBaseDelay = -1
 	}
@@ -103,20 +104,30 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // FreePorts returns n TCP ports free on 127.0.0.1 now.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
+	ports, err := freePorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
+
+func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
+	return ports, nil
 }
 
 // Cluster starts n runnel nodes whose embedded servers form one NATS
