@@ -303,6 +303,49 @@ func TestCheckpointIsTheLowestPendingRecordAcrossLanes(t *testing.T) {
 	cc.everyRecordProcessed()
 }
 
+// TestCheckpointNeverPassesTheLowestPendingRecordOfALaneBehindTheOther:
+// the checkpoint is the lowest pending record of any lane, even when the
+// lane ahead holds a record higher up. Records a1 b1 a2 b2 (BatchSize 1,
+// ParallelizationFactor 2): lane B processes b1 and blocks in b2 while
+// lane A is still in a1; then a1 succeeds and lane A blocks in a2. Both
+// lanes now hold a record (a2 below b2), so the stored checkpoint is a2,
+// never b2. After a crash at that moment a2 is delivered again.
+func TestCheckpointNeverPassesTheLowestPendingRecordOfALaneBehindTheOther(t *testing.T) {
+	ka, kb := twoLaneKeys(2)
+	gate := make(chan struct{})
+	cc := &crashCase{data: []string{"a1", "b1", "a2", "b2"}}
+	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		if string(ev.Records[0].Kinesis.Data) == "a1" {
+			<-gate // until lane B holds b2
+		}
+		return events.KinesisEventResponse{}, nil
+	}
+	cc.block = func(n int, ev events.KinesisEvent) bool {
+		d := string(ev.Records[0].Kinesis.Data)
+		return d == "a2" || d == "b2"
+	}
+	startCrashCase(t, cc, mapping.Config{BatchSize: 1, ParallelizationFactor: 2}, func(i int) string {
+		if i%2 == 0 {
+			return ka
+		}
+		return kb
+	}) // returns once b2 blocks: a2 cannot block before a1 is released
+	close(gate)
+	select {
+	case <-cc.entered:
+	case <-time.After(wait):
+		t.Fatalf("lane A never reached a2; invocations: %v", cc.Before())
+	}
+	cc.checkpointIs(cc.seqs[2], "a2, lane A's pending record, below lane B's b2")
+	cc.crashAndRestart()
+	got := cc.After()
+	sortStrings(got)
+	if want := []string{"a2", "b2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the restart %v, want the records both lanes held %v", got, want)
+	}
+	cc.everyRecordProcessed()
+}
+
 // TestCheckpointHoldsDuringWholeBatchRetries: without bisect a failing
 // batch is retried whole, each retry using the quota, and the checkpoint
 // stays at its first record until it is resolved. After a crash the
