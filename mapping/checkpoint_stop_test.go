@@ -1,6 +1,9 @@
 package mapping_test
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +40,54 @@ func TestACleanStopStoresTheFinalCheckpoint(t *testing.T) {
 	for _, d := range []string{"1", "2", "3", "4", "5", "6"} {
 		if n := f.processedCount(d); n != 1 {
 			t.Fatalf("record %s processed %d times, want once (calls %v): the final checkpoint was not stored", d, n, f.Calls())
+		}
+	}
+}
+
+// TestAPeriodicWriteCutShortByCloseDoesNotFenceTheFinalOne: a periodic
+// checkpoint write that landed while Close cancelled it (its reply lost)
+// moved the key's revision; the final write must take that revision as
+// its own, not refuse itself as fenced, so records 4-6, processed after
+// it, are not delivered again after the restart.
+func TestAPeriodicWriteCutShortByCloseDoesNotFenceTheFinalOne(t *testing.T) {
+	dir := t.TempDir()
+	opts := testenv.Options{Dir: dir, Mappings: mapping.Options{CheckpointInterval: time.Hour}}
+	rn := testenv.Start(t, opts)
+	arn := createStream(t, rn, "src", 1)
+	f := newRecorder(t, rn, function.Config{FunctionName: "fn"}, nil)
+	landed := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { mapping.SetWriteReplyLost(nil) })
+	mapping.SetWriteReplyLost(func(ctx context.Context, key string) error {
+		cut := false
+		if strings.Count(key, ".") == 1 && f.processed() == 3 { // the periodic write after 1-3
+			once.Do(func() { cut = true })
+		}
+		if !cut {
+			return nil
+		}
+		close(landed)
+		<-ctx.Done() // until Close
+		return ctx.Err()
+	})
+	put(t, rn, "src", "k", "1", "2", "3")
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "fn", BatchSize: 3})
+	select {
+	case <-landed:
+	case <-time.After(wait):
+		t.Fatalf("no periodic checkpoint write after records 1-3; calls %v", f.Calls())
+	}
+	put(t, rn, "src", "k", "4", "5", "6")
+	testenv.Eventually(t, wait, "records 4-6 processed", func() bool { return f.processed() == 6 })
+	if err := rn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mapping.SetWriteReplyLost(nil)
+	rn2 := testenv.Start(t, opts)
+	settle(t, rn2, m.UUID, "src")
+	for _, d := range []string{"1", "2", "3", "4", "5", "6"} {
+		if n := f.processedCount(d); n != 1 {
+			t.Fatalf("record %s processed %d times, want once (calls %v): the final checkpoint write was refused", d, n, f.Calls())
 		}
 	}
 }

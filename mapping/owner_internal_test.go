@@ -43,3 +43,47 @@ func TestACheckpointWriteAfterAnotherProcessWroteTheKeyIsRefused(t *testing.T) {
 		t.Fatalf("stored %q, %v; want the other process's id:7", e.Value(), err)
 	}
 }
+
+// A write whose reply was lost may have landed: the next write takes the
+// key's revision as its own only when the key holds exactly that write's
+// value; another process's write after it still fences it.
+func TestAWriteWhoseReplyWasLostFencesOnlyAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	eng, err := engine.Open(ctx, engine.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ck, err := eng.Bucket(ctx, "runnel_checkpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Service{eng: eng, ck: ck, opts: Options{Passive: true}, own: owner{revs: map[string]uint64{}}}
+	key := checkpointKey("m-1", "shardId-000000000000")
+	lost := func(ctx context.Context, key string) error { return context.Canceled }
+	if err := s.ckPut(ctx, "m-1", key, []byte("id:5")); err != nil {
+		t.Fatal(err)
+	}
+	writeReplyLost.Store(&lost)
+	err = s.ckPut(ctx, "m-1", key, []byte("id:9"))
+	writeReplyLost.Store(nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a write whose reply was lost: %v", err)
+	}
+	if err := s.ckPut(ctx, "m-1", key, []byte("id:12")); err != nil {
+		t.Fatalf("the next write after this process's own landed write: %v", err)
+	}
+	writeReplyLost.Store(&lost)
+	_ = s.ckPut(ctx, "m-1", key, []byte("id:15"))
+	writeReplyLost.Store(nil)
+	if _, err := ck.Put(ctx, key, []byte("id:13")); err != nil { // the new holder, after it
+		t.Fatal(err)
+	}
+	if err := s.ckPut(ctx, "m-1", key, []byte("id:20")); !errors.Is(err, errFenced) {
+		t.Fatalf("a write after another process's: %v, want errFenced", err)
+	}
+	e, err := ck.Get(ctx, key)
+	if err != nil || string(e.Value()) != "id:13" {
+		t.Fatalf("stored %q, %v; want the other process's id:13", e.Value(), err)
+	}
+}
