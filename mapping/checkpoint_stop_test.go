@@ -1,9 +1,13 @@
 package mapping_test
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/mapping"
@@ -16,11 +20,7 @@ import (
 // writer stores once (after records 1-3) and then waits; records 4-6 are
 // covered by the final write alone.
 func TestACleanStopStoresTheFinalCheckpoint(t *testing.T) {
-	dir := t.TempDir()
-	opts := testenv.Options{Dir: dir, Mappings: mapping.Options{CheckpointInterval: time.Hour}}
-	rn := testenv.Start(t, opts)
-	arn := createStream(t, rn, "src", 1)
-	f := newRecorder(t, rn, function.Config{FunctionName: "fn"}, nil)
+	opts, rn, arn, f := startHourlyCheckpoints(t)
 	first := put(t, rn, "src", "k", "1", "2", "3")
 	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "fn", BatchSize: 3})
 	testenv.Eventually(t, wait, "the periodic checkpoint write after records 1-3", func() bool {
@@ -29,14 +29,66 @@ func TestACleanStopStoresTheFinalCheckpoint(t *testing.T) {
 	})
 	put(t, rn, "src", "k", "4", "5", "6")
 	testenv.Eventually(t, wait, "records 4-6 processed", func() bool { return f.processed() == 6 })
+	restartProcessesEachOnce(t, rn, opts, m.UUID, f, "the final checkpoint was not stored")
+}
+
+// TestAPeriodicWriteCutShortByCloseDoesNotFenceTheFinalOne: a periodic
+// checkpoint write that landed while Close cancelled it (its reply lost)
+// moved the key's revision; the final write must take that revision as
+// its own, not refuse itself as fenced, so records 4-6, processed after
+// it, are not delivered again after the restart.
+func TestAPeriodicWriteCutShortByCloseDoesNotFenceTheFinalOne(t *testing.T) {
+	opts, rn, arn, f := startHourlyCheckpoints(t)
+	landed := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { mapping.SetWriteReplyLost(nil) })
+	mapping.SetWriteReplyLost(func(ctx context.Context, key string) error {
+		cut := false
+		if strings.Count(key, ".") == 1 && f.processed() == 3 { // the periodic write after 1-3
+			once.Do(func() { cut = true })
+		}
+		if !cut {
+			return nil
+		}
+		close(landed)
+		<-ctx.Done() // until Close
+		return ctx.Err()
+	})
+	put(t, rn, "src", "k", "1", "2", "3")
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "fn", BatchSize: 3})
+	select {
+	case <-landed:
+	case <-time.After(wait):
+		t.Fatalf("no periodic checkpoint write after records 1-3; calls %v", f.Calls())
+	}
+	put(t, rn, "src", "k", "4", "5", "6")
+	testenv.Eventually(t, wait, "records 4-6 processed", func() bool { return f.processed() == 6 })
+	restartProcessesEachOnce(t, rn, opts, m.UUID, f, "the final checkpoint write was refused")
+}
+
+// startHourlyCheckpoints starts a process whose mappings store their
+// checkpoint at most once an hour (so the final write alone covers what
+// follows the first), with a one-shard stream "src" and a recorder "fn".
+func startHourlyCheckpoints(t *testing.T) (testenv.Options, *runnel.Runnel, string, *recorder) {
+	t.Helper()
+	opts := testenv.Options{Dir: t.TempDir(), Mappings: mapping.Options{CheckpointInterval: time.Hour}}
+	rn := testenv.Start(t, opts)
+	arn := createStream(t, rn, "src", 1)
+	return opts, rn, arn, newRecorder(t, rn, function.Config{FunctionName: "fn"}, nil)
+}
+
+// restartProcessesEachOnce stops rn cleanly, starts the process again and
+// requires each of the records 1-6 to have been processed exactly once.
+func restartProcessesEachOnce(t *testing.T, rn *runnel.Runnel, opts testenv.Options, uuid string, f *recorder, why string) {
+	t.Helper()
 	if err := rn.Close(); err != nil {
 		t.Fatal(err)
 	}
 	rn2 := testenv.Start(t, opts)
-	settle(t, rn2, m.UUID, "src")
+	settle(t, rn2, uuid, "src")
 	for _, d := range []string{"1", "2", "3", "4", "5", "6"} {
 		if n := f.processedCount(d); n != 1 {
-			t.Fatalf("record %s processed %d times, want once (calls %v): the final checkpoint was not stored", d, n, f.Calls())
+			t.Fatalf("record %s processed %d times, want once (calls %v): %s", d, n, f.Calls(), why)
 		}
 	}
 }

@@ -286,21 +286,42 @@ func TestCheckpointIsTheLowestPendingRecordAcrossLanes(t *testing.T) {
 		return d == "a2" || d == "b3" // the retries
 	}
 	startCrashCase(t, cc, mapping.Config{BatchSize: 3, ParallelizationFactor: 2,
-		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, func(i int) string {
-		if i%2 == 0 {
-			return ka
-		}
-		return kb
-	})
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, alternate(ka, kb))
 	// The checkpoint moves (b1, then a2) as the lanes report.
 	cc.checkpointIs(cc.seqs[2], "a2, the lowest record pending in any lane")
-	cc.crashAndRestart()
-	got := cc.After()
-	sortStrings(got)
-	if want := []string{"a1,a2,a3", "b1,b2,b3"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the restart %v, want both in-flight batches again %v", got, want)
+	cc.redeliveredAfterCrash("both in-flight batches again", "a1,a2,a3", "b1,b2,b3")
+}
+
+// TestCheckpointNeverPassesTheLowestPendingRecordOfALaneBehindTheOther:
+// the checkpoint is the lowest pending record of any lane, even when the
+// lane ahead holds a record higher up. Records a1 b1 a2 b2 (BatchSize 1,
+// ParallelizationFactor 2): lane B processes b1 and blocks in b2 while
+// lane A is still in a1; then a1 succeeds and lane A blocks in a2. Both
+// lanes now hold a record (a2 below b2), so the stored checkpoint is a2,
+// never b2. After a crash at that moment a2 is delivered again.
+func TestCheckpointNeverPassesTheLowestPendingRecordOfALaneBehindTheOther(t *testing.T) {
+	ka, kb := twoLaneKeys(2)
+	gate := make(chan struct{})
+	cc := &crashCase{data: []string{"a1", "b1", "a2", "b2"}}
+	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		if string(ev.Records[0].Kinesis.Data) == "a1" {
+			<-gate // until lane B holds b2
+		}
+		return events.KinesisEventResponse{}, nil
 	}
-	cc.everyRecordProcessed()
+	cc.block = func(n int, ev events.KinesisEvent) bool {
+		d := string(ev.Records[0].Kinesis.Data)
+		return d == "a2" || d == "b2"
+	}
+	startCrashCase(t, cc, mapping.Config{BatchSize: 1, ParallelizationFactor: 2}, alternate(ka, kb)) // returns once b2 blocks: a2 cannot block before a1 is released
+	close(gate)
+	select {
+	case <-cc.entered:
+	case <-time.After(wait):
+		t.Fatalf("lane A never reached a2; invocations: %v", cc.Before())
+	}
+	cc.checkpointIs(cc.seqs[2], "a2, lane A's pending record, below lane B's b2")
+	cc.redeliveredAfterCrash("the records both lanes held", "a2", "b2")
 }
 
 // TestCheckpointHoldsDuringWholeBatchRetries: without bisect a failing
@@ -469,6 +490,29 @@ func TestBisectHeadItemFailureUsesTheRetryQuota(t *testing.T) {
 			t.Fatalf("record %s processed %d times, want 1", d, r.processedCount(d))
 		}
 	}
+}
+
+// alternate gives record i partition key a when i is even, b when odd.
+func alternate(a, b string) func(int) string {
+	return func(i int) string {
+		if i%2 == 0 {
+			return a
+		}
+		return b
+	}
+}
+
+// redeliveredAfterCrash kills the process, reopens it, and requires the
+// invocations after the restart to be want (sorted) and nothing lost.
+func (cc *crashCase) redeliveredAfterCrash(what string, want ...string) {
+	cc.t.Helper()
+	cc.crashAndRestart()
+	got := cc.After()
+	sortStrings(got)
+	if !reflect.DeepEqual(got, want) {
+		cc.t.Fatalf("after the restart %v, want %s %v", got, what, want)
+	}
+	cc.everyRecordProcessed()
 }
 
 // twoLaneKeys returns two partition keys that go to different lanes of a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -57,6 +58,10 @@ type owner struct {
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
+	// unsure: checkpoint-bucket key -> the value of this process's last
+	// write to it whose outcome is unknown (it failed by a timeout or a
+	// cancellation, after its request may have reached the server).
+	unsure map[string][]byte
 
 	// cfgRevs: mapping UUID -> the newest configuration revision this
 	// process wrote or applied (under Service.mu): the watch skips older
@@ -293,10 +298,24 @@ func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntr
 // Update on the revision this process last read or wrote (Create when it
 // saw none). A key this process never read is read first. errFenced (and
 // the mapping stopped here) when another process wrote it meanwhile.
+//
+// A write that failed otherwise (a timeout, or a Close cancelling a
+// periodic checkpoint write) may still have landed, moving the key's
+// revision; the next write to the key reads it first, and takes its
+// revision as this process's own if it holds exactly the value of that
+// write. Only a process that lost the mapping and wrote the same bytes
+// in that window passes the fence this way, and it wrote what this one
+// had written.
 func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) error {
 	s.own.revMu.Lock()
 	rev, known := s.own.revs[key]
+	tried, unsure := s.own.unsure[key]
 	s.own.revMu.Unlock()
+	if unsure && known {
+		if e, err := s.ck.Get(ctx, key); err == nil && e.Revision() != rev && string(e.Value()) == string(tried) {
+			rev = e.Revision() // that write landed
+		}
+	}
 	if !known {
 		if _, err := s.ckGet(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return err
@@ -312,24 +331,41 @@ func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) err
 	} else {
 		nrev, err = s.ck.Update(ctx, key, value, rev)
 	}
+	if err == nil {
+		if hook := writeReplyLost.Load(); hook != nil {
+			err = (*hook)(ctx, key) // tests: the write landed, its reply did not
+		}
+	}
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
 			s.own.revMu.Lock()
 			delete(s.own.revs, key)
+			delete(s.own.unsure, key)
 			s.own.revMu.Unlock()
 			if !s.opts.Passive {
 				go s.fenced(uuid)
 			}
 			return errFenced
 		}
+		s.own.revMu.Lock()
+		if s.own.unsure == nil {
+			s.own.unsure = map[string][]byte{}
+		}
+		s.own.unsure[key] = append([]byte(nil), value...)
+		s.own.revMu.Unlock()
 		return err
 	}
 	s.own.revMu.Lock()
 	s.own.revs[key] = nrev
+	delete(s.own.unsure, key)
 	s.own.revMu.Unlock()
 	return nil
 }
+
+// writeReplyLost, set by tests only, turns a successful checkpoint-bucket
+// write into the error it returns, as a reply lost to a cancellation.
+var writeReplyLost atomic.Pointer[func(ctx context.Context, key string) error]
 
 // ckForget drops the remembered revisions of mapping uuid's keys (it was
 // deleted: its keys are purged).
@@ -339,6 +375,7 @@ func (s *Service) ckForget(uuid string) {
 	for k := range s.own.revs {
 		if strings.HasPrefix(k, uuid+".") {
 			delete(s.own.revs, k)
+			delete(s.own.unsure, k)
 		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -122,5 +125,87 @@ func TestReplayProgressCountsFailedRecords(t *testing.T) {
 	})
 	if err == nil || res.Sent != 3 || res.Failed != 3 || done != 6 || total != 10 {
 		t.Fatalf("Replay = %+v, %v; last progress %d of %d, want 6 of 10", res, err, done, total)
+	}
+}
+
+// TestReplayToAStreamPutsBatchSizeRecordsPerCall: a stream target gets
+// BatchSize records per PutRecords call (each call is one stored message
+// of the target's shard), 500 (MaxPutRecords) when BatchSize is 0.
+func TestReplayToAStreamPutsBatchSizeRecordsPerCall(t *testing.T) {
+	e := newReplayEnv(t, 1)
+	ctx := context.Background()
+	for _, c := range []struct {
+		batch int
+		want  []int // records per stored message of the target
+	}{{2, []int{2, 2, 1}}, {0, []int{5}}} {
+		target := fmt.Sprintf("to-%d", c.batch)
+		if _, err := e.rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: target, ShardCount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := recovery.Replay(ctx, e.svc(), recovery.ReplayOptions{
+			Range:  recovery.ReplayRange{Stream: "s", FromSeq: e.seqs[0], ToSeq: e.seqs[4]},
+			Target: recovery.ReplayTarget{Stream: target}, BatchSize: c.batch,
+		})
+		if err != nil || res.Sent != 5 {
+			t.Fatalf("BatchSize %d: Replay = %+v, %v", c.batch, res, err)
+		}
+		recs, _, err := e.rn.Streams.ReadRange(ctx, target, "shardId-000000000000", 0, stream.Position(1000, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		last := uint64(0)
+		for _, r := range recs {
+			if msg, _ := stream.MessageOf(r.Seq); msg != last {
+				got, last = append(got, 0), msg
+			}
+			got[len(got)-1]++
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Fatalf("BatchSize %d: records per PutRecords call %v, want %v", c.batch, got, c.want)
+		}
+	}
+}
+
+// TestReplayCountsTheRestOfAPartlyFailedBatchAsFailed: a function that
+// reports the third record of a batch of 3 as failed processed 2; the
+// third is Failed and the replay resumes at it.
+func TestReplayCountsTheRestOfAPartlyFailedBatchAsFailed(t *testing.T) {
+	e := newReplayEnv(t, 1)
+	function.Register("recovery-test-partfn", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		var resp events.KinesisEventResponse
+		for _, r := range ev.Records {
+			if string(r.Kinesis.Data) == "r5" {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: r.Kinesis.SequenceNumber})
+			}
+		}
+		return resp, nil
+	}))
+	if _, err := e.rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "partfn", Handler: "recovery-test-partfn"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := recovery.Replay(context.Background(), e.svc(), recovery.ReplayOptions{
+		Range:  recovery.ReplayRange{Stream: "s", FromSeq: e.seqs[0], ToSeq: e.seqs[9]},
+		Target: recovery.ReplayTarget{Function: "partfn"}, BatchSize: 3,
+	})
+	if err == nil || res.Sent != 5 || res.Failed != 1 || res.ResumeSequenceNumber != e.seqs[5] {
+		t.Fatalf("Replay = %+v, %v; want 5 sent, 1 failed, resume at r5", res, err)
+	}
+}
+
+// TestReplayProgressCountsSkippedRecords: records refused by Skip count
+// in the progress as done.
+func TestReplayProgressCountsSkippedRecords(t *testing.T) {
+	e := newReplayEnv(t, 1)
+	registerCollector(t, e.rn, "skipfn")
+	var done, total int64
+	res, err := recovery.Replay(context.Background(), e.svc(), recovery.ReplayOptions{
+		Range:    recovery.ReplayRange{Stream: "s", FromSeq: e.seqs[0], ToSeq: e.seqs[9]},
+		Target:   recovery.ReplayTarget{Function: "skipfn"},
+		Skip:     func(r events.KinesisEventRecord) bool { return string(r.Kinesis.Data) < "r3" },
+		Progress: func(d, n int64) { done, total = d, n },
+	})
+	if err != nil || res.Sent != 7 || res.Skipped != 3 || done != 10 || total != 10 {
+		t.Fatalf("Replay = %+v, %v; last progress %d of %d, want 10 of 10", res, err, done, total)
 	}
 }

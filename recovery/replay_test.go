@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,6 +132,9 @@ func TestReplayStopsAtFailureAndSaysWhereToResume(t *testing.T) {
 	if err == nil || res.Sent != 3 || res.Failed != 3 || res.ResumeSequenceNumber != e.seqs[3] {
 		t.Fatalf("Replay = %+v, %v", res, err)
 	}
+	if !strings.Contains(err.Error(), "boom") { // the function's error message
+		t.Fatalf("error %q does not carry the function's error", err)
+	}
 }
 
 func TestReplayTimeRangeToQueueWithSkip(t *testing.T) {
@@ -215,6 +219,9 @@ func TestReplayPastRetentionIsReported(t *testing.T) {
 		if !errors.Is(err, recovery.ErrPastRetention) || res.Plan.MissingMessages != 2 || !res.Plan.Shards[0].MissingExact ||
 			res.Plan.Shards[0].FirstAvailableSequenceNumber != e.seqs[10] || res.Sent != 0 || len(c.all()) != 0 {
 			t.Fatalf("Replay = %+v (plan %+v), %v", res, res.Plan, err)
+		}
+		if !strings.Contains(err.Error(), "shardId-000000000000 "+e.seqs[10]) { // where to replay from
+			t.Fatalf("error %q does not name the first available record", err)
 		}
 		opts.AllowPastRetention = true
 		res, err = recovery.Replay(ctx, e.svc(), opts)

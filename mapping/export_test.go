@@ -1,0 +1,13 @@
+package mapping
+
+import "context"
+
+// SetWriteReplyLost makes every successful checkpoint-bucket write
+// report f's error instead (nil f: none), as if its reply were lost.
+func SetWriteReplyLost(f func(ctx context.Context, key string) error) {
+	if f == nil {
+		writeReplyLost.Store(nil)
+		return
+	}
+	writeReplyLost.Store(&f)
+}
