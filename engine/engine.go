@@ -244,6 +244,13 @@ func (e *Engine) ClientURL() string {
 	return e.cfg.NATSURL
 }
 
+// Shared reports whether another process can reach this engine's
+// JetStream: an external server, an embedded server that listens
+// (Config.ListenAddr), or a node of a cluster. An embedded engine that
+// does neither is the only process on its data, so no other process can
+// take a lease from it.
+func (e *Engine) Shared() bool { return e.ClientURL() != "" || e.cfg.Cluster.Listen != "" }
+
 // Embedded reports whether the engine runs an in-process server.
 func (e *Engine) Embedded() bool { return e.srv != nil }
 

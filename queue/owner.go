@@ -127,6 +127,17 @@ func (s *Service) newOwner() *lease.Owner {
 	})
 }
 
+// mayAct reports whether this process may still count its writes as the
+// queues' holder: it holds the lease and the lease is valid now
+// (lease.Lease.Valid), or no other process can reach its JetStream
+// (engine.Engine.Shared). holdingHook, for tests, replaces the answer.
+func (s *Service) mayAct() bool {
+	if h := s.holdingHook; h != nil {
+		return h()
+	}
+	return !s.eng.Shared() || s.own.Holding()
+}
+
 // forward runs the call a at the process holding the queues when that is
 // not this one (lease.Owner.Forward).
 func (s *Service) forward(ctx context.Context, a rpcArgs, out any) (remote bool, err error) {

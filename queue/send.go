@@ -362,14 +362,26 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 		q.mu.Lock()
 		moved := q.moved
 		q.mu.Unlock()
-		if perr == nil && moved {
+		if perr == nil && (moved || !q.svc.mayAct()) {
 			// The index was dropped while the write was in flight (this
-			// process lost the queues' lease): the index that replaced it
-			// may have been read from the stream before the write landed,
-			// and then does not know the message. Refuse the send
-			// (retryable): the caller sends again, into the new index. The
-			// stored copy is delivered too if a later load finds it: a
-			// duplicate, never a loss (TestOneRunnelRidesThroughTheLossOfEachNATSServer).
+			// process lost the queues' lease), or the lease stopped being
+			// valid before the acknowledgement came: another process may
+			// hold the queues by now, and its index may have been read
+			// from the stream before the write landed, and then does not
+			// know the message. Refuse the send (retryable): the caller
+			// sends again, into the new index; a move keeps the message in
+			// its source queue. The stored copy is delivered too if a
+			// later load finds it: a duplicate, never a loss
+			// (TestOneRunnelRidesThroughTheLossOfEachNATSServer,
+			// TestAStoreAcknowledgedAfterTheLeaseEndedIsRefused).
+			//
+			// Why validity and not only the loss: a holder whose renewals
+			// fail stops being valid TTL/2 after its last renewal, but
+			// learns that the lease is lost (and drops its indexes) only a
+			// whole TTL after it, when another process may already hold
+			// the lease and have read the queue. A write acknowledged while
+			// the lease was valid landed at least TTL/2 before anyone else
+			// could read the stream.
 			perr = errMoved
 		}
 		if perr != nil {

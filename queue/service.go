@@ -139,6 +139,8 @@ type Service struct {
 
 	// own is this process's hold on the queues (owner.go).
 	own *lease.Owner
+	// holdingHook, when set (tests only), answers mayAct.
+	holdingHook func() bool
 }
 
 // queueMeta is what "runnel_queues" stores per queue.

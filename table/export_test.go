@@ -52,3 +52,7 @@ func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
 
 // WaitBackfills waits for the GSI backfills running to end.
 func WaitBackfills(s *Service) { s.backfills.Wait() }
+
+// SetHolding replaces s's answer to "may this process still count its
+// writes as the tables' holder" (nil: the lease's own answer).
+func SetHolding(s *Service, holding func() bool) { s.holdingHook = holding }

@@ -399,6 +399,13 @@ func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
 		}
 		t.apply(ps[i], uint16(sh), pos)
 	}
+	if err == nil && !t.s.mayAct() {
+		// Applied here, but acknowledged after this process's lease on
+		// the tables stopped being valid: another process may have read
+		// the log before the write landed (see mayAct). The caller hears
+		// a retryable error, as for a write whose answer was lost.
+		err = errLeaseEnded(t.st.TableName)
+	}
 	return err
 }
 

@@ -71,6 +71,38 @@ type rpcArgs struct {
 	Keys          []string                     `json:"keys,omitempty"`
 }
 
+// mayAct reports whether this process may still count its writes as the
+// tables' holder: it holds the lease and the lease is valid now
+// (lease.Lease.Valid), or no other process can reach its JetStream
+// (engine.Engine.Shared).
+//
+// The rule it keeps: a holder whose renewals fail stops being valid TTL/2
+// after its last renewal, but learns that the lease is lost (and drops
+// its tables) only a whole TTL after it, when another process may already
+// hold the lease and have read a table's log. A write acknowledged while
+// the lease was valid landed at least TTL/2 before anyone else could read
+// the log; one acknowledged later may not be in the new holder's index,
+// so it is answered with a retryable error (errLeaseEnded).
+func (s *Service) mayAct() bool {
+	if h := s.holdingHook; h != nil {
+		return h()
+	}
+	return !s.eng.Shared() || s.own.Holding()
+}
+
+// errLeaseEnded answers a write acknowledged after the lease on the
+// tables stopped being valid (mayAct): retryable, like a lost answer. It
+// is a leaseEnded, which wraps the *awserr.Error.
+func errLeaseEnded(table string) error {
+	return leaseEnded{awserr.New(awserr.ErrService, "table %s: the write was stored after this runnel process stopped serving the tables; it may or may not be visible: retry", table)}
+}
+
+// leaseEnded marks errLeaseEnded: the write was applied here all the same.
+type leaseEnded struct{ err error }
+
+func (e leaseEnded) Error() string { return e.err.Error() }
+func (e leaseEnded) Unwrap() error { return e.err }
+
 // serveCall runs a forwarded call here.
 func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
 	switch a.Op {

@@ -220,9 +220,11 @@ type Service struct {
 
 	// own is this process's hold on the tables (owner.go); loaded is set
 	// while the tables are loaded here (under loadMu).
-	own    *lease.Owner
-	loadMu sync.Mutex
-	loaded atomic.Bool
+	own *lease.Owner
+	// holdingHook, when set (tests only), answers mayAct.
+	holdingHook func() bool
+	loadMu      sync.Mutex
+	loaded      atomic.Bool
 }
 
 // Options tunes the service. The zero value is the default.

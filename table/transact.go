@@ -318,15 +318,18 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 	if _, err := s.eng.JS.Publish(ctx, txlogSubject, b); err != nil {
 		return false, awserr.New(awserr.ErrService, "transaction commit: %v", err)
 	}
+	var late error
 	for _, t := range order {
-		if err := t.appendChanges(ctx, byTable[t]); err != nil {
+		if err := t.appendChanges(ctx, byTable[t]); errors.As(err, new(leaseEnded)) {
+			late = err // applied here; the other tables' changes too
+		} else if err != nil {
 			// Committed: the changes that did not land are written when the
 			// service opens again. Report an internal error; a retry with the
 			// same token is answered from the token cache.
 			return true, awserr.New(awserr.ErrService, "transaction %s committed, applying it failed (it completes on restart): %v", rec.ID, err)
 		}
 	}
-	return true, nil
+	return true, late
 }
 
 // recoverTransactions appends the changes of committed transactions that

@@ -1,0 +1,52 @@
+package queue_test
+
+import (
+	"testing"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/queue"
+)
+
+// TestAStoreAcknowledgedAfterTheLeaseEndedIsRefused: a write counts only
+// when its acknowledgement comes while this process may still act as the
+// queues' holder (its lease valid). Otherwise another process may hold the
+// queues already and have read the stream before the write landed, so
+// its index would not know the message: a send answers a retryable error
+// (the client sends again, into the new holder's index), and a move to
+// the dead-letter queue fails with the message still in its source queue.
+// The cluster fault test lost poison messages this way: moved by a holder
+// whose lease had stopped being valid, the copy landed after the next
+// holder had read the dead-letter queue.
+func TestAStoreAcknowledgedAfterTheLeaseEndedIsRefused(t *testing.T) {
+	e := newEnv(t)
+	dlq := e.create("dlq", nil)
+	src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 5)})
+	e.send(src, "kept")
+	m := e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(30)})
+	if len(m) != 1 {
+		t.Fatal("nothing received")
+	}
+
+	queue.SetHolding(e.svc, func() bool { return false })
+	_, err := e.svc.SendMessage(e.ctx, src, queue.SendMessageInput{MessageBody: "late"})
+	if err == nil || !awserr.IsRetryable(err) {
+		t.Fatalf("send acknowledged after the lease ended: err = %v, want a retryable error", err)
+	}
+	err = e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle)
+	if err == nil || !awserr.IsRetryable(err) {
+		t.Fatalf("move acknowledged after the lease ended: err = %v, want a retryable error", err)
+	}
+	queue.SetHolding(e.svc, nil)
+
+	// The message is still in its source queue, in flight until its
+	// visibility timeout ends; the move can be made again.
+	if c := e.counts(src); c[1] != "1" {
+		t.Fatalf("source queue counts (visible, in flight, delayed) = %v, want the message still in flight", c)
+	}
+	if err := e.svc.MoveToDeadLetterQueue(e.ctx, src, m[0].ReceiptHandle); err != nil {
+		t.Fatalf("move again, the lease valid: %v", err)
+	}
+	if got := e.bodies(dlq, queue.ReceiveMessageInput{}); len(got) == 0 || got[0] != "kept" {
+		t.Fatalf("dead-letter queue holds %v, want kept", got)
+	}
+}
