@@ -62,3 +62,15 @@ func TestRecordEncoderMatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("appendRecords:\n got  %s\n want %s", ar, wb)
 	}
 }
+
+// appendJSONString writes encoding/json's bytes for a string holding any
+// one byte value between plain letters.
+func TestAppendJSONStringEveryByte(t *testing.T) {
+	for c := range 256 {
+		s := "a" + string([]byte{byte(c)}) + "z"
+		want, _ := json.Marshal(s)
+		if got := appendJSONString([]byte("x"), []byte(s)); string(got) != "x"+string(want) {
+			t.Errorf("byte %#02x: %s, want %s", c, got[1:], want)
+		}
+	}
+}

@@ -39,7 +39,7 @@ func appendSeconds(b []byte, ms int64) []byte {
 // keys, are copied as they are; any other is written by encoding/json.
 func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			j, _ := json.Marshal(string(s))
 			return append(b, j...)
 		}
@@ -48,6 +48,15 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// jsonPlain[c] reports whether encoding/json writes the byte c of a
+// string as it is: printable ASCII but for " \ < > &.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendGetRecordsHead appends the start of GetRecords' response body, up
 // to the Records: MillisBehindLatest, NextShardIterator (left out when
@@ -88,6 +97,9 @@ type recordEncoder struct {
 
 func (e *recordEncoder) append(b []byte, r *stream.PageRecord) []byte {
 	if e.n == 0 || r.ArrivalMs != e.atMs {
+		if e.mid == nil {
+			e.mid = make([]byte, 0, 80) // room for any timestamp
+		}
 		e.atMs = r.ArrivalMs
 		e.mid = append(e.mid[:0], `","ApproximateArrivalTimestamp":`...)
 		e.mid = append(appendSeconds(e.mid, r.ArrivalMs), `,"Data":"`...)
