@@ -4,7 +4,6 @@ package awsapi
 // response bodies, written by hand (they are the hot path).
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -40,7 +39,7 @@ func appendSeconds(b []byte, ms int64) []byte {
 // keys, are copied as they are; any other is written by encoding/json.
 func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !jsonPlain[s[i]] {
 			j, _ := json.Marshal(string(s))
 			return append(b, j...)
 		}
@@ -49,6 +48,15 @@ func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// jsonPlain[c] reports whether encoding/json writes the byte c of a
+// string as it is: printable ASCII but for " \ < > &.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendGetRecordsHead appends the start of GetRecords' response body, up
 // to the Records: MillisBehindLatest, NextShardIterator (left out when
@@ -77,28 +85,35 @@ const getRecordsHeadRoom = 512
 // recordEncoder appends the records of a GetRecords page one at a time, as
 // appendRecords does, with the array's commas: the same bytes from a
 // stream.PageRecord, with no allocation. The arrival time, the same for
-// the records of one PutRecords call, is formatted once for them.
+// the records of one PutRecords call, is formatted once for them, with
+// the constant text around it.
 type recordEncoder struct {
-	n       int
-	atMs    int64
-	atBytes []byte
+	n    int
+	atMs int64
+	// mid is the text between a record's SequenceNumber and its Data:
+	// `","ApproximateArrivalTimestamp":<atMs>,"Data":"`.
+	mid []byte
 }
 
 func (e *recordEncoder) append(b []byte, r *stream.PageRecord) []byte {
-	if e.n > 0 {
-		b = append(b, ',')
-	}
 	if e.n == 0 || r.ArrivalMs != e.atMs {
-		e.atMs, e.atBytes = r.ArrivalMs, appendSeconds(e.atBytes[:0], r.ArrivalMs)
+		if e.mid == nil {
+			e.mid = make([]byte, 0, 80) // room for any timestamp
+		}
+		e.atMs = r.ArrivalMs
+		e.mid = append(e.mid[:0], `","ApproximateArrivalTimestamp":`...)
+		e.mid = append(appendSeconds(e.mid, r.ArrivalMs), `,"Data":"`...)
+	}
+	open := `,{"SequenceNumber":"`
+	if e.n == 0 {
+		open = open[1:]
 	}
 	e.n++
 	// Sequence numbers are decimal digits: nothing to escape.
-	b = append(b, `{"SequenceNumber":"`...)
+	b = append(b, open...)
 	b = r.AppendSequenceNumber(b)
-	b = append(b, `","ApproximateArrivalTimestamp":`...)
-	b = append(b, e.atBytes...)
-	b = append(b, `,"Data":"`...)
-	b = base64.StdEncoding.AppendEncode(b, r.Data)
+	b = append(b, e.mid...)
+	b = appendBase64(b, r.Data)
 	b = append(b, `","PartitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)
 	return append(b, `,"EncryptionType":"NONE"}`...)
@@ -118,7 +133,7 @@ func appendRecords(b []byte, records []stream.Record) []byte {
 		b = append(b, `,"ApproximateArrivalTimestamp":`...)
 		b = appendSeconds(b, r.ApproximateArrivalTimestamp.UnixMilli())
 		b = append(b, `,"Data":"`...)
-		b = base64.StdEncoding.AppendEncode(b, r.Data)
+		b = appendBase64(b, r.Data)
 		b = append(b, `","PartitionKey":`...)
 		b = appendJSONString(b, r.PartitionKey)
 		b = append(b, `,"EncryptionType":"NONE"}`...)

@@ -40,9 +40,10 @@ type wireRecord struct {
 // byte, encoding/json's encoding of the page that stream.GetRecords reads
 // from the same iterator at the same instant: keys that need escaping
 // (quotes, <>&, control characters, U+2028, non-ASCII), data of many
-// sizes (base64), arrival times with and without a fraction of a second,
-// pages that split a PutRecords call (Limit 3), and the end of a closed
-// shard (ChildShards, no NextShardIterator).
+// sizes (base64), empty and holding every byte value, arrival times with
+// and without a fraction of a second, pages that split a PutRecords call
+// (Limit 3), and the end of a closed shard (ChildShards, no
+// NextShardIterator).
 func TestGetRecordsWire(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	e := startEnv(t, awsapi.Options{}, testenv.Options{Clock: clk})
@@ -57,9 +58,12 @@ func TestGetRecordsWire(t *testing.T) {
 		clk.Advance(step)
 		var entries []ktypes.PutRecordsRequestEntry
 		for j := range 4 + i {
-			data := make([]byte, []int{1, 2, 3, 100, 1000, 5000}[(i+j)%6])
+			data := make([]byte, []int{0, 1, 2, 3, 100, 256, 1000, 5000}[(i+j)%8])
 			for k := range data {
 				data[k] = byte(rng.Uint32())
+				if len(data) == 256 {
+					data[k] = byte(k) // every byte value
+				}
 			}
 			entries = append(entries, ktypes.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String(keys[(i+j)%len(keys)])})
 		}

@@ -314,11 +314,33 @@ type PageRecord struct {
 	ShardID      string
 	epoch        int64
 	shard        int
+	// seqText is the SequenceNumber of position seqOf, kept from one
+	// record to the next of the page (AppendSequenceNumber).
+	seqText []byte
+	seqOf   uint64
 }
 
-// AppendSequenceNumber appends the record's SequenceNumber to b.
+// AppendSequenceNumber appends the record's SequenceNumber to b. The
+// records of one stored message have consecutive positions: the text of
+// the previous record's number is kept and counted up by one in decimal
+// (its last 20 digits are the position, zero-padded), rather than
+// formatted again.
 func (r *PageRecord) AppendSequenceNumber(b []byte) []byte {
-	return AppendSequenceNumber(b, r.epoch, r.shard, r.Seq)
+	switch {
+	case r.seqText != nil && r.Seq == r.seqOf:
+	case r.seqText != nil && r.Seq == r.seqOf+1 && r.Seq != 0:
+		for i := len(r.seqText) - 1; ; i-- {
+			if r.seqText[i] != '9' {
+				r.seqText[i]++
+				break
+			}
+			r.seqText[i] = '0'
+		}
+	default:
+		r.seqText = AppendSequenceNumber(r.seqText[:0], r.epoch, r.shard, r.Seq)
+	}
+	r.seqOf = r.Seq
+	return append(b, r.seqText...)
 }
 
 // GetRecordsFunc is GetRecords handing each record of the page to each,

@@ -61,3 +61,31 @@ func TestEnvelopeVersions(t *testing.T) {
 		t.Error("an unknown version was accepted")
 	}
 }
+
+// PageRecord.AppendSequenceNumber, which counts the previous record's
+// text up when positions follow each other, writes FormatSequenceNumber's
+// text for every position: across carries of one digit and of all 20
+// (…0999 → …1000, 9,999 → 10,000, one below 10^19), when a position
+// repeats or goes back, across a message boundary (the position jumps),
+// for shard indexes of 1 to 5 digits and the largest position.
+func TestPageRecordSequenceNumber(t *testing.T) {
+	var seqs []uint64
+	for _, start := range []uint64{0, 1, 995, 9995, 1e19 - 5, Position(7, 1020), Position(1<<40, 0) - 3, 1<<64 - 4} {
+		for i := range uint64(8) {
+			if start+i >= start { // stop at the largest position
+				seqs = append(seqs, start+i)
+			}
+		}
+	}
+	seqs = append(seqs, 42, 42, 41, 1<<64-1, 0, 1)
+	for _, shard := range []int{0, 7, 9999, 12345} {
+		r := PageRecord{epoch: 1764115200000, shard: shard}
+		for _, seq := range seqs {
+			r.Seq = seq
+			got := string(r.AppendSequenceNumber([]byte("x")))
+			if want := "x" + FormatSequenceNumber(r.epoch, shard, seq); got != want {
+				t.Fatalf("shard %d, position %d: %s, want %s", shard, seq, got, want)
+			}
+		}
+	}
+}
