@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -262,10 +263,28 @@ func TestRecoveryCommandsEndToEnd(t *testing.T) {
 // serving process, the CLI purged a copy of the index of its own: the
 // serve went on counting and delivering all five messages.)
 func TestDLQCommandsAgainstARunningServeActOnItsQueues(t *testing.T) {
-	bin := runnelBinary(t)
 	serve := testenv.Start(t, testenv.Options{ListenAddr: "127.0.0.1:0"})
+	dlqCommandsActOnTheQueues(t, serve.Engine.ClientURL(), serve.Queues)
+}
+
+// The same against a running 3-node cluster: the CLI connects to one
+// node, the queues are watched through another, whichever node serves
+// them. It starts a cluster (20 to 60 s here), so it runs only with
+// RUNNEL_CLUSTER_TESTS=1.
+func TestDLQCommandsAgainstARunningClusterActOnItsQueues(t *testing.T) {
+	if os.Getenv("RUNNEL_CLUSTER_TESTS") == "" {
+		t.Skip("set RUNNEL_CLUSTER_TESTS=1: starts a 3-node cluster")
+	}
+	nodes := testenv.Cluster(t, 3)
+	dlqCommandsActOnTheQueues(t, nodes[0].Engine.ClientURL(), nodes[1].Queues)
+}
+
+// dlqCommandsActOnTheQueues runs `runnel dlq purge` and `runnel dlq
+// redrive` with --nats-url url, and checks through q (a service of a
+// running process) that they acted on the queues it delivers from.
+func dlqCommandsActOnTheQueues(t *testing.T, url string, q *queue.Service) {
+	bin := runnelBinary(t)
 	ctx := context.Background()
-	q := serve.Queues
 	dlq, err := q.CreateQueue(ctx, "jobs-dlq", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +296,7 @@ func TestDLQCommandsAgainstARunningServeActOnItsQueues(t *testing.T) {
 	}
 	cli := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--nats-url", serve.Engine.ClientURL()}, args...)...)
+		cmd := exec.Command(bin, append([]string{"--nats-url", url}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("runnel %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -149,8 +149,9 @@ func Cluster(t testing.TB, n int) []*runnel.Runnel {
 		go func() {
 			defer wg.Done()
 			rn, err := runnel.Open(context.Background(), runnel.Config{
-				Tables:            table.Options{TTLInterval: -1},
-				Engine:            engine.Config{DataDir: t.TempDir(), Logger: Logger(t), Cluster: engine.ClusterConfig{Listen: routes[i], Routes: routes, Name: fmt.Sprintf("node-%d", i)}},
+				Tables: table.Options{TTLInterval: -1},
+				Engine: engine.Config{DataDir: t.TempDir(), Logger: Logger(t), ListenAddr: "127.0.0.1:0",
+					Cluster: engine.ClusterConfig{Listen: routes[i], Routes: routes, Name: fmt.Sprintf("node-%d", i)}},
 				Mappings:          mapping.Options{RetryBaseDelay: -1},
 				RetentionInterval: -1,
 			})
