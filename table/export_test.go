@@ -1,6 +1,9 @@
 package table
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // HoldItems holds the items of keys as a TransactWriteItems in progress
 // does (claimed, their stripes locked), until the returned release is
@@ -52,3 +55,24 @@ func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
 
 // WaitBackfills waits for the GSI backfills running to end.
 func WaitBackfills(s *Service) { s.backfills.Wait() }
+
+// HoldLogWrite makes the table's group commit behave as if a log write
+// of the table were running: appends queue behind it. queued is how many
+// appends wait; release ends the "write": the queued appends are written
+// as the ending write's goroutine writes them (flushAppends).
+func HoldLogWrite(t testing.TB, s *Service, tableName string) (queued func() int, release func()) {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.gc.mu.Lock()
+	tb.gc.inFlight++
+	tb.gc.mu.Unlock()
+	queued = func() int {
+		tb.gc.mu.Lock()
+		defer tb.gc.mu.Unlock()
+		return len(tb.gc.queue)
+	}
+	return queued, func() { tb.flushAppends(context.Background()) }
+}

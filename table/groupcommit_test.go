@@ -1,0 +1,105 @@
+package table_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// logMessages reads the table's change log and returns how many stored
+// messages hold its records (a message is one JetStream publish of one
+// shard; stream.MessageOf) and how many records there are.
+func logMessages(t *testing.T, tb *table.Service, name string) (messages, records int) {
+	t.Helper()
+	tt, err := tb.Table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := tb.Logs().ListShards(ctx, tt.LogName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shards {
+		_, last, err := tb.Logs().ShardBounds(ctx, tt.LogName(), sh.ShardID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last == 0 {
+			continue
+		}
+		recs, _, err := tb.Logs().ReadRange(ctx, tt.LogName(), sh.ShardID, 1, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[uint64]bool{}
+		for _, r := range recs {
+			msg, _ := stream.MessageOf(r.Seq)
+			seen[msg] = true
+		}
+		messages += len(seen)
+		records += len(recs)
+	}
+	return messages, records
+}
+
+// TestBatchWriteItemIsOneLogWrite: the 25 requests of a BatchWriteItem
+// on one table are written as one group, one stored message per shard of
+// the table's log at most, not one publish per request.
+func TestBatchWriteItemIsOneLogWrite(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "batch", "", table.ViewNewAndOldImages)
+	var reqs []table.WriteRequest
+	for i := range table.MaxBatchWrite {
+		reqs = append(reqs, table.WriteRequest{PutRequest: &table.PutRequest{Item: table.Item{"pk": S(fmt.Sprint("k", i))}}})
+	}
+	out, err := tb.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"batch": reqs}})
+	if err != nil || len(out.UnprocessedItems) != 0 {
+		t.Fatalf("err %v, unprocessed %v", err, out)
+	}
+	messages, records := logMessages(t, tb, "batch")
+	if records != table.MaxBatchWrite || messages > table.DefaultShards {
+		t.Fatalf("%d change records in %d stored messages, want %d in at most %d (one per shard)", records, messages, table.MaxBatchWrite, table.DefaultShards)
+	}
+}
+
+// TestConcurrentPutItemsShareALogWrite: PutItems that arrive while a log
+// write of their table runs wait for it, then are written together, in
+// one PutRecords call (one stored message per shard at most), and each
+// is answered only once its change is stored.
+func TestConcurrentPutItemsShareALogWrite(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "group", "", table.ViewNewAndOldImages)
+	queued, release := table.HoldLogWrite(t, tb, "group")
+	const callers = 8
+	var wg sync.WaitGroup
+	done := make(chan int, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "group", Item: table.Item{"pk": S(fmt.Sprint("k", i))}}); err != nil {
+				t.Error(err)
+			}
+			done <- i
+		}()
+	}
+	testenv.Eventually(t, 20*time.Second, "8 puts queued", func() bool { return queued() == callers })
+	select {
+	case i := <-done:
+		t.Fatalf("put %d answered before its change was written", i)
+	default:
+	}
+	release()
+	wg.Wait()
+	messages, records := logMessages(t, tb, "group")
+	if records != callers || messages > table.DefaultShards {
+		t.Fatalf("%d change records in %d stored messages, want %d in at most %d (one write)", records, messages, callers, table.DefaultShards)
+	}
+}
