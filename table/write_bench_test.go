@@ -5,9 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -37,27 +35,13 @@ func benchItem(i int64) table.Item {
 	return table.Item{"pk": S("item-" + strconv.FormatInt(i, 10)), "v": N(strconv.FormatInt(i, 10)), "data": S("0123456789abcdef0123456789abcdef")}
 }
 
-// cpuTime is the process's CPU time so far (user and system; the
-// embedded NATS server's included).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// reportCPU reports the CPU time per op since start (cpu-us/op): on a
-// loaded machine, a steadier measure of the work per write than ns/op.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-us/op")
-}
-
 // runCallers runs fn b.N times over benchCallers goroutines, each call
 // with its own number.
 func runCallers(b *testing.B, fn func(i int64) error) {
 	var next atomic.Int64
 	b.SetParallelism((benchCallers + 1) / max(1, testingProcs()))
 	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
+	defer testenv.ReportCPU(b, testenv.CPUTime())
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := fn(next.Add(1)); err != nil {
@@ -104,7 +88,7 @@ func BenchmarkBatchWriteItem(b *testing.B) {
 	var next atomic.Int64
 	b.SetParallelism((benchCallers + 1) / max(1, testingProcs()))
 	b.ResetTimer()
-	defer reportCPU(b, cpuTime())
+	defer testenv.ReportCPU(b, testenv.CPUTime())
 	b.RunParallel(func(pb *testing.PB) {
 		for {
 			reqs := make([]table.WriteRequest, 0, table.MaxBatchWrite)
