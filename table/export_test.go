@@ -57,22 +57,52 @@ func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
 func WaitBackfills(s *Service) { s.backfills.Wait() }
 
 // HoldLogWrite makes the table's group commit behave as if a log write
-// of the table were running: appends queue behind it. queued is how many
-// appends wait; release ends the "write": the queued appends are written
-// as the ending write's goroutine writes them (flushAppends).
-func HoldLogWrite(t testing.TB, s *Service, tableName string) (queued func() int, release func()) {
+// of each lane given (none: every lane) were running: appends to those
+// lanes queue behind them. queued is how many appends wait; release ends
+// the "writes": the queued appends are written as the ending writes'
+// goroutines write them (flushAppends).
+func HoldLogWrite(t testing.TB, s *Service, tableName string, lanes ...int) (queued func() int, release func()) {
 	t.Helper()
 	tb, err := s.table(tableName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.gc.mu.Lock()
-	tb.gc.inFlight++
-	tb.gc.mu.Unlock()
-	queued = func() int {
-		tb.gc.mu.Lock()
-		defer tb.gc.mu.Unlock()
-		return len(tb.gc.queue)
+	if len(lanes) == 0 {
+		for l := range tb.gc {
+			lanes = append(lanes, l)
+		}
 	}
-	return queued, func() { tb.flushAppends(context.Background()) }
+	for _, l := range lanes {
+		tb.gc[l].mu.Lock()
+		tb.gc[l].inFlight++
+		tb.gc[l].mu.Unlock()
+	}
+	queued = func() int {
+		n := 0
+		for _, l := range lanes {
+			tb.gc[l].mu.Lock()
+			n += len(tb.gc[l].queue)
+			tb.gc[l].mu.Unlock()
+		}
+		return n
+	}
+	return queued, func() {
+		for _, l := range lanes {
+			tb.flushAppends(context.Background(), l)
+		}
+	}
+}
+
+// LaneOf is the group-commit lane of the item with key keyItem.
+func LaneOf(t testing.TB, s *Service, tableName string, keyItem Item) int {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := tb.schema.keyOf(keyItem, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb.laneOf(k)
 }

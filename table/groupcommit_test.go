@@ -85,3 +85,68 @@ func TestConcurrentPutItemsShareALogWrite(t *testing.T) {
 		t.Fatalf("%d change records in %d stored messages, want %d in at most %d (one write)", records, messages, callers, table.DefaultShards)
 	}
 }
+
+// TestLanesAreShards: a change's group-commit lane is the shard of the
+// table's log it is stored in (for 1, 4 and 7 shards), so that a lane's
+// write is one stored message.
+func TestLanesAreShards(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	for _, shards := range []int{1, 4, 7} {
+		name := fmt.Sprint("lanes", shards)
+		if _, err := tb.CreateTable(ctx, table.CreateTableInput{TableName: name, RunnelShards: shards,
+			KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
+			AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 200 {
+			if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: name, Item: table.Item{"pk": S(fmt.Sprint("k", i))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range logRecords(t, tb, name) {
+			c, err := table.DecodeChange(r.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lane := table.LaneOf(t, tb, name, c.Keys); stream.ShardID(lane) != r.ShardID {
+				t.Fatalf("%d shards: item %v in lane %d, stored in %s", shards, c.Keys["pk"], lane, r.ShardID)
+			}
+		}
+	}
+}
+
+// TestLanesAreWrittenConcurrently: a write waits only for a write of its
+// own lane; one of another lane is written meanwhile.
+func TestLanesAreWrittenConcurrently(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "lanes", "", "")
+	a, b := table.Item{"pk": S("a")}, table.Item(nil)
+	for i := 0; i < 1000 && b == nil; i++ {
+		if c := (table.Item{"pk": S(fmt.Sprint("b", i))}); table.LaneOf(t, tb, "lanes", c) != table.LaneOf(t, tb, "lanes", a) {
+			b = c
+		}
+	}
+	if b == nil {
+		t.Fatal("no item in another lane than a's: the table has one lane")
+	}
+	queued, release := table.HoldLogWrite(t, tb, "lanes", table.LaneOf(t, tb, "lanes", a))
+	done := make(chan error, 1)
+	go func() {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "lanes", Item: a})
+		done <- err
+	}()
+	testenv.Eventually(t, 20*time.Second, "a's put queued", func() bool { return queued() == 1 })
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "lanes", Item: b}); err != nil {
+		t.Fatal(err) // a put of another lane does not wait for a's lane
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if get(t, tb, "lanes", a) == nil || get(t, tb, "lanes", b) == nil {
+		t.Fatal("an item is missing")
+	}
+}
