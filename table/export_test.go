@@ -42,15 +42,23 @@ func HoldItems(t testing.TB, s *Service, tableName string, keys ...Item) (releas
 // entries just before a write moved them.
 func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
 	t.Helper()
+	tb, k := tableKey(t, s, tableName, item, false)
+	tb.index(index).put(k, item)
+}
+
+// tableKey returns the table and the key of item (keyOnly: item is the
+// key and nothing else).
+func tableKey(t testing.TB, s *Service, tableName string, item Item, keyOnly bool) (*Table, key) {
+	t.Helper()
 	tb, err := s.table(tableName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := tb.schema.keyOf(item, false)
+	k, err := tb.schema.keyOf(item, keyOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.index(index).put(k, item)
+	return tb, k
 }
 
 // WaitBackfills waits for the GSI backfills running to end.
@@ -96,13 +104,6 @@ func HoldLogWrite(t testing.TB, s *Service, tableName string, lanes ...int) (que
 // LaneOf is the group-commit lane of the item with key keyItem.
 func LaneOf(t testing.TB, s *Service, tableName string, keyItem Item) int {
 	t.Helper()
-	tb, err := s.table(tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := tb.schema.keyOf(keyItem, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb, k := tableKey(t, s, tableName, keyItem, true)
 	return tb.laneOf(k)
 }
