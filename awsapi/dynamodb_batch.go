@@ -17,18 +17,50 @@ func dynamoBatchWriteItem(rq *request, in *table.BatchWriteItemInput) (any, erro
 }
 
 // batchGetItemInput is BatchGetItem's request with each table's
-// KeysAndAttributes raw: each may carry the legacy AttributesToGet,
+// KeysAndAttributes as given: each may carry the legacy AttributesToGet,
 // translated into a ProjectionExpression as a GetItem's is.
 type batchGetItemInput struct {
-	RequestItems           map[string]json.RawMessage
+	RequestItems           map[string]givenKeysAndAttributes
 	ReturnConsumedCapacity string
+}
+
+// givenKeysAndAttributes is one table's part of a BatchGetItem as given:
+// its JSON (the body decoded by json.Unmarshal) or its value as the
+// validation read it (fromValue).
+type givenKeysAndAttributes struct {
+	raw json.RawMessage
+	val map[string]any
+}
+
+func (g *givenKeysAndAttributes) UnmarshalJSON(b []byte) error {
+	g.raw = append(g.raw[:0], b...)
+	return nil
+}
+
+func (g *givenKeysAndAttributes) fromJSONValue(v any) bool {
+	g.val, _ = v.(map[string]any)
+	return g.val != nil
+}
+
+// decode reads the table's KeysAndAttributes, legacy parameters
+// translated.
+func (g *givenKeysAndAttributes) decode(ka *table.KeysAndAttributes) error {
+	raw := g.raw
+	if g.val != nil {
+		if !hasLegacy(g.val) && fromValue(g.val, ka) {
+			return nil
+		}
+		*ka = table.KeysAndAttributes{}
+		raw, _ = json.Marshal(g.val)
+	}
+	return dynamoDecode(raw, ka)
 }
 
 func dynamoBatchGetItem(rq *request, in *batchGetItemInput) (any, error) {
 	req := table.BatchGetItemInput{RequestItems: map[string]table.KeysAndAttributes{}, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
-	for name, raw := range in.RequestItems {
+	for name, given := range in.RequestItems {
 		var ka table.KeysAndAttributes
-		if err := dynamoDecode(raw, &ka); err != nil {
+		if err := given.decode(&ka); err != nil {
 			return nil, err
 		}
 		req.RequestItems[tableName(name)] = ka

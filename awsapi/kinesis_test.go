@@ -37,7 +37,7 @@ func start(t *testing.T, opts awsapi.Options) *endpoint {
 }
 
 // startEnv is start with the runnel's options (a fake clock...).
-func startEnv(t *testing.T, opts awsapi.Options, env testenv.Options) *endpoint {
+func startEnv(t testing.TB, opts awsapi.Options, env testenv.Options) *endpoint {
 	t.Helper()
 	e := &endpoint{rn: testenv.Start(t, env)}
 	h := awsapi.NewHandler(e.rn, opts)

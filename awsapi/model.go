@@ -69,6 +69,7 @@ type memberRef struct {
 	LocationName string
 
 	name  string // the member's name in the model
+	lower string // name in lower camel case, as validation paths write it
 	shape *shape
 }
 
@@ -165,6 +166,9 @@ func loadModel(file string) (*model, error) {
 		s.req = map[string]bool{}
 		for _, r := range s.Required {
 			s.req[r] = true
+		}
+		for _, r := range s.Members {
+			r.lower = lowerFirst(r.name)
 		}
 		for _, r := range append([]*memberRef{s.Member, s.Key, s.Value}, s.Members...) {
 			if err := link(r); err != nil {

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"hash/crc32"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -33,6 +34,29 @@ func dynamoDecode(body []byte, v any) error {
 		body, _ = json.Marshal(raw)
 	}
 	return decodeJSON(body, v)
+}
+
+// dynamoDecodeParsed reads the request into in (a pointer to a zero
+// value) from the body as the validation read it, when it can (no legacy
+// parameter, fromValue); else from the body (dynamoDecode), with the
+// same result and errors.
+func (rq *request) dynamoDecodeParsed(in any) error {
+	if obj, ok := rq.parsed.(map[string]any); ok && !hasLegacy(obj) {
+		if fromValue(obj, in) {
+			return nil
+		}
+		reflect.ValueOf(in).Elem().SetZero()
+	}
+	return dynamoDecode(rq.body, in)
+}
+
+// hasLegacy reports whether a request (or a BatchGetItem table's part)
+// has a legacy parameter, null included (dynamoDecode translates it).
+func hasLegacy(obj map[string]any) bool {
+	return slices.ContainsFunc(legacyParams, func(p string) bool {
+		_, ok := obj[p]
+		return ok
+	})
 }
 
 // dynamoReply writes a JSON 1.0 result (nil: {}).

@@ -88,6 +88,9 @@ type request struct {
 	reqID  string
 	scheme string
 	status int // Lambda: the status of a successful reply
+	// parsed is the JSON body as the validation read it (nil: not read),
+	// from which a DynamoDB input is built (decode_value.go).
+	parsed any
 }
 
 // ServeHTTP answers one request: a Lambda path to its operation's route,
@@ -325,7 +328,9 @@ func (rq *request) serve(op *Operation) {
 		case protoSQSQuery, protoIAM, protoSTS:
 			return validateForm(op, rq.form)
 		}
-		return validateJSON(op, rq.body, uri)
+		v, err := validateJSONValue(op, rq.body, uri)
+		rq.parsed = v
+		return err
 	}
 	if !op.ValidateOnError {
 		if err := validate(); err != nil {
@@ -387,7 +392,7 @@ func (rq *request) decode(in any) error {
 	case protoSQSQuery, protoIAM, protoSTS, protoSNS:
 		return decodeForm(rq.form, in)
 	case protoDynamoDB, protoDynamoDBStreams:
-		return dynamoDecode(rq.body, in)
+		return rq.dynamoDecodeParsed(in)
 	case protoLambda:
 		return lambdaDecode(rq.body, in)
 	case protoScheduler:

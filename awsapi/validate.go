@@ -75,24 +75,33 @@ type validation struct {
 // holds, or when op's service has no model. uri holds the values of the
 // members Lambda takes in the path, by location name.
 func validateJSON(op *Operation, body []byte, uri map[string]string) error {
+	_, err := validateJSONValue(op, body, uri)
+	return err
+}
+
+// validateJSONValue is validateJSON, and returns the body as it read it
+// (json.Decoder with UseNumber; an empty body is {}), or nil when it
+// did not read it (no model, a payload member, a body that does not
+// parse).
+func validateJSONValue(op *Operation, body []byte, uri map[string]string) (any, error) {
 	s := inputShape(op)
 	if s == nil || s.Payload != "" {
-		return nil
+		return nil, nil
 	}
 	var v any = map[string]any{}
 	if body = bytes.TrimSpace(body); len(body) > 0 {
 		d := json.NewDecoder(bytes.NewReader(body))
 		d.UseNumber()
 		if err := d.Decode(&v); err != nil {
-			return serialization(op.Service, "%v", err)
+			return nil, serialization(op.Service, "%v", err)
 		}
 		if d.More() {
-			return serialization(op.Service, "unexpected data after the request's JSON object")
+			return nil, serialization(op.Service, "unexpected data after the request's JSON object")
 		}
 	}
 	vd := &validation{svc: op.Service, m: modelOf(op.Service), uri: uri}
 	vd.value(s, v, "")
-	return vd.err()
+	return v, vd.err()
 }
 
 // serialization is the error of a body that does not read as the input
@@ -170,21 +179,17 @@ func (vd *validation) value(s *shape, v any, path string) {
 			default:
 				mv = obj[m.wireName()]
 			}
-			p := lowerFirst(m.name)
-			if path != "" {
-				p = path + "." + p
-			}
 			if mv == nil {
 				switch {
 				case !s.req[m.name], vd.query && m.shape.Type == "list":
 				case vd.svc == SQS && vd.missing == "":
-					vd.missing = sqsParameter(p)
+					vd.missing = sqsParameter(joinPath(path, m.lower))
 				case vd.svc != SQS:
-					vd.fail(p, nil, "not be null")
+					vd.fail(joinPath(path, m.lower), nil, "not be null")
 				}
 				continue
 			}
-			vd.value(m.shape, mv, p)
+			vd.value(m.shape, mv, joinPath(path, m.lower))
 		}
 	case "list":
 		arr, ok := v.([]any)
@@ -195,7 +200,7 @@ func (vd *validation) value(s *shape, v any, path string) {
 		vd.length(s, v, len(arr), path)
 		for i, e := range arr {
 			if e != nil {
-				vd.value(s.Member.shape, e, fmt.Sprintf("%s.%d.member", path, i+1))
+				vd.value(s.Member.shape, e, path+"."+strconv.Itoa(i+1)+".member")
 			}
 		}
 	case "map":
@@ -217,6 +222,14 @@ func (vd *validation) value(s *shape, v any, path string) {
 	if rule := serviceRules[vd.svc][s.name]; rule != nil && vd.serial == nil && vd.rule == nil {
 		vd.rule = rule(v)
 	}
+}
+
+// joinPath is the path of member name (lower camel case) under path.
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 // scalar checks a string, number, boolean, blob or timestamp.

@@ -71,10 +71,12 @@ type batchWrite struct {
 // BatchWriteItem puts and deletes up to 25 items of one or several tables
 // (API_BatchWriteItem,
 // https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchWriteItem.html).
-// Each request is atomic on its item; the batch is not: requests are
-// written concurrently, and a request that could not be written (a write
-// that failed, or an item held by a transaction in progress) is returned
-// in UnprocessedItems, to be sent again. If no request could be written,
+// Each request is atomic on its item; the batch is not: the requests of
+// one table are written as one group (their change records appended in
+// one log write, writeGroup), tables concurrently, and a request that
+// could not be written (a write that failed, or an item held by a
+// transaction in progress) is returned in UnprocessedItems, to be sent
+// again. If no request could be written,
 // the first request's error is returned instead.
 //
 // The whole batch is refused, nothing written, with a
@@ -122,13 +124,27 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 			writes = append(writes, w)
 		}
 	}
-	var wg sync.WaitGroup
+	byTable := map[*Table][]*batchWrite{}
+	var order []*Table
 	for _, w := range writes {
+		if byTable[w.o.t] == nil {
+			order = append(order, w.o.t)
+		}
+		byTable[w.o.t] = append(byTable[w.o.t], w)
+	}
+	var wg sync.WaitGroup
+	for i, t := range order {
+		if i == 0 {
+			continue // written below, by this goroutine
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.old, w.nw, w.err = w.o.run(ctx)
+			writeGroup(ctx, t, byTable[t])
 		}()
+	}
+	if len(order) > 0 {
+		writeGroup(ctx, order[0], byTable[order[0]])
 	}
 	wg.Wait()
 	out := &BatchWriteItemOutput{UnprocessedItems: map[string][]WriteRequest{}}
@@ -140,13 +156,61 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 			out.UnprocessedItems[w.table] = append(out.UnprocessedItems[w.table], w.req)
 			continue
 		}
-		units[w.table] += writeUnits(w.old, w.nw)
+		if asked(in.ReturnConsumedCapacity) {
+			units[w.table] += writeUnits(w.old, w.nw)
+		}
 	}
 	if failed > 0 && failed == len(writes) {
 		return nil, writes[0].err
 	}
 	out.ConsumedCapacity = capacities(in.ReturnConsumedCapacity, units)
 	return out, nil
+}
+
+// writeGroup writes the requests of one table of a BatchWriteItem as one
+// group: their items locked (in lockItems' order), each checked for a
+// transaction holding it and prepared on its current item as a single
+// write is, then every change appended in one log write (appendEach).
+// Each request is atomic on its item and gets its own result in w.err;
+// the group is not atomic.
+func writeGroup(ctx context.Context, t *Table, ws []*batchWrite) {
+	var live []*batchWrite
+	ops := make([]*op, 0, len(ws))
+	for _, w := range ws {
+		if w.err = w.o.checkHeld(); w.err == nil {
+			live = append(live, w)
+			ops = append(ops, w.o)
+		}
+	}
+	defer lockItems(ops)()
+	var ps []*pending
+	var written []*batchWrite
+	for _, w := range live {
+		if w.err = w.o.checkHeld(); w.err != nil {
+			continue
+		}
+		var p *pending
+		if w.old, p, w.err = w.o.prepare(ctx); w.err != nil {
+			continue
+		}
+		if p == nil {
+			w.nw, w.err = w.o.unchanged(w.old)
+			continue
+		}
+		ps = append(ps, p)
+		written = append(written, w)
+	}
+	errs, err := t.appendEach(ctx, ps)
+	for i, w := range written {
+		switch {
+		case err != nil:
+			w.err = err
+		case errs[i] != nil:
+			w.err = errs[i]
+		default:
+			w.nw = ps[i].change.NewImage
+		}
+	}
 }
 
 // capacities is the ConsumedCapacity list of a batch (nil unless asked

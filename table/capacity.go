@@ -37,6 +37,19 @@ func capacity(mode, table string, units float64) *ConsumedCapacity {
 	return nil
 }
 
+// asked reports whether mode asks for the ConsumedCapacity (the units,
+// which cost the items' sizes, are counted only then).
+func asked(mode string) bool { return mode == CapacityTotal || mode == CapacityIndexes }
+
+// writeCapacity is the ConsumedCapacity of a write that replaced old by
+// nw, under mode (nil: none asked).
+func writeCapacity(mode, table string, old, nw Item) *ConsumedCapacity {
+	if !asked(mode) {
+		return nil
+	}
+	return capacity(mode, table, writeUnits(old, nw))
+}
+
 // writeUnits are the units of a write that replaced old by nw.
 func writeUnits(old, nw Item) float64 {
 	n := max(expr.ItemSize(old), expr.ItemSize(nw))

@@ -1,6 +1,9 @@
 package table
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // HoldItems holds the items of keys as a TransactWriteItems in progress
 // does (claimed, their stripes locked), until the returned release is
@@ -39,15 +42,23 @@ func HoldItems(t testing.TB, s *Service, tableName string, keys ...Item) (releas
 // entries just before a write moved them.
 func IndexAs(t testing.TB, s *Service, tableName, index string, item Item) {
 	t.Helper()
+	tb, k := tableKey(t, s, tableName, item, false)
+	tb.index(index).put(k, item)
+}
+
+// tableKey returns the table and the key of item (keyOnly: item is the
+// key and nothing else).
+func tableKey(t testing.TB, s *Service, tableName string, item Item, keyOnly bool) (*Table, key) {
+	t.Helper()
 	tb, err := s.table(tableName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := tb.schema.keyOf(item, false)
+	k, err := tb.schema.keyOf(item, keyOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.index(index).put(k, item)
+	return tb, k
 }
 
 // WaitBackfills waits for the GSI backfills running to end.
@@ -56,3 +67,47 @@ func WaitBackfills(s *Service) { s.backfills.Wait() }
 // SetHolding replaces s's answer to "may this process still count its
 // writes as the tables' holder" (nil: the lease's own answer).
 func SetHolding(s *Service, holding func() bool) { s.holdingHook = holding }
+
+// HoldLogWrite makes the table's group commit behave as if a log write
+// of each lane given (none: every lane) were running: appends to those
+// lanes queue behind them. queued is how many appends wait; release ends
+// the "writes": the queued appends are written as the ending writes'
+// goroutines write them (flushAppends).
+func HoldLogWrite(t testing.TB, s *Service, tableName string, lanes ...int) (queued func() int, release func()) {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lanes) == 0 {
+		for l := range tb.gc {
+			lanes = append(lanes, l)
+		}
+	}
+	for _, l := range lanes {
+		tb.gc[l].mu.Lock()
+		tb.gc[l].inFlight++
+		tb.gc[l].mu.Unlock()
+	}
+	queued = func() int {
+		n := 0
+		for _, l := range lanes {
+			tb.gc[l].mu.Lock()
+			n += len(tb.gc[l].queue)
+			tb.gc[l].mu.Unlock()
+		}
+		return n
+	}
+	return queued, func() {
+		for _, l := range lanes {
+			tb.flushAppends(context.Background(), l)
+		}
+	}
+}
+
+// LaneOf is the group-commit lane of the item with key keyItem.
+func LaneOf(t testing.TB, s *Service, tableName string, keyItem Item) int {
+	t.Helper()
+	tb, k := tableKey(t, s, tableName, keyItem, true)
+	return tb.laneOf(k)
+}

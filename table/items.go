@@ -177,6 +177,16 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	return old, p, nil
 }
 
+// unchanged is the item after an op whose prepare found nothing to
+// write: old for a ConditionCheck, else what next makes of old (equal to
+// it).
+func (o *op) unchanged(old Item) (Item, error) {
+	if o.next == nil {
+		return old, nil
+	}
+	return o.next(old)
+}
+
 // run performs a single-item write: lock, check, append, move the index.
 //
 // An item held by a transaction in progress fails with
@@ -198,10 +208,7 @@ func (o *op) run(ctx context.Context) (old, nw Item, err error) {
 		return old, nil, err
 	}
 	if p == nil {
-		if o.next == nil {
-			return old, old, nil
-		}
-		nw, err = o.next(old)
+		nw, err = o.unchanged(old)
 		return old, nw, err
 	}
 	if err := o.t.appendChanges(ctx, []*pending{p}); err != nil {
@@ -265,7 +272,7 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc 
 	if err != nil {
 		return nil, err
 	}
-	out := &WriteOutput{ConsumedCapacity: capacity(rcc, t.st.TableName, writeUnits(old, nw))}
+	out := &WriteOutput{ConsumedCapacity: writeCapacity(rcc, t.st.TableName, old, nw)}
 	if returnValues == ReturnAllOld {
 		out.Attributes = old
 	}
@@ -335,7 +342,10 @@ func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput,
 	if err != nil {
 		return nil, err
 	}
-	out := &GetItemOutput{ConsumedCapacity: capacity(in.ReturnConsumedCapacity, t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))}
+	out := &GetItemOutput{}
+	if asked(in.ReturnConsumedCapacity) {
+		out.ConsumedCapacity = capacity(in.ReturnConsumedCapacity, t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))
+	}
 	out.Item = project(it, proj)
 	return out, nil
 }
@@ -392,7 +402,7 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	if err != nil {
 		return nil, err
 	}
-	out := &WriteOutput{ConsumedCapacity: capacity(in.ReturnConsumedCapacity, t.st.TableName, writeUnits(old, nw))}
+	out := &WriteOutput{ConsumedCapacity: writeCapacity(in.ReturnConsumedCapacity, t.st.TableName, old, nw)}
 	switch in.ReturnValues {
 	case ReturnAllOld:
 		out.Attributes = old

@@ -100,6 +100,8 @@ const (
 	// itself; runnel's count bounds a mapping's parallelism over the
 	// change stream (one batch in flight per shard and lane).
 	DefaultShards = 4
+	// MaxShards is the most change-log shards of a table (RunnelShards).
+	MaxShards = 64
 	// MaxItemSize is DynamoDB's item size limit, 400 KB.
 	MaxItemSize = 400 * 1024
 	// StreamRetention is how far back the change stream can be read, as in
@@ -367,8 +369,8 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if shards == 0 {
 		shards = DefaultShards
 	}
-	if shards < 1 || shards > 64 {
-		return nil, awserr.OutOfRange(awserr.ErrValidation, "RunnelShards", shards, 1, 64)
+	if shards < 1 || shards > MaxShards {
+		return nil, awserr.OutOfRange(awserr.ErrValidation, "RunnelShards", shards, 1, MaxShards)
 	}
 	if sp := in.StreamSpecification; sp != nil && sp.StreamEnabled {
 		if err := checkView(sp.StreamViewType); err != nil {

@@ -52,11 +52,26 @@ func get(t *testing.T, tb *table.Service, name string, key table.Item) table.Ite
 // changes reads every record of the table's change log.
 func changes(t *testing.T, tb *table.Service, name string) []*table.Change {
 	t.Helper()
+	var out []*table.Change
+	for _, r := range logRecords(t, tb, name) {
+		c, err := table.DecodeChange(r.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// logRecords reads every record of the table's change log, shard by
+// shard.
+func logRecords(t *testing.T, tb *table.Service, name string) []stream.Record {
+	t.Helper()
 	tt, err := tb.Table(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*table.Change
+	var out []stream.Record
 	shards, _ := tb.Logs().ListShards(ctx, tt.LogName())
 	for _, sh := range shards {
 		_, last, err := tb.Logs().ShardBounds(ctx, tt.LogName(), sh.ShardID)
@@ -70,13 +85,7 @@ func changes(t *testing.T, tb *table.Service, name string) []*table.Change {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range recs {
-			c, err := table.DecodeChange(r.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, c)
-		}
+		out = append(out, recs...)
 	}
 	return out
 }
