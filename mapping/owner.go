@@ -54,7 +54,11 @@ var errFenced = errors.New("mapping: another process holds this mapping now (its
 type owner struct {
 	leases *lease.Manager
 	node   *lease.Lease
-	held   map[string]*lease.Lease // mapping UUID -> its lease; under Service.mu
+	held   map[string]*lease.Lease // unit key (unitKey) -> its lease; under Service.mu
+	// done: unit key of a closed shard -> the id of the stream in which
+	// it was found processed to its end (no longer a unit); under
+	// Service.mu.
+	done map[string]string
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
@@ -124,99 +128,6 @@ func (s *Service) liveNodes(ctx context.Context) int {
 	return n
 }
 
-// balanceLocked takes free leases of enabled mappings up to this
-// process's fair share, and hands over those beyond it.
-func (s *Service) balanceLocked(ctx context.Context) {
-	if s.own.leases == nil || ctx.Err() != nil {
-		return
-	}
-	var enabled []string
-	for id, c := range s.configs {
-		if *c.Enabled {
-			enabled = append(enabled, id)
-		}
-	}
-	if len(enabled) == 0 {
-		return
-	}
-	nodes := s.liveNodes(ctx)
-	share := (len(enabled) + nodes - 1) / nodes
-	for _, id := range enabled {
-		if len(s.own.held) >= share {
-			break
-		}
-		if s.own.held[id] == nil {
-			s.claimLocked(ctx, id)
-		}
-	}
-	for id := range s.own.held {
-		if len(s.own.held) <= share {
-			break
-		}
-		s.eng.Logger.Info("handing a mapping over to balance the cluster", "mapping", id, "share", share, "nodes", nodes)
-		s.releaseLocked(id)
-	}
-}
-
-// claimLocked takes mapping id's lease if it is free and starts it.
-func (s *Service) claimLocked(ctx context.Context, id string) {
-	c, ok := s.configs[id]
-	if !ok || !*c.Enabled {
-		return
-	}
-	l, err := s.own.leases.Acquire(ctx, mappingLeasePrefix+id)
-	if err != nil {
-		if !errors.Is(err, lease.ErrHeld) {
-			s.eng.Logger.Warn("mapping lease not taken; will retry", "mapping", id, "err", err)
-		}
-		return
-	}
-	s.own.held[id] = l
-	go s.watchLease(id, l)
-	if err := s.startLocked(ctx, c); err != nil {
-		s.eng.Logger.Warn("mapping did not start", "mapping", id, "err", err)
-		s.releaseLocked(id)
-	}
-}
-
-// releaseLocked stops mapping id here (final checkpoints) and gives its
-// lease back, so another process may take it at once.
-func (s *Service) releaseLocked(id string) {
-	s.stopLocked(id)
-	l := s.own.held[id]
-	if l == nil {
-		return
-	}
-	delete(s.own.held, id)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := l.Release(ctx); err != nil {
-		s.eng.Logger.Warn("mapping lease release failed; it expires by its TTL", "mapping", id, "err", err)
-	}
-}
-
-// watchLease stops the mapping when its lease is lost (not released).
-func (s *Service) watchLease(id string, l *lease.Lease) {
-	<-l.Lost()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.own.held[id] == l {
-		s.eng.Logger.Warn("mapping lease lost: another process runs the mapping now; stopping it here", "mapping", id)
-		delete(s.own.held, id)
-		s.stopLocked(id)
-	}
-}
-
-// fenced stops mapping id after one of its writes was fenced.
-func (s *Service) fenced(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.own.held[id] != nil {
-		s.eng.Logger.Warn("another process moved this mapping's checkpoint; stopping it here and giving its lease up", "mapping", id)
-		s.releaseLocked(id)
-	}
-}
-
 // watchConfigs applies configuration changes made by other processes.
 func (s *Service) watchConfigs(w jetstream.KeyWatcher) {
 	defer w.Stop()
@@ -257,7 +168,7 @@ func (s *Service) watchConfigs(w jetstream.KeyWatcher) {
 			continue // an identical write (a stack applied again): no restart
 		}
 		s.configs[id] = c
-		if s.own.held[id] != nil {
+		if s.holdsLocked(id) {
 			if *c.Enabled {
 				s.stopLocked(id)
 				if err := s.startLocked(s.ctx, c); err != nil {
@@ -294,10 +205,12 @@ func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntr
 	return e, err
 }
 
-// ckPut writes a checkpoint-bucket key for mapping uuid, fenced: a KV
+// ckPut writes a checkpoint-bucket key of the unit named unitKey (a
+// mapping's shard, see unitKey), fenced: a KV
 // Update on the revision this process last read or wrote (Create when it
 // saw none). A key this process never read is read first. errFenced (and
-// the mapping stopped here) when another process wrote it meanwhile.
+// the unit stopped here, its lease given up) when another process wrote
+// it meanwhile.
 //
 // A write that failed otherwise (a timeout, or a Close cancelling a
 // periodic checkpoint write) may still have landed, moving the key's
@@ -306,7 +219,7 @@ func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntr
 // write. Only a process that lost the mapping and wrote the same bytes
 // in that window passes the fence this way, and it wrote what this one
 // had written.
-func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) error {
+func (s *Service) ckPut(ctx context.Context, unitKey, key string, value []byte) error {
 	s.own.revMu.Lock()
 	rev, known := s.own.revs[key]
 	tried, unsure := s.own.unsure[key]
@@ -344,7 +257,7 @@ func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) err
 			delete(s.own.unsure, key)
 			s.own.revMu.Unlock()
 			if !s.opts.Passive {
-				go s.fenced(uuid)
+				go s.fenced(unitKey)
 			}
 			return errFenced
 		}
