@@ -59,6 +59,7 @@ type owner struct {
 	// it was found processed to its end (no longer a unit); under
 	// Service.mu.
 	done map[string]string
+	kick chan struct{} // a closed shard was processed to its end here: balance now
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
@@ -110,7 +111,15 @@ func (s *Service) startOwnership(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.loops.Done()
-		for engine.Sleep(s.ctx, clockwork.NewRealClock(), balanceInterval) == nil {
+		t := time.NewTicker(balanceInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+			case <-s.own.kick: // a shard ended: take its children now
+			}
 			s.mu.Lock()
 			s.balanceLocked(s.ctx)
 			s.mu.Unlock()

@@ -368,6 +368,7 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 				r.finished[w.shardID] = true
 				r.mu.Unlock()
 				signal(r.wake)
+				signal(r.svc.own.kick)
 			}
 		}()
 	}
