@@ -16,30 +16,45 @@ import (
 	"github.com/runnel-dev/runnel/lease"
 )
 
-// Which process runs which mapping.
+// Which process runs which mapping, and which shard of it.
 //
 // Every runnel process that is not passive (a `runnel serve`, a node of a
-// cluster, a demo) is a candidate to run mappings; a mapping runs in the
-// one process holding its lease, "esm.<uuid>" (package lease). Each
-// candidate holds a presence lease "node.<id>" too, so that each can count
-// the live candidates and take no more than its fair share: ceil(enabled
-// mappings / live candidates), as the Kinesis Client Library balances
-// shard leases by count. Every balanceInterval a process takes free
-// leases up to its share and hands over (stops the runner, which stores
-// its final checkpoints, then releases the lease) what it holds beyond
-// it; a joining process therefore gets its share within a few intervals,
-// and the leases of a process that dies expire after the lease TTL and
-// are taken by the others.
+// cluster, a demo) is a candidate to run mappings. The work is split in
+// units, each one lease (package lease): a queue mapping is one unit,
+// lease "esm.<uuid>"; each shard of a stream or DynamoDB stream mapping
+// is one, lease "esm.<uuid>.<shardId>" (owner_units.go). A closed shard
+// processed to its end (its stored checkpoint at its end) is no longer a
+// unit. Each candidate holds a presence lease "node.<id>" too, so that
+// each can count the live candidates and take no more than its fair
+// share of the units of all enabled mappings, ceil(units / live
+// candidates), as the Kinesis Client Library balances shard leases by
+// count. Every balanceInterval (and at once when a shard of this process
+// ends, so that its children are taken) a process takes free units up to
+// its share and hands over what it holds beyond it: the shard's worker
+// stops and stores its final checkpoint, then the lease is released. A
+// joining process therefore gets its share within a few intervals; the
+// leases of a process that dies expire after the lease TTL and are taken
+// by the others; a process that stops cleanly releases all of its leases
+// at Close.
+//
+// A stream mapping's runner runs in every process holding at least one of
+// its shards, and starts workers only for the shards it holds (runner.mine).
+// A shard's lineage holds across processes: a child starts once each
+// parent is processed to its end, which the runner reads from the stored
+// checkpoints wherever the parent ran. Losing or handing over one shard
+// stops that shard's worker alone (runner.drop).
 //
 // Checkpoint, lane batch and window writes are fenced: each is a KV
 // Update on the revision this process last read or wrote for the key, so
-// a process that lost a mapping's lease (and has not noticed yet) cannot
+// a process that lost a shard's lease (and has not noticed yet) cannot
 // move a checkpoint the new holder stored; its write fails with
-// errFenced and its runner stops.
+// errFenced and that shard stops here (its lease given up). Reads of
+// shards this process may not hold (lineage, status, balance) use
+// peekCheckpoint, which leaves the remembered revisions alone.
 //
 // Configurations are watched: a mapping created, updated, disabled or
-// deleted through any process takes effect in the process running it as
-// soon as the change reaches the watch (milliseconds on one machine).
+// deleted through any process takes effect in the processes running it
+// as soon as the change reaches the watch (milliseconds on one machine).
 const (
 	mappingLeasePrefix = "esm."
 	nodeLeasePrefix    = "node."
@@ -47,8 +62,8 @@ const (
 )
 
 // errFenced is a checkpoint-bucket write refused because another process
-// wrote the key since this one last did: it holds the mapping now.
-var errFenced = errors.New("mapping: another process holds this mapping now (its checkpoint moved)")
+// wrote the key since this one last did: it holds the shard now.
+var errFenced = errors.New("mapping: another process holds this shard now (its checkpoint moved)")
 
 // owner is the Service's part in the ownership of mappings.
 type owner struct {
