@@ -119,7 +119,10 @@ func (s *Service) balanceLocked(ctx context.Context) {
 		}
 	}
 	for _, key := range s.heldKeysLocked("") {
-		if u := parseUnit(key); described[u.id] && !isUnit[key] {
+		// A shard processed to its end is released once its worker here
+		// returned (its tumbling windows' final invocations done); the
+		// worker's end kicks the next balance.
+		if u := parseUnit(key); described[u.id] && !isUnit[key] && !s.shardRunningLocked(u) {
 			s.releaseUnitLocked(key)
 		}
 	}
@@ -215,6 +218,13 @@ func (s *Service) releaseUnitLocked(key string) {
 // and gives back the leases of all its units.
 func (s *Service) releaseLocked(id string) {
 	s.stopLocked(id)
+	if _, ok := s.configs[id]; !ok { // deleted: forget its finished shards
+		for key := range s.own.done {
+			if parseUnit(key).id == id {
+				delete(s.own.done, key)
+			}
+		}
+	}
 	for _, key := range s.heldKeysLocked(id) {
 		l := s.own.held[key]
 		delete(s.own.held, key)
@@ -250,6 +260,18 @@ func (s *Service) fenced(key string) {
 		s.eng.Logger.Warn("another process moved this shard's checkpoint; stopping it here and giving its lease up", "unit", key)
 		s.releaseUnitLocked(key)
 	}
+}
+
+// shardRunningLocked reports whether a worker of shard unit u runs here
+// and has not returned.
+func (s *Service) shardRunningLocked(u unit) bool {
+	r, ok := s.runners[u.id].(*runner)
+	if !ok || u.shard == "" {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started[u.shard] && !r.finished[u.shard]
 }
 
 // take makes shard one of the runner's (its lease was taken): the

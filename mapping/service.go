@@ -475,8 +475,8 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.releaseLocked(id)
 	delete(s.configs, id)
+	s.releaseLocked(id)
 	s.ckForget(id)
 	if streams, name, _, err := s.sourceStreams(*c); err == nil {
 		if shards, err := streams.ListShards(ctx, name); err == nil {
