@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -36,6 +37,22 @@ func twoNodesOnFourShards(t *testing.T) (a, b *runnel.Runnel, r *recorder, m *ma
 		return len(h[node(t, a)]) == 2 && len(h[node(t, b)]) == 2
 	})
 	return a, b, r, m
+}
+
+// stopB stops process b by stop (Close or Crash), requires b to hold
+// still left of mapping m's shards right after (0 after a clean Close:
+// released; its 2 after a crash: they live until their TTL), then waits
+// up to within for a to run all four.
+func stopB(t *testing.T, a, b *runnel.Runnel, m *mapping.Config, stop func(), left int, within time.Duration) {
+	t.Helper()
+	nb := node(t, b)
+	stop()
+	if h := unitHolders(t, a, m.UUID); len(h[nb]) != left {
+		t.Fatalf("right after it stopped, the stopped process holds shards %v; want %d of them", h[nb], left)
+	}
+	testenv.Eventually(t, within, "the other process runs all four shards", func() bool {
+		return len(unitHolders(t, a, m.UUID)[node(t, a)]) == 4
+	})
 }
 
 // putKeys puts n records "<prefix><i>" under n partition keys, so that
@@ -104,16 +121,7 @@ func TestAClosedProcessHandsItsShardsOverAtOnce(t *testing.T) {
 	a, b, r, m := twoNodesOnFourShards(t)
 	putKeys(t, a, "x", 100)
 	testenv.Eventually(t, wait, "first records processed", func() bool { return r.processed() == 100 })
-	nb := node(t, b)
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if h := unitHolders(t, a, m.UUID); len(h[nb]) != 0 {
-		t.Fatalf("after a clean Close the closed process still holds shards %v: they would wait for the lease TTL", h[nb])
-	}
-	testenv.Eventually(t, 2*lease.DefaultTTL, "the other process runs all four shards", func() bool {
-		return len(unitHolders(t, a, m.UUID)[node(t, a)]) == 4
-	})
+	stopB(t, a, b, m, func() { b.Close() }, 0, 2*lease.DefaultTTL)
 	putKeys(t, a, "y", 100)
 	testenv.Eventually(t, wait, "records processed after the handover", func() bool { return r.processed() == 200 })
 	processedOnce(t, r, 100, "x", "y")
@@ -124,14 +132,7 @@ func TestAClosedProcessHandsItsShardsOverAtOnce(t *testing.T) {
 func TestACrashedProcessesShardsMoveAfterTheLeaseTTL(t *testing.T) {
 	a, b, r, m := twoNodesOnFourShards(t)
 	putKeys(t, a, "x", 100)
-	nb := node(t, b)
-	b.Crash()
-	if h := unitHolders(t, a, m.UUID); len(h[nb]) != 2 {
-		t.Fatalf("right after the crash the crashed process holds %v; its leases should live until their TTL", h[nb])
-	}
-	testenv.Eventually(t, 3*lease.DefaultTTL, "the surviving process runs all four shards", func() bool {
-		return len(unitHolders(t, a, m.UUID)[node(t, a)]) == 4
-	})
+	stopB(t, a, b, m, b.Crash, 2, 3*lease.DefaultTTL)
 	putKeys(t, a, "y", 100)
 	testenv.Eventually(t, wait, "every record processed", func() bool { return r.processed() == 200 })
 	for _, p := range []string{"x", "y"} {
