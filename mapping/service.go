@@ -69,9 +69,9 @@ type Options struct {
 	// Passive opens the service without running any poller: mappings can
 	// be created, listed and inspected, but this process does not invoke
 	// functions for them. CLI commands that only administer or read use it
-	// so they never compete with the `runnel serve` process that runs the
-	// mappings. Trap: two non-passive processes on one JetStream both run
-	// every mapping (records are delivered twice; none is lost).
+	// so they never compete with the `runnel serve` processes that run the
+	// mappings. Non-passive processes on one JetStream share the mappings'
+	// shards by lease (owner.go).
 	Passive bool
 	// LaneBuffer is the least number of records a batch lane holds ahead
 	// of its function (it holds at least 2×BatchSize). Default 1000.

@@ -108,10 +108,11 @@ type Status struct {
 
 // Status returns the state of a mapping. For a mapping running in this
 // process it is live for the shards this process runs (and has run to
-// their end), followed by the shards other nodes hold as they last
-// published them (Node names the holder); otherwise (disabled, or a passive service) each
-// shard shows only its stored checkpoint, with LastProcessingResult
-// "Not running in this process".
+// their end), followed by the shards other nodes hold, as they last
+// published them (Node names the holder). Otherwise (disabled, running
+// only on other nodes, or a passive service) each shard shows its stored
+// checkpoint with the counters last published for it, its holder in
+// Node, and LastProcessingResult "Not running" when none was published.
 func (s *Service) Status(id string) (*Status, error) {
 	c, err := s.GetEventSourceMapping(id)
 	if err != nil {
