@@ -127,7 +127,9 @@ func (s *Service) Status(id string) (*Status, error) {
 	}
 	st.Live = true
 	r.status(st)
-	if _, ok := r.(*runner); ok {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, ok := r.(*runner); ok && s.liveNodes(ctx) > 1 {
 		// The shards other nodes hold, as they last published them.
 		live := map[string]bool{}
 		for _, ss := range st.Shards {
