@@ -22,7 +22,7 @@ import (
 
 // Three runnel nodes on one embedded 3-node NATS cluster (replicas 3):
 // a queue purged through one node is empty for the node serving it, a
-// mapping runs on one node and processes every record once, and when the
+// mapping's shards (a lease each) process every record once, and when the
 // node serving the queues crashes another takes them over with every
 // message.
 func TestThreeNodeCluster(t *testing.T) {
@@ -57,7 +57,7 @@ func TestThreeNodeCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("a mapping runs on one node and processes each record once", func(t *testing.T) {
+	t.Run("a mapping's shards process each record once wherever they run", func(t *testing.T) {
 		var mu sync.Mutex
 		seen := map[string]int{}
 		function.Register("cluster-count", function.KinesisHandler(func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {

@@ -4,9 +4,9 @@ package demo
 // through runnel nodes running as separate processes, whose embedded NATS
 // servers form one cluster (JetStream replicas 3). Everything is set up
 // and produced through the nodes' AWS endpoints, spread over all of them;
-// the function is built into the binary (nodefn.go) and runs on whichever
-// node holds the mapping. Mid-run the node running the mapping is killed
-// with SIGKILL and started again; the demo then reconciles as the
+// the function is built into the binary (nodefn.go) and runs on the nodes
+// holding the mapping's shards (a lease each). Mid-run a node running
+// some of them is killed with SIGKILL and started again; the demo then reconciles as the
 // single-node demo does.
 
 import (
@@ -379,16 +379,19 @@ func (k *nodeKiller) start(ctx context.Context) {
 	}()
 }
 
-// target is the node holding the mapping's lease, or node 0 when no
-// node holds it now (a handover under way).
+// target is the first node holding one of the mapping's shard leases,
+// or node 0 when no node holds any now (a handover under way).
 func (k *nodeKiller) target(ctx context.Context) int {
 	m, err := k.rn.Engine.Leases(ctx)
 	if err == nil {
 		var held map[string]string
 		if held, err = m.Holders(ctx); err == nil {
+			// The mapping's leases: one per shard ("<key>.<shardId>").
 			for i, n := range k.cl.Nodes {
-				if strings.HasPrefix(held[k.key], n.Name+"-") {
-					return i
+				for lk, holder := range held {
+					if (lk == k.key || strings.HasPrefix(lk, k.key+".")) && strings.HasPrefix(holder, n.Name+"-") {
+						return i
+					}
 				}
 			}
 		}

@@ -16,30 +16,45 @@ import (
 	"github.com/runnel-dev/runnel/lease"
 )
 
-// Which process runs which mapping.
+// Which process runs which mapping, and which shard of it.
 //
 // Every runnel process that is not passive (a `runnel serve`, a node of a
-// cluster, a demo) is a candidate to run mappings; a mapping runs in the
-// one process holding its lease, "esm.<uuid>" (package lease). Each
-// candidate holds a presence lease "node.<id>" too, so that each can count
-// the live candidates and take no more than its fair share: ceil(enabled
-// mappings / live candidates), as the Kinesis Client Library balances
-// shard leases by count. Every balanceInterval a process takes free
-// leases up to its share and hands over (stops the runner, which stores
-// its final checkpoints, then releases the lease) what it holds beyond
-// it; a joining process therefore gets its share within a few intervals,
-// and the leases of a process that dies expire after the lease TTL and
-// are taken by the others.
+// cluster, a demo) is a candidate to run mappings. The work is split in
+// units, each one lease (package lease): a queue mapping is one unit,
+// lease "esm.<uuid>"; each shard of a stream or DynamoDB stream mapping
+// is one, lease "esm.<uuid>.<shardId>" (owner_units.go). A closed shard
+// processed to its end (its stored checkpoint at its end) is no longer a
+// unit. Each candidate holds a presence lease "node.<id>" too, so that
+// each can count the live candidates and take no more than its fair
+// share of the units of all enabled mappings, ceil(units / live
+// candidates), as the Kinesis Client Library balances shard leases by
+// count. Every balanceInterval (and at once when a shard of this process
+// ends, so that its children are taken) a process takes free units up to
+// its share and hands over what it holds beyond it: the shard's worker
+// stops and stores its final checkpoint, then the lease is released. A
+// joining process therefore gets its share within a few intervals; the
+// leases of a process that dies expire after the lease TTL and are taken
+// by the others; a process that stops cleanly releases all of its leases
+// at Close.
+//
+// A stream mapping's runner runs in every process holding at least one of
+// its shards, and starts workers only for the shards it holds (runner.mine).
+// A shard's lineage holds across processes: a child starts once each
+// parent is processed to its end, which the runner reads from the stored
+// checkpoints wherever the parent ran. Losing or handing over one shard
+// stops that shard's worker alone (runner.drop).
 //
 // Checkpoint, lane batch and window writes are fenced: each is a KV
 // Update on the revision this process last read or wrote for the key, so
-// a process that lost a mapping's lease (and has not noticed yet) cannot
+// a process that lost a shard's lease (and has not noticed yet) cannot
 // move a checkpoint the new holder stored; its write fails with
-// errFenced and its runner stops.
+// errFenced and that shard stops here (its lease given up). Reads of
+// shards this process may not hold (lineage, status, balance) use
+// peekCheckpoint, which leaves the remembered revisions alone.
 //
 // Configurations are watched: a mapping created, updated, disabled or
-// deleted through any process takes effect in the process running it as
-// soon as the change reaches the watch (milliseconds on one machine).
+// deleted through any process takes effect in the processes running it
+// as soon as the change reaches the watch (milliseconds on one machine).
 const (
 	mappingLeasePrefix = "esm."
 	nodeLeasePrefix    = "node."
@@ -47,14 +62,19 @@ const (
 )
 
 // errFenced is a checkpoint-bucket write refused because another process
-// wrote the key since this one last did: it holds the mapping now.
-var errFenced = errors.New("mapping: another process holds this mapping now (its checkpoint moved)")
+// wrote the key since this one last did: it holds the shard now.
+var errFenced = errors.New("mapping: another process holds this shard now (its checkpoint moved)")
 
 // owner is the Service's part in the ownership of mappings.
 type owner struct {
 	leases *lease.Manager
 	node   *lease.Lease
-	held   map[string]*lease.Lease // mapping UUID -> its lease; under Service.mu
+	held   map[string]*lease.Lease // unit key (unitKey) -> its lease; under Service.mu
+	// done: unit key of a closed shard -> the id of the stream in which
+	// it was found processed to its end (no longer a unit); under
+	// Service.mu.
+	done map[string]string
+	kick chan struct{} // a closed shard was processed to its end here: balance now
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
@@ -106,7 +126,15 @@ func (s *Service) startOwnership(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.loops.Done()
-		for engine.Sleep(s.ctx, clockwork.NewRealClock(), balanceInterval) == nil {
+		t := time.NewTicker(balanceInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+			case <-s.own.kick: // a shard ended: take its children now
+			}
 			s.mu.Lock()
 			s.balanceLocked(s.ctx)
 			s.mu.Unlock()
@@ -122,99 +150,6 @@ func (s *Service) liveNodes(ctx context.Context) int {
 		return 1
 	}
 	return n
-}
-
-// balanceLocked takes free leases of enabled mappings up to this
-// process's fair share, and hands over those beyond it.
-func (s *Service) balanceLocked(ctx context.Context) {
-	if s.own.leases == nil || ctx.Err() != nil {
-		return
-	}
-	var enabled []string
-	for id, c := range s.configs {
-		if *c.Enabled {
-			enabled = append(enabled, id)
-		}
-	}
-	if len(enabled) == 0 {
-		return
-	}
-	nodes := s.liveNodes(ctx)
-	share := (len(enabled) + nodes - 1) / nodes
-	for _, id := range enabled {
-		if len(s.own.held) >= share {
-			break
-		}
-		if s.own.held[id] == nil {
-			s.claimLocked(ctx, id)
-		}
-	}
-	for id := range s.own.held {
-		if len(s.own.held) <= share {
-			break
-		}
-		s.eng.Logger.Info("handing a mapping over to balance the cluster", "mapping", id, "share", share, "nodes", nodes)
-		s.releaseLocked(id)
-	}
-}
-
-// claimLocked takes mapping id's lease if it is free and starts it.
-func (s *Service) claimLocked(ctx context.Context, id string) {
-	c, ok := s.configs[id]
-	if !ok || !*c.Enabled {
-		return
-	}
-	l, err := s.own.leases.Acquire(ctx, mappingLeasePrefix+id)
-	if err != nil {
-		if !errors.Is(err, lease.ErrHeld) {
-			s.eng.Logger.Warn("mapping lease not taken; will retry", "mapping", id, "err", err)
-		}
-		return
-	}
-	s.own.held[id] = l
-	go s.watchLease(id, l)
-	if err := s.startLocked(ctx, c); err != nil {
-		s.eng.Logger.Warn("mapping did not start", "mapping", id, "err", err)
-		s.releaseLocked(id)
-	}
-}
-
-// releaseLocked stops mapping id here (final checkpoints) and gives its
-// lease back, so another process may take it at once.
-func (s *Service) releaseLocked(id string) {
-	s.stopLocked(id)
-	l := s.own.held[id]
-	if l == nil {
-		return
-	}
-	delete(s.own.held, id)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := l.Release(ctx); err != nil {
-		s.eng.Logger.Warn("mapping lease release failed; it expires by its TTL", "mapping", id, "err", err)
-	}
-}
-
-// watchLease stops the mapping when its lease is lost (not released).
-func (s *Service) watchLease(id string, l *lease.Lease) {
-	<-l.Lost()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.own.held[id] == l {
-		s.eng.Logger.Warn("mapping lease lost: another process runs the mapping now; stopping it here", "mapping", id)
-		delete(s.own.held, id)
-		s.stopLocked(id)
-	}
-}
-
-// fenced stops mapping id after one of its writes was fenced.
-func (s *Service) fenced(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.own.held[id] != nil {
-		s.eng.Logger.Warn("another process moved this mapping's checkpoint; stopping it here and giving its lease up", "mapping", id)
-		s.releaseLocked(id)
-	}
 }
 
 // watchConfigs applies configuration changes made by other processes.
@@ -257,7 +192,7 @@ func (s *Service) watchConfigs(w jetstream.KeyWatcher) {
 			continue // an identical write (a stack applied again): no restart
 		}
 		s.configs[id] = c
-		if s.own.held[id] != nil {
+		if s.holdsLocked(id) {
 			if *c.Enabled {
 				s.stopLocked(id)
 				if err := s.startLocked(s.ctx, c); err != nil {
@@ -294,10 +229,12 @@ func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntr
 	return e, err
 }
 
-// ckPut writes a checkpoint-bucket key for mapping uuid, fenced: a KV
+// ckPut writes a checkpoint-bucket key of the unit named unitKey (a
+// mapping's shard, see unitKey), fenced: a KV
 // Update on the revision this process last read or wrote (Create when it
 // saw none). A key this process never read is read first. errFenced (and
-// the mapping stopped here) when another process wrote it meanwhile.
+// the unit stopped here, its lease given up) when another process wrote
+// it meanwhile.
 //
 // A write that failed otherwise (a timeout, or a Close cancelling a
 // periodic checkpoint write) may still have landed, moving the key's
@@ -306,7 +243,7 @@ func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntr
 // write. Only a process that lost the mapping and wrote the same bytes
 // in that window passes the fence this way, and it wrote what this one
 // had written.
-func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) error {
+func (s *Service) ckPut(ctx context.Context, unitKey, key string, value []byte) error {
 	s.own.revMu.Lock()
 	rev, known := s.own.revs[key]
 	tried, unsure := s.own.unsure[key]
@@ -344,7 +281,7 @@ func (s *Service) ckPut(ctx context.Context, uuid, key string, value []byte) err
 			delete(s.own.unsure, key)
 			s.own.revMu.Unlock()
 			if !s.opts.Passive {
-				go s.fenced(uuid)
+				go s.fenced(unitKey)
 			}
 			return errFenced
 		}

@@ -3,6 +3,8 @@ package mapping_test
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,18 +34,43 @@ func putN(t *testing.T, rn *runnel.Runnel, stream, prefix string, n int) {
 	}
 }
 
-// holder returns the node holding mapping id's lease ("" for none).
+// holder returns the node holding mapping id's leases (a queue
+// mapping's, or every shard's of a stream mapping): "" for none, the
+// nodes joined by "," when several hold some.
 func holder(t *testing.T, rn *runnel.Runnel, id string) string {
+	t.Helper()
+	var nodes []string
+	for n := range unitHolders(t, rn, id) {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	return strings.Join(nodes, ",")
+}
+
+// unitHolders returns, for mapping id, each node holding some of its
+// leases and the units ("" for a queue mapping, else shard ids) it holds.
+func unitHolders(t *testing.T, rn *runnel.Runnel, id string) map[string][]string {
 	t.Helper()
 	m, err := rn.Engine.Leases(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := m.Holder(context.Background(), "esm."+id)
+	held, err := m.Holders(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	out := map[string][]string{}
+	for key, n := range held {
+		if key == "esm."+id {
+			out[n] = append(out[n], "")
+		} else if shard, ok := strings.CutPrefix(key, "esm."+id+"."); ok {
+			out[n] = append(out[n], shard)
+		}
+	}
+	for _, shards := range out {
+		sort.Strings(shards)
+	}
+	return out
 }
 
 func node(t *testing.T, rn *runnel.Runnel) string {

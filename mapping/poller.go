@@ -40,10 +40,14 @@ type runner struct {
 	wg     sync.WaitGroup
 	wake   chan struct{} // a shard finished: look for the shards it unblocks
 
+	// startMu serializes starting workers (startReady) with handing a
+	// shard over (drop), so a shard dropped is never started after.
+	startMu  sync.Mutex
 	mu       sync.Mutex
-	shards   []*shardWorker  // every worker started, finished ones too
+	shards   []*shardWorker  // every worker started and not dropped, finished ones too
 	started  map[string]bool // shards with a worker
 	finished map[string]bool // closed shards processed to their end
+	mine     map[string]bool // shards whose lease this process holds (owner_units.go)
 }
 
 func (r *runner) workers() []*shardWorker {
@@ -78,6 +82,8 @@ type shardWorker struct {
 	ended         atomic.Bool // the closed shard is read to its end
 	ckNotify      chan struct{}
 	counters      shardCounters
+	cancel        context.CancelFunc // stops this worker alone (drop)
+	done          chan struct{}      // closed when run returned, its final checkpoint stored
 
 	mu         sync.Mutex
 	lastResult string
@@ -127,7 +133,7 @@ func (s *Service) loadLaneBatch(ctx context.Context, uuid, shardID, streamID str
 
 func (s *Service) storeLaneBatch(ctx context.Context, uuid, shardID, streamID string, lane, lanes int, b laneBatch) error {
 	v := streamID + ":" + strconv.Itoa(lanes) + ":" + strconv.FormatUint(b.first, 10) + ":" + strconv.FormatUint(b.last, 10)
-	return s.ckPut(ctx, uuid, laneKey(uuid, shardID, lane), []byte(v))
+	return s.ckPut(ctx, unitKey(uuid, shardID), laneKey(uuid, shardID, lane), []byte(v))
 }
 
 // A checkpoint is stored as "<stream id>:<next position>": positions mean
@@ -137,6 +143,19 @@ func (s *Service) storeLaneBatch(ctx context.Context, uuid, shardID, streamID st
 // of the stream it belongs to ("" for a checkpoint without one).
 func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (next uint64, streamID string, ok bool, err error) {
 	e, err := s.ckGet(ctx, checkpointKey(uuid, shardID))
+	return parseCheckpoint(e, err)
+}
+
+// peekCheckpoint is loadCheckpoint without remembering the key's
+// revision: a read of a shard this process may not hold (its lineage, a
+// status, the balance) must not let a later write of this process pass
+// the fence.
+func (s *Service) peekCheckpoint(ctx context.Context, uuid, shardID string) (next uint64, streamID string, ok bool, err error) {
+	e, err := s.ck.Get(ctx, checkpointKey(uuid, shardID))
+	return parseCheckpoint(e, err)
+}
+
+func parseCheckpoint(e jetstream.KeyValueEntry, err error) (next uint64, streamID string, ok bool, _ error) {
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return 0, "", false, nil
@@ -152,7 +171,7 @@ func (s *Service) loadCheckpoint(ctx context.Context, uuid, shardID string) (nex
 }
 
 func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID, streamID string, next uint64) error {
-	return s.ckPut(ctx, uuid, checkpointKey(uuid, shardID), []byte(streamID+":"+strconv.FormatUint(next, 10)))
+	return s.ckPut(ctx, unitKey(uuid, shardID), checkpointKey(uuid, shardID), []byte(streamID+":"+strconv.FormatUint(next, 10)))
 }
 
 // start launches the workers of the shards ready to be read, and the
@@ -168,6 +187,9 @@ func (r *runner) start(ctx context.Context) error {
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.wake = make(chan struct{}, 1)
 	r.started, r.finished = map[string]bool{}, map[string]bool{}
+	if r.mine == nil {
+		r.mine = map[string]bool{}
+	}
 	if err := r.startReady(ctx); err != nil {
 		r.cancel()
 		return err
@@ -203,9 +225,12 @@ func (r *runner) discover(ctx context.Context) {
 	}
 }
 
-// startReady starts a worker for every shard of the stream that has none,
-// is not processed to its end, and whose parents are.
+// startReady starts a worker for every shard of the stream held here
+// (r.mine) that has none, is not processed to its end, and whose parents
+// are (wherever they ran: the stored checkpoints tell).
 func (r *runner) startReady(ctx context.Context) error {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
 	d, err := r.streams.DescribeStream(ctx, r.streamName)
 	if err != nil {
 		return err
@@ -232,9 +257,11 @@ func (r *runner) startReady(ctx context.Context) error {
 			if skip || !ready {
 				continue
 			}
-			done, err := r.processedToEnd(ctx, sh.ShardID)
-			if err != nil {
-				return err
+			done := false
+			if !sh.Open() { // an open shard is not processed to its end: no read
+				if done, err = r.processedToEnd(ctx, sh.ShardID); err != nil {
+					return err
+				}
 			}
 			if done {
 				r.mu.Lock()
@@ -242,6 +269,12 @@ func (r *runner) startReady(ctx context.Context) error {
 				r.mu.Unlock()
 				progressed = true // its children may be ready now
 				continue
+			}
+			r.mu.Lock()
+			mine := r.mine[sh.ShardID]
+			r.mu.Unlock()
+			if !mine {
+				continue // another process runs it
 			}
 			if err := r.startShard(ctx, sh); err != nil {
 				return err
@@ -260,7 +293,7 @@ func (r *runner) processedToEnd(ctx context.Context, shardID string) (bool, erro
 	if err != nil || !closed {
 		return false, err
 	}
-	next, id, ok, err := r.svc.loadCheckpoint(ctx, r.cfg.UUID, shardID)
+	next, id, ok, err := r.svc.peekCheckpoint(ctx, r.cfg.UUID, shardID)
 	if err != nil {
 		return false, err
 	}
@@ -319,6 +352,8 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 			w.lanes = append(w.lanes, l)
 		}
 		w.seen.Store(from - 1)
+		wctx, cancel := context.WithCancel(ctx)
+		w.cancel, w.done = cancel, make(chan struct{})
 		r.mu.Lock()
 		r.shards = append(r.shards, w)
 		r.started[sh.ShardID] = true
@@ -326,11 +361,14 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			if w.run(ctx, from) {
+			defer close(w.done)
+			defer cancel()
+			if w.run(wctx, from) {
 				r.mu.Lock()
 				r.finished[w.shardID] = true
 				r.mu.Unlock()
 				signal(r.wake)
+				signal(r.svc.own.kick)
 			}
 		}()
 	}

@@ -69,9 +69,9 @@ type Options struct {
 	// Passive opens the service without running any poller: mappings can
 	// be created, listed and inspected, but this process does not invoke
 	// functions for them. CLI commands that only administer or read use it
-	// so they never compete with the `runnel serve` process that runs the
-	// mappings. Trap: two non-passive processes on one JetStream both run
-	// every mapping (records are delivered twice; none is lost).
+	// so they never compete with the `runnel serve` processes that run the
+	// mappings. Non-passive processes on one JetStream share the mappings'
+	// shards by lease (owner.go).
 	Passive bool
 	// LaneBuffer is the least number of records a batch lane holds ahead
 	// of its function (it holds at least 2×BatchSize). Default 1000.
@@ -130,7 +130,7 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	}
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
 		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues, tables: tables,
-		own: owner{held: map[string]*lease.Lease{}, revs: map[string]uint64{}, cfgRevs: map[string]uint64{}}}
+		own: owner{held: map[string]*lease.Lease{}, done: map[string]string{}, kick: make(chan struct{}, 1), revs: map[string]uint64{}, cfgRevs: map[string]uint64{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}
@@ -314,7 +314,7 @@ func (s *Service) commitLocked(ctx context.Context, cfg Config) (*Config, error)
 		return nil, err
 	}
 	if !s.opts.Passive {
-		if l := s.own.held[cfg.UUID]; l != nil {
+		if s.holdsLocked(cfg.UUID) {
 			if !*cfg.Enabled {
 				s.releaseLocked(cfg.UUID)
 			} else if err := s.startLocked(ctx, cfg); err != nil {
@@ -357,7 +357,8 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest}
+	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest,
+		mine: s.heldShardsLocked(cfg.UUID)}
 	if _, consumer, _ := stream.SourceOfARN(cfg.EventSourceArn); consumer != "" {
 		// Read through the consumer; records and failure records name
 		// the stream.
@@ -474,8 +475,8 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.releaseLocked(id)
 	delete(s.configs, id)
+	s.releaseLocked(id)
 	s.ckForget(id)
 	if streams, name, _, err := s.sourceStreams(*c); err == nil {
 		if shards, err := streams.ListShards(ctx, name); err == nil {
@@ -505,8 +506,8 @@ func (s *Service) Close() {
 	s.loops.Wait()
 	s.mu.Lock()
 	clear(s.runners)
-	for id := range s.own.held {
-		s.releaseLocked(id) // hand the mappings over at once
+	for _, key := range s.heldKeysLocked("") {
+		s.releaseUnitLocked(key) // hand the mappings' units over at once
 	}
 	s.mu.Unlock()
 	if s.own.node != nil {
@@ -514,189 +515,6 @@ func (s *Service) Close() {
 		s.own.node.Release(ctx)
 		cancel()
 	}
-}
-
-// publishStatus writes the live Status of every mapping running in this
-// process to the bucket "runnel_mapping_status" every second and once at
-// Close, so `runnel mappings` in another process (--nats-url) shows it.
-func (s *Service) publishStatus() {
-	defer close(s.published)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	publish := func() {
-		s.mu.Lock()
-		ids := make([]string, 0, len(s.runners))
-		for id := range s.runners {
-			ids = append(ids, id)
-		}
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		for _, id := range ids {
-			st, err := s.Status(id)
-			if err != nil {
-				continue
-			}
-			st.PublishedAt = s.eng.Clock.Now().UTC()
-			b, _ := json.Marshal(st)
-			s.live.Put(ctx, id, b)
-		}
-	}
-	for {
-		select {
-		case <-t.C:
-			publish()
-		case <-s.ctx.Done():
-			publish()
-			return
-		}
-	}
-}
-
-// ShardStatus is what `runnel mappings` shows per shard.
-type ShardStatus struct {
-	ShardID string
-	// Checkpoint is the sequence number processing resumes at (the next
-	// record to read), as stored.
-	Checkpoint string
-	// IteratorAgeMs is the age of the oldest record the mapping has read but
-	// not yet resolved; 0 when it has caught up with what it read.
-	IteratorAgeMs int64
-	// PendingRecords is how many records the mapping has read from the
-	// shard and not yet resolved (waiting in batch lanes or in flight).
-	PendingRecords       int64
-	LastProcessingResult string
-	LastError            string `json:",omitempty"`
-	Invocations          int64
-	DeliveredRecords     int64 // records sent to the function, retries included
-	ProcessedRecords     int64 // records resolved by a successful invocation
-	DiscardedRecords     int64 // records given up on (destination or log)
-	FilteredRecords      int64
-	ExpiredMessages      int64 // stored messages (1..500 records each, see stream.Gap) that left the stream before being read
-	FunctionErrors       int64
-	PartialFailures      int64
-	Bisects              int64
-	Retries              int64
-	Throttles            int64
-	// WindowsClosed counts tumbling windows closed by a final invocation,
-	// WindowsTerminatedEarly those ended early by a state over 1 MB.
-	WindowsClosed, WindowsTerminatedEarly int64
-}
-
-// Status is a mapping's configuration and the state of each shard (stream
-// sources) or of the queue poller (queue sources).
-type Status struct {
-	Config Config
-	Shards []ShardStatus `json:",omitempty"`
-	Queue  *QueueStatus  `json:",omitempty"`
-	// Live is true when the shards' state comes from the pollers running
-	// in this process; false when it was read from the store: the stored
-	// checkpoints, the iterator age computed from them, and the counters a
-	// running process last published (at PublishedAt).
-	Live        bool
-	PublishedAt time.Time `json:",omitempty"`
-}
-
-// Status returns the state of a mapping. For a mapping running in this
-// process it is live; otherwise (disabled, or a passive service) each
-// shard shows only its stored checkpoint, with LastProcessingResult
-// "Not running in this process".
-func (s *Service) Status(id string) (*Status, error) {
-	c, err := s.GetEventSourceMapping(id)
-	if err != nil {
-		return nil, err
-	}
-	st := &Status{Config: *c}
-	s.mu.Lock()
-	r := s.runners[id]
-	s.mu.Unlock()
-	if r == nil {
-		return s.storedStatus(st)
-	}
-	st.Live = true
-	r.status(st)
-	return st, nil
-}
-
-// poller is a running mapping: a stream runner or a queue runner.
-type poller interface {
-	stop()
-	status(st *Status)
-}
-
-func (r *runner) status(st *Status) {
-	now := r.svc.eng.Clock.Now()
-	for _, w := range r.workers() {
-		_, oldest, found := w.nextCheckpoint()
-		ss := ShardStatus{ShardID: w.shardID, Checkpoint: stream.FormatSequenceNumber(r.epoch, w.shard, w.checkpoint.Load())}
-		for _, l := range w.lanes {
-			ss.PendingRecords += l.pending()
-		}
-		if found {
-			ss.IteratorAgeMs = max(0, now.Sub(oldest.ApproximateArrivalTimestamp).Milliseconds())
-		}
-		// Counters first, then the result: the workers set the result
-		// before they count (see queueRunner.status).
-		c := &w.counters
-		ss.Invocations, ss.DeliveredRecords, ss.ProcessedRecords = c.invocations.Load(), c.deliveredRecords.Load(), c.processedRecords.Load()
-		ss.DiscardedRecords, ss.FilteredRecords, ss.ExpiredMessages = c.discardedRecords.Load(), c.filteredRecords.Load(), c.expiredMessages.Load()
-		ss.FunctionErrors, ss.PartialFailures, ss.Bisects = c.functionErrors.Load(), c.partialFailures.Load(), c.bisects.Load()
-		ss.Retries, ss.Throttles = c.retries.Load(), c.throttles.Load()
-		ss.WindowsClosed, ss.WindowsTerminatedEarly = c.windowsClosed.Load(), c.windowsTerminatedEarly.Load()
-		w.mu.Lock()
-		ss.LastProcessingResult, ss.LastError = w.lastResult, w.lastErr
-		w.mu.Unlock()
-		st.Shards = append(st.Shards, ss)
-	}
-}
-
-func (s *Service) storedStatus(st *Status) (*Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	streams, name, _, err := s.sourceStreams(st.Config)
-	if err != nil {
-		if e, err := s.live.Get(ctx, st.Config.UUID); err == nil {
-			var last Status
-			if json.Unmarshal(e.Value(), &last) == nil {
-				st.PublishedAt, st.Queue = last.PublishedAt, last.Queue
-			}
-		}
-		return st, nil
-	}
-	shards, err := streams.ListShards(ctx, name)
-	if err != nil {
-		return st, nil // the stream is gone; the mapping remains
-	}
-	published := map[string]ShardStatus{}
-	if e, err := s.live.Get(ctx, st.Config.UUID); err == nil {
-		var last Status
-		if json.Unmarshal(e.Value(), &last) == nil {
-			st.PublishedAt = last.PublishedAt
-			for _, sh := range last.Shards {
-				published[sh.ShardID] = sh
-			}
-		}
-	}
-	now := s.eng.Clock.Now()
-	for _, sh := range shards {
-		next, _, ok, err := s.loadCheckpoint(ctx, st.Config.UUID, sh.ShardID)
-		if err != nil || !ok {
-			continue
-		}
-		ss, ok := published[sh.ShardID]
-		if !ok {
-			ss = ShardStatus{ShardID: sh.ShardID, LastProcessingResult: "Not running"}
-		}
-		ss.PendingRecords = 0
-		ss.Checkpoint, _ = s.streams.SequenceNumber(ctx, name, sh.ShardID, next)
-		// The iterator age: how old the first record not yet checkpointed is.
-		ss.IteratorAgeMs = 0
-		if r, err := s.streams.GetRecord(ctx, name, sh.ShardID, next); err == nil {
-			ss.IteratorAgeMs = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
-		}
-		st.Shards = append(st.Shards, ss)
-	}
-	return st, nil
 }
 
 // sourceStreams returns where a stream-like source's shards are: the

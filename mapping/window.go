@@ -122,7 +122,7 @@ func (l *lane) storeWindow(ctx context.Context) error {
 	l.mu.Unlock()
 	body, _ := json.Marshal(sw)
 	return l.storeUntilDone(ctx, "window state write failed; retrying", func() error {
-		return r.svc.ckPut(ctx, r.cfg.UUID, windowKey(r.cfg.UUID, l.w.shardID, l.index), body)
+		return r.svc.ckPut(ctx, unitKey(r.cfg.UUID, l.w.shardID), windowKey(r.cfg.UUID, l.w.shardID, l.index), body)
 	})
 }
 

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,8 +27,13 @@ type NodeState struct {
 	// Serves names the in-memory state it serves for every node ("queues",
 	// "tables") and the timers it runs ("scheduler", "eventbridge-schedules").
 	Serves []string `json:"serves"`
-	// Mappings are the event source mappings it runs: "<function> <uuid>".
+	// Mappings are the event source mappings it runs (a queue mapping,
+	// or at least one shard of a stream mapping): "<function> <uuid>",
+	// each once, sorted.
 	Mappings []string `json:"mappings"`
+	// Shards are the shards of stream mappings it runs, one lease each
+	// ("esm.<uuid>.<shardId>"): "<function> <uuid> <shardId>", sorted.
+	Shards []string `json:"shards"`
 }
 
 // leaseWork names what each non-mapping lease means.
@@ -50,7 +56,7 @@ func TakeNodes(ctx context.Context, rn *runnel.Runnel) (*Nodes, error) {
 	byNode := map[string]*NodeState{}
 	node := func(id string) *NodeState {
 		if byNode[id] == nil {
-			byNode[id] = &NodeState{Node: id, Self: id == m.Node(), Serves: []string{}, Mappings: []string{}}
+			byNode[id] = &NodeState{Node: id, Self: id == m.Node(), Serves: []string{}, Mappings: []string{}, Shards: []string{}}
 		}
 		return byNode[id]
 	}
@@ -59,8 +65,14 @@ func TakeNodes(ctx context.Context, rn *runnel.Runnel) (*Nodes, error) {
 		case strings.HasPrefix(key, "node."):
 			node(holder)
 		case strings.HasPrefix(key, "esm."):
-			id := strings.TrimPrefix(key, "esm.")
-			node(holder).Mappings = append(node(holder).Mappings, fn[id]+" "+id)
+			id, shard, isShard := strings.Cut(strings.TrimPrefix(key, "esm."), ".")
+			n := node(holder)
+			if !slices.Contains(n.Mappings, fn[id]+" "+id) {
+				n.Mappings = append(n.Mappings, fn[id]+" "+id)
+			}
+			if isShard {
+				n.Shards = append(n.Shards, fn[id]+" "+id+" "+shard)
+			}
 		default:
 			work := leaseWork[key]
 			if work == "" {
@@ -73,6 +85,7 @@ func TakeNodes(ctx context.Context, rn *runnel.Runnel) (*Nodes, error) {
 	for _, n := range byNode {
 		sort.Strings(n.Serves)
 		sort.Strings(n.Mappings)
+		sort.Strings(n.Shards)
 		out.Nodes = append(out.Nodes, *n)
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Node < out.Nodes[j].Node })

@@ -67,7 +67,7 @@ func printCluster(ctx context.Context, w io.Writer, rn *runnel.Runnel) error {
 	}
 	fmt.Fprintln(w, "\nmappings")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "mapping\tfunction\tstate\tnode\tmax iterator age")
+	fmt.Fprintln(tw, "mapping\tfunction\tstate\tnodes\tmax iterator age")
 	for _, c := range rn.Mappings.ListEventSourceMappings() {
 		var age int64
 		if st, err := rn.Mappings.Status(c.UUID); err == nil {
@@ -75,10 +75,7 @@ func printCluster(ctx context.Context, w io.Writer, rn *runnel.Runnel) error {
 				age = max(age, s.IteratorAgeMs)
 			}
 		}
-		node := held["esm."+c.UUID]
-		if node == "" {
-			node = "-"
-		}
+		node := mappingNodes(held, c.UUID)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d ms\n", c.UUID, c.FunctionName, c.State, node, age)
 	}
 	tw.Flush()
@@ -101,6 +98,34 @@ func printCluster(ctx context.Context, w io.Writer, rn *runnel.Runnel) error {
 	}
 	tw.Flush()
 	return names.Err()
+}
+
+// mappingNodes names the nodes running mapping id: the holder of its
+// lease "esm.<uuid>" (a queue mapping), or of its shards' leases
+// "esm.<uuid>.<shardId>" with how many each holds; "-" for none.
+func mappingNodes(held map[string]string, id string) string {
+	shards := map[string]int{}
+	var nodes []string
+	for k, node := range held {
+		if k == "esm."+id {
+			nodes = append(nodes, node)
+		} else if strings.HasPrefix(k, "esm."+id+".") {
+			if shards[node] == 0 {
+				nodes = append(nodes, node)
+			}
+			shards[node]++
+		}
+	}
+	if len(nodes) == 0 {
+		return "-"
+	}
+	sort.Strings(nodes)
+	for i, n := range nodes {
+		if k := shards[n]; k > 0 {
+			nodes[i] = fmt.Sprintf("%s (%d shard%s)", n, k, map[bool]string{true: "s"}[k > 1])
+		}
+	}
+	return strings.Join(nodes, ", ")
 }
 
 func replicaList(rs []*jetstream.PeerInfo) string {

@@ -65,9 +65,9 @@ With --nodes 3 the demo starts three runnel nodes, each a separate process
 (runnel serve of this binary) on free loopback ports, whose embedded NATS
 servers form one cluster with JetStream replicas 3; it sets everything up and
 produces through the nodes' AWS endpoints, each call to the next node. The
-function (demo-flight-stats, built into the binary) runs on whichever node holds
-the mapping. Once --kill-node-at of the rows are put, the node running the
-mapping is killed with SIGKILL and started again. It reconciles as --external
+function (demo-flight-stats, built into the binary) runs on the nodes holding
+the mapping's shards. Once --kill-node-at of the rows are put, a node running
+some of them is killed with SIGKILL and started again. It reconciles as --external
 does (poison records only); --json adds nodes, node_kills and records_by_node.
 The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,0 +1,313 @@
+package mapping
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runnel-dev/runnel/lease"
+)
+
+// A unit is one lease's worth of work: a queue mapping (shard ""), or one
+// shard of a stream or DynamoDB stream mapping. Its lease is
+// "esm.<uuid>" or "esm.<uuid>.<shardId>" (see the top of owner.go).
+type unit struct{ id, shard string }
+
+// unitKey names the unit of mapping uuid's shard (shard "": the whole
+// mapping) in Service.own.held, in ckPut, and after "esm." as its lease.
+func unitKey(uuid, shard string) string {
+	if shard == "" {
+		return uuid
+	}
+	return uuid + "." + shard
+}
+
+// parseUnit splits a unit key; a mapping UUID holds no '.'.
+func parseUnit(key string) unit {
+	id, shard, _ := strings.Cut(key, ".")
+	return unit{id, shard}
+}
+
+func (u unit) key() string { return unitKey(u.id, u.shard) }
+
+// unitsLocked lists the units of the enabled mappings, in a stable order:
+// a queue mapping is one unit; every shard of a stream mapping's source
+// is one, except a closed shard processed to its end (stored checkpoint
+// at its end). described holds the mappings whose list is complete: a
+// source that cannot be described now (deleted, or an error) lists no
+// unit, and its held units are kept.
+func (s *Service) unitsLocked(ctx context.Context) (units []unit, described map[string]bool) {
+	described = map[string]bool{}
+	ids := make([]string, 0, len(s.configs))
+	for id, c := range s.configs {
+		if *c.Enabled {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		c := s.configs[id]
+		if c.sourceKind() == sourceQueue {
+			units = append(units, unit{id: id})
+			described[id] = true
+			continue
+		}
+		streams, name, _, err := s.sourceStreams(c)
+		if err != nil {
+			continue
+		}
+		d, err := streams.DescribeStream(ctx, name)
+		if err != nil {
+			continue
+		}
+		complete := true
+		for _, sh := range d.Shards {
+			done := s.own.done[unitKey(id, sh.ShardID)] == d.ID
+			if !done && !sh.Open() {
+				end, closed, err := streams.ShardEnd(ctx, name, sh.ShardID)
+				next, sid, ok, err2 := s.peekCheckpoint(ctx, id, sh.ShardID)
+				if err != nil || err2 != nil {
+					complete = false
+				} else if closed && ok && sid == d.ID && next >= end {
+					done = true
+					s.own.done[unitKey(id, sh.ShardID)] = d.ID
+				}
+			}
+			if !done {
+				units = append(units, unit{id, sh.ShardID})
+			}
+		}
+		described[id] = complete
+	}
+	return units, described
+}
+
+// balanceLocked takes free units of enabled mappings up to this process's
+// fair share, ceil(units / live nodes), and hands over those beyond it,
+// and those that are no longer units (a closed shard processed to its
+// end).
+func (s *Service) balanceLocked(ctx context.Context) {
+	if s.own.leases == nil || ctx.Err() != nil {
+		return
+	}
+	units, described := s.unitsLocked(ctx)
+	isUnit := map[string]bool{}
+	for _, u := range units {
+		isUnit[u.key()] = true
+	}
+	// Units first: a runner whose last shards just ended keeps running
+	// when it takes their children.
+	nodes := s.liveNodes(ctx)
+	share := (len(units) + nodes - 1) / nodes
+	holding := func() int {
+		n := 0
+		for key := range s.own.held {
+			if isUnit[key] || !described[parseUnit(key).id] {
+				n++
+			}
+		}
+		return n
+	}
+	for _, u := range units {
+		if holding() >= share {
+			break
+		}
+		if s.own.held[u.key()] == nil {
+			s.claimLocked(ctx, u)
+		}
+	}
+	for _, key := range s.heldKeysLocked("") {
+		// A shard processed to its end is released once its worker here
+		// returned (its tumbling windows' final invocations done); the
+		// worker's end kicks the next balance.
+		if u := parseUnit(key); described[u.id] && !isUnit[key] && !s.shardRunningLocked(u) {
+			s.releaseUnitLocked(key)
+		}
+	}
+	held := s.heldKeysLocked("")
+	for i := len(held) - 1; i >= 0 && holding() > share; i-- {
+		if isUnit[held[i]] { // one whose source cannot be described now stays
+			s.eng.Logger.Info("handing a mapping's shard over to balance the cluster", "unit", held[i], "share", share, "nodes", nodes)
+			s.releaseUnitLocked(held[i])
+		}
+	}
+}
+
+// heldKeysLocked returns the sorted keys of the units held here, of
+// mapping id only unless id is "".
+func (s *Service) heldKeysLocked(id string) []string {
+	var keys []string
+	for key := range s.own.held {
+		if id == "" || parseUnit(key).id == id {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// holdsLocked reports whether this process holds a unit of mapping id.
+func (s *Service) holdsLocked(id string) bool { return len(s.heldKeysLocked(id)) > 0 }
+
+// heldShardsLocked returns the shards of mapping id whose leases this
+// process holds.
+func (s *Service) heldShardsLocked(id string) map[string]bool {
+	out := map[string]bool{}
+	for _, key := range s.heldKeysLocked(id) {
+		if u := parseUnit(key); u.shard != "" {
+			out[u.shard] = true
+		}
+	}
+	return out
+}
+
+// claimLocked takes unit u's lease if it is free and runs it: starts the
+// mapping's runner, or, when one runs here already, hands it the shard.
+func (s *Service) claimLocked(ctx context.Context, u unit) {
+	c, ok := s.configs[u.id]
+	if !ok || !*c.Enabled {
+		return
+	}
+	key := u.key()
+	l, err := s.own.leases.Acquire(ctx, mappingLeasePrefix+key)
+	if err != nil {
+		if !errors.Is(err, lease.ErrHeld) {
+			s.eng.Logger.Warn("mapping lease not taken; will retry", "unit", key, "err", err)
+		}
+		return
+	}
+	s.own.held[key] = l
+	go s.watchLease(key, l)
+	if r, ok := s.runners[u.id].(*runner); ok && u.shard != "" {
+		r.take(u.shard)
+		return
+	}
+	if err := s.startLocked(ctx, c); err != nil {
+		s.eng.Logger.Warn("mapping did not start", "mapping", u.id, "err", err)
+		s.releaseUnitLocked(key)
+	}
+}
+
+// stopUnitLocked stops the work of the unit key here: its shard's worker
+// (final checkpoint), and the runner once it has no shard left.
+func (s *Service) stopUnitLocked(key string) {
+	u := parseUnit(key)
+	if r, ok := s.runners[u.id].(*runner); ok && u.shard != "" {
+		if r.drop(u.shard) > 0 {
+			return
+		}
+	}
+	s.stopLocked(u.id)
+}
+
+// releaseUnitLocked stops the unit key here and gives its lease back, so
+// another process may take it at once.
+func (s *Service) releaseUnitLocked(key string) {
+	s.stopUnitLocked(key)
+	l := s.own.held[key]
+	if l == nil {
+		return
+	}
+	delete(s.own.held, key)
+	releaseLease(s, key, l)
+}
+
+// releaseLocked stops mapping id here (every shard's final checkpoint)
+// and gives back the leases of all its units.
+func (s *Service) releaseLocked(id string) {
+	s.stopLocked(id)
+	if _, ok := s.configs[id]; !ok { // deleted: forget its finished shards
+		for key := range s.own.done {
+			if parseUnit(key).id == id {
+				delete(s.own.done, key)
+			}
+		}
+	}
+	for _, key := range s.heldKeysLocked(id) {
+		l := s.own.held[key]
+		delete(s.own.held, key)
+		releaseLease(s, key, l)
+	}
+}
+
+func releaseLease(s *Service, key string, l *lease.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		s.eng.Logger.Warn("mapping lease release failed; it expires by its TTL", "unit", key, "err", err)
+	}
+}
+
+// watchLease stops the unit when its lease is lost (not released).
+func (s *Service) watchLease(key string, l *lease.Lease) {
+	<-l.Lost()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.held[key] == l {
+		s.eng.Logger.Warn("mapping lease lost: another process runs this work now; stopping it here", "unit", key)
+		delete(s.own.held, key)
+		s.stopUnitLocked(key)
+	}
+}
+
+// fenced stops the unit key after one of its writes was fenced.
+func (s *Service) fenced(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.own.held[key] != nil {
+		s.eng.Logger.Warn("another process moved this shard's checkpoint; stopping it here and giving its lease up", "unit", key)
+		s.releaseUnitLocked(key)
+	}
+}
+
+// shardRunningLocked reports whether a worker of shard unit u runs here
+// and has not returned.
+func (s *Service) shardRunningLocked(u unit) bool {
+	r, ok := s.runners[u.id].(*runner)
+	if !ok || u.shard == "" {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started[u.shard] && !r.finished[u.shard]
+}
+
+// take makes shard one of the runner's (its lease was taken): the
+// lineage loop starts it once its parents are processed to their end.
+func (r *runner) take(shard string) {
+	r.mu.Lock()
+	r.mine[shard] = true
+	r.mu.Unlock()
+	signal(r.wake)
+}
+
+// drop stops shard's worker alone, storing its final checkpoint (its
+// lease is being released, or was lost), and returns how many shards the
+// runner still holds.
+func (r *runner) drop(shard string) int {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	r.mu.Lock()
+	delete(r.mine, shard)
+	var w *shardWorker
+	i := slices.IndexFunc(r.shards, func(w *shardWorker) bool { return w.shardID == shard })
+	if i >= 0 {
+		w = r.shards[i]
+	}
+	r.mu.Unlock()
+	if w != nil {
+		w.cancel()
+		<-w.done
+		r.mu.Lock()
+		if !r.finished[shard] { // a finished worker stays, in the status
+			r.shards = slices.DeleteFunc(r.shards, func(x *shardWorker) bool { return x == w })
+			delete(r.started, shard)
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.mine)
+}
