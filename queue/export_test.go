@@ -9,3 +9,7 @@ func Cached(s *Service) int64 { return s.cached.Load() }
 // SetHolding replaces s's answer to "may this process still count its
 // writes as the queues' holder" (nil: the lease's own answer).
 func SetHolding(s *Service, holding func() bool) { s.holdingHook = holding }
+
+// SetDeleteHook makes DeleteQueue call h once the queue is marked
+// deleted, before its metadata and stream are removed.
+func SetDeleteHook(s *Service, h func()) { s.deleteHook = h }

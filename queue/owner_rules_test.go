@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -48,5 +49,31 @@ func TestAStoreAcknowledgedAfterTheLeaseEndedIsRefused(t *testing.T) {
 	}
 	if got := e.bodies(dlq, queue.ReceiveMessageInput{}); len(got) == 0 || got[0] != "kept" {
 		t.Fatalf("dead-letter queue holds %v, want kept", got)
+	}
+}
+
+// TestACallDuringDeleteQueueDoesNotOutliveIt: a call that comes while
+// DeleteQueue runs answers QueueDoesNotExist, and so does every call after
+// it. (It used to load a fresh index from the metadata and stream not yet
+// removed, which then outlived them: the next send went to the deleted
+// stream and failed with InternalError "no response from stream", seen
+// in a -race run of function/async's TestDeletedInternalQueueIsCreatedAgain.)
+func TestACallDuringDeleteQueueDoesNotOutliveIt(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("doomed", nil)
+	e.send(url, "before")
+	var during error
+	queue.SetDeleteHook(e.svc, func() {
+		_, during = e.svc.GetQueueAttributes(e.ctx, url, []string{"All"})
+	})
+	if err := e.svc.DeleteQueue(e.ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	queue.SetDeleteHook(e.svc, nil)
+	if !errors.Is(during, awserr.ErrQueueDoesNotExist) {
+		t.Errorf("GetQueueAttributes during DeleteQueue: %v, want QueueDoesNotExist", during)
+	}
+	if _, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "after"}); !errors.Is(err, awserr.ErrQueueDoesNotExist) {
+		t.Errorf("SendMessage after DeleteQueue: %v, want QueueDoesNotExist", err)
 	}
 }

@@ -141,6 +141,9 @@ type Service struct {
 	own *lease.Owner
 	// holdingHook, when set (tests only), answers mayAct.
 	holdingHook func() bool
+	// deleteHook, when set (tests only), runs in DeleteQueue once the
+	// queue is marked deleted, before its metadata and stream go.
+	deleteHook func()
 }
 
 // queueMeta is what "runnel_queues" stores per queue.
@@ -458,13 +461,24 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 	q.wake()
 	name, id := q.name, q.id
 	q.mu.Unlock()
-	s.mu.Lock()
-	if s.queues[name] == q {
-		delete(s.queues, name)
+	// The deleted index stays this name's until the metadata and the
+	// stream are gone: a call meanwhile finds it and answers
+	// QueueDoesNotExist. Forgotten first, it let a concurrent call load a
+	// new index from the metadata and stream still there, which outlived
+	// them: a send after the deletion then went to the deleted stream
+	// ("no response from stream") instead of QueueDoesNotExist.
+	defer func() {
+		s.mu.Lock()
+		if s.queues[name] == q {
+			delete(s.queues, name)
+		}
+		s.mu.Unlock()
+	}()
+	if h := s.deleteHook; h != nil {
+		h()
 	}
-	s.mu.Unlock()
-	// Metadata first: a concurrent load must not find it and re-create
-	// the stream.
+	// Metadata first: a later load must not find it and re-create the
+	// stream.
 	if err := s.meta.Purge(ctx, name); err != nil {
 		return awserr.New(awserr.ErrInternal, "delete queue %s: %v", name, err)
 	}
