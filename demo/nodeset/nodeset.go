@@ -31,6 +31,7 @@ import (
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/nodeproc"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
@@ -49,6 +50,11 @@ type Options struct {
 	// Logger receives the client's logs; Say, if set, progress lines.
 	Logger *slog.Logger
 	Say    func(format string, args ...any)
+	// Registry is the client's handler registry (default: the process's
+	// default one). The client runs no function, but it checks that a
+	// function's handler is registered when the function is created
+	// through it: register the nodes' built-in handlers there.
+	Registry *function.Registry
 }
 
 // Set is a running set of node processes and a passive client of their
@@ -87,7 +93,7 @@ func Start(ctx context.Context, o Options) (*Set, error) {
 		o.Say("%s: AWS endpoint http://%s, NATS nats://%s", n.Name, n.AWS, n.NATS)
 	}
 	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{NATSURL: cl.NATSURL(), Replicas: replicas, Logger: o.Logger},
-		Mappings: mapping.Options{Passive: true}})
+		Mappings: mapping.Options{Passive: true}, Registry: o.Registry})
 	if err != nil {
 		cl.Close()
 		return nil, err

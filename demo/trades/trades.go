@@ -173,7 +173,11 @@ type Result struct {
 	Stages          map[string]*StageReport `json:"stages"`
 	Aggregates      []AggregateCheck        `json:"aggregates"`
 	Exact           bool                    `json:"exact"`
-	PeakRSSMiB      float64                 `json:"peak_rss_mib"`
+	// Nodes is the number of node processes (RunNodes; 0: one process)
+	// and NodeKills how many were killed with SIGKILL and restarted.
+	Nodes      int     `json:"nodes"`
+	NodeKills  int     `json:"node_kills"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
 }
 
 // AggregateCheck compares one aggregate with its expected value.

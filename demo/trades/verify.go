@@ -127,7 +127,9 @@ func (e engineSource) stateItems(ctx context.Context) (int64, error) {
 	return d.ItemCount, nil
 }
 
-func (e engineSource) stateChanges(ctx context.Context) (int64, error) { return stateChanges(ctx, e.rn) }
+func (e engineSource) stateChanges(ctx context.Context) (int64, error) {
+	return stateChanges(ctx, e.rn)
+}
 
 func (e engineSource) reduceMessages(ctx context.Context, fn func(string) error) error {
 	var start table.Item

@@ -1,0 +1,355 @@
+package trades
+
+// The trades pipeline on a cluster of node processes (`runnel demo trades
+// --nodes 3`): the nodes are started as for the flight demo
+// (demo/nodeset), the stream, tables, functions and mappings are created
+// through a passive client of the cluster, the functions are built into
+// the binary (nodefn.go) and run on whichever node holds each mapping, the
+// messages are put through the nodes' AWS endpoints in turn, and one node
+// is killed with SIGKILL mid-run and started again. The results are read
+// through the AWS endpoints and verified as in one process.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnel-dev/runnel/demo/nodeset"
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// NodesConfig configures RunNodes.
+type NodesConfig struct {
+	// Binary is the runnel executable each node runs (`serve`); runnel
+	// passes os.Executable(). Required.
+	Binary string
+	// Nodes is the number of node processes. Default 3; the JetStream
+	// replica count is min(Nodes, 3).
+	Nodes int
+	// KillAt is the share of the messages put (0 <= KillAt < 1) after
+	// which the node holding the most of the pipeline's work (the state
+	// mapping, the tables, the map and reduce mappings, in that order of
+	// preference on a tie) is killed with SIGKILL and started again. 0: no
+	// node is killed.
+	KillAt float64
+}
+
+// RunNodes runs the experiment on a cluster of node processes and
+// verifies it as Run does. Config.CrashAt is not used (KillAt kills a
+// node instead). The latency is not measured (Result.LatencyMeasured
+// false); the stages' invocations and failures injected are the sums of
+// what each node process answered last on CountsSubject (polled every
+// second: a killed node's last second is missing). The run's directory
+// (<DataDir>/trades-nodes-*) keeps each node's log; the nodes' data is
+// removed after an exact run unless Keep.
+func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) {
+	cfg.setDefaults()
+	nc.Nodes = cmp.Or(nc.Nodes, 3)
+	if nc.KillAt < 0 || nc.KillAt >= 1 {
+		return nil, fmt.Errorf("trades --nodes: --kill-node-at is a share of the messages, 0 <= at < 1 (got %g)", nc.KillAt)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.DataDir, "trades-nodes-")
+	if err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "trades: "+format+"\n", args...)
+		}
+	}
+	// The client checks the functions' handlers when it creates them; it
+	// runs none of them (the nodes do).
+	reg := function.NewRegistry()
+	if _, err := RegisterNodeFunctions(reg, "client"); err != nil {
+		return nil, err
+	}
+	set, err := nodeset.Start(ctx, nodeset.Options{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes, Logger: cfg.Logger, Say: say, Registry: reg})
+	if err != nil {
+		return nil, fmt.Errorf("trades --nodes: %w (the run's directory %s is kept)", err, dir)
+	}
+	exact := false
+	defer func() { set.Close(exact && !cfg.Keep) }()
+	res, err := runOnNodes(ctx, cfg, nc, set, say)
+	if err != nil {
+		return nil, fmt.Errorf("trades --nodes: %w (the run's directory %s is kept)", err, dir)
+	}
+	exact = res.Exact
+	if !exact {
+		say("not exact: the run's directory %s is kept", dir)
+	}
+	return res, nil
+}
+
+func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Set, say func(string, ...any)) (*Result, error) {
+	rate := func(r float64) string { return strconv.FormatFloat(r, 'g', -1, 64) }
+	env := map[string]string{EnvStateFailure: rate(cfg.StateFailure), EnvMapFailure: rate(cfg.MapFailure), EnvReduceFailure: rate(cfg.ReduceFailure)}
+	if err := setup(ctx, set.RN, cfg, [3]string{StateHandler, MapHandler, ReduceHandler}, env); err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	// The work the kill aims at, by preference on a tie.
+	uuid := map[string]string{}
+	for _, m := range set.RN.Mappings.ListEventSourceMappings() {
+		uuid[m.FunctionName] = m.UUID
+	}
+	killer := &nodeset.Killer{Set: set, Keys: []string{"esm." + uuid["state"], "dynamodb", "esm." + uuid["map"], "esm." + uuid["reduce"]},
+		What: "the most of: the state mapping, the tables, the map and reduce mappings", Say: say, Log: cfg.Logger}
+	counts := &nodeCounts{last: map[string]NodeCounts{}}
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		counts.pollEvery(pollCtx, set.RN.Engine.NC, len(set.Proc.Nodes), time.Second)
+	}()
+	defer func() { stopPolling(); <-polled }()
+
+	p := newProducer(cfg.Seed, cfg.Modifications, cfg.Duplicates)
+	res := &Result{Stages: map[string]*StageReport{}, Nodes: len(set.Proc.Nodes)}
+	putBatch := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) bool {
+		out, err := nodeset.PutRecords(ctx, set.AWS, tradeStream, entries)
+		if err != nil {
+			cfg.Logger.Debug("trades: a put failed; putting the batch again on the next node", "err", err)
+			return false
+		}
+		for _, r := range out {
+			if r.ErrorCode != "" {
+				return false
+			}
+		}
+		return true
+	}
+	killAt := int64(nc.KillAt * float64(cfg.Messages))
+	start := time.Now()
+	put, err := produce(ctx, cfg, p, start, putBatch, func(put int64) error {
+		if nc.KillAt > 0 && !killer.Started() && put >= killAt {
+			killer.Start(ctx)
+		}
+		return killer.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	produceSecs := time.Since(start).Seconds()
+
+	src := &awsSource{set: set}
+	want, wantChanges := p.expected[KeyTrades], p.news+p.mods
+	var drainErr error
+	drain(ctx, cfg, func() (int64, bool) {
+		got, _ := src.aggregateInt(ctx, KeyTrades)
+		changes, _ := src.aggregateInt(ctx, KeyChanges)
+		if err := killer.Err(); err != nil {
+			drainErr = err
+			return got + changes, true
+		}
+		if got < want || changes < wantChanges || !killer.Finished(nc.KillAt > 0) {
+			return got + changes, false
+		}
+		// Every change the producer caused is aggregated; the state
+		// table's log holds no more (a duplicate would show there).
+		logged, err := src.stateChanges(ctx)
+		return got + changes, err == nil && logged >= wantChanges && changes >= logged
+	})
+	if drainErr != nil {
+		return nil, drainErr
+	}
+	elapsed := time.Since(start).Seconds()
+	res.NodeKills = killer.Kills()
+	res.report(p, put, elapsed, produceSecs)
+	stopPolling()
+	<-polled
+	counts.poll(ctx, set.RN.Engine.NC, len(set.Proc.Nodes))
+	if err := verify(ctx, src, p, counts.sum(), res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// nodeCounts keeps the last counts each node process answered.
+type nodeCounts struct {
+	mu   sync.Mutex
+	last map[string]NodeCounts // by instance
+}
+
+func (c *nodeCounts) pollEvery(ctx context.Context, nc *nats.Conn, nodes int, every time.Duration) {
+	for {
+		c.poll(ctx, nc, nodes)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// poll asks every node for its counts and keeps the answers that arrive
+// within 500 ms (fewer than nodes answers: it waits that long).
+func (c *nodeCounts) poll(ctx context.Context, nc *nats.Conn, nodes int) {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(CountsSubject, inbox, nil); err != nil {
+		return
+	}
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for got := 0; got < nodes; got++ {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if err != nil || ctx.Err() != nil {
+			return
+		}
+		var n NodeCounts
+		if json.Unmarshal(m.Data, &n) == nil {
+			c.mu.Lock()
+			c.last[n.Instance] = n
+			c.mu.Unlock()
+		}
+	}
+}
+
+// sum adds up every instance's counts by stage.
+func (c *nodeCounts) sum() map[string][2]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string][2]int64{}
+	for _, n := range c.last {
+		for name, v := range n.Stages {
+			s := out[name]
+			out[name] = [2]int64{s[0] + v[0], s[1] + v[1]}
+		}
+	}
+	return out
+}
+
+// awsSource reads the results through the nodes' AWS endpoints (the
+// passive client's own table calls would serve the tables when no node
+// does, as during the failover).
+type awsSource struct{ set *nodeset.Set }
+
+func (a *awsSource) aggregate(ctx context.Context, key string) (string, error) {
+	out, err := nodeset.OnAny(ctx, a.set.AWS, func(i int) (*dynamodb.GetItemOutput, error) {
+		return a.set.AWS.DynamoDB[i].GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(aggTable), ConsistentRead: aws.Bool(true),
+			Key: map[string]dtypes.AttributeValue{"Key": &dtypes.AttributeValueMemberS{Value: key}}})
+	})
+	if err != nil {
+		return "0", fmt.Errorf("GetItem %s: %w", key, err)
+	}
+	if v, ok := out.Item["Value"].(*dtypes.AttributeValueMemberN); ok {
+		return v.Value, nil
+	}
+	return "0", nil
+}
+
+func (a *awsSource) aggregateInt(ctx context.Context, key string) (int64, error) {
+	v, err := a.aggregate(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+func (a *awsSource) describeState(ctx context.Context) (*dtypes.TableDescription, error) {
+	d, err := nodeset.OnAny(ctx, a.set.AWS, func(i int) (*dynamodb.DescribeTableOutput, error) {
+		return a.set.AWS.DynamoDB[i].DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(stateTable)})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DescribeTable %s: %w", stateTable, err)
+	}
+	return d.Table, nil
+}
+
+func (a *awsSource) stateItems(ctx context.Context) (int64, error) {
+	d, err := a.describeState(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return aws.ToInt64(d.ItemCount), nil
+}
+
+// stateChanges reads the state table's whole stream (DynamoDB Streams)
+// and counts its INSERT and MODIFY records: every shard from
+// TRIM_HORIZON to its first empty page.
+func (a *awsSource) stateChanges(ctx context.Context) (int64, error) {
+	d, err := a.describeState(ctx)
+	if err != nil {
+		return 0, err
+	}
+	arn := d.LatestStreamArn
+	ds, err := nodeset.OnAny(ctx, a.set.AWS, func(i int) (*dynamodbstreams.DescribeStreamOutput, error) {
+		return a.set.AWS.Streams[i].DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("DescribeStream: %w", err)
+	}
+	var n int64
+	for _, sh := range ds.StreamDescription.Shards {
+		it, err := nodeset.OnAny(ctx, a.set.AWS, func(i int) (*dynamodbstreams.GetShardIteratorOutput, error) {
+			return a.set.AWS.Streams[i].GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId,
+				ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+		})
+		if err != nil {
+			return 0, fmt.Errorf("GetShardIterator: %w", err)
+		}
+		for iter := it.ShardIterator; iter != nil; {
+			out, err := nodeset.OnAny(ctx, a.set.AWS, func(i int) (*dynamodbstreams.GetRecordsOutput, error) {
+				return a.set.AWS.Streams[i].GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+			})
+			if err != nil {
+				return 0, fmt.Errorf("GetRecords: %w", err)
+			}
+			for _, r := range out.Records {
+				if r.EventName == stypes.OperationTypeInsert || r.EventName == stypes.OperationTypeModify {
+					n++
+				}
+			}
+			if len(out.Records) == 0 {
+				break
+			}
+			iter = out.NextShardIterator
+		}
+	}
+	return n, nil
+}
+
+func (a *awsSource) reduceMessages(ctx context.Context, fn func(string) error) error {
+	var start map[string]dtypes.AttributeValue
+	for {
+		out, err := nodeset.OnAny(ctx, a.set.AWS, func(i int) (*dynamodb.ScanOutput, error) {
+			return a.set.AWS.DynamoDB[i].Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(reduceTable), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		})
+		if err != nil {
+			return fmt.Errorf("Scan %s: %w", reduceTable, err)
+		}
+		for _, it := range out.Items {
+			m, _ := it["Message"].(*dtypes.AttributeValueMemberS)
+			if m == nil {
+				return fmt.Errorf("a %s item without a Message", reduceTable)
+			}
+			if err := fn(m.Value); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+func (a *awsSource) retries(ctx context.Context) map[string]int64 { return mappingRetries(a.set.RN) }
