@@ -10,7 +10,6 @@ package demo
 // single-node demo does.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,20 +32,9 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-// NodesConfig configures the cluster demo (RunNodes).
-type NodesConfig struct {
-	// Binary is the runnel executable each node runs (`serve`); runnel
-	// passes os.Executable(). Required.
-	Binary string
-	// Nodes is the number of node processes. Default 3. The JetStream
-	// replica count is min(Nodes, 3): 1 runs the same pipeline on one
-	// node, for comparison.
-	Nodes int
-	// KillAt is the share of the rows put (0 < KillAt < 1) after which
-	// the node running the flights mapping is killed with SIGKILL and
-	// started again. 0: no node is killed.
-	KillAt float64
-}
+// NodesConfig configures the cluster demo (RunNodes); KillAt kills the
+// node running the flights mapping.
+type NodesConfig = nodeset.Plan
 
 // RunNodes runs the flight demo on a cluster of node processes and
 // returns its reconciliation. Poison records are injected and end in the
@@ -57,30 +45,22 @@ type NodesConfig struct {
 // everything is kept after a failed one.
 func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) {
 	cfg.setDefaults()
-	nc.Nodes = cmp.Or(nc.Nodes, 3)
-	if nc.KillAt < 0 || nc.KillAt >= 1 {
-		return nil, fmt.Errorf("demo --nodes: --kill-node-at is a share of the rows, 0 <= at < 1 (got %g)", nc.KillAt)
+	if err := nc.Check("rows"); err != nil {
+		return nil, fmt.Errorf("demo %w", err)
 	}
 	total, dir, err := prepareRun(cfg, "demo-nodes-")
 	if err != nil {
 		return nil, err
 	}
-	say := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "demo: "+format+"\n", args...)
-		}
-	}
-	set, err := nodeset.Start(ctx, nodeset.Options{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes, Logger: cfg.Logger, Say: say})
+	say := nodeset.Progress(cfg.Progress, "demo: ")
+	var res *Result
+	err = nc.Run(ctx, nodeset.Options{Dir: dir, Logger: cfg.Logger, Say: say}, cfg.Keep, func(set *nodeset.Set) (bool, error) {
+		res, err = runOnNodes(ctx, cfg, nc, set, total, say)
+		return err == nil, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("demo --nodes: %w (the run's directory %s is kept)", err, dir)
+		return nil, fmt.Errorf("demo --nodes: %w", err)
 	}
-	ok := false
-	defer func() { set.Close(ok && !cfg.Keep) }()
-	res, err := runOnNodes(ctx, cfg, nc, set, total, say)
-	if err != nil {
-		return nil, fmt.Errorf("%w (the run's directory %s is kept)", err, dir)
-	}
-	ok = true
 	return res, nil
 }
 

@@ -2,9 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -17,23 +14,8 @@ import (
 // reported as not measured. It runs only with RUNNEL_CLUSTER_TESTS=1:
 // about 4 minutes on a loaded 2-core machine.
 func TestDemoTradesNodesIsExactThroughASIGKILL(t *testing.T) {
-	if testing.Short() || os.Getenv("RUNNEL_CLUSTER_TESTS") == "" {
-		t.Skip("set RUNNEL_CLUSTER_TESTS=1: about 4 minutes, 3 node processes")
-	}
-	bin := runnelBinary(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "result.json")
-	cmd := exec.Command(bin, "--data-dir", dir, "demo", "trades", "--nodes", "3", "--kill-node-at", "0.5",
-		"--messages", "20000", "--rate", "0", "--quiet", "--json", out)
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		logs, _ := filepath.Glob(filepath.Join(dir, "trades-nodes-*", "node-*.log"))
-		t.Fatalf("demo trades --nodes 3: %v\n%s\nnode logs (kept): %v", err, b, logs)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, raw := runClusterDemo(t, "about 4 minutes", "trades", "--nodes", "3", "--kill-node-at", "0.5",
+		"--messages", "20000", "--rate", "0", "--quiet")
 	var res struct {
 		Messages        int64 `json:"messages"`
 		Exact           bool  `json:"exact"`
@@ -65,9 +47,5 @@ func TestDemoTradesNodesIsExactThroughASIGKILL(t *testing.T) {
 		}
 	}
 	// The nodes' logs are kept; their data is removed after an exact run.
-	logs, _ := filepath.Glob(filepath.Join(dir, "trades-nodes-*", "node-*.log"))
-	data, _ := filepath.Glob(filepath.Join(dir, "trades-nodes-*", "node-?"))
-	if len(logs) != 3 || len(data) != 0 {
-		t.Fatalf("after the run: logs %v, data directories %v; want 3 logs and no data", logs, data)
-	}
+	nodeDataRemoved(t, dir, "trades-nodes-*")
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -55,6 +56,60 @@ type Options struct {
 	// function's handler is registered when the function is created
 	// through it: register the nodes' built-in handlers there.
 	Registry *function.Registry
+}
+
+// Plan is what a cluster demo runs on: how many nodes, of which binary,
+// and when one is killed.
+type Plan struct {
+	// Binary is the runnel executable each node runs (`serve`); runnel
+	// passes os.Executable(). Required.
+	Binary string
+	// Nodes is the number of node processes. Default 3. The JetStream
+	// replica count is min(Nodes, 3): 1 runs the same pipeline on one
+	// node, for comparison.
+	Nodes int
+	// KillAt is the share of the input put (0 <= KillAt < 1) after which
+	// the node running the demo's work (each demo says which) is killed
+	// with SIGKILL and started again. 0: no node is killed.
+	KillAt float64
+}
+
+// Check sets Nodes' default and checks KillAt; what names the input in
+// the error ("rows", "messages").
+func (p *Plan) Check(what string) error {
+	p.Nodes = cmp.Or(p.Nodes, 3)
+	if p.KillAt < 0 || p.KillAt >= 1 {
+		return fmt.Errorf("--nodes: --kill-node-at is a share of the %s, 0 <= at < 1 (got %g)", what, p.KillAt)
+	}
+	return nil
+}
+
+// Run starts the plan's nodes (Start, with o.Binary and o.Nodes from
+// the plan), calls fn with them and stops them. When fn reports clean
+// and keep is false, the nodes' data is removed; otherwise, and on
+// error, everything in o.Dir is kept (the error says so).
+func (p *Plan) Run(ctx context.Context, o Options, keep bool, fn func(set *Set) (clean bool, err error)) error {
+	o.Binary, o.Nodes = p.Binary, p.Nodes
+	set, err := Start(ctx, o)
+	if err != nil {
+		return fmt.Errorf("%w (the run's directory %s is kept)", err, o.Dir)
+	}
+	clean := false
+	defer func() { set.Close(clean && !keep) }()
+	if clean, err = fn(set); err != nil {
+		return fmt.Errorf("%w (the run's directory %s is kept)", err, o.Dir)
+	}
+	return nil
+}
+
+// Progress returns a printf for progress lines on w, each prefixed
+// ("demo: "); it prints nothing when w is nil.
+func Progress(w io.Writer, prefix string) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if w != nil {
+			fmt.Fprintf(w, prefix+format+"\n", args...)
+		}
+	}
 }
 
 // Set is a running set of node processes and a passive client of their
@@ -179,11 +234,17 @@ func OnAny[T any](ctx context.Context, a *Clients, fn func(i int) (T, error)) (T
 // PutRecords is one Kinesis PutRecords call through the next node (no
 // retry: the caller retries, on the next node).
 func PutRecords(ctx context.Context, a *Clients, name string, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
+	return PutRecordsWith(ctx, a.Kinesis[a.Pick()], name, entries)
+}
+
+// PutRecordsWith is one Kinesis PutRecords call of entries into stream
+// name with kc, answered as the stream package's PutRecords answers.
+func PutRecordsWith(ctx context.Context, kc *kinesis.Client, name string, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
 	in := &kinesis.PutRecordsInput{StreamName: aws.String(name), Records: make([]ktypes.PutRecordsRequestEntry, len(entries))}
 	for i, e := range entries {
 		in.Records[i] = ktypes.PutRecordsRequestEntry{Data: e.Data, PartitionKey: aws.String(e.PartitionKey)}
 	}
-	out, err := a.Kinesis[a.Pick()].PutRecords(ctx, in)
+	out, err := kc.PutRecords(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("PutRecords: %w", err)
 	}

@@ -10,7 +10,6 @@ package trades
 // through the AWS endpoints and verified as in one process.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,21 +30,10 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 )
 
-// NodesConfig configures RunNodes.
-type NodesConfig struct {
-	// Binary is the runnel executable each node runs (`serve`); runnel
-	// passes os.Executable(). Required.
-	Binary string
-	// Nodes is the number of node processes. Default 3; the JetStream
-	// replica count is min(Nodes, 3).
-	Nodes int
-	// KillAt is the share of the messages put (0 <= KillAt < 1) after
-	// which the node holding the most of the pipeline's work (the state
-	// mapping, the tables, the map and reduce mappings, in that order of
-	// preference on a tie) is killed with SIGKILL and started again. 0: no
-	// node is killed.
-	KillAt float64
-}
+// NodesConfig configures RunNodes. KillAt kills the node holding the
+// most of the pipeline's work: the state mapping, the tables, the map and
+// reduce mappings, in that order of preference on a tie.
+type NodesConfig = nodeset.Plan
 
 // RunNodes runs the experiment on a cluster of node processes and
 // verifies it as Run does. Config.CrashAt is not used (KillAt kills a
@@ -57,9 +45,8 @@ type NodesConfig struct {
 // removed after an exact run unless Keep.
 func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) {
 	cfg.setDefaults()
-	nc.Nodes = cmp.Or(nc.Nodes, 3)
-	if nc.KillAt < 0 || nc.KillAt >= 1 {
-		return nil, fmt.Errorf("trades --nodes: --kill-node-at is a share of the messages, 0 <= at < 1 (got %g)", nc.KillAt)
+	if err := nc.Check("messages"); err != nil {
+		return nil, fmt.Errorf("trades %w", err)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
@@ -68,30 +55,23 @@ func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	say := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "trades: "+format+"\n", args...)
-		}
-	}
+	say := nodeset.Progress(cfg.Progress, "trades: ")
 	// The client checks the functions' handlers when it creates them; it
 	// runs none of them (the nodes do).
 	reg := function.NewRegistry()
 	if _, err := RegisterNodeFunctions(reg, "client"); err != nil {
 		return nil, err
 	}
-	set, err := nodeset.Start(ctx, nodeset.Options{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes, Logger: cfg.Logger, Say: say, Registry: reg})
+	var res *Result
+	err = nc.Run(ctx, nodeset.Options{Dir: dir, Logger: cfg.Logger, Say: say, Registry: reg}, cfg.Keep, func(set *nodeset.Set) (bool, error) {
+		res, err = runOnNodes(ctx, cfg, nc, set, say)
+		if err == nil && !res.Exact {
+			say("not exact: the run's directory %s is kept", dir)
+		}
+		return err == nil && res.Exact, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("trades --nodes: %w (the run's directory %s is kept)", err, dir)
-	}
-	exact := false
-	defer func() { set.Close(exact && !cfg.Keep) }()
-	res, err := runOnNodes(ctx, cfg, nc, set, say)
-	if err != nil {
-		return nil, fmt.Errorf("trades --nodes: %w (the run's directory %s is kept)", err, dir)
-	}
-	exact = res.Exact
-	if !exact {
-		say("not exact: the run's directory %s is kept", dir)
+		return nil, fmt.Errorf("trades --nodes: %w", err)
 	}
 	return res, nil
 }
