@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,8 +58,16 @@ func runClusterDemo(t *testing.T, takes string, args ...string) (string, []byte)
 	out := filepath.Join(dir, "result.json")
 	cmd := exec.Command(bin, append(append([]string{"--data-dir", dir, "demo"}, args...), "--json", out)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
+		// The run's directory goes with the test's: show the end of each
+		// node's log.
+		var tails strings.Builder
 		logs, _ := filepath.Glob(filepath.Join(dir, "*", "node-*.log"))
-		t.Fatalf("demo %v: %v\n%s\nnode logs: %v", args, err, b, logs)
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			fmt.Fprintf(&tails, "--- %s (last lines)\n%s\n", filepath.Base(l), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+		t.Fatalf("demo %v: %v\n%s\n%s", args, err, b, tails.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
