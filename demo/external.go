@@ -35,6 +35,7 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/demo/flights"
+	"github.com/runnel-dev/runnel/demo/nodeset"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -167,20 +168,7 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// The same producer as Run, putting through the aws-sdk-go-v2 client.
 	putRecords := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
-		in := &kinesis.PutRecordsInput{StreamName: aws.String(src), Records: make([]ktypes.PutRecordsRequestEntry, len(entries))}
-		for i, e := range entries {
-			in.Records[i] = ktypes.PutRecordsRequestEntry{Data: e.Data, PartitionKey: aws.String(e.PartitionKey)}
-		}
-		out, err := kc.PutRecords(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("PutRecords: %w", err)
-		}
-		res := make([]stream.PutRecordsResultEntry, len(out.Records))
-		for i, r := range out.Records {
-			res[i] = stream.PutRecordsResultEntry{SequenceNumber: aws.ToString(r.SequenceNumber), ShardId: aws.ToString(r.ShardId),
-				ErrorCode: aws.ToString(r.ErrorCode), ErrorMessage: aws.ToString(r.ErrorMessage)}
-		}
-		return res, nil
+		return nodeset.PutRecordsWith(ctx, kc, src, entries)
 	}
 	prod := startProduction(ctx, cfg, total, encode, putRecords)
 

@@ -5,27 +5,20 @@ package demo
 // servers form one cluster (JetStream replicas 3). Everything is set up
 // and produced through the nodes' AWS endpoints, spread over all of them;
 // the function is built into the binary (nodefn.go) and runs on the nodes
-// holding the mapping's shards (a lease each). Mid-run a node running
-// some of them is killed with SIGKILL and started again; the demo then reconciles as the
-// single-node demo does.
+// holding the mapping's shards (a lease each). Mid-run the node running
+// the most of them is killed with SIGKILL and started again; the demo then
+// reconciles as the single-node demo does.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -35,82 +28,13 @@ import (
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/demo/flights"
-	"github.com/runnel-dev/runnel/engine"
-	"github.com/runnel-dev/runnel/internal/nodeproc"
-	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/demo/nodeset"
 	"github.com/runnel-dev/runnel/stream"
 )
 
-// NodesConfig configures the cluster demo (RunNodes).
-type NodesConfig struct {
-	// Binary is the runnel executable each node runs (`serve`); runnel
-	// passes os.Executable(). Required.
-	Binary string
-	// Nodes is the number of node processes. Default 3. The JetStream
-	// replica count is min(Nodes, 3): 1 runs the same pipeline on one
-	// node, for comparison.
-	Nodes int
-	// KillAt is the share of the rows put (0 < KillAt < 1) after which
-	// the node running the flights mapping is killed with SIGKILL and
-	// started again. 0: no node is killed.
-	KillAt float64
-}
-
-// nodeRetryFor bounds how long a call is tried over the nodes (each try
-// on the next node) while it fails: the ride-through of a leader election
-// or a node restart.
-const nodeRetryFor = 2 * time.Minute
-
-// awsNodes are the AWS clients of every node. Each call goes to the next
-// node in turn, so the work is spread and a dead node is skipped by the
-// retry.
-type awsNodes struct {
-	kc   []*kinesis.Client
-	qc   []*sqs.Client
-	lc   []*lambda.Client
-	next atomic.Uint32
-}
-
-func newAWSNodes(cl *nodeproc.Cluster, region string) *awsNodes {
-	a := &awsNodes{}
-	for _, n := range cl.Nodes {
-		cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
-			BaseEndpoint: aws.String("http://" + n.AWS),
-			// The demo retries over the nodes itself: no client-side
-			// retry quota, which a dead node's refused connections drain.
-			Retryer: func() aws.Retryer {
-				return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })
-			}}
-		a.kc, a.qc, a.lc = append(a.kc, kinesis.NewFromConfig(cfg)), append(a.qc, sqs.NewFromConfig(cfg)), append(a.lc, lambda.NewFromConfig(cfg))
-	}
-	return a
-}
-
-func (a *awsNodes) pick() int { return int(a.next.Add(1)) % len(a.kc) }
-
-// retryableOnNodes reports whether an AWS client's error is worth
-// another try on another node: what the SDK itself retries (a connection
-// refused or reset by a dead node, a 5xx answer, a throttle).
-func retryableOnNodes(err error) bool {
-	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
-}
-
-// onAnyNode calls fn on the next node, and again on the following ones
-// while it fails with a retryable error, for at most nodeRetryFor; it returns the last error.
-func onAnyNode[T any](ctx context.Context, a *awsNodes, fn func(i int) (T, error)) (T, error) {
-	start := time.Now()
-	for attempt := 1; ; attempt++ {
-		v, err := fn(a.pick())
-		if err == nil || ctx.Err() != nil || time.Since(start) > nodeRetryFor || !retryableOnNodes(err) {
-			return v, err
-		}
-		select {
-		case <-ctx.Done():
-			return v, ctx.Err()
-		case <-time.After(time.Duration(min(attempt, 10)) * 100 * time.Millisecond):
-		}
-	}
-}
+// NodesConfig configures the cluster demo (RunNodes); KillAt kills the
+// node running the flights mapping.
+type NodesConfig = nodeset.Plan
 
 // RunNodes runs the flight demo on a cluster of node processes and
 // returns its reconciliation. Poison records are injected and end in the
@@ -121,54 +45,22 @@ func onAnyNode[T any](ctx context.Context, a *awsNodes, fn func(i int) (T, error
 // everything is kept after a failed one.
 func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) {
 	cfg.setDefaults()
-	nc.Nodes = cmp.Or(nc.Nodes, 3)
-	if nc.Binary == "" {
-		return nil, errors.New("demo --nodes: no runnel binary to start the nodes with")
-	}
-	if nc.KillAt < 0 || nc.KillAt >= 1 {
-		return nil, fmt.Errorf("demo --nodes: --kill-node-at is a share of the rows, 0 <= at < 1 (got %g)", nc.KillAt)
+	if err := nc.Check("rows"); err != nil {
+		return nil, fmt.Errorf("demo %w", err)
 	}
 	total, dir, err := prepareRun(cfg, "demo-nodes-")
 	if err != nil {
 		return nil, err
 	}
-	say := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "demo: "+format+"\n", args...)
-		}
-	}
-	say("starting %d runnel nodes (separate processes; logs in %s/node-*.log)", nc.Nodes, dir)
-	replicas := min(nc.Nodes, 3) // --nodes 1: the same pipeline on one node, for comparison
-	cl, err := nodeproc.Start(ctx, nodeproc.Config{Binary: nc.Binary, Dir: dir, Nodes: nc.Nodes, Replicas: replicas})
+	say := nodeset.Progress(cfg.Progress, "demo: ")
+	var res *Result
+	err = nc.Run(ctx, nodeset.Options{Dir: dir, Logger: cfg.Logger, Say: say}, cfg.Keep, func(set *nodeset.Set) (bool, error) {
+		res, err = runOnNodes(ctx, cfg, nc, set, total, say)
+		return err == nil, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("demo --nodes: %w (the run's directory %s is kept)", err, dir)
+		return nil, fmt.Errorf("demo --nodes: %w", err)
 	}
-	ok := false
-	defer func() {
-		cl.Close()
-		if ok && !cfg.Keep {
-			for _, n := range cl.Nodes {
-				os.RemoveAll(strings.TrimSuffix(n.LogPath(), ".log"))
-			}
-		}
-	}()
-	for _, n := range cl.Nodes {
-		say("%s: AWS endpoint http://%s, NATS nats://%s", n.Name, n.AWS, n.NATS)
-	}
-	// A client of the cluster, for what the AWS API does not show: the
-	// leases (which node runs the mapping) and the on-failure pointers'
-	// records.
-	rn, err := runnel.Open(ctx, runnel.Config{Engine: engine.Config{NATSURL: cl.NATSURL(), Replicas: replicas, Logger: cfg.Logger},
-		Mappings: mapping.Options{Passive: true}})
-	if err != nil {
-		return nil, err
-	}
-	defer rn.Close()
-	res, err := runOnNodes(ctx, cfg, nc, cl, rn, total, say)
-	if err != nil {
-		return nil, fmt.Errorf("%w (the run's directory %s is kept)", err, dir)
-	}
-	ok = true
 	return res, nil
 }
 
@@ -179,10 +71,10 @@ type nodeSetup struct {
 
 // setUpOnNodes creates the stream, the results and on-failure queues, the
 // function and the mapping, each call through any node.
-func setUpOnNodes(ctx context.Context, cfg Config, a *awsNodes, suffix, account string) (*nodeSetup, error) {
+func setUpOnNodes(ctx context.Context, cfg Config, a *nodeset.Clients, suffix, account string) (*nodeSetup, error) {
 	s := &nodeSetup{stream: "flights-" + suffix, fn: "flight-stats-" + suffix}
-	if _, err := onAnyNode(ctx, a, func(i int) (*kinesis.CreateStreamOutput, error) {
-		out, err := a.kc[i].CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(s.stream), ShardCount: aws.Int32(int32(cfg.Shards))})
+	if _, err := nodeset.OnAny(ctx, a, func(i int) (*kinesis.CreateStreamOutput, error) {
+		out, err := a.Kinesis[i].CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(s.stream), ShardCount: aws.Int32(int32(cfg.Shards))})
 		var inUse *ktypes.ResourceInUseException
 		if errors.As(err, &inUse) {
 			err = nil // a retried call whose first answer was lost
@@ -192,8 +84,8 @@ func setUpOnNodes(ctx context.Context, cfg Config, a *awsNodes, suffix, account 
 		return nil, fmt.Errorf("CreateStream: %w", err)
 	}
 	for s.streamARN == "" {
-		d, err := onAnyNode(ctx, a, func(i int) (*kinesis.DescribeStreamSummaryOutput, error) {
-			return a.kc[i].DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(s.stream)})
+		d, err := nodeset.OnAny(ctx, a, func(i int) (*kinesis.DescribeStreamSummaryOutput, error) {
+			return a.Kinesis[i].DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(s.stream)})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("DescribeStreamSummary: %w", err)
@@ -205,14 +97,14 @@ func setUpOnNodes(ctx context.Context, cfg Config, a *awsNodes, suffix, account 
 		}
 	}
 	createQueue := func(name string) (url, arn string, err error) {
-		q, err := onAnyNode(ctx, a, func(i int) (*sqs.CreateQueueOutput, error) {
-			return a.qc[i].CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"MaximumMessageSize": "1048576"}})
+		q, err := nodeset.OnAny(ctx, a, func(i int) (*sqs.CreateQueueOutput, error) {
+			return a.SQS[i].CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{"MaximumMessageSize": "1048576"}})
 		})
 		if err != nil {
 			return "", "", fmt.Errorf("CreateQueue %s: %w", name, err)
 		}
-		attrs, err := onAnyNode(ctx, a, func(i int) (*sqs.GetQueueAttributesOutput, error) {
-			return a.qc[i].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		attrs, err := nodeset.OnAny(ctx, a, func(i int) (*sqs.GetQueueAttributesOutput, error) {
+			return a.SQS[i].GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 		})
 		if err != nil {
 			return "", "", fmt.Errorf("GetQueueAttributes %s: %w", name, err)
@@ -226,8 +118,8 @@ func setUpOnNodes(ctx context.Context, cfg Config, a *awsNodes, suffix, account 
 	if s.failURL, s.failARN, err = createQueue("flights-failures-" + suffix); err != nil {
 		return nil, err
 	}
-	if _, err := onAnyNode(ctx, a, func(i int) (*lambda.CreateFunctionOutput, error) {
-		out, err := a.lc[i].CreateFunction(ctx, &lambda.CreateFunctionInput{
+	if _, err := nodeset.OnAny(ctx, a, func(i int) (*lambda.CreateFunctionOutput, error) {
+		out, err := a.Lambda[i].CreateFunction(ctx, &lambda.CreateFunctionInput{
 			FunctionName: aws.String(s.fn), Role: aws.String("arn:aws:iam::" + account + ":role/flight-stats"),
 			Runtime: "runnel", Handler: aws.String(NodeHandler), Timeout: aws.Int32(60), Code: &ltypes.FunctionCode{},
 			Environment: &ltypes.Environment{Variables: map[string]string{"RESULTS_QUEUE_URL": s.resultsURL}},
@@ -240,8 +132,8 @@ func setUpOnNodes(ctx context.Context, cfg Config, a *awsNodes, suffix, account 
 	}); err != nil {
 		return nil, fmt.Errorf("CreateFunction: %w", err)
 	}
-	esm, err := onAnyNode(ctx, a, func(i int) (*lambda.CreateEventSourceMappingOutput, error) {
-		return a.lc[i].CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
+	esm, err := nodeset.OnAny(ctx, a, func(i int) (*lambda.CreateEventSourceMappingOutput, error) {
+		return a.Lambda[i].CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
 			EventSourceArn: aws.String(s.streamARN), FunctionName: aws.String(s.fn),
 			StartingPosition: ltypes.EventSourcePositionTrimHorizon, BatchSize: aws.Int32(int32(cfg.BatchSize)),
 			ParallelizationFactor:      aws.Int32(int32(cfg.ParallelizationFactor)),
@@ -268,8 +160,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // runOnNodes is RunNodes once the nodes run: set up, produce, kill and
 // restart a node, settle and reconcile.
-func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cluster, rn *runnel.Runnel, total int64, say func(string, ...any)) (*Result, error) {
-	a := newAWSNodes(cl, rn.Engine.Region())
+func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Set, total int64, say func(string, ...any)) (*Result, error) {
+	cl, rn, a := set.Proc, set.RN, set.AWS
 	suffix := strings.TrimPrefix(filepath.Base(filepath.Dir(cl.Nodes[0].LogPath())), "demo-nodes-")
 	s, err := setUpOnNodes(ctx, cfg, a, suffix, rn.Engine.AccountID())
 	if err != nil {
@@ -283,17 +175,17 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cl
 		return f.AppendJSON(nil)
 	}
 	putRecords := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
-		return putThroughNode(ctx, a, s.stream, entries)
+		return nodeset.PutRecords(ctx, a, s.stream, entries)
 	}
 	start := time.Now()
 	prod := startProduction(ctx, cfg, total, encode, putRecords)
-	killer := &nodeKiller{cl: cl, rn: rn, key: "esm." + s.mappingUUID, say: say, log: cfg.Logger}
+	killer := &nodeset.Killer{Set: set, Keys: []string{"esm." + s.mappingUUID}, What: "the flights mapping", Say: say, Log: cfg.Logger}
 	killAt := int64(nc.KillAt * float64(total))
 
 	rd := newNodeReader(cfg.Shards)
 	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
-		if nc.KillAt > 0 && !killer.started && prod.put.Load() >= killAt {
-			killer.start(ctx)
+		if nc.KillAt > 0 && !killer.Started() && prod.put.Load() >= killAt {
+			killer.Start(ctx)
 		}
 		got, err := rd.drainAny(ctx, a, s.resultsURL, rd.result)
 		if err != nil {
@@ -303,11 +195,11 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cl
 		if err != nil {
 			return rd.resolved(), false, false, err
 		}
-		if err := killer.err(); err != nil {
+		if err := killer.Err(); err != nil {
 			return 0, false, false, err
 		}
 		resolved := rd.resolved()
-		done := !producing && resolved >= prod.put.Load() && killer.finished(nc.KillAt > 0) && rd.complete(prod)
+		done := !producing && resolved >= prod.put.Load() && killer.Finished(nc.KillAt > 0) && rd.complete(prod)
 		return resolved, done, got+gotFail > 0, nil
 	}, func() string {
 		prod.mu.Lock()
@@ -320,7 +212,7 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cl
 	elapsed := time.Since(start)
 
 	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison),
-		Nodes: len(cl.Nodes), NodeKills: killer.kills, RecordsByNode: rd.byNode}
+		Nodes: len(cl.Nodes), NodeKills: killer.Kills(), RecordsByNode: rd.byNode}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.ToFailureDestination = rd.delivered, rd.batches, rd.toFailure
 	stats := flights.NewStats()
@@ -329,99 +221,6 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, cl *nodeproc.Cl
 		return nil, err
 	}
 	return res, nil
-}
-
-// putThroughNode is one PutRecords call through the next node.
-func putThroughNode(ctx context.Context, a *awsNodes, name string, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
-	in := &kinesis.PutRecordsInput{StreamName: aws.String(name), Records: make([]ktypes.PutRecordsRequestEntry, len(entries))}
-	for i, e := range entries {
-		in.Records[i] = ktypes.PutRecordsRequestEntry{Data: e.Data, PartitionKey: aws.String(e.PartitionKey)}
-	}
-	out, err := a.kc[a.pick()].PutRecords(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("PutRecords: %w", err)
-	}
-	res := make([]stream.PutRecordsResultEntry, len(out.Records))
-	for i, r := range out.Records {
-		res[i] = stream.PutRecordsResultEntry{SequenceNumber: aws.ToString(r.SequenceNumber), ShardId: aws.ToString(r.ShardId),
-			ErrorCode: aws.ToString(r.ErrorCode), ErrorMessage: aws.ToString(r.ErrorMessage)}
-	}
-	return res, nil
-}
-
-// nodeKiller kills the node holding lease key (the mapping's) with
-// SIGKILL and starts it again, once, in the background.
-type nodeKiller struct {
-	cl      *nodeproc.Cluster
-	rn      *runnel.Runnel
-	key     string
-	say     func(string, ...any)
-	log     *slog.Logger
-	started bool
-	kills   int
-	done    chan struct{}
-	failed  error
-}
-
-func (k *nodeKiller) start(ctx context.Context) {
-	k.started, k.done = true, make(chan struct{})
-	go func() {
-		defer close(k.done)
-		i := k.target(ctx)
-		k.say("killing %s with SIGKILL (it runs the flights mapping)", k.cl.Nodes[i].Name)
-		k.cl.Kill(i)
-		k.kills++
-		if err := k.cl.Start(ctx, i); err != nil {
-			k.failed = err
-			return
-		}
-		k.say("%s restarted and serving again", k.cl.Nodes[i].Name)
-	}()
-}
-
-// target is the first node holding one of the mapping's shard leases,
-// or node 0 when no node holds any now (a handover under way).
-func (k *nodeKiller) target(ctx context.Context) int {
-	m, err := k.rn.Engine.Leases(ctx)
-	if err == nil {
-		var held map[string]string
-		if held, err = m.Holders(ctx); err == nil {
-			// The mapping's leases: one per shard ("<key>.<shardId>").
-			for i, n := range k.cl.Nodes {
-				for lk, holder := range held {
-					if (lk == k.key || strings.HasPrefix(lk, k.key+".")) && strings.HasPrefix(holder, n.Name+"-") {
-						return i
-					}
-				}
-			}
-		}
-	}
-	k.log.Warn("demo: no node holds the mapping now; killing node-0", "err", err)
-	return 0
-}
-
-// finished reports whether the kill and the restart are over (true when
-// none was asked for).
-func (k *nodeKiller) finished(asked bool) bool {
-	if !asked {
-		return true
-	}
-	if !k.started {
-		return false
-	}
-	select {
-	case <-k.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (k *nodeKiller) err() error {
-	if k.finished(k.started) {
-		return k.failed
-	}
-	return nil
 }
 
 // nodeReader merges the results queue and the on-failure queue once per
@@ -524,6 +323,6 @@ func (rd *nodeReader) missing(rows [][]int32) string {
 }
 
 // drainAny drains a queue (resultReader.drain) through the next node.
-func (rd *nodeReader) drainAny(ctx context.Context, a *awsNodes, url string, fn func(string) error) (int, error) {
-	return (&resultReader{}).drain(ctx, a.qc[a.pick()], url, fn)
+func (rd *nodeReader) drainAny(ctx context.Context, a *nodeset.Clients, url string, fn func(string) error) (int, error) {
+	return (&resultReader{}).drain(ctx, a.SQS[a.Pick()], url, fn)
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,20 +18,7 @@ import (
 // minutes on a loaded 2-core machine, and the poison records it injects
 // go through the DLQ path of the open finding in docs/cluster.md.
 func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
-	if testing.Short() || os.Getenv("RUNNEL_CLUSTER_TESTS") == "" {
-		t.Skip("set RUNNEL_CLUSTER_TESTS=1: about 2 minutes, 3 node processes")
-	}
-	bin := runnelBinary(t)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "result.json")
-	cmd := exec.Command(bin, "--data-dir", dir, "demo", "--nodes", "3", "--records", "20000", "--kill-node-at", "0.5", "--json", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("demo --nodes 3: %v\n%s", err, b)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, b := runClusterDemo(t, "about 2 minutes", "--nodes", "3", "--records", "20000", "--kill-node-at", "0.5")
 	var res struct {
 		RecordsIn       int64            `json:"records_in"`
 		ProcessedUnique int64            `json:"processed_unique"`
@@ -53,9 +42,46 @@ func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
 	if sum != res.ProcessedUnique {
 		t.Fatalf("records by node add up to %d, processed %d: %s", sum, res.ProcessedUnique, b)
 	}
-	// The nodes' logs are kept; their data is removed after a success.
-	logs, _ := filepath.Glob(filepath.Join(dir, "demo-nodes-*", "node-*.log"))
-	data, _ := filepath.Glob(filepath.Join(dir, "demo-nodes-*", "node-?"))
+	nodeDataRemoved(t, dir, "demo-nodes-*")
+}
+
+// runClusterDemo runs `runnel demo <args> --json` on a data directory of
+// its own (returned) and returns the JSON, or skips unless
+// RUNNEL_CLUSTER_TESTS is set (the run takes about as long as says).
+func runClusterDemo(t *testing.T, takes string, args ...string) (string, []byte) {
+	t.Helper()
+	if testing.Short() || os.Getenv("RUNNEL_CLUSTER_TESTS") == "" {
+		t.Skip("set RUNNEL_CLUSTER_TESTS=1: " + takes + ", 3 node processes")
+	}
+	bin := runnelBinary(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "result.json")
+	cmd := exec.Command(bin, append(append([]string{"--data-dir", dir, "demo"}, args...), "--json", out)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		// The run's directory goes with the test's: show the end of each
+		// node's log.
+		var tails strings.Builder
+		logs, _ := filepath.Glob(filepath.Join(dir, "*", "node-*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			fmt.Fprintf(&tails, "--- %s (last lines)\n%s\n", filepath.Base(l), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+		t.Fatalf("demo %v: %v\n%s\n%s", args, err, b, tails.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, b
+}
+
+// nodeDataRemoved fails unless the run's directory (dir/pattern) keeps
+// the 3 nodes' logs and none of their data, as after a successful run.
+func nodeDataRemoved(t *testing.T, dir, pattern string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, pattern, "node-*.log"))
+	data, _ := filepath.Glob(filepath.Join(dir, pattern, "node-?"))
 	if len(logs) != 3 || len(data) != 0 {
 		t.Fatalf("after the run: logs %v, data directories %v; want 3 logs and no data", logs, data)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/demo"
+	"github.com/runnel-dev/runnel/demo/trades"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
@@ -90,6 +91,10 @@ func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*r
 	if err != nil {
 		return nil, err
 	}
+	tradesFn, err := trades.RegisterNodeFunctions(function.DefaultRegistry(), node)
+	if err != nil {
+		return nil, err
+	}
 	var snsOpts sns.Options
 	if awsAddr != "" {
 		snsOpts.BaseURL = "http://" + awsAddr
@@ -103,6 +108,10 @@ func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*r
 	}
 	streams.Use(rn.Streams)
 	demoFn.Use(rn.Queues)
+	if err := tradesFn.Use(rn.Tables, rn.Engine.NC); err != nil {
+		rn.Close()
+		return nil, err
+	}
 	return rn, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -15,6 +16,7 @@ func tradesCmd(g *globals) *cobra.Command {
 	var cfg trades.Config
 	var jsonPath string
 	var quiet bool
+	var nodes trades.NodesConfig
 	cmd := &cobra.Command{
 		Use:   "trades",
 		Short: "Run the exactly-once trade-risk aggregation pipeline (seed 002) and verify the totals",
@@ -36,14 +38,43 @@ mid-run and opens it again.
 
 At the end a verifier compares every aggregate with the producer's exact
 totals and counts duplicates and losses per stage; the command fails unless
-the run is exact.`,
+the run is exact.
+
+With --nodes 3 the pipeline runs on three runnel nodes, each a separate process
+(runnel serve of this binary) of one embedded NATS cluster with JetStream
+replicas 3, as demo --nodes does. The functions are built into the binary
+(demo-trades-state, -map, -reduce) and run on whichever node holds each
+mapping; each node injects the same failure rates (set through the functions'
+environment). The messages are put through the nodes' AWS endpoints in turn.
+Once --kill-node-at of the messages are put (default 0.5; 0: no kill), the node
+holding the most of the work (the state mapping, the tables, the map and reduce
+mappings) is killed with SIGKILL and started again. The verifier reads the
+tables through the nodes. The latency is not measured on nodes (--json says
+latency_measured false); --json adds nodes and node_kills. See
+docs/cluster.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			if cfg.Rate <= 0 {
 				cfg.Rate = -1 // the flag's 0 (or less): as fast as accepted
 			}
 			cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
-			return runAndReport(cmd, func() (*trades.Result, error) { return trades.Run(cmd.Context(), cfg) },
+			run := func() (*trades.Result, error) { return trades.Run(cmd.Context(), cfg) }
+			if nodes.Nodes > 0 {
+				for _, f := range []string{"crash-at", "nats-url", "memory-limit-mib"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--nodes runs without --%s (it starts its own nodes and kills one with --kill-node-at)", f)
+					}
+				}
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				nodes.Binary = exe
+				run = func() (*trades.Result, error) { return trades.RunNodes(cmd.Context(), cfg, nodes) }
+			} else if cmd.Flags().Changed("kill-node-at") {
+				return fmt.Errorf("--kill-node-at needs --nodes")
+			}
+			return runAndReport(cmd, run,
 				printTrades, jsonPath, func(res *trades.Result) error {
 					if !res.Exact {
 						return fmt.Errorf("verification failed: the aggregates are not exact")
@@ -62,6 +93,8 @@ the run is exact.`,
 	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail (negative: none)")
 	f.Float64Var(&cfg.ReduceFailure, "reduce-failure", 0.02, "share of reduce invocations that fail (negative: none)")
 	f.Float64Var(&cfg.CrashAt, "crash-at", 0, "crash the engine when this share of the messages is put, then reopen it (0: no crash)")
+	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
+	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the messages is put, kill the node holding the most of the pipeline's work with SIGKILL and start it again (0: no kill)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
@@ -72,8 +105,13 @@ func printTrades(w io.Writer, r *trades.Result) {
 	fmt.Fprintf(w, "\nmessages %d (trades %d, modifications %d, out-of-order %d, duplicates %d)%s\n",
 		r.Messages, r.Trades, r.Modifications, r.OutOfOrder, r.Duplicates, map[bool]string{true: ", engine crashed and reopened mid-run", false: ""}[r.Crashed])
 	fmt.Fprintf(w, "end to end: %.1f s, %.0f messages/s (producer %.0f/s)\n", r.Seconds, r.Throughput, r.ProduceRate)
-	fmt.Fprintf(w, "latency (message timestamp -> aggregate committed): mean %.0f ms, p50 %d ms, p99 %d ms, max %d ms\n",
-		r.Latency.Mean, r.Latency.P50, r.Latency.P99, r.Latency.Max)
+	if r.Nodes > 0 {
+		fmt.Fprintf(w, "nodes %d (killed with SIGKILL and restarted: %d); latency not measured on nodes\n", r.Nodes, r.NodeKills)
+	}
+	if r.LatencyMeasured {
+		fmt.Fprintf(w, "latency (message timestamp -> aggregate committed): mean %.0f ms, p50 %d ms, p99 %d ms, max %d ms\n",
+			r.Latency.Mean, r.Latency.P50, r.Latency.P99, r.Latency.Max)
+	}
 	fmt.Fprintf(w, "state changes aggregated per second: %s\n", sparkline(r.PerSecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tinvocations\tfailures injected\tretries\tduplicates\tlosses\t")
@@ -94,7 +132,9 @@ func printTrades(w io.Writer, r *trades.Result) {
 		verdict = fmt.Sprintf("NOT EXACT: %d of %d aggregates differ", bad, len(r.Aggregates))
 	}
 	fmt.Fprintf(w, "verification: %s (%d aggregates)\n", verdict, len(r.Aggregates))
-	fmt.Fprintf(w, "peak RSS %.0f MiB\n", r.PeakRSSMiB)
+	if r.Nodes == 0 {
+		fmt.Fprintf(w, "peak RSS %.0f MiB\n", r.PeakRSSMiB)
+	}
 }
 
 func sparkline(v []int64) string {

@@ -19,6 +19,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/table"
 )
 
@@ -80,6 +81,27 @@ func (f *functions) startWriters() {
 	})
 }
 
+// The environment variables of the functions that set their failure
+// rates (a share of invocations, 0..1, as Config.StateFailure and the
+// others; 0 disables). The cluster demo sets them, so that every node
+// injects the same failures; without one the function's own rate holds.
+const (
+	EnvStateFailure  = "TRADES_STATE_FAILURE"
+	EnvMapFailure    = "TRADES_MAP_FAILURE"
+	EnvReduceFailure = "TRADES_REDUCE_FAILURE"
+)
+
+// rate is the failure rate in the invocation's environment variable key,
+// or def when it is not set or not a number.
+func (f *functions) rate(ctx context.Context, key string, def float64) float64 {
+	if v, ok := function.Env(ctx)[key]; ok {
+		if r, err := strconv.ParseFloat(v, 64); err == nil {
+			return r
+		}
+	}
+	return def
+}
+
 func (f *functions) fail(p float64) bool {
 	if p <= 0 {
 		return false
@@ -99,7 +121,7 @@ func (f *functions) fail(p float64) bool {
 func (f *functions) State(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	f.state.invocations.Add(1)
 	failAt := -1
-	if f.fail(f.stateFail) {
+	if f.fail(f.rate(ctx, EnvStateFailure, f.stateFail)) {
 		f.rngMu.Lock()
 		failAt = f.rng.IntN(len(ev.Records) + 1)
 		f.rngMu.Unlock()
@@ -204,7 +226,8 @@ func (f *functions) failBefore(st *stage, rate float64) bool {
 // (the same records, which the mapping guarantees also across crashes)
 // finds its hash there and writes nothing.
 func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	if f.failBefore(&f.mapper, f.mapFail) {
+	mapFail := f.rate(ctx, EnvMapFailure, f.mapFail)
+	if f.failBefore(&f.mapper, mapFail) {
 		return events.DynamoDBEventResponse{}, errInjected
 	}
 	deltas := map[string]*apd.Decimal{}
@@ -257,7 +280,7 @@ func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.Dy
 		return events.DynamoDBEventResponse{}, err
 	}
 	f.mapper.records.Add(int64(len(ev.Records)))
-	if f.fail(f.mapFail / 2) { // after the write: the retry must find it
+	if f.fail(mapFail / 2) { // after the write: the retry must find it
 		f.mapper.injected.Add(1)
 		return events.DynamoDBEventResponse{}, errInjected
 	}
@@ -275,7 +298,8 @@ func imageKeys(img table.Item) []string {
 // retry within 10 minutes changes nothing. Its function has reserved
 // concurrency 1.
 func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	if f.failBefore(&f.reducer, f.redFail) {
+	redFail := f.rate(ctx, EnvReduceFailure, f.redFail)
+	if f.failBefore(&f.reducer, redFail) {
 		return events.DynamoDBEventResponse{}, errInjected
 	}
 	sums := map[string]*apd.Decimal{}
@@ -333,7 +357,7 @@ func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events
 	}
 	f.reducer.records.Add(int64(len(ev.Records)))
 	f.observe(token, stamps, counts[KeyChanges])
-	if f.fail(f.redFail / 2) { // after the commit: the retry is answered by the token
+	if f.fail(redFail / 2) { // after the commit: the retry is answered by the token
 		f.reducer.injected.Add(1)
 		return events.DynamoDBEventResponse{}, errInjected
 	}
@@ -341,8 +365,12 @@ func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events
 }
 
 // observe records the latency of a committed batch's messages, once per
-// token.
+// token; not in a node process (lat nil), where another node may commit
+// the same token again.
 func (f *functions) observe(token string, stamps map[int64]int64, changes int64) {
+	if f.lat == nil {
+		return
+	}
 	now := time.Now()
 	f.latMu.Lock()
 	defer f.latMu.Unlock()

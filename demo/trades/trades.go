@@ -155,21 +155,29 @@ type StageReport struct {
 
 // Result is the run's report.
 type Result struct {
-	Messages      int64                   `json:"messages"`
-	Trades        int64                   `json:"trades"`
-	Modifications int64                   `json:"modifications"`
-	OutOfOrder    int64                   `json:"out_of_order"`
-	Duplicates    int64                   `json:"duplicates"`
-	Crashed       bool                    `json:"crashed"`
-	Seconds       float64                 `json:"seconds"`
-	Throughput    float64                 `json:"messages_per_second"`
-	ProduceRate   float64                 `json:"produce_messages_per_second"`
-	Latency       Latency                 `json:"latency_ms"`
-	PerSecond     []int64                 `json:"state_changes_aggregated_per_second"`
-	Stages        map[string]*StageReport `json:"stages"`
-	Aggregates    []AggregateCheck        `json:"aggregates"`
-	Exact         bool                    `json:"exact"`
-	PeakRSSMiB    float64                 `json:"peak_rss_mib"`
+	Messages      int64   `json:"messages"`
+	Trades        int64   `json:"trades"`
+	Modifications int64   `json:"modifications"`
+	OutOfOrder    int64   `json:"out_of_order"`
+	Duplicates    int64   `json:"duplicates"`
+	Crashed       bool    `json:"crashed"`
+	Seconds       float64 `json:"seconds"`
+	Throughput    float64 `json:"messages_per_second"`
+	ProduceRate   float64 `json:"produce_messages_per_second"`
+	Latency       Latency `json:"latency_ms"`
+	// LatencyMeasured is false when Latency is not measured (zero): on
+	// nodes, where the committing node changes mid-run and a replayed
+	// transaction would count twice.
+	LatencyMeasured bool                    `json:"latency_measured"`
+	PerSecond       []int64                 `json:"state_changes_aggregated_per_second"`
+	Stages          map[string]*StageReport `json:"stages"`
+	Aggregates      []AggregateCheck        `json:"aggregates"`
+	Exact           bool                    `json:"exact"`
+	// Nodes is the number of node processes (RunNodes; 0: one process)
+	// and NodeKills how many were killed with SIGKILL and restarted.
+	Nodes      int     `json:"nodes"`
+	NodeKills  int     `json:"node_kills"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
 }
 
 // AggregateCheck compares one aggregate with its expected value.
@@ -237,57 +245,120 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	function.Register(prefix+"-reduce", function.DynamoDBHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return fns.Reduce(ctx, ev)
 	}))
-	if err := setup(ctx, rn, cfg, prefix); err != nil {
+	if err := setup(ctx, rn, cfg, [3]string{prefix + "-state", prefix + "-map", prefix + "-reduce"}, nil); err != nil {
 		return nil, err
 	}
 
 	p := newProducer(cfg.Seed, cfg.Modifications, cfg.Duplicates)
 	res := &Result{Stages: map[string]*StageReport{}}
-	var put atomic.Int64
 	var rnMu sync.RWMutex // held for writing while the engine restarts
 	current := func() *runnel.Runnel { rnMu.RLock(); defer rnMu.RUnlock(); return rn }
+	putBatch := func(ctx context.Context, entries []stream.PutRecordsRequestEntry) bool {
+		out, err := current().Streams.PutRecords(ctx, tradeStream, entries)
+		return err == nil && out.FailedRecordCount == 0
+	}
+	crashAt := int64(cfg.CrashAt * float64(cfg.Messages))
+	crashed := false
+	start := time.Now()
+	put, err := produce(ctx, cfg, p, start, putBatch, func(put int64) error {
+		if crashAt == 0 || crashed || put < crashAt {
+			return nil
+		}
+		crashed = true
+		cfg.Logger.Warn("crashing the engine mid-run", "put", put)
+		rnMu.Lock()
+		defer rnMu.Unlock()
+		rn.Crash()
+		var err error
+		if rn, err = open(); err != nil {
+			return err
+		}
+		fns.tables.Store(rn.Tables)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	produceSecs := time.Since(start).Seconds()
 
+	// Drain: wait until every trade and change is aggregated, or nothing
+	// moves for DrainTimeout.
+	want := p.expected[KeyTrades]
+	drain(ctx, cfg, func() (int64, bool) {
+		got := aggInt(ctx, rn, KeyTrades)
+		return got, got >= want && drained(ctx, rn)
+	})
+	elapsed := fns.series.last().Sub(start).Seconds()
+	if elapsed <= 0 {
+		elapsed = time.Since(start).Seconds()
+	}
+	res.Crashed = crashed
+	res.Latency = fns.lat.summary()
+	res.LatencyMeasured = true
+	res.PerSecond = fns.series.perSecond(start)
+	res.report(p, put, elapsed, produceSecs)
+	if hp := os.Getenv("RUNNEL_HEAPPROFILE"); hp != "" {
+		if f, err := os.Create(hp); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	counts := map[string][2]int64{}
+	for name, st := range map[string]*stage{"state": &fns.state, "map": &fns.mapper, "reduce": &fns.reducer} {
+		counts[name] = [2]int64{st.invocations.Load(), st.injected.Load()}
+	}
+	if err := verify(ctx, engineSource{rn}, p, counts, res); err != nil {
+		return nil, err
+	}
+	res.PeakRSSMiB = procstat.PeakRSSMiB()
+	return res, nil
+}
+
+// report fills the run's counts and rates: put messages in elapsed
+// seconds end to end, produced in produceSecs.
+func (res *Result) report(p *producer, put int64, elapsed, produceSecs float64) {
+	res.Messages, res.Trades, res.Modifications, res.OutOfOrder, res.Duplicates = put, p.news, p.mods, p.outOfOrder, p.dups
+	res.Seconds = elapsed
+	res.Throughput = float64(res.Messages) / elapsed
+	res.ProduceRate = float64(res.Messages) / produceSecs
+}
+
+// produce puts cfg.Messages messages of p in batches of up to 500, in
+// order, four in flight, at cfg.Rate messages/s from start (0: as fast as
+// accepted). putBatch reports whether the whole batch was stored; a batch
+// that was not is put again whole, 50 ms later (its stored entries
+// again: duplicates the pipeline absorbs). after runs after each batch is
+// handed over, with the messages put so far; its error ends the
+// production. It returns the messages put.
+func produce(ctx context.Context, cfg Config, p *producer, start time.Time,
+	putBatch func(context.Context, []stream.PutRecordsRequestEntry) bool, after func(put int64) error) (int64, error) {
 	var bar *progressbar.ProgressBar
 	if cfg.Progress != nil {
 		bar = progressbar.NewOptions64(cfg.Messages, progressbar.OptionSetWriter(cfg.Progress), progressbar.OptionSetDescription("trades"),
 			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionSetItsString("msg"), progressbar.OptionShowIts())
 	}
-	start := time.Now()
-	crashAt := int64(cfg.CrashAt * float64(cfg.Messages))
-	// Produce: batches of 500 in order, several in flight.
-	type batch struct {
-		entries []stream.PutRecordsRequestEntry
-	}
-	batches := make(chan batch, 8)
-	var prodErr error
+	var put atomic.Int64
+	batches := make(chan []stream.PutRecordsRequestEntry, 8)
 	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 4 {
+		wg.Go(func() {
 			for b := range batches {
-				for {
-					out, err := current().Streams.PutRecords(ctx, tradeStream, b.entries)
-					if err == nil && out.FailedRecordCount == 0 {
-						break
-					}
+				for !putBatch(ctx, b) {
 					if ctx.Err() != nil {
 						return
 					}
-					// Retry the whole batch (the failed entries, and again the
-					// stored ones: duplicates the pipeline absorbs).
 					time.Sleep(50 * time.Millisecond)
 				}
-				n := put.Add(int64(len(b.entries)))
+				n := put.Add(int64(len(b)))
 				if bar != nil {
 					bar.Set64(min(n, cfg.Messages))
 				}
 			}
-		}()
+		})
 	}
-	crashed := false
+	var err error
 	var produced int64
-	for produced < cfg.Messages && ctx.Err() == nil {
+	for produced < cfg.Messages && ctx.Err() == nil && err == nil {
 		entries := make([]stream.PutRecordsRequestEntry, 0, stream.MaxPutRecords)
 		now := float64(time.Now().UnixMilli()) / 1000
 		for len(entries) < stream.MaxPutRecords-3 && produced+int64(len(entries)) < cfg.Messages {
@@ -297,25 +368,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 		produced += int64(len(entries))
-		batches <- batch{entries}
+		batches <- entries
 		if cfg.Rate > 0 {
 			if ahead := time.Duration(float64(produced)/float64(cfg.Rate)*float64(time.Second)) - time.Since(start); ahead > 0 {
 				time.Sleep(ahead)
 			}
 		}
-		if crashAt > 0 && !crashed && put.Load() >= crashAt {
-			crashed = true
-			cfg.Logger.Warn("crashing the engine mid-run", "put", put.Load())
-			rnMu.Lock()
-			rn.Crash()
-			if rn, err = open(); err != nil {
-				rnMu.Unlock()
-				prodErr = err
-				break
-			}
-			fns.tables.Store(rn.Tables)
-			rnMu.Unlock()
-		}
+		err = after(put.Load())
 	}
 	close(batches)
 	wg.Wait()
@@ -323,53 +382,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		bar.Finish()
 		fmt.Fprintln(cfg.Progress)
 	}
-	if prodErr != nil {
-		return nil, prodErr
+	if err == nil {
+		err = ctx.Err()
 	}
-	produceSecs := time.Since(start).Seconds()
+	return put.Load(), err
+}
 
-	// Drain: wait until every trade and change is aggregated, or nothing
-	// moves for DrainTimeout.
-	want := p.expected[KeyTrades]
+// drain polls every 50 ms until poll reports done, or its progress value
+// has not changed for cfg.DrainTimeout, or ctx ends.
+func drain(ctx context.Context, cfg Config, poll func() (progress int64, done bool)) {
 	lastChange, lastVal := time.Now(), int64(-1)
 	for ctx.Err() == nil {
-		got := aggInt(ctx, rn, KeyTrades)
+		got, done := poll()
 		if got != lastVal {
 			lastVal, lastChange = got, time.Now()
 		}
-		if got >= want && drained(ctx, rn) {
-			break
-		}
-		if time.Since(lastChange) > cfg.DrainTimeout {
-			break
+		if done || time.Since(lastChange) > cfg.DrainTimeout {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	elapsed := fns.series.last().Sub(start).Seconds()
-	if elapsed <= 0 {
-		elapsed = time.Since(start).Seconds()
-	}
-	res.Messages, res.Trades, res.Modifications, res.OutOfOrder, res.Duplicates = put.Load(), p.news, p.mods, p.outOfOrder, p.dups
-	res.Crashed = crashed
-	res.Seconds = elapsed
-	res.Throughput = float64(res.Messages) / elapsed
-	res.ProduceRate = float64(res.Messages) / produceSecs
-	res.Latency = fns.lat.summary()
-	res.PerSecond = fns.series.perSecond(start)
-	if hp := os.Getenv("RUNNEL_HEAPPROFILE"); hp != "" {
-		if f, err := os.Create(hp); err == nil {
-			pprof.WriteHeapProfile(f)
-			f.Close()
-		}
-	}
-	if err := verify(ctx, rn, p, fns, res); err != nil {
-		return nil, err
-	}
-	res.PeakRSSMiB = procstat.PeakRSSMiB()
-	return res, nil
 }
 
-func setup(ctx context.Context, rn *runnel.Runnel, cfg Config, prefix string) error {
+// setup creates the stream, the tables, the functions (running handlers:
+// state, map, reduce, with the environment variables env) and the
+// mappings through rn.
+func setup(ctx context.Context, rn *runnel.Runnel, cfg Config, handlers [3]string, env map[string]string) error {
 	if _, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: tradeStream, ShardCount: cfg.Shards}); err != nil {
 		return err
 	}
@@ -397,9 +435,9 @@ func setup(ctx context.Context, rn *runnel.Runnel, cfg Config, prefix string) er
 	}
 	one := 1
 	for _, f := range []function.Config{
-		{FunctionName: "state", Handler: prefix + "-state", Timeout: 60},
-		{FunctionName: "map", Handler: prefix + "-map", Timeout: 60},
-		{FunctionName: "reduce", Handler: prefix + "-reduce", Timeout: 60, ReservedConcurrentExecutions: &one},
+		{FunctionName: "state", Handler: handlers[0], Timeout: 60, Environment: env},
+		{FunctionName: "map", Handler: handlers[1], Timeout: 60, Environment: env},
+		{FunctionName: "reduce", Handler: handlers[2], Timeout: 60, ReservedConcurrentExecutions: &one, Environment: env},
 	} {
 		if _, err := rn.Functions.CreateFunction(ctx, f); err != nil {
 			return err

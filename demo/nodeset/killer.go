@@ -1,0 +1,123 @@
+package nodeset
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// Killer kills one node with SIGKILL and starts it again on the same
+// directory and ports, once, in the background. The node is the one
+// holding the most of Keys (lease keys, as in `runnel cluster status`:
+// "esm.<uuid>", "dynamodb"); a tie goes to the holder of the earlier key.
+// When no node holds any of them now (a handover under way), node-0 is
+// killed.
+type Killer struct {
+	Set  *Set
+	Keys []string
+	// What names the work in the progress line ("the flights mapping").
+	What string
+	Say  func(format string, args ...any)
+	Log  *slog.Logger
+
+	started bool
+	kills   int
+	done    chan struct{}
+	failed  error
+}
+
+// Start starts the kill and the restart in the background.
+func (k *Killer) Start(ctx context.Context) {
+	k.started, k.done = true, make(chan struct{})
+	go func() {
+		defer close(k.done)
+		cl := k.Set.Proc
+		i := k.target(ctx)
+		if k.Say != nil {
+			k.Say("killing %s with SIGKILL (it runs %s)", cl.Nodes[i].Name, k.What)
+		}
+		cl.Kill(i)
+		k.kills++
+		if err := cl.Start(ctx, i); err != nil {
+			k.failed = err
+			return
+		}
+		if k.Say != nil {
+			k.Say("%s restarted and serving again", cl.Nodes[i].Name)
+		}
+	}()
+}
+
+// Started reports whether Start was called.
+func (k *Killer) Started() bool { return k.started }
+
+// Kills is the number of nodes killed; read it once Finished.
+func (k *Killer) Kills() int { return k.kills }
+
+// target is the node holding the most leases of Keys: a key itself, or
+// one of its per-shard leases ("<key>.<shardId>", a stream mapping's
+// shards); a tie goes to the holder of the earlier key.
+func (k *Killer) target(ctx context.Context) int {
+	m, err := k.Set.RN.Engine.Leases(ctx)
+	if err == nil {
+		var held map[string]string
+		if held, err = m.Holders(ctx); err == nil {
+			nodes := k.Set.Proc.Nodes
+			count := make([]int, len(nodes))
+			first := make([]int, len(nodes)) // the index in Keys of the node's earliest key, +1
+			for lk, holder := range held {
+				for ki, key := range k.Keys {
+					if lk != key && !strings.HasPrefix(lk, key+".") {
+						continue
+					}
+					for i, n := range nodes {
+						if strings.HasPrefix(holder, n.Name+"-") {
+							count[i]++
+							if first[i] == 0 || ki+1 < first[i] {
+								first[i] = ki + 1
+							}
+						}
+					}
+				}
+			}
+			best := -1
+			for i := range nodes {
+				if count[i] > 0 && (best < 0 || count[i] > count[best] || count[i] == count[best] && first[i] < first[best]) {
+					best = i
+				}
+			}
+			if best >= 0 {
+				return best
+			}
+		}
+	}
+	if k.Log != nil {
+		k.Log.Warn("demo: no node holds the work now; killing node-0", "keys", k.Keys, "err", err)
+	}
+	return 0
+}
+
+// Finished reports whether the kill and the restart are over (true when
+// none was asked for).
+func (k *Killer) Finished(asked bool) bool {
+	if !asked {
+		return true
+	}
+	if !k.started {
+		return false
+	}
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err is the restart's error, once Finished.
+func (k *Killer) Err() error {
+	if k.Finished(k.started) {
+		return k.failed
+	}
+	return nil
+}
