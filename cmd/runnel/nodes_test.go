@@ -173,7 +173,7 @@ func TestClusterSurvivesSIGKILLOfEveryNodeTwice(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 2 minutes: %s", missing)
+			t.Fatalf("after 2 minutes: %s\nwhere their stored copies are:%s", missing, traceIDs(ctx, rn.Engine.JS, prod.missingIDs(logs.processed, dlq)))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
