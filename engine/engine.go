@@ -279,8 +279,24 @@ func (e *Engine) Bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 	if err != nil {
 		return nil, fmt.Errorf("engine: open bucket %s: %w", name, err)
 	}
-	e.buckets[name] = nameKeys{kv}
+	nk := nameKeys{KeyValue: kv}
+	if replicatedBucket(ctx, kv) {
+		nk.leader, nk.bucket = e, name
+	}
+	e.buckets[name] = nk
 	return e.buckets[name], nil
+}
+
+// replicatedBucket reports whether kv's stream has more than one replica
+// (as it is, not as this process would create it: a CLI with --nats-url
+// against a cluster reads the cluster's replicated buckets).
+func replicatedBucket(ctx context.Context, kv jetstream.KeyValue) bool {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return false
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	return ok && bs.StreamInfo().Config.Replicas > 1
 }
 
 // EnsureBucket opens the key-value bucket of cfg, creating it (or

@@ -13,7 +13,15 @@ import (
 // with each '.' as "=2E", and listed back as it was given: no AWS name
 // the buckets hold has a '=', so a key with "=2E" is always an escaped
 // one, and every other key is stored unchanged.
-type nameKeys struct{ jetstream.KeyValue }
+//
+// On a replicated bucket (replicas > 1) Get reads from the stream's
+// leader (leaderGet): a read through one node of what was written
+// through another sees the write.
+type nameKeys struct {
+	jetstream.KeyValue
+	leader *Engine // nil: a direct get
+	bucket string
+}
 
 const escapedDot = "=2E"
 
@@ -29,6 +37,9 @@ func escapeKey(name string) string {
 func unescapeKey(key string) string { return strings.ReplaceAll(key, escapedDot, ".") }
 
 func (kv nameKeys) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if kv.leader != nil {
+		return kv.leader.leaderGet(ctx, kv.bucket, escapeKey(key))
+	}
 	return kv.KeyValue.Get(ctx, escapeKey(key))
 }
 

@@ -2,12 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
 )
@@ -83,6 +86,37 @@ func TestClusterNodeGetsABucketOnlyItNeedsAndTheMetaLeaderIsKnown(t *testing.T) 
 	}
 	if _, err := kv.Put(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
+	}
+	// Every node reads what one node wrote, at once, from the bucket
+	// stream's leader (a direct get may be answered by a replica that has
+	// not applied the write yet), and a deleted key is gone everywhere.
+	rev, err := kv.Put(ctx, "..odd.", []byte("w")) // a name stored escaped
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		b, err := e.Bucket(ctx, "only-this-node")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.Get(ctx, "k"); err != nil || string(got.Value()) != "v" || got.Key() != "k" {
+			t.Errorf("node %d reads k: %v, %v", i, got, err)
+		}
+		if got, err := b.Get(ctx, "..odd."); err != nil || string(got.Value()) != "w" || got.Revision() != rev {
+			t.Errorf("node %d reads ..odd.: %v, %v; want w at revision %d", i, got, err, rev)
+		}
+		if _, err := b.Get(ctx, "none"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Errorf("node %d reads a key never written: %v, want ErrKeyNotFound", i, err)
+		}
+	}
+	if err := kv.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		b, _ := e.Bucket(ctx, "only-this-node")
+		if _, err := b.Get(ctx, "k"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Errorf("node %d reads a deleted key: %v, want ErrKeyNotFound", i, err)
+		}
 	}
 	// A process that is not a cluster node asks the nodes.
 	client := open(t, engine.Config{NATSURL: es[1].ClientURL(), Replicas: 3})
