@@ -266,7 +266,8 @@ func (s *Service) Serve(ctx context.Context) error {
 	return nil
 }
 
-// load opens every table, rebuilding its index from its log, then
+// load opens every table, loading its index from its snapshot and the
+// log after it, or rebuilding it from the whole log (snapshot.go), then
 // completes any transaction that was committed but not fully applied, and
 // builds the secondary indexes; once per hold of the lease.
 func (s *Service) load(ctx context.Context) error {
@@ -283,6 +284,10 @@ func (s *Service) load(ctx context.Context) error {
 		return awserr.New(awserr.ErrService, "table: list tables: %v", err)
 	}
 	seen := txnSeen{}
+	tx, err := s.txlog.Info(ctx)
+	if err != nil {
+		return awserr.New(awserr.ErrService, "table: transaction log: %v", err)
+	}
 	tables := map[string]*Table{}
 	for _, name := range names {
 		st, err := s.stored(ctx, name)
@@ -293,7 +298,7 @@ func (s *Service) load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := t.rebuild(ctx, seen); err != nil {
+		if err := t.openIndex(ctx, seen, tx); err != nil {
 			return fmt.Errorf("table %s: rebuild index: %w", name, err)
 		}
 		tables[name] = t
