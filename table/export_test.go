@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // HoldItems holds the items of keys as a TransactWriteItems in progress
@@ -135,3 +136,6 @@ func OpenedFrom(t testing.TB, s *Service, name string) (fromSnapshot bool, repla
 
 // SnapshotBucket is the object store of the index snapshots.
 const SnapshotBucket = snapBucket
+
+// LastSnapshotPause is how long the last index snapshot held the writes.
+func LastSnapshotPause(s *Service) time.Duration { return time.Duration(s.snapPause.Load()) }

@@ -127,13 +127,17 @@ func (s *Service) writeSnapshots(ctx context.Context) error {
 	if err != nil || len(snaps) == 0 {
 		return err
 	}
-	s.eng.Logger.Debug("table index snapshot taken", "tables", len(snaps), "pause", pause)
+	s.snapPause.Store(int64(pause))
+	start := time.Now()
+	items := 0
 	for _, sn := range snaps {
 		if err := s.putSnapshot(ctx, sn); err != nil {
 			return fmt.Errorf("table %s: write index snapshot: %w", sn.hdr.Table, err)
 		}
 		sn.t.snapChanges.Store(sn.hdr.Changes)
+		items += sn.hdr.Count
 	}
+	s.eng.Logger.Info("table index snapshots written", "tables", len(snaps), "items", items, "writes_paused", pause, "upload", time.Since(start))
 	return nil
 }
 

@@ -234,6 +234,8 @@ type Service struct {
 	snaps    jetstream.ObjectStore
 	snapGate sync.RWMutex
 	snapMu   sync.Mutex
+	// snapPause is how long the last snapshot held writes (ns).
+	snapPause atomic.Int64
 }
 
 // Options tunes the service. The zero value is the default.
