@@ -139,3 +139,13 @@ const SnapshotBucket = snapBucket
 
 // LastSnapshotPause is how long the last index snapshot held the writes.
 func LastSnapshotPause(s *Service) time.Duration { return time.Duration(s.snapPause.Load()) }
+
+// OpenTook is how long the table's index took to load at open.
+func OpenTook(t testing.TB, s *Service, name string) time.Duration {
+	t.Helper()
+	tb, err := s.table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb.openTook
+}

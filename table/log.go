@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
@@ -90,6 +91,7 @@ type Table struct {
 	snapTxSeq          uint64
 	openedFromSnapshot bool
 	replayed           int64
+	openTook           time.Duration
 }
 
 const recentPerShard = 1 << 15

@@ -389,9 +389,15 @@ func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, int64, e
 // openIndex fills the index of a table being loaded: from its snapshot
 // and the log after it when it has a usable one, else from the whole log.
 func (t *Table) openIndex(ctx context.Context, seen txnSeen, tx *jetstream.StreamInfo) error {
+	start := time.Now()
+	defer func() { t.openTook = time.Since(start) }()
 	why, err := t.fromSnapshot(ctx, seen, tx)
-	if err != nil || why == "" {
+	if err != nil {
 		return err
+	}
+	if why == "" {
+		t.s.eng.Logger.Info("table index loaded from its snapshot", "table", t.st.TableName, "items", t.idx.Len(), "replayed", t.replayed, "took", time.Since(start))
+		return nil
 	}
 	t.s.eng.Logger.Info("table index: rebuilding from the whole log", "table", t.st.TableName, "why", why)
 	return t.rebuild(ctx, seen)
