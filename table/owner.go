@@ -28,9 +28,11 @@ import (
 // and transactions therefore hold across processes exactly as in one.
 //
 // The holder loads the tables when it takes the lease (Serve, or the first
-// call that finds nobody serving): it reads each table's log to rebuild
-// its index, then completes any committed transaction not fully applied,
-// as at a restart. When it loses the lease it drops the tables; the new
+// call that finds nobody serving): it loads each table's index from its
+// snapshot and the log after it, or rebuilds it from the whole log
+// (snapshot.go), then completes any committed transaction not fully
+// applied, as at a restart. A holder that stops cleanly (Close) writes
+// the snapshots before it releases the lease. When it loses the lease it drops the tables; the new
 // holder loads them from JetStream. A write a stale holder had already
 // checked the lease for may still reach the log within the lease's safety
 // margin (lease.Lease.Valid: half the TTL).

@@ -264,7 +264,8 @@ var tableNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
 // New opens the tables service on eng. The tables are loaded by the
 // process that serves them (owner.go: Serve, or the first call that finds
-// nobody serving): it rebuilds each table's index from its log, then
+// nobody serving): it loads each table's index from its snapshot and the
+// log after it, or from the whole log (snapshot.go), then
 // completes any transaction that was committed but not fully applied when
 // the tables were last served.
 func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error) {
