@@ -100,18 +100,11 @@ type snapshot struct {
 // runSnapshots writes snapshots every interval (engine clock) while this
 // process serves the tables.
 func (s *Service) runSnapshots(ctx context.Context, interval time.Duration) {
-	tk := s.eng.Clock.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.Chan():
-			if err := s.writeSnapshots(ctx); err != nil && ctx.Err() == nil {
-				s.eng.Logger.Warn("table index snapshot failed", "err", err)
-			}
+	s.every(ctx, interval, func() {
+		if err := s.writeSnapshots(ctx); err != nil && ctx.Err() == nil {
+			s.eng.Logger.Warn("table index snapshot failed", "err", err)
 		}
-	}
+	})
 }
 
 // writeSnapshots takes a snapshot of every loaded table that changed

@@ -376,22 +376,7 @@ func TestSnapshotsTakenDuringWrites(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 12))
 			for !stop.Load() {
-				k := table.Item{"pk": S(fmt.Sprint("p", rng.IntN(50))), "sk": N(fmt.Sprint(rng.IntN(20)))}
-				var err error
-				switch rng.IntN(4) {
-				case 0:
-					_, err = rn.Tables.DeleteItem(ctx, table.DeleteItemInput{TableName: "idx", Key: k})
-				case 1:
-					_, err = rn.Tables.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: k, UpdateExpression: "SET city = :c",
-						ExpressionAttributeValues: table.Item{":c": S(fmt.Sprint("c", rng.IntN(3)))}})
-				default:
-					it := table.Item{"pk": k["pk"], "sk": k["sk"], "city": S(fmt.Sprint("c", rng.IntN(3))), "score": N(fmt.Sprint(rng.IntN(100))), "note": S("n")}
-					if rng.IntN(2) == 0 {
-						it["owner"], it["at"] = S(fmt.Sprint("o", rng.IntN(4))), N(fmt.Sprint(rng.IntN(50)))
-					}
-					_, err = rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: it})
-				}
-				if err != nil {
+				if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
 					t.Error(err)
 					return
 				}
