@@ -54,7 +54,7 @@ func TestMeasureOpenFromSnapshot(t *testing.T) {
 	for round := range 3 { // the first right after the build, then after a few more writes
 		if round > 0 {
 			for i := range 1000 {
-				if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "state", Item: benchItem(int64(i))}); err != nil {
+				if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "state", Item: benchItem(int64(n + round*1000 + i))}); err != nil {
 					t.Fatal(err)
 				}
 			}
