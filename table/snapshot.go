@@ -65,6 +65,11 @@ const (
 	// DefaultSnapshotInterval is Options.SnapshotInterval's default.
 	DefaultSnapshotInterval = 5 * time.Minute
 
+	// snapIOTimeout bounds a snapshot's upload and its read at open. The
+	// object store's client ends a call without a deadline after its
+	// default timeout (5 s): too short for a large object.
+	snapIOTimeout = 10 * time.Minute
+
 	snapMagic      = "RNIX\x01"
 	snapBlockItems = 1 << 15
 	snapMaxBlock   = 64 << 20
@@ -123,15 +128,19 @@ func (s *Service) writeSnapshots(ctx context.Context) error {
 	s.snapPause.Store(int64(pause))
 	start := time.Now()
 	items := 0
+	var errs []error
 	for _, sn := range snaps {
 		if err := s.putSnapshot(ctx, sn); err != nil {
-			return fmt.Errorf("table %s: write index snapshot: %w", sn.hdr.Table, err)
+			// The table's previous snapshot stays (a Put replaces its
+			// object only once whole).
+			errs = append(errs, fmt.Errorf("table %s: write index snapshot: %w", sn.hdr.Table, err))
+			continue
 		}
 		sn.t.snapChanges.Store(sn.hdr.Changes)
 		items += sn.hdr.Count
 	}
-	s.eng.Logger.Info("table index snapshots written", "tables", len(snaps), "items", items, "writes_paused", pause, "upload", time.Since(start))
-	return nil
+	s.eng.Logger.Info("table index snapshots written", "tables", len(snaps)-len(errs), "items", items, "writes_paused", pause, "upload", time.Since(start))
+	return errors.Join(errs...)
 }
 
 // takeSnapshots copies the changed tables' indexes with every write
@@ -171,14 +180,17 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.epoch,
 			HashOnly: t.idx.hashOnly, Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
 			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
-		for sh := range sn.hdr.Pos {
-			first, last, err := s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
-			if err != nil {
-				return nil, 0, err
-			}
+		var err error
+		for sh := 0; sh < len(sn.hdr.Pos) && err == nil; sh++ {
+			var first, last uint64
+			first, last, err = s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
 			if last >= first && last != 0 {
 				sn.hdr.Pos[sh] = last
 			}
+		}
+		if err != nil { // the table deleted meanwhile, or the engine failing
+			s.eng.Logger.Warn("table index snapshot skipped", "table", t.st.TableName, "err", err)
+			continue
 		}
 		t.idxMu.RLock()
 		sn.byHash, sn.byKey = maps.Clone(t.idx.byHash), maps.Clone(t.idx.byKey)
@@ -194,6 +206,8 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 
 // putSnapshot encodes sn into its object, streaming.
 func (s *Service) putSnapshot(ctx context.Context, sn *snapshot) error {
+	ctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
+	defer cancel()
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(sn.encode(pw)) }()
 	_, err := s.snaps.Put(ctx, jetstream.ObjectMeta{Name: sn.hdr.Table, Description: "runnel table index snapshot"}, pr)
@@ -403,7 +417,9 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 	if t.s.snaps == nil {
 		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
 	}
-	obj, err := t.s.snaps.Get(ctx, t.st.TableName)
+	rctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
+	defer cancel()
+	obj, err := t.s.snaps.Get(rctx, t.st.TableName)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return "no snapshot", nil
 	}
