@@ -55,8 +55,9 @@ import (
 // The pause: writes wait while the gate is held, for the in-flight
 // writes to finish, one ShardBounds request per shard, and one copy of
 // each changed table's index map (maps.Clone). Measured on a loaded
-// 2-core machine: see docs/benchmarks.md, session 8 (about 0.1 s per
-// million items). Reads (GetItem, Query, Scan) do not wait.
+// 2-core machine (docs/benchmarks.md, session 8): 13 ms at 300,000
+// items, 0.1 s at 2 million, 0.5 to 1.1 s at 10 million. Reads (GetItem,
+// Query, Scan) do not wait.
 //
 // Secondary indexes are not in the snapshot: they are built from the
 // table at open as before (openedIndexes).

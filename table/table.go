@@ -251,8 +251,11 @@ type Options struct {
 	// then reads its snapshot and the log after it instead of the whole
 	// log. Default DefaultSnapshotInterval (5 minutes); negative: no
 	// snapshot is written or read (every open reads the whole log).
-	// Taking one pauses writes (not reads) for about 0.1 s per million
-	// items of the changed tables (docs/benchmarks.md, session 8).
+	// Taking one pauses writes (not reads) for the copy of the changed
+	// tables' indexes: about 50 ms per million items, 0.1 s at 2 million
+	// and 0.5 to 1.1 s at 10 million on a loaded 2-core machine
+	// (docs/benchmarks.md, session 8), and holds a second copy of them
+	// in memory until written.
 	SnapshotInterval time.Duration
 }
 
