@@ -153,6 +153,22 @@ func (t *Table) refreshTTL(ctx context.Context) error {
 }
 
 func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
+	s.every(ctx, interval, func() {
+		if !s.own.Holding() {
+			return // the process serving the tables sweeps them
+		}
+		if n, err := s.SweepExpired(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.eng.Logger.Warn("TTL sweep failed", "err", err)
+			}
+		} else if n > 0 {
+			s.eng.Logger.Info("TTL deleted expired items", "items", n)
+		}
+	})
+}
+
+// every runs fn every interval of the engine's clock until ctx ends.
+func (s *Service) every(ctx context.Context, interval time.Duration, fn func()) {
 	tk := s.eng.Clock.NewTicker(interval)
 	defer tk.Stop()
 	for {
@@ -160,16 +176,7 @@ func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tk.Chan():
-			if !s.own.Holding() {
-				continue // the process serving the tables sweeps them
-			}
-			if n, err := s.SweepExpired(ctx); err != nil {
-				if ctx.Err() == nil {
-					s.eng.Logger.Warn("TTL sweep failed", "err", err)
-				}
-			} else if n > 0 {
-				s.eng.Logger.Info("TTL deleted expired items", "items", n)
-			}
+			fn()
 		}
 	}
 }

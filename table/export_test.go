@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // HoldItems holds the items of keys as a TransactWriteItems in progress
@@ -110,4 +111,41 @@ func LaneOf(t testing.TB, s *Service, tableName string, keyItem Item) int {
 	t.Helper()
 	tb, k := tableKey(t, s, tableName, keyItem, true)
 	return tb.laneOf(k)
+}
+
+// WriteIndexSnapshots writes the index snapshot of every loaded table
+// changed since its last one, as the periodic writer does.
+func WriteIndexSnapshots(t testing.TB, s *Service) {
+	t.Helper()
+	if err := s.writeSnapshots(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// OpenedFrom tells how the table's index was built when the tables were
+// loaded: from its snapshot or from the whole log, and how many log
+// records the open replayed.
+func OpenedFrom(t testing.TB, s *Service, name string) (fromSnapshot bool, replayed int64) {
+	t.Helper()
+	tb, err := s.table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb.openedFromSnapshot, tb.replayed
+}
+
+// SnapshotBucket is the object store of the index snapshots.
+const SnapshotBucket = snapBucket
+
+// LastSnapshotPause is how long the last index snapshot held the writes.
+func LastSnapshotPause(s *Service) time.Duration { return time.Duration(s.snapPause.Load()) }
+
+// OpenTook is how long the table's index took to load at open.
+func OpenTook(t testing.TB, s *Service, name string) time.Duration {
+	t.Helper()
+	tb, err := s.table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb.openTook
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
@@ -79,6 +80,18 @@ type Table struct {
 	// opened and those written since (ChangeRecords).
 	changes atomic.Int64
 	recent  []recentRing
+
+	// Index snapshots (snapshot.go). dirty: a write's outcome is unknown
+	// (no snapshot until the next open); snapChanges: ChangeRecords as of
+	// the last snapshot written or loaded; snapTxSeq: the transaction log
+	// sequence the snapshot the table opened from covers
+	// (openedFromSnapshot); replayed: log records read at open.
+	dirty              atomic.Bool
+	snapChanges        atomic.Int64
+	snapTxSeq          uint64
+	openedFromSnapshot bool
+	replayed           int64
+	openTook           time.Duration
 }
 
 const recentPerShard = 1 << 15
@@ -353,7 +366,15 @@ func (p *pending) logEntry() (stream.PutRecordsRequestEntry, error) {
 // acknowledged, moves the index; it returns the first change's error (see
 // appendEach). The caller holds the items' stripes.
 func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
-	errs, err := t.appendEach(ctx, ps)
+	t.s.snapGate.RLock()
+	defer t.s.snapGate.RUnlock()
+	return t.appendChangesGated(ctx, ps)
+}
+
+// appendChangesGated is appendChanges for a caller holding
+// Service.snapGate for reading (a transaction).
+func (t *Table) appendChangesGated(ctx context.Context, ps []*pending) error {
+	errs, err := t.appendEachGated(ctx, ps)
 	if err != nil {
 		return err
 	}
@@ -384,6 +405,14 @@ func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
 // append (writeGroup). Changes of one item are never in one call: the
 // item's stripe is held until its change is acknowledged.
 func (t *Table) appendEach(ctx context.Context, ps []*pending) (errs []error, err error) {
+	t.s.snapGate.RLock()
+	defer t.s.snapGate.RUnlock()
+	return t.appendEachGated(ctx, ps)
+}
+
+// appendEachGated is appendEach for a caller holding Service.snapGate
+// for reading (a transaction).
+func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []error, err error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -436,15 +465,18 @@ func (t *Table) appendEach(ctx context.Context, ps []*pending) (errs []error, er
 		for k, i := range r.of {
 			if r.err != nil {
 				errs[i] = r.err
+				t.dirty.Store(true) // it may have landed: no snapshot may cover it unapplied
 				continue
 			}
 			if o := r.out[k]; o.ErrorCode != "" {
 				errs[i] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, o.ErrorMessage)
+				t.dirty.Store(true)
 				continue
 			}
 			sh, pos, derr := stream.DecodeSequenceNumber(t.epoch, r.out[k].SequenceNumber)
 			if derr != nil {
 				errs[i] = derr
+				t.dirty.Store(true)
 				continue
 			}
 			t.apply(ps[i], uint16(sh), pos)
@@ -585,41 +617,45 @@ type txnSeen map[string]map[int]bool
 // rebuild reads the table's log from the start and rebuilds the index.
 func (t *Table) rebuild(ctx context.Context, seen txnSeen) error {
 	for sh := 0; sh < t.st.Shards; sh++ {
-		shardID := stream.ShardID(sh)
-		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, shardID)
+		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
 		if err != nil {
 			return err
 		}
 		if last == 0 || last < first {
 			continue
 		}
-		rctx, cancel := context.WithCancel(ctx)
-		rd, err := t.s.logs.ReadShard(rctx, t.st.Log, shardID, first, stream.ReadShardOptions{})
-		if err != nil {
-			cancel()
-			return err
-		}
-		for rec := range rd.Records() {
-			if err := t.replay(rec, uint16(sh), seen); err != nil {
-				cancel()
-				return err
-			}
-			if rec.Seq >= last {
-				break
-			}
-		}
-		cancel()
-		rd.Stop()
-		if err := rd.Err(); err != nil {
+		if err := t.replayShard(ctx, sh, first, last, seen); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// replayShard applies the records of shard sh from position from to
+// last (both included) to the index.
+func (t *Table) replayShard(ctx context.Context, sh int, from, last uint64, seen txnSeen) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rd, err := t.s.logs.ReadShard(rctx, t.st.Log, stream.ShardID(sh), from, stream.ReadShardOptions{})
+	if err != nil {
+		return err
+	}
+	defer rd.Stop()
+	for rec := range rd.Records() {
+		if err := t.replay(rec, uint16(sh), seen); err != nil {
+			return err
+		}
+		if rec.Seq >= last {
+			return nil
+		}
+	}
+	return rd.Err()
+}
+
 // replay applies one log record to the index during rebuild.
 func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 	t.changes.Add(1)
+	t.replayed++
 	f := strings.Split(rec.PartitionKey, "|")
 	if len(f) < 6 || len(f[0]) != 32 {
 		return fmt.Errorf("bad change key %q at %s", rec.PartitionKey, rec.SequenceNumber)

@@ -28,9 +28,11 @@ import (
 // and transactions therefore hold across processes exactly as in one.
 //
 // The holder loads the tables when it takes the lease (Serve, or the first
-// call that finds nobody serving): it reads each table's log to rebuild
-// its index, then completes any committed transaction not fully applied,
-// as at a restart. When it loses the lease it drops the tables; the new
+// call that finds nobody serving): it loads each table's index from its
+// snapshot and the log after it, or rebuilds it from the whole log
+// (snapshot.go), then completes any committed transaction not fully
+// applied, as at a restart. A holder that stops cleanly (Close) writes
+// the snapshots before it releases the lease. When it loses the lease it drops the tables; the new
 // holder loads them from JetStream. A write a stale holder had already
 // checked the lease for may still reach the log within the lease's safety
 // margin (lease.Lease.Valid: half the TTL).
@@ -266,7 +268,8 @@ func (s *Service) Serve(ctx context.Context) error {
 	return nil
 }
 
-// load opens every table, rebuilding its index from its log, then
+// load opens every table, loading its index from its snapshot and the
+// log after it, or rebuilding it from the whole log (snapshot.go), then
 // completes any transaction that was committed but not fully applied, and
 // builds the secondary indexes; once per hold of the lease.
 func (s *Service) load(ctx context.Context) error {
@@ -283,6 +286,10 @@ func (s *Service) load(ctx context.Context) error {
 		return awserr.New(awserr.ErrService, "table: list tables: %v", err)
 	}
 	seen := txnSeen{}
+	tx, err := s.txlog.Info(ctx)
+	if err != nil {
+		return awserr.New(awserr.ErrService, "table: transaction log: %v", err)
+	}
 	tables := map[string]*Table{}
 	for _, name := range names {
 		st, err := s.stored(ctx, name)
@@ -293,7 +300,7 @@ func (s *Service) load(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := t.rebuild(ctx, seen); err != nil {
+		if err := t.openIndex(ctx, seen, tx); err != nil {
 			return fmt.Errorf("table %s: rebuild index: %w", name, err)
 		}
 		tables[name] = t

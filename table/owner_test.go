@@ -121,7 +121,8 @@ func TestUpdatesAndTransactionsThroughTwoProcessesAllCount(t *testing.T) {
 }
 
 // When the serving process stops, the other takes the tables over with
-// every acknowledged write (it rebuilds the index from the log), and a
+// every acknowledged write (it loads the index from the snapshot the
+// first wrote when it stopped), and a
 // table's change log is readable from either.
 func TestAnotherProcessTakesTheTablesOverWithEveryWrite(t *testing.T) {
 	a, b := twoNodes(t)
@@ -152,5 +153,8 @@ func TestAnotherProcessTakesTheTablesOverWithEveryWrite(t *testing.T) {
 	}
 	if len(out.Items) != 20 {
 		t.Errorf("after the handover the table holds %d items, want 20", len(out.Items))
+	}
+	if from, replayed := table.OpenedFrom(t, b.Tables, "counters"); !from || replayed != 0 {
+		t.Errorf("the new holder opened from a snapshot %v, replaying %d log records; want the one written at the handover, none", from, replayed)
 	}
 }

@@ -495,22 +495,7 @@ func TestIndexesAgreeAfterCrash(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 9))
 			for {
-				k := table.Item{"pk": S(fmt.Sprint("p", rng.IntN(20))), "sk": N(fmt.Sprint(rng.IntN(10)))}
-				var err error
-				switch rng.IntN(4) {
-				case 0:
-					_, err = rn.Tables.DeleteItem(ctx, table.DeleteItemInput{TableName: "idx", Key: k})
-				case 1:
-					_, err = rn.Tables.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: k, UpdateExpression: "SET city = :c REMOVE #o",
-						ExpressionAttributeNames: map[string]string{"#o": "owner"}, ExpressionAttributeValues: table.Item{":c": S(fmt.Sprint("c", rng.IntN(3)))}})
-				default:
-					it := table.Item{"pk": k["pk"], "sk": k["sk"], "city": S(fmt.Sprint("c", rng.IntN(3))), "score": N(fmt.Sprint(rng.IntN(100))), "note": S("n")}
-					if rng.IntN(2) == 0 {
-						it["owner"], it["at"] = S(fmt.Sprint("o", rng.IntN(4))), N(fmt.Sprint(rng.IntN(50)))
-					}
-					_, err = rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: it})
-				}
-				if err != nil {
+				if err := randomIndexedWrite(rn.Tables, rng, 20, 10); err != nil {
 					return // the engine is gone
 				}
 				mu.Lock()
@@ -543,4 +528,26 @@ func TestIndexesAgreeAfterCrash(t *testing.T) {
 	if n := int64(len(expectedView(t, rn.Tables, "byCity"))); d.GlobalSecondaryIndexes[0].ItemCount != n {
 		t.Fatalf("byCity ItemCount %d, want %d", d.GlobalSecondaryIndexes[0].ItemCount, n)
 	}
+}
+
+// randomIndexedWrite puts, updates or deletes an item of createIndexed's
+// table "idx" at random (partition keys p0..p<parts-1>, sort keys
+// 0..sorts-1).
+func randomIndexedWrite(tb *table.Service, rng *rand.Rand, parts, sorts int) error {
+	k := table.Item{"pk": S(fmt.Sprint("p", rng.IntN(parts))), "sk": N(fmt.Sprint(rng.IntN(sorts)))}
+	var err error
+	switch rng.IntN(4) {
+	case 0:
+		_, err = tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "idx", Key: k})
+	case 1:
+		_, err = tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: k, UpdateExpression: "SET city = :c REMOVE #o",
+			ExpressionAttributeNames: map[string]string{"#o": "owner"}, ExpressionAttributeValues: table.Item{":c": S(fmt.Sprint("c", rng.IntN(3)))}})
+	default:
+		it := table.Item{"pk": k["pk"], "sk": k["sk"], "city": S(fmt.Sprint("c", rng.IntN(3))), "score": N(fmt.Sprint(rng.IntN(100))), "note": S("n")}
+		if rng.IntN(2) == 0 {
+			it["owner"], it["at"] = S(fmt.Sprint("o", rng.IntN(4))), N(fmt.Sprint(rng.IntN(50)))
+		}
+		_, err = tb.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: it})
+	}
+	return err
 }

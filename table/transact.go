@@ -312,17 +312,30 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 	if size > MaxTransactBytes {
 		return false, validation("Transaction size has exceeded the maximum allowed size of 4 MB")
 	}
+	// From the commit record until every change is applied, no index
+	// snapshot is taken (snapshot.go): one that covers the commit record
+	// holds all of the transaction's changes. When the outcome is unknown,
+	// the tables write no snapshot until they open again (dirty).
+	s.snapGate.RLock()
+	defer s.snapGate.RUnlock()
+	unknown := func() {
+		for _, t := range order {
+			t.dirty.Store(true)
+		}
+	}
 	// The commit point: once this record is acknowledged the transaction
 	// happens, even if the process dies before the changes below land.
 	b, _ := json.Marshal(&rec)
 	if _, err := s.eng.JS.Publish(ctx, txlogSubject, b); err != nil {
+		unknown() // it may have landed: the next open completes it
 		return false, awserr.New(awserr.ErrService, "transaction commit: %v", err)
 	}
 	var late error
 	for _, t := range order {
-		if err := t.appendChanges(ctx, byTable[t]); errors.As(err, new(leaseEnded)) {
+		if err := t.appendChangesGated(ctx, byTable[t]); errors.As(err, new(leaseEnded)) {
 			late = err // applied here; the other tables' changes too
 		} else if err != nil {
+			unknown()
 			// Committed: the changes that did not land are written when the
 			// service opens again. Report an internal error; a retry with the
 			// same token is answered from the token cache.
@@ -377,6 +390,9 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 				t, err := s.table(c.Table)
 				if err != nil || t.st.Log != c.Log {
 					continue // the table was deleted since
+				}
+				if t.coversTransaction(seq) {
+					continue // applied before the table's index snapshot
 				}
 				ch, err := DecodeChange(c.Data)
 				if err != nil {

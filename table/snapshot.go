@@ -1,0 +1,495 @@
+package table
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Index snapshots: opening a table without reading its whole log.
+//
+// A table's index (index.go) is rebuilt at open from the table's change
+// log. To bound the cost of an open, the process serving the tables
+// writes, per table, a snapshot of the index into the JetStream object
+// store snapBucket ("runnel_table_index", one object per table,
+// named after it): the log's identity (log stream name, epoch), per shard
+// the last log position the snapshot covers, the change-record count
+// (ChangeRecords), the transaction log's last sequence and creation time,
+// and every index entry (key hash, sort key if any, log shard and
+// position of the item's latest image, expiry, size). Opening a table
+// loads the snapshot and replays only the log records after the covered
+// positions; without a usable snapshot (absent, unreadable, or not of
+// this log: another table of the same name, a log that no longer holds
+// the covered positions) it reads the whole log as before, and says why
+// at Info.
+//
+// When: at Close (before the lease is released to another process), and
+// every Options.SnapshotInterval while serving, for each table that
+// changed since its last snapshot. Never when the lease is lost (drop).
+//
+// Consistency: a snapshot is exactly the index as of its positions. Every
+// log write holds Service.snapGate for reading from before its append
+// until its change is applied to the index (a transaction: from before
+// its commit record until all its changes are applied); a snapshot takes
+// the gate exclusively, so that while it reads each shard's last
+// position and copies the index maps, every record in the log is applied
+// and none is half-way. The upload runs after the gate is released.
+// A table whose write failed (it may have landed without being applied)
+// or whose transaction failed after its commit point writes no snapshot
+// until it is opened again; its last good snapshot stays valid, with a
+// longer tail. A transaction whose commit record is at or before the
+// snapshot's transaction-log sequence is wholly in the snapshot (the gate
+// spans it), so the open does not complete it again (recoverTransactions).
+//
+// The pause: writes wait while the gate is held, for the in-flight
+// writes to finish, one ShardBounds request per shard, and one copy of
+// each changed table's index map (maps.Clone). Measured on a loaded
+// 2-core machine (docs/benchmarks.md, session 8): 13 ms at 300,000
+// items, 0.1 s at 2 million, 0.5 to 1.1 s at 10 million. Reads (GetItem,
+// Query, Scan) do not wait.
+//
+// Secondary indexes are not in the snapshot: they are built from the
+// table at open as before (openedIndexes).
+const (
+	snapBucket = "runnel_table_index"
+	// DefaultSnapshotInterval is Options.SnapshotInterval's default.
+	DefaultSnapshotInterval = 5 * time.Minute
+
+	// snapIOTimeout bounds a snapshot's upload and its read at open. The
+	// object store's client ends a call without a deadline after its
+	// default timeout (5 s): too short for a large object.
+	snapIOTimeout = 10 * time.Minute
+
+	snapMagic      = "RNIX\x01"
+	snapBlockItems = 1 << 15
+	snapMaxBlock   = 64 << 20
+)
+
+var snapCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// snapHeader is a snapshot's description of what it covers.
+type snapHeader struct {
+	Table    string `json:"table"`
+	TableID  string `json:"table_id"`
+	Log      string `json:"log"`
+	Epoch    int64  `json:"epoch"`
+	HashOnly bool   `json:"hash_only"`
+	// Pos is, per shard, the last log position covered (0: none).
+	Pos     []uint64 `json:"pos"`
+	Changes int64    `json:"changes"`
+	// TxSeq is the transaction log's last sequence when the snapshot was
+	// taken; TxCreated its creation time (Unix ns).
+	TxSeq     uint64 `json:"tx_seq"`
+	TxCreated int64  `json:"tx_created"`
+	Count     int    `json:"count"`
+}
+
+// snapshot is a taken copy of one table's index, not yet written.
+type snapshot struct {
+	t      *Table
+	hdr    snapHeader
+	byHash map[[16]byte]slot
+	byKey  map[pointKey]slot
+}
+
+// runSnapshots writes snapshots every interval (engine clock) while this
+// process serves the tables.
+func (s *Service) runSnapshots(ctx context.Context, interval time.Duration) {
+	s.every(ctx, interval, func() {
+		if err := s.writeSnapshots(ctx); err != nil && ctx.Err() == nil {
+			s.eng.Logger.Warn("table index snapshot failed", "err", err)
+		}
+	})
+}
+
+// writeSnapshots takes a snapshot of every loaded table that changed
+// since its last one and writes them. Nothing when the tables are not
+// loaded here or snapshots are off.
+func (s *Service) writeSnapshots(ctx context.Context) error {
+	if s.snaps == nil {
+		return nil
+	}
+	s.snapMu.Lock() // one snapshot at a time
+	defer s.snapMu.Unlock()
+	snaps, pause, err := s.takeSnapshots(ctx)
+	if err != nil || len(snaps) == 0 {
+		return err
+	}
+	s.snapPause.Store(int64(pause))
+	start := time.Now()
+	items := 0
+	var errs []error
+	for _, sn := range snaps {
+		if err := s.putSnapshot(ctx, sn); err != nil {
+			// The table's previous snapshot stays (a Put replaces its
+			// object only once whole).
+			errs = append(errs, fmt.Errorf("table %s: write index snapshot: %w", sn.hdr.Table, err))
+			continue
+		}
+		sn.t.snapChanges.Store(sn.hdr.Changes)
+		items += sn.hdr.Count
+	}
+	s.eng.Logger.Info("table index snapshots written", "tables", len(snaps)-len(errs), "items", items, "writes_paused", pause, "upload", time.Since(start))
+	return errors.Join(errs...)
+}
+
+// takeSnapshots copies the changed tables' indexes with every write
+// stopped (snapGate); pause is how long writes waited.
+func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause time.Duration, err error) {
+	s.loadMu.Lock() // not while the tables load or drop
+	defer s.loadMu.Unlock()
+	if !s.loaded.Load() || !s.mayAct() {
+		return nil, 0, nil
+	}
+	s.mu.RLock()
+	tables := make([]*Table, 0, len(s.tables))
+	for _, t := range s.tables {
+		if t.changes.Load() != t.snapChanges.Load() {
+			tables = append(tables, t)
+		}
+	}
+	s.mu.RUnlock()
+	if len(tables) == 0 {
+		return nil, 0, nil
+	}
+	start := time.Now()
+	s.snapGate.Lock()
+	defer func() {
+		s.snapGate.Unlock()
+		pause = time.Since(start)
+	}()
+	info, err := s.txlog.Info(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, t := range tables {
+		if t.dirty.Load() {
+			s.eng.Logger.Info("table index snapshot skipped: a write's outcome is unknown; the table's next open replays from its last snapshot", "table", t.st.TableName)
+			continue
+		}
+		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.epoch,
+			HashOnly: t.idx.hashOnly, Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
+			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
+		var err error
+		for sh := 0; sh < len(sn.hdr.Pos) && err == nil; sh++ {
+			var first, last uint64
+			first, last, err = s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+			if last >= first && last != 0 {
+				sn.hdr.Pos[sh] = last
+			}
+		}
+		if err != nil { // the table deleted meanwhile, or the engine failing
+			s.eng.Logger.Warn("table index snapshot skipped", "table", t.st.TableName, "err", err)
+			continue
+		}
+		t.idxMu.RLock()
+		sn.byHash, sn.byKey = maps.Clone(t.idx.byHash), maps.Clone(t.idx.byKey)
+		t.idxMu.RUnlock()
+		sn.hdr.Count = len(sn.byHash) + len(sn.byKey)
+		snaps = append(snaps, sn)
+	}
+	if !s.mayAct() {
+		return nil, 0, nil // another process may have written meanwhile
+	}
+	return snaps, 0, nil
+}
+
+// putSnapshot encodes sn into its object, streaming.
+func (s *Service) putSnapshot(ctx context.Context, sn *snapshot) error {
+	ctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
+	defer cancel()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(sn.encode(pw)) }()
+	_, err := s.snaps.Put(ctx, jetstream.ObjectMeta{Name: sn.hdr.Table, Description: "runnel table index snapshot"}, pr)
+	pr.CloseWithError(errors.New("snapshot upload ended"))
+	return err
+}
+
+// encode writes the snapshot: magic, header (uvarint length, JSON, CRC),
+// then blocks of up to snapBlockItems entries (uvarint entry count,
+// uvarint byte length, the entries, CRC-32C of them), then a 0 count.
+// An entry is the 16-byte key hash, the sort key if the table has one
+// (uvarint length, bytes), then uvarint position, varint expiry, uvarint
+// size, uvarint shard.
+func (sn *snapshot) encode(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	hdr, _ := json.Marshal(&sn.hdr)
+	b := append([]byte(snapMagic), binary.AppendUvarint(nil, uint64(len(hdr)))...)
+	b = append(b, hdr...)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(hdr, snapCRC))
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	var blk []byte
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		head := binary.AppendUvarint(nil, uint64(n))
+		head = binary.AppendUvarint(head, uint64(len(blk)))
+		tail := binary.BigEndian.AppendUint32(nil, crc32.Checksum(blk, snapCRC))
+		for _, p := range [][]byte{head, blk, tail} {
+			if _, err := bw.Write(p); err != nil {
+				return err
+			}
+		}
+		blk, n = blk[:0], 0
+		return nil
+	}
+	add := func(h [16]byte, rk *string, sl slot) error {
+		blk = append(blk, h[:]...)
+		if rk != nil {
+			blk = binary.AppendUvarint(blk, uint64(len(*rk)))
+			blk = append(blk, *rk...)
+		}
+		blk = binary.AppendUvarint(blk, sl.pos)
+		blk = binary.AppendVarint(blk, sl.exp)
+		blk = binary.AppendUvarint(blk, uint64(sl.size))
+		blk = binary.AppendUvarint(blk, uint64(sl.shard))
+		if n++; n == snapBlockItems {
+			return flush()
+		}
+		return nil
+	}
+	for h, sl := range sn.byHash {
+		if err := add(h, nil, sl); err != nil {
+			return err
+		}
+	}
+	for k, sl := range sn.byKey {
+		if err := add(k.h, &k.rk, sl); err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := bw.WriteByte(0); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// readSnapshotHeader reads the magic and header of a snapshot.
+func readSnapshotHeader(br *bufio.Reader) (snapHeader, error) {
+	var hdr snapHeader
+	magic := make([]byte, len(snapMagic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapMagic {
+		return hdr, fmt.Errorf("not an index snapshot (version %q)", magic)
+	}
+	raw, err := readSnapBlock(br, 1<<20)
+	if err != nil {
+		return hdr, fmt.Errorf("header: %w", err)
+	}
+	if err := json.Unmarshal(raw, &hdr); err != nil {
+		return hdr, fmt.Errorf("header: %w", err)
+	}
+	return hdr, nil
+}
+
+// readSnapBlock reads a uvarint length, that many bytes and their CRC.
+func readSnapBlock(br *bufio.Reader, most uint64) ([]byte, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, err
+	}
+	if n > most {
+		return nil, fmt.Errorf("block of %d bytes", n)
+	}
+	b := make([]byte, n+4)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return nil, err
+	}
+	if crc32.Checksum(b[:n], snapCRC) != binary.BigEndian.Uint32(b[n:]) {
+		return nil, errors.New("checksum mismatch")
+	}
+	return b[:n], nil
+}
+
+// readEntries decodes the entries of a snapshot into a new index.
+func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, int64, error) {
+	x := newIndex(t.schema.less, hdr.HashOnly)
+	if hdr.HashOnly {
+		x.byHash = make(map[[16]byte]slot, hdr.Count)
+		x.pendingH = make([][16]byte, 0, hdr.Count)
+	} else {
+		x.byKey = make(map[pointKey]slot, hdr.Count)
+		x.pendingK = make([]pointKey, 0, hdr.Count)
+	}
+	var bytes int64
+	total := 0
+	for {
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return nil, 0, err
+		}
+		if n == 0 {
+			break
+		}
+		blk, err := readSnapBlock(br, snapMaxBlock)
+		if err != nil {
+			return nil, 0, err
+		}
+		for range n {
+			var h [16]byte
+			var rk string
+			if len(blk) < 16 {
+				return nil, 0, io.ErrUnexpectedEOF
+			}
+			copy(h[:], blk)
+			blk = blk[16:]
+			if !hdr.HashOnly {
+				l, w := binary.Uvarint(blk)
+				if w <= 0 || uint64(len(blk)-w) < l {
+					return nil, 0, io.ErrUnexpectedEOF
+				}
+				rk, blk = string(blk[w:w+int(l)]), blk[w+int(l):]
+			}
+			var v [4]uint64
+			for i := range v {
+				var w int
+				if i == 1 {
+					var e int64
+					e, w = binary.Varint(blk)
+					v[i] = uint64(e)
+				} else {
+					v[i], w = binary.Uvarint(blk)
+				}
+				if w <= 0 {
+					return nil, 0, io.ErrUnexpectedEOF
+				}
+				blk = blk[w:]
+			}
+			sl := slot{pos: v[0], exp: int64(v[1]), size: int32(v[2]), shard: uint16(v[3])}
+			bytes += int64(sl.size)
+			if hdr.HashOnly {
+				x.byHash[h] = sl
+				x.pendingH = append(x.pendingH, h)
+			} else {
+				k := pointKey{h, rk}
+				x.byKey[k] = sl
+				x.pendingK = append(x.pendingK, k)
+			}
+		}
+		if len(blk) != 0 {
+			return nil, 0, errors.New("block longer than its entries")
+		}
+		total += int(n)
+	}
+	if total != hdr.Count || x.Len() != hdr.Count {
+		return nil, 0, fmt.Errorf("%d entries (%d keys), header says %d", total, x.Len(), hdr.Count)
+	}
+	return x, bytes, nil
+}
+
+// openIndex fills the index of a table being loaded: from its snapshot
+// and the log after it when it has a usable one, else from the whole log.
+func (t *Table) openIndex(ctx context.Context, seen txnSeen, tx *jetstream.StreamInfo) error {
+	start := time.Now()
+	defer func() { t.openTook = time.Since(start) }()
+	why, err := t.fromSnapshot(ctx, seen, tx)
+	if err != nil {
+		return err
+	}
+	if why == "" {
+		t.s.eng.Logger.Info("table index loaded from its snapshot", "table", t.st.TableName, "items", t.idx.Len(), "replayed", t.replayed, "took", time.Since(start))
+		return nil
+	}
+	t.s.eng.Logger.Info("table index: rebuilding from the whole log", "table", t.st.TableName, "why", why)
+	return t.rebuild(ctx, seen)
+}
+
+// fromSnapshot loads the table's snapshot and replays the log after it.
+// why says why it did not ("": it did); err is a failure of the tail's
+// replay (the log cannot be read).
+func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
+	if t.s.snaps == nil {
+		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
+	defer cancel()
+	obj, err := t.s.snaps.Get(rctx, t.st.TableName)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return "no snapshot", nil
+	}
+	if err != nil {
+		return "snapshot unreadable: " + err.Error(), nil
+	}
+	defer obj.Close()
+	br := bufio.NewReaderSize(obj, 1<<20)
+	hdr, err := readSnapshotHeader(br)
+	if err != nil {
+		return "snapshot unreadable: " + err.Error(), nil
+	}
+	switch {
+	case hdr.Table != t.st.TableName || hdr.TableID != t.st.TableId || hdr.Log != t.st.Log || hdr.Epoch != t.epoch:
+		return fmt.Sprintf("snapshot of another table or log (%s %s epoch %d)", hdr.TableID, hdr.Log, hdr.Epoch), nil
+	case hdr.HashOnly != (t.schema.rng == "") || len(hdr.Pos) != t.st.Shards:
+		return "snapshot of another key schema or shard count", nil
+	case hdr.TxCreated != tx.Created.UnixNano() || hdr.TxSeq > tx.State.LastSeq:
+		return "snapshot of another transaction log", nil
+	}
+	type span struct{ from, last uint64 }
+	spans := make([]span, t.st.Shards)
+	for sh, pos := range hdr.Pos {
+		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+		if err != nil {
+			return "", err
+		}
+		empty := last == 0 || last < first
+		switch {
+		case pos != 0 && (empty || pos > last):
+			return fmt.Sprintf("snapshot covers shard %d up to %d, past the log's end", sh, pos), nil
+		case pos != 0 && pos < first:
+			return fmt.Sprintf("the log's shard %d no longer holds the records after the snapshot (%d < %d)", sh, pos, first), nil
+		}
+		spans[sh] = span{from: max(pos+1, first), last: last}
+		if empty {
+			spans[sh] = span{}
+		}
+	}
+	idx, bytes, err := t.readEntries(br, &hdr)
+	if err == nil {
+		_, err = br.ReadByte() // the object's end: its digest is checked there
+		if err == nil {
+			err = errors.New("data after the end")
+		} else if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return "snapshot unreadable: " + err.Error(), nil
+	}
+	t.idx, t.bytes = idx, bytes
+	t.changes.Store(hdr.Changes)
+	t.snapTxSeq = hdr.TxSeq
+	t.openedFromSnapshot = true
+	for sh, sp := range spans {
+		if sp.last == 0 || sp.from > sp.last {
+			continue
+		}
+		if err := t.replayShard(ctx, sh, sp.from, sp.last, seen); err != nil {
+			return "", err
+		}
+	}
+	t.snapChanges.Store(hdr.Changes)
+	return "", nil
+}
+
+// covers reports whether the transaction whose commit record is at seq
+// of the transaction log is wholly in the snapshot the table opened from.
+func (t *Table) coversTransaction(seq uint64) bool {
+	return t.openedFromSnapshot && seq <= t.snapTxSeq
+}

@@ -1,0 +1,91 @@
+package table_test
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// TestMeasureOpenFromSnapshot measures what an open costs with and
+// without an index snapshot (docs/benchmarks.md, session 8): it builds a
+// table of RUNNEL_SNAPSHOT_BENCH_ITEMS items (BatchWriteItem in-process,
+// hash key only, as the trades demo's state table), closes (writing the
+// snapshot), then times a start of the engine and tables plus the first
+// GetItem, from the snapshot and then from the whole log (snapshots
+// off). Skipped unless the variable is set; it reports, asserts no time.
+func TestMeasureOpenFromSnapshot(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("RUNNEL_SNAPSHOT_BENCH_ITEMS"))
+	if n <= 0 {
+		t.Skip("set RUNNEL_SNAPSHOT_BENCH_ITEMS (e.g. 2000000) to measure")
+	}
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
+	start := time.Now()
+	const workers = 8
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w * 25; i < n; i += workers * 25 {
+				reqs := make([]table.WriteRequest, 0, 25)
+				for j := i; j < min(i+25, n); j++ {
+					reqs = append(reqs, table.WriteRequest{PutRequest: &table.PutRequest{Item: benchItem(int64(j))}})
+				}
+				in := table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"state": reqs}}
+				for len(in.RequestItems) > 0 {
+					out, err := rn.Tables.BatchWriteItem(ctx, in)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					in.RequestItems = out.UnprocessedItems
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("built %d items in %v", n, time.Since(start).Round(time.Millisecond))
+	for round := range 3 { // the first right after the build, then after a few more writes
+		if round > 0 {
+			for i := range 1000 {
+				if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "state", Item: benchItem(int64(n + round*1000 + i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		start = time.Now()
+		table.WriteIndexSnapshots(t, rn.Tables)
+		t.Logf("snapshot %d: writes paused %v, written in %v", round+1, table.LastSnapshotPause(rn.Tables).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	}
+	if info, err := rn.Engine.JS.ObjectStore(ctx, table.SnapshotBucket); err == nil {
+		if o, err := info.GetInfo(ctx, "state"); err == nil {
+			t.Logf("snapshot object: %.1f MB", float64(o.Size)/1e6)
+		}
+	}
+	rn.Close()
+
+	for _, c := range []struct {
+		what  string
+		every time.Duration
+	}{{"from the snapshot", 0}, {"from the whole log", -1}, {"from the snapshot again", 0}} {
+		runtime.GC()
+		start := time.Now()
+		rn := testenv.Start(t, testenv.Options{Dir: dir, Tables: table.Options{SnapshotInterval: c.every}})
+		if get(t, rn.Tables, "state", table.Item{"pk": benchItem(int64(n / 2))["pk"]}) == nil {
+			t.Fatal("item missing")
+		}
+		took := time.Since(start)
+		from, replayed := table.OpenedFrom(t, rn.Tables, "state")
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		t.Logf("open %s: start + first GetItem %v, of which the index %v (snapshot used %v, %d log records replayed, heap %.2f GB)",
+			c.what, took.Round(time.Millisecond), table.OpenTook(t, rn.Tables, "state").Round(time.Millisecond), from, replayed, float64(ms.HeapAlloc)/(1<<30))
+		rn.Close()
+	}
+}
