@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,9 +77,14 @@ func TestClusterSurvivesSIGKILLOfEveryNodeTwice(t *testing.T) {
 	t.Cleanup(func() {
 		cl.Close()
 		if t.Failed() {
+			keep, _ := os.MkdirTemp("", "runnel-fault-logs-")
 			for _, n := range cl.Nodes {
 				t.Logf("last lines of %s:\n%s", n.LogPath(), tailFile(n.LogPath(), 40))
+				if b, err := os.ReadFile(n.LogPath()); err == nil && keep != "" {
+					os.WriteFile(filepath.Join(keep, filepath.Base(n.LogPath())), b, 0o644)
+				}
 			}
+			t.Logf("the nodes' whole logs are kept in %s", keep)
 		}
 	})
 	nodes := newTestNodes(cl)
