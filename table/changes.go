@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -153,7 +154,7 @@ func (t *Table) refreshTTL(ctx context.Context) error {
 }
 
 func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
-	s.every(ctx, interval, func() {
+	s.every(ctx, s.eng.Clock, interval, func() {
 		if !s.own.Holding() {
 			return // the process serving the tables sweeps them
 		}
@@ -168,8 +169,8 @@ func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
 }
 
 // every runs fn every interval of the engine's clock until ctx ends.
-func (s *Service) every(ctx context.Context, interval time.Duration, fn func()) {
-	tk := s.eng.Clock.NewTicker(interval)
+func (s *Service) every(ctx context.Context, clock clockwork.Clock, interval time.Duration, fn func()) {
+	tk := clock.NewTicker(interval)
 	defer tk.Stop()
 	for {
 		select {

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/stream"
@@ -103,10 +104,14 @@ type snapshot struct {
 	byKey  map[pointKey]slot
 }
 
-// runSnapshots writes snapshots every interval (engine clock) while this
+// runSnapshots writes snapshots every interval (Options.SnapshotClock: the wall clock unless a test gives its own) while this
 // process serves the tables.
 func (s *Service) runSnapshots(ctx context.Context, interval time.Duration) {
-	s.every(ctx, interval, func() {
+	clock := s.snapClock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	s.every(ctx, clock, interval, func() {
 		if err := s.writeSnapshots(ctx); err != nil && ctx.Err() == nil {
 			s.eng.Logger.Warn("table index snapshot failed", "err", err)
 		}

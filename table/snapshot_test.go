@@ -406,12 +406,12 @@ func TestSnapshotsTakenDuringWrites(t *testing.T) {
 }
 
 // TestSnapshotEveryInterval: while serving, a table that changed gets a
-// snapshot every SnapshotInterval of the engine's clock, without a close:
+// snapshot every SnapshotInterval of its SnapshotClock, without a close:
 // after a crash the open reads it.
 func TestSnapshotEveryInterval(t *testing.T) {
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	opts := testenv.Options{Dir: dir, Clock: clock, Tables: table.Options{SnapshotInterval: time.Minute}}
+	opts := testenv.Options{Dir: dir, Clock: clock, Tables: table.Options{SnapshotInterval: time.Minute, SnapshotClock: clock}}
 	rn := testenv.Start(t, opts)
 	createTable(t, rn.Tables, "hashonly", "", "")
 	for i := range 50 {

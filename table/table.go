@@ -55,6 +55,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -231,9 +232,11 @@ type Service struct {
 	// Index snapshots (snapshot.go): snaps is their object store (nil:
 	// off); every log write holds snapGate for reading, a snapshot takes
 	// it exclusively; snapMu serializes snapshots.
-	snaps    jetstream.ObjectStore
-	snapGate sync.RWMutex
-	snapMu   sync.Mutex
+	snaps jetstream.ObjectStore
+	// snapClock times the periodic snapshots (Options.SnapshotClock).
+	snapClock clockwork.Clock
+	snapGate  sync.RWMutex
+	snapMu    sync.Mutex
 	// snapPause is how long the last snapshot held writes (ns).
 	snapPause atomic.Int64
 }
@@ -244,7 +247,7 @@ type Options struct {
 	// clock. Default 30 seconds; negative disables the sweeper (tests call
 	// SweepExpired themselves).
 	TTLInterval time.Duration
-	// SnapshotInterval is how often, by the engine's clock, the process
+	// SnapshotInterval is how often, by the wall clock, the process
 	// serving the tables writes an index snapshot of each table that
 	// changed since its last one (snapshot.go), into the object store
 	// "runnel_table_index"; one is also written at Close. Opening a table
@@ -257,6 +260,12 @@ type Options struct {
 	// (docs/benchmarks.md, session 8), and holds a second copy of them
 	// in memory until written.
 	SnapshotInterval time.Duration
+	// SnapshotClock times SnapshotInterval; default the real clock. Not
+	// the engine's clock: a snapshot is an operational matter, like
+	// JetStream's sync interval, and a ticker on a test's fake clock
+	// would count as one more goroutine waiting on it (tests that wait
+	// for "the receive is waiting on the clock" then went on too early).
+	SnapshotClock clockwork.Clock
 }
 
 // Logs returns the stream service holding the tables' change logs, for the
@@ -309,6 +318,7 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 		},
 		Lost: s.drop, Detail: errorDetail, Undetail: errorUndetail,
 	})
+	s.snapClock = opts.SnapshotClock
 	snapEvery := opts.SnapshotInterval
 	if snapEvery == 0 {
 		snapEvery = DefaultSnapshotInterval
