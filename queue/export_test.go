@@ -1,5 +1,10 @@
 package queue
 
+import (
+	"context"
+	"testing"
+)
+
 // SetCacheBudget sets the bytes of message payloads s keeps in memory.
 func SetCacheBudget(s *Service, n int64) { s.cacheBudget = n }
 
@@ -13,3 +18,16 @@ func SetHolding(s *Service, holding func() bool) { s.holdingHook = holding }
 // SetDeleteHook makes DeleteQueue call h once the queue is marked
 // deleted, before its metadata and stream are removed.
 func SetDeleteHook(s *Service, h func()) { s.deleteHook = h }
+
+// RewindRecordNumber makes the queue's index take its next record number
+// k lower, as an index loaded behind its stream would.
+func RewindRecordNumber(t testing.TB, s *Service, url string, k uint64) {
+	t.Helper()
+	q, err := s.queue(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	q.nextN -= k
+	q.mu.Unlock()
+}

@@ -3,10 +3,12 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/lease"
 )
@@ -136,6 +138,29 @@ func (s *Service) mayAct() bool {
 		return h()
 	}
 	return !s.eng.Shared() || s.own.Holding()
+}
+
+// reloadIndex forgets q's index, so that the next call loads it again
+// from the stream; calls waiting on it answer errMoved (retryable). For
+// an index found behind its stream (a record number refused as taken).
+func (s *Service) reloadIndex(q *queue) {
+	s.log.Warn("queue: a record number was already taken in the stream; loading the queue's index again", "queue", q.name)
+	s.mu.Lock()
+	if s.queues[q.name] == q {
+		delete(s.queues, q.name)
+	}
+	s.mu.Unlock()
+	q.mu.Lock()
+	q.moved = true
+	q.wake()
+	q.mu.Unlock()
+}
+
+// isWrongLastSequence reports whether err is JetStream refusing a publish
+// whose expected last (subject) sequence did not hold.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
 // forward runs the call a at the process holding the queues when that is

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -76,4 +77,38 @@ func TestACallDuringDeleteQueueDoesNotOutliveIt(t *testing.T) {
 	if _, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "after"}); !errors.Is(err, awserr.ErrQueueDoesNotExist) {
 		t.Errorf("SendMessage after DeleteQueue: %v, want QueueDoesNotExist", err)
 	}
+}
+
+// TestARecordNumberTakenInTheStreamIsNeverReused: an index whose next
+// record number is behind its stream (loaded while a new stream leader
+// was still applying the last writes) must not write a body over a stored
+// one: the send is refused (retryable), the index is loaded again, and
+// every message sent is there, after a restart too. Writing over it lost
+// on-failure messages acknowledged just before the node serving the
+// queues was killed (the cluster fault test).
+func TestARecordNumberTakenInTheStreamIsNeverReused(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("q", nil)
+	e.send(url, "a")
+	e.send(url, "b")
+	queue.RewindRecordNumber(t, e.svc, url, 1) // the next record would be b's
+	_, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "c"})
+	if err == nil || !awserr.IsRetryable(err) {
+		t.Fatalf("a send onto a taken record number: %v, want a retryable error", err)
+	}
+	e.send(url, "c") // the retry, into the index loaded again
+	want := []string{"a", "b", "c"}
+	if got := e.bodies(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(0)}); !sameBodies(got, want) {
+		t.Fatalf("bodies = %v, want %v", got, want)
+	}
+	e.restart()
+	if got := e.bodies(url, queue.ReceiveMessageInput{}); !sameBodies(got, want) {
+		t.Fatalf("after a restart: bodies = %v, want %v", got, want)
+	}
+}
+
+func sameBodies(got, want []string) bool {
+	g := slices.Clone(got)
+	slices.Sort(g)
+	return slices.Equal(g, want)
 }

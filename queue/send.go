@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
 )
@@ -321,7 +322,19 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 		q.nextN++
 		rec.msgs, rec.live = kept, len(kept)
 		q.records[rec.n] = rec
-		f, err := q.svc.eng.JS.PublishMsgAsync(&nats.Msg{Subject: q.bodySubject(rec.n), Data: encodeBody(make([]byte, 0, 64+sizeOf(kept)), kept)})
+		// A record's body subject is written once: JetStream refuses it
+		// when the subject holds a message already (expected last subject
+		// sequence 0), instead of replacing it (MaxMsgsPerSubject 1). A
+		// record number is taken from the stream's last sequence when the
+		// index is loaded; should that have been read behind the stream
+		// (an index loaded while a new stream leader was still applying
+		// the last writes), the number of a stored record would come
+		// again, and its body, acknowledged to its sender, would be lost
+		// (the fault test lost on-failure messages sent just before the
+		// node serving the queues was killed). Refused, the index is
+		// dropped and loaded again (wrongRecordNumber).
+		f, err := q.svc.eng.JS.PublishMsgAsync(&nats.Msg{Subject: q.bodySubject(rec.n), Data: encodeBody(make([]byte, 0, 64+sizeOf(kept)), kept)},
+			jetstream.WithExpectLastSequencePerSubject(0))
 		if err != nil {
 			rec.failed = true
 			close(rec.acked)
@@ -359,6 +372,10 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			return q.finishDups(ctx, results, errs, dups, dupOf)
 		}
 		q.completeStore(rec, perr)
+		if isWrongLastSequence(perr) {
+			q.svc.reloadIndex(q)
+			perr = errMoved
+		}
 		q.mu.Lock()
 		moved := q.moved
 		q.mu.Unlock()
