@@ -377,7 +377,7 @@ func TestFunctionErrorIsRetriedAfterOneMinuteThenTwoMore(t *testing.T) {
 				}
 				clock.Advance(time.Second)
 				if d := delayedIn(t, rn, async.QueueName("f")); d != 0 {
-					t.Fatalf("%v after attempt %d the retry is still delayed, want it due", gap, i)
+					t.Fatalf("%v after attempt %d the retry is still delayed, want it due (%d delayed events, %d attempts, stats %+v)", gap, i, d, f.count(), rn.Async.Stats("f"))
 				}
 				testenv.Eventually(t, wait, fmt.Sprintf("attempt %d", i+1), func() bool { return f.count() == i+1 })
 				if at := f.call(i).at.Sub(t0); at != c.attempts[i] {
