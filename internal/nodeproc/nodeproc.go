@@ -74,7 +74,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	cfg.Nodes = cmp.Or(cfg.Nodes, 3)
 	cfg.StartTimeout = cmp.Or(cfg.StartTimeout, 3*time.Minute)
-	ports, err := freePorts(3 * cfg.Nodes)
+	ports, err := FreePorts(3 * cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -250,8 +250,10 @@ func (n *Node) wait() {
 	}
 }
 
-// freePorts returns n distinct free loopback ports.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct TCP ports free on 127.0.0.1 now (each
+// listened on until all are found, so none comes twice). Another process
+// may take one before the caller binds it.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {

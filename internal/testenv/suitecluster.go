@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/internal/nodeproc"
 )
 
 // ClusterSuiteEnv names the environment variable that runs whole test
@@ -88,7 +89,7 @@ func suiteClusterURL() (string, error) {
 
 // startServers starts n clustered JetStream servers with storage under dir.
 func startServers(dir string, n int) ([]*server.Server, []string, error) {
-	ports, err := freePorts(2 * n)
+	ports, err := nodeproc.FreePorts(2 * n)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/nodeproc"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/target"
@@ -104,30 +104,11 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // FreePorts returns n TCP ports free on 127.0.0.1 now.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports, err := freePorts(n)
+	ports, err := nodeproc.FreePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ports
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // Cluster starts n runnel nodes whose embedded servers form one NATS
