@@ -20,9 +20,13 @@ func TestARulePutThroughOneProcessMatchesEventsPutThroughAnother(t *testing.T) {
 	b := testenv.Start(t, testenv.Options{Clock: clock, NATSURL: a.Engine.ClientURL()})
 	q := newQueue(t, a, "orders", nil)
 	rule(t, a, eventbus.Rule{Name: "big", EventPattern: `{"source":["shop.orders"]}`}, eventbus.Target{Id: "q", Arn: q})
-	testenv.Eventually(t, wait, "the rule known to the second process", func() bool {
-		_, err := b.Events.DescribeRule("default", "big")
-		return err == nil
+	// PutRule and PutTargets are two writes, seen by the second process in
+	// turn: wait for the target, not only the rule (an event put between
+	// the two matches a rule with no target, as on AWS, where rule changes
+	// are eventually consistent).
+	testenv.Eventually(t, wait, "the rule and its target known to the second process", func() bool {
+		targets, err := b.Events.ListTargetsByRule("default", "big")
+		return err == nil && len(targets) == 1
 	})
 	if out := put(t, b, orderEvent("x", 1)); out.FailedEntryCount != 0 {
 		t.Fatalf("failed entries: %+v", out.Entries)
