@@ -213,10 +213,10 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 		}
 		ss.Node = holders[sh.ShardID]
 		ss.PendingRecords = 0
-		ss.Checkpoint, _ = s.streams.SequenceNumber(ctx, name, sh.ShardID, next)
+		ss.Checkpoint, _ = streams.SequenceNumber(ctx, name, sh.ShardID, next)
 		// The iterator age: how old the first record not yet checkpointed is.
 		ss.IteratorAgeMs = 0
-		if r, err := s.streams.GetRecord(ctx, name, sh.ShardID, next); err == nil {
+		if r, err := streams.GetRecord(ctx, name, sh.ShardID, next); err == nil {
 			ss.IteratorAgeMs = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
 		}
 		st.Shards = append(st.Shards, ss)
