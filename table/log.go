@@ -85,8 +85,11 @@ type Table struct {
 	// (no snapshot until the next open); snapChanges: ChangeRecords as of
 	// the last snapshot written or loaded; snapTxSeq: the transaction log
 	// sequence the snapshot the table opened from covers
-	// (openedFromSnapshot); replayed: log records read at open.
+	// (openedFromSnapshot); replayed: log records read at open;
+	// ttlVersion: the stored.TTLVersion the index's expiries are computed
+	// under (-1: not known, while a refresh runs).
 	dirty              atomic.Bool
+	ttlVersion         atomic.Int64
 	snapChanges        atomic.Int64
 	snapTxSeq          uint64
 	openedFromSnapshot bool

@@ -28,7 +28,9 @@ import (
 // the last log position the snapshot covers, the change-record count
 // (ChangeRecords), the transaction log's last sequence and creation time,
 // and every index entry (key hash, sort key if any, log shard and
-// position of the item's latest image, expiry, size). Opening a table
+// position of the item's latest image, expiry, size), and the TTL
+// version its expiries were computed under (stored.TTLVersion: a snapshot
+// of another version has them recomputed at open). Opening a table
 // loads the snapshot and replays only the log records after the covered
 // positions; without a usable snapshot (absent, unreadable, or not of
 // this log: another table of the same name, a log that no longer holds
@@ -94,6 +96,9 @@ type snapHeader struct {
 	TxSeq     uint64 `json:"tx_seq"`
 	TxCreated int64  `json:"tx_created"`
 	Count     int    `json:"count"`
+	// TTLVersion is the stored.TTLVersion the entries' expiries were
+	// computed under; absent (older snapshots) or -1: not known.
+	TTLVersion *int64 `json:"ttl_version,omitempty"`
 }
 
 // snapshot is a taken copy of one table's index, not yet written.
@@ -186,6 +191,8 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.epoch,
 			HashOnly: t.idx.hashOnly, Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
 			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
+		ttlv := t.ttlVersion.Load()
+		sn.hdr.TTLVersion = &ttlv
 		var err error
 		for sh := 0; sh < len(sn.hdr.Pos) && err == nil; sh++ {
 			var first, last uint64
@@ -410,10 +417,35 @@ func (t *Table) openIndex(ctx context.Context, seen txnSeen, tx *jetstream.Strea
 	}
 	if why == "" {
 		t.s.eng.Logger.Info("table index loaded from its snapshot", "table", t.st.TableName, "items", t.idx.Len(), "replayed", t.replayed, "took", time.Since(start))
+	} else {
+		t.s.eng.Logger.Info("table index: rebuilding from the whole log", "table", t.st.TableName, "why", why)
+		if err := t.rebuild(ctx, seen); err != nil {
+			return err
+		}
+		// The log's expiries are those of their time: current unless the
+		// TTL attribute changed while the table held items.
+		t.ttlVersion.Store(-1)
+		if t.st.TTLVersion == 0 {
+			t.ttlVersion.Store(0)
+		}
+	}
+	return t.ttlCurrent(ctx)
+}
+
+// ttlCurrent recomputes every expiry from the items when the index's were
+// computed under another TTL attribute than the table's (see
+// stored.TTLVersion); the table serves only after.
+func (t *Table) ttlCurrent(ctx context.Context) error {
+	want := int64(t.st.TTLVersion)
+	if t.ttlVersion.Load() == want {
 		return nil
 	}
-	t.s.eng.Logger.Info("table index: rebuilding from the whole log", "table", t.st.TableName, "why", why)
-	return t.rebuild(ctx, seen)
+	t.s.eng.Logger.Info("table index: recomputing the TTL expiries (the TTL attribute changed since they were written)", "table", t.st.TableName, "items", t.idx.Len())
+	if err := t.refreshTTL(ctx); err != nil {
+		return fmt.Errorf("recompute TTL expiries: %w", err)
+	}
+	t.ttlVersion.Store(want)
+	return nil
 }
 
 // fromSnapshot loads the table's snapshot and replays the log after it.
@@ -480,6 +512,10 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 	t.idx, t.bytes = idx, bytes
 	t.changes.Store(hdr.Changes)
 	t.snapTxSeq = hdr.TxSeq
+	t.ttlVersion.Store(-1)
+	if hdr.TTLVersion != nil {
+		t.ttlVersion.Store(*hdr.TTLVersion)
+	}
 	t.openedFromSnapshot = true
 	for sh, sp := range spans {
 		if sp.last == 0 || sp.from > sp.last {

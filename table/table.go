@@ -195,6 +195,14 @@ type stored struct {
 	Shards      int                     `json:"RunnelShards"`
 	Log         string                  `json:"RunnelLog"`
 	Provisioned *Throughput             `json:"RunnelProvisioned,omitempty"`
+	// TTLVersion counts the changes of the TTL attribute made while the
+	// table held items (UpdateTimeToLive). The expiry a log record's
+	// header carries was computed under the attribute of its time, so a
+	// table with TTLVersion > 0 has expiries in its log that may be
+	// stale: an index rebuilt from the whole log, or loaded from a
+	// snapshot taken under another version, has them recomputed from the
+	// items (refreshTTL) before the table serves.
+	TTLVersion int `json:"RunnelTTLVersion,omitempty"`
 	// Tags are the table's tags (TagResource).
 	Tags map[string]string `json:"RunnelTags,omitempty"`
 }
@@ -644,7 +652,16 @@ func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeTo
 		}
 		return nil, validation("TimeToLive is already disabled")
 	}
+	if spec.AttributeName != st.TTL.AttributeName {
+		t.idxMu.RLock()
+		held := t.idx.Len() > 0
+		t.idxMu.RUnlock()
+		if held { // the log's expiries so far are now stale
+			st.TTLVersion++
+		}
+	}
 	st.TTL = spec
+	t.ttlVersion.Store(-1) // a snapshot taken from here until the refresh ends says so
 	if err := s.saveMeta(ctx, st); err != nil {
 		return nil, err
 	}
@@ -655,6 +672,7 @@ func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeTo
 	if err != nil {
 		return nil, err
 	}
+	t.ttlVersion.Store(int64(st.TTLVersion))
 	return &spec, nil
 }
 
