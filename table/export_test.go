@@ -62,6 +62,11 @@ func tableKey(t testing.TB, s *Service, tableName string, item Item, keyOnly boo
 	return tb, k
 }
 
+// SetReplyLost makes every log append of the service's tables that
+// JetStream acknowledges ask lost (nil: none): an error makes the
+// writer see the append as failed although it landed.
+func SetReplyLost(s *Service, lost func(table string) error) { s.replyLost = lost }
+
 // WaitBackfills waits for the GSI backfills running to end.
 func WaitBackfills(s *Service) { s.backfills.Wait() }
 

@@ -575,6 +575,9 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 	for start := 0; start < len(all) && err == nil; start += stream.MaxPutRecords {
 		var o *stream.PutRecordsOutput
 		o, err = t.s.logs.PutRecords(ctx, t.st.Log, all[start:min(start+stream.MaxPutRecords, len(all))])
+		if err == nil && t.s.replyLost != nil {
+			err = t.s.replyLost(t.st.TableName)
+		}
 		if err == nil {
 			out = append(out, o.Records...)
 		}

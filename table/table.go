@@ -234,6 +234,10 @@ type Service struct {
 	own *lease.Owner
 	// holdingHook, when set (tests only), answers mayAct.
 	holdingHook func() bool
+	// replyLost, when set (tests only), is asked after each log append
+	// that JetStream acknowledged: an error makes the append's outcome
+	// unknown to the writer although it landed (a reply lost).
+	replyLost func(table string) error
 	loadMu      sync.Mutex
 	loaded      atomic.Bool
 
