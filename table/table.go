@@ -238,8 +238,8 @@ type Service struct {
 	// that JetStream acknowledged: an error makes the append's outcome
 	// unknown to the writer although it landed (a reply lost).
 	replyLost func(table string) error
-	loadMu      sync.Mutex
-	loaded      atomic.Bool
+	loadMu    sync.Mutex
+	loaded    atomic.Bool
 
 	// Index snapshots (snapshot.go): snaps is their object store (nil:
 	// off); every log write holds snapGate for reading, a snapshot takes
