@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,9 +24,61 @@ import (
 // The leader has every acknowledged write. The cost: one request to the
 // leader, wherever it is, instead of the nearest replica.
 func (e *Engine) leaderGet(ctx context.Context, bucket, key string) (jetstream.KeyValueEntry, error) {
-	req, err := json.Marshal(struct {
-		LastBySubject string `json:"last_by_subj"`
-	}{"$KV." + bucket + "." + key})
+	m, err := e.leaderMsgGet(ctx, "KV_"+bucket, leaderMsgReq{LastBySubject: "$KV." + bucket + "." + key})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, jetstream.ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: read %s/%s from the stream leader: %w", bucket, key, err)
+	}
+	op := jetstream.KeyValuePut
+	switch m.Header.Get("KV-Operation") {
+	case "DEL":
+		op = jetstream.KeyValueDelete
+	case "PURGE":
+		op = jetstream.KeyValuePurge
+	}
+	if op != jetstream.KeyValuePut {
+		return nil, jetstream.ErrKeyNotFound // as KeyValue.Get answers a deleted key
+	}
+	return kvEntry{bucket: bucket, key: key, value: m.Data, rev: m.Sequence, created: m.Time}, nil
+}
+
+// LeaderMsg reads message seq of stream from the stream's leader, or,
+// with atOrAfter, the first message at or after seq; the error is
+// jetstream.ErrMsgNotFound when there is none. Use it where a direct get
+// (jetstream.Stream.GetMsg on a stream that allows direct gets, every
+// runnel stream) answered "not found" for a message the stream's leader
+// says is written: on a replicated stream the direct get may have been
+// answered by a follower that has not applied it yet (see leaderGet), and
+// taking its answer for "gone" skips records. Waits at most 10 s when
+// ctx has no deadline.
+func (e *Engine) LeaderMsg(ctx context.Context, stream string, seq uint64, atOrAfter bool) (*jetstream.RawStreamMsg, error) {
+	req := leaderMsgReq{Seq: seq}
+	if atOrAfter {
+		req.NextBySubject = ">"
+	}
+	return e.leaderMsgGet(ctx, stream, req)
+}
+
+// LeaderLastMsg reads the last message of subject in stream from the
+// stream's leader (see LeaderMsg); jetstream.ErrMsgNotFound when there is
+// none.
+func (e *Engine) LeaderLastMsg(ctx context.Context, stream, subject string) (*jetstream.RawStreamMsg, error) {
+	return e.leaderMsgGet(ctx, stream, leaderMsgReq{LastBySubject: subject})
+}
+
+// leaderMsgReq is a $JS.API.STREAM.MSG.GET request.
+type leaderMsgReq struct {
+	Seq           uint64 `json:"seq,omitempty"`
+	LastBySubject string `json:"last_by_subj,omitempty"`
+	NextBySubject string `json:"next_by_subj,omitempty"`
+}
+
+// leaderMsgGet sends req to the leader of stream ($JS.API.STREAM.MSG.GET,
+// answered by the leader only).
+func (e *Engine) leaderMsgGet(ctx context.Context, stream string, req leaderMsgReq) (*jetstream.RawStreamMsg, error) {
+	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
@@ -34,12 +87,13 @@ func (e *Engine) leaderGet(ctx context.Context, bucket, key string) (jetstream.K
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	msg, err := e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	msg, err := e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 	if err != nil {
-		return nil, fmt.Errorf("engine: read %s/%s from the stream leader: %w", bucket, key, err)
+		return nil, err
 	}
 	var resp struct {
 		Message *struct {
+			Subject  string    `json:"subject"`
 			Sequence uint64    `json:"seq"`
 			Header   []byte    `json:"hdrs"`
 			Data     []byte    `json:"data"`
@@ -48,33 +102,24 @@ func (e *Engine) leaderGet(ctx context.Context, bucket, key string) (jetstream.K
 		Error *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, fmt.Errorf("engine: read %s/%s: bad answer: %w", bucket, key, err)
+		return nil, fmt.Errorf("bad answer: %w", err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return nil, jetstream.ErrKeyNotFound
+			return nil, jetstream.ErrMsgNotFound
 		}
 		return nil, resp.Error
 	}
 	if resp.Message == nil {
-		return nil, jetstream.ErrKeyNotFound
+		return nil, jetstream.ErrMsgNotFound
 	}
-	op := jetstream.KeyValuePut
+	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence, Data: resp.Message.Data, Time: resp.Message.Time}
 	if len(resp.Message.Header) > 0 {
-		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
-		if err == nil {
-			switch h.Get("KV-Operation") {
-			case "DEL":
-				op = jetstream.KeyValueDelete
-			case "PURGE":
-				op = jetstream.KeyValuePurge
-			}
+		if h, err := nats.DecodeHeadersMsg(resp.Message.Header); err == nil {
+			m.Header = h
 		}
 	}
-	if op != jetstream.KeyValuePut {
-		return nil, jetstream.ErrKeyNotFound // as KeyValue.Get answers a deleted key
-	}
-	return kvEntry{bucket: bucket, key: key, value: resp.Message.Data, rev: resp.Message.Sequence, created: resp.Message.Time}, nil
+	return m, nil
 }
 
 // kvEntry is a key-value entry read by leaderGet.

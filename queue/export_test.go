@@ -11,6 +11,14 @@ func SetCacheBudget(s *Service, n int64) { s.cacheBudget = n }
 // Cached returns the bytes of message payloads s keeps in memory.
 func Cached(s *Service) int64 { return s.cached.Load() }
 
+// SetStaleReads makes direct gets of message bodies answer "not found"
+// while stale returns true, as a follower that has not applied them.
+func SetStaleReads(s *Service, stale func() bool) { s.staleReads = stale }
+
+// SetReadFault fails every read of a message body with what fault
+// returns, while it returns an error.
+func SetReadFault(s *Service, fault func() error) { s.readFault = fault }
+
 // SetHolding replaces s's answer to "may this process still count its
 // writes as the queues' holder" (nil: the lease's own answer).
 func SetHolding(s *Service, holding func() bool) { s.holdingHook = holding }

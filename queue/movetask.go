@@ -382,18 +382,26 @@ func (s *Service) moveBatch(src *queue, msgs []*message, payloads []*payload, de
 			reason = "destination " + d + ": " + err.Error()
 			continue
 		}
-		copies := make([]*message, len(idx))
-		for j, i := range idx {
+		var copies []*message
+		var of []int // copies[j] is of msgs[of[j]]
+		for _, i := range idx {
 			p := payloads[i]
 			if p == nil {
 				if p, err = src.fetchPayload(ctx, msgs[i]); err != nil {
-					p = &payload{}
+					// Never moved without its body: it stays (visible
+					// again) and the task reports why.
+					reason = "message " + msgs[i].id + ": body unreadable: " + err.Error()
+					continue
 				}
 			}
-			copies[j] = moved(msgs[i], p, now, now, "")
+			copies = append(copies, moved(msgs[i], p, now, now, ""))
+			of = append(of, i)
+		}
+		if len(copies) == 0 {
+			continue
 		}
 		_, errs := dq.store(ctx, copies, now, false)
-		for j, i := range idx {
+		for j, i := range of {
 			if errs[j] == nil {
 				ok[i] = true
 			} else {

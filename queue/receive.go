@@ -255,23 +255,36 @@ func (s *Service) redrive(ctx context.Context, q *queue, moves []*message, paylo
 	dlq, reason := s.deadLetterQueue(ctx, q)
 	var errs []error
 	if dlq != nil {
-		copies := make([]*message, len(moves))
+		errs = make([]error, len(moves))
+		var copies []*message
+		var of []int // copies[k] is of moves[of[k]]
 		now := s.eng.Clock.Now().UnixMilli()
 		for i, m := range moves {
 			p := payloads[i]
 			if p == nil {
 				var err error
 				if p, err = q.fetchPayload(ctx, m); err != nil {
-					p = &payload{}
+					// Never moved without its body: received as usual
+					// this time (deliver reads it again, or skips it for
+					// its visibility timeout), moved at a later receive.
+					s.log.Warn("queue: message body unreadable; not moved to the dead-letter queue this time", "queue", q.name, "message", m.id, "err", err)
+					errs[i] = err
+					continue
 				}
 			}
 			sent := m.sentAt
 			if fifo {
 				sent = now // FIFO resets the enqueue time on move
 			}
-			copies[i] = moved(m, p, sent, now, src)
+			copies = append(copies, moved(m, p, sent, now, src))
+			of = append(of, i)
 		}
-		_, errs = dlq.store(ctx, copies, now, false)
+		if len(copies) > 0 {
+			_, stored := dlq.store(ctx, copies, now, false)
+			for k, i := range of {
+				errs[i] = stored[k]
+			}
+		}
 	} else {
 		s.log.Warn("queue: cannot move messages to the dead-letter queue; delivering them", "queue", q.name, "reason", reason)
 	}

@@ -141,6 +141,11 @@ type Service struct {
 	own *lease.Owner
 	// holdingHook, when set (tests only), answers mayAct.
 	holdingHook func() bool
+	// Tests only: staleReads makes direct gets of message bodies answer
+	// "not found", as a follower that has not applied them; readFault,
+	// when it returns an error, fails every read of a body with it.
+	staleReads func() bool
+	readFault  func() error
 	// deleteHook, when set (tests only), runs in DeleteQueue once the
 	// queue is marked deleted, before its metadata and stream go.
 	deleteHook func()

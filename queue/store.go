@@ -292,9 +292,25 @@ func (s *Service) loadMsg(q *queue, subject string, h nats.Header, data []byte, 
 }
 
 // fetchPayload reads back from JetStream the payload of a message that
-// was evicted from the cache.
+// was evicted from the cache: by a direct get, and when that answers "not
+// found", from the stream's leader (on a replicated stream a follower that
+// has not applied the body yet may answer a direct get; see
+// engine.LeaderMsg).
 func (q *queue) fetchPayload(ctx context.Context, m *message) (*payload, error) {
-	raw, err := q.js.GetLastMsgForSubject(ctx, q.bodySubject(m.rec.n))
+	if q.svc.readFault != nil {
+		if err := q.svc.readFault(); err != nil {
+			return nil, err
+		}
+	}
+	subj := q.bodySubject(m.rec.n)
+	var raw *jetstream.RawStreamMsg
+	var err error = jetstream.ErrMsgNotFound
+	if q.svc.staleReads == nil || !q.svc.staleReads() {
+		raw, err = q.js.GetLastMsgForSubject(ctx, subj)
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		raw, err = q.svc.eng.LeaderLastMsg(ctx, q.stream, subj)
+	}
 	if err != nil {
 		return nil, err
 	}

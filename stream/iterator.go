@@ -122,6 +122,22 @@ func (s *Service) msgBounds(ctx context.Context, h *handle, sh int) (first, last
 	return first, last, seal, nil
 }
 
+// msgAt reads stored message seq of shard sh: by a direct get, and when
+// that answers "not found", from the stream's leader (a follower that has
+// not applied the message yet may have answered; see getBatch). The error
+// is jetstream.ErrMsgNotFound only when the leader has no such message.
+func (s *Service) msgAt(ctx context.Context, h *handle, sh int, seq uint64) (*jetstream.RawStreamMsg, error) {
+	var m *jetstream.RawStreamMsg
+	var err error = jetstream.ErrMsgNotFound
+	if s.staleReads == nil || !s.staleReads() {
+		m, err = h.shards[sh].GetMsg(ctx, seq)
+	}
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return m, err
+	}
+	return s.eng.LeaderMsg(ctx, jsName(h.desc.ID, sh), seq, false)
+}
+
 // bounds returns the positions of the first retained and the last written
 // records of a shard; an empty shard has last = first-1. The last one
 // costs a read of the last message (to count its records).
@@ -132,7 +148,7 @@ func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last ui
 	}
 	first = Position(firstMsg, 0)
 	for m := lastMsg; m >= firstMsg; m-- {
-		msg, err := h.shards[sh].GetMsg(ctx, m)
+		msg, err := s.msgAt(ctx, h, sh, m)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue // purged meanwhile
 		}
@@ -155,7 +171,7 @@ func (s *Service) bounds(ctx context.Context, h *handle, sh int) (first, last ui
 // jetstream.ErrMsgNotFound.
 func (s *Service) getRecord(ctx context.Context, h *handle, sh int, q uint64) (Record, error) {
 	msg, idx := MessageOf(q)
-	m, err := h.shards[sh].GetMsg(ctx, msg)
+	m, err := s.msgAt(ctx, h, sh, msg)
 	if err != nil {
 		return Record{}, err
 	}
@@ -238,7 +254,7 @@ func (s *Service) msgAtTime(ctx context.Context, h *handle, sh int, t time.Time)
 	lo, hi := first, last+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := h.shards[sh].GetMsg(ctx, mid)
+		m, err := s.msgAt(ctx, h, sh, mid)
 		if err != nil {
 			if errors.Is(err, jetstream.ErrMsgNotFound) { // trimmed meanwhile
 				lo = mid + 1

@@ -96,7 +96,7 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	} else if seal != 0 {
 		gone := fromMsg > seal
 		if !gone {
-			_, err := h.shards[sh].GetMsg(ctx, seal)
+			_, err := s.msgAt(ctx, h, sh, seal)
 			if gone = errors.Is(err, jetstream.ErrMsgNotFound); gone && o.OnGap != nil {
 				// The seal expired, and every record before it with it.
 				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, from),
@@ -439,8 +439,36 @@ func (s *Service) Epoch(ctx context.Context, streamName string) (int64, error) {
 // none past last) and calls each for them in order until it returns false
 // or an error. It returns how many messages it read: 0 means none is left
 // at or after seq up to last (purged messages are skipped by the server).
+//
+// A direct get may be answered by any replica of a replicated stream, one
+// that has not applied the latest messages among them: an answer of "no
+// message at or after seq" while last (the leader's, from msgBounds) says
+// there are is checked with the leader, which has every acknowledged
+// message (engine.LeaderMsg), and its message is used. Without that, a
+// reader would take the follower's lag for messages gone and skip them.
 func (s *Service) getBatch(ctx context.Context, h *handle, sh int, seq uint64, n, maxBytes int, last uint64,
 	each func(seq uint64, data []byte) (bool, error)) (int, error) {
+	got, err := s.directBatch(ctx, h, sh, seq, n, maxBytes, last, each)
+	if got > 0 || err != nil || seq > last {
+		return got, err
+	}
+	m, err := s.eng.LeaderMsg(ctx, jsName(h.desc.ID, sh), seq, true)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last) {
+		return 0, nil // gone (trimmed or purged) up to last
+	}
+	if err != nil {
+		return 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+	}
+	_, err = each(m.Sequence, m.Data)
+	return 1, err
+}
+
+// directBatch is getBatch's batched direct get.
+func (s *Service) directBatch(ctx context.Context, h *handle, sh int, seq uint64, n, maxBytes int, last uint64,
+	each func(seq uint64, data []byte) (bool, error)) (int, error) {
+	if s.staleReads != nil && s.staleReads() {
+		return 0, nil
+	}
 	msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, sh), n,
 		jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchMaxBytes(maxBytes))
 	if err != nil {

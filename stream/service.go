@@ -241,6 +241,9 @@ type Service struct {
 	// tail keeps the messages put last for GetRecords (tail.go); nil for
 	// NewLog's streams.
 	tail *tailCache
+	// staleReads, when set and true (tests only), makes direct gets
+	// answer as a follower that has applied no message yet (see msgAt).
+	staleReads func() bool
 }
 
 // New opens the streams service on eng.
