@@ -161,7 +161,10 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 		only[arn] = true
 	}
 	subject := archiveSubjectPrefix + a.ID
-	last, err := s.archive.GetLastMsgForSubject(ctx, subject)
+	// The last archived event, from the archive stream's leader: a direct
+	// get may be answered by a replica behind it, and the replay would
+	// end before the latest events.
+	last, err := s.eng.LeaderLastMsg(ctx, archiveStream, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		finish(ReplayCompleted, "")
 		return
