@@ -76,7 +76,9 @@ type leaderMsgReq struct {
 }
 
 // leaderMsgGet sends req to the leader of stream ($JS.API.STREAM.MSG.GET,
-// answered by the leader only).
+// answered by the leader only). While the stream has no leader (an
+// election after a node died: "no responders") it asks again, after 50 ms
+// doubling to 1 s, until ctx ends (10 s when it has no deadline).
 func (e *Engine) leaderMsgGet(ctx context.Context, stream string, req leaderMsgReq) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -87,7 +89,18 @@ func (e *Engine) leaderMsgGet(ctx context.Context, stream string, req leaderMsgR
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	msg, err := e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+	var msg *nats.Msg
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		msg, err = e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

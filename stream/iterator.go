@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -132,10 +133,10 @@ func (s *Service) msgAt(ctx context.Context, h *handle, sh int, seq uint64) (*je
 	if s.staleReads == nil || !s.staleReads() {
 		m, err = h.shards[sh].GetMsg(ctx, seq)
 	}
-	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if !errors.Is(err, jetstream.ErrMsgNotFound) && !errors.Is(err, nats.ErrNoResponders) {
 		return m, err
 	}
-	return s.eng.LeaderMsg(ctx, jsName(h.desc.ID, sh), seq, false)
+	return s.eng.LeaderMsg(ctx, jsName(h.desc.ID, sh), seq, false) // waits out an election
 }
 
 // bounds returns the positions of the first retained and the last written

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
@@ -471,13 +472,16 @@ func (s *Service) directBatch(ctx context.Context, h *handle, sh int, seq uint64
 	}
 	msgs, err := jetstreamext.GetBatch(ctx, s.eng.JS, jsName(h.desc.ID, sh), n,
 		jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchMaxBytes(maxBytes))
+	if errors.Is(err, nats.ErrNoResponders) {
+		return 0, nil // no replica answers (an election): getBatch asks the leader, waiting for one
+	}
 	if err != nil {
 		return 0, awserr.New(awserr.ErrService, "read shard: %v", err)
 	}
 	got := 0
 	for m, err := range msgs {
 		if err != nil {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
+			if errors.Is(err, jetstreamext.ErrNoMessages) || (got == 0 && errors.Is(err, nats.ErrNoResponders)) {
 				break
 			}
 			return got, awserr.New(awserr.ErrService, "read shard: %v", err)
