@@ -60,6 +60,9 @@ func attributeValueRule(v any) error {
 }
 
 func checkNumber(s string) error {
+	if expr.PlainInteger(s) {
+		return nil // valid without a decimal parse
+	}
 	if _, err := expr.ParseNumber(s); err != nil {
 		return awserr.New(awserr.ErrValidation, "%s", err.Error())
 	}

@@ -96,6 +96,9 @@ func FormatNumber(d *apd.Decimal) string {
 // CanonicalNumber parses s with ParseNumber and returns FormatNumber of it:
 // the form DynamoDB stores and returns ("01.50" -> "1.5").
 func CanonicalNumber(s string) (string, error) {
+	if PlainInteger(s) {
+		return s, nil
+	}
 	d, err := ParseNumber(s)
 	if err != nil {
 		return "", err
@@ -139,4 +142,27 @@ func cmpNumbers(a, b string) (int, bool) {
 		return 0, false
 	}
 	return x.Cmp(y), true
+}
+
+// PlainInteger reports whether s is an integer written as FormatNumber
+// writes it: an optional '-', then 1 to 38 digits, the first not 0
+// unless it is the only one and unsigned ("0", "12", "-7"; not "007",
+// "-0", "+1", "1.0", "1e2"). Such a string is a valid DynamoDB number
+// (38 digits at most, magnitude below 1E+38) and already canonical, so
+// its checks and its size need no decimal parse: the write path's
+// shortcut (most numbers written are such integers).
+func PlainInteger(s string) bool {
+	digits := s
+	if len(s) > 0 && s[0] == '-' {
+		digits = s[1:]
+	}
+	if len(digits) == 0 || len(digits) > maxDigits || (digits[0] == '0' && len(s) != 1) {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
