@@ -106,11 +106,11 @@ func checkSet(typ string, elems []any) error {
 // tableNameRule is DynamoDB's check of a TableName that is not an ARN
 // (the model's TableArn shape takes both): the TableName shape's
 // constraints, once the TableArn's hold.
-func (vd *validation) tableNameRule(s string, path string) {
+func (vd *validation) tableNameRule(s string) {
 	if strings.HasPrefix(s, "arn:") {
 		return
 	}
 	if name := vd.m.Shapes["TableName"]; name != nil {
-		vd.scalar(name, s, path)
+		vd.scalar(name, s)
 	}
 }
