@@ -138,9 +138,9 @@ func TestPlainIntegerShortcutAgreesWithTheDecimalParse(t *testing.T) {
 		plain bool
 	}{
 		{"0", true}, {"7", true}, {"-7", true}, {"10", true}, {"1000", true}, {"-1200", true},
-		{"12345678901234567890123456789012345678", true},                      // 38 digits
-		{"-99999999999999999999999999999999999999", true},                     // 38 digits
-		{"123456789012345678901234567890123456789", false},                    // 39: too many
+		{"12345678901234567890123456789012345678", true},   // 38 digits
+		{"-99999999999999999999999999999999999999", true},  // 38 digits
+		{"123456789012345678901234567890123456789", false}, // 39: too many
 		{"-0", false}, {"007", false}, {"00", false}, {"+1", false}, {"1.0", false}, {"1e2", false},
 		{"", false}, {"-", false}, {" 1", false}, {"1 ", false}, {"1a", false}, {"NaN", false},
 	}
