@@ -136,12 +136,36 @@ func addNumbers(a, b string, neg bool) (string, error) {
 // cmpNumbers compares two number strings numerically; ok is false when
 // either is not a valid number.
 func cmpNumbers(a, b string) (int, bool) {
+	if PlainInteger(a) && PlainInteger(b) {
+		return cmpPlainIntegers(a, b), true
+	}
 	x, _, err1 := apd.NewFromString(a)
 	y, _, err2 := apd.NewFromString(b)
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
 	return x.Cmp(y), true
+}
+
+// cmpPlainIntegers compares two PlainInteger strings: by sign, then by
+// their number of digits (no leading zeros), then digit by digit.
+func cmpPlainIntegers(a, b string) int {
+	na, nb := a[0] == '-', b[0] == '-'
+	switch {
+	case na && !nb:
+		return -1
+	case !na && nb:
+		return 1
+	case na: // both negative: the larger magnitude is the smaller
+		return cmpPlainIntegers(b[1:], a[1:])
+	}
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 // PlainInteger reports whether s is an integer written as FormatNumber

@@ -172,3 +172,19 @@ func TestPlainIntegerShortcutAgreesWithTheDecimalParse(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareOfPlainIntegersAgreesWithTheDecimalParse: cmpNumbers'
+// shortcut for two PlainInteger strings orders them as apd does.
+func TestCompareOfPlainIntegersAgreesWithTheDecimalParse(t *testing.T) {
+	nums := []string{"0", "1", "-1", "9", "10", "-10", "99", "100", "-99", "-100", "12345678901234567890123456789012345678",
+		"-12345678901234567890123456789012345678", "12345678901234567890123456789012345677", "20", "19", "-19", "-20"}
+	for _, a := range nums {
+		for _, b := range nums {
+			x, _, _ := apd.NewFromString(a)
+			y, _, _ := apd.NewFromString(b)
+			if got, ok := cmpNumbers(a, b); !ok || got != x.Cmp(y) {
+				t.Errorf("cmpNumbers(%s, %s) = %d, %v; apd says %d", a, b, got, ok, x.Cmp(y))
+			}
+		}
+	}
+}
