@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
@@ -110,6 +111,16 @@ func CanonicalNumber(s string) (string, error) {
 // DynamoDB error when the result leaves the range or needs more than 38
 // digits (it is never rounded).
 func addNumbers(a, b string, neg bool) (string, error) {
+	if len(a) <= 18 && len(b) <= 18 && PlainInteger(a) && PlainInteger(b) {
+		// Both of at most 18 characters (below 10^18 in magnitude): their
+		// sum or difference fits an int64, and 38 digits.
+		x, _ := strconv.ParseInt(a, 10, 64)
+		y, _ := strconv.ParseInt(b, 10, 64)
+		if neg {
+			y = -y
+		}
+		return strconv.FormatInt(x+y, 10), nil
+	}
 	x, err := ParseNumber(a)
 	if err != nil {
 		return "", err

@@ -188,3 +188,27 @@ func TestCompareOfPlainIntegersAgreesWithTheDecimalParse(t *testing.T) {
 		}
 	}
 }
+
+// TestAddOfPlainIntegersAgreesWithTheDecimalSum: addNumbers' int64
+// shortcut gives the canonical sums and differences the decimal path
+// gives, up to 18 characters a side and past them.
+func TestAddOfPlainIntegersAgreesWithTheDecimalSum(t *testing.T) {
+	nums := []string{"0", "1", "-1", "7", "-7", "10", "-10", "999999999999999999", "-99999999999999999", "1000000000000000000", "123456789012345678901234567890"}
+	for _, a := range nums {
+		for _, b := range nums {
+			for _, neg := range []bool{false, true} {
+				x, _, _ := apd.NewFromString(a)
+				y, _, _ := apd.NewFromString(b)
+				var z apd.Decimal
+				if neg {
+					exact.Sub(&z, x, y)
+				} else {
+					exact.Add(&z, x, y)
+				}
+				if got, err := addNumbers(a, b, neg); err != nil || got != FormatNumber(&z) {
+					t.Errorf("addNumbers(%s, %s, %v) = %q, %v; want %s", a, b, neg, got, err, FormatNumber(&z))
+				}
+			}
+		}
+	}
+}
