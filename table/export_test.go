@@ -149,3 +149,25 @@ func OpenTook(t testing.TB, s *Service, name string) time.Duration {
 	}
 	return tb.openTook
 }
+
+// ReadLate starts a read of keyItem's item that misses the cache: it
+// looks the item's index entry up and reads the item from the log now,
+// and returns what it read and the step such a read takes last, caching
+// it, for the test to run after other writes (a reader descheduled
+// between its log read and its cache store).
+func ReadLate(t testing.TB, s *Service, tableName string, keyItem Item) (read Item, cache func()) {
+	t.Helper()
+	tb, k := tableKey(t, s, tableName, keyItem, true)
+	e, ok := tb.lookup(k)
+	if !ok {
+		t.Fatalf("no item %v", keyItem)
+	}
+	tb.cacheMu.Lock()
+	delete(tb.cache, k.id())
+	tb.cacheMu.Unlock()
+	it, err := tb.fetch(context.Background(), k, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it, func() { tb.remember(k.id(), e.shard, e.pos, it) }
+}

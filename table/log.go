@@ -65,8 +65,10 @@ type Table struct {
 
 	stripes [1024]sync.Mutex
 
+	// cache holds recent items by key id, each with the log position it
+	// was read or written at (fetch).
 	cacheMu sync.Mutex
-	cache   map[string]Item
+	cache   map[string]cachedItem
 
 	// recent keeps the latest changes written per shard, decoded, so that
 	// the change stream's readers (mappings) need not decode what this
@@ -146,14 +148,24 @@ func (t *Table) rememberChange(shard uint16, pos uint64, c *Change) {
 	t.recentMu.Unlock()
 }
 
+// cacheMax is how many items a table's cache holds; past it, half are
+// dropped (any half).
 const cacheMax = 1 << 16
+
+// cachedItem is an item of the cache and the log position (shard, pos)
+// of the change it is the new image of.
+type cachedItem struct {
+	shard uint16
+	pos   uint64
+	item  Item
+}
 
 func (s *Service) openTable(st stored) (*Table, error) {
 	sc, err := newSchema(st.KeySchema, st.AttributeDefinitions)
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{s: s, schema: sc, st: st, cache: map[string]Item{}}
+	t := &Table{s: s, schema: sc, st: st, cache: map[string]cachedItem{}}
 	t.idx = newIndex(sc.less, sc.rng == "")
 	epoch, err := s.logs.Epoch(context.Background(), st.Log)
 	if err != nil {
@@ -207,27 +219,33 @@ func (t *Table) lookup(k key) (entry, bool) {
 }
 
 // fetch returns the item of an index entry, from the cache or the log.
+// A cached item serves only the entry of its own log position: a reader
+// that read an item from the log and caches it after a newer write was
+// applied (it looked the entry up before that write) leaves an item the
+// index no longer points at, which is never served (read again instead).
 func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 	id := k.id()
 	t.cacheMu.Lock()
-	it, ok := t.cache[id]
+	c, ok := t.cache[id]
 	t.cacheMu.Unlock()
-	if ok {
-		return it, nil
+	if ok && c.shard == e.shard && c.pos == e.pos {
+		return c.item, nil
 	}
 	rec, err := t.s.logs.GetRecord(ctx, t.st.Log, stream.ShardID(int(e.shard)), e.pos)
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "table %s: read item at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
 	}
-	c, err := DecodeChange(rec.Data)
+	ch, err := DecodeChange(rec.Data)
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "table %s: bad change at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
 	}
-	t.remember(id, c.NewImage)
-	return c.NewImage, nil
+	t.remember(id, e.shard, e.pos, ch.NewImage)
+	return ch.NewImage, nil
 }
 
-func (t *Table) remember(id string, it Item) {
+// remember caches it as the item of key id written at (shard, pos); a
+// nil item (a delete) drops the key.
+func (t *Table) remember(id string, shard uint16, pos uint64, it Item) {
 	t.cacheMu.Lock()
 	if len(t.cache) >= cacheMax {
 		n := 0
@@ -241,7 +259,7 @@ func (t *Table) remember(id string, it Item) {
 	if it == nil {
 		delete(t.cache, id)
 	} else {
-		t.cache[id] = it
+		t.cache[id] = cachedItem{shard: shard, pos: pos, item: it}
 	}
 	t.cacheMu.Unlock()
 }
@@ -605,7 +623,7 @@ func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	}
 	t.idxMu.Unlock()
 	t.applyIndexes(p)
-	t.remember(p.k.id(), p.change.NewImage)
+	t.remember(p.k.id(), shard, pos, p.change.NewImage)
 	c := p.change
 	t.rememberChange(shard, pos, &c)
 }
