@@ -101,7 +101,7 @@ func HoldLogWrite(t testing.TB, s *Service, tableName string, lanes ...int) (que
 	}
 	return queued, func() {
 		for _, l := range lanes {
-			tb.flushAppends(context.Background(), l)
+			tb.flushAppends(context.Background(), l, nil)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -417,7 +418,9 @@ func (t *Table) appendChangesGated(ctx context.Context, ps []*pending) error {
 // An append that finds no write of its lane running writes its own
 // changes and every change queued behind them in one PutRecords call;
 // one that finds a write running queues and is written with everything
-// queued beside it when that write ends. Lanes are written concurrently.
+// queued beside it when that write ends, by a goroutine of its own when
+// the write that ends was the lead's (the lead's caller is answered at
+// once; see flushAppends). Lanes are written concurrently.
 // Under load, a write costs a share of one publish instead of one;
 // alone, it costs what it did. A BatchWriteItem's changes come as one
 // append (writeGroup). Changes of one item are never in one call: the
@@ -469,9 +472,15 @@ func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []erro
 	}
 	for i, l := range lead {
 		if i < len(lead)-1 {
-			go t.flushAppends(ctx, l)
+			go t.flushAppends(ctx, l, nil)
 		} else {
-			t.flushAppends(ctx, l)
+			var own *appendReq
+			for _, r := range reqs {
+				if r.lane == l {
+					own = r
+				}
+			}
+			t.flushAppends(ctx, l, own)
 		}
 	}
 	// Wait for the writes even when ctx ends: they are under way (bounded
@@ -550,8 +559,11 @@ type appendReq struct {
 
 // flushAppends writes the appends queued in a lane, up to MaxPutRecords
 // entries per call, until its queue is empty; the caller counted itself
-// in the lane's inFlight.
-func (t *Table) flushAppends(ctx context.Context, lane int) {
+// in the lane's inFlight. own is the caller's append (nil: none): once
+// it is written, the caller does not stay to write what queued meanwhile
+// (its answer would wait for the others' writes): a goroutine of its own
+// takes the lane's next write over, with the lane's inFlight count.
+func (t *Table) flushAppends(ctx context.Context, lane int, own *appendReq) {
 	gc := &t.gc[lane]
 	for {
 		gc.mu.Lock()
@@ -571,6 +583,17 @@ func (t *Table) flushAppends(ctx context.Context, lane int) {
 		}
 		gc.mu.Unlock()
 		t.writeAppends(context.WithoutCancel(ctx), batch)
+		if own != nil && slices.Contains(batch, own) {
+			gc.mu.Lock()
+			if len(gc.queue) == 0 {
+				gc.inFlight--
+				gc.mu.Unlock()
+				return
+			}
+			gc.mu.Unlock()
+			go t.flushAppends(ctx, lane, nil)
+			return
+		}
 	}
 }
 
