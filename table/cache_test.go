@@ -1,6 +1,8 @@
 package table_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -43,5 +45,37 @@ func TestALateCacheStoreNeverHidesAnAcknowledgedWrite(t *testing.T) {
 	}
 	if it := get(t, tb, "cached", key); it["v"].Number() != "3" {
 		t.Fatalf("GetItem after UpdateItem to v=3 returned %v", it)
+	}
+}
+
+// TestItemCacheStaysWithinItsBytes: a table's item cache never counts
+// more than Options.ItemCacheBytes, whatever the number of items written
+// and read, and every item still reads back as written (from the log
+// once its cache entry is dropped).
+func TestItemCacheStaysWithinItsBytes(t *testing.T) {
+	const limit = 8 << 10
+	tb := testenv.Start(t, testenv.Options{Tables: table.Options{ItemCacheBytes: limit}}).Tables
+	createTable(t, tb, "bounded", "", "")
+	data := strings.Repeat("x", 200)
+	const n = 300 // about 10 times what the cache holds
+	check := func() {
+		t.Helper()
+		items, bytes := table.CachedItems(t, tb, "bounded")
+		if bytes > limit || items == 0 {
+			t.Fatalf("the cache holds %d items counting %d bytes; its limit is %d", items, bytes, limit)
+		}
+	}
+	for i := range n {
+		if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "bounded", Item: table.Item{"pk": S(fmt.Sprint("k", i)), "d": S(data), "i": N(fmt.Sprint(i))}}); err != nil {
+			t.Fatal(err)
+		}
+		check()
+	}
+	for i := range n {
+		it := get(t, tb, "bounded", table.Item{"pk": S(fmt.Sprint("k", i))})
+		if it["i"].Number() != fmt.Sprint(i) || it["d"].String() != data {
+			t.Fatalf("item k%d read back as %v", i, it)
+		}
+		check()
 	}
 }

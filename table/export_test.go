@@ -169,5 +169,18 @@ func ReadLate(t testing.TB, s *Service, tableName string, keyItem Item) (read It
 	if err != nil {
 		t.Fatal(err)
 	}
-	return it, func() { tb.remember(k.id(), e.shard, e.pos, it) }
+	return it, func() { tb.remember(k.id(), e.shard, e.pos, it, e.size) }
+}
+
+// CachedItems is how many items the table's cache holds and what they
+// count towards Options.ItemCacheBytes.
+func CachedItems(t testing.TB, s *Service, tableName string) (items int, bytes int64) {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.cacheMu.Lock()
+	defer tb.cacheMu.Unlock()
+	return len(tb.cache), tb.cacheBytes
 }

@@ -68,8 +68,9 @@ type Table struct {
 
 	// cache holds recent items by key id, each with the log position it
 	// was read or written at (fetch).
-	cacheMu sync.Mutex
-	cache   map[string]cachedItem
+	cacheMu    sync.Mutex
+	cache      map[string]cachedItem
+	cacheBytes int64 // what the cache holds, as Options.ItemCacheBytes counts
 
 	// recent keeps the latest changes written per shard, decoded, so that
 	// the change stream's readers (mappings) need not decode what this
@@ -149,16 +150,13 @@ func (t *Table) rememberChange(shard uint16, pos uint64, c *Change) {
 	t.recentMu.Unlock()
 }
 
-// cacheMax is how many items a table's cache holds; past it, half are
-// dropped (any half).
-const cacheMax = 1 << 16
-
 // cachedItem is an item of the cache and the log position (shard, pos)
 // of the change it is the new image of.
 type cachedItem struct {
 	shard uint16
 	pos   uint64
 	item  Item
+	bytes int64 // what it counts towards Options.ItemCacheBytes
 }
 
 func (s *Service) openTable(st stored) (*Table, error) {
@@ -240,29 +238,39 @@ func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "table %s: bad change at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
 	}
-	t.remember(id, e.shard, e.pos, ch.NewImage)
+	t.remember(id, e.shard, e.pos, ch.NewImage, e.size)
 	return ch.NewImage, nil
 }
 
-// remember caches it as the item of key id written at (shard, pos); a
-// nil item (a delete) drops the key.
-func (t *Table) remember(id string, shard uint16, pos uint64, it Item) {
+// remember caches it, of size bytes (DynamoDB's count), as the item of
+// key id written at (shard, pos); a nil item (a delete) drops the key.
+// Past Options.ItemCacheBytes, entries (any) are dropped until half of it
+// is left.
+func (t *Table) remember(id string, shard uint16, pos uint64, it Item, size int32) {
 	t.cacheMu.Lock()
-	if len(t.cache) >= cacheMax {
-		n := 0
-		for k := range t.cache {
-			delete(t.cache, k)
-			if n++; n >= cacheMax/2 {
-				break
-			}
-		}
+	defer t.cacheMu.Unlock()
+	if old, ok := t.cache[id]; ok {
+		t.cacheBytes -= old.bytes
+		delete(t.cache, id)
 	}
 	if it == nil {
-		delete(t.cache, id)
-	} else {
-		t.cache[id] = cachedItem{shard: shard, pos: pos, item: it}
+		return
 	}
-	t.cacheMu.Unlock()
+	c := cachedItem{shard: shard, pos: pos, item: it, bytes: int64(len(id)) + int64(size) + CacheEntryOverhead}
+	if limit := t.s.cacheBytes; t.cacheBytes+c.bytes > limit {
+		for k, e := range t.cache {
+			if t.cacheBytes+c.bytes <= limit/2 {
+				break
+			}
+			delete(t.cache, k)
+			t.cacheBytes -= e.bytes
+		}
+		if c.bytes > limit/2 {
+			return // an item larger than half the cache is not kept
+		}
+	}
+	t.cache[id] = c
+	t.cacheBytes += c.bytes
 }
 
 // get returns the current item of k (nil if none). The caller holds k's
@@ -646,7 +654,7 @@ func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	}
 	t.idxMu.Unlock()
 	t.applyIndexes(p)
-	t.remember(p.k.id(), shard, pos, p.change.NewImage)
+	t.remember(p.k.id(), shard, pos, p.change.NewImage, p.size)
 	c := p.change
 	t.rememberChange(shard, pos, &c)
 }
