@@ -60,6 +60,10 @@ type shape struct {
 	name string
 	re   *regexp.Regexp // Pattern, anchored; nil when RE2 cannot take it
 	req  map[string]bool
+	// rule and extra are the service's serviceRules and modelExtras of
+	// the shape (nil: none), set when the model is read.
+	rule  func(v any) error
+	extra func(string) bool
 }
 
 // memberRef is a structure's member, or a list's or map's element.
@@ -122,6 +126,9 @@ func modelOf(svc Service) *model {
 		var err error
 		if m, err = loadModel(file); err != nil {
 			panic(fmt.Sprintf("awsapi: the embedded model %s: %v", file, err)) // a broken build
+		}
+		for name, s := range m.Shapes {
+			s.rule, s.extra = serviceRules[svc][name], modelExtras[svc][name]
 		}
 	}
 	models.m[svc] = m

@@ -25,6 +25,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"math/big"
 	"regexp"
@@ -69,6 +70,66 @@ type validation struct {
 	// is an absent one: a required list is the operation's to require
 	// (SendMessageBatch's EmptyBatchRequest).
 	query bool
+	// at is the path of the value being checked, one step a level; its
+	// string (path) is built only for a failure.
+	at []pathStep
+}
+
+// pathStep is one level of a value's path: a structure's member (name,
+// in lower camel case), a list's element (elem, from 1) or a map's value
+// (name is the key, mapValue set).
+type pathStep struct {
+	name     string
+	elem     int
+	mapValue bool
+}
+
+// path is the path of the value being checked: members joined by ".",
+// list elements as "<list>.<n>.member", map values as "<map>.<key>.member".
+func (vd *validation) path() string {
+	var b strings.Builder
+	for i, st := range vd.at {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		switch {
+		case st.elem > 0:
+			b.WriteString(strconv.Itoa(st.elem))
+			b.WriteString(".member")
+		case st.mapValue:
+			b.WriteString(st.name)
+			b.WriteString(".member")
+		default:
+			b.WriteString(st.name)
+		}
+	}
+	return b.String()
+}
+
+func (vd *validation) enter(st pathStep) { vd.at = append(vd.at, st) }
+func (vd *validation) leave()            { vd.at = vd.at[:len(vd.at)-1] }
+
+// outcome is what a validation has found so far (see value's maps).
+type outcome struct {
+	fails            int
+	serial, rule     error
+	missing, unknown string
+}
+
+func (vd *validation) outcome() outcome {
+	return outcome{len(vd.fails), vd.serial, vd.rule, vd.missing, vd.unknown}
+}
+
+// foundSince reports whether the validation has found anything since o
+// (each finding but fails is kept only when it is the first).
+func (vd *validation) foundSince(o outcome) bool {
+	return len(vd.fails) != o.fails || (vd.serial != nil) != (o.serial != nil) || (vd.rule != nil) != (o.rule != nil) ||
+		vd.missing != o.missing || vd.unknown != o.unknown
+}
+
+func (vd *validation) restore(o outcome) {
+	vd.fails = vd.fails[:o.fails]
+	vd.serial, vd.rule, vd.missing, vd.unknown = o.serial, o.rule, o.missing, o.unknown
 }
 
 // validateJSON checks a JSON body against op's input shape; nil when it
@@ -100,7 +161,7 @@ func validateJSONValue(op *Operation, body []byte, uri map[string]string) (any, 
 		}
 	}
 	vd := &validation{svc: op.Service, m: modelOf(op.Service), uri: uri}
-	vd.value(s, v, "")
+	vd.value(s, v)
 	return v, vd.err()
 }
 
@@ -135,9 +196,10 @@ func (vd *validation) err() error {
 	return vd.rule
 }
 
-// fail records a constraint v at path does not satisfy.
-func (vd *validation) fail(path string, v any, constraint string, args ...any) {
-	vd.fails = append(vd.fails, fmt.Sprintf("Value %s at '%s' failed to satisfy constraint: Member must ", render(v), path)+fmt.Sprintf(constraint, args...))
+// fail records a constraint the value v at the current path does not
+// satisfy.
+func (vd *validation) fail(v any, constraint string, args ...any) {
+	vd.fails = append(vd.fails, fmt.Sprintf("Value %s at '%s' failed to satisfy constraint: Member must ", render(v), vd.path())+fmt.Sprintf(constraint, args...))
 }
 
 // mismatch records a value of the wrong JSON type for s.
@@ -157,8 +219,8 @@ func (vd *validation) mismatch(s *shape, v any) {
 	vd.serial = serialization(vd.svc, "%s", msg)
 }
 
-// value checks v (not null) against s.
-func (vd *validation) value(s *shape, v any, path string) {
+// value checks v (not null), at the current path, against s.
+func (vd *validation) value(s *shape, v any) {
 	if vd.serial != nil {
 		return
 	}
@@ -172,24 +234,26 @@ func (vd *validation) value(s *shape, v any, path string) {
 		for _, m := range s.Members {
 			var mv any
 			switch {
-			case m.Location == "uri" && path == "" && vd.uri[m.LocationName] != "":
+			case m.Location == "uri" && len(vd.at) == 0 && vd.uri[m.LocationName] != "":
 				mv = vd.uri[m.LocationName]
 			case m.Location != "":
 				continue // the endpoint reads headers and query strings itself
 			default:
 				mv = obj[m.wireName()]
 			}
+			vd.enter(pathStep{name: m.lower})
 			if mv == nil {
 				switch {
 				case !s.req[m.name], vd.query && m.shape.Type == "list":
 				case vd.svc == SQS && vd.missing == "":
-					vd.missing = sqsParameter(joinPath(path, m.lower))
+					vd.missing = sqsParameter(vd.path())
 				case vd.svc != SQS:
-					vd.fail(joinPath(path, m.lower), nil, "not be null")
+					vd.fail(nil, "not be null")
 				}
-				continue
+			} else {
+				vd.value(m.shape, mv)
 			}
-			vd.value(m.shape, mv, joinPath(path, m.lower))
+			vd.leave()
 		}
 	case "list":
 		arr, ok := v.([]any)
@@ -197,10 +261,12 @@ func (vd *validation) value(s *shape, v any, path string) {
 			vd.mismatch(s, v)
 			return
 		}
-		vd.length(s, v, len(arr), path)
+		vd.length(s, v, len(arr))
 		for i, e := range arr {
 			if e != nil {
-				vd.value(s.Member.shape, e, path+"."+strconv.Itoa(i+1)+".member")
+				vd.enter(pathStep{elem: i + 1})
+				vd.value(s.Member.shape, e)
+				vd.leave()
 			}
 		}
 	case "map":
@@ -209,31 +275,39 @@ func (vd *validation) value(s *shape, v any, path string) {
 			vd.mismatch(s, v)
 			return
 		}
-		vd.length(s, v, len(obj), path)
-		for _, k := range sortedKeys(obj) {
-			vd.scalar(s.Key.shape, k, path)
-			if obj[k] != nil {
-				vd.value(s.Value.shape, obj[k], path+"."+k+".member")
-			}
+		vd.length(s, v, len(obj))
+		// Failures are reported in the keys' order: the entries are
+		// checked as the map gives them, and again in order (the first
+		// pass's findings dropped) only when they found something.
+		before := vd.outcome()
+		vd.mapEntries(s, obj, maps.Keys(obj))
+		if vd.foundSince(before) {
+			vd.restore(before)
+			vd.mapEntries(s, obj, slices.Values(sortedKeys(obj)))
 		}
 	default:
-		vd.scalar(s, v, path)
+		vd.scalar(s, v)
 	}
-	if rule := serviceRules[vd.svc][s.name]; rule != nil && vd.serial == nil && vd.rule == nil {
-		vd.rule = rule(v)
+	if s.rule != nil && vd.serial == nil && vd.rule == nil {
+		vd.rule = s.rule(v)
 	}
 }
 
-// joinPath is the path of member name (lower camel case) under path.
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
+// mapEntries checks the keys and values of a map of shape s, in the
+// order of keys.
+func (vd *validation) mapEntries(s *shape, obj map[string]any, keys iter.Seq[string]) {
+	for k := range keys {
+		vd.scalar(s.Key.shape, k)
+		if obj[k] != nil {
+			vd.enter(pathStep{name: k, mapValue: true})
+			vd.value(s.Value.shape, obj[k])
+			vd.leave()
+		}
 	}
-	return path + "." + name
 }
 
 // scalar checks a string, number, boolean, blob or timestamp.
-func (vd *validation) scalar(s *shape, v any, path string) {
+func (vd *validation) scalar(s *shape, v any) {
 	switch s.Type {
 	case "string":
 		str, ok := v.(string)
@@ -241,23 +315,23 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 			vd.mismatch(s, v)
 			return
 		}
-		if extra := modelExtras[vd.svc][s.name]; extra != nil && extra(str) {
+		if s.extra != nil && s.extra(str) {
 			return
 		}
 		before := len(vd.fails)
-		vd.length(s, v, javaLength(str), path)
+		vd.length(s, v, javaLength(str))
 		if s.re != nil && !s.re.MatchString(str) {
-			vd.fail(path, v, "satisfy regular expression pattern: %s", s.Pattern)
+			vd.fail(v, "satisfy regular expression pattern: %s", s.Pattern)
 		}
 		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) && vd.svc == SQS {
 			if vd.unknown == "" && !sqsAttributeName(vd.m, str) {
 				vd.unknown = str
 			}
 		} else if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
-			vd.fail(path, v, "satisfy enum value set: [%s]", strings.Join(s.Enum, ", "))
+			vd.fail(v, "satisfy enum value set: [%s]", strings.Join(s.Enum, ", "))
 		}
 		if vd.svc == DynamoDB && s.name == "TableArn" && len(vd.fails) == before {
-			vd.tableNameRule(str, path)
+			vd.tableNameRule(str)
 		}
 	case "blob":
 		str, ok := v.(string)
@@ -269,7 +343,7 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 		// (a SerializationException), without a second decoding here. A
 		// blob is written in messages as AWS's Java writes it, not echoed.
 		n := base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(str, "=")))
-		vd.length(s, javaBlob(n), n, path)
+		vd.length(s, javaBlob(n), n)
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			vd.mismatch(s, v)
@@ -290,12 +364,12 @@ func (vd *validation) scalar(s *shape, v any, path string) {
 			vd.mismatch(s, v)
 			return
 		}
-		vd.number(s, n, path)
+		vd.number(s, n)
 	}
 }
 
 // number checks a number's type and range.
-func (vd *validation) number(s *shape, n json.Number, path string) {
+func (vd *validation) number(s *shape, n json.Number) {
 	f, ok := new(big.Float).SetString(string(n))
 	if !ok {
 		vd.mismatch(s, n)
@@ -313,20 +387,20 @@ func (vd *validation) number(s *shape, n json.Number, path string) {
 		}
 	}
 	if s.Min != nil && f.Cmp(big.NewFloat(*s.Min)) < 0 {
-		vd.fail(path, n, "have value greater than or equal to %s", bound(*s.Min))
+		vd.fail(n, "have value greater than or equal to %s", bound(*s.Min))
 	}
 	if s.Max != nil && f.Cmp(big.NewFloat(*s.Max)) > 0 {
-		vd.fail(path, n, "have value less than or equal to %s", bound(*s.Max))
+		vd.fail(n, "have value less than or equal to %s", bound(*s.Max))
 	}
 }
 
 // length checks the length of a string, blob, list or map.
-func (vd *validation) length(s *shape, v any, n int, path string) {
+func (vd *validation) length(s *shape, v any, n int) {
 	if s.Min != nil && float64(n) < *s.Min {
-		vd.fail(path, v, "have length greater than or equal to %s", bound(*s.Min))
+		vd.fail(v, "have length greater than or equal to %s", bound(*s.Min))
 	}
 	if s.Max != nil && float64(n) > *s.Max {
-		vd.fail(path, v, "have length less than or equal to %s", bound(*s.Max))
+		vd.fail(v, "have length less than or equal to %s", bound(*s.Max))
 	}
 }
 

@@ -60,6 +60,9 @@ func attributeValueRule(v any) error {
 }
 
 func checkNumber(s string) error {
+	if expr.PlainInteger(s) {
+		return nil // valid without a decimal parse
+	}
 	if _, err := expr.ParseNumber(s); err != nil {
 		return awserr.New(awserr.ErrValidation, "%s", err.Error())
 	}
@@ -103,11 +106,11 @@ func checkSet(typ string, elems []any) error {
 // tableNameRule is DynamoDB's check of a TableName that is not an ARN
 // (the model's TableArn shape takes both): the TableName shape's
 // constraints, once the TableArn's hold.
-func (vd *validation) tableNameRule(s string, path string) {
+func (vd *validation) tableNameRule(s string) {
 	if strings.HasPrefix(s, "arn:") {
 		return
 	}
 	if name := vd.m.Shapes["TableName"]; name != nil {
-		vd.scalar(name, s, path)
+		vd.scalar(name, s)
 	}
 }

@@ -65,7 +65,7 @@ func validateForm(op *Operation, form url.Values) error {
 		v = map[string]any{}
 	}
 	vd := &validation{svc: op.Service, m: modelOf(op.Service), query: true}
-	vd.value(s, v, "")
+	vd.value(s, v)
 	return vd.err()
 }
 

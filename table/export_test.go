@@ -106,7 +106,7 @@ func HoldLogWrite(t testing.TB, s *Service, tableName string, lanes ...int) (que
 	}
 	return queued, func() {
 		for _, l := range lanes {
-			tb.flushAppends(context.Background(), l)
+			tb.flushAppends(context.Background(), l, nil)
 		}
 	}
 }
@@ -153,4 +153,39 @@ func OpenTook(t testing.TB, s *Service, name string) time.Duration {
 		t.Fatal(err)
 	}
 	return tb.openTook
+}
+
+// ReadLate starts a read of keyItem's item that misses the cache: it
+// looks the item's index entry up and reads the item from the log now,
+// and returns what it read and the step such a read takes last, caching
+// it, for the test to run after other writes (a reader descheduled
+// between its log read and its cache store).
+func ReadLate(t testing.TB, s *Service, tableName string, keyItem Item) (read Item, cache func()) {
+	t.Helper()
+	tb, k := tableKey(t, s, tableName, keyItem, true)
+	e, ok := tb.lookup(k)
+	if !ok {
+		t.Fatalf("no item %v", keyItem)
+	}
+	tb.cacheMu.Lock()
+	delete(tb.cache, k.id())
+	tb.cacheMu.Unlock()
+	it, err := tb.fetch(context.Background(), k, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it, func() { tb.remember(k.id(), e.shard, e.pos, it, e.size) }
+}
+
+// CachedItems is how many items the table's cache holds and what they
+// count towards Options.ItemCacheBytes.
+func CachedItems(t testing.TB, s *Service, tableName string) (items int, bytes int64) {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.cacheMu.Lock()
+	defer tb.cacheMu.Unlock()
+	return len(tb.cache), tb.cacheBytes
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,8 +66,11 @@ type Table struct {
 
 	stripes [1024]sync.Mutex
 
-	cacheMu sync.Mutex
-	cache   map[string]Item
+	// cache holds recent items by key id, each with the log position it
+	// was read or written at (fetch).
+	cacheMu    sync.Mutex
+	cache      map[string]cachedItem
+	cacheBytes int64 // what the cache holds, as Options.ItemCacheBytes counts
 
 	// recent keeps the latest changes written per shard, decoded, so that
 	// the change stream's readers (mappings) need not decode what this
@@ -149,14 +153,21 @@ func (t *Table) rememberChange(shard uint16, pos uint64, c *Change) {
 	t.recentMu.Unlock()
 }
 
-const cacheMax = 1 << 16
+// cachedItem is an item of the cache and the log position (shard, pos)
+// of the change it is the new image of.
+type cachedItem struct {
+	shard uint16
+	pos   uint64
+	item  Item
+	bytes int64 // what it counts towards Options.ItemCacheBytes
+}
 
 func (s *Service) openTable(st stored) (*Table, error) {
 	sc, err := newSchema(st.KeySchema, st.AttributeDefinitions)
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{s: s, schema: sc, st: st, cache: map[string]Item{}}
+	t := &Table{s: s, schema: sc, st: st, cache: map[string]cachedItem{}}
 	t.idx = newIndex(sc.less, sc.rng == "")
 	epoch, err := s.logs.Epoch(context.Background(), st.Log)
 	if err != nil {
@@ -210,43 +221,59 @@ func (t *Table) lookup(k key) (entry, bool) {
 }
 
 // fetch returns the item of an index entry, from the cache or the log.
+// A cached item serves only the entry of its own log position: a reader
+// that read an item from the log and caches it after a newer write was
+// applied (it looked the entry up before that write) leaves an item the
+// index no longer points at, which is never served (read again instead).
 func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 	id := k.id()
 	t.cacheMu.Lock()
-	it, ok := t.cache[id]
+	c, ok := t.cache[id]
 	t.cacheMu.Unlock()
-	if ok {
-		return it, nil
+	if ok && c.shard == e.shard && c.pos == e.pos {
+		return c.item, nil
 	}
 	rec, err := t.s.logs.GetRecord(ctx, t.st.Log, stream.ShardID(int(e.shard)), e.pos)
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "table %s: read item at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
 	}
-	c, err := DecodeChange(rec.Data)
+	ch, err := DecodeChange(rec.Data)
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "table %s: bad change at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
 	}
-	t.remember(id, c.NewImage)
-	return c.NewImage, nil
+	t.remember(id, e.shard, e.pos, ch.NewImage, e.size)
+	return ch.NewImage, nil
 }
 
-func (t *Table) remember(id string, it Item) {
+// remember caches it, of size bytes (DynamoDB's count), as the item of
+// key id written at (shard, pos); a nil item (a delete) drops the key.
+// Past Options.ItemCacheBytes, entries (any) are dropped until half of it
+// is left.
+func (t *Table) remember(id string, shard uint16, pos uint64, it Item, size int32) {
 	t.cacheMu.Lock()
-	if len(t.cache) >= cacheMax {
-		n := 0
-		for k := range t.cache {
-			delete(t.cache, k)
-			if n++; n >= cacheMax/2 {
-				break
-			}
-		}
+	defer t.cacheMu.Unlock()
+	if old, ok := t.cache[id]; ok {
+		t.cacheBytes -= old.bytes
+		delete(t.cache, id)
 	}
 	if it == nil {
-		delete(t.cache, id)
-	} else {
-		t.cache[id] = it
+		return
 	}
-	t.cacheMu.Unlock()
+	c := cachedItem{shard: shard, pos: pos, item: it, bytes: int64(len(id)) + int64(size) + CacheEntryOverhead}
+	if limit := t.s.cacheBytes; t.cacheBytes+c.bytes > limit {
+		for k, e := range t.cache {
+			if t.cacheBytes+c.bytes <= limit/2 {
+				break
+			}
+			delete(t.cache, k)
+			t.cacheBytes -= e.bytes
+		}
+		if c.bytes > limit/2 {
+			return // an item larger than half the cache is not kept
+		}
+	}
+	t.cache[id] = c
+	t.cacheBytes += c.bytes
 }
 
 // get returns the current item of k (nil if none). The caller holds k's
@@ -402,7 +429,9 @@ func (t *Table) appendChangesGated(ctx context.Context, ps []*pending) error {
 // An append that finds no write of its lane running writes its own
 // changes and every change queued behind them in one PutRecords call;
 // one that finds a write running queues and is written with everything
-// queued beside it when that write ends. Lanes are written concurrently.
+// queued beside it when that write ends, by a goroutine of its own when
+// the write that ends was the lead's (the lead's caller is answered at
+// once; see flushAppends). Lanes are written concurrently.
 // Under load, a write costs a share of one publish instead of one;
 // alone, it costs what it did. A BatchWriteItem's changes come as one
 // append (writeGroup). Changes of one item are never in one call: the
@@ -454,9 +483,15 @@ func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []erro
 	}
 	for i, l := range lead {
 		if i < len(lead)-1 {
-			go t.flushAppends(ctx, l)
+			go t.flushAppends(ctx, l, nil)
 		} else {
-			t.flushAppends(ctx, l)
+			var own *appendReq
+			for _, r := range reqs {
+				if r.lane == l {
+					own = r
+				}
+			}
+			t.flushAppends(ctx, l, own)
 		}
 	}
 	// Wait for the writes even when ctx ends: they are under way (bounded
@@ -535,8 +570,11 @@ type appendReq struct {
 
 // flushAppends writes the appends queued in a lane, up to MaxPutRecords
 // entries per call, until its queue is empty; the caller counted itself
-// in the lane's inFlight.
-func (t *Table) flushAppends(ctx context.Context, lane int) {
+// in the lane's inFlight. own is the caller's append (nil: none): once
+// it is written, the caller does not stay to write what queued meanwhile
+// (its answer would wait for the others' writes): a goroutine of its own
+// takes the lane's next write over, with the lane's inFlight count.
+func (t *Table) flushAppends(ctx context.Context, lane int, own *appendReq) {
 	gc := &t.gc[lane]
 	for {
 		gc.mu.Lock()
@@ -556,6 +594,17 @@ func (t *Table) flushAppends(ctx context.Context, lane int) {
 		}
 		gc.mu.Unlock()
 		t.writeAppends(context.WithoutCancel(ctx), batch)
+		if own != nil && slices.Contains(batch, own) {
+			gc.mu.Lock()
+			if len(gc.queue) == 0 {
+				gc.inFlight--
+				gc.mu.Unlock()
+				return
+			}
+			gc.mu.Unlock()
+			go t.flushAppends(ctx, lane, nil)
+			return
+		}
 	}
 }
 
@@ -611,7 +660,7 @@ func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	}
 	t.idxMu.Unlock()
 	t.applyIndexes(p)
-	t.remember(p.k.id(), p.change.NewImage)
+	t.remember(p.k.id(), shard, pos, p.change.NewImage, p.size)
 	c := p.change
 	t.rememberChange(shard, pos, &c)
 }

@@ -210,10 +210,11 @@ type stored struct {
 // Service is the tables API over one engine. Open it with New; it is safe
 // for concurrent use.
 type Service struct {
-	eng   *engine.Engine
-	logs  *stream.Service
-	meta  jetstream.KeyValue
-	txlog jetstream.Stream
+	eng        *engine.Engine
+	cacheBytes int64 // Options.ItemCacheBytes
+	logs       *stream.Service
+	meta       jetstream.KeyValue
+	txlog      jetstream.Stream
 
 	mu     sync.RWMutex
 	tables map[string]*Table // by name
@@ -278,7 +279,27 @@ type Options struct {
 	// would count as one more goroutine waiting on it (tests that wait
 	// for "the receive is waiting on the clock" then went on too early).
 	SnapshotClock clockwork.Clock
+	// ItemCacheBytes bounds each table's cache of items (GetItem, the
+	// conditions and updates read their item there before the log): the
+	// items' sizes as DynamoDB counts them (TableSizeBytes), plus each
+	// one's key bytes and CacheEntryOverhead, not the heap they take
+	// (larger). Past it,
+	// entries are dropped until half is left; an item counting more than
+	// half is not cached. Default DefaultItemCacheBytes (16 MiB, about
+	// 50,000 items of 200 bytes); a table's memory for cached items is
+	// then bounded whatever its item count and item sizes (before, the
+	// bound was 65,536 items of up to 400 KB each).
+	ItemCacheBytes int64
 }
+
+// DefaultItemCacheBytes is Options.ItemCacheBytes' default: 16 MiB a
+// table.
+const DefaultItemCacheBytes = 16 << 20
+
+// CacheEntryOverhead is what each cached item counts towards
+// Options.ItemCacheBytes beyond its size and its key's bytes: the map's
+// entry and the item's header.
+const CacheEntryOverhead = 128
 
 // Logs returns the stream service holding the tables' change logs, for the
 // mappings and the DynamoDB Streams API.
@@ -331,6 +352,10 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 		Lost: s.drop, Detail: errorDetail, Undetail: errorUndetail,
 	})
 	s.snapClock = opts.SnapshotClock
+	s.cacheBytes = opts.ItemCacheBytes
+	if s.cacheBytes <= 0 {
+		s.cacheBytes = DefaultItemCacheBytes
+	}
 	snapEvery := opts.SnapshotInterval
 	if snapEvery == 0 {
 		snapEvery = DefaultSnapshotInterval

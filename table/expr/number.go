@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
@@ -96,6 +97,9 @@ func FormatNumber(d *apd.Decimal) string {
 // CanonicalNumber parses s with ParseNumber and returns FormatNumber of it:
 // the form DynamoDB stores and returns ("01.50" -> "1.5").
 func CanonicalNumber(s string) (string, error) {
+	if PlainInteger(s) {
+		return s, nil
+	}
 	d, err := ParseNumber(s)
 	if err != nil {
 		return "", err
@@ -107,6 +111,16 @@ func CanonicalNumber(s string) (string, error) {
 // DynamoDB error when the result leaves the range or needs more than 38
 // digits (it is never rounded).
 func addNumbers(a, b string, neg bool) (string, error) {
+	if len(a) <= 18 && len(b) <= 18 && PlainInteger(a) && PlainInteger(b) {
+		// Both of at most 18 characters (below 10^18 in magnitude): their
+		// sum or difference fits an int64, and 38 digits.
+		x, _ := strconv.ParseInt(a, 10, 64)
+		y, _ := strconv.ParseInt(b, 10, 64)
+		if neg {
+			y = -y
+		}
+		return strconv.FormatInt(x+y, 10), nil
+	}
 	x, err := ParseNumber(a)
 	if err != nil {
 		return "", err
@@ -133,10 +147,57 @@ func addNumbers(a, b string, neg bool) (string, error) {
 // cmpNumbers compares two number strings numerically; ok is false when
 // either is not a valid number.
 func cmpNumbers(a, b string) (int, bool) {
+	if PlainInteger(a) && PlainInteger(b) {
+		return cmpPlainIntegers(a, b), true
+	}
 	x, _, err1 := apd.NewFromString(a)
 	y, _, err2 := apd.NewFromString(b)
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
 	return x.Cmp(y), true
+}
+
+// cmpPlainIntegers compares two PlainInteger strings: by sign, then by
+// their number of digits (no leading zeros), then digit by digit.
+func cmpPlainIntegers(a, b string) int {
+	na, nb := a[0] == '-', b[0] == '-'
+	switch {
+	case na && !nb:
+		return -1
+	case !na && nb:
+		return 1
+	case na: // both negative: the larger magnitude is the smaller
+		return cmpPlainIntegers(b[1:], a[1:])
+	}
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// PlainInteger reports whether s is an integer written as FormatNumber
+// writes it: an optional '-', then 1 to 38 digits, the first not 0
+// unless it is the only one and unsigned ("0", "12", "-7"; not "007",
+// "-0", "+1", "1.0", "1e2"). Such a string is a valid DynamoDB number
+// (38 digits at most, magnitude below 1E+38) and already canonical, so
+// its checks and its size need no decimal parse: the write path's
+// shortcut (most numbers written are such integers).
+func PlainInteger(s string) bool {
+	digits := s
+	if len(s) > 0 && s[0] == '-' {
+		digits = s[1:]
+	}
+	if len(digits) == 0 || len(digits) > maxDigits || (digits[0] == '0' && len(s) != 1) {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/cockroachdb/apd/v3"
 )
 
 func TestParseNumber(t *testing.T) {
@@ -125,4 +126,89 @@ func sign(n int) int {
 		return 1
 	}
 	return 0
+}
+
+// TestPlainIntegerShortcutAgreesWithTheDecimalParse: for the strings
+// PlainInteger takes, the shortcuts of CanonicalNumber and numberSize
+// give what the decimal parse gives, and PlainInteger refuses every form
+// the parse would change or refuse.
+func TestPlainIntegerShortcutAgreesWithTheDecimalParse(t *testing.T) {
+	cases := []struct {
+		s     string
+		plain bool
+	}{
+		{"0", true}, {"7", true}, {"-7", true}, {"10", true}, {"1000", true}, {"-1200", true},
+		{"12345678901234567890123456789012345678", true},   // 38 digits
+		{"-99999999999999999999999999999999999999", true},  // 38 digits
+		{"123456789012345678901234567890123456789", false}, // 39: too many
+		{"-0", false}, {"007", false}, {"00", false}, {"+1", false}, {"1.0", false}, {"1e2", false},
+		{"", false}, {"-", false}, {" 1", false}, {"1 ", false}, {"1a", false}, {"NaN", false},
+	}
+	for _, c := range cases {
+		if got := PlainInteger(c.s); got != c.plain {
+			t.Errorf("PlainInteger(%q) = %v, want %v", c.s, got, c.plain)
+		}
+		if !c.plain {
+			continue
+		}
+		d, err := ParseNumber(c.s)
+		if err != nil {
+			t.Fatalf("ParseNumber(%q): %v", c.s, err)
+		}
+		if got := FormatNumber(d); got != c.s {
+			t.Errorf("%q is canonical as %q", c.s, got)
+		}
+		if got, _ := CanonicalNumber(c.s); got != c.s {
+			t.Errorf("CanonicalNumber(%q) = %q", c.s, got)
+		}
+		var r apd.Decimal
+		r.Reduce(d)
+		want := 2
+		if !d.IsZero() {
+			want = (int(r.NumDigits())+1)/2 + 1
+		}
+		if got := numberSize(c.s); got != want {
+			t.Errorf("numberSize(%q) = %d, the decimal parse gives %d", c.s, got, want)
+		}
+	}
+}
+
+// TestCompareOfPlainIntegersAgreesWithTheDecimalParse: cmpNumbers'
+// shortcut for two PlainInteger strings orders them as apd does.
+func TestCompareOfPlainIntegersAgreesWithTheDecimalParse(t *testing.T) {
+	nums := []string{"0", "1", "-1", "9", "10", "-10", "99", "100", "-99", "-100", "12345678901234567890123456789012345678",
+		"-12345678901234567890123456789012345678", "12345678901234567890123456789012345677", "20", "19", "-19", "-20"}
+	for _, a := range nums {
+		for _, b := range nums {
+			x, _, _ := apd.NewFromString(a)
+			y, _, _ := apd.NewFromString(b)
+			if got, ok := cmpNumbers(a, b); !ok || got != x.Cmp(y) {
+				t.Errorf("cmpNumbers(%s, %s) = %d, %v; apd says %d", a, b, got, ok, x.Cmp(y))
+			}
+		}
+	}
+}
+
+// TestAddOfPlainIntegersAgreesWithTheDecimalSum: addNumbers' int64
+// shortcut gives the canonical sums and differences the decimal path
+// gives, up to 18 characters a side and past them.
+func TestAddOfPlainIntegersAgreesWithTheDecimalSum(t *testing.T) {
+	nums := []string{"0", "1", "-1", "7", "-7", "10", "-10", "999999999999999999", "-99999999999999999", "1000000000000000000", "123456789012345678901234567890"}
+	for _, a := range nums {
+		for _, b := range nums {
+			for _, neg := range []bool{false, true} {
+				x, _, _ := apd.NewFromString(a)
+				y, _, _ := apd.NewFromString(b)
+				var z apd.Decimal
+				if neg {
+					exact.Sub(&z, x, y)
+				} else {
+					exact.Add(&z, x, y)
+				}
+				if got, err := addNumbers(a, b, neg); err != nil || got != FormatNumber(&z) {
+					t.Errorf("addNumbers(%s, %s, %v) = %q, %v; want %s", a, b, neg, got, err, FormatNumber(&z))
+				}
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
@@ -238,6 +239,15 @@ func valueSize(v events.DynamoDBAttributeValue) int {
 }
 
 func numberSize(s string) int {
+	if PlainInteger(s) {
+		// The digits without the sign and trailing zeros: what Reduce
+		// leaves of the coefficient ("0" is the zero).
+		if s == "0" {
+			return 2
+		}
+		digits := strings.TrimRight(strings.TrimPrefix(s, "-"), "0")
+		return (len(digits)+1)/2 + 1
+	}
 	d, err := ParseNumber(s)
 	if err != nil {
 		return len(s)
