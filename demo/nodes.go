@@ -201,11 +201,7 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 		resolved := rd.resolved()
 		done := !producing && resolved >= prod.put.Load() && killer.Finished(nc.KillAt > 0) && rd.complete(prod)
 		return resolved, done, got+gotFail > 0, nil
-	}, func() string {
-		prod.mu.Lock()
-		defer prod.mu.Unlock()
-		return "; unresolved by shard: " + rd.missing(prod.rows)
-	})
+	}, prod.unresolved(rd.missing))
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
@@ -77,6 +78,18 @@ func Equal(a, b events.DynamoDBAttributeValue) bool {
 		return slices.EqualFunc(a.List(), b.List(), Equal)
 	case events.DataTypeMap:
 		return maps.EqualFunc(a.Map(), b.Map(), Equal)
+	}
+	return false
+}
+
+// beginsWith is begins_with(a, b): a string prefix of a string, or a
+// binary prefix of a binary; false for any other types.
+func beginsWith(a, b events.DynamoDBAttributeValue) bool {
+	switch {
+	case a.DataType() == events.DataTypeString && b.DataType() == events.DataTypeString:
+		return strings.HasPrefix(a.String(), b.String())
+	case a.DataType() == events.DataTypeBinary && b.DataType() == events.DataTypeBinary:
+		return bytes.HasPrefix(a.Binary(), b.Binary())
 	}
 	return false
 }
