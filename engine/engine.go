@@ -479,6 +479,16 @@ func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
 	return e.leases, nil
 }
 
+// LeaseHolders returns the holder of every live lease by its key
+// (Leases, then lease.Manager.Holders): one KV read per lease.
+func (e *Engine) LeaseHolders(ctx context.Context) (map[string]string, error) {
+	m, err := e.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.Holders(ctx)
+}
+
 // leaseNode names this process in lease values: a random NUID, after the
 // server name for an embedded cluster node ("node-1-Vd2cT0Jp"), so that
 // runnel cluster status shows which node holds what. The random part
