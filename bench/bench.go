@@ -543,67 +543,67 @@ func (e *env) kinesisStream(ctx context.Context) (*stream.StreamDescription, err
 
 // put stores n records with PutRecords calls of stream.MaxPutRecords,
 // putProducers at a time, partition keys spread over 1024 values. Entries
-// that fail are put again.
+// that fail are put again (putBatches: at most 10 calls each).
 func (e *env) put(ctx context.Context, streamName string, n int) error {
-	calls := make(chan []stream.PutRecordsRequestEntry, putProducers)
-	errc := make(chan error, putProducers)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range putProducers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for entries := range calls {
-				for attempt := 0; len(entries) > 0; attempt++ {
-					if attempt > 10 {
-						errc <- fmt.Errorf("%d records failed 10 times", len(entries))
-						cancel()
-						return
-					}
-					out, err := e.rn.Streams.PutRecords(ctx, streamName, entries)
-					if err != nil {
-						errc <- err
-						cancel()
-						return
-					}
-					if out.FailedRecordCount == 0 {
-						break
-					}
-					var retry []stream.PutRecordsRequestEntry
-					for i, r := range out.Records {
-						if r.ErrorCode != "" {
-							retry = append(retry, entries[i])
-						}
-					}
-					entries = retry
-				}
-			}
-		}()
-	}
-	// The entries are built up front, so the timed phase measures runnel,
-	// not the generator.
+	// The entries are built up front, so the calls measure runnel, not
+	// the generator.
 	all := make([]stream.PutRecordsRequestEntry, n)
 	for i := range all {
 		all[i] = stream.PutRecordsRequestEntry{Data: e.payload, PartitionKey: e.keys[i%len(e.keys)]}
 	}
-	var err error
+	return putBatches(ctx, all, stream.MaxPutRecords, putProducers, func(ctx context.Context, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsRequestEntry, error) {
+		out, err := e.rn.Streams.PutRecords(ctx, streamName, entries)
+		if err != nil || out.FailedRecordCount == 0 {
+			return nil, err
+		}
+		var retry []stream.PutRecordsRequestEntry
+		for i, r := range out.Records {
+			if r.ErrorCode != "" {
+				retry = append(retry, entries[i])
+			}
+		}
+		return retry, nil
+	})
+}
+
+// putBatches puts all in calls of at most batch entries, producers calls
+// at once. put makes one call and returns the entries that failed, which
+// are put again, in at most 10 calls in all (then the whole put fails,
+// "N records failed 10 times"). It returns the first error (the other
+// calls are cancelled), or ctx's.
+func putBatches[E any](ctx context.Context, all []E, batch, producers int, put func(ctx context.Context, entries []E) (failed []E, err error)) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	calls := make(chan []E)
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Go(func() {
+			for entries := range calls {
+				for attempt := 0; len(entries) > 0; attempt++ {
+					if attempt == 10 {
+						cancel(fmt.Errorf("%d records failed 10 times", len(entries)))
+						return
+					}
+					var err error
+					if entries, err = put(ctx, entries); err != nil {
+						cancel(err)
+						return
+					}
+				}
+			}
+		})
+	}
 send:
-	for i := 0; i < n; i += stream.MaxPutRecords {
+	for i := 0; i < len(all); i += batch {
 		select {
-		case calls <- all[i:min(i+stream.MaxPutRecords, n)]:
+		case calls <- all[i:min(i+batch, len(all))]:
 		case <-ctx.Done():
 			break send
 		}
 	}
 	close(calls)
 	wg.Wait()
-	select {
-	case err = <-errc:
-	default:
-		err = ctx.Err()
-	}
-	return err
+	return context.Cause(ctx)
 }
 
 func runRunnelPut(ctx context.Context, e *env, n int, t timer) (string, error) {

@@ -359,50 +359,19 @@ func waitActive(ctx context.Context, client *kinesis.Client, streamName string) 
 // endpointPut puts the entries in PutRecords calls of endpointPutBatch,
 // producers at once; entries that fail are put again (at most 10 times).
 func endpointPut(ctx context.Context, client *kinesis.Client, streamName string, all []ktypes.PutRecordsRequestEntry, producers int) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	calls := make(chan []ktypes.PutRecordsRequestEntry)
-	var wg sync.WaitGroup
-	for range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for entries := range calls {
-				for attempt := 0; len(entries) > 0; attempt++ {
-					if attempt == 10 {
-						cancel(fmt.Errorf("%d records failed 10 times", len(entries)))
-						return
-					}
-					out, err := client.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(streamName), Records: entries})
-					if err != nil {
-						cancel(err)
-						return
-					}
-					if aws.ToInt32(out.FailedRecordCount) == 0 {
-						break
-					}
-					var retry []ktypes.PutRecordsRequestEntry
-					for i, r := range out.Records {
-						if r.ErrorCode != nil {
-							retry = append(retry, entries[i])
-						}
-					}
-					entries = retry
-				}
-			}
-		}()
-	}
-send:
-	for i := 0; i < len(all); i += endpointPutBatch {
-		select {
-		case calls <- all[i:min(i+endpointPutBatch, len(all))]:
-		case <-ctx.Done():
-			break send
+	return putBatches(ctx, all, endpointPutBatch, producers, func(ctx context.Context, entries []ktypes.PutRecordsRequestEntry) ([]ktypes.PutRecordsRequestEntry, error) {
+		out, err := client.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(streamName), Records: entries})
+		if err != nil || aws.ToInt32(out.FailedRecordCount) == 0 {
+			return nil, err
 		}
-	}
-	close(calls)
-	wg.Wait()
-	return context.Cause(ctx)
+		var retry []ktypes.PutRecordsRequestEntry
+		for i, r := range out.Records {
+			if r.ErrorCode != nil {
+				retry = append(retry, entries[i])
+			}
+		}
+		return retry, nil
+	})
 }
 
 // endpointGet reads every shard from TRIM_HORIZON, one reader per shard,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -149,36 +148,16 @@ func runRunnelQueue(ctx context.Context, e *env, n int, t timer) (string, error)
 // or an error. It returns the first error (a failed worker stops; the
 // others run on to their end, as a benchmark's failure is fatal anyway).
 func sendAndReceive(n int, send func(lo, hi int) error, receive func() (more bool, err error)) error {
-	errs := make(chan error, 2*queueWorkers)
-	var wg sync.WaitGroup
-	per := (n + queueWorkers - 1) / queueWorkers
-	for w := 0; w < queueWorkers; w++ {
-		wg.Go(func() {
-			for i := w * per; i < min(n, (w+1)*per); i += 10 {
-				if err := send(i, min(i+10, (w+1)*per, n)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-		wg.Go(func() {
+	receivers := make([]func() error, queueWorkers)
+	for i := range receivers {
+		receivers[i] = func() error {
 			for {
 				more, err := receive()
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !more {
-					return
+				if err != nil || !more {
+					return err
 				}
 			}
-		})
+		}
 	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+	return splitRun(n, queueWorkers, 10, send, receivers...)
 }

@@ -100,16 +100,32 @@ func snsFanout(ctx context.Context, e *env, n int, t timer, raw bool) (string, e
 // call on its consecutive ranges [lo, hi) of at most batch, and returns
 // the first error.
 func inParallel(n, batch int, call func(lo, hi int) error) error {
-	errs := make(chan error, snsPublishers)
+	return splitRun(n, snsPublishers, batch, call)
+}
+
+// splitRun splits [0, n) evenly among workers goroutines, each calling
+// call on its consecutive ranges [lo, hi) of at most batch, and runs each
+// of also in a goroutine of its own, at the same time. It returns the
+// first error once all have ended (a failed goroutine stops; the others
+// run on to their end, as a benchmark's failure is fatal anyway).
+func splitRun(n, workers, batch int, call func(lo, hi int) error, also ...func() error) error {
+	errs := make(chan error, workers+len(also))
 	var wg sync.WaitGroup
-	per := (n + snsPublishers - 1) / snsPublishers
-	for w := range snsPublishers {
+	per := (n + workers - 1) / workers
+	for w := range workers {
 		wg.Go(func() {
 			for i := w * per; i < min(n, (w+1)*per); i += batch {
 				if err := call(i, min(i+batch, (w+1)*per, n)); err != nil {
 					errs <- err
 					return
 				}
+			}
+		})
+	}
+	for _, f := range also {
+		wg.Go(func() {
+			if err := f(); err != nil {
+				errs <- err
 			}
 		})
 	}

@@ -533,11 +533,7 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 		return c.describeTable(ctx)
 	})
 	if err == nil {
-		err = phase(OpPutItem, n, cfg.Callers, func(ctx context.Context, i int, m *tableMeter) error {
-			m.calls.Add(1)
-			m.items.Add(1)
-			return c.putItem(ctx, i)
-		})
+		err = phase(OpPutItem, n, cfg.Callers, oneItem(c.putItem))
 	}
 	if err == nil {
 		err = phase(OpGetItem, n, cfg.Callers, func(ctx context.Context, i int, m *tableMeter) error {
@@ -557,11 +553,7 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 		})
 	}
 	if err == nil {
-		err = phase(OpUpdateItem, n, cfg.Callers, func(ctx context.Context, i int, m *tableMeter) error {
-			m.calls.Add(1)
-			m.items.Add(1)
-			return c.updateItem(ctx, i)
-		})
+		err = phase(OpUpdateItem, n, cfg.Callers, oneItem(c.updateItem))
 	}
 	if err == nil {
 		err = phase(OpBatchWriteItem, (n+tableBatchWrite-1)/tableBatchWrite, cfg.Callers, func(ctx context.Context, j int, m *tableMeter) error {
@@ -630,6 +622,16 @@ func measureTables(ctx context.Context, w *tableWorkload, name, server string, c
 		}
 	}
 	return t, err
+}
+
+// oneItem is a phase's call of an operation on one item, item i: it
+// counts one call and one item, then calls op.
+func oneItem(op func(ctx context.Context, i int) error) func(ctx context.Context, i int, m *tableMeter) error {
+	return func(ctx context.Context, i int, m *tableMeter) error {
+		m.calls.Add(1)
+		m.items.Add(1)
+		return op(ctx, i)
+	}
 }
 
 // untilProcessed calls batch with the items, then with those it left

@@ -186,11 +186,7 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		resolved := rd.resolved()
 		return resolved, !producing && resolved >= prod.put.Load(), got+gotFail > 0, nil
-	}, func() string {
-		prod.mu.Lock()
-		defer prod.mu.Unlock()
-		return "; unresolved by shard: " + rd.missing(prod.rows)
-	})
+	}, prod.unresolved(rd.missing))
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -64,16 +63,10 @@ func (f *NodeFunction) Use(q *queue.Service) { f.queues.Store(q) }
 
 func (f *NodeFunction) handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	res := nodeResult{Node: f.node, Records: map[string][]nodeRecord{}}
-	for _, r := range ev.Records {
-		fl, poison, err := flights.ParseJSON(r.Kinesis.Data)
-		if err != nil {
-			return events.KinesisEventResponse{}, fmt.Errorf("record %s: %w", r.EventID, err)
-		}
-		if poison {
-			return events.KinesisEventResponse{}, errors.New("poison record " + r.Kinesis.SequenceNumber)
-		}
-		shard, _, _ := strings.Cut(r.EventID, ":")
+	if err := flights.EachKinesisFlight(ev, func(shard string, r events.KinesisEventRecord, fl flights.Flight) {
 		res.Records[shard] = append(res.Records[shard], nodeRecord{Seq: r.Kinesis.SequenceNumber, Origin: fl.Origin, Delay: fl.Delay})
+	}); err != nil {
+		return events.KinesisEventResponse{}, err
 	}
 	q := f.queues.Load()
 	url := function.Env(ctx)["RESULTS_QUEUE_URL"]

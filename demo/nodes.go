@@ -69,17 +69,24 @@ type nodeSetup struct {
 	stream, streamARN, resultsURL, failURL, failARN, fn, mappingUUID string
 }
 
+// unlessExists is a create call's err, or nil when it is an E: the
+// service's "already exists" answer, here to a retried call whose first
+// answer was lost.
+func unlessExists[E error](err error) error {
+	var e E
+	if errors.As(err, &e) {
+		return nil
+	}
+	return err
+}
+
 // setUpOnNodes creates the stream, the results and on-failure queues, the
 // function and the mapping, each call through any node.
 func setUpOnNodes(ctx context.Context, cfg Config, a *nodeset.Clients, suffix, account string) (*nodeSetup, error) {
 	s := &nodeSetup{stream: "flights-" + suffix, fn: "flight-stats-" + suffix}
 	if _, err := nodeset.OnAny(ctx, a, func(i int) (*kinesis.CreateStreamOutput, error) {
 		out, err := a.Kinesis[i].CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(s.stream), ShardCount: aws.Int32(int32(cfg.Shards))})
-		var inUse *ktypes.ResourceInUseException
-		if errors.As(err, &inUse) {
-			err = nil // a retried call whose first answer was lost
-		}
-		return out, err
+		return out, unlessExists[*ktypes.ResourceInUseException](err)
 	}); err != nil {
 		return nil, fmt.Errorf("CreateStream: %w", err)
 	}
@@ -124,11 +131,7 @@ func setUpOnNodes(ctx context.Context, cfg Config, a *nodeset.Clients, suffix, a
 			Runtime: "runnel", Handler: aws.String(NodeHandler), Timeout: aws.Int32(60), Code: &ltypes.FunctionCode{},
 			Environment: &ltypes.Environment{Variables: map[string]string{"RESULTS_QUEUE_URL": s.resultsURL}},
 		})
-		var exists *ltypes.ResourceConflictException
-		if errors.As(err, &exists) {
-			err = nil // a retried call whose first answer was lost
-		}
-		return out, err
+		return out, unlessExists[*ltypes.ResourceConflictException](err)
 	}); err != nil {
 		return nil, fmt.Errorf("CreateFunction: %w", err)
 	}
@@ -201,11 +204,7 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 		resolved := rd.resolved()
 		done := !producing && resolved >= prod.put.Load() && killer.Finished(nc.KillAt > 0) && rd.complete(prod)
 		return resolved, done, got+gotFail > 0, nil
-	}, func() string {
-		prod.mu.Lock()
-		defer prod.mu.Unlock()
-		return "; unresolved by shard: " + rd.missing(prod.rows)
-	})
+	}, prod.unresolved(rd.missing))
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,17 @@ func (pr *production) settle(ctx context.Context, step func(producing bool) (res
 	}
 }
 
+// unresolved is settle's stuck words for a reader whose missing
+// describes the records put but not resolved, per shard: it reads the
+// producer's rows under its lock.
+func (pr *production) unresolved(missing func(rows [][]int32) string) func() string {
+	return func() string {
+		pr.mu.Lock()
+		defer pr.mu.Unlock()
+		return "; unresolved by shard: " + missing(pr.rows)
+	}
+}
+
 // warn logs err at most every 5 s.
 func (pr *production) warn(msg string, err error) {
 	if time.Since(pr.warned) > 5*time.Second {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/runnel-dev/runnel/internal/clocks"
 )
 
 // LoadJSON reads every key of a key-value bucket and decodes its value as
@@ -42,14 +43,7 @@ func LoadJSON[T any](ctx context.Context, kv jetstream.KeyValue, fn func(key str
 // clock decide when it ends). It returns ctx.Err() if ctx ends first,
 // else nil.
 func Sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clocks.Sleep(ctx, c, d)
 }
 
 // Watch follows a key-value bucket with kv.WatchAll(opts...) until ctx
@@ -78,4 +72,35 @@ func Watch(ctx context.Context, wg *sync.WaitGroup, kv jetstream.KeyValue, fn fu
 		}
 	})
 	return nil
+}
+
+// ApplyEntry applies an entry of a watched bucket to state, a process's
+// copy of the bucket by key; the caller holds state's lock. An entry no
+// newer than the state held for its key (rev gives that state's
+// revision) is skipped: entries come in revision order, so it is this
+// process's own write, already applied. A deletion or purge removes the
+// key. A put's value is decoded from JSON into a T and handed to build,
+// whose result is stored under the key; build returns nil (and logs why)
+// to keep the key's state as it was. A value that does not decode is
+// handed to unreadable and skipped. It reports whether it stored a state.
+func ApplyEntry[T, S any](state map[string]*S, e jetstream.KeyValueEntry, rev func(*S) uint64, build func(T) *S, unreadable func(error)) bool {
+	k := e.Key()
+	if cur := state[k]; cur != nil && e.Revision() <= rev(cur) {
+		return false
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(state, k)
+		return false
+	}
+	var v T
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		unreadable(err)
+		return false
+	}
+	st := build(v)
+	if st == nil {
+		return false
+	}
+	state[k] = st
+	return true
 }

@@ -302,25 +302,19 @@ func replicatedBucket(ctx context.Context, kv jetstream.KeyValue) bool {
 // EnsureBucket opens the key-value bucket of cfg, creating it (or
 // updating it to cfg) as EnsureStream does a stream.
 func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
-	err := e.ensure(ctx, ensureRequest{Kind: kindBucket, Bucket: &cfg}, func() (err error) {
-		kv, err = e.JS.KeyValue(ctx, cfg.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			return errNotYet
-		}
-		return err
-	}, func() (err error) {
-		if kv, err := e.JS.KeyValue(ctx, cfg.Bucket); err == nil {
-			if st, err := kv.Status(ctx); err == nil {
-				if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-					cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, bs.StreamInfo().Config)
+	return ensureAs(e, ctx, ensureRequest{Kind: kindBucket, Bucket: &cfg},
+		func() (jetstream.KeyValue, error) { return e.JS.KeyValue(ctx, cfg.Bucket) },
+		func(err error) bool { return errors.Is(err, jetstream.ErrBucketNotFound) },
+		func() (jetstream.KeyValue, error) {
+			if kv, err := e.JS.KeyValue(ctx, cfg.Bucket); err == nil {
+				if st, err := kv.Status(ctx); err == nil {
+					if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+						cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, bs.StreamInfo().Config)
+					}
 				}
 			}
-		}
-		kv, err = e.JS.CreateOrUpdateKeyValue(ctx, cfg)
-		return err
-	})
-	return kv, err
+			return e.JS.CreateOrUpdateKeyValue(ctx, cfg)
+		})
 }
 
 // keepPlacement returns the storage type and replica count an ensure
@@ -342,40 +336,47 @@ func keepPlacement(replicas int, have jetstream.StreamConfig) (jetstream.Storage
 // when several cluster nodes ensure one new replicated stream at once (see
 // Bucket).
 func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	var st jetstream.Stream
-	err := e.ensure(ctx, ensureRequest{Kind: kindStream, Stream: &cfg}, func() (err error) {
-		st, err = e.JS.Stream(ctx, cfg.Name)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return errNotYet
-		}
-		return err
-	}, func() (err error) {
-		if have, err := e.JS.Stream(ctx, cfg.Name); err == nil {
-			cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, have.CachedInfo().Config)
-		}
-		st, err = e.JS.CreateOrUpdateStream(ctx, cfg)
-		return err
-	})
-	return st, err
+	return ensureAs(e, ctx, ensureRequest{Kind: kindStream, Stream: &cfg},
+		func() (jetstream.Stream, error) { return e.JS.Stream(ctx, cfg.Name) },
+		func(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) },
+		func() (jetstream.Stream, error) {
+			if have, err := e.JS.Stream(ctx, cfg.Name); err == nil {
+				cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, have.CachedInfo().Config)
+			}
+			return e.JS.CreateOrUpdateStream(ctx, cfg)
+		})
 }
 
 var errNotYet = errors.New("engine: not created yet")
 
-// EnsureObjectStore opens the object store of cfg, creating it (or
-// updating it to cfg) as EnsureStream does a stream.
-func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
-	var st jetstream.ObjectStore
-	err := e.ensure(ctx, ensureRequest{Kind: kindObjectStore, ObjectStore: &cfg}, func() (err error) {
-		st, err = e.JS.ObjectStore(ctx, cfg.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+// ensureAs is ensure for a resource of type T: open opens it (an error
+// for which notFound is true: it does not exist yet), create creates it
+// or updates it to the wanted configuration. It returns the resource
+// from the last of the two that ran.
+func ensureAs[T any](e *Engine, ctx context.Context, req ensureRequest, open func() (T, error), notFound func(error) bool, create func() (T, error)) (T, error) {
+	var r T
+	err := e.ensure(ctx, req, func() (err error) {
+		r, err = open()
+		if notFound(err) {
 			return errNotYet
 		}
 		return err
 	}, func() (err error) {
-		st, err = e.JS.CreateOrUpdateObjectStore(ctx, cfg)
+		r, err = create()
 		return err
 	})
-	return st, err
+	return r, err
+}
+
+// EnsureObjectStore opens the object store of cfg, creating it (or
+// updating it to cfg) as EnsureStream does a stream.
+func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	return ensureAs(e, ctx, ensureRequest{Kind: kindObjectStore, ObjectStore: &cfg},
+		func() (jetstream.ObjectStore, error) { return e.JS.ObjectStore(ctx, cfg.Bucket) },
+		func(err error) bool {
+			return errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
+		},
+		func() (jetstream.ObjectStore, error) { return e.JS.CreateOrUpdateObjectStore(ctx, cfg) })
 }
 
 // ensure creates a resource (a bucket, a shared stream). On a node of an
@@ -476,6 +477,16 @@ func (e *Engine) Leases(ctx context.Context) (*lease.Manager, error) {
 		e.leases = m
 	}
 	return e.leases, nil
+}
+
+// LeaseHolders returns the holder of every live lease by its key
+// (Leases, then lease.Manager.Holders): one KV read per lease.
+func (e *Engine) LeaseHolders(ctx context.Context) (map[string]string, error) {
+	m, err := e.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.Holders(ctx)
 }
 
 // leaseNode names this process in lease values: a random NUID, after the

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/mapx"
 	"github.com/runnel-dev/runnel/target"
 )
 
@@ -247,11 +248,7 @@ func (s *Service) store(ctx context.Context, rs []*routed, archive bool, now tim
 // statsLocked returns a rule's counters and counts its invocations;
 // s.mu is held.
 func (s *Service) statsLocked(arn string, invocations int) *ruleCounters {
-	c := s.stats[arn]
-	if c == nil {
-		c = &ruleCounters{}
-		s.stats[arn] = c
-	}
+	c := mapx.GetOrNew(s.stats, arn)
 	c.invocations.Add(int64(invocations))
 	return c
 }

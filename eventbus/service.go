@@ -47,6 +47,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/internal/mapx"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/scheduler/expr"
 	"github.com/runnel-dev/runnel/target"
@@ -465,12 +466,7 @@ func (s *Service) wake() {
 func (s *Service) counters(ruleArn string) *ruleCounters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.stats[ruleArn]
-	if c == nil {
-		c = &ruleCounters{}
-		s.stats[ruleArn] = c
-	}
-	return c
+	return mapx.GetOrNew(s.stats, ruleArn)
 }
 
 // RuleStats returns a rule's counters by its ARN.

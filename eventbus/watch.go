@@ -8,9 +8,9 @@ package eventbus
 // latency, about a millisecond on one machine).
 
 import (
-	"encoding/json"
-
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/engine"
 )
 
 // applyBus makes a stored bus (or its deletion) this process's. An entry
@@ -21,19 +21,9 @@ import (
 func (s *Service) applyBus(e jetstream.KeyValueEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	name := e.Key()
-	if cur := s.state[name]; cur != nil && e.Revision() <= cur.rev {
-		return
+	if engine.ApplyEntry(s.state, e, func(b *busState) uint64 { return b.rev },
+		func(b storedBus) *busState { return s.compile(b, e.Revision()) },
+		func(err error) { s.log.Warn("unreadable event bus ignored", "bus", e.Key(), "err", err) }) {
+		s.wake()
 	}
-	if e.Operation() != jetstream.KeyValuePut {
-		delete(s.state, name)
-		return
-	}
-	var b storedBus
-	if err := json.Unmarshal(e.Value(), &b); err != nil {
-		s.log.Warn("unreadable event bus ignored", "bus", name, "err", err)
-		return
-	}
-	s.state[name] = s.compile(b, e.Revision())
-	s.wake()
 }

@@ -250,11 +250,7 @@ func (s *Service) publishedStatuses(ctx context.Context, id string) []Status {
 // (none when the leases cannot be read).
 func (s *Service) shardHolders(ctx context.Context, id string) map[string]string {
 	out := map[string]string{}
-	m, err := s.eng.Leases(ctx)
-	if err != nil {
-		return out
-	}
-	held, err := m.Holders(ctx)
+	held, err := s.eng.LeaseHolders(ctx)
 	if err != nil {
 		return out
 	}

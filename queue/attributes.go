@@ -221,11 +221,16 @@ func ParseRedrivePolicy(v string) (*RedrivePolicy, error) {
 	return &RedrivePolicy{DeadLetterTargetArn: raw.Target, MaxReceiveCount: n}, nil
 }
 
-func normalizeRedrivePolicy(v string) (string, error) {
+func normalizeRedrivePolicy(v string) (string, error) { return normalizePolicy(v, ParseRedrivePolicy) }
+
+// normalizePolicy is a policy attribute's value as stored: "" stays "",
+// anything else is parsed (its errors returned as they are) and written
+// back as compact JSON.
+func normalizePolicy[P any](v string, parse func(string) (*P, error)) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	p, err := ParseRedrivePolicy(v)
+	p, err := parse(v)
 	if err != nil {
 		return "", err
 	}
@@ -277,15 +282,7 @@ func ParseRedriveAllowPolicy(v string) (*RedriveAllowPolicy, error) {
 }
 
 func normalizeRedriveAllowPolicy(v string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	p, err := ParseRedriveAllowPolicy(v)
-	if err != nil {
-		return "", err
-	}
-	b, _ := json.Marshal(p)
-	return string(b), nil
+	return normalizePolicy(v, ParseRedriveAllowPolicy)
 }
 
 // allows reports whether the policy lets sourceArn use the queue as its

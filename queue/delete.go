@@ -187,15 +187,11 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	if remote, err := s.forward(ctx, rpcArgs{Op: "PurgeQueue", URL: queueURL}, nil); remote {
 		return err
 	}
-	q, err := s.queue(ctx, queueURL)
+	q, err := s.liveQueue(ctx, queueURL)
 	if err != nil {
 		return err
 	}
-	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.deleted {
-		return q.goneErr(queueURL)
-	}
 	now := s.eng.Clock.Now()
 	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
 		return awserr.New(awserr.ErrPurgeQueueInProgress, "Only one PurgeQueue operation on %s is allowed every %d seconds.", q.name, int(PurgeInterval/time.Second))
@@ -237,14 +233,9 @@ func (s *Service) lockBatch(ctx context.Context, queueURL string, ids []string) 
 	if err := checkBatchIDs(ids); err != nil {
 		return nil, 0, err
 	}
-	q, err := s.queue(ctx, queueURL)
+	q, err := s.liveQueue(ctx, queueURL)
 	if err != nil {
 		return nil, 0, err
-	}
-	q.mu.Lock()
-	if q.deleted {
-		q.mu.Unlock()
-		return nil, 0, q.goneErr(queueURL)
 	}
 	now := s.eng.Clock.Now().UnixMilli()
 	q.advance(now)

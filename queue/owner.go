@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -117,15 +116,8 @@ func (s *Service) newOwner() *lease.Owner {
 	return lease.NewOwner(s.bg, lease.OwnerConfig{
 		Key: leaseKey, Subject: rpcSubject, What: "the queues",
 		Conn: s.eng.NC, Leases: s.eng.Leases, Logger: s.log,
-		Serve: func(ctx context.Context, op string, raw json.RawMessage) (any, error) {
-			var a rpcArgs
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return nil, awserr.New(awserr.ErrService, "queue: bad forwarded call: %v", err)
-			}
-			a.Op = op
-			return s.serveCall(ctx, &a)
-		},
-		Lost: s.dropIndexes,
+		Serve: lease.ServeArgs("queue", func(a *rpcArgs, op string) { a.Op = op }, s.serveCall),
+		Lost:  s.dropIndexes,
 	})
 }
 

@@ -633,6 +633,22 @@ func (s *Service) loadMeta(ctx context.Context, ref string) (*queueMeta, error) 
 	return &m, nil
 }
 
+// liveQueue is queue, returned locked (q.mu held: the caller unlocks it);
+// a queue deleted since it was found is not locked but answered with its
+// gone error (goneErr: the queue does not exist, or moved).
+func (s *Service) liveQueue(ctx context.Context, ref string) (*queue, error) {
+	q, err := s.queue(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return nil, q.goneErr(ref)
+	}
+	return q, nil
+}
+
 // queue returns the loaded queue that ref (URL, ARN or name) names,
 // loading it from JetStream on first use.
 func (s *Service) queue(ctx context.Context, ref string) (*queue, error) {

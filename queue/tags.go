@@ -146,15 +146,11 @@ func (s *Service) ListDeadLetterSourceQueues(ctx context.Context, queueURL strin
 // period in the queue's stream), then keeps it as the queue's. The caller
 // has forwarded the call to the process holding the queues.
 func (s *Service) updateMeta(ctx context.Context, ref string, fn func(m *queueMeta) error) error {
-	q, err := s.queue(ctx, ref)
+	q, err := s.liveQueue(ctx, ref)
 	if err != nil {
 		return err
 	}
-	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.deleted {
-		return q.goneErr(ref)
-	}
 	meta := q.meta
 	meta.Attributes, meta.Tags = maps.Clone(q.meta.Attributes), maps.Clone(q.meta.Tags)
 	if meta.Attributes == nil {

@@ -7,10 +7,9 @@ package scheduler
 // of the last occurrence fired (LastFired) reaches every node.
 
 import (
-	"encoding/json"
-
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/scheduler/expr"
 )
 
@@ -21,23 +20,14 @@ func (s *Service) applySchedule(e jetstream.KeyValueEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := e.Key()
-	if cur := s.scheds[k]; cur != nil && e.Revision() <= cur.rev {
-		return
+	if engine.ApplyEntry(s.scheds, e, func(sc *sched) uint64 { return sc.rev }, func(sc Schedule) *sched {
+		x, err := expr.Parse(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
+		if err != nil {
+			s.log.Warn("schedule with an unreadable expression ignored", "key", k, "err", err)
+			return nil
+		}
+		return &sched{s: sc, rev: e.Revision(), e: x}
+	}, func(err error) { s.log.Warn("unreadable schedule ignored", "key", k, "err", err) }) {
+		s.wake()
 	}
-	if e.Operation() != jetstream.KeyValuePut {
-		delete(s.scheds, k)
-		return
-	}
-	var sc Schedule
-	if err := json.Unmarshal(e.Value(), &sc); err != nil {
-		s.log.Warn("unreadable schedule ignored", "key", k, "err", err)
-		return
-	}
-	x, err := expr.Parse(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
-	if err != nil {
-		s.log.Warn("schedule with an unreadable expression ignored", "key", k, "err", err)
-		return
-	}
-	s.scheds[k] = &sched{s: sc, rev: e.Revision(), e: x}
-	s.wake()
 }

@@ -326,28 +326,39 @@ func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput,
 	if remote, out, err := forwardOut[GetItemOutput](ctx, s, rpcArgs{Op: "GetItem", Get: &in}); remote {
 		return out, err
 	}
-	t, err := s.table(in.TableName)
+	o, proj, err := s.getOp(in.TableName, in.Key, in.ProjectionExpression, in.ExpressionAttributeNames)
 	if err != nil {
 		return nil, err
 	}
-	k, err := t.schema.keyOf(in.Key, true)
-	if err != nil {
-		return nil, err
-	}
-	proj, err := projection(in.ProjectionExpression, in.ExpressionAttributeNames)
-	if err != nil {
-		return nil, err
-	}
-	it, _, err := t.get(ctx, k)
+	it, _, err := o.t.get(ctx, o.k)
 	if err != nil {
 		return nil, err
 	}
 	out := &GetItemOutput{}
 	if asked(in.ReturnConsumedCapacity) {
-		out.ConsumedCapacity = capacity(in.ReturnConsumedCapacity, t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))
+		out.ConsumedCapacity = capacity(in.ReturnConsumedCapacity, o.t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))
 	}
 	out.Item = project(it, proj)
 	return out, nil
+}
+
+// getOp checks a read of one item (GetItem, a TransactGetItems Get): the
+// table exists (else ResourceNotFoundException), the key is exactly the
+// table's key, and the ProjectionExpression parses.
+func (s *Service) getOp(table string, keyItem Item, projText string, names map[string]string) (*op, *expr.Projection, error) {
+	t, err := s.table(table)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := t.schema.keyOf(keyItem, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	proj, err := projection(projText, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &op{t: t, k: k}, proj, nil
 }
 
 // projection parses a read's ProjectionExpression ("": nil, the whole

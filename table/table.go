@@ -341,15 +341,8 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	s.own = lease.NewOwner(bg, lease.OwnerConfig{
 		Key: leaseKey, Subject: rpcSubject, What: "the tables",
 		Conn: eng.NC, Leases: eng.Leases, Logger: eng.Logger.With("service", "table"),
-		Serve: func(ctx context.Context, op string, raw json.RawMessage) (any, error) {
-			var a rpcArgs
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return nil, awserr.New(awserr.ErrService, "table: bad forwarded call: %v", err)
-			}
-			a.Op = op
-			return s.serveCall(ctx, &a)
-		},
-		Lost: s.drop, Detail: errorDetail, Undetail: errorUndetail,
+		Serve: lease.ServeArgs("table", func(a *rpcArgs, op string) { a.Op = op }, s.serveCall),
+		Lost:  s.drop, Detail: errorDetail, Undetail: errorUndetail,
 	})
 	s.snapClock = opts.SnapshotClock
 	s.cacheBytes = opts.ItemCacheBytes

@@ -70,18 +70,10 @@ func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput
 		if g == nil {
 			return nil, validation("1 validation error detected: Value null at 'transactItems.%d.member.get' failed to satisfy constraint: Member must not be null", i+1)
 		}
-		t, err := s.table(g.TableName)
-		if err != nil {
+		var err error
+		if ops[i], projs[i], err = s.getOp(g.TableName, g.Key, g.ProjectionExpression, g.ExpressionAttributeNames); err != nil {
 			return nil, err
 		}
-		k, err := t.schema.keyOf(g.Key, true)
-		if err != nil {
-			return nil, err
-		}
-		if projs[i], err = projection(g.ProjectionExpression, g.ExpressionAttributeNames); err != nil {
-			return nil, err
-		}
-		ops[i] = &op{t: t, k: k}
 		ids[i] = ops[i].itemID()
 		if seen[ids[i]] {
 			return nil, validation("Transaction request cannot include multiple operations on one item")

@@ -66,6 +66,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/internal/mapx"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -345,11 +346,7 @@ func (s *Service) count(d *Delivery, failed bool) {
 	src := d.RuleArn + d.ScheduleArn
 	s.sourceMu.Lock()
 	defer s.sourceMu.Unlock()
-	c := s.bySource[src]
-	if c == nil {
-		c = &SourceStats{}
-		s.bySource[src] = c
-	}
+	c := mapx.GetOrNew(s.bySource, src)
 	if failed {
 		c.Failed++
 	} else {

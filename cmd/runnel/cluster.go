@@ -31,11 +31,7 @@ func clusterCmd(g *globals) *cobra.Command {
 // printCluster writes the nodes (presence leases), the work each holds,
 // and each runnel stream's JetStream leader and replicas.
 func printCluster(ctx context.Context, w io.Writer, rn *runnel.Runnel) error {
-	m, err := rn.Engine.Leases(ctx)
-	if err != nil {
-		return err
-	}
-	held, err := m.Holders(ctx)
+	held, err := rn.Engine.LeaseHolders(ctx)
 	if err != nil {
 		return err
 	}

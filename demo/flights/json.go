@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // AppendJSON appends f as one compact JSON object to dst and returns the
@@ -164,6 +167,27 @@ type flightJSON struct {
 	Origin      *string `json:"origin"`
 	Destination *string `json:"destination"`
 	Poison      *bool   `json:"poison"`
+}
+
+// EachKinesisFlight parses, in order, the flight (ParseJSON) of each
+// record of a Kinesis event and hands it to fn with the record and its
+// shard id (the event id up to its ':'). The first record that does not
+// parse fails the batch ("record <event id>: ..."), and so does the
+// first poison record ("poison record <sequence number>"), before fn
+// sees any later record.
+func EachKinesisFlight(ev events.KinesisEvent, fn func(shard string, r events.KinesisEventRecord, f Flight)) error {
+	for _, r := range ev.Records {
+		f, poison, err := ParseJSON(r.Kinesis.Data)
+		if err != nil {
+			return fmt.Errorf("record %s: %w", r.EventID, err)
+		}
+		if poison {
+			return errors.New("poison record " + r.Kinesis.SequenceNumber)
+		}
+		shard, _, _ := strings.Cut(r.EventID, ":")
+		fn(shard, r, f)
+	}
+	return nil
 }
 
 // ParseJSON decodes one flight object as written by AppendJSON or found in

@@ -58,37 +58,34 @@ func (k *Killer) Kills() int { return k.kills }
 // one of its per-shard leases ("<key>.<shardId>", a stream mapping's
 // shards); a tie goes to the holder of the earlier key.
 func (k *Killer) target(ctx context.Context) int {
-	m, err := k.Set.RN.Engine.Leases(ctx)
+	held, err := k.Set.RN.Engine.LeaseHolders(ctx)
 	if err == nil {
-		var held map[string]string
-		if held, err = m.Holders(ctx); err == nil {
-			nodes := k.Set.Proc.Nodes
-			count := make([]int, len(nodes))
-			first := make([]int, len(nodes)) // the index in Keys of the node's earliest key, +1
-			for lk, holder := range held {
-				for ki, key := range k.Keys {
-					if lk != key && !strings.HasPrefix(lk, key+".") {
-						continue
-					}
-					for i, n := range nodes {
-						if strings.HasPrefix(holder, n.Name+"-") {
-							count[i]++
-							if first[i] == 0 || ki+1 < first[i] {
-								first[i] = ki + 1
-							}
+		nodes := k.Set.Proc.Nodes
+		count := make([]int, len(nodes))
+		first := make([]int, len(nodes)) // the index in Keys of the node's earliest key, +1
+		for lk, holder := range held {
+			for ki, key := range k.Keys {
+				if lk != key && !strings.HasPrefix(lk, key+".") {
+					continue
+				}
+				for i, n := range nodes {
+					if strings.HasPrefix(holder, n.Name+"-") {
+						count[i]++
+						if first[i] == 0 || ki+1 < first[i] {
+							first[i] = ki + 1
 						}
 					}
 				}
 			}
-			best := -1
-			for i := range nodes {
-				if count[i] > 0 && (best < 0 || count[i] > count[best] || count[i] == count[best] && first[i] < first[best]) {
-					best = i
-				}
+		}
+		best := -1
+		for i := range nodes {
+			if count[i] > 0 && (best < 0 || count[i] > count[best] || count[i] == count[best] && first[i] < first[best]) {
+				best = i
 			}
-			if best >= 0 {
-				return best
-			}
+		}
+		if best >= 0 {
+			return best
 		}
 	}
 	if k.Log != nil {

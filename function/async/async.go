@@ -126,6 +126,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/mapx"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -378,12 +379,7 @@ func (s *Service) Stats(functionName string) Stats {
 func (s *Service) counters(name string) *counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.stats[name]
-	if c == nil {
-		c = &counters{}
-		s.stats[name] = c
-	}
-	return c
+	return mapx.GetOrNew(s.stats, name)
 }
 
 // nameOf returns the function name of a name or function ARN.

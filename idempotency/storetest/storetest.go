@@ -81,6 +81,15 @@ func equal(t *testing.T, what string, got *idempotency.Record, want idempotency.
 	}
 }
 
+// expectReplaced checks that a Put at now of a new in-progress record
+// for id is accepted over the record stored, and that Get returns it.
+func expectReplaced(t *testing.T, s idempotency.Store, id string, now time.Time) {
+	t.Helper()
+	next := inProgress(id, now)
+	mustPut(t, s, next, now)
+	equal(t, "Get", mustGet(t, s, id), next)
+}
+
 // expectExists checks that Put is refused, and that the refusal carries
 // the existing record when the store can return it.
 func expectExists(t *testing.T, f Features, s idempotency.Store, r idempotency.Record, now time.Time, existing idempotency.Record) {
@@ -131,19 +140,13 @@ func runStore(t *testing.T, f Features, newStore NewStore) {
 		r := inProgress("fn.h#4", clock.Now())
 		r.Status = idempotency.StatusCompleted
 		mustPut(t, s, r, clock.Now())
-		now := time.Unix(r.Expiration+1, 0)
-		next := inProgress(r.ID, now)
-		mustPut(t, s, next, now)
-		equal(t, "Get", mustGet(t, s, r.ID), next)
+		expectReplaced(t, s, r.ID, time.Unix(r.Expiration+1, 0))
 	})
 	t.Run("PutOverInProgressPastItsExpiry", func(t *testing.T) {
 		_, clock, s := setup(t, newStore)
 		r := inProgress("fn.h#5", clock.Now())
 		mustPut(t, s, r, clock.Now())
-		now := time.UnixMilli(r.InProgressExpiration + 1)
-		next := inProgress(r.ID, now)
-		mustPut(t, s, next, now)
-		equal(t, "Get", mustGet(t, s, r.ID), next)
+		expectReplaced(t, s, r.ID, time.UnixMilli(r.InProgressExpiration+1))
 	})
 	t.Run("PutRefusedInProgressAtItsExactExpiry", func(t *testing.T) {
 		_, clock, s := setup(t, newStore)

@@ -428,33 +428,32 @@ func matchWildcard(segs []string, s string) bool {
 }
 
 // hasPrefixFold is strings.HasPrefix under Unicode simple case folding.
-func hasPrefixFold(s, prefix string) bool {
-	for prefix != "" {
-		if s == "" {
-			return false
-		}
-		pr, pn := utf8.DecodeRuneInString(prefix)
-		sr, sn := utf8.DecodeRuneInString(s)
-		if !equalFoldRune(pr, sr) {
-			return false
-		}
-		prefix, s = prefix[pn:], s[sn:]
-	}
-	return true
-}
+func hasPrefixFold(s, prefix string) bool { return hasEndFold(s, prefix, false) }
 
 // hasSuffixFold is strings.HasSuffix under Unicode simple case folding.
-func hasSuffixFold(s, suffix string) bool {
-	for suffix != "" {
+func hasSuffixFold(s, suffix string) bool { return hasEndFold(s, suffix, true) }
+
+// hasEndFold reports whether s starts with end (ends with it when last),
+// under Unicode simple case folding, comparing rune by rune from that end.
+func hasEndFold(s, end string, last bool) bool {
+	decode := utf8.DecodeRuneInString
+	if last {
+		decode = utf8.DecodeLastRuneInString
+	}
+	for end != "" {
 		if s == "" {
 			return false
 		}
-		pr, pn := utf8.DecodeLastRuneInString(suffix)
-		sr, sn := utf8.DecodeLastRuneInString(s)
-		if !equalFoldRune(pr, sr) {
+		er, en := decode(end)
+		sr, sn := decode(s)
+		if !equalFoldRune(er, sr) {
 			return false
 		}
-		suffix, s = suffix[:len(suffix)-pn], s[:len(s)-sn]
+		if last {
+			end, s = end[:len(end)-en], s[:len(s)-sn]
+		} else {
+			end, s = end[en:], s[sn:]
+		}
 	}
 	return true
 }

@@ -212,13 +212,7 @@ func (c funcCond) eval(it Item, vs valList) bool {
 	case "attribute_type":
 		return b.DataType() == events.DataTypeString && TypeName(a.DataType()) == b.String()
 	case "begins_with":
-		switch {
-		case a.DataType() == events.DataTypeString && b.DataType() == events.DataTypeString:
-			return strings.HasPrefix(a.String(), b.String())
-		case a.DataType() == events.DataTypeBinary && b.DataType() == events.DataTypeBinary:
-			return bytes.HasPrefix(a.Binary(), b.Binary())
-		}
-		return false
+		return beginsWith(a, b)
 	default: // contains
 		switch a.DataType() {
 		case events.DataTypeString:
@@ -280,34 +274,28 @@ func (o *operand) eval(it Item, vs valList) (events.DynamoDBAttributeValue, bool
 
 // condition = and (OR and)*
 func (p *parser) condition() (cond, error) {
-	l, err := p.andCondition()
-	if err != nil {
-		return nil, err
-	}
-	for p.isKeyword("OR") {
-		p.next()
-		r, err := p.andCondition()
-		if err != nil {
-			return nil, err
-		}
-		l = orCond{l, r}
-	}
-	return l, nil
+	return p.leftAssoc("OR", p.andCondition, func(l, r cond) cond { return orCond{l, r} })
 }
 
 // and = not (AND not)*
 func (p *parser) andCondition() (cond, error) {
-	l, err := p.notCondition()
+	return p.leftAssoc("AND", p.notCondition, func(l, r cond) cond { return andCond{l, r} })
+}
+
+// leftAssoc parses operand (keyword operand)*, joining the operands from
+// the left: a OR b OR c is (a OR b) OR c.
+func (p *parser) leftAssoc(keyword string, operand func() (cond, error), join func(l, r cond) cond) (cond, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.isKeyword("AND") {
+	for p.isKeyword(keyword) {
 		p.next()
-		r, err := p.notCondition()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		l = andCond{l, r}
+		l = join(l, r)
 	}
 	return l, nil
 }
@@ -403,17 +391,9 @@ func (p *parser) primary() (cond, error) {
 		if err := p.expectPunct("("); err != nil {
 			return nil, err
 		}
-		var list []*operand
-		for {
-			o, err := p.operand()
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, o)
-			if !p.isPunct(",") {
-				break
-			}
-			p.next()
+		list, err := commaList(p, p.operand)
+		if err != nil {
+			return nil, err
 		}
 		if err := p.expectPunct(")"); err != nil {
 			return nil, err
@@ -488,17 +468,9 @@ func (p *parser) misusedFunction(name string) error {
 func (p *parser) args() ([]*operand, error) {
 	p.next() // name
 	p.next() // (
-	var out []*operand
-	for {
-		o, err := p.operand()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-		if !p.isPunct(",") {
-			break
-		}
-		p.next()
+	out, err := commaList(p, p.operand)
+	if err != nil {
+		return nil, err
 	}
 	return out, p.expectPunct(")")
 }

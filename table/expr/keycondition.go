@@ -1,9 +1,6 @@
 package expr
 
 import (
-	"bytes"
-	"strings"
-
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -213,14 +210,7 @@ func (k *KeyCondition) MatchRange(v *events.DynamoDBAttributeValue) bool {
 		b, ok2 := Compare(*v, k.RangeValues[1])
 		return ok1 && ok2 && a >= 0 && b <= 0
 	case "begins_with":
-		w := k.RangeValues[0]
-		switch {
-		case v.DataType() == events.DataTypeString && w.DataType() == events.DataTypeString:
-			return strings.HasPrefix(v.String(), w.String())
-		case v.DataType() == events.DataTypeBinary && w.DataType() == events.DataTypeBinary:
-			return bytes.HasPrefix(v.Binary(), w.Binary())
-		}
-		return false
+		return beginsWith(*v, k.RangeValues[0])
 	}
 	n, ok := Compare(*v, k.RangeValues[0])
 	return ok && holds(k.RangeOp, n)

@@ -149,6 +149,23 @@ func (p *parser) isCall() bool {
 	return p.peek().kind == tIdent && p.peekAt(1).kind == tPunct && p.peekAt(1).text == "("
 }
 
+// commaList parses item (',' item)*: one item at least, as many as
+// commas separate.
+func commaList[T any](p *parser, item func() (T, error)) ([]T, error) {
+	var out []T
+	for {
+		x, err := item()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+		if !p.isPunct(",") {
+			return out, nil
+		}
+		p.next()
+	}
+}
+
 func (p *parser) end() error {
 	if p.peek().kind != tEOF {
 		return p.syntaxErr()

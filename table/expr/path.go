@@ -55,6 +55,18 @@ func cmpPath(a, b path) int {
 	return len(a) - len(b)
 }
 
+// topNames returns the top-level attribute names of paths, each once, in
+// source order ("a.b[1]" gives "a").
+func topNames(paths []path) []string {
+	var out []string
+	for _, pa := range paths {
+		if !slices.Contains(out, pa[0].name) {
+			out = append(out, pa[0].name)
+		}
+	}
+	return out
+}
+
 // checkOverlap refuses two paths of which one is a prefix of the other
 // ("overlap") or that use the same step once as a map key and once as a
 // list index ("conflict"), with DynamoDB's messages.

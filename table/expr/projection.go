@@ -1,8 +1,6 @@
 package expr
 
 import (
-	"slices"
-
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -37,16 +35,8 @@ func ParseProjection(s string, c *Context) (*Projection, error) {
 		return nil, err
 	}
 	pr := &Projection{root: &projNode{}}
-	for {
-		pa, err := p.path()
-		if err != nil {
-			return nil, err
-		}
-		pr.paths = append(pr.paths, pa)
-		if !p.isPunct(",") {
-			break
-		}
-		p.next()
+	if pr.paths, err = commaList(p, p.path); err != nil {
+		return nil, err
 	}
 	if err := p.end(); err != nil {
 		return nil, err
@@ -86,15 +76,7 @@ func (n *projNode) child(e pathElem) *projNode {
 
 // Names returns the top-level attribute names the projection reads, each
 // once, in source order.
-func (p *Projection) Names() []string {
-	var out []string
-	for _, pa := range p.paths {
-		if !slices.Contains(out, pa[0].name) {
-			out = append(out, pa[0].name)
-		}
-	}
-	return out
-}
+func (p *Projection) Names() []string { return topNames(p.paths) }
 
 // Apply returns a new item with only the projected paths. Nested paths
 // keep their structure: "a.b" gives {a: {b: ...}}, "l[2], l[0]" gives

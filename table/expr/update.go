@@ -99,17 +99,13 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 		}
 		seen[kind] = true
 		p.next()
-		for {
-			a, err := p.updateAction(kind)
-			if err != nil {
-				return nil, err
-			}
+		actions, err := commaList(p, func() (action, error) { return p.updateAction(kind) })
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range actions {
 			u.actions = append(u.actions, a)
 			u.paths = append(u.paths, a.path)
-			if !p.isPunct(",") {
-				break
-			}
-			p.next()
 		}
 	}
 	if err := p.checkOverlap(u.paths); err != nil {
@@ -225,17 +221,9 @@ func (p *parser) updFunction() (*updOperand, error) {
 	}
 	p.next()
 	p.next()
-	var args []*updOperand
-	for {
-		o, err := p.updOperand()
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, o)
-		if !p.isPunct(",") {
-			break
-		}
-		p.next()
+	args, err := commaList(p, p.updOperand)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.expectPunct(")"); err != nil {
 		return nil, err
@@ -269,15 +257,7 @@ func (p *parser) updFunction() (*updOperand, error) {
 // it to refuse updates of key attributes ("Cannot update attribute pk.
 // This attribute is part of the key") and to compute UPDATED_OLD and
 // UPDATED_NEW return values.
-func (u *Update) Paths() []string {
-	var out []string
-	for _, pa := range u.paths {
-		if !slices.Contains(out, pa[0].name) {
-			out = append(out, pa[0].name)
-		}
-	}
-	return out
-}
+func (u *Update) Paths() []string { return topNames(u.paths) }
 
 // Apply returns the item after the update; old is not modified (the new
 // item shares unchanged values with it). A nil old is a missing item: the

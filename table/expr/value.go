@@ -82,6 +82,18 @@ func Equal(a, b events.DynamoDBAttributeValue) bool {
 	return false
 }
 
+// beginsWith is begins_with(a, b): a string prefix of a string, or a
+// binary prefix of a binary; false for any other types.
+func beginsWith(a, b events.DynamoDBAttributeValue) bool {
+	switch {
+	case a.DataType() == events.DataTypeString && b.DataType() == events.DataTypeString:
+		return strings.HasPrefix(a.String(), b.String())
+	case a.DataType() == events.DataTypeBinary && b.DataType() == events.DataTypeBinary:
+		return bytes.HasPrefix(a.Binary(), b.Binary())
+	}
+	return false
+}
+
 // setElems returns the elements of a set as scalar values (SS -> S, NS ->
 // N, BS -> B), or nil for a non-set.
 func setElems(v events.DynamoDBAttributeValue) []events.DynamoDBAttributeValue {

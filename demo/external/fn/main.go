@@ -14,10 +14,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -42,17 +40,11 @@ var (
 
 func handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	res := Result{Seqs: map[string][]string{}, Stats: flights.NewStats()}
-	for _, r := range ev.Records {
-		f, poison, err := flights.ParseJSON(r.Kinesis.Data)
-		if err != nil {
-			return events.KinesisEventResponse{}, fmt.Errorf("record %s: %w", r.EventID, err)
-		}
-		if poison {
-			return events.KinesisEventResponse{}, errors.New("poison record " + r.Kinesis.SequenceNumber)
-		}
+	if err := flights.EachKinesisFlight(ev, func(shard string, r events.KinesisEventRecord, f flights.Flight) {
 		res.Stats.Add(f)
-		shard, _, _ := strings.Cut(r.EventID, ":")
 		res.Seqs[shard] = append(res.Seqs[shard], r.Kinesis.SequenceNumber)
+	}); err != nil {
+		return events.KinesisEventResponse{}, err
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
