@@ -69,7 +69,7 @@ docs/cluster.md.`,
 				if err != nil {
 					return err
 				}
-				nodes.Binary = exe
+				nodes.Binary, nodes.CPUProfile = exe, g.cpuProf // --cpuprofile: the nodes' too, in <file>.node-<i>
 				run = func() (*trades.Result, error) { return trades.RunNodes(cmd.Context(), cfg, nodes) }
 			} else if cmd.Flags().Changed("kill-node-at") {
 				return fmt.Errorf("--kill-node-at needs --nodes")
