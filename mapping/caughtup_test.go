@@ -98,28 +98,25 @@ func TestCaughtUpFollowsTheStoredCheckpoints(t *testing.T) {
 	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "gated", BatchSize: 1})
 	// A passive process (it runs no mapping) opened now knows the mapping.
 	cli := testenv.Start(t, testenv.Options{NATSURL: rn.Engine.ClientURL(), Mappings: mapping.Options{Passive: true}})
-	if got := <-g.in; got != "a2" {
-		t.Fatalf("blocked on %q", got)
+	// While a record is blocked in its invocation the mapping has not
+	// caught up (a1, before a2, may be resolved and checkpointed; a2 and
+	// a3 are not); once it is released, it catches up.
+	blockedThenCaughtUp := func(key string) {
+		t.Helper()
+		if got := <-g.in; got != key {
+			t.Fatalf("blocked on %q, want %q", got, key)
+		}
+		caughtUpIn(t, m.UUID, false, rn, cli)
+		g.release(key)
+		testenv.Eventually(t, wait, "caught up after "+key, func() bool {
+			ok, err := rn.Mappings.CaughtUp(ctx, m.UUID)
+			return err == nil && ok
+		})
+		caughtUpIn(t, m.UUID, true, cli)
 	}
-	// a1 is resolved and its checkpoint may be stored; a2 and a3 are not.
-	caughtUpIn(t, m.UUID, false, rn, cli)
-	g.release("a2")
-	testenv.Eventually(t, wait, "caught up", func() bool {
-		ok, err := rn.Mappings.CaughtUp(ctx, m.UUID)
-		return err == nil && ok
-	})
-	caughtUpIn(t, m.UUID, true, cli)
-
-	put(t, rn, "src", "k", "b1")
-	if got := <-g.in; got != "b1" {
-		t.Fatalf("blocked on %q", got)
-	}
-	caughtUpIn(t, m.UUID, false, rn, cli)
-	g.release("b1")
-	testenv.Eventually(t, wait, "caught up again", func() bool {
-		ok, err := cli.Mappings.CaughtUp(ctx, m.UUID)
-		return err == nil && ok
-	})
+	blockedThenCaughtUp("a2")
+	put(t, rn, "src", "k", "b1") // a record put later
+	blockedThenCaughtUp("b1")
 
 	if _, err := rn.Mappings.CaughtUp(ctx, "no-such-mapping"); !errors.Is(err, awserr.ErrResourceNotFound) {
 		t.Fatalf("unknown mapping: %v", err)
