@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -260,4 +261,56 @@ func (s *Service) shardHolders(ctx context.Context, id string) map[string]string
 		}
 	}
 	return out
+}
+
+// CaughtUp reports whether mapping id has resolved every record its
+// source's shards hold now (a Kinesis stream, or a DynamoDB table's
+// stream): each shard's stored checkpoint, the next position to read, is
+// past the shard's last record, so every record up to now was processed
+// by a successful invocation, sent to the on-failure destination or
+// discarded. A shard without records is caught up; one with records and
+// no checkpoint (or the checkpoint of an earlier stream of the same
+// name) is not.
+//
+// It reads what is stored, so every process sharing the JetStream (one
+// that runs none of the mapping's shards, a passive client) gets the same
+// answer; the stored checkpoints follow the holders' progress at most
+// Options.CheckpointInterval (default 100 ms) late. A record put after
+// the call is not covered. Errors: ResourceNotFoundException for an
+// unknown mapping, InvalidParameterValueException for a queue source (its
+// progress is the queue's messages, not a checkpoint), ServiceException
+// when the source or a checkpoint cannot be read.
+func (s *Service) CaughtUp(ctx context.Context, id string) (bool, error) {
+	c, err := s.GetEventSourceMapping(id)
+	if err != nil {
+		return false, err
+	}
+	if c.sourceKind() == sourceQueue {
+		return false, invalid("mapping %s: a queue source has no checkpoint to catch up", id)
+	}
+	streams, name, _, err := s.sourceStreams(*c)
+	if err != nil {
+		return false, err
+	}
+	d, err := streams.DescribeStream(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	for _, sh := range d.Shards {
+		first, last, err := streams.ShardBounds(ctx, name, sh.ShardID)
+		if err != nil {
+			return false, err
+		}
+		if last < first {
+			continue // no record
+		}
+		next, streamID, ok, err := s.peekCheckpoint(ctx, id, sh.ShardID)
+		if err != nil {
+			return false, awserr.New(awserr.ErrService, "mapping %s: checkpoint of %s: %v", id, sh.ShardID, err)
+		}
+		if !ok || streamID != d.ID || next <= last {
+			return false, nil
+		}
+	}
+	return true, nil
 }

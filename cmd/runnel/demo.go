@@ -86,7 +86,7 @@ The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.
 				if err != nil {
 					return err
 				}
-				nodes.Binary = exe
+				nodes.Binary, nodes.CPUProfile = exe, g.cpuProf // --cpuprofile: the nodes' too, in <file>.node-<i>
 				cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
 				return runAndReport(cmd, func() (*demo.Result, error) { return demo.RunNodes(cmd.Context(), cfg, nodes) },
 					printNodes, jsonPath, (*demo.Result).Check)

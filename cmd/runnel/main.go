@@ -130,7 +130,7 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", engine.DefaultDataDir, "directory of the embedded engine's storage")
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
-	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file")
+	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (demo --nodes: each node's serve too, to <file>.node-<i>)")
 	root.PersistentFlags().StringVar(&g.region, "region", "us-east-1", "the AWS region in the ARNs runnel builds")
 	root.PersistentFlags().StringVar(&g.account, "account", "000000000000", "the AWS account id in the ARNs runnel builds")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {

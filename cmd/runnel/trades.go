@@ -69,7 +69,7 @@ docs/cluster.md.`,
 				if err != nil {
 					return err
 				}
-				nodes.Binary = exe
+				nodes.Binary, nodes.CPUProfile = exe, g.cpuProf // --cpuprofile: the nodes' too, in <file>.node-<i>
 				run = func() (*trades.Result, error) { return trades.RunNodes(cmd.Context(), cfg, nodes) }
 			} else if cmd.Flags().Changed("kill-node-at") {
 				return fmt.Errorf("--kill-node-at needs --nodes")
@@ -105,6 +105,9 @@ func printTrades(w io.Writer, r *trades.Result) {
 	fmt.Fprintf(w, "\nmessages %d (trades %d, modifications %d, out-of-order %d, duplicates %d)%s\n",
 		r.Messages, r.Trades, r.Modifications, r.OutOfOrder, r.Duplicates, map[bool]string{true: ", engine crashed and reopened mid-run", false: ""}[r.Crashed])
 	fmt.Fprintf(w, "end to end: %.1f s, %.0f messages/s (producer %.0f/s)\n", r.Seconds, r.Throughput, r.ProduceRate)
+	if !r.Drained {
+		fmt.Fprintln(w, "the run ended because nothing moved for the drain timeout, before every stage caught up")
+	}
 	if r.Nodes > 0 {
 		fmt.Fprintf(w, "nodes %d (killed with SIGKILL and restarted: %d); latency not measured on nodes\n", r.Nodes, r.NodeKills)
 	}

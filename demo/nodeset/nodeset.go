@@ -56,6 +56,8 @@ type Options struct {
 	// function's handler is registered when the function is created
 	// through it: register the nodes' built-in handlers there.
 	Registry *function.Registry
+	// CPUProfile as Plan.CPUProfile.
+	CPUProfile string
 }
 
 // Plan is what a cluster demo runs on: how many nodes, of which binary,
@@ -68,6 +70,10 @@ type Plan struct {
 	// replica count is min(Nodes, 3): 1 runs the same pipeline on one
 	// node, for comparison.
 	Nodes int
+	// CPUProfile, if set, is where each node writes a CPU profile of its
+	// serve: CPUProfile+".node-<i>" (nodeproc.Config.CPUProfile), complete
+	// once the nodes are stopped at the end of the run.
+	CPUProfile string
 	// KillAt is the share of the input put (0 <= KillAt < 1) after which
 	// the node running the demo's work (each demo says which) is killed
 	// with SIGKILL and started again. 0: no node is killed.
@@ -89,7 +95,7 @@ func (p *Plan) Check(what string) error {
 // and keep is false, the nodes' data is removed; otherwise, and on
 // error, everything in o.Dir is kept (the error says so).
 func (p *Plan) Run(ctx context.Context, o Options, keep bool, fn func(set *Set) (clean bool, err error)) error {
-	o.Binary, o.Nodes = p.Binary, p.Nodes
+	o.Binary, o.Nodes, o.CPUProfile = p.Binary, p.Nodes, p.CPUProfile
 	set, err := Start(ctx, o)
 	if err != nil {
 		return fmt.Errorf("%w (the run's directory %s is kept)", err, o.Dir)
@@ -140,7 +146,7 @@ func Start(ctx context.Context, o Options) (*Set, error) {
 	}
 	o.Say("starting %d runnel nodes (separate processes; logs in %s/node-*.log)", o.Nodes, o.Dir)
 	replicas := min(o.Nodes, 3) // --nodes 1: the same pipeline on one node, for comparison
-	cl, err := nodeproc.Start(ctx, nodeproc.Config{Binary: o.Binary, Dir: o.Dir, Nodes: o.Nodes, Replicas: replicas})
+	cl, err := nodeproc.Start(ctx, nodeproc.Config{Binary: o.Binary, Dir: o.Dir, Nodes: o.Nodes, Replicas: replicas, CPUProfile: o.CPUProfile})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package trades_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/demo/trades"
 )
@@ -10,7 +11,9 @@ import (
 // TestExactWithFailuresAndCrash runs the whole pipeline on a small input
 // with every failure injection raised, and the engine crashed and
 // reopened mid-run: the aggregates must equal the producer's totals
-// exactly, with no duplicate and no loss at any stage.
+// exactly, with no duplicate and no loss at any stage. The run ends
+// because every stage caught up, not because nothing moved for the drain
+// timeout.
 func TestExactWithFailuresAndCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pipeline end to end")
@@ -18,9 +21,13 @@ func TestExactWithFailuresAndCrash(t *testing.T) {
 	res, err := trades.Run(context.Background(), trades.Config{
 		Messages: 30000, Rate: -1, DataDir: t.TempDir(), CrashAt: 0.5,
 		StateFailure: 0.05, MapFailure: 0.1, ReduceFailure: 0.1, Modifications: 0.05, Duplicates: 0.05,
+		DrainTimeout: 30 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !res.Drained {
+		t.Fatalf("the run ended by the drain timeout, not because the pipeline caught up (%.1f s)", res.Seconds)
 	}
 	if !res.Crashed {
 		t.Fatal("the run did not crash")

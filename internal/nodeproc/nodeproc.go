@@ -41,6 +41,12 @@ type Config struct {
 	// Args are extra flags for every node's serve (for example
 	// "--log-level", "info"), placed after the global flags.
 	Args []string
+	// CPUProfile, if set, makes every node write a CPU profile of its
+	// serve to CPUProfile+"."+<node name> (the global --cpuprofile). A
+	// node stopped cleanly (Stop, Close) completes it; a restarted node
+	// writes it again from its start; a node killed with SIGKILL leaves
+	// it incomplete.
+	CPUProfile string
 	// StartTimeout bounds the wait for a node to print "serving".
 	// Default 3 minutes (a node waits up to 2 minutes for its peers).
 	StartTimeout time.Duration
@@ -120,6 +126,9 @@ func (c *Cluster) Start(ctx context.Context, i int) error {
 		routes = append(routes, o.Route)
 	}
 	args := []string{"--data-dir", n.dataDir}
+	if c.cfg.CPUProfile != "" {
+		args = append(args, "--cpuprofile", c.cfg.CPUProfile+"."+n.Name)
+	}
 	args = append(args, c.cfg.Args...)
 	args = append(args, "serve", "--listen", n.NATS, "--aws", n.AWS, "--node-name", n.Name, "--status-every", "0")
 	if len(c.Nodes) > 1 {
