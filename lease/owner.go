@@ -123,16 +123,22 @@ func (o *Owner) Forward(ctx context.Context, op string, args, out any) (remote b
 			return false, nil
 		}
 		if !held {
+			// The holder first: trying the lease before every forwarded
+			// call (a KeyValue Create refused while another process holds
+			// it, under the Owner's lock) serialized a node's calls behind
+			// one round trip each. The lease is tried only when no process
+			// answers for the holder (it died, or none holds the lease) or
+			// the holder moved.
+			err := o.call(ctx, op, args, out)
+			if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, ErrMoved) {
+				return true, err
+			}
 			ok, err := o.tryAcquire(ctx, false)
 			if err != nil {
 				return true, err
 			}
 			if ok {
 				return false, nil
-			}
-			err = o.call(ctx, op, args, out)
-			if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, ErrMoved) {
-				return true, err
 			}
 		}
 		// Held but not valid: the renewal is late; it succeeds or the
