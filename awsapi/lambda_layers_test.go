@@ -23,7 +23,8 @@ func TestLambdaLayers(t *testing.T) {
 		Role: aws.String("r"), Code: &ltypes.FunctionCode{ZipFile: code}, Layers: []string{"arn:aws:lambda:us-east-1:000000000000:layer:greet:9"}})
 	wantLambdaErr[*ltypes.InvalidParameterValueException](t, err, "Layer version arn:aws:lambda:us-east-1:000000000000:layer:greet:9 does not exist.")
 	cf := lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("layered"), Runtime: ltypes.RuntimePython312, Handler: aws.String("app.handler"),
-		Role: aws.String("r"), Code: &ltypes.FunctionCode{ZipFile: code}, Layers: []string{aws.ToString(lv.LayerVersionArn)}}))
+		Role: aws.String("r"), Code: &ltypes.FunctionCode{ZipFile: code}, Layers: []string{aws.ToString(lv.LayerVersionArn)},
+		Timeout: aws.Int32(60)})) // a cold Python start on a loaded machine can pass the 3 s default
 	if len(cf.Layers) != 1 || aws.ToString(cf.Layers[0].Arn) != aws.ToString(lv.LayerVersionArn) || cf.Layers[0].CodeSize != lv.Content.CodeSize {
 		t.Fatalf("CreateFunction Layers: %+v", cf.Layers)
 	}
