@@ -75,6 +75,11 @@ type owner struct {
 	// Service.mu.
 	done map[string]string
 	kick chan struct{} // a closed shard was processed to its end here: balance now
+	// samples: unit key -> its shard's appended bytes read at the last
+	// balances, within loadWindow; freeSeen: unit key -> at how many
+	// balances in a row it was free (owner_load.go). Under Service.mu.
+	samples  map[string][]loadSample
+	freeSeen map[string]int
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
