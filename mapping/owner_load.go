@@ -75,19 +75,9 @@ func (s *Service) unitRatesLocked(ctx context.Context, units []unit) map[string]
 				s.own.samples[key] = append(s.own.samples[key], loadSample{now, b})
 			}
 		}
-		ss := s.own.samples[key]
-		for len(ss) > 2 && now.Sub(ss[1].at) >= loadWindow {
-			ss = ss[1:]
-		}
-		s.own.samples[key] = ss
-		if len(ss) < 2 {
-			continue
-		}
-		first, last := ss[0], ss[len(ss)-1]
-		if dt := last.at.Sub(first.at).Seconds(); dt > 0 && last.bytes > first.bytes {
-			rates[key] = float64(last.bytes-first.bytes) / dt
-		} else if dt > 0 {
-			rates[key] = 0
+		var rate float64
+		if s.own.samples[key], rate, ok = windowRate(s.own.samples[key], now); ok {
+			rates[key] = rate
 		}
 	}
 	for key := range s.own.samples {
@@ -96,6 +86,29 @@ func (s *Service) unitRatesLocked(ctx context.Context, units []unit) map[string]
 		}
 	}
 	return rates
+}
+
+// windowRate drops the samples older than loadWindow before now but the
+// newest of them (the window's base) and returns the rest and the rate
+// they show, in bytes per second; ok is false with fewer than two
+// samples or none spanning time. Bytes that went down (a stream deleted
+// and created again under the name) count as none appended.
+func windowRate(ss []loadSample, now time.Time) (kept []loadSample, rate float64, ok bool) {
+	for len(ss) > 2 && now.Sub(ss[1].at) >= loadWindow {
+		ss = ss[1:]
+	}
+	if len(ss) < 2 {
+		return ss, 0, false
+	}
+	first, last := ss[0], ss[len(ss)-1]
+	dt := last.at.Sub(first.at).Seconds()
+	if dt <= 0 {
+		return ss, 0, false
+	}
+	if last.bytes > first.bytes {
+		rate = float64(last.bytes-first.bytes) / dt
+	}
+	return ss, rate, true
 }
 
 // loadPlan is what a balance by load decides on: the units, their
