@@ -331,7 +331,9 @@ func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit 
 		nodes = append(nodes, n)
 	}
 	p, ok := newLoadPlan(me, keys, rates, holder, nodes)
-	if !ok {
+	if !ok { // the count rule now; what was free or handed over before is forgotten
+		clear(s.own.freeSince)
+		clear(s.own.given)
 		return false
 	}
 	now := s.eng.Clock.Now()
@@ -396,9 +398,9 @@ type handOver struct {
 	To    []string `json:"to"`
 }
 
-// heardHandOver records who handed which units over (another process's
-// message on balanceSubject) and to whom, and kicks a balance, so that the least
-// loaded process other than the giver takes them at once.
+// heardHandOver records who handed which units over, and to whom (a
+// message on balanceSubject), and kicks a balance, so that the process
+// named takes them at once.
 func (s *Service) heardHandOver(data []byte) {
 	var h handOver
 	if json.Unmarshal(data, &h) == nil && h.Node != "" {
