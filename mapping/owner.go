@@ -88,6 +88,7 @@ type owner struct {
 	samples   map[string][]loadSample
 	freeSince map[string]time.Time
 	given     map[string]handedOver
+	settled   time.Time // no hand-over for load before (settleAfterHandOver)
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written

@@ -31,7 +31,8 @@ import (
 //     other process lowers the larger of the two loads by more than
 //     loadHysteresis of the fair load, and then publishes on
 //     balanceSubject, so that the others balance at once and the least
-//     loaded takes it. So a move always narrows the gap
+//     loaded takes it; after any such message every process hands
+//     nothing over for settleAfterHandOver. So a move always narrows the gap
 //     between two processes by a margin, and moves cannot go back and
 //     forth while the rates hold (the hysteresis absorbs their noise).
 //
@@ -50,6 +51,16 @@ const (
 	// freeTicks is how many balance intervals a free unit stays free
 	// before any process takes it, whatever its load.
 	freeTicks = 3
+	// settleAfterHandOver is how long a process hands nothing over for
+	// load after it heard of a hand-over (its own included) that names
+	// another process as the receiver: every
+	// process balances at once on that message, each on its own reading
+	// of the leases, and hand-overs decided together on views that do not
+	// show each other's moves yet sent shards back and forth (seen in the
+	// demo: a 6-shard mapping whose shards changed hands 9 times in 1.3
+	// s). Taking the units handed over is not delayed, and the receiver
+	// may hand a unit on in the same balance (a swap's second move).
+	settleAfterHandOver = balanceInterval
 )
 
 // loadSample is one reading of a shard's appended bytes.
@@ -370,7 +381,10 @@ func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit 
 			delete(p.holder, key)
 		}
 	}
-	give := p.handOvers(taken)
+	var give []string
+	if !now.Before(s.own.settled) { // see settleAfterHandOver
+		give = p.handOvers(taken)
+	}
 	msg := handOver{Node: me}
 	for _, key := range give {
 		s.eng.Logger.Info("handing a mapping's shard over to balance the cluster's load", "unit", key,
@@ -405,6 +419,9 @@ func (s *Service) heardHandOver(data []byte) {
 	var h handOver
 	if json.Unmarshal(data, &h) == nil && h.Node != "" {
 		s.mu.Lock()
+		if !slices.Contains(h.To, s.nodeName()) { // a receiver may pass a unit on at once (a swap's second move)
+			s.own.settled = s.eng.Clock.Now().Add(settleAfterHandOver)
+		}
 		for i, u := range h.Units {
 			if i < len(h.To) {
 				s.own.given[u] = handedOver{By: h.Node, To: h.To[i]}
