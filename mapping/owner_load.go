@@ -382,7 +382,7 @@ func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit 
 		}
 	}
 	var give []string
-	if !now.Before(s.own.settled) { // see settleAfterHandOver
+	if s.own.mayHandOver(now) {
 		give = p.handOvers(taken)
 	}
 	msg := handOver{Node: me}
@@ -419,15 +419,27 @@ func (s *Service) heardHandOver(data []byte) {
 	var h handOver
 	if json.Unmarshal(data, &h) == nil && h.Node != "" {
 		s.mu.Lock()
-		if !slices.Contains(h.To, s.nodeName()) { // a receiver may pass a unit on at once (a swap's second move)
-			s.own.settled = s.eng.Clock.Now().Add(settleAfterHandOver)
-		}
-		for i, u := range h.Units {
-			if i < len(h.To) {
-				s.own.given[u] = handedOver{By: h.Node, To: h.To[i]}
-			}
-		}
+		s.own.heard(h, s.nodeName(), s.eng.Clock.Now())
 		s.mu.Unlock()
 	}
 	signal(s.own.kick)
 }
+
+// heard records hand-over h, heard by process me at now: who gave each
+// unit to whom, and, unless me is a receiver (which may pass a unit on
+// at once: a swap's second move), no hand-over here for
+// settleAfterHandOver.
+func (o *owner) heard(h handOver, me string, now time.Time) {
+	if !slices.Contains(h.To, me) {
+		o.settled = now.Add(settleAfterHandOver)
+	}
+	for i, u := range h.Units {
+		if i < len(h.To) {
+			o.given[u] = handedOver{By: h.Node, To: h.To[i]}
+		}
+	}
+}
+
+// mayHandOver reports whether this process may hand units over for load
+// at now (see settleAfterHandOver).
+func (o *owner) mayHandOver(now time.Time) bool { return !now.Before(o.settled) }

@@ -269,3 +269,30 @@ func TestEveryCountSplitOfSixShardsIsBalancedByLoad(t *testing.T) {
 	}
 	split(0, nil)
 }
+
+// After a hand-over for load names another process as the receiver, a
+// process hands nothing over for settleAfterHandOver (its balance on the
+// message reads leases that may not show the move yet); the receiver may
+// pass a unit on at once, and every process learns who gave which unit
+// to whom.
+func TestAfterAHandOverOnlyItsReceiverHandsOverAtOnce(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+	h := handOver{Node: "a", Units: []string{"m.s1"}, To: []string{"b"}}
+	for _, me := range []string{"a", "b", "c"} {
+		o := owner{given: map[string]handedOver{}}
+		if !o.mayHandOver(t0) {
+			t.Fatalf("%s may not hand over before any message", me)
+		}
+		o.heard(h, me, t0)
+		if got := o.given["m.s1"]; got != (handedOver{By: "a", To: "b"}) {
+			t.Errorf("%s recorded %+v for m.s1", me, got)
+		}
+		receiver := me == "b"
+		if may := o.mayHandOver(t0.Add(settleAfterHandOver - time.Millisecond)); may != receiver {
+			t.Errorf("%s may hand over just after the message: %v; want %v", me, may, receiver)
+		}
+		if !o.mayHandOver(t0.Add(settleAfterHandOver)) {
+			t.Errorf("%s may still not hand over %v after the message", me, settleAfterHandOver)
+		}
+	}
+}
