@@ -75,6 +75,10 @@ type Result struct {
 	// RecordsByNode is, per node, the records it processed first (its
 	// share of the work; demo --nodes).
 	RecordsByNode map[string]int64 `json:"records_by_node,omitempty"`
+	// RecordsByShard is, per shard id, the records each node processed
+	// first from it (demo --nodes): the shards' sizes (the partition keys
+	// are airports, so they differ) and who ran each.
+	RecordsByShard map[string]map[string]int64 `json:"records_by_shard,omitempty"`
 }
 
 // Check is the reconciliation's verdict: nil when nothing is lost, the

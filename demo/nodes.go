@@ -211,7 +211,7 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 	elapsed := time.Since(start)
 
 	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison),
-		Nodes: len(cl.Nodes), NodeKills: killer.Kills(), RecordsByNode: rd.byNode}
+		Nodes: len(cl.Nodes), NodeKills: killer.Kills(), RecordsByNode: rd.byNode, RecordsByShard: rd.byShard}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.ToFailureDestination = rd.delivered, rd.batches, rd.toFailure
 	stats := flights.NewStats()
@@ -236,11 +236,12 @@ type nodeReader struct {
 	batches      int64 // results read
 	toFailure    int64 // records in on-failure messages
 	byNode       map[string]int64
+	byShard      map[string]map[string]int64 // shard id -> node -> records processed first there
 }
 
 func newNodeReader(shards int) *nodeReader {
 	return &nodeReader{done: make([]positions, shards), failed: make([]positions, shards),
-		origin: make([][]uint16, shards), delay: make([][]int32, shards), codeOf: map[string]uint16{}, byNode: map[string]int64{}}
+		origin: make([][]uint16, shards), delay: make([][]int32, shards), codeOf: map[string]uint16{}, byNode: map[string]int64{}, byShard: map[string]map[string]int64{}}
 }
 
 func (rd *nodeReader) resolved() int64 { return rd.unique + rd.failedN }
@@ -286,6 +287,10 @@ func (rd *nodeReader) result(body string) error {
 			}
 			rd.unique++
 			rd.byNode[r.Node]++
+			if rd.byShard[shard] == nil {
+				rd.byShard[shard] = map[string]int64{}
+			}
+			rd.byShard[shard][r.Node]++
 			if rd.failed[sh].has(pos) {
 				rd.failedN--
 			}

@@ -195,8 +195,14 @@ func (m *Manager) Count(ctx context.Context, prefix string) (int, error) {
 
 // Holders returns every lease held now (by any process): key -> node.
 func (m *Manager) Holders(ctx context.Context) (map[string]string, error) {
+	return m.HoldersOf(ctx, "")
+}
+
+// HoldersOf returns the leases held now (by any process) whose key
+// starts with prefix ("": all of them): key -> node.
+func (m *Manager) HoldersOf(ctx context.Context, prefix string) (map[string]string, error) {
 	out := map[string]string{}
-	lister, err := m.kv.ListKeys(ctx)
+	lister, err := m.kv.ListKeysFiltered(ctx, prefix+">")
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return out, nil

@@ -156,3 +156,27 @@ func TestRunWhileHeldRunsInOneProcessAtATime(t *testing.T) {
 		t.Fatal("b did not take over after a stopped")
 	}
 }
+
+// HoldersOf lists only the leases under its prefix, with their holders;
+// Holders lists them all.
+func TestHoldersOfListsTheLeasesUnderAPrefix(t *testing.T) {
+	_, a, b := two(t)
+	ctx := context.Background()
+	for m, keys := range map[*lease.Manager][]string{a: {"esm.m1.s0", "node.a"}, b: {"esm.m1.s1", "esm2"}} {
+		for _, k := range keys {
+			if _, err := m.Acquire(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := a.HoldersOf(ctx, "esm.")
+	if err != nil || len(got) != 2 || got["esm.m1.s0"] != "a" || got["esm.m1.s1"] != "b" {
+		t.Errorf("HoldersOf(esm.) = %v, %v; want esm.m1.s0 by a and esm.m1.s1 by b", got, err)
+	}
+	if all, err := b.Holders(ctx); err != nil || len(all) != 4 {
+		t.Errorf("Holders = %v, %v; want all 4", all, err)
+	}
+	if none, err := a.HoldersOf(ctx, "queue."); err != nil || len(none) != 0 {
+		t.Errorf("HoldersOf(queue.) = %v, %v; want none", none, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
@@ -59,6 +60,9 @@ const (
 	mappingLeasePrefix = "esm."
 	nodeLeasePrefix    = "node."
 	balanceInterval    = 2 * time.Second
+	// balanceSubject is published by a process that handed units over to
+	// balance the load; every process balances at once when it hears it.
+	balanceSubject = "runnel.mapping.balance"
 )
 
 // errFenced is a checkpoint-bucket write refused because another process
@@ -75,6 +79,16 @@ type owner struct {
 	// Service.mu.
 	done map[string]string
 	kick chan struct{} // a closed shard was processed to its end here: balance now
+	// samples: unit key -> its shard's appended bytes read at the last
+	// balances, within loadWindow; freeSince: unit key -> when a balance
+	// by load first found it free; given: unit key -> who handed it over
+	// for load and to whom (this process, or another's message on
+	// balanceSubject), until it is held again (owner_load.go). Under
+	// Service.mu.
+	samples   map[string][]loadSample
+	freeSince map[string]time.Time
+	given     map[string]handedOver
+	settled   time.Time // no hand-over for load before (settleAfterHandOver)
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
@@ -119,6 +133,13 @@ func (s *Service) startOwnership(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Another process handed a unit over for load: balance now, so that
+	// the least loaded process takes it without waiting for its tick.
+	sub, err := s.eng.NC.Subscribe(balanceSubject, func(m *nats.Msg) { go s.heardHandOver(m.Data) })
+	if err != nil {
+		w.Stop()
+		return err
+	}
 	s.loops.Add(2)
 	go func() {
 		defer s.loops.Done()
@@ -126,6 +147,7 @@ func (s *Service) startOwnership(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.loops.Done()
+		defer sub.Unsubscribe()
 		t := time.NewTicker(balanceInterval)
 		defer t.Stop()
 		for {
@@ -133,7 +155,7 @@ func (s *Service) startOwnership(ctx context.Context) error {
 			case <-s.ctx.Done():
 				return
 			case <-t.C:
-			case <-s.own.kick: // a shard ended: take its children now
+			case <-s.own.kick: // a shard ended (take its children), or a unit was handed over
 			}
 			s.mu.Lock()
 			s.balanceLocked(s.ctx)

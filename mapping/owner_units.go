@@ -84,9 +84,11 @@ func (s *Service) unitsLocked(ctx context.Context) (units []unit, described map[
 	return units, described
 }
 
-// balanceLocked takes free units of enabled mappings up to this process's
-// fair share, ceil(units / live nodes), and hands over those beyond it,
-// and those that are no longer units (a closed shard processed to its
+// balanceLocked balances the units of the enabled mappings: by load when
+// the shards have some (balanceByLoadLocked, owner_load.go); otherwise by
+// count, taking free units up to this process's fair share, ceil(units /
+// live nodes), and handing over those beyond it. Either way it hands
+// over those that are no longer units (a closed shard processed to its
 // end).
 func (s *Service) balanceLocked(ctx context.Context) {
 	if s.own.leases == nil || ctx.Err() != nil {
@@ -110,8 +112,9 @@ func (s *Service) balanceLocked(ctx context.Context) {
 		}
 		return n
 	}
+	byLoad := nodes > 1 && s.balanceByLoadLocked(ctx, units, isUnit)
 	for _, u := range units {
-		if holding() >= share {
+		if byLoad || holding() >= share {
 			break
 		}
 		if s.own.held[u.key()] == nil {
@@ -127,7 +130,7 @@ func (s *Service) balanceLocked(ctx context.Context) {
 		}
 	}
 	held := s.heldKeysLocked("")
-	for i := len(held) - 1; i >= 0 && holding() > share; i-- {
+	for i := len(held) - 1; i >= 0 && !byLoad && holding() > share; i-- {
 		if isUnit[held[i]] { // one whose source cannot be described now stays
 			s.eng.Logger.Info("handing a mapping's shard over to balance the cluster", "unit", held[i], "share", share, "nodes", nodes)
 			s.releaseUnitLocked(held[i])

@@ -130,7 +130,8 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	}
 	s := &Service{eng: eng, streams: streams, functions: functions, kv: kv, ck: ck, opts: opts,
 		configs: map[string]Config{}, runners: map[string]poller{}, queues: queues, tables: tables,
-		own: owner{held: map[string]*lease.Lease{}, done: map[string]string{}, kick: make(chan struct{}, 1), revs: map[string]uint64{}, cfgRevs: map[string]uint64{}}}
+		own: owner{held: map[string]*lease.Lease{}, done: map[string]string{}, kick: make(chan struct{}, 1), revs: map[string]uint64{}, cfgRevs: map[string]uint64{},
+			samples: map[string][]loadSample{}, freeSince: map[string]time.Time{}, given: map[string]handedOver{}}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.published = make(chan struct{})
 	s.resolvers = []DestinationResolver{StreamDestinations(streams)}

@@ -497,3 +497,25 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 	out.NextShardIterator = it.encode()
 	return out, nil
 }
+
+// ShardAppended estimates the bytes ever appended to shard shardID of
+// stream streamName: its messages written (the last JetStream sequence)
+// times the mean size of those it still stores. The estimate only grows
+// as records are put (trimming old messages by retention changes the mean,
+// not the count), so two readings apart in time give the shard's incoming
+// byte rate; the mapping balance weighs shard leases by it. A shard
+// storing nothing yet reports 0.
+func (s *Service) ShardAppended(ctx context.Context, streamName, shardID string) (uint64, error) {
+	h, sh, err := s.shardOf(ctx, streamName, shardID)
+	if err != nil {
+		return 0, err
+	}
+	info, err := h.shards[sh].Info(ctx)
+	if err != nil {
+		return 0, awserr.New(awserr.ErrService, "shard info: %v", err)
+	}
+	if info.State.Msgs == 0 {
+		return 0, nil
+	}
+	return uint64(float64(info.State.LastSeq) * float64(info.State.Bytes) / float64(info.State.Msgs)), nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,14 +21,15 @@ import (
 func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
 	dir, b := runClusterDemo(t, "about 2 minutes", "--nodes", "3", "--records", "20000", "--kill-node-at", "0.5")
 	var res struct {
-		RecordsIn       int64            `json:"records_in"`
-		ProcessedUnique int64            `json:"processed_unique"`
-		Lost            int64            `json:"lost"`
-		StatsMatch      bool             `json:"stats_match"`
-		ElapsedS        float64          `json:"elapsed_s"`
-		Nodes           int              `json:"nodes"`
-		NodeKills       int              `json:"node_kills"`
-		ByNode          map[string]int64 `json:"records_by_node"`
+		RecordsIn       int64                       `json:"records_in"`
+		ProcessedUnique int64                       `json:"processed_unique"`
+		Lost            int64                       `json:"lost"`
+		StatsMatch      bool                        `json:"stats_match"`
+		ElapsedS        float64                     `json:"elapsed_s"`
+		Nodes           int                         `json:"nodes"`
+		NodeKills       int                         `json:"node_kills"`
+		ByNode          map[string]int64            `json:"records_by_node"`
+		ByShard         map[string]map[string]int64 `json:"records_by_shard"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
@@ -41,6 +43,15 @@ func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
 	}
 	if sum != res.ProcessedUnique {
 		t.Fatalf("records by node add up to %d, processed %d: %s", sum, res.ProcessedUnique, b)
+	}
+	byNode := map[string]int64{}
+	for _, nodes := range res.ByShard {
+		for n, c := range nodes {
+			byNode[n] += c
+		}
+	}
+	if !maps.Equal(byNode, res.ByNode) {
+		t.Fatalf("records by shard add up to %v by node, records_by_node says %v", byNode, res.ByNode)
 	}
 	nodeDataRemoved(t, dir, "demo-nodes-*")
 }

@@ -1,0 +1,70 @@
+package mapping_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// putIntoShard puts n records "<prefix><i>" into shard shardID of stream
+// "src", by its starting hash key.
+func putIntoShard(t *testing.T, rn *runnel.Runnel, shardID, prefix string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := rn.Streams.DescribeStream(ctx, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := ""
+	for _, sh := range d.Shards {
+		if sh.ShardID == shardID {
+			hash = sh.HashKeyRange.StartingHashKey
+		}
+	}
+	for i := 0; i < n; i += 100 {
+		var entries []stream.PutRecordsRequestEntry
+		for j := i; j < min(n, i+100); j++ {
+			entries = append(entries, stream.PutRecordsRequestEntry{Data: []byte(fmt.Sprintf("%s%d", prefix, j)), PartitionKey: "k", ExplicitHashKey: hash})
+		}
+		out, err := rn.Streams.PutRecords(ctx, "src", entries)
+		if err != nil || out.FailedRecordCount != 0 {
+			t.Fatalf("put into %s: %v %+v", shardID, err, out)
+		}
+	}
+}
+
+// Shard leases are balanced by load once the shards have some (a
+// difference from the Kinesis Client Library, which counts them): with
+// two processes holding two of four shards each, a burst into shard 0
+// alone leaves shard 0 alone on its process and the three idle shards on
+// the other, and every record is processed exactly once across the
+// hand-over (the old holder stored its final checkpoint before it
+// released the lease).
+func TestShardLeasesFollowTheShardsLoad(t *testing.T) {
+	a, b, r, m := twoNodesOnFourShards(t)
+	hot := "shardId-000000000000"
+	putIntoShard(t, b, hot, "hot", 600)
+	for i, sh := range []string{"shardId-000000000001", "shardId-000000000002", "shardId-000000000003"} {
+		putIntoShard(t, a, sh, fmt.Sprintf("cold%d-", i), 5)
+	}
+	testenv.Eventually(t, 10*balanceWait, "the hot shard alone on one process, the three others on the other", func() bool {
+		h := unitHolders(t, a, m.UUID)
+		for _, n := range []string{node(t, a), node(t, b)} {
+			if len(h[n]) == 1 && h[n][0] == hot {
+				other := node(t, a)
+				if n == other {
+					other = node(t, b)
+				}
+				return len(h[other]) == 3
+			}
+		}
+		return false
+	})
+	testenv.Eventually(t, wait, "every record processed", func() bool { return r.processed() == 600+15 })
+	processedOnce(t, r, 600, "hot")
+	processedOnce(t, r, 5, "cold0-", "cold1-", "cold2-")
+}
