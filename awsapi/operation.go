@@ -58,7 +58,7 @@ type Operation struct {
 	// outside the pattern names no stream). The trap: a constraint the
 	// model has and the operation does not check would let a bad request
 	// through. Reading a 500-record body twice cost a third of the
-	// endpoint's put rate (docs/benchmarks.md). SQS's SendMessage,
+	// endpoint's put rate (docs/benchmarks/kinesis-endpoint.md, "Session 5"). SQS's SendMessage,
 	// SendMessageBatch, ReceiveMessage and DeleteMessage take it too: SQS's
 	// model has only required members, types and attribute-name enums,
 	// and those operations refuse a missing QueueUrl, body or receipt

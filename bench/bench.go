@@ -1,7 +1,7 @@
 // Package bench measures runnel's throughput against raw JetStream on the
 // same embedded server: publishing and consuming with nats.go directly (the
 // baselines), then runnel's PutRecords and an event source mapping feeding
-// a no-op function. `runnel bench` runs it and docs/benchmarks.md records a
+// a no-op function. `runnel bench` runs it and docs/benchmarks/streams.md records a
 // run.
 //
 // Every scenario runs on a fresh engine in its own temporary directory, and

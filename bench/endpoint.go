@@ -4,7 +4,7 @@ package bench
 // AWS-compatible endpoint (package awsapi) with the real aws-sdk-go-v2
 // Kinesis client, against kinesalite (the npm package, a Kinesis emulator
 // in Node.js) measured in the same run on the same machine with the same
-// client code. `runnel bench endpoint` runs it; docs/benchmarks.md records
+// client code. `runnel bench endpoint` runs it; docs/benchmarks/kinesis-endpoint.md records
 // a run.
 
 import (
@@ -452,7 +452,7 @@ func runtimeGC() {
 	debug.FreeOSMemory()
 }
 
-// Markdown renders the report for docs/benchmarks.md.
+// Markdown renders the report for docs/benchmarks/kinesis-endpoint.md.
 func (r *EndpointReport) Markdown() string {
 	var b strings.Builder
 	c := r.Config

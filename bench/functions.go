@@ -273,7 +273,7 @@ func invokeOK(ctx context.Context, fn *function.Function) error {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// Markdown is the report as docs/benchmarks.md shows it.
+// Markdown is the report as docs/benchmarks/functions.md shows it.
 func (r *FunctionsReport) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s\n\n", r.Machine)

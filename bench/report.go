@@ -45,7 +45,7 @@ func cpuModel() string {
 func PeakRSSMiB() float64 { return procstat.PeakRSSMiB() }
 
 // Markdown renders the report as a table with the ratios, for
-// docs/benchmarks.md.
+// docs/benchmarks/streams.md.
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s\n\n", r.Machine)

@@ -4,7 +4,7 @@ package bench
 // endpoint with the real aws-sdk-go-v2 DynamoDB client, against dynalite
 // (the npm package, a DynamoDB emulator in Node.js) through the same client
 // code in the same run, and on table.Service in this process. `runnel
-// bench tables` runs it; docs/benchmarks.md records runs.
+// bench tables` runs it; docs/benchmarks/tables.md records runs.
 
 import (
 	"context"
@@ -687,7 +687,7 @@ func fanOut(ctx context.Context, callers, n int, fn func(ctx context.Context, j 
 	return context.Cause(ctx)
 }
 
-// Markdown renders the report for docs/benchmarks.md.
+// Markdown renders the report for docs/benchmarks/tables.md.
 func (r *TablesReport) Markdown() string {
 	var b strings.Builder
 	c := r.Config

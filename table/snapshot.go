@@ -58,7 +58,7 @@ import (
 // The pause: writes wait while the gate is held, for the in-flight
 // writes to finish, one ShardBounds request per shard, and one copy of
 // each changed table's index map (maps.Clone). Measured on a loaded
-// 2-core machine (docs/benchmarks.md, session 8): 13 ms at 300,000
+// 2-core machine (docs/benchmarks/tables.md, "Session 8: table open from an index snapshot"): 13 ms at 300,000
 // items, 0.1 s at 2 million, 0.5 to 1.1 s at 10 million. Reads (GetItem,
 // Query, Scan) do not wait.
 //

@@ -13,7 +13,7 @@ import (
 )
 
 // TestMeasureOpenFromSnapshot measures what an open costs with and
-// without an index snapshot (docs/benchmarks.md, session 8): it builds a
+// without an index snapshot (docs/benchmarks/tables.md, "Session 8: table open from an index snapshot"): it builds a
 // table of RUNNEL_SNAPSHOT_BENCH_ITEMS items (BatchWriteItem in-process,
 // hash key only, as the trades demo's state table), closes (writing the
 // snapshot), then times a start of the engine and tables plus the first

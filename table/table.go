@@ -270,7 +270,7 @@ type Options struct {
 	// Taking one pauses writes (not reads) for the copy of the changed
 	// tables' indexes: about 50 ms per million items, 0.1 s at 2 million
 	// and 0.5 to 1.1 s at 10 million on a loaded 2-core machine
-	// (docs/benchmarks.md, session 8), and holds a second copy of them
+	// (docs/benchmarks/tables.md, "Session 8: table open from an index snapshot"), and holds a second copy of them
 	// in memory until written.
 	SnapshotInterval time.Duration
 	// SnapshotClock times SnapshotInterval; default the real clock. Not

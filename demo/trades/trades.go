@@ -64,7 +64,7 @@ type Config struct {
 	// of an eighth of them; with 8 shards the per-invocation work (the
 	// map's conditional put, the reduce table's change, a reduce
 	// transaction) was paid 4 times as often and the pipeline topped out
-	// near 26,000 messages/s on 2 cores (docs/benchmarks.md, session 4).
+	// near 26,000 messages/s on 2 cores (docs/benchmarks/trades.md, "Session 4").
 	Shards, StateShards int
 	// MemoryLimitMiB is the Go heap's soft limit during the run
 	// (debug.SetMemoryLimit), in MiB. Default: five eighths of the
