@@ -108,7 +108,7 @@ func TestMappingAcrossReshardsUnderLoad(t *testing.T) {
 	sink := newOrderedSink(t, rn, "load-fn", 7)
 	m := startMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: "load-fn", BatchSize: 20, ParallelizationFactor: 2})
 
-	var acked sync.Map
+	var acked, unacked sync.Map
 	var nAcked atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -134,8 +134,18 @@ func TestMappingAcrossReshardsUnderLoad(t *testing.T) {
 				}
 				for i, r := range out.Records {
 					if r.ErrorCode != "" {
-						t.Errorf("put failed: %+v", r)
-						return // a gap would break the order check
+						// Not acknowledged within stream.AckTimeout (a loaded
+						// 3-server cluster): failed as Kinesis fails an
+						// entry, perhaps stored. This producer stops (a gap
+						// would break the order check); any other failure
+						// breaks the rule.
+						if !strings.Contains(r.ErrorMessage, "no acknowledgement") {
+							t.Errorf("put failed: %+v", r)
+						}
+						for _, e := range entries[i:] {
+							unacked.Store(string(e.Data), true)
+						}
+						return
 					}
 					acked.Store(string(entries[i].Data), r.SequenceNumber)
 					nAcked.Add(1)
@@ -187,9 +197,15 @@ func TestMappingAcrossReshardsUnderLoad(t *testing.T) {
 		}
 		return true
 	})
-	if sink.count() != total {
-		t.Errorf("processed %d distinct records, acknowledged %d", sink.count(), total)
+	sink.mu.Lock()
+	for data := range sink.processed {
+		_, a := acked.Load(data)
+		_, u := unacked.Load(data)
+		if !a && !u {
+			t.Errorf("record %s processed, never put", data)
+		}
 	}
+	sink.mu.Unlock()
 
 	// Closed shards are checkpointed at their end; their workers stopped.
 	d, _ = rn.Streams.DescribeStream(ctx, "load")

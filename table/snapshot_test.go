@@ -185,6 +185,7 @@ func TestReopenAfterCloseReadsTheSnapshot(t *testing.T) {
 // acknowledged write, no deleted item, and ChangeRecords counting both.
 // A transaction applied before the snapshot is not applied again.
 func TestCrashReplaysOnlyTheTail(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	rn := startSnapTables(t, dir, clock)
@@ -284,6 +285,7 @@ func storedSnapshot(t *testing.T, rn *runnel.Runnel, tableName string) []byte {
 // of the same name (deleted and created again) is not used: the open
 // reads the whole log and serves exactly what it holds.
 func TestUnusableSnapshotFallsBackToTheWholeLog(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	cases := map[string]func(good, old []byte) []byte{
 		"cut short":        func(good, _ []byte) []byte { return good[:len(good)/2] },
 		"a changed byte":   func(good, _ []byte) []byte { b := append([]byte{}, good...); b[len(b)-40] ^= 1; return b },
@@ -338,6 +340,7 @@ func TestUnusableSnapshotFallsBackToTheWholeLog(t *testing.T) {
 // stop between the commit point and the writes) is completed when the
 // table opens from that snapshot.
 func TestCommitAfterTheSnapshotCompletesOnOpen(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	rn := startTTLTable(t, dir, clock)
@@ -366,6 +369,7 @@ func TestCommitAfterTheSnapshotCompletesOnOpen(t *testing.T) {
 // exactly what the table served, and every index agrees with the table
 // (the indexes are built from the table at open).
 func TestSnapshotsTakenDuringWrites(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dir})
 	createIndexed(t, rn.Tables)
@@ -409,6 +413,7 @@ func TestSnapshotsTakenDuringWrites(t *testing.T) {
 // snapshot every SnapshotInterval of its SnapshotClock, without a close:
 // after a crash the open reads it.
 func TestSnapshotEveryInterval(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	opts := testenv.Options{Dir: dir, Clock: clock, Tables: table.Options{SnapshotInterval: time.Minute, SnapshotClock: clock}}

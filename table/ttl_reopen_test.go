@@ -23,6 +23,7 @@ import (
 // rebuilds from the whole log and still expires the item whose attribute
 // is in the past.
 func TestExpiriesSurviveARebuildFromTheLogAfterTTLWasEnabled(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
@@ -52,6 +53,7 @@ func TestExpiriesSurviveARebuildFromTheLogAfterTTLWasEnabled(t *testing.T) {
 // taken while TTL used attribute "a", then TTL moved to attribute "b",
 // then a crash: the open from the snapshot expires by "b", not by "a".
 func TestExpiriesFollowATTLAttributeChangedAfterTheSnapshot(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
