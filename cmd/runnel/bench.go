@@ -20,7 +20,7 @@ func benchCmd(g *globals) *cobra.Command {
 		Long: `bench runs, each on a fresh embedded engine, raw JetStream publish and consume
 (with and without per-message acks) as the baseline, then runnel's PutRecords and
 a mapping into a no-op handler, and prints the rates and their ratios as a
-Markdown table (the form of docs/benchmarks.md).`,
+Markdown table (the form of docs/benchmarks/streams.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.NATSURL = g.natsURL
 			cfg.Progress = os.Stderr
@@ -90,7 +90,7 @@ for Python and Node.js, this machine's interpreter starting runnel's runtime cli
 then times warm invocations of one started environment. In the same run, it times the
 same handler run directly: a new python3 or node process importing it, calling it once
 and exiting (cold), and a loop calling it in one process (warm). The times and the
-overheads are printed as a Markdown table (the form of docs/benchmarks.md). A runtime
+overheads are printed as a Markdown table (the form of docs/benchmarks/functions.md). A runtime
 whose interpreter is missing is reported as not measured.`,
 		&cfg.Progress, func(ctx context.Context) (*bench.FunctionsReport, error) { return bench.RunFunctions(ctx, cfg) })
 	f := cmd.Flags()

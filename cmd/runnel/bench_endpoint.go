@@ -19,7 +19,7 @@ when kinesalite is installed (npm install in bench/kinesalite, or --kinesalite),
 kinesalite on another; then, for each, the aws-sdk-go-v2 Kinesis client creates a stream,
 puts the records (PutRecords of 500, --producers at once) and reads them all back
 (GetRecords, one reader per shard), and the rates and the ratio runnel/kinesalite are
-printed as a Markdown table (the form of docs/benchmarks.md).`,
+printed as a Markdown table (the form of docs/benchmarks/kinesis-endpoint.md).`,
 		&cfg.Progress, func(ctx context.Context) (*bench.EndpointReport, error) { return bench.RunEndpoint(ctx, cfg) })
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 200_000, "records put and read back through runnel")

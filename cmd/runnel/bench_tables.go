@@ -25,7 +25,7 @@ of each (ADD n :one if attribute_exists(pk)), BatchWriteItem of --items other it
 (25 a call), BatchGetItem of those (100 keys a call), Query of every partition key,
 a Scan and a parallel Scan; every item read back is checked. The rates, the ratios
 (runnel/dynalite, each operation / DescribeTable) and issue 12's targets are printed
-as a Markdown table (the form of docs/benchmarks.md).`,
+as a Markdown table (the form of docs/benchmarks/tables.md).`,
 		&cfg.Progress, func(ctx context.Context) (*bench.TablesReport, error) { return bench.RunTables(ctx, cfg) })
 	f := cmd.Flags()
 	f.IntVar(&cfg.Items, "items", 20_000, "items written by PutItem, and as many others by BatchWriteItem")
