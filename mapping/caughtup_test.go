@@ -145,15 +145,7 @@ func TestCaughtUpFollowsTheStoredCheckpoints(t *testing.T) {
 func TestCaughtUpOnATableStream(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{ListenAddr: "127.0.0.1:0"})
 	ctx := context.Background()
-	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "state",
-		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
-		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
-		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewImage},
-		RunnelShards:         2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	desc := createStreamTable(t, rn, "state", table.ViewNewImage, 2)
 	g := newGates(t, "x")
 	function.Register("caughtup-ddb-gated", function.DynamoDBHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		for _, r := range ev.Records {

@@ -29,15 +29,7 @@ import (
 func TestDynamoDBStreamSource(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
-	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "state",
-		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
-		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
-		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewAndOldImages},
-		RunnelShards:         2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	desc := createStreamTable(t, rn, "state", table.ViewNewAndOldImages, 2)
 	createStream(t, rn, "failures", 1)
 
 	var mu sync.Mutex
@@ -67,7 +59,7 @@ func TestDynamoDBStreamSource(t *testing.T) {
 	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "kfn", Handler: "kinesis-only"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "kfn", StartingPosition: "TRIM_HORIZON"})
+	_, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "kfn", StartingPosition: "TRIM_HORIZON"})
 	if !errors.Is(err, awserr.ErrInvalidParameterValue) {
 		t.Fatalf("kinesis handler on a DynamoDB stream: %v", err)
 	}
@@ -123,6 +115,22 @@ func TestDynamoDBStreamSource(t *testing.T) {
 	}
 }
 
+// createStreamTable creates a table keyed by the string "id" with its
+// change stream on (view), on shards log shards, and returns it.
+func createStreamTable(t *testing.T, rn *runnel.Runnel, name, view string, shards int) *table.TableDescription {
+	t.Helper()
+	desc, err := rn.Tables.CreateTable(context.Background(), table.CreateTableInput{TableName: name,
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
+		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: view},
+		RunnelShards:         shards,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return desc
+}
+
 func S(s string) events.DynamoDBAttributeValue { return events.NewStringAttribute(s) }
 func N(s string) events.DynamoDBAttributeValue { return events.NewNumberAttribute(s) }
 
@@ -136,15 +144,7 @@ func TestCrashReplaysTheFirstBatchOfATableStream(t *testing.T) {
 	dir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dir, Mappings: mapping.Options{CheckpointInterval: time.Hour}})
 	ctx := context.Background()
-	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "tbl",
-		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
-		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
-		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewImage},
-		RunnelShards:         1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	desc := createStreamTable(t, rn, "tbl", table.ViewNewImage, 1)
 	var mu sync.Mutex
 	var batches [][]string
 	entered := make(chan struct{})

@@ -22,15 +22,7 @@ import (
 func TestTheStoredStatusOfADynamoDBStreamMappingShowsItsCheckpoint(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
-	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "orders",
-		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
-		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
-		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewImage},
-		RunnelShards:         1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	desc := createStreamTable(t, rn, "orders", table.ViewNewImage, 1)
 	var seen atomic.Int64
 	var last atomic.Value // the sequence number of the last change processed
 	function.Register("ddb-status-count", function.DynamoDBHandler(func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {

@@ -23,15 +23,7 @@ func TestTumblingWindowDynamoDBStream(t *testing.T) {
 	ctx := context.Background()
 	clock := clockwork.NewFakeClockAt(t0.Add(10 * time.Second))
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
-	desc, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "win",
-		KeySchema:            []table.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}},
-		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "id", AttributeType: "S"}},
-		StreamSpecification:  &table.StreamSpecification{StreamEnabled: true, StreamViewType: table.ViewNewImage},
-		RunnelShards:         1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	desc := createStreamTable(t, rn, "win", table.ViewNewImage, 1)
 	var mu sync.Mutex
 	folded, counts := 0, map[time.Time]int{}
 	var evs []batch.DynamoDBWindowEvent[wcount]
@@ -58,7 +50,7 @@ func TestTumblingWindowDynamoDBStream(t *testing.T) {
 	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "wfn", Handler: "ddb-window"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "wfn",
+	_, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "wfn",
 		StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(30)})
 	if err != nil {
 		t.Fatal(err)
