@@ -4,11 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/jonboulle/clockwork"
-
-	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
 )
 
@@ -21,11 +17,7 @@ import (
 // change stream have it. A snapshot taken anyway would cover the write's
 // position without it, and the item would be invisible for good.
 func TestAWriteWhoseOutcomeIsUnknownStopsSnapshotsUntilTheNextOpen(t *testing.T) {
-	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
-	dir := t.TempDir()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
-	createTable(t, rn.Tables, "uncertain", "", table.ViewNewAndOldImages)
+	_, rn, reopen := crashable(t, "uncertain")
 	put := func(pk string) error {
 		_, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "uncertain", Item: table.Item{"pk": S(pk)}})
 		return err
@@ -49,9 +41,7 @@ func TestAWriteWhoseOutcomeIsUnknownStopsSnapshotsUntilTheNextOpen(t *testing.T)
 		t.Fatal(err)
 	}
 	table.WriteIndexSnapshots(t, rn.Tables) // skipped: b's outcome is unknown
-	rn.Crash()
-
-	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	rn = reopen(rn)
 	from, replayed := table.OpenedFrom(t, rn.Tables, "uncertain")
 	if !from || replayed != 2 {
 		t.Fatalf("opened from a snapshot %v, replayed %d log records; want the snapshot of a, then b and c replayed", from, replayed)

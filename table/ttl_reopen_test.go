@@ -7,6 +7,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
 )
@@ -23,20 +24,14 @@ import (
 // rebuilds from the whole log and still expires the item whose attribute
 // is in the past.
 func TestExpiriesSurviveARebuildFromTheLogAfterTTLWasEnabled(t *testing.T) {
-	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
-	dir := t.TempDir()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
-	createTable(t, rn.Tables, "sessions", "", table.ViewNewAndOldImages)
+	clock, rn, reopen := crashable(t, "sessions")
 	now := clock.Now().Unix()
 	putExpiring(t, rn.Tables, "sessions", "soon", "expires", now+60)
 	putExpiring(t, rn.Tables, "sessions", "later", "expires", now+3600)
 	if _, err := rn.Tables.UpdateTimeToLive(ctx, "sessions", table.TimeToLiveSpecification{AttributeName: "expires", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	rn.Crash()
-
-	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	rn = reopen(rn)
 	if from, _ := table.OpenedFrom(t, rn.Tables, "sessions"); from {
 		t.Fatal("opened from a snapshot; this test needs a rebuild from the log")
 	}
@@ -53,11 +48,7 @@ func TestExpiriesSurviveARebuildFromTheLogAfterTTLWasEnabled(t *testing.T) {
 // taken while TTL used attribute "a", then TTL moved to attribute "b",
 // then a crash: the open from the snapshot expires by "b", not by "a".
 func TestExpiriesFollowATTLAttributeChangedAfterTheSnapshot(t *testing.T) {
-	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
-	dir := t.TempDir()
-	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
-	createTable(t, rn.Tables, "sessions", "", table.ViewNewAndOldImages)
+	clock, rn, reopen := crashable(t, "sessions")
 	now := clock.Now().Unix()
 	putExpiring(t, rn.Tables, "sessions", "by-a", "a", now+60)
 	putExpiring(t, rn.Tables, "sessions", "by-b", "b", now+60)
@@ -71,9 +62,7 @@ func TestExpiriesFollowATTLAttributeChangedAfterTheSnapshot(t *testing.T) {
 	table.WriteIndexSnapshots(t, rn.Tables)
 	ttl("a", false)
 	ttl("b", true)
-	rn.Crash()
-
-	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	rn = reopen(rn)
 	if from, _ := table.OpenedFrom(t, rn.Tables, "sessions"); !from {
 		t.Fatal("not opened from the snapshot")
 	}
@@ -90,5 +79,24 @@ func putExpiring(t *testing.T, tb *table.Service, name, pk, attr string, exp int
 	t.Helper()
 	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: name, Item: table.Item{"pk": S(pk), attr: N(fmt.Sprint(exp))}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// crashable starts a runnel on its own data directory and a fake clock,
+// with table name (hash key "pk", stream on), for a test of what an open
+// after a crash rebuilds; reopen crashes rn and opens the directory again.
+// Embedded only (testenv.NeedsEmbedded): on a shared cluster the crashed
+// process's lease outlives it and the reopened one does not serve the
+// tables at once.
+func crashable(t *testing.T, name string) (clock *clockwork.FakeClock, rn *runnel.Runnel, reopen func(*runnel.Runnel) *runnel.Runnel) {
+	t.Helper()
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process")
+	dir := t.TempDir()
+	clock = clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	createTable(t, rn.Tables, name, "", table.ViewNewAndOldImages)
+	return clock, rn, func(old *runnel.Runnel) *runnel.Runnel {
+		old.Crash()
+		return testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
 	}
 }
