@@ -43,13 +43,7 @@ func TestABodyReadFromAReplicaBehindTheLeaderIsStillDelivered(t *testing.T) {
 func TestAMessageWhoseBodyCannotBeReadIsNotMovedWithoutIt(t *testing.T) {
 	e := newEnv(t)
 	queue.SetCacheBudget(e.svc, 0)
-	var broken atomic.Bool
-	queue.SetReadFault(e.svc, func() error {
-		if broken.Load() {
-			return errors.New("engine unreachable")
-		}
-		return nil
-	})
+	broken := readFault(e)
 	dlq := e.create("dlq", nil)
 	src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 1)})
 	e.send(src, "order-8")
@@ -81,14 +75,8 @@ func TestAMoveTaskDoesNotMoveAMessageWithoutItsBody(t *testing.T) {
 	src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 1)})
 	queue.SetCacheBudget(e.svc, 0)
 	e.deadLetter(src, 1)
-	var broken atomic.Bool
+	broken := readFault(e)
 	broken.Store(true)
-	queue.SetReadFault(e.svc, func() error {
-		if broken.Load() {
-			return errors.New("engine unreachable")
-		}
-		return nil
-	})
 	if _, err := e.svc.StartMessageMoveTask(e.ctx, e.svc.ARN("dlq"), "", 10); err != nil {
 		t.Fatal(err)
 	}
@@ -103,4 +91,17 @@ func TestAMoveTaskDoesNotMoveAMessageWithoutItsBody(t *testing.T) {
 	if got := e.receive(dlq, queue.ReceiveMessageInput{}); len(got) != 1 || got[0].Body != "m0" {
 		t.Fatalf("dead-letter queue holds %+v, want m0 with its body", got)
 	}
+}
+
+// readFault makes every read of a message body in e fail while the
+// returned flag is set (it starts unset).
+func readFault(e *env) *atomic.Bool {
+	broken := new(atomic.Bool)
+	queue.SetReadFault(e.svc, func() error {
+		if broken.Load() {
+			return errors.New("engine unreachable")
+		}
+		return nil
+	})
+	return broken
 }
