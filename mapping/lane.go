@@ -249,11 +249,13 @@ func (l *lane) lowestPending() (stream.Record, bool) {
 	return stream.Record{}, false
 }
 
-// run takes and resolves batches until ctx ends. A batch interrupted by
-// the end of ctx stays pending: its records are read again after a restart.
-func (l *lane) run(ctx context.Context) {
-	for {
-		batch := l.take(ctx)
+// run takes batches until takeCtx ends and resolves each until ctx (of
+// which takeCtx is a child) ends. A batch interrupted by the end of ctx
+// stays pending: its records are read again after a restart. A batch
+// taken before the end of takeCtx alone (a drain) is resolved first.
+func (l *lane) run(takeCtx, ctx context.Context) {
+	for takeCtx.Err() == nil {
+		batch := l.take(takeCtx)
 		if batch == nil {
 			return
 		}

@@ -389,7 +389,7 @@ func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit 
 	for _, key := range give {
 		s.eng.Logger.Info("handing a mapping's shard over to balance the cluster's load", "unit", key,
 			"weight", p.weight[key], "fair", p.fair, "load", p.load[me])
-		s.releaseUnitLocked(key)
+		s.handOverLocked(key)
 		s.own.given[key] = handedOver{By: me, To: p.to[key]}
 		msg.Units, msg.To = append(msg.Units, key), append(msg.To, p.to[key])
 	}

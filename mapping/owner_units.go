@@ -133,7 +133,7 @@ func (s *Service) balanceLocked(ctx context.Context) {
 	for i := len(held) - 1; i >= 0 && !byLoad && holding() > share; i-- {
 		if isUnit[held[i]] { // one whose source cannot be described now stays
 			s.eng.Logger.Info("handing a mapping's shard over to balance the cluster", "unit", held[i], "share", share, "nodes", nodes)
-			s.releaseUnitLocked(held[i])
+			s.handOverLocked(held[i])
 		}
 	}
 }
@@ -194,11 +194,12 @@ func (s *Service) claimLocked(ctx context.Context, u unit) {
 }
 
 // stopUnitLocked stops the work of the unit key here: its shard's worker
-// (final checkpoint), and the runner once it has no shard left.
-func (s *Service) stopUnitLocked(key string) {
+// (final checkpoint), and the runner once it has no shard left. drain is
+// as for runner.drop.
+func (s *Service) stopUnitLocked(key string, drain time.Duration) {
 	u := parseUnit(key)
 	if r, ok := s.runners[u.id].(*runner); ok && u.shard != "" {
-		if r.drop(u.shard) > 0 {
+		if r.drop(u.shard, drain) > 0 {
 			return
 		}
 	}
@@ -207,8 +208,15 @@ func (s *Service) stopUnitLocked(key string) {
 
 // releaseUnitLocked stops the unit key here and gives its lease back, so
 // another process may take it at once.
-func (s *Service) releaseUnitLocked(key string) {
-	s.stopUnitLocked(key)
+func (s *Service) releaseUnitLocked(key string) { s.releaseUnitDrainedLocked(key, 0) }
+
+// handOverLocked releases the unit key to balance the cluster: its shard's
+// worker first resolves the batches it is invoking (Options.HandOverDrain),
+// so that the next holder does not deliver them again.
+func (s *Service) handOverLocked(key string) { s.releaseUnitDrainedLocked(key, s.opts.HandOverDrain) }
+
+func (s *Service) releaseUnitDrainedLocked(key string, drain time.Duration) {
+	s.stopUnitLocked(key, drain)
 	l := s.own.held[key]
 	if l == nil {
 		return
@@ -251,7 +259,7 @@ func (s *Service) watchLease(key string, l *lease.Lease) {
 	if s.own.held[key] == l {
 		s.eng.Logger.Warn("mapping lease lost: another process runs this work now; stopping it here", "unit", key)
 		delete(s.own.held, key)
-		s.stopUnitLocked(key)
+		s.stopUnitLocked(key, 0)
 	}
 }
 
@@ -288,8 +296,10 @@ func (r *runner) take(shard string) {
 
 // drop stops shard's worker alone, storing its final checkpoint (its
 // lease is being released, or was lost), and returns how many shards the
-// runner still holds.
-func (r *runner) drop(shard string) int {
+// runner still holds. With drain > 0 the worker first stops reading and
+// gets up to drain (wall clock) to resolve the batches it is invoking;
+// then, or at once, they are cancelled.
+func (r *runner) drop(shard string, drain time.Duration) int {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
 	r.mu.Lock()
@@ -301,6 +311,17 @@ func (r *runner) drop(shard string) int {
 	}
 	r.mu.Unlock()
 	if w != nil {
+		if drain > 0 {
+			w.drain()
+			t := time.NewTimer(drain)
+			select {
+			case <-w.done:
+			case <-t.C:
+				r.svc.eng.Logger.Warn("a shard handed over did not finish its batches in time; cancelling them (they are delivered again)",
+					"mapping", r.cfg.UUID, "shard", shard, "drain", drain)
+			}
+			t.Stop()
+		}
 		w.cancel()
 		<-w.done
 		r.mu.Lock()

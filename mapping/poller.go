@@ -83,6 +83,9 @@ type shardWorker struct {
 	ckNotify      chan struct{}
 	counters      shardCounters
 	cancel        context.CancelFunc // stops this worker alone (drop)
+	// drain stops the worker reading and its lanes taking new batches;
+	// the batches being invoked go on until resolved (or cancel).
+	drain context.CancelFunc
 	done          chan struct{}      // closed when run returned, its final checkpoint stored
 
 	mu         sync.Mutex
@@ -353,7 +356,8 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 		}
 		w.seen.Store(from - 1)
 		wctx, cancel := context.WithCancel(ctx)
-		w.cancel, w.done = cancel, make(chan struct{})
+		tctx, drain := context.WithCancel(wctx)
+		w.cancel, w.drain, w.done = cancel, drain, make(chan struct{})
 		r.mu.Lock()
 		r.shards = append(r.shards, w)
 		r.started[sh.ShardID] = true
@@ -363,7 +367,7 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 			defer r.wg.Done()
 			defer close(w.done)
 			defer cancel()
-			if w.run(wctx, from) {
+			if w.run(wctx, tctx, from) {
 				r.mu.Lock()
 				r.finished[w.shardID] = true
 				r.mu.Unlock()
@@ -381,26 +385,34 @@ func (r *runner) stop() {
 	r.wg.Wait()
 }
 
-// run reads the shard until ctx ends, or, for a closed shard, until every
-// record of it is resolved and the checkpoint stored at its end: then it
-// returns true.
-func (w *shardWorker) run(ctx context.Context, from uint64) (finished bool) {
+// run reads the shard until ctx or tctx ends, or, for a closed shard,
+// until every record of it is resolved and the checkpoint stored at its
+// end: then it returns true. The end of ctx cancels the batches being
+// invoked (they stay pending, and are delivered again after a restart);
+// the end of tctx alone (a drain: the shard is handed over) stops reading
+// and taking batches, and lets the lanes resolve the batches they hold
+// before the final checkpoint.
+func (w *shardWorker) run(ctx, tctx context.Context, from uint64) (finished bool) {
 	log := w.r.svc.eng.Logger.With("mapping", w.r.cfg.UUID, "shard", w.shardID)
 	var lanes sync.WaitGroup
 	laneCtx, stopLanes := context.WithCancel(ctx)
+	takeCtx, stopTaking := context.WithCancel(laneCtx)
+	defer context.AfterFunc(tctx, stopTaking)()
 	for _, l := range w.lanes {
 		lanes.Add(1)
-		go func() { defer lanes.Done(); l.run(laneCtx) }()
+		go func() { defer lanes.Done(); l.run(takeCtx, laneCtx) }()
 	}
 	ckDone, lanesDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(ckDone); w.checkpointer(laneCtx, lanesDone) }()
 	defer func() {
+		stopTaking()
+		lanes.Wait() // at once unless draining: the lanes finish their batches
 		stopLanes()
-		lanes.Wait()
 		close(lanesDone) // no lane marks a record done after this
 		<-ckDone
 	}()
 
+	ctx = takeCtx // reading stops with a drain
 	for ctx.Err() == nil {
 		rd, err := w.r.streams.ReadShard(ctx, w.r.streamName, w.shardID, w.seen.Load()+1, stream.ReadShardOptions{
 			ConsumerARN: w.r.consumerARN,

@@ -76,6 +76,17 @@ type Options struct {
 	// LaneBuffer is the least number of records a batch lane holds ahead
 	// of its function (it holds at least 2×BatchSize). Default 1000.
 	LaneBuffer int
+	// HandOverDrain bounds how long a shard handed over to balance the
+	// cluster (owner_units.go, owner_load.go) may take to finish the
+	// batches it is invoking, after it stops reading and taking new
+	// ones, before they are cancelled (and so delivered again by the
+	// next holder). Wall clock, as the leases' TTL is (the lease is
+	// renewed meanwhile, so its checkpoint writes stay fenced); default
+	// 5s; negative: no drain, in-flight batches are cancelled at once. A
+	// lost lease, a fenced checkpoint and Close never drain. The trap:
+	// the balance waits meanwhile, so a function that runs for minutes
+	// holds every hand-over of this process up to the bound.
+	HandOverDrain time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -83,6 +94,7 @@ func (o *Options) setDefaults() {
 	o.RetryMaxDelay = cmp.Or(o.RetryMaxDelay, 5*time.Second)
 	o.CheckpointInterval = cmp.Or(o.CheckpointInterval, 100*time.Millisecond)
 	o.LaneBuffer = cmp.Or(o.LaneBuffer, 1000)
+	o.HandOverDrain = cmp.Or(o.HandOverDrain, 5*time.Second)
 }
 
 // Service keeps the event source mappings of an engine: their
