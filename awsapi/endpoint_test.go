@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -25,7 +27,7 @@ func TestEndpointServesLambdaKinesisAndSQS(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	srv := httptest.NewServer(awsapi.NewEndpoint(rn, awsapi.Options{}, awsapi.LambdaOptions{WorkDir: t.TempDir()}))
 	defer srv.Close()
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
+	cfg := aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
 	ctx := context.Background()
 	if _, err := kinesis.NewFromConfig(cfg).CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("s"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -54,7 +56,7 @@ func startEnv(t testing.TB, opts awsapi.Options, env testenv.Options) *endpoint 
 }
 
 func (e *endpoint) config(key, secret string) aws.Config {
-	return aws.Config{
+	return aws.Config{HTTPClient: sdkhttp.Client(),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider(key, secret, ""),
 		BaseEndpoint: aws.String(e.srv.URL),

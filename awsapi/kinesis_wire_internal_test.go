@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -54,7 +56,7 @@ func BenchmarkGetRecordsClient(b *testing.B) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	client := kinesis.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: awscreds.NewStaticCredentialsProvider("AKID", "secret", ""), BaseEndpoint: aws.String(srv.URL)})
+	client := kinesis.NewFromConfig(aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", Credentials: awscreds.NewStaticCredentialsProvider("AKID", "secret", ""), BaseEndpoint: aws.String(srv.URL)})
 	var ru0, ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	b.SetParallelism(2) // 4 callers on 2 cores

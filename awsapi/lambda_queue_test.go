@@ -3,6 +3,8 @@ package awsapi_test
 import (
 	"errors"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -49,7 +51,7 @@ func TestLambdaProcessFunctionFedByAQueue(t *testing.T) {
 	srv := httptest.NewServer(ep)
 	t.Cleanup(srv.Close)
 	t.Cleanup(ep.Close)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
+	cfg := aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
 	lc, sc := lambda.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 
 	// The queues: src redrives to dlq after 2 receives.

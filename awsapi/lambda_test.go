@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -43,7 +45,7 @@ func lambdaEndpoint(t *testing.T, rn *runnel.Runnel) (*lambda.Client, *awsapi.Ha
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	t.Cleanup(h.Close)
-	return lambda.NewFromConfig(aws.Config{
+	return lambda.NewFromConfig(aws.Config{HTTPClient: sdkhttp.Client(),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("a", "b", ""),
 		BaseEndpoint: aws.String(srv.URL),

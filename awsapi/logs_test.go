@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
@@ -56,7 +58,7 @@ func pythonFunction(t *testing.T) (*httptest.Server, aws.Config) {
 	srv := httptest.NewServer(ep)
 	t.Cleanup(srv.Close)
 	t.Cleanup(ep.Close)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
+	cfg := aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL)}
 	code := zipFiles(t, map[string]string{"app.py": "def handler(event, context):\n" +
 		"    if event.get('fail'):\n        raise KeyError('missing ' + event['fail'])\n" +
 		"    print('hello world', event['n'])\n    return {'n': event['n']}\n"})

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -256,7 +258,7 @@ const endpointStream = "bench-endpoint"
 // decimal digits followed by filler, its partition key one of 1024 (so
 // every shard gets some).
 func endpointSetup(ctx context.Context, cfg EndpointConfig, url string, n int) (*kinesis.Client, []string, []ktypes.PutRecordsRequestEntry, error) {
-	client := kinesis.NewFromConfig(aws.Config{
+	client := kinesis.NewFromConfig(aws.Config{HTTPClient: sdkhttp.Client(),
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
 		BaseEndpoint: aws.String(url),

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -39,7 +41,7 @@ type sdkTables struct {
 
 func newSDKTables(url string, w *tableWorkload) *sdkTables {
 	s := &sdkTables{
-		c: dynamodb.NewFromConfig(aws.Config{
+		c: dynamodb.NewFromConfig(aws.Config{HTTPClient: sdkhttp.Client(),
 			Region:       "us-east-1",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKIDBENCH", "bench-secret", ""),
 			BaseEndpoint: aws.String(url),

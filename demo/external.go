@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -85,7 +87,7 @@ func RunExternal(ctx context.Context, cfg Config) (*Result, error) {
 	defer srv.Close()
 
 	// From here on, only AWS clients.
-	awsCfg := aws.Config{
+	awsCfg := aws.Config{HTTPClient: sdkhttp.Client(),
 		Region:       rn.Engine.Region(),
 		Credentials:  credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
 		BaseEndpoint: aws.String(url),

@@ -86,7 +86,7 @@ type shardWorker struct {
 	// drain stops the worker reading and its lanes taking new batches;
 	// the batches being invoked go on until resolved (or cancel).
 	drain context.CancelFunc
-	done          chan struct{}      // closed when run returned, its final checkpoint stored
+	done  chan struct{} // closed when run returned, its final checkpoint stored
 
 	mu         sync.Mutex
 	lastResult string

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -214,7 +216,7 @@ type testNodes struct {
 func newTestNodes(cl *nodeproc.Cluster) *testNodes {
 	n := &testNodes{}
 	for _, node := range cl.Nodes {
-		cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
+		cfg := aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
 			BaseEndpoint: aws.String("http://" + node.AWS),
 			Retryer: func() aws.Retryer {
 				return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })

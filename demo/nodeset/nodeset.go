@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -198,7 +200,7 @@ type Clients struct {
 func NewClients(cl *nodeproc.Cluster, region string) *Clients {
 	a := &Clients{}
 	for _, n := range cl.Nodes {
-		cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
+		cfg := aws.Config{HTTPClient: sdkhttp.Client(), Region: region, Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
 			BaseEndpoint: aws.String("http://" + n.AWS),
 			Retryer: func() aws.Retryer {
 				return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })

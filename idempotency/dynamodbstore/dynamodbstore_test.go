@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,7 +28,7 @@ func client(t *testing.T, clock clockwork.Clock, attempts int) *dynamodb.Client 
 	rn := testenv.Start(t, testenv.Options{Clock: clock})
 	srv := httptest.NewServer(awsapi.NewEndpoint(rn, awsapi.Options{}, awsapi.LambdaOptions{WorkDir: t.TempDir()}))
 	t.Cleanup(srv.Close)
-	return dynamodb.NewFromConfig(aws.Config{
+	return dynamodb.NewFromConfig(aws.Config{HTTPClient: sdkhttp.Client(),
 		Region:           "us-east-1",
 		Credentials:      credentials.NewStaticCredentialsProvider("a", "b", ""),
 		BaseEndpoint:     aws.String(srv.URL),

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/runnel-dev/runnel/internal/sdkhttp"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,7 +67,7 @@ func main() {
 	if key == "" || secret == "" {
 		key, secret = "runnel", "runnel" // runnel accepts any credentials
 	}
-	cfg := aws.Config{
+	cfg := aws.Config{HTTPClient: sdkhttp.Client(),
 		Region:      region,
 		Credentials: credentials.NewStaticCredentialsProvider(key, secret, os.Getenv("AWS_SESSION_TOKEN")),
 	}
