@@ -186,6 +186,7 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 	killAt := int64(nc.KillAt * float64(total))
 
 	rd := newNodeReader(cfg.Shards)
+	var resolvedAt time.Time
 	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
 		if nc.KillAt > 0 && !killer.Started() && prod.put.Load() >= killAt {
 			killer.Start(ctx)
@@ -202,13 +203,19 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 			return 0, false, false, err
 		}
 		resolved := rd.resolved()
-		done := !producing && resolved >= prod.put.Load() && killer.Finished(nc.KillAt > 0) && rd.complete(prod)
+		all := !producing && resolved >= prod.put.Load() && rd.complete(prod)
+		if all && resolvedAt.IsZero() {
+			resolvedAt = time.Now()
+		}
+		done := all && killer.Finished(nc.KillAt > 0)
 		return resolved, done, got+gotFail > 0, nil
 	}, prod.unresolved(rd.missing))
 	if err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start)
+	// elapsed ends with the last record resolved, not with the killed
+	// node's restart, which the run waits for before it reconciles.
+	elapsed := resolvedAt.Sub(start)
 
 	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison),
 		Nodes: len(cl.Nodes), NodeKills: killer.Kills(), RecordsByNode: rd.byNode, RecordsByShard: rd.byShard}
@@ -237,6 +244,7 @@ type nodeReader struct {
 	toFailure    int64 // records in on-failure messages
 	byNode       map[string]int64
 	byShard      map[string]map[string]int64 // shard id -> node -> records processed first there
+	seen         map[string]bool             // the ids of the messages merged (drain)
 }
 
 func newNodeReader(shards int) *nodeReader {
@@ -328,5 +336,11 @@ func (rd *nodeReader) missing(rows [][]int32) string {
 
 // drainAny drains a queue (resultReader.drain) through the next node.
 func (rd *nodeReader) drainAny(ctx context.Context, a *nodeset.Clients, url string, fn func(string) error) (int, error) {
-	return (&resultReader{}).drain(ctx, a.SQS[a.Pick()], url, fn)
+	if rd.seen == nil {
+		rd.seen = map[string]bool{}
+	}
+	i := a.Pick()
+	n, err := drain(ctx, a.SQS[i], url, rd.seen, fn)
+	a.Report(i, err)
+	return n, err
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -192,18 +193,27 @@ type Clients struct {
 	DynamoDB []*dynamodb.Client
 	Streams  []*dynamodbstreams.Client
 	next     atomic.Uint32
+	// down[i] is when node i may be picked again (Unix ns) after a
+	// connection to it was refused (Report).
+	down []atomic.Int64
 }
 
+// downFor is how long Pick skips a node whose connection was refused: a
+// node killed mid-run is down for seconds, and every call sent to it
+// (a third of them on 3 nodes) would fail and back off.
+const downFor = 10 * time.Second
+
 // NewClients returns the clients of cl's nodes. They do not retry on
-// their own (no client-side retry quota, which a dead node's refused
-// connections drain): OnAny retries over the nodes.
+// their own (one attempt: no client-side retry quota, which a dead node's
+// refused connections drain, and no backoff against a dead node): OnAny
+// and the callers retry over the nodes.
 func NewClients(cl *nodeproc.Cluster, region string) *Clients {
-	a := &Clients{}
+	a := &Clients{down: make([]atomic.Int64, len(cl.Nodes))}
 	for _, n := range cl.Nodes {
 		cfg := aws.Config{HTTPClient: sdkhttp.Client(), Region: region, Credentials: credentials.NewStaticCredentialsProvider("runnel", "runnel", ""),
 			BaseEndpoint: aws.String("http://" + n.AWS),
 			Retryer: func() aws.Retryer {
-				return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = ratelimit.None })
+				return retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter, o.MaxAttempts = ratelimit.None, 1 })
 			}}
 		a.Kinesis, a.SQS, a.Lambda = append(a.Kinesis, kinesis.NewFromConfig(cfg)), append(a.SQS, sqs.NewFromConfig(cfg)), append(a.Lambda, lambda.NewFromConfig(cfg))
 		a.DynamoDB, a.Streams = append(a.DynamoDB, dynamodb.NewFromConfig(cfg)), append(a.Streams, dynamodbstreams.NewFromConfig(cfg))
@@ -212,7 +222,25 @@ func NewClients(cl *nodeproc.Cluster, region string) *Clients {
 }
 
 // Pick returns the index of the next node.
-func (a *Clients) Pick() int { return int(a.next.Add(1)) % len(a.Kinesis) }
+func (a *Clients) Pick() int {
+	now := time.Now().UnixNano()
+	first := int(a.next.Add(1)) % len(a.Kinesis)
+	for k := range len(a.Kinesis) {
+		if i := (first + k) % len(a.Kinesis); a.down[i].Load() <= now {
+			return i
+		}
+	}
+	return first // all down: try anyway
+}
+
+// Report tells Pick how a call to node i went: a refused connection (the
+// node is down) skips it for downFor.
+func (a *Clients) Report(i int, err error) {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		a.down[i].Store(time.Now().Add(downFor).UnixNano())
+	}
+}
 
 // Retryable reports whether an AWS client's error is worth another try
 // on another node: what the SDK itself retries (a connection refused or
@@ -227,7 +255,9 @@ func Retryable(err error) bool {
 func OnAny[T any](ctx context.Context, a *Clients, fn func(i int) (T, error)) (T, error) {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		v, err := fn(a.Pick())
+		i := a.Pick()
+		v, err := fn(i)
+		a.Report(i, err)
 		if err == nil || ctx.Err() != nil || time.Since(start) > RetryFor || !Retryable(err) {
 			return v, err
 		}
@@ -242,7 +272,10 @@ func OnAny[T any](ctx context.Context, a *Clients, fn func(i int) (T, error)) (T
 // PutRecords is one Kinesis PutRecords call through the next node (no
 // retry: the caller retries, on the next node).
 func PutRecords(ctx context.Context, a *Clients, name string, entries []stream.PutRecordsRequestEntry) ([]stream.PutRecordsResultEntry, error) {
-	return PutRecordsWith(ctx, a.Kinesis[a.Pick()], name, entries)
+	i := a.Pick()
+	res, err := PutRecordsWith(ctx, a.Kinesis[i], name, entries)
+	a.Report(i, err)
+	return res, err
 }
 
 // PutRecordsWith is one Kinesis PutRecords call of entries into stream
