@@ -2,6 +2,7 @@ package mapping_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/lease"
@@ -202,5 +204,37 @@ func TestAFunctionCreatedThroughOneProcessIsKnownToTheOther(t *testing.T) {
 	testenv.Eventually(t, 2*time.Second, "the other process forgets the deleted function", func() bool {
 		_, err := a.Functions.GetFunction(r.name)
 		return err != nil
+	})
+}
+
+// A passive process (the CLI's, a library's reader) runs no mapping but
+// answers Get, List and Status as a node would: a mapping created,
+// updated and deleted through another process after it opened is seen
+// by it within the watch's delay.
+func TestAPassiveProcessSeesMappingsChangedElsewhere(t *testing.T) {
+	a := startNode(t, "")
+	arn := createStream(t, a, "src", 1)
+	r := newRecorder(t, a, function.Config{}, nil)
+	p := testenv.Start(t, testenv.Options{NATSURL: a.Engine.ClientURL(), Mappings: mapping.Options{Passive: true}})
+	m := createMapping(t, a, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 10, StartingPosition: "TRIM_HORIZON"})
+	testenv.Eventually(t, wait, "the passive process sees the new mapping", func() bool {
+		c, err := p.Mappings.GetEventSourceMapping(m.UUID)
+		return err == nil && c.BatchSize == 10
+	})
+	up := *m
+	up.BatchSize = 7
+	if _, err := a.Mappings.UpdateEventSourceMapping(t.Context(), up); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the passive process sees the update", func() bool {
+		st, err := p.Mappings.Status(m.UUID)
+		return err == nil && st.Config.BatchSize == 7
+	})
+	if err := a.Mappings.DeleteEventSourceMapping(t.Context(), m.UUID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the passive process sees the delete", func() bool {
+		_, err := p.Mappings.GetEventSourceMapping(m.UUID)
+		return errors.Is(err, awserr.ErrResourceNotFound) && len(p.Mappings.ListEventSourceMappings()) == 0
 	})
 }

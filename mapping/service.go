@@ -174,6 +174,15 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	// Only now: the publisher reads the maps the loop above fills.
 	if opts.Passive {
 		close(s.published)
+		// A passive process runs nothing, but answers Get, List and Status
+		// as a node would: it follows the changes others make.
+		w, err := s.kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
+		if err != nil {
+			s.cancel()
+			return nil, err
+		}
+		s.loops.Add(1)
+		go func() { defer s.loops.Done(); s.watchConfigs(w) }()
 	} else {
 		go s.publishStatus()
 	}
