@@ -11,3 +11,7 @@ func SetWriteReplyLost(f func(ctx context.Context, key string) error) {
 	}
 	writeReplyLost.Store(&f)
 }
+
+// SetAfterLoad runs f in every NewService between loading the mappings'
+// configurations and applying the watch's changes (nil: none).
+func SetAfterLoad(f func()) { afterLoad = f }

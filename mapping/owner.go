@@ -104,9 +104,10 @@ type owner struct {
 }
 
 // startOwnership takes this process's presence lease, claims its share of
-// the stored mappings (starting them), and starts the watch and balance
-// loops. Called by NewService for a service that is not passive.
-func (s *Service) startOwnership(ctx context.Context) error {
+// the stored mappings (starting them), and starts the loops applying w
+// (the configurations' watch) and balancing. Called by NewService for a
+// service that is not passive; w is stopped by the caller on an error.
+func (s *Service) startOwnership(ctx context.Context, w jetstream.KeyWatcher) error {
 	// A node restarted while the leases' stream elects a leader (another
 	// node died) waits through it, for at most 2 minutes.
 	var err error
@@ -129,15 +130,10 @@ func (s *Service) startOwnership(ctx context.Context) error {
 	s.mu.Lock()
 	s.balanceLocked(ctx)
 	s.mu.Unlock()
-	w, err := s.kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
-	if err != nil {
-		return err
-	}
 	// Another process handed a unit over for load: balance now, so that
 	// the least loaded process takes it without waiting for its tick.
 	sub, err := s.eng.NC.Subscribe(balanceSubject, func(m *nats.Msg) { go s.heardHandOver(m.Data) })
 	if err != nil {
-		w.Stop()
 		return err
 	}
 	s.loops.Add(2)

@@ -238,3 +238,26 @@ func TestAPassiveProcessSeesMappingsChangedElsewhere(t *testing.T) {
 		return errors.Is(err, awserr.ErrResourceNotFound) && len(p.Mappings.ListEventSourceMappings()) == 0
 	})
 }
+
+// A mapping created by another process while a process opens (after it
+// loaded the configurations, before its watch applies changes: a node
+// may wait there up to 2 minutes for its presence lease) is seen by it.
+func TestAMappingCreatedWhileAProcessOpensIsSeenByIt(t *testing.T) {
+	a := startNode(t, "")
+	arn := createStream(t, a, "src", 1)
+	r := newRecorder(t, a, function.Config{}, nil)
+	var m *mapping.Config
+	t.Cleanup(func() { mapping.SetAfterLoad(nil) })
+	mapping.SetAfterLoad(func() {
+		mapping.SetAfterLoad(nil)
+		m = createMapping(t, a, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 10, StartingPosition: "TRIM_HORIZON"})
+	})
+	b := startNode(t, a.Engine.ClientURL())
+	if m == nil {
+		t.Fatal("the hook did not run")
+	}
+	testenv.Eventually(t, wait, "the process that was opening sees the mapping", func() bool {
+		_, err := b.Mappings.GetEventSourceMapping(m.UUID)
+		return err == nil
+	})
+}

@@ -97,6 +97,10 @@ func (o *Options) setDefaults() {
 	o.HandOverDrain = cmp.Or(o.HandOverDrain, 5*time.Second)
 }
 
+// afterLoad, when set (tests only), runs in NewService between loading
+// the configurations and starting to apply the watch's changes.
+var afterLoad func()
+
 // Service keeps the event source mappings of an engine: their
 // configurations in the bucket "runnel_mappings", their checkpoints in
 // "runnel_checkpoints" (key "<UUID>.<shardId>", value the next log position
@@ -153,6 +157,16 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 	if s.live, err = eng.Bucket(ctx, "runnel_mapping_status"); err != nil {
 		return nil, err
 	}
+	// The watch of the configurations starts before they are loaded, so
+	// that a change made by another process while this one loads them, or
+	// while it waits for its presence lease (up to 2 minutes while the
+	// leases' stream elects a leader), is applied once the watch runs;
+	// watchConfigs skips what the load already has.
+	w, err := kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
 	err = engine.LoadJSON(ctx, kv, func(k string, c Config, err error) {
 		if err != nil {
 			eng.Logger.Warn("stored mapping does not decode", "uuid", k, "err", err)
@@ -160,27 +174,24 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 		}
 		s.configs[c.UUID] = c
 	})
-	if err != nil {
-		return nil, err
+	if err == nil && afterLoad != nil {
+		afterLoad()
 	}
-	if !opts.Passive {
+	if err == nil && !opts.Passive {
 		// Claims this process's share of the stored mappings and starts
-		// them (owner.go).
-		if err := s.startOwnership(ctx); err != nil {
-			s.cancel()
-			return nil, err
-		}
+		// them, and the watch and balance loops (owner.go).
+		err = s.startOwnership(ctx, w)
+	}
+	if err != nil {
+		w.Stop()
+		s.cancel()
+		return nil, err
 	}
 	// Only now: the publisher reads the maps the loop above fills.
 	if opts.Passive {
 		close(s.published)
 		// A passive process runs nothing, but answers Get, List and Status
 		// as a node would: it follows the changes others make.
-		w, err := s.kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
-		if err != nil {
-			s.cancel()
-			return nil, err
-		}
 		s.loops.Add(1)
 		go func() { defer s.loops.Done(); s.watchConfigs(w) }()
 	} else {
