@@ -85,7 +85,12 @@ type owner struct {
 	// for load and to whom (this process, or another's message on
 	// balanceSubject), until it is held again (owner_load.go). Under
 	// Service.mu.
-	samples   map[string][]loadSample
+	samples map[string][]loadSample
+	// targets: the stream shard units the next balance reads the load
+	// of; read: their readings, taken before it locked (readLoads). Under
+	// Service.mu.
+	targets   []loadTarget
+	read      map[string]loadSample
 	freeSince map[string]time.Time
 	given     map[string]handedOver
 	settled   time.Time // no hand-over for load before (settleAfterHandOver)
@@ -126,9 +131,7 @@ func (s *Service) startOwnership(ctx context.Context) error {
 			return err
 		}
 	}
-	s.mu.Lock()
-	s.balanceLocked(ctx)
-	s.mu.Unlock()
+	s.balance(ctx)
 	w, err := s.kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
 	if err != nil {
 		return err
@@ -157,9 +160,7 @@ func (s *Service) startOwnership(ctx context.Context) error {
 			case <-t.C:
 			case <-s.own.kick: // a shard ended (take its children), or a unit was handed over
 			}
-			s.mu.Lock()
-			s.balanceLocked(s.ctx)
-			s.mu.Unlock()
+			s.balance(s.ctx)
 		}
 	}()
 	return nil

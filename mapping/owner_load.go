@@ -5,7 +5,13 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel/stream"
 )
 
 // Balance by load (a difference from the Kinesis Client Library, which
@@ -13,7 +19,14 @@ import (
 //
 // Every balance, each process reads how many bytes each shard unit's
 // source shard has had appended (stream.Service.ShardAppended) and keeps
-// these samples for loadWindow. A unit's load is its incoming byte rate
+// these samples for loadWindow. The readings are taken before the
+// balance locks Service.mu, all at once and each within loadReadTimeout
+// (readLoads): a reading is a JetStream API request (STREAM.INFO) that,
+// sent while the shard's stream has no leader (a node just died), is
+// never answered and waits out the client's timeout (30 s in a cluster).
+// Under Service.mu it held every balance, status and API call of the
+// mapping service, so a surviving node took over none of a dead node's
+// shards until the dead node was back. A unit's load is its incoming byte rate
 // over that window; a queue mapping's unit, and a shard with fewer than
 // two samples, has none. When some unit has a load and more than one
 // process is live, the units are balanced by load instead of by count:
@@ -44,6 +57,10 @@ import (
 const (
 	// loadWindow is how far back a unit's rate is measured.
 	loadWindow = 30 * time.Second
+	// loadReadTimeout bounds one reading of a shard's appended bytes; a
+	// reading not answered in time is skipped (the unit's rate comes from
+	// its other samples).
+	loadReadTimeout = balanceInterval / 2
 	// loadHysteresis is the share of the fair load by which a move must
 	// lower the larger load of the two processes, and by which a free unit
 	// may overfill a process that is not the least loaded.
@@ -69,15 +86,75 @@ type loadSample struct {
 	bytes uint64
 }
 
-// unitRatesLocked reads each stream shard unit's appended bytes now (a
-// sample), forgets samples older than loadWindow (but the newest of them,
-// the window's base) and of units that are gone, and returns each unit's
-// incoming rate in bytes per second over its samples. A unit with fewer
-// than two samples, or whose samples span no time, has no rate.
-func (s *Service) unitRatesLocked(ctx context.Context, units []unit) map[string]float64 {
+// loadTarget is a stream shard unit whose load readLoads reads.
+type loadTarget struct {
+	key, name, shard string
+	streams          *stream.Service
+}
+
+// loadReadStalls, set by tests only, runs before each reading of a
+// shard's appended bytes with the reading's context; an error it returns
+// is the reading's (a stream with no leader: unanswered until ctx ends).
+var loadReadStalls atomic.Pointer[func(ctx context.Context) error]
+
+// balance reads the units' loads (readLoads), then balances under
+// Service.mu.
+func (s *Service) balance(ctx context.Context) {
+	read := s.readLoads(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.own.read = read
+	s.balanceLocked(ctx)
+}
+
+// readLoads reads the appended bytes of the stream shard units of the
+// last balance, without Service.mu, all at once, each within
+// loadReadTimeout on the engine's clock; a reading that failed or timed
+// out is left out.
+func (s *Service) readLoads(ctx context.Context) map[string]loadSample {
+	s.mu.Lock()
+	targets := s.own.targets
+	s.mu.Unlock()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	read := map[string]loadSample{}
+	for _, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := clockwork.WithTimeout(ctx, s.eng.Clock, loadReadTimeout)
+			defer cancel()
+			if hook := loadReadStalls.Load(); hook != nil {
+				if err := (*hook)(c); err != nil {
+					return
+				}
+			}
+			b, err := t.streams.ShardAppended(c, t.name, t.shard)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			read[t.key] = loadSample{s.eng.Clock.Now(), b}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return read
+}
+
+// unitRatesLocked adds each stream shard unit's reading taken by
+// readLoads before this balance (a sample), forgets samples older than
+// loadWindow (but the newest of them, the window's base) and of units
+// that are gone, names the units for the next balance's readings, and
+// returns each unit's incoming rate in bytes per second over its
+// samples. A unit with fewer than two samples, or whose samples span no
+// time, has no rate.
+func (s *Service) unitRatesLocked(units []unit) map[string]float64 {
 	now := s.eng.Clock.Now()
 	rates := map[string]float64{}
 	keep := map[string]bool{}
+	read := s.own.read
+	s.own.read, s.own.targets = nil, nil
 	for _, u := range units {
 		c, ok := s.configs[u.id]
 		if !ok || u.shard == "" {
@@ -86,9 +163,10 @@ func (s *Service) unitRatesLocked(ctx context.Context, units []unit) map[string]
 		key := u.key()
 		keep[key] = true
 		if streams, name, _, err := s.sourceStreams(c); err == nil {
-			if b, err := streams.ShardAppended(ctx, name, u.shard); err == nil {
-				s.own.samples[key] = append(s.own.samples[key], loadSample{now, b})
-			}
+			s.own.targets = append(s.own.targets, loadTarget{key, name, u.shard, streams})
+		}
+		if r, ok := read[key]; ok {
+			s.own.samples[key] = append(s.own.samples[key], r)
 		}
 		var rate float64
 		if s.own.samples[key], rate, ok = windowRate(s.own.samples[key], now); ok {
@@ -312,7 +390,7 @@ func (p *loadPlan) swap(keep map[string]bool) []string {
 // rule applies. isUnit names the units; a held unit that is not one is
 // left to balanceLocked.
 func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit map[string]bool) bool {
-	rates := s.unitRatesLocked(ctx, units)
+	rates := s.unitRatesLocked(units)
 	nodeLeases, err := s.own.leases.HoldersOf(ctx, nodeLeasePrefix)
 	if err != nil || len(nodeLeases) < 2 {
 		return false

@@ -3,10 +3,13 @@ package mapping_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/lease"
+	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -67,4 +70,36 @@ func TestShardLeasesFollowTheShardsLoad(t *testing.T) {
 	testenv.Eventually(t, wait, "every record processed", func() bool { return r.processed() == 600+15 })
 	processedOnce(t, r, 600, "hot")
 	processedOnce(t, r, 5, "cold0-", "cold1-", "cold2-")
+}
+
+// A shard's load reading is a JetStream request that a stream with no
+// leader (a node just died) leaves unanswered until the client's timeout
+// (30 s in a cluster). Such a reading holds neither the mapping service
+// nor its balance: while every reading stalls, ListEventSourceMappings
+// answers, and a crashed process's shards are taken over after their
+// lease TTL as without any stall (`runnel demo --nodes 3`: the survivors
+// ran none of the dead node's shards until it was back, ~30 s).
+func TestAStalledLoadReadingHoldsNeitherTheServiceNorTheBalance(t *testing.T) {
+	a, b, r, m := twoNodesOnFourShards(t)
+	putKeys(t, a, "x", 100)
+	testenv.Eventually(t, wait, "first records processed", func() bool { return r.processed() == 100 })
+	var stalled atomic.Int64
+	over := make(chan struct{})
+	mapping.SetLoadReadStalls(func(ctx context.Context) error {
+		stalled.Add(1)
+		select { // never answered: waits out its deadline, if it has one
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-over:
+			return context.Canceled
+		}
+	})
+	t.Cleanup(func() { mapping.SetLoadReadStalls(nil); close(over) })
+	testenv.Eventually(t, wait, "a load reading stalled", func() bool { return stalled.Load() > 0 })
+	listed := make(chan []mapping.Config, 1)
+	go func() { listed <- a.Mappings.ListEventSourceMappings() }()
+	testenv.Eventually(t, wait, "ListEventSourceMappings answered while a load reading stalls", func() bool { return len(listed) == 1 })
+	stopB(t, a, b, m, b.Crash, 2, 3*lease.DefaultTTL)
+	putKeys(t, a, "y", 100)
+	testenv.Eventually(t, wait, "records processed after the takeover", func() bool { return r.processed() == 200 })
 }
