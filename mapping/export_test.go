@@ -12,13 +12,14 @@ func SetWriteReplyLost(f func(ctx context.Context, key string) error) {
 	writeReplyLost.Store(&f)
 }
 
-// SetLoadReadStalls makes every reading of a shard's load (its appended
-// bytes) run f first with the reading's context and fail with f's error
-// (nil f: none), as a stream with no leader would stall it.
-func SetLoadReadStalls(f func(ctx context.Context) error) {
+// SetRequestStalls makes every load reading (kind "load") and checkpoint
+// write (kind "checkpoint") run f first with the request's context and
+// fail with f's error (nil f: none), as a stream with no leader would
+// stall it.
+func SetRequestStalls(f func(ctx context.Context, kind string) error) {
 	if f == nil {
-		loadReadStalls.Store(nil)
+		requestStalls.Store(nil)
 		return
 	}
-	loadReadStalls.Store(&f)
+	requestStalls.Store(&f)
 }

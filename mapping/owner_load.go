@@ -90,10 +90,19 @@ type loadTarget struct {
 	streams          *stream.Service
 }
 
-// loadReadStalls, set by tests only, runs before each reading of a
-// shard's appended bytes with the reading's context; an error it returns
-// is the reading's (a stream with no leader: unanswered until ctx ends).
-var loadReadStalls atomic.Pointer[func(ctx context.Context) error]
+// requestStalls, set by tests only, runs before each load reading
+// (kind "load") and checkpoint write (kind "checkpoint") with its
+// context; an error it returns is the request's (a stream with no
+// leader: unanswered until ctx ends).
+var requestStalls atomic.Pointer[func(ctx context.Context, kind string) error]
+
+// stalled runs requestStalls, if set, for a request of kind.
+func stalled(ctx context.Context, kind string) error {
+	if hook := requestStalls.Load(); hook != nil {
+		return (*hook)(ctx, kind)
+	}
+	return nil
+}
 
 // balance reads the units' loads (readLoads), then balances under
 // Service.mu.
@@ -123,10 +132,8 @@ func (s *Service) readLoads(ctx context.Context) map[string]loadSample {
 			defer wg.Done()
 			c, cancel := context.WithTimeout(ctx, loadReadTimeout)
 			defer cancel()
-			if hook := loadReadStalls.Load(); hook != nil {
-				if err := (*hook)(c); err != nil {
-					return
-				}
+			if err := stalled(c, "load"); err != nil {
+				return
 			}
 			b, err := t.streams.ShardAppended(c, t.name, t.shard)
 			if err != nil {

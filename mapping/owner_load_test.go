@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/lease"
 	"github.com/runnel-dev/runnel/mapping"
@@ -83,18 +84,7 @@ func TestAStalledLoadReadingHoldsNeitherTheServiceNorTheBalance(t *testing.T) {
 	a, b, r, m := twoNodesOnFourShards(t)
 	putKeys(t, a, "x", 100)
 	testenv.Eventually(t, wait, "first records processed", func() bool { return r.processed() == 100 })
-	var stalled atomic.Int64
-	over := make(chan struct{})
-	mapping.SetLoadReadStalls(func(ctx context.Context) error {
-		stalled.Add(1)
-		select { // never answered: waits out its deadline, if it has one
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-over:
-			return context.Canceled
-		}
-	})
-	t.Cleanup(func() { mapping.SetLoadReadStalls(nil); close(over) })
+	stalled := stallRequests(t, "load", -1)
 	testenv.Eventually(t, wait, "a load reading stalled", func() bool { return stalled.Load() > 0 })
 	listed := make(chan []mapping.Config, 1)
 	go func() { listed <- a.Mappings.ListEventSourceMappings() }()
@@ -102,4 +92,45 @@ func TestAStalledLoadReadingHoldsNeitherTheServiceNorTheBalance(t *testing.T) {
 	stopB(t, a, b, m, b.Crash, 2, 3*lease.DefaultTTL)
 	putKeys(t, a, "y", 100)
 	testenv.Eventually(t, wait, "records processed after the takeover", func() bool { return r.processed() == 200 })
+}
+
+// A checkpoint write sent while the bucket's stream has no leader is
+// never acknowledged; it ends at its timeout and is tried again, instead
+// of holding its shard's lane for the client's 30 s cluster timeout
+// (`runnel demo --nodes 3`: a surviving node's own shards stood still
+// until the killed node was back).
+func TestAStalledCheckpointWriteIsTriedAgain(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createStream(t, rn, "src", 1)
+	r := newRecorder(t, rn, function.Config{}, nil)
+	createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 10, StartingPosition: "TRIM_HORIZON"})
+	stalled := stallRequests(t, "checkpoint", 1)
+	putKeys(t, rn, "x", 20)
+	testenv.Eventually(t, wait, "every record processed after the stalled checkpoint write", func() bool { return r.processed() == 20 })
+	if stalled.Load() == 0 {
+		t.Fatal("no checkpoint write stalled")
+	}
+}
+
+// stallRequests makes the first n mapping requests of kind ("load",
+// "checkpoint"; n < 0: all of them) wait until their context ends, as
+// an unanswered JetStream request does, until t ends, and counts them.
+func stallRequests(t *testing.T, kind string, n int64) *atomic.Int64 {
+	t.Helper()
+	var stalled atomic.Int64
+	over := make(chan struct{})
+	mapping.SetRequestStalls(func(ctx context.Context, k string) error {
+		if k != kind || (n >= 0 && stalled.Load() >= n) {
+			return nil
+		}
+		stalled.Add(1)
+		select {
+		case <-ctx.Done(): // its deadline, if it has one
+			return ctx.Err()
+		case <-over:
+			return context.Canceled
+		}
+	})
+	t.Cleanup(func() { mapping.SetRequestStalls(nil); close(over) })
+	return &stalled
 }
