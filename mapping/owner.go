@@ -87,12 +87,7 @@ type owner struct {
 	// for load and to whom (this process, or another's message on
 	// balanceSubject), until it is held again (owner_load.go). Under
 	// Service.mu.
-	samples map[string][]loadSample
-	// targets: the stream shard units the next balance reads the load
-	// of; read: their readings, taken before it locked (readLoads). Under
-	// Service.mu.
-	targets   []loadTarget
-	read      map[string]loadSample
+	samples   map[string][]loadSample
 	freeSince map[string]time.Time
 	given     map[string]handedOver
 	settled   time.Time // no hand-over for load before (settleAfterHandOver)
@@ -133,7 +128,9 @@ func (s *Service) startOwnership(ctx context.Context) error {
 			return err
 		}
 	}
-	s.balance(ctx)
+	s.mu.Lock()
+	s.balanceLocked(ctx)
+	s.mu.Unlock()
 	w, err := s.kv.WatchAll(s.ctx, jetstream.UpdatesOnly())
 	if err != nil {
 		return err
@@ -162,7 +159,9 @@ func (s *Service) startOwnership(ctx context.Context) error {
 			case <-t.C:
 			case <-s.own.kick: // a shard ended (take its children), or a unit was handed over
 			}
-			s.balance(s.ctx)
+			s.mu.Lock()
+			s.balanceLocked(s.ctx)
+			s.mu.Unlock()
 		}
 	}()
 	return nil

@@ -17,14 +17,14 @@ import (
 //
 // Every balance, each process reads how many bytes each shard unit's
 // source shard has had appended (stream.Service.ShardAppended) and keeps
-// these samples for loadWindow. The readings are taken before the
-// balance locks Service.mu, all at once and each within loadReadTimeout
-// (readLoads): a reading is a JetStream API request (STREAM.INFO) that,
-// sent while the shard's stream has no leader (a node just died), is
-// never answered and waits out the client's timeout (30 s in a cluster).
-// Under Service.mu it held every balance, status and API call of the
-// mapping service, so a surviving node took over none of a dead node's
-// shards until the dead node was back. A unit's load is its incoming byte rate
+// these samples for loadWindow. The readings are taken all at once and
+// each within loadReadTimeout (readLoads): a reading is a JetStream API
+// request (STREAM.INFO) that, sent while the shard's stream has no
+// leader (a node just died), is never answered and waited out the
+// client's timeout (30 s in a cluster) under Service.mu, holding every
+// balance, status and API call of the mapping service, so a surviving
+// node took over none of a dead node's shards until the dead node was
+// back. A unit's load is its incoming byte rate
 // over that window; a queue mapping's unit, and a shard with fewer than
 // two samples, has none. When some unit has a load and more than one
 // process is live, the units are balanced by load instead of by count:
@@ -104,28 +104,14 @@ func stalled(ctx context.Context, kind string) error {
 	return nil
 }
 
-// balance reads the units' loads (readLoads), then balances under
-// Service.mu.
-func (s *Service) balance(ctx context.Context) {
-	read := s.readLoads(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.own.read = read
-	s.balanceLocked(ctx)
-}
-
-// readLoads reads the appended bytes of the stream shard units of the
-// last balance, without Service.mu, all at once, each within
-// loadReadTimeout (real time, as the request's: a fake engine clock in a
-// test counts no timer of it); a reading that failed or timed out is
-// left out.
-func (s *Service) readLoads(ctx context.Context) map[string]loadSample {
-	s.mu.Lock()
-	targets := s.own.targets
-	s.mu.Unlock()
+// readLoads reads the appended bytes of targets, all at once, each
+// within loadReadTimeout (real time, as the request's: a fake engine
+// clock in a test counts no timer of it); a reading that failed or timed
+// out is left out.
+func (s *Service) readLoads(ctx context.Context, targets []loadTarget) map[string]uint64 {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	read := map[string]loadSample{}
+	read := map[string]uint64{}
 	for _, t := range targets {
 		wg.Add(1)
 		go func() {
@@ -135,46 +121,47 @@ func (s *Service) readLoads(ctx context.Context) map[string]loadSample {
 			if err := stalled(c, "load"); err != nil {
 				return
 			}
-			b, err := t.streams.ShardAppended(c, t.name, t.shard)
-			if err != nil {
-				return
+			if b, err := t.streams.ShardAppended(c, t.name, t.shard); err == nil {
+				mu.Lock()
+				read[t.key] = b
+				mu.Unlock()
 			}
-			mu.Lock()
-			read[t.key] = loadSample{s.eng.Clock.Now(), b}
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	return read
 }
 
-// unitRatesLocked adds each stream shard unit's reading taken by
-// readLoads before this balance (a sample), forgets samples older than
-// loadWindow (but the newest of them, the window's base) and of units
-// that are gone, names the units for the next balance's readings, and
+// unitRatesLocked reads each stream shard unit's appended bytes now (a
+// sample, readLoads), forgets samples older than loadWindow (but the
+// newest of them, the window's base) and of units that are gone, and
 // returns each unit's incoming rate in bytes per second over its
 // samples. A unit with fewer than two samples, or whose samples span no
 // time, has no rate.
-func (s *Service) unitRatesLocked(units []unit) map[string]float64 {
+func (s *Service) unitRatesLocked(ctx context.Context, units []unit) map[string]float64 {
+	var targets []loadTarget
+	for _, u := range units {
+		if c, ok := s.configs[u.id]; ok && u.shard != "" {
+			if streams, name, _, err := s.sourceStreams(c); err == nil {
+				targets = append(targets, loadTarget{u.key(), name, u.shard, streams})
+			}
+		}
+	}
+	read := s.readLoads(ctx, targets)
 	now := s.eng.Clock.Now()
 	rates := map[string]float64{}
 	keep := map[string]bool{}
-	read := s.own.read
-	s.own.read, s.own.targets = nil, nil
 	for _, u := range units {
-		c, ok := s.configs[u.id]
-		if !ok || u.shard == "" {
+		if _, ok := s.configs[u.id]; !ok || u.shard == "" {
 			continue
 		}
 		key := u.key()
 		keep[key] = true
-		if streams, name, _, err := s.sourceStreams(c); err == nil {
-			s.own.targets = append(s.own.targets, loadTarget{key, name, u.shard, streams})
-		}
-		if r, ok := read[key]; ok {
-			s.own.samples[key] = append(s.own.samples[key], r)
+		if b, ok := read[key]; ok {
+			s.own.samples[key] = append(s.own.samples[key], loadSample{now, b})
 		}
 		var rate float64
+		var ok bool
 		if s.own.samples[key], rate, ok = windowRate(s.own.samples[key], now); ok {
 			rates[key] = rate
 		}
@@ -396,7 +383,7 @@ func (p *loadPlan) swap(keep map[string]bool) []string {
 // rule applies. isUnit names the units; a held unit that is not one is
 // left to balanceLocked.
 func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit map[string]bool) bool {
-	rates := s.unitRatesLocked(units)
+	rates := s.unitRatesLocked(ctx, units)
 	nodeLeases, err := s.own.leases.HoldersOf(ctx, nodeLeasePrefix)
 	if err != nil || len(nodeLeases) < 2 {
 		return false

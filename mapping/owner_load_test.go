@@ -76,9 +76,10 @@ func TestShardLeasesFollowTheShardsLoad(t *testing.T) {
 // A shard's load reading is a JetStream request that a stream with no
 // leader (a node just died) leaves unanswered until the client's timeout
 // (30 s in a cluster). Such a reading holds neither the mapping service
-// nor its balance: while every reading stalls, ListEventSourceMappings
-// answers, and a crashed process's shards are taken over after their
-// lease TTL as without any stall (`runnel demo --nodes 3`: the survivors
+// nor its balance for longer than its own timeout (1 s): while every
+// reading stalls, ListEventSourceMappings answers, and a crashed
+// process's shards are taken over after their lease TTL as without any
+// stall (`runnel demo --nodes 3`: the survivors
 // ran none of the dead node's shards until it was back, ~30 s).
 func TestAStalledLoadReadingHoldsNeitherTheServiceNorTheBalance(t *testing.T) {
 	a, b, r, m := twoNodesOnFourShards(t)
