@@ -24,10 +24,12 @@ import (
 // client's timeout (30 s in a cluster) under Service.mu, holding every
 // balance, status and API call of the mapping service, so a surviving
 // node took over none of a dead node's shards until the dead node was
-// back. A unit's load is its incoming byte rate
-// over that window; a queue mapping's unit, and a shard with fewer than
-// two samples, has none. When some unit has a load and more than one
-// process is live, the units are balanced by load instead of by count:
+// back.
+//
+// A unit's load is its incoming byte rate over that window; a queue
+// mapping's unit, and a shard with fewer than two samples, has none.
+// When some unit has a load and more than one process is live, the
+// units are balanced by load instead of by count:
 //
 //   - each unit weighs its rate plus a floor of a hundredth of the mean rate,
 //     so that idle shards still spread over the processes;
