@@ -15,3 +15,15 @@ func SetWriteReplyLost(f func(ctx context.Context, key string) error) {
 // SetAfterLoad runs f in every NewService between loading the mappings'
 // configurations and applying the watch's changes (nil: none).
 func SetAfterLoad(f func()) { afterLoad = f }
+
+// SetRequestStalls makes every load reading (kind "load") and checkpoint
+// write (kind "checkpoint") run f first with the request's context and
+// fail with f's error (nil f: none), as a stream with no leader would
+// stall it.
+func SetRequestStalls(f func(ctx context.Context, kind string) error) {
+	if f == nil {
+		requestStalls.Store(nil)
+		return
+	}
+	requestStalls.Store(&f)
+}

@@ -60,6 +60,8 @@ const (
 	mappingLeasePrefix = "esm."
 	nodeLeasePrefix    = "node."
 	balanceInterval    = 2 * time.Second
+	// ckWriteTimeout bounds one checkpoint-bucket write (ckPut).
+	ckWriteTimeout = 5 * time.Second
 	// balanceSubject is published by a process that handed units over to
 	// balance the load; every process balances at once when it hears it.
 	balanceSubject = "runnel.mapping.balance"
@@ -261,7 +263,17 @@ func (s *Service) ckGet(ctx context.Context, key string) (jetstream.KeyValueEntr
 // write. Only a process that lost the mapping and wrote the same bytes
 // in that window passes the fence this way, and it wrote what this one
 // had written.
+//
+// A write gets at most ckWriteTimeout: one sent while the bucket's
+// stream has no leader (a node just died) is never acknowledged and
+// would wait out the client's 30 s cluster timeout, holding its shard's
+// lane; a write that timed out is tried again by its caller.
 func (s *Service) ckPut(ctx context.Context, unitKey, key string, value []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, ckWriteTimeout)
+	defer cancel()
+	if err := stalled(ctx, "checkpoint"); err != nil {
+		return err
+	}
 	s.own.revMu.Lock()
 	rev, known := s.own.revs[key]
 	tried, unsure := s.own.unsure[key]

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/runnel-dev/runnel/stream"
 )
 
 // Balance by load (a difference from the Kinesis Client Library, which
@@ -13,10 +17,19 @@ import (
 //
 // Every balance, each process reads how many bytes each shard unit's
 // source shard has had appended (stream.Service.ShardAppended) and keeps
-// these samples for loadWindow. A unit's load is its incoming byte rate
-// over that window; a queue mapping's unit, and a shard with fewer than
-// two samples, has none. When some unit has a load and more than one
-// process is live, the units are balanced by load instead of by count:
+// these samples for loadWindow. The readings are taken all at once and
+// each within loadReadTimeout (readLoads): a reading is a JetStream API
+// request (STREAM.INFO) that, sent while the shard's stream has no
+// leader (a node just died), is never answered and waited out the
+// client's timeout (30 s in a cluster) under Service.mu, holding every
+// balance, status and API call of the mapping service, so a surviving
+// node took over none of a dead node's shards until the dead node was
+// back.
+//
+// A unit's load is its incoming byte rate over that window; a queue
+// mapping's unit, and a shard with fewer than two samples, has none.
+// When some unit has a load and more than one process is live, the
+// units are balanced by load instead of by count:
 //
 //   - each unit weighs its rate plus a floor of a hundredth of the mean rate,
 //     so that idle shards still spread over the processes;
@@ -44,6 +57,10 @@ import (
 const (
 	// loadWindow is how far back a unit's rate is measured.
 	loadWindow = 30 * time.Second
+	// loadReadTimeout bounds one reading of a shard's appended bytes; a
+	// reading not answered in time is skipped (the unit's rate comes from
+	// its other samples).
+	loadReadTimeout = balanceInterval / 2
 	// loadHysteresis is the share of the fair load by which a move must
 	// lower the larger load of the two processes, and by which a free unit
 	// may overfill a process that is not the least loaded.
@@ -69,28 +86,84 @@ type loadSample struct {
 	bytes uint64
 }
 
+// loadTarget is a stream shard unit whose load readLoads reads.
+type loadTarget struct {
+	key, name, shard string
+	streams          *stream.Service
+}
+
+// requestStalls, set by tests only, runs before each load reading
+// (kind "load") and checkpoint write (kind "checkpoint") with its
+// context; an error it returns is the request's (a stream with no
+// leader: unanswered until ctx ends).
+var requestStalls atomic.Pointer[func(ctx context.Context, kind string) error]
+
+// stalled runs requestStalls, if set, for a request of kind.
+func stalled(ctx context.Context, kind string) error {
+	if hook := requestStalls.Load(); hook != nil {
+		return (*hook)(ctx, kind)
+	}
+	return nil
+}
+
+// readLoads reads the appended bytes of targets, all at once, each
+// within loadReadTimeout (real time, as the request's: a fake engine
+// clock in a test counts no timer of it); a reading that failed or timed
+// out is left out.
+func (s *Service) readLoads(ctx context.Context, targets []loadTarget) map[string]uint64 {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	read := map[string]uint64{}
+	for _, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, loadReadTimeout)
+			defer cancel()
+			if err := stalled(c, "load"); err != nil {
+				return
+			}
+			if b, err := t.streams.ShardAppended(c, t.name, t.shard); err == nil {
+				mu.Lock()
+				read[t.key] = b
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return read
+}
+
 // unitRatesLocked reads each stream shard unit's appended bytes now (a
-// sample), forgets samples older than loadWindow (but the newest of them,
-// the window's base) and of units that are gone, and returns each unit's
-// incoming rate in bytes per second over its samples. A unit with fewer
-// than two samples, or whose samples span no time, has no rate.
+// sample, readLoads), forgets samples older than loadWindow (but the
+// newest of them, the window's base) and of units that are gone, and
+// returns each unit's incoming rate in bytes per second over its
+// samples. A unit with fewer than two samples, or whose samples span no
+// time, has no rate.
 func (s *Service) unitRatesLocked(ctx context.Context, units []unit) map[string]float64 {
+	var targets []loadTarget
+	for _, u := range units {
+		if c, ok := s.configs[u.id]; ok && u.shard != "" {
+			if streams, name, _, err := s.sourceStreams(c); err == nil {
+				targets = append(targets, loadTarget{u.key(), name, u.shard, streams})
+			}
+		}
+	}
+	read := s.readLoads(ctx, targets)
 	now := s.eng.Clock.Now()
 	rates := map[string]float64{}
 	keep := map[string]bool{}
 	for _, u := range units {
-		c, ok := s.configs[u.id]
-		if !ok || u.shard == "" {
+		if _, ok := s.configs[u.id]; !ok || u.shard == "" {
 			continue
 		}
 		key := u.key()
 		keep[key] = true
-		if streams, name, _, err := s.sourceStreams(c); err == nil {
-			if b, err := streams.ShardAppended(ctx, name, u.shard); err == nil {
-				s.own.samples[key] = append(s.own.samples[key], loadSample{now, b})
-			}
+		if b, ok := read[key]; ok {
+			s.own.samples[key] = append(s.own.samples[key], loadSample{now, b})
 		}
 		var rate float64
+		var ok bool
 		if s.own.samples[key], rate, ok = windowRate(s.own.samples[key], now); ok {
 			rates[key] = rate
 		}

@@ -3,10 +3,14 @@ package mapping_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/lease"
+	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -67,4 +71,67 @@ func TestShardLeasesFollowTheShardsLoad(t *testing.T) {
 	testenv.Eventually(t, wait, "every record processed", func() bool { return r.processed() == 600+15 })
 	processedOnce(t, r, 600, "hot")
 	processedOnce(t, r, 5, "cold0-", "cold1-", "cold2-")
+}
+
+// A shard's load reading is a JetStream request that a stream with no
+// leader (a node just died) leaves unanswered until the client's timeout
+// (30 s in a cluster). Such a reading holds neither the mapping service
+// nor its balance for longer than its own timeout (1 s): while every
+// reading stalls, ListEventSourceMappings answers, and a crashed
+// process's shards are taken over after their lease TTL as without any
+// stall (`runnel demo --nodes 3`: the survivors
+// ran none of the dead node's shards until it was back, ~30 s).
+func TestAStalledLoadReadingHoldsNeitherTheServiceNorTheBalance(t *testing.T) {
+	a, b, r, m := twoNodesOnFourShards(t)
+	putKeys(t, a, "x", 100)
+	testenv.Eventually(t, wait, "first records processed", func() bool { return r.processed() == 100 })
+	stalled := stallRequests(t, "load", -1)
+	testenv.Eventually(t, wait, "a load reading stalled", func() bool { return stalled.Load() > 0 })
+	listed := make(chan []mapping.Config, 1)
+	go func() { listed <- a.Mappings.ListEventSourceMappings() }()
+	testenv.Eventually(t, wait, "ListEventSourceMappings answered while a load reading stalls", func() bool { return len(listed) == 1 })
+	stopB(t, a, b, m, b.Crash, 2, 3*lease.DefaultTTL)
+	putKeys(t, a, "y", 100)
+	testenv.Eventually(t, wait, "records processed after the takeover", func() bool { return r.processed() == 200 })
+}
+
+// A checkpoint write sent while the bucket's stream has no leader is
+// never acknowledged; it ends at its timeout and is tried again, instead
+// of holding its shard's lane for the client's 30 s cluster timeout
+// (`runnel demo --nodes 3`: a surviving node's own shards stood still
+// until the killed node was back).
+func TestAStalledCheckpointWriteIsTriedAgain(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createStream(t, rn, "src", 1)
+	r := newRecorder(t, rn, function.Config{}, nil)
+	createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 10, StartingPosition: "TRIM_HORIZON"})
+	stalled := stallRequests(t, "checkpoint", 1)
+	putKeys(t, rn, "x", 20)
+	testenv.Eventually(t, wait, "every record processed after the stalled checkpoint write", func() bool { return r.processed() == 20 })
+	if stalled.Load() == 0 {
+		t.Fatal("no checkpoint write stalled")
+	}
+}
+
+// stallRequests makes the first n mapping requests of kind ("load",
+// "checkpoint"; n < 0: all of them) wait until their context ends, as
+// an unanswered JetStream request does, until t ends, and counts them.
+func stallRequests(t *testing.T, kind string, n int64) *atomic.Int64 {
+	t.Helper()
+	var stalled atomic.Int64
+	over := make(chan struct{})
+	mapping.SetRequestStalls(func(ctx context.Context, k string) error {
+		if k != kind || (n >= 0 && stalled.Load() >= n) {
+			return nil
+		}
+		stalled.Add(1)
+		select {
+		case <-ctx.Done(): // its deadline, if it has one
+			return ctx.Err()
+		case <-over:
+			return context.Canceled
+		}
+	})
+	t.Cleanup(func() { mapping.SetRequestStalls(nil); close(over) })
+	return &stalled
 }
