@@ -189,9 +189,9 @@ func (o *Owner) call(ctx context.Context, op string, args, out any) error {
 	}
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msg, err := o.cfg.Conn.RequestWithContext(c, o.cfg.Subject, body)
+	msg, err := o.request(c, body)
 	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, ErrMoved) {
 			return err
 		}
 		return awserr.New(awserr.ErrService, "forward %s to the runnel process serving %s: %v", op, o.cfg.What, err)
@@ -219,13 +219,66 @@ func (o *Owner) call(ctx context.Context, op string, args, out any) error {
 	return nil
 }
 
+// request sends a forwarded call and waits for its answer. While it
+// waits, it asks every probeEvery whether anyone still serves the
+// subject: when nobody does (the holder died: its subscription went with
+// its connection), the call is abandoned with ErrMoved, which Forward
+// retries at the next holder, instead of waiting for the caller's
+// deadline (up to a minute) for an answer that cannot come.
+//
+// Trap: the dead holder may have acted on the call before it died; as
+// with any unanswered AWS call, the retry may repeat it (see Owner).
+func (o *Owner) request(ctx context.Context, body []byte) (*nats.Msg, error) {
+	type reply struct {
+		msg *nats.Msg
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan reply, 1)
+	go func() {
+		msg, err := o.cfg.Conn.RequestWithContext(ctx, o.cfg.Subject, body)
+		done <- reply{msg, err}
+	}()
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.msg, r.err
+		case <-tick.C:
+			pctx, pcancel := context.WithTimeout(ctx, probeEvery)
+			_, err := o.cfg.Conn.RequestWithContext(pctx, o.cfg.Subject, probeBody)
+			pcancel()
+			// Only "no responders" is an answer: a probe that times out
+			// (a loaded holder, a route still closing) proves nothing.
+			if errors.Is(err, nats.ErrNoResponders) {
+				o.cfg.Logger.Warn("the runnel process serving " + o.cfg.What + " is gone; the forwarded call is tried again")
+				return nil, ErrMoved
+			}
+		}
+	}
+}
+
+// probeEvery is how often a forwarded call in progress checks that its
+// holder is still there (wall clock).
+const probeEvery = time.Second
+
+// probeOp names the probe request, which the holder answers at once
+// without serving anything; no operation has this name.
+const probeOp = "\x00probe"
+
+var probeBody, _ = json.Marshal(envelope{Op: probeOp})
+
 // handle answers one forwarded call (in its own goroutine: a call may
-// wait, a receive up to 20 s).
+// wait, a receive up to 20 s), or a probe.
 func (o *Owner) handle(m *nats.Msg) {
 	var e envelope
 	var r answer
 	if err := json.Unmarshal(m.Data, &e); err != nil {
 		r.Err = awserr.New(awserr.ErrService, "bad forwarded call: %v", err)
+	} else if e.Op == probeOp {
+		// answered empty
 	} else {
 		ctx, cancel := context.WithTimeout(context.WithValue(o.bg, servedKey{}, true), time.Duration(e.DeadlineMs)*time.Millisecond)
 		out, err := o.cfg.Serve(ctx, e.Op, e.Args)

@@ -96,14 +96,32 @@ func tombstone(subject string, data []byte, ttl time.Duration) *nats.Msg {
 // crash is repaired at the next load, which recomputes expiry.
 func (q *queue) cleanup([]jetstream.PubAckFuture) {}
 
-// waitAcks waits for JetStream to acknowledge futs.
+// ackWait bounds a wait for JetStream's acknowledgement of a queue's
+// state writes (a receive, a delete, a visibility change, a redrive), on
+// the wall clock. After a node dies, a stream has no leader for a few
+// seconds, and a write published then is acknowledged late or never (the
+// engine's publish timeout, 30 s): the caller learns of it after ackWait
+// instead. A receive then delivers with a warning; a delete or a
+// visibility change answers a retryable error. The write may still land;
+// if it does not and the process crashes, the message comes back early:
+// a duplicate within at-least-once, never a loss.
+const ackWait = 5 * time.Second
+
+// waitAcks waits for JetStream to acknowledge futs, at most ackWait.
 func waitAcks(ctx context.Context, futs []jetstream.PubAckFuture) error {
+	if len(futs) == 0 {
+		return nil
+	}
+	t := time.NewTimer(ackWait)
+	defer t.Stop()
 	var errs error
 	for _, f := range futs {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
 			errs = errors.Join(errs, err)
+		case <-t.C:
+			return fmt.Errorf("no acknowledgement from JetStream within %v (a stream leader election?)", ackWait)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
