@@ -74,29 +74,18 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 			return nil, err
 		}
 	}
-	err = engine.LoadJSON(ctx, kv, func(_ string, c Config, err error) {
-		if err != nil {
-			return
-		}
-		inv, ok := reg.lookup(c.Handler)
-		if !ok {
-			eng.Logger.Info("stored function has no registered handler in this process", "function", c.FunctionName, "handler", c.Handler)
-			return
-		}
-		s.fns[c.FunctionName] = s.build(c, inv)
-	})
-	if err != nil {
+	// One watch loads the stored functions (its initial values) and then
+	// follows other processes' changes: a change made between a load and
+	// the start of a separate watch would be missed until a restart.
+	wctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if err := s.watch(ctx, wctx); err != nil {
+		stop()
 		return nil, err
 	}
 	s.loadURLs()
 	if err := s.loadVersions(ctx); err != nil {
 		eng.Logger.Warn("stored function versions or aliases that do not decode", "err", err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	s.stop = stop
-	if err := s.watch(wctx); err != nil {
-		stop()
-		return nil, err
 	}
 	return s, nil
 }

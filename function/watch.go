@@ -8,15 +8,30 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// watch applies the function configurations other processes sharing the
-// JetStream store (a function created, replaced or deleted through
-// another runnel node), so that any process can invoke any function as
-// soon as the change reaches the watch. A function whose handler is not
-// registered in this process is logged and left out, as at open.
-func (s *Service) watch(ctx context.Context) error {
-	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+// watch loads the stored function configurations (the watch's initial
+// values, applied before it returns; open bounds that wait) and then
+// applies those of other processes sharing the JetStream store (a
+// function created, replaced or deleted through another runnel node)
+// until ctx ends, so that any process can invoke any function as soon as
+// the change reaches the watch. A function whose handler is not
+// registered in this process is logged and left out.
+func (s *Service) watch(open, ctx context.Context) error {
+	w, err := s.kv.WatchAll(ctx)
 	if err != nil {
 		return err
+	}
+	for initial := true; initial; {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				initial = false // the end of the initial values
+				break
+			}
+			s.applyStored(e)
+		case <-open.Done():
+			w.Stop()
+			return open.Err()
+		}
 	}
 	go func() {
 		defer w.Stop()
