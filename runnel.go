@@ -165,32 +165,24 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 // workers, the asynchronous invocation pollers, the tables, the queues.
 // Streams and functions hold nothing to close.
 func (rn *Runnel) closeServices() {
-	if rn.Mappings != nil {
-		rn.Mappings.Close()
-	}
-	if rn.SNS != nil {
-		rn.SNS.Close()
-	}
-	if rn.Schedules != nil {
-		rn.Schedules.Close()
-	}
-	if rn.Events != nil {
-		rn.Events.Close()
-	}
-	if rn.Targets != nil {
-		rn.Targets.Close()
-	}
-	if rn.Async != nil {
-		rn.Async.Close()
-	}
-	if rn.Tables != nil {
-		rn.Tables.Close()
-	}
-	if rn.Functions != nil {
-		rn.Functions.Close()
-	}
-	if rn.Queues != nil {
-		rn.Queues.Close()
+	closeOpen(rn.Mappings)
+	closeOpen(rn.SNS)
+	closeOpen(rn.Schedules)
+	closeOpen(rn.Events)
+	closeOpen(rn.Targets)
+	closeOpen(rn.Async)
+	closeOpen(rn.Tables)
+	closeOpen(rn.Functions)
+	closeOpen(rn.Queues)
+}
+
+// closeOpen closes s unless it is nil (a service Open did not get to).
+func closeOpen[T any, S interface {
+	*T
+	Close()
+}](s S) {
+	if s != nil {
+		s.Close()
 	}
 }
 

@@ -28,12 +28,17 @@ type resourceRef struct {
 	ResourceARN string
 }
 
-// consumer returns the ARN if it is a consumer ARN, "" if it is not.
-func (r resourceRef) consumer() string {
+// on runs consumer with the ARN when it is a consumer ARN, else stream
+// with the name of the stream it names (an error when it names none).
+func (r resourceRef) on(consumer, stream func(string) error) error {
 	if strings.Contains(r.ResourceARN, "/consumer/") {
-		return r.ResourceARN
+		return consumer(r.ResourceARN)
 	}
-	return ""
+	name, err := r.streamName()
+	if err != nil {
+		return err
+	}
+	return stream(name)
 }
 
 // streamName returns the name of the stream the ARN names.
@@ -53,14 +58,9 @@ type tagResourceInput struct {
 }
 
 func kinesisTagResource(rq *request, in *tagResourceInput) (any, error) {
-	if c := in.consumer(); c != "" {
-		return nil, rq.h.rn.Streams.TagConsumer(rq.ctx, c, in.Tags)
-	}
-	name, err := in.streamName()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.AddTagsToStream(rq.ctx, name, in.Tags)
+	return nil, in.on(
+		func(arn string) error { return rq.h.rn.Streams.TagConsumer(rq.ctx, arn, in.Tags) },
+		func(name string) error { return rq.h.rn.Streams.AddTagsToStream(rq.ctx, name, in.Tags) })
 }
 
 type untagResourceInput struct {
@@ -69,27 +69,22 @@ type untagResourceInput struct {
 }
 
 func kinesisUntagResource(rq *request, in *untagResourceInput) (any, error) {
-	if c := in.consumer(); c != "" {
-		return nil, rq.h.rn.Streams.UntagConsumer(rq.ctx, c, in.TagKeys)
-	}
-	name, err := in.streamName()
-	if err != nil {
-		return nil, err
-	}
-	return nil, rq.h.rn.Streams.RemoveTagsFromStream(rq.ctx, name, in.TagKeys)
+	return nil, in.on(
+		func(arn string) error { return rq.h.rn.Streams.UntagConsumer(rq.ctx, arn, in.TagKeys) },
+		func(name string) error { return rq.h.rn.Streams.RemoveTagsFromStream(rq.ctx, name, in.TagKeys) })
 }
 
 func kinesisListTagsForResource(rq *request, in *resourceRef) (any, error) {
 	var tags []stream.Tag
-	var err error
-	if c := in.consumer(); c != "" {
-		tags, err = rq.h.rn.Streams.ConsumerTags(rq.ctx, c)
-	} else {
-		var name string
-		if name, err = in.streamName(); err == nil {
+	err := in.on(
+		func(arn string) (err error) {
+			tags, err = rq.h.rn.Streams.ConsumerTags(rq.ctx, arn)
+			return err
+		},
+		func(name string) (err error) {
 			tags, _, err = rq.h.rn.Streams.ListTagsForStream(rq.ctx, name, "", stream.MaxTagsPerStream)
-		}
-	}
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}

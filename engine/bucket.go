@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,6 +13,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/runnel-dev/runnel/internal/clocks"
 )
+
+// Buckets opens (as Bucket) each bucket named in into, in name order,
+// and stores its handle where into points; it stops at the first error.
+// A service's New opens its buckets with it.
+func (e *Engine) Buckets(ctx context.Context, into map[string]*jetstream.KeyValue) error {
+	for _, name := range slices.Sorted(maps.Keys(into)) {
+		kv, err := e.Bucket(ctx, name)
+		if err != nil {
+			return err
+		}
+		*into[name] = kv
+	}
+	return nil
+}
 
 // LoadJSON reads every key of a key-value bucket and decodes its value as
 // JSON into a T, calling fn with the key and the value, or with the decode

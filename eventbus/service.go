@@ -220,14 +220,9 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	}
 	s := &Service{eng: eng, targets: targets, log: opts.Logger.With("service", "eventbridge"),
 		state: map[string]*busState{}, stats: map[string]*ruleCounters{}, arch: map[string]cachedArchive{}, kick: make(chan struct{}, 1)}
-	var err error
-	for _, b := range []struct {
-		kv   *jetstream.KeyValue
-		name string
-	}{{&s.buses, busBucket}, {&s.archKV, archiveBucket}, {&s.replayKV, replayBucket}} {
-		if *b.kv, err = eng.Bucket(ctx, b.name); err != nil {
-			return nil, err
-		}
+	err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{busBucket: &s.buses, archiveBucket: &s.archKV, replayBucket: &s.replayKV})
+	if err != nil {
+		return nil, err
 	}
 	if s.archive, err = eng.EnsureStream(ctx, jetstream.StreamConfig{Name: archiveStream,
 		Subjects: []string{archiveSubjectPrefix + ">"}, Storage: jetstream.FileStorage, Replicas: eng.Replicas(), AllowDirect: true}); err != nil {

@@ -57,22 +57,12 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if reg == nil {
 		reg = defaultRegistry
 	}
-	kv, err := eng.Bucket(ctx, "runnel_functions")
+	s := &Service{eng: eng, reg: reg, fns: map[string]*Function{}, lims: map[string]*limiter{},
+		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64}
+	err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{"runnel_functions": &s.kv, versionsBucket: &s.vkv, aliasesBucket: &s.akv,
+		provisionedBucket: &s.pkv, policiesBucket: &s.polkv, tagsBucket: &s.tagkv, urlsBucket: &s.urlkv})
 	if err != nil {
 		return nil, err
-	}
-	s := &Service{eng: eng, kv: kv, reg: reg, fns: map[string]*Function{}, lims: map[string]*limiter{},
-		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64}
-	if s.vkv, err = eng.Bucket(ctx, versionsBucket); err != nil {
-		return nil, err
-	}
-	if s.akv, err = eng.Bucket(ctx, aliasesBucket); err != nil {
-		return nil, err
-	}
-	for kv, bucket := range map[*jetstream.KeyValue]string{&s.pkv: provisionedBucket, &s.polkv: policiesBucket, &s.tagkv: tagsBucket, &s.urlkv: urlsBucket} {
-		if *kv, err = eng.Bucket(ctx, bucket); err != nil {
-			return nil, err
-		}
 	}
 	// One watch loads the stored functions (its initial values) and then
 	// follows other processes' changes: a change made between a load and

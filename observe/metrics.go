@@ -76,42 +76,35 @@ func desc(name, help string, labels []string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-type fnMetric struct {
+// metric is one metric of a resource of kind T: its descriptor, its type
+// and its value read from a T.
+type metric[T any] struct {
 	d   *prometheus.Desc
 	t   prometheus.ValueType
-	get func(FunctionState) float64
+	get func(T) float64
 }
 
-type asyncMetric struct {
-	d     *prometheus.Desc
-	get   func(FunctionState) float64
-	gauge bool
+// counter is a counter metric whose value is an int64 of a T.
+func counter[T any](d *prometheus.Desc, get func(T) int64) metric[T] {
+	return metric[T]{d, prometheus.CounterValue, func(v T) float64 { return float64(get(v)) }}
 }
 
-type shardMetric struct {
-	d   *prometheus.Desc
-	t   prometheus.ValueType
-	get func(shardStatus) float64
+// describe sends the descriptor of each of ms.
+func describe[T any](ch chan<- *prometheus.Desc, ms []metric[T]) {
+	for _, m := range ms {
+		ch <- m.d
+	}
 }
 
-type qmMetric struct {
-	d   *prometheus.Desc
-	t   prometheus.ValueType
-	get func(queueStatus) float64
-}
-
-type topicMetric struct {
-	d   *prometheus.Desc
-	get func(TopicState) int64
-}
-
-type queueMetric struct {
-	d   *prometheus.Desc
-	get func(QueueState) float64
+// send sends each of ms for v, with the values of its labels.
+func send[T any](ch chan<- prometheus.Metric, ms []metric[T], v T, labels ...string) {
+	for _, m := range ms {
+		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(v), labels...)
+	}
 }
 
 var (
-	fnMetrics = []fnMetric{
+	fnMetrics = []metric[FunctionState]{
 		{desc("runnel_function_invocations_total", "Invocations of the function that ran (Lambda's Invocations).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Invocations) }},
 		{desc("runnel_function_errors_total", "Invocations that ended in a function error (Lambda's Errors).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Errors) }},
 		{desc("runnel_function_throttles_total", "Invocations refused because the function's concurrency was in use (Lambda's Throttles).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Throttles) }},
@@ -119,16 +112,16 @@ var (
 		{desc("runnel_function_concurrent_executions", "Invocations running now (Lambda's ConcurrentExecutions).", fnLabels), prometheus.GaugeValue, func(f FunctionState) float64 { return float64(f.ConcurrentExecutions) }},
 		{desc("runnel_function_abandoned_total", "Invocations given up at their timeout while the handler still ran.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Abandoned) }},
 	}
-	asyncMetrics = []asyncMetric{
-		{desc("runnel_function_async_accepted_total", "Event (asynchronous) invocations accepted.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.Accepted) }, false},
-		{desc("runnel_function_async_retries_exhausted_total", "Asynchronous events that failed after their retries.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.RetriesExhausted) }, false},
-		{desc("runnel_function_async_event_age_exceeded_total", "Asynchronous events older than MaximumEventAgeInSeconds when due.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.EventAgeExceeded) }, false},
-		{desc("runnel_function_async_destination_delivery_failures_total", "Destination records not accepted by their destination (Lambda's DestinationDeliveryFailures).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DestinationDeliveryFailures) }, false},
-		{desc("runnel_function_async_dead_letter_errors_total", "DeadLetterConfig sends that failed (Lambda's DeadLetterErrors).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.DeadLetterErrors) }, false},
-		{desc("runnel_function_async_kept_in_store_total", "Records kept in runnel's asynchronous dead-letter store.", fnLabels), func(f FunctionState) float64 { return float64(f.Async.KeptInStore) }, false},
-		{desc("runnel_function_async_event_age_seconds", "Time from an event's acceptance to its latest invocation (Lambda's AsyncEventAge).", fnLabels), func(f FunctionState) float64 { return float64(f.Async.AsyncEventAgeMs) / 1000 }, true},
+	asyncMetrics = []metric[FunctionState]{
+		{desc("runnel_function_async_accepted_total", "Event (asynchronous) invocations accepted.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Async.Accepted) }},
+		{desc("runnel_function_async_retries_exhausted_total", "Asynchronous events that failed after their retries.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Async.RetriesExhausted) }},
+		{desc("runnel_function_async_event_age_exceeded_total", "Asynchronous events older than MaximumEventAgeInSeconds when due.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Async.EventAgeExceeded) }},
+		{desc("runnel_function_async_destination_delivery_failures_total", "Destination records not accepted by their destination (Lambda's DestinationDeliveryFailures).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Async.DestinationDeliveryFailures) }},
+		{desc("runnel_function_async_dead_letter_errors_total", "DeadLetterConfig sends that failed (Lambda's DeadLetterErrors).", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Async.DeadLetterErrors) }},
+		{desc("runnel_function_async_kept_in_store_total", "Records kept in runnel's asynchronous dead-letter store.", fnLabels), prometheus.CounterValue, func(f FunctionState) float64 { return float64(f.Async.KeptInStore) }},
+		{desc("runnel_function_async_event_age_seconds", "Time from an event's acceptance to its latest invocation (Lambda's AsyncEventAge).", fnLabels), prometheus.GaugeValue, func(f FunctionState) float64 { return float64(f.Async.AsyncEventAgeMs) / 1000 }},
 	}
-	shardMetrics = []shardMetric{
+	shardMetrics = []metric[shardStatus]{
 		{desc("runnel_mapping_iterator_age_milliseconds", "Age of the oldest record the mapping read from the shard and has not resolved (Lambda's IteratorAge).", shardLabels), prometheus.GaugeValue, func(s shardStatus) float64 { return float64(s.IteratorAgeMs) }},
 		{desc("runnel_mapping_pending_records", "Records read from the shard and not yet resolved.", shardLabels), prometheus.GaugeValue, func(s shardStatus) float64 { return float64(s.PendingRecords) }},
 		{desc("runnel_mapping_invocations_total", "Invocations of the function by the mapping for the shard.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Invocations) }},
@@ -142,7 +135,7 @@ var (
 		{desc("runnel_mapping_bisects_total", "Batches split in two after a function error (BisectBatchOnFunctionError).", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Bisects) }},
 		{desc("runnel_mapping_throttles_total", "Invocations throttled by the function's concurrency.", shardLabels), prometheus.CounterValue, func(s shardStatus) float64 { return float64(s.Throttles) }},
 	}
-	qmMetrics = []qmMetric{
+	qmMetrics = []metric[queueStatus]{
 		{desc("runnel_queue_mapping_pollers", "Pollers of the queue mapping.", qmLabels), prometheus.GaugeValue, func(q queueStatus) float64 { return float64(q.Pollers) }},
 		{desc("runnel_queue_mapping_invocations_total", "Invocations of the function by the queue mapping.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.Invocations) }},
 		{desc("runnel_queue_mapping_received_messages_total", "Messages handed to the function, retries included.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.ReceivedMessages) }},
@@ -154,21 +147,21 @@ var (
 		{desc("runnel_queue_mapping_function_errors_total", "Invocations that ended in a function error.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.FunctionErrors) }},
 		{desc("runnel_queue_mapping_throttles_total", "Invocations throttled by the function's concurrency.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.Throttles) }},
 	}
-	queueMetrics = []queueMetric{
-		{desc("runnel_queue_messages_visible", "Messages available for retrieval (ApproximateNumberOfMessages).", queueLabels), func(q QueueState) float64 { return float64(q.Visible) }},
-		{desc("runnel_queue_messages_not_visible", "Messages in flight (ApproximateNumberOfMessagesNotVisible).", queueLabels), func(q QueueState) float64 { return float64(q.NotVisible) }},
-		{desc("runnel_queue_messages_delayed", "Messages delayed (ApproximateNumberOfMessagesDelayed).", queueLabels), func(q QueueState) float64 { return float64(q.Delayed) }},
-		{desc("runnel_queue_oldest_message_age_seconds", "Age of the oldest message in the queue (ApproximateAgeOfOldestMessage).", queueLabels), func(q QueueState) float64 { return q.OldestAgeSeconds }},
-		{desc("runnel_queue_dead_letter", "1 when the queue is a dead-letter queue (a RedrivePolicy or on-failure target, or named like one).", queueLabels), func(q QueueState) float64 { return b2f(q.DeadLetter) }},
+	queueMetrics = []metric[QueueState]{
+		{desc("runnel_queue_messages_visible", "Messages available for retrieval (ApproximateNumberOfMessages).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.Visible) }},
+		{desc("runnel_queue_messages_not_visible", "Messages in flight (ApproximateNumberOfMessagesNotVisible).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.NotVisible) }},
+		{desc("runnel_queue_messages_delayed", "Messages delayed (ApproximateNumberOfMessagesDelayed).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.Delayed) }},
+		{desc("runnel_queue_oldest_message_age_seconds", "Age of the oldest message in the queue (ApproximateAgeOfOldestMessage).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return q.OldestAgeSeconds }},
+		{desc("runnel_queue_dead_letter", "1 when the queue is a dead-letter queue (a RedrivePolicy or on-failure target, or named like one).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return b2f(q.DeadLetter) }},
 	}
 	topicLabels  = []string{"topic"}
-	topicMetrics = []topicMetric{
-		{desc("runnel_sns_messages_published_total", "Messages published to the topic (NumberOfMessagesPublished).", topicLabels), func(t TopicState) int64 { return t.Published }},
-		{desc("runnel_sns_notifications_delivered_total", "Deliveries that succeeded (NumberOfNotificationsDelivered).", topicLabels), func(t TopicState) int64 { return t.Delivered }},
-		{desc("runnel_sns_notifications_failed_total", "Deliveries that ended without success (NumberOfNotificationsFailed).", topicLabels), func(t TopicState) int64 { return t.Failed }},
-		{desc("runnel_sns_notifications_filtered_out_total", "Deliveries a filter policy skipped (NumberOfNotificationsFilteredOut).", topicLabels), func(t TopicState) int64 { return t.FilteredOut }},
-		{desc("runnel_sns_notifications_dead_lettered_total", "Failed deliveries stored in a subscription's dead-letter queue (NumberOfNotificationsRedrivenToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLettered }},
-		{desc("runnel_sns_notifications_dead_letter_failed_total", "Failed deliveries the dead-letter queue refused (NumberOfNotificationsFailedToRedriveToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLetterFailed }},
+	topicMetrics = []metric[TopicState]{
+		counter(desc("runnel_sns_messages_published_total", "Messages published to the topic (NumberOfMessagesPublished).", topicLabels), func(t TopicState) int64 { return t.Published }),
+		counter(desc("runnel_sns_notifications_delivered_total", "Deliveries that succeeded (NumberOfNotificationsDelivered).", topicLabels), func(t TopicState) int64 { return t.Delivered }),
+		counter(desc("runnel_sns_notifications_failed_total", "Deliveries that ended without success (NumberOfNotificationsFailed).", topicLabels), func(t TopicState) int64 { return t.Failed }),
+		counter(desc("runnel_sns_notifications_filtered_out_total", "Deliveries a filter policy skipped (NumberOfNotificationsFilteredOut).", topicLabels), func(t TopicState) int64 { return t.FilteredOut }),
+		counter(desc("runnel_sns_notifications_dead_lettered_total", "Failed deliveries stored in a subscription's dead-letter queue (NumberOfNotificationsRedrivenToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLettered }),
+		counter(desc("runnel_sns_notifications_dead_letter_failed_total", "Failed deliveries the dead-letter queue refused (NumberOfNotificationsFailedToRedriveToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLetterFailed }),
 	}
 	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK (last evaluation).", []string{"alarm", "rule", "resource"})
 )
@@ -187,24 +180,12 @@ func b2f(b bool) float64 {
 
 // Describe sends the descriptors of every metric.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range fnMetrics {
-		ch <- m.d
-	}
-	for _, m := range asyncMetrics {
-		ch <- m.d
-	}
-	for _, m := range shardMetrics {
-		ch <- m.d
-	}
-	for _, m := range qmMetrics {
-		ch <- m.d
-	}
-	for _, m := range queueMetrics {
-		ch <- m.d
-	}
-	for _, m := range topicMetrics {
-		ch <- m.d
-	}
+	describe(ch, fnMetrics)
+	describe(ch, asyncMetrics)
+	describe(ch, shardMetrics)
+	describe(ch, qmMetrics)
+	describe(ch, queueMetrics)
+	describe(ch, topicMetrics)
 	describeRules(ch)
 	ch <- alarmDesc
 }
@@ -227,40 +208,24 @@ func (c *Collector) collect(snap *Snapshot, ch chan<- prometheus.Metric) {
 		if !f.Live {
 			continue
 		}
-		for _, m := range fnMetrics {
-			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(f), f.Name)
-		}
+		send(ch, fnMetrics, f, f.Name)
 		if f.Async != nil {
-			for _, m := range asyncMetrics {
-				kind := prometheus.CounterValue
-				if m.gauge {
-					kind = prometheus.GaugeValue
-				}
-				ch <- prometheus.MustNewConstMetric(m.d, kind, m.get(f), f.Name)
-			}
+			send(ch, asyncMetrics, f, f.Name)
 		}
 	}
 	for _, mp := range snap.Mappings {
 		for _, s := range mp.Shards {
-			for _, m := range shardMetrics {
-				ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(s), mp.UUID, mp.Function, mp.Source, s.ShardID)
-			}
+			send(ch, shardMetrics, s, mp.UUID, mp.Function, mp.Source, s.ShardID)
 		}
 		if q := mp.Queue; q != nil {
-			for _, m := range qmMetrics {
-				ch <- prometheus.MustNewConstMetric(m.d, m.t, m.get(*q), mp.UUID, mp.Function, mp.Source)
-			}
+			send(ch, qmMetrics, *q, mp.UUID, mp.Function, mp.Source)
 		}
 	}
 	for _, q := range snap.Queues {
-		for _, m := range queueMetrics {
-			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.get(q), q.Name)
-		}
+		send(ch, queueMetrics, q, q.Name)
 	}
 	for _, t := range snap.Topics {
-		for _, m := range topicMetrics {
-			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(t)), t.Name)
-		}
+		send(ch, topicMetrics, t, t.Name)
 	}
 	collectRules(snap, ch)
 }

@@ -48,13 +48,10 @@ type RuleState struct {
 
 var (
 	ruleLabels  = []string{"bus", "rule"}
-	ruleMetrics = []struct {
-		d   *prometheus.Desc
-		get func(eventbus.Stats) int64
-	}{
-		{desc("runnel_eventbridge_rule_matched_events_total", "Events that matched the rule (EventBridge's MatchedEvents).", ruleLabels), func(s eventbus.Stats) int64 { return s.MatchedEvents }},
-		{desc("runnel_eventbridge_rule_invocations_total", "Deliveries to the rule's targets (EventBridge's Invocations).", ruleLabels), func(s eventbus.Stats) int64 { return s.Invocations }},
-		{desc("runnel_eventbridge_rule_failed_invocations_total", "Deliveries that failed for good: dead-lettered or kept in runnel's store (EventBridge's FailedInvocations).", ruleLabels), func(s eventbus.Stats) int64 { return s.FailedInvocations }},
+	ruleMetrics = []metric[eventbus.Stats]{
+		counter(desc("runnel_eventbridge_rule_matched_events_total", "Events that matched the rule (EventBridge's MatchedEvents).", ruleLabels), func(s eventbus.Stats) int64 { return s.MatchedEvents }),
+		counter(desc("runnel_eventbridge_rule_invocations_total", "Deliveries to the rule's targets (EventBridge's Invocations).", ruleLabels), func(s eventbus.Stats) int64 { return s.Invocations }),
+		counter(desc("runnel_eventbridge_rule_failed_invocations_total", "Deliveries that failed for good: dead-lettered or kept in runnel's store (EventBridge's FailedInvocations).", ruleLabels), func(s eventbus.Stats) int64 { return s.FailedInvocations }),
 	}
 )
 
@@ -71,12 +68,9 @@ type ScheduleState struct {
 
 var (
 	scheduleLabels  = []string{"group", "schedule"}
-	scheduleMetrics = []struct {
-		d   *prometheus.Desc
-		get func(ScheduleState) int64
-	}{
-		{desc("runnel_scheduler_schedule_delivered_total", "Invocations of the schedule's target that succeeded.", scheduleLabels), func(s ScheduleState) int64 { return s.Delivered }},
-		{desc("runnel_scheduler_schedule_failed_total", "Invocations that failed for good: dead-lettered or kept in runnel's store.", scheduleLabels), func(s ScheduleState) int64 { return s.Failed }},
+	scheduleMetrics = []metric[ScheduleState]{
+		counter(desc("runnel_scheduler_schedule_delivered_total", "Invocations of the schedule's target that succeeded.", scheduleLabels), func(s ScheduleState) int64 { return s.Delivered }),
+		counter(desc("runnel_scheduler_schedule_failed_total", "Invocations that failed for good: dead-lettered or kept in runnel's store.", scheduleLabels), func(s ScheduleState) int64 { return s.Failed }),
 	}
 )
 
@@ -103,24 +97,16 @@ func takeRules(rn *runnel.Runnel) []RuleState {
 }
 
 func describeRules(ch chan<- *prometheus.Desc) {
-	for _, m := range ruleMetrics {
-		ch <- m.d
-	}
-	for _, m := range scheduleMetrics {
-		ch <- m.d
-	}
+	describe(ch, ruleMetrics)
+	describe(ch, scheduleMetrics)
 }
 
 func collectRules(snap *Snapshot, ch chan<- prometheus.Metric) {
 	for _, r := range snap.Rules {
-		for _, m := range ruleMetrics {
-			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(r.Stats)), r.Bus, r.Rule)
-		}
+		send(ch, ruleMetrics, r.Stats, r.Bus, r.Rule)
 	}
 	for _, sc := range snap.Schedules {
-		for _, m := range scheduleMetrics {
-			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.get(sc)), sc.Group, sc.Name)
-		}
+		send(ch, scheduleMetrics, sc, sc.Group, sc.Name)
 	}
 }
 

@@ -170,11 +170,8 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 		opts.Logger = eng.Logger
 	}
 	s := &Service{eng: eng, targets: targets, log: opts.Logger.With("service", "scheduler"), scheds: map[string]*sched{}, kick: make(chan struct{}, 1)}
-	var err error
-	if s.groups, err = eng.Bucket(ctx, groupBucket); err != nil {
-		return nil, err
-	}
-	if s.kv, err = eng.Bucket(ctx, scheduleBucket); err != nil {
+	err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{groupBucket: &s.groups, scheduleBucket: &s.kv})
+	if err != nil {
 		return nil, err
 	}
 	if _, err := s.CreateScheduleGroup(ctx, DefaultGroup); err != nil && !errors.Is(err, awserr.ErrConflict) {

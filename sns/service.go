@@ -139,12 +139,8 @@ func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, as *asy
 		opts.BaseURL = fmt.Sprintf("http://sns.%s.localhost:4566", eng.Region())
 	}
 	opts.BaseURL = strings.TrimSuffix(opts.BaseURL, "/")
-	tkv, err := eng.Bucket(ctx, topicBucket)
-	if err != nil {
-		return nil, err
-	}
-	skv, err := eng.Bucket(ctx, subBucket)
-	if err != nil {
+	var tkv, skv jetstream.KeyValue
+	if err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{topicBucket: &tkv, subBucket: &skv}); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())

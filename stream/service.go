@@ -248,12 +248,8 @@ type Service struct {
 
 // New opens the streams service on eng.
 func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
-	kv, err := eng.Bucket(ctx, metaBucket)
-	if err != nil {
-		return nil, err
-	}
-	consumers, err := eng.Bucket(ctx, consumersBucket)
-	if err != nil {
+	var kv, consumers jetstream.KeyValue
+	if err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{metaBucket: &kv, consumersBucket: &consumers}); err != nil {
 		return nil, err
 	}
 	return &Service{eng: eng, meta: kv, consumers: consumers, handles: map[string]*handle{}, gens: map[string]uint64{},

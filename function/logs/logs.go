@@ -66,10 +66,7 @@ func Open(ctx context.Context, e *engine.Engine, log *slog.Logger) (*Store, erro
 		return nil, fmt.Errorf("logs: open stream %s: %w", StreamName, err)
 	}
 	s := &Store{e: e, stream: st, log: log, known: map[string]bool{}}
-	if s.groups, err = e.Bucket(ctx, GroupsBucket); err != nil {
-		return nil, err
-	}
-	if s.streams, err = e.Bucket(ctx, StreamsBucket); err != nil {
+	if err := e.Buckets(ctx, map[string]*jetstream.KeyValue{GroupsBucket: &s.groups, StreamsBucket: &s.streams}); err != nil {
 		return nil, err
 	}
 	return s, nil
