@@ -72,6 +72,13 @@ type Result struct {
 	// NodeKills how many of them were killed with SIGKILL mid-run.
 	Nodes     int `json:"nodes,omitempty"`
 	NodeKills int `json:"node_kills,omitempty"`
+	// FailoverS is the seconds from the kill until every lease of the
+	// work the killed node held (its shards of the mapping) was held
+	// again, by a survivor or the restarted node; AfterKillS, the seconds
+	// from the kill until the last record was resolved (demo --nodes
+	// with a kill).
+	FailoverS  float64 `json:"failover_s,omitempty"`
+	AfterKillS float64 `json:"after_kill_s,omitempty"`
 	// RecordsByNode is, per node, the records it processed first (its
 	// share of the work; demo --nodes).
 	RecordsByNode map[string]int64 `json:"records_by_node,omitempty"`

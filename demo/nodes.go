@@ -220,6 +220,12 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 	res := &Result{RecordsIn: prod.put.Load(), ElapsedS: elapsed.Seconds(), PoisonInjected: len(poison),
 		Nodes: len(cl.Nodes), NodeKills: killer.Kills(), RecordsByNode: rd.byNode, RecordsByShard: rd.byShard}
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
+	if d, ok := killer.Failover(); ok {
+		res.FailoverS = d.Seconds()
+	}
+	if at := killer.KilledAt(); !at.IsZero() {
+		res.AfterKillS = resolvedAt.Sub(at).Seconds()
+	}
 	res.Deliveries, res.Invocations, res.ToFailureDestination = rd.delivered, rd.batches, rd.toFailure
 	stats := flights.NewStats()
 	failedRows := res.tally(prod.rows, rd.done, rd.failed, poison, func(sh int, pos uint64) { stats.Add(rd.flight(sh, pos)) })

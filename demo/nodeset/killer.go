@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Killer kills one node with SIGKILL and starts it again on the same
@@ -20,11 +22,17 @@ type Killer struct {
 	Say  func(format string, args ...any)
 	Log  *slog.Logger
 
-	started bool
-	kills   int
-	done    chan struct{}
-	failed  error
+	started  bool
+	kills    int
+	done     chan struct{}
+	failed   error
+	killedAt time.Time
+	failover time.Duration // 0: not measured (no lease held, or not moved within moveWait)
 }
+
+// moveWait bounds how long the Killer watches for the killed node's
+// leases to be held again.
+const moveWait = 2 * time.Minute
 
 // Start starts the kill and the restart in the background.
 func (k *Killer) Start(ctx context.Context) {
@@ -32,12 +40,16 @@ func (k *Killer) Start(ctx context.Context) {
 	go func() {
 		defer close(k.done)
 		cl := k.Set.Proc
-		i := k.target(ctx)
+		i, held := k.target(ctx)
 		if k.Say != nil {
 			k.Say("killing %s with SIGKILL (it runs %s)", cl.Nodes[i].Name, k.What)
 		}
 		cl.Kill(i)
+		k.killedAt = time.Now()
 		k.kills++
+		var wg sync.WaitGroup
+		wg.Go(func() { k.watchMoves(ctx, held) })
+		defer wg.Wait()
 		if err := cl.Start(ctx, i); err != nil {
 			k.failed = err
 			return
@@ -48,6 +60,42 @@ func (k *Killer) Start(ctx context.Context) {
 	}()
 }
 
+// watchMoves measures the failover: how long after the kill every lease
+// of held (lease key -> the killed node's holder name) is held by another
+// holder (a survivor, or the restarted node under its new name). It polls
+// the leases every 100 ms, at most moveWait.
+func (k *Killer) watchMoves(ctx context.Context, held map[string]string) {
+	if len(held) == 0 {
+		return
+	}
+	for time.Since(k.killedAt) < moveWait && ctx.Err() == nil {
+		now, err := k.Set.RN.Engine.LeaseHolders(ctx)
+		moved := err == nil
+		for key, old := range held {
+			if h := now[key]; h == "" || h == old {
+				moved = false
+			}
+		}
+		if moved {
+			k.failover = time.Since(k.killedAt)
+			if k.Say != nil {
+				k.Say("the killed node's %d leases held again %.1f s after the kill", len(held), k.failover.Seconds())
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// KilledAt is when the node was killed (zero without a kill); read it
+// once Finished.
+func (k *Killer) KilledAt() time.Time { return k.killedAt }
+
+// Failover is how long after the kill the killed node's leases of Keys
+// were all held again (false: it held none, or they were not within 2
+// minutes); read it once Finished.
+func (k *Killer) Failover() (time.Duration, bool) { return k.failover, k.failover > 0 }
+
 // Started reports whether Start was called.
 func (k *Killer) Started() bool { return k.started }
 
@@ -56,8 +104,26 @@ func (k *Killer) Kills() int { return k.kills }
 
 // target is the node holding the most leases of Keys: a key itself, or
 // one of its per-shard leases ("<key>.<shardId>", a stream mapping's
-// shards); a tie goes to the holder of the earlier key.
-func (k *Killer) target(ctx context.Context) int {
+// shards); a tie goes to the holder of the earlier key. It also returns
+// those leases of the node (lease key -> its holder name).
+func (k *Killer) target(ctx context.Context) (int, map[string]string) {
+	i := k.pick(ctx)
+	held, _ := k.Set.RN.Engine.LeaseHolders(ctx)
+	mine := map[string]string{}
+	for lk, holder := range held {
+		if !strings.HasPrefix(holder, k.Set.Proc.Nodes[i].Name+"-") {
+			continue
+		}
+		for _, key := range k.Keys {
+			if lk == key || strings.HasPrefix(lk, key+".") {
+				mine[lk] = holder
+			}
+		}
+	}
+	return i, mine
+}
+
+func (k *Killer) pick(ctx context.Context) int {
 	held, err := k.Set.RN.Engine.LeaseHolders(ctx)
 	if err == nil {
 		nodes := k.Set.Proc.Nodes
