@@ -250,7 +250,8 @@ func (rd *resultReader) missing(rows [][]int32) string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-// drain receives and deletes what a queue holds now, handing each body to
+// drain receives and deletes what a queue holds now (at most
+// drainReceives receives of 10), handing each body to
 // fn once (a message id in seen was handed over before: it is only
 // deleted); it returns how many messages it read. The visibility timeout
 // is short (drainVisibility): a message received again because its
@@ -258,7 +259,7 @@ func (rd *resultReader) missing(rows [][]int32) string {
 // back soon, and seen keeps it from counting twice.
 func drain(ctx context.Context, qc *sqs.Client, url string, seen map[string]bool, fn func(string) error) (int, error) {
 	n := 0
-	for {
+	for range drainReceives {
 		out, err := qc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: drainVisibility})
 		if err != nil {
 			return n, fmt.Errorf("ReceiveMessage: %w", err)
@@ -281,7 +282,12 @@ func drain(ctx context.Context, qc *sqs.Client, url string, seen map[string]bool
 		}
 		n += len(out.Messages)
 	}
+	return n, nil
 }
+
+// drainReceives bounds one drain call, so that its caller's loop shows
+// progress while the results keep coming.
+const drainReceives = 100
 
 // locate returns a record's shard index and log position.
 func locate(shardID, seq string, shards int) (int, uint64, error) {

@@ -185,12 +185,14 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 	killer := &nodeset.Killer{Set: set, Keys: []string{"esm." + s.mappingUUID}, What: "the flights mapping", Say: say, Log: cfg.Logger}
 	killAt := int64(nc.KillAt * float64(total))
 
+	if nc.KillAt > 0 {
+		// Not in the settle loop below: its drain of the results can
+		// last until the end of the run, and the kill would come after it.
+		killer.StartAt(ctx, func() bool { return prod.put.Load() >= killAt })
+	}
 	rd := newNodeReader(cfg.Shards)
 	var resolvedAt time.Time
 	err = prod.settle(ctx, func(producing bool) (int64, bool, bool, error) {
-		if nc.KillAt > 0 && !killer.Started() && prod.put.Load() >= killAt {
-			killer.Start(ctx)
-		}
 		got, err := rd.drainAny(ctx, a, s.resultsURL, rd.result)
 		if err != nil {
 			return rd.resolved(), false, false, err

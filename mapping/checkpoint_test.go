@@ -127,7 +127,12 @@ func startCrashCase(t *testing.T, cc *crashCase, cfg mapping.Config, keys func(i
 		}
 		return resp, err
 	}))
-	if _, err := cc.rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "fn", Handler: handler}); err != nil {
+	// A blocked invocation stays blocked until the crash: with Lambda's
+	// default 3 s timeout it would end on a loaded machine before the
+	// test read the checkpoint it holds back, and the retries after it
+	// would move the checkpoint on (TestCheckpointDuringBisect failed so
+	// under -race beside another run).
+	if _, err := cc.rn.Functions.CreateFunction(context.Background(), function.Config{FunctionName: "fn", Handler: handler, Timeout: 900}); err != nil {
 		t.Fatal(err)
 	}
 	if cc.seqs != nil {

@@ -22,9 +22,10 @@ type Killer struct {
 	Say  func(format string, args ...any)
 	Log  *slog.Logger
 
+	mu       sync.Mutex // guards started and done: Start may run in its own goroutine
 	started  bool
-	kills    int
 	done     chan struct{}
+	kills    int
 	failed   error
 	killedAt time.Time
 	failover time.Duration // 0: not measured (no lease held, or not moved within moveWait)
@@ -34,8 +35,13 @@ type Killer struct {
 // leases to be held again.
 const moveWait = 2 * time.Minute
 
-// Start starts the kill and the restart in the background.
+// Start starts the kill and the restart in the background, once.
 func (k *Killer) Start(ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.started {
+		return
+	}
 	k.started, k.done = true, make(chan struct{})
 	go func() {
 		defer close(k.done)
@@ -97,7 +103,26 @@ func (k *Killer) KilledAt() time.Time { return k.killedAt }
 func (k *Killer) Failover() (time.Duration, bool) { return k.failover, k.failover > 0 }
 
 // Started reports whether Start was called.
-func (k *Killer) Started() bool { return k.started }
+func (k *Killer) Started() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.started
+}
+
+// StartAt starts the kill once at() reports true, polling it every 10 ms
+// in its own goroutine until then or until ctx ends: the kill comes when
+// the run reaches its point, whatever the caller's loop is waiting on.
+func (k *Killer) StartAt(ctx context.Context, at func() bool) {
+	go func() {
+		for ctx.Err() == nil && !k.Started() {
+			if at() {
+				k.Start(ctx)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
 
 // Kills is the number of nodes killed; read it once Finished.
 func (k *Killer) Kills() int { return k.kills }
@@ -166,11 +191,14 @@ func (k *Killer) Finished(asked bool) bool {
 	if !asked {
 		return true
 	}
-	if !k.started {
+	k.mu.Lock()
+	done := k.done
+	k.mu.Unlock()
+	if done == nil {
 		return false
 	}
 	select {
-	case <-k.done:
+	case <-done:
 		return true
 	default:
 		return false
@@ -179,7 +207,7 @@ func (k *Killer) Finished(asked bool) bool {
 
 // Err is the restart's error, once Finished.
 func (k *Killer) Err() error {
-	if k.Finished(k.started) {
+	if k.Finished(k.Started()) {
 		return k.failed
 	}
 	return nil
