@@ -182,7 +182,8 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 	}
 	start := time.Now()
 	prod := startProduction(ctx, cfg, total, encode, putRecords)
-	killer := &nodeset.Killer{Set: set, Keys: []string{"esm." + s.mappingUUID}, What: "the flights mapping", Say: say, Log: cfg.Logger}
+	killer := &nodeset.Killer{Set: set, Keys: []string{"esm." + s.mappingUUID}, What: "the flights mapping", Say: say, Log: cfg.Logger,
+		MetaLeader: nc.KillMetaLeader}
 	killAt := int64(nc.KillAt * float64(total))
 
 	if nc.KillAt > 0 {

@@ -152,6 +152,7 @@ The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.
 	f.BoolVar(&external, "external", false, "run through the AWS endpoint: aws-sdk-go-v2 producer, aws-lambda-go function binary (needs the Go toolchain and runnel's source tree: it runs go build)")
 	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
 	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the rows is put, kill the node running the mapping with SIGKILL and start it again (0: no kill)")
+	f.BoolVar(&nodes.KillMetaLeader, "kill-meta-leader", false, "with --nodes and --kill-node-at: kill the JetStream meta leader's node instead of the node running the mapping")
 	cmd.AddCommand(tradesCmd(g))
 	cmd.AddCommand(fanoutCmd(g))
 	return cmd

@@ -21,6 +21,9 @@ type Killer struct {
 	What string
 	Say  func(format string, args ...any)
 	Log  *slog.Logger
+	// MetaLeader kills the JetStream meta leader's node instead; the
+	// failover then covers every lease it held (but its own node lease).
+	MetaLeader bool
 
 	mu       sync.Mutex // guards started and done: Start may run in its own goroutine
 	started  bool
@@ -48,7 +51,11 @@ func (k *Killer) Start(ctx context.Context) {
 		cl := k.Set.Proc
 		i, held := k.target(ctx)
 		if k.Say != nil {
-			k.Say("killing %s with SIGKILL (it runs %s)", cl.Nodes[i].Name, k.What)
+			what := "it runs " + k.What
+			if k.MetaLeader {
+				what = "the JetStream meta leader"
+			}
+			k.Say("killing %s with SIGKILL (%s; %d leases)", cl.Nodes[i].Name, what, len(held))
 		}
 		cl.Kill(i)
 		k.killedAt = time.Now()
@@ -132,12 +139,21 @@ func (k *Killer) Kills() int { return k.kills }
 // shards); a tie goes to the holder of the earlier key. It also returns
 // those leases of the node (lease key -> its holder name).
 func (k *Killer) target(ctx context.Context) (int, map[string]string) {
-	i := k.pick(ctx)
+	i := -1
+	if k.MetaLeader {
+		i = k.metaLeader(ctx)
+	}
+	if i < 0 {
+		i = k.pick(ctx)
+	}
 	held, _ := k.Set.RN.Engine.LeaseHolders(ctx)
 	mine := map[string]string{}
 	for lk, holder := range held {
 		if !strings.HasPrefix(holder, k.Set.Proc.Nodes[i].Name+"-") {
 			continue
+		}
+		if k.MetaLeader && !strings.HasPrefix(lk, "node.") {
+			mine[lk] = holder
 		}
 		for _, key := range k.Keys {
 			if lk == key || strings.HasPrefix(lk, key+".") {
@@ -146,6 +162,21 @@ func (k *Killer) target(ctx context.Context) (int, map[string]string) {
 		}
 	}
 	return i, mine
+}
+
+// metaLeader is the index of the JetStream meta leader's node, or -1
+// (logged) when it cannot be told.
+func (k *Killer) metaLeader(ctx context.Context) int {
+	info, err := k.Set.RN.Engine.MetaLeader(ctx)
+	for i, n := range k.Set.Proc.Nodes {
+		if err == nil && n.Name == info.Leader {
+			return i
+		}
+	}
+	if k.Log != nil {
+		k.Log.Warn("demo: the JetStream meta leader is not known; killing the node running the work", "leader", info.Leader, "err", err)
+	}
+	return -1
 }
 
 func (k *Killer) pick(ctx context.Context) int {

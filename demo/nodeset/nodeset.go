@@ -81,6 +81,10 @@ type Plan struct {
 	// the node running the demo's work (each demo says which) is killed
 	// with SIGKILL and started again. 0: no node is killed.
 	KillAt float64
+	// KillMetaLeader kills the node that is the JetStream meta leader at
+	// KillAt instead of the node running the work (the failover measured
+	// is then that of every lease it held).
+	KillMetaLeader bool
 }
 
 // Check sets Nodes' default and checks KillAt; what names the input in
