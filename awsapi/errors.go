@@ -122,7 +122,7 @@ func (rq *request) fail(err error) {
 	default:
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		w.WriteHeader(we.status)
-		json.NewEncoder(w).Encode(map[string]string{"__type": we.shape, "message": we.e.Message})
+		json.NewEncoder(w).Encode(kinesisErrorBody(rq.proto, we))
 	}
 }
 

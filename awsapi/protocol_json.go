@@ -43,8 +43,13 @@ func (rq *request) encode(v any) ([]byte, bool) {
 	return b, true
 }
 
-// replyJSON writes v as a JSON result (nil: {}).
+// replyJSON writes v as a JSON result (nil: {}; for Kinesis over JSON,
+// an empty body, as Kinesis answers an operation without a result).
 func (rq *request) replyJSON(v any) {
+	if v == nil && rq.proto == protoKinesis {
+		rq.writeJSON(nil)
+		return
+	}
 	if b, ok := rq.encode(v); ok {
 		rq.writeJSON(b)
 	}

@@ -378,7 +378,7 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 		err = json.Unmarshal(raw, &it)
 	}
 	if err != nil || it.Stream == "" {
-		return nil, invalidArg("ShardIterator: not a valid shard iterator")
+		return nil, invalidArg("Invalid ShardIterator.") // Kinesis's words
 	}
 	now := s.eng.Clock.Now()
 	if now.Sub(time.UnixMilli(it.Issued)) > IteratorLifetime {
