@@ -20,9 +20,13 @@ package awsapi
 //     "5" all name shardId-000000000005 (kinesisShardID).
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -175,8 +179,15 @@ func kinesisShardID(rq *request, id, stream string) (string, error) {
 // kinesisErrorBody is a JSON 1.1 error body: {"__type", "message"}, but
 // Kinesis's SerializationException has "Message", or no text at all when
 // the body is not JSON.
-func kinesisErrorBody(proto protocol, we wireError) map[string]string {
-	if proto != protoKinesis || we.shape != "SerializationException" {
+//
+// A JSON 1.1 request without a target gets a bare UnknownOperationException,
+// as from Kinesis.
+func kinesisErrorBody(rq *request, we wireError) map[string]string {
+	if rq.proto == protoKinesis && we.shape == "UnknownOperationException" && rq.r.Header.Get("X-Amz-Target") == "" &&
+		rq.r.Header.Get("Content-Type") == "application/x-amz-json-1.1" {
+		return map[string]string{"__type": we.shape}
+	}
+	if rq.proto != protoKinesis || we.shape != "SerializationException" {
 		return map[string]string{"__type": we.shape, "message": we.e.Message}
 	}
 	if we.e.Message == "" {
@@ -204,6 +215,26 @@ func kinesisTagKeys(rq *request, stream string, keys []string) error {
 			return awserr.New(awserr.ErrInvalidArgument, "Failed to remove tags from stream %s under account %s because some tags contained illegal characters. "+
 				"The allowed characters are Unicode letters, white-spaces, '_',',','/','=','+','-','@',':'.", stream, rq.h.rn.Engine.AccountID())
 		}
+	}
+	return nil
+}
+
+// kinesisID2 is an x-amz-id-2 header's value, which Kinesis sends with
+// every response: 72 random bytes in base64.
+func kinesisID2() string {
+	var b [72]byte
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rand.Uint64())
+	}
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// kinesisBodyError refuses a Kinesis JSON request without a body as
+// Kinesis does: a SerializationException without a message (as one whose
+// body is not JSON, validateJSONValue).
+func kinesisBodyError(rq *request) error {
+	if rq.proto == protoKinesis && len(bytes.TrimSpace(rq.body)) == 0 {
+		return awserr.New(awserr.ErrSerialization, "")
 	}
 	return nil
 }

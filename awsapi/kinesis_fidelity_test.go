@@ -1,6 +1,7 @@
 package awsapi_test
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -131,5 +132,29 @@ func TestKinesisStreamWording(t *testing.T) {
 	// A shard ID read leniently names the shard.
 	if code, msg, status := call(h, "Kinesis_20131202.GetShardIterator", `{"StreamName":"w","ShardId":"anything-1","ShardIteratorType":"LATEST"}`); status != 200 {
 		t.Errorf("GetShardIterator anything-1: %d %s %s", status, code, msg)
+	}
+}
+
+// TestKinesisBodies: a Kinesis request without a body or with one that
+// is not JSON is a SerializationException without a message, a JSON 1.1
+// request without a target a bare UnknownOperationException, each with
+// Kinesis's headers (x-amz-id-2 of 72 bytes) and no trailing newline.
+func TestKinesisBodies(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	for _, tt := range []struct{ target, body, want string }{
+		{"Kinesis_20131202.ListStreams", "", `{"__type":"SerializationException"}`},
+		{"Kinesis_20131202.ListStreams", "hello", `{"__type":"SerializationException"}`},
+		{"", "{}", `{"__type":"UnknownOperationException"}`},
+	} {
+		rec := &recorder{header: map[string][]string{}}
+		hd := map[string]string{"Content-Type": "application/x-amz-json-1.1"}
+		if tt.target != "" {
+			hd["X-Amz-Target"] = tt.target
+		}
+		h.ServeHTTP(rec, httpRequest("POST", "/", tt.body, hd))
+		id2, _ := base64.StdEncoding.DecodeString(rec.header.Get("x-amz-id-2"))
+		if rec.status != 400 || rec.body.String() != tt.want || len(id2) != 72 {
+			t.Errorf("%q %q: %d %q (x-amz-id-2 %q), want 400 %s", tt.target, tt.body, rec.status, rec.body.String(), rec.header.Get("x-amz-id-2"), tt.want)
+		}
 	}
 }

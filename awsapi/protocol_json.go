@@ -66,6 +66,9 @@ func (rq *request) writeJSON(b []byte) {
 	}
 	rq.w.Header().Set("Content-Type", ct)
 	rq.w.Header().Set("x-amzn-RequestId", rq.reqID)
+	if rq.proto == protoKinesis {
+		rq.w.Header().Set("x-amz-id-2", kinesisID2())
+	}
 	rq.w.Write(b)
 }
 

@@ -318,6 +318,10 @@ func (rq *request) serve(op *Operation) {
 		}
 		rq.body = b
 	}
+	if err := kinesisBodyError(rq); err != nil {
+		rq.fail(err)
+		return
+	}
 	var uri map[string]string
 	if rq.proto == protoLambda {
 		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid"),

@@ -154,6 +154,9 @@ func validateJSONValue(op *Operation, body []byte, uri map[string]string) (any, 
 		d := json.NewDecoder(bytes.NewReader(body))
 		d.UseNumber()
 		if err := d.Decode(&v); err != nil {
+			if op.Service == Kinesis {
+				return nil, serialization(op.Service, "") // Kinesis says nothing more
+			}
 			return nil, serialization(op.Service, "%v", err)
 		}
 		if d.More() {
