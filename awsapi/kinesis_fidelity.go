@@ -238,3 +238,46 @@ func kinesisBodyError(rq *request) error {
 	}
 	return nil
 }
+
+// kinesisStringList checks a list of strings as Kinesis does: an element
+// out of the member's constraints fails the list as a whole, with every
+// constraint of the member listed ("Value '[a, b]' at 'tagKeys' failed to
+// satisfy constraint: Member must satisfy constraint: [Member must have
+// length less than or equal to 128, Member must have length greater than
+// or equal to 1]").
+func (vd *validation) kinesisStringList(s *shape, arr []any) {
+	ms := s.Member.shape
+	failed := false
+	for _, e := range arr {
+		str, ok := e.(string)
+		if !ok {
+			if e != nil {
+				vd.mismatch(ms, e)
+				return
+			}
+			continue
+		}
+		n := javaLength(str)
+		if (ms.Min != nil && float64(n) < *ms.Min) || (ms.Max != nil && float64(n) > *ms.Max) ||
+			(ms.re != nil && !ms.re.MatchString(str)) || (len(ms.Enum) > 0 && !slices.Contains(ms.Enum, str)) {
+			failed = true
+		}
+	}
+	if !failed {
+		return
+	}
+	var cs []string
+	if ms.Max != nil {
+		cs = append(cs, "Member must have length less than or equal to "+bound(*ms.Max))
+	}
+	if ms.Min != nil {
+		cs = append(cs, "Member must have length greater than or equal to "+bound(*ms.Min))
+	}
+	if ms.Pattern != "" {
+		cs = append(cs, "Member must satisfy regular expression pattern: "+ms.Pattern)
+	}
+	if len(ms.Enum) > 0 {
+		cs = append(cs, "Member must satisfy enum value set: ["+strings.Join(ms.Enum, ", ")+"]")
+	}
+	vd.fail(arr, "satisfy constraint: [%s]", strings.Join(cs, ", "))
+}

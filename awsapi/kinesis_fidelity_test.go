@@ -44,6 +44,10 @@ func TestKinesisWording(t *testing.T) {
 		// A number past an Integer is truncated to one (Java's intValue), not refused.
 		{"CreateStream", `{"StreamName":"` + name + `","ShardCount":100000000000}`, "ValidationException", "1 validation error detected: " +
 			"Value '" + name + "' at 'streamName' failed to satisfy constraint: Member must have length less than or equal to 128"},
+		// A list's element out of range fails the list, with the element's constraints.
+		{"RemoveTagsFromStream", `{"StreamName":"s","TagKeys":["a","` + name + `","b"]}`, "ValidationException", "1 validation error detected: " +
+			"Value '[a, " + name + ", b]' at 'tagKeys' failed to satisfy constraint: Member must satisfy constraint: " +
+			"[Member must have length less than or equal to 128, Member must have length greater than or equal to 1]"},
 		{"GetRecords", `{"ShardIterator":"","Limit":0}`, "ValidationException", "2 validation errors detected: " +
 			"Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1; " +
 			"Value '' at 'shardIterator' failed to satisfy constraint: Member must have length greater than or equal to 1"},

@@ -268,6 +268,10 @@ func (vd *validation) value(s *shape, v any) {
 			return
 		}
 		vd.length(s, v, len(arr))
+		if vd.svc == Kinesis && s.Member.shape.Type == "string" {
+			vd.kinesisStringList(s, arr)
+			break
+		}
 		for i, e := range arr {
 			if e != nil {
 				vd.enter(pathStep{elem: i + 1})
