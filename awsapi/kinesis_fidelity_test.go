@@ -2,6 +2,7 @@ package awsapi_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -134,8 +135,18 @@ func TestKinesisStreamWording(t *testing.T) {
 		}
 	}
 	// A shard ID read leniently names the shard.
-	if code, msg, status := call(h, "Kinesis_20131202.GetShardIterator", `{"StreamName":"w","ShardId":"anything-1","ShardIteratorType":"LATEST"}`); status != 200 {
-		t.Errorf("GetShardIterator anything-1: %d %s %s", status, code, msg)
+	rec := &recorder{header: map[string][]string{}}
+	h.ServeHTTP(rec, httpRequest("POST", "/", `{"StreamName":"w","ShardId":"anything-1","ShardIteratorType":"LATEST"}`,
+		map[string]string{"X-Amz-Target": "Kinesis_20131202.GetShardIterator"}))
+	var it struct{ ShardIterator string }
+	if err := json.Unmarshal(rec.body.Bytes(), &it); err != nil || it.ShardIterator == "" {
+		t.Fatalf("GetShardIterator anything-1: %d %s", rec.status, rec.body.String())
+	}
+	// The iterator of a deleted stream names its shard.
+	call(h, "Kinesis_20131202.DeleteStream", `{"StreamName":"w"}`)
+	code, message, _ := call(h, "Kinesis_20131202.GetRecords", `{"ShardIterator":"`+it.ShardIterator+`"}`)
+	if want := "Shard shardId-000000000001 in stream w under account " + acct + " does not exist"; code != "ResourceNotFoundException" || message != want {
+		t.Errorf("GetRecords after DeleteStream: %s %q, want ResourceNotFoundException %q", code, message, want)
 	}
 }
 
