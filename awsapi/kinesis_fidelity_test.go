@@ -173,3 +173,45 @@ func TestKinesisBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestKinesisAuthWording: with Options.Auth, a Kinesis request whose
+// signature is missing or malformed is refused in Kinesis's words (as
+// kinesalite's tests record them from AWS), after a body that is not
+// JSON.
+func TestKinesisAuthWording(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{Auth: map[string]string{"AKID": "secret"}})
+	for _, tt := range []struct {
+		path, body    string
+		header        map[string]string
+		code, message string
+	}{
+		{"/", "", nil, "SerializationException", ""},
+		{"/", "hello", nil, "SerializationException", ""},
+		{"/", "{}", nil, "MissingAuthenticationTokenException", "Missing Authentication Token"},
+		{"/?X-Amz-Credential=a&X-Amz-Signature=b&X-Amz-SignedHeaders=c&X-Amz-Date=d", "{}", nil, "MissingAuthenticationTokenException", "Missing Authentication Token"},
+		{"/", "{}", map[string]string{"Authorization": "X"}, "IncompleteSignatureException",
+			"Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter. " +
+				"Authorization header requires 'SignedHeaders' parameter. Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. Authorization=X"},
+		{"/", "{}", map[string]string{"Authorization": "AWS4- Signature=b, Credential=a", "Date": "a"}, "IncompleteSignatureException",
+			"Authorization header requires 'SignedHeaders' parameter. Authorization=AWS4- Signature=b, Credential=a"},
+		{"/?X-Amz-Algorithm", "{}", map[string]string{"Authorization": "X"}, "InvalidSignatureException",
+			"Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP header."},
+		{"/?X-Amz-Algorithm=a&X-Amz-Credential=b&X-Amz-Signature=c&X-Amz-Date=d", "{}", nil, "IncompleteSignatureException",
+			"AWS query-string parameters must include 'X-Amz-SignedHeaders'. Re-examine the query-string parameters."},
+	} {
+		hd := map[string]string{"X-Amz-Target": "Kinesis_20131202.ListStreams", "Content-Type": "application/x-amz-json-1.1"}
+		for k, v := range tt.header {
+			hd[k] = v
+		}
+		rec := &recorder{header: map[string][]string{}}
+		h.ServeHTTP(rec, httpRequest("POST", tt.path, tt.body, hd))
+		var e struct {
+			Type    string `json:"__type"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(rec.body.Bytes(), &e)
+		if rec.status != 400 || e.Type != tt.code || e.Message != tt.message {
+			t.Errorf("%s %q %v: %d %s %q\nwant 400 %s %q", tt.path, tt.body, tt.header, rec.status, e.Type, e.Message, tt.code, tt.message)
+		}
+	}
+}

@@ -140,6 +140,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request for an operation, known or not, is checked first.
 	if h.opts.Auth != nil && rq.op != "" {
 		if err := h.verify(r, body, rq.proto); err != nil {
+			if rq.proto == protoKinesis {
+				err = kinesisAuthError(rq, err)
+			}
 			rq.fail(err)
 			return
 		}
