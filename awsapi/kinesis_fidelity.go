@@ -334,3 +334,25 @@ func kinesisAuthError(rq *request, err error) error {
 	}
 	return err
 }
+
+// kinesisLegacyJSON answers a request for Kinesis (or without a target)
+// of content type application/json, which Kinesis reads as its legacy
+// JSON 1.0 protocol, where no operation of this API exists: HTTP 200 with
+// an UnknownOperationException in that protocol's envelope, or a
+// SerializationException when the body is not JSON. It reports whether
+// it answered.
+func (rq *request) kinesisLegacyJSON() bool {
+	if rq.proto != protoKinesis || rq.r.Header.Get("Content-Type") != "application/json" {
+		return false
+	}
+	body := `{"Output":{"__type":"com.amazon.coral.service#UnknownOperationException","message":null},"Version":"1.0"}`
+	if b := bytes.TrimSpace(rq.body); len(b) > 0 && !json.Valid(b) {
+		body = `{"Output":{"__type":"com.amazon.coral.service#SerializationException","Message":null},"Version":"1.0"}`
+	}
+	h := rq.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("x-amzn-RequestId", rq.reqID)
+	h.Set("x-amz-id-2", kinesisID2())
+	rq.w.Write([]byte(body))
+	return true
+}

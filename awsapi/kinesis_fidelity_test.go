@@ -215,3 +215,27 @@ func TestKinesisAuthWording(t *testing.T) {
 		}
 	}
 }
+
+// TestKinesisLegacyJSON: a Kinesis request of content type
+// application/json (Kinesis's legacy JSON 1.0) is answered as Kinesis
+// answers it: 200 with an UnknownOperationException, or a
+// SerializationException for a body that is not JSON, in that protocol's
+// envelope.
+func TestKinesisLegacyJSON(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	for _, tt := range []struct{ target, body, want string }{
+		{"Kinesis_20131202.ListStreams", "{}", `{"Output":{"__type":"com.amazon.coral.service#UnknownOperationException","message":null},"Version":"1.0"}`},
+		{"", "", `{"Output":{"__type":"com.amazon.coral.service#UnknownOperationException","message":null},"Version":"1.0"}`},
+		{"Kinesis_20131202.ListStreams", "hello", `{"Output":{"__type":"com.amazon.coral.service#SerializationException","Message":null},"Version":"1.0"}`},
+	} {
+		rec := &recorder{header: map[string][]string{}}
+		hd := map[string]string{"Content-Type": "application/json"}
+		if tt.target != "" {
+			hd["X-Amz-Target"] = tt.target
+		}
+		h.ServeHTTP(rec, httpRequest("POST", "/", tt.body, hd))
+		if (rec.status != 0 && rec.status != 200) || rec.body.String() != tt.want || rec.header.Get("Content-Type") != "application/json" {
+			t.Errorf("%q %q: %d %s %q, want 200 %s", tt.target, tt.body, rec.status, rec.header.Get("Content-Type"), rec.body.String(), tt.want)
+		}
+	}
+}

@@ -137,6 +137,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == nil && err == nil {
 		return // answered (a health check)
 	}
+	if rq.kinesisLegacyJSON() {
+		return // answered as Kinesis answers the JSON 1.0 content type
+	}
 	// A request for an operation, known or not, is checked first.
 	if h.opts.Auth != nil && rq.op != "" {
 		if err := h.verify(r, body, rq.proto); err != nil {
