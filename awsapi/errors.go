@@ -121,8 +121,12 @@ func (rq *request) fail(err error) {
 		json.NewEncoder(w).Encode(map[string]string{"__type": ns + we.shape, "message": we.e.Message})
 	default:
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if rq.proto == protoKinesis {
+			w.Header().Set("x-amz-id-2", kinesisID2())
+		}
 		w.WriteHeader(we.status)
-		json.NewEncoder(w).Encode(map[string]string{"__type": we.shape, "message": we.e.Message})
+		b, _ := json.Marshal(kinesisErrorBody(rq, we))
+		w.Write(b)
 	}
 }
 

@@ -164,7 +164,10 @@ func checkWellFormed(t *testing.T, svc Service, op *Operation, body []byte, w *h
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 		t.Fatalf("%s %s %q: %d, not JSON: %v: %s", svc, op.Name, body, w.Code, err, w.Body)
 	}
-	if w.Code != 200 && (e.Type == nil || *e.Type == "" || e.Message == nil) {
+	// Kinesis's SerializationException of a body that is not JSON has no
+	// message, as Kinesis's has none.
+	bare := svc == Kinesis && e.Type != nil && *e.Type == "SerializationException"
+	if w.Code != 200 && (e.Type == nil || *e.Type == "" || (e.Message == nil && !bare)) {
 		t.Fatalf("%s %s %q: %d without __type and message: %s", svc, op.Name, body, w.Code, w.Body)
 	}
 }

@@ -7,6 +7,7 @@ package awsapi
 // kinesis_consumers.go.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -89,11 +90,16 @@ type getShardIteratorInput struct {
 }
 
 // check refuses a StartingSequenceNumber with TRIM_HORIZON or LATEST,
-// in AWS's words (as kinesalite, written against AWS, quotes them).
+// and none with AT_ or AFTER_SEQUENCE_NUMBER, in AWS's words (as
+// kinesalite, written against AWS, quotes them).
 func (in *getShardIteratorInput) check() error {
-	if in.StartingSequenceNumber != "" && (in.ShardIteratorType == stream.TrimHorizon || in.ShardIteratorType == stream.Latest) {
-		return awserr.New(awserr.ErrInvalidArgument, "Must either specify (1) AT_SEQUENCE_NUMBER or AFTER_SEQUENCE_NUMBER and StartingSequenceNumber or "+
-			"(2) TRIM_HORIZON or LATEST and no StartingSequenceNumber. Request specified %s and also a StartingSequenceNumber.", in.ShardIteratorType)
+	const both = "Must either specify (1) AT_SEQUENCE_NUMBER or AFTER_SEQUENCE_NUMBER and StartingSequenceNumber or " +
+		"(2) TRIM_HORIZON or LATEST and no StartingSequenceNumber. Request specified %s "
+	switch {
+	case in.StartingSequenceNumber != "" && (in.ShardIteratorType == stream.TrimHorizon || in.ShardIteratorType == stream.Latest):
+		return awserr.New(awserr.ErrInvalidArgument, both+"and also a StartingSequenceNumber.", in.ShardIteratorType)
+	case in.StartingSequenceNumber == "" && (in.ShardIteratorType == stream.AtSequenceNumber || in.ShardIteratorType == stream.AfterSequenceNumber):
+		return awserr.New(awserr.ErrInvalidArgument, both+"and no StartingSequenceNumber.", in.ShardIteratorType)
 	}
 	return nil
 }
@@ -103,7 +109,11 @@ func kinesisGetShardIterator(rq *request, in *getShardIteratorInput) (any, error
 	if err != nil {
 		return nil, err
 	}
-	gi := stream.GetShardIteratorInput{StreamName: name, ShardID: in.ShardId, ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.StartingSequenceNumber}
+	shard, err := kinesisShardID(rq, in.ShardId, name)
+	if err != nil {
+		return nil, err
+	}
+	gi := stream.GetShardIteratorInput{StreamName: name, ShardID: shard, ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.StartingSequenceNumber}
 	if in.Timestamp != nil {
 		gi.Timestamp = time.Time(*in.Timestamp)
 		// A timestamp after now (the engine's clock) is refused, as AWS does.
@@ -113,6 +123,10 @@ func kinesisGetShardIterator(rq *request, in *getShardIteratorInput) (any, error
 		}
 	}
 	it, err := rq.h.rn.Streams.GetShardIterator(rq.ctx, gi)
+	if errors.Is(err, awserr.ErrResourceNotFound) {
+		// A missing stream too: Kinesis names the shard.
+		return nil, awserr.New(awserr.ErrResourceNotFound, "Shard %s in stream %s under account %s does not exist", shard, name, rq.h.rn.Engine.AccountID())
+	}
 	if err != nil {
 		return nil, err
 	}

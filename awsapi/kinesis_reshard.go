@@ -21,7 +21,11 @@ type splitShardInput struct {
 
 func kinesisSplitShard(rq *request, in *splitShardInput) (any, error) {
 	return in.with(func(name string) (any, error) {
-		_, err := rq.h.rn.Streams.SplitShard(rq.ctx, name, in.ShardToSplit, in.NewStartingHashKey)
+		shard, err := kinesisShardID(rq, in.ShardToSplit, name)
+		if err != nil {
+			return nil, err
+		}
+		_, err = rq.h.rn.Streams.SplitShard(rq.ctx, name, shard, in.NewStartingHashKey)
 		return nil, err
 	})
 }
@@ -34,7 +38,15 @@ type mergeShardsInput struct {
 
 func kinesisMergeShards(rq *request, in *mergeShardsInput) (any, error) {
 	return in.with(func(name string) (any, error) {
-		_, err := rq.h.rn.Streams.MergeShards(rq.ctx, name, in.ShardToMerge, in.AdjacentShardToMerge)
+		shard, err := kinesisShardID(rq, in.ShardToMerge, name)
+		if err != nil {
+			return nil, err
+		}
+		adjacent, err := kinesisShardID(rq, in.AdjacentShardToMerge, name)
+		if err != nil {
+			return nil, err
+		}
+		_, err = rq.h.rn.Streams.MergeShards(rq.ctx, name, shard, adjacent)
 		return nil, err
 	})
 }
@@ -77,6 +89,13 @@ type removeTagsFromStreamInput struct {
 
 func kinesisRemoveTagsFromStream(rq *request, in *removeTagsFromStreamInput) (any, error) {
 	return in.with(func(name string) (any, error) {
+		// The stream is looked up before the keys are checked.
+		if _, err := rq.h.rn.Streams.DescribeStream(rq.ctx, name); err != nil {
+			return nil, err
+		}
+		if err := kinesisTagKeys(rq, name, in.TagKeys); err != nil {
+			return nil, err
+		}
 		return nil, rq.h.rn.Streams.RemoveTagsFromStream(rq.ctx, name, in.TagKeys)
 	})
 }

@@ -286,6 +286,12 @@ func (rq *request) setRetention(in *retentionInput, dir int) (any, error) {
 		return nil, err
 	}
 	h := in.RetentionPeriodHours
+	switch {
+	case h < stream.MinRetentionPeriodHours:
+		return nil, awserr.New(awserr.ErrInvalidArgument, "Minimum allowed retention period is %d hours. Requested retention period (%d hours) is too short.", stream.MinRetentionPeriodHours, h)
+	case h > stream.MaxRetentionPeriodHours:
+		return nil, awserr.New(awserr.ErrInvalidArgument, "Maximum allowed retention period is %d hours. Requested retention period (%d hours) is too long.", stream.MaxRetentionPeriodHours, h)
+	}
 	if dir > 0 && h < d.RetentionPeriodHours {
 		return nil, awserr.New(awserr.ErrInvalidArgument, "Requested retention period (%d hours) for stream %s can not be shorter than existing retention period (%d hours). Use DecreaseRetentionPeriod API.", h, d.StreamName, d.RetentionPeriodHours)
 	}

@@ -130,6 +130,9 @@ func modelOf(svc Service) *model {
 		for name, s := range m.Shapes {
 			s.rule, s.extra = serviceRules[svc][name], modelExtras[svc][name]
 		}
+		if svc == Kinesis {
+			kinesisReorder(m)
+		}
 	}
 	models.m[svc] = m
 	return m

@@ -43,8 +43,13 @@ func (rq *request) encode(v any) ([]byte, bool) {
 	return b, true
 }
 
-// replyJSON writes v as a JSON result (nil: {}).
+// replyJSON writes v as a JSON result (nil: {}; for Kinesis over JSON,
+// an empty body, as Kinesis answers an operation without a result).
 func (rq *request) replyJSON(v any) {
+	if v == nil && rq.proto == protoKinesis {
+		rq.writeJSON(nil)
+		return
+	}
 	if b, ok := rq.encode(v); ok {
 		rq.writeJSON(b)
 	}
@@ -61,6 +66,9 @@ func (rq *request) writeJSON(b []byte) {
 	}
 	rq.w.Header().Set("Content-Type", ct)
 	rq.w.Header().Set("x-amzn-RequestId", rq.reqID)
+	if rq.proto == protoKinesis {
+		rq.w.Header().Set("x-amz-id-2", kinesisID2())
+	}
 	rq.w.Write(b)
 }
 

@@ -137,9 +137,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == nil && err == nil {
 		return // answered (a health check)
 	}
+	if rq.kinesisLegacyJSON() {
+		return // answered as Kinesis answers the JSON 1.0 content type
+	}
 	// A request for an operation, known or not, is checked first.
 	if h.opts.Auth != nil && rq.op != "" {
 		if err := h.verify(r, body, rq.proto); err != nil {
+			if rq.proto == protoKinesis {
+				err = kinesisAuthError(rq, err)
+			}
 			rq.fail(err)
 			return
 		}
@@ -317,6 +323,10 @@ func (rq *request) serve(op *Operation) {
 			return
 		}
 		rq.body = b
+	}
+	if err := kinesisBodyError(rq); err != nil {
+		rq.fail(err)
+		return
 	}
 	var uri map[string]string
 	if rq.proto == protoLambda {

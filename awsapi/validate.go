@@ -154,6 +154,9 @@ func validateJSONValue(op *Operation, body []byte, uri map[string]string) (any, 
 		d := json.NewDecoder(bytes.NewReader(body))
 		d.UseNumber()
 		if err := d.Decode(&v); err != nil {
+			if op.Service == Kinesis {
+				return nil, serialization(op.Service, "") // Kinesis says nothing more
+			}
 			return nil, serialization(op.Service, "%v", err)
 		}
 		if d.More() {
@@ -216,6 +219,9 @@ func (vd *validation) mismatch(s *shape, v any) {
 	default:
 		msg = fmt.Sprintf("%s cannot be converted to %s", tokenName(v), javaType(s))
 	}
+	if vd.svc == Kinesis {
+		msg = kinesisMismatch(s, v)
+	}
 	vd.serial = serialization(vd.svc, "%s", msg)
 }
 
@@ -262,6 +268,10 @@ func (vd *validation) value(s *shape, v any) {
 			return
 		}
 		vd.length(s, v, len(arr))
+		if vd.svc == Kinesis && s.Member.shape.Type == "string" {
+			vd.kinesisStringList(s, arr)
+			break
+		}
 		for i, e := range arr {
 			if e != nil {
 				vd.enter(pathStep{elem: i + 1})
@@ -319,9 +329,14 @@ func (vd *validation) scalar(s *shape, v any) {
 			return
 		}
 		before := len(vd.fails)
-		vd.length(s, v, javaLength(str))
+		if vd.svc != Kinesis { // Kinesis reports the pattern first
+			vd.length(s, v, javaLength(str))
+		}
 		if s.re != nil && !s.re.MatchString(str) {
 			vd.fail(v, "satisfy regular expression pattern: %s", s.Pattern)
+		}
+		if vd.svc == Kinesis {
+			vd.length(s, v, javaLength(str))
 		}
 		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) && vd.svc == SQS {
 			if vd.unknown == "" && !sqsAttributeName(vd.m, str) {
@@ -342,6 +357,12 @@ func (vd *validation) scalar(s *shape, v any) {
 		// The length decoded; whether it decodes is the decoder's to say
 		// (a SerializationException), without a second decoding here. A
 		// blob is written in messages as AWS's Java writes it, not echoed.
+		if vd.svc == Kinesis {
+			if why := kinesisBase64(str); why != "" {
+				vd.serial = serialization(vd.svc, "'%s' can not be converted to a Blob: %s", str, why)
+				return
+			}
+		}
 		n := base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(str, "=")))
 		vd.length(s, javaBlob(n), n)
 	case "boolean":
@@ -381,7 +402,11 @@ func (vd *validation) number(s *shape, n json.Number) {
 		if s.Type == "integer" {
 			bits = 32
 		}
-		if acc != big.Exact || i < -1<<(bits-1) || i > 1<<(bits-1)-1 {
+		switch {
+		case acc == big.Exact && i >= -1<<(bits-1) && i <= 1<<(bits-1)-1:
+		case vd.svc == Kinesis:
+			f = kinesisTruncate(f, s.Type)
+		default:
 			vd.serial = serialization(vd.svc, "NUMBER_VALUE %s cannot be converted to %s", n, javaType(s))
 			return
 		}

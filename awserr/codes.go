@@ -276,6 +276,9 @@ var (
 	ErrUnrecognizedClient = def(Spec{Code: "UnrecognizedClientException", DynamoDB: coral("UnrecognizedClientException")})
 	// ErrInvalidSignature: the signature does not match the request.
 	ErrInvalidSignature = def(Spec{Code: "InvalidSignatureException", DynamoDB: coral("InvalidSignatureException")})
+	// ErrIncompleteSignature: an Authorization header, or the query's
+	// X-Amz-* parameters, without the parts a signature has.
+	ErrIncompleteSignature = def(Spec{Code: "IncompleteSignatureException", DynamoDB: coral("IncompleteSignatureException")})
 
 	// Signature errors in SQS's words, HTTP 403.
 

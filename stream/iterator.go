@@ -378,19 +378,25 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 		err = json.Unmarshal(raw, &it)
 	}
 	if err != nil || it.Stream == "" {
-		return nil, invalidArg("ShardIterator: not a valid shard iterator")
+		return nil, invalidArg("Invalid ShardIterator.") // Kinesis's words
 	}
 	now := s.eng.Clock.Now()
 	if now.Sub(time.UnixMilli(it.Issued)) > IteratorLifetime {
 		return nil, awserr.New(awserr.ErrExpiredIterator, "Iterator expired. The iterator was created at time %s while right now it is %s which is further in the future than the tolerated delay of 300000 milliseconds.",
 			time.UnixMilli(it.Issued).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
+	// An iterator of a stream deleted (or deleted and created again)
+	// names its shard, as Kinesis does.
+	gone := awserr.New(awserr.ErrResourceNotFound, "Shard %s in stream %s under account %s does not exist", ShardID(it.Shard), it.Stream, s.eng.AccountID())
 	h, err := s.handle(ctx, it.Stream)
+	if errors.Is(err, awserr.ErrResourceNotFound) {
+		return nil, gone
+	}
 	if err != nil {
 		return nil, err
 	}
 	if h.desc.ID != it.ID {
-		return nil, awserr.New(awserr.ErrResourceNotFound, "ShardIterator: stream %s was deleted", it.Stream)
+		return nil, gone
 	}
 	if it.Shard < 0 || it.Shard >= len(h.shards) || h.shards[it.Shard] == nil {
 		return nil, invalidArg("ShardIterator: not a valid shard iterator")

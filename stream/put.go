@@ -62,7 +62,8 @@ func validateEntry(i int, e *PutRecordsRequestEntry, field string) error {
 			return invalidArg("%s.ExplicitHashKey: %q must be a decimal in 0..2^128-1", field, e.ExplicitHashKey)
 		}
 		if v, _ := new(big.Int).SetString(e.ExplicitHashKey, 10); v.Cmp(maxHashKey) > 0 {
-			return invalidArg("%s.ExplicitHashKey: %q must be a decimal in 0..2^128-1", field, e.ExplicitHashKey)
+			// Kinesis's words (kinesalite's test, written against AWS).
+			return invalidArg("Invalid ExplicitHashKey. ExplicitHashKey must be in the range: [0, 2^128-1]. Specified value was %s", e.ExplicitHashKey)
 		}
 	}
 	return nil

@@ -104,10 +104,9 @@ func (s *Service) splitShard(ctx context.Context, streamName, shardToSplit, newS
 	if !explicitHashKeyRE.MatchString(newStartingHashKey) {
 		return nil, invalidArg("NewStartingHashKey: %q must be a decimal in 0..2^128-1", newStartingHashKey)
 	}
+	// A key past 2^128-1 is past the shard's EndingHashKey: refused below
+	// in those words, as Kinesis does.
 	key, _ := new(big.Int).SetString(newStartingHashKey, 10)
-	if key.Cmp(maxHashKey) > 0 {
-		return nil, invalidArg("NewStartingHashKey: %q must be a decimal in 0..2^128-1", newStartingHashKey)
-	}
 	return s.reshard(ctx, streamName, oneStep(func(d *StreamDescription) ([]change, error) {
 		if !onDemand {
 			if err := provisionedOnly(d, "SplitShard"); err != nil {
@@ -153,7 +152,9 @@ func (s *Service) MergeShards(ctx context.Context, streamName, shardToMerge, adj
 		if err != nil {
 			return nil, err
 		}
-		if a == b || !adjacent(a, b) {
+		// ShardToMerge must be the lower of the two: Kinesis refuses the
+		// pair the other way round as not adjacent.
+		if a == b || !follows(a, b) {
 			return nil, invalidArg("Shards %s and %s in stream %s under account %s are not an adjacent pair of shards eligible for merging",
 				shardToMerge, adjacentShardToMerge, streamName, s.eng.AccountID())
 		}
@@ -200,9 +201,14 @@ func (s *Service) UpdateShardCount(ctx context.Context, streamName string, targe
 			}
 			cur := d.OpenShardCount()
 			out = &UpdateShardCountOutput{StreamName: d.StreamName, StreamARN: d.StreamARN, CurrentShardCount: cur, TargetShardCount: targetShardCount}
-			if targetShardCount > 2*cur || 2*targetShardCount < cur {
-				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount of stream %s under account %s: TargetShardCount %d must be between half (%d) and double (%d) the current open shard count %d.",
-					streamName, s.eng.AccountID(), targetShardCount, (cur+1)/2, 2*cur, cur)
+			// Kinesis's words (kinesalite's tests, written against AWS).
+			if targetShardCount > 2*cur {
+				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount cannot scale up over double your current open shard count. Current open shard count: %d, Target shard count: %d",
+					cur, targetShardCount)
+			}
+			if 2*targetShardCount < cur {
+				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount cannot scale down below half your current open shard count. Current open shard count: %d, Target shard count: %d",
+					cur, targetShardCount)
 			}
 			if targetShardCount > MaxShardCount {
 				return nil, awserr.New(awserr.ErrLimitExceeded, "UpdateShardCount of stream %s: TargetShardCount %d exceeds runnel's limit of %d open shards (MaxShardCount).", streamName, targetShardCount, MaxShardCount)
@@ -297,11 +303,11 @@ func rangeOf(sh *Shard) (start, end *big.Int) {
 	return rangeStart(sh), e
 }
 
-func adjacent(a, b *Shard) bool {
-	as, ae := rangeOf(a)
-	bs, be := rangeOf(b)
-	one := big.NewInt(1)
-	return new(big.Int).Add(ae, one).Cmp(bs) == 0 || new(big.Int).Add(be, one).Cmp(as) == 0
+// follows reports whether b's range starts just after a's ends.
+func follows(a, b *Shard) bool {
+	_, ae := rangeOf(a)
+	bs, _ := rangeOf(b)
+	return new(big.Int).Add(ae, big.NewInt(1)).Cmp(bs) == 0
 }
 
 // within reports whether shard p's range lies inside range t.

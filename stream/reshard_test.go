@@ -203,11 +203,12 @@ func TestSplitShardRefusesBadInput(t *testing.T) {
 	d := describe(t, rn, "s")
 	lo, hi := shardRange(t, d.Shards[1])
 	one := big.NewInt(1)
-	for _, k := range []*big.Int{lo, new(big.Int).Add(lo, one), hi, new(big.Int).Sub(lo, one)} {
+	// Past 2^128-1 is past the shard's end: refused in the same words, as Kinesis does.
+	for _, k := range []*big.Int{lo, new(big.Int).Add(lo, one), hi, new(big.Int).Sub(lo, one), new(big.Int).Add(maxHash, one)} {
 		_, err := rn.Streams.SplitShard(ctx, "s", d.Shards[1].ShardID, dec(k))
 		wantErr(t, err, awserr.ErrInvalidArgument, "NewStartingHashKey "+dec(k), "greater than one plus the shard's StartingHashKey "+dec(lo), "less than the shard's EndingHashKey "+dec(hi))
 	}
-	for _, k := range []string{"", "-1", "01", "x", dec(new(big.Int).Add(maxHash, one))} {
+	for _, k := range []string{"", "-1", "01", "x"} {
 		_, err := rn.Streams.SplitShard(ctx, "s", d.Shards[1].ShardID, k)
 		wantErr(t, err, awserr.ErrInvalidArgument, "NewStartingHashKey", "0..2^128-1")
 	}
@@ -241,8 +242,12 @@ func TestMergeShards(t *testing.T) {
 	_, err = rn.Streams.MergeShards(ctx, "m", stream.ShardID(1), stream.ShardID(9))
 	wantErr(t, err, awserr.ErrResourceNotFound, "shardId-000000000009")
 
-	// The higher shard first: still adjacent; ParentShardId is ShardToMerge.
-	if _, err := rn.Streams.MergeShards(ctx, "m", stream.ShardID(2), stream.ShardID(1)); err != nil {
+	// The higher shard first is refused, as Kinesis does (kinesalite's
+	// test "adjacency is inverted", written against AWS).
+	_, err = rn.Streams.MergeShards(ctx, "m", stream.ShardID(2), stream.ShardID(1))
+	wantErr(t, err, awserr.ErrInvalidArgument, "Shards shardId-000000000002 and shardId-000000000001 in stream m", "not an adjacent pair")
+	// ParentShardId is ShardToMerge.
+	if _, err := rn.Streams.MergeShards(ctx, "m", stream.ShardID(1), stream.ShardID(2)); err != nil {
 		t.Fatal(err)
 	}
 	d := describe(t, rn, "m")
@@ -250,7 +255,7 @@ func TestMergeShards(t *testing.T) {
 	c := shardByID(t, d, stream.ShardID(3))
 	lo1, _ := shardRange(t, d.Shards[1])
 	_, hi2 := shardRange(t, d.Shards[2])
-	if c.ParentShardID != stream.ShardID(2) || c.AdjacentParentShardID != stream.ShardID(1) ||
+	if c.ParentShardID != stream.ShardID(1) || c.AdjacentParentShardID != stream.ShardID(2) ||
 		c.HashKeyRange != (stream.HashKeyRange{StartingHashKey: dec(lo1), EndingHashKey: dec(hi2)}) {
 		t.Errorf("merged child = %+v", c)
 	}
@@ -261,7 +266,7 @@ func TestMergeShards(t *testing.T) {
 		}
 		recs, children := readToEnd(t, rn, "m", sh.ShardID)
 		if len(recs) != 1 || len(children) != 1 || children[0].ShardID != c.ShardID ||
-			fmt.Sprint(children[0].ParentShards) != fmt.Sprint([]string{stream.ShardID(2), stream.ShardID(1)}) {
+			fmt.Sprint(children[0].ParentShards) != fmt.Sprint([]string{stream.ShardID(1), stream.ShardID(2)}) {
 			t.Errorf("%s: records %d, children %+v", sh.ShardID, len(recs), children)
 		}
 	}
@@ -290,9 +295,9 @@ func TestUpdateShardCountUniformScaling(t *testing.T) {
 		}
 	}
 	_, err := rn.Streams.UpdateShardCount(ctx, "u", 9, stream.UniformScaling)
-	wantErr(t, err, awserr.ErrLimitExceeded, "TargetShardCount 9", "between half (2) and double (8)")
+	wantErr(t, err, awserr.ErrLimitExceeded, "UpdateShardCount cannot scale up over double your current open shard count. Current open shard count: 4, Target shard count: 9")
 	_, err = rn.Streams.UpdateShardCount(ctx, "u", 1, stream.UniformScaling)
-	wantErr(t, err, awserr.ErrLimitExceeded, "TargetShardCount 1")
+	wantErr(t, err, awserr.ErrLimitExceeded, "UpdateShardCount cannot scale down below half your current open shard count. Current open shard count: 4, Target shard count: 1")
 	_, err = rn.Streams.UpdateShardCount(ctx, "u", 0, stream.UniformScaling)
 	wantErr(t, err, awserr.ErrInvalidArgument, "TargetShardCount", "between 1 and 100000")
 	_, err = rn.Streams.UpdateShardCount(ctx, "u", 4, "NONUNIFORM")
