@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -51,7 +53,27 @@ type Store struct {
 
 	mu    sync.Mutex
 	known map[string]bool // groups and streams known to be recorded
+
+	// queue holds the events of PutLogEvent for the writer goroutine;
+	// unwritten counts those queued and not yet written (or failed).
+	queue     chan queued
+	unwritten atomic.Int64
+	dropped   atomic.Int64
+	gate      chan struct{} // tests: the writer waits for it before each write (nil: none)
 }
+
+// queued is an event of PutLogEvent waiting for the writer.
+type queued struct {
+	group, stream, message string
+	ts                     int64 // Unix ms, the engine clock at PutLogEvent
+}
+
+// queueSize bounds the events waiting for the writer (PutLogEvent).
+const queueSize = 16384
+
+// settleWait bounds how long a read of the store waits for the events
+// queued before it to be written.
+const settleWait = 5 * time.Second
 
 // Open opens (creating them if needed) the stream and buckets of the logs.
 func Open(ctx context.Context, e *engine.Engine, log *slog.Logger) (*Store, error) {
@@ -65,11 +87,38 @@ func Open(ctx context.Context, e *engine.Engine, log *slog.Logger) (*Store, erro
 	if err != nil {
 		return nil, fmt.Errorf("logs: open stream %s: %w", StreamName, err)
 	}
-	s := &Store{e: e, stream: st, log: log, known: map[string]bool{}}
+	s := &Store{e: e, stream: st, log: log, known: map[string]bool{}, queue: make(chan queued, queueSize)}
 	if err := e.Buckets(ctx, map[string]*jetstream.KeyValue{GroupsBucket: &s.groups, StreamsBucket: &s.streams}); err != nil {
 		return nil, err
 	}
+	go s.write()
 	return s, nil
+}
+
+// write stores the events of PutLogEvent in order, one at a time, for
+// the life of the process.
+func (s *Store) write() {
+	for q := range s.queue {
+		if s.gate != nil {
+			<-s.gate
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := s.put(ctx, q.group, q.stream, q.ts, q.message); err != nil {
+			s.log.Error("log event not stored", "err", err, "group", q.group, "stream", q.stream, "message", q.message)
+		}
+		cancel()
+		s.unwritten.Add(-1)
+	}
+}
+
+// settle waits until the events queued by PutLogEvent before it are
+// written, at most settleWait, so that a read in this process sees
+// them (CloudWatch Logs itself is only eventually consistent).
+func (s *Store) settle(ctx context.Context) {
+	deadline := time.Now().Add(settleWait)
+	for s.unwritten.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func token(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
@@ -146,6 +195,11 @@ func (s *Store) CreateGroup(ctx context.Context, group string) (bool, error) {
 // Put appends messages to the stream of group (both created if needed),
 // stamped now by the engine clock, in order.
 func (s *Store) Put(ctx context.Context, group, stream string, messages ...string) error {
+	return s.put(ctx, group, stream, 0, messages...)
+}
+
+// put is Put with the events' timestamp ts (Unix ms; 0: now).
+func (s *Store) put(ctx context.Context, group, stream string, ts int64, messages ...string) error {
 	g, st := token(group), token(stream)
 	if err := s.ensure(ctx, s.groups, g, group); err != nil {
 		return fmt.Errorf("logs: group %s: %w", group, err)
@@ -156,7 +210,11 @@ func (s *Store) Put(ctx context.Context, group, stream string, messages ...strin
 	subj := subjectPrefix + g + "." + st
 	for _, m := range messages {
 		msg := nats.NewMsg(subj)
-		msg.Header.Set(headerTimestamp, strconv.FormatInt(s.e.Clock.Now().UnixMilli(), 10))
+		at := ts
+		if at == 0 {
+			at = s.e.Clock.Now().UnixMilli()
+		}
+		msg.Header.Set(headerTimestamp, strconv.FormatInt(at, 10))
 		msg.Data = []byte(m)
 		if _, err := s.e.JS.PublishMsg(ctx, msg); err != nil {
 			return fmt.Errorf("logs: put to %s %s: %w", group, stream, err)
@@ -165,16 +223,32 @@ func (s *Store) Put(ctx context.Context, group, stream string, messages ...strin
 	return nil
 }
 
-// PutLogEvent appends one event (process.LogSink); a failure is logged
-// with the event, which is then lost to the log only.
+// PutLogEvent appends one event (function.LogSink), stamped now, without
+// waiting for the store: a writer goroutine stores the events in order.
+// An invocation that wrote its START, END and REPORT lines synchronously
+// waited up to 30 s for each while the logs' stream had no leader (a node
+// killed: the survivors' batches stalled until it came back). A failed
+// write is logged with the event, which is then lost to the log only; an
+// event that finds the queue full (queueSize, the store unreachable for a
+// long time) is dropped, counted (Dropped) and logged the same way.
 func (s *Store) PutLogEvent(group, stream, message string) {
-	if err := s.Put(context.Background(), group, stream, message); err != nil {
-		s.log.Error("log event not stored", "err", err, "group", group, "stream", stream, "message", message)
+	s.unwritten.Add(1)
+	select {
+	case s.queue <- queued{group: group, stream: stream, message: message, ts: s.e.Clock.Now().UnixMilli()}:
+	default:
+		s.unwritten.Add(-1)
+		s.dropped.Add(1)
+		s.log.Error("log event dropped: the log store is behind", "queued", queueSize, "group", group, "stream", stream, "message", message)
 	}
 }
 
+// Dropped counts the events PutLogEvent dropped because its queue was
+// full.
+func (s *Store) Dropped() int64 { return s.dropped.Load() }
+
 // Groups returns the groups whose names begin with prefix, by name.
 func (s *Store) Groups(ctx context.Context, prefix string) ([]Group, error) {
+	s.settle(ctx)
 	keys, err := s.groups.ListKeys(ctx)
 	if err != nil {
 		return nil, err
@@ -192,6 +266,7 @@ func (s *Store) Groups(ctx context.Context, prefix string) ([]Group, error) {
 
 // GroupExists reports whether group exists.
 func (s *Store) GroupExists(ctx context.Context, group string) (bool, error) {
+	s.settle(ctx)
 	_, err := s.groups.Get(ctx, token(group))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, nil
@@ -202,6 +277,7 @@ func (s *Store) GroupExists(ctx context.Context, group string) (bool, error) {
 // Streams returns the streams of group whose names begin with prefix, by
 // name, with their first and last events' times.
 func (s *Store) Streams(ctx context.Context, group, prefix string) ([]Stream, error) {
+	s.settle(ctx)
 	g := token(group)
 	keys, err := s.streams.ListKeysFiltered(ctx, g+".*")
 	if err != nil {
@@ -239,6 +315,7 @@ func timestamp(m *jetstream.RawStreamMsg) int64 {
 // not empty) from position from on, in order, until fn returns false or
 // there are no more.
 func (s *Store) Read(ctx context.Context, group, stream string, from uint64, fn func(Event) bool) error {
+	s.settle(ctx)
 	filter := subjectPrefix + token(group) + ".*"
 	if stream != "" {
 		filter = subjectPrefix + token(group) + "." + token(stream)
