@@ -40,8 +40,8 @@ func TestACallForwardedToAHolderThatDiesIsTriedAtTheNextHolder(t *testing.T) {
 		}
 		o := lease.NewOwner(bg, lease.OwnerConfig{Key: "sqs", Subject: "runnel.test.rpc", What: "the test state", Conn: nc,
 			Leases: func(context.Context) (*lease.Manager, error) { return m, nil },
-			Serve: func(ctx context.Context, op string, _ json.RawMessage) (any, error) { return serve(ctx, op) },
-			Lost:  func() {}, Logger: testenv.Logger(t)})
+			Serve:  func(ctx context.Context, op string, _ json.RawMessage) (any, error) { return serve(ctx, op) },
+			Lost:   func() {}, Logger: testenv.Logger(t)})
 		return o, nc, m
 	}
 	started := make(chan struct{})

@@ -15,8 +15,8 @@ import (
 type pendingAck struct{}
 
 func (pendingAck) Ok() <-chan *jetstream.PubAck { return nil }
-func (pendingAck) Err() <-chan error           { return nil }
-func (pendingAck) Msg() *nats.Msg              { return nil }
+func (pendingAck) Err() <-chan error            { return nil }
+func (pendingAck) Msg() *nats.Msg               { return nil }
 
 // A state write that JetStream never acknowledges holds its caller
 // ackWait (5 s), not the engine's 30 s publish timeout: after a node dies,

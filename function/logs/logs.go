@@ -55,11 +55,13 @@ type Store struct {
 	known map[string]bool // groups and streams known to be recorded
 
 	// queue holds the events of PutLogEvent for the writer goroutine;
-	// unwritten counts those queued and not yet written (or failed).
-	queue     chan queued
-	unwritten atomic.Int64
-	dropped   atomic.Int64
-	gate      chan struct{} // tests: the writer waits for it before each write (nil: none)
+	// queuedN counts the events PutLogEvent took, settledN those written,
+	// failed or dropped (so a read waits only for the events before it).
+	queue    chan queued
+	queuedN  atomic.Int64
+	settledN atomic.Int64
+	dropped  atomic.Int64
+	gate     chan struct{} // tests: the writer waits for it before each write (nil: none)
 }
 
 // queued is an event of PutLogEvent waiting for the writer.
@@ -107,16 +109,18 @@ func (s *Store) write() {
 			s.log.Error("log event not stored", "err", err, "group", q.group, "stream", q.stream, "message", q.message)
 		}
 		cancel()
-		s.unwritten.Add(-1)
+		s.settledN.Add(1)
 	}
 }
 
-// settle waits until the events queued by PutLogEvent before it are
-// written, at most settleWait, so that a read in this process sees
-// them (CloudWatch Logs itself is only eventually consistent).
+// settle waits until the events PutLogEvent took before it are written,
+// at most settleWait, so that a read in this process sees them
+// (CloudWatch Logs itself is only eventually consistent); events taken
+// after it started are not waited for.
 func (s *Store) settle(ctx context.Context) {
+	target := s.queuedN.Load()
 	deadline := time.Now().Add(settleWait)
-	for s.unwritten.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for s.settledN.Load() < target && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -232,11 +236,11 @@ func (s *Store) put(ctx context.Context, group, stream string, ts int64, message
 // event that finds the queue full (queueSize, the store unreachable for a
 // long time) is dropped, counted (Dropped) and logged the same way.
 func (s *Store) PutLogEvent(group, stream, message string) {
-	s.unwritten.Add(1)
+	s.queuedN.Add(1)
 	select {
 	case s.queue <- queued{group: group, stream: stream, message: message, ts: s.e.Clock.Now().UnixMilli()}:
 	default:
-		s.unwritten.Add(-1)
+		s.settledN.Add(1)
 		s.dropped.Add(1)
 		s.log.Error("log event dropped: the log store is behind", "queued", queueSize, "group", group, "stream", stream, "message", message)
 	}
