@@ -108,4 +108,12 @@ func (s *Service) Close() {
 	if s.stop != nil {
 		s.stop()
 	}
+	// The log lines the invocations queued are written before the engine
+	// closes under them (a sink that writes in the background, as
+	// function/logs.Store does, has Flush).
+	if f, ok := s.sinks.get().(interface{ Flush(context.Context) }); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		f.Flush(ctx)
+		cancel()
+	}
 }

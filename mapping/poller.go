@@ -634,7 +634,9 @@ func (w *shardWorker) checkpointer(ctx context.Context, lanesDone <-chan struct{
 		}
 	}
 	<-lanesDone
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// The final write (a hand-over's next holder starts from it) gets a
+	// checkpoint write's whole bound, not less.
+	c, cancel := context.WithTimeout(context.Background(), ckWriteTimeout)
 	store(c)
 	cancel()
 }

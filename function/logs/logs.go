@@ -113,6 +113,16 @@ func (s *Store) write() {
 	}
 }
 
+// Flush waits until every event PutLogEvent took so far is written (or
+// failed, or dropped), or until ctx ends: at close, before the engine
+// closes under the writer.
+func (s *Store) Flush(ctx context.Context) {
+	target := s.queuedN.Load()
+	for s.settledN.Load() < target && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // settle waits until the events PutLogEvent took before it are written,
 // at most settleWait, so that a read in this process sees them
 // (CloudWatch Logs itself is only eventually consistent); events taken
