@@ -128,11 +128,9 @@ func (s *Store) Flush(ctx context.Context) {
 // (CloudWatch Logs itself is only eventually consistent); events taken
 // after it started are not waited for.
 func (s *Store) settle(ctx context.Context) {
-	target := s.queuedN.Load()
-	deadline := time.Now().Add(settleWait)
-	for s.settledN.Load() < target && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	s.Flush(ctx)
 }
 
 func token(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
