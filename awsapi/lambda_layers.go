@@ -70,7 +70,7 @@ func (h *Handler) layerArn(name string, v int64) string {
 }
 
 func (h *Handler) layerStores(ctx context.Context) (jetstream.ObjectStore, jetstream.KeyValue, error) {
-	objs, err := h.rn.Engine.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	objs, err := h.rn.Engine.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: LayerBucket, Storage: jetstream.FileStorage, Replicas: h.rn.Engine.Replicas(),
 	})
 	if err != nil {

@@ -53,7 +53,10 @@ type Config struct {
 	ListenAddr string
 	// Replicas is the JetStream replica count for every stream and bucket
 	// runnel creates. Default 1, or 3 with Cluster (a 3-node cluster keeps
-	// every stream when one node dies).
+	// every stream when one node dies); with NATSURL, the count of the
+	// runnel data already there (a CLI command against a cluster creates
+	// what the cluster's nodes would). An existing stream keeps its own
+	// count and storage whatever this says: runnel never scales one down.
 	Replicas int
 	// Cluster, when its Listen is set, makes the embedded server a node of
 	// a NATS cluster with clustered JetStream (RAFT) formed with the other
@@ -143,6 +146,7 @@ func (e *Engine) NextPublisherJS() jetstream.JetStream {
 // Open starts the embedded server (or connects to Config.NATSURL) and
 // returns a ready Engine. Close it to flush and stop.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	replicasGiven := cfg.Replicas > 0
 	cfg.setDefaults()
 	e := &Engine{Clock: cfg.Clock, Logger: cfg.Logger, cfg: cfg, buckets: map[string]jetstream.KeyValue{}}
 	opts := []nats.Option{nats.Name("runnel"), nats.MaxReconnects(-1)}
@@ -207,6 +211,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if e.srv != nil && cfg.Cluster.Listen != "" {
 		if err := waitPeers(ctx, e.srv, cfg.Replicas); err != nil {
 			return fail(nc, err)
+		}
+	}
+	if e.srv == nil && !replicasGiven {
+		e.JS = js
+		if n := e.adoptReplicas(ctx); n > e.cfg.Replicas {
+			e.cfg.Replicas = n
 		}
 	}
 	for i := 0; i < publisherConns; i++ {
@@ -300,51 +310,31 @@ func replicatedBucket(ctx context.Context, kv jetstream.KeyValue) bool {
 }
 
 // EnsureBucket opens the key-value bucket of cfg, creating it (or
-// updating it to cfg) as EnsureStream does a stream.
+// updating it to cfg) as EnsureStream does a stream. An existing bucket
+// keeps its storage type and replicas (keepPlacement).
 func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	return ensureAs(e, ctx, ensureRequest{Kind: kindBucket, Bucket: &cfg},
 		func() (jetstream.KeyValue, error) { return e.JS.KeyValue(ctx, cfg.Bucket) },
 		func(err error) bool { return errors.Is(err, jetstream.ErrBucketNotFound) },
 		func() (jetstream.KeyValue, error) {
-			if kv, err := e.JS.KeyValue(ctx, cfg.Bucket); err == nil {
-				if st, err := kv.Status(ctx); err == nil {
-					if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-						cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, bs.StreamInfo().Config)
-					}
-				}
+			var err error
+			if cfg.Storage, cfg.Replicas, err = e.placement(ctx, "KV_"+cfg.Bucket, cfg.Storage, cfg.Replicas); err != nil {
+				return nil, err
 			}
 			return e.JS.CreateOrUpdateKeyValue(ctx, cfg)
 		})
 }
 
-// keepPlacement returns the storage type and replica count an ensure
-// gives a stream or bucket that exists with the configuration have: its
-// storage type, and the larger of the two replica counts. Ensuring never
-// scales down and never changes storage: a CLI command run against a
-// 3-node cluster with --nats-url (replicas 1 by default) must not take
-// the cluster's buckets down to one replica, and JetStream refuses a
-// change of storage type outright ("stream configuration update can not
-// change storage type"), which made `runnel cluster status` fail against
-// a cluster whose leases bucket is on file storage. A node started with a
-// higher --replicas still scales existing data up.
-func keepPlacement(replicas int, have jetstream.StreamConfig) (jetstream.StorageType, int) {
-	return have.Storage, max(have.Replicas, replicas, 1)
-}
-
 // EnsureStream creates the stream of cfg, or updates it to cfg when it
-// exists with another configuration. Unlike CreateOrUpdateStream it is safe
-// when several cluster nodes ensure one new replicated stream at once (see
+// exists with another configuration, keeping its storage type and
+// replicas (keepPlacement). Unlike CreateOrUpdateStream it is safe when
+// several cluster nodes ensure one new replicated stream at once (see
 // Bucket).
 func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	return ensureAs(e, ctx, ensureRequest{Kind: kindStream, Stream: &cfg},
 		func() (jetstream.Stream, error) { return e.JS.Stream(ctx, cfg.Name) },
 		func(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) },
-		func() (jetstream.Stream, error) {
-			if have, err := e.JS.Stream(ctx, cfg.Name); err == nil {
-				cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, have.CachedInfo().Config)
-			}
-			return e.JS.CreateOrUpdateStream(ctx, cfg)
-		})
+		func() (jetstream.Stream, error) { return e.CreateOrUpdateStream(ctx, cfg) })
 }
 
 var errNotYet = errors.New("engine: not created yet")
@@ -369,14 +359,21 @@ func ensureAs[T any](e *Engine, ctx context.Context, req ensureRequest, open fun
 }
 
 // EnsureObjectStore opens the object store of cfg, creating it (or
-// updating it to cfg) as EnsureStream does a stream.
+// updating it to cfg) as EnsureStream does a stream, keeping an existing
+// store's storage type and replicas (keepPlacement).
 func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 	return ensureAs(e, ctx, ensureRequest{Kind: kindObjectStore, ObjectStore: &cfg},
 		func() (jetstream.ObjectStore, error) { return e.JS.ObjectStore(ctx, cfg.Bucket) },
 		func(err error) bool {
 			return errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
 		},
-		func() (jetstream.ObjectStore, error) { return e.JS.CreateOrUpdateObjectStore(ctx, cfg) })
+		func() (jetstream.ObjectStore, error) {
+			var err error
+			if cfg.Storage, cfg.Replicas, err = e.placement(ctx, "OBJ_"+cfg.Bucket, cfg.Storage, cfg.Replicas); err != nil {
+				return nil, err
+			}
+			return e.JS.CreateOrUpdateObjectStore(ctx, cfg)
+		})
 }
 
 // ensure creates a resource (a bucket, a shared stream). On a node of an

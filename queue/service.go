@@ -356,7 +356,7 @@ func (s *Service) CreateQueueWithTags(ctx context.Context, name string, attribut
 		}
 		return "", awserr.New(awserr.ErrInternal, "create queue %s: %v", name, err)
 	}
-	if _, err := s.eng.JS.CreateOrUpdateStream(ctx, s.streamConfig(&meta)); err != nil {
+	if _, err := s.eng.CreateOrUpdateStream(ctx, s.streamConfig(&meta)); err != nil {
 		return "", awserr.New(awserr.ErrInternal, "create queue %s: %v", name, err)
 	}
 	return s.QueueURL(name), nil

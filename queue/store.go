@@ -156,7 +156,7 @@ func (s *Service) load(ctx context.Context, ref string) (*queue, error) {
 	st, err := s.eng.JS.Stream(ctx, q.stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// CreateQueue stored the metadata and stopped before the stream.
-		st, err = s.eng.JS.CreateOrUpdateStream(ctx, s.streamConfig(meta))
+		st, err = s.eng.CreateOrUpdateStream(ctx, s.streamConfig(meta))
 	}
 	if err != nil {
 		return nil, awserr.New(awserr.ErrInternal, "open queue %s: %v", meta.Name, err)

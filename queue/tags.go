@@ -167,7 +167,7 @@ func (s *Service) updateMeta(ctx context.Context, ref string, fn func(m *queueMe
 		return awserr.New(awserr.ErrInternal, "update queue %s: %v", q.name, err)
 	}
 	if attr(meta.Attributes, AttrMessageRetentionPeriod) != attr(q.meta.Attributes, AttrMessageRetentionPeriod) {
-		if _, err := s.eng.JS.UpdateStream(ctx, s.streamConfig(&meta)); err != nil {
+		if _, err := s.eng.UpdateStream(ctx, s.streamConfig(&meta)); err != nil {
 			s.log.Warn("queue: update stream retention", "queue", q.name, "err", err)
 		}
 	}

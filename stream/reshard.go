@@ -395,7 +395,7 @@ func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamD
 				ch.ShardID = ShardID(next)
 				ch.CreatedMs = now
 				ch.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, next, FirstPosition)
-				if _, err := s.eng.JS.CreateOrUpdateStream(ctx, s.shardConfig(d, next)); err != nil {
+				if _, err := s.eng.CreateOrUpdateStream(ctx, s.shardConfig(d, next)); err != nil {
 					return nil, awserr.New(awserr.ErrService, "create shard %d of %s: %v", next, name, err)
 				}
 				d.Shards = append(d.Shards, ch)
@@ -505,7 +505,7 @@ func (s *Service) seal(ctx context.Context, d *StreamDescription, i int, closedM
 		cfg.Metadata = map[string]string{}
 	}
 	cfg.Metadata[metaClosing] = "1"
-	if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
+	if _, err := s.eng.UpdateStream(ctx, cfg); err != nil {
 		return 0, err
 	}
 	var seq uint64
@@ -524,7 +524,7 @@ func (s *Service) seal(ctx context.Context, d *StreamDescription, i int, closedM
 		return 0, err
 	}
 	cfg.Metadata[metaSeal] = strconv.FormatUint(seq, 10)
-	if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
+	if _, err := s.eng.UpdateStream(ctx, cfg); err != nil {
 		return 0, err
 	}
 	return seq, nil

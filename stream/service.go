@@ -338,7 +338,7 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		return nil, awserr.New(awserr.ErrService, "create stream %s: %v", in.StreamName, err)
 	}
 	for i := range d.Shards {
-		if _, err := s.eng.JS.CreateOrUpdateStream(ctx, s.shardConfig(&d, i)); err != nil {
+		if _, err := s.eng.CreateOrUpdateStream(ctx, s.shardConfig(&d, i)); err != nil {
 			return nil, awserr.New(awserr.ErrService, "create shard %d of %s: %v", i, in.StreamName, err)
 		}
 	}
@@ -458,7 +458,7 @@ func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours 
 			// its records' subject.
 			cfg.Metadata, cfg.Subjects = info.CachedInfo().Config.Metadata, info.CachedInfo().Config.Subjects
 		}
-		if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
+		if _, err := s.eng.UpdateStream(ctx, cfg); err != nil {
 			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
 		}
 	}

@@ -1,0 +1,80 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/engine"
+)
+
+// A CLI command run with --nats-url against a 3-node cluster (no
+// --replicas) creates what it creates with the cluster's replica count,
+// and its ensures and updates never take the cluster's streams, buckets
+// or object stores down to one replica: a stream of one replica whose
+// node dies has no leader until that node is back. Seen: the table index
+// snapshots' object store went to one replica at the first `runnel
+// cluster status`, and was unreadable for minutes after its node's kill.
+func TestACommandWithoutReplicasNeverScalesTheClusterDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	es := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := es[0].Bucket(ctx, "runnel_streams"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := es[0].EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "snaps", Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := es[0].EnsureStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+
+	cli := open(t, engine.Config{NATSURL: es[1].ClientURL(), Logger: quiet()})
+	if got := cli.Replicas(); got != 3 {
+		t.Errorf("Replicas() of a process given none, on a cluster whose data has 3 = %d, want 3", got)
+	}
+	replicas := func(name string) int {
+		t.Helper()
+		s, err := cli.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().Config.Replicas
+	}
+	if _, err := cli.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "snaps", Replicas: 1, Description: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replicas("OBJ_snaps"); got != 3 {
+		t.Errorf("object store replicas after an ensure with 1 = %d, want 3 (kept)", got)
+	}
+	if _, err := cli.EnsureBucket(ctx, jetstream.KeyValueConfig{Bucket: "runnel_streams", Replicas: 1, History: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replicas("KV_runnel_streams"); got != 3 {
+		t.Errorf("bucket replicas after an ensure with 1 = %d, want 3 (kept)", got)
+	}
+	s, err := cli.UpdateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 1, MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config; c.Replicas != 3 || c.MaxAge != time.Hour {
+		t.Errorf("UpdateStream with replicas 1 and max age 1h: replicas %d, max age %v; want 3 (kept) and 1h", c.Replicas, c.MaxAge)
+	}
+	if _, err := cli.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 1, MaxAge: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replicas("S"); got != 3 {
+		t.Errorf("stream replicas after CreateOrUpdateStream with 1 = %d, want 3 (kept)", got)
+	}
+	if _, err := cli.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "NEW", Subjects: []string{"new.>"}, Replicas: cli.Replicas()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replicas("NEW"); got != 3 {
+		t.Errorf("a new stream created by the process = %d replicas, want the cluster's 3", got)
+	}
+}
