@@ -129,11 +129,7 @@ func groupOut(g *scheduler.ScheduleGroup) any {
 }
 
 func schedulerGetScheduleGroup(rq *request, _ *noInput) (any, error) {
-	g, err := rq.h.rn.Schedules.GetScheduleGroup(rq.ctx, rq.r.PathValue("name"))
-	if err != nil {
-		return nil, err
-	}
-	return groupOut(g), nil
+	return answer(groupOut)(rq.h.rn.Schedules.GetScheduleGroup(rq.ctx, rq.r.PathValue("name")))
 }
 
 func schedulerDeleteScheduleGroup(rq *request, _ *noInput) (any, error) {
