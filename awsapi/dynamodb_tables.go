@@ -137,11 +137,7 @@ func dynamoUpdateTimeToLive(rq *request, in *updateTimeToLiveInput) (any, error)
 	if in.TimeToLiveSpecification == nil {
 		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value null at 'timeToLiveSpecification' failed to satisfy constraint: Member must not be null")
 	}
-	spec, err := rq.h.rn.Tables.UpdateTimeToLive(rq.ctx, tableName(in.TableName), *in.TimeToLiveSpecification)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"TimeToLiveSpecification": spec}, nil
+	return keyed("TimeToLiveSpecification")(rq.h.rn.Tables.UpdateTimeToLive(rq.ctx, tableName(in.TableName), *in.TimeToLiveSpecification))
 }
 
 func dynamoDescribeTimeToLive(rq *request, in *tableRef) (any, error) {

@@ -32,17 +32,9 @@ type dynamoListTagsInput struct {
 }
 
 func dynamoListTagsOfResource(rq *request, in *dynamoListTagsInput) (any, error) {
-	tags, err := rq.h.rn.Tables.ListTagsOfResource(rq.ctx, in.ResourceArn)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"Tags": tags}, nil
+	return keyed("Tags")(rq.h.rn.Tables.ListTagsOfResource(rq.ctx, in.ResourceArn))
 }
 
 func dynamoDescribeContinuousBackups(rq *request, in *tableRef) (any, error) {
-	d, err := rq.h.rn.Tables.DescribeContinuousBackups(rq.ctx, tableName(in.TableName))
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"ContinuousBackupsDescription": d}, nil
+	return keyed("ContinuousBackupsDescription")(rq.h.rn.Tables.DescribeContinuousBackups(rq.ctx, tableName(in.TableName)))
 }

@@ -37,11 +37,7 @@ func archiveOut(a *eventbus.Archive) any {
 }
 
 func eventsDescribeArchive(rq *request, in *archiveRef) (any, error) {
-	a, err := rq.h.rn.Events.DescribeArchive(rq.ctx, in.ArchiveName)
-	if err != nil {
-		return nil, err
-	}
-	return archiveOut(a), nil
+	return answer(archiveOut)(rq.h.rn.Events.DescribeArchive(rq.ctx, in.ArchiveName))
 }
 
 func eventsDeleteArchive(rq *request, in *archiveRef) (any, error) {
@@ -93,11 +89,7 @@ func replayOut(r *eventbus.Replay) any {
 }
 
 func eventsDescribeReplay(rq *request, in *replayRef) (any, error) {
-	r, err := rq.h.rn.Events.DescribeReplay(rq.ctx, in.ReplayName)
-	if err != nil {
-		return nil, err
-	}
-	return replayOut(r), nil
+	return answer(replayOut)(rq.h.rn.Events.DescribeReplay(rq.ctx, in.ReplayName))
 }
 
 func eventsCancelReplay(rq *request, in *replayRef) (any, error) {

@@ -30,11 +30,7 @@ func eventsDeleteEventBus(rq *request, in *eventBusInput) (any, error) {
 }
 
 func eventsDescribeEventBus(rq *request, in *eventBusInput) (any, error) {
-	b, err := rq.h.rn.Events.DescribeEventBus(in.Name)
-	if err != nil {
-		return nil, err
-	}
-	return busOut(b), nil
+	return answer(busOut)(rq.h.rn.Events.DescribeEventBus(in.Name))
 }
 
 func busOut(b *eventbus.EventBus) map[string]any {

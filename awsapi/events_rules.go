@@ -21,11 +21,7 @@ type putRuleInput struct {
 }
 
 func eventsPutRule(rq *request, in *putRuleInput) (any, error) {
-	arn, err := rq.h.rn.Events.PutRule(rq.ctx, in.Rule)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]string{"RuleArn": arn}, nil
+	return keyed("RuleArn")(rq.h.rn.Events.PutRule(rq.ctx, in.Rule))
 }
 
 type ruleRef struct {

@@ -162,11 +162,7 @@ func lambdaCreateEventSourceMapping(rq *request, in *mappingInput) (any, error) 
 }
 
 func lambdaGetEventSourceMapping(rq *request, _ *noInput) (any, error) {
-	c, err := rq.h.rn.Mappings.GetEventSourceMapping(rq.r.PathValue("uuid"))
-	if err != nil {
-		return nil, err
-	}
-	return rq.h.mappingOut(c), nil
+	return answer(rq.h.mappingOut)(rq.h.rn.Mappings.GetEventSourceMapping(rq.r.PathValue("uuid")))
 }
 
 func lambdaListEventSourceMappings(rq *request, _ *noInput) (any, error) {
@@ -208,11 +204,7 @@ func lambdaUpdateEventSourceMapping(rq *request, in *mappingInput) (any, error) 
 	// the request sets them.
 	cfg := in.config(mapping.Config{UUID: old.UUID, BisectBatchOnFunctionError: old.BisectBatchOnFunctionError,
 		MaximumBatchingWindowInSeconds: old.MaximumBatchingWindowInSeconds})
-	out, err := rq.h.rn.Mappings.UpdateEventSourceMapping(rq.ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return rq.h.mappingOut(out), nil
+	return answer(rq.h.mappingOut)(rq.h.rn.Mappings.UpdateEventSourceMapping(rq.ctx, cfg))
 }
 
 func lambdaDeleteEventSourceMapping(rq *request, _ *noInput) (any, error) {

@@ -99,6 +99,29 @@ func handle[In any](fn func(rq *request, in *In) (any, error)) handler {
 	}}
 }
 
+// answer makes out a handler's answer to a service call:
+// answer(out)(call(...)) is out(v) for the call's value v, or (nil, err)
+// when the call failed.
+func answer[T, O any](out func(T) O) func(T, error) (any, error) {
+	return func(v T, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		return out(v), nil
+	}
+}
+
+// keyed is answer for the results that are the call's value under one
+// key: keyed(key)(call(...)) is map[string]any{key: v}, or (nil, err).
+func keyed(key string) func(any, error) (any, error) {
+	return func(v any, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{key: v}, nil
+	}
+}
+
 // restServices are the services of a REST protocol: their rows, and
 // only theirs, have routes.
 var restServices = map[Service]bool{Lambda: true, Scheduler: true}

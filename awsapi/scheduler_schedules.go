@@ -48,19 +48,11 @@ func (in *scheduleInput) schedule(name string) scheduler.Schedule {
 }
 
 func schedulerCreateSchedule(rq *request, in *scheduleInput) (any, error) {
-	arn, err := rq.h.rn.Schedules.CreateSchedule(rq.ctx, in.schedule(rq.r.PathValue("name")))
-	if err != nil {
-		return nil, err
-	}
-	return map[string]string{"ScheduleArn": arn}, nil
+	return keyed("ScheduleArn")(rq.h.rn.Schedules.CreateSchedule(rq.ctx, in.schedule(rq.r.PathValue("name"))))
 }
 
 func schedulerUpdateSchedule(rq *request, in *scheduleInput) (any, error) {
-	arn, err := rq.h.rn.Schedules.UpdateSchedule(rq.ctx, in.schedule(rq.r.PathValue("name")))
-	if err != nil {
-		return nil, err
-	}
-	return map[string]string{"ScheduleArn": arn}, nil
+	return keyed("ScheduleArn")(rq.h.rn.Schedules.UpdateSchedule(rq.ctx, in.schedule(rq.r.PathValue("name"))))
 }
 
 func schedulerGetSchedule(rq *request, _ *noInput) (any, error) {
@@ -116,11 +108,7 @@ func schedulerListSchedules(rq *request, _ *noInput) (any, error) {
 }
 
 func schedulerCreateScheduleGroup(rq *request, _ *struct{ ClientToken string }) (any, error) {
-	arn, err := rq.h.rn.Schedules.CreateScheduleGroup(rq.ctx, rq.r.PathValue("name"))
-	if err != nil {
-		return nil, err
-	}
-	return map[string]string{"ScheduleGroupArn": arn}, nil
+	return keyed("ScheduleGroupArn")(rq.h.rn.Schedules.CreateScheduleGroup(rq.ctx, rq.r.PathValue("name")))
 }
 
 func groupOut(g *scheduler.ScheduleGroup) any {
@@ -129,11 +117,7 @@ func groupOut(g *scheduler.ScheduleGroup) any {
 }
 
 func schedulerGetScheduleGroup(rq *request, _ *noInput) (any, error) {
-	g, err := rq.h.rn.Schedules.GetScheduleGroup(rq.ctx, rq.r.PathValue("name"))
-	if err != nil {
-		return nil, err
-	}
-	return groupOut(g), nil
+	return answer(groupOut)(rq.h.rn.Schedules.GetScheduleGroup(rq.ctx, rq.r.PathValue("name")))
 }
 
 func schedulerDeleteScheduleGroup(rq *request, _ *noInput) (any, error) {
