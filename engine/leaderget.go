@@ -78,7 +78,9 @@ type leaderMsgReq struct {
 // leaderMsgGet sends req to the leader of stream ($JS.API.STREAM.MSG.GET,
 // answered by the leader only). While the stream has no leader (an
 // election after a node died: "no responders") it asks again, after 50 ms
-// doubling to 1 s, until ctx ends (10 s when it has no deadline).
+// doubling to 1 s, and a request left unanswered (sent as the leader
+// died) is sent again every AskEvery, until ctx ends (10 s when it has no
+// deadline).
 func (e *Engine) leaderMsgGet(ctx context.Context, stream string, req leaderMsgReq) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -91,7 +93,9 @@ func (e *Engine) leaderMsgGet(ctx context.Context, stream string, req leaderMsgR
 	}
 	var msg *nats.Msg
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		msg, err = e.NC.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+		msg, err = AskAgain(ctx, func(c context.Context) (*nats.Msg, error) {
+			return e.NC.RequestWithContext(c, "$JS.API.STREAM.MSG.GET."+stream, body)
+		})
 		if !errors.Is(err, nats.ErrNoResponders) {
 			break
 		}

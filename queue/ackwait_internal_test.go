@@ -33,3 +33,20 @@ func TestAStateWriteNeverAcknowledgedHoldsItsCallerAckWait(t *testing.T) {
 		}
 	})
 }
+
+// A message's write that JetStream never answers (published while the
+// queue's stream had no leader) holds its sender ackWait, then answers a
+// retryable error, instead of the engine's 30 s publish timeout: after a
+// kill, SendMessage to the queue goes on within the failover budget.
+func TestAMessageWriteNeverAcknowledgedHoldsItsSenderAckWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		err, late := awaitAck(context.Background(), pendingAck{})
+		if err != nil || late == nil {
+			t.Fatalf("awaitAck of a write never answered = (%v, %v), want (nil, the ackWait error)", err, late)
+		}
+		if waited := time.Since(start); waited != ackWait {
+			t.Fatalf("waited %v, want ackWait (%v)", waited, ackWait)
+		}
+	})
+}

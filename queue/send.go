@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -348,14 +350,13 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			return q.finishDups(ctx, results, errs, dups, dupOf)
 		}
 		q.mu.Unlock()
-		var perr error
-		select {
-		case <-f.Ok():
-		case perr = <-f.Err():
-		case <-ctx.Done():
-			// The write may still land: finish it in the background (the
-			// caller sees an error and may send again: a duplicate, never
-			// a loss).
+		perr, late := awaitAck(ctx, f)
+		if late != nil {
+			// No answer yet (the caller gave up, or the stream had no
+			// leader when the write was published): the write may still
+			// land. Finish it in the background; the caller sees a
+			// retryable error and may send again: a duplicate, never a
+			// loss.
 			go func() {
 				var err error
 				select {
@@ -366,7 +367,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			}()
 			for i := range msgs {
 				if msgs[i].rec == rec {
-					errs[i] = awserr.New(awserr.ErrInternal, "store message: %v", ctx.Err())
+					errs[i] = awserr.New(awserr.ErrInternal, "store message: %v", late)
 				}
 			}
 			return q.finishDups(ctx, results, errs, dups, dupOf)
@@ -412,6 +413,27 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 		q.mu.Unlock()
 	}
 	return q.finishDups(ctx, results, errs, dups, dupOf)
+}
+
+// awaitAck waits for JetStream's answer to a message's write: its error
+// (nil: stored), or, with late set, why it stopped waiting first: ctx
+// ended, or ackWait passed. A write published while its stream had no
+// leader (its node was just killed) is never answered, and waiting for
+// the engine's 30 s publish timeout held every SendMessage to that queue
+// (the demo's results) for 30 s after a kill (issue 13).
+func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (err, late error) {
+	t := time.NewTimer(ackWait)
+	defer t.Stop()
+	select {
+	case <-f.Ok():
+		return nil, nil
+	case err := <-f.Err():
+		return err, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, fmt.Errorf("no acknowledgement from JetStream within %v (a stream leader election?)", ackWait)
+	}
 }
 
 func sizeOf(msgs []*message) int {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
 )
 
 // handle caches what the put and read paths need of a stream. Slices
@@ -64,7 +65,7 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 	h.perMsg, h.seal = make([]atomic.Int64, n), make([]atomic.Uint64, n)
 	for _, sh := range d.Shards {
 		i, _ := ShardIndex(sh.ShardID)
-		js, err := s.eng.JS.Stream(ctx, jsName(d.ID, i))
+		js, err := engine.AskAgain(ctx, func(c context.Context) (jetstream.Stream, error) { return s.eng.JS.Stream(c, jsName(d.ID, i)) })
 		if err != nil {
 			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
 		}

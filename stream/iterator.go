@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
 )
 
 // Shard iterator types (API_GetShardIterator.ShardIteratorType).
@@ -107,7 +108,7 @@ func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIt
 // has last = first-1. seal is the sequence of the shard's seal message
 // once the shard is closed (then last < seal), 0 while it is open.
 func (s *Service) msgBounds(ctx context.Context, h *handle, sh int) (first, last, seal uint64, err error) {
-	info, err := h.shards[sh].Info(ctx)
+	info, err := engine.AskAgain(ctx, func(c context.Context) (*jetstream.StreamInfo, error) { return h.shards[sh].Info(c) })
 	if err != nil {
 		return 0, 0, 0, awserr.New(awserr.ErrService, "shard info: %v", err)
 	}

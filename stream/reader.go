@@ -64,6 +64,15 @@ type ReadShardOptions struct {
 	lease *heldLease // ConsumerARN's, once held
 }
 
+// ReaderHeartbeat is how often the server tells a shard reader its
+// consumer is alive while no record comes. Two missed heartbeats make the
+// reader's ordered consumer start again where it was, on the shard's
+// current leader. nats.go's default, 5 s for a 30 s pull, left a reader
+// whose consumer died with a killed cluster node silent for 10 s before
+// it even noticed (issue 13: the pipeline resumed about 30 s after a
+// kill). Cost: one small message a second per idle reader.
+const ReaderHeartbeat = time.Second
+
 // ReadShard opens a reader on shardID of streamName starting at position
 // from (see Position; FirstPosition is the first record ever written, and
 // any position past a message's last record starts at the next message).
@@ -122,7 +131,7 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "open reader on %s %s: %v", streamName, shardID, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(2048))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(2048), jetstream.PullHeartbeat(ReaderHeartbeat))
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "open reader on %s %s: %v", streamName, shardID, err)
 	}

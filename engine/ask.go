@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// AskEvery is how long one JetStream API request waits for its answer
+// before AskAgain sends it again.
+const AskEvery = 2 * time.Second
+
+// AskWithin is how long AskAgain keeps asking when its caller's context
+// has no earlier deadline: a leader election after a node's death takes
+// 5 to 15 s here (3 nodes on 2 cores).
+const AskWithin = 30 * time.Second
+
+// AskAgain calls ask with a context ending AskEvery from now, and again
+// while it fails with that deadline, until ctx ends or AskWithin has
+// passed; it returns the last answer. Why: a JetStream API request sent
+// while its stream has no leader (its leader's node was just killed) is
+// never answered, not even once a new leader is elected, so the caller
+// waited out the whole API timeout (30 s in a cluster) for an answer the
+// new leader would have given within a second of being asked. Use it for
+// requests that are safe to repeat (reads: STREAM.INFO, a message get).
+func AskAgain[T any](ctx context.Context, ask func(context.Context) (T, error)) (T, error) {
+	deadline := time.Now().Add(AskWithin)
+	for {
+		c, cancel := context.WithTimeout(ctx, AskEvery)
+		v, err := ask(c)
+		cancel()
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+	}
+}
