@@ -238,6 +238,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.closePublishers()
 		return fail(nc, err)
 	}
+	if e.srv != nil && cfg.Cluster.Listen != "" {
+		go func() {
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if _, err := e.RaiseReplicas(c); err != nil {
+				e.Logger.Warn("engine: raise replicas", "err", err)
+			}
+		}()
+	}
 	return e, nil
 }
 

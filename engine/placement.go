@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -94,4 +96,57 @@ func (e *Engine) adoptReplicas(ctx context.Context) int {
 		}
 	}
 	return 0
+}
+
+// runnelStreamPrefixes name the JetStream streams runnel creates: its
+// buckets and object stores, Kinesis shards and table logs, queues, and
+// its own streams (RUNNEL_LOGS, RUNNEL_TXLOG, RUNNEL_EB_ARCHIVE). Another
+// application's streams on a shared JetStream are never touched.
+var runnelStreamPrefixes = []string{"KV_runnel_", "OBJ_runnel_", "KDS_", "SQS_", "RUNNEL_"}
+
+// RaiseReplicas scales every runnel stream with fewer replicas than this
+// engine's count up to it, and returns the names it raised. Only for a
+// count above 1 (a cluster). Why: a runnel CLI before session 12's fix
+// took some of a cluster's streams down to one replica (see placement),
+// and such a stream has no leader while its one node is down. A node of
+// a cluster calls it once at start (Open, in the background); a failure
+// (too few peers yet, a stream without a leader) is logged and the other
+// streams are still tried. Errors: listing the streams failed.
+func (e *Engine) RaiseReplicas(ctx context.Context) ([]string, error) {
+	want := e.cfg.Replicas
+	if want <= 1 {
+		return nil, nil
+	}
+	names := e.JS.StreamNames(ctx)
+	var all []string
+	for n := range names.Name() {
+		all = append(all, n)
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("engine: list streams: %w", err)
+	}
+	var raised []string
+	for _, name := range all {
+		if !slices.ContainsFunc(runnelStreamPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		st, err := AskAgain(ctx, func(c context.Context) (jetstream.Stream, error) { return e.JS.Stream(c, name) })
+		if err != nil {
+			e.Logger.Warn("engine: read a stream's replicas", "stream", name, "err", err)
+			continue
+		}
+		cfg := st.CachedInfo().Config
+		if cfg.Replicas >= want {
+			continue
+		}
+		from := cfg.Replicas
+		cfg.Replicas = want
+		if _, err := e.JS.UpdateStream(ctx, cfg); err != nil {
+			e.Logger.Warn("engine: raise a stream's replicas", "stream", name, "from", from, "to", want, "err", err)
+			continue
+		}
+		e.Logger.Warn("engine: raised a stream's replicas (taken down by an older runnel CLI?)", "stream", name, "from", from, "to", want)
+		raised = append(raised, name)
+	}
+	return raised, nil
 }

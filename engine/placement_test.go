@@ -78,3 +78,34 @@ func TestACommandWithoutReplicasNeverScalesTheClusterDown(t *testing.T) {
 		t.Errorf("a new stream created by the process = %d replicas, want the cluster's 3", got)
 	}
 }
+
+// A node of a cluster raises every runnel stream left with fewer replicas
+// than its count (a cluster an older runnel CLI took down to one), and
+// leaves other applications' streams on the same JetStream alone.
+func TestANodeRaisesRunnelStreamsLeftWithOneReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	es := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"OBJ_runnel_table_index", "OTHER"} {
+		if _, err := es[0].JS.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Replicas: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// (Each node also runs it once in the background at its start, which
+	// may raise the stream first: the state after is what is checked.)
+	if _, err := es[1].RaiseReplicas(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"OBJ_runnel_table_index": 3, "OTHER": 1} {
+		s, err := es[0].JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Replicas; got != want {
+			t.Errorf("%s: %d replicas after RaiseReplicas, want %d", name, got, want)
+		}
+	}
+}
