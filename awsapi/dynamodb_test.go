@@ -410,7 +410,7 @@ func TestDynamoDBWire(t *testing.T) {
 		req, _ := http.NewRequest("POST", e.srv.URL, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 		req.Header.Set("X-Amz-Target", target)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(sign(req))
 		if err != nil {
 			t.Fatal(err)
 		}

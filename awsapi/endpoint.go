@@ -24,8 +24,13 @@ type Options struct {
 	AccountID string
 	// Auth, when not nil, maps access key ids to secret keys: every request
 	// must then carry a SigV4 Authorization header signed by one of them.
-	// When nil, any signature (or none) is accepted.
+	// When nil, any credentials are accepted, but a request must still be
+	// signed, as AWS requires (signatureForm): a request without a
+	// signature, or with one of the wrong form, is refused in AWS's words.
 	Auth map[string]string
+	// AllowUnsigned accepts requests without a signature (hand-made ones,
+	// curl), as runnel did before: not AWS's behaviour. Ignored with Auth.
+	AllowUnsigned bool
 	// Logger receives internal failures (status 500). Default: discard.
 	Logger *slog.Logger
 }

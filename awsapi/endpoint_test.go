@@ -87,7 +87,7 @@ func TestCORS(t *testing.T) {
 	req, _ := http.NewRequest("POST", e.srv.URL+"/", strings.NewReader(`{}`))
 	req.Header.Set("Origin", "http://localhost:3000")
 	req.Header.Set("X-Amz-Target", "Kinesis_20131202.ListStreams")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(sign(req))
 	if err != nil {
 		t.Fatal(err)
 	}

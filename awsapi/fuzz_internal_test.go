@@ -130,6 +130,7 @@ func fuzzService(f *testing.F, svc Service) {
 			r = httptest.NewRequestWithContext(ctx, "POST", "/?Action="+op.Name, bytes.NewReader(body))
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/"+scope+"/aws4_request, SignedHeaders=host, Signature=00")
+			r.Header.Set("X-Amz-Date", "20260101T000000Z")
 		default:
 			r = jsonRequest(ctx, targetOf[svc]+op.Name, body)
 		}
@@ -187,7 +188,16 @@ func jsonRequest(ctx context.Context, target string, body []byte) *http.Request 
 	r := httptest.NewRequestWithContext(ctx, "POST", "/", bytes.NewReader(body))
 	r.Header.Set("X-Amz-Target", target)
 	r.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	signInternal(r)
 	return r
+}
+
+// signInternal gives r a SigV4 Authorization header of the right form
+// (every request must be signed; its value is checked only with
+// Options.Auth) and an X-Amz-Date.
+func signInternal(r *http.Request) {
+	r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/runnel/aws4_request, SignedHeaders=host, Signature=00")
+	r.Header.Set("X-Amz-Date", "20260101T000000Z")
 }
 
 // exampleString is the value exampleOf gives a string without an enum.

@@ -19,7 +19,7 @@ func post(t *testing.T, base, body string, header map[string]string) (int, strin
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(sign(req))
 	if err != nil {
 		t.Fatal(err)
 	}

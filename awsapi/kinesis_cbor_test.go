@@ -22,7 +22,7 @@ func cborCall(t *testing.T, e *endpoint, op string, body []byte) (int, map[any]a
 	}
 	req.Header.Set("Content-Type", "application/x-amz-cbor-1.1")
 	req.Header.Set("X-Amz-Target", "Kinesis_20131202."+op)
-	resp, err := e.srv.Client().Do(req)
+	resp, err := e.srv.Client().Do(sign(req))
 	if err != nil {
 		t.Fatal(err)
 	}

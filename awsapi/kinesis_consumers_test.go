@@ -198,7 +198,7 @@ func TestKinesisSubscribeToShardCBOR(t *testing.T) {
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.srv.URL+"/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "Kinesis_20131202.SubscribeToShard")
 	req.Header.Set("Content-Type", "application/x-amz-cbor-1.1")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(sign(req))
 	if err != nil {
 		t.Fatal(err)
 	}

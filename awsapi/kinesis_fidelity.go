@@ -282,59 +282,6 @@ func (vd *validation) kinesisStringList(s *shape, arr []any) {
 	vd.fail(arr, "satisfy constraint: [%s]", strings.Join(cs, ", "))
 }
 
-// kinesisAuthError is err, the refusal of a Kinesis JSON request's
-// signature (Options.Auth), as Kinesis words it: a body that is not JSON
-// is refused first (SerializationException); then the form of the
-// Authorization header or of the query's X-Amz-* parameters (both given:
-// InvalidSignatureException; parts missing: IncompleteSignatureException;
-// neither: MissingAuthenticationTokenException "Missing Authentication
-// Token"); a signature of the right form that does not verify keeps err.
-func kinesisAuthError(rq *request, err error) error {
-	if b := bytes.TrimSpace(rq.body); len(b) == 0 || !json.Valid(b) {
-		return awserr.New(awserr.ErrSerialization, "")
-	}
-	r := rq.r
-	q := r.URL.Query()
-	authz := r.Header.Get("Authorization")
-	_, algQ := q["X-Amz-Algorithm"]
-	var missing []string
-	switch {
-	case authz != "" && algQ:
-		return awserr.New(awserr.ErrInvalidSignature, "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP header.")
-	case authz != "":
-		params := map[string]bool{}
-		fields := strings.FieldsFunc(authz, func(c rune) bool { return c == ' ' || c == ',' })
-		for _, f := range fields[1:] {
-			if k, _, ok := strings.Cut(f, "="); ok {
-				params[k] = true
-			}
-		}
-		for _, p := range []string{"Credential", "Signature", "SignedHeaders"} {
-			if !params[p] {
-				missing = append(missing, "Authorization header requires '"+p+"' parameter.")
-			}
-		}
-		if r.Header.Get("X-Amz-Date") == "" && r.Header.Get("Date") == "" {
-			missing = append(missing, "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header.")
-		}
-		if len(missing) > 0 {
-			return awserr.New(awserr.ErrIncompleteSignature, "%s Authorization=%s", strings.Join(missing, " "), authz)
-		}
-	case algQ:
-		for _, p := range []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature", "X-Amz-SignedHeaders", "X-Amz-Date"} {
-			if q.Get(p) == "" {
-				missing = append(missing, "AWS query-string parameters must include '"+p+"'.")
-			}
-		}
-		if len(missing) > 0 {
-			return awserr.New(awserr.ErrIncompleteSignature, "%s Re-examine the query-string parameters.", strings.Join(missing, " "))
-		}
-	default:
-		return awserr.New(awserr.ErrMissingAuthenticationToken, "Missing Authentication Token")
-	}
-	return err
-}
-
 // kinesisLegacyJSON answers a request for Kinesis (or without a target)
 // of content type application/json, which Kinesis reads as its legacy
 // JSON 1.0 protocol, where no operation of this API exists: HTTP 200 with

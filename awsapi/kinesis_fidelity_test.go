@@ -174,12 +174,32 @@ func TestKinesisBodies(t *testing.T) {
 	}
 }
 
-// TestKinesisAuthWording: with Options.Auth, a Kinesis request whose
-// signature is missing or malformed is refused in Kinesis's words (as
-// kinesalite's tests record them from AWS), after a body that is not
-// JSON.
+// unsigned is the header of a request with no signature (httpRequest
+// signs the others).
+var unsigned = map[string]string{"Authorization": ""}
+
+// TestKinesisAuthWording: a Kinesis request whose signature is missing or
+// malformed is refused in Kinesis's words (as kinesalite's tests record
+// them from AWS), after a body that is not JSON: with Options.Auth, and
+// by default too (any credentials, but signed); with AllowUnsigned it is
+// served.
 func TestKinesisAuthWording(t *testing.T) {
-	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{Auth: map[string]string{"AKID": "secret"}})
+	rn := testenv.Start(t, testenv.Options{})
+	open := awsapi.NewHandler(rn, awsapi.Options{AllowUnsigned: true})
+	rec := &recorder{header: map[string][]string{}}
+	open.ServeHTTP(rec, httpRequest("POST", "/", "{}", map[string]string{"X-Amz-Target": "Kinesis_20131202.ListStreams",
+		"Content-Type": "application/x-amz-json-1.1", "Authorization": ""}))
+	if rec.status != 0 && rec.status != 200 {
+		t.Errorf("AllowUnsigned: an unsigned ListStreams answered %d %s", rec.status, rec.body.String())
+	}
+	for _, opts := range []awsapi.Options{{Auth: map[string]string{"AKID": "secret"}}, {}} {
+		h := awsapi.NewHandler(rn, opts)
+		authWording(t, h, opts.Auth != nil)
+	}
+}
+
+func authWording(t *testing.T, h *awsapi.Handler, withAuth bool) {
+	t.Helper()
 	for _, tt := range []struct {
 		path, body    string
 		header        map[string]string
@@ -187,8 +207,8 @@ func TestKinesisAuthWording(t *testing.T) {
 	}{
 		{"/", "", nil, "SerializationException", ""},
 		{"/", "hello", nil, "SerializationException", ""},
-		{"/", "{}", nil, "MissingAuthenticationTokenException", "Missing Authentication Token"},
-		{"/?X-Amz-Credential=a&X-Amz-Signature=b&X-Amz-SignedHeaders=c&X-Amz-Date=d", "{}", nil, "MissingAuthenticationTokenException", "Missing Authentication Token"},
+		{"/", "{}", unsigned, "MissingAuthenticationTokenException", "Missing Authentication Token"},
+		{"/?X-Amz-Credential=a&X-Amz-Signature=b&X-Amz-SignedHeaders=c&X-Amz-Date=d", "{}", unsigned, "MissingAuthenticationTokenException", "Missing Authentication Token"},
 		{"/", "{}", map[string]string{"Authorization": "X"}, "IncompleteSignatureException",
 			"Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter. " +
 				"Authorization header requires 'SignedHeaders' parameter. Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. Authorization=X"},
@@ -196,7 +216,7 @@ func TestKinesisAuthWording(t *testing.T) {
 			"Authorization header requires 'SignedHeaders' parameter. Authorization=AWS4- Signature=b, Credential=a"},
 		{"/?X-Amz-Algorithm", "{}", map[string]string{"Authorization": "X"}, "InvalidSignatureException",
 			"Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP header."},
-		{"/?X-Amz-Algorithm=a&X-Amz-Credential=b&X-Amz-Signature=c&X-Amz-Date=d", "{}", nil, "IncompleteSignatureException",
+		{"/?X-Amz-Algorithm=a&X-Amz-Credential=b&X-Amz-Signature=c&X-Amz-Date=d", "{}", unsigned, "IncompleteSignatureException",
 			"AWS query-string parameters must include 'X-Amz-SignedHeaders'. Re-examine the query-string parameters."},
 	} {
 		hd := map[string]string{"X-Amz-Target": "Kinesis_20131202.ListStreams", "Content-Type": "application/x-amz-json-1.1"}
@@ -211,7 +231,7 @@ func TestKinesisAuthWording(t *testing.T) {
 		}
 		_ = json.Unmarshal(rec.body.Bytes(), &e)
 		if rec.status != 400 || e.Type != tt.code || e.Message != tt.message {
-			t.Errorf("%s %q %v: %d %s %q\nwant 400 %s %q", tt.path, tt.body, tt.header, rec.status, e.Type, e.Message, tt.code, tt.message)
+			t.Errorf("with Auth %v: %s %q %v: %d %s %q\nwant 400 %s %q", withAuth, tt.path, tt.body, tt.header, rec.status, e.Type, e.Message, tt.code, tt.message)
 		}
 	}
 }

@@ -53,6 +53,7 @@ func BenchmarkGetRecordsResponse(b *testing.B) {
 		r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/x-amz-json-1.1")
 		r.Header.Set("X-Amz-Target", "Kinesis_20131202.GetRecords")
+		sign(r)
 		w.n, w.status = 0, 0
 		h.ServeHTTP(w, r)
 	}

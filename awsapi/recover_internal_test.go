@@ -31,6 +31,7 @@ func TestPanicIsInternalFailure(t *testing.T) {
 		h := &Handler{opts: Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, json: true}
 		r := httptest.NewRequest("POST", "/", strings.NewReader("{}"))
 		r.Header.Set("X-Amz-Target", svc.target+"TestPanic")
+		signInternal(r)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 

@@ -140,12 +140,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rq.kinesisLegacyJSON() {
 		return // answered as Kinesis answers the JSON 1.0 content type
 	}
-	// A request for an operation, known or not, is checked first.
+	// A request for an operation, known or not, is checked first: its
+	// signature's form (signatureForm), then with Options.Auth its value.
+	if rq.op != "" && !h.opts.AllowUnsigned && !anonymousOK(rq) {
+		if err := signatureForm(rq); err != nil {
+			rq.fail(err)
+			return
+		}
+	}
 	if h.opts.Auth != nil && rq.op != "" {
 		if err := h.verify(r, body, rq.proto); err != nil {
-			if rq.proto == protoKinesis {
-				err = kinesisAuthError(rq, err)
-			}
 			rq.fail(err)
 			return
 		}

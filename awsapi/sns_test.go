@@ -361,7 +361,7 @@ func postTarget(t *testing.T, e *endpoint, target, contentType, body string) (*h
 	req, _ := http.NewRequest("POST", e.srv.URL+"/", strings.NewReader(body))
 	req.Header.Set("X-Amz-Target", target)
 	req.Header.Set("Content-Type", contentType)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(sign(req))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -274,7 +274,9 @@ func TestSQSQueryForm(t *testing.T) {
 		for i := 0; i < len(params); i += 2 {
 			v.Set(params[i], params[i+1])
 		}
-		resp, err := http.Post(e.srv.URL+"/", "application/x-www-form-urlencoded; charset=utf-8", strings.NewReader(v.Encode()))
+		req, _ := http.NewRequest("POST", e.srv.URL+"/", strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		resp, err := http.DefaultClient.Do(sign(req))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var file, awsAddr, authKeys string
+	var allowUnsigned bool
 	var so serveOptions
 	var every time.Duration
 	var obs observeFlags
@@ -79,7 +80,7 @@ goes on without it (an explicit --aws address must be free).`,
 			if err != nil {
 				return err
 			}
-			stopAWS, err := startAWS(cmd.OutOrStdout(), rn, awsAddr, cmd.Flags().Changed("aws"), g.logger(), auth)
+			stopAWS, err := startAWS(cmd.OutOrStdout(), rn, awsAddr, cmd.Flags().Changed("aws"), g.logger(), awsapi.Options{Auth: auth, AllowUnsigned: allowUnsigned})
 			if err != nil {
 				return err
 			}
@@ -113,7 +114,8 @@ goes on without it (an explicit --aws address must be free).`,
 	cmd.Flags().StringSliceVar(&so.cluster.Routes, "routes", nil, "the cluster nodes' route addresses, comma-separated (host1:6222,host2:6222,host3:6222)")
 	cmd.Flags().StringVar(&so.cluster.Name, "node-name", "", "this node's name in the cluster (default runnel-<cluster port>)")
 	cmd.Flags().IntVar(&so.replicas, "replicas", 0, "JetStream replicas of every stream and bucket (default 1; 3 with --cluster-listen)")
-	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...] (default: any credentials accepted)")
+	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...] (default: any credentials accepted, but a request must be signed, as AWS requires)")
+	cmd.Flags().BoolVar(&allowUnsigned, "allow-unsigned", false, "accept AWS requests without a SigV4 signature (hand-made ones, curl); AWS refuses them (MissingAuthenticationTokenException)")
 	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
 	obs.register(cmd.Flags())
@@ -124,7 +126,7 @@ goes on without it (an explicit --aws address must be free).`,
 // returned stop is called. An empty addr disables it; when the address is
 // the default (explicit false) and cannot be bound, it warns and serves
 // without it, so a second runnel (or a test) on the machine still starts.
-func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *slog.Logger, auth map[string]string) (stop func(), err error) {
+func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *slog.Logger, o awsapi.Options) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -137,7 +139,8 @@ func startAWS(w io.Writer, rn *runnel.Runnel, addr string, explicit bool, log *s
 		return func() {}, nil
 	}
 	// Functions' AWS SDKs call this endpoint (AWS_ENDPOINT_URL).
-	ep := awsapi.NewEndpoint(rn, awsapi.Options{Logger: log, Auth: auth}, awsapi.LambdaOptions{Logger: log, Endpoint: "http://" + ln.Addr().String()})
+	o.Logger = log
+	ep := awsapi.NewEndpoint(rn, o, awsapi.LambdaOptions{Logger: log, Endpoint: "http://" + ln.Addr().String()})
 	srv := awsapi.NewServer(addr, ep)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
