@@ -259,3 +259,38 @@ func TestKinesisLegacyJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamoDBAuthWording: DynamoDB refuses a request without a signature
+// in its own words, takes a header not starting with "AWS4-" for none,
+// lists the parts a malformed one lacks, and answers an operation it does
+// not have before looking at the signature (as dynalite's connection
+// tests record them from AWS).
+func TestDynamoDBAuthWording(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	for _, tt := range []struct {
+		target, auth  string
+		code, message string
+	}{
+		{"DynamoDB_20120810.ListTables", "", "MissingAuthenticationTokenException", "Request is missing Authentication Token"},
+		{"DynamoDB_20120810.ListTables", "AWS4", "MissingAuthenticationTokenException", "Request is missing Authentication Token"},
+		{"DynamoDB_20120810.ListTables", "AWS4-", "IncompleteSignatureException",
+			"Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter. " +
+				"Authorization header requires 'SignedHeaders' parameter. Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. Authorization=AWS4-"},
+		{"DynamoDB_20120810.ListTable", "", "UnknownOperationException", ""},
+	} {
+		rec := &recorder{header: map[string][]string{}}
+		h.ServeHTTP(rec, httpRequest("POST", "/", "{}", map[string]string{"X-Amz-Target": tt.target,
+			"Content-Type": "application/x-amz-json-1.0", "Authorization": tt.auth}))
+		var e struct {
+			Type    string `json:"__type"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(rec.body.Bytes(), &e)
+		if i := strings.LastIndexByte(e.Type, '#'); i >= 0 {
+			e.Type = e.Type[i+1:]
+		}
+		if rec.status != 400 || e.Type != tt.code || (tt.message != "" && e.Message != tt.message) {
+			t.Errorf("%s with Authorization %q: %d %s %q\nwant 400 %s %q", tt.target, tt.auth, rec.status, e.Type, e.Message, tt.code, tt.message)
+		}
+	}
+}

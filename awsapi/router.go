@@ -140,8 +140,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rq.kinesisLegacyJSON() {
 		return // answered as Kinesis answers the JSON 1.0 content type
 	}
-	// A request for an operation, known or not, is checked first: its
-	// signature's form (signatureForm), then with Options.Auth its value.
+	// An operation the service does not have is refused first (DynamoDB
+	// answers UnknownOperationException to an unsigned request naming
+	// none, as dynalite's connection tests record); then the signature's
+	// form (signatureForm), then with Options.Auth its value.
+	if err != nil {
+		rq.fail(err)
+		return
+	}
 	if rq.op != "" && !h.opts.AllowUnsigned && !anonymousOK(rq) {
 		if err := signatureForm(rq); err != nil {
 			rq.fail(err)
@@ -153,10 +159,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rq.fail(err)
 			return
 		}
-	}
-	if err != nil {
-		rq.fail(err)
-		return
 	}
 	rq.serve(op)
 }
