@@ -219,8 +219,12 @@ func (vd *validation) mismatch(s *shape, v any) {
 	default:
 		msg = fmt.Sprintf("%s cannot be converted to %s", tokenName(v), javaType(s))
 	}
-	if vd.svc == Kinesis {
+	switch vd.svc {
+	case Kinesis:
 		msg = kinesisMismatch(s, v)
+	case DynamoDB, DynamoDBStreams:
+		field := len(vd.at) > 0 && vd.at[len(vd.at)-1].elem == 0 && !vd.at[len(vd.at)-1].mapValue
+		msg = dynamoMismatch(s, v, field)
 	}
 	vd.serial = serialization(vd.svc, "%s", msg)
 }
@@ -360,6 +364,12 @@ func (vd *validation) scalar(s *shape, v any) {
 		if vd.svc == Kinesis {
 			if why := kinesisBase64(str); why != "" {
 				vd.serial = serialization(vd.svc, "'%s' can not be converted to a Blob: %s", str, why)
+				return
+			}
+		}
+		if vd.svc == DynamoDB || vd.svc == DynamoDBStreams {
+			if why := dynamoBase64(str); why != "" {
+				vd.serial = serialization(vd.svc, "%s", why)
 				return
 			}
 		}
