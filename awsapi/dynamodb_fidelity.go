@@ -150,5 +150,8 @@ func dynamoBody(typ, msg string) map[string]any {
 		}
 		return map[string]any{"__type": typ, "Message": msg}
 	}
+	if msg == "" {
+		return map[string]any{"__type": typ}
+	}
 	return map[string]any{"__type": typ, "message": msg}
 }

@@ -5,6 +5,7 @@ package awsapi_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/runnel-dev/runnel/awsapi"
@@ -100,4 +101,95 @@ func equalJSON(a, b map[string]any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestDynamoDBRefusalOrder: what DynamoDB refuses before it looks the
+// table up, in its order and words (dynamodb_order.go); "abc" does not
+// exist.
+func TestDynamoDBRefusalOrder(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	big := `"` + strings.Repeat("a", 400*1024) + `"`
+	for _, tt := range []struct{ target, body, message string }{
+		{"DescribeTable", `{}`, "The parameter 'TableName' is required but was not present in the request"},
+		{"UpdateTimeToLive", `{"TableName":""}`, "TableName must be at least 3 characters long and at most 255 characters long"},
+		{"TagResource", `{}`, "Invalid TableArn"},
+		{"GetItem", `{"TableName":"abc","Key":{"a":{}},"AttributesToGet":["a"],"ProjectionExpression":""}`,
+			"Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {AttributesToGet} Expression parameters: {ProjectionExpression}"},
+		{"DeleteItem", `{"TableName":"abc","Key":{},"ExpressionAttributeValues":{}}`,
+			"ExpressionAttributeValues can only be specified when using expressions: ConditionExpression is null"},
+		{"GetItem", `{"TableName":"abc","Key":{"a":{"S":"","N":""}}}`, "The parameter cannot be converted to a numeric value"},
+		{"GetItem", `{"TableName":"abc","Key":{"a":{"NS":["1","1"]}}}`, "Input collection contains duplicates"},
+		{"GetItem", `{"TableName":"abc","Key":{},"AttributesToGet":["a","a"]}`, "One or more parameter values were invalid: Duplicate value in attribute name: a"},
+		{"UpdateItem", `{"TableName":"abc","Key":{},"ExpressionAttributeNames":{"a":"a"},"ExpressionAttributeValues":{},"UpdateExpression":""}`,
+			`ExpressionAttributeNames contains invalid key: Syntax error; key: "a"`},
+		{"DeleteItem", `{"TableName":"abc","Key":{},"ExpressionAttributeValues":{":b":{"a":""},"b":{"S":"a"}},"ConditionExpression":""}`,
+			`ExpressionAttributeValues contains invalid key: Syntax error; key: "b"`},
+		{"DeleteItem", `{"TableName":"abc","Key":{},"ExpressionAttributeValues":{":b":{"SS":[]}},"ConditionExpression":""}`,
+			"ExpressionAttributeValues contains invalid value: One or more parameter values were invalid: An string set  may not be empty for key :b"},
+		{"UpdateItem", `{"TableName":"abc","Key":{},"ConditionExpression":"","UpdateExpression":""}`, "Invalid UpdateExpression: The expression can not be empty;"},
+		{"GetItem", `{"TableName":"abc","Key":{},"ProjectionExpression":"a","ExpressionAttributeNames":{"#a":"a"}}`,
+			"Value provided in ExpressionAttributeNames unused in expressions: keys: {#a}"},
+		{"PutItem", `{"TableName":"abc","Item":{},"ReturnValues":"ALL_NEW"}`, "ReturnValues can only be ALL_OLD or NONE"},
+		{"PutItem", `{"TableName":"abc","Item":{"a":{"S":"x"},"b":{"S":` + big + `}},"Expected":{"a":{}}}`, "Item size has exceeded the maximum allowed size"},
+		{"PutItem", `{"TableName":"abc","Item":{},"Expected":{"a":{}}}`, "One or more parameter values were invalid: Value must be provided when Exists is null for Attribute: a"},
+		{"PutItem", `{"TableName":"abc","Item":{},"Expected":{"a":{"ComparisonOperator":"LT"}}}`,
+			"One or more parameter values were invalid: Value or AttributeValueList must be used with ComparisonOperator: LT for Attribute: a"},
+		{"DeleteItem", `{"TableName":"abc","Key":{},"Expected":{"a":{"Value":{"S":"a"},"AttributeValueList":[]}}}`,
+			"One or more parameter values were invalid: Value and AttributeValueList cannot be used together for Attribute: a"},
+		{"BatchGetItem", `{"RequestItems":{"abc":{"Keys":[{"a":{"S":"x"},"b":{"N":"1"}},{"b":{"N":"1"},"a":{"S":"x"}}]}}}`, "Provided list of item keys contains duplicates"},
+		{"BatchWriteItem", `{"RequestItems":{"abc":[{}]}}`, "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"},
+		{"UpdateTable", `{"TableName":"abc","ProvisionedThroughput":{"WriteCapacityUnits":1000000000001,"ReadCapacityUnits":1000000000001}}`,
+			"Given value 1000000000001 for ReadCapacityUnits is out of bounds"},
+		{"UpdateTable", `{"TableName":"abc","GlobalSecondaryIndexUpdates":[{"Delete":{"IndexName":"abc"}},{"Delete":{"IndexName":"abc"}}]}`,
+			"One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously. Index: abc"},
+		{"TransactWriteItems", `{"TransactItems":[{"NotARealAction":{}}]}`, "The action or operation requested is invalid. Verify that the action is typed correctly."},
+	} {
+		status, body := rawCall(h, "DynamoDB_20120810."+tt.target, tt.body)
+		want := map[string]any{"__type": "com.amazon.coral.validate#ValidationException", "message": tt.message}
+		if status != 400 || !equalJSON(body, want) {
+			got, _ := json.Marshal(body)
+			t.Errorf("%s %.200s: %d %.300s, want %q", tt.target, tt.body, status, got, tt.message)
+		}
+	}
+}
+
+// TestDynamoDBKeyWording: a Key that does not match the table's key is
+// "The provided key element does not match the schema", as is an item
+// BatchWriteItem or TransactWriteItems writes; PutItem names the key.
+func TestDynamoDBKeyWording(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	if status, body := rawCall(h, "DynamoDB_20120810.CreateTable", `{"TableName":"hash","AttributeDefinitions":[{"AttributeName":"a","AttributeType":"S"}],`+
+		`"KeySchema":[{"AttributeName":"a","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`); status != 200 {
+		t.Fatalf("CreateTable: %d %v", status, body)
+	}
+	for _, tt := range []struct{ target, body, message string }{
+		{"GetItem", `{"TableName":"hash","Key":{"a":{"N":"1"}}}`, "The provided key element does not match the schema"},
+		{"GetItem", `{"TableName":"hash","Key":{"a":{"S":""}}}`,
+			"One or more parameter values were invalid: The AttributeValue for a key attribute cannot contain an empty string value. Key: a"},
+		{"BatchWriteItem", `{"RequestItems":{"hash":[{"PutRequest":{"Item":{"b":{"S":"x"}}}}]}}`, "The provided key element does not match the schema"},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"hash","Item":{"a":{"NULL":true}}}}]}`, "The provided key element does not match the schema"},
+		{"PutItem", `{"TableName":"hash","Item":{"a":{"N":"1"}}}`, "One or more parameter values were invalid: Type mismatch for key a expected: S actual: N"},
+	} {
+		status, body := rawCall(h, "DynamoDB_20120810."+tt.target, tt.body)
+		want := map[string]any{"__type": "com.amazon.coral.validate#ValidationException", "message": tt.message}
+		if status != 400 || !equalJSON(body, want) {
+			t.Errorf("%s %s: %d %v, want %q", tt.target, tt.body, status, body, tt.message)
+		}
+	}
+}
+
+// TestDynamoDBBareErrors: an empty body is a SerializationException
+// without a message, an operation DynamoDB does not have an
+// UnknownOperationException without one, as DynamoDB answers.
+func TestDynamoDBBareErrors(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	for _, tt := range []struct{ target, typ string }{
+		{"DynamoDB_20120810.ListTables", "com.amazon.coral.service#SerializationException"},
+		{"DynamoDB_20120810.ListTable", "com.amazon.coral.service#UnknownOperationException"},
+	} {
+		status, body := rawCall(h, tt.target, "")
+		if want := map[string]any{"__type": tt.typ}; status != 400 || !equalJSON(body, want) {
+			t.Errorf("%s: %d %v, want %v", tt.target, status, body, want)
+		}
+	}
 }

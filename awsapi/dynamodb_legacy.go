@@ -42,6 +42,9 @@ type legacyExpr struct {
 	names  map[string]string
 	values map[string]json.RawMessage
 	byName map[string]string
+	// expected: the conditions being translated are Expected's, which
+	// have a Value besides an AttributeValueList.
+	expected bool
 }
 
 // translateLegacy rewrites raw's legacy parameters as expressions; raw
@@ -90,6 +93,7 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		if err := json.Unmarshal(raw[t.from], &conds); err != nil {
 			return awserr.New(awserr.ErrSerialization, "%s: %v", t.from, err)
 		}
+		b.expected = t.from == "Expected"
 		e, err := b.conditions(conds, t.join)
 		if err != nil {
 			return err
@@ -179,22 +183,44 @@ func (b *legacyExpr) condition(attr string, c legacyCondition) (string, error) {
 	n := b.name(attr)
 	if c.ComparisonOperator == "" { // Expected's own form: Value and Exists
 		switch {
+		case c.AttributeValueList != nil && c.Value != nil:
+			return "", invalid("Value and AttributeValueList cannot be used together for Attribute: %s", attr)
+		case c.AttributeValueList != nil:
+			return "", invalid("AttributeValueList can only be used with a ComparisonOperator for Attribute: %s", attr)
 		case c.Exists != nil && !*c.Exists && c.Value != nil:
 			return "", invalid("Value cannot be used when Exists is false for Attribute: %s", attr)
 		case c.Exists != nil && !*c.Exists:
 			return "attribute_not_exists(" + n + ")", nil
+		case c.Value == nil && c.Exists == nil:
+			return "", invalid("Value must be provided when Exists is null for Attribute: %s", attr)
 		case c.Value == nil:
 			return "", invalid("Value must be provided when Exists is true for Attribute: %s", attr)
 		}
 		return n + " = " + b.value(c.Value), nil
 	}
-	if c.Value != nil || c.Exists != nil {
-		return "", invalid("Value or Exists cannot be used with ComparisonOperator for Attribute: %s", attr)
+	want, known := operands[c.ComparisonOperator]
+	switch {
+	case c.Exists != nil:
+		return "", invalid("Exists and ComparisonOperator cannot be used together for Attribute: %s", attr)
+	case c.Value != nil && c.AttributeValueList != nil:
+		return "", invalid("Value and AttributeValueList cannot be used together for Attribute: %s", attr)
+	case b.expected && c.Value == nil && c.AttributeValueList == nil && want != 0:
+		return "", invalid("Value or AttributeValueList must be used with ComparisonOperator: %s for Attribute: %s", c.ComparisonOperator, attr)
 	}
 	args := c.AttributeValueList
-	want, known := operands[c.ComparisonOperator]
+	if c.Value != nil {
+		args = []json.RawMessage{c.Value}
+	}
 	if !known || (want >= 0 && len(args) != want) || (want < 0 && len(args) == 0) {
 		return "", invalid("Invalid number of argument(s) for the %s ComparisonOperator", c.ComparisonOperator)
+	}
+	if len(args) > 1 {
+		first := legacyType(args[0])
+		for _, a := range args[1:] {
+			if legacyType(a) != first {
+				return "", invalid("AttributeValues inside AttributeValueList must be of same type")
+			}
+		}
 	}
 	vs := make([]string, len(args))
 	for i, a := range args {
@@ -257,4 +283,14 @@ func (b *legacyExpr) updates(raw json.RawMessage) (string, error) {
 		}
 	}
 	return strings.Join(out, " "), nil
+}
+
+// legacyType is the type of an attribute value as given ("S", "N"...).
+func legacyType(v json.RawMessage) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(v, &m)
+	for k := range m {
+		return k
+	}
+	return ""
 }

@@ -202,6 +202,11 @@ func (rq *request) route() (*Operation, error) {
 			if t.svc == SQS {
 				return nil, awserr.New(awserr.ErrUnsupportedOperation, "SQS operation %s is not supported by runnel", name)
 			}
+			if t.svc == DynamoDB {
+				if _, inAWS := modelOf(DynamoDB).Operations[name]; !inAWS {
+					return nil, awserr.New(awserr.ErrUnknownOperation, "") // DynamoDB says no more
+				}
+			}
 			return nil, awserr.New(awserr.ErrUnknownOperation, "%s operation %s is not supported by runnel", t.svc, name)
 		}
 	}

@@ -4,11 +4,14 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"math/big"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table/expr"
 )
 
@@ -136,6 +139,49 @@ func dataTypeName(v events.DynamoDBAttributeValue) string { return expr.TypeName
 // keyOf extracts the primary key of item. With exact, item must hold the
 // key attributes and nothing else (a Key parameter).
 func (sc schema) keyOf(item Item, exact bool) (key, error) {
+	k, err := sc.keyOfItem(item, exact)
+	if err != nil && exact {
+		// A Key parameter's mistakes are worded as DynamoDB words them
+		// for a key: any wrong type is a key that does not match.
+		msg := errMessage(err)
+		switch {
+		case strings.HasPrefix(msg, "One or more parameter values were invalid: Type mismatch for key "):
+			return k, validation("The provided key element does not match the schema")
+		case strings.HasPrefix(msg, keyNotValid):
+			return k, validation("One or more parameter values were invalid: %s", strings.TrimPrefix(msg, keyNotValid))
+		}
+	}
+	return k, err
+}
+
+// itemKeyMismatch is a key error of an item written by BatchWriteItem or
+// TransactWriteItems, which DynamoDB words as a key that does not match
+// (PutItem names the key).
+func itemKeyMismatch(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := errMessage(err)
+	if strings.HasPrefix(msg, "One or more parameter values were invalid: Missing the key ") ||
+		strings.HasPrefix(msg, "One or more parameter values were invalid: Type mismatch for key ") {
+		return validation("The provided key element does not match the schema")
+	}
+	return err
+}
+
+// errMessage is an error's message without its code.
+func errMessage(err error) string {
+	var e *awserr.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// keyNotValid begins PutItem's words for an empty key value.
+const keyNotValid = "One or more parameter values are not valid. "
+
+func (sc schema) keyOfItem(item Item, exact bool) (key, error) {
 	var k key
 	hv, ok := item[sc.hash]
 	if !ok {

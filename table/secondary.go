@@ -214,6 +214,9 @@ func checkIndex(in SecondaryIndex, types map[string]string, names map[string]boo
 			// runnel's words, after AWS's for ALL and KEYS_ONLY above.
 			return sc, validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
 		}
+	case "":
+		// Java's rendering of the absent value, in DynamoDB's words.
+		return sc, validation("One or more parameter values were invalid: Unknown ProjectionType: null")
 	default:
 		return sc, validation("One or more parameter values were invalid: Unknown ProjectionType: %s", p.ProjectionType)
 	}
