@@ -25,6 +25,16 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 )
 
+// dynamoMemberOrder is the order DynamoDB reports a shape's failed
+// members in where it is not the model's (see reorderMembers).
+var dynamoMemberOrder = map[string][]string{
+	"ProvisionedThroughput": {"WriteCapacityUnits", "ReadCapacityUnits"},
+}
+
+// maxDynamoFails is how many of a request's model failures DynamoDB
+// reports ("10 validation errors detected: ...").
+const maxDynamoFails = 10
+
 // dynamoJavaNS is the Java package of DynamoDB's shapes, in its messages.
 const dynamoJavaNS = "com.amazonaws.dynamodb.v20120810."
 

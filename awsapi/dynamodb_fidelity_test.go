@@ -143,6 +143,15 @@ func TestDynamoDBRefusalOrder(t *testing.T) {
 		{"UpdateTable", `{"TableName":"abc","GlobalSecondaryIndexUpdates":[{"Delete":{"IndexName":"abc"}},{"Delete":{"IndexName":"abc"}}]}`,
 			"One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously. Index: abc"},
 		{"TransactWriteItems", `{"TransactItems":[{"NotARealAction":{}}]}`, "The action or operation requested is invalid. Verify that the action is typed correctly."},
+		{"UpdateItem", `{"TableName":"abc","Key":{},"AttributeUpdates":{"a":{"Action":"DELETE","Value":{"S":"1"}}}}`,
+			"One or more parameter values were invalid: DELETE action with value is not supported for the type S"},
+		{"UpdateItem", `{"TableName":"abc","Key":{},"AttributeUpdates":{"a":{"Action":"ADD","Value":{"B":"Yg=="}}}}`,
+			"One or more parameter values were invalid: ADD action is not supported for the type B"},
+		{"UpdateItem", `{"TableName":"abc","Key":{},"Expected":{"a":{}},"AttributeUpdates":{"a":{"x":"whatever"}}}`,
+			"One or more parameter values were invalid: Only DELETE action is allowed when no attribute value is specified"},
+		{"UpdateTable", `{"TableName":"abc","ProvisionedThroughput":{}}`,
+			"2 validation errors detected: Value null at 'provisionedThroughput.writeCapacityUnits' failed to satisfy constraint: Member must not be null; " +
+				"Value null at 'provisionedThroughput.readCapacityUnits' failed to satisfy constraint: Member must not be null"},
 	} {
 		status, body := rawCall(h, "DynamoDB_20120810."+tt.target, tt.body)
 		want := map[string]any{"__type": "com.amazon.coral.validate#ValidationException", "message": tt.message}
@@ -169,6 +178,8 @@ func TestDynamoDBKeyWording(t *testing.T) {
 		{"BatchWriteItem", `{"RequestItems":{"hash":[{"PutRequest":{"Item":{"b":{"S":"x"}}}}]}}`, "The provided key element does not match the schema"},
 		{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"hash","Item":{"a":{"NULL":true}}}}]}`, "The provided key element does not match the schema"},
 		{"PutItem", `{"TableName":"hash","Item":{"a":{"N":"1"}}}`, "One or more parameter values were invalid: Type mismatch for key a expected: S actual: N"},
+		{"GetItem", `{"TableName":"hash","Key":{"a":{"S":"x"}},"ProjectionExpression":"#a.b","ExpressionAttributeNames":{"#a":"a"}}`,
+			"Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: a"},
 	} {
 		status, body := rawCall(h, "DynamoDB_20120810."+tt.target, tt.body)
 		want := map[string]any{"__type": "com.amazon.coral.validate#ValidationException", "message": tt.message}
@@ -191,5 +202,33 @@ func TestDynamoDBBareErrors(t *testing.T) {
 		if want := map[string]any{"__type": tt.typ}; status != 400 || !equalJSON(body, want) {
 			t.Errorf("%s: %d %v, want %v", tt.target, status, body, want)
 		}
+	}
+}
+
+// TestDynamoDBLegacyAndLimits: AttributeUpdates' ADD of a list appends to
+// it; a name that begins with "_" is a syntax error; DynamoDB reports at
+// most ten model failures.
+func TestDynamoDBLegacyAndLimits(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	if status, body := rawCall(h, "DynamoDB_20120810.CreateTable", `{"TableName":"hash","AttributeDefinitions":[{"AttributeName":"a","AttributeType":"S"}],`+
+		`"KeySchema":[{"AttributeName":"a","KeyType":"HASH"}],"BillingMode":"PAY_PER_REQUEST"}`); status != 200 {
+		t.Fatalf("CreateTable: %d %v", status, body)
+	}
+	for i, list := range []string{`[{"S":"a"}]`, `[{"N":"1"}]`} {
+		status, body := rawCall(h, "DynamoDB_20120810.UpdateItem", `{"TableName":"hash","Key":{"a":{"S":"k"}},"ReturnValues":"UPDATED_NEW",`+
+			`"AttributeUpdates":{"l":{"Action":"ADD","Value":{"L":`+list+`}}}}`)
+		want := []string{`{"Attributes":{"l":{"L":[{"S":"a"}]}}}`, `{"Attributes":{"l":{"L":[{"S":"a"},{"N":"1"}]}}}`}[i]
+		if got, _ := json.Marshal(body); status != 200 || string(got) != want {
+			t.Fatalf("ADD %s: %d %s, want %s", list, status, got, want)
+		}
+	}
+	status, body := rawCall(h, "DynamoDB_20120810.PutItem", `{"TableName":"hash","Item":{"a":{"S":"k"}},"ConditionExpression":"attribute_not_exists(_c)"}`)
+	if msg, _ := body["message"].(string); status != 400 || !strings.HasPrefix(msg, "Invalid ConditionExpression: Syntax error; ") {
+		t.Errorf("_c: %d %v, want a syntax error", status, body)
+	}
+	lsis := strings.Repeat(`{},`, 8) + `{}`
+	status, body = rawCall(h, "DynamoDB_20120810.CreateTable", `{"TableName":"abc","LocalSecondaryIndexes":[`+lsis+`]}`)
+	if msg, _ := body["message"].(string); status != 400 || !strings.HasPrefix(msg, "10 validation errors detected: ") {
+		t.Errorf("nine empty LSIs: %d %v, want 10 failures", status, body)
 	}
 }

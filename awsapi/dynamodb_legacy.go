@@ -15,6 +15,7 @@ package awsapi
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,6 +81,15 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		_ = json.Unmarshal(op, &s) // the model's enum holds: AND or OR
 		join = " " + s + " "
 	}
+	if raw["AttributeUpdates"] != nil {
+		e, err := b.updates(raw["AttributeUpdates"])
+		if err != nil {
+			return err
+		}
+		if e != "" {
+			raw["UpdateExpression"], _ = json.Marshal(e)
+		}
+	}
 	for _, t := range []struct{ from, to, join string }{
 		{"Expected", "ConditionExpression", join},
 		{"KeyConditions", "KeyConditionExpression", " AND "},
@@ -100,15 +110,6 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		}
 		if e != "" {
 			raw[t.to], _ = json.Marshal(e)
-		}
-	}
-	if raw["AttributeUpdates"] != nil {
-		e, err := b.updates(raw["AttributeUpdates"])
-		if err != nil {
-			return err
-		}
-		if e != "" {
-			raw["UpdateExpression"], _ = json.Marshal(e)
 		}
 	}
 	if raw["AttributesToGet"] != nil {
@@ -270,6 +271,14 @@ func (b *legacyExpr) updates(raw json.RawMessage) (string, error) {
 			clauses["REMOVE"] = append(clauses["REMOVE"], n)
 		case u.Value == nil:
 			return "", awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: Only DELETE action is allowed when no attribute value is specified")
+		case u.Action == "DELETE" && !slices.Contains([]string{"SS", "NS", "BS"}, legacyType(u.Value)):
+			return "", awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: DELETE action with value is not supported for the type %s", legacyType(u.Value))
+		case u.Action == "ADD" && !slices.Contains([]string{"N", "SS", "NS", "BS", "L"}, legacyType(u.Value)):
+			return "", awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: ADD action is not supported for the type %s", legacyType(u.Value))
+		case u.Action == "ADD" && legacyType(u.Value) == "L":
+			// ADD appends to a list (an expression's ADD takes none).
+			empty := b.value(json.RawMessage(`{"L":[]}`))
+			clauses["SET"] = append(clauses["SET"], n+" = list_append(if_not_exists("+n+", "+empty+"), "+b.value(u.Value)+")")
 		case u.Action == "ADD" || u.Action == "DELETE":
 			clauses[u.Action] = append(clauses[u.Action], n+" "+b.value(u.Value))
 		default: // PUT

@@ -138,10 +138,10 @@ var kinesisMemberOrder = map[string][]string{
 	"UpdateShardCountInput":              {"ScalingType", "StreamName", "TargetShardCount"},
 }
 
-// kinesisReorder puts the members of m's input shapes in
-// kinesisMemberOrder.
-func kinesisReorder(m *model) {
-	for name, order := range kinesisMemberOrder {
+// reorderMembers puts the members of m's shapes in the order given by
+// shape (kinesisMemberOrder, dynamoMemberOrder).
+func reorderMembers(m *model, orders map[string][]string) {
+	for name, order := range orders {
 		s := m.Shapes[name]
 		if s == nil {
 			continue

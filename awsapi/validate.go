@@ -194,6 +194,9 @@ func (vd *validation) err() error {
 	if code == nil {
 		code = awserr.ErrValidation
 	}
+	if vd.svc == DynamoDB && len(vd.fails) > maxDynamoFails {
+		vd.fails = vd.fails[:maxDynamoFails] // DynamoDB reports the first ten
+	}
 	switch {
 	case vd.serial != nil:
 		return vd.serial

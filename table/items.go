@@ -136,6 +136,9 @@ type op struct {
 	next func(old Item) (Item, error)
 	// returnOld: put the current item in ConditionalCheckFailedError.
 	returnOld bool
+	// update: an UpdateItem's, whose item over the limit DynamoDB words
+	// as an "item size to update".
+	update bool
 }
 
 // prepare checks the op's condition against the current item and computes
@@ -172,6 +175,9 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	}
 	p = o.t.newChange(o.k, old, nw, false)
 	if p != nil && nw != nil && p.size > MaxItemSize {
+		if o.update {
+			return old, nil, validation("Item size to update has exceeded the maximum allowed size")
+		}
 		return old, nil, validation("Item size has exceeded the maximum allowed size")
 	}
 	return old, p, nil
@@ -358,6 +364,9 @@ func (s *Service) getOp(table string, keyItem Item, projText string, names map[s
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := t.scalarKeys(proj); err != nil {
+		return nil, nil, err
+	}
 	return &op{t: t, k: k}, proj, nil
 }
 
@@ -464,7 +473,7 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 		return nil, nil, exprErr(err)
 	}
 	keys := k.keys
-	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(old Item) (Item, error) {
+	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, update: true, next: func(old Item) (Item, error) {
 		base := old
 		if base == nil {
 			base = copyItem(keys)
@@ -497,4 +506,23 @@ func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[s
 		return nil, err
 	}
 	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(Item) (Item, error) { return nil, nil }}, nil
+}
+
+// scalarKeys refuses a projection into a key attribute of the table or of
+// an index (a.b, a[0]), in DynamoDB's words.
+func (t *Table) scalarKeys(proj *expr.Projection) error {
+	if proj == nil {
+		return nil
+	}
+	for _, n := range proj.NestedNames() {
+		if n == t.schema.hash || n == t.schema.rng {
+			return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: %s", n)
+		}
+		for _, x := range t.indexes() {
+			if n == x.sc.hash || n == x.sc.rng {
+				return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: %s", n)
+			}
+		}
+	}
+	return nil
 }

@@ -92,7 +92,7 @@ func TestItemsUpTo400KBAndNoLarger(t *testing.T) {
 	if err := set("small"); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, set(fill+"x"), awserr.ErrValidation, "Item size has exceeded the maximum allowed size")
+	wantError(t, set(fill+"x"), awserr.ErrValidation, "Item size to update has exceeded the maximum allowed size")
 	if it := get(t, tb, "sized", key); it["v"].String() != "small" {
 		t.Fatalf("a refused update changed the item: v has %d bytes", len(it["v"].String()))
 	}

@@ -143,6 +143,12 @@ var validIndexName = tableNameRE
 // and AttributeDefinitions (types), and that every definition is a key
 // attribute of the table or an index. It returns their descriptions.
 func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryIndex) (g, l []IndexDescription, err error) {
+	if lsis != nil && len(lsis) == 0 {
+		return nil, nil, validation("One or more parameter values were invalid: List of LocalSecondaryIndexes is empty")
+	}
+	if gsis != nil && len(gsis) == 0 {
+		return nil, nil, validation("One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty")
+	}
 	if len(lsis) > 0 && tbl.rng == "" {
 		return nil, nil, validation("One or more parameter values were invalid: Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
 	}
@@ -157,7 +163,7 @@ func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryInd
 	projected := 0
 	for i, in := range append(append([]SecondaryIndex{}, lsis...), gsis...) {
 		local := i < len(lsis)
-		sc, err := checkIndex(in, types, names)
+		sc, err := checkIndexKey(in, types, names)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -168,6 +174,9 @@ func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryInd
 			if sc.hash != tbl.hash {
 				return nil, nil, validation("One or more parameter values were invalid: Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", in.IndexName, sc.hash, tbl.hash)
 			}
+		}
+		if err := checkProjection(in.Projection); err != nil {
+			return nil, nil, err
 		}
 		used[sc.hash], used[sc.rng] = true, true
 		projected += len(in.Projection.NonKeyAttributes)
@@ -192,6 +201,16 @@ func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryInd
 // checkIndex validates one index's name (unique among names, which it
 // joins), key schema and projection.
 func checkIndex(in SecondaryIndex, types map[string]string, names map[string]bool) (schema, error) {
+	sc, err := checkIndexKey(in, types, names)
+	if err != nil {
+		return sc, err
+	}
+	return sc, checkProjection(in.Projection)
+}
+
+// checkIndexKey validates one index's name (unique among names, which it
+// joins) and key schema.
+func checkIndexKey(in SecondaryIndex, types map[string]string, names map[string]bool) (schema, error) {
 	if !validIndexName.MatchString(in.IndexName) {
 		return schema{}, validation("1 validation error detected: Value '%s' at 'indexName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.IndexName)
 	}
@@ -199,28 +218,28 @@ func checkIndex(in SecondaryIndex, types map[string]string, names map[string]boo
 		return schema{}, validation("One or more parameter values were invalid: Duplicate index name: %s", in.IndexName)
 	}
 	names[in.IndexName] = true
-	sc, err := schemaOf(in.KeySchema, types)
-	if err != nil {
-		return sc, err
-	}
-	p := in.Projection
+	return indexSchemaOf(in.KeySchema, types)
+}
+
+// checkProjection validates an index's projection.
+func checkProjection(p Projection) error {
 	switch p.ProjectionType {
 	case ProjectAll, ProjectKeysOnly:
 		if len(p.NonKeyAttributes) > 0 {
-			return sc, validation("One or more parameter values were invalid: ProjectionType is %s, but NonKeyAttributes is specified", p.ProjectionType)
+			return validation("One or more parameter values were invalid: ProjectionType is %s, but NonKeyAttributes is specified", p.ProjectionType)
 		}
 	case ProjectInclude:
 		if len(p.NonKeyAttributes) == 0 {
 			// runnel's words, after AWS's for ALL and KEYS_ONLY above.
-			return sc, validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+			return validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
 		}
 	case "":
 		// Java's rendering of the absent value, in DynamoDB's words.
-		return sc, validation("One or more parameter values were invalid: Unknown ProjectionType: null")
+		return validation("One or more parameter values were invalid: Unknown ProjectionType: null")
 	default:
-		return sc, validation("One or more parameter values were invalid: Unknown ProjectionType: %s", p.ProjectionType)
+		return validation("One or more parameter values were invalid: Unknown ProjectionType: %s", p.ProjectionType)
 	}
-	return sc, nil
+	return nil
 }
 
 // openIndexes makes the table's open indexes those of its description
@@ -245,7 +264,7 @@ func (t *Table) openIndexes() error {
 			out = append(out, x)
 			continue
 		}
-		sc, err := schemaOf(d.KeySchema, types)
+		sc, err := indexSchemaOf(d.KeySchema, types)
 		if err != nil {
 			return fmt.Errorf("index %s: %w", d.IndexName, err)
 		}
