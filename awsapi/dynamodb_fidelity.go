@@ -19,6 +19,7 @@ package awsapi
 //     operations name it.
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -164,4 +165,57 @@ func dynamoBody(typ, msg string) map[string]any {
 		return map[string]any{"__type": typ}
 	}
 	return map[string]any{"__type": typ, "message": msg}
+}
+
+// dynamoBooleanStrings are the strings DynamoDB's reader takes for an
+// attribute value's BOOL or NULL, and what they read as.
+var dynamoBooleanStrings = map[string]bool{"true": true, "false": false, "yes": true, "no": false, "1": true, "0": false}
+
+// dynamoStringBooleans is body with an attribute value's BOOL or NULL
+// given as a string DynamoDB takes ({"NULL": "no"}, {"BOOL": "1"}) as the
+// boolean it reads, so that the value's own rules then apply ("Null
+// attribute value types must have the true value"); body as it is when
+// it has none.
+func dynamoStringBooleans(body []byte) []byte {
+	if !bytes.Contains(body, []byte(`"NULL"`)) && !bytes.Contains(body, []byte(`"BOOL"`)) {
+		return body
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return body
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		changed := false
+		switch t := v.(type) {
+		case map[string]any:
+			if len(t) == 1 {
+				for _, k := range []string{"NULL", "BOOL"} {
+					if s, ok := t[k].(string); ok {
+						if b, ok := dynamoBooleanStrings[s]; ok {
+							t[k], changed = b, true
+						}
+					}
+				}
+			}
+			for _, e := range t {
+				changed = walk(e) || changed
+			}
+		case []any:
+			for _, e := range t {
+				changed = walk(e) || changed
+			}
+		}
+		return changed
+	}
+	if !walk(v) {
+		return body
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return out
 }

@@ -149,6 +149,9 @@ func TestDynamoDBRefusalOrder(t *testing.T) {
 			"One or more parameter values were invalid: ADD action is not supported for the type B"},
 		{"UpdateItem", `{"TableName":"abc","Key":{},"Expected":{"a":{}},"AttributeUpdates":{"a":{"x":"whatever"}}}`,
 			"One or more parameter values were invalid: Only DELETE action is allowed when no attribute value is specified"},
+		{"DeleteItem", `{"TableName":"abc","Key":{},"Expected":{"a":{"ComparisonOperator":"BETWEEN","AttributeValueList":[{"S":"b"},{"S":"a"}]}}}`,
+			"The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"},
+		{"GetItem", `{"TableName":"abc","Key":{"a":{"NULL":"no"}}}`, "One or more parameter values were invalid: Null attribute value types must have the true value"},
 		{"UpdateTable", `{"TableName":"abc","ProvisionedThroughput":{}}`,
 			"2 validation errors detected: Value null at 'provisionedThroughput.writeCapacityUnits' failed to satisfy constraint: Member must not be null; " +
 				"Value null at 'provisionedThroughput.readCapacityUnits' failed to satisfy constraint: Member must not be null"},

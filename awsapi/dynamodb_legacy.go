@@ -19,7 +19,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table/expr"
 )
 
 // legacyParams are the legacy parameters, and expressionParams the
@@ -220,6 +223,14 @@ func (b *legacyExpr) condition(attr string, c legacyCondition) (string, error) {
 		for _, a := range args[1:] {
 			if legacyType(a) != first {
 				return "", invalid("AttributeValues inside AttributeValueList must be of same type")
+			}
+		}
+	}
+	if c.ComparisonOperator == "BETWEEN" {
+		var lo, hi events.DynamoDBAttributeValue
+		if json.Unmarshal(args[0], &lo) == nil && json.Unmarshal(args[1], &hi) == nil {
+			if cmp, ok := expr.Compare(lo, hi); ok && cmp > 0 {
+				return "", awserr.New(awserr.ErrValidation, "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound")
 			}
 		}
 	}

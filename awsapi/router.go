@@ -333,6 +333,9 @@ func (rq *request) serve(op *Operation) {
 		rq.fail(err)
 		return
 	}
+	if rq.proto == protoDynamoDB {
+		rq.body = dynamoStringBooleans(rq.body)
+	}
 	var uri map[string]string
 	if rq.proto == protoLambda {
 		uri = map[string]string{"FunctionName": rq.r.PathValue("name"), "UUID": rq.r.PathValue("uuid"),

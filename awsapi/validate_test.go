@@ -112,7 +112,7 @@ func TestMalformedAttributeValues(t *testing.T) {
 		{`{"L":[1]}`, "SerializationException", "Unexpected value type in payload"},
 		{`{"M":{"a":"b"}}`, "SerializationException", "Unexpected value type in payload"},
 		{`{"M":{"a":{"BS":[true]}}}`, "SerializationException", "only base-64-encoded strings are convertible to bytes"},
-		{`{"BOOL":"yes"}`, "SerializationException", "Unexpected token received from parser"},
+		{`{"BOOL":"23"}`, "SerializationException", "Unexpected token received from parser"}, // "yes", "no", "1", "0" read as booleans
 		{`"x"`, "SerializationException", "Unexpected value type in payload"},
 		{`[]`, "SerializationException", "Unrecognized collection type class com.amazonaws.dynamodb.v20120810.AttributeValue"},
 		{`{"NULL":false}`, "ValidationException", "One or more parameter values were invalid: Null attribute value types must have the true value"},
