@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table/expr"
@@ -170,6 +171,11 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	}
 	if nw != nil {
 		if err := o.t.checkIndexKeys(nw); err != nil {
+			if o.update && strings.HasPrefix(errMessage(err), msgIndexKeyType) {
+				// A value read from the item (SET c = e): the types
+				// known up front were checked by indexUpdateRules.
+				err = validation("The update expression attempted to update the secondary index key to unsupported type")
+			}
 			return old, nil, err
 		}
 	}
@@ -463,6 +469,9 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 			if p == t.schema.hash || p == t.schema.rng {
 				return nil, nil, validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", p)
 			}
+		}
+		if err := t.indexUpdateRules(upd); err != nil {
+			return nil, nil, err
 		}
 	}
 	cond, err := s.condition(condition, c)

@@ -293,6 +293,33 @@ func (t *Table) index(name string) *secondary {
 	return nil
 }
 
+const msgIndexKeyType = "One or more parameter values were invalid: Type mismatch for Index Key "
+
+// indexUpdateRules refuses, before the item is read, an update that gives
+// a secondary index's key attribute a value of another type when the type
+// is known from the expression (a :value, arithmetic, list_append, ADD),
+// then one whose paths go into an index key attribute (d.b, d[1]), in
+// DynamoDB's words and order.
+func (t *Table) indexUpdateRules(upd *expr.Update) error {
+	for _, nt := range upd.StaticTypes() {
+		for _, x := range t.indexes() {
+			for _, a := range [][2]string{{x.sc.hash, x.sc.hashType}, {x.sc.rng, x.sc.rngType}} {
+				if a[0] != "" && a[0] == nt.Name && a[1] != nt.Type {
+					return validation(msgIndexKeyType+"%s Expected: %s Actual: %s IndexName: %s", a[0], a[1], nt.Type, x.name)
+				}
+			}
+		}
+	}
+	for _, n := range upd.NestedNames() {
+		for _, x := range t.indexes() {
+			if n == x.sc.hash || n == x.sc.rng {
+				return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: %s", n)
+			}
+		}
+	}
+	return nil
+}
+
 // checkIndexKeys refuses an item whose value for an index key attribute
 // is of another type than the definition's, an empty string or binary,
 // or longer than a key may be (2048 bytes for a partition key, 1024 for a
@@ -306,7 +333,7 @@ func (t *Table) checkIndexKeys(it Item) error {
 				continue
 			}
 			if got := dataTypeName(v); got != a[1] {
-				return validation("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", a[0], a[1], got, x.name)
+				return validation(msgIndexKeyType+"%s Expected: %s Actual: %s IndexName: %s", a[0], a[1], got, x.name)
 			}
 			if (a[1] == TypeS && v.String() == "") || (a[1] == TypeB && len(v.Binary()) == 0) {
 				return validation("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", map[string]string{TypeS: "string", TypeB: "binary"}[a[1]], x.name, a[0])

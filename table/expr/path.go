@@ -188,6 +188,25 @@ func setIn(v events.DynamoDBAttributeValue, p path, nv events.DynamoDBAttributeV
 	return events.NewMapAttribute(m), nil
 }
 
+// parentOK reports whether p's parent exists in item as the container its
+// last step needs (a map for a name, a list for an index). REMOVE and
+// DELETE of a path whose parent is missing or of another type are
+// refused as "The document path provided in the update expression is
+// invalid for update", as SET's are; a missing last step is not.
+func parentOK(item Item, p path) bool {
+	if len(p) == 1 {
+		return true
+	}
+	parent, ok := get(item, p[:len(p)-1])
+	if !ok {
+		return false
+	}
+	if p[len(p)-1].isIndex {
+		return parent.DataType() == events.DataTypeList
+	}
+	return parent.DataType() == events.DataTypeMap
+}
+
 // remove returns item (owned by Update.Apply) without p; a missing path (or a step of
 // the wrong type) leaves the item as it is. Removing a list element shifts
 // the later ones down.

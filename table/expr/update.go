@@ -155,10 +155,27 @@ func (p *parser) updateAction(kind actionKind) (action, error) {
 }
 
 func (p *parser) setValue() (*setValue, error) {
-	l, err := p.updOperand()
-	if err != nil {
-		return nil, err
+	var l *updOperand
+	if p.isPunct("(") { // "SET a = ((b) + (:v))", "SET a = (b) + :v"
+		p.next()
+		in, err := p.setValue()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		if in.op != "" {
+			return in, nil
+		}
+		l = in.l
+	} else {
+		var err error
+		if l, err = p.updOperand(); err != nil {
+			return nil, err
+		}
 	}
+	var err error
 	sv := &setValue{l: l}
 	if p.isPunct("+") || p.isPunct("-") {
 		sv.op = p.next().text
@@ -264,7 +281,8 @@ func (u *Update) Paths() []string { return topNames(u.paths) }
 // update creates the attributes it sets (the caller adds the key).
 //
 // All SET operands are read from old, so "SET a = b, b = a" swaps.
-// REMOVE of a missing path does nothing; REMOVE of several elements of one
+// REMOVE of a missing path does nothing (a missing or mistyped parent is
+// "invalid for update"); REMOVE of several elements of one
 // list removes the elements at their positions in old. ADD of a number to a
 // missing attribute stores the number; ADD to a set is a union; DELETE from
 // a set is a difference, and an emptied set is removed (DynamoDB has no
@@ -312,6 +330,9 @@ func (u *Update) Apply(old Item) (Item, error) {
 	// Later list positions first, so earlier positions still name the old elements.
 	slices.SortFunc(removes, func(a, b path) int { return cmpPath(b, a) })
 	for _, pa := range removes {
+		if !parentOK(item, pa) {
+			return nil, validation(msgInvalidPath)
+		}
 		item = remove(item, pa)
 	}
 	for _, a := range u.actions {
@@ -366,6 +387,9 @@ func applyAdd(item Item, pa path, val events.DynamoDBAttributeValue) (Item, erro
 func applyDelete(item Item, pa path, val events.DynamoDBAttributeValue) (Item, error) {
 	cur, ok := lookup(item, pa)
 	if !ok {
+		if !parentOK(item, pa) {
+			return nil, validation(msgInvalidPath)
+		}
 		return item, nil
 	}
 	if cur.DataType() != val.DataType() {
