@@ -440,11 +440,9 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 			src = old
 		}
 		if upd != nil && src != nil {
-			out.Attributes = Item{}
-			for _, p := range upd.Paths() {
-				if v, ok := src[p]; ok {
-					out.Attributes[p] = v
-				}
+			out.Attributes = upd.Projection().Apply(src)
+			if out.Attributes == nil {
+				out.Attributes = Item{}
 			}
 		}
 	}

@@ -272,8 +272,8 @@ func (p *parser) updFunction() (*updOperand, error) {
 // Paths returns the top-level attribute names the update writes or
 // removes, each once, in source order ("a.b[1]" gives "a"). The caller uses
 // it to refuse updates of key attributes ("Cannot update attribute pk.
-// This attribute is part of the key") and to compute UPDATED_OLD and
-// UPDATED_NEW return values.
+// This attribute is part of the key"); UPDATED_OLD and UPDATED_NEW use
+// [Update.Projection].
 func (u *Update) Paths() []string { return topNames(u.paths) }
 
 // Apply returns the item after the update; old is not modified (the new
@@ -313,9 +313,17 @@ func (u *Update) Apply(old Item) (Item, error) {
 	// (set and remove copy only the nested containers they change).
 	item := make(Item, len(old)+len(u.actions))
 	maps.Copy(item, old)
+	// SET and then ADD/DELETE apply in path order, not source order: "SET
+	// l[4] = :x, l[2] = :y" on a two-element list appends :y, then :x
+	// (as DynamoDB does; paths never overlap).
+	order := make([]int, len(u.actions))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmpPath(u.actions[i].path, u.actions[j].path) })
 	var err error
-	for i, a := range u.actions {
-		if a.kind == actSet {
+	for _, i := range order {
+		if a := u.actions[i]; a.kind == actSet {
 			if item, err = set(item, a.path, values[i]); err != nil {
 				return nil, err
 			}
@@ -335,8 +343,8 @@ func (u *Update) Apply(old Item) (Item, error) {
 		}
 		item = remove(item, pa)
 	}
-	for _, a := range u.actions {
-		switch a.kind {
+	for _, i := range order {
+		switch a := u.actions[i]; a.kind {
 		case actAdd:
 			item, err = applyAdd(item, a.path, a.val.at(u.vals))
 		case actDelete:

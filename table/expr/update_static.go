@@ -73,3 +73,18 @@ func (u *Update) NestedNames() []string {
 	}
 	return out
 }
+
+// Projection is the projection of the paths the update writes or removes:
+// UPDATED_OLD and UPDATED_NEW return these paths of the old or new item,
+// nested ones in their structure ("SET m.a = :v" gives {m: {a: ...}}).
+func (u *Update) Projection() *Projection {
+	pr := &Projection{paths: u.paths, root: &projNode{}}
+	for _, pa := range u.paths {
+		n := pr.root
+		for _, e := range pa {
+			n = n.child(e)
+		}
+		n.leaf = true
+	}
+	return pr
+}

@@ -28,6 +28,8 @@ func TestUpdateApply(t *testing.T) {
 		{"set parenthesized operands", "SET s = (:s), n = (n) + (:one)", nil, `{"n": {"N": "10"}}`, `{"s": {"S": "x"}, "n": {"N": "11"}}`},
 		{"set nested parentheses", "SET n = ((n)+(:one)), s = (:s)", nil, `{"n": {"N": "10"}}`, `{"s": {"S": "x"}, "n": {"N": "11"}}`},
 		{"set parenthesized sum", "SET n = (n - :one)", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "9"}}`},
+		{"list positions in path order", "SET l[4] = :s, l[2] = :one ADD l[9] :ss, l[8] :one", nil, `{"l": {"L": [{"S": "a"}, {"S": "b"}]}}`,
+			`{"l": {"L": [{"S": "a"}, {"S": "b"}, {"N": "1"}, {"S": "x"}, {"N": "1"}, {"SS": ["c", "a"]}]}}`},
 		{"set minus", "set n = n - :neg", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "12.5"}}`},
 		{"set minus exact", "SET n = :tenth - n", nil, `{"n": {"N": "0.3"}}`, `{"n": {"N": "-0.2"}}`},
 		{"if_not_exists absent", "SET n = if_not_exists(n, :one)", nil, `{}`, `{"n": {"N": "1"}}`},
@@ -208,5 +210,32 @@ func TestUpdatePaths(t *testing.T) {
 	}
 	if got, want := u.Paths(), []string{"a", "list", "c", "a2", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("Paths = %v, want %v", got, want)
+	}
+}
+
+// TestUpdateProjection: UPDATED_OLD and UPDATED_NEW are the written and
+// removed paths of the item, nested ones in their structure and list
+// elements compacted (dynalite's suite, recorded against AWS).
+func TestUpdateProjection(t *testing.T) {
+	vals := `{":a": {"N": "2"}, ":b": {"SS": ["a"]}}`
+	u, err := ParseUpdate("set b.c=((c[1])+(b.a)),b.a = a,c[1] = a, c[4] = b.a - b.b, c[2] = b.c add c[8] :b, c[6] :a", &Context{Values: values(t, vals)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := item(t, `{"a": {"S": "k"}, "b": {"M": {"a": {"N": "1"}, "b": {"N": "2"}, "c": {"N": "3"}}}, "c": {"L": [{"N": "1"}, {"N": "3"}]}}`)
+	nw, err := u.Apply(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantItem(t, nw, `{"a": {"S": "k"}, "b": {"M": {"a": {"S": "k"}, "b": {"N": "2"}, "c": {"N": "4"}}},
+		"c": {"L": [{"N": "1"}, {"S": "k"}, {"N": "3"}, {"N": "-1"}, {"N": "2"}, {"SS": ["a"]}]}}`)
+	wantItem(t, u.Projection().Apply(nw), `{"b": {"M": {"a": {"S": "k"}, "c": {"N": "4"}}}, "c": {"L": [{"S": "k"}, {"N": "3"}, {"N": "2"}]}}`)
+	wantItem(t, u.Projection().Apply(old), `{"b": {"M": {"a": {"N": "1"}, "c": {"N": "3"}}}, "c": {"L": [{"N": "3"}]}}`)
+}
+
+func wantItem(t *testing.T, got Item, want string) {
+	t.Helper()
+	if !same(t, got, want) {
+		t.Fatalf("got\n %s\nwant\n %s", text(t, got), text(t, item(t, want)))
 	}
 }
