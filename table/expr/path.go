@@ -69,22 +69,28 @@ func topNames(paths []path) []string {
 
 // checkOverlap refuses two paths of which one is a prefix of the other
 // ("overlap") or that use the same step once as a map key and once as a
-// list index ("conflict"), with DynamoDB's messages.
+// list index ("conflict"), with DynamoDB's messages. DynamoDB looks for
+// an overlap among all the pairs before it looks for a conflict.
 func (p *parser) checkOverlap(paths []path) error {
-	for j := range paths {
-		for i := range j {
-			a, b := paths[i], paths[j]
-			k := 0
-			for ; k < len(a) && k < len(b); k++ {
-				if a[k].isIndex != b[k].isIndex {
-					return p.fail("Two document paths conflict with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
+	for _, conflicts := range []bool{false, true} {
+		for j := range paths {
+			for i := range j {
+				a, b := paths[i], paths[j]
+				k := 0
+				for ; k < len(a) && k < len(b); k++ {
+					if a[k].isIndex != b[k].isIndex {
+						if conflicts {
+							return p.fail("Two document paths conflict with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
+						}
+						break
+					}
+					if a[k] != b[k] {
+						break
+					}
 				}
-				if a[k] != b[k] {
-					break
+				if !conflicts && (k == len(a) || k == len(b)) {
+					return p.fail("Two document paths overlap with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
 				}
-			}
-			if k == len(a) || k == len(b) {
-				return p.fail("Two document paths overlap with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
 			}
 		}
 	}

@@ -86,6 +86,7 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.deferring = true
 	u := &updateTree{}
 	seen := map[actionKind]bool{}
 	for p.peek().kind != tEOF {
@@ -95,7 +96,9 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 			return nil, p.syntaxErr()
 		}
 		if seen[kind] {
-			return nil, p.fail("The %q section can only be used once in an update expression;", strings.ToUpper(t.text))
+			if err := p.soft(rankSection, p.fail("The %q section can only be used once in an update expression;", strings.ToUpper(t.text))); err != nil {
+				return nil, err
+			}
 		}
 		seen[kind] = true
 		p.next()
@@ -108,7 +111,10 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 			u.paths = append(u.paths, a.path)
 		}
 	}
-	if err := p.checkOverlap(u.paths); err != nil {
+	if err := p.soft(rankOverlap, p.checkOverlap(u.paths)); err != nil {
+		return nil, err
+	}
+	if err := p.firstDeferred(); err != nil {
 		return nil, err
 	}
 	cacheStore(key, p, u)
@@ -138,7 +144,7 @@ func (p *parser) updateAction(kind actionKind) (action, error) {
 		}
 		a.val = r
 		label := p.label
-		if err := p.check(func(vs valList) error {
+		if err := p.rankedCheck(rankAddDelete, func(vs valList) error {
 			t := r.at(vs).DataType()
 			if kind == actAdd && t != events.DataTypeNumber && !isSet(t) {
 				return failIn(label, "Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longTypeName(t))
@@ -229,12 +235,16 @@ func (p *parser) updOperand() (*updOperand, error) {
 
 func (p *parser) updFunction() (*updOperand, error) {
 	name := p.peek().text
+	var err error
 	switch name {
 	case "if_not_exists", "list_append":
 	case "attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size":
-		return nil, p.fail("The function is not allowed in an update expression; function: %s", name)
+		err = p.soft(rankFunction, p.fail("The function is not allowed in an update expression; function: %s", name))
 	default:
-		return nil, p.fail("Invalid function name; function: %s", name)
+		err = p.soft(rankFunction, p.fail("Invalid function name; function: %s", name))
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.next()
 	p.next()
@@ -245,11 +255,19 @@ func (p *parser) updFunction() (*updOperand, error) {
 	if err := p.expectPunct(")"); err != nil {
 		return nil, err
 	}
+	if name != "if_not_exists" && name != "list_append" { // refused above (deferred)
+		return &updOperand{fn: name, args: args}, nil
+	}
 	if len(args) != 2 {
-		return nil, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))
+		if err := p.soft(rankOperands, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))); err != nil {
+			return nil, err
+		}
+		return &updOperand{fn: name, args: args}, nil
 	}
 	if name == "if_not_exists" && args[0].path == nil {
-		return nil, p.fail("Operator or function requires a document path; operator or function: if_not_exists")
+		if err := p.soft(rankOperands, p.fail("Operator or function requires a document path; operator or function: if_not_exists")); err != nil {
+			return nil, err
+		}
 	}
 	if name == "list_append" {
 		for _, a := range args {

@@ -191,6 +191,18 @@ func TestUpdateParseErrors(t *testing.T) {
 		{"set a = size(a)", nil, inv + "The function is not allowed in an update expression; function: size"},
 		{"SET #c = :s", nil, inv + "An expression attribute name used in the document path is not defined; attribute name: #c"},
 		{"SET a = if_not_exists(a, :c)", nil, inv + "An expression attribute value used in expression is not defined; attribute value: :c"},
+		// Once the expression parses, DynamoDB reports its errors in this
+		// order (dynalite's suite, recorded against AWS): function names,
+		// repeated sections, undefined names, undefined values, overlap,
+		// ADD's and DELETE's operand types, operand counts, other types.
+		{"SET a = if_not_exist(a, 100)", nil, inv + `Syntax error; token: "100", near: ", 100"`},
+		{"set #c = if_not_exist(:c) set c = d", nil, inv + "Invalid function name; function: if_not_exist"},
+		{"set a = #c set c = :d", nil, inv + `The "SET" section can only be used once in an update expression;`},
+		{"SET #c = if_not_exists(:c)", nil, inv + "An expression attribute name used in the document path is not defined; attribute name: #c"},
+		{"SET #c = :c, a = if_not_exists(:c)", names("#c", "c"), inv + "An expression attribute value used in expression is not defined; attribute value: :c"},
+		{"set d[1] = a, d.b = a, c[1].a = a, #c = if_not_exists(a)", names("#c", "c"), inv + "Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [c, [1], a], path two: [c]"},
+		{"set b = list_append(:s, a), c = if_not_exists(a) add a.b :s", nil, inv + "Incorrect operand type for operator or function; operator: ADD, operand type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND"},
+		{"set b = list_append(:s, a), c = if_not_exists(a)", nil, inv + "Incorrect number of operands for operator or function; operator or function: if_not_exists, number of operands: 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
