@@ -121,7 +121,19 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 	return &Update{updateTree: u, vals: p.vals}, nil
 }
 
+// clauseWord reports whether the current token is SET, REMOVE, ADD or
+// DELETE, which cannot name an attribute in an update expression
+// ("set a=set" is a syntax error).
+func (p *parser) clauseWord() bool {
+	t := p.peek()
+	_, ok := clauseNames[strings.ToUpper(t.text)]
+	return t.kind == tIdent && ok
+}
+
 func (p *parser) updateAction(kind actionKind) (action, error) {
+	if p.clauseWord() {
+		return action{}, p.syntaxErr()
+	}
 	pa, err := p.path()
 	if err != nil {
 		return action{}, err
@@ -223,6 +235,8 @@ func (p *parser) updOperand() (*updOperand, error) {
 		return &updOperand{val: r}, nil
 	case p.isCall():
 		return p.updFunction()
+	case p.clauseWord():
+		return nil, p.syntaxErr()
 	case t.kind == tIdent || t.kind == tName:
 		pa, err := p.path()
 		if err != nil {

@@ -164,6 +164,8 @@ func TestUpdateParseErrors(t *testing.T) {
 		{"set a = b * c", nil, inv + `Syntax error; token: "*", near: "b *"`},
 		{"set a = b + c + d", nil, inv + `Syntax error; token: "+", near: "c +"`},
 		{"set a[1] = 1", nil, inv + `Syntax error; token: "1", near: "= 1"`},
+		{"set a=set", nil, inv + `Syntax error; token: "set", near: "=set"`},
+		{"remove a, Delete", nil, inv + `Syntax error; token: "Delete", near: ", Delete"`},
 		{"remove a = b", nil, inv + `Syntax error; token: "=", near: "a ="`},
 		{"add a b", nil, inv + `Syntax error; token: "b", near: "a b"`},
 		{"set :s = a", nil, inv + `Syntax error; token: ":s", near: "set :s"`},
