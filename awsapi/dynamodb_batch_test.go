@@ -71,7 +71,7 @@ func TestDynamoDBBatchWriteAndGet(t *testing.T) {
 	_, err = c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"orders": {orderPut("x", 1), {DeleteRequest: &types.DeleteRequest{Key: orderKey("x", 1)}}}}})
 	wantDDBErr(t, err, "ValidationException", "Provided list of item keys contains duplicates")
 	_, err = c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"missing": {orderPut("x", 1)}}})
-	wantDDBErr(t, err, "ResourceNotFoundException", "missing")
+	wantDDBErr(t, err, "ResourceNotFoundException", "Requested resource not found")
 
 	keys := []map[string]types.AttributeValue{orderKey("p", 3), orderKey("p", 99), orderKey("p", 5)}
 	got, err := c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{

@@ -15,10 +15,14 @@ package awsapi
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table/expr"
 )
 
 // legacyParams are the legacy parameters, and expressionParams the
@@ -42,6 +46,9 @@ type legacyExpr struct {
 	names  map[string]string
 	values map[string]json.RawMessage
 	byName map[string]string
+	// expected: the conditions being translated are Expected's, which
+	// have a Value besides an AttributeValueList.
+	expected bool
 }
 
 // translateLegacy rewrites raw's legacy parameters as expressions; raw
@@ -77,6 +84,15 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		_ = json.Unmarshal(op, &s) // the model's enum holds: AND or OR
 		join = " " + s + " "
 	}
+	if raw["AttributeUpdates"] != nil {
+		e, err := b.updates(raw["AttributeUpdates"])
+		if err != nil {
+			return err
+		}
+		if e != "" {
+			raw["UpdateExpression"], _ = json.Marshal(e)
+		}
+	}
 	for _, t := range []struct{ from, to, join string }{
 		{"Expected", "ConditionExpression", join},
 		{"KeyConditions", "KeyConditionExpression", " AND "},
@@ -90,21 +106,13 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		if err := json.Unmarshal(raw[t.from], &conds); err != nil {
 			return awserr.New(awserr.ErrSerialization, "%s: %v", t.from, err)
 		}
+		b.expected = t.from == "Expected"
 		e, err := b.conditions(conds, t.join)
 		if err != nil {
 			return err
 		}
 		if e != "" {
 			raw[t.to], _ = json.Marshal(e)
-		}
-	}
-	if raw["AttributeUpdates"] != nil {
-		e, err := b.updates(raw["AttributeUpdates"])
-		if err != nil {
-			return err
-		}
-		if e != "" {
-			raw["UpdateExpression"], _ = json.Marshal(e)
 		}
 	}
 	if raw["AttributesToGet"] != nil {
@@ -179,22 +187,52 @@ func (b *legacyExpr) condition(attr string, c legacyCondition) (string, error) {
 	n := b.name(attr)
 	if c.ComparisonOperator == "" { // Expected's own form: Value and Exists
 		switch {
+		case c.AttributeValueList != nil && c.Value != nil:
+			return "", invalid("Value and AttributeValueList cannot be used together for Attribute: %s", attr)
+		case c.AttributeValueList != nil:
+			return "", invalid("AttributeValueList can only be used with a ComparisonOperator for Attribute: %s", attr)
 		case c.Exists != nil && !*c.Exists && c.Value != nil:
 			return "", invalid("Value cannot be used when Exists is false for Attribute: %s", attr)
 		case c.Exists != nil && !*c.Exists:
 			return "attribute_not_exists(" + n + ")", nil
+		case c.Value == nil && c.Exists == nil:
+			return "", invalid("Value must be provided when Exists is null for Attribute: %s", attr)
 		case c.Value == nil:
 			return "", invalid("Value must be provided when Exists is true for Attribute: %s", attr)
 		}
 		return n + " = " + b.value(c.Value), nil
 	}
-	if c.Value != nil || c.Exists != nil {
-		return "", invalid("Value or Exists cannot be used with ComparisonOperator for Attribute: %s", attr)
+	want, known := operands[c.ComparisonOperator]
+	switch {
+	case c.Exists != nil:
+		return "", invalid("Exists and ComparisonOperator cannot be used together for Attribute: %s", attr)
+	case c.Value != nil && c.AttributeValueList != nil:
+		return "", invalid("Value and AttributeValueList cannot be used together for Attribute: %s", attr)
+	case b.expected && c.Value == nil && c.AttributeValueList == nil && want != 0:
+		return "", invalid("Value or AttributeValueList must be used with ComparisonOperator: %s for Attribute: %s", c.ComparisonOperator, attr)
 	}
 	args := c.AttributeValueList
-	want, known := operands[c.ComparisonOperator]
+	if c.Value != nil {
+		args = []json.RawMessage{c.Value}
+	}
 	if !known || (want >= 0 && len(args) != want) || (want < 0 && len(args) == 0) {
 		return "", invalid("Invalid number of argument(s) for the %s ComparisonOperator", c.ComparisonOperator)
+	}
+	if len(args) > 1 {
+		first := legacyType(args[0])
+		for _, a := range args[1:] {
+			if legacyType(a) != first {
+				return "", invalid("AttributeValues inside AttributeValueList must be of same type")
+			}
+		}
+	}
+	if c.ComparisonOperator == "BETWEEN" {
+		var lo, hi events.DynamoDBAttributeValue
+		if json.Unmarshal(args[0], &lo) == nil && json.Unmarshal(args[1], &hi) == nil {
+			if cmp, ok := expr.Compare(lo, hi); ok && cmp > 0 {
+				return "", awserr.New(awserr.ErrValidation, "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound")
+			}
+		}
 	}
 	vs := make([]string, len(args))
 	for i, a := range args {
@@ -244,6 +282,14 @@ func (b *legacyExpr) updates(raw json.RawMessage) (string, error) {
 			clauses["REMOVE"] = append(clauses["REMOVE"], n)
 		case u.Value == nil:
 			return "", awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: Only DELETE action is allowed when no attribute value is specified")
+		case u.Action == "DELETE" && !slices.Contains([]string{"SS", "NS", "BS"}, legacyType(u.Value)):
+			return "", awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: DELETE action with value is not supported for the type %s", legacyType(u.Value))
+		case u.Action == "ADD" && !slices.Contains([]string{"N", "SS", "NS", "BS", "L"}, legacyType(u.Value)):
+			return "", awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: ADD action is not supported for the type %s", legacyType(u.Value))
+		case u.Action == "ADD" && legacyType(u.Value) == "L":
+			// ADD appends to a list (an expression's ADD takes none).
+			empty := b.value(json.RawMessage(`{"L":[]}`))
+			clauses["SET"] = append(clauses["SET"], n+" = list_append(if_not_exists("+n+", "+empty+"), "+b.value(u.Value)+")")
 		case u.Action == "ADD" || u.Action == "DELETE":
 			clauses[u.Action] = append(clauses[u.Action], n+" "+b.value(u.Value))
 		default: // PUT
@@ -257,4 +303,14 @@ func (b *legacyExpr) updates(raw json.RawMessage) (string, error) {
 		}
 	}
 	return strings.Join(out, " "), nil
+}
+
+// legacyType is the type of an attribute value as given ("S", "N"...).
+func legacyType(v json.RawMessage) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(v, &m)
+	for k := range m {
+		return k
+	}
+	return ""
 }

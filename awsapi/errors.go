@@ -88,7 +88,7 @@ func (rq *request) fail(err error) {
 	w := rq.w
 	switch rq.proto {
 	case protoDynamoDB, protoDynamoDBStreams:
-		rq.dynamoWrite(we.status, dynamoErrorBody(err, we))
+		rq.dynamoWrite(we.status, dynamoErrorBody(rq, err, we))
 		return
 	case protoLambda, protoScheduler:
 		rq.lambdaFail(we)
@@ -132,7 +132,7 @@ func (rq *request) fail(err error) {
 
 // dynamoErrorBody is DynamoDB's error body: {"__type", "message"}, or
 // the conditional check's and the transaction's with their details.
-func dynamoErrorBody(err error, we wireError) []byte {
+func dynamoErrorBody(rq *request, err error, we wireError) []byte {
 	var body map[string]any
 	var ccf *table.ConditionalCheckFailedError
 	var tce *table.TransactionCanceledError
@@ -149,7 +149,7 @@ func dynamoErrorBody(err error, we wireError) []byte {
 		if !bytes.ContainsRune([]byte(typ), '#') {
 			typ = dynamoNS + typ
 		}
-		body = map[string]any{"__type": typ, "message": we.e.Message}
+		body = dynamoBody(typ, dynamoMessage(rq, we))
 	}
 	b, _ := json.Marshal(body)
 	return b

@@ -59,9 +59,9 @@ func TestErrorWire(t *testing.T) {
 		{protoLambda, awserr.ErrUnknownOperation, "UnknownOperationException", 404},
 		{protoLambda, errors.New("disk on fire"), "ServiceException", 500},
 		// DynamoDB: its namespaces; others' parameter errors are ValidationException.
-		{protoDynamoDB, awserr.ErrValidation, "ValidationException", 400},
-		{protoDynamoDB, awserr.ErrInvalidArgument, "ValidationException", 400},
-		{protoDynamoDBStreams, awserr.ErrInvalidParameterValue, "ValidationException", 400},
+		{protoDynamoDB, awserr.ErrValidation, "com.amazon.coral.validate#ValidationException", 400},
+		{protoDynamoDB, awserr.ErrInvalidArgument, "com.amazon.coral.validate#ValidationException", 400},
+		{protoDynamoDBStreams, awserr.ErrInvalidParameterValue, "com.amazon.coral.validate#ValidationException", 400},
 		{protoDynamoDB, awserr.ErrSerialization, "com.amazon.coral.service#SerializationException", 400},
 		{protoDynamoDB, awserr.ErrUnrecognizedClient, "com.amazon.coral.service#UnrecognizedClientException", 400},
 		{protoDynamoDB, awserr.ErrRequestEntityTooLarge, "com.amazon.coral.service#RequestEntityTooLarge", 413},

@@ -138,10 +138,10 @@ var kinesisMemberOrder = map[string][]string{
 	"UpdateShardCountInput":              {"ScalingType", "StreamName", "TargetShardCount"},
 }
 
-// kinesisReorder puts the members of m's input shapes in
-// kinesisMemberOrder.
-func kinesisReorder(m *model) {
-	for name, order := range kinesisMemberOrder {
+// reorderMembers puts the members of m's shapes in the order given by
+// shape (kinesisMemberOrder, dynamoMemberOrder).
+func reorderMembers(m *model, orders map[string][]string) {
+	for name, order := range orders {
 		s := m.Shapes[name]
 		if s == nil {
 			continue
@@ -229,11 +229,11 @@ func kinesisID2() string {
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
-// kinesisBodyError refuses a Kinesis JSON request without a body as
-// Kinesis does: a SerializationException without a message (as one whose
+// kinesisBodyError refuses a Kinesis (or DynamoDB) JSON request without
+// a body as Kinesis (and DynamoDB) does: a SerializationException without a message (as one whose
 // body is not JSON, validateJSONValue).
 func kinesisBodyError(rq *request) error {
-	if rq.proto == protoKinesis && len(bytes.TrimSpace(rq.body)) == 0 {
+	if (rq.proto == protoKinesis || rq.proto == protoDynamoDB) && len(bytes.TrimSpace(rq.body)) == 0 {
 		return awserr.New(awserr.ErrSerialization, "")
 	}
 	return nil

@@ -130,8 +130,11 @@ func modelOf(svc Service) *model {
 		for name, s := range m.Shapes {
 			s.rule, s.extra = serviceRules[svc][name], modelExtras[svc][name]
 		}
-		if svc == Kinesis {
-			kinesisReorder(m)
+		switch svc {
+		case Kinesis:
+			reorderMembers(m, kinesisMemberOrder)
+		case DynamoDB:
+			reorderMembers(m, dynamoMemberOrder)
 		}
 	}
 	models.m[svc] = m

@@ -208,6 +208,11 @@ func (rq *request) route() (*Operation, error) {
 			if t.svc == SQS {
 				return nil, awserr.New(awserr.ErrUnsupportedOperation, "SQS operation %s is not supported by runnel", name)
 			}
+			if t.svc == DynamoDB {
+				if _, inAWS := modelOf(DynamoDB).Operations[name]; !inAWS {
+					return nil, awserr.New(awserr.ErrUnknownOperation, "") // DynamoDB says no more
+				}
+			}
 			return nil, awserr.New(awserr.ErrUnknownOperation, "%s operation %s is not supported by runnel", t.svc, name)
 		}
 	}
@@ -333,6 +338,9 @@ func (rq *request) serve(op *Operation) {
 	if err := kinesisBodyError(rq); err != nil {
 		rq.fail(err)
 		return
+	}
+	if rq.proto == protoDynamoDB {
+		rq.body = dynamoStringBooleans(rq.body)
 	}
 	var uri map[string]string
 	if rq.proto == protoLambda {

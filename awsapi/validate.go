@@ -59,8 +59,10 @@ type validation struct {
 	// serial is the first type mismatch: nothing else is reported then.
 	serial error
 	// rule is the first failure of a service's own rule, reported when
-	// the model's constraints all hold.
-	rule error
+	// the model's constraints all hold; eavRule DynamoDB's first under
+	// ExpressionAttributeValues, which it reports later
+	// (dynamodb_order.go).
+	rule, eavRule error
 	// missing and unknown are SQS's first required parameter absent and
 	// first value outside an enum (every SQS enum is of attribute names):
 	// SQS reports them as MissingParameter and InvalidAttributeName, not
@@ -111,25 +113,25 @@ func (vd *validation) leave()            { vd.at = vd.at[:len(vd.at)-1] }
 
 // outcome is what a validation has found so far (see value's maps).
 type outcome struct {
-	fails            int
-	serial, rule     error
-	missing, unknown string
+	fails                 int
+	serial, rule, eavRule error
+	missing, unknown      string
 }
 
 func (vd *validation) outcome() outcome {
-	return outcome{len(vd.fails), vd.serial, vd.rule, vd.missing, vd.unknown}
+	return outcome{len(vd.fails), vd.serial, vd.rule, vd.eavRule, vd.missing, vd.unknown}
 }
 
 // foundSince reports whether the validation has found anything since o
 // (each finding but fails is kept only when it is the first).
 func (vd *validation) foundSince(o outcome) bool {
-	return len(vd.fails) != o.fails || (vd.serial != nil) != (o.serial != nil) || (vd.rule != nil) != (o.rule != nil) ||
+	return len(vd.fails) != o.fails || (vd.serial != nil) != (o.serial != nil) || (vd.rule != nil) != (o.rule != nil) || (vd.eavRule != nil) != (o.eavRule != nil) ||
 		vd.missing != o.missing || vd.unknown != o.unknown
 }
 
 func (vd *validation) restore(o outcome) {
 	vd.fails = vd.fails[:o.fails]
-	vd.serial, vd.rule, vd.missing, vd.unknown = o.serial, o.rule, o.missing, o.unknown
+	vd.serial, vd.rule, vd.eavRule, vd.missing, vd.unknown = o.serial, o.rule, o.eavRule, o.missing, o.unknown
 }
 
 // validateJSON checks a JSON body against op's input shape; nil when it
@@ -165,6 +167,14 @@ func validateJSONValue(op *Operation, body []byte, uri map[string]string) (any, 
 	}
 	vd := &validation{svc: op.Service, m: modelOf(op.Service), uri: uri}
 	vd.value(s, v)
+	if op.Service == DynamoDB && vd.serial == nil {
+		if err := dynamoFirst(op.Name, v); err != nil {
+			return v, err
+		}
+	}
+	if op.Service == DynamoDB && vd.serial == nil && len(vd.fails) == 0 {
+		return v, dynamoRequestChecks(op.Name, v, vd.rule, vd.eavRule)
+	}
 	return v, vd.err()
 }
 
@@ -183,6 +193,9 @@ func (vd *validation) err() error {
 	code := validationCode[vd.svc]
 	if code == nil {
 		code = awserr.ErrValidation
+	}
+	if vd.svc == DynamoDB && len(vd.fails) > maxDynamoFails {
+		vd.fails = vd.fails[:maxDynamoFails] // DynamoDB reports the first ten
 	}
 	switch {
 	case vd.serial != nil:
@@ -219,8 +232,12 @@ func (vd *validation) mismatch(s *shape, v any) {
 	default:
 		msg = fmt.Sprintf("%s cannot be converted to %s", tokenName(v), javaType(s))
 	}
-	if vd.svc == Kinesis {
+	switch vd.svc {
+	case Kinesis:
 		msg = kinesisMismatch(s, v)
+	case DynamoDB, DynamoDBStreams:
+		field := len(vd.at) > 0 && vd.at[len(vd.at)-1].elem == 0 && !vd.at[len(vd.at)-1].mapValue
+		msg = dynamoMismatch(s, v, field)
 	}
 	vd.serial = serialization(vd.svc, "%s", msg)
 }
@@ -298,8 +315,17 @@ func (vd *validation) value(s *shape, v any) {
 	default:
 		vd.scalar(s, v)
 	}
-	if s.rule != nil && vd.serial == nil && vd.rule == nil {
-		vd.rule = s.rule(v)
+	if s.rule != nil && vd.serial == nil {
+		switch key := eavKey(vd.at); {
+		case vd.svc == DynamoDB && key != "":
+			if vd.eavRule == nil {
+				if err := s.rule(v); err != nil {
+					vd.eavRule = wrapEAV(err, key)
+				}
+			}
+		case vd.rule == nil:
+			vd.rule = s.rule(v)
+		}
 	}
 }
 
@@ -360,6 +386,12 @@ func (vd *validation) scalar(s *shape, v any) {
 		if vd.svc == Kinesis {
 			if why := kinesisBase64(str); why != "" {
 				vd.serial = serialization(vd.svc, "'%s' can not be converted to a Blob: %s", str, why)
+				return
+			}
+		}
+		if vd.svc == DynamoDB || vd.svc == DynamoDBStreams {
+			if why := dynamoBase64(str); why != "" {
+				vd.serial = serialization(vd.svc, "%s", why)
 				return
 			}
 		}

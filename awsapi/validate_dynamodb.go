@@ -32,6 +32,12 @@ func invalidValue(format string, args ...any) error {
 // checked on their own, as values of the same shape).
 func attributeValueRule(v any) error {
 	m, _ := v.(map[string]any)
+	// DynamoDB reads a number before it counts the types.
+	if s, ok := m["N"].(string); ok {
+		if err := checkNumber(s); err != nil {
+			return err
+		}
+	}
 	var typ string
 	n := 0
 	for _, t := range attributeValueTypes {
@@ -82,6 +88,21 @@ func checkSet(typ string, elems []any) error {
 		return invalidValue("Binary sets should not be empty")
 	}
 	seen := make(map[string]bool, len(elems))
+	if typ == "NS" {
+		// The same string twice is refused as it is read, before the
+		// numbers are compared by value.
+		same := make(map[string]bool, len(elems))
+		for _, e := range elems {
+			s, _ := e.(string)
+			if _, err := expr.ParseNumber(s); err != nil {
+				return awserr.New(awserr.ErrValidation, "%s", err.Error())
+			}
+			if same[s] {
+				return awserr.New(awserr.ErrValidation, "Input collection contains duplicates")
+			}
+			same[s] = true
+		}
+	}
 	for _, e := range elems {
 		s, _ := e.(string) // the model's types hold: strings
 		k := s

@@ -106,15 +106,15 @@ func TestValidationAsAWS(t *testing.T) {
 func TestMalformedAttributeValues(t *testing.T) {
 	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
 	for _, tt := range []struct{ value, code, message string }{
-		{`{"BS":[1]}`, "SerializationException", "NUMBER_VALUE cannot be converted to Blob"},
+		{`{"BS":[1]}`, "SerializationException", "only base-64-encoded strings are convertible to bytes"},
 		{`{"BS":["not base64!"]}`, "SerializationException", ""},
 		{`{"SS":[1]}`, "SerializationException", "NUMBER_VALUE cannot be converted to String"},
-		{`{"L":[1]}`, "SerializationException", "NUMBER_VALUE cannot be converted to Structure"},
-		{`{"M":{"a":"b"}}`, "SerializationException", "STRING_VALUE cannot be converted to Structure"},
-		{`{"M":{"a":{"BS":[true]}}}`, "SerializationException", "TRUE_VALUE cannot be converted to Blob"},
-		{`{"BOOL":"yes"}`, "SerializationException", "STRING_VALUE cannot be converted to Boolean"},
-		{`"x"`, "SerializationException", "STRING_VALUE cannot be converted to Structure"},
-		{`[]`, "SerializationException", "Start of list found where not expected."},
+		{`{"L":[1]}`, "SerializationException", "Unexpected value type in payload"},
+		{`{"M":{"a":"b"}}`, "SerializationException", "Unexpected value type in payload"},
+		{`{"M":{"a":{"BS":[true]}}}`, "SerializationException", "only base-64-encoded strings are convertible to bytes"},
+		{`{"BOOL":"23"}`, "SerializationException", "Unexpected token received from parser"}, // "yes", "no", "1", "0" read as booleans
+		{`"x"`, "SerializationException", "Unexpected value type in payload"},
+		{`[]`, "SerializationException", "Unrecognized collection type class com.amazonaws.dynamodb.v20120810.AttributeValue"},
 		{`{"NULL":false}`, "ValidationException", "One or more parameter values were invalid: Null attribute value types must have the true value"},
 		{`{"N":"abc"}`, "ValidationException", "The parameter cannot be converted to a numeric value: abc"},
 		{`{"N":"1e200"}`, "ValidationException", "Number overflow. Attempting to store a number with magnitude larger than supported range"},
@@ -139,9 +139,14 @@ func TestMalformedAttributeValues(t *testing.T) {
 			default:
 				op = "Query"
 			}
+			want := tt.message
+			if op == "Query" && tt.code == "ValidationException" {
+				// A value of ExpressionAttributeValues is named, as DynamoDB does.
+				want = "ExpressionAttributeValues contains invalid value: " + want + " for key :v"
+			}
 			code, message, status := call(h, "DynamoDB_20120810."+op, body)
-			if status != 400 || code != tt.code || (tt.message != "" && message != tt.message) {
-				t.Errorf("%s %s: %d %s %q, want %s %q", op, tt.value, status, code, message, tt.code, tt.message)
+			if status != 400 || code != tt.code || (want != "" && message != want) {
+				t.Errorf("%s %s: %d %s %q, want %s %q", op, tt.value, status, code, message, tt.code, want)
 			}
 		}
 	}

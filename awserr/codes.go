@@ -86,6 +86,10 @@ func internal(code string) Spec {
 // coral is a DynamoDB shape in the service framework's namespace.
 func coral(code string) Wire { return Wire{Shape: "com.amazon.coral.service#" + code} }
 
+// dynamoValidation is DynamoDB's ValidationException, in the validation
+// framework's namespace.
+var dynamoValidation = Wire{Shape: "com.amazon.coral.validate#ValidationException"}
+
 // The codes of Lambda and Kinesis, which DynamoDB and SQS share where they
 // name them alike.
 var (
@@ -95,12 +99,12 @@ var (
 	// form. The message names the field and the allowed range. SQS's
 	// parameter error is ErrSQSInvalidParameterValue.
 	ErrInvalidParameterValue = def(Spec{Code: "InvalidParameterValueException",
-		SQS: Wire{Shape: "InvalidParameterValue"}, DynamoDB: Wire{Shape: "ValidationException"}})
+		SQS: Wire{Shape: "InvalidParameterValue"}, DynamoDB: dynamoValidation})
 	// ErrInvalidArgument is the Kinesis-style counterpart of
 	// ErrInvalidParameterValue (GetShardIterator, PutRecord...); Lambda
 	// and DynamoDB report it as their own parameter errors.
 	ErrInvalidArgument = def(Spec{Code: "InvalidArgumentException",
-		Lambda: Wire{Shape: "InvalidParameterValueException"}, DynamoDB: Wire{Shape: "ValidationException"}})
+		Lambda: Wire{Shape: "InvalidParameterValueException"}, DynamoDB: dynamoValidation})
 	// ErrResourceNotFound: the named stream, shard, function, mapping,
 	// table or move task does not exist (HTTP 404 in Lambda and SQS, 400
 	// in the JSON APIs).
@@ -151,7 +155,7 @@ var (
 var (
 	// ErrValidation: DynamoDB's ValidationException, for a malformed
 	// request or expression; the message says what and where.
-	ErrValidation = def(Spec{Code: "ValidationException"})
+	ErrValidation = def(Spec{Code: "ValidationException", DynamoDB: dynamoValidation})
 	// ErrConditionalCheckFailed: a write's ConditionExpression was false
 	// ("The conditional request failed"). See table.ConditionalCheckFailedError
 	// for the item returned with ReturnValuesOnConditionCheckFailure.

@@ -109,6 +109,7 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 			case r.PutRequest != nil:
 				if err = t.checkIndexKeys(r.PutRequest.Item); err == nil {
 					w.o, err = s.putOp(t, r.PutRequest.Item, "", nil, nil, "")
+					err = itemKeyMismatch(err)
 				}
 			default:
 				w.o, err = s.deleteOp(t, r.DeleteRequest.Key, "", nil, nil, "")

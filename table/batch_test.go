@@ -82,7 +82,7 @@ func TestBatchWriteItem(t *testing.T) {
 		{"two on one item", map[string][]table.WriteRequest{"aaa": {put("z"), put("new"), del("z")}}, awserr.ErrValidation, "Provided list of item keys contains duplicates"},
 		{"neither put nor delete", map[string][]table.WriteRequest{"aaa": {put("new"), {}}}, awserr.ErrValidation, "must contain exactly one of the supported datatypes"},
 		{"key not the schema", map[string][]table.WriteRequest{"aaa": {put("new"), {DeleteRequest: &table.DeleteRequest{Key: table.Item{"pk": S("x"), "v": S("y")}}}}}, awserr.ErrValidation, "The provided key element does not match the schema"},
-		{"missing key", map[string][]table.WriteRequest{"aaa": {put("new"), {PutRequest: &table.PutRequest{Item: table.Item{"v": S("y")}}}}}, awserr.ErrValidation, "Missing the key pk in the item"},
+		{"missing key", map[string][]table.WriteRequest{"aaa": {put("new"), {PutRequest: &table.PutRequest{Item: table.Item{"v": S("y")}}}}}, awserr.ErrValidation, "The provided key element does not match the schema"}, // DynamoDB's words for a batch's item (PutItem names the key)
 		{"item over 400 KB", map[string][]table.WriteRequest{"aaa": {put("new"), put("big", "v", strings.Repeat("x", table.MaxItemSize))}}, awserr.ErrValidation, "Item size has exceeded the maximum allowed size"},
 		{"missing table", map[string][]table.WriteRequest{"aaa": {put("new")}, "nope": {put("x")}}, awserr.ErrResourceNotFound, "nope"},
 	}

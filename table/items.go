@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table/expr"
@@ -136,6 +137,9 @@ type op struct {
 	next func(old Item) (Item, error)
 	// returnOld: put the current item in ConditionalCheckFailedError.
 	returnOld bool
+	// update: an UpdateItem's, whose item over the limit DynamoDB words
+	// as an "item size to update".
+	update bool
 }
 
 // prepare checks the op's condition against the current item and computes
@@ -167,11 +171,19 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	}
 	if nw != nil {
 		if err := o.t.checkIndexKeys(nw); err != nil {
+			if o.update && strings.HasPrefix(errMessage(err), msgIndexKeyType) {
+				// A value read from the item (SET c = e): the types
+				// known up front were checked by indexUpdateRules.
+				err = validation("The update expression attempted to update the secondary index key to unsupported type")
+			}
 			return old, nil, err
 		}
 	}
 	p = o.t.newChange(o.k, old, nw, false)
 	if p != nil && nw != nil && p.size > MaxItemSize {
+		if o.update {
+			return old, nil, validation("Item size to update has exceeded the maximum allowed size")
+		}
 		return old, nil, validation("Item size has exceeded the maximum allowed size")
 	}
 	return old, p, nil
@@ -358,6 +370,9 @@ func (s *Service) getOp(table string, keyItem Item, projText string, names map[s
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := t.scalarKeys(proj); err != nil {
+		return nil, nil, err
+	}
 	return &op{t: t, k: k}, proj, nil
 }
 
@@ -425,11 +440,9 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 			src = old
 		}
 		if upd != nil && src != nil {
-			out.Attributes = Item{}
-			for _, p := range upd.Paths() {
-				if v, ok := src[p]; ok {
-					out.Attributes[p] = v
-				}
+			out.Attributes = upd.Projection().Apply(src)
+			if out.Attributes == nil {
+				out.Attributes = Item{}
 			}
 		}
 	}
@@ -455,6 +468,9 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 				return nil, nil, validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", p)
 			}
 		}
+		if err := t.indexUpdateRules(upd); err != nil {
+			return nil, nil, err
+		}
 	}
 	cond, err := s.condition(condition, c)
 	if err != nil {
@@ -464,7 +480,7 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 		return nil, nil, exprErr(err)
 	}
 	keys := k.keys
-	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(old Item) (Item, error) {
+	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, update: true, next: func(old Item) (Item, error) {
 		base := old
 		if base == nil {
 			base = copyItem(keys)
@@ -497,4 +513,23 @@ func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[s
 		return nil, err
 	}
 	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(Item) (Item, error) { return nil, nil }}, nil
+}
+
+// scalarKeys refuses a projection into a key attribute of the table or of
+// an index (a.b, a[0]), in DynamoDB's words.
+func (t *Table) scalarKeys(proj *expr.Projection) error {
+	if proj == nil {
+		return nil
+	}
+	for _, n := range proj.NestedNames() {
+		if n == t.schema.hash || n == t.schema.rng {
+			return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: %s", n)
+		}
+		for _, x := range t.indexes() {
+			if n == x.sc.hash || n == x.sc.rng {
+				return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: %s", n)
+			}
+		}
+	}
+	return nil
 }

@@ -2,9 +2,11 @@ package table_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
@@ -92,7 +94,7 @@ func TestItemsUpTo400KBAndNoLarger(t *testing.T) {
 	if err := set("small"); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, set(fill+"x"), awserr.ErrValidation, "Item size has exceeded the maximum allowed size")
+	wantError(t, set(fill+"x"), awserr.ErrValidation, "Item size to update has exceeded the maximum allowed size")
 	if it := get(t, tb, "sized", key); it["v"].String() != "small" {
 		t.Fatalf("a refused update changed the item: v has %d bytes", len(it["v"].String()))
 	}
@@ -141,6 +143,40 @@ func TestConditionFailureReturnsTheItemOnlyWhenAsked(t *testing.T) {
 			if got, want := ccf.Item != nil, rvoccf == "ALL_OLD"; got != want || (want && ccf.Item["v"].Number() != "1") {
 				t.Fatalf("%s with %q: item %v, want it returned: %v", name, rvoccf, ccf.Item, want)
 			}
+		}
+	}
+}
+
+// TestUpdatedValuesAreTheUpdatedPaths: UPDATED_OLD and UPDATED_NEW return
+// the paths the update wrote, nested ones in their structure, not the
+// whole top-level attributes (dynalite's suite, recorded against AWS).
+func TestUpdatedValuesAreTheUpdatedPaths(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "upd_paths", "", "")
+	key := table.Item{"pk": S("k")}
+	m := func(kv ...string) events.DynamoDBAttributeValue {
+		out := map[string]events.DynamoDBAttributeValue{}
+		for i := 0; i < len(kv); i += 2 {
+			out[kv[i]] = N(kv[i+1])
+		}
+		return events.NewMapAttribute(out)
+	}
+	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "upd_paths", Key: key, UpdateExpression: "SET b = :b",
+		ExpressionAttributeValues: table.Item{":b": m("a", "1", "b", "2")}}); err != nil {
+		t.Fatal(err)
+	}
+	for rv, want := range map[string]events.DynamoDBAttributeValue{"UPDATED_OLD": m("a", "1"), "UPDATED_NEW": m("a", "5")} {
+		out, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "upd_paths", Key: key, UpdateExpression: "SET b.a = :a",
+			ExpressionAttributeValues: table.Item{":a": N("5")}, ReturnValues: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Attributes) != 1 || !reflect.DeepEqual(out.Attributes["b"], want) {
+			t.Fatalf("%s = %v, want {b: %v}", rv, out.Attributes, want)
+		}
+		if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "upd_paths", Key: key, UpdateExpression: "SET b.a = :a",
+			ExpressionAttributeValues: table.Item{":a": N("1")}}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

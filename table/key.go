@@ -4,11 +4,14 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"math/big"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table/expr"
 )
 
@@ -41,29 +44,68 @@ func definitionTypes(defs []AttributeDefinition) (map[string]string, error) {
 	return types, nil
 }
 
-// schemaOf is the schema of a KeySchema (a table's or an index's) whose
-// attributes' types are in types.
+// schemaOf is the schema of a table's KeySchema whose attributes' types
+// are in types, checked in DynamoDB's order and words: with two
+// elements, an attribute without a definition (or fewer definitions than
+// elements), then the same name twice, then the key types; with one, the
+// attribute's definition, then its type.
 func schemaOf(ks []KeySchemaElement, types map[string]string) (schema, error) {
-	var sc schema
 	if len(ks) < 1 || len(ks) > 2 {
-		return sc, validation("1 validation error detected: Value at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2 and greater than or equal to 1")
+		return schema{}, validation("1 validation error detected: Value at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2 and greater than or equal to 1")
 	}
+	if len(ks) == 2 {
+		_, ok0 := types[ks[0].AttributeName]
+		_, ok1 := types[ks[1].AttributeName]
+		if !ok0 || !ok1 || len(types) < 2 {
+			return schema{}, validation("Invalid KeySchema: Some index key attribute have no definition")
+		}
+	} else if _, ok := types[ks[0].AttributeName]; !ok {
+		return schema{}, undefinedKeys(ks, types)
+	}
+	return keyTypes(ks, types)
+}
+
+// indexSchemaOf is the schema of an index's KeySchema: every attribute
+// defined (else all the index's keys are named), then as a table's.
+func indexSchemaOf(ks []KeySchemaElement, types map[string]string) (schema, error) {
+	if len(ks) < 1 || len(ks) > 2 {
+		return schema{}, validation("1 validation error detected: Value at 'keySchema' failed to satisfy constraint: Member must have length less than or equal to 2 and greater than or equal to 1")
+	}
+	for _, k := range ks {
+		if _, ok := types[k.AttributeName]; !ok {
+			return schema{}, undefinedKeys(ks, types)
+		}
+	}
+	return keyTypes(ks, types)
+}
+
+// undefinedKeys is DynamoDB's error for key attributes without a
+// definition: the keys and the definitions named.
+func undefinedKeys(ks []KeySchemaElement, types map[string]string) error {
+	names := make([]string, len(ks))
 	for i, k := range ks {
-		t, ok := types[k.AttributeName]
-		if !ok {
-			return sc, validation("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: %v", k.AttributeName, keysOf(types))
-		}
-		switch {
-		case k.KeyType == KeyTypeHash && i == 0:
-			sc.hash, sc.hashType = k.AttributeName, t
-		case k.KeyType == KeyTypeRange && i == 1:
-			sc.rng, sc.rngType = k.AttributeName, t
-		default:
-			return sc, validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type, or the second is not a RANGE key type")
-		}
+		names[i] = k.AttributeName
 	}
-	if sc.rng == sc.hash {
+	return validation("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: [%s]",
+		strings.Join(names, ", "), strings.Join(keysOf(types), ", "))
+}
+
+// keyTypes is the schema of defined key attributes: not the same name
+// twice, the first a HASH, the second a RANGE.
+func keyTypes(ks []KeySchemaElement, types map[string]string) (schema, error) {
+	var sc schema
+	if len(ks) == 2 && ks[0].AttributeName == ks[1].AttributeName {
 		return sc, validation("Both the Hash Key and the Range Key element in the KeySchema have the same name")
+	}
+	if ks[0].KeyType != KeyTypeHash {
+		return sc, validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+	}
+	sc.hash, sc.hashType = ks[0].AttributeName, types[ks[0].AttributeName]
+	if len(ks) == 2 {
+		if ks[1].KeyType != KeyTypeRange {
+			return sc, validation("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
+		}
+		sc.rng, sc.rngType = ks[1].AttributeName, types[ks[1].AttributeName]
 	}
 	return sc, nil
 }
@@ -136,6 +178,49 @@ func dataTypeName(v events.DynamoDBAttributeValue) string { return expr.TypeName
 // keyOf extracts the primary key of item. With exact, item must hold the
 // key attributes and nothing else (a Key parameter).
 func (sc schema) keyOf(item Item, exact bool) (key, error) {
+	k, err := sc.keyOfItem(item, exact)
+	if err != nil && exact {
+		// A Key parameter's mistakes are worded as DynamoDB words them
+		// for a key: any wrong type is a key that does not match.
+		msg := errMessage(err)
+		switch {
+		case strings.HasPrefix(msg, "One or more parameter values were invalid: Type mismatch for key "):
+			return k, validation("The provided key element does not match the schema")
+		case strings.HasPrefix(msg, keyNotValid):
+			return k, validation("One or more parameter values were invalid: %s", strings.TrimPrefix(msg, keyNotValid))
+		}
+	}
+	return k, err
+}
+
+// itemKeyMismatch is a key error of an item written by BatchWriteItem or
+// TransactWriteItems, which DynamoDB words as a key that does not match
+// (PutItem names the key).
+func itemKeyMismatch(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := errMessage(err)
+	if strings.HasPrefix(msg, "One or more parameter values were invalid: Missing the key ") ||
+		strings.HasPrefix(msg, "One or more parameter values were invalid: Type mismatch for key ") {
+		return validation("The provided key element does not match the schema")
+	}
+	return err
+}
+
+// errMessage is an error's message without its code.
+func errMessage(err error) string {
+	var e *awserr.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// keyNotValid begins PutItem's words for an empty key value.
+const keyNotValid = "One or more parameter values are not valid. "
+
+func (sc schema) keyOfItem(item Item, exact bool) (key, error) {
 	var k key
 	hv, ok := item[sc.hash]
 	if !ok {

@@ -143,6 +143,12 @@ var validIndexName = tableNameRE
 // and AttributeDefinitions (types), and that every definition is a key
 // attribute of the table or an index. It returns their descriptions.
 func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryIndex) (g, l []IndexDescription, err error) {
+	if lsis != nil && len(lsis) == 0 {
+		return nil, nil, validation("One or more parameter values were invalid: List of LocalSecondaryIndexes is empty")
+	}
+	if gsis != nil && len(gsis) == 0 {
+		return nil, nil, validation("One or more parameter values were invalid: List of GlobalSecondaryIndexes is empty")
+	}
 	if len(lsis) > 0 && tbl.rng == "" {
 		return nil, nil, validation("One or more parameter values were invalid: Table KeySchema does not have a range key, which is required when specifying a LocalSecondaryIndex")
 	}
@@ -157,7 +163,7 @@ func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryInd
 	projected := 0
 	for i, in := range append(append([]SecondaryIndex{}, lsis...), gsis...) {
 		local := i < len(lsis)
-		sc, err := checkIndex(in, types, names)
+		sc, err := checkIndexKey(in, types, names)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -168,6 +174,9 @@ func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryInd
 			if sc.hash != tbl.hash {
 				return nil, nil, validation("One or more parameter values were invalid: Index KeySchema does not have the same leading hash key as table KeySchema for index: %s. index hash key: %s, table hash key: %s", in.IndexName, sc.hash, tbl.hash)
 			}
+		}
+		if err := checkProjection(in.Projection); err != nil {
+			return nil, nil, err
 		}
 		used[sc.hash], used[sc.rng] = true, true
 		projected += len(in.Projection.NonKeyAttributes)
@@ -192,6 +201,16 @@ func checkIndexes(tbl schema, types map[string]string, gsis, lsis []SecondaryInd
 // checkIndex validates one index's name (unique among names, which it
 // joins), key schema and projection.
 func checkIndex(in SecondaryIndex, types map[string]string, names map[string]bool) (schema, error) {
+	sc, err := checkIndexKey(in, types, names)
+	if err != nil {
+		return sc, err
+	}
+	return sc, checkProjection(in.Projection)
+}
+
+// checkIndexKey validates one index's name (unique among names, which it
+// joins) and key schema.
+func checkIndexKey(in SecondaryIndex, types map[string]string, names map[string]bool) (schema, error) {
 	if !validIndexName.MatchString(in.IndexName) {
 		return schema{}, validation("1 validation error detected: Value '%s' at 'indexName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+ and have length between 3 and 255", in.IndexName)
 	}
@@ -199,25 +218,28 @@ func checkIndex(in SecondaryIndex, types map[string]string, names map[string]boo
 		return schema{}, validation("One or more parameter values were invalid: Duplicate index name: %s", in.IndexName)
 	}
 	names[in.IndexName] = true
-	sc, err := schemaOf(in.KeySchema, types)
-	if err != nil {
-		return sc, err
-	}
-	p := in.Projection
+	return indexSchemaOf(in.KeySchema, types)
+}
+
+// checkProjection validates an index's projection.
+func checkProjection(p Projection) error {
 	switch p.ProjectionType {
 	case ProjectAll, ProjectKeysOnly:
 		if len(p.NonKeyAttributes) > 0 {
-			return sc, validation("One or more parameter values were invalid: ProjectionType is %s, but NonKeyAttributes is specified", p.ProjectionType)
+			return validation("One or more parameter values were invalid: ProjectionType is %s, but NonKeyAttributes is specified", p.ProjectionType)
 		}
 	case ProjectInclude:
 		if len(p.NonKeyAttributes) == 0 {
 			// runnel's words, after AWS's for ALL and KEYS_ONLY above.
-			return sc, validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
+			return validation("One or more parameter values were invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not specified")
 		}
+	case "":
+		// Java's rendering of the absent value, in DynamoDB's words.
+		return validation("One or more parameter values were invalid: Unknown ProjectionType: null")
 	default:
-		return sc, validation("One or more parameter values were invalid: Unknown ProjectionType: %s", p.ProjectionType)
+		return validation("One or more parameter values were invalid: Unknown ProjectionType: %s", p.ProjectionType)
 	}
-	return sc, nil
+	return nil
 }
 
 // openIndexes makes the table's open indexes those of its description
@@ -242,7 +264,7 @@ func (t *Table) openIndexes() error {
 			out = append(out, x)
 			continue
 		}
-		sc, err := schemaOf(d.KeySchema, types)
+		sc, err := indexSchemaOf(d.KeySchema, types)
 		if err != nil {
 			return fmt.Errorf("index %s: %w", d.IndexName, err)
 		}
@@ -271,6 +293,33 @@ func (t *Table) index(name string) *secondary {
 	return nil
 }
 
+const msgIndexKeyType = "One or more parameter values were invalid: Type mismatch for Index Key "
+
+// indexUpdateRules refuses, before the item is read, an update that gives
+// a secondary index's key attribute a value of another type when the type
+// is known from the expression (a :value, arithmetic, list_append, ADD),
+// then one whose paths go into an index key attribute (d.b, d[1]), in
+// DynamoDB's words and order.
+func (t *Table) indexUpdateRules(upd *expr.Update) error {
+	for _, nt := range upd.StaticTypes() {
+		for _, x := range t.indexes() {
+			for _, a := range [][2]string{{x.sc.hash, x.sc.hashType}, {x.sc.rng, x.sc.rngType}} {
+				if a[0] != "" && a[0] == nt.Name && a[1] != nt.Type {
+					return validation(msgIndexKeyType+"%s Expected: %s Actual: %s IndexName: %s", a[0], a[1], nt.Type, x.name)
+				}
+			}
+		}
+	}
+	for _, n := range upd.NestedNames() {
+		for _, x := range t.indexes() {
+			if n == x.sc.hash || n == x.sc.rng {
+				return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: %s", n)
+			}
+		}
+	}
+	return nil
+}
+
 // checkIndexKeys refuses an item whose value for an index key attribute
 // is of another type than the definition's, an empty string or binary,
 // or longer than a key may be (2048 bytes for a partition key, 1024 for a
@@ -284,7 +333,7 @@ func (t *Table) checkIndexKeys(it Item) error {
 				continue
 			}
 			if got := dataTypeName(v); got != a[1] {
-				return validation("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", a[0], a[1], got, x.name)
+				return validation(msgIndexKeyType+"%s Expected: %s Actual: %s IndexName: %s", a[0], a[1], got, x.name)
 			}
 			if (a[1] == TypeS && v.String() == "") || (a[1] == TypeB && len(v.Binary()) == 0) {
 				return validation("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", map[string]string{TypeS: "string", TypeB: "binary"}[a[1]], x.name, a[0])

@@ -194,6 +194,27 @@ func TestSecondaryIndexes(t *testing.T) {
 			return err
 		},
 			"Type mismatch for Index Key city Expected: S Actual: N IndexName: byCity"},
+		{"update giving an index key a :value of another type, before the item is read", func() error {
+			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("g"), "sk": N("1")},
+				UpdateExpression: "SET x = missing[1], city = :n", ExpressionAttributeValues: table.Item{":n": N("5")}})
+			return err
+		},
+			"One or more parameter values were invalid: Type mismatch for Index Key city Expected: S Actual: N IndexName: byCity"},
+		{"update reading into an index key", func() error {
+			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("g"), "sk": N("1")}, UpdateExpression: "SET x = city.a"})
+			return err
+		},
+			"Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: city"},
+		{"update giving an index key an attribute of another type", func() error {
+			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("g"), "sk": N("1")},
+				UpdateExpression: "SET other = :n", ExpressionAttributeValues: table.Item{":n": N("5")}})
+			if err != nil {
+				return err
+			}
+			_, err = tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("g"), "sk": N("1")}, UpdateExpression: "SET city = other"})
+			return err
+		},
+			"The update expression attempted to update the secondary index key to unsupported type"},
 		{"empty index key", func() error {
 			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: table.Item{"pk": S("e"), "sk": N("1"), "owner": S("")}})
 			return err

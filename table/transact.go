@@ -218,6 +218,7 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 			var t *Table
 			if t, err = s.table(p.TableName); err == nil {
 				o, err = s.putOp(t, p.Item, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure)
+				err = itemKeyMismatch(err)
 			}
 		}
 		if u := it.Update; u != nil {
@@ -234,7 +235,10 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 				o, err = s.deleteOp(t, d.Key, d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues, d.ReturnValuesOnConditionCheckFailure)
 			}
 		}
-		if set != 1 {
+		switch {
+		case set == 0:
+			return nil, validation("The action or operation requested is invalid. Verify that the action is typed correctly.")
+		case set > 1:
 			return nil, validation("%s: exactly one of ConditionCheck, Put, Update or Delete must be set", field)
 		}
 		if err != nil {

@@ -79,7 +79,7 @@ func TestTransactActionHasExactlyOneOperation(t *testing.T) {
 		second table.TransactWriteItem
 		msg    string
 	}{
-		"none":         {table.TransactWriteItem{}, "transactItems.2: exactly one of ConditionCheck, Put, Update or Delete must be set"},
+		"none":         {table.TransactWriteItem{}, "The action or operation requested is invalid. Verify that the action is typed correctly."},
 		"put+delete":   {table.TransactWriteItem{Put: put, Delete: del}, "transactItems.2: exactly one of"},
 		"check+put":    {table.TransactWriteItem{ConditionCheck: &table.ConditionCheck{TableName: "txn", Key: table.Item{"pk": S("c")}, ConditionExpression: "attribute_exists(pk)"}, Put: put}, "transactItems.2: exactly one of"},
 		"update+put":   {table.TransactWriteItem{Update: txAdd("u", "1").Update, Put: put}, "transactItems.2: exactly one of"},

@@ -20,11 +20,13 @@ type token struct {
 	pos, end int
 }
 
+// isIdentStart: a name begins with a letter (DynamoDB refuses "_c" as a
+// syntax error; such a name needs a #placeholder).
 func isIdentStart(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-func isIdentPart(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+func isIdentPart(c byte) bool { return isIdentStart(c) || c == '_' || c >= '0' && c <= '9' }
 
 // lex splits an expression into tokens; it never fails (unknown characters
 // become tBad tokens, reported by the parser as syntax errors). The last

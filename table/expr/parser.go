@@ -30,6 +30,58 @@ type parser struct {
 	valNames []string // value placeholders, in order of first use
 	vals     []events.DynamoDBAttributeValue
 	checks   []check
+
+	// deferring (an UpdateExpression) keeps the errors other than
+	// syntax errors and reports, after the whole parse, the one
+	// DynamoDB finds first (lowest rank; see the rank constants).
+	deferring bool
+	deferred  []rankedErr
+}
+
+type rankedErr struct {
+	rank int
+	err  error
+}
+
+// The order in which DynamoDB reports an UpdateExpression's errors once
+// it parses (dynalite's suite, recorded against AWS): function names,
+// repeated sections, undefined names, undefined values, overlapping and
+// conflicting paths, ADD's and DELETE's operand types, operand counts,
+// the other operand types.
+const (
+	rankFunction = iota + 1
+	rankSection
+	rankName
+	rankValue
+	rankOverlap
+	rankAddDelete
+	rankOperands
+	rankTypes
+)
+
+// soft returns err, or, while deferring, records it and returns nil (the
+// parse goes on).
+func (p *parser) soft(rank int, err error) error {
+	if !p.deferring || err == nil {
+		return err
+	}
+	p.deferred = append(p.deferred, rankedErr{rank, err})
+	return nil
+}
+
+// firstDeferred is the deferred error of the lowest rank (the first of
+// those), or nil.
+func (p *parser) firstDeferred() error {
+	var first *rankedErr
+	for i, d := range p.deferred {
+		if first == nil || d.rank < first.rank {
+			first = &p.deferred[i]
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return first.err
 }
 
 // valRef refers to a :value of a parsed expression: 1 + its index in the
@@ -108,9 +160,12 @@ func failIn(label, format string, args ...any) error {
 }
 
 // check runs a value-dependent check now and records it for the cache.
-func (p *parser) check(c check) error {
+func (p *parser) check(c check) error { return p.rankedCheck(rankTypes, c) }
+
+// rankedCheck is check whose error, while deferring, has the given rank.
+func (p *parser) rankedCheck(rank int, c check) error {
 	p.checks = append(p.checks, c)
-	return c(p.vals)
+	return p.soft(rank, c(p.vals))
 }
 
 // syntaxErr reports the current token as DynamoDB does: `Syntax error;
@@ -222,7 +277,7 @@ func (p *parser) pathName() (pathElem, error) {
 		p.next()
 		n, ok := p.ctx.name(t.text)
 		if !ok {
-			return pathElem{}, p.fail("An expression attribute name used in the document path is not defined; attribute name: %s", t.text)
+			return pathElem{name: t.text}, p.soft(rankName, p.fail("An expression attribute name used in the document path is not defined; attribute name: %s", t.text))
 		}
 		if !slices.Contains(p.names, nameBinding{t.text, n}) {
 			p.names = append(p.names, nameBinding{t.text, n})
@@ -237,7 +292,10 @@ func (p *parser) value() (valRef, string, error) {
 	t := p.next()
 	v, ok := p.ctx.value(t.text)
 	if !ok {
-		return 0, t.text, p.fail("An expression attribute value used in expression is not defined; attribute value: %s", t.text)
+		if err := p.soft(rankValue, p.fail("An expression attribute value used in expression is not defined; attribute value: %s", t.text)); err != nil {
+			return 0, t.text, err
+		}
+		v = events.NewNullAttribute() // stands in until the deferred error is reported
 	}
 	if i := slices.Index(p.valNames, t.text); i >= 0 {
 		return valRef(i + 1), t.text, nil

@@ -69,22 +69,28 @@ func topNames(paths []path) []string {
 
 // checkOverlap refuses two paths of which one is a prefix of the other
 // ("overlap") or that use the same step once as a map key and once as a
-// list index ("conflict"), with DynamoDB's messages.
+// list index ("conflict"), with DynamoDB's messages. DynamoDB looks for
+// an overlap among all the pairs before it looks for a conflict.
 func (p *parser) checkOverlap(paths []path) error {
-	for j := range paths {
-		for i := range j {
-			a, b := paths[i], paths[j]
-			k := 0
-			for ; k < len(a) && k < len(b); k++ {
-				if a[k].isIndex != b[k].isIndex {
-					return p.fail("Two document paths conflict with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
+	for _, conflicts := range []bool{false, true} {
+		for j := range paths {
+			for i := range j {
+				a, b := paths[i], paths[j]
+				k := 0
+				for ; k < len(a) && k < len(b); k++ {
+					if a[k].isIndex != b[k].isIndex {
+						if conflicts {
+							return p.fail("Two document paths conflict with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
+						}
+						break
+					}
+					if a[k] != b[k] {
+						break
+					}
 				}
-				if a[k] != b[k] {
-					break
+				if !conflicts && (k == len(a) || k == len(b)) {
+					return p.fail("Two document paths overlap with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
 				}
-			}
-			if k == len(a) || k == len(b) {
-				return p.fail("Two document paths overlap with each other; must remove or rewrite one of these paths; path one: %s, path two: %s", a, b)
 			}
 		}
 	}
@@ -186,6 +192,25 @@ func setIn(v events.DynamoDBAttributeValue, p path, nv events.DynamoDBAttributeV
 	}
 	m[e.name] = c
 	return events.NewMapAttribute(m), nil
+}
+
+// parentOK reports whether p's parent exists in item as the container its
+// last step needs (a map for a name, a list for an index). REMOVE and
+// DELETE of a path whose parent is missing or of another type are
+// refused as "The document path provided in the update expression is
+// invalid for update", as SET's are; a missing last step is not.
+func parentOK(item Item, p path) bool {
+	if len(p) == 1 {
+		return true
+	}
+	parent, ok := get(item, p[:len(p)-1])
+	if !ok {
+		return false
+	}
+	if p[len(p)-1].isIndex {
+		return parent.DataType() == events.DataTypeList
+	}
+	return parent.DataType() == events.DataTypeMap
 }
 
 // remove returns item (owned by Update.Apply) without p; a missing path (or a step of

@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"slices"
+
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -77,6 +79,18 @@ func (n *projNode) child(e pathElem) *projNode {
 // Names returns the top-level attribute names the projection reads, each
 // once, in source order.
 func (p *Projection) Names() []string { return topNames(p.paths) }
+
+// NestedNames are the top-level names of the paths that go further
+// ("a" for a.b or a[0]), in the expression's order.
+func (p *Projection) NestedNames() []string {
+	var out []string
+	for _, pa := range p.paths {
+		if len(pa) > 1 && !slices.Contains(out, pa[0].name) {
+			out = append(out, pa[0].name)
+		}
+	}
+	return out
+}
 
 // Apply returns a new item with only the projected paths. Nested paths
 // keep their structure: "a.b" gives {a: {b: ...}}, "l[2], l[0]" gives

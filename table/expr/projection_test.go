@@ -54,6 +54,7 @@ func TestProjectionErrors(t *testing.T) {
 		{"#x", inv + "An expression attribute name used in the document path is not defined; attribute name: #x"},
 		{"a, a", inv + "Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [a], path two: [a]"},
 		{"a.b, a", inv + "Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [a, b], path two: [a]"},
+		{"b[1], b.a, a.b, a", inv + "Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [a, b], path two: [a]"}, // overlaps before conflicts
 		{"a.b, a[1]", inv + "Two document paths conflict with each other; must remove or rewrite one of these paths; path one: [a, b], path two: [a, [1]]"},
 	}
 	for _, tt := range tests {

@@ -86,6 +86,7 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.deferring = true
 	u := &updateTree{}
 	seen := map[actionKind]bool{}
 	for p.peek().kind != tEOF {
@@ -95,7 +96,9 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 			return nil, p.syntaxErr()
 		}
 		if seen[kind] {
-			return nil, p.fail("The %q section can only be used once in an update expression;", strings.ToUpper(t.text))
+			if err := p.soft(rankSection, p.fail("The %q section can only be used once in an update expression;", strings.ToUpper(t.text))); err != nil {
+				return nil, err
+			}
 		}
 		seen[kind] = true
 		p.next()
@@ -108,14 +111,29 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 			u.paths = append(u.paths, a.path)
 		}
 	}
-	if err := p.checkOverlap(u.paths); err != nil {
+	if err := p.soft(rankOverlap, p.checkOverlap(u.paths)); err != nil {
+		return nil, err
+	}
+	if err := p.firstDeferred(); err != nil {
 		return nil, err
 	}
 	cacheStore(key, p, u)
 	return &Update{updateTree: u, vals: p.vals}, nil
 }
 
+// clauseWord reports whether the current token is SET, REMOVE, ADD or
+// DELETE, which cannot name an attribute in an update expression
+// ("set a=set" is a syntax error).
+func (p *parser) clauseWord() bool {
+	t := p.peek()
+	_, ok := clauseNames[strings.ToUpper(t.text)]
+	return t.kind == tIdent && ok
+}
+
 func (p *parser) updateAction(kind actionKind) (action, error) {
+	if p.clauseWord() {
+		return action{}, p.syntaxErr()
+	}
 	pa, err := p.path()
 	if err != nil {
 		return action{}, err
@@ -138,7 +156,7 @@ func (p *parser) updateAction(kind actionKind) (action, error) {
 		}
 		a.val = r
 		label := p.label
-		if err := p.check(func(vs valList) error {
+		if err := p.rankedCheck(rankAddDelete, func(vs valList) error {
 			t := r.at(vs).DataType()
 			if kind == actAdd && t != events.DataTypeNumber && !isSet(t) {
 				return failIn(label, "Incorrect operand type for operator or function; operator: ADD, operand type: %s, typeSet: ALLOWED_FOR_ADD_OPERAND", longTypeName(t))
@@ -155,10 +173,27 @@ func (p *parser) updateAction(kind actionKind) (action, error) {
 }
 
 func (p *parser) setValue() (*setValue, error) {
-	l, err := p.updOperand()
-	if err != nil {
-		return nil, err
+	var l *updOperand
+	if p.isPunct("(") { // "SET a = ((b) + (:v))", "SET a = (b) + :v"
+		p.next()
+		in, err := p.setValue()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		if in.op != "" {
+			return in, nil
+		}
+		l = in.l
+	} else {
+		var err error
+		if l, err = p.updOperand(); err != nil {
+			return nil, err
+		}
 	}
+	var err error
 	sv := &setValue{l: l}
 	if p.isPunct("+") || p.isPunct("-") {
 		sv.op = p.next().text
@@ -200,6 +235,8 @@ func (p *parser) updOperand() (*updOperand, error) {
 		return &updOperand{val: r}, nil
 	case p.isCall():
 		return p.updFunction()
+	case p.clauseWord():
+		return nil, p.syntaxErr()
 	case t.kind == tIdent || t.kind == tName:
 		pa, err := p.path()
 		if err != nil {
@@ -212,12 +249,16 @@ func (p *parser) updOperand() (*updOperand, error) {
 
 func (p *parser) updFunction() (*updOperand, error) {
 	name := p.peek().text
+	var err error
 	switch name {
 	case "if_not_exists", "list_append":
 	case "attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size":
-		return nil, p.fail("The function is not allowed in an update expression; function: %s", name)
+		err = p.soft(rankFunction, p.fail("The function is not allowed in an update expression; function: %s", name))
 	default:
-		return nil, p.fail("Invalid function name; function: %s", name)
+		err = p.soft(rankFunction, p.fail("Invalid function name; function: %s", name))
+	}
+	if err != nil {
+		return nil, err
 	}
 	p.next()
 	p.next()
@@ -228,11 +269,19 @@ func (p *parser) updFunction() (*updOperand, error) {
 	if err := p.expectPunct(")"); err != nil {
 		return nil, err
 	}
+	if name != "if_not_exists" && name != "list_append" { // refused above (deferred)
+		return &updOperand{fn: name, args: args}, nil
+	}
 	if len(args) != 2 {
-		return nil, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))
+		if err := p.soft(rankOperands, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))); err != nil {
+			return nil, err
+		}
+		return &updOperand{fn: name, args: args}, nil
 	}
 	if name == "if_not_exists" && args[0].path == nil {
-		return nil, p.fail("Operator or function requires a document path; operator or function: if_not_exists")
+		if err := p.soft(rankOperands, p.fail("Operator or function requires a document path; operator or function: if_not_exists")); err != nil {
+			return nil, err
+		}
 	}
 	if name == "list_append" {
 		for _, a := range args {
@@ -255,8 +304,8 @@ func (p *parser) updFunction() (*updOperand, error) {
 // Paths returns the top-level attribute names the update writes or
 // removes, each once, in source order ("a.b[1]" gives "a"). The caller uses
 // it to refuse updates of key attributes ("Cannot update attribute pk.
-// This attribute is part of the key") and to compute UPDATED_OLD and
-// UPDATED_NEW return values.
+// This attribute is part of the key"); UPDATED_OLD and UPDATED_NEW use
+// [Update.Projection].
 func (u *Update) Paths() []string { return topNames(u.paths) }
 
 // Apply returns the item after the update; old is not modified (the new
@@ -264,7 +313,8 @@ func (u *Update) Paths() []string { return topNames(u.paths) }
 // update creates the attributes it sets (the caller adds the key).
 //
 // All SET operands are read from old, so "SET a = b, b = a" swaps.
-// REMOVE of a missing path does nothing; REMOVE of several elements of one
+// REMOVE of a missing path does nothing (a missing or mistyped parent is
+// "invalid for update"); REMOVE of several elements of one
 // list removes the elements at their positions in old. ADD of a number to a
 // missing attribute stores the number; ADD to a set is a union; DELETE from
 // a set is a difference, and an emptied set is removed (DynamoDB has no
@@ -295,9 +345,17 @@ func (u *Update) Apply(old Item) (Item, error) {
 	// (set and remove copy only the nested containers they change).
 	item := make(Item, len(old)+len(u.actions))
 	maps.Copy(item, old)
+	// SET and then ADD/DELETE apply in path order, not source order: "SET
+	// l[4] = :x, l[2] = :y" on a two-element list appends :y, then :x
+	// (as DynamoDB does; paths never overlap).
+	order := make([]int, len(u.actions))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmpPath(u.actions[i].path, u.actions[j].path) })
 	var err error
-	for i, a := range u.actions {
-		if a.kind == actSet {
+	for _, i := range order {
+		if a := u.actions[i]; a.kind == actSet {
 			if item, err = set(item, a.path, values[i]); err != nil {
 				return nil, err
 			}
@@ -312,10 +370,13 @@ func (u *Update) Apply(old Item) (Item, error) {
 	// Later list positions first, so earlier positions still name the old elements.
 	slices.SortFunc(removes, func(a, b path) int { return cmpPath(b, a) })
 	for _, pa := range removes {
+		if !parentOK(item, pa) {
+			return nil, validation(msgInvalidPath)
+		}
 		item = remove(item, pa)
 	}
-	for _, a := range u.actions {
-		switch a.kind {
+	for _, i := range order {
+		switch a := u.actions[i]; a.kind {
 		case actAdd:
 			item, err = applyAdd(item, a.path, a.val.at(u.vals))
 		case actDelete:
@@ -366,6 +427,9 @@ func applyAdd(item Item, pa path, val events.DynamoDBAttributeValue) (Item, erro
 func applyDelete(item Item, pa path, val events.DynamoDBAttributeValue) (Item, error) {
 	cur, ok := lookup(item, pa)
 	if !ok {
+		if !parentOK(item, pa) {
+			return nil, validation(msgInvalidPath)
+		}
 		return item, nil
 	}
 	if cur.DataType() != val.DataType() {

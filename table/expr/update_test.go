@@ -26,6 +26,10 @@ func TestUpdateApply(t *testing.T) {
 		{"set swap reads old", "SET a = b, b = a", nil, `{"a": {"N": "1"}, "b": {"N": "2"}}`, `{"a": {"N": "2"}, "b": {"N": "1"}}`},
 		{"set plus", "SET n = n + :one", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "11"}}`},
 		{"set parenthesized operands", "SET s = (:s), n = (n) + (:one)", nil, `{"n": {"N": "10"}}`, `{"s": {"S": "x"}, "n": {"N": "11"}}`},
+		{"set nested parentheses", "SET n = ((n)+(:one)), s = (:s)", nil, `{"n": {"N": "10"}}`, `{"s": {"S": "x"}, "n": {"N": "11"}}`},
+		{"set parenthesized sum", "SET n = (n - :one)", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "9"}}`},
+		{"list positions in path order", "SET l[4] = :s, l[2] = :one ADD l[9] :ss, l[8] :one", nil, `{"l": {"L": [{"S": "a"}, {"S": "b"}]}}`,
+			`{"l": {"L": [{"S": "a"}, {"S": "b"}, {"N": "1"}, {"S": "x"}, {"N": "1"}, {"SS": ["c", "a"]}]}}`},
 		{"set minus", "set n = n - :neg", nil, `{"n": {"N": "10"}}`, `{"n": {"N": "12.5"}}`},
 		{"set minus exact", "SET n = :tenth - n", nil, `{"n": {"N": "0.3"}}`, `{"n": {"N": "-0.2"}}`},
 		{"if_not_exists absent", "SET n = if_not_exists(n, :one)", nil, `{}`, `{"n": {"N": "1"}}`},
@@ -42,7 +46,7 @@ func TestUpdateApply(t *testing.T) {
 		{"names", "SET #a.#b = :s REMOVE #c", names("#a", "m", "#b", "dotted.key", "#c", "gone"),
 			`{"m": {"M": {}}, "gone": {"N": "1"}}`, `{"m": {"M": {"dotted.key": {"S": "x"}}}}`},
 		{"remove", "REMOVE s, n", nil, `{"s": {"S": "old"}, "n": {"N": "1"}, "k": {"N": "1"}}`, `{"k": {"N": "1"}}`},
-		{"remove missing", "REMOVE nope, m.nope, l[9], x.y", nil, `{"m": {"M": {}}, "l": {"L": []}}`, `{"m": {"M": {}}, "l": {"L": []}}`},
+		{"remove missing", "REMOVE nope, m.nope, l[9]", nil, `{"m": {"M": {}}, "l": {"L": []}}`, `{"m": {"M": {}}, "l": {"L": []}}`},
 		{"remove nested", "REMOVE m.b.c", nil, `{"m": {"M": {"b": {"M": {"c": {"N": "2"}}}}}}`, `{"m": {"M": {"b": {"M": {}}}}}`},
 		{"remove list elements by old positions", "REMOVE l[1], l[3]", nil, old,
 			`{"pk": {"S": "k"}, "n": {"N": "10"}, "s": {"S": "old"}, "l": {"L": [{"S": "a"}, {"S": "c"}]},
@@ -119,6 +123,15 @@ func TestUpdateRuntimeErrors(t *testing.T) {
 		{"SET a[0] = :one", `{"a": {"M": {}}}`, msgInvalidPath},
 		{"SET a[5].b = :one", `{"a": {"L": []}}`, msgInvalidPath},
 		{"ADD a.b :one", `{}`, msgInvalidPath},
+		// REMOVE and DELETE under a missing or mistyped parent (dynalite's
+		// suite, recorded against AWS).
+		{"REMOVE x.y", `{}`, msgInvalidPath},
+		{"REMOVE a.b", `{"a": {"S": "x"}}`, msgInvalidPath},
+		{"REMOVE a[1]", `{"a": {"M": {"1": {"S": "x"}}}}`, msgInvalidPath},
+		{"REMOVE a.b", `{"a": {"L": [{"S": "x"}]}}`, msgInvalidPath},
+		{"DELETE x.y :ss", `{}`, msgInvalidPath},
+		{"DELETE a[1] :ss", `{"a": {"S": "x"}}`, msgInvalidPath},
+		{"DELETE a.b :ss", `{"a": {"L": []}}`, msgInvalidPath},
 		{"ADD a :big", `{"a": {"N": "9.9999999999999999999999999999999999999E+125"}}`, msgOverflow},
 		{"ADD a :tiny", `{"a": {"N": "1"}}`, msgTooManyDigits},
 		{"ADD a :tenth", `{"a": {"N": "99999999999999999999999999999999999999"}}`, msgTooManyDigits},
@@ -151,6 +164,8 @@ func TestUpdateParseErrors(t *testing.T) {
 		{"set a = b * c", nil, inv + `Syntax error; token: "*", near: "b *"`},
 		{"set a = b + c + d", nil, inv + `Syntax error; token: "+", near: "c +"`},
 		{"set a[1] = 1", nil, inv + `Syntax error; token: "1", near: "= 1"`},
+		{"set a=set", nil, inv + `Syntax error; token: "set", near: "=set"`},
+		{"remove a, Delete", nil, inv + `Syntax error; token: "Delete", near: ", Delete"`},
 		{"remove a = b", nil, inv + `Syntax error; token: "=", near: "a ="`},
 		{"add a b", nil, inv + `Syntax error; token: "b", near: "a b"`},
 		{"set :s = a", nil, inv + `Syntax error; token: ":s", near: "set :s"`},
@@ -178,6 +193,18 @@ func TestUpdateParseErrors(t *testing.T) {
 		{"set a = size(a)", nil, inv + "The function is not allowed in an update expression; function: size"},
 		{"SET #c = :s", nil, inv + "An expression attribute name used in the document path is not defined; attribute name: #c"},
 		{"SET a = if_not_exists(a, :c)", nil, inv + "An expression attribute value used in expression is not defined; attribute value: :c"},
+		// Once the expression parses, DynamoDB reports its errors in this
+		// order (dynalite's suite, recorded against AWS): function names,
+		// repeated sections, undefined names, undefined values, overlap,
+		// ADD's and DELETE's operand types, operand counts, other types.
+		{"SET a = if_not_exist(a, 100)", nil, inv + `Syntax error; token: "100", near: ", 100"`},
+		{"set #c = if_not_exist(:c) set c = d", nil, inv + "Invalid function name; function: if_not_exist"},
+		{"set a = #c set c = :d", nil, inv + `The "SET" section can only be used once in an update expression;`},
+		{"SET #c = if_not_exists(:c)", nil, inv + "An expression attribute name used in the document path is not defined; attribute name: #c"},
+		{"SET #c = :c, a = if_not_exists(:c)", names("#c", "c"), inv + "An expression attribute value used in expression is not defined; attribute value: :c"},
+		{"set d[1] = a, d.b = a, c[1].a = a, #c = if_not_exists(a)", names("#c", "c"), inv + "Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [c, [1], a], path two: [c]"},
+		{"set b = list_append(:s, a), c = if_not_exists(a) add a.b :s", nil, inv + "Incorrect operand type for operator or function; operator: ADD, operand type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND"},
+		{"set b = list_append(:s, a), c = if_not_exists(a)", nil, inv + "Incorrect number of operands for operator or function; operator or function: if_not_exists, number of operands: 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -197,5 +224,32 @@ func TestUpdatePaths(t *testing.T) {
 	}
 	if got, want := u.Paths(), []string{"a", "list", "c", "a2", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("Paths = %v, want %v", got, want)
+	}
+}
+
+// TestUpdateProjection: UPDATED_OLD and UPDATED_NEW are the written and
+// removed paths of the item, nested ones in their structure and list
+// elements compacted (dynalite's suite, recorded against AWS).
+func TestUpdateProjection(t *testing.T) {
+	vals := `{":a": {"N": "2"}, ":b": {"SS": ["a"]}}`
+	u, err := ParseUpdate("set b.c=((c[1])+(b.a)),b.a = a,c[1] = a, c[4] = b.a - b.b, c[2] = b.c add c[8] :b, c[6] :a", &Context{Values: values(t, vals)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := item(t, `{"a": {"S": "k"}, "b": {"M": {"a": {"N": "1"}, "b": {"N": "2"}, "c": {"N": "3"}}}, "c": {"L": [{"N": "1"}, {"N": "3"}]}}`)
+	nw, err := u.Apply(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantItem(t, nw, `{"a": {"S": "k"}, "b": {"M": {"a": {"S": "k"}, "b": {"N": "2"}, "c": {"N": "4"}}},
+		"c": {"L": [{"N": "1"}, {"S": "k"}, {"N": "3"}, {"N": "-1"}, {"N": "2"}, {"SS": ["a"]}]}}`)
+	wantItem(t, u.Projection().Apply(nw), `{"b": {"M": {"a": {"S": "k"}, "c": {"N": "4"}}}, "c": {"L": [{"S": "k"}, {"N": "3"}, {"N": "2"}]}}`)
+	wantItem(t, u.Projection().Apply(old), `{"b": {"M": {"a": {"N": "1"}, "c": {"N": "3"}}}, "c": {"L": [{"N": "3"}]}}`)
+}
+
+func wantItem(t *testing.T, got Item, want string) {
+	t.Helper()
+	if !same(t, got, want) {
+		t.Fatalf("got\n %s\nwant\n %s", text(t, got), text(t, item(t, want)))
 	}
 }

@@ -1,0 +1,409 @@
+package awsapi
+
+// The order in which DynamoDB refuses a request, before any table is
+// looked up, as DynamoDB answers (dynalite's tests, written against AWS):
+//
+//  1. the model's constraints (validate.go);
+//  2. expression and legacy parameters mixed, and the placeholder maps
+//     without an expression ("ExpressionAttributeValues can only be
+//     specified when using expressions: ConditionExpression is null");
+//  3. the attribute values (validate_dynamodb.go), but those of
+//     ExpressionAttributeValues;
+//  4. the placeholder maps themselves: empty, or a key without its "#" or
+//     ":";
+//  5. the values of ExpressionAttributeValues ("ExpressionAttributeValues
+//     contains invalid value: … for key :v");
+//  6. the expressions, parsed (UpdateExpression, ConditionExpression,
+//     FilterExpression, ProjectionExpression; an empty one is "Invalid
+//     ConditionExpression: The expression can not be empty;"), and then
+//     the placeholders none of them used. A Query's KeyConditionExpression
+//     needs the table's key, so a Query's are parsed after the lookup.
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/table/expr"
+)
+
+// dynamoParams are an operation's legacy and expression parameters, in
+// the order DynamoDB lists them, and what its "ExpressionAttributeValues
+// can only be specified" message says is null.
+type dynamoParams struct {
+	legacy, expression []string
+	valuesNull         string
+}
+
+var dynamoParamsOf = map[string]dynamoParams{
+	"GetItem":    {legacy: []string{"AttributesToGet"}, expression: []string{"ProjectionExpression"}},
+	"PutItem":    {legacy: []string{"Expected", "ConditionalOperator"}, expression: []string{"ConditionExpression"}, valuesNull: "ConditionExpression is null"},
+	"DeleteItem": {legacy: []string{"Expected", "ConditionalOperator"}, expression: []string{"ConditionExpression"}, valuesNull: "ConditionExpression is null"},
+	"UpdateItem": {legacy: []string{"AttributeUpdates", "Expected", "ConditionalOperator"}, expression: []string{"UpdateExpression", "ConditionExpression"},
+		valuesNull: "UpdateExpression and ConditionExpression are null"},
+	"Query": {legacy: []string{"AttributesToGet", "QueryFilter", "ConditionalOperator", "KeyConditions"},
+		expression: []string{"ProjectionExpression", "FilterExpression", "KeyConditionExpression"}, valuesNull: "FilterExpression and KeyConditionExpression are null"},
+	"Scan": {legacy: []string{"AttributesToGet", "ScanFilter", "ConditionalOperator"},
+		expression: []string{"ProjectionExpression", "FilterExpression"}, valuesNull: "FilterExpression is null"},
+	"KeysAndAttributes": {legacy: []string{"AttributesToGet"}, expression: []string{"ProjectionExpression"}},
+}
+
+// dynamoRequestChecks runs steps 2 to 6 on a request whose model
+// constraints hold; rule is the first failure of step 3, eavRule of
+// step 5.
+func dynamoRequestChecks(op string, v any, rule, eavRule error) error {
+	obj, _ := v.(map[string]any)
+	if op == "BatchGetItem" {
+		items, _ := obj["RequestItems"].(map[string]any)
+		for _, k := range sortedKeys(items) {
+			if err := dynamoMixed("KeysAndAttributes", items[k]); err != nil {
+				return err
+			}
+		}
+	} else if err := dynamoMixed(op, obj); err != nil {
+		return err
+	}
+	if rule != nil {
+		return rule
+	}
+	if err := dynamoItemChecks(op, obj); err != nil {
+		return err
+	}
+	if op == "BatchGetItem" {
+		items, _ := obj["RequestItems"].(map[string]any)
+		for _, k := range sortedKeys(items) {
+			if err := dynamoExpressions("KeysAndAttributes", items[k], nil); err != nil {
+				return err
+			}
+		}
+		for _, k := range sortedKeys(items) {
+			if err := duplicateKeys(items[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := dynamoExpressions(op, obj, eavRule); err != nil {
+		return err
+	}
+	if rv, _ := obj["ReturnValues"].(string); (op == "PutItem" || op == "DeleteItem") && rv != "" && rv != "NONE" && rv != "ALL_OLD" {
+		return awserr.New(awserr.ErrValidation, "ReturnValues can only be ALL_OLD or NONE")
+	}
+	return nil
+}
+
+// dynamoItemChecks are DynamoDB's checks of a request's items, keys and
+// attribute names that need no table: an item over 400 KB, a name twice
+// in AttributesToGet, a key twice in a BatchGetItem table's Keys, a
+// BatchWriteItem request that is neither a put nor a delete.
+func dynamoItemChecks(op string, obj map[string]any) error {
+	switch op {
+	case "CreateTable":
+		return capacityBounds(obj["ProvisionedThroughput"], "")
+	case "UpdateTable":
+		return updateTableChecks(obj)
+	case "PutItem":
+		return itemSize(obj["Item"])
+	case "GetItem":
+		return attributesToGet(obj)
+	case "BatchGetItem":
+		items, _ := obj["RequestItems"].(map[string]any)
+		for _, name := range sortedKeys(items) {
+			ka, _ := items[name].(map[string]any)
+			if err := attributesToGet(ka); err != nil {
+				return err
+			}
+		}
+	case "BatchWriteItem":
+		items, _ := obj["RequestItems"].(map[string]any)
+		for _, name := range sortedKeys(items) {
+			reqs, _ := items[name].([]any)
+			for _, r := range reqs {
+				wr, _ := r.(map[string]any)
+				put, _ := wr["PutRequest"].(map[string]any)
+				if (put == nil) == (wr["DeleteRequest"] == nil) {
+					return awserr.New(awserr.ErrValidation, "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
+				}
+				if put != nil {
+					if err := itemSize(put["Item"]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// itemSize refuses an item over DynamoDB's 400 KB.
+func itemSize(v any) error {
+	if v == nil {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	var it table.Item
+	if json.Unmarshal(b, &it) != nil {
+		return nil // the table's decoding says what is wrong
+	}
+	if expr.ItemSize(it) > table.MaxItemSize {
+		return awserr.New(awserr.ErrValidation, "Item size has exceeded the maximum allowed size")
+	}
+	return nil
+}
+
+// attributesToGet refuses a name twice in AttributesToGet.
+func attributesToGet(obj map[string]any) error {
+	attrs, _ := obj["AttributesToGet"].([]any)
+	seen := make(map[any]bool, len(attrs))
+	for _, a := range attrs {
+		if seen[a] {
+			return awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: Duplicate value in attribute name: %v", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// dynamoMixed is step 2 for a request (or a BatchGetItem table's part) of
+// the kind op.
+func dynamoMixed(op string, v any) error {
+	obj, _ := v.(map[string]any)
+	ps, ok := dynamoParamsOf[op]
+	if !ok {
+		return nil
+	}
+	present := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if obj[n] != nil {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	legacy, expression := present(ps.legacy), present(ps.expression)
+	switch {
+	case len(legacy) > 0 && len(expression) > 0:
+		return awserr.New(awserr.ErrValidation, "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}",
+			strings.Join(legacy, ", "), strings.Join(expression, ", "))
+	case len(expression) == 0 && obj["ExpressionAttributeNames"] != nil:
+		return awserr.New(awserr.ErrValidation, "ExpressionAttributeNames can only be specified when using expressions")
+	case obj["ExpressionAttributeValues"] != nil && ps.valuesNull != "" && len(slices.DeleteFunc(expression, func(p string) bool { return p == "ProjectionExpression" })) == 0:
+		return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues can only be specified when using expressions: %s", ps.valuesNull)
+	}
+	return nil
+}
+
+// dynamoExpressions is steps 4 to 6 for a request of the kind op.
+func dynamoExpressions(op string, v any, eavRule error) error {
+	obj, _ := v.(map[string]any)
+	if _, ok := dynamoParamsOf[op]; !ok {
+		return nil
+	}
+	names, hasNames := obj["ExpressionAttributeNames"].(map[string]any)
+	values, hasValues := obj["ExpressionAttributeValues"].(map[string]any)
+	if hasNames && len(names) == 0 {
+		return awserr.New(awserr.ErrValidation, "ExpressionAttributeNames must not be empty")
+	}
+	for _, k := range sortedKeys(names) {
+		if !strings.HasPrefix(k, "#") || len(k) < 2 {
+			return awserr.New(awserr.ErrValidation, "ExpressionAttributeNames contains invalid key: Syntax error; key: %q", k)
+		}
+	}
+	if hasValues && len(values) == 0 {
+		return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues must not be empty")
+	}
+	for _, k := range sortedKeys(values) {
+		if !strings.HasPrefix(k, ":") || len(k) < 2 {
+			return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues contains invalid key: Syntax error; key: %q", k)
+		}
+	}
+	if eavRule != nil {
+		return eavRule
+	}
+	c := &expr.Context{}
+	if hasNames {
+		c.Names = make(map[string]string, len(names))
+		for k, n := range names {
+			c.Names[k], _ = n.(string)
+		}
+	}
+	if hasValues {
+		b, _ := json.Marshal(values)
+		var it table.Item
+		if json.Unmarshal(b, &it) != nil {
+			return nil // the table's decoding says what is wrong
+		}
+		c.Values = expr.CanonicalItem(it)
+	}
+	text := func(p string) (string, bool) {
+		s, ok := obj[p].(string)
+		return s, ok
+	}
+	if s, ok := text("UpdateExpression"); ok {
+		if _, err := expr.ParseUpdate(s, c); err != nil {
+			return exprValidation(err)
+		}
+	}
+	if s, ok := text("ConditionExpression"); ok {
+		if _, err := expr.ParseCondition(s, c); err != nil {
+			return exprValidation(err)
+		}
+	}
+	if s, ok := text("FilterExpression"); ok {
+		if _, err := expr.ParseFilter(s, c); err != nil {
+			return exprValidation(err)
+		}
+	}
+	if s, ok := text("ProjectionExpression"); ok {
+		if _, err := expr.ParseProjection(s, c); err != nil {
+			return exprValidation(err)
+		}
+	}
+	if _, ok := text("KeyConditionExpression"); ok {
+		return nil // parsed with the table's key; unused placeholders then
+	}
+	return exprValidation(c.CheckUnused())
+}
+
+// exprValidation is an expression's error as a ValidationException.
+func exprValidation(err error) error {
+	if ve, ok := err.(*expr.ValidationError); ok {
+		return awserr.New(awserr.ErrValidation, "%s", ve.Message)
+	}
+	return err
+}
+
+// eavKey is the key of ExpressionAttributeValues the value at path is
+// under ("" when it is not under one).
+func eavKey(at []pathStep) string {
+	if len(at) >= 2 && at[0].name == "expressionAttributeValues" && at[1].mapValue {
+		return at[1].name
+	}
+	return ""
+}
+
+// wrapEAV is an attribute value's error as DynamoDB words it for a value
+// of ExpressionAttributeValues.
+func wrapEAV(err error, key string) error {
+	if e, ok := err.(*awserr.Error); ok {
+		return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues contains invalid value: %s for key %s", e.Message, key)
+	}
+	return err
+}
+
+// dynamoTableOps are the operations on a table that check its TableName
+// before anything else, in words of their own.
+var dynamoTableOps = map[string]bool{
+	"CreateTable": true, "DeleteTable": true, "DescribeTable": true, "UpdateTable": true,
+	"DescribeTimeToLive": true, "UpdateTimeToLive": true,
+}
+
+// dynamoFirst is what DynamoDB refuses before the model's constraints:
+// a table operation's TableName absent, or not of 3 to 255 characters;
+// a tag operation's ResourceArn absent.
+func dynamoFirst(op string, v any) error {
+	obj, _ := v.(map[string]any)
+	switch {
+	case dynamoTableOps[op]:
+		name, ok := obj["TableName"].(string)
+		switch {
+		case obj["TableName"] == nil:
+			return awserr.New(awserr.ErrValidation, "The parameter 'TableName' is required but was not present in the request")
+		case ok && (javaLength(name) < 3 || javaLength(name) > 255):
+			return awserr.New(awserr.ErrValidation, "TableName must be at least 3 characters long and at most 255 characters long")
+		}
+	case op == "TagResource" || op == "UntagResource" || op == "ListTagsOfResource":
+		if obj["ResourceArn"] == nil {
+			return awserr.New(awserr.ErrValidation, "Invalid TableArn")
+		}
+	}
+	return nil
+}
+
+// maxCapacity is the largest capacity DynamoDB takes in a request.
+const maxCapacity = 1e12
+
+// capacityBounds refuses a throughput's units over maxCapacity, reads
+// first (index: the index's name, in the message).
+func capacityBounds(v any, index string) error {
+	pt, _ := v.(map[string]any)
+	for _, units := range []string{"ReadCapacityUnits", "WriteCapacityUnits"} {
+		n, ok := pt[units].(json.Number)
+		if !ok {
+			continue
+		}
+		if f, err := n.Float64(); err == nil && f > maxCapacity {
+			if index != "" {
+				return awserr.New(awserr.ErrValidation, "Given value %s for %s is out of bounds for index %s", n, units, index)
+			}
+			return awserr.New(awserr.ErrValidation, "Given value %s for %s is out of bounds", n, units)
+		}
+	}
+	return nil
+}
+
+// updateTableChecks are UpdateTable's checks that need no table.
+func updateTableChecks(obj map[string]any) error {
+	if err := capacityBounds(obj["ProvisionedThroughput"], ""); err != nil {
+		return err
+	}
+	updates, ok := obj["GlobalSecondaryIndexUpdates"].([]any)
+	if !ok {
+		return nil
+	}
+	if len(updates) == 0 {
+		others := 0
+		for k, v := range obj {
+			if v != nil && k != "TableName" && k != "GlobalSecondaryIndexUpdates" {
+				others++
+			}
+		}
+		if others == 0 {
+			return awserr.New(awserr.ErrValidation, "At least one of ProvisionedThroughput, UpdateStreamEnabled or GlobalSecondaryIndexUpdates is required")
+		}
+	}
+	seen := map[string]bool{}
+	for _, u := range updates {
+		gu, _ := u.(map[string]any)
+		var name string
+		var set int
+		for _, action := range []string{"Update", "Create", "Delete"} {
+			if a, ok := gu[action].(map[string]any); ok {
+				set++
+				name, _ = a["IndexName"].(string)
+				if action == "Update" {
+					if err := capacityBounds(a["ProvisionedThroughput"], name); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if set == 0 {
+			return awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Update, GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Delete must not be null")
+		}
+		if seen[name] {
+			return awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously. Index: %s", name)
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// duplicateKeys refuses a key twice in a BatchGetItem table's Keys,
+// checked after the table's expressions.
+func duplicateKeys(v any) error {
+	ka, _ := v.(map[string]any)
+	keys, _ := ka["Keys"].([]any)
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		b, _ := json.Marshal(k) // keys sorted: the same key however written
+		if seen[string(b)] {
+			return awserr.New(awserr.ErrValidation, "Provided list of item keys contains duplicates")
+		}
+		seen[string(b)] = true
+	}
+	return nil
+}
