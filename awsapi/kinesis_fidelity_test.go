@@ -294,3 +294,39 @@ func TestDynamoDBAuthWording(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamoDBFrontEnd: DynamoDB answers in JSON 1.0 only a request sent
+// so (else application/json); takes an Authorization header and an
+// X-Amz-Algorithm query together for an invalid signature whatever the
+// header holds; and refuses a JSON 1.0 request without a target as its
+// own (a body that is not JSON first), as dynalite's connection tests
+// record them from AWS.
+func TestDynamoDBFrontEnd(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	for _, tt := range []struct {
+		path, body           string
+		header               map[string]string
+		code, message, ctype string
+	}{
+		{"/", "{}", map[string]string{"X-Amz-Target": "DynamoDB_20120810.ListTables", "Authorization": ""},
+			"MissingAuthenticationTokenException", "Request is missing Authentication Token", "application/json"},
+		{"/", "{}", map[string]string{"X-Amz-Target": "DynamoDB_20120810.ListTables", "Content-Type": "application/x-amz-json-1.0", "Authorization": ""},
+			"MissingAuthenticationTokenException", "Request is missing Authentication Token", "application/x-amz-json-1.0"},
+		{"/?X-Amz-Algorithm", "{}", map[string]string{"X-Amz-Target": "DynamoDB_20120810.ListTables", "Authorization": "X"},
+			"InvalidSignatureException", "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP header.", "application/json"},
+		{"/", "hi", map[string]string{"Content-Type": "application/x-amz-json-1.0", "Authorization": ""}, "SerializationException", "", "application/x-amz-json-1.0"},
+		{"/", "{}", map[string]string{"Content-Type": "application/x-amz-json-1.0", "Authorization": ""}, "UnknownOperationException", "", "application/x-amz-json-1.0"},
+	} {
+		rec := &recorder{header: map[string][]string{}}
+		h.ServeHTTP(rec, httpRequest("POST", tt.path, tt.body, tt.header))
+		var e struct {
+			Type    string `json:"__type"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(rec.body.Bytes(), &e)
+		if rec.status != 400 || e.Type != "com.amazon.coral.service#"+tt.code || e.Message != tt.message || rec.header.Get("Content-Type") != tt.ctype {
+			t.Errorf("%s %q %v: %d %s %q %s\nwant 400 %s %q %s", tt.path, tt.body, tt.header, rec.status, e.Type, e.Message,
+				rec.header.Get("Content-Type"), tt.code, tt.message, tt.ctype)
+		}
+	}
+}

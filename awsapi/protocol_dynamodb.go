@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"hash/crc32"
+	"mime"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -68,10 +70,21 @@ func (rq *request) dynamoReply(v any) {
 
 func (rq *request) dynamoWrite(status int, b []byte) {
 	h := rq.w.Header()
-	h.Set("Content-Type", "application/x-amz-json-1.0")
+	h.Set("Content-Type", dynamoContentType(rq.r))
 	h.Set("x-amzn-RequestId", rq.reqID)
 	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(b)), 10))
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	rq.w.WriteHeader(status)
 	rq.w.Write(b)
+}
+
+// dynamoContentType is the Content-Type DynamoDB answers r with: its own
+// JSON 1.0 when r was sent so (as the SDKs send), else application/json
+// (a request without one, or of application/json), as dynalite's
+// connection tests record it from AWS.
+func dynamoContentType(r *http.Request) string {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-amz-json-1.0" {
+		return ct
+	}
+	return "application/json"
 }

@@ -3,6 +3,7 @@ package awsapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -228,6 +229,16 @@ func (rq *request) route() (*Operation, error) {
 		}
 	}
 	rq.op, rq.form = form.Get("Action"), form
+	if rq.op == "" && isDynamoJSON(r) {
+		// JSON 1.0 without a target: DynamoDB's front end answers it
+		// (dynalite's connection tests): a body that is not JSON, then
+		// no such operation, in DynamoDB's shape and without a message.
+		rq.proto, rq.reqID = protoDynamoDB, dynamoRequestID()
+		if b := bytes.TrimSpace(rq.body); len(b) > 0 && !json.Valid(b) {
+			return nil, awserr.New(awserr.ErrSerialization, "")
+		}
+		return nil, awserr.New(awserr.ErrUnknownOperation, "")
+	}
 	if rq.op == "" {
 		rq.proto = guessProtocol(r)
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
@@ -255,6 +266,14 @@ func (rq *request) route() (*Operation, error) {
 		}
 	}
 	return nil, awserr.New(awserr.ErrInvalidAction, "The action %s is not valid for this endpoint.", rq.op)
+}
+
+// isDynamoJSON reports a request of DynamoDB's content type,
+// application/x-amz-json-1.0, not signed for SQS or SNS (which share it).
+func isDynamoJSON(r *http.Request) bool {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	authz := r.Header.Get("Authorization")
+	return ct == "application/x-amz-json-1.0" && !strings.Contains(authz, "/sqs/aws4_request") && !strings.Contains(authz, "/sns/aws4_request")
 }
 
 // guessProtocol picks the error shape for a request that could not be

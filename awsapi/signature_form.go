@@ -45,13 +45,14 @@ func signatureForm(rq *request) error {
 	q := r.URL.Query()
 	authz := r.Header.Get("Authorization")
 	_, algQ := q["X-Amz-Algorithm"]
+	both := authz != "" && algQ
 	dynamo := rq.proto == protoDynamoDB || rq.proto == protoDynamoDBStreams
 	if dynamo && !strings.HasPrefix(authz, "AWS4-") {
 		authz = ""
 	}
 	var missing []string
 	switch {
-	case authz != "" && algQ:
+	case both:
 		return awserr.New(awserr.ErrInvalidSignature, "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP header.")
 	case authz != "":
 		params := map[string]bool{}
