@@ -225,13 +225,9 @@ func authWording(t *testing.T, h *awsapi.Handler, withAuth bool) {
 		}
 		rec := &recorder{header: map[string][]string{}}
 		h.ServeHTTP(rec, httpRequest("POST", tt.path, tt.body, hd))
-		var e struct {
-			Type    string `json:"__type"`
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(rec.body.Bytes(), &e)
-		if rec.status != 400 || e.Type != tt.code || e.Message != tt.message {
-			t.Errorf("with Auth %v: %s %q %v: %d %s %q\nwant 400 %s %q", withAuth, tt.path, tt.body, tt.header, rec.status, e.Type, e.Message, tt.code, tt.message)
+		typ, message := rec.jsonError()
+		if rec.status != 400 || typ != tt.code || message != tt.message {
+			t.Errorf("with Auth %v: %s %q %v: %d %s %q\nwant 400 %s %q", withAuth, tt.path, tt.body, tt.header, rec.status, typ, message, tt.code, tt.message)
 		}
 	}
 }
@@ -281,16 +277,9 @@ func TestDynamoDBAuthWording(t *testing.T) {
 		rec := &recorder{header: map[string][]string{}}
 		h.ServeHTTP(rec, httpRequest("POST", "/", "{}", map[string]string{"X-Amz-Target": tt.target,
 			"Content-Type": "application/x-amz-json-1.0", "Authorization": tt.auth}))
-		var e struct {
-			Type    string `json:"__type"`
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(rec.body.Bytes(), &e)
-		if i := strings.LastIndexByte(e.Type, '#'); i >= 0 {
-			e.Type = e.Type[i+1:]
-		}
-		if rec.status != 400 || e.Type != tt.code || (tt.message != "" && e.Message != tt.message) {
-			t.Errorf("%s with Authorization %q: %d %s %q\nwant 400 %s %q", tt.target, tt.auth, rec.status, e.Type, e.Message, tt.code, tt.message)
+		typ, message := rec.jsonError()
+		if rec.status != 400 || shortType(typ) != tt.code || (tt.message != "" && message != tt.message) {
+			t.Errorf("%s with Authorization %q: %d %s %q\nwant 400 %s %q", tt.target, tt.auth, rec.status, typ, message, tt.code, tt.message)
 		}
 	}
 }
@@ -319,13 +308,9 @@ func TestDynamoDBFrontEnd(t *testing.T) {
 	} {
 		rec := &recorder{header: map[string][]string{}}
 		h.ServeHTTP(rec, httpRequest("POST", tt.path, tt.body, tt.header))
-		var e struct {
-			Type    string `json:"__type"`
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(rec.body.Bytes(), &e)
-		if rec.status != 400 || e.Type != "com.amazon.coral.service#"+tt.code || e.Message != tt.message || rec.header.Get("Content-Type") != tt.ctype {
-			t.Errorf("%s %q %v: %d %s %q %s\nwant 400 %s %q %s", tt.path, tt.body, tt.header, rec.status, e.Type, e.Message,
+		typ, message := rec.jsonError()
+		if rec.status != 400 || typ != "com.amazon.coral.service#"+tt.code || message != tt.message || rec.header.Get("Content-Type") != tt.ctype {
+			t.Errorf("%s %q %v: %d %s %q %s\nwant 400 %s %q %s", tt.path, tt.body, tt.header, rec.status, typ, message,
 				rec.header.Get("Content-Type"), tt.code, tt.message, tt.ctype)
 		}
 	}

@@ -157,18 +157,29 @@ func TestMalformedAttributeValues(t *testing.T) {
 func call(h *awsapi.Handler, target, body string) (code, message string, status int) {
 	rec := &recorder{header: map[string][]string{}}
 	h.ServeHTTP(rec, httpRequest("POST", "/", body, map[string]string{"X-Amz-Target": target}))
+	typ, message := rec.jsonError()
+	if rec.status == 0 {
+		rec.status = 200
+	}
+	return shortType(typ), message, rec.status
+}
+
+// jsonError is the __type and message of a JSON error answer.
+func (rec *recorder) jsonError() (typ, message string) {
 	var e struct {
 		Type    string `json:"__type"`
 		Message string `json:"message"`
 	}
 	_ = json.Unmarshal(rec.body.Bytes(), &e)
-	if i := strings.LastIndexByte(e.Type, '#'); i >= 0 {
-		e.Type = e.Type[i+1:]
+	return e.Type, e.Message
+}
+
+// shortType is an error's __type without its namespace.
+func shortType(typ string) string {
+	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
+		return typ[i+1:]
 	}
-	if rec.status == 0 {
-		rec.status = 200
-	}
-	return e.Type, e.Message, rec.status
+	return typ
 }
 
 // TestGetShardIteratorChecks: a StartingSequenceNumber with TRIM_HORIZON
