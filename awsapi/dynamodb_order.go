@@ -108,6 +108,8 @@ func dynamoItemChecks(op string, obj map[string]any) error {
 		return itemSize(obj["Item"])
 	case "GetItem":
 		return attributesToGet(obj)
+	case "Scan":
+		return scanSegments(obj)
 	case "BatchGetItem":
 		items, _ := obj["RequestItems"].(map[string]any)
 		for _, name := range sortedKeys(items) {
@@ -135,6 +137,29 @@ func dynamoItemChecks(op string, obj map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// scanSegments refuses a Scan's Segment without TotalSegments (or the
+// other way round), or a Segment not below TotalSegments, before the
+// placeholder maps are looked at, as DynamoDB does.
+func scanSegments(obj map[string]any) error {
+	num := func(name string) *int {
+		var n int
+		switch x := obj[name].(type) {
+		case float64:
+			n = int(x)
+		case json.Number:
+			i, err := x.Int64()
+			if err != nil {
+				return nil
+			}
+			n = int(i)
+		default:
+			return nil
+		}
+		return &n
+	}
+	return table.CheckSegments(num("Segment"), num("TotalSegments"))
 }
 
 // itemSize refuses an item over DynamoDB's 400 KB.
@@ -184,6 +209,11 @@ func dynamoMixed(op string, v any) error {
 		return out
 	}
 	legacy, expression := present(ps.legacy), present(ps.expression)
+	if obj["KeyConditionExpression"] == nil {
+		// KeyConditions go with the other expressions; only a
+		// KeyConditionExpression makes them a mix.
+		legacy = slices.DeleteFunc(legacy, func(p string) bool { return p == "KeyConditions" })
+	}
 	switch {
 	case len(legacy) > 0 && len(expression) > 0:
 		return awserr.New(awserr.ErrValidation, "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}",

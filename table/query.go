@@ -452,6 +452,13 @@ func segments(segment, totalSegments *int) (seg, total int, err error) {
 	return seg, total, nil
 }
 
+// CheckSegments is segments' verdict alone, for the checks made before a
+// table is looked up.
+func CheckSegments(segment, totalSegments *int) error {
+	_, _, err := segments(segment, totalSegments)
+	return err
+}
+
 // segmentOf spreads partition hashes evenly over total segments.
 func segmentOf(h [16]byte, total int) int {
 	v := uint64(h[0])<<24 | uint64(h[1])<<16 | uint64(h[2])<<8 | uint64(h[3])
