@@ -107,11 +107,25 @@ type reader struct {
 	// rcc and consistent: the capacity to report, and how it is counted.
 	rcc        string
 	consistent bool
+	// index: the index read (nil: the table), whose units INDEXES reports
+	index *secondary
 }
 
 // result is the answer, with the capacity read if it was asked for.
 func (r *reader) result() *QueryOutput {
-	r.out.ConsumedCapacity = capacity(r.rcc, r.t.st.TableName, readUnits(r.bytes, r.consistent))
+	units := readUnits(r.bytes, r.consistent)
+	cc := capacity(r.rcc, r.t.st.TableName, units)
+	if cc != nil && cc.Table != nil && r.index != nil {
+		// a read of an index costs the index, not the table
+		cc.Table.CapacityUnits = 0
+		by := map[string]*Capacity{r.index.name: {CapacityUnits: units}}
+		if r.index.global {
+			cc.GlobalSecondaryIndexes = by
+		} else {
+			cc.LocalSecondaryIndexes = by
+		}
+	}
+	r.out.ConsumedCapacity = cc
 	return r.out
 }
 
@@ -119,7 +133,7 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *second
 	if in.Limit < 0 {
 		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
 	}
-	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead}
+	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead, index: x}
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 		r.selectAll = in.Select == SelectAllAttributes

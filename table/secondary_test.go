@@ -572,3 +572,43 @@ func randomIndexedWrite(tb *table.Service, rng *rand.Rand, parts, sorts int) err
 	}
 	return err
 }
+
+// TestIndexReadCapacity: with INDEXES, a Query or Scan of an index reports
+// its units under the index (LocalSecondaryIndexes or
+// GlobalSecondaryIndexes, by name) and none under the table, as DynamoDB
+// does; a read of the table reports them under Table.
+func TestIndexReadCapacity(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createIndexed(t, tb)
+	putItem(t, tb, "idx", table.Item{"pk": S("a"), "sk": N("1"), "city": S("oslo"), "score": N("30"), "at": N("5")})
+	for _, tt := range []struct {
+		index       string
+		local, glob map[string]*table.Capacity
+		tableUnits  float64
+	}{
+		{"", nil, nil, 0.5},
+		{"byTime", map[string]*table.Capacity{"byTime": {CapacityUnits: 0.5}}, nil, 0},
+		{"byCity", nil, map[string]*table.Capacity{"byCity": {CapacityUnits: 0.5}}, 0},
+	} {
+		in := table.QueryInput{TableName: "idx", IndexName: tt.index, KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("a")},
+			ReturnConsumedCapacity: "INDEXES"}
+		if tt.index == "byCity" {
+			in.KeyConditionExpression, in.ExpressionAttributeValues = "city = :p", table.Item{":p": S("oslo")}
+		}
+		cc := query(t, tb, in).ConsumedCapacity
+		want := &table.ConsumedCapacity{TableName: "idx", CapacityUnits: 0.5, Table: &table.Capacity{CapacityUnits: tt.tableUnits},
+			LocalSecondaryIndexes: tt.local, GlobalSecondaryIndexes: tt.glob}
+		got, _ := json.Marshal(cc)
+		exp, _ := json.Marshal(want)
+		if string(got) != string(exp) {
+			t.Errorf("index %q: %s, want %s", tt.index, got, exp)
+		}
+		sc, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: tt.index, ReturnConsumedCapacity: "INDEXES"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(sc.ConsumedCapacity); string(got) != string(exp) {
+			t.Errorf("Scan of index %q: %s, want %s", tt.index, got, exp)
+		}
+	}
+}
