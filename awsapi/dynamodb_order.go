@@ -17,7 +17,9 @@ package awsapi
 //     FilterExpression, ProjectionExpression; an empty one is "Invalid
 //     ConditionExpression: The expression can not be empty;"), and then
 //     the placeholders none of them used. A Query's KeyConditionExpression
-//     needs the table's key, so a Query's are parsed after the lookup.
+//     is parsed first, and its shape checked after the others are parsed
+//     (expr.CheckKeyCondition); its keys need the table, so a Query's
+//     unused placeholders are looked for after the lookup.
 
 import (
 	"encoding/json"
@@ -282,6 +284,13 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 			return exprValidation(err)
 		}
 	}
+	shape := func() error { return nil }
+	if s, ok := text("KeyConditionExpression"); ok {
+		var err error
+		if shape, err = expr.CheckKeyCondition(s, c); err != nil {
+			return exprValidation(err)
+		}
+	}
 	if s, ok := text("FilterExpression"); ok {
 		if _, err := expr.ParseFilter(s, c); err != nil {
 			return exprValidation(err)
@@ -293,7 +302,9 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 		}
 	}
 	if _, ok := text("KeyConditionExpression"); ok {
-		return nil // parsed with the table's key; unused placeholders then
+		// its shape now; its keys, and the unused placeholders, with the
+		// table's key
+		return exprValidation(shape())
 	}
 	return exprValidation(c.CheckUnused())
 }
