@@ -282,4 +282,16 @@ func TestDynamoDBQueryKeyConditionsWithExpressions(t *testing.T) {
 			t.Errorf("Query %s: %d %v, want Items %s", tt.body, status, body, tt.items)
 		}
 	}
+	// a key attribute in a QueryFilter is named as DynamoDB names it
+	for _, tt := range []struct{ body, message string }{
+		{`{"TableName":"kcq","KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"x"}]}},"QueryFilter":{"b":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"1"}]}}}`,
+			"QueryFilter can only contain non-primary key attributes: Primary key attribute: b"},
+		{`{"TableName":"kcq","KeyConditionExpression":"a = :a","FilterExpression":"b = :b","ExpressionAttributeValues":{":a":{"S":"x"},":b":{"S":"1"}}}`,
+			"Filter Expression can only contain non-primary key attributes: Primary key attribute: b"},
+	} {
+		status, body := rawCall(h, "DynamoDB_20120810.Query", tt.body)
+		if status != 400 || body["message"] != tt.message {
+			t.Errorf("Query %s: %d %v, want %q", tt.body, status, body, tt.message)
+		}
+	}
 }
