@@ -294,4 +294,15 @@ func TestDynamoDBQueryKeyConditionsWithExpressions(t *testing.T) {
 			t.Errorf("Query %s: %d %v, want %q", tt.body, status, body, tt.message)
 		}
 	}
+	// an ExclusiveStartKey that is not the table's key, in DynamoDB's words
+	for _, target := range []string{"Scan", "Query"} {
+		req := `{"TableName":"kcq","ExclusiveStartKey":{"a":{"S":"x"},"b":{"N":"1"}}}`
+		if target == "Query" {
+			req = `{"TableName":"kcq","KeyConditionExpression":"a = :a","ExpressionAttributeValues":{":a":{"S":"x"}},"ExclusiveStartKey":{"a":{"S":"x"},"b":{"N":"1"}}}`
+		}
+		status, body := rawCall(h, "DynamoDB_20120810."+target, req)
+		if want := "The provided starting key is invalid: The provided key element does not match the schema"; status != 400 || body["message"] != want {
+			t.Errorf("%s with a bad ExclusiveStartKey: %d %v, want %q", target, status, body, want)
+		}
+	}
 }

@@ -304,7 +304,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if in.ExclusiveStartKey != nil {
 		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
 		if err != nil {
-			return nil, validation("The provided starting key is invalid: %v", err)
+			return nil, startKeyInvalid(err)
 		}
 		if sk.h != pk.h {
 			return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
@@ -411,7 +411,7 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	if in.ExclusiveStartKey != nil {
 		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
 		if err != nil {
-			return nil, validation("The provided starting key is invalid: %v", err)
+			return nil, startKeyInvalid(err)
 		}
 		from, exclusive = entry{h: sk.h, rk: sk.rk}, true
 	}
@@ -464,6 +464,16 @@ func segments(segment, totalSegments *int) (seg, total int, err error) {
 		return 0, 0, validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", seg, total)
 	}
 	return seg, total, nil
+}
+
+// startKeyInvalid is an ExclusiveStartKey's key error as DynamoDB words
+// it: "The provided starting key is invalid: " and the error's message.
+func startKeyInvalid(err error) error {
+	msg := err.Error()
+	if e, ok := err.(*awserr.Error); ok {
+		msg = e.Message
+	}
+	return validation("The provided starting key is invalid: %s", msg)
 }
 
 // CheckSegments is segments' verdict alone, for the checks made before a
