@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -609,6 +610,31 @@ func TestIndexReadCapacity(t *testing.T) {
 		}
 		if got, _ := json.Marshal(sc.ConsumedCapacity); string(got) != string(exp) {
 			t.Errorf("Scan of index %q: %s, want %s", tt.index, got, exp)
+		}
+	}
+}
+
+// TestIndexStartKeyWording: a Scan of an index refuses an ExclusiveStartKey
+// in DynamoDB's words, by what is wrong: not the index's and the table's
+// key attributes in number, the index's key, the table's key.
+func TestIndexStartKeyWording(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createIndexed(t, tb)
+	for _, tt := range []struct {
+		esk table.Item
+		msg string
+	}{
+		{table.Item{"city": S("oslo")}, "The provided starting key is invalid"},
+		{table.Item{"pk": S("a"), "sk": N("1"), "city": S("oslo"), "score": N("1"), "x": S("x")}, "The provided starting key is invalid"},
+		{table.Item{"pk": S("a"), "sk": N("1"), "city": S("oslo"), "score": S("1")}, "The provided key element does not match the schema"},
+		{table.Item{"x": S("a"), "y": N("1"), "city": N("1"), "score": N("1")}, "The provided key element does not match the schema"},
+		{table.Item{"pk": S("a"), "sk": S("1"), "city": S("oslo"), "score": N("1")}, "The provided starting key is invalid: The provided key element does not match the schema"},
+		{table.Item{"x": S("a"), "y": N("1"), "city": S("oslo"), "score": N("1")}, "The provided starting key is invalid: The provided key element does not match the schema"},
+	} {
+		_, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: "byCity", ExclusiveStartKey: tt.esk})
+		var e *awserr.Error
+		if !errors.As(err, &e) || e.Message != tt.msg {
+			t.Errorf("Scan byCity from %v: %v, want %q", tt.esk, err, tt.msg)
 		}
 	}
 }
