@@ -288,6 +288,9 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 				return nil, validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", a)
 			}
 		}
+		if err := t.scalarKeyNames(r.filter.NestedAttributes()); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.CheckUnused(); err != nil {
 		return nil, exprErr(err)
@@ -414,6 +417,11 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 			return nil, startKeyInvalid(err)
 		}
 		from, exclusive = entry{h: sk.h, rk: sk.rk}, true
+	}
+	if r.filter != nil {
+		if err := t.scalarKeyNames(r.filter.NestedAttributes()); err != nil {
+			return nil, err
+		}
 	}
 	// Collect the page's entries under the read lock, then read the items.
 	t.idxMu.RLock()

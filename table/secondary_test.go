@@ -638,3 +638,33 @@ func TestIndexStartKeyWording(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterIntoKeys: a Scan's or Query's filter may not read into a key
+// attribute of the table ("Key: sk") or of an index ("IndexKey: score"),
+// in DynamoDB's words.
+func TestFilterIntoKeys(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createIndexed(t, tb)
+	const words = "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: "
+	for _, tt := range []struct {
+		query  bool
+		filter string
+		msg    string
+	}{
+		{false, "attribute_exists(sk.x) AND x = :v", words + "Key: sk"},
+		{false, "city[0] = :v", words + "IndexKey: city"},
+		{true, "attribute_exists(score.x) AND x = :v", words + "IndexKey: score"},
+	} {
+		var err error
+		if tt.query {
+			_, err = tb.Query(ctx, table.QueryInput{TableName: "idx", KeyConditionExpression: "pk = :v", FilterExpression: tt.filter,
+				ExpressionAttributeValues: table.Item{":v": S("a")}})
+		} else {
+			_, err = tb.Scan(ctx, table.ScanInput{TableName: "idx", FilterExpression: tt.filter, ExpressionAttributeValues: table.Item{":v": S("a")}})
+		}
+		var e *awserr.Error
+		if !errors.As(err, &e) || e.Message != tt.msg {
+			t.Errorf("filter %q: %v, want %q", tt.filter, err, tt.msg)
+		}
+	}
+}
