@@ -152,6 +152,21 @@ func TestDynamoDBRefusalOrder(t *testing.T) {
 		{"DeleteItem", `{"TableName":"abc","Key":{},"Expected":{"a":{"ComparisonOperator":"BETWEEN","AttributeValueList":[{"S":"b"},{"S":"a"}]}}}`,
 			"The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"},
 		{"GetItem", `{"TableName":"abc","Key":{"a":{"NULL":"no"}}}`, "One or more parameter values were invalid: Null attribute value types must have the true value"},
+		{"Scan", `{"TableName":"abc","Segment":1,"FilterExpression":"","ExpressionAttributeNames":{},"ExpressionAttributeValues":{}}`,
+			"The TotalSegments parameter is required but was not present in the request when Segment parameter is present"},
+		{"Scan", `{"TableName":"abc","Segment":1,"TotalSegments":1,"FilterExpression":"","ExpressionAttributeNames":{}}`,
+			"The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: 1 is not less than TotalSegments: 1"},
+		{"Query", `{"TableName":"abc","KeyConditionExpression":"a > b and size(b) > c or a > c"}`, "Invalid operator used in KeyConditionExpression: OR"},
+		{"Query", `{"TableName":"abc","KeyConditionExpression":"","FilterExpression":"","ExpressionAttributeValues":{":0":{"S":"b"}}}`,
+			"Invalid KeyConditionExpression: The expression can not be empty;"},
+		{"Query", `{"TableName":"abc","KeyConditionExpression":"attribute_type(a, :a)","FilterExpression":"","ExpressionAttributeValues":{":a":{"S":"N"}}}`,
+			"Invalid FilterExpression: The expression can not be empty;"},
+		{"Query", `{"TableName":"abc","KeyConditionExpression":":a = a and b = :a and :a = c","ExpressionAttributeValues":{":a":{"S":"a"}}}`,
+			"Conditions can be of length 1 or 2 only"},
+		{"Query", `{"TableName":"abc","KeyConditionExpression":"b > :a AND b < :a and c = :a and d = :a","ExpressionAttributeValues":{":a":{"N":"1"}}}`,
+			"KeyConditionExpressions must only contain one condition per key"},
+		{"Query", `{"TableName":"abc","KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{}]}},"AttributesToGet":["a"],"FilterExpression":"","ProjectionExpression":""}`,
+			"Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {AttributesToGet} Expression parameters: {ProjectionExpression, FilterExpression}"},
 		{"UpdateTable", `{"TableName":"abc","ProvisionedThroughput":{}}`,
 			"2 validation errors detected: Value null at 'provisionedThroughput.writeCapacityUnits' failed to satisfy constraint: Member must not be null; " +
 				"Value null at 'provisionedThroughput.readCapacityUnits' failed to satisfy constraint: Member must not be null"},
@@ -233,5 +248,61 @@ func TestDynamoDBLegacyAndLimits(t *testing.T) {
 	status, body = rawCall(h, "DynamoDB_20120810.CreateTable", `{"TableName":"abc","LocalSecondaryIndexes":[`+lsis+`]}`)
 	if msg, _ := body["message"].(string); status != 400 || !strings.HasPrefix(msg, "10 validation errors detected: ") {
 		t.Errorf("nine empty LSIs: %d %v, want 10 failures", status, body)
+	}
+}
+
+// TestDynamoDBQueryKeyConditionsWithExpressions: a Query's KeyConditions
+// go with a ProjectionExpression or a FilterExpression (and their
+// placeholders); only a KeyConditionExpression makes them a mix.
+func TestDynamoDBQueryKeyConditionsWithExpressions(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	status, body := rawCall(h, "DynamoDB_20120810.CreateTable", `{"TableName":"kcq","KeySchema":[{"AttributeName":"a","KeyType":"HASH"},{"AttributeName":"b","KeyType":"RANGE"}],`+
+		`"AttributeDefinitions":[{"AttributeName":"a","AttributeType":"S"},{"AttributeName":"b","AttributeType":"S"}],"BillingMode":"PAY_PER_REQUEST"}`)
+	if status != 200 {
+		t.Fatalf("CreateTable: %d %v", status, body)
+	}
+	for _, item := range []string{`{"a":{"S":"x"},"b":{"S":"1"},"d":{"S":"d1"},"e":{"S":"e1"}}`, `{"a":{"S":"x"},"b":{"S":"2"},"e":{"S":"e2"}}`} {
+		if status, body := rawCall(h, "DynamoDB_20120810.PutItem", `{"TableName":"kcq","Item":`+item+`}`); status != 200 {
+			t.Fatalf("PutItem: %d %v", status, body)
+		}
+	}
+	for _, tt := range []struct{ body, items string }{
+		{`{"TableName":"kcq","KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"x"}]}},"ProjectionExpression":"b, d"}`,
+			`[{"b":{"S":"1"},"d":{"S":"d1"}},{"b":{"S":"2"}}]`},
+		{`{"TableName":"kcq","KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"x"}]}},"ProjectionExpression":"#e",` +
+			`"FilterExpression":"attribute_exists(d) AND e = :e","ExpressionAttributeNames":{"#e":"e"},"ExpressionAttributeValues":{":e":{"S":"e1"}}}`,
+			`[{"e":{"S":"e1"}}]`},
+	} {
+		status, body := rawCall(h, "DynamoDB_20120810.Query", tt.body)
+		got, _ := json.Marshal(body["Items"])
+		var want any
+		_ = json.Unmarshal([]byte(tt.items), &want)
+		wantJSON, _ := json.Marshal(want)
+		if status != 200 || string(got) != string(wantJSON) {
+			t.Errorf("Query %s: %d %v, want Items %s", tt.body, status, body, tt.items)
+		}
+	}
+	// a key attribute in a QueryFilter is named as DynamoDB names it
+	for _, tt := range []struct{ body, message string }{
+		{`{"TableName":"kcq","KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"x"}]}},"QueryFilter":{"b":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"1"}]}}}`,
+			"QueryFilter can only contain non-primary key attributes: Primary key attribute: b"},
+		{`{"TableName":"kcq","KeyConditionExpression":"a = :a","FilterExpression":"b = :b","ExpressionAttributeValues":{":a":{"S":"x"},":b":{"S":"1"}}}`,
+			"Filter Expression can only contain non-primary key attributes: Primary key attribute: b"},
+	} {
+		status, body := rawCall(h, "DynamoDB_20120810.Query", tt.body)
+		if status != 400 || body["message"] != tt.message {
+			t.Errorf("Query %s: %d %v, want %q", tt.body, status, body, tt.message)
+		}
+	}
+	// an ExclusiveStartKey that is not the table's key, in DynamoDB's words
+	for _, target := range []string{"Scan", "Query"} {
+		req := `{"TableName":"kcq","ExclusiveStartKey":{"a":{"S":"x"},"b":{"N":"1"}}}`
+		if target == "Query" {
+			req = `{"TableName":"kcq","KeyConditionExpression":"a = :a","ExpressionAttributeValues":{":a":{"S":"x"}},"ExclusiveStartKey":{"a":{"S":"x"},"b":{"N":"1"}}}`
+		}
+		status, body := rawCall(h, "DynamoDB_20120810."+target, req)
+		if want := "The provided starting key is invalid: The provided key element does not match the schema"; status != 400 || body["message"] != want {
+			t.Errorf("%s with a bad ExclusiveStartKey: %d %v, want %q", target, status, body, want)
+		}
 	}
 }

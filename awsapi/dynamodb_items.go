@@ -7,6 +7,7 @@ package awsapi
 
 import (
 	"context"
+	"strings"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table"
@@ -52,7 +53,17 @@ func dynamoQuery(rq *request, in *queryInput) (any, error) {
 	if err := pageInput(&in.QueryInput.Limit, in.Limit, &in.TableName); err != nil {
 		return nil, err
 	}
-	return rq.h.rn.Tables.Query(rq.ctx, in.QueryInput)
+	out, err := rq.h.rn.Tables.Query(rq.ctx, in.QueryInput)
+	if obj, _ := rq.parsed.(map[string]any); obj["QueryFilter"] != nil {
+		// the filter came as a QueryFilter (dynamodb_legacy.go): DynamoDB
+		// names it so
+		if e, ok := err.(*awserr.Error); ok {
+			if rest, ok := strings.CutPrefix(e.Message, "Filter Expression can only contain"); ok {
+				return nil, awserr.New(awserr.ErrValidation, "QueryFilter can only contain%s", rest)
+			}
+		}
+	}
+	return out, err
 }
 
 func dynamoScan(rq *request, in *scanInput) (any, error) {

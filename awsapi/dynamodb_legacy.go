@@ -68,12 +68,17 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 			expression = append(expression, p)
 		}
 	}
-	if len(expression) > 0 {
+	mixed := legacy
+	if raw["KeyConditionExpression"] == nil {
+		// a Query's KeyConditions may go with its other expressions
+		mixed = slices.DeleteFunc(slices.Clone(legacy), func(p string) bool { return p == "KeyConditions" })
+	}
+	if len(expression) > 0 && len(mixed) > 0 {
 		return awserr.New(awserr.ErrValidation, "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}",
-			strings.Join(legacy, ", "), strings.Join(expression, ", "))
+			strings.Join(mixed, ", "), strings.Join(expression, ", "))
 	}
 	for _, p := range []string{"ExpressionAttributeNames", "ExpressionAttributeValues"} {
-		if _, ok := raw[p]; ok {
+		if _, ok := raw[p]; ok && len(expression) == 0 {
 			return awserr.New(awserr.ErrValidation, "%s can only be specified when using expressions", p)
 		}
 	}
@@ -129,9 +134,19 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		delete(raw, p)
 	}
 	if len(b.names) > 0 {
+		var own map[string]string
+		_ = json.Unmarshal(raw["ExpressionAttributeNames"], &own) // the expressions' own, kept
+		for k, v := range own {
+			b.names[k] = v
+		}
 		raw["ExpressionAttributeNames"], _ = json.Marshal(b.names)
 	}
 	if len(b.values) > 0 {
+		var own map[string]json.RawMessage
+		_ = json.Unmarshal(raw["ExpressionAttributeValues"], &own)
+		for k, v := range own {
+			b.values[k] = v
+		}
 		raw["ExpressionAttributeValues"], _ = json.Marshal(b.values)
 	}
 	return nil

@@ -17,7 +17,9 @@ package awsapi
 //     FilterExpression, ProjectionExpression; an empty one is "Invalid
 //     ConditionExpression: The expression can not be empty;"), and then
 //     the placeholders none of them used. A Query's KeyConditionExpression
-//     needs the table's key, so a Query's are parsed after the lookup.
+//     is parsed first, and its shape checked after the others are parsed
+//     (expr.CheckKeyCondition); its keys need the table, so a Query's
+//     unused placeholders are looked for after the lookup.
 
 import (
 	"encoding/json"
@@ -108,6 +110,8 @@ func dynamoItemChecks(op string, obj map[string]any) error {
 		return itemSize(obj["Item"])
 	case "GetItem":
 		return attributesToGet(obj)
+	case "Scan":
+		return scanSegments(obj)
 	case "BatchGetItem":
 		items, _ := obj["RequestItems"].(map[string]any)
 		for _, name := range sortedKeys(items) {
@@ -135,6 +139,29 @@ func dynamoItemChecks(op string, obj map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// scanSegments refuses a Scan's Segment without TotalSegments (or the
+// other way round), or a Segment not below TotalSegments, before the
+// placeholder maps are looked at, as DynamoDB does.
+func scanSegments(obj map[string]any) error {
+	num := func(name string) *int {
+		var n int
+		switch x := obj[name].(type) {
+		case float64:
+			n = int(x)
+		case json.Number:
+			i, err := x.Int64()
+			if err != nil {
+				return nil
+			}
+			n = int(i)
+		default:
+			return nil
+		}
+		return &n
+	}
+	return table.CheckSegments(num("Segment"), num("TotalSegments"))
 }
 
 // itemSize refuses an item over DynamoDB's 400 KB.
@@ -184,6 +211,11 @@ func dynamoMixed(op string, v any) error {
 		return out
 	}
 	legacy, expression := present(ps.legacy), present(ps.expression)
+	if obj["KeyConditionExpression"] == nil {
+		// KeyConditions go with the other expressions; only a
+		// KeyConditionExpression makes them a mix.
+		legacy = slices.DeleteFunc(legacy, func(p string) bool { return p == "KeyConditions" })
+	}
 	switch {
 	case len(legacy) > 0 && len(expression) > 0:
 		return awserr.New(awserr.ErrValidation, "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}",
@@ -252,6 +284,13 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 			return exprValidation(err)
 		}
 	}
+	shape := func() error { return nil }
+	if s, ok := text("KeyConditionExpression"); ok {
+		var err error
+		if shape, err = expr.CheckKeyCondition(s, c); err != nil {
+			return exprValidation(err)
+		}
+	}
 	if s, ok := text("FilterExpression"); ok {
 		if _, err := expr.ParseFilter(s, c); err != nil {
 			return exprValidation(err)
@@ -263,7 +302,9 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 		}
 	}
 	if _, ok := text("KeyConditionExpression"); ok {
-		return nil // parsed with the table's key; unused placeholders then
+		// its shape now; its keys, and the unused placeholders, with the
+		// table's key
+		return exprValidation(shape())
 	}
 	return exprValidation(c.CheckUnused())
 }

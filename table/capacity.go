@@ -13,6 +13,10 @@ type ConsumedCapacity struct {
 	TableName     string    `json:"TableName"`
 	CapacityUnits float64   `json:"CapacityUnits"`
 	Table         *Capacity `json:"Table,omitempty"`
+	// LocalSecondaryIndexes and GlobalSecondaryIndexes: the units read
+	// from an index, by its name (INDEXES).
+	LocalSecondaryIndexes  map[string]*Capacity `json:"LocalSecondaryIndexes,omitempty"`
+	GlobalSecondaryIndexes map[string]*Capacity `json:"GlobalSecondaryIndexes,omitempty"`
 }
 
 // Capacity is the units of one part of a call (INDEXES).

@@ -521,7 +521,14 @@ func (t *Table) scalarKeys(proj *expr.Projection) error {
 	if proj == nil {
 		return nil
 	}
-	for _, n := range proj.NestedNames() {
+	return t.scalarKeyNames(proj.NestedNames())
+}
+
+// scalarKeyNames refuses a read into (a.b, a[0]) a key attribute of the
+// table or of an index, names being the attributes read into: a
+// projection's, or a filter's (after the start key is checked).
+func (t *Table) scalarKeyNames(names []string) error {
+	for _, n := range names {
 		if n == t.schema.hash || n == t.schema.rng {
 			return validation("Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: %s", n)
 		}

@@ -107,11 +107,25 @@ type reader struct {
 	// rcc and consistent: the capacity to report, and how it is counted.
 	rcc        string
 	consistent bool
+	// index: the index read (nil: the table), whose units INDEXES reports
+	index *secondary
 }
 
 // result is the answer, with the capacity read if it was asked for.
 func (r *reader) result() *QueryOutput {
-	r.out.ConsumedCapacity = capacity(r.rcc, r.t.st.TableName, readUnits(r.bytes, r.consistent))
+	units := readUnits(r.bytes, r.consistent)
+	cc := capacity(r.rcc, r.t.st.TableName, units)
+	if cc != nil && cc.Table != nil && r.index != nil {
+		// a read of an index costs the index, not the table
+		cc.Table.CapacityUnits = 0
+		by := map[string]*Capacity{r.index.name: {CapacityUnits: units}}
+		if r.index.global {
+			cc.GlobalSecondaryIndexes = by
+		} else {
+			cc.LocalSecondaryIndexes = by
+		}
+	}
+	r.out.ConsumedCapacity = cc
 	return r.out
 }
 
@@ -119,7 +133,7 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *second
 	if in.Limit < 0 {
 		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
 	}
-	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead}
+	r := &reader{t: t, limit: in.Limit, out: &QueryOutput{Items: []Item{}}, rcc: in.ReturnConsumedCapacity, consistent: in.ConsistentRead, index: x}
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 		r.selectAll = in.Select == SelectAllAttributes
@@ -274,6 +288,9 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 				return nil, validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", a)
 			}
 		}
+		if err := t.scalarKeyNames(r.filter.NestedAttributes()); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.CheckUnused(); err != nil {
 		return nil, exprErr(err)
@@ -290,7 +307,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if in.ExclusiveStartKey != nil {
 		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
 		if err != nil {
-			return nil, validation("The provided starting key is invalid: %v", err)
+			return nil, startKeyInvalid(err)
 		}
 		if sk.h != pk.h {
 			return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
@@ -397,9 +414,14 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	if in.ExclusiveStartKey != nil {
 		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
 		if err != nil {
-			return nil, validation("The provided starting key is invalid: %v", err)
+			return nil, startKeyInvalid(err)
 		}
 		from, exclusive = entry{h: sk.h, rk: sk.rk}, true
+	}
+	if r.filter != nil {
+		if err := t.scalarKeyNames(r.filter.NestedAttributes()); err != nil {
+			return nil, err
+		}
 	}
 	// Collect the page's entries under the read lock, then read the items.
 	t.idxMu.RLock()
@@ -450,6 +472,23 @@ func segments(segment, totalSegments *int) (seg, total int, err error) {
 		return 0, 0, validation("The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: %d is not less than TotalSegments: %d", seg, total)
 	}
 	return seg, total, nil
+}
+
+// startKeyInvalid is an ExclusiveStartKey's key error as DynamoDB words
+// it: "The provided starting key is invalid: " and the error's message.
+func startKeyInvalid(err error) error {
+	msg := err.Error()
+	if e, ok := err.(*awserr.Error); ok {
+		msg = e.Message
+	}
+	return validation("The provided starting key is invalid: %s", msg)
+}
+
+// CheckSegments is segments' verdict alone, for the checks made before a
+// table is looked up.
+func CheckSegments(segment, totalSegments *int) error {
+	_, _, err := segments(segment, totalSegments)
+	return err
 }
 
 // segmentOf spreads partition hashes evenly over total segments.

@@ -74,6 +74,20 @@ func (x *secondary) after(entries []*sEntry, esk Item, forward bool, h *[16]byte
 	if esk == nil {
 		return entries, nil
 	}
+	// DynamoDB's words, by what is wrong: not the index's and the table's
+	// key attributes in number; the index's key; the table's key.
+	names := map[string]bool{}
+	for _, a := range []string{x.sc.hash, x.sc.rng, x.table.hash, x.table.rng} {
+		if a != "" {
+			names[a] = true
+		}
+	}
+	if len(esk) != len(names) {
+		return nil, validation("The provided starting key is invalid")
+	}
+	if _, err := x.sc.keyOf(keyAttrs(esk, x.sc), true); err != nil {
+		return nil, validation("The provided key element does not match the schema")
+	}
 	tk, err := x.table.keyOf(keyAttrs(esk, x.table), true)
 	var start *sEntry
 	if err == nil {

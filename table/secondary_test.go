@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -571,4 +572,99 @@ func randomIndexedWrite(tb *table.Service, rng *rand.Rand, parts, sorts int) err
 		_, err = tb.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: it})
 	}
 	return err
+}
+
+// TestIndexReadCapacity: with INDEXES, a Query or Scan of an index reports
+// its units under the index (LocalSecondaryIndexes or
+// GlobalSecondaryIndexes, by name) and none under the table, as DynamoDB
+// does; a read of the table reports them under Table.
+func TestIndexReadCapacity(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createIndexed(t, tb)
+	putItem(t, tb, "idx", table.Item{"pk": S("a"), "sk": N("1"), "city": S("oslo"), "score": N("30"), "at": N("5")})
+	for _, tt := range []struct {
+		index       string
+		local, glob map[string]*table.Capacity
+		tableUnits  float64
+	}{
+		{"", nil, nil, 0.5},
+		{"byTime", map[string]*table.Capacity{"byTime": {CapacityUnits: 0.5}}, nil, 0},
+		{"byCity", nil, map[string]*table.Capacity{"byCity": {CapacityUnits: 0.5}}, 0},
+	} {
+		in := table.QueryInput{TableName: "idx", IndexName: tt.index, KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("a")},
+			ReturnConsumedCapacity: "INDEXES"}
+		if tt.index == "byCity" {
+			in.KeyConditionExpression, in.ExpressionAttributeValues = "city = :p", table.Item{":p": S("oslo")}
+		}
+		cc := query(t, tb, in).ConsumedCapacity
+		want := &table.ConsumedCapacity{TableName: "idx", CapacityUnits: 0.5, Table: &table.Capacity{CapacityUnits: tt.tableUnits},
+			LocalSecondaryIndexes: tt.local, GlobalSecondaryIndexes: tt.glob}
+		got, _ := json.Marshal(cc)
+		exp, _ := json.Marshal(want)
+		if string(got) != string(exp) {
+			t.Errorf("index %q: %s, want %s", tt.index, got, exp)
+		}
+		sc, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: tt.index, ReturnConsumedCapacity: "INDEXES"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(sc.ConsumedCapacity); string(got) != string(exp) {
+			t.Errorf("Scan of index %q: %s, want %s", tt.index, got, exp)
+		}
+	}
+}
+
+// TestIndexStartKeyWording: a Scan of an index refuses an ExclusiveStartKey
+// in DynamoDB's words, by what is wrong: not the index's and the table's
+// key attributes in number, the index's key, the table's key.
+func TestIndexStartKeyWording(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createIndexed(t, tb)
+	for _, tt := range []struct {
+		esk table.Item
+		msg string
+	}{
+		{table.Item{"city": S("oslo")}, "The provided starting key is invalid"},
+		{table.Item{"pk": S("a"), "sk": N("1"), "city": S("oslo"), "score": N("1"), "x": S("x")}, "The provided starting key is invalid"},
+		{table.Item{"pk": S("a"), "sk": N("1"), "city": S("oslo"), "score": S("1")}, "The provided key element does not match the schema"},
+		{table.Item{"x": S("a"), "y": N("1"), "city": N("1"), "score": N("1")}, "The provided key element does not match the schema"},
+		{table.Item{"pk": S("a"), "sk": S("1"), "city": S("oslo"), "score": N("1")}, "The provided starting key is invalid: The provided key element does not match the schema"},
+		{table.Item{"x": S("a"), "y": N("1"), "city": S("oslo"), "score": N("1")}, "The provided starting key is invalid: The provided key element does not match the schema"},
+	} {
+		_, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: "byCity", ExclusiveStartKey: tt.esk})
+		var e *awserr.Error
+		if !errors.As(err, &e) || e.Message != tt.msg {
+			t.Errorf("Scan byCity from %v: %v, want %q", tt.esk, err, tt.msg)
+		}
+	}
+}
+
+// TestFilterIntoKeys: a Scan's or Query's filter may not read into a key
+// attribute of the table ("Key: sk") or of an index ("IndexKey: score"),
+// in DynamoDB's words.
+func TestFilterIntoKeys(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createIndexed(t, tb)
+	const words = "Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: "
+	for _, tt := range []struct {
+		query  bool
+		filter string
+		msg    string
+	}{
+		{false, "attribute_exists(sk.x) AND x = :v", words + "Key: sk"},
+		{false, "city[0] = :v", words + "IndexKey: city"},
+		{true, "attribute_exists(score.x) AND x = :v", words + "IndexKey: score"},
+	} {
+		var err error
+		if tt.query {
+			_, err = tb.Query(ctx, table.QueryInput{TableName: "idx", KeyConditionExpression: "pk = :v", FilterExpression: tt.filter,
+				ExpressionAttributeValues: table.Item{":v": S("a")}})
+		} else {
+			_, err = tb.Scan(ctx, table.ScanInput{TableName: "idx", FilterExpression: tt.filter, ExpressionAttributeValues: table.Item{":v": S("a")}})
+		}
+		var e *awserr.Error
+		if !errors.As(err, &e) || e.Message != tt.msg {
+			t.Errorf("filter %q: %v, want %q", tt.filter, err, tt.msg)
+		}
+	}
 }

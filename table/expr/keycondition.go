@@ -25,6 +25,21 @@ type KeyCondition struct {
 	RangeValues []events.DynamoDBAttributeValue
 }
 
+// CheckKeyCondition makes ParseKeyCondition's checks that need no key
+// schema, in the two steps DynamoDB takes before it looks the table up:
+// the expression parsed (err), then, once the request's other expressions
+// are parsed too, its shape (shape()).
+func CheckKeyCondition(s string, c *Context) (shape func() error, err error) {
+	_, root, err := parseWhole(s, "KeyConditionExpression", c)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, err := keyConds(root)
+		return err
+	}, nil
+}
+
 // ParseKeyCondition parses a Query's KeyConditionExpression for a table or
 // index whose key is hashKey and, if not "", rangeKey. It marks the
 // placeholders it uses in c. The caller checks the values' types against
@@ -36,6 +51,7 @@ type KeyCondition struct {
 //   - "Invalid operator used in KeyConditionExpression: OR" (also NOT, IN,
 //     <>, and functions other than begins_with);
 //   - "KeyConditionExpressions must only contain one condition per key";
+//   - "Conditions can be of length 1 or 2 only" (three or more);
 //   - "KeyConditionExpressions cannot have conditions on nested attributes";
 //   - "KeyConditionExpressions cannot contain nested operations" (size());
 //   - "Invalid condition in KeyConditionExpression: No key attribute
@@ -54,14 +70,50 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 	if err != nil {
 		return nil, err
 	}
+	conds, err := keyConds(root)
+	if err != nil {
+		return nil, err
+	}
+	k := &keyShape{hashName: hashKey}
+	found := false
+	for _, kc := range conds {
+		switch {
+		case kc.name == hashKey:
+			if kc.op != "=" {
+				return nil, validation("Query key condition not supported")
+			}
+			k.hashValue, found = kc.vals[0], true
+		case rangeKey != "" && kc.name == rangeKey:
+			k.rangeName, k.rangeOp, k.rangeValues = kc.name, kc.op, kc.vals
+		case rangeKey != "":
+			return nil, validation("Query condition missed key schema element: %s", rangeKey)
+		default:
+			return nil, validation("Query key condition not supported")
+		}
+	}
+	if !found {
+		return nil, validation("Query condition missed key schema element: %s", hashKey)
+	}
+	cacheStore(key, p, k)
+	return k.bind(p.vals), nil
+}
+
+// keyCond is one condition of a KeyConditionExpression: an attribute, its
+// operator, its values.
+type keyCond struct {
+	name string
+	op   string
+	vals []valRef
+}
+
+// keyConds are a parsed KeyConditionExpression's conditions, checked as
+// far as no key schema is needed: only AND, =, <, <=, >, >=, BETWEEN and
+// begins_with, on one top-level attribute each, one condition per
+// attribute, at most two.
+func keyConds(root cond) ([]keyCond, error) {
 	var leaves []cond
 	if err := flattenAnd(root, &leaves); err != nil {
 		return nil, err
-	}
-	type keyCond struct {
-		name string
-		op   string
-		vals []valRef
 	}
 	var conds []keyCond
 	for _, l := range leaves {
@@ -106,31 +158,17 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 		}
 		conds = append(conds, kc)
 	}
-	if len(conds) > 2 || len(conds) == 2 && conds[0].name == conds[1].name {
-		return nil, validation("KeyConditionExpressions must only contain one condition per key")
-	}
-	k := &keyShape{hashName: hashKey}
-	found := false
+	seen := map[string]bool{}
 	for _, kc := range conds {
-		switch {
-		case kc.name == hashKey:
-			if kc.op != "=" {
-				return nil, validation("Query key condition not supported")
-			}
-			k.hashValue, found = kc.vals[0], true
-		case rangeKey != "" && kc.name == rangeKey:
-			k.rangeName, k.rangeOp, k.rangeValues = kc.name, kc.op, kc.vals
-		case rangeKey != "":
-			return nil, validation("Query condition missed key schema element: %s", rangeKey)
-		default:
-			return nil, validation("Query key condition not supported")
+		if seen[kc.name] {
+			return nil, validation("KeyConditionExpressions must only contain one condition per key")
 		}
+		seen[kc.name] = true
 	}
-	if !found {
-		return nil, validation("Query condition missed key schema element: %s", hashKey)
+	if len(conds) > 2 {
+		return nil, validation("Conditions can be of length 1 or 2 only")
 	}
-	cacheStore(key, p, k)
-	return k.bind(p.vals), nil
+	return conds, nil
 }
 
 // keyShape is a parsed KeyConditionExpression with its values by
