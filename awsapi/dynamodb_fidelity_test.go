@@ -306,3 +306,28 @@ func TestDynamoDBQueryKeyConditionsWithExpressions(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamoDBStartKeyValuesFirst: an invalid attribute value in a
+// Query's or Scan's ExclusiveStartKey is reported before any other
+// attribute value's (here the KeyConditions' empty values), most of them
+// as "The provided starting key is invalid: …", as dynalite's query and
+// scan tests record them from AWS.
+func TestDynamoDBStartKeyValuesFirst(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	const keyConds = `"KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{},{}]}}`
+	for _, tt := range []struct{ target, body, message string }{
+		{"DynamoDB_20120810.Query", `{"TableName":"abc",` + keyConds + `,"ExclusiveStartKey":{"a":{}}}`,
+			"The provided starting key is invalid: Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"},
+		{"DynamoDB_20120810.Query", `{"TableName":"abc",` + keyConds + `,"ExclusiveStartKey":{"a":{"S":"a","N":"1"}}}`,
+			"The provided starting key is invalid: Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"},
+		{"DynamoDB_20120810.Query", `{"TableName":"abc",` + keyConds + `,"ExclusiveStartKey":{"a":{"SS":["a","a"]}}}`,
+			"One or more parameter values were invalid: Input collection [a, a] contains duplicates."},
+		{"DynamoDB_20120810.Scan", `{"TableName":"abc","ExclusiveStartKey":{"a":{"NULL":false}}}`,
+			"The provided starting key is invalid: One or more parameter values were invalid: Null attribute value types must have the value of true"},
+	} {
+		code, message, status := call(h, tt.target, tt.body)
+		if status != 400 || code != "ValidationException" || message != tt.message {
+			t.Errorf("%s %s: %d %s %q\nwant 400 ValidationException %q", tt.target, tt.body, status, code, message, tt.message)
+		}
+	}
+}

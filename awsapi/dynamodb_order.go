@@ -326,6 +326,31 @@ func eavKey(at []pathStep) string {
 	return ""
 }
 
+// wrapStartKey is an attribute value's error as DynamoDB words it for a
+// value of a Query's or Scan's ExclusiveStartKey, which it reports before
+// any other attribute value's (dynalite's query and scan tests, recorded
+// from AWS): an empty value, one of several types, a NULL that is not
+// true and an empty string or binary set are "The provided starting key
+// is invalid: …" (the NULL's words then "must have the value of true");
+// an empty number set, duplicates and a bad number keep their words.
+func wrapStartKey(err error) error {
+	e, ok := err.(*awserr.Error)
+	if !ok {
+		return err
+	}
+	msg := e.Message
+	switch {
+	case strings.HasPrefix(msg, "Supplied AttributeValue"),
+		strings.HasSuffix(msg, "An string set  may not be empty"),
+		strings.HasSuffix(msg, "Binary sets should not be empty"):
+	case strings.HasSuffix(msg, "Null attribute value types must have the true value"):
+		msg = strings.TrimSuffix(msg, "the true value") + "the value of true"
+	default:
+		return err
+	}
+	return awserr.New(awserr.ErrValidation, "The provided starting key is invalid: %s", msg)
+}
+
 // wrapEAV is an attribute value's error as DynamoDB words it for a value
 // of ExpressionAttributeValues.
 func wrapEAV(err error, key string) error {
