@@ -308,10 +308,10 @@ func TestDynamoDBQueryKeyConditionsWithExpressions(t *testing.T) {
 }
 
 // TestDynamoDBStartKeyValuesFirst: an invalid attribute value in a
-// Query's or Scan's ExclusiveStartKey is reported before any other
-// attribute value's (here the KeyConditions' empty values), most of them
-// as "The provided starting key is invalid: …", as dynalite's query and
-// scan tests record them from AWS.
+// Query's or Scan's ExclusiveStartKey is reported after a filter's values
+// and AttributesToGet's duplicates and before the KeyConditions' values,
+// most of them as "The provided starting key is invalid: …", as
+// dynalite's query and scan tests record them from AWS.
 func TestDynamoDBStartKeyValuesFirst(t *testing.T) {
 	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
 	const keyConds = `"KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{},{}]}}`
@@ -324,6 +324,13 @@ func TestDynamoDBStartKeyValuesFirst(t *testing.T) {
 			"One or more parameter values were invalid: Input collection [a, a] contains duplicates."},
 		{"DynamoDB_20120810.Scan", `{"TableName":"abc","ExclusiveStartKey":{"a":{"NULL":false}}}`,
 			"The provided starting key is invalid: One or more parameter values were invalid: Null attribute value types must have the value of true"},
+		// A QueryFilter's value, then AttributesToGet's duplicates, come
+		// before the start key.
+		{"DynamoDB_20120810.Query", `{"TableName":"abc","ExclusiveStartKey":{"a":{}},"AttributesToGet":["a","a"],` + keyConds +
+			`,"QueryFilter":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"x","N":"1"}]}}}`,
+			"Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"},
+		{"DynamoDB_20120810.Query", `{"TableName":"abc","QueryFilter":{},"ExclusiveStartKey":{"a":{}},"AttributesToGet":["a","a"]}`,
+			"One or more parameter values were invalid: Duplicate value in attribute name: a"},
 	} {
 		code, message, status := call(h, tt.target, tt.body)
 		if status != 400 || code != "ValidationException" || message != tt.message {

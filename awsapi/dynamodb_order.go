@@ -22,6 +22,7 @@ package awsapi
 //     unused placeholders are looked for after the lookup.
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -52,10 +53,17 @@ var dynamoParamsOf = map[string]dynamoParams{
 	"KeysAndAttributes": {legacy: []string{"AttributesToGet"}, expression: []string{"ProjectionExpression"}},
 }
 
+// valueRules are the first failures of step 3: of the attribute values
+// but a Query's or Scan's ExclusiveStartKey (start) and a Query's
+// KeyConditions (keyConds). DynamoDB reports them in the order other,
+// AttributesToGet's duplicates, start, keyConds (dynalite's query and
+// scan tests).
+type valueRules struct{ other, start, keyConds error }
+
 // dynamoRequestChecks runs steps 2 to 6 on a request whose model
-// constraints hold; rule is the first failure of step 3, eavRule of
+// constraints hold; rules are the first failures of step 3, eavRule of
 // step 5.
-func dynamoRequestChecks(op string, v any, rule, eavRule error) error {
+func dynamoRequestChecks(op string, v any, rules valueRules, eavRule error) error {
 	obj, _ := v.(map[string]any)
 	if op == "BatchGetItem" {
 		items, _ := obj["RequestItems"].(map[string]any)
@@ -67,8 +75,14 @@ func dynamoRequestChecks(op string, v any, rule, eavRule error) error {
 	} else if err := dynamoMixed(op, obj); err != nil {
 		return err
 	}
-	if rule != nil {
-		return rule
+	if rules.other != nil {
+		return rules.other
+	}
+	if rules.start != nil || rules.keyConds != nil {
+		if err := attributesToGet(obj); err != nil {
+			return err
+		}
+		return cmp.Or(rules.start, rules.keyConds)
 	}
 	if err := dynamoItemChecks(op, obj); err != nil {
 		return err

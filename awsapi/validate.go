@@ -22,7 +22,6 @@ package awsapi
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -62,9 +61,11 @@ type validation struct {
 	// rule is the first failure of a service's own rule, reported when
 	// the model's constraints all hold; eavRule DynamoDB's first under
 	// ExpressionAttributeValues, which it reports later
-	// (dynamodb_order.go); skRule DynamoDB's first under a Query's or
-	// Scan's ExclusiveStartKey, which it reports first (wrapStartKey).
-	rule, eavRule, skRule error
+	// (dynamodb_order.go); skRule and kcRule DynamoDB's first under a
+	// Query's or Scan's ExclusiveStartKey and a Query's KeyConditions,
+	// which it reports after the others and AttributesToGet's duplicates,
+	// in that order (wrapStartKey).
+	rule, eavRule, skRule, kcRule error
 	// missing and unknown are SQS's first required parameter absent and
 	// first value outside an enum (every SQS enum is of attribute names):
 	// SQS reports them as MissingParameter and InvalidAttributeName, not
@@ -115,25 +116,25 @@ func (vd *validation) leave()            { vd.at = vd.at[:len(vd.at)-1] }
 
 // outcome is what a validation has found so far (see value's maps).
 type outcome struct {
-	fails                         int
-	serial, rule, eavRule, skRule error
-	missing, unknown              string
+	fails                                 int
+	serial, rule, eavRule, skRule, kcRule error
+	missing, unknown                      string
 }
 
 func (vd *validation) outcome() outcome {
-	return outcome{len(vd.fails), vd.serial, vd.rule, vd.eavRule, vd.skRule, vd.missing, vd.unknown}
+	return outcome{len(vd.fails), vd.serial, vd.rule, vd.eavRule, vd.skRule, vd.kcRule, vd.missing, vd.unknown}
 }
 
 // foundSince reports whether the validation has found anything since o
 // (each finding but fails is kept only when it is the first).
 func (vd *validation) foundSince(o outcome) bool {
 	return len(vd.fails) != o.fails || (vd.serial != nil) != (o.serial != nil) || (vd.rule != nil) != (o.rule != nil) || (vd.eavRule != nil) != (o.eavRule != nil) ||
-		(vd.skRule != nil) != (o.skRule != nil) || vd.missing != o.missing || vd.unknown != o.unknown
+		(vd.skRule != nil) != (o.skRule != nil) || (vd.kcRule != nil) != (o.kcRule != nil) || vd.missing != o.missing || vd.unknown != o.unknown
 }
 
 func (vd *validation) restore(o outcome) {
 	vd.fails = vd.fails[:o.fails]
-	vd.serial, vd.rule, vd.eavRule, vd.skRule, vd.missing, vd.unknown = o.serial, o.rule, o.eavRule, o.skRule, o.missing, o.unknown
+	vd.serial, vd.rule, vd.eavRule, vd.skRule, vd.kcRule, vd.missing, vd.unknown = o.serial, o.rule, o.eavRule, o.skRule, o.kcRule, o.missing, o.unknown
 }
 
 // validateJSON checks a JSON body against op's input shape; nil when it
@@ -175,7 +176,7 @@ func validateJSONValue(op *Operation, body []byte, uri map[string]string) (any, 
 		}
 	}
 	if op.Service == DynamoDB && vd.serial == nil && len(vd.fails) == 0 {
-		return v, dynamoRequestChecks(op.Name, v, cmp.Or(vd.skRule, vd.rule), vd.eavRule)
+		return v, dynamoRequestChecks(op.Name, v, valueRules{vd.rule, vd.skRule, vd.kcRule}, vd.eavRule)
 	}
 	return v, vd.err()
 }
@@ -322,6 +323,10 @@ func (vd *validation) value(s *shape, v any) {
 		case vd.svc == DynamoDB && len(vd.at) > 0 && vd.at[0].name == "exclusiveStartKey":
 			if vd.skRule == nil {
 				vd.skRule = wrapStartKey(s.rule(v))
+			}
+		case vd.svc == DynamoDB && len(vd.at) > 0 && vd.at[0].name == "keyConditions":
+			if vd.kcRule == nil {
+				vd.kcRule = s.rule(v)
 			}
 		case vd.svc == DynamoDB && key != "":
 			if vd.eavRule == nil {
