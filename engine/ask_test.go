@@ -18,12 +18,7 @@ import (
 // leader's answer. Seen as PutRecords calls and shard readers that waited
 // the 30 s cluster API timeout after a node's SIGKILL (issue 13).
 func TestARequestToAStreamWhoseLeaderDiedIsAnsweredWhenAskedAgain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-node cluster")
-	}
-	es := cluster(t, 3)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	es, ctx := cluster3(t)
 	st, err := es[0].EnsureStream(ctx, jetstream.StreamConfig{Name: "ASK", Subjects: []string{"ask.>"}, Replicas: 3})
 	if err != nil {
 		t.Fatal(err)

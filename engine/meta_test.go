@@ -51,6 +51,19 @@ func cluster(t *testing.T, n int) []*engine.Engine {
 	return es
 }
 
+// cluster3 is cluster(t, 3) and a context of 2 minutes for the test's
+// calls; skipped with -short.
+func cluster3(t *testing.T) ([]*engine.Engine, context.Context) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	es := cluster(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return es, ctx
+}
+
 // In an embedded cluster only the JetStream meta leader creates buckets;
 // a bucket that a node that is not the leader opens first (on first use,
 // as the Lambda API's) is created by the leader at its request, and any

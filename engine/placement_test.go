@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -18,12 +17,7 @@ import (
 // snapshots' object store went to one replica at the first `runnel
 // cluster status`, and was unreadable for minutes after its node's kill.
 func TestACommandWithoutReplicasNeverScalesTheClusterDown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-node cluster")
-	}
-	es := cluster(t, 3)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	es, ctx := cluster3(t)
 	if _, err := es[0].Bucket(ctx, "runnel_streams"); err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +77,7 @@ func TestACommandWithoutReplicasNeverScalesTheClusterDown(t *testing.T) {
 // than its count (a cluster an older runnel CLI took down to one), and
 // leaves other applications' streams on the same JetStream alone.
 func TestANodeRaisesRunnelStreamsLeftWithOneReplica(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-node cluster")
-	}
-	es := cluster(t, 3)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	es, ctx := cluster3(t)
 	for _, name := range []string{"OBJ_runnel_table_index", "OTHER"} {
 		if _, err := es[0].JS.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Replicas: 1}); err != nil {
 			t.Fatal(err)
