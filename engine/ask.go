@@ -24,9 +24,26 @@ const AskWithin = 30 * time.Second
 // new leader would have given within a second of being asked. Use it for
 // requests that are safe to repeat (reads: STREAM.INFO, a message get).
 func AskAgain[T any](ctx context.Context, ask func(context.Context) (T, error)) (T, error) {
+	return askEvery(ctx, AskEvery, ask)
+}
+
+// ChangeAgain is AskAgain for a change that is safe to send again (a
+// stream's create-or-update, an update to one configuration): each
+// request waits up to ChangeEvery, as a change is a proposal the
+// stream's peers must accept, slower than a read on a loaded machine. A
+// change whose answer was lost may have been applied; sending it again
+// applies the same configuration.
+func ChangeAgain[T any](ctx context.Context, change func(context.Context) (T, error)) (T, error) {
+	return askEvery(ctx, ChangeEvery, change)
+}
+
+// ChangeEvery is how long one change request of ChangeAgain waits.
+const ChangeEvery = 10 * time.Second
+
+func askEvery[T any](ctx context.Context, every time.Duration, ask func(context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(AskWithin)
 	for {
-		c, cancel := context.WithTimeout(ctx, AskEvery)
+		c, cancel := context.WithTimeout(ctx, every)
 		v, err := ask(c)
 		cancel()
 		if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(deadline) {

@@ -323,14 +323,14 @@ func replicatedBucket(ctx context.Context, kv jetstream.KeyValue) bool {
 // keeps its storage type and replicas (keepPlacement).
 func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	return ensureAs(e, ctx, ensureRequest{Kind: kindBucket, Bucket: &cfg},
-		func() (jetstream.KeyValue, error) { return e.JS.KeyValue(ctx, cfg.Bucket) },
+		func(ctx context.Context) (jetstream.KeyValue, error) { return e.JS.KeyValue(ctx, cfg.Bucket) },
 		func(err error) bool { return errors.Is(err, jetstream.ErrBucketNotFound) },
-		func() (jetstream.KeyValue, error) {
+		func(ctx context.Context) (jetstream.KeyValue, error) {
 			var err error
 			if cfg.Storage, cfg.Replicas, err = e.placement(ctx, "KV_"+cfg.Bucket, cfg.Storage, cfg.Replicas); err != nil {
 				return nil, err
 			}
-			return e.JS.CreateOrUpdateKeyValue(ctx, cfg)
+			return ChangeAgain(ctx, func(c context.Context) (jetstream.KeyValue, error) { return e.JS.CreateOrUpdateKeyValue(c, cfg) })
 		})
 }
 
@@ -341,9 +341,9 @@ func (e *Engine) EnsureBucket(ctx context.Context, cfg jetstream.KeyValueConfig)
 // Bucket).
 func (e *Engine) EnsureStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	return ensureAs(e, ctx, ensureRequest{Kind: kindStream, Stream: &cfg},
-		func() (jetstream.Stream, error) { return e.JS.Stream(ctx, cfg.Name) },
+		func(ctx context.Context) (jetstream.Stream, error) { return e.JS.Stream(ctx, cfg.Name) },
 		func(err error) bool { return errors.Is(err, jetstream.ErrStreamNotFound) },
-		func() (jetstream.Stream, error) { return e.CreateOrUpdateStream(ctx, cfg) })
+		func(ctx context.Context) (jetstream.Stream, error) { return e.CreateOrUpdateStream(ctx, cfg) })
 }
 
 var errNotYet = errors.New("engine: not created yet")
@@ -352,16 +352,16 @@ var errNotYet = errors.New("engine: not created yet")
 // for which notFound is true: it does not exist yet), create creates it
 // or updates it to the wanted configuration. It returns the resource
 // from the last of the two that ran.
-func ensureAs[T any](e *Engine, ctx context.Context, req ensureRequest, open func() (T, error), notFound func(error) bool, create func() (T, error)) (T, error) {
+func ensureAs[T any](e *Engine, ctx context.Context, req ensureRequest, open func(context.Context) (T, error), notFound func(error) bool, create func(context.Context) (T, error)) (T, error) {
 	var r T
-	err := e.ensure(ctx, req, func() (err error) {
-		r, err = open()
+	err := e.ensure(ctx, req, func(ctx context.Context) (err error) {
+		r, err = open(ctx)
 		if notFound(err) {
 			return errNotYet
 		}
 		return err
-	}, func() (err error) {
-		r, err = create()
+	}, func(ctx context.Context) (err error) {
+		r, err = create(ctx)
 		return err
 	})
 	return r, err
@@ -372,16 +372,16 @@ func ensureAs[T any](e *Engine, ctx context.Context, req ensureRequest, open fun
 // store's storage type and replicas (keepPlacement).
 func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
 	return ensureAs(e, ctx, ensureRequest{Kind: kindObjectStore, ObjectStore: &cfg},
-		func() (jetstream.ObjectStore, error) { return e.JS.ObjectStore(ctx, cfg.Bucket) },
+		func(ctx context.Context) (jetstream.ObjectStore, error) { return e.JS.ObjectStore(ctx, cfg.Bucket) },
 		func(err error) bool {
 			return errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
 		},
-		func() (jetstream.ObjectStore, error) {
+		func(ctx context.Context) (jetstream.ObjectStore, error) {
 			var err error
 			if cfg.Storage, cfg.Replicas, err = e.placement(ctx, "OBJ_"+cfg.Bucket, cfg.Storage, cfg.Replicas); err != nil {
 				return nil, err
 			}
-			return e.JS.CreateOrUpdateObjectStore(ctx, cfg)
+			return ChangeAgain(ctx, func(c context.Context) (jetstream.ObjectStore, error) { return e.JS.CreateOrUpdateObjectStore(c, cfg) })
 		})
 }
 
@@ -393,21 +393,34 @@ func (e *Engine) EnsureObjectStore(ctx context.Context, cfg jetstream.ObjectStor
 // (req, over NATS, every 2 s: a resource opened on first use, e.g. by a
 // Lambda API call, is needed by this node alone) and waits until lookup
 // finds it, at most 2 minutes. Elsewhere it creates.
-func (e *Engine) ensure(ctx context.Context, req ensureRequest, lookup, create func() error) error {
+//
+// In a cluster every lookup is one request of at most AskEvery and every
+// create one of at most ChangeEvery, each sent again while the
+// 2 minutes last: a request that reaches JetStream while the meta leader
+// is changing (a cluster just started, a loaded machine) is never
+// answered, and one bounded by the caller's context alone waited it out
+// (TestACommandWithoutReplicasNeverScalesTheClusterDown hung 2 minutes in
+// 1 run of 3 at load 8).
+func (e *Engine) ensure(ctx context.Context, req ensureRequest, lookup, create func(context.Context) error) error {
 	if e.srv == nil || e.cfg.Cluster.Listen == "" {
-		return create()
+		return create(ctx)
+	}
+	bounded := func(f func(context.Context) error, within time.Duration) error {
+		c, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		return f(c)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	var asked time.Time
 	for {
-		err := lookup()
+		err := bounded(lookup, AskEvery)
 		if !errors.Is(err, errNotYet) && !errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
 		if errors.Is(err, errNotYet) && e.srv.JetStreamIsLeader() {
 			// A proposal lost in a leader change (a loaded machine) is
 			// never answered: try again until the deadline.
-			if err = create(); !errors.Is(err, context.DeadlineExceeded) {
+			if err = bounded(create, ChangeEvery); !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
 		} else if errors.Is(err, errNotYet) && time.Since(asked) > 2*time.Second {

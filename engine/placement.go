@@ -41,7 +41,7 @@ func keepPlacement(replicas int, have jetstream.StreamConfig) (jetstream.Storage
 // own kept (keepPlacement) when it does. An error other than "not found"
 // (no leader, a timeout) is returned: updating blind could scale it down.
 func (e *Engine) placement(ctx context.Context, name string, storage jetstream.StorageType, replicas int) (jetstream.StorageType, int, error) {
-	st, err := e.JS.Stream(ctx, name)
+	st, err := AskAgain(ctx, func(c context.Context) (jetstream.Stream, error) { return e.JS.Stream(c, name) })
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return storage, replicas, nil
@@ -62,18 +62,19 @@ func (e *Engine) CreateOrUpdateStream(ctx context.Context, cfg jetstream.StreamC
 	if cfg.Storage, cfg.Replicas, err = e.placement(ctx, cfg.Name, cfg.Storage, cfg.Replicas); err != nil {
 		return nil, err
 	}
-	return e.JS.CreateOrUpdateStream(ctx, cfg)
+	return ChangeAgain(ctx, func(c context.Context) (jetstream.Stream, error) { return e.JS.CreateOrUpdateStream(c, cfg) })
 }
 
 // UpdateStream updates the existing stream of cfg as CreateOrUpdateStream
-// does; jetstream.ErrStreamNotFound when it does not exist.
+// does; jetstream.ErrStreamNotFound when it does not exist. Both requests
+// are sent again while unanswered (AskAgain, ChangeAgain).
 func (e *Engine) UpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
-	st, err := e.JS.Stream(ctx, cfg.Name)
+	st, err := AskAgain(ctx, func(c context.Context) (jetstream.Stream, error) { return e.JS.Stream(c, cfg.Name) })
 	if err != nil {
 		return nil, err
 	}
 	cfg.Storage, cfg.Replicas = keepPlacement(cfg.Replicas, st.CachedInfo().Config)
-	return e.JS.UpdateStream(ctx, cfg)
+	return ChangeAgain(ctx, func(c context.Context) (jetstream.Stream, error) { return e.JS.UpdateStream(c, cfg) })
 }
 
 // adoptBuckets are buckets every runnel node creates at its start; an
