@@ -48,7 +48,7 @@ func TestRecordEncoderMatchesEncodingJSON(t *testing.T) {
 		}
 		r := stream.PageRecord{Seq: seq, ArrivalMs: arrivals[i%len(arrivals)], PartitionKey: []byte(keys[i%len(keys)]), Data: d}
 		got = enc.append(got, &r)
-		want = append(want, apiRecord{stream.FormatSequenceNumber(0, 0, seq), float64(r.ArrivalMs) / 1000, d, keys[i%len(keys)], "NONE"})
+		want = append(want, apiRecord{stream.FormatSequenceNumber(stream.Numbering{}, 0, seq), float64(r.ArrivalMs) / 1000, d, keys[i%len(keys)], "NONE"})
 		recs = append(recs, stream.Record{SequenceNumber: want[i].SequenceNumber, ApproximateArrivalTimestamp: time.UnixMilli(r.ArrivalMs), Data: d, PartitionKey: keys[i%len(keys)]})
 	}
 	got = append(got, ']')

@@ -16,7 +16,8 @@ import (
 // record the sequence number of its previous record of the same key gets
 // strictly increasing sequence numbers, in one shard and across a split
 // and a merge that move the key to a child shard; a value outside the
-// model's pattern is a ValidationException.
+// model's pattern is a ValidationException. The numbers have AWS's 56
+// digits.
 func TestKinesisSequenceNumberForOrdering(t *testing.T) {
 	e := start(t, awsapi.Options{})
 	kc := e.kinesis()
@@ -34,6 +35,9 @@ func TestKinesisSequenceNumberForOrdering(t *testing.T) {
 		b, ok := new(big.Int).SetString(seq, 10)
 		if !ok || (a != nil && b.Cmp(a) <= 0) {
 			t.Fatalf("%s: sequence number %s not greater than the previous %s", step, seq, prev)
+		}
+		if len(seq) != 56 || seq[:2] != "49" {
+			t.Fatalf("%s: sequence number %s has %d digits, want AWS's 56 beginning 49", step, seq, len(seq))
 		}
 		prev = seq
 	}

@@ -20,14 +20,14 @@ import (
 // model) asks that the record's sequence number be greater than the given
 // one, the number of the same client's previous record of the same
 // partition key (API_PutRecord). runnel holds that without reading it:
-// a stream's sequence numbers are <stream epoch><shard index, 4
-// digits><log position, 20 digits>, all of one length, so a later record
+// a stream's sequence numbers (stream.Numbering: 56 digits, "49", the
+// stream's epoch, the shard index, the log position) are all of one
+// length, so a later record
 // of a key is greater than an earlier one in the same shard (JetStream's
 // log position grows) and in a child shard after a split or merge (a
 // child's index is greater than its parents'). A number this stream did
 // not issue (another stream's, a made-up one) is accepted and not
-// compared: ordering against it would need another sequence-number
-// format, which is left alone (docs/semantics.md).
+// compared: it says nothing of this stream's order (docs/semantics.md).
 type putRecordInput struct {
 	streamRef
 	Data                      []byte

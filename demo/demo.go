@@ -114,19 +114,19 @@ func (r *Result) Check() error {
 
 // the function's shared state
 type pipeline struct {
-	epoch    int64
-	rate     float64
-	rng      *rand.Rand
-	rngMu    sync.Mutex
-	start    time.Time
-	mu       sync.Mutex
-	stats    *flights.Stats
-	done     []positions // per shard: processed
-	latMs    []uint32
-	unique   atomic.Int64
-	delivers atomic.Int64
-	invokes  atomic.Int64
-	failed   atomic.Int64
+	numbering stream.Numbering
+	rate      float64
+	rng       *rand.Rand
+	rngMu     sync.Mutex
+	start     time.Time
+	mu        sync.Mutex
+	stats     *flights.Stats
+	done      []positions // per shard: processed
+	latMs     []uint32
+	unique    atomic.Int64
+	delivers  atomic.Int64
+	invokes   atomic.Int64
+	failed    atomic.Int64
 
 	streams       *stream.Service
 	retried       atomic.Int64 // Retry-DLQ messages handled
@@ -186,7 +186,7 @@ func (p *pipeline) merge(recs []events.KinesisEventRecord, parsed []flights.Flig
 	defer p.mu.Unlock()
 	for i := range recs {
 		r := &recs[i]
-		sh, pos, err := stream.DecodeSequenceNumber(p.epoch, r.Kinesis.SequenceNumber)
+		sh, pos, err := stream.DecodeSequenceNumber(p.numbering, r.Kinesis.SequenceNumber)
 		if err != nil {
 			return err
 		}
@@ -293,7 +293,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer rn.Queues.DeleteQueue(context.Background(), retry)
 		defer rn.Queues.DeleteQueue(context.Background(), unrecoverable)
 	}
-	p := &pipeline{epoch: sd.Epoch, rate: max(cfg.FailureRate, 0), rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
+	p := &pipeline{numbering: sd.Numbering(), rate: max(cfg.FailureRate, 0), rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
 		stats: flights.NewStats(), done: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total),
 		streams: rn.Streams, flakyFailures: cfg.FlakyFailures, flakyTries: map[string]int{}}
 	handlerName := "flight-stats-" + suffix
@@ -420,7 +420,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("demo: the Unrecoverable-DLQ holds a message that does not resolve to stream records (%v): %s", err, body)
 		}
 		for _, rec := range r.Records {
-			sh, pos, err := stream.DecodeSequenceNumber(p.epoch, rec.Kinesis.SequenceNumber)
+			sh, pos, err := stream.DecodeSequenceNumber(p.numbering, rec.Kinesis.SequenceNumber)
 			if err != nil {
 				return nil, err
 			}

@@ -263,7 +263,7 @@ func (b *batchRun) classify(recs []stream.Record, res *function.Result) (outcome
 		if id == "" {
 			return outcomeFailed, 0
 		}
-		q, err := stream.ParseSequenceNumber("itemIdentifier", b.r.epoch, b.w.shard, id)
+		q, err := stream.ParseSequenceNumber("itemIdentifier", b.r.numbering, b.w.shard, id)
 		if err != nil {
 			return outcomeFailed, 0
 		}

@@ -31,8 +31,8 @@ type runner struct {
 	// consumerARN is the enhanced fan-out consumer the mapping reads
 	// through when its EventSourceArn is a consumer ARN.
 	consumerARN string
-	streamID    string // the stream incarnation the mapping reads
-	epoch       int64
+	streamID    string           // the stream incarnation the mapping reads
+	numbering   stream.Numbering // how the stream writes its sequence numbers
 	matcher     *filter.Matcher
 	dest        Destination // nil: discarded records are logged and counted
 

@@ -381,7 +381,6 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	epoch := desc.Epoch
 	m, err := filter.Compile(cfg.FilterCriteria)
 	if err != nil {
 		return err
@@ -390,7 +389,7 @@ func (s *Service) startLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, epoch: epoch, matcher: m, dest: dest,
+	r := &runner{svc: s, streams: streams, ddb: ddb, cfg: cfg, streamName: name, streamARN: cfg.EventSourceArn, streamID: desc.ID, numbering: desc.Numbering(), matcher: m, dest: dest,
 		mine: s.heldShardsLocked(cfg.UUID)}
 	if _, consumer, _ := stream.SourceOfARN(cfg.EventSourceArn); consumer != "" {
 		// Read through the consumer; records and failure records name

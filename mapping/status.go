@@ -157,7 +157,7 @@ func (r *runner) status(st *Status) {
 	now := r.svc.eng.Clock.Now()
 	for _, w := range r.workers() {
 		_, oldest, found := w.nextCheckpoint()
-		ss := ShardStatus{ShardID: w.shardID, Node: r.svc.nodeName(), Checkpoint: stream.FormatSequenceNumber(r.epoch, w.shard, w.checkpoint.Load())}
+		ss := ShardStatus{ShardID: w.shardID, Node: r.svc.nodeName(), Checkpoint: stream.FormatSequenceNumber(r.numbering, w.shard, w.checkpoint.Load())}
 		for _, l := range w.lanes {
 			ss.PendingRecords += l.pending()
 		}

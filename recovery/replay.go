@@ -142,15 +142,15 @@ func PlanReplay(ctx context.Context, streams *stream.Service, r ReplayRange) (*R
 		if r.FromSeq == "" || r.ToSeq == "" {
 			return nil, awserr.New(awserr.ErrInvalidParameterValue, "replay: a sequence range needs both ends (from and to)")
 		}
-		epoch, err := streams.Epoch(ctx, r.Stream)
+		numbering, err := streams.Numbering(ctx, r.Stream)
 		if err != nil {
 			return nil, err
 		}
-		fsh, from, err := stream.DecodeSequenceNumber(epoch, r.FromSeq)
+		fsh, from, err := stream.DecodeSequenceNumber(numbering, r.FromSeq)
 		if err != nil {
 			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: from sequence number %q is not one of stream %s", r.FromSeq, r.Stream)
 		}
-		tsh, to, err := stream.DecodeSequenceNumber(epoch, r.ToSeq)
+		tsh, to, err := stream.DecodeSequenceNumber(numbering, r.ToSeq)
 		if err != nil {
 			return nil, awserr.New(awserr.ErrInvalidArgument, "replay: to sequence number %q is not one of stream %s", r.ToSeq, r.Stream)
 		}

@@ -118,7 +118,7 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailur
 	if !ok {
 		return nil, fmt.Errorf("%w: streamArn %q", ErrUnknownFormat, bi.StreamArn)
 	}
-	epoch, err := streams.Epoch(ctx, name)
+	numbering, err := streams.Numbering(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +126,11 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailur
 	if err != nil {
 		return nil, err
 	}
-	from, err := stream.ParseSequenceNumber("startSequenceNumber", epoch, sh, bi.StartSequenceNumber)
+	from, err := stream.ParseSequenceNumber("startSequenceNumber", numbering, sh, bi.StartSequenceNumber)
 	if err != nil {
 		return nil, err
 	}
-	to, err := stream.ParseSequenceNumber("endSequenceNumber", epoch, sh, bi.EndSequenceNumber)
+	to, err := stream.ParseSequenceNumber("endSequenceNumber", numbering, sh, bi.EndSequenceNumber)
 	if err != nil {
 		return nil, err
 	}

@@ -37,11 +37,11 @@ func putBatch(t *testing.T, rn *runnel.Runnel, name string, i int, data ...strin
 
 func position(t *testing.T, rn *runnel.Runnel, name, seq string) uint64 {
 	t.Helper()
-	epoch, err := rn.Streams.Epoch(t.Context(), name)
+	numbering, err := rn.Streams.Numbering(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, q, err := stream.DecodeSequenceNumber(epoch, seq)
+	_, q, err := stream.DecodeSequenceNumber(numbering, seq)
 	if err != nil {
 		t.Fatal(err)
 	}

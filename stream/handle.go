@@ -80,7 +80,7 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 			}
 		}
 		if sh.SequenceNumberRange.EndingSequenceNumber != "" {
-			if _, end, err := DecodeSequenceNumber(d.Epoch, sh.SequenceNumberRange.EndingSequenceNumber); err == nil {
+			if _, end, err := DecodeSequenceNumber(d.Numbering(), sh.SequenceNumberRange.EndingSequenceNumber); err == nil {
 				h.seal[i].Store(end>>PositionBits + 1)
 			}
 		}

@@ -84,7 +84,7 @@ func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIt
 		if in.StartingSequenceNumber == "" {
 			return 0, invalidArg("StartingSequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
 		}
-		q, err := ParseSequenceNumber("StartingSequenceNumber", h.desc.Epoch, sh, in.StartingSequenceNumber)
+		q, err := ParseSequenceNumber("StartingSequenceNumber", h.desc.Numbering(), sh, in.StartingSequenceNumber)
 		if err != nil {
 			return 0, err
 		}
@@ -239,7 +239,7 @@ func (h *handle) sequenceNumbers(sh int, msg uint64, from, to int) string {
 	var buf [4096]byte
 	b := buf[:0]
 	for k := from; k < to; k++ {
-		b = AppendSequenceNumber(b, h.desc.Epoch, sh, Position(msg, k))
+		b = AppendSequenceNumber(b, h.desc.Numbering(), sh, Position(msg, k))
 	}
 	return string(b)
 }
@@ -330,7 +330,7 @@ type PageRecord struct {
 	PartitionKey []byte
 	Data         []byte
 	ShardID      string
-	epoch        int64
+	numbering    Numbering
 	shard        int
 	// seqText is the SequenceNumber of position seqOf, kept from one
 	// record to the next of the page (AppendSequenceNumber).
@@ -355,7 +355,7 @@ func (r *PageRecord) AppendSequenceNumber(b []byte) []byte {
 			r.seqText[i] = '0'
 		}
 	default:
-		r.seqText = AppendSequenceNumber(r.seqText[:0], r.epoch, r.shard, r.Seq)
+		r.seqText = AppendSequenceNumber(r.seqText[:0], r.numbering, r.shard, r.Seq)
 	}
 	r.seqOf = r.Seq
 	return append(b, r.seqText...)
@@ -417,7 +417,7 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 	var msgsRead, recsRead int
 	count, size := 0, 0
 	full := false // the page ended inside a message
-	r := PageRecord{ShardID: h.shardIDs[it.Shard], epoch: h.desc.Epoch, shard: it.Shard}
+	r := PageRecord{ShardID: h.shardIDs[it.Shard], numbering: h.desc.Numbering(), shard: it.Shard}
 	// visit hands the records of the stored message seq (body data) from
 	// position q on to each, until the page is full, and moves q past
 	// them; it reports whether the page has room for more.

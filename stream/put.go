@@ -226,7 +226,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 			s.tail.put(h.desc.ID, c.shard, ack.Sequence, c.body)
 		}
 		for k, i := range c.entries {
-			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Epoch, c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
+			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Numbering(), c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
 		}
 	}
 	fail := func(c *chunk, msg string) {

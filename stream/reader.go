@@ -109,8 +109,8 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 			_, err := s.msgAt(ctx, h, sh, seal)
 			if gone = errors.Is(err, jetstream.ErrMsgNotFound); gone && o.OnGap != nil {
 				// The seal expired, and every record before it with it.
-				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, from),
-					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, Position(seal, 0)-1), Messages: seal - fromMsg})
+				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Numbering(), sh, from),
+					ToSequence: FormatSequenceNumber(h.desc.Numbering(), sh, Position(seal, 0)-1), Messages: seal - fromMsg})
 			}
 		}
 		if gone {
@@ -184,8 +184,8 @@ func (s *Service) ReadShard(ctx context.Context, streamName, shardID string, fro
 				if expect == fromMsg {
 					start = from
 				}
-				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Epoch, sh, start),
-					ToSequence: FormatSequenceNumber(h.desc.Epoch, sh, Position(q, 0)-1), Messages: q - expect})
+				o.OnGap(Gap{ShardID: shardID, FromSequence: FormatSequenceNumber(h.desc.Numbering(), sh, start),
+					ToSequence: FormatSequenceNumber(h.desc.Numbering(), sh, Position(q, 0)-1), Messages: q - expect})
 			}
 			expect = q + 1
 			buf, err = h.decode(buf[:0], sh, q, m.Data(), skip, maxPerMessage)
@@ -435,13 +435,14 @@ func (s *Service) GetRecord(ctx context.Context, streamName, shardID string, pos
 	return r, err
 }
 
-// Epoch returns the sequence-number prefix of a stream (see Record).
-func (s *Service) Epoch(ctx context.Context, streamName string) (int64, error) {
+// Numbering returns how a stream writes its sequence numbers
+// (FormatSequenceNumber, DecodeSequenceNumber).
+func (s *Service) Numbering(ctx context.Context, streamName string) (Numbering, error) {
 	h, err := s.handle(ctx, streamName)
 	if err != nil {
-		return 0, err
+		return Numbering{}, err
 	}
-	return h.desc.Epoch, nil
+	return h.desc.Numbering(), nil
 }
 
 // getBatch reads up to n stored messages of shard sh from message sequence

@@ -12,10 +12,11 @@ import (
 type Record struct {
 	// SequenceNumber is the record's position in its shard: a decimal string
 	// of up to 129 digits, increasing over time within the shard (Kinesis
-	// pattern 0|([1-9]\d{0,128})). runnel's are the stream's creation time in
-	// Unix milliseconds, the shard index in 4 digits and Seq in 20 digits:
-	// they compare as numbers within a shard and are unique across the
-	// shards of a stream and across re-creations of a stream name.
+	// pattern 0|([1-9]\d{0,128})). runnel's (Numbering) are 56 digits for
+	// a Kinesis stream, as AWS's: "49", the stream's creation time, the
+	// shard index and Seq. They compare as numbers within a shard and
+	// are unique across the shards of a stream and across re-creations
+	// of a stream name.
 	SequenceNumber string
 	// ApproximateArrivalTimestamp is when the record was accepted, with
 	// millisecond precision.
@@ -181,21 +182,69 @@ func (e *envelope) next() (pk, data []byte, err error) {
 	return pk, data, nil
 }
 
-// FormatSequenceNumber builds the public sequence number of log position
-// seq of shard index shard in a stream whose Epoch is epoch.
-func FormatSequenceNumber(epoch int64, shard int, seq uint64) string {
-	var b [48]byte
-	return string(AppendSequenceNumber(b[:0], epoch, shard, seq))
+// Numbering is how a stream writes its sequence numbers: the stream's
+// epoch (StreamDescription.Epoch) and the layout. Every sequence number of
+// one stream has the same width, so that comparing two as numbers (or as
+// strings of equal length) orders them: by shard index first, then by log
+// position (Position). A child shard's index is greater than its parents',
+// so a record put to a child after a reshard has a greater number than
+// every record of its parents.
+//
+// Two layouts:
+//   - Long, a Kinesis stream's since 56-digit numbers (StreamDescription
+//     with RunnelSequenceDigits 56): "49", the epoch in 19 digits, the
+//     shard index in 15 and the log position in 20: 56 digits, as AWS's
+//     are (AWS's begin with 49 too; their inner layout is not documented
+//     and not copied).
+//   - Short: the epoch's decimal digits, the shard index in 4 and the log
+//     position in 20 (37 digits for an epoch in Unix milliseconds). A
+//     table's change log keeps it, because DynamoDB Streams' sequence
+//     numbers are 21 to 40 characters (API_streams_StreamRecord), and so
+//     does every stream created before 56-digit numbers, whose stored
+//     numbers (checkpoints, dead-letter records) stay valid.
+//
+// The trap: a number is decoded only against its own stream's Numbering;
+// one of another stream, or of the same name created again, is refused
+// (ErrInvalidArgument), never read as a position.
+type Numbering struct {
+	Epoch int64
+	Long  bool
 }
 
-// AppendSequenceNumber appends FormatSequenceNumber(epoch, shard, seq) to
-// b: the epoch's decimal digits, then shard in 4 digits and seq in 20,
-// so every sequence number of a stream has the same width.
-func AppendSequenceNumber(b []byte, epoch int64, shard int, seq uint64) []byte {
-	b = strconv.AppendInt(b, epoch, 10)
+// LongSequenceDigits is the width of a Long sequence number.
+const LongSequenceDigits = 56
+
+// Widths of the parts of a Long sequence number after its "49".
+const (
+	longEpochDigits = 19
+	longShardDigits = 15
+	positionDigits  = 20
+)
+
+// Numbering returns how the stream writes its sequence numbers.
+func (d *StreamDescription) Numbering() Numbering {
+	return Numbering{Epoch: d.Epoch, Long: d.SequenceDigits == LongSequenceDigits}
+}
+
+// FormatSequenceNumber builds the public sequence number of log position
+// seq of shard index shard in a stream numbered n.
+func FormatSequenceNumber(n Numbering, shard int, seq uint64) string {
+	var b [64]byte
+	return string(AppendSequenceNumber(b[:0], n, shard, seq))
+}
+
+// AppendSequenceNumber appends FormatSequenceNumber(n, shard, seq) to b.
+func AppendSequenceNumber(b []byte, n Numbering, shard int, seq uint64) []byte {
+	if n.Long {
+		b = append(b, '4', '9')
+		b = appendPadded(b, uint64(n.Epoch), longEpochDigits)
+		b = appendPadded(b, uint64(shard), longShardDigits)
+		return appendPadded(b, seq, positionDigits)
+	}
+	b = strconv.AppendInt(b, n.Epoch, 10)
 	if shard < 0 || shard > 9999 {
 		b = appendPadded(b, uint64(shard), 4)
-		return appendPadded(b, seq, 20)
+		return appendPadded(b, seq, positionDigits)
 	}
 	// The 24 digits filled from the right (GetRecords writes one per record).
 	var d [24]byte
@@ -219,16 +268,25 @@ func appendPadded(b []byte, v uint64, width int) []byte {
 	return append(b, d...)
 }
 
-// DecodeSequenceNumber splits a sequence number of the stream whose Epoch
-// is epoch into its shard index and log position. It fails with
-// ErrInvalidArgument when s was not issued by that stream.
-func DecodeSequenceNumber(epoch int64, s string) (shard int, seq uint64, err error) {
-	prefix := strconv.FormatInt(epoch, 10)
-	if len(s) != len(prefix)+24 || s[:len(prefix)] != prefix {
+// prefix is what every sequence number of the stream begins with, and the
+// width of the shard index after it.
+func (n Numbering) prefix() (string, int) {
+	if n.Long {
+		return string(appendPadded([]byte("49"), uint64(n.Epoch), longEpochDigits)), longShardDigits
+	}
+	return strconv.FormatInt(n.Epoch, 10), 4
+}
+
+// DecodeSequenceNumber splits a sequence number of the stream numbered n
+// into its shard index and log position. It fails when s was not issued
+// by that stream (its prefix, width or digits are not the stream's).
+func DecodeSequenceNumber(n Numbering, s string) (shard int, seq uint64, err error) {
+	prefix, shardDigits := n.prefix()
+	if len(s) != len(prefix)+shardDigits+positionDigits || s[:len(prefix)] != prefix {
 		return 0, 0, errNotOurs
 	}
-	sh, err1 := strconv.ParseUint(s[len(prefix):len(prefix)+4], 10, 16)
-	q, err2 := strconv.ParseUint(s[len(prefix)+4:], 10, 64)
+	sh, err1 := strconv.ParseUint(s[len(prefix):len(prefix)+shardDigits], 10, 31)
+	q, err2 := strconv.ParseUint(s[len(prefix)+shardDigits:], 10, 64)
 	if err1 != nil || err2 != nil {
 		return 0, 0, errNotOurs
 	}
@@ -238,11 +296,11 @@ func DecodeSequenceNumber(epoch int64, s string) (shard int, seq uint64, err err
 var errNotOurs = errors.New("not a sequence number of this stream")
 
 // ParseSequenceNumber returns the log position of a sequence number of
-// shard index shard of the stream whose Epoch is epoch. It fails with an
+// shard index shard of the stream numbered n. It fails with an
 // InvalidArgumentException naming the field when s is not one of that
 // shard's sequence numbers.
-func ParseSequenceNumber(field string, epoch int64, shard int, s string) (uint64, error) {
-	sh, q, err := DecodeSequenceNumber(epoch, s)
+func ParseSequenceNumber(field string, n Numbering, shard int, s string) (uint64, error) {
+	sh, q, err := DecodeSequenceNumber(n, s)
 	if err != nil {
 		return 0, invalidArg("%s: %q is not a sequence number of this stream", field, s)
 	}

@@ -78,13 +78,15 @@ func TestPageRecordSequenceNumber(t *testing.T) {
 		}
 	}
 	seqs = append(seqs, 42, 42, 41, 1<<64-1, 0, 1)
-	for _, shard := range []int{0, 7, 9999, 12345} {
-		r := PageRecord{epoch: 1764115200000, shard: shard}
-		for _, seq := range seqs {
-			r.Seq = seq
-			got := string(r.AppendSequenceNumber([]byte("x")))
-			if want := "x" + FormatSequenceNumber(r.epoch, shard, seq); got != want {
-				t.Fatalf("shard %d, position %d: %s, want %s", shard, seq, got, want)
+	for _, long := range []bool{false, true} {
+		for _, shard := range []int{0, 7, 9999, 12345} {
+			r := PageRecord{numbering: Numbering{Epoch: 1764115200000, Long: long}, shard: shard}
+			for _, seq := range seqs {
+				r.Seq = seq
+				got := string(r.AppendSequenceNumber([]byte("x")))
+				if want := "x" + FormatSequenceNumber(r.numbering, shard, seq); got != want {
+					t.Fatalf("long %v, shard %d, position %d: %s, want %s", long, shard, seq, got, want)
+				}
 			}
 		}
 	}

@@ -48,7 +48,8 @@ import (
 // Limits of resharding.
 const (
 	// MaxShardIndex bounds the shard indexes a stream may ever use: the
-	// index takes 4 digits of every sequence number (see Record).
+	// index takes 4 digits of a short sequence number (Numbering), and
+	// every stream keeps the same bound.
 	MaxShardIndex = 9999
 	// MaxScalingsPerDay is how many UpdateShardCount calls a stream takes
 	// per rolling 24 hours (API_UpdateShardCount).
@@ -394,7 +395,7 @@ func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamD
 			for _, ch := range c.children {
 				ch.ShardID = ShardID(next)
 				ch.CreatedMs = now
-				ch.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, next, FirstPosition)
+				ch.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Numbering(), next, FirstPosition)
 				if _, err := s.eng.CreateOrUpdateStream(ctx, s.shardConfig(d, next)); err != nil {
 					return nil, awserr.New(awserr.ErrService, "create shard %d of %s: %v", next, name, err)
 				}
@@ -479,7 +480,7 @@ func (s *Service) sealClosed(ctx context.Context, d *StreamDescription) error {
 		if err != nil {
 			return awserr.New(awserr.ErrService, "close %s of %s: %v", sh.ShardID, d.StreamName, err)
 		}
-		sh.SequenceNumberRange.EndingSequenceNumber = FormatSequenceNumber(d.Epoch, i, Position(seal, 0)-1)
+		sh.SequenceNumberRange.EndingSequenceNumber = FormatSequenceNumber(d.Numbering(), i, Position(seal, 0)-1)
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func TestInterruptedReshardIsCompleted(t *testing.T) {
 	p.ClosedMs = clk.Now().UnixMilli()
 	for k, ch := range c.children {
 		ch.ShardID, ch.CreatedMs = ShardID(2+k), p.ClosedMs
-		ch.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, 2+k, FirstPosition)
+		ch.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Numbering(), 2+k, FirstPosition)
 		if _, err := eng.JS.CreateOrUpdateStream(ctx, s.shardConfig(d, 2+k)); err != nil {
 			t.Fatal(err)
 		}

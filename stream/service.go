@@ -109,6 +109,10 @@ type StreamDescription struct {
 	// among the streams this process creates; it prefixes every sequence
 	// number of the stream.
 	Epoch int64 `json:"RunnelEpoch"`
+	// SequenceDigits is LongSequenceDigits (56) for a stream whose
+	// sequence numbers are as long as AWS's, 0 for the short layout
+	// (Numbering).
+	SequenceDigits int `json:"RunnelSequenceDigits,omitempty"`
 	// Scalings are the times (Unix ms) of the UpdateShardCount calls of
 	// the last 24 hours, for its limit of 10 per rolling 24 hours.
 	Scalings []int64 `json:"RunnelScalings,omitempty"`
@@ -170,6 +174,11 @@ type CreateStreamInput struct {
 	// write rate (ondemand.go). A stack file writes it as CloudFormation
 	// does: StreamModeDetails: {StreamMode: ON_DEMAND}.
 	StreamModeDetails *StreamModeDetails `json:"StreamModeDetails,omitempty" yaml:"StreamModeDetails,omitempty"`
+	// ShortSequenceNumbers gives the stream the short layout of sequence
+	// numbers (Numbering) instead of AWS's 56 digits: a table's change
+	// log, whose numbers DynamoDB Streams caps at 40 characters. Not part
+	// of the Kinesis API (never read from a request).
+	ShortSequenceNumbers bool `json:"-" yaml:"-"`
 }
 
 // StreamModeDetails is a stream's capacity mode (API_StreamModeDetails).
@@ -322,12 +331,16 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 		StreamCreationTimestamp: now.Truncate(time.Millisecond),
 		ID:                      nuid.Next(),
 		Epoch:                   nextEpoch(now.UnixMilli()),
+		SequenceDigits:          LongSequenceDigits,
 		Tags:                    in.Tags,
 		StreamMode:              in.mode(),
 	}
+	if in.ShortSequenceNumbers {
+		d.SequenceDigits = 0
+	}
 	for i, r := range splitHashKeySpace(in.ShardCount) {
 		sh := Shard{ShardID: ShardID(i), HashKeyRange: r, CreatedMs: d.StreamCreationTimestamp.UnixMilli()}
-		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Epoch, i, FirstPosition)
+		sh.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Numbering(), i, FirstPosition)
 		d.Shards = append(d.Shards, sh)
 	}
 	b, _ := json.Marshal(d)
@@ -492,7 +505,7 @@ func (s *Service) SequenceNumber(ctx context.Context, streamName, shardID string
 	if err != nil {
 		return "", err
 	}
-	return FormatSequenceNumber(h.desc.Epoch, sh, pos), nil
+	return FormatSequenceNumber(h.desc.Numbering(), sh, pos), nil
 }
 
 func invalidArg(format string, args ...any) error {

@@ -58,12 +58,12 @@ func TestAReplicaBehindTheLeaderMakesNoReadSkipRecords(t *testing.T) {
 		t.Fatalf("GetRecords read %v, want %s", got, want)
 	}
 
-	epoch, err := b.Streams.Epoch(ctx, "lag")
+	numbering, err := b.Streams.Numbering(ctx, "lag")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pos := func(seq string) uint64 {
-		_, q, err := stream.DecodeSequenceNumber(epoch, seq)
+		_, q, err := stream.DecodeSequenceNumber(numbering, seq)
 		if err != nil {
 			t.Fatal(err)
 		}

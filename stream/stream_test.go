@@ -212,6 +212,12 @@ func TestCreateStreamInputDefaults(t *testing.T) {
 	}
 }
 
+// Both layouts (stream.Numbering) round-trip every shard index and
+// position, refuse another stream's or another shard's numbers, and order
+// numerically as the log does: by position within a shard, by index
+// across shards. A Kinesis stream's are 56 digits beginning "49", as
+// AWS's are; a table's change log keeps at most 40 characters, DynamoDB
+// Streams' limit (API_streams_StreamRecord).
 func TestSequenceNumberFormat(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -223,30 +229,46 @@ func TestSequenceNumberFormat(t *testing.T) {
 		{"large position", 1740830400000, 3, 1<<63 + 5},
 		{"largest position and shard", 1740830400000, 1023, ^uint64(0)},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := stream.FormatSequenceNumber(c.epoch, c.shard, c.seq)
-			if !seqRE.MatchString(s) {
-				t.Errorf("%q does not match %s", s, seqRE)
+	for _, long := range []bool{false, true} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s long=%v", c.name, long), func(t *testing.T) {
+				n := stream.Numbering{Epoch: c.epoch, Long: long}
+				s := stream.FormatSequenceNumber(n, c.shard, c.seq)
+				if !seqRE.MatchString(s) {
+					t.Errorf("%q does not match %s", s, seqRE)
+				}
+				if long && (len(s) != 56 || s[:2] != "49") {
+					t.Errorf("%q: %d digits, want AWS's 56 beginning 49", s, len(s))
+				}
+				if !long && len(s) > 40 {
+					t.Errorf("%q: %d digits, DynamoDB Streams allows 40", s, len(s))
+				}
+				q, err := stream.ParseSequenceNumber("F", n, c.shard, s)
+				if err != nil || q != c.seq {
+					t.Errorf("ParseSequenceNumber(%q) = %d, %v; want %d", s, q, err, c.seq)
+				}
+				_, err = stream.ParseSequenceNumber("F", stream.Numbering{Epoch: c.epoch + 1, Long: long}, c.shard, s)
+				wantErr(t, err, awserr.ErrInvalidArgument, "F")
+				_, err = stream.ParseSequenceNumber("F", stream.Numbering{Epoch: c.epoch, Long: !long}, c.shard, s)
+				wantErr(t, err, awserr.ErrInvalidArgument, "F")
+				_, err = stream.ParseSequenceNumber("F", n, c.shard+1, s)
+				wantErr(t, err, awserr.ErrInvalidArgument, "F")
+				sh, q2, err := stream.DecodeSequenceNumber(n, s)
+				if err != nil || sh != c.shard || q2 != c.seq {
+					t.Errorf("DecodeSequenceNumber(%q) = %d, %d, %v", s, sh, q2, err)
+				}
+			})
+		}
+		// Numeric order equals log order, and a later shard's numbers are
+		// above an earlier one's.
+		n := stream.Numbering{Epoch: 1740830400000, Long: long}
+		nums := []string{stream.FormatSequenceNumber(n, 2, 9), stream.FormatSequenceNumber(n, 2, 10),
+			stream.FormatSequenceNumber(n, 2, ^uint64(0)), stream.FormatSequenceNumber(n, 3, 0)}
+		for i := 1; i < len(nums); i++ {
+			if seqBig(t, nums[i-1]).Cmp(seqBig(t, nums[i])) >= 0 {
+				t.Errorf("long=%v: %s is not below %s", long, nums[i-1], nums[i])
 			}
-			q, err := stream.ParseSequenceNumber("F", c.epoch, c.shard, s)
-			if err != nil || q != c.seq {
-				t.Errorf("ParseSequenceNumber(%q) = %d, %v; want %d", s, q, err, c.seq)
-			}
-			_, err = stream.ParseSequenceNumber("F", c.epoch+1, c.shard, s)
-			wantErr(t, err, awserr.ErrInvalidArgument, "F")
-			_, err = stream.ParseSequenceNumber("F", c.epoch, c.shard+1, s)
-			wantErr(t, err, awserr.ErrInvalidArgument, "F")
-			sh, q2, err := stream.DecodeSequenceNumber(c.epoch, s)
-			if err != nil || sh != c.shard || q2 != c.seq {
-				t.Errorf("DecodeSequenceNumber(%q) = %d, %d, %v", s, sh, q2, err)
-			}
-		})
-	}
-	// Numeric order equals log order.
-	a, b := stream.FormatSequenceNumber(1740830400000, 2, 9), stream.FormatSequenceNumber(1740830400000, 2, 10)
-	if seqBig(t, a).Cmp(seqBig(t, b)) >= 0 {
-		t.Errorf("%s is not below %s", a, b)
+		}
 	}
 }
 

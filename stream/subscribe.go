@@ -169,7 +169,7 @@ func (s *Service) subscribe(ctx context.Context, l *heldLease, h *handle, sh int
 		defer l.release()
 		defer stopOnCancel()
 		defer r.Stop()
-		err := (&subscriber{s: s, epoch: h.desc.Epoch, sh: sh, l: l, r: r,
+		err := (&subscriber{s: s, numbering: h.desc.Numbering(), sh: sh, l: l, r: r,
 			out: sub.events, next: from, lifetime: lifetime, heartbeat: heartbeat}).run(sctx)
 		sub.mu.Lock()
 		sub.err = err
@@ -279,14 +279,14 @@ func (s *Service) takeLease(ctx context.Context, key, me string, nowMs int64, co
 
 // subscriber is a subscription's loop.
 type subscriber struct {
-	s     *Service
-	epoch int64
-	sh    int
-	l     *heldLease
-	r     *ShardReader
-	out   chan<- SubscribeToShardEvent
-	next  uint64 // the position of the next record to send
-	carry *Record
+	s         *Service
+	numbering Numbering
+	sh        int
+	l         *heldLease
+	r         *ShardReader
+	out       chan<- SubscribeToShardEvent
+	next      uint64 // the position of the next record to send
+	carry     *Record
 	// lifetime ends the subscription; heartbeat sends an event without
 	// records.
 	lifetime, heartbeat clockwork.Timer
@@ -322,7 +322,7 @@ func (u *subscriber) run(ctx context.Context) error {
 		if len(ev.Records) > 0 {
 			u.fill(&ev, clock)
 		}
-		ev.ContinuationSequenceNumber = FormatSequenceNumber(u.epoch, u.sh, u.next-1)
+		ev.ContinuationSequenceNumber = FormatSequenceNumber(u.numbering, u.sh, u.next-1)
 		if err := u.send(ctx, ev); err != nil {
 			return nil
 		}

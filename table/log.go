@@ -48,9 +48,9 @@ type Change struct {
 
 // Table is one open table.
 type Table struct {
-	s      *Service
-	schema schema
-	epoch  int64 // sequence-number prefix of the log
+	s         *Service
+	schema    schema
+	numbering stream.Numbering // how the log writes its sequence numbers
 
 	metaMu sync.Mutex
 	st     stored
@@ -169,11 +169,11 @@ func (s *Service) openTable(st stored) (*Table, error) {
 	}
 	t := &Table{s: s, schema: sc, st: st, cache: map[string]cachedItem{}}
 	t.idx = newIndex(sc.less, sc.rng == "")
-	epoch, err := s.logs.Epoch(context.Background(), st.Log)
+	numbering, err := s.logs.Numbering(context.Background(), st.Log)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: open log: %w", st.TableName, err)
 	}
-	t.epoch = epoch
+	t.numbering = numbering
 	if err := t.openIndexes(); err != nil {
 		return nil, fmt.Errorf("table %s: %w", st.TableName, err)
 	}
@@ -511,7 +511,7 @@ func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []erro
 				t.dirty.Store(true)
 				continue
 			}
-			sh, pos, derr := stream.DecodeSequenceNumber(t.epoch, r.out[k].SequenceNumber)
+			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, r.out[k].SequenceNumber)
 			if derr != nil {
 				errs[i] = derr
 				t.dirty.Store(true)

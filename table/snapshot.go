@@ -188,7 +188,7 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 			s.eng.Logger.Info("table index snapshot skipped: a write's outcome is unknown; the table's next open replays from its last snapshot", "table", t.st.TableName)
 			continue
 		}
-		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.epoch,
+		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.numbering.Epoch,
 			HashOnly: t.idx.hashOnly, Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
 			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
 		ttlv := t.ttlVersion.Load()
@@ -471,7 +471,7 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 		return "snapshot unreadable: " + err.Error(), nil
 	}
 	switch {
-	case hdr.Table != t.st.TableName || hdr.TableID != t.st.TableId || hdr.Log != t.st.Log || hdr.Epoch != t.epoch:
+	case hdr.Table != t.st.TableName || hdr.TableID != t.st.TableId || hdr.Log != t.st.Log || hdr.Epoch != t.numbering.Epoch:
 		return fmt.Sprintf("snapshot of another table or log (%s %s epoch %d)", hdr.TableID, hdr.Log, hdr.Epoch), nil
 	case hdr.HashOnly != (t.schema.rng == "") || len(hdr.Pos) != t.st.Shards:
 		return "snapshot of another key schema or shard count", nil

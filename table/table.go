@@ -508,7 +508,7 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if _, ok := s.tables[in.TableName]; ok {
 		return nil, awserr.New(awserr.ErrResourceInUse, "Table already exists: %s", in.TableName)
 	}
-	if _, err := s.logs.CreateStream(ctx, stream.CreateStreamInput{StreamName: st.Log, ShardCount: shards, RetentionPeriodHours: int(StreamRetention / time.Hour)}); err != nil {
+	if _, err := s.logs.CreateStream(ctx, stream.CreateStreamInput{StreamName: st.Log, ShardCount: shards, RetentionPeriodHours: int(StreamRetention / time.Hour), ShortSequenceNumbers: true}); err != nil {
 		return nil, err
 	}
 	b, _ := json.Marshal(st)

@@ -415,7 +415,7 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 				if err != nil || out.FailedRecordCount > 0 {
 					return fmt.Errorf("table: complete transaction %s: %v", rec.ID, err)
 				}
-				sh, pos, err := stream.DecodeSequenceNumber(t.epoch, out.Records[0].SequenceNumber)
+				sh, pos, err := stream.DecodeSequenceNumber(t.numbering, out.Records[0].SequenceNumber)
 				if err != nil {
 					return err
 				}
