@@ -235,11 +235,21 @@ func FormatSequenceNumber(n Numbering, shard int, seq uint64) string {
 
 // AppendSequenceNumber appends FormatSequenceNumber(n, shard, seq) to b.
 func AppendSequenceNumber(b []byte, n Numbering, shard int, seq uint64) []byte {
-	if n.Long {
-		b = append(b, '4', '9')
-		b = appendPadded(b, uint64(n.Epoch), longEpochDigits)
-		b = appendPadded(b, uint64(shard), longShardDigits)
-		return appendPadded(b, seq, positionDigits)
+	if n.Long && n.Epoch >= 0 && shard >= 0 {
+		// The 56 digits filled from the right (GetRecords writes one per
+		// record).
+		var d [LongSequenceDigits]byte
+		fill := func(to int, v uint64, width int) {
+			for i := to; i > to-width; i-- {
+				d[i] = byte('0' + v%10)
+				v /= 10
+			}
+		}
+		d[0], d[1] = '4', '9'
+		fill(LongSequenceDigits-1, seq, positionDigits)
+		fill(LongSequenceDigits-1-positionDigits, uint64(shard), longShardDigits)
+		fill(1+longEpochDigits, uint64(n.Epoch), longEpochDigits)
+		return append(b, d[:]...)
 	}
 	b = strconv.AppendInt(b, n.Epoch, 10)
 	if shard < 0 || shard > 9999 {
