@@ -4,13 +4,14 @@ package awsapi
 // DynamoDBMapper and many older programs still send, translated into the
 // expressions package table evaluates: AttributesToGet into a
 // ProjectionExpression, Expected into a ConditionExpression,
-// AttributeUpdates into an UpdateExpression, KeyConditions into a
-// KeyConditionExpression, QueryFilter and ScanFilter into a
-// FilterExpression (ConditionalOperator joins the conditions of Expected
-// and of the filters). The names and values go into
+// AttributeUpdates into an UpdateExpression, QueryFilter and ScanFilter
+// into a FilterExpression (ConditionalOperator joins the conditions of
+// Expected and of the filters). The names and values go into
 // ExpressionAttributeNames and ExpressionAttributeValues under
 // placeholders of their own (#lN, :lN). A request may not mix the two
-// kinds, as in DynamoDB.
+// kinds, as in DynamoDB. A Query's KeyConditions go to the table as they
+// are (table.QueryInput's KeyConditions), which checks them against the
+// key schema in DynamoDB's words for them.
 
 import (
 	"encoding/json"
@@ -100,7 +101,6 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 	}
 	for _, t := range []struct{ from, to, join string }{
 		{"Expected", "ConditionExpression", join},
-		{"KeyConditions", "KeyConditionExpression", " AND "},
 		{"QueryFilter", "FilterExpression", join},
 		{"ScanFilter", "FilterExpression", join},
 	} {
@@ -131,7 +131,9 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		raw["ProjectionExpression"], _ = json.Marshal(strings.Join(attrs, ", "))
 	}
 	for _, p := range legacy {
-		delete(raw, p)
+		if p != "KeyConditions" {
+			delete(raw, p)
+		}
 	}
 	if len(b.names) > 0 {
 		var own map[string]string

@@ -226,7 +226,7 @@ func TestSecondaryIndexes(t *testing.T) {
 			q.ExclusiveStartKey = table.Item{"pk": S("a"), "sk": N("2"), "city": S("rome"), "score": N("10")}
 			_, err := tb.Query(ctx, q)
 			return err
-		}, "The provided starting key is invalid"},
+		}, "The provided starting key is outside query boundaries based on provided conditions"},
 		{"index partition key over 2048 bytes", func() error {
 			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "idx", Item: table.Item{"pk": S("e"), "sk": N("1"), "owner": S(strings.Repeat("o", 2049))}})
 			return err
