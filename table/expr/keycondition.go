@@ -160,63 +160,33 @@ type keyCond struct {
 }
 
 // keyConds are a parsed KeyConditionExpression's conditions, checked as
-// far as no key schema is needed: only AND, =, <, <=, >, >=, BETWEEN and
-// begins_with, on one top-level attribute each, one condition per
-// attribute, at most two.
+// far as no key schema is needed, leaf by leaf from the left as DynamoDB
+// checks them: only AND, =, <, <=, >, >=, BETWEEN and begins_with, on one
+// top-level attribute each, one condition per attribute, at most two.
 func keyConds(root cond) ([]keyCond, error) {
-	var leaves []cond
-	if err := flattenAnd(root, &leaves); err != nil {
-		return nil, err
-	}
 	var conds []keyCond
-	for _, l := range leaves {
-		var pathOps, valOps []*operand
-		var op string
-		switch l := l.(type) {
-		case cmpCond:
-			op = l.op
-			pathOps, valOps = splitOperands(l.l, l.r)
-			if len(pathOps) == 1 && l.l.path == nil { // ":v < sk" is "sk > :v"
-				op = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
-			}
-		case betweenCond:
-			op = "BETWEEN"
-			pathOps, valOps = splitOperands(l.v, l.lo, l.hi)
-			if len(pathOps) == 1 && l.v.path == nil {
-				return nil, validation("Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as its first operand")
-			}
-		case funcCond: // begins_with
-			op = "begins_with"
-			pathOps, valOps = splitOperands(l.args...)
-			if len(pathOps) == 1 && l.args[0].path == nil {
-				return nil, validation("Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute as its first operand")
-			}
-		}
-		for _, o := range append(pathOps, valOps...) {
-			if o.size != nil {
-				return nil, validation("KeyConditionExpressions cannot contain nested operations")
-			}
-		}
-		switch {
-		case len(pathOps) == 0:
-			return nil, validation("Invalid condition in KeyConditionExpression: No key attribute specified")
-		case len(pathOps) > 1:
-			return nil, validation("Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition")
-		case len(pathOps[0].path) > 1:
-			return nil, validation("KeyConditionExpressions cannot have conditions on nested attributes")
-		}
-		kc := keyCond{name: pathOps[0].path[0].name, op: op}
-		for _, v := range valOps {
-			kc.vals = append(kc.vals, v.val)
-		}
-		conds = append(conds, kc)
-	}
 	seen := map[string]bool{}
-	for _, kc := range conds {
+	var walk func(c cond) error
+	walk = func(c cond) error {
+		if a, ok := c.(andCond); ok {
+			if err := walk(a.l); err != nil {
+				return err
+			}
+			return walk(a.r)
+		}
+		kc, err := keyLeaf(c)
+		if err != nil {
+			return err
+		}
 		if seen[kc.name] {
-			return nil, validation("KeyConditionExpressions must only contain one condition per key")
+			return validation("KeyConditionExpressions must only contain one condition per key")
 		}
 		seen[kc.name] = true
+		conds = append(conds, kc)
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
 	}
 	if len(conds) > 2 {
 		return nil, validation("Conditions can be of length 1 or 2 only")
@@ -224,48 +194,64 @@ func keyConds(root cond) ([]keyCond, error) {
 	return conds, nil
 }
 
-// flattenAnd lists the leaves of a tree of ANDs, refusing every other
-// operator.
-func flattenAnd(c cond, out *[]cond) error {
+// keyLeaf is one condition of a KeyConditionExpression, its operands
+// checked from the left: the operator, BETWEEN's and begins_with's first
+// operand a path, then each operand (one attribute, not nested, no size()).
+func keyLeaf(c cond) (keyCond, error) {
+	var kc keyCond
+	var args []*operand
 	switch c := c.(type) {
-	case andCond:
-		if err := flattenAnd(c.l, out); err != nil {
-			return err
-		}
-		return flattenAnd(c.r, out)
 	case orCond:
-		return badKeyOperator("OR")
+		return kc, badKeyOperator("OR")
 	case notCond:
-		return badKeyOperator("NOT")
+		return kc, badKeyOperator("NOT")
 	case inCond:
-		return badKeyOperator("IN")
+		return kc, badKeyOperator("IN")
 	case cmpCond:
 		if c.op == "<>" {
-			return badKeyOperator("<>")
+			return kc, badKeyOperator("<>")
 		}
+		kc.op, args = c.op, []*operand{c.l, c.r}
+	case betweenCond:
+		if c.v.path == nil {
+			return kc, validation("Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as its first operand")
+		}
+		kc.op, args = "BETWEEN", []*operand{c.v, c.lo, c.hi}
 	case funcCond:
 		if c.name != "begins_with" {
-			return badKeyOperator(c.name)
+			return kc, badKeyOperator(c.name)
+		}
+		if c.args[0].path == nil {
+			return kc, validation("Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute as its first operand")
+		}
+		kc.op, args = "begins_with", c.args
+	}
+	flip := false
+	for i, o := range args {
+		switch {
+		case o.size != nil:
+			return kc, validation("KeyConditionExpressions cannot contain nested operations")
+		case o.path == nil:
+			kc.vals = append(kc.vals, o.val)
+		case kc.name != "":
+			return kc, validation("Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition")
+		case len(o.path) > 1:
+			return kc, validation("KeyConditionExpressions cannot have conditions on nested attributes")
+		default:
+			kc.name, flip = o.path[0].name, i > 0
 		}
 	}
-	*out = append(*out, c)
-	return nil
+	if kc.name == "" {
+		return kc, validation("Invalid condition in KeyConditionExpression: No key attribute specified")
+	}
+	if flip { // ":v < sk" is "sk > :v"
+		kc.op = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}[kc.op]
+	}
+	return kc, nil
 }
 
 func badKeyOperator(op string) error {
 	return validation("Invalid operator used in KeyConditionExpression: %s", op)
-}
-
-// splitOperands separates path (and size) operands from value operands.
-func splitOperands(ops ...*operand) (paths, values []*operand) {
-	for _, o := range ops {
-		if o.val != 0 {
-			values = append(values, o)
-		} else {
-			paths = append(paths, o)
-		}
-	}
-	return paths, values
 }
 
 // MatchRange reports whether a sort key value satisfies the range
