@@ -47,6 +47,7 @@ func TestDynamoDBQueryKeyOrder(t *testing.T) {
 	for _, tt := range []struct{ body, message string }{
 		// the start key's number of attributes, first
 		{`{"TableName":"hsh",` + zNULL + `,"ExclusiveStartKey":{}}`, "The provided starting key is invalid"},
+		{`{"TableName":"hsh",` + zNULL + `,"ExclusiveStartKey":{"a":{"S":"a"},"b":{"S":"a"}}}`, "The provided starting key is invalid"},
 		{`{"TableName":"rng","IndexName":"index3",` + zNULL + `,"ExclusiveStartKey":{"c":{"S":"1"}}}`, "The provided starting key is invalid"},
 		// the index's attribute missing, or of another type, before the conditions
 		{`{"TableName":"rng","IndexName":"index3","KeyConditionExpression":"z = :a","ExpressionAttributeValues":{":a":{"N":"1"}},"ExclusiveStartKey":{"a":{"S":"a"},"b":{"S":"a"},"z":{"S":"a"}}}`,
@@ -67,6 +68,9 @@ func TestDynamoDBQueryKeyOrder(t *testing.T) {
 		{`{"TableName":"hsh","KeyConditionExpression":":a > a","ExpressionAttributeValues":{":a":{"N":"1"}}}`,
 			"One or more parameter values were invalid: Condition parameter type does not match schema type"},
 		{`{"TableName":"hsh","KeyConditions":{"a":{"ComparisonOperator":"GT","AttributeValueList":[{"S":"a"}]}}}`, "Query key condition not supported"},
+		{`{"TableName":"hsh","KeyConditions":{"z":{"ComparisonOperator":"NULL"},"y":{"ComparisonOperator":"NULL"}}}`, "Query key condition not supported"},
+		{`{"TableName":"rng","KeyConditions":{"a":{"ComparisonOperator":"GT","AttributeValueList":[{"S":"a"}]}},"ExclusiveStartKey":{"a":{"S":"a"},"b":{"N":"1"}}}`,
+			"Query key condition not supported"},
 		{`{"TableName":"hsh","KeyConditions":{"a":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"a"}]},"b":{"ComparisonOperator":"EQ","AttributeValueList":[{"S":"a"}]}}}`,
 			"Query key condition not supported"},
 		// the table's key of an index's start key
@@ -162,6 +166,7 @@ func TestDynamoDBScanStartKeyOrder(t *testing.T) {
 	inOther = items[0].(map[string]any)["a"].(map[string]any)["S"].(string)
 	for _, tt := range []struct{ body, message string }{
 		{`{"TableName":"rng","IndexName":"index3","ExclusiveStartKey":{"a":{"S":"a"},"b":{"S":"a"},"z":{"S":"a"}}}`, "The provided starting key is invalid"},
+		{`{"TableName":"hsh","ExclusiveStartKey":{"a":{"S":"a"},"b":{"S":"a"}}}`, "The provided starting key is invalid: The provided key element does not match the schema"},
 		{`{"TableName":"rng","IndexName":"index3","ExclusiveStartKey":{"a":{"S":"a"},"b":{"S":"a"},"c":{"N":"1"}}}`, "The provided key element does not match the schema"},
 		{`{"TableName":"rng","IndexName":"index4","Select":"ALL_ATTRIBUTES","ExclusiveStartKey":{"c":{"S":"1"}}}`, "The provided starting key is invalid"},
 		{`{"TableName":"rng","IndexName":"index4","Select":"ALL_ATTRIBUTES","ExclusiveStartKey":{"a":{"N":"1"},"b":{"S":"1"},"c":{"S":"1"},"d":{"S":"1"}}}`,

@@ -164,11 +164,11 @@ func (t *Table) queryKey(x *secondary, terms []expr.KeyTerm, esk Item) (*expr.Ke
 			return nil, validation("Query key condition not supported")
 		}
 		term := byName[attr]
+		if term == nil && isHash {
+			return nil, validation("Query condition missed key schema element: %s", attr)
+		}
 		if term == nil {
-			if isHash || len(terms) > 1 {
-				return nil, validation("Query condition missed key schema element: %s", attr)
-			}
-			continue
+			continue // none on the sort key: KeyConditionFor refuses one on another attribute
 		}
 		if nonIndexable[term.Op] {
 			return nil, validation("Attempted conditional constraint is not an indexable operation")
