@@ -194,6 +194,10 @@ func (b *legacyExpr) conditions(conds map[string]legacyCondition, join string) (
 var operands = map[string]int{"EQ": 1, "NE": 1, "LE": 1, "LT": 1, "GE": 1, "GT": 1, "NOT_NULL": 0, "NULL": 0,
 	"CONTAINS": 1, "NOT_CONTAINS": 1, "BEGINS_WITH": 1, "IN": -1, "BETWEEN": 2}
 
+// maxLegacyIn is the most values of one IN of a translated condition
+// (an expression's limit).
+const maxLegacyIn = 100
+
 var comparisons = map[string]string{"EQ": "=", "NE": "<>", "LE": "<=", "LT": "<", "GE": ">=", "GT": ">"}
 
 // condition is one attribute's condition as an expression.
@@ -267,7 +271,18 @@ func (b *legacyExpr) condition(attr string, c legacyCondition) (string, error) {
 	case "BEGINS_WITH":
 		return "begins_with(" + n + ", " + vs[0] + ")", nil
 	case "IN":
-		return n + " IN (" + strings.Join(vs, ", ") + ")", nil
+		// An expression's IN takes at most 100 values, a legacy one any
+		// number (AWS takes 27 500, dynalite's scan test): groups of 100.
+		var groups []string
+		for len(vs) > 0 {
+			k := min(len(vs), maxLegacyIn)
+			groups = append(groups, n+" IN ("+strings.Join(vs[:k], ", ")+")")
+			vs = vs[k:]
+		}
+		if len(groups) == 1 {
+			return groups[0], nil
+		}
+		return "(" + strings.Join(groups, " OR ") + ")", nil
 	case "BETWEEN":
 		return n + " BETWEEN " + vs[0] + " AND " + vs[1], nil
 	default:

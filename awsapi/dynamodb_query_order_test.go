@@ -1,6 +1,8 @@
 package awsapi_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/runnel-dev/runnel/awsapi"
@@ -184,5 +186,30 @@ func TestDynamoDBScanStartKeyOrder(t *testing.T) {
 	status, body = rawCall(h, "DynamoDB_20120810.Scan", `{"TableName":"hsh","Segment":1,"TotalSegments":2,"ExclusiveStartKey":{"a":{"S":"`+inOther+`"}}}`)
 	if status != 200 {
 		t.Errorf("Scan from a start key of its segment: %d %v", status, body)
+	}
+}
+
+// TestDynamoDBScanFilterLongIN: a legacy ScanFilter's IN takes more than
+// an expression's 100 values (AWS takes 27 500: dynalite's scan test).
+func TestDynamoDBScanFilterLongIN(t *testing.T) {
+	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
+	queryOrderTables(t, h)
+	for _, item := range []string{`{"a":{"S":"v0"}}`, `{"a":{"S":"v249"},"b":{"S":"x"}}`, `{"a":{"S":"other"},"b":{"S":"x"}}`} {
+		if status, body := rawCall(h, "DynamoDB_20120810.PutItem", `{"TableName":"hsh","Item":`+item+`}`); status != 200 {
+			t.Fatalf("PutItem: %d %v", status, body)
+		}
+	}
+	vals := make([]string, 250)
+	for i := range vals {
+		vals[i] = fmt.Sprintf(`{"S":"v%d"}`, i)
+	}
+	status, body := rawCall(h, "DynamoDB_20120810.Scan", `{"TableName":"hsh","ScanFilter":{"a":{"ComparisonOperator":"IN","AttributeValueList":[`+strings.Join(vals, ",")+`]}}}`)
+	if status != 200 || body["Count"] != float64(2) || body["ScannedCount"] != float64(3) {
+		t.Fatalf("Scan with 250 IN values: %d %v, want 2 of 3", status, body)
+	}
+	// and the IN is one condition among the others
+	status, body = rawCall(h, "DynamoDB_20120810.Scan", `{"TableName":"hsh","ScanFilter":{"a":{"ComparisonOperator":"IN","AttributeValueList":[`+strings.Join(vals, ",")+`]},"b":{"ComparisonOperator":"NOT_NULL"}}}`)
+	if items, _ := body["Items"].([]any); status != 200 || len(items) != 1 || !strings.Contains(fmt.Sprint(items[0]), "v249") {
+		t.Fatalf("Scan with 250 IN values and b NOT_NULL: %d %v, want v249 alone", status, body)
 	}
 }
