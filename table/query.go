@@ -112,15 +112,23 @@ type reader struct {
 	consistent bool
 	// index: the index read (nil: the table), whose units INDEXES reports
 	index *secondary
+	// fetched: the bytes of the whole items an LSI read fetched from the
+	// table (Select ALL_ATTRIBUTES beyond its projection), which cost the
+	// table units of their own
+	fetched int
 }
 
 // result is the answer, with the capacity read if it was asked for.
 func (r *reader) result() *QueryOutput {
-	units := readUnits(r.bytes, r.consistent)
-	cc := capacity(r.rcc, r.t.st.TableName, units)
+	units, tableUnits := readUnits(r.bytes, r.consistent), 0.0
+	if r.fetched > 0 {
+		tableUnits = readUnits(r.fetched, r.consistent)
+	}
+	cc := capacity(r.rcc, r.t.st.TableName, units+tableUnits)
 	if cc != nil && cc.Table != nil && r.index != nil {
-		// a read of an index costs the index, not the table
-		cc.Table.CapacityUnits = 0
+		// a read of an index costs the index, and the table only what
+		// was fetched from it
+		cc.Table.CapacityUnits = tableUnits
 		by := map[string]*Capacity{r.index.name: {CapacityUnits: units}}
 		if r.index.global {
 			cc.GlobalSecondaryIndexes = by

@@ -132,6 +132,8 @@ func (r *reader) indexPage(ctx context.Context, x *secondary, entries []*sEntry,
 		lek := keyAttrs(it, x.table, x.sc)
 		if !whole {
 			it = x.project(it)
+		} else if r.selectAll && x.proj.ProjectionType != ProjectAll && asked(r.rcc) {
+			r.fetched += expr.ItemSize(it)
 		}
 		return r.visitItem(it, int(e.size), lek)
 	})

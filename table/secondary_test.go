@@ -612,6 +612,17 @@ func TestIndexReadCapacity(t *testing.T) {
 			t.Errorf("Scan of index %q: %s, want %s", tt.index, got, exp)
 		}
 	}
+	// an LSI read with Select ALL_ATTRIBUTES beyond its projection fetches
+	// the items from the table, which costs the table too (dynalite's
+	// query test: Table 3, index 1, 4 in all)
+	in := table.QueryInput{TableName: "idx", IndexName: "byTime", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("a")},
+		Select: table.SelectAllAttributes, ReturnConsumedCapacity: "INDEXES"}
+	got, _ := json.Marshal(query(t, tb, in).ConsumedCapacity)
+	exp, _ := json.Marshal(&table.ConsumedCapacity{TableName: "idx", CapacityUnits: 1, Table: &table.Capacity{CapacityUnits: 0.5},
+		LocalSecondaryIndexes: map[string]*table.Capacity{"byTime": {CapacityUnits: 0.5}}})
+	if string(got) != string(exp) {
+		t.Errorf("byTime, Select ALL_ATTRIBUTES: %s, want %s", got, exp)
+	}
 }
 
 // TestIndexStartKeyWording: a Scan of an index refuses an ExclusiveStartKey
