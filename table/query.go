@@ -32,22 +32,23 @@ const (
 // read before the filter, as in DynamoDB. With IndexName, the index's
 // key and order (see secondary.go).
 type QueryInput struct {
-	TableName              string `json:"TableName"`
-	IndexName              string `json:"IndexName,omitempty"`
-	KeyConditionExpression string `json:"KeyConditionExpression"`
+	TableName                 string            `json:"TableName"`
+	IndexName                 string            `json:"IndexName,omitempty"`
+	KeyConditionExpression    string            `json:"KeyConditionExpression"`
+	FilterExpression          string            `json:"FilterExpression,omitempty"`
+	ProjectionExpression      string            `json:"ProjectionExpression,omitempty"`
+	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames,omitempty"`
+	ExpressionAttributeValues Item              `json:"ExpressionAttributeValues,omitempty"`
+	Limit                     int               `json:"Limit,omitempty"`
+	ExclusiveStartKey         Item              `json:"ExclusiveStartKey,omitempty"`
+	ScanIndexForward          *bool             `json:"ScanIndexForward,omitempty"`
+	Select                    string            `json:"Select,omitempty"`
+	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
+	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
+
 	// KeyConditions is the legacy form of KeyConditionExpression, by key
 	// attribute; a Query gives one of the two.
-	KeyConditions             map[string]LegacyCondition `json:"KeyConditions,omitempty"`
-	FilterExpression          string                     `json:"FilterExpression,omitempty"`
-	ProjectionExpression      string                     `json:"ProjectionExpression,omitempty"`
-	ExpressionAttributeNames  map[string]string          `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues Item                       `json:"ExpressionAttributeValues,omitempty"`
-	Limit                     int                        `json:"Limit,omitempty"`
-	ExclusiveStartKey         Item                       `json:"ExclusiveStartKey,omitempty"`
-	ScanIndexForward          *bool                      `json:"ScanIndexForward,omitempty"`
-	Select                    string                     `json:"Select,omitempty"`
-	ConsistentRead            bool                       `json:"ConsistentRead,omitempty"`
-	ReturnConsumedCapacity    string                     `json:"ReturnConsumedCapacity,omitempty"`
+	KeyConditions map[string]LegacyCondition `json:"KeyConditions,omitempty"`
 }
 
 // ScanInput is Scan's request (API_Scan): every item, in the order of

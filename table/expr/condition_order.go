@@ -1,7 +1,7 @@
 package expr
 
 import (
-	"strconv"
+	"slices"
 	"strings"
 )
 
@@ -59,35 +59,10 @@ func (p *parser) firstConditionError() error {
 // distinct defers the error of an operator or function whose two
 // operands are the same path.
 func (p *parser) distinct(op string, ops ...*operand) error {
-	if len(ops) != 2 || ops[0].path == nil || !pathsEqual(ops[0].path, ops[1].path) {
+	if len(ops) != 2 || ops[0].path == nil || !slices.Equal(ops[0].path, ops[1].path) {
 		return nil
 	}
-	return p.soft(rankDistinct, p.fail("The first operand must be distinct from the remaining operands for this operator or function; operator: %s, first operand: %s", op, pathWords(ops[0].path)))
-}
-
-func pathsEqual(a, b path) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// pathWords is a path as DynamoDB's messages print it: [a, b, [1], c].
-func pathWords(pa path) string {
-	parts := make([]string, len(pa))
-	for i, e := range pa {
-		if e.isIndex {
-			parts[i] = "[" + strconv.Itoa(e.index) + "]"
-		} else {
-			parts[i] = e.name
-		}
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return p.soft(rankDistinct, p.fail("The first operand must be distinct from the remaining operands for this operator or function; operator: %s, first operand: %s", op, ops[0].path))
 }
 
 // parenOperand reports whether the '(' at the parser's position opens an
