@@ -295,13 +295,16 @@ func TestDynamoDBQueryKeyConditionsWithExpressions(t *testing.T) {
 		}
 	}
 	// an ExclusiveStartKey that is not the table's key, in DynamoDB's words
+	// (a Query's without the prefix: the key read is checked first)
 	for _, target := range []string{"Scan", "Query"} {
 		req := `{"TableName":"kcq","ExclusiveStartKey":{"a":{"S":"x"},"b":{"N":"1"}}}`
+		want := "The provided starting key is invalid: The provided key element does not match the schema"
 		if target == "Query" {
 			req = `{"TableName":"kcq","KeyConditionExpression":"a = :a","ExpressionAttributeValues":{":a":{"S":"x"}},"ExclusiveStartKey":{"a":{"S":"x"},"b":{"N":"1"}}}`
+			want = "The provided key element does not match the schema"
 		}
 		status, body := rawCall(h, "DynamoDB_20120810."+target, req)
-		if want := "The provided starting key is invalid: The provided key element does not match the schema"; status != 400 || body["message"] != want {
+		if status != 400 || body["message"] != want {
 			t.Errorf("%s with a bad ExclusiveStartKey: %d %v, want %q", target, status, body, want)
 		}
 	}

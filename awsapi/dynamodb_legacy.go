@@ -4,13 +4,14 @@ package awsapi
 // DynamoDBMapper and many older programs still send, translated into the
 // expressions package table evaluates: AttributesToGet into a
 // ProjectionExpression, Expected into a ConditionExpression,
-// AttributeUpdates into an UpdateExpression, KeyConditions into a
-// KeyConditionExpression, QueryFilter and ScanFilter into a
-// FilterExpression (ConditionalOperator joins the conditions of Expected
-// and of the filters). The names and values go into
+// AttributeUpdates into an UpdateExpression, QueryFilter and ScanFilter
+// into a FilterExpression (ConditionalOperator joins the conditions of
+// Expected and of the filters). The names and values go into
 // ExpressionAttributeNames and ExpressionAttributeValues under
 // placeholders of their own (#lN, :lN). A request may not mix the two
-// kinds, as in DynamoDB.
+// kinds, as in DynamoDB. A Query's KeyConditions go to the table as they
+// are (table.QueryInput's KeyConditions), which checks them against the
+// key schema in DynamoDB's words for them.
 
 import (
 	"encoding/json"
@@ -100,7 +101,6 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 	}
 	for _, t := range []struct{ from, to, join string }{
 		{"Expected", "ConditionExpression", join},
-		{"KeyConditions", "KeyConditionExpression", " AND "},
 		{"QueryFilter", "FilterExpression", join},
 		{"ScanFilter", "FilterExpression", join},
 	} {
@@ -131,7 +131,9 @@ func translateLegacy(raw map[string]json.RawMessage) error {
 		raw["ProjectionExpression"], _ = json.Marshal(strings.Join(attrs, ", "))
 	}
 	for _, p := range legacy {
-		delete(raw, p)
+		if p != "KeyConditions" {
+			delete(raw, p)
+		}
 	}
 	if len(b.names) > 0 {
 		var own map[string]string
@@ -191,6 +193,10 @@ func (b *legacyExpr) conditions(conds map[string]legacyCondition, join string) (
 // or more).
 var operands = map[string]int{"EQ": 1, "NE": 1, "LE": 1, "LT": 1, "GE": 1, "GT": 1, "NOT_NULL": 0, "NULL": 0,
 	"CONTAINS": 1, "NOT_CONTAINS": 1, "BEGINS_WITH": 1, "IN": -1, "BETWEEN": 2}
+
+// maxLegacyIn is the most values of one IN of a translated condition
+// (an expression's limit).
+const maxLegacyIn = 100
 
 var comparisons = map[string]string{"EQ": "=", "NE": "<>", "LE": "<=", "LT": "<", "GE": ">=", "GT": ">"}
 
@@ -265,7 +271,18 @@ func (b *legacyExpr) condition(attr string, c legacyCondition) (string, error) {
 	case "BEGINS_WITH":
 		return "begins_with(" + n + ", " + vs[0] + ")", nil
 	case "IN":
-		return n + " IN (" + strings.Join(vs, ", ") + ")", nil
+		// An expression's IN takes at most 100 values, a legacy one any
+		// number (AWS takes 27 500, dynalite's scan test): groups of 100.
+		var groups []string
+		for len(vs) > 0 {
+			k := min(len(vs), maxLegacyIn)
+			groups = append(groups, n+" IN ("+strings.Join(vs[:k], ", ")+")")
+			vs = vs[k:]
+		}
+		if len(groups) == 1 {
+			return groups[0], nil
+		}
+		return "(" + strings.Join(groups, " OR ") + ")", nil
 	case "BETWEEN":
 		return n + " BETWEEN " + vs[0] + " AND " + vs[1], nil
 	default:

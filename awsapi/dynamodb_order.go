@@ -22,7 +22,6 @@ package awsapi
 //     unused placeholders are looked for after the lookup.
 
 import (
-	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -55,9 +54,8 @@ var dynamoParamsOf = map[string]dynamoParams{
 
 // valueRules are the first failures of step 3: of the attribute values
 // but a Query's or Scan's ExclusiveStartKey (start) and a Query's
-// KeyConditions (keyConds). DynamoDB reports them in the order other,
-// AttributesToGet's duplicates, start, keyConds (dynalite's query and
-// scan tests).
+// KeyConditions (keyConds); queryChecks and scanChecks say when each is
+// reported (dynalite's query and scan tests).
 type valueRules struct{ other, start, keyConds error }
 
 // dynamoRequestChecks runs steps 2 to 6 on a request whose model
@@ -75,14 +73,14 @@ func dynamoRequestChecks(op string, v any, rules valueRules, eavRule error) erro
 	} else if err := dynamoMixed(op, obj); err != nil {
 		return err
 	}
+	switch op {
+	case "Query":
+		return queryChecks(obj, rules, eavRule)
+	case "Scan":
+		return scanChecks(obj, rules, eavRule)
+	}
 	if rules.other != nil {
 		return rules.other
-	}
-	if rules.start != nil || rules.keyConds != nil {
-		if err := attributesToGet(obj); err != nil {
-			return err
-		}
-		return cmp.Or(rules.start, rules.keyConds)
 	}
 	if err := dynamoItemChecks(op, obj); err != nil {
 		return err
@@ -110,6 +108,75 @@ func dynamoRequestChecks(op string, v any, rules valueRules, eavRule error) erro
 	return nil
 }
 
+// queryChecks are steps 3 to 6 of a Query, in DynamoDB's order: the
+// QueryFilter's values and then its conditions' shape, AttributesToGet's
+// duplicates, the ExclusiveStartKey's values, the expressions, the
+// KeyConditions' values, their shape and their number.
+func queryChecks(obj map[string]any, rules valueRules, eavRule error) error {
+	if rules.other != nil {
+		return rules.other
+	}
+	if err := legacyConditions(obj["QueryFilter"]); err != nil {
+		return err
+	}
+	if err := attributesToGet(obj); err != nil {
+		return err
+	}
+	if rules.start != nil {
+		return rules.start
+	}
+	if err := dynamoExpressions("Query", obj, eavRule); err != nil {
+		return err
+	}
+	if rules.keyConds != nil {
+		return rules.keyConds
+	}
+	if err := legacyConditions(obj["KeyConditions"]); err != nil {
+		return err
+	}
+	if kc, ok := obj["KeyConditions"].(map[string]any); ok && len(kc) != 1 && len(kc) != 2 {
+		return awserr.New(awserr.ErrValidation, "Conditions can be of length 1 or 2 only")
+	}
+	return nil
+}
+
+// scanChecks are steps 3 to 6 of a Scan, in DynamoDB's order:
+// AttributesToGet's duplicates, the ScanFilter's values and then its
+// conditions' shape, the ExclusiveStartKey's values, Segment and
+// TotalSegments, the expressions.
+func scanChecks(obj map[string]any, rules valueRules, eavRule error) error {
+	if err := attributesToGet(obj); err != nil {
+		return err
+	}
+	if rules.other != nil {
+		return rules.other
+	}
+	if err := legacyConditions(obj["ScanFilter"]); err != nil {
+		return err
+	}
+	if rules.start != nil {
+		return rules.start
+	}
+	if err := scanSegments(obj); err != nil {
+		return err
+	}
+	return dynamoExpressions("Scan", obj, eavRule)
+}
+
+// legacyConditions checks the shape of a KeyConditions, QueryFilter or
+// ScanFilter v (nil: none) whose values hold (table.CheckConditions).
+func legacyConditions(v any) error {
+	if v == nil {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	var conds map[string]table.LegacyCondition
+	if json.Unmarshal(b, &conds) != nil {
+		return nil // the decoding says what is wrong
+	}
+	return table.CheckConditions(conds)
+}
+
 // dynamoItemChecks are DynamoDB's checks of a request's items, keys and
 // attribute names that need no table: an item over 400 KB, a name twice
 // in AttributesToGet, a key twice in a BatchGetItem table's Keys, a
@@ -124,8 +191,6 @@ func dynamoItemChecks(op string, obj map[string]any) error {
 		return itemSize(obj["Item"])
 	case "GetItem":
 		return attributesToGet(obj)
-	case "Scan":
-		return scanSegments(obj)
 	case "BatchGetItem":
 		items, _ := obj["RequestItems"].(map[string]any)
 		for _, name := range sortedKeys(items) {

@@ -45,6 +45,10 @@ type QueryInput struct {
 	Select                    string            `json:"Select,omitempty"`
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
 	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
+
+	// KeyConditions is the legacy form of KeyConditionExpression, by key
+	// attribute; a Query gives one of the two.
+	KeyConditions map[string]LegacyCondition `json:"KeyConditions,omitempty"`
 }
 
 // ScanInput is Scan's request (API_Scan): every item, in the order of
@@ -109,15 +113,23 @@ type reader struct {
 	consistent bool
 	// index: the index read (nil: the table), whose units INDEXES reports
 	index *secondary
+	// fetched: the bytes of the whole items an LSI read fetched from the
+	// table (Select ALL_ATTRIBUTES beyond its projection), which cost the
+	// table units of their own
+	fetched int
 }
 
 // result is the answer, with the capacity read if it was asked for.
 func (r *reader) result() *QueryOutput {
-	units := readUnits(r.bytes, r.consistent)
-	cc := capacity(r.rcc, r.t.st.TableName, units)
+	units, tableUnits := readUnits(r.bytes, r.consistent), 0.0
+	if r.fetched > 0 {
+		tableUnits = readUnits(r.fetched, r.consistent)
+	}
+	cc := capacity(r.rcc, r.t.st.TableName, units+tableUnits)
 	if cc != nil && cc.Table != nil && r.index != nil {
-		// a read of an index costs the index, not the table
-		cc.Table.CapacityUnits = 0
+		// a read of an index costs the index, and the table only what
+		// was fetched from it
+		cc.Table.CapacityUnits = tableUnits
 		by := map[string]*Capacity{r.index.name: {CapacityUnits: units}}
 		if r.index.global {
 			cc.GlobalSecondaryIndexes = by
@@ -137,9 +149,6 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *second
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 		r.selectAll = in.Select == SelectAllAttributes
-		if x != nil && x.global && in.Select == SelectAllAttributes && x.proj.ProjectionType != ProjectAll {
-			return nil, validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", x.name)
-		}
 	case SelectAllProjected:
 		if x == nil {
 			// runnel's words: AWS's text for this case was not found.
@@ -162,6 +171,16 @@ func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *second
 		}
 	}
 	return r, nil
+}
+
+// checkSelect refuses Select ALL_ATTRIBUTES on a global secondary index
+// that does not project every attribute; DynamoDB checks it after the
+// ExclusiveStartKey and the filter's key attributes.
+func (r *reader) checkSelect() error {
+	if x := r.index; x != nil && x.global && r.selectAll && x.proj.ProjectionType != ProjectAll {
+		return validation("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", x.name)
+	}
+	return nil
 }
 
 // visit reads one entry; it returns true when the page is full (1 MB).
@@ -270,12 +289,13 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if x != nil {
 		sc = x.sc
 	}
-	if in.KeyConditionExpression == "" {
-		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
-	}
-	kc, err := expr.ParseKeyCondition(in.KeyConditionExpression, c, sc.hash, sc.rng)
+	terms, err := queryTerms(&in, c)
 	if err != nil {
-		return nil, exprErr(err)
+		return nil, err
+	}
+	kc, err := t.queryKey(x, terms, in.ExclusiveStartKey)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.newReader(t, &in, c, x)
 	if err != nil {
@@ -288,6 +308,11 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 				return nil, validation("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", a)
 			}
 		}
+	}
+	if err := r.checkSelect(); err != nil {
+		return nil, err
+	}
+	if r.filter != nil {
 		if err := t.scalarKeyNames(r.filter.NestedAttributes()); err != nil {
 			return nil, err
 		}
@@ -305,12 +330,10 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	}
 	var start *key
 	if in.ExclusiveStartKey != nil {
+		// queryKey has checked it: of this partition
 		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
 		if err != nil {
 			return nil, startKeyInvalid(err)
-		}
-		if sk.h != pk.h {
-			return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
 		}
 		start = &sk
 	}
@@ -406,22 +429,17 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	if err != nil {
 		return nil, err
 	}
-	if x != nil {
-		return r.scanIndex(ctx, x, seg, total, in.ExclusiveStartKey)
-	}
-	var from entry
-	exclusive := false
-	if in.ExclusiveStartKey != nil {
-		sk, err := t.schema.keyOf(in.ExclusiveStartKey, true)
-		if err != nil {
-			return nil, startKeyInvalid(err)
-		}
-		from, exclusive = entry{h: sk.h, rk: sk.rk}, true
+	from, exclusive, err := r.scanStart(x, in.ExclusiveStartKey, seg, total)
+	if err != nil {
+		return nil, err
 	}
 	if r.filter != nil {
 		if err := t.scalarKeyNames(r.filter.NestedAttributes()); err != nil {
 			return nil, err
 		}
+	}
+	if x != nil {
+		return r.scanIndex(ctx, x, seg, total, in.ExclusiveStartKey)
 	}
 	// Collect the page's entries under the read lock, then read the items.
 	t.idxMu.RLock()
@@ -449,6 +467,43 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+// scanStart checks a Scan's ExclusiveStartKey esk (nil: none) in
+// DynamoDB's order and words: against the index's key when it reads index
+// x (x.startKeyIndex), then Select (checkSelect), then against the table's
+// key ("The provided starting key is invalid: " and the key's error), then
+// against the segment. It returns the table entry to start after
+// (exclusive: there is one).
+func (r *reader) scanStart(x *secondary, esk Item, seg, total int) (from entry, exclusive bool, err error) {
+	if x != nil {
+		if err := x.startKeyIndex(esk); err != nil {
+			return from, false, err
+		}
+	}
+	if err := r.checkSelect(); err != nil {
+		return from, false, err
+	}
+	if esk == nil {
+		return from, false, nil
+	}
+	if x == nil && len(esk) != len(keyNames(r.t.schema)) {
+		return from, false, validation("The provided starting key is invalid: The provided key element does not match the schema")
+	}
+	sk, err := r.t.schema.keyOf(keyAttrs(esk, r.t.schema), true)
+	if err != nil {
+		return from, false, startKeyInvalid(err)
+	}
+	h := sk.h
+	if x != nil {
+		if ik, err := x.sc.keyOf(keyAttrs(esk, x.sc), true); err == nil {
+			h = ik.h
+		}
+	}
+	if total > 1 && segmentOf(h, total) != seg {
+		return from, false, validation("The provided starting key is invalid: Invalid ExclusiveStartKey. Please use ExclusiveStartKey with correct Segment. TotalSegments: %d Segment: %d", total, seg)
+	}
+	return entry{h: sk.h, rk: sk.rk}, true, nil
 }
 
 // segments checks a parallel Scan's Segment (0..TotalSegments-1) and

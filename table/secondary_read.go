@@ -68,32 +68,18 @@ func (r *reader) scanIndex(ctx context.Context, x *secondary, seg, total int, es
 }
 
 // after drops the entries up to ExclusiveStartKey esk (nil: none), which
-// must hold the table's and the index's keys (and, for a Query, be in
-// partition h).
+// queryKey or scanStart has checked against the index's and the table's
+// keys (and, for a Query, the partition h).
 func (x *secondary) after(entries []*sEntry, esk Item, forward bool, h *[16]byte) ([]*sEntry, error) {
 	if esk == nil {
 		return entries, nil
-	}
-	// DynamoDB's words, by what is wrong: not the index's and the table's
-	// key attributes in number; the index's key; the table's key.
-	names := map[string]bool{}
-	for _, a := range []string{x.sc.hash, x.sc.rng, x.table.hash, x.table.rng} {
-		if a != "" {
-			names[a] = true
-		}
-	}
-	if len(esk) != len(names) {
-		return nil, validation("The provided starting key is invalid")
-	}
-	if _, err := x.sc.keyOf(keyAttrs(esk, x.sc), true); err != nil {
-		return nil, validation("The provided key element does not match the schema")
 	}
 	tk, err := x.table.keyOf(keyAttrs(esk, x.table), true)
 	var start *sEntry
 	if err == nil {
 		start = x.entryOf(tk, esk)
 	}
-	if start == nil || len(esk) != len(keyAttrs(esk, x.table, x.sc)) || (h != nil && start.h != *h) {
+	if start == nil || (h != nil && start.h != *h) {
 		return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
 	}
 	i, _ := slices.BinarySearchFunc(entries, start, func(e, s *sEntry) int {
@@ -132,6 +118,8 @@ func (r *reader) indexPage(ctx context.Context, x *secondary, entries []*sEntry,
 		lek := keyAttrs(it, x.table, x.sc)
 		if !whole {
 			it = x.project(it)
+		} else if r.selectAll && x.proj.ProjectionType != ProjectAll && asked(r.rcc) {
+			r.fetched += expr.ItemSize(it)
 		}
 		return r.visitItem(it, int(e.size), lek)
 	})

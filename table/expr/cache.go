@@ -47,9 +47,8 @@ const (
 )
 
 type cacheKey struct {
-	kind              exprKind
-	text              string
-	hashKey, rangeKey string // key conditions only
+	kind exprKind
+	text string
 }
 
 // cacheEntry is one cached parse; it is immutable once stored.
@@ -57,7 +56,7 @@ type cacheEntry struct {
 	names  []nameBinding
 	values []string // placeholder of each valRef, by position
 	checks []check
-	tree   any // cond, *updateTree, *keyShape or *Projection
+	tree   any // cond, *updateTree, []keyCond or *Projection
 }
 
 var (

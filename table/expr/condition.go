@@ -82,15 +82,25 @@ func parseCondition(s, label string, c *Context) (*Condition, error) {
 
 // parseWhole parses s as one condition that must take the whole text.
 func parseWhole(s, label string, c *Context) (*parser, cond, error) {
-	p, err := newParser(s, label, c)
+	p, err := startParser(s, label, c)
 	if err != nil {
 		return nil, nil, err
 	}
+	p.deferring, p.conditionOrder = true, true
 	root, err := p.condition()
+	if err == nil {
+		err = p.end()
+	}
 	if err != nil {
+		return nil, nil, err // a syntax error
+	}
+	if redundantParens(p.toks) {
+		return nil, nil, p.fail("The expression has redundant parentheses;")
+	}
+	if err := p.firstDeferred(); err != nil {
 		return nil, nil, err
 	}
-	return p, root, p.end()
+	return p, root, nil
 }
 
 // Eval evaluates the condition against item; a nil item means "no item"
@@ -324,7 +334,7 @@ var boolFuncs = map[string]int{ // name -> operand count
 var comparators = map[string]bool{"=": true, "<>": true, "<": true, "<=": true, ">": true, ">=": true}
 
 func (p *parser) primary() (cond, error) {
-	if p.isPunct("(") {
+	if p.isPunct("(") && !p.parenOperand() {
 		p.next()
 		c, err := p.condition()
 		if err != nil {
@@ -335,21 +345,28 @@ func (p *parser) primary() (cond, error) {
 		}
 		return c, nil
 	}
+	p.leaf++
+	var l *operand
 	if p.isCall() {
 		if n, ok := boolFuncs[p.peek().text]; ok {
 			f, err := p.boolFunction(n)
 			if err != nil {
 				return nil, err
 			}
-			if t := p.peek(); t.kind == tPunct && comparators[t.text] || p.isKeyword("BETWEEN") || p.isKeyword("IN") {
-				return nil, p.fail("The function is not allowed to be used this way in an expression; function: %s", f.name)
+			if !p.atComparison() {
+				return f, nil
 			}
-			return f, nil
+			if err := p.soft(rankMisusedFunction, p.fail("The function is not allowed to be used this way in an expression; function: %s", f.name)); err != nil {
+				return nil, err
+			}
+			l = &operand{token: f.name} // stands in: the error is reported
 		}
 	}
-	l, err := p.operand()
-	if err != nil {
-		return nil, err
+	if l == nil {
+		var err error
+		if l, err = p.operand(); err != nil {
+			return nil, err
+		}
 	}
 	t := p.peek()
 	switch {
@@ -357,6 +374,9 @@ func (p *parser) primary() (cond, error) {
 		p.next()
 		r, err := p.operand()
 		if err != nil {
+			return nil, err
+		}
+		if err := p.distinct(t.text, l, r); err != nil {
 			return nil, err
 		}
 		if t.text != "=" && t.text != "<>" {
@@ -403,10 +423,17 @@ func (p *parser) primary() (cond, error) {
 		}
 		return inCond{l, list}, nil
 	}
-	if l.size != nil {
-		return nil, p.fail("The function is not allowed to be used this way in an expression; function: size")
+	if l.path == nil && l.val == 0 && l.size == nil {
+		return funcCond{name: l.token}, nil // a function whose error is deferred
 	}
-	return nil, p.syntaxErr()
+	if l.size == nil {
+		return nil, p.syntaxErr()
+	}
+	// size() alone is no condition; a syntax error after it comes first
+	if err := p.soft(rankMisusedFunction, p.fail("The function is not allowed to be used this way in an expression; function: size")); err != nil {
+		return nil, err
+	}
+	return funcCond{name: "size", args: []*operand{l.size}}, nil
 }
 
 // operand = path | :value | size(operand)
@@ -419,16 +446,45 @@ func (p *parser) operand() (*operand, error) {
 			return nil, err
 		}
 		return &operand{val: v, token: name}, nil
+	case t.kind == tPunct && t.text == "(" && p.conditionOrder:
+		p.next()
+		o, err := p.operand()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectPunct(")"); err != nil {
+			return nil, err
+		}
+		if o.path != nil && (p.isPunct(".") || p.isPunct("[")) {
+			// a path's head in parentheses: "(a.b).c"
+			rest, err := p.pathRest(append(path(nil), o.path...))
+			return &operand{path: rest}, err
+		}
+		return o, nil
 	case p.isCall():
 		if t.text != "size" {
-			return nil, p.misusedFunction(t.text)
+			if err := p.misusedFunction(t.text); err != nil {
+				return nil, err
+			}
+			if _, err := p.args(); err != nil {
+				return nil, err
+			}
+			return &operand{token: t.text}, nil // stands in: the error is reported
 		}
 		args, err := p.args()
 		if err != nil {
 			return nil, err
 		}
 		if len(args) != 1 {
-			return nil, p.fail("Incorrect number of operands for operator or function; operator or function: size, number of operands: %d", len(args))
+			if err := p.soft(rankOperands, p.fail("Incorrect number of operands for operator or function; operator or function: size, number of operands: %d", len(args))); err != nil {
+				return nil, err
+			}
+			return &operand{token: "size"}, nil
+		}
+		if args[0].size != nil {
+			if err := p.soft(rankTypes, p.fail("Incorrect operand type for operator or function; operator or function: size, operand type: N")); err != nil {
+				return nil, err
+			}
 		}
 		if a := args[0]; a.val != 0 {
 			label := p.label
@@ -455,13 +511,14 @@ func (p *parser) operand() (*operand, error) {
 
 // misusedFunction is the error for a known function in an operand place,
 // or for an unknown function.
+// (deferred while the parser defers).
 func (p *parser) misusedFunction(name string) error {
 	switch name {
 	case "attribute_exists", "attribute_not_exists", "attribute_type", "begins_with", "contains", "size",
 		"if_not_exists", "list_append":
-		return p.fail("The function is not allowed to be used this way in an expression; function: %s", name)
+		return p.soft(rankMisusedFunction, p.fail("The function is not allowed to be used this way in an expression; function: %s", name))
 	}
-	return p.fail("Invalid function name; function: %s", name)
+	return p.soft(rankUnknownFunction, p.fail("Invalid function name; function: %s", name))
 }
 
 // args parses name( operand, ... ) and returns the operands.
@@ -483,12 +540,28 @@ func (p *parser) boolFunction(want int) (funcCond, error) {
 		return funcCond{}, err
 	}
 	if len(args) != want {
-		return funcCond{}, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args))
+		err := p.soft(rankOperands, p.fail("Incorrect number of operands for operator or function; operator or function: %s, number of operands: %d", name, len(args)))
+		return funcCond{name: name, args: args}, err
+	}
+	if err := p.distinct(name, args...); err != nil {
+		return funcCond{}, err
 	}
 	if args[0].path == nil && name != "contains" && name != "begins_with" {
-		return funcCond{}, p.fail("Operator or function requires a document path; operator or function: %s", name)
+		if err := p.soft(rankTypes, p.fail("Operator or function requires a document path; operator or function: %s", name)); err != nil {
+			return funcCond{}, err
+		}
 	}
 	label := p.label
+	for i, a := range args {
+		switch {
+		case name == "attribute_type" && i == 1 && a.size != nil, name == "begins_with" && a.size != nil:
+			err := p.soft(rankTypes, p.fail("Incorrect operand type for operator or function; operator or function: %s, operand type: N", name))
+			return funcCond{name: name, args: args}, err
+		case name == "attribute_type" && i == 1 && a.path != nil:
+			err := p.soft(rankTypes, p.fail("Incorrect operand type for operator or function; operator or function: %s, operand type: {NS,SS,L,BS,N,M,B,BOOL,NULL,S}", name))
+			return funcCond{name: name, args: args}, err
+		}
+	}
 	switch name {
 	case "attribute_type":
 		if r := args[1].val; r != 0 {

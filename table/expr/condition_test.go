@@ -192,6 +192,35 @@ func TestConditionErrors(t *testing.T) {
 		{"a < :m", nil, "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: <, operand type: M"},
 		{"a BETWEEN :s AND :n", nil, "Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {S:a}, upper bound operand: AttributeValue: {N:1}"},
 		{"a BETWEEN :z AND :s", nil, "Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {S:z}, upper bound operand: AttributeValue: {S:a}"},
+		// DynamoDB's order (condition_order.go; dynalite's scan tests):
+		// syntax first, then parentheses, unknown functions, misplaced
+		// ones, then the first condition with an error, by its kind
+		{"a > :x.stuff", nil, `Invalid ConditionExpression: Syntax error; token: ".", near: ":x."`},
+		{"size(a)[0] > a", nil, `Invalid ConditionExpression: Syntax error; token: "[", near: ")["`},
+		{"a > between", nil, `Invalid ConditionExpression: Syntax error; token: "between", near: "> between"`},
+		{"((a = :x)) AND b = c(", nil, `Invalid ConditionExpression: Syntax error; token: "<EOF>", near: "("`},
+		{"a = :x and whatever((:y)) > a", nil, "Invalid ConditionExpression: Invalid function name; function: whatever"},
+		{"attribute_exists(a) = :s AND foo(a)", nil, "Invalid ConditionExpression: Invalid function name; function: foo"},
+		{"attribute_exists(a) = :s AND b =", nil, `Invalid ConditionExpression: Syntax error; token: "<EOF>", near: "="`},
+		{"size(:n) > #x", nil, "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #x"},
+		{"attribute_exists(size(:n), b)", nil, "Invalid ConditionExpression: Incorrect number of operands for operator or function; operator or function: attribute_exists, number of operands: 2"},
+		{"a > whatever((:y), ((a)))", nil, "Invalid ConditionExpression: The expression has redundant parentheses;"},
+		{"(a)between(((b.c)).d)and(c)", nil, "Invalid ConditionExpression: The expression has redundant parentheses;"},
+		{"attribute_type(things, :x) > b", nil, "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: attribute_type"},
+		{"a = :x AND contains(:y, c) > b", nil, "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: contains"},
+		{"a=a and attribute_exists((views), (#a)) > b", nil, "Invalid ConditionExpression: The function is not allowed to be used this way in an expression; function: attribute_exists"},
+		{"(a)between(b.c[45].#d)and(:x)", nil, "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #d"},
+		{"begins_with(:x, #a, #b)", nil, "Invalid ConditionExpression: An expression attribute value used in expression is not defined; attribute value: :x"},
+		{"attribute_exists(#P.R, :x) and a=a", nil, "Invalid ConditionExpression: An expression attribute name used in the document path is not defined; attribute name: #P"},
+		{"a = a AND #a = b AND :x > a", names("#a", "a"), "Invalid ConditionExpression: The first operand must be distinct from the remaining operands for this operator or function; operator: =, first operand: [a]"},
+		{"#a <> a", names("#a", "a"), "Invalid ConditionExpression: The first operand must be distinct from the remaining operands for this operator or function; operator: <>, first operand: [a]"},
+		{"contains(ab.bc[1].a, ab.bc[1].#a)", names("#a", "a"), "Invalid ConditionExpression: The first operand must be distinct from the remaining operands for this operator or function; operator: contains, first operand: [ab, bc, [1], a]"},
+		{"a < :m AND b = b", nil, "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: <, operand type: M"},
+		{"attribute_type(a, size(a)) and a=a and a=:s", nil, "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: attribute_type, operand type: N"},
+		{"begins_with(a, size(a)) and a=:s", nil, "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N"},
+		{"size(size(a)) > :n", nil, "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: size, operand type: N"},
+		{"attribute_not_exists(size(:n))", nil, "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: size, operand type: N"},
+		{"attribute_not_exists(size(:s))", nil, "Invalid ConditionExpression: Operator or function requires a document path; operator or function: attribute_not_exists"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

@@ -41,10 +41,39 @@ func CheckKeyCondition(s string, c *Context) (shape func() error, err error) {
 }
 
 // ParseKeyCondition parses a Query's KeyConditionExpression for a table or
-// index whose key is hashKey and, if not "", rangeKey. It marks the
-// placeholders it uses in c. The caller checks the values' types against
-// the key schema ("One or more parameter values were invalid: Condition
-// parameter type does not match schema type").
+// index whose key is hashKey and, if not "", rangeKey: [ParseKeyTerms],
+// then [KeyConditionFor]. It marks the placeholders it uses in c. The
+// caller checks the values' types against the key schema ("One or more
+// parameter values were invalid: Condition parameter type does not match
+// schema type").
+func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCondition, error) {
+	terms, err := ParseKeyTerms(s, c)
+	if err != nil {
+		return nil, err
+	}
+	return KeyConditionFor(terms, hashKey, rangeKey)
+}
+
+// KeyTerm is one condition of a Query's key conditions: an attribute,
+// its operator in KeyConditions' words (EQ, LT, LE, GT, GE, BETWEEN or
+// BEGINS_WITH from an expression; any ComparisonOperator from a legacy
+// KeyConditions), and its values.
+type KeyTerm struct {
+	Name   string
+	Op     string
+	Values []events.DynamoDBAttributeValue
+}
+
+// keyOps are an expression's key operators in KeyConditions' words, and
+// the other way round.
+var (
+	keyOps     = map[string]string{"=": "EQ", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE", "BETWEEN": "BETWEEN", "begins_with": "BEGINS_WITH"}
+	keyOpsBack = map[string]string{"EQ": "=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">=", "BETWEEN": "BETWEEN", "BEGINS_WITH": "begins_with"}
+)
+
+// ParseKeyTerms parses a Query's KeyConditionExpression into its terms,
+// checked as far as no key schema is needed, and marks the placeholders it
+// uses in c.
 //
 // Errors (*ValidationError), besides the syntax and placeholder errors of
 // [ParseCondition] prefixed "Invalid KeyConditionExpression: ":
@@ -56,15 +85,11 @@ func CheckKeyCondition(s string, c *Context) (shape func() error, err error) {
 //   - "KeyConditionExpressions cannot contain nested operations" (size());
 //   - "Invalid condition in KeyConditionExpression: No key attribute
 //     specified" / "Multiple attribute names used in one condition" /
-//     "BETWEEN operator must have the key attribute as its first operand";
-//   - "Query condition missed key schema element: pk" (no partition key
-//     condition, or, with a sort key, a condition on another attribute);
-//   - "Query key condition not supported" (a partition key condition other
-//     than =, or a condition on a non-key attribute of a hash-only key).
-func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCondition, error) {
-	key := cacheKey{kind: kindKeyCondition, text: s, hashKey: hashKey, rangeKey: rangeKey}
+//     "BETWEEN operator must have the key attribute as its first operand".
+func ParseKeyTerms(s string, c *Context) ([]KeyTerm, error) {
+	key := cacheKey{kind: kindKeyCondition, text: s}
 	if e, vals := cacheLookup(key, c); e != nil {
-		return e.tree.(*keyShape).bind(vals), nil
+		return bindTerms(e.tree.([]keyCond), vals), nil
 	}
 	p, root, err := parseWhole(s, "KeyConditionExpression", c)
 	if err != nil {
@@ -74,17 +99,46 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 	if err != nil {
 		return nil, err
 	}
-	k := &keyShape{hashName: hashKey}
+	cacheStore(key, p, conds)
+	return bindTerms(conds, p.vals), nil
+}
+
+// bindTerms returns the terms of conds with the request's values.
+func bindTerms(conds []keyCond, vals valList) []KeyTerm {
+	out := make([]KeyTerm, len(conds))
+	for i, kc := range conds {
+		out[i] = KeyTerm{Name: kc.name, Op: keyOps[kc.op]}
+		for _, r := range kc.vals {
+			out[i].Values = append(out[i].Values, r.at(vals))
+		}
+	}
+	return out
+}
+
+// KeyConditionFor is the KeyCondition of terms for a table or index whose
+// key is hashKey and, if not "", rangeKey. Errors (*ValidationError):
+//   - "Query condition missed key schema element: pk" (no partition key
+//     condition, or, with a sort key, a condition on another attribute);
+//   - "Query key condition not supported" (a partition key condition other
+//     than EQ, a sort key condition other than EQ, LT, LE, GT, GE, BETWEEN
+//     or BEGINS_WITH, or a condition on a non-key attribute of a hash-only
+//     key).
+func KeyConditionFor(terms []KeyTerm, hashKey, rangeKey string) (*KeyCondition, error) {
+	k := &KeyCondition{HashName: hashKey}
 	found := false
-	for _, kc := range conds {
+	for _, t := range terms {
 		switch {
-		case kc.name == hashKey:
-			if kc.op != "=" {
+		case t.Name == hashKey:
+			if t.Op != "EQ" || len(t.Values) != 1 {
 				return nil, validation("Query key condition not supported")
 			}
-			k.hashValue, found = kc.vals[0], true
-		case rangeKey != "" && kc.name == rangeKey:
-			k.rangeName, k.rangeOp, k.rangeValues = kc.name, kc.op, kc.vals
+			k.HashValue, found = t.Values[0], true
+		case rangeKey != "" && t.Name == rangeKey:
+			op, ok := keyOpsBack[t.Op]
+			if !ok {
+				return nil, validation("Query key condition not supported")
+			}
+			k.RangeName, k.RangeOp, k.RangeValues = t.Name, op, t.Values
 		case rangeKey != "":
 			return nil, validation("Query condition missed key schema element: %s", rangeKey)
 		default:
@@ -94,8 +148,7 @@ func ParseKeyCondition(s string, c *Context, hashKey, rangeKey string) (*KeyCond
 	if !found {
 		return nil, validation("Query condition missed key schema element: %s", hashKey)
 	}
-	cacheStore(key, p, k)
-	return k.bind(p.vals), nil
+	return k, nil
 }
 
 // keyCond is one condition of a KeyConditionExpression: an attribute, its
@@ -107,63 +160,33 @@ type keyCond struct {
 }
 
 // keyConds are a parsed KeyConditionExpression's conditions, checked as
-// far as no key schema is needed: only AND, =, <, <=, >, >=, BETWEEN and
-// begins_with, on one top-level attribute each, one condition per
-// attribute, at most two.
+// far as no key schema is needed, leaf by leaf from the left as DynamoDB
+// checks them: only AND, =, <, <=, >, >=, BETWEEN and begins_with, on one
+// top-level attribute each, one condition per attribute, at most two.
 func keyConds(root cond) ([]keyCond, error) {
-	var leaves []cond
-	if err := flattenAnd(root, &leaves); err != nil {
-		return nil, err
-	}
 	var conds []keyCond
-	for _, l := range leaves {
-		var pathOps, valOps []*operand
-		var op string
-		switch l := l.(type) {
-		case cmpCond:
-			op = l.op
-			pathOps, valOps = splitOperands(l.l, l.r)
-			if len(pathOps) == 1 && l.l.path == nil { // ":v < sk" is "sk > :v"
-				op = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
-			}
-		case betweenCond:
-			op = "BETWEEN"
-			pathOps, valOps = splitOperands(l.v, l.lo, l.hi)
-			if len(pathOps) == 1 && l.v.path == nil {
-				return nil, validation("Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as its first operand")
-			}
-		case funcCond: // begins_with
-			op = "begins_with"
-			pathOps, valOps = splitOperands(l.args...)
-			if len(pathOps) == 1 && l.args[0].path == nil {
-				return nil, validation("Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute as its first operand")
-			}
-		}
-		for _, o := range append(pathOps, valOps...) {
-			if o.size != nil {
-				return nil, validation("KeyConditionExpressions cannot contain nested operations")
-			}
-		}
-		switch {
-		case len(pathOps) == 0:
-			return nil, validation("Invalid condition in KeyConditionExpression: No key attribute specified")
-		case len(pathOps) > 1:
-			return nil, validation("Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition")
-		case len(pathOps[0].path) > 1:
-			return nil, validation("KeyConditionExpressions cannot have conditions on nested attributes")
-		}
-		kc := keyCond{name: pathOps[0].path[0].name, op: op}
-		for _, v := range valOps {
-			kc.vals = append(kc.vals, v.val)
-		}
-		conds = append(conds, kc)
-	}
 	seen := map[string]bool{}
-	for _, kc := range conds {
+	var walk func(c cond) error
+	walk = func(c cond) error {
+		if a, ok := c.(andCond); ok {
+			if err := walk(a.l); err != nil {
+				return err
+			}
+			return walk(a.r)
+		}
+		kc, err := keyLeaf(c)
+		if err != nil {
+			return err
+		}
 		if seen[kc.name] {
-			return nil, validation("KeyConditionExpressions must only contain one condition per key")
+			return validation("KeyConditionExpressions must only contain one condition per key")
 		}
 		seen[kc.name] = true
+		conds = append(conds, kc)
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
 	}
 	if len(conds) > 2 {
 		return nil, validation("Conditions can be of length 1 or 2 only")
@@ -171,65 +194,64 @@ func keyConds(root cond) ([]keyCond, error) {
 	return conds, nil
 }
 
-// keyShape is a parsed KeyConditionExpression with its values by
-// reference, the form the cache keeps.
-type keyShape struct {
-	hashName, rangeName, rangeOp string
-	hashValue                    valRef
-	rangeValues                  []valRef
-}
-
-// bind returns the KeyCondition with the request's values.
-func (k *keyShape) bind(vals valList) *KeyCondition {
-	out := &KeyCondition{HashName: k.hashName, HashValue: k.hashValue.at(vals), RangeName: k.rangeName, RangeOp: k.rangeOp}
-	for _, r := range k.rangeValues {
-		out.RangeValues = append(out.RangeValues, r.at(vals))
-	}
-	return out
-}
-
-// flattenAnd lists the leaves of a tree of ANDs, refusing every other
-// operator.
-func flattenAnd(c cond, out *[]cond) error {
+// keyLeaf is one condition of a KeyConditionExpression, its operands
+// checked from the left: the operator, BETWEEN's and begins_with's first
+// operand a path, then each operand (one attribute, not nested, no size()).
+func keyLeaf(c cond) (keyCond, error) {
+	var kc keyCond
+	var args []*operand
 	switch c := c.(type) {
-	case andCond:
-		if err := flattenAnd(c.l, out); err != nil {
-			return err
-		}
-		return flattenAnd(c.r, out)
 	case orCond:
-		return badKeyOperator("OR")
+		return kc, badKeyOperator("OR")
 	case notCond:
-		return badKeyOperator("NOT")
+		return kc, badKeyOperator("NOT")
 	case inCond:
-		return badKeyOperator("IN")
+		return kc, badKeyOperator("IN")
 	case cmpCond:
 		if c.op == "<>" {
-			return badKeyOperator("<>")
+			return kc, badKeyOperator("<>")
 		}
+		kc.op, args = c.op, []*operand{c.l, c.r}
+	case betweenCond:
+		if c.v.path == nil {
+			return kc, validation("Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as its first operand")
+		}
+		kc.op, args = "BETWEEN", []*operand{c.v, c.lo, c.hi}
 	case funcCond:
 		if c.name != "begins_with" {
-			return badKeyOperator(c.name)
+			return kc, badKeyOperator(c.name)
+		}
+		if c.args[0].path == nil {
+			return kc, validation("Invalid condition in KeyConditionExpression: begins_with operator must have the key attribute as its first operand")
+		}
+		kc.op, args = "begins_with", c.args
+	}
+	flip := false
+	for i, o := range args {
+		switch {
+		case o.size != nil:
+			return kc, validation("KeyConditionExpressions cannot contain nested operations")
+		case o.path == nil:
+			kc.vals = append(kc.vals, o.val)
+		case kc.name != "":
+			return kc, validation("Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition")
+		case len(o.path) > 1:
+			return kc, validation("KeyConditionExpressions cannot have conditions on nested attributes")
+		default:
+			kc.name, flip = o.path[0].name, i > 0
 		}
 	}
-	*out = append(*out, c)
-	return nil
+	if kc.name == "" {
+		return kc, validation("Invalid condition in KeyConditionExpression: No key attribute specified")
+	}
+	if flip { // ":v < sk" is "sk > :v"
+		kc.op = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}[kc.op]
+	}
+	return kc, nil
 }
 
 func badKeyOperator(op string) error {
 	return validation("Invalid operator used in KeyConditionExpression: %s", op)
-}
-
-// splitOperands separates path (and size) operands from value operands.
-func splitOperands(ops ...*operand) (paths, values []*operand) {
-	for _, o := range ops {
-		if o.val != 0 {
-			values = append(values, o)
-		} else {
-			paths = append(paths, o)
-		}
-	}
-	return paths, values
 }
 
 // MatchRange reports whether a sort key value satisfies the range

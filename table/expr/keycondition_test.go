@@ -87,6 +87,15 @@ func TestKeyConditionErrors(t *testing.T) {
 		{"pk = :v AND sk BETWEEN :w AND :v", "sk", "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {S:b}, upper bound operand: AttributeValue: {S:a}"},
 		{"pk = :v AND sk BETWEEN :n AND :v", "sk", "Invalid KeyConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {N:1}, upper bound operand: AttributeValue: {S:a}"},
 		{"pk = :x", "sk", "Invalid KeyConditionExpression: An expression attribute value used in expression is not defined; attribute value: :x"},
+		{"attribute_type(pk, sk)", "sk", "Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: attribute_type, operand type: {NS,SS,L,BS,N,M,B,BOOL,NULL,S}"},
+		{"(size(pk))[0] > sk", "sk", `Invalid KeyConditionExpression: Syntax error; token: "[", near: ")["`},
+		// leaf by leaf from the left, each operand in turn (dynalite's query tests)
+		{":v BETWEEN size(pk) AND size(sk) AND sk > :w", "sk", "Invalid condition in KeyConditionExpression: BETWEEN operator must have the key attribute as its first operand"},
+		{"pk BETWEEN sk AND size(pk)", "sk", "Invalid condition in KeyConditionExpression: Multiple attribute names used in one condition"},
+		{"pk.d > sk AND c.d > e.f", "sk", "KeyConditionExpressions cannot have conditions on nested attributes"},
+		{"pk.x = :v AND attribute_exists(sk)", "sk", "KeyConditionExpressions cannot have conditions on nested attributes"},
+		{":v > :w AND pk < :w", "sk", "Invalid condition in KeyConditionExpression: No key attribute specified"},
+		{"pk = :v AND pk = :w AND attribute_exists(sk)", "sk", "KeyConditionExpressions must only contain one condition per key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {

@@ -36,11 +36,17 @@ type parser struct {
 	// DynamoDB finds first (lowest rank; see the rank constants).
 	deferring bool
 	deferred  []rankedErr
+	// conditionOrder: the deferred errors are a condition's, reported in
+	// its order (firstConditionError); leaf counts its conditions.
+	conditionOrder bool
+	leaf           int
 }
 
 type rankedErr struct {
 	rank int
 	err  error
+	// leaf: the condition (parser.leaf) the error was found in.
+	leaf int
 }
 
 // The order in which DynamoDB reports an UpdateExpression's errors once
@@ -57,6 +63,10 @@ const (
 	rankAddDelete
 	rankOperands
 	rankTypes
+	// a condition's own (condition_order.go)
+	rankUnknownFunction
+	rankMisusedFunction
+	rankDistinct
 )
 
 // soft returns err, or, while deferring, records it and returns nil (the
@@ -65,13 +75,16 @@ func (p *parser) soft(rank int, err error) error {
 	if !p.deferring || err == nil {
 		return err
 	}
-	p.deferred = append(p.deferred, rankedErr{rank, err})
+	p.deferred = append(p.deferred, rankedErr{rank, err, p.leaf})
 	return nil
 }
 
 // firstDeferred is the deferred error of the lowest rank (the first of
 // those), or nil.
 func (p *parser) firstDeferred() error {
+	if p.conditionOrder {
+		return p.firstConditionError()
+	}
 	var first *rankedErr
 	for i, d := range p.deferred {
 		if first == nil || d.rank < first.rank {
@@ -101,6 +114,16 @@ type check func(vals []events.DynamoDBAttributeValue) error
 type nameBinding struct{ placeholder, name string }
 
 func newParser(s, label string, c *Context) (*parser, error) {
+	p, err := startParser(s, label, c)
+	if err == nil && redundantParens(p.toks) {
+		return nil, p.fail("The expression has redundant parentheses;")
+	}
+	return p, err
+}
+
+// startParser is newParser without the check of redundant parentheses,
+// which a condition makes after its syntax (parseWhole).
+func startParser(s, label string, c *Context) (*parser, error) {
 	if c == nil {
 		c = &Context{}
 	}
@@ -108,17 +131,20 @@ func newParser(s, label string, c *Context) (*parser, error) {
 	if p.toks[0].kind == tEOF {
 		return nil, p.fail("The expression can not be empty;")
 	}
-	if redundantParens(p.toks) {
-		return nil, p.fail("The expression has redundant parentheses;")
-	}
 	return p, nil
 }
 
 // redundantParens reports a pair of parentheses directly around another
 // ("((a = :v))"), which DynamoDB refuses; one pair around anything is
 // fine.
+//
+// The parentheses of a function call (a '(' after a name that is not a
+// keyword) group nothing: "f((a))" has none redundant.
 func redundantParens(toks []token) bool {
-	isPunct := func(i int, s string) bool { return i < len(toks) && toks[i].kind == tPunct && toks[i].text == s }
+	isPunct := func(i int, s string) bool {
+		return i >= 0 && i < len(toks) && toks[i].kind == tPunct && toks[i].text == s
+	}
+	isCall := func(i int) bool { return i > 0 && toks[i-1].kind == tIdent && !isKeywordText(toks[i-1].text) }
 	var open []int // positions of the unclosed '('
 	closed := -1   // position of the '(' whose ')' was the last token seen
 	for i := range toks {
@@ -128,6 +154,9 @@ func redundantParens(toks []token) bool {
 		case isPunct(i, ")") && len(open) > 0:
 			o := open[len(open)-1]
 			open = open[:len(open)-1]
+			if isCall(o) {
+				break
+			}
 			if closed == o+1 && isPunct(i-1, ")") {
 				return true
 			}
@@ -135,6 +164,16 @@ func redundantParens(toks []token) bool {
 			continue
 		}
 		closed = -1
+	}
+	return false
+}
+
+// isKeywordText reports whether s is one of a condition's keywords, which
+// no name may be.
+func isKeywordText(s string) bool {
+	switch strings.ToUpper(s) {
+	case "AND", "OR", "NOT", "BETWEEN", "IN":
+		return true
 	}
 	return false
 }
@@ -236,7 +275,12 @@ func (p *parser) path() (path, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, first)
+	return p.pathRest(append(out, first))
+}
+
+// pathRest parses the rest of a document path after its first elements:
+// ( '.' name | '[' index ']' )*.
+func (p *parser) pathRest(out path) (path, error) {
 	for {
 		switch {
 		case p.isPunct("."):
@@ -269,11 +313,13 @@ func (p *parser) path() (path, error) {
 
 func (p *parser) pathName() (pathElem, error) {
 	t := p.peek()
-	switch t.kind {
-	case tIdent:
+	switch {
+	case t.kind == tIdent && p.conditionOrder && isKeywordText(t.text):
+		return pathElem{}, p.syntaxErr()
+	case t.kind == tIdent:
 		p.next()
 		return pathElem{name: t.text}, nil
-	case tName:
+	case t.kind == tName:
 		p.next()
 		n, ok := p.ctx.name(t.text)
 		if !ok {
