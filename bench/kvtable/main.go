@@ -17,10 +17,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -31,17 +29,10 @@ import (
 )
 
 func main() {
-	var o phase.Options
-	flag.IntVar(&o.Items, "items", 1_000_000, "items to write (1 or more)")
-	flag.IntVar(&o.ValueBytes, "value-bytes", 100, "bytes of each item's value (1 or more)")
-	flag.IntVar(&o.Callers, "callers", 8, "concurrent callers of the get and conditional phases (1 or more)")
-	flag.IntVar(&o.Ops, "ops", 100_000, "calls of the get and conditional phases each (1 or more)")
-	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed at the end)")
-	flag.Parse()
-	if err := run(o, *dir); err != nil {
-		fmt.Fprintln(os.Stderr, "kvtable:", err)
-		os.Exit(1)
-	}
+	phase.Main("kvtable", func(dir string) (phase.Store, error) {
+		s := &store{ctx: context.Background(), dir: dir}
+		return s, s.open()
+	})
 }
 
 const bucket = "kvtable"
@@ -51,23 +42,6 @@ type store struct {
 	dir string
 	e   *engine.Engine
 	kv  jetstream.KeyValue
-}
-
-func run(o phase.Options, dir string) error {
-	if dir == "" {
-		d, err := os.MkdirTemp("", "kvtable-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	s := &store{ctx: context.Background(), dir: dir}
-	if err := s.open(); err != nil {
-		return err
-	}
-	defer func() { s.e.Close() }()
-	return phase.Run(s, o)
 }
 
 func (s *store) open() error {
@@ -128,6 +102,11 @@ func (s *store) Update(key string, value []byte) error {
 func (s *store) Reopen() error {
 	s.e.Close()
 	return s.open()
+}
+
+func (s *store) Close() error {
+	s.e.Close()
+	return nil
 }
 
 func (s *store) Scan(n *atomic.Int64) error {

@@ -28,22 +28,14 @@ import (
 )
 
 func main() {
-	var o phase.Options
-	flag.IntVar(&o.Items, "items", 1_000_000, "items to write (1 or more)")
-	flag.IntVar(&o.ValueBytes, "value-bytes", 100, "bytes of each item's value (1 or more)")
-	flag.IntVar(&o.Callers, "callers", 8, "concurrent callers of the get and conditional phases (1 or more)")
-	flag.IntVar(&o.Ops, "ops", 100_000, "calls of the get and conditional phases each (1 or more)")
 	cacheMiB := flag.Int64("cache-mib", 256, "block cache in MiB (8 or more)")
-	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed at the end)")
-	flag.Parse()
-	if *cacheMiB < 8 {
-		fmt.Fprintln(os.Stderr, "pebble: --cache-mib must be at least 8")
-		os.Exit(2)
-	}
-	if err := run(o, *cacheMiB<<20, *dir); err != nil {
-		fmt.Fprintln(os.Stderr, "pebble:", err)
-		os.Exit(1)
-	}
+	phase.Main("pebble", func(dir string) (phase.Store, error) {
+		if *cacheMiB < 8 {
+			return nil, fmt.Errorf("--cache-mib %d: must be at least 8", *cacheMiB)
+		}
+		s := &store{dir: dir, cache: pebble.NewCache(*cacheMiB << 20)}
+		return s, s.open()
+	})
 }
 
 type store struct {
@@ -52,24 +44,6 @@ type store struct {
 	db      *pebble.DB
 	batch   *pebble.Batch
 	stripes [256]sync.Mutex
-}
-
-func run(o phase.Options, cacheBytes int64, dir string) error {
-	if dir == "" {
-		d, err := os.MkdirTemp("", "pebble-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	s := &store{dir: dir, cache: pebble.NewCache(cacheBytes)}
-	defer s.cache.Unref()
-	if err := s.open(); err != nil {
-		return err
-	}
-	defer func() { s.db.Close() }()
-	return phase.Run(s, o)
 }
 
 func (s *store) open() (err error) {
@@ -146,6 +120,11 @@ func (s *store) Reopen() error {
 		return err
 	}
 	return s.open()
+}
+
+func (s *store) Close() error {
+	defer s.cache.Unref()
+	return s.db.Close()
 }
 
 func (s *store) Scan(n *atomic.Int64) error {

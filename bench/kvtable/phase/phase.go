@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"math/big"
 	"os"
@@ -46,6 +47,47 @@ type Store interface {
 	Reopen() error
 	// Scan reads every item once, adding each to n.
 	Scan(n *atomic.Int64) error
+	// Close closes the store.
+	Close() error
+}
+
+// Main is a candidate's command: it reads the flags (--items,
+// --value-bytes, --callers, --ops, --dir, and any the caller defined
+// before), opens the store in --dir (default: a new temporary directory,
+// removed at the end), runs the phases and closes it. It exits 1 with
+// the error, 2 on bad flags.
+func Main(name string, open func(dir string) (Store, error)) {
+	var o Options
+	flag.IntVar(&o.Items, "items", 1_000_000, "items to write (1 or more)")
+	flag.IntVar(&o.ValueBytes, "value-bytes", 100, "bytes of each item's value (1 or more)")
+	flag.IntVar(&o.Callers, "callers", 8, "concurrent callers of the get and conditional phases (1 or more)")
+	flag.IntVar(&o.Ops, "ops", 100_000, "calls of the get and conditional phases each (1 or more)")
+	dir := flag.String("dir", "", "data directory (default: a new temporary one, removed at the end)")
+	flag.Parse()
+	if err := main(name, o, *dir, open); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+func main(name string, o Options, dir string, open func(string) (Store, error)) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", name+"-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	s, err := open(dir)
+	if err != nil {
+		return err
+	}
+	if err := Run(s, o); err != nil {
+		s.Close()
+		return err
+	}
+	return s.Close()
 }
 
 // Options of Run; every count at least 1.
