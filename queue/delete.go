@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // DeleteMessageBatchRequestEntry is one message of DeleteMessageBatch.
@@ -53,7 +54,7 @@ func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle str
 // each entry as DeleteMessage; the batch fails as a whole only for an
 // empty batch, more than 10 entries, or bad or repeated Ids.
 func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entries []DeleteMessageBatchRequestEntry) (*BatchOutput, error) {
-	if remote, out, err := forwardOut[BatchOutput](ctx, s, rpcArgs{Op: "DeleteMessageBatch", URL: queueURL, Delete: entries}); remote {
+	if remote, out, err := forwardOut[BatchOutput](ctx, s, "DeleteMessageBatch", lease.Pair(queueURL, entries)); remote {
 		return out, err
 	}
 	return applyBatch(ctx, s, queueURL, entries, func(e DeleteMessageBatchRequestEntry) string { return e.Id },
@@ -142,7 +143,7 @@ func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receipt
 // messages (API_ChangeMessageVisibilityBatch), each entry as
 // ChangeMessageVisibility.
 func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ChangeMessageVisibilityBatchRequestEntry) (*BatchOutput, error) {
-	if remote, out, err := forwardOut[BatchOutput](ctx, s, rpcArgs{Op: "ChangeMessageVisibilityBatch", URL: queueURL, Change: entries}); remote {
+	if remote, out, err := forwardOut[BatchOutput](ctx, s, "ChangeMessageVisibilityBatch", lease.Pair(queueURL, entries)); remote {
 		return out, err
 	}
 	return applyBatch(ctx, s, queueURL, entries, func(e ChangeMessageVisibilityBatchRequestEntry) string { return e.Id },
@@ -184,7 +185,7 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 // second purge within PurgeInterval (60 s, engine clock) is
 // awserr.ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
 func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "PurgeQueue", URL: queueURL}, nil); remote {
+	if remote, err := s.forward(ctx, "PurgeQueue", queueURL, nil); remote {
 		return err
 	}
 	q, err := s.liveQueue(ctx, queueURL)

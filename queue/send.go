@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // SendMessageInput is the input of SendMessage (API_SendMessage).
@@ -151,7 +152,7 @@ func failure(id string, err error) BatchResultErrorEntry {
 // in Failed with SenderFault; the valid ones are stored together in one
 // JetStream write and are in Successful once it is acknowledged.
 func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries []SendMessageBatchRequestEntry) (*SendMessageBatchOutput, error) {
-	if remote, out, err := forwardOut[SendMessageBatchOutput](ctx, s, rpcArgs{Op: "SendMessageBatch", URL: queueURL, Send: entries}); remote {
+	if remote, out, err := forwardOut[SendMessageBatchOutput](ctx, s, "SendMessageBatch", lease.Pair(queueURL, entries)); remote {
 		return out, err
 	}
 	ids := make([]string, len(entries))

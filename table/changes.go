@@ -66,7 +66,7 @@ func (c *Change) InStream(label string) bool { return c.Label != "" && c.Label =
 // Options.TTLInterval.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	var n int
-	if remote, err := s.forward(ctx, rpcArgs{Op: "SweepExpired"}, &n); remote {
+	if remote, err := s.forward(ctx, "SweepExpired", nil, &n); remote {
 		return n, err
 	}
 	now := s.eng.Clock.Now().Unix()
