@@ -26,14 +26,21 @@ func Sleep(ctx context.Context, c clockwork.Clock, d time.Duration) error {
 // until ctx ends; a call in progress delays the next tick, as a
 // time.Ticker drops the ticks it could not deliver.
 func Every(ctx context.Context, c clockwork.Clock, d time.Duration, fn func()) {
+	EveryOrKick(ctx, c, d, nil, fn)
+}
+
+// EveryOrKick is Every that also calls fn at once on each receive from
+// kick (nil: never), for work that an event may make due early.
+func EveryOrKick(ctx context.Context, c clockwork.Clock, d time.Duration, kick <-chan struct{}, fn func()) {
 	t := c.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-kick:
 		case <-t.Chan():
-			fn()
 		}
+		fn()
 	}
 }
