@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,8 +47,19 @@ type BatchOutput struct {
 // succeeds. A malformed handle, or one of another queue, is
 // awserr.ErrReceiptHandleIsInvalid.
 func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle string) error {
-	out, err := s.DeleteMessageBatch(ctx, queueURL, []DeleteMessageBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle}})
+	out, err := s.DeleteMessageBatch(ctx, queueURL, DeleteEntries([]string{receiptHandle}, func(h string) string { return h }))
 	return firstFailure(out, err)
+}
+
+// DeleteEntries returns the DeleteMessageBatch entries of items, whose
+// receipt handles handle gives: entry i's Id is strconv.Itoa(i), so a
+// failed entry's Id is the index of its item.
+func DeleteEntries[T any](items []T, handle func(T) string) []DeleteMessageBatchRequestEntry {
+	entries := make([]DeleteMessageBatchRequestEntry, len(items))
+	for i, it := range items {
+		entries[i] = DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: handle(it)}
+	}
+	return entries
 }
 
 // DeleteMessageBatch deletes up to 10 messages (API_DeleteMessageBatch),
