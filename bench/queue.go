@@ -106,7 +106,7 @@ func runRunnelQueue(ctx context.Context, e *env, n int, t timer) (string, error)
 	err = sendAndReceive(n, func(lo, hi int) error {
 		var entries []queue.SendMessageBatchRequestEntry
 		for j := lo; j < hi; j++ {
-			entries = append(entries, queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(j - lo), MessageBody: body})
+			entries = append(entries, queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(j - lo), SendMessageInput: queue.SendMessageInput{MessageBody: body}})
 		}
 		out, err := qs.SendMessageBatch(ctx, url, entries)
 		if err != nil {

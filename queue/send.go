@@ -53,18 +53,13 @@ type SendMessageOutput struct {
 	SequenceNumber string
 }
 
-// SendMessageBatchRequestEntry is one message of SendMessageBatch; the
-// fields are those of SendMessageInput.
+// SendMessageBatchRequestEntry is one message of SendMessageBatch: an Id
+// and the fields of SendMessageInput.
 type SendMessageBatchRequestEntry struct {
 	// Id identifies the entry in the result: 1..80 characters of
 	// [a-zA-Z0-9_-], distinct within the batch.
-	Id                      string
-	MessageBody             string
-	DelaySeconds            *int
-	MessageAttributes       map[string]MessageAttributeValue
-	MessageSystemAttributes map[string]MessageAttributeValue
-	MessageDeduplicationId  string
-	MessageGroupId          string
+	Id string
+	SendMessageInput
 }
 
 // SendMessageBatchResultEntry is a stored (or deduplicated) entry.
@@ -98,11 +93,7 @@ type SendMessageBatchOutput struct {
 // FIFO queue, a send whose deduplication id was used within the last 5
 // minutes returns the first send's MessageId and stores nothing.
 func (s *Service) SendMessage(ctx context.Context, queueURL string, in SendMessageInput) (*SendMessageOutput, error) {
-	out, err := s.SendMessageBatch(ctx, queueURL, []SendMessageBatchRequestEntry{{
-		Id: "0", MessageBody: in.MessageBody, DelaySeconds: in.DelaySeconds,
-		MessageAttributes: in.MessageAttributes, MessageSystemAttributes: in.MessageSystemAttributes,
-		MessageDeduplicationId: in.MessageDeduplicationId, MessageGroupId: in.MessageGroupId,
-	}})
+	out, err := s.SendMessageBatch(ctx, queueURL, []SendMessageBatchRequestEntry{{Id: "0", SendMessageInput: in}})
 	if err != nil {
 		return nil, err
 	}

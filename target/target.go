@@ -375,7 +375,7 @@ func (s *Service) Enqueue(ctx context.Context, ds []Delivery) error {
 			if err != nil {
 				return err
 			}
-			entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: string(b)}
+			entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: string(b)}}
 		}
 		out, err := s.queues.SendMessageBatch(ctx, QueueName, entries)
 		if errors.Is(err, awserr.ErrQueueDoesNotExist) {
