@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/nodeproc"
 )
 
 // nodePeer is an npm package that a benchmark runs as its peer server.
@@ -134,10 +136,11 @@ func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, erro
 		return nil, err
 	}
 	nodeVersion, _ := exec.Command("node", "--version").Output()
-	port, err := freePort()
+	ports, err := nodeproc.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	cmd := exec.Command("node", "-e", p.script(), pkg, strconv.Itoa(port))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &lockedWriter{w: &out}, &lockedWriter{w: &out}
@@ -188,13 +191,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
