@@ -24,13 +24,11 @@ func (in *snsSubscribeInput) readForm(f *qform) {
 
 type snsSubscriptionArnResult struct{ SubscriptionArn string }
 
+func subscriptionArn(arn string) snsSubscriptionArnResult { return snsSubscriptionArnResult{arn} }
+
 func snsSubscribe(rq *request, in *snsSubscribeInput) (any, error) {
-	arn, err := rq.h.rn.SNS.Subscribe(rq.ctx, sns.SubscribeInput{TopicArn: in.TopicArn, Protocol: in.Protocol,
-		Endpoint: in.Endpoint, Attributes: in.Attributes, ReturnSubscriptionArn: in.ReturnSubscriptionArn})
-	if err != nil {
-		return nil, err
-	}
-	return snsSubscriptionArnResult{arn}, nil
+	return answer(subscriptionArn)(rq.h.rn.SNS.Subscribe(rq.ctx, sns.SubscribeInput{TopicArn: in.TopicArn, Protocol: in.Protocol,
+		Endpoint: in.Endpoint, Attributes: in.Attributes, ReturnSubscriptionArn: in.ReturnSubscriptionArn}))
 }
 
 type snsConfirmInput struct{ TopicArn, Token string }
@@ -40,11 +38,7 @@ func (in *snsConfirmInput) readForm(f *qform) {
 }
 
 func snsConfirmSubscription(rq *request, in *snsConfirmInput) (any, error) {
-	arn, err := rq.h.rn.SNS.ConfirmSubscription(rq.ctx, in.TopicArn, in.Token)
-	if err != nil {
-		return nil, err
-	}
-	return snsSubscriptionArnResult{arn}, nil
+	return answer(subscriptionArn)(rq.h.rn.SNS.ConfirmSubscription(rq.ctx, in.TopicArn, in.Token))
 }
 
 type snsSubscriptionInput struct{ SubscriptionArn string }

@@ -99,12 +99,10 @@ func (in *snsCreateTopicInput) readForm(f *qform) {
 
 type snsTopicArnResult struct{ TopicArn string }
 
+func topicArn(arn string) snsTopicArnResult { return snsTopicArnResult{arn} }
+
 func snsCreateTopic(rq *request, in *snsCreateTopicInput) (any, error) {
-	arn, err := rq.h.rn.SNS.CreateTopic(rq.ctx, in.Name, in.Attributes, tagMap(in.Tags))
-	if err != nil {
-		return nil, err
-	}
-	return snsTopicArnResult{arn}, nil
+	return answer(topicArn)(rq.h.rn.SNS.CreateTopic(rq.ctx, in.Name, in.Attributes, tagMap(in.Tags)))
 }
 
 type snsTopicInput struct{ TopicArn string }
@@ -129,7 +127,7 @@ type snsListTopicsResult struct {
 func snsListTopics(rq *request, in *snsListInput) (any, error) {
 	var all []snsTopicArnResult
 	for _, arn := range rq.h.rn.SNS.ListTopics() {
-		all = append(all, snsTopicArnResult{arn})
+		all = append(all, topicArn(arn))
 	}
 	page, next := snsPage(all, in.NextToken)
 	return snsListTopicsResult{Topics: page, NextToken: next}, nil

@@ -24,10 +24,7 @@ func sqsSendMessage(rq *request, in *sendMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := rq.h.rn.Queues.SendMessage(rq.ctx, in.QueueUrl, queue.SendMessageInput{
-		MessageBody: e.MessageBody, DelaySeconds: e.DelaySeconds, MessageAttributes: e.MessageAttributes,
-		MessageSystemAttributes: e.MessageSystemAttributes, MessageDeduplicationId: e.MessageDeduplicationId, MessageGroupId: e.MessageGroupId,
-	})
+	o, err := rq.h.rn.Queues.SendMessage(rq.ctx, in.QueueUrl, e.SendMessageInput)
 	if err != nil {
 		return nil, err
 	}

@@ -51,31 +51,48 @@ func sqsGetQueueURL(rq *request, in *getQueueURLInput) (any, error) {
 
 type listQueuesInput struct {
 	QueueNamePrefix string
-	NextToken       string
-	MaxResults      *int
+	queuePage
 }
 
 func (in *listQueuesInput) readForm(f *qform) {
-	in.QueueNamePrefix, in.NextToken, in.MaxResults = f.get("QueueNamePrefix"), f.get("NextToken"), f.intp("MaxResults")
+	in.QueueNamePrefix = f.get("QueueNamePrefix")
+	in.queuePage.readForm(f)
 }
 
 func sqsListQueues(rq *request, in *listQueuesInput) (any, error) {
-	urls, err := rq.h.rn.Queues.ListQueues(rq.ctx, in.QueueNamePrefix)
-	if err != nil {
-		return nil, err
-	}
-	urls, next, err := rq.urlPage(urls, in.NextToken, in.MaxResults)
+	urls, next, err := rq.urlPage(in.queuePage)(rq.h.rn.Queues.ListQueues(rq.ctx, in.QueueNamePrefix))
 	return struct {
 		QueueUrls []string `json:",omitempty" xml:"QueueUrl"`
 		NextToken string   `json:",omitempty" xml:",omitempty"`
 	}{urls, next}, err
 }
 
-// urlPage returns the page of urls (queue URLs or names, sorted by name)
-// after the queue named by token (base64 of its name), at most max (when
-// given, 1..1000) of them, with the URLs the client reaches them by, and
-// the token of the next page ("" at the end).
-func (rq *request) urlPage(urls []string, token string, max *int) (page []string, next string, err error) {
+// queuePage is the page asked of a listing of queues (urlPage):
+// NextToken, and MaxResults (1..1000) when given.
+type queuePage struct {
+	NextToken  string
+	MaxResults *int
+}
+
+func (in *queuePage) readForm(f *qform) {
+	in.NextToken, in.MaxResults = f.get("NextToken"), f.intp("MaxResults")
+}
+
+// urlPage pages a listing of queues: urlPage(p)(call(...)) is, of the
+// call's urls (queue URLs or names, sorted by name), those after the queue
+// named by p.NextToken (base64 of its name), at most p.MaxResults of
+// them, with the URLs the client reaches them by, and the token of the
+// next page ("" at the end); or the call's error.
+func (rq *request) urlPage(p queuePage) func(urls []string, err error) (page []string, next string, _ error) {
+	return func(urls []string, err error) ([]string, string, error) {
+		if err != nil {
+			return nil, "", err
+		}
+		return rq.urlsAfter(urls, p.NextToken, p.MaxResults)
+	}
+}
+
+func (rq *request) urlsAfter(urls []string, token string, max *int) (page []string, next string, err error) {
 	nameAt := func(i int) string { return urls[i][strings.LastIndexByte(urls[i], '/')+1:] }
 	if token != "" {
 		b, err := base64.RawURLEncoding.DecodeString(token)

@@ -91,23 +91,19 @@ func sqsRemovePermission(rq *request, in *removePermissionInput) (any, error) {
 // at most 1000) and no NextToken.
 type listDeadLetterSourceQueuesInput struct {
 	queueInput
-	NextToken  string
-	MaxResults *int
+	queuePage
 }
 
 func (in *listDeadLetterSourceQueuesInput) readForm(f *qform) {
-	in.QueueUrl, in.NextToken, in.MaxResults = f.get("QueueUrl"), f.get("NextToken"), f.intp("MaxResults")
+	in.QueueUrl = f.get("QueueUrl")
+	in.queuePage.readForm(f)
 }
 
 // sqsListDeadLetterSourceQueues answers {queueUrls (lower case, as the
 // model names it; always present), NextToken}: the queues whose
 // RedrivePolicy targets this one, in name order.
 func sqsListDeadLetterSourceQueues(rq *request, in *listDeadLetterSourceQueuesInput) (any, error) {
-	names, err := rq.h.rn.Queues.ListDeadLetterSourceQueues(rq.ctx, in.QueueUrl)
-	if err != nil {
-		return nil, err
-	}
-	urls, next, err := rq.urlPage(names, in.NextToken, in.MaxResults)
+	urls, next, err := rq.urlPage(in.queuePage)(rq.h.rn.Queues.ListDeadLetterSourceQueues(rq.ctx, in.QueueUrl))
 	return struct {
 		QueueUrls []string `json:"queueUrls" xml:"QueueUrl"`
 		NextToken string   `json:",omitempty" xml:",omitempty"`

@@ -140,11 +140,11 @@ func (s *sendIn) entry() (queue.SendMessageBatchRequestEntry, error) {
 	if s.MessageBody == nil {
 		return queue.SendMessageBatchRequestEntry{}, awserr.New(awserr.ErrMissingParameter, "The request must contain the parameter MessageBody.")
 	}
-	return queue.SendMessageBatchRequestEntry{
-		Id: s.Id, MessageBody: *s.MessageBody, DelaySeconds: s.DelaySeconds,
+	return queue.SendMessageBatchRequestEntry{Id: s.Id, SendMessageInput: queue.SendMessageInput{
+		MessageBody: *s.MessageBody, DelaySeconds: s.DelaySeconds,
 		MessageAttributes: toQueueAttrs(s.MessageAttributes), MessageSystemAttributes: toQueueAttrs(s.MessageSystemAttributes),
 		MessageDeduplicationId: s.MessageDeduplicationId, MessageGroupId: s.MessageGroupId,
-	}, nil
+	}}, nil
 }
 
 type messageOut struct {

@@ -90,7 +90,7 @@ func TestRunnelQueueMappingRetriesOnlyFailedMessages(t *testing.T) {
 	}
 	var entries []queue.SendMessageBatchRequestEntry
 	for i, b := range []string{"a", "b", "c", "d", "e"} {
-		entries = append(entries, queue.SendMessageBatchRequestEntry{Id: fmt.Sprint(i), MessageBody: b})
+		entries = append(entries, queue.SendMessageBatchRequestEntry{Id: fmt.Sprint(i), SendMessageInput: queue.SendMessageInput{MessageBody: b}})
 	}
 	if _, err := rn.Queues.SendMessageBatch(ctx, "orders", entries); err != nil {
 		t.Fatal(err)

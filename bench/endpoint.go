@@ -182,18 +182,10 @@ func startRunnelEndpoint(ctx context.Context, cfg EndpointConfig) (*endpointServ
 // install, when there is none or no node to run it.
 func FindKinesalite() (string, error) { return kinesalite.find() }
 
-// kinesalite runs as its command line does, with --createStreamMs 0
-// --deleteStreamMs 0 --updateStreamMs 0 and in-memory storage, but
-// listening on 127.0.0.1 only (the command line listens on every
-// interface).
-var kinesalite = nodePeer{
-	name: "kinesalite", env: "RUNNEL_KINESALITE", flag: "--kinesalite",
-	script: `
-var server = require(process.argv[1])({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0})
-server.listen(+process.argv[2], '127.0.0.1', function () { console.log('listening') })
-`,
-	how: "separate process, in-memory store, createStreamMs/deleteStreamMs/updateStreamMs 0",
-}
+// kinesalite runs as its command line does with --createStreamMs 0
+// --deleteStreamMs 0 --updateStreamMs 0 (nodePeer.script).
+var kinesalite = nodePeer{name: "kinesalite", env: "RUNNEL_KINESALITE", flag: "--kinesalite",
+	zeroMs: []string{"createStreamMs", "deleteStreamMs", "updateStreamMs"}}
 
 // indexDigits is the width of the record index each record's data starts
 // with.

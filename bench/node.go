@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runnel-dev/runnel/internal/nodeproc"
 )
 
 // nodePeer is an npm package that a benchmark runs as its peer server.
@@ -28,11 +30,28 @@ type nodePeer struct {
 	env string
 	// flag is the command's flag naming it (for the error messages).
 	flag string
-	// script is run by `node -e` with the package directory and the port
-	// as process.argv[1] and [2]; it prints "listening" once it does.
-	script string
-	// how says how the script runs it, for the report.
-	how string
+	// zeroMs are the package's delays (createStreamMs, ...) that it runs
+	// with at 0.
+	zeroMs []string
+}
+
+// script is run by `node -e` with the package directory and the port as
+// process.argv[1] and [2]: it runs the package's server as its command
+// line does, with its in-memory store and the delays zeroMs 0, but
+// listening on 127.0.0.1 only (the command line listens on every
+// interface), and prints "listening" once it does.
+func (p nodePeer) script() string {
+	opts := make([]string, len(p.zeroMs))
+	for i, o := range p.zeroMs {
+		opts[i] = o + ": 0"
+	}
+	return "\nvar server = require(process.argv[1])({" + strings.Join(opts, ", ") + "})\n" +
+		"server.listen(+process.argv[2], '127.0.0.1', function () { console.log('listening') })\n"
+}
+
+// how says how the script runs it, for the report.
+func (p nodePeer) how() string {
+	return "separate process, in-memory store, " + strings.Join(p.zeroMs, "/") + " 0"
 }
 
 // find returns the package to run: $env, else
@@ -117,11 +136,12 @@ func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, erro
 		return nil, err
 	}
 	nodeVersion, _ := exec.Command("node", "--version").Output()
-	port, err := freePort()
+	ports, err := nodeproc.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", "-e", p.script, pkg, strconv.Itoa(port))
+	port := ports[0]
+	cmd := exec.Command("node", "-e", p.script(), pkg, strconv.Itoa(port))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &lockedWriter{w: &out}, &lockedWriter{w: &out}
 	if err := cmd.Start(); err != nil {
@@ -156,7 +176,7 @@ func (p nodePeer) start(ctx context.Context, path string) (*endpointServer, erro
 	}
 	return &endpointServer{
 		url:         "http://" + addr,
-		description: fmt.Sprintf("%s %s on node %s (%s)", p.name, version, strings.TrimSpace(string(nodeVersion)), p.how),
+		description: fmt.Sprintf("%s %s on node %s (%s)", p.name, version, strings.TrimSpace(string(nodeVersion)), p.how()),
 		stop:        stop,
 		cpu:         func() time.Duration { return processCPUOf(cmd.Process.Pid) },
 	}, nil
@@ -171,13 +191,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -106,7 +106,7 @@ func runRunnelQueue(ctx context.Context, e *env, n int, t timer) (string, error)
 	err = sendAndReceive(n, func(lo, hi int) error {
 		var entries []queue.SendMessageBatchRequestEntry
 		for j := lo; j < hi; j++ {
-			entries = append(entries, queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(j - lo), MessageBody: body})
+			entries = append(entries, queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(j - lo), SendMessageInput: queue.SendMessageInput{MessageBody: body}})
 		}
 		out, err := qs.SendMessageBatch(ctx, url, entries)
 		if err != nil {
@@ -124,15 +124,11 @@ func runRunnelQueue(ctx context.Context, e *env, n int, t timer) (string, error)
 		if len(ms) == 0 {
 			return deleted.Load() < int64(n) && ctx.Err() == nil, nil
 		}
-		var del []queue.DeleteMessageBatchRequestEntry
-		for i, m := range ms {
-			del = append(del, queue.DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: m.ReceiptHandle})
-		}
-		out, err := qs.DeleteMessageBatch(ctx, url, del)
+		out, err := qs.DeleteMessageBatch(ctx, url, queue.DeleteEntries(ms, func(m queue.Message) string { return m.ReceiptHandle }))
 		if err != nil {
 			return false, err
 		}
-		deleted.Add(int64(len(del) - len(out.Failed)))
+		deleted.Add(int64(len(ms) - len(out.Failed)))
 		return deleted.Load() < int64(n) && ctx.Err() == nil, nil
 	})
 	t.Stop()

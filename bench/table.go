@@ -215,16 +215,10 @@ func (r *TablesReport) Target(name string) *TableTarget {
 // there is none or no node to run it.
 func FindDynalite() (string, error) { return dynalite.find() }
 
-// dynalite runs with its in-memory store and createTableMs, deleteTableMs
-// and updateTableMs 0, listening on 127.0.0.1 only.
-var dynalite = nodePeer{
-	name: "dynalite", env: "RUNNEL_DYNALITE", flag: "--dynalite",
-	script: `
-var server = require(process.argv[1])({createTableMs: 0, deleteTableMs: 0, updateTableMs: 0})
-server.listen(+process.argv[2], '127.0.0.1', function () { console.log('listening') })
-`,
-	how: "separate process, in-memory store, createTableMs/deleteTableMs/updateTableMs 0",
-}
+// dynalite runs with createTableMs, deleteTableMs and updateTableMs 0
+// (nodePeer.script).
+var dynalite = nodePeer{name: "dynalite", env: "RUNNEL_DYNALITE", flag: "--dynalite",
+	zeroMs: []string{"createTableMs", "deleteTableMs", "updateTableMs"}}
 
 // RunTables measures, one target after the other, each on a fresh server
 // and table: table.Service in this process, runnel's endpoint through

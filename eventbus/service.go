@@ -109,36 +109,38 @@ type Rule struct {
 // InputTransformer are exclusive.
 type Target struct {
 	// Id: 1..64 of [.\-_A-Za-z0-9], unique within the rule.
-	Id  string
-	Arn string
+	Id  string `yaml:"Id"`
+	Arn string `yaml:"Arn"`
 	// RoleArn is stored, never checked.
-	RoleArn string `json:",omitempty"`
+	RoleArn string `json:",omitempty" yaml:"RoleArn"`
 	// Input: valid JSON text, at most 8192 characters, sent instead of
 	// the event.
-	Input string `json:",omitempty"`
+	Input string `json:",omitempty" yaml:"Input"`
 	// InputPath: a JSONPath ($.detail.x) selecting the part of the event
 	// to send, at most 256 characters.
-	InputPath        string            `json:",omitempty"`
-	InputTransformer *InputTransformer `json:",omitempty"`
+	InputPath        string            `json:",omitempty" yaml:"InputPath"`
+	InputTransformer *InputTransformer `json:",omitempty" yaml:"InputTransformer"`
 	// KinesisParameters.PartitionKeyPath: a JSONPath into the event; the
 	// event id when absent.
-	KinesisParameters *KinesisParameters `json:",omitempty"`
+	KinesisParameters *KinesisParameters `json:",omitempty" yaml:"KinesisParameters"`
 	// SqsParameters.MessageGroupId: required for a FIFO queue.
-	SqsParameters    *SqsParameters      `json:",omitempty"`
-	RetryPolicy      *target.RetryPolicy `json:",omitempty"`
-	DeadLetterConfig *DeadLetterConfig   `json:",omitempty"`
+	SqsParameters    *SqsParameters      `json:",omitempty" yaml:"SqsParameters"`
+	RetryPolicy      *target.RetryPolicy `json:",omitempty" yaml:"RetryPolicy"`
+	DeadLetterConfig *DeadLetterConfig   `json:",omitempty" yaml:"DeadLetterConfig"`
 }
 
 // InputTransformer builds the payload from a template (API_InputTransformer).
 type InputTransformer struct {
 	// InputPathsMap: at most 100 names → JSONPaths into the event.
-	InputPathsMap map[string]string `json:",omitempty"`
+	InputPathsMap map[string]string `json:",omitempty" yaml:"InputPathsMap"`
 	// InputTemplate: 1..8192 characters with <name> placeholders.
-	InputTemplate string
+	InputTemplate string `yaml:"InputTemplate"`
 }
 
 // KinesisParameters of a stream target.
-type KinesisParameters struct{ PartitionKeyPath string }
+type KinesisParameters struct {
+	PartitionKeyPath string `yaml:"PartitionKeyPath"`
+}
 
 // SqsParameters of a queue target: MessageGroupId, required for a FIFO
 // queue.

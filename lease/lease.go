@@ -38,8 +38,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/runnel-dev/runnel/internal/clocks"
 )
 
 // Bucket is the key-value bucket holding the leases.
@@ -284,18 +286,11 @@ func (m *Manager) snapshot() []*Lease {
 // renewLoop renews every held lease every TTL/4.
 func (m *Manager) renewLoop(ctx context.Context) {
 	defer close(m.done)
-	t := time.NewTicker(m.ttl / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clocks.Every(ctx, clockwork.NewRealClock(), m.ttl/4, func() {
 		for _, l := range m.snapshot() {
 			m.renew(ctx, l)
 		}
-	}
+	})
 }
 
 func (m *Manager) renew(ctx context.Context, l *Lease) {

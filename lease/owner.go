@@ -154,21 +154,6 @@ func (o *Owner) Forward(ctx context.Context, op string, args, out any) (remote b
 	}
 }
 
-// ServeArgs is an OwnerConfig.Serve for a service whose forwarded calls
-// all carry one arguments struct A: it decodes args into an A (an
-// undecodable one is answered with awserr.ErrService, "<what>: bad
-// forwarded call"), sets its operation with setOp and runs serve.
-func ServeArgs[A any](what string, setOp func(a *A, op string), serve func(ctx context.Context, a *A) (any, error)) func(ctx context.Context, op string, args json.RawMessage) (any, error) {
-	return func(ctx context.Context, op string, args json.RawMessage) (any, error) {
-		var a A
-		if err := json.Unmarshal(args, &a); err != nil {
-			return nil, awserr.New(awserr.ErrService, "%s: bad forwarded call: %v", what, err)
-		}
-		setOp(&a, op)
-		return serve(ctx, &a)
-	}
-}
-
 // sleep waits d on the real clock, or until ctx ends (ctx.Err()).
 func sleep(ctx context.Context, d time.Duration) error {
 	return clocks.Sleep(ctx, clockwork.NewRealClock(), d)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
+	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/lease"
 )
 
@@ -146,19 +147,12 @@ func (s *Service) startOwnership(ctx context.Context, w jetstream.KeyWatcher) er
 	go func() {
 		defer s.loops.Done()
 		defer sub.Unsubscribe()
-		t := time.NewTicker(balanceInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-t.C:
-			case <-s.own.kick: // a shard ended (take its children), or a unit was handed over
-			}
+		// kick: a shard ended (take its children), or a unit was handed over.
+		clocks.EveryOrKick(s.ctx, clockwork.NewRealClock(), balanceInterval, s.own.kick, func() {
 			s.mu.Lock()
 			s.balanceLocked(s.ctx)
 			s.mu.Unlock()
-		}
+		})
 	}()
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -213,19 +214,11 @@ func (r *runner) start(ctx context.Context) error {
 const DiscoveryInterval = time.Second
 
 func (r *runner) discover(ctx context.Context) {
-	t := time.NewTicker(DiscoveryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.wake:
-		case <-t.C:
-		}
+	clocks.EveryOrKick(ctx, clockwork.NewRealClock(), DiscoveryInterval, r.wake, func() {
 		if err := r.startReady(ctx); err != nil && ctx.Err() == nil {
 			r.svc.eng.Logger.Warn("cannot look for new shards; will retry", "mapping", r.cfg.UUID, "err", err)
 		}
-	}
+	})
 }
 
 // startReady starts a worker for every shard of the stream held here

@@ -140,7 +140,7 @@ func send(t *testing.T, rn *runnel.Runnel, name string, bodies ...string) []stri
 		n := min(10, len(bodies))
 		var entries []queue.SendMessageBatchRequestEntry
 		for i, b := range bodies[:n] {
-			e := queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: b}
+			e := queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: b}}
 			if strings.HasSuffix(name, ".fifo") {
 				e.MessageGroupId, e.MessageDeduplicationId = b[:1], b
 			}
@@ -276,9 +276,9 @@ func TestQueueSuccessDeletesTheBatch(t *testing.T) {
 		"Attribute3": {DataType: "Binary", BinaryValue: []byte("1100")},
 	}
 	out, err := rn.Queues.SendMessageBatch(ctx, "src", []queue.SendMessageBatchRequestEntry{
-		{Id: "a", MessageBody: "Message Body", MessageAttributes: attrs},
-		{Id: "b", MessageBody: "plain"},
-		{Id: "c", MessageBody: "plain too"},
+		{Id: "a", SendMessageInput: queue.SendMessageInput{MessageBody: "Message Body", MessageAttributes: attrs}},
+		{Id: "b", SendMessageInput: queue.SendMessageInput{MessageBody: "plain"}},
+		{Id: "c", SendMessageInput: queue.SendMessageInput{MessageBody: "plain too"}},
 	})
 	if err != nil || len(out.Failed) > 0 {
 		t.Fatal(err, out)

@@ -13,7 +13,7 @@ import (
 // age counts from there (as on AWS).
 func (s *Service) ApproximateAgeOfOldestMessage(ctx context.Context, queueURL string) (time.Duration, error) {
 	var age time.Duration
-	if remote, err := s.forward(ctx, rpcArgs{Op: "ApproximateAgeOfOldestMessage", URL: queueURL}, &age); remote {
+	if remote, err := s.forward(ctx, "ApproximateAgeOfOldestMessage", queueURL, &age); remote {
 		return age, err
 	}
 	q, err := s.queue(ctx, queueURL)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // MoveToDeadLetterQueue moves a received (in-flight) message to the
@@ -32,7 +33,7 @@ import (
 // awserr.ErrQueueDoesNotExist; awserr.ErrInternal when JetStream failed (the call may
 // be retried with the same handle if the message is still in flight).
 func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHandle string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "MoveToDeadLetterQueue", URL: queueURL, Handle: receiptHandle}, nil); remote {
+	if remote, err := s.forward(ctx, "MoveToDeadLetterQueue", lease.Pair(queueURL, receiptHandle), nil); remote {
 		return err
 	}
 	q, err := s.queue(ctx, queueURL)

@@ -2,11 +2,13 @@ package queue
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // DeleteMessageBatchRequestEntry is one message of DeleteMessageBatch.
@@ -45,15 +47,26 @@ type BatchOutput struct {
 // succeeds. A malformed handle, or one of another queue, is
 // awserr.ErrReceiptHandleIsInvalid.
 func (s *Service) DeleteMessage(ctx context.Context, queueURL, receiptHandle string) error {
-	out, err := s.DeleteMessageBatch(ctx, queueURL, []DeleteMessageBatchRequestEntry{{Id: "0", ReceiptHandle: receiptHandle}})
+	out, err := s.DeleteMessageBatch(ctx, queueURL, DeleteEntries([]string{receiptHandle}, func(h string) string { return h }))
 	return firstFailure(out, err)
+}
+
+// DeleteEntries returns the DeleteMessageBatch entries of items, whose
+// receipt handles handle gives: entry i's Id is strconv.Itoa(i), so a
+// failed entry's Id is the index of its item.
+func DeleteEntries[T any](items []T, handle func(T) string) []DeleteMessageBatchRequestEntry {
+	entries := make([]DeleteMessageBatchRequestEntry, len(items))
+	for i, it := range items {
+		entries[i] = DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: handle(it)}
+	}
+	return entries
 }
 
 // DeleteMessageBatch deletes up to 10 messages (API_DeleteMessageBatch),
 // each entry as DeleteMessage; the batch fails as a whole only for an
 // empty batch, more than 10 entries, or bad or repeated Ids.
 func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entries []DeleteMessageBatchRequestEntry) (*BatchOutput, error) {
-	if remote, out, err := forwardOut[BatchOutput](ctx, s, rpcArgs{Op: "DeleteMessageBatch", URL: queueURL, Delete: entries}); remote {
+	if remote, out, err := forwardOut[BatchOutput](ctx, s, "DeleteMessageBatch", lease.Pair(queueURL, entries)); remote {
 		return out, err
 	}
 	return applyBatch(ctx, s, queueURL, entries, func(e DeleteMessageBatchRequestEntry) string { return e.Id },
@@ -142,7 +155,7 @@ func (s *Service) ChangeMessageVisibility(ctx context.Context, queueURL, receipt
 // messages (API_ChangeMessageVisibilityBatch), each entry as
 // ChangeMessageVisibility.
 func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL string, entries []ChangeMessageVisibilityBatchRequestEntry) (*BatchOutput, error) {
-	if remote, out, err := forwardOut[BatchOutput](ctx, s, rpcArgs{Op: "ChangeMessageVisibilityBatch", URL: queueURL, Change: entries}); remote {
+	if remote, out, err := forwardOut[BatchOutput](ctx, s, "ChangeMessageVisibilityBatch", lease.Pair(queueURL, entries)); remote {
 		return out, err
 	}
 	return applyBatch(ctx, s, queueURL, entries, func(e ChangeMessageVisibilityBatchRequestEntry) string { return e.Id },
@@ -184,7 +197,7 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 // second purge within PurgeInterval (60 s, engine clock) is
 // awserr.ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
 func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "PurgeQueue", URL: queueURL}, nil); remote {
+	if remote, err := s.forward(ctx, "PurgeQueue", queueURL, nil); remote {
 		return err
 	}
 	q, err := s.liveQueue(ctx, queueURL)

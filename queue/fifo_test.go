@@ -248,8 +248,8 @@ func TestFIFODeduplication(t *testing.T) {
 		}},
 		{"duplicates within one batch", fifoAttrs(), func(t *testing.T, e *env, url string) {
 			out, err := e.svc.SendMessageBatch(e.ctx, url, []queue.SendMessageBatchRequestEntry{
-				{Id: "1", MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "d"},
-				{Id: "2", MessageBody: "y", MessageGroupId: "g", MessageDeduplicationId: "d"},
+				{Id: "1", SendMessageInput: queue.SendMessageInput{MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "d"}},
+				{Id: "2", SendMessageInput: queue.SendMessageInput{MessageBody: "y", MessageGroupId: "g", MessageDeduplicationId: "d"}},
 			})
 			if err != nil || len(out.Successful) != 2 || out.Successful[0].MessageId != out.Successful[1].MessageId {
 				t.Fatalf("= %+v, %v", out, err)

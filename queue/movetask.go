@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // Statuses of a message move task (API_ListMessageMoveTasksResultEntry).
@@ -83,7 +84,7 @@ const maxTasksListed = 10
 // to the source or of the other queue type.
 func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinationArn string, maxPerSecond int) (string, error) {
 	var handle string
-	if remote, err := s.forward(ctx, rpcArgs{Op: "StartMessageMoveTask", URL: sourceArn, Dest: destinationArn, Rate: maxPerSecond}, &handle); remote {
+	if remote, err := s.forward(ctx, "StartMessageMoveTask", lease.Triple(sourceArn, destinationArn, maxPerSecond), &handle); remote {
 		return handle, err
 	}
 	srcName, ok := NameFromARN(sourceArn)
@@ -200,7 +201,7 @@ func (s *Service) isDeadLetterQueue(ctx context.Context, name string) (bool, err
 // queue, most recent first (API_ListMessageMoveTasks).
 func (s *Service) ListMessageMoveTasks(ctx context.Context, sourceArn string) ([]MessageMoveTask, error) {
 	var tasks []MessageMoveTask
-	if remote, err := s.forward(ctx, rpcArgs{Op: "ListMessageMoveTasks", URL: sourceArn}, &tasks); remote {
+	if remote, err := s.forward(ctx, "ListMessageMoveTasks", sourceArn, &tasks); remote {
 		return tasks, err
 	}
 	name, ok := NameFromARN(sourceArn)
@@ -226,7 +227,7 @@ func (s *Service) ListMessageMoveTasks(ctx context.Context, sourceArn string) ([
 // awserr.ErrResourceNotFound.
 func (s *Service) CancelMessageMoveTask(ctx context.Context, taskHandle string) (int64, error) {
 	var moved int64
-	if remote, err := s.forward(ctx, rpcArgs{Op: "CancelMessageMoveTask", Handle: taskHandle}, &moved); remote {
+	if remote, err := s.forward(ctx, "CancelMessageMoveTask", taskHandle, &moved); remote {
 		return moved, err
 	}
 	s.mu.Lock()

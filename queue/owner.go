@@ -3,12 +3,10 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/lease"
 )
 
@@ -43,72 +41,29 @@ const (
 	leaseKey   = "sqs"
 )
 
-// rpcArgs carries the arguments of every forwarded call; each operation
-// uses its own fields.
-type rpcArgs struct {
-	Op      string                                     `json:"op"`
-	URL     string                                     `json:"url,omitempty"`
-	Handle  string                                     `json:"handle,omitempty"`
-	Names   []string                                   `json:"names,omitempty"`
-	Attrs   map[string]string                          `json:"attrs,omitempty"`
-	Receive *ReceiveMessageInput                       `json:"receive,omitempty"`
-	Send    []SendMessageBatchRequestEntry             `json:"send,omitempty"`
-	Delete  []DeleteMessageBatchRequestEntry           `json:"delete,omitempty"`
-	Change  []ChangeMessageVisibilityBatchRequestEntry `json:"change,omitempty"`
-	Dest    string                                     `json:"dest,omitempty"`
-	Rate    int                                        `json:"rate,omitempty"`
-	Tags    map[string]string                          `json:"tags,omitempty"`
-	Perm    *Permission                                `json:"perm,omitempty"`
-}
-
-// serve dispatches a forwarded call to the local method.
-func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
-	switch a.Op {
-	case "CreateQueue":
-		return s.CreateQueueWithTags(ctx, a.URL, a.Attrs, a.Tags)
-	case "TagQueue":
-		return nil, s.TagQueue(ctx, a.URL, a.Tags)
-	case "UntagQueue":
-		return nil, s.UntagQueue(ctx, a.URL, a.Names)
-	case "AddPermission", "RemovePermission":
-		if a.Perm == nil {
-			a.Perm = &Permission{}
-		}
-		if a.Op == "RemovePermission" {
-			return nil, s.RemovePermission(ctx, a.URL, a.Perm.Label)
-		}
-		return nil, s.AddPermission(ctx, a.URL, *a.Perm)
-	case "DeleteQueue":
-		return nil, s.DeleteQueue(ctx, a.URL)
-	case "GetQueueAttributes":
-		return s.GetQueueAttributes(ctx, a.URL, a.Names)
-	case "SetQueueAttributes":
-		return nil, s.SetQueueAttributes(ctx, a.URL, a.Attrs)
-	case "SendMessageBatch":
-		return s.SendMessageBatch(ctx, a.URL, a.Send)
-	case "ReceiveMessage":
-		if a.Receive == nil {
-			a.Receive = &ReceiveMessageInput{}
-		}
-		return s.ReceiveMessage(ctx, a.URL, *a.Receive)
-	case "DeleteMessageBatch":
-		return s.DeleteMessageBatch(ctx, a.URL, a.Delete)
-	case "ChangeMessageVisibilityBatch":
-		return s.ChangeMessageVisibilityBatch(ctx, a.URL, a.Change)
-	case "PurgeQueue":
-		return nil, s.PurgeQueue(ctx, a.URL)
-	case "MoveToDeadLetterQueue":
-		return nil, s.MoveToDeadLetterQueue(ctx, a.URL, a.Handle)
-	case "ApproximateAgeOfOldestMessage":
-		return s.ApproximateAgeOfOldestMessage(ctx, a.URL)
-	case "StartMessageMoveTask":
-		return s.StartMessageMoveTask(ctx, a.URL, a.Dest, a.Rate)
-	case "ListMessageMoveTasks":
-		return s.ListMessageMoveTasks(ctx, a.URL)
-	case "CancelMessageMoveTask":
-		return s.CancelMessageMoveTask(ctx, a.Handle)
-	}
-	return nil, awserr.New(awserr.ErrService, "queue: unknown forwarded operation %q", a.Op)
+// forwarded are the calls a process that does not hold the queues
+// forwards to the one that does (forward), by operation: each takes the
+// values its method takes after the context (one, or a lease.Two or
+// lease.Three of several) and answers what the method returns.
+var forwarded = lease.Ops[*Service]{
+	"CreateQueue":                   lease.Call3((*Service).CreateQueueWithTags),
+	"TagQueue":                      lease.Do2((*Service).TagQueue),
+	"UntagQueue":                    lease.Do2((*Service).UntagQueue),
+	"AddPermission":                 lease.Do2((*Service).AddPermission),
+	"RemovePermission":              lease.Do2((*Service).RemovePermission),
+	"DeleteQueue":                   lease.Do((*Service).DeleteQueue),
+	"GetQueueAttributes":            lease.Call2((*Service).GetQueueAttributes),
+	"SetQueueAttributes":            lease.Do2((*Service).SetQueueAttributes),
+	"SendMessageBatch":              lease.Call2((*Service).SendMessageBatch),
+	"ReceiveMessage":                lease.Call2((*Service).ReceiveMessage),
+	"DeleteMessageBatch":            lease.Call2((*Service).DeleteMessageBatch),
+	"ChangeMessageVisibilityBatch":  lease.Call2((*Service).ChangeMessageVisibilityBatch),
+	"PurgeQueue":                    lease.Do((*Service).PurgeQueue),
+	"MoveToDeadLetterQueue":         lease.Do2((*Service).MoveToDeadLetterQueue),
+	"ApproximateAgeOfOldestMessage": lease.Call((*Service).ApproximateAgeOfOldestMessage),
+	"StartMessageMoveTask":          lease.Call3((*Service).StartMessageMoveTask),
+	"ListMessageMoveTasks":          lease.Call((*Service).ListMessageMoveTasks),
+	"CancelMessageMoveTask":         lease.Call((*Service).CancelMessageMoveTask),
 }
 
 // newOwner makes the queues served by one process (lease.Owner).
@@ -116,7 +71,7 @@ func (s *Service) newOwner() *lease.Owner {
 	return lease.NewOwner(s.bg, lease.OwnerConfig{
 		Key: leaseKey, Subject: rpcSubject, What: "the queues",
 		Conn: s.eng.NC, Leases: s.eng.Leases, Logger: s.log,
-		Serve: lease.ServeArgs("queue", func(a *rpcArgs, op string) { a.Op = op }, s.serveCall),
+		Serve: forwarded.Serve("queue", s),
 		Lost:  s.dropIndexes,
 	})
 }
@@ -155,16 +110,17 @@ func isWrongLastSequence(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
 
-// forward runs the call a at the process holding the queues when that is
-// not this one (lease.Owner.Forward).
-func (s *Service) forward(ctx context.Context, a rpcArgs, out any) (remote bool, err error) {
-	return s.own.Forward(ctx, a.Op, a, out)
+// forward runs the call op(in) at the process holding the queues when
+// that is not this one (lease.Owner.Forward; in: the value the method
+// takes after its context, see forwarded).
+func (s *Service) forward(ctx context.Context, op string, in, out any) (remote bool, err error) {
+	return s.own.Forward(ctx, op, in, out)
 }
 
 // forwardOut is forward for the calls that answer a *T.
-func forwardOut[T any](ctx context.Context, s *Service, a rpcArgs) (remote bool, out *T, err error) {
+func forwardOut[T any](ctx context.Context, s *Service, op string, in any) (remote bool, out *T, err error) {
 	out = new(T)
-	if remote, err = s.forward(ctx, a, out); !remote || err != nil {
+	if remote, err = s.forward(ctx, op, in, out); !remote || err != nil {
 		out = nil
 	}
 	return remote, out, err
@@ -203,5 +159,3 @@ func (s *Service) dropIndexes() {
 // `runnel serve` and the demos call it; a CLI command does not (it serves
 // only when nobody else does).
 func (s *Service) Serve(ctx context.Context) error { return s.own.Serve(ctx) }
-
-func (a rpcArgs) String() string { return fmt.Sprintf("%s %s", a.Op, a.URL) }

@@ -23,6 +23,7 @@ import (
 	"slices"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // Permission is one AddPermission: a statement of the queue's Policy.
@@ -131,7 +132,7 @@ func oneOrList(vs []string) any {
 // awserr.ErrSQSInvalidParameterValue ("Reason: Already exists."); see
 // Permission.check for the rest.
 func (s *Service) AddPermission(ctx context.Context, queueURL string, p Permission) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "AddPermission", URL: queueURL, Perm: &p}, nil); remote {
+	if remote, err := s.forward(ctx, "AddPermission", lease.Pair(queueURL, p), nil); remote {
 		return err
 	}
 	if err := p.check(); err != nil {
@@ -175,7 +176,7 @@ func (s *Service) AddPermission(ctx context.Context, queueURL string, p Permissi
 // A label the policy lacks is awserr.ErrSQSInvalidParameterValue
 // ("Reason: can't find label on existing policy.").
 func (s *Service) RemovePermission(ctx context.Context, queueURL, label string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "RemovePermission", URL: queueURL, Perm: &Permission{Label: label}}, nil); remote {
+	if remote, err := s.forward(ctx, "RemovePermission", lease.Pair(queueURL, label), nil); remote {
 		return err
 	}
 	if label == "" {

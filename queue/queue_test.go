@@ -625,7 +625,7 @@ func TestBatchAPIs(t *testing.T) {
 	e := newEnv(t)
 	url := e.create("q", nil)
 	entry := func(id, body string) queue.SendMessageBatchRequestEntry {
-		return queue.SendMessageBatchRequestEntry{Id: id, MessageBody: body}
+		return queue.SendMessageBatchRequestEntry{Id: id, SendMessageInput: queue.SendMessageInput{MessageBody: body}}
 	}
 	t.Run("whole-batch errors", func(t *testing.T) {
 		var eleven []queue.SendMessageBatchRequestEntry
@@ -657,7 +657,7 @@ func TestBatchAPIs(t *testing.T) {
 	t.Run("each entry succeeds or fails on its own", func(t *testing.T) {
 		out, err := e.svc.SendMessageBatch(e.ctx, url, []queue.SendMessageBatchRequestEntry{
 			entry("ok1", "one"),
-			{Id: "late", MessageBody: "x", DelaySeconds: ptr(1000)},
+			{Id: "late", SendMessageInput: queue.SendMessageInput{MessageBody: "x", DelaySeconds: ptr(1000)}},
 			entry("empty", ""),
 			entry("ok2", "two"),
 		})
@@ -1054,7 +1054,7 @@ func BenchmarkSendReceiveDelete(b *testing.B) {
 	body := strings.Repeat("x", 100)
 	entries := make([]queue.SendMessageBatchRequestEntry, 10)
 	for i := range entries {
-		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: body}
+		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: body}}
 	}
 	const clients = 8
 	var left, deleted atomic.Int64

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // ReceiveMessageInput is the input of ReceiveMessage (API_ReceiveMessage).
@@ -64,7 +65,7 @@ type delivery struct {
 // awserr.ErrQueueDoesNotExist, also when the queue is deleted during a wait.
 func (s *Service) ReceiveMessage(ctx context.Context, queueURL string, in ReceiveMessageInput) ([]Message, error) {
 	var msgs []Message
-	if remote, err := s.forward(ctx, rpcArgs{Op: "ReceiveMessage", URL: queueURL, Receive: &in}, &msgs); remote {
+	if remote, err := s.forward(ctx, "ReceiveMessage", lease.Pair(queueURL, in), &msgs); remote {
 		return msgs, err
 	}
 	max := in.MaxNumberOfMessages

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // SendMessageInput is the input of SendMessage (API_SendMessage).
@@ -52,18 +53,13 @@ type SendMessageOutput struct {
 	SequenceNumber string
 }
 
-// SendMessageBatchRequestEntry is one message of SendMessageBatch; the
-// fields are those of SendMessageInput.
+// SendMessageBatchRequestEntry is one message of SendMessageBatch: an Id
+// and the fields of SendMessageInput.
 type SendMessageBatchRequestEntry struct {
 	// Id identifies the entry in the result: 1..80 characters of
 	// [a-zA-Z0-9_-], distinct within the batch.
-	Id                      string
-	MessageBody             string
-	DelaySeconds            *int
-	MessageAttributes       map[string]MessageAttributeValue
-	MessageSystemAttributes map[string]MessageAttributeValue
-	MessageDeduplicationId  string
-	MessageGroupId          string
+	Id string
+	SendMessageInput
 }
 
 // SendMessageBatchResultEntry is a stored (or deduplicated) entry.
@@ -97,11 +93,7 @@ type SendMessageBatchOutput struct {
 // FIFO queue, a send whose deduplication id was used within the last 5
 // minutes returns the first send's MessageId and stores nothing.
 func (s *Service) SendMessage(ctx context.Context, queueURL string, in SendMessageInput) (*SendMessageOutput, error) {
-	out, err := s.SendMessageBatch(ctx, queueURL, []SendMessageBatchRequestEntry{{
-		Id: "0", MessageBody: in.MessageBody, DelaySeconds: in.DelaySeconds,
-		MessageAttributes: in.MessageAttributes, MessageSystemAttributes: in.MessageSystemAttributes,
-		MessageDeduplicationId: in.MessageDeduplicationId, MessageGroupId: in.MessageGroupId,
-	}})
+	out, err := s.SendMessageBatch(ctx, queueURL, []SendMessageBatchRequestEntry{{Id: "0", SendMessageInput: in}})
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +143,7 @@ func failure(id string, err error) BatchResultErrorEntry {
 // in Failed with SenderFault; the valid ones are stored together in one
 // JetStream write and are in Successful once it is acknowledged.
 func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries []SendMessageBatchRequestEntry) (*SendMessageBatchOutput, error) {
-	if remote, out, err := forwardOut[SendMessageBatchOutput](ctx, s, rpcArgs{Op: "SendMessageBatch", URL: queueURL, Send: entries}); remote {
+	if remote, out, err := forwardOut[SendMessageBatchOutput](ctx, s, "SendMessageBatch", lease.Pair(queueURL, entries)); remote {
 		return out, err
 	}
 	ids := make([]string, len(entries))

@@ -309,7 +309,7 @@ func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[s
 // they are: CreateQueue compares attributes only.
 func (s *Service) CreateQueueWithTags(ctx context.Context, name string, attributes, tags map[string]string) (string, error) {
 	var url string
-	if remote, err := s.forward(ctx, rpcArgs{Op: "CreateQueue", URL: name, Attrs: attributes, Tags: tags}, &url); remote {
+	if remote, err := s.forward(ctx, "CreateQueue", lease.Triple(name, attributes, tags), &url); remote {
 		return url, err
 	}
 	if err := checkTags(name, tags); err != nil {
@@ -448,7 +448,7 @@ func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, erro
 // from it fail. A queue of the same name may be created at once (SQS asks
 // for 60 s; runnel doesn't).
 func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "DeleteQueue", URL: queueURL}, nil); remote {
+	if remote, err := s.forward(ctx, "DeleteQueue", queueURL, nil); remote {
 		return err
 	}
 	q, err := s.queue(ctx, queueURL)
@@ -502,7 +502,7 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 // engine clock. An unknown name is awserr.ErrInvalidAttributeName.
 func (s *Service) GetQueueAttributes(ctx context.Context, queueURL string, names []string) (map[string]string, error) {
 	var attrs map[string]string
-	if remote, err := s.forward(ctx, rpcArgs{Op: "GetQueueAttributes", URL: queueURL, Names: names}, &attrs); remote {
+	if remote, err := s.forward(ctx, "GetQueueAttributes", lease.Pair(queueURL, names), &attrs); remote {
 		return attrs, err
 	}
 	q, err := s.queue(ctx, queueURL)
@@ -580,7 +580,7 @@ func contains(list []string, s string) bool {
 // to messages already in the queue (retention, visibility of later
 // receives).
 func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attributes map[string]string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "SetQueueAttributes", URL: queueURL, Attrs: attributes}, nil); remote {
+	if remote, err := s.forward(ctx, "SetQueueAttributes", lease.Pair(queueURL, attributes), nil); remote {
 		return err
 	}
 	q, err := s.queue(ctx, queueURL)

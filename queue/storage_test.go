@@ -38,7 +38,7 @@ func TestStorageLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := s.queue(ctx, url)
-	entries := []SendMessageBatchRequestEntry{{Id: "a", MessageBody: "a"}, {Id: "b", MessageBody: "b"}}
+	entries := []SendMessageBatchRequestEntry{{Id: "a", SendMessageInput: SendMessageInput{MessageBody: "a"}}, {Id: "b", SendMessageInput: SendMessageInput{MessageBody: "b"}}}
 	if _, err := s.SendMessageBatch(ctx, url, entries); err != nil {
 		t.Fatal(err)
 	}

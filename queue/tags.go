@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // MaxTags is the most tags a queue has.
@@ -55,7 +56,7 @@ func tooManyTags(name string) error {
 // MaxTags on the queue afterwards, a key outside 1..128 characters or a
 // value over 256 is awserr.ErrSQSInvalidParameterValue.
 func (s *Service) TagQueue(ctx context.Context, queueURL string, tags map[string]string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "TagQueue", URL: queueURL, Tags: tags}, nil); remote {
+	if remote, err := s.forward(ctx, "TagQueue", lease.Pair(queueURL, tags), nil); remote {
 		return err
 	}
 	if len(tags) == 0 {
@@ -81,7 +82,7 @@ func (s *Service) TagQueue(ctx context.Context, queueURL string, tags map[string
 // key the queue has no tag of is passed over. No keys is
 // awserr.ErrMissingParameter.
 func (s *Service) UntagQueue(ctx context.Context, queueURL string, keys []string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "UntagQueue", URL: queueURL, Names: keys}, nil); remote {
+	if remote, err := s.forward(ctx, "UntagQueue", lease.Pair(queueURL, keys), nil); remote {
 		return err
 	}
 	if len(keys) == 0 {

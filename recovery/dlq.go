@@ -669,11 +669,7 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 	for len(handles) > 0 {
 		n := min(len(handles), queue.MaxBatchEntries)
 		batch := handles[:n]
-		var entries []queue.DeleteMessageBatchRequestEntry
-		for i, h := range batch {
-			entries = append(entries, queue.DeleteMessageBatchRequestEntry{Id: strconv.Itoa(i), ReceiptHandle: h.handle})
-		}
-		out, err := queues.DeleteMessageBatch(ctx, url, entries)
+		out, err := queues.DeleteMessageBatch(ctx, url, queue.DeleteEntries(batch, func(h taken) string { return h.handle }))
 		if err != nil {
 			return res, err
 		}

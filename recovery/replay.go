@@ -543,7 +543,7 @@ func sendToQueue(ctx context.Context, queues *queue.Service, url string, recs []
 		if err != nil {
 			return 0, err
 		}
-		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: string(b)}
+		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: string(b)}}
 	}
 	for attempt := 0; ; attempt++ {
 		out, err := queues.SendMessageBatch(ctx, url, entries)

@@ -131,8 +131,8 @@ func (s *Service) sendBatches(ctx context.Context, name string, msgs []queue.Sen
 		entries := make([]queue.SendMessageBatchRequestEntry, hi-lo)
 		for k := range entries {
 			m := &msgs[lo+k]
-			entries[k] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(k), MessageBody: m.MessageBody,
-				MessageAttributes: m.MessageAttributes, MessageGroupId: m.MessageGroupId, MessageDeduplicationId: m.MessageDeduplicationId}
+			entries[k] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(k), SendMessageInput: queue.SendMessageInput{MessageBody: m.MessageBody,
+				MessageAttributes: m.MessageAttributes, MessageGroupId: m.MessageGroupId, MessageDeduplicationId: m.MessageDeduplicationId}}
 		}
 		out, err := s.queues.SendMessageBatch(ctx, name, entries)
 		if err != nil {

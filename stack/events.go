@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -67,40 +68,9 @@ type EventBus struct {
 	Description string `yaml:"Description"`
 }
 
-// retryPolicy and deadLetter are a target's RetryPolicy and
-// DeadLetterConfig (the queue by name or ARN).
-type retryPolicy struct {
-	MaximumRetryAttempts     *int `yaml:"MaximumRetryAttempts"`
-	MaximumEventAgeInSeconds *int `yaml:"MaximumEventAgeInSeconds"`
-}
-
-type sqsParameters struct {
-	MessageGroupId string `yaml:"MessageGroupId"`
-}
-
-type deadLetter struct {
-	Arn string `yaml:"Arn"`
-}
-
-// RuleTarget is a rule's target (PutTargets); Arn and DeadLetterConfig.Arn
-// may be names.
-type RuleTarget struct {
-	Id               string `yaml:"Id"`
-	Arn              string `yaml:"Arn"`
-	RoleArn          string `yaml:"RoleArn"`
-	Input            string `yaml:"Input"`
-	InputPath        string `yaml:"InputPath"`
-	InputTransformer *struct {
-		InputPathsMap map[string]string `yaml:"InputPathsMap"`
-		InputTemplate string            `yaml:"InputTemplate"`
-	} `yaml:"InputTransformer"`
-	SqsParameters     *sqsParameters `yaml:"SqsParameters"`
-	KinesisParameters *struct {
-		PartitionKeyPath string `yaml:"PartitionKeyPath"`
-	} `yaml:"KinesisParameters"`
-	RetryPolicy      *retryPolicy `yaml:"RetryPolicy"`
-	DeadLetterConfig *deadLetter  `yaml:"DeadLetterConfig"`
-}
+// RuleTarget is a rule's target (PutTargets): an eventbus.Target whose
+// Arn and DeadLetterConfig.Arn may be names.
+type RuleTarget = eventbus.Target
 
 // Rule is a rule with its targets (PutRule, PutTargets).
 type Rule struct {
@@ -140,12 +110,12 @@ type Schedule struct {
 	ActionAfterCompletion string `yaml:"ActionAfterCompletion"`
 	Description           string `yaml:"Description"`
 	Target                struct {
-		Arn               string         `yaml:"Arn"`
-		RoleArn           string         `yaml:"RoleArn"`
-		Input             string         `yaml:"Input"`
-		RetryPolicy       *retryPolicy   `yaml:"RetryPolicy"`
-		DeadLetterConfig  *deadLetter    `yaml:"DeadLetterConfig"`
-		SqsParameters     *sqsParameters `yaml:"SqsParameters"`
+		Arn               string                   `yaml:"Arn"`
+		RoleArn           string                   `yaml:"RoleArn"`
+		Input             string                   `yaml:"Input"`
+		RetryPolicy       *target.RetryPolicy      `yaml:"RetryPolicy"`
+		DeadLetterConfig  *target.DeadLetterConfig `yaml:"DeadLetterConfig"`
+		SqsParameters     *target.SqsParameters    `yaml:"SqsParameters"`
 		KinesisParameters *struct {
 			PartitionKey string `yaml:"PartitionKey"`
 		} `yaml:"KinesisParameters"`
@@ -155,13 +125,6 @@ type Schedule struct {
 // AppliedEvents says what applyEvents did.
 type AppliedEvents struct {
 	BusesCreated, RulesPut, ArchivesCreated, SchedulesCreated, SchedulesUpdated []string
-}
-
-func (r *retryPolicy) policy() *target.RetryPolicy {
-	if r == nil {
-		return nil
-	}
-	return &target.RetryPolicy{MaximumRetryAttempts: r.MaximumRetryAttempts, MaximumEventAgeInSeconds: r.MaximumEventAgeInSeconds}
 }
 
 // names resolves the names of a stack file's targets.
@@ -183,7 +146,8 @@ func (n names) target(ctx context.Context, s string) string {
 	return resolveARN(ctx, n.rn, n.queues, s)
 }
 
-func (n names) deadLetter(d *deadLetter) *target.DeadLetterConfig {
+// deadLetter resolves a dead-letter queue given by name.
+func (n names) deadLetter(d *target.DeadLetterConfig) *target.DeadLetterConfig {
 	if d == nil {
 		return nil
 	}
@@ -247,20 +211,9 @@ func (n names) putRule(ctx context.Context, r Rule) error {
 	if len(r.Targets) == 0 {
 		return nil
 	}
-	ts := make([]eventbus.Target, len(r.Targets))
-	for i, t := range r.Targets {
-		et := eventbus.Target{Id: t.Id, Arn: n.target(ctx, t.Arn), RoleArn: t.RoleArn, Input: t.Input, InputPath: t.InputPath,
-			RetryPolicy: t.RetryPolicy.policy(), DeadLetterConfig: n.deadLetter(t.DeadLetterConfig)}
-		if it := t.InputTransformer; it != nil {
-			et.InputTransformer = &eventbus.InputTransformer{InputPathsMap: it.InputPathsMap, InputTemplate: it.InputTemplate}
-		}
-		if p := t.SqsParameters; p != nil {
-			et.SqsParameters = &eventbus.SqsParameters{MessageGroupId: p.MessageGroupId}
-		}
-		if p := t.KinesisParameters; p != nil {
-			et.KinesisParameters = &eventbus.KinesisParameters{PartitionKeyPath: p.PartitionKeyPath}
-		}
-		ts[i] = et
+	ts := slices.Clone(r.Targets)
+	for i, t := range ts {
+		ts[i].Arn, ts[i].DeadLetterConfig = n.target(ctx, t.Arn), n.deadLetter(t.DeadLetterConfig)
 	}
 	failed, err := rn.Events.PutTargets(ctx, r.EventBusName, r.Name, ts)
 	if err == nil && len(failed) > 0 {
@@ -275,11 +228,8 @@ func (n names) schedule(ctx context.Context, sc *Schedule) scheduler.Schedule {
 		ScheduleExpressionTimezone: sc.ScheduleExpressionTimezone, State: sc.State, ActionAfterCompletion: sc.ActionAfterCompletion,
 		Description:        sc.Description,
 		FlexibleTimeWindow: scheduler.FlexibleTimeWindow{Mode: sc.FlexibleTimeWindow.Mode, MaximumWindowInMinutes: sc.FlexibleTimeWindow.MaximumWindowInMinutes},
-		Target: scheduler.Target{Arn: n.target(ctx, t.Arn), RoleArn: t.RoleArn, Input: t.Input, RetryPolicy: t.RetryPolicy.policy(),
-			DeadLetterConfig: n.deadLetter(t.DeadLetterConfig)}}
-	if t.SqsParameters != nil {
-		out.Target.SqsParameters = &target.SqsParameters{MessageGroupId: t.SqsParameters.MessageGroupId}
-	}
+		Target: scheduler.Target{Arn: n.target(ctx, t.Arn), RoleArn: t.RoleArn, Input: t.Input, RetryPolicy: t.RetryPolicy,
+			DeadLetterConfig: n.deadLetter(t.DeadLetterConfig), SqsParameters: t.SqsParameters}}
 	if t.KinesisParameters != nil {
 		out.Target.KinesisParameters = &struct{ PartitionKey string }{t.KinesisParameters.PartitionKey}
 	}

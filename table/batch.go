@@ -88,7 +88,7 @@ type batchWrite struct {
 // type than its definition; ResourceNotFoundException when a table does
 // not exist.
 func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*BatchWriteItemOutput, error) {
-	if remote, out, err := forwardOut[BatchWriteItemOutput](ctx, s, rpcArgs{Op: "BatchWriteItem", BatchWrite: &in}); remote {
+	if remote, out, err := forwardOut[BatchWriteItemOutput](ctx, s, "BatchWriteItem", in); remote {
 		return out, err
 	}
 	if err := tooMany(in.RequestItems, func(r []WriteRequest) int { return len(r) }, MaxBatchWrite, "BatchWriteItem"); err != nil {
@@ -298,7 +298,7 @@ type batchGet struct {
 // a key that does not match the schema, a bad ProjectionExpression or an
 // unused name placeholder; ResourceNotFoundException for a missing table.
 func (s *Service) BatchGetItem(ctx context.Context, in BatchGetItemInput) (*BatchGetItemOutput, error) {
-	if remote, out, err := forwardOut[BatchGetItemOutput](ctx, s, rpcArgs{Op: "BatchGetItem", BatchGet: &in}); remote {
+	if remote, out, err := forwardOut[BatchGetItemOutput](ctx, s, "BatchGetItem", in); remote {
 		return out, err
 	}
 	if err := tooMany(in.RequestItems, func(ka KeysAndAttributes) int { return len(ka.Keys) }, MaxBatchGet, "BatchGetItem"); err != nil {

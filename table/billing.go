@@ -1,6 +1,10 @@
 package table
 
-import "context"
+import (
+	"context"
+
+	"github.com/runnel-dev/runnel/lease"
+)
 
 // Throughput is a provisioned table's capacity (BillingMode PROVISIONED).
 // runnel stores, describes and updates it, and does not throttle by it.
@@ -36,7 +40,7 @@ func billing(mode string, tp, cur *Throughput) (*Throughput, error) {
 // UpdateBilling changes a table's BillingMode and ProvisionedThroughput
 // (UpdateTable), in DynamoDB's words when nothing would change.
 func (s *Service) UpdateBilling(ctx context.Context, name, mode string, tp *Throughput) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "UpdateBilling", Name: name, Mode: mode, Throughput: tp}); remote {
+	if remote, d, err := s.forwardDesc(ctx, "UpdateBilling", lease.Triple(name, mode, tp)); remote {
 		return d, err
 	}
 	t, err := s.table(name)

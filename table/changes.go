@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/jonboulle/clockwork"
 
+	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -66,7 +66,7 @@ func (c *Change) InStream(label string) bool { return c.Label != "" && c.Label =
 // Options.TTLInterval.
 func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 	var n int
-	if remote, err := s.forward(ctx, rpcArgs{Op: "SweepExpired"}, &n); remote {
+	if remote, err := s.forward(ctx, "SweepExpired", nil, &n); remote {
 		return n, err
 	}
 	now := s.eng.Clock.Now().Unix()
@@ -154,7 +154,7 @@ func (t *Table) refreshTTL(ctx context.Context) error {
 }
 
 func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
-	s.every(ctx, s.eng.Clock, interval, func() {
+	clocks.Every(ctx, s.eng.Clock, interval, func() {
 		if !s.own.Holding() {
 			return // the process serving the tables sweeps them
 		}
@@ -166,18 +166,4 @@ func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
 			s.eng.Logger.Info("TTL deleted expired items", "items", n)
 		}
 	})
-}
-
-// every runs fn every interval of the engine's clock until ctx ends.
-func (s *Service) every(ctx context.Context, clock clockwork.Clock, interval time.Duration, fn func()) {
-	tk := clock.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.Chan():
-			fn()
-		}
-	}
 }

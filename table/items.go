@@ -259,7 +259,7 @@ func (s *Service) condition(text string, c *expr.Context) (*expr.Condition, erro
 // Errors: ValidationException (missing or mistyped key, item over 400 KB,
 // bad expression, unused placeholder), ConditionalCheckFailedError.
 func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, error) {
-	if remote, out, err := forwardOut[WriteOutput](ctx, s, rpcArgs{Op: "PutItem", Put: &in}); remote {
+	if remote, out, err := forwardOut[WriteOutput](ctx, s, "PutItem", in); remote {
 		return out, err
 	}
 	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
@@ -335,7 +335,7 @@ func copyItem(it Item) Item {
 // Expired items not yet deleted by the TTL sweeper are returned, as in
 // DynamoDB.
 func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput, error) {
-	if remote, out, err := forwardOut[GetItemOutput](ctx, s, rpcArgs{Op: "GetItem", Get: &in}); remote {
+	if remote, out, err := forwardOut[GetItemOutput](ctx, s, "GetItem", in); remote {
 		return out, err
 	}
 	o, proj, err := s.getOp(in.TableName, in.Key, in.ProjectionExpression, in.ExpressionAttributeNames)
@@ -410,7 +410,7 @@ func project(it Item, proj *expr.Projection) Item {
 // PutItem, plus "Cannot update attribute X. This attribute is part of the
 // key".
 func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOutput, error) {
-	if remote, out, err := forwardOut[WriteOutput](ctx, s, rpcArgs{Op: "UpdateItem", Update: &in}); remote {
+	if remote, out, err := forwardOut[WriteOutput](ctx, s, "UpdateItem", in); remote {
 		return out, err
 	}
 	t, err := s.table(in.TableName)
@@ -499,7 +499,7 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 // DeleteItem deletes the item with the given key (API_DeleteItem), if
 // ConditionExpression holds. ReturnValues is NONE or ALL_OLD.
 func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOutput, error) {
-	if remote, out, err := forwardOut[WriteOutput](ctx, s, rpcArgs{Op: "DeleteItem", Delete: &in}); remote {
+	if remote, out, err := forwardOut[WriteOutput](ctx, s, "DeleteItem", in); remote {
 		return out, err
 	}
 	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {

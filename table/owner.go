@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // Which process serves the tables.
@@ -46,33 +47,6 @@ const (
 	leaseKey   = "dynamodb"
 )
 
-// rpcArgs carries the arguments of every forwarded call; each operation
-// uses its own fields.
-type rpcArgs struct {
-	Op            string                       `json:"op"`
-	Name          string                       `json:"name,omitempty"`
-	ARN           string                       `json:"arn,omitempty"`
-	Put           *PutItemInput                `json:"put,omitempty"`
-	Get           *GetItemInput                `json:"get,omitempty"`
-	Update        *UpdateItemInput             `json:"update,omitempty"`
-	Delete        *DeleteItemInput             `json:"delete,omitempty"`
-	Query         *QueryInput                  `json:"query,omitempty"`
-	Scan          *ScanInput                   `json:"scan,omitempty"`
-	BatchWrite    *BatchWriteItemInput         `json:"batch_write,omitempty"`
-	BatchGet      *BatchGetItemInput           `json:"batch_get,omitempty"`
-	TransactWrite *TransactWriteItemsInput     `json:"transact_write,omitempty"`
-	TransactGet   *TransactGetItemsInput       `json:"transact_get,omitempty"`
-	Create        *CreateTableInput            `json:"create,omitempty"`
-	Mode          string                       `json:"mode,omitempty"`
-	Throughput    *Throughput                  `json:"throughput,omitempty"`
-	Defs          []AttributeDefinition        `json:"defs,omitempty"`
-	GSI           []GlobalSecondaryIndexUpdate `json:"gsi,omitempty"`
-	Stream        *StreamSpecification         `json:"stream,omitempty"`
-	TTL           *TimeToLiveSpecification     `json:"ttl,omitempty"`
-	Tags          []Tag                        `json:"tags,omitempty"`
-	Keys          []string                     `json:"keys,omitempty"`
-}
-
 // mayAct reports whether this process may still count its writes as the
 // tables' holder: it holds the lease and the lease is valid now
 // (lease.Lease.Valid), or no other process can reach its JetStream
@@ -105,77 +79,49 @@ type leaseEnded struct{ err error }
 func (e leaseEnded) Error() string { return e.err.Error() }
 func (e leaseEnded) Unwrap() error { return e.err }
 
-// serveCall runs a forwarded call here.
-func (s *Service) serveCall(ctx context.Context, a *rpcArgs) (any, error) {
-	switch a.Op {
-	case "Ping":
-		return nil, nil
-	case "PutItem", "GetItem", "UpdateItem", "DeleteItem", "Query", "Scan",
-		"BatchWriteItem", "BatchGetItem", "TransactWriteItems", "TransactGetItems":
-		return s.serveItems(ctx, a)
-	case "CreateTable":
-		return described(s.CreateTable(ctx, deref(a.Create)))
-	case "DeleteTable":
-		return described(s.DeleteTable(ctx, a.Name))
-	case "DescribeTable":
-		return described(s.DescribeTable(ctx, a.Name))
-	case "ListTables":
-		return s.ListTables(ctx), nil
-	case "UpdateBilling":
-		return described(s.UpdateBilling(ctx, a.Name, a.Mode, a.Throughput))
-	case "UpdateGlobalSecondaryIndexes":
-		return described(s.UpdateGlobalSecondaryIndexes(ctx, a.Name, a.Defs, a.GSI))
-	case "UpdateStream":
-		return described(s.UpdateStream(ctx, a.Name, deref(a.Stream)))
-	case "UpdateTimeToLive":
-		return s.UpdateTimeToLive(ctx, a.Name, deref(a.TTL))
-	case "DescribeTimeToLive":
-		return s.DescribeTimeToLive(ctx, a.Name)
-	case "SweepExpired":
-		return s.SweepExpired(ctx)
-	case "TagResource":
-		return nil, s.TagResource(ctx, a.ARN, a.Tags)
-	case "UntagResource":
-		return nil, s.UntagResource(ctx, a.ARN, a.Keys)
-	case "ListTagsOfResource":
-		return s.ListTagsOfResource(ctx, a.ARN)
-	case "DescribeContinuousBackups":
-		return s.DescribeContinuousBackups(ctx, a.Name)
-	}
-	return nil, awserr.New(awserr.ErrService, "table: unknown forwarded operation %q", a.Op)
+// forwarded are the calls a process that does not serve the tables
+// forwards to the one that does (forward), by operation: each takes the
+// value its method takes after the context (the AWS request, a table
+// name or ARN, a lease.Two or lease.Three of several) and answers what the
+// method returns (a table description as a *stored).
+var forwarded = lease.Ops[*Service]{
+	"Ping":                         lease.Do(func(*Service, context.Context, struct{}) error { return nil }),
+	"PutItem":                      lease.Call((*Service).PutItem),
+	"GetItem":                      lease.Call((*Service).GetItem),
+	"UpdateItem":                   lease.Call((*Service).UpdateItem),
+	"DeleteItem":                   lease.Call((*Service).DeleteItem),
+	"Query":                        lease.Call((*Service).Query),
+	"Scan":                         lease.Call((*Service).Scan),
+	"BatchWriteItem":               lease.Call((*Service).BatchWriteItem),
+	"BatchGetItem":                 lease.Call((*Service).BatchGetItem),
+	"TransactWriteItems":           lease.Do((*Service).TransactWriteItems),
+	"TransactGetItems":             lease.Call((*Service).TransactGetItems),
+	"CreateTable":                  describing(lease.Call((*Service).CreateTable)),
+	"DeleteTable":                  describing(lease.Call((*Service).DeleteTable)),
+	"DescribeTable":                describing(lease.Call((*Service).DescribeTable)),
+	"ListTables":                   lease.Call(func(s *Service, ctx context.Context, _ struct{}) ([]string, error) { return s.ListTables(ctx), nil }),
+	"UpdateBilling":                describing(lease.Call3((*Service).UpdateBilling)),
+	"UpdateGlobalSecondaryIndexes": describing(lease.Call3((*Service).UpdateGlobalSecondaryIndexes)),
+	"UpdateStream":                 describing(lease.Call2((*Service).UpdateStream)),
+	"UpdateTimeToLive":             lease.Call2((*Service).UpdateTimeToLive),
+	"DescribeTimeToLive":           lease.Call((*Service).DescribeTimeToLive),
+	"SweepExpired":                 lease.Call(func(s *Service, ctx context.Context, _ struct{}) (int, error) { return s.SweepExpired(ctx) }),
+	"TagResource":                  lease.Do2((*Service).TagResource),
+	"UntagResource":                lease.Do2((*Service).UntagResource),
+	"ListTagsOfResource":           lease.Call((*Service).ListTagsOfResource),
+	"DescribeContinuousBackups":    lease.Call((*Service).DescribeContinuousBackups),
 }
 
-func (s *Service) serveItems(ctx context.Context, a *rpcArgs) (any, error) {
-	switch a.Op {
-	case "PutItem":
-		return s.PutItem(ctx, deref(a.Put))
-	case "GetItem":
-		return s.GetItem(ctx, deref(a.Get))
-	case "UpdateItem":
-		return s.UpdateItem(ctx, deref(a.Update))
-	case "DeleteItem":
-		return s.DeleteItem(ctx, deref(a.Delete))
-	case "Query":
-		return s.Query(ctx, deref(a.Query))
-	case "Scan":
-		return s.Scan(ctx, deref(a.Scan))
-	case "BatchWriteItem":
-		return s.BatchWriteItem(ctx, deref(a.BatchWrite))
-	case "BatchGetItem":
-		return s.BatchGetItem(ctx, deref(a.BatchGet))
-	case "TransactWriteItems":
-		return nil, s.TransactWriteItems(ctx, deref(a.TransactWrite))
-	default: // TransactGetItems
-		return s.TransactGetItems(ctx, deref(a.TransactGet))
+// describing answers the table description of a call as forwarded
+// (described).
+func describing(op lease.Op[*Service]) lease.Op[*Service] {
+	return func(s *Service, ctx context.Context, args json.RawMessage) (any, error) {
+		out, err := op(s, ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		return described(out.(*TableDescription), nil)
 	}
-}
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
 }
 
 // wireDescription is a TableDescription as forwarded: stored carries the
@@ -220,11 +166,13 @@ func errorUndetail(kind string, raw json.RawMessage) (error, bool) {
 	return nil, false
 }
 
-// forward runs the call a at the process serving the tables when that is
-// not this one, decoding the answer into out (nil: none). remote is false
-// when the caller must run the call here; the tables are then loaded.
-func (s *Service) forward(ctx context.Context, a rpcArgs, out any) (remote bool, err error) {
-	if remote, err = s.own.Forward(ctx, a.Op, a, out); remote {
+// forward runs the call op(in) at the process serving the tables when
+// that is not this one (in: the value the method takes after its context,
+// see forwarded), decoding the answer into out (nil: none). remote is
+// false when the caller must run the call here; the tables are then
+// loaded.
+func (s *Service) forward(ctx context.Context, op string, in, out any) (remote bool, err error) {
+	if remote, err = s.own.Forward(ctx, op, in, out); remote {
 		return true, err
 	}
 	if s.loaded.Load() || ctx.Value(loadingKey{}) != nil {
@@ -237,17 +185,17 @@ func (s *Service) forward(ctx context.Context, a rpcArgs, out any) (remote bool,
 }
 
 // forwardOut is forward for the calls that answer a *T.
-func forwardOut[T any](ctx context.Context, s *Service, a rpcArgs) (remote bool, out *T, err error) {
+func forwardOut[T any](ctx context.Context, s *Service, op string, in any) (remote bool, out *T, err error) {
 	out = new(T)
-	if remote, err = s.forward(ctx, a, out); !remote || err != nil {
+	if remote, err = s.forward(ctx, op, in, out); !remote || err != nil {
 		out = nil
 	}
 	return remote, out, err
 }
 
 // forwardDesc is forward for the calls that answer a table description.
-func (s *Service) forwardDesc(ctx context.Context, a rpcArgs) (remote bool, d *TableDescription, err error) {
-	remote, st, err := forwardOut[stored](ctx, s, a)
+func (s *Service) forwardDesc(ctx context.Context, op string, in any) (remote bool, d *TableDescription, err error) {
+	remote, st, err := forwardOut[stored](ctx, s, op, in)
 	if st != nil {
 		d = st.description()
 	}
@@ -358,7 +306,7 @@ func (s *Service) drop() {
 func (s *Service) Table(name string) (*Table, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if remote, err := s.forward(ctx, rpcArgs{Op: "Ping"}, nil); remote {
+	if remote, err := s.forward(ctx, "Ping", nil, nil); remote {
 		if err != nil {
 			return nil, err
 		}

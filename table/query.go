@@ -272,7 +272,7 @@ func (s *Service) tableAndContext(name string, names map[string]string, values I
 
 // Query returns the items of one partition key (see QueryInput).
 func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error) {
-	if remote, out, err := forwardOut[QueryOutput](ctx, s, rpcArgs{Op: "Query", Query: &in}); remote {
+	if remote, out, err := forwardOut[QueryOutput](ctx, s, "Query", in); remote {
 		return out, err
 	}
 	t, c, err := s.tableAndContext(in.TableName, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
@@ -403,7 +403,7 @@ func (t *Table) partition(h [16]byte, forward bool, start *key) []entry {
 
 // Scan returns every item (see ScanInput), a page at a time.
 func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) {
-	if remote, out, err := forwardOut[QueryOutput](ctx, s, rpcArgs{Op: "Scan", Scan: &in}); remote {
+	if remote, out, err := forwardOut[QueryOutput](ctx, s, "Scan", in); remote {
 		return out, err
 	}
 	t, c, err := s.tableAndContext(in.TableName, in.ExpressionAttributeNames, in.ExpressionAttributeValues)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // GlobalSecondaryIndexUpdate is one entry of UpdateTable's
@@ -50,7 +51,7 @@ func onlyOneOnline() error {
 // projection (see CreateTable), an attribute defined with another type;
 // ResourceNotFoundException for deleting an index the table lacks.
 func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string, defs []AttributeDefinition, updates []GlobalSecondaryIndexUpdate) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "UpdateGlobalSecondaryIndexes", Name: name, Defs: defs, GSI: updates}); remote {
+	if remote, d, err := s.forwardDesc(ctx, "UpdateGlobalSecondaryIndexes", lease.Triple(name, defs, updates)); remote {
 		return d, err
 	}
 	t, err := s.table(name)

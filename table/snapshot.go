@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -116,7 +117,7 @@ func (s *Service) runSnapshots(ctx context.Context, interval time.Duration) {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	s.every(ctx, clock, interval, func() {
+	clocks.Every(ctx, clock, interval, func() {
 		if err := s.writeSnapshots(ctx); err != nil && ctx.Err() == nil {
 			s.eng.Logger.Warn("table index snapshot failed", "err", err)
 		}

@@ -341,7 +341,7 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	s.own = lease.NewOwner(bg, lease.OwnerConfig{
 		Key: leaseKey, Subject: rpcSubject, What: "the tables",
 		Conn: eng.NC, Leases: eng.Leases, Logger: eng.Logger.With("service", "table"),
-		Serve: lease.ServeArgs("table", func(a *rpcArgs, op string) { a.Op = op }, s.serveCall),
+		Serve: forwarded.Serve("table", s),
 		Lost:  s.drop, Detail: errorDetail, Undetail: errorUndetail,
 	})
 	s.snapClock = opts.SnapshotClock
@@ -444,7 +444,7 @@ func tableNotFound(name string) error {
 // index), LimitExceededException for more than 50 tags,
 // ResourceInUseException if the name is taken.
 func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "CreateTable", Create: &in}); remote {
+	if remote, d, err := s.forwardDesc(ctx, "CreateTable", in); remote {
 		return d, err
 	}
 	if !tableNameRE.MatchString(in.TableName) {
@@ -540,7 +540,7 @@ func checkView(v string) error {
 
 // DeleteTable deletes a table, its items and its change log.
 func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "DeleteTable", Name: name}); remote {
+	if remote, d, err := s.forwardDesc(ctx, "DeleteTable", name); remote {
 		return d, err
 	}
 	s.mu.Lock()
@@ -570,7 +570,7 @@ func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescripti
 // DescribeTable returns a table's description, ItemCount included (exact,
 // unlike DynamoDB's six-hourly figure).
 func (s *Service) DescribeTable(ctx context.Context, name string) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "DescribeTable", Name: name}); remote {
+	if remote, d, err := s.forwardDesc(ctx, "DescribeTable", name); remote {
 		return d, err
 	}
 	t, err := s.table(name)
@@ -583,7 +583,7 @@ func (s *Service) DescribeTable(ctx context.Context, name string) (*TableDescrip
 // ListTables returns the table names, sorted.
 func (s *Service) ListTables(ctx context.Context) []string {
 	var names []string
-	if remote, err := s.forward(ctx, rpcArgs{Op: "ListTables"}, &names); remote {
+	if remote, err := s.forward(ctx, "ListTables", nil, &names); remote {
 		if err != nil {
 			s.eng.Logger.Warn("ListTables: the process serving the tables did not answer", "err", err)
 		}
@@ -605,7 +605,7 @@ func (s *Service) ListTables(ctx context.Context) []string {
 // stream. Errors: ValidationException if the stream is already in the
 // asked state, as DynamoDB.
 func (s *Service) UpdateStream(ctx context.Context, name string, spec StreamSpecification) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, rpcArgs{Op: "UpdateStream", Name: name, Stream: &spec}); remote {
+	if remote, d, err := s.forwardDesc(ctx, "UpdateStream", lease.Pair(name, spec)); remote {
 		return d, err
 	}
 	t, err := s.table(name)
@@ -655,7 +655,7 @@ func (t *Table) updateStream(ctx context.Context, spec StreamSpecification) erro
 // whose value is more than five years in the past are not deleted (the
 // DynamoDB rule for values that are probably not epoch seconds).
 func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeToLiveSpecification) (*TimeToLiveSpecification, error) {
-	if remote, out, err := forwardOut[TimeToLiveSpecification](ctx, s, rpcArgs{Op: "UpdateTimeToLive", Name: name, TTL: &spec}); remote {
+	if remote, out, err := forwardOut[TimeToLiveSpecification](ctx, s, "UpdateTimeToLive", lease.Pair(name, spec)); remote {
 		return out, err
 	}
 	if spec.AttributeName == "" {
@@ -701,7 +701,7 @@ func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeTo
 // DescribeTimeToLive returns the table's TTL setting.
 func (s *Service) DescribeTimeToLive(ctx context.Context, name string) (TimeToLiveSpecification, error) {
 	var spec TimeToLiveSpecification
-	if remote, err := s.forward(ctx, rpcArgs{Op: "DescribeTimeToLive", Name: name}, &spec); remote {
+	if remote, err := s.forward(ctx, "DescribeTimeToLive", name, &spec); remote {
 		return spec, err
 	}
 	t, err := s.table(name)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/lease"
 )
 
 // MaxTags is the most tags a table may have (DynamoDB's quota, 50 per
@@ -46,7 +47,7 @@ func (s *Service) tableByARN(arn string) (*Table, error) {
 // Errors: ValidationException for no tags ("Atleast one Tag needs to be
 // provided") or more than 50 in all; see tableByARN.
 func (s *Service) TagResource(ctx context.Context, arn string, tags []Tag) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "TagResource", ARN: arn, Tags: tags}, nil); remote {
+	if remote, err := s.forward(ctx, "TagResource", lease.Pair(arn, tags), nil); remote {
 		return err
 	}
 	if len(tags) == 0 {
@@ -68,7 +69,7 @@ func (s *Service) TagResource(ctx context.Context, arn string, tags []Tag) error
 // ValidationException for no keys ("Atleast one Tag Key needs to be
 // provided"); see tableByARN.
 func (s *Service) UntagResource(ctx context.Context, arn string, keys []string) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "UntagResource", ARN: arn, Keys: keys}, nil); remote {
+	if remote, err := s.forward(ctx, "UntagResource", lease.Pair(arn, keys), nil); remote {
 		return err
 	}
 	if len(keys) == 0 {
@@ -110,7 +111,7 @@ func (s *Service) editTags(ctx context.Context, arn string, edit func(map[string
 // (API_ListTagsOfResource). Errors: see tableByARN.
 func (s *Service) ListTagsOfResource(ctx context.Context, arn string) ([]Tag, error) {
 	var tags []Tag
-	if remote, err := s.forward(ctx, rpcArgs{Op: "ListTagsOfResource", ARN: arn}, &tags); remote {
+	if remote, err := s.forward(ctx, "ListTagsOfResource", arn, &tags); remote {
 		return tags, err
 	}
 	t, err := s.tableByARN(arn)
@@ -146,7 +147,7 @@ type PointInTimeRecoveryDescription struct {
 // tools that read them work. Errors: TableNotFoundException ("Table not
 // found: <name>") for a missing table.
 func (s *Service) DescribeContinuousBackups(ctx context.Context, name string) (*ContinuousBackupsDescription, error) {
-	if remote, out, err := forwardOut[ContinuousBackupsDescription](ctx, s, rpcArgs{Op: "DescribeContinuousBackups", Name: name}); remote {
+	if remote, out, err := forwardOut[ContinuousBackupsDescription](ctx, s, "DescribeContinuousBackups", name); remote {
 		return out, err
 	}
 	if _, err := s.table(name); err != nil {

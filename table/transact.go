@@ -161,7 +161,7 @@ type txChange struct {
 // PutItem, UpdateItem or DeleteItem in progress on one of its items is
 // waited for (it is short).
 func (s *Service) TransactWriteItems(ctx context.Context, in TransactWriteItemsInput) error {
-	if remote, err := s.forward(ctx, rpcArgs{Op: "TransactWriteItems", TransactWrite: &in}, nil); remote {
+	if remote, err := s.forward(ctx, "TransactWriteItems", in, nil); remote {
 		return err
 	}
 	n := len(in.TransactItems)

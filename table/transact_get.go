@@ -54,7 +54,7 @@ type TransactGetItemsOutput struct {
 // TransactionConflict, the others None) or the items read exceed 4 MB
 // (every reason ValidationError).
 func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput) (*TransactGetItemsOutput, error) {
-	if remote, out, err := forwardOut[TransactGetItemsOutput](ctx, s, rpcArgs{Op: "TransactGetItems", TransactGet: &in}); remote {
+	if remote, out, err := forwardOut[TransactGetItemsOutput](ctx, s, "TransactGetItems", in); remote {
 		return out, err
 	}
 	n := len(in.TransactItems)

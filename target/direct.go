@@ -76,7 +76,7 @@ func (s *Service) sendQueue(ctx context.Context, arn string, ds []Delivery, idx 
 		size := 0
 		for k, i := range part {
 			d := &ds[i]
-			entries[k] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(k), MessageBody: d.Payload, MessageGroupId: d.MessageGroupId}
+			entries[k] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(k), SendMessageInput: queue.SendMessageInput{MessageBody: d.Payload, MessageGroupId: d.MessageGroupId}}
 			if fifo {
 				entries[k].MessageDeduplicationId = d.ID
 			}

@@ -101,13 +101,14 @@ const QueueName = "_eventbridge-deliveries"
 const DeadLetterStore = "runnel-eventbridge-dead-letters"
 
 // RetryPolicy is a target's RetryPolicy. Nil fields take the defaults.
+// The yaml names are a stack file's (package stack).
 type RetryPolicy struct {
 	// MaximumRetryAttempts: retries after the first attempt, 0..185,
 	// default 185.
-	MaximumRetryAttempts *int `json:",omitempty"`
+	MaximumRetryAttempts *int `json:",omitempty" yaml:"MaximumRetryAttempts"`
 	// MaximumEventAgeInSeconds: an event older than this is not attempted
 	// again, 60..86400, default 86400.
-	MaximumEventAgeInSeconds *int `json:",omitempty"`
+	MaximumEventAgeInSeconds *int `json:",omitempty" yaml:"MaximumEventAgeInSeconds"`
 }
 
 // Validate checks the ranges; the error (awserr.ErrValidation) names
@@ -150,10 +151,14 @@ func Supported(arn string) bool {
 
 // DeadLetterConfig names a standard SQS queue for failed deliveries
 // (EventBridge's and Scheduler's DeadLetterConfig).
-type DeadLetterConfig struct{ Arn string }
+type DeadLetterConfig struct {
+	Arn string `yaml:"Arn"`
+}
 
 // SqsParameters of a FIFO queue target: MessageGroupId (1..128).
-type SqsParameters struct{ MessageGroupId string }
+type SqsParameters struct {
+	MessageGroupId string `yaml:"MessageGroupId"`
+}
 
 // Set sets d's retry policy, dead-letter queue and message group from a
 // target's configuration (nil: not configured).
@@ -370,7 +375,7 @@ func (s *Service) Enqueue(ctx context.Context, ds []Delivery) error {
 			if err != nil {
 				return err
 			}
-			entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), MessageBody: string(b)}
+			entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: string(b)}}
 		}
 		out, err := s.queues.SendMessageBatch(ctx, QueueName, entries)
 		if errors.Is(err, awserr.ErrQueueDoesNotExist) {
