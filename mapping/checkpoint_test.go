@@ -556,3 +556,38 @@ func sortStrings(s []string) {
 		}
 	}
 }
+
+// TestAFailedCheckpointWriteIsTriedAgainWhileTheLaneWaits: the first
+// write of the shard's position (record 3, after the partial failure)
+// fails, and the lane then blocks in the retry of 3..5, so nothing else
+// moves the checkpoint. The write is sent again on its own: the stored
+// checkpoint reaches record 3 (CI saw a checkpoint stay behind for 20 s
+// this way).
+func TestAFailedCheckpointWriteIsTriedAgainWhileTheLaneWaits(t *testing.T) {
+	var writes, failed atomic.Int32
+	mapping.SetRequestStalls(func(ctx context.Context, kind string) error {
+		// The first write is CreateEventSourceMapping's starting position.
+		if kind == "position" && writes.Add(1) == 2 {
+			failed.Add(1)
+			return fmt.Errorf("injected: the position write failed")
+		}
+		return nil
+	})
+	t.Cleanup(func() { mapping.SetRequestStalls(nil) })
+	cc := &crashCase{data: []string{"1", "2", "3", "4", "5"}}
+	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return itemFailure(ev, "3"), nil
+	}
+	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
+	startCrashCase(t, cc, mapping.Config{BatchSize: 5,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, oneKey)
+	cc.checkpointIs(cc.seqs[2], "record 3, after its first write failed")
+	if failed.Load() == 0 {
+		t.Fatal("no position write failed")
+	}
+	cc.crashAndRestart()
+	if got, want := cc.After(), []string{"1,2,3,4,5"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the restart %v, want the in-flight batch again %v", got, want)
+	}
+	cc.everyRecordProcessed()
+}

@@ -16,8 +16,9 @@ func SetWriteReplyLost(f func(ctx context.Context, key string) error) {
 // configurations and applying the watch's changes (nil: none).
 func SetAfterLoad(f func()) { afterLoad = f }
 
-// SetRequestStalls makes every load reading (kind "load") and checkpoint
-// write (kind "checkpoint") run f first with the request's context and
+// SetRequestStalls makes every load reading (kind "load"), checkpoint
+// bucket write (kind "checkpoint") and, before it, every write of a
+// shard's position (kind "position") run f first with the request's context and
 // fail with f's error (nil f: none), as a stream with no leader would
 // stall it.
 func SetRequestStalls(f func(ctx context.Context, kind string) error) {

@@ -63,6 +63,9 @@ const (
 	balanceInterval    = 2 * time.Second
 	// ckWriteTimeout bounds one checkpoint-bucket write (ckPut).
 	ckWriteTimeout = 5 * time.Second
+	// ckRetryAfter is the pause before a failed checkpoint write is
+	// sent again.
+	ckRetryAfter = 500 * time.Millisecond
 	// balanceSubject is published by a process that handed units over to
 	// balance the load; every process balances at once when it hears it.
 	balanceSubject = "runnel.mapping.balance"

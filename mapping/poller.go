@@ -175,6 +175,9 @@ func parseCheckpoint(e jetstream.KeyValueEntry, err error) (next uint64, streamI
 }
 
 func (s *Service) storeCheckpoint(ctx context.Context, uuid, shardID, streamID string, next uint64) error {
+	if err := stalled(ctx, "position"); err != nil {
+		return err
+	}
 	return s.ckPut(ctx, unitKey(uuid, shardID), checkpointKey(uuid, shardID), []byte(streamID+":"+strconv.FormatUint(next, 10)))
 }
 
@@ -604,26 +607,39 @@ func (w *shardWorker) nextCheckpoint() (uint64, stream.Record, bool) {
 // ctx ended may still mark its records done, and a final write before that
 // would leave them to be delivered again after a clean restart.
 func (w *shardWorker) checkpointer(ctx context.Context, lanesDone <-chan struct{}) {
-	store := func(c context.Context) {
+	store := func(c context.Context) bool {
 		next, _, _ := w.nextCheckpoint()
 		if next <= w.checkpoint.Load() {
-			return
+			return true
 		}
 		if err := w.r.svc.storeCheckpoint(c, w.r.cfg.UUID, w.shardID, w.r.streamID, next); err != nil {
-			w.r.svc.eng.Logger.Warn("checkpoint write failed; will retry", "mapping", w.r.cfg.UUID, "shard", w.shardID, "err", err)
-			return
+			if c.Err() == nil {
+				w.r.svc.eng.Logger.Warn("checkpoint write failed; will retry", "mapping", w.r.cfg.UUID, "shard", w.shardID, "next", next, "err", err)
+			}
+			return false
 		}
 		w.checkpoint.Store(next)
+		return true
 	}
 	interval := w.r.svc.opts.CheckpointInterval
+	// A failed write is tried again after ckRetryAfter even if nothing
+	// else moves: a lane blocked in a long retry sends no more signals,
+	// and its checkpoint would otherwise stay behind until it returned.
+	var retry <-chan time.Time
 	for ctx.Err() == nil {
 		select {
 		case <-w.ckNotify:
-			store(ctx)
-			if interval > 0 {
-				_ = engine.Sleep(ctx, clockwork.NewRealClock(), interval)
-			}
+		case <-retry:
 		case <-ctx.Done():
+			continue
+		}
+		retry = nil
+		if !store(ctx) {
+			retry = time.After(ckRetryAfter)
+			continue
+		}
+		if interval > 0 {
+			_ = engine.Sleep(ctx, clockwork.NewRealClock(), interval)
 		}
 	}
 	<-lanesDone
