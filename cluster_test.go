@@ -109,7 +109,7 @@ func TestThreeNodeCluster(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := n.Tables.PutItem(ctx, table.PutItemInput{TableName: "ledger", ConditionExpression: "attribute_not_exists(id)",
+				_, err := n.Tables.PutItem(ctx, table.PutItemInput{TableName: "ledger", WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(id)"},
 					Item: table.Item{"id": events.NewStringAttribute("leader"), "node": events.NewNumberAttribute(fmt.Sprint(i))}})
 				switch {
 				case err == nil:
@@ -121,7 +121,7 @@ func TestThreeNodeCluster(t *testing.T) {
 				}
 				for range 10 {
 					if _, err := n.Tables.UpdateItem(ctx, table.UpdateItemInput{TableName: "ledger", Key: table.Item{"id": events.NewStringAttribute("count")},
-						UpdateExpression: "ADD n :one", ExpressionAttributeValues: table.Item{":one": events.NewNumberAttribute("1")}}); err != nil {
+						UpdateExpression: "ADD n :one", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":one": events.NewNumberAttribute("1")}}}); err != nil {
 						t.Error(err)
 						return
 					}

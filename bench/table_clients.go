@@ -321,8 +321,12 @@ func (c *serviceTables) getItem(ctx context.Context, i int) (tableRow, bool, err
 
 func (c *serviceTables) updateItem(ctx context.Context, i int) error {
 	_, err := c.s.UpdateItem(ctx, table.UpdateItemInput{TableName: c.w.name, Key: c.keys[i],
-		UpdateExpression: tableUpdate, ConditionExpression: tableCondition,
-		ExpressionAttributeNames: tableUpdateNames, ExpressionAttributeValues: c.one})
+		UpdateExpression: tableUpdate, WriteExpr: table.WriteExpr{
+			ConditionExpression:       tableCondition,
+			ExpressionAttributeNames:  tableUpdateNames,
+			ExpressionAttributeValues: c.one,
+		},
+	})
 	return err
 }
 

@@ -108,11 +108,11 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 				return nil, validation("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
 			case r.PutRequest != nil:
 				if err = t.checkIndexKeys(r.PutRequest.Item); err == nil {
-					w.o, err = s.putOp(t, r.PutRequest.Item, "", nil, nil, "")
+					w.o, err = s.putOp(t, r.PutRequest.Item, WriteExpr{})
 					err = itemKeyMismatch(err)
 				}
 			default:
-				w.o, err = s.deleteOp(t, r.DeleteRequest.Key, "", nil, nil, "")
+				w.o, err = s.deleteOp(t, r.DeleteRequest.Key, WriteExpr{})
 			}
 			if err != nil {
 				return nil, err

@@ -40,7 +40,10 @@ func TestALateCacheStoreNeverHidesAnAcknowledgedWrite(t *testing.T) {
 		t.Fatalf("Scan: %v %v", out, err)
 	}
 	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "cached", Key: key, UpdateExpression: "SET v = :three",
-		ConditionExpression: "v = :two", ExpressionAttributeValues: table.Item{":two": N("2"), ":three": N("3")}}); err != nil {
+		WriteExpr: table.WriteExpr{
+			ConditionExpression:       "v = :two",
+			ExpressionAttributeValues: table.Item{":two": N("2"), ":three": N("3")},
+		}}); err != nil {
 		t.Fatalf("UpdateItem conditioned on the acknowledged v=2: %v", err)
 	}
 	if it := get(t, tb, "cached", key); it["v"].Number() != "3" {

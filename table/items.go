@@ -36,17 +36,27 @@ func (e *ConditionalCheckFailedError) Is(target error) bool {
 	return target == awserr.ErrConditionalCheckFailed
 }
 
-// PutItemInput is PutItem's request (API_PutItem), with DynamoDB's JSON
-// field names. ReturnValues is NONE or ALL_OLD.
-type PutItemInput struct {
-	TableName                           string            `json:"TableName"`
-	Item                                Item              `json:"Item"`
+// WriteExpr is what PutItem, UpdateItem, DeleteItem and a transaction's
+// actions share: the ConditionExpression, the placeholders
+// (ExpressionAttributeNames and ExpressionAttributeValues) of it and of an
+// UpdateExpression, and what a failed condition returns
+// (ReturnValuesOnConditionCheckFailure NONE or ALL_OLD). Its fields are
+// promoted, so the requests' JSON is DynamoDB's.
+type WriteExpr struct {
 	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
 	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
 	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValues                        string            `json:"ReturnValues,omitempty"`
 	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
-	ReturnConsumedCapacity              string            `json:"ReturnConsumedCapacity,omitempty"`
+}
+
+// PutItemInput is PutItem's request (API_PutItem), with DynamoDB's JSON
+// field names. ReturnValues is NONE or ALL_OLD.
+type PutItemInput struct {
+	TableName string `json:"TableName"`
+	Item      Item   `json:"Item"`
+	WriteExpr
+	ReturnValues           string `json:"ReturnValues,omitempty"`
+	ReturnConsumedCapacity string `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // WriteOutput is the answer of PutItem, UpdateItem and DeleteItem:
@@ -76,28 +86,22 @@ type GetItemOutput struct {
 // missing item creates it (from Key plus the update) unless the condition
 // says otherwise.
 type UpdateItemInput struct {
-	TableName                           string            `json:"TableName"`
-	Key                                 Item              `json:"Key"`
-	UpdateExpression                    string            `json:"UpdateExpression,omitempty"`
-	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
-	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValues                        string            `json:"ReturnValues,omitempty"`
-	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
-	ReturnConsumedCapacity              string            `json:"ReturnConsumedCapacity,omitempty"`
+	TableName        string `json:"TableName"`
+	Key              Item   `json:"Key"`
+	UpdateExpression string `json:"UpdateExpression,omitempty"`
+	WriteExpr
+	ReturnValues           string `json:"ReturnValues,omitempty"`
+	ReturnConsumedCapacity string `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // DeleteItemInput is DeleteItem's request. Deleting a missing item
 // succeeds and writes nothing.
 type DeleteItemInput struct {
-	TableName                           string            `json:"TableName"`
-	Key                                 Item              `json:"Key"`
-	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
-	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValues                        string            `json:"ReturnValues,omitempty"`
-	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
-	ReturnConsumedCapacity              string            `json:"ReturnConsumedCapacity,omitempty"`
+	TableName string `json:"TableName"`
+	Key       Item   `json:"Key"`
+	WriteExpr
+	ReturnValues           string `json:"ReturnValues,omitempty"`
+	ReturnConsumedCapacity string `json:"ReturnConsumedCapacity,omitempty"`
 }
 
 // newContext is the expression context of a request; its values' numbers
@@ -114,6 +118,14 @@ func exprErr(err error) error {
 	}
 	return err
 }
+
+// checkReturn checks ReturnValuesOnConditionCheckFailure: NONE or ALL_OLD.
+func (c WriteExpr) checkReturn() error {
+	return checkReturn("returnValuesOnConditionCheckFailure", c.ReturnValuesOnConditionCheckFailure, ReturnNone, ReturnAllOld)
+}
+
+// returnOld reports whether a failed condition returns the item.
+func (c WriteExpr) returnOld() bool { return c.ReturnValuesOnConditionCheckFailure == ReturnAllOld }
 
 func checkReturn(field, v string, allowed ...string) error {
 	if v == "" {
@@ -263,7 +275,7 @@ func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, e
 		return out, err
 	}
 	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
-		return s.putOp(t, in.Item, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+		return s.putOp(t, in.Item, in.WriteExpr)
 	})
 }
 
@@ -291,8 +303,8 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc 
 	return out, nil
 }
 
-func (s *Service) putOp(t *Table, item Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
-	k, cond, err := s.keyAndCondition(t, item, false, condition, names, values, rvoccf)
+func (s *Service) putOp(t *Table, item Item, c WriteExpr) (*op, error) {
+	k, cond, err := s.keyAndCondition(t, item, false, c)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +312,7 @@ func (s *Service) putOp(t *Table, item Item, condition string, names map[string]
 		return nil, validation("Item size has exceeded the maximum allowed size")
 	}
 	it := copyItem(expr.CanonicalItem(item))
-	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld,
+	return &op{t: t, k: k, cond: cond, returnOld: c.returnOld(),
 		next: func(Item) (Item, error) { return it, nil }}, nil
 }
 
@@ -308,15 +320,15 @@ func (s *Service) putOp(t *Table, item Item, condition string, names map[string]
 // ReturnValuesOnConditionCheckFailure value, the item's key (keyOnly: the
 // item must be the key and nothing else) and the parsed condition, checked
 // in that order.
-func (s *Service) keyAndCondition(t *Table, item Item, keyOnly bool, condition string, names map[string]string, values Item, rvoccf string) (key, *expr.Condition, error) {
-	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
+func (s *Service) keyAndCondition(t *Table, item Item, keyOnly bool, c WriteExpr) (key, *expr.Condition, error) {
+	if err := c.checkReturn(); err != nil {
 		return key{}, nil, err
 	}
 	k, err := t.schema.keyOf(item, keyOnly)
 	if err != nil {
 		return key{}, nil, err
 	}
-	cond, err := s.conditionOnly(condition, names, values)
+	cond, err := s.conditionOnly(c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues)
 	return k, cond, err
 }
 
@@ -420,7 +432,7 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	if err := checkReturn("returnValues", in.ReturnValues, ReturnNone, ReturnAllOld, ReturnUpdatedOld, ReturnAllNew, ReturnUpdatedNew); err != nil {
 		return nil, err
 	}
-	o, upd, err := s.updateOp(t, in.Key, in.UpdateExpression, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	o, upd, err := s.updateOp(t, in.Key, in.UpdateExpression, in.WriteExpr)
 	if err != nil {
 		return nil, err
 	}
@@ -449,15 +461,15 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	return out, nil
 }
 
-func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, names map[string]string, values Item, rvoccf string) (*op, *expr.Update, error) {
-	if err := checkReturn("returnValuesOnConditionCheckFailure", rvoccf, ReturnNone, ReturnAllOld); err != nil {
+func (s *Service) updateOp(t *Table, keyItem Item, update string, wc WriteExpr) (*op, *expr.Update, error) {
+	if err := wc.checkReturn(); err != nil {
 		return nil, nil, err
 	}
 	k, err := t.schema.keyOf(keyItem, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := newContext(names, values)
+	c := newContext(wc.ExpressionAttributeNames, wc.ExpressionAttributeValues)
 	var upd *expr.Update
 	if update != "" {
 		if upd, err = expr.ParseUpdate(update, c); err != nil {
@@ -472,7 +484,7 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 			return nil, nil, err
 		}
 	}
-	cond, err := s.condition(condition, c)
+	cond, err := s.condition(wc.ConditionExpression, c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -480,7 +492,7 @@ func (s *Service) updateOp(t *Table, keyItem Item, update, condition string, nam
 		return nil, nil, exprErr(err)
 	}
 	keys := k.keys
-	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, update: true, next: func(old Item) (Item, error) {
+	return &op{t: t, k: k, cond: cond, returnOld: wc.returnOld(), update: true, next: func(old Item) (Item, error) {
 		base := old
 		if base == nil {
 			base = copyItem(keys)
@@ -503,16 +515,16 @@ func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOut
 		return out, err
 	}
 	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
-		return s.deleteOp(t, in.Key, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+		return s.deleteOp(t, in.Key, in.WriteExpr)
 	})
 }
 
-func (s *Service) deleteOp(t *Table, keyItem Item, condition string, names map[string]string, values Item, rvoccf string) (*op, error) {
-	k, cond, err := s.keyAndCondition(t, keyItem, true, condition, names, values, rvoccf)
+func (s *Service) deleteOp(t *Table, keyItem Item, c WriteExpr) (*op, error) {
+	k, cond, err := s.keyAndCondition(t, keyItem, true, c)
 	if err != nil {
 		return nil, err
 	}
-	return &op{t: t, k: k, cond: cond, returnOld: rvoccf == ReturnAllOld, next: func(Item) (Item, error) { return nil, nil }}, nil
+	return &op{t: t, k: k, cond: cond, returnOld: c.returnOld(), next: func(Item) (Item, error) { return nil, nil }}, nil
 }
 
 // scalarKeys refuses a projection into a key attribute of the table or of

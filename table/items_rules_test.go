@@ -24,16 +24,19 @@ func TestReturnValuesOutsideTheirEnumAreRefused(t *testing.T) {
 	createTable(t, tb, "rv_table", "", "")
 	key := table.Item{"pk": S("k")}
 	put := func(rv, rvoccf string) error {
-		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "rv_table", Item: table.Item{"pk": S("k")}, ReturnValues: rv, ReturnValuesOnConditionCheckFailure: rvoccf})
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "rv_table", Item: table.Item{"pk": S("k")}, ReturnValues: rv, WriteExpr: table.WriteExpr{ReturnValuesOnConditionCheckFailure: rvoccf}})
 		return err
 	}
 	update := func(rv, rvoccf string) error {
 		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "rv_table", Key: key, UpdateExpression: "SET v = :v",
-			ExpressionAttributeValues: table.Item{":v": N("1")}, ReturnValues: rv, ReturnValuesOnConditionCheckFailure: rvoccf})
+			WriteExpr: table.WriteExpr{
+				ExpressionAttributeValues:           table.Item{":v": N("1")},
+				ReturnValuesOnConditionCheckFailure: rvoccf,
+			}, ReturnValues: rv})
 		return err
 	}
 	del := func(rv, rvoccf string) error {
-		_, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "rv_table", Key: key, ReturnValues: rv, ReturnValuesOnConditionCheckFailure: rvoccf})
+		_, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "rv_table", Key: key, ReturnValues: rv, WriteExpr: table.WriteExpr{ReturnValuesOnConditionCheckFailure: rvoccf}})
 		return err
 	}
 	writes := map[string]func(rv, rvoccf string) error{"PutItem": put, "UpdateItem": update, "DeleteItem": del}
@@ -80,7 +83,7 @@ func TestItemsUpTo400KBAndNoLarger(t *testing.T) {
 	fill := strings.Repeat("x", table.MaxItemSize-len("pk")-len("k")-len("v"))
 	set := func(v string) error {
 		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "sized", Key: key, UpdateExpression: "SET v = :v",
-			ExpressionAttributeValues: table.Item{":v": S(v)}})
+			WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": S(v)}}})
 		return err
 	}
 	putV := func(v string) error {
@@ -121,16 +124,20 @@ func TestConditionFailureReturnsTheItemOnlyWhenAsked(t *testing.T) {
 	const never = "attribute_not_exists(pk)"
 	writes := map[string]func(rvoccf string) error{
 		"PutItem": func(rvoccf string) error {
-			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "ccf", Item: table.Item{"pk": S("k")}, ConditionExpression: never, ReturnValuesOnConditionCheckFailure: rvoccf})
+			_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "ccf", Item: table.Item{"pk": S("k")}, WriteExpr: table.WriteExpr{ConditionExpression: never, ReturnValuesOnConditionCheckFailure: rvoccf}})
 			return err
 		},
 		"UpdateItem": func(rvoccf string) error {
-			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "ccf", Key: key, UpdateExpression: "SET v = :v", ConditionExpression: never,
-				ExpressionAttributeValues: table.Item{":v": N("2")}, ReturnValuesOnConditionCheckFailure: rvoccf})
+			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "ccf", Key: key, UpdateExpression: "SET v = :v", WriteExpr: table.WriteExpr{
+				ConditionExpression:                 never,
+				ExpressionAttributeValues:           table.Item{":v": N("2")},
+				ReturnValuesOnConditionCheckFailure: rvoccf,
+			},
+			})
 			return err
 		},
 		"DeleteItem": func(rvoccf string) error {
-			_, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "ccf", Key: key, ConditionExpression: never, ReturnValuesOnConditionCheckFailure: rvoccf})
+			_, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "ccf", Key: key, WriteExpr: table.WriteExpr{ConditionExpression: never, ReturnValuesOnConditionCheckFailure: rvoccf}})
 			return err
 		},
 	}
@@ -162,12 +169,12 @@ func TestUpdatedValuesAreTheUpdatedPaths(t *testing.T) {
 		return events.NewMapAttribute(out)
 	}
 	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "upd_paths", Key: key, UpdateExpression: "SET b = :b",
-		ExpressionAttributeValues: table.Item{":b": m("a", "1", "b", "2")}}); err != nil {
+		WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":b": m("a", "1", "b", "2")}}}); err != nil {
 		t.Fatal(err)
 	}
 	for rv, want := range map[string]events.DynamoDBAttributeValue{"UPDATED_OLD": m("a", "1"), "UPDATED_NEW": m("a", "5")} {
 		out, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "upd_paths", Key: key, UpdateExpression: "SET b.a = :a",
-			ExpressionAttributeValues: table.Item{":a": N("5")}, ReturnValues: rv})
+			WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":a": N("5")}}, ReturnValues: rv})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +182,7 @@ func TestUpdatedValuesAreTheUpdatedPaths(t *testing.T) {
 			t.Fatalf("%s = %v, want {b: %v}", rv, out.Attributes, want)
 		}
 		if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "upd_paths", Key: key, UpdateExpression: "SET b.a = :a",
-			ExpressionAttributeValues: table.Item{":a": N("1")}}); err != nil {
+			WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":a": N("1")}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

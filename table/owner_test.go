@@ -49,8 +49,8 @@ func TestAConditionHoldsAcrossProcesses(t *testing.T) {
 	createCounters(t, b.Tables)
 	put := func(s *table.Service, owner string) error {
 		_, err := s.PutItem(ctx, table.PutItemInput{TableName: "counters",
-			Item:                table.Item{"id": events.NewStringAttribute("lock"), "owner": events.NewStringAttribute(owner)},
-			ConditionExpression: "attribute_not_exists(id)"})
+			Item:      table.Item{"id": events.NewStringAttribute("lock"), "owner": events.NewStringAttribute(owner)},
+			WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(id)"}})
 		return err
 	}
 	if err := put(a.Tables, "a"); err != nil {
@@ -82,9 +82,9 @@ func TestUpdatesAndTransactionsThroughTwoProcessesAllCount(t *testing.T) {
 			defer wg.Done()
 			for range 50 {
 				_, err := rn.Tables.UpdateItem(ctx, table.UpdateItemInput{TableName: "counters",
-					Key:                       table.Item{"id": events.NewStringAttribute("c")},
-					UpdateExpression:          "ADD n :one",
-					ExpressionAttributeValues: table.Item{":one": events.NewNumberAttribute("1")}})
+					Key:              table.Item{"id": events.NewStringAttribute("c")},
+					UpdateExpression: "ADD n :one",
+					WriteExpr:        table.WriteExpr{ExpressionAttributeValues: table.Item{":one": events.NewNumberAttribute("1")}}})
 				if err != nil {
 					errs <- err
 					return
@@ -100,7 +100,10 @@ func TestUpdatesAndTransactionsThroughTwoProcessesAllCount(t *testing.T) {
 	// A cancelled transaction keeps its reasons across the call.
 	err := b.Tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{
 		{ConditionCheck: &table.ConditionCheck{TableName: "counters", Key: table.Item{"id": events.NewStringAttribute("c")},
-			ConditionExpression: "n = :n", ExpressionAttributeValues: table.Item{":n": events.NewNumberAttribute("99")}}},
+			WriteExpr: table.WriteExpr{
+				ConditionExpression:       "n = :n",
+				ExpressionAttributeValues: table.Item{":n": events.NewNumberAttribute("99")},
+			}}},
 	}})
 	var tc *table.TransactionCanceledError
 	if !errors.As(err, &tc) || len(tc.Reasons) != 1 || tc.Reasons[0].Code != "ConditionalCheckFailed" {
@@ -108,7 +111,10 @@ func TestUpdatesAndTransactionsThroughTwoProcessesAllCount(t *testing.T) {
 	}
 	err = b.Tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{
 		{ConditionCheck: &table.ConditionCheck{TableName: "counters", Key: table.Item{"id": events.NewStringAttribute("c")},
-			ConditionExpression: "n = :n", ExpressionAttributeValues: table.Item{":n": events.NewNumberAttribute("100")}}},
+			WriteExpr: table.WriteExpr{
+				ConditionExpression:       "n = :n",
+				ExpressionAttributeValues: table.Item{":n": events.NewNumberAttribute("100")},
+			}}},
 		{Put: &table.TransactPut{TableName: "counters", Item: table.Item{"id": events.NewStringAttribute("done")}}},
 	}})
 	if err != nil {

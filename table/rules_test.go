@@ -120,7 +120,7 @@ func TestCanonicalNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "numbers", Key: table.Item{"pk": S("a")}, UpdateExpression: "SET u = :u",
-		ExpressionAttributeValues: table.Item{":u": N("2.50")}}); err != nil {
+		WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":u": N("2.50")}}}); err != nil {
 		t.Fatal(err)
 	}
 	it := get(t, tb, "numbers", table.Item{"pk": S("a")})

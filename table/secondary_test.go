@@ -151,7 +151,7 @@ func TestSecondaryIndexes(t *testing.T) {
 
 	// Writes move the index: an update to another city, a delete, a
 	// removed index attribute.
-	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("a"), "sk": N("2")}, UpdateExpression: "SET city = :r", ExpressionAttributeValues: table.Item{":r": S("rome")}}); err != nil {
+	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("a"), "sk": N("2")}, UpdateExpression: "SET city = :r", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":r": S("rome")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "idx", Key: table.Item{"pk": S("b"), "sk": N("1")}}); err != nil {
@@ -197,7 +197,7 @@ func TestSecondaryIndexes(t *testing.T) {
 			"Type mismatch for Index Key city Expected: S Actual: N IndexName: byCity"},
 		{"update giving an index key a :value of another type, before the item is read", func() error {
 			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("g"), "sk": N("1")},
-				UpdateExpression: "SET x = missing[1], city = :n", ExpressionAttributeValues: table.Item{":n": N("5")}})
+				UpdateExpression: "SET x = missing[1], city = :n", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":n": N("5")}}})
 			return err
 		},
 			"One or more parameter values were invalid: Type mismatch for Index Key city Expected: S Actual: N IndexName: byCity"},
@@ -208,7 +208,7 @@ func TestSecondaryIndexes(t *testing.T) {
 			"Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: IndexKey: city"},
 		{"update giving an index key an attribute of another type", func() error {
 			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: table.Item{"pk": S("g"), "sk": N("1")},
-				UpdateExpression: "SET other = :n", ExpressionAttributeValues: table.Item{":n": N("5")}})
+				UpdateExpression: "SET other = :n", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":n": N("5")}}})
 			if err != nil {
 				return err
 			}
@@ -563,7 +563,10 @@ func randomIndexedWrite(tb *table.Service, rng *rand.Rand, parts, sorts int) err
 		_, err = tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "idx", Key: k})
 	case 1:
 		_, err = tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "idx", Key: k, UpdateExpression: "SET city = :c REMOVE #o",
-			ExpressionAttributeNames: map[string]string{"#o": "owner"}, ExpressionAttributeValues: table.Item{":c": S(fmt.Sprint("c", rng.IntN(3)))}})
+			WriteExpr: table.WriteExpr{
+				ExpressionAttributeNames:  map[string]string{"#o": "owner"},
+				ExpressionAttributeValues: table.Item{":c": S(fmt.Sprint("c", rng.IntN(3)))},
+			}})
 	default:
 		it := table.Item{"pk": k["pk"], "sk": k["sk"], "city": S(fmt.Sprint("c", rng.IntN(3))), "score": N(fmt.Sprint(rng.IntN(100))), "note": S("n")}
 		if rng.IntN(2) == 0 {

@@ -98,10 +98,12 @@ func TestItemsAndConditions(t *testing.T) {
 	// The state function's conditional update (seed 002).
 	update := func(id string, version int, value string) error {
 		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "state", Key: table.Item{"pk": S(id)},
-			UpdateExpression:          "SET #v = :v, #ver = :ver",
-			ConditionExpression:       "attribute_not_exists(pk) OR #ver < :ver",
-			ExpressionAttributeNames:  map[string]string{"#v": "Value", "#ver": "Version"},
-			ExpressionAttributeValues: table.Item{":v": N(value), ":ver": N(fmt.Sprint(version))},
+			UpdateExpression: "SET #v = :v, #ver = :ver",
+			WriteExpr: table.WriteExpr{
+				ConditionExpression:       "attribute_not_exists(pk) OR #ver < :ver",
+				ExpressionAttributeNames:  map[string]string{"#v": "Value", "#ver": "Version"},
+				ExpressionAttributeValues: table.Item{":v": N(value), ":ver": N(fmt.Sprint(version))},
+			},
 		})
 		return err
 	}
@@ -131,7 +133,10 @@ func TestItemsAndConditions(t *testing.T) {
 
 	// ReturnValuesOnConditionCheckFailure returns the item.
 	_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "state", Item: table.Item{"pk": S("t1")},
-		ConditionExpression: "attribute_not_exists(pk)", ReturnValuesOnConditionCheckFailure: "ALL_OLD"})
+		WriteExpr: table.WriteExpr{
+			ConditionExpression:                 "attribute_not_exists(pk)",
+			ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+		}})
 	var ccf *table.ConditionalCheckFailedError
 	if !errors.As(err, &ccf) || ccf.Item["Version"].Number() != "2" {
 		t.Fatalf("err = %v (%+v)", err, ccf)
@@ -154,7 +159,7 @@ func TestItemsAndConditions(t *testing.T) {
 		t.Fatalf("missing table: %v", err)
 	}
 	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "state", Key: table.Item{"pk": S("t1")}, UpdateExpression: "SET pk = :x",
-		ExpressionAttributeValues: table.Item{":x": S("y")}}); !errors.Is(err, awserr.ErrValidation) {
+		WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":x": S("y")}}}); !errors.Is(err, awserr.ErrValidation) {
 		t.Fatalf("key update: %v", err)
 	}
 	// Delete with ALL_OLD; then the item is gone.
@@ -181,8 +186,11 @@ func TestExactNumbers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "agg", Key: table.Item{"pk": S("total")},
-				UpdateExpression: "ADD #v :d", ExpressionAttributeNames: map[string]string{"#v": "Value"},
-				ExpressionAttributeValues: table.Item{":d": N("0.1")}})
+				UpdateExpression: "ADD #v :d", WriteExpr: table.WriteExpr{
+					ExpressionAttributeNames:  map[string]string{"#v": "Value"},
+					ExpressionAttributeValues: table.Item{":d": N("0.1")},
+				},
+			})
 			if err != nil {
 				t.Error(err)
 			}
@@ -267,7 +275,10 @@ func TestTransactions(t *testing.T) {
 	createTable(t, tb, "other", "", "")
 	add := func(k, v string) table.TransactWriteItem {
 		return table.TransactWriteItem{Update: &table.TransactUpdate{TableName: "agg", Key: table.Item{"pk": S(k)},
-			UpdateExpression: "ADD #v :v", ExpressionAttributeNames: map[string]string{"#v": "Value"}, ExpressionAttributeValues: table.Item{":v": N(v)}}}
+			UpdateExpression: "ADD #v :v", WriteExpr: table.WriteExpr{
+				ExpressionAttributeNames:  map[string]string{"#v": "Value"},
+				ExpressionAttributeValues: table.Item{":v": N(v)},
+			}}}
 	}
 	value := func(k string) string { return get(t, tb, "agg", table.Item{"pk": S(k)})["Value"].Number() }
 
@@ -300,7 +311,7 @@ func TestTransactions(t *testing.T) {
 
 	// A failing condition cancels everything, reasons in order.
 	items = []table.TransactWriteItem{add("a", "100"),
-		{ConditionCheck: &table.ConditionCheck{TableName: "other", Key: table.Item{"pk": S("x")}, ConditionExpression: "attribute_not_exists(pk)"}}}
+		{ConditionCheck: &table.ConditionCheck{TableName: "other", Key: table.Item{"pk": S("x")}, WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(pk)"}}}}
 	err = tb.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items})
 	var tce *table.TransactionCanceledError
 	if !errors.As(err, &tce) || len(tce.Reasons) != 2 || tce.Reasons[0].Code != "None" || tce.Reasons[1].Code != "ConditionalCheckFailed" {
@@ -339,7 +350,7 @@ func TestTransactionInProgress(t *testing.T) {
 	var inProgress, ok int
 	var mu sync.Mutex
 	items := []table.TransactWriteItem{{Update: &table.TransactUpdate{TableName: "agg", Key: table.Item{"pk": S("a")},
-		UpdateExpression: "ADD v :one", ExpressionAttributeValues: table.Item{":one": N("1")}}}}
+		UpdateExpression: "ADD v :one", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":one": N("1")}}}}}
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func() {
@@ -385,7 +396,7 @@ func TestRestartRebuildsAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := rn.Tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{ClientRequestToken: "t1", TransactItems: []table.TransactWriteItem{
-		{Update: &table.TransactUpdate{TableName: "state", Key: table.Item{"pk": S("k199")}, UpdateExpression: "SET v = :v", ExpressionAttributeValues: table.Item{":v": N("-1")}}},
+		{Update: &table.TransactUpdate{TableName: "state", Key: table.Item{"pk": S("k199")}, UpdateExpression: "SET v = :v", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": N("-1")}}}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +418,7 @@ func TestRestartRebuildsAndRecovers(t *testing.T) {
 	}
 	// The token survived the restart.
 	err = rn.Tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{ClientRequestToken: "t1", TransactItems: []table.TransactWriteItem{
-		{Update: &table.TransactUpdate{TableName: "state", Key: table.Item{"pk": S("k199")}, UpdateExpression: "SET v = :v", ExpressionAttributeValues: table.Item{":v": N("-2")}}},
+		{Update: &table.TransactUpdate{TableName: "state", Key: table.Item{"pk": S("k199")}, UpdateExpression: "SET v = :v", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": N("-2")}}}},
 	}})
 	if !errors.Is(err, awserr.ErrIdempotentParameterMismatch) {
 		t.Fatalf("token after restart: %v", err)

@@ -34,43 +34,31 @@ const (
 
 // ConditionCheck checks a condition on an item without writing it.
 type ConditionCheck struct {
-	TableName                           string            `json:"TableName"`
-	Key                                 Item              `json:"Key"`
-	ConditionExpression                 string            `json:"ConditionExpression"`
-	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	TableName string `json:"TableName"`
+	Key       Item   `json:"Key"`
+	WriteExpr
 }
 
 // TransactPut is a PutItem inside a transaction.
 type TransactPut struct {
-	TableName                           string            `json:"TableName"`
-	Item                                Item              `json:"Item"`
-	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
-	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	TableName string `json:"TableName"`
+	Item      Item   `json:"Item"`
+	WriteExpr
 }
 
 // TransactUpdate is an UpdateItem inside a transaction.
 type TransactUpdate struct {
-	TableName                           string            `json:"TableName"`
-	Key                                 Item              `json:"Key"`
-	UpdateExpression                    string            `json:"UpdateExpression"`
-	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
-	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	TableName        string `json:"TableName"`
+	Key              Item   `json:"Key"`
+	UpdateExpression string `json:"UpdateExpression"`
+	WriteExpr
 }
 
 // TransactDelete is a DeleteItem inside a transaction.
 type TransactDelete struct {
-	TableName                           string            `json:"TableName"`
-	Key                                 Item              `json:"Key"`
-	ConditionExpression                 string            `json:"ConditionExpression,omitempty"`
-	ExpressionAttributeNames            map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues           Item              `json:"ExpressionAttributeValues,omitempty"`
-	ReturnValuesOnConditionCheckFailure string            `json:"ReturnValuesOnConditionCheckFailure,omitempty"`
+	TableName string `json:"TableName"`
+	Key       Item   `json:"Key"`
+	WriteExpr
 }
 
 // TransactWriteItem is one action: exactly one of the four is set.
@@ -207,7 +195,7 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 				if c.ConditionExpression == "" {
 					return nil, validation("%s.conditionCheck.conditionExpression: must not be empty", field)
 				}
-				o, err = s.deleteOp(t, c.Key, c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues, c.ReturnValuesOnConditionCheckFailure)
+				o, err = s.deleteOp(t, c.Key, c.WriteExpr)
 				if o != nil {
 					o.next = nil
 				}
@@ -217,7 +205,7 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 			set++
 			var t *Table
 			if t, err = s.table(p.TableName); err == nil {
-				o, err = s.putOp(t, p.Item, p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.ReturnValuesOnConditionCheckFailure)
+				o, err = s.putOp(t, p.Item, p.WriteExpr)
 				err = itemKeyMismatch(err)
 			}
 		}
@@ -225,14 +213,14 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 			set++
 			var t *Table
 			if t, err = s.table(u.TableName); err == nil {
-				o, _, err = s.updateOp(t, u.Key, u.UpdateExpression, u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, u.ReturnValuesOnConditionCheckFailure)
+				o, _, err = s.updateOp(t, u.Key, u.UpdateExpression, u.WriteExpr)
 			}
 		}
 		if d := it.Delete; d != nil {
 			set++
 			var t *Table
 			if t, err = s.table(d.TableName); err == nil {
-				o, err = s.deleteOp(t, d.Key, d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues, d.ReturnValuesOnConditionCheckFailure)
+				o, err = s.deleteOp(t, d.Key, d.WriteExpr)
 			}
 		}
 		switch {

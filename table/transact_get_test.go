@@ -128,7 +128,7 @@ func TestTransactionConflict(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "aaa", Key: k, UpdateExpression: "SET n = :n", ExpressionAttributeValues: table.Item{":n": N("2")}})
+			_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "aaa", Key: k, UpdateExpression: "SET n = :n", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":n": N("2")}}})
 			return err
 		},
 		func() error {

@@ -18,7 +18,7 @@ import (
 // the table "txn".
 func txAdd(k, v string) table.TransactWriteItem {
 	return table.TransactWriteItem{Update: &table.TransactUpdate{TableName: "txn", Key: table.Item{"pk": S(k)},
-		UpdateExpression: "ADD v :v", ExpressionAttributeValues: table.Item{":v": N(v)}}}
+		UpdateExpression: "ADD v :v", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": N(v)}}}}
 }
 
 // startTx starts a runnel with the table "txn" (hash key pk).
@@ -81,7 +81,7 @@ func TestTransactActionHasExactlyOneOperation(t *testing.T) {
 	}{
 		"none":         {table.TransactWriteItem{}, "The action or operation requested is invalid. Verify that the action is typed correctly."},
 		"put+delete":   {table.TransactWriteItem{Put: put, Delete: del}, "transactItems.2: exactly one of"},
-		"check+put":    {table.TransactWriteItem{ConditionCheck: &table.ConditionCheck{TableName: "txn", Key: table.Item{"pk": S("c")}, ConditionExpression: "attribute_exists(pk)"}, Put: put}, "transactItems.2: exactly one of"},
+		"check+put":    {table.TransactWriteItem{ConditionCheck: &table.ConditionCheck{TableName: "txn", Key: table.Item{"pk": S("c")}, WriteExpr: table.WriteExpr{ConditionExpression: "attribute_exists(pk)"}}, Put: put}, "transactItems.2: exactly one of"},
 		"update+put":   {table.TransactWriteItem{Update: txAdd("u", "1").Update, Put: put}, "transactItems.2: exactly one of"},
 		"no condition": {table.TransactWriteItem{ConditionCheck: &table.ConditionCheck{TableName: "txn", Key: table.Item{"pk": S("c")}}}, "transactItems.2.conditionCheck.conditionExpression: must not be empty"},
 	} {
@@ -95,9 +95,9 @@ func TestTransactActionHasExactlyOneOperation(t *testing.T) {
 	}
 	for _, it := range []table.TransactWriteItem{
 		{Put: &table.TransactPut{TableName: "nope", Item: table.Item{"pk": S("p")}}},
-		{Update: &table.TransactUpdate{TableName: "nope", Key: table.Item{"pk": S("p")}, UpdateExpression: "SET v = :v", ExpressionAttributeValues: table.Item{":v": N("1")}}},
+		{Update: &table.TransactUpdate{TableName: "nope", Key: table.Item{"pk": S("p")}, UpdateExpression: "SET v = :v", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": N("1")}}}},
 		{Delete: &table.TransactDelete{TableName: "nope", Key: table.Item{"pk": S("p")}}},
-		{ConditionCheck: &table.ConditionCheck{TableName: "nope", Key: table.Item{"pk": S("p")}, ConditionExpression: "attribute_exists(pk)"}},
+		{ConditionCheck: &table.ConditionCheck{TableName: "nope", Key: table.Item{"pk": S("p")}, WriteExpr: table.WriteExpr{ConditionExpression: "attribute_exists(pk)"}}},
 	} {
 		err := tb.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{txAdd("a", "1"), it}})
 		wantError(t, err, awserr.ErrResourceNotFound, "nope")
@@ -116,7 +116,7 @@ func TestTransactConditionCheckWritesNothing(t *testing.T) {
 		}
 	}
 	err := tb.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{
-		{ConditionCheck: &table.ConditionCheck{TableName: "txn", Key: table.Item{"pk": S("checked")}, ConditionExpression: "v = :five", ExpressionAttributeValues: table.Item{":five": N("5")}}},
+		{ConditionCheck: &table.ConditionCheck{TableName: "txn", Key: table.Item{"pk": S("checked")}, WriteExpr: table.WriteExpr{ConditionExpression: "v = :five", ExpressionAttributeValues: table.Item{":five": N("5")}}}},
 		{Delete: &table.TransactDelete{TableName: "txn", Key: table.Item{"pk": S("gone")}}},
 		txAdd("added", "2"),
 	}})
@@ -153,13 +153,17 @@ func TestTransactUpdateThatCannotApplyIsAValidationErrorReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	reasons := cancelReasons(t, tb, txAdd("a", "1"), txAdd("s", "1"),
-		table.TransactWriteItem{Put: &table.TransactPut{TableName: "txn", Item: table.Item{"pk": S("s2")}, ConditionExpression: "attribute_exists(pk)"}})
+		table.TransactWriteItem{Put: &table.TransactPut{TableName: "txn", Item: table.Item{"pk": S("s2")}, WriteExpr: table.WriteExpr{ConditionExpression: "attribute_exists(pk)"}}})
 	if reasons[0].Code != "None" || reasons[1].Code != "ValidationError" || reasons[1].Message == "" || reasons[2].Code != "ConditionalCheckFailed" {
 		t.Fatalf("reasons %+v, want None, ValidationError, ConditionalCheckFailed", reasons)
 	}
 	reasons = cancelReasons(t, tb, txAdd("a", "1"),
-		table.TransactWriteItem{Delete: &table.TransactDelete{TableName: "txn", Key: table.Item{"pk": S("s")}, ConditionExpression: "v = :n",
-			ExpressionAttributeValues: table.Item{":n": N("1")}, ReturnValuesOnConditionCheckFailure: "ALL_OLD"}})
+		table.TransactWriteItem{Delete: &table.TransactDelete{TableName: "txn", Key: table.Item{"pk": S("s")}, WriteExpr: table.WriteExpr{
+			ConditionExpression:                 "v = :n",
+			ExpressionAttributeValues:           table.Item{":n": N("1")},
+			ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+		},
+		}})
 	if reasons[0].Code != "None" || reasons[1].Code != "ConditionalCheckFailed" || reasons[1].Item["v"].String() != "text" {
 		t.Fatalf("reasons %+v, want None, then ConditionalCheckFailed with the item", reasons)
 	}

@@ -69,10 +69,12 @@ func BenchmarkUpdateItemConditional(b *testing.B) {
 	tb := benchTable(b)
 	runCallers(b, func(i int64) error {
 		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "bench", Key: table.Item{"pk": S("item-" + strconv.FormatInt(i%1000, 10))},
-			UpdateExpression:          "SET #v = :v",
-			ConditionExpression:       "attribute_not_exists(pk) OR #v < :v",
-			ExpressionAttributeNames:  map[string]string{"#v": "v"},
-			ExpressionAttributeValues: table.Item{":v": N(strconv.FormatInt(i, 10))},
+			UpdateExpression: "SET #v = :v",
+			WriteExpr: table.WriteExpr{
+				ConditionExpression:       "attribute_not_exists(pk) OR #v < :v",
+				ExpressionAttributeNames:  map[string]string{"#v": "v"},
+				ExpressionAttributeValues: table.Item{":v": N(strconv.FormatInt(i, 10))},
+			},
 		})
 		if errors.Is(err, awserr.ErrConditionalCheckFailed) {
 			return nil // a caller with a higher number wrote the item first

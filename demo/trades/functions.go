@@ -165,16 +165,18 @@ func (f *functions) writeState(ctx context.Context, data []byte) error {
 		return fmt.Errorf("bad message: %w", err)
 	}
 	_, err := f.tables.Load().UpdateItem(ctx, table.UpdateItemInput{
-		TableName:           f.stateTable,
-		Key:                 table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
-		UpdateExpression:    "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
-		ConditionExpression: "attribute_not_exists(TradeID) OR #version < :version",
-		ExpressionAttributeNames: map[string]string{"#value": "Value", "#version": "Version", "#rt": "RiskType", "#rg": "Region",
-			"#td": "TradeDesk", "#ts": "Timestamp"},
-		ExpressionAttributeValues: table.Item{
-			":value": events.NewNumberAttribute(m.Value.String()), ":version": events.NewNumberAttribute(strconv.Itoa(m.Version)),
-			":rt": events.NewStringAttribute(m.Hierarchy.RiskType), ":rg": events.NewStringAttribute(m.Hierarchy.Region),
-			":td": events.NewStringAttribute(m.Hierarchy.TradeDesk), ":ts": events.NewNumberAttribute(m.Timestamp.String()),
+		TableName:        f.stateTable,
+		Key:              table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
+		UpdateExpression: "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
+		WriteExpr: table.WriteExpr{
+			ConditionExpression: "attribute_not_exists(TradeID) OR #version < :version",
+			ExpressionAttributeNames: map[string]string{"#value": "Value", "#version": "Version", "#rt": "RiskType", "#rg": "Region",
+				"#td": "TradeDesk", "#ts": "Timestamp"},
+			ExpressionAttributeValues: table.Item{
+				":value": events.NewNumberAttribute(m.Value.String()), ":version": events.NewNumberAttribute(strconv.Itoa(m.Version)),
+				":rt": events.NewStringAttribute(m.Hierarchy.RiskType), ":rg": events.NewStringAttribute(m.Hierarchy.Region),
+				":td": events.NewStringAttribute(m.Hierarchy.TradeDesk), ":ts": events.NewNumberAttribute(m.Timestamp.String()),
+			},
 		},
 	})
 	if errors.Is(err, awserr.ErrConditionalCheckFailed) {
@@ -274,8 +276,8 @@ func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.Dy
 	msg, _ := json.Marshal(&agg)
 	hash := hex.EncodeToString(h.Sum(nil))
 	_, err := f.tables.Load().PutItem(ctx, table.PutItemInput{TableName: f.reduceTable,
-		Item:                table.Item{"MessageHash": events.NewStringAttribute(hash), "Message": events.NewStringAttribute(string(msg))},
-		ConditionExpression: "attribute_not_exists(MessageHash)"})
+		Item:      table.Item{"MessageHash": events.NewStringAttribute(hash), "Message": events.NewStringAttribute(string(msg))},
+		WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(MessageHash)"}})
 	if err != nil && !errors.Is(err, awserr.ErrConditionalCheckFailed) {
 		return events.DynamoDBEventResponse{}, err
 	}
@@ -341,7 +343,10 @@ func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events
 	add := func(k, v string) {
 		items = append(items, table.TransactWriteItem{Update: &table.TransactUpdate{TableName: f.agg,
 			Key: table.Item{"Key": events.NewStringAttribute(k)}, UpdateExpression: "ADD #v :v",
-			ExpressionAttributeNames: map[string]string{"#v": "Value"}, ExpressionAttributeValues: table.Item{":v": events.NewNumberAttribute(v)}}})
+			WriteExpr: table.WriteExpr{
+				ExpressionAttributeNames:  map[string]string{"#v": "Value"},
+				ExpressionAttributeValues: table.Item{":v": events.NewNumberAttribute(v)},
+			}}})
 	}
 	for _, k := range keys {
 		add(k, sums[k].Text('f'))

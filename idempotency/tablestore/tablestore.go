@@ -73,16 +73,18 @@ func (s *Store) Put(ctx context.Context, r idempotency.Record, now time.Time) er
 		item[idempotency.AttrValidation] = events.NewStringAttribute(r.Validation)
 	}
 	_, err := s.tables.PutItem(ctx, table.PutItemInput{
-		TableName:                s.name,
-		Item:                     item,
-		ConditionExpression:      idempotency.PutCondition,
-		ExpressionAttributeNames: idempotency.PutConditionNames(),
-		ExpressionAttributeValues: table.Item{
-			":now":           num(now.Unix()),
-			":now_in_millis": num(now.UnixMilli()),
-			":inprogress":    events.NewStringAttribute(string(idempotency.StatusInProgress)),
+		TableName: s.name,
+		Item:      item,
+		WriteExpr: table.WriteExpr{
+			ConditionExpression:      idempotency.PutCondition,
+			ExpressionAttributeNames: idempotency.PutConditionNames(),
+			ExpressionAttributeValues: table.Item{
+				":now":           num(now.Unix()),
+				":now_in_millis": num(now.UnixMilli()),
+				":inprogress":    events.NewStringAttribute(string(idempotency.StatusInProgress)),
+			},
+			ReturnValuesOnConditionCheckFailure: table.ReturnAllOld,
 		},
-		ReturnValuesOnConditionCheckFailure: table.ReturnAllOld,
 	})
 	var cf *table.ConditionalCheckFailedError
 	if errors.As(err, &cf) {
@@ -122,7 +124,10 @@ func (s *Store) Update(ctx context.Context, r idempotency.Record) error {
 	}
 	_, err := s.tables.UpdateItem(ctx, table.UpdateItemInput{
 		TableName: s.name, Key: key(r.ID), UpdateExpression: expr,
-		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		WriteExpr: table.WriteExpr{
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		},
 	})
 	return err
 }
