@@ -205,7 +205,7 @@ func TestOneRunnelRidesThroughTheLossOfEachNATSServer(t *testing.T) {
 		items = 0
 		var start table.Item
 		for {
-			out, err := rn.Tables.Scan(ictx, table.ScanInput{TableName: "loss-items", ExclusiveStartKey: start})
+			out, err := rn.Tables.Scan(ictx, table.ScanInput{ReadInput: table.ReadInput{TableName: "loss-items", ExclusiveStartKey: start}})
 			if err != nil {
 				return err
 			}

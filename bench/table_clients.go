@@ -360,7 +360,7 @@ func (c *serviceTables) batchGet(ctx context.Context, items []int) ([]tableRow, 
 }
 
 func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tableRow, any, error) {
-	in := table.QueryInput{TableName: c.w.name, KeyConditionExpression: tableQuery, ExpressionAttributeValues: table.Item{":pk": events.NewStringAttribute(pk)}}
+	in := table.QueryInput{ReadInput: table.ReadInput{TableName: c.w.name, ExpressionAttributeValues: table.Item{":pk": events.NewStringAttribute(pk)}}, KeyConditionExpression: tableQuery}
 	if cursor != nil {
 		in.ExclusiveStartKey = cursor.(table.Item)
 	}
@@ -372,7 +372,7 @@ func (c *serviceTables) query(ctx context.Context, pk string, cursor any) ([]tab
 }
 
 func (c *serviceTables) scan(ctx context.Context, segment, total int, cursor any) ([]tableRow, any, error) {
-	in := table.ScanInput{TableName: c.w.name}
+	in := table.ScanInput{ReadInput: table.ReadInput{TableName: c.w.name}}
 	if total > 1 {
 		in.Segment, in.TotalSegments = &segment, &total
 	}

@@ -35,7 +35,7 @@ func TestALateCacheStoreNeverHidesAnAcknowledgedWrite(t *testing.T) {
 	if it := get(t, tb, "cached", key); it["v"].Number() != "2" {
 		t.Fatalf("GetItem after the acknowledged PutItem of v=2 returned %v", it)
 	}
-	out, err := tb.Scan(ctx, table.ScanInput{TableName: "cached"})
+	out, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "cached"}})
 	if err != nil || len(out.Items) != 1 || out.Items[0]["v"].Number() != "2" {
 		t.Fatalf("Scan: %v %v", out, err)
 	}

@@ -153,7 +153,7 @@ func TestAnotherProcessTakesTheTablesOverWithEveryWrite(t *testing.T) {
 	}
 	// b's own engine holds no NATS server: a's stays up, its services stop.
 	a.Tables.Close()
-	out, err := b.Tables.Scan(ctx, table.ScanInput{TableName: "counters"})
+	out, err := b.Tables.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "counters"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,25 +26,34 @@ const (
 	SelectAllProjected  = "ALL_PROJECTED_ATTRIBUTES"
 )
 
-// QueryInput is Query's request (API_Query): the items of one partition
-// key, in sort-key order (ScanIndexForward false: descending), optionally
-// narrowed by a sort-key condition, then filtered. Limit counts items
-// read before the filter, as in DynamoDB. With IndexName, the index's
-// key and order (see secondary.go).
-type QueryInput struct {
+// ReadInput is what Query and Scan share: the table or its index
+// IndexName, the FilterExpression and ProjectionExpression with their
+// placeholders, the page (Limit items read before the filter, from after
+// ExclusiveStartKey), Select, ConsistentRead and ReturnConsumedCapacity.
+// Its fields are promoted, so the requests' JSON is DynamoDB's.
+type ReadInput struct {
 	TableName                 string            `json:"TableName"`
 	IndexName                 string            `json:"IndexName,omitempty"`
-	KeyConditionExpression    string            `json:"KeyConditionExpression"`
 	FilterExpression          string            `json:"FilterExpression,omitempty"`
 	ProjectionExpression      string            `json:"ProjectionExpression,omitempty"`
 	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames,omitempty"`
 	ExpressionAttributeValues Item              `json:"ExpressionAttributeValues,omitempty"`
 	Limit                     int               `json:"Limit,omitempty"`
 	ExclusiveStartKey         Item              `json:"ExclusiveStartKey,omitempty"`
-	ScanIndexForward          *bool             `json:"ScanIndexForward,omitempty"`
 	Select                    string            `json:"Select,omitempty"`
 	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
 	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
+}
+
+// QueryInput is Query's request (API_Query): the items of one partition
+// key, in sort-key order (ScanIndexForward false: descending), optionally
+// narrowed by a sort-key condition, then filtered. Limit counts items
+// read before the filter, as in DynamoDB. With IndexName, the index's
+// key and order (see secondary.go).
+type QueryInput struct {
+	ReadInput
+	KeyConditionExpression string `json:"KeyConditionExpression"`
+	ScanIndexForward       *bool  `json:"ScanIndexForward,omitempty"`
 
 	// KeyConditions is the legacy form of KeyConditionExpression, by key
 	// attribute; a Query gives one of the two.
@@ -55,19 +64,9 @@ type QueryInput struct {
 // the partition keys' hashes, optionally one Segment of TotalSegments
 // (parallel scan), then filtered.
 type ScanInput struct {
-	TableName                 string            `json:"TableName"`
-	IndexName                 string            `json:"IndexName,omitempty"`
-	FilterExpression          string            `json:"FilterExpression,omitempty"`
-	ProjectionExpression      string            `json:"ProjectionExpression,omitempty"`
-	ExpressionAttributeNames  map[string]string `json:"ExpressionAttributeNames,omitempty"`
-	ExpressionAttributeValues Item              `json:"ExpressionAttributeValues,omitempty"`
-	Limit                     int               `json:"Limit,omitempty"`
-	ExclusiveStartKey         Item              `json:"ExclusiveStartKey,omitempty"`
-	Segment                   *int              `json:"Segment,omitempty"`
-	TotalSegments             *int              `json:"TotalSegments,omitempty"`
-	Select                    string            `json:"Select,omitempty"`
-	ConsistentRead            bool              `json:"ConsistentRead,omitempty"`
-	ReturnConsumedCapacity    string            `json:"ReturnConsumedCapacity,omitempty"`
+	ReadInput
+	Segment       *int `json:"Segment,omitempty"`
+	TotalSegments *int `json:"TotalSegments,omitempty"`
 }
 
 // QueryOutput is the answer of Query and Scan. Items is nil with Select
@@ -141,7 +140,7 @@ func (r *reader) result() *QueryOutput {
 	return r.out
 }
 
-func (s *Service) newReader(t *Table, in *QueryInput, c *expr.Context, x *secondary) (*reader, error) {
+func (s *Service) newReader(t *Table, in *ReadInput, c *expr.Context, x *secondary) (*reader, error) {
 	if in.Limit < 0 {
 		return nil, awserr.OutOfRange(awserr.ErrValidation, "limit", in.Limit, 1, "2147483647")
 	}
@@ -261,13 +260,20 @@ func (r *reader) page(n int, truncated bool, step func(i int) (full bool, err er
 	return nil
 }
 
-// tableAndContext is the table a read names and its expressions' context.
-func (s *Service) tableAndContext(name string, names map[string]string, values Item) (*Table, *expr.Context, error) {
-	t, err := s.table(name)
+// readFrom is the table a read names, its expressions' context and the
+// index it names (nil: none).
+func (s *Service) readFrom(in *ReadInput) (*Table, *expr.Context, *secondary, error) {
+	t, err := s.table(in.TableName)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return t, newContext(names, values), nil
+	var x *secondary
+	if in.IndexName != "" {
+		if x, err = t.readableIndex(in.IndexName, in.ConsistentRead); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return t, newContext(in.ExpressionAttributeNames, in.ExpressionAttributeValues), x, nil
 }
 
 // Query returns the items of one partition key (see QueryInput).
@@ -275,15 +281,9 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if remote, out, err := forwardOut[QueryOutput](ctx, s, "Query", in); remote {
 		return out, err
 	}
-	t, c, err := s.tableAndContext(in.TableName, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	t, c, x, err := s.readFrom(&in.ReadInput)
 	if err != nil {
 		return nil, err
-	}
-	var x *secondary
-	if in.IndexName != "" {
-		if x, err = t.readableIndex(in.IndexName, in.ConsistentRead); err != nil {
-			return nil, err
-		}
 	}
 	sc := t.schema
 	if x != nil {
@@ -297,7 +297,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.newReader(t, &in, c, x)
+	r, err := s.newReader(t, &in.ReadInput, c, x)
 	if err != nil {
 		return nil, err
 	}
@@ -406,19 +406,11 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	if remote, out, err := forwardOut[QueryOutput](ctx, s, "Scan", in); remote {
 		return out, err
 	}
-	t, c, err := s.tableAndContext(in.TableName, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	t, c, x, err := s.readFrom(&in.ReadInput)
 	if err != nil {
 		return nil, err
 	}
-	q := QueryInput{IndexName: in.IndexName, FilterExpression: in.FilterExpression, ProjectionExpression: in.ProjectionExpression, Limit: in.Limit, Select: in.Select,
-		ConsistentRead: in.ConsistentRead, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
-	var x *secondary
-	if in.IndexName != "" {
-		if x, err = t.readableIndex(in.IndexName, in.ConsistentRead); err != nil {
-			return nil, err
-		}
-	}
-	r, err := s.newReader(t, &q, c, x)
+	r, err := s.newReader(t, &in.ReadInput, c, x)
 	if err != nil {
 		return nil, err
 	}

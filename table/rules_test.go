@@ -43,14 +43,17 @@ func TestKeyLimits(t *testing.T) {
 	}
 
 	for _, filter := range []string{"sk = :v", "attribute_exists(#p) AND n > :v", "size(sk) > :n OR n = :v"} {
-		_, err := tb.Query(ctx, table.QueryInput{TableName: "limits", KeyConditionExpression: "pk = :p", FilterExpression: filter,
+		_, err := tb.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+			TableName:                 "limits",
+			FilterExpression:          filter,
 			ExpressionAttributeNames:  map[string]string{"#p": "pk"},
-			ExpressionAttributeValues: table.Item{":p": S("x"), ":v": S("x"), ":n": N("1")}})
+			ExpressionAttributeValues: table.Item{":p": S("x"), ":v": S("x"), ":n": N("1")},
+		}, KeyConditionExpression: "pk = :p"})
 		if err == nil || !strings.Contains(err.Error(), "Filter Expression can only contain non-primary key attributes: Primary key attribute: ") {
 			t.Errorf("Query filter %q: %v", filter, err)
 		}
 	}
-	if _, err := tb.Scan(ctx, table.ScanInput{TableName: "limits", FilterExpression: "sk = :v", ExpressionAttributeValues: table.Item{":v": S("x")}}); err != nil {
+	if _, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "limits", FilterExpression: "sk = :v", ExpressionAttributeValues: table.Item{":v": S("x")}}}); err != nil {
 		t.Errorf("Scan filter on a key: %v", err)
 	}
 }
@@ -66,7 +69,7 @@ func TestQueryPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q := table.QueryInput{TableName: "pages", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("p")}, Limit: 3}
+	q := table.QueryInput{ReadInput: table.ReadInput{TableName: "pages", ExpressionAttributeValues: table.Item{":p": S("p")}, Limit: 3}, KeyConditionExpression: "pk = :p"}
 	out, err := tb.Query(ctx, q)
 	if err != nil || out.Count != 3 || out.LastEvaluatedKey["n"].Number() != "3" {
 		t.Fatalf("Limit 3 of 3: %+v %v", out, err)

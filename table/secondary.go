@@ -425,7 +425,7 @@ func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 	}
 	var start Item
 	for t.open() {
-		page, err := t.s.Scan(ctx, ScanInput{TableName: t.st.TableName, ExclusiveStartKey: start})
+		page, err := t.s.Scan(ctx, ScanInput{ReadInput: ReadInput{TableName: t.st.TableName, ExclusiveStartKey: start}})
 		if err != nil {
 			return err
 		}

@@ -90,7 +90,7 @@ func TestSecondaryIndexes(t *testing.T) {
 	}
 
 	city := func(c string) table.QueryInput {
-		return table.QueryInput{TableName: "idx", IndexName: "byCity", KeyConditionExpression: "city = :c", ExpressionAttributeValues: table.Item{":c": S(c)}}
+		return table.QueryInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: "byCity", ExpressionAttributeValues: table.Item{":c": S(c)}}, KeyConditionExpression: "city = :c"}
 	}
 	out := query(t, tb, city("oslo"))
 	if got := attrsOf(out.Items, "score"); !slices.Equal(got, []string{"10", "20", "30"}) || out.Items[0]["x"].String() != "x2" {
@@ -128,13 +128,13 @@ func TestSecondaryIndexes(t *testing.T) {
 		t.Fatalf("page 2: %v %v", p2.Items, p2.LastEvaluatedKey)
 	}
 	// KEYS_ONLY: the table's and the index's keys.
-	owner := table.QueryInput{TableName: "idx", IndexName: "byOwner", KeyConditionExpression: "#o = :o", ExpressionAttributeNames: map[string]string{"#o": "owner"}, ExpressionAttributeValues: table.Item{":o": S("ann")}}
+	owner := table.QueryInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: "byOwner", ExpressionAttributeNames: map[string]string{"#o": "owner"}, ExpressionAttributeValues: table.Item{":o": S("ann")}}, KeyConditionExpression: "#o = :o"}
 	if o := query(t, tb, owner); o.Count != 2 || len(o.Items[0]) != 3 || o.Items[0]["owner"].String() != "ann" {
 		t.Fatalf("byOwner: %v", o.Items)
 	}
 	// INCLUDE on an LSI: keys, the LSI key and note; ALL_ATTRIBUTES and
 	// ConsistentRead are allowed on an LSI.
-	lsi := table.QueryInput{TableName: "idx", IndexName: "byTime", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("a")}, ConsistentRead: true}
+	lsi := table.QueryInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: "byTime", ExpressionAttributeValues: table.Item{":p": S("a")}, ConsistentRead: true}, KeyConditionExpression: "pk = :p"}
 	o := query(t, tb, lsi)
 	if !slices.Equal(attrsOf(o.Items, "at"), []string{"3", "5"}) || len(o.Items[1]) != 4 || o.Items[1]["note"].String() != "n1" {
 		t.Fatalf("byTime: %v", o.Items)
@@ -144,7 +144,7 @@ func TestSecondaryIndexes(t *testing.T) {
 		t.Fatalf("byTime ALL_ATTRIBUTES: %v", o.Items)
 	}
 	// Scan of an index: its items only.
-	sc, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: "byCity"})
+	sc, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: "byCity"}})
 	if err != nil || sc.Count != 3 {
 		t.Fatalf("Scan byCity: %v %v", sc, err)
 	}
@@ -370,7 +370,7 @@ func TestUpdateTableCreatesAndDeletesGSI(t *testing.T) {
 		b := d.GlobalSecondaryIndexes[0].Backfilling
 		return b != nil && *b
 	})
-	q := table.QueryInput{TableName: "grow", IndexName: "byG", KeyConditionExpression: "g = :g", ExpressionAttributeValues: table.Item{":g": S("new")}}
+	q := table.QueryInput{ReadInput: table.ReadInput{TableName: "grow", IndexName: "byG", ExpressionAttributeValues: table.Item{":g": S("new")}}, KeyConditionExpression: "g = :g"}
 	_, err = tb.Query(ctx, q)
 	wantError(t, err, awserr.ErrValidation, "Cannot read from backfilling global secondary index: byG")
 	_, err = tb.UpdateGlobalSecondaryIndexes(ctx, "grow", nil, []table.GlobalSecondaryIndexUpdate{{Create: &table.SecondaryIndex{IndexName: "other", KeySchema: create.Create.KeySchema, Projection: create.Create.Projection}}})
@@ -452,7 +452,7 @@ func indexView(t *testing.T, tb *table.Service, index string) map[string]string 
 	out := map[string]string{}
 	var start table.Item
 	for {
-		page, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: index, ExclusiveStartKey: start, Limit: 37})
+		page, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: index, ExclusiveStartKey: start, Limit: 37}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +475,7 @@ func expectedView(t *testing.T, tb *table.Service, index string) map[string]stri
 	t.Helper()
 	keys := map[string][]string{"byCity": {"city", "score"}, "byOwner": {"owner"}, "byTime": {"at"}}[index]
 	out := map[string]string{}
-	sc, err := tb.Scan(ctx, table.ScanInput{TableName: "idx"})
+	sc, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,8 +594,12 @@ func TestIndexReadCapacity(t *testing.T) {
 		{"byTime", map[string]*table.Capacity{"byTime": {CapacityUnits: 0.5}}, nil, 0},
 		{"byCity", nil, map[string]*table.Capacity{"byCity": {CapacityUnits: 0.5}}, 0},
 	} {
-		in := table.QueryInput{TableName: "idx", IndexName: tt.index, KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("a")},
-			ReturnConsumedCapacity: "INDEXES"}
+		in := table.QueryInput{ReadInput: table.ReadInput{
+			TableName:                 "idx",
+			IndexName:                 tt.index,
+			ExpressionAttributeValues: table.Item{":p": S("a")},
+			ReturnConsumedCapacity:    "INDEXES",
+		}, KeyConditionExpression: "pk = :p"}
 		if tt.index == "byCity" {
 			in.KeyConditionExpression, in.ExpressionAttributeValues = "city = :p", table.Item{":p": S("oslo")}
 		}
@@ -607,7 +611,7 @@ func TestIndexReadCapacity(t *testing.T) {
 		if string(got) != string(exp) {
 			t.Errorf("index %q: %s, want %s", tt.index, got, exp)
 		}
-		sc, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: tt.index, ReturnConsumedCapacity: "INDEXES"})
+		sc, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: tt.index, ReturnConsumedCapacity: "INDEXES"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -618,8 +622,13 @@ func TestIndexReadCapacity(t *testing.T) {
 	// an LSI read with Select ALL_ATTRIBUTES beyond its projection fetches
 	// the items from the table, which costs the table too (dynalite's
 	// query test: Table 3, index 1, 4 in all)
-	in := table.QueryInput{TableName: "idx", IndexName: "byTime", KeyConditionExpression: "pk = :p", ExpressionAttributeValues: table.Item{":p": S("a")},
-		Select: table.SelectAllAttributes, ReturnConsumedCapacity: "INDEXES"}
+	in := table.QueryInput{ReadInput: table.ReadInput{
+		TableName:                 "idx",
+		IndexName:                 "byTime",
+		ExpressionAttributeValues: table.Item{":p": S("a")},
+		Select:                    table.SelectAllAttributes,
+		ReturnConsumedCapacity:    "INDEXES",
+	}, KeyConditionExpression: "pk = :p"}
 	got, _ := json.Marshal(query(t, tb, in).ConsumedCapacity)
 	exp, _ := json.Marshal(&table.ConsumedCapacity{TableName: "idx", CapacityUnits: 1, Table: &table.Capacity{CapacityUnits: 0.5},
 		LocalSecondaryIndexes: map[string]*table.Capacity{"byTime": {CapacityUnits: 0.5}}})
@@ -645,7 +654,7 @@ func TestIndexStartKeyWording(t *testing.T) {
 		{table.Item{"pk": S("a"), "sk": S("1"), "city": S("oslo"), "score": N("1")}, "The provided starting key is invalid: The provided key element does not match the schema"},
 		{table.Item{"x": S("a"), "y": N("1"), "city": S("oslo"), "score": N("1")}, "The provided starting key is invalid: The provided key element does not match the schema"},
 	} {
-		_, err := tb.Scan(ctx, table.ScanInput{TableName: "idx", IndexName: "byCity", ExclusiveStartKey: tt.esk})
+		_, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: "byCity", ExclusiveStartKey: tt.esk}})
 		var e *awserr.Error
 		if !errors.As(err, &e) || e.Message != tt.msg {
 			t.Errorf("Scan byCity from %v: %v, want %q", tt.esk, err, tt.msg)
@@ -671,10 +680,13 @@ func TestFilterIntoKeys(t *testing.T) {
 	} {
 		var err error
 		if tt.query {
-			_, err = tb.Query(ctx, table.QueryInput{TableName: "idx", KeyConditionExpression: "pk = :v", FilterExpression: tt.filter,
-				ExpressionAttributeValues: table.Item{":v": S("a")}})
+			_, err = tb.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+				TableName:                 "idx",
+				FilterExpression:          tt.filter,
+				ExpressionAttributeValues: table.Item{":v": S("a")},
+			}, KeyConditionExpression: "pk = :v"})
 		} else {
-			_, err = tb.Scan(ctx, table.ScanInput{TableName: "idx", FilterExpression: tt.filter, ExpressionAttributeValues: table.Item{":v": S("a")}})
+			_, err = tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx", FilterExpression: tt.filter, ExpressionAttributeValues: table.Item{":v": S("a")}}})
 		}
 		var e *awserr.Error
 		if !errors.As(err, &e) || e.Message != tt.msg {

@@ -31,7 +31,7 @@ func stateOf(t *testing.T, rn *runnel.Runnel, name string) tableState {
 	st := tableState{items: map[string]string{}}
 	var start table.Item
 	for {
-		out, err := rn.Tables.Scan(ctx, table.ScanInput{TableName: name, ExclusiveStartKey: start})
+		out, err := rn.Tables.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: name, ExclusiveStartKey: start}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,8 +167,11 @@ func TestReopenAfterCloseReadsTheSnapshot(t *testing.T) {
 		}
 		sameState(t, tt.name, stateOf(t, rn, tt.name), want[tt.name])
 	}
-	out, err := rn.Tables.Query(ctx, table.QueryInput{TableName: "ranged", KeyConditionExpression: "pk = :p AND n BETWEEN :a AND :b",
-		ExpressionAttributeValues: table.Item{":p": S("p3"), ":a": N("0"), ":b": N("100")}})
+	out, err := rn.Tables.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+		TableName:                 "ranged",
+		ExpressionAttributeValues: table.Item{":p": S("p3"), ":a": N("0"), ":b": N("100")},
+	}, KeyConditionExpression: "pk = :p AND n BETWEEN :a AND :b",
+	})
 	if err != nil || out.Count != 12 { // n = 3, 10, 17, ... 94 with n%7 == 3, minus n%5 == 1 (31, 66)
 		t.Fatalf("Query after reopen: %d items, %v", out.Count, err)
 	}

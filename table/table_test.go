@@ -214,8 +214,11 @@ func TestQueryScanPaging(t *testing.T) {
 		}
 	}
 	// Numbers sort numerically: 2 < 10.
-	out, err := tb.Query(ctx, table.QueryInput{TableName: "events", KeyConditionExpression: "pk = :p AND n BETWEEN :a AND :b",
-		ExpressionAttributeValues: table.Item{":p": S("p1"), ":a": N("2"), ":b": N("11")}})
+	out, err := tb.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+		TableName:                 "events",
+		ExpressionAttributeValues: table.Item{":p": S("p1"), ":a": N("2"), ":b": N("11")},
+	}, KeyConditionExpression: "pk = :p AND n BETWEEN :a AND :b",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,19 +226,30 @@ func TestQueryScanPaging(t *testing.T) {
 		t.Fatalf("query = %d items, first %v", out.Count, out.Items)
 	}
 	back := false
-	out, err = tb.Query(ctx, table.QueryInput{TableName: "events", KeyConditionExpression: "pk = :p", ScanIndexForward: &back, Limit: 3,
-		ExpressionAttributeValues: table.Item{":p": S("p2")}})
+	out, err = tb.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+		TableName:                 "events",
+		Limit:                     3,
+		ExpressionAttributeValues: table.Item{":p": S("p2")},
+	}, KeyConditionExpression: "pk = :p", ScanIndexForward: &back})
 	if err != nil || out.Count != 3 || out.Items[0]["n"].Number() != "19" || out.LastEvaluatedKey == nil {
 		t.Fatalf("descending page: %+v %v", out, err)
 	}
-	out, err = tb.Query(ctx, table.QueryInput{TableName: "events", KeyConditionExpression: "pk = :p", ScanIndexForward: &back, Limit: 3,
-		ExclusiveStartKey: out.LastEvaluatedKey, ExpressionAttributeValues: table.Item{":p": S("p2")}})
+	out, err = tb.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+		TableName:                 "events",
+		Limit:                     3,
+		ExclusiveStartKey:         out.LastEvaluatedKey,
+		ExpressionAttributeValues: table.Item{":p": S("p2")},
+	}, KeyConditionExpression: "pk = :p", ScanIndexForward: &back})
 	if err != nil || out.Items[0]["n"].Number() != "16" {
 		t.Fatalf("second page: %+v %v", out, err)
 	}
 	// Filter counts after Limit, as DynamoDB.
-	out, err = tb.Query(ctx, table.QueryInput{TableName: "events", KeyConditionExpression: "pk = :p", FilterExpression: "odd = :t", Limit: 4,
-		ExpressionAttributeValues: table.Item{":p": S("p0"), ":t": events.NewBooleanAttribute(true)}})
+	out, err = tb.Query(ctx, table.QueryInput{ReadInput: table.ReadInput{
+		TableName:                 "events",
+		FilterExpression:          "odd = :t",
+		Limit:                     4,
+		ExpressionAttributeValues: table.Item{":p": S("p0"), ":t": events.NewBooleanAttribute(true)},
+	}, KeyConditionExpression: "pk = :p"})
 	if err != nil || out.ScannedCount != 4 || out.Count != 2 {
 		t.Fatalf("filtered: %+v %v", out, err)
 	}
@@ -243,7 +257,7 @@ func TestQueryScanPaging(t *testing.T) {
 	seen := map[string]bool{}
 	var start table.Item
 	for pages := 0; ; pages++ {
-		out, err := tb.Scan(ctx, table.ScanInput{TableName: "events", Limit: 7, ExclusiveStartKey: start})
+		out, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "events", Limit: 7, ExclusiveStartKey: start}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -134,7 +134,7 @@ func (e engineSource) stateChanges(ctx context.Context) (int64, error) {
 func (e engineSource) reduceMessages(ctx context.Context, fn func(string) error) error {
 	var start table.Item
 	for {
-		out, err := e.rn.Tables.Scan(ctx, table.ScanInput{TableName: reduceTable, ExclusiveStartKey: start})
+		out, err := e.rn.Tables.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: reduceTable, ExclusiveStartKey: start}})
 		if err != nil {
 			return err
 		}
