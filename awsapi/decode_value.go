@@ -172,60 +172,74 @@ func setValue(v any, rv reflect.Value) bool {
 var fieldCache sync.Map // reflect.Type -> map[string][]int
 
 // structFields maps the JSON names of t's fields to their index paths,
-// the fields of an embedded struct promoted as json.Unmarshal promotes
-// them (one level; a field of t's own wins over a promoted one of the
-// same name); nil when t has a field whose JSON reading fromValue does
-// not copy (an embedded pointer, deeper embedding, two promoted fields of
-// one name, a tag option other than omitempty).
+// the fields of embedded structs promoted as json.Unmarshal promotes them
+// (a field at a shallower depth wins over a deeper one of the same
+// name); nil when t has a field whose JSON reading fromValue does not
+// copy (an embedded pointer or tagged embedded struct, two fields of one
+// name at the same depth, a tag option other than omitempty).
 func structFields(t reflect.Type) map[string][]int {
 	if m, ok := fieldCache.Load(t); ok {
 		return m.(map[string][]int)
 	}
-	m := ownFields(t, nil, true)
-	if m != nil {
-		promoted := map[string][]int{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.Anonymous {
-				continue
-			}
-			inner := ownFields(f.Type, []int{i}, false)
-			if inner == nil {
-				m = nil
-				break
-			}
-			for name, path := range inner {
-				if _, dup := promoted[name]; dup {
-					m = nil
-					break
-				}
-				promoted[name] = path
-			}
-		}
-		for name, path := range promoted {
-			if _, own := m[name]; !own && m != nil {
-				m[name] = path
-			}
-		}
-	}
+	m := promotedFields(t)
 	fieldCache.Store(t, m)
 	return m
 }
 
-// ownFields maps the JSON names of t's own fields (not those of its
-// embedded structs) to their index paths under prefix; nil as
-// structFields says, or when embedded is false and t embeds anything.
-func ownFields(t reflect.Type, prefix []int, embedded bool) map[string][]int {
+// promotedFields is structFields, not cached: t's own fields, then those
+// of its embedded structs, a depth at a time.
+func promotedFields(t reflect.Type) map[string][]int {
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
 	m := map[string][]int{}
+	for level := [][]int{nil}; len(level) > 0; { // the index paths of the structs at this depth
+		found := map[string][]int{}
+		var next [][]int
+		for _, path := range level {
+			st := t
+			if path != nil {
+				st = t.FieldByIndex(path).Type
+			}
+			own, embeds := ownFields(st, path)
+			if own == nil {
+				return nil
+			}
+			for name, p := range own {
+				if _, dup := found[name]; dup {
+					return nil
+				}
+				found[name] = p
+			}
+			next = append(next, embeds...)
+		}
+		for name, p := range found {
+			if _, shallower := m[name]; !shallower {
+				m[name] = p
+			}
+		}
+		level = next
+	}
+	return m
+}
+
+// ownFields maps the JSON names of t's own fields (not those of its
+// embedded structs) to their index paths under prefix, and returns the
+// index paths of its embedded structs; nil as structFields says.
+func ownFields(t reflect.Type, prefix []int) (map[string][]int, [][]int) {
+	if t.Kind() != reflect.Struct {
+		return nil, nil
+	}
+	at := func(i int) []int { return append(append([]int(nil), prefix...), i) }
+	m := map[string][]int{}
+	var embeds [][]int
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous {
-			if !embedded || f.Type.Kind() != reflect.Struct || f.Tag.Get("json") != "" {
-				return nil
+			if f.Type.Kind() != reflect.Struct || f.Tag.Get("json") != "" {
+				return nil, nil
 			}
+			embeds = append(embeds, at(i))
 			continue
 		}
 		if !f.IsExported() {
@@ -236,17 +250,17 @@ func ownFields(t reflect.Type, prefix []int, embedded bool) map[string][]int {
 			continue
 		}
 		if opts != "" && opts != "omitempty" {
-			return nil
+			return nil, nil
 		}
 		if name == "" {
 			name = f.Name
 		}
 		if _, dup := m[name]; dup {
-			return nil // json.Unmarshal reads neither
+			return nil, nil // json.Unmarshal reads neither
 		}
-		m[name] = append(append([]int(nil), prefix...), i)
+		m[name] = at(i)
 	}
-	return m
+	return m, embeds
 }
 
 // foldsToField reports whether name matches a field only as

@@ -91,21 +91,15 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 	if remote, out, err := forwardOut[BatchWriteItemOutput](ctx, s, "BatchWriteItem", in); remote {
 		return out, err
 	}
-	if err := tooMany(in.RequestItems, func(r []WriteRequest) int { return len(r) }, MaxBatchWrite, "BatchWriteItem"); err != nil {
-		return nil, err
-	}
 	var writes []*batchWrite
-	for _, name := range sortedKeys(in.RequestItems) {
-		t, err := s.table(name)
-		if err != nil {
-			return nil, err
-		}
-		seen := map[string]bool{}
-		for _, r := range in.RequestItems[name] {
+	err := eachBatchTable(s, in.RequestItems, func(r []WriteRequest) int { return len(r) }, MaxBatchWrite, "BatchWriteItem", func(name string, t *Table, reqs []WriteRequest) error {
+		seen := keySet{}
+		for _, r := range reqs {
+			var err error
 			w := &batchWrite{table: name, req: r}
 			switch {
 			case (r.PutRequest == nil) == (r.DeleteRequest == nil):
-				return nil, validation("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
+				return validation("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
 			case r.PutRequest != nil:
 				if err = t.checkIndexKeys(r.PutRequest.Item); err == nil {
 					w.o, err = s.putOp(t, r.PutRequest.Item, WriteExpr{})
@@ -115,15 +109,17 @@ func (s *Service) BatchWriteItem(ctx context.Context, in BatchWriteItemInput) (*
 				w.o, err = s.deleteOp(t, r.DeleteRequest.Key, WriteExpr{})
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if id := w.o.k.id(); seen[id] {
-				return nil, validation("Provided list of item keys contains duplicates")
-			} else {
-				seen[id] = true
+			if err := seen.add(w.o.k); err != nil {
+				return err
 			}
 			writes = append(writes, w)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	byTable := map[*Table][]*batchWrite{}
 	var order []*Table
@@ -228,7 +224,11 @@ func capacities(mode string, units map[string]float64) []ConsumedCapacity {
 
 // tooMany refuses a batch of more than limit requests over its tables,
 // in DynamoDB's words.
-func tooMany[V any](m map[string]V, size func(V) int, limit int, op string) error {
+// eachBatchTable checks the size of a batch's requests by table (more
+// than limit in all: "Too many items requested for the <op> call"), then
+// calls fn with each table, in name order, and its requests; it stops at
+// the first error, a missing table's or fn's.
+func eachBatchTable[V any](s *Service, m map[string]V, size func(V) int, limit int, op string, fn func(name string, t *Table, v V) error) error {
 	n := 0
 	for _, v := range m {
 		n += size(v)
@@ -236,6 +236,27 @@ func tooMany[V any](m map[string]V, size func(V) int, limit int, op string) erro
 	if n > limit {
 		return validation("Too many items requested for the %s call", op)
 	}
+	for _, name := range sortedKeys(m) {
+		t, err := s.table(name)
+		if err != nil {
+			return err
+		}
+		if err := fn(name, t, m[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keySet is the keys of one table's requests in a batch: a key twice is
+// "Provided list of item keys contains duplicates".
+type keySet map[string]bool
+
+func (ks keySet) add(k key) error {
+	if ks[k.id()] {
+		return validation("Provided list of item keys contains duplicates")
+	}
+	ks[k.id()] = true
 	return nil
 }
 
@@ -301,32 +322,29 @@ func (s *Service) BatchGetItem(ctx context.Context, in BatchGetItemInput) (*Batc
 	if remote, out, err := forwardOut[BatchGetItemOutput](ctx, s, "BatchGetItem", in); remote {
 		return out, err
 	}
-	if err := tooMany(in.RequestItems, func(ka KeysAndAttributes) int { return len(ka.Keys) }, MaxBatchGet, "BatchGetItem"); err != nil {
-		return nil, err
-	}
 	var gets []*batchGet
-	for _, name := range sortedKeys(in.RequestItems) {
-		t, err := s.table(name)
-		if err != nil {
-			return nil, err
-		}
-		g := &batchGet{name: name, t: t, ka: in.RequestItems[name]}
-		seen := map[string]bool{}
+	err := eachBatchTable(s, in.RequestItems, func(ka KeysAndAttributes) int { return len(ka.Keys) }, MaxBatchGet, "BatchGetItem", func(name string, t *Table, ka KeysAndAttributes) error {
+		g := &batchGet{name: name, t: t, ka: ka}
+		seen := keySet{}
 		for _, ki := range g.ka.Keys {
 			k, err := t.schema.keyOf(ki, true)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if seen[k.id()] {
-				return nil, validation("Provided list of item keys contains duplicates")
+			if err := seen.add(k); err != nil {
+				return err
 			}
-			seen[k.id()] = true
 			g.keys = append(g.keys, k)
 		}
+		var err error
 		if g.proj, err = projection(g.ka.ProjectionExpression, g.ka.ExpressionAttributeNames); err != nil {
-			return nil, err
+			return err
 		}
 		gets = append(gets, g)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := &BatchGetItemOutput{Responses: map[string][]Item{}, UnprocessedKeys: map[string]KeysAndAttributes{}}
 	units := map[string]float64{}

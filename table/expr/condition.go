@@ -335,15 +335,7 @@ var comparators = map[string]bool{"=": true, "<>": true, "<": true, "<=": true, 
 
 func (p *parser) primary() (cond, error) {
 	if p.isPunct("(") && !p.parenOperand() {
-		p.next()
-		c, err := p.condition()
-		if err != nil {
-			return nil, err
-		}
-		if err := p.expectPunct(")"); err != nil {
-			return nil, err
-		}
-		return c, nil
+		return parenthesized(p, p.condition)
 	}
 	p.leaf++
 	var l *operand
@@ -408,14 +400,8 @@ func (p *parser) primary() (cond, error) {
 		return betweenCond{l, lo, hi}, nil
 	case p.isKeyword("IN"):
 		p.next()
-		if err := p.expectPunct("("); err != nil {
-			return nil, err
-		}
-		list, err := commaList(p, p.operand)
+		list, err := parenList(p, p.operand)
 		if err != nil {
-			return nil, err
-		}
-		if err := p.expectPunct(")"); err != nil {
 			return nil, err
 		}
 		if len(list) > maxInOperands {
@@ -447,12 +433,8 @@ func (p *parser) operand() (*operand, error) {
 		}
 		return &operand{val: v, token: name}, nil
 	case t.kind == tPunct && t.text == "(" && p.conditionOrder:
-		p.next()
-		o, err := p.operand()
+		o, err := parenthesized(p, p.operand)
 		if err != nil {
-			return nil, err
-		}
-		if err := p.expectPunct(")"); err != nil {
 			return nil, err
 		}
 		if o.path != nil && (p.isPunct(".") || p.isPunct("[")) {
@@ -524,12 +506,7 @@ func (p *parser) misusedFunction(name string) error {
 // args parses name( operand, ... ) and returns the operands.
 func (p *parser) args() ([]*operand, error) {
 	p.next() // name
-	p.next() // (
-	out, err := commaList(p, p.operand)
-	if err != nil {
-		return nil, err
-	}
-	return out, p.expectPunct(")")
+	return parenList(p, p.operand)
 }
 
 // boolFunction parses one of boolFuncs and checks its operands.

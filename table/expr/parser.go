@@ -245,6 +245,27 @@ func (p *parser) isCall() bool {
 
 // commaList parses item (',' item)*: one item at least, as many as
 // commas separate.
+// parenthesized parses "(", item, ")".
+func parenthesized[T any](p *parser, item func() (T, error)) (T, error) {
+	var zero T
+	if err := p.expectPunct("("); err != nil {
+		return zero, err
+	}
+	x, err := item()
+	if err != nil {
+		return zero, err
+	}
+	if err := p.expectPunct(")"); err != nil {
+		return zero, err
+	}
+	return x, nil
+}
+
+// parenList parses "(", a commaList of item, ")".
+func parenList[T any](p *parser, item func() (T, error)) ([]T, error) {
+	return parenthesized(p, func() ([]T, error) { return commaList(p, item) })
+}
+
 func commaList[T any](p *parser, item func() (T, error)) ([]T, error) {
 	var out []T
 	for {

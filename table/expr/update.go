@@ -175,12 +175,8 @@ func (p *parser) updateAction(kind actionKind) (action, error) {
 func (p *parser) setValue() (*setValue, error) {
 	var l *updOperand
 	if p.isPunct("(") { // "SET a = ((b) + (:v))", "SET a = (b) + :v"
-		p.next()
-		in, err := p.setValue()
+		in, err := parenthesized(p, p.setValue)
 		if err != nil {
-			return nil, err
-		}
-		if err := p.expectPunct(")"); err != nil {
 			return nil, err
 		}
 		if in.op != "" {
@@ -221,12 +217,7 @@ func (p *parser) updOperand() (*updOperand, error) {
 	t := p.peek()
 	switch {
 	case p.isPunct("("): // "SET a = (:v)"
-		p.next()
-		o, err := p.updOperand()
-		if err != nil {
-			return nil, err
-		}
-		return o, p.expectPunct(")")
+		return parenthesized(p, p.updOperand)
 	case t.kind == tValue:
 		r, _, err := p.value()
 		if err != nil {
@@ -260,13 +251,9 @@ func (p *parser) updFunction() (*updOperand, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.next()
-	p.next()
-	args, err := commaList(p, p.updOperand)
+	p.next() // name
+	args, err := parenList(p, p.updOperand)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.expectPunct(")"); err != nil {
 		return nil, err
 	}
 	if name != "if_not_exists" && name != "list_append" { // refused above (deferred)
