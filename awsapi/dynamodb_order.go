@@ -349,38 +349,26 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 		}
 		c.Values = expr.CanonicalItem(it)
 	}
-	text := func(p string) (string, bool) {
-		s, ok := obj[p].(string)
-		return s, ok
-	}
-	if s, ok := text("UpdateExpression"); ok {
-		if _, err := expr.ParseUpdate(s, c); err != nil {
-			return exprValidation(err)
-		}
-	}
-	if s, ok := text("ConditionExpression"); ok {
-		if _, err := expr.ParseCondition(s, c); err != nil {
-			return exprValidation(err)
-		}
-	}
+	// Each expression given, parsed in DynamoDB's order.
 	shape := func() error { return nil }
-	if s, ok := text("KeyConditionExpression"); ok {
-		var err error
-		if shape, err = expr.CheckKeyCondition(s, c); err != nil {
-			return exprValidation(err)
+	parsed := func(_ any, err error) error { return err }
+	for _, e := range []struct {
+		param string
+		parse func(string) error
+	}{
+		{"UpdateExpression", func(s string) error { return parsed(expr.ParseUpdate(s, c)) }},
+		{"ConditionExpression", func(s string) error { return parsed(expr.ParseCondition(s, c)) }},
+		{"KeyConditionExpression", func(s string) (err error) { shape, err = expr.CheckKeyCondition(s, c); return err }},
+		{"FilterExpression", func(s string) error { return parsed(expr.ParseFilter(s, c)) }},
+		{"ProjectionExpression", func(s string) error { return parsed(expr.ParseProjection(s, c)) }},
+	} {
+		if s, ok := obj[e.param].(string); ok {
+			if err := e.parse(s); err != nil {
+				return exprValidation(err)
+			}
 		}
 	}
-	if s, ok := text("FilterExpression"); ok {
-		if _, err := expr.ParseFilter(s, c); err != nil {
-			return exprValidation(err)
-		}
-	}
-	if s, ok := text("ProjectionExpression"); ok {
-		if _, err := expr.ParseProjection(s, c); err != nil {
-			return exprValidation(err)
-		}
-	}
-	if _, ok := text("KeyConditionExpression"); ok {
+	if _, ok := obj["KeyConditionExpression"].(string); ok {
 		// its shape now; its keys, and the unused placeholders, with the
 		// table's key
 		return exprValidation(shape())
