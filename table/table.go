@@ -300,9 +300,11 @@ type Options struct {
 	// count; an open reads only the log written since the last
 	// snapshot), or IndexMemory, the heap (about 60 bytes an item), with
 	// snapshots in the object store that any process of a cluster can
-	// read. Default: IndexDisk for an embedded engine of one node,
-	// IndexMemory otherwise (a cluster or an external server: the next
-	// process to serve the tables may be another).
+	// read. Default: IndexDisk for an embedded engine that no other
+	// process can reach (no Config.ListenAddr, no cluster), IndexMemory
+	// otherwise: the next process to serve the tables may be another,
+	// and it opens them from the snapshots (the store is this process's
+	// alone).
 	Index string
 	// IndexDir is the index store's directory. Default: "table-index" in
 	// the engine's data directory.
@@ -382,7 +384,7 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	mode := opts.Index
 	if mode == "" {
 		mode = IndexMemory
-		if eng.DataDir() != "" && eng.Replicas() <= 1 {
+		if eng.DataDir() != "" && eng.Replicas() <= 1 && !eng.Shared() {
 			mode = IndexDisk
 		}
 	}
