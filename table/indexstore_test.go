@@ -21,7 +21,7 @@ func TestUnusableIndexStoreHeaderFallsBackToTheWholeLog(t *testing.T) {
 		"missing":             func([]byte) []byte { return nil },
 		"not a header":        func([]byte) []byte { return []byte("hello") },
 		"past the log's end":  func(good []byte) []byte { return bytes.Replace(good, []byte(`"pos":[`), []byte(`"pos":[99999999999,`), 1) },
-		"another transaction": func(good []byte) []byte { return bytes.Replace(good, []byte(`"tx_created":`), []byte(`"tx_created":1`), 1) },
+		"another transaction": func(good []byte) []byte { return bytes.Replace(good, []byte(`"tx_seq":`), []byte(`"tx_seq":99999999`), 1) },
 	}
 	for name, spoil := range cases {
 		t.Run(name, func(t *testing.T) {
