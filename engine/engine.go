@@ -273,6 +273,15 @@ func (e *Engine) Shared() bool { return e.ClientURL() != "" || e.cfg.Cluster.Lis
 // Embedded reports whether the engine runs an in-process server.
 func (e *Engine) Embedded() bool { return e.srv != nil }
 
+// DataDir is the directory of the embedded server's storage, "" when the
+// engine connects to an external server (Config.NATSURL).
+func (e *Engine) DataDir() string {
+	if e.srv == nil {
+		return ""
+	}
+	return e.cfg.DataDir
+}
+
 // Replicas is the replica count for new streams and buckets.
 func (e *Engine) Replicas() int { return e.cfg.Replicas }
 

@@ -189,3 +189,41 @@ func CachedItems(t testing.TB, s *Service, tableName string) (items int, bytes i
 	defer tb.cacheMu.Unlock()
 	return len(tb.cache), tb.cacheBytes
 }
+
+// PlantIndexHeader replaces the index store's header of table name with
+// data (nil: deletes it), as a damaged or missing header would be.
+func PlantIndexHeader(t testing.TB, s *Service, name string, data []byte) {
+	t.Helper()
+	tb, err := s.table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.store == nil {
+		t.Fatal("the tables have no index store")
+	}
+	k := storeKey('h', tablePrefix(tb.st.TableId), 0)
+	if data == nil {
+		s.store.mu.RLock()
+		err = s.store.db.Delete(k, nil)
+		s.store.mu.RUnlock()
+	} else {
+		err = s.store.set(k, data, true)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// IndexHeader returns the index store's header of table name (nil: none).
+func IndexHeader(t testing.TB, s *Service, name string) []byte {
+	t.Helper()
+	tb, err := s.table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.store.get(storeKey('h', tablePrefix(tb.st.TableId), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -7,7 +7,31 @@ import (
 	"github.com/google/btree"
 )
 
-// index is a table's item index, kept under Table.idxMu: a hash map from
+// itemIndex is a table's item index: the heap's (index) or the index
+// store's (diskIndex). Writers hold Table.idxMu exclusively, readers for
+// reading. Entries carry the key fields, the item's log shard and
+// position, expiry and size; a search pivot may be a bound (entry.bound).
+type itemIndex interface {
+	// Len is the number of items, Bytes the sum of their sizes.
+	Len() int
+	Bytes() int64
+	// Get returns the entry of e's key.
+	Get(e entry) (entry, bool)
+	// ReplaceOrInsert sets the entry of e's key and returns the previous
+	// one; Delete removes it and returns it.
+	ReplaceOrInsert(e entry) (entry, bool)
+	Delete(e entry) (entry, bool)
+	// Ascend, AscendGreaterOrEqual and DescendLessOrEqual visit entries in
+	// key order (from pivot, included) until visit returns false.
+	Ascend(visit func(entry) bool)
+	AscendGreaterOrEqual(pivot entry, visit func(entry) bool)
+	DescendLessOrEqual(pivot entry, visit func(entry) bool)
+	// Err is the index's first failure (the store's), nil if none: the
+	// table then answers with it until it is opened again.
+	Err() error
+}
+
+// index is a table's item index in the heap, kept under Table.idxMu: a hash map from
 // key to slot (where the item's latest image is in the log, its expiry
 // and size) and a B-tree of the keys in key order (Query, Scan, the TTL
 // sweep).
@@ -28,8 +52,9 @@ import (
 // Trap: the first ordered read after many creations pays for them (about
 // a second per few million keys on a 2-core machine).
 type index struct {
-	less btree.LessFunc[entry]
-	tree *btree.BTreeG[entry] // key fields only (h, rk)
+	less  btree.LessFunc[entry]
+	bytes int64                // the items' sizes, summed
+	tree  *btree.BTreeG[entry] // key fields only (h, rk)
 
 	hashOnly bool
 	byHash   map[[16]byte]slot // hashOnly
@@ -115,6 +140,12 @@ func (x *index) settle() {
 	x.pendingH, x.pendingK = nil, nil
 }
 
+// Bytes is the sum of the items' sizes.
+func (x *index) Bytes() int64 { return x.bytes }
+
+// Err is always nil: the heap does not fail.
+func (x *index) Err() error { return nil }
+
 // Len is the number of items.
 func (x *index) Len() int {
 	if x.hashOnly {
@@ -135,6 +166,10 @@ func (x *index) Get(e entry) (entry, bool) {
 // ReplaceOrInsert sets the entry of e's key and returns the previous one.
 func (x *index) ReplaceOrInsert(e entry) (entry, bool) {
 	old, had := x.Get(e)
+	x.bytes += int64(e.size)
+	if had {
+		x.bytes -= int64(old.size)
+	}
 	if x.hashOnly {
 		x.byHash[e.h] = slotOf(e)
 		if !had {
@@ -187,6 +222,7 @@ func (x *index) Delete(e entry) (entry, bool) {
 	if !had {
 		return old, false
 	}
+	x.bytes -= int64(old.size)
 	if x.hashOnly {
 		delete(x.byHash, e.h)
 	} else {
@@ -206,20 +242,20 @@ func (x *index) full(visit btree.ItemIteratorG[entry]) btree.ItemIteratorG[entry
 }
 
 // Ascend visits every entry in key order until visit returns false.
-func (x *index) Ascend(visit btree.ItemIteratorG[entry]) {
+func (x *index) Ascend(visit func(entry) bool) {
 	x.settle()
 	x.tree.Ascend(x.full(visit))
 }
 
 // AscendGreaterOrEqual visits the entries from pivot (a key or a search
 // bound) upwards.
-func (x *index) AscendGreaterOrEqual(pivot entry, visit btree.ItemIteratorG[entry]) {
+func (x *index) AscendGreaterOrEqual(pivot entry, visit func(entry) bool) {
 	x.settle()
 	x.tree.AscendGreaterOrEqual(pivot, x.full(visit))
 }
 
 // DescendLessOrEqual visits the entries from pivot downwards.
-func (x *index) DescendLessOrEqual(pivot entry, visit btree.ItemIteratorG[entry]) {
+func (x *index) DescendLessOrEqual(pivot entry, visit func(entry) bool) {
 	x.settle()
 	x.tree.DescendLessOrEqual(pivot, x.full(visit))
 }

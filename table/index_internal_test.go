@@ -1,10 +1,14 @@
 package table
 
 import (
+	"bytes"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // TestIndexMatchesAReference runs random creations, replacements and
@@ -12,11 +16,29 @@ import (
 // point read and every ordered read (which settles the pending keys)
 // agrees, and ordered reads come in key order.
 func TestIndexMatchesAReference(t *testing.T) {
-	t.Run("partition and sort key", func(t *testing.T) { testIndex(t, false) })
-	t.Run("partition key only", func(t *testing.T) { testIndex(t, true) })
+	heap := func(t *testing.T, sc schema) itemIndex { return newIndex(sc.less, sc.rng == "") }
+	t.Run("partition and sort key", func(t *testing.T) { testIndex(t, false, heap) })
+	t.Run("partition key only", func(t *testing.T) { testIndex(t, true, heap) })
+	t.Run("disk/partition and sort key", func(t *testing.T) { testIndex(t, false, diskIndexFor) })
+	t.Run("disk/partition key only", func(t *testing.T) { testIndex(t, true, diskIndexFor) })
 }
 
-func testIndex(t *testing.T, hashOnly bool) {
+// diskIndexFor opens an index store in a temporary directory and a table
+// index of schema sc in it.
+func diskIndexFor(t *testing.T, sc schema) itemIndex {
+	st, err := openStore(t.TempDir(), 8<<20, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.close() })
+	x, err := openDiskIndex(st, "table-id", sc.rngType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func testIndex(t *testing.T, hashOnly bool, open func(*testing.T, schema) itemIndex) {
 	ks := []KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}, {AttributeName: "sk", KeyType: KeyTypeRange}}
 	defs := []AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}, {AttributeName: "sk", AttributeType: TypeN}}
 	if hashOnly {
@@ -26,7 +48,7 @@ func testIndex(t *testing.T, hashOnly bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := newIndex(sc.less, hashOnly)
+	x := open(t, sc)
 	ref := map[pointKey]entry{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	keyOf := func() pointKey {
@@ -39,7 +61,7 @@ func testIndex(t *testing.T, hashOnly bool) {
 		k := keyOf()
 		switch op := rng.IntN(10); {
 		case op < 6:
-			e := entry{h: k.h, rk: k.rk, pos: uint64(i)}
+			e := entry{h: k.h, rk: k.rk, pos: uint64(i), size: int32(i % 7), exp: int64(i % 3), shard: uint16(i % 5)}
 			old, had := x.ReplaceOrInsert(e)
 			want, wantHad := ref[k]
 			if had != wantHad || old != want {
@@ -58,6 +80,13 @@ func testIndex(t *testing.T, hashOnly bool) {
 			x.Ascend(func(e entry) bool { got = append(got, e); return true })
 			if len(got) != len(ref) || x.Len() != len(ref) {
 				t.Fatalf("op %d: Ascend visited %d, Len %d, want %d", i, len(got), x.Len(), len(ref))
+			}
+			var bytes int64
+			for _, e := range ref {
+				bytes += int64(e.size)
+			}
+			if x.Bytes() != bytes {
+				t.Fatalf("op %d: Bytes %d, want %d", i, x.Bytes(), bytes)
 			}
 			for j, e := range got {
 				if ref[pointKey{e.h, e.rk}] != e {
@@ -98,6 +127,65 @@ func testIndex(t *testing.T, hashOnly bool) {
 	slices.SortFunc(want, func(a, b string) int { return sc.compareRange(a, b) })
 	if !slices.Equal(rks, want) {
 		t.Fatalf("partition range %v, want %v", rks, want)
+	}
+	// Backwards from the partition's end, and from a key (included).
+	rks = nil
+	x.DescendLessOrEqual(entry{h: h, bound: 1}, func(e entry) bool {
+		if e.h != h {
+			return false
+		}
+		rks = append(rks, e.rk)
+		return true
+	})
+	slices.Reverse(want)
+	if !slices.Equal(rks, want) {
+		t.Fatalf("partition range backwards %v, want %v", rks, want)
+	}
+	rks = nil
+	x.DescendLessOrEqual(entry{h: h, rk: "2"}, func(e entry) bool {
+		if e.h != h {
+			return false
+		}
+		rks = append(rks, e.rk)
+		return true
+	})
+	var below []string
+	for _, rk := range want {
+		if sc.compareRange(rk, "2") <= 0 {
+			below = append(below, rk)
+		}
+	}
+	if !slices.Equal(rks, below) {
+		t.Fatalf("backwards from 2: %v, want %v", rks, below)
+	}
+	if err := x.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNumberKeysOrderInTheStoreAsNumbers: the index store orders Number
+// sort keys by their encoding's bytes; that order is the numbers' order
+// (negative, zero, fractions, exponents from -130 to +125).
+func TestNumberKeysOrderInTheStoreAsNumbers(t *testing.T) {
+	nums := []string{"0", "1", "-1", "1.5", "-1.5", "10", "9", "-10", "-9", "0.001", "-0.001", "1E+125", "-1E+125",
+		"1E-130", "-1E-130", "9.9999999999999999999999999999999999999E+125", "123456789012345678901234567890123456.78",
+		"100", "101", "99.99", "-100", "-101", "-99.99", "0.1", "0.15", "0.2", "-0.1", "-0.15", "-0.2", "2", "20", "200.5"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		m := rng.Int64N(1_000_000) - 500_000
+		nums = append(nums, strconv.FormatInt(m, 10)+"E"+strconv.Itoa(rng.IntN(40)-20))
+	}
+	for _, a := range nums {
+		for _, b := range nums {
+			var x, y apd.Decimal
+			x.SetString(a)
+			y.SetString(b)
+			want := x.Cmp(&y)
+			got := bytes.Compare(appendNumberOrdered(nil, a), appendNumberOrdered(nil, b))
+			if got != want {
+				t.Fatalf("%s vs %s: the encodings compare %d, the numbers %d", a, b, got, want)
+			}
+		}
 	}
 }
 

@@ -56,8 +56,7 @@ type Table struct {
 	st     stored
 
 	idxMu sync.RWMutex
-	idx   *index
-	bytes int64
+	idx   itemIndex
 
 	// sec is the table's secondary indexes (secondary.go), replaced whole
 	// (never changed in place) under secMu; every write reads it.
@@ -168,7 +167,13 @@ func (s *Service) openTable(st stored) (*Table, error) {
 		return nil, err
 	}
 	t := &Table{s: s, schema: sc, st: st, cache: map[string]cachedItem{}}
-	t.idx = newIndex(sc.less, sc.rng == "")
+	if s.store != nil {
+		if t.idx, err = openDiskIndex(s.store, st.TableId, sc.rngType); err != nil {
+			return nil, fmt.Errorf("table %s: open index: %w", st.TableName, err)
+		}
+	} else {
+		t.idx = newIndex(sc.less, sc.rng == "")
+	}
 	numbering, err := s.logs.Numbering(context.Background(), st.Log)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: open log: %w", st.TableName, err)
@@ -203,7 +208,7 @@ func (t *Table) describe() *TableDescription {
 	d.TimeToLive, d.Shards, d.Log, d.Provisioned = t.st.TTL, t.st.Shards, t.st.Log, t.st.Provisioned
 	t.metaMu.Unlock()
 	t.idxMu.RLock()
-	d.ItemCount, d.TableSizeBytes = int64(t.idx.Len()), t.bytes
+	d.ItemCount, d.TableSizeBytes = int64(t.idx.Len()), t.idx.Bytes()
 	t.idxMu.RUnlock()
 	t.describeIndexes(&d)
 	return &d
@@ -647,16 +652,10 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	t.changes.Add(1)
 	t.idxMu.Lock()
-	var old entry
-	var had bool
 	if p.change.NewImage != nil {
-		old, had = t.idx.ReplaceOrInsert(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size})
-		t.bytes += int64(p.size)
+		t.idx.ReplaceOrInsert(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size})
 	} else {
-		old, had = t.idx.Delete(entry{h: p.k.h, rk: p.k.rk})
-	}
-	if had {
-		t.bytes -= int64(old.size)
+		t.idx.Delete(entry{h: p.k.h, rk: p.k.rk})
 	}
 	t.idxMu.Unlock()
 	t.applyIndexes(p)
@@ -737,16 +736,10 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 		}
 		seen[f[4]][i] = true
 	}
-	var old entry
-	var had bool
 	if f[1] != "R" {
-		old, had = t.idx.ReplaceOrInsert(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)})
-		t.bytes += int64(size)
+		t.idx.ReplaceOrInsert(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)})
 	} else {
-		old, had = t.idx.Delete(entry{h: k.h, rk: k.rk})
+		t.idx.Delete(entry{h: k.h, rk: k.rk})
 	}
-	if had {
-		t.bytes -= int64(old.size)
-	}
-	return nil
+	return t.idx.Err()
 }

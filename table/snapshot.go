@@ -128,7 +128,7 @@ func (s *Service) runSnapshots(ctx context.Context, interval time.Duration) {
 // since its last one and writes them. Nothing when the tables are not
 // loaded here or snapshots are off.
 func (s *Service) writeSnapshots(ctx context.Context) error {
-	if s.snaps == nil {
+	if s.snaps == nil && s.store == nil {
 		return nil
 	}
 	s.snapMu.Lock() // one snapshot at a time
@@ -190,7 +190,7 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 			continue
 		}
 		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.numbering.Epoch,
-			HashOnly: t.idx.hashOnly, Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
+			HashOnly: t.schema.rng == "", Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
 			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
 		ttlv := t.ttlVersion.Load()
 		sn.hdr.TTLVersion = &ttlv
@@ -207,9 +207,11 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 			continue
 		}
 		t.idxMu.RLock()
-		sn.byHash, sn.byKey = maps.Clone(t.idx.byHash), maps.Clone(t.idx.byKey)
+		if x, ok := t.idx.(*index); ok {
+			sn.byHash, sn.byKey = maps.Clone(x.byHash), maps.Clone(x.byKey)
+		}
+		sn.hdr.Count = t.idx.Len()
 		t.idxMu.RUnlock()
-		sn.hdr.Count = len(sn.byHash) + len(sn.byKey)
 		snaps = append(snaps, sn)
 	}
 	if !s.mayAct() {
@@ -218,8 +220,17 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 	return snaps, 0, nil
 }
 
-// putSnapshot encodes sn into its object, streaming.
+// putSnapshot encodes sn into its object, streaming; with the index store,
+// it writes sn's header there, synced (the items it covers are before it
+// in the store's write-ahead log).
 func (s *Service) putSnapshot(ctx context.Context, sn *snapshot) error {
+	if s.store != nil {
+		b, err := json.Marshal(sn.hdr)
+		if err != nil {
+			return err
+		}
+		return s.store.set(storeKey('h', tablePrefix(sn.hdr.TableID), 0), b, true)
+	}
 	ctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -332,7 +343,7 @@ func readSnapBlock(br *bufio.Reader, most uint64) ([]byte, error) {
 }
 
 // readEntries decodes the entries of a snapshot into a new index.
-func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, int64, error) {
+func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, error) {
 	x := newIndex(t.schema.less, hdr.HashOnly)
 	if hdr.HashOnly {
 		x.byHash = make(map[[16]byte]slot, hdr.Count)
@@ -346,27 +357,27 @@ func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, int64, e
 	for {
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if n == 0 {
 			break
 		}
 		blk, err := readSnapBlock(br, snapMaxBlock)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for range n {
 			var h [16]byte
 			var rk string
 			if len(blk) < 16 {
-				return nil, 0, io.ErrUnexpectedEOF
+				return nil, io.ErrUnexpectedEOF
 			}
 			copy(h[:], blk)
 			blk = blk[16:]
 			if !hdr.HashOnly {
 				l, w := binary.Uvarint(blk)
 				if w <= 0 || uint64(len(blk)-w) < l {
-					return nil, 0, io.ErrUnexpectedEOF
+					return nil, io.ErrUnexpectedEOF
 				}
 				rk, blk = string(blk[w:w+int(l)]), blk[w+int(l):]
 			}
@@ -381,7 +392,7 @@ func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, int64, e
 					v[i], w = binary.Uvarint(blk)
 				}
 				if w <= 0 {
-					return nil, 0, io.ErrUnexpectedEOF
+					return nil, io.ErrUnexpectedEOF
 				}
 				blk = blk[w:]
 			}
@@ -397,14 +408,15 @@ func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, int64, e
 			}
 		}
 		if len(blk) != 0 {
-			return nil, 0, errors.New("block longer than its entries")
+			return nil, errors.New("block longer than its entries")
 		}
 		total += int(n)
 	}
 	if total != hdr.Count || x.Len() != hdr.Count {
-		return nil, 0, fmt.Errorf("%d entries (%d keys), header says %d", total, x.Len(), hdr.Count)
+		return nil, fmt.Errorf("%d entries (%d keys), header says %d", total, x.Len(), hdr.Count)
 	}
-	return x, bytes, nil
+	x.bytes = bytes
+	return x, nil
 }
 
 // openIndex fills the index of a table being loaded: from its snapshot
@@ -453,6 +465,9 @@ func (t *Table) ttlCurrent(ctx context.Context) error {
 // why says why it did not ("": it did); err is a failure of the tail's
 // replay (the log cannot be read).
 func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
+	if dx, ok := t.idx.(*diskIndex); ok {
+		return t.fromStore(ctx, dx, seen, tx)
+	}
 	if t.s.snaps == nil {
 		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
 	}
@@ -471,34 +486,11 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 	if err != nil {
 		return "snapshot unreadable: " + err.Error(), nil
 	}
-	switch {
-	case hdr.Table != t.st.TableName || hdr.TableID != t.st.TableId || hdr.Log != t.st.Log || hdr.Epoch != t.numbering.Epoch:
-		return fmt.Sprintf("snapshot of another table or log (%s %s epoch %d)", hdr.TableID, hdr.Log, hdr.Epoch), nil
-	case hdr.HashOnly != (t.schema.rng == "") || len(hdr.Pos) != t.st.Shards:
-		return "snapshot of another key schema or shard count", nil
-	case hdr.TxCreated != tx.Created.UnixNano() || hdr.TxSeq > tx.State.LastSeq:
-		return "snapshot of another transaction log", nil
+	spans, why, err := t.tailSpans(ctx, &hdr, tx)
+	if why != "" || err != nil {
+		return why, err
 	}
-	type span struct{ from, last uint64 }
-	spans := make([]span, t.st.Shards)
-	for sh, pos := range hdr.Pos {
-		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
-		if err != nil {
-			return "", err
-		}
-		empty := last == 0 || last < first
-		switch {
-		case pos != 0 && (empty || pos > last):
-			return fmt.Sprintf("snapshot covers shard %d up to %d, past the log's end", sh, pos), nil
-		case pos != 0 && pos < first:
-			return fmt.Sprintf("the log's shard %d no longer holds the records after the snapshot (%d < %d)", sh, pos, first), nil
-		}
-		spans[sh] = span{from: max(pos+1, first), last: last}
-		if empty {
-			spans[sh] = span{}
-		}
-	}
-	idx, bytes, err := t.readEntries(br, &hdr)
+	idx, err := t.readEntries(br, &hdr)
 	if err == nil {
 		_, err = br.ReadByte() // the object's end: its digest is checked there
 		if err == nil {
@@ -510,7 +502,49 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 	if err != nil {
 		return "snapshot unreadable: " + err.Error(), nil
 	}
-	t.idx, t.bytes = idx, bytes
+	t.idx = idx
+	return "", t.replayTail(ctx, &hdr, spans, seen)
+}
+
+// logSpan is the part of a log shard an open replays (last 0: none).
+type logSpan struct{ from, last uint64 }
+
+// tailSpans checks that hdr is of this table, log and transaction log, and
+// returns, per shard, the log records after the positions it covers. why
+// says why hdr cannot be used ("": it can); err is a failure to read the
+// log's bounds.
+func (t *Table) tailSpans(ctx context.Context, hdr *snapHeader, tx *jetstream.StreamInfo) (spans []logSpan, why string, err error) {
+	switch {
+	case hdr.Table != t.st.TableName || hdr.TableID != t.st.TableId || hdr.Log != t.st.Log || hdr.Epoch != t.numbering.Epoch:
+		return nil, fmt.Sprintf("snapshot of another table or log (%s %s epoch %d)", hdr.TableID, hdr.Log, hdr.Epoch), nil
+	case hdr.HashOnly != (t.schema.rng == "") || len(hdr.Pos) != t.st.Shards:
+		return nil, "snapshot of another key schema or shard count", nil
+	case hdr.TxCreated != tx.Created.UnixNano() || hdr.TxSeq > tx.State.LastSeq:
+		return nil, "snapshot of another transaction log", nil
+	}
+	spans = make([]logSpan, t.st.Shards)
+	for sh, pos := range hdr.Pos {
+		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+		if err != nil {
+			return nil, "", err
+		}
+		empty := last == 0 || last < first
+		switch {
+		case pos != 0 && (empty || pos > last):
+			return nil, fmt.Sprintf("snapshot covers shard %d up to %d, past the log's end", sh, pos), nil
+		case pos != 0 && pos < first:
+			return nil, fmt.Sprintf("the log's shard %d no longer holds the records after the snapshot (%d < %d)", sh, pos, first), nil
+		}
+		spans[sh] = logSpan{from: max(pos+1, first), last: last}
+		if empty {
+			spans[sh] = logSpan{}
+		}
+	}
+	return spans, "", nil
+}
+
+// replayTail takes hdr's counts and replays the spans after it.
+func (t *Table) replayTail(ctx context.Context, hdr *snapHeader, spans []logSpan, seen txnSeen) error {
 	t.changes.Store(hdr.Changes)
 	t.snapTxSeq = hdr.TxSeq
 	t.ttlVersion.Store(-1)
@@ -523,11 +557,39 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 			continue
 		}
 		if err := t.replayShard(ctx, sh, sp.from, sp.last, seen); err != nil {
-			return "", err
+			return err
 		}
 	}
 	t.snapChanges.Store(hdr.Changes)
-	return "", nil
+	return nil
+}
+
+// fromStore opens a table's index from the index store: its header's
+// positions and the log after them (store.go says why a store ahead of its
+// header is fine). Without a usable header the table's keys are cleared
+// and why says why (the caller rebuilds from the whole log).
+func (t *Table) fromStore(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
+	defer func() {
+		if why != "" && err == nil {
+			err = dx.reset()
+		}
+	}()
+	v, err := t.s.store.get(storeKey('h', dx.tid, 0))
+	if err != nil {
+		return "index store unreadable: " + err.Error(), nil
+	}
+	if v == nil {
+		return "no header in the index store", nil
+	}
+	var hdr snapHeader
+	if err := json.Unmarshal(v, &hdr); err != nil {
+		return "index store header unreadable: " + err.Error(), nil
+	}
+	spans, why, err := t.tailSpans(ctx, &hdr, tx)
+	if why != "" || err != nil {
+		return why, err
+	}
+	return "", t.replayTail(ctx, &hdr, spans, seen)
 }
 
 // covers reports whether the transaction whose commit record is at seq

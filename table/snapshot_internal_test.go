@@ -31,7 +31,7 @@ func BenchmarkSnapshotDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := t.readEntries(br, &hdr); err != nil {
+		if _, err := t.readEntries(br, &hdr); err != nil {
 			b.Fatal(err)
 		}
 	}

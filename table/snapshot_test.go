@@ -116,9 +116,13 @@ func snapDelete(t *testing.T, rn *runnel.Runnel, tableName string, i int) {
 }
 
 // startSnapTables starts a runnel on dir with both tables, TTL on.
-func startSnapTables(t *testing.T, dir string, clock clockwork.Clock) *runnel.Runnel {
+func startSnapTables(t *testing.T, dir string, clock clockwork.Clock, opts ...table.Options) *runnel.Runnel {
 	t.Helper()
-	rn := testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	o := testenv.Options{Dir: dir, Clock: clock}
+	if len(opts) > 0 {
+		o.Tables = opts[0]
+	}
+	rn := testenv.Start(t, o)
 	for _, tt := range snapTables {
 		createTable(t, rn.Tables, tt.name, tt.rangeKey, table.ViewNewAndOldImages)
 		if _, err := rn.Tables.UpdateTimeToLive(ctx, tt.name, table.TimeToLiveSpecification{AttributeName: "expires", Enabled: true}); err != nil {
@@ -298,7 +302,8 @@ func TestUnusableSnapshotFallsBackToTheWholeLog(t *testing.T) {
 	for name, spoil := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			rn := startSnapTables(t, dir, clockwork.NewRealClock())
+			// The object store's snapshots are the heap index's.
+			rn := startSnapTables(t, dir, clockwork.NewRealClock(), table.Options{Index: table.IndexMemory})
 			for _, tt := range snapTables {
 				for i := range 100 {
 					snapPut(t, rn, tt.name, i, "old", 0)
@@ -324,7 +329,7 @@ func TestUnusableSnapshotFallsBackToTheWholeLog(t *testing.T) {
 			}
 			rn.Crash()
 
-			rn = testenv.Start(t, testenv.Options{Dir: dir})
+			rn = testenv.Start(t, testenv.Options{Dir: dir, Tables: table.Options{Index: table.IndexMemory}})
 			for _, tt := range snapTables {
 				if from, _ := table.OpenedFrom(t, rn.Tables, tt.name); from {
 					t.Fatalf("%s: opened from a snapshot that is %s", tt.name, name)
@@ -419,7 +424,7 @@ func TestSnapshotEveryInterval(t *testing.T) {
 	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process: on a shared cluster the crashed process's lease outlives it and the reopened one does not serve the tables at once")
 	dir := t.TempDir()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
-	opts := testenv.Options{Dir: dir, Clock: clock, Tables: table.Options{SnapshotInterval: time.Minute, SnapshotClock: clock}}
+	opts := testenv.Options{Dir: dir, Clock: clock, Tables: table.Options{SnapshotInterval: time.Minute, SnapshotClock: clock, Index: table.IndexMemory}}
 	rn := testenv.Start(t, opts)
 	createTable(t, rn.Tables, "hashonly", "", "")
 	for i := range 50 {

@@ -47,6 +47,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
@@ -246,6 +247,9 @@ type Service struct {
 	// off); every log write holds snapGate for reading, a snapshot takes
 	// it exclusively; snapMu serializes snapshots.
 	snaps jetstream.ObjectStore
+	// store holds the tables' item indexes on disk (store.go); nil: they
+	// are in the heap (Options.Index).
+	store *store
 	// snapClock times the periodic snapshots (Options.SnapshotClock).
 	snapClock clockwork.Clock
 	snapGate  sync.RWMutex
@@ -290,7 +294,31 @@ type Options struct {
 	// then bounded whatever its item count and item sizes (before, the
 	// bound was 65,536 items of up to 400 KB each).
 	ItemCacheBytes int64
+	// Index is where the tables' item indexes live: IndexDisk, an
+	// embedded Pebble store in IndexDir (memory bounded by
+	// IndexCacheBytes and two memtables of 32 MiB, whatever the item
+	// count; an open reads only the log written since the last
+	// snapshot), or IndexMemory, the heap (about 60 bytes an item), with
+	// snapshots in the object store that any process of a cluster can
+	// read. Default: IndexDisk for an embedded engine that no other
+	// process can reach (no Config.ListenAddr, no cluster), IndexMemory
+	// otherwise: the next process to serve the tables may be another,
+	// and it opens them from the snapshots (the store is this process's
+	// alone).
+	Index string
+	// IndexDir is the index store's directory. Default: "table-index" in
+	// the engine's data directory.
+	IndexDir string
+	// IndexCacheBytes is the index store's block cache. Default
+	// DefaultIndexCacheBytes (64 MiB).
+	IndexCacheBytes int64
 }
+
+// Options.Index values.
+const (
+	IndexDisk   = "disk"
+	IndexMemory = "memory"
+)
 
 // DefaultItemCacheBytes is Options.ItemCacheBytes' default: 16 MiB a
 // table.
@@ -353,7 +381,33 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if snapEvery == 0 {
 		snapEvery = DefaultSnapshotInterval
 	}
-	if snapEvery > 0 {
+	mode := opts.Index
+	if mode == "" {
+		mode = IndexMemory
+		if eng.DataDir() != "" && eng.Replicas() <= 1 && !eng.Shared() {
+			mode = IndexDisk
+		}
+	}
+	switch mode {
+	case IndexDisk:
+		dir := opts.IndexDir
+		if dir == "" {
+			if eng.DataDir() == "" {
+				cancel()
+				return nil, errors.New("table: Options.Index disk needs Options.IndexDir with an external engine")
+			}
+			dir = filepath.Join(eng.DataDir(), "table-index")
+		}
+		if s.store, err = openStore(dir, opts.IndexCacheBytes, eng.Logger); err != nil {
+			cancel()
+			return nil, err
+		}
+	case IndexMemory:
+	default:
+		cancel()
+		return nil, fmt.Errorf("table: Options.Index %q: must be %q or %q", opts.Index, IndexDisk, IndexMemory)
+	}
+	if snapEvery > 0 && s.store == nil {
 		s.snaps, err = eng.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      snapBucket,
 			Description: "runnel table index snapshots: one object per table (table/snapshot.go)",
@@ -373,7 +427,7 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if interval > 0 {
 		loops.Go(func() { s.runTTL(bg, interval) })
 	}
-	if s.snaps != nil {
+	if snapEvery > 0 && (s.snaps != nil || s.store != nil) {
 		loops.Go(func() { s.runSnapshots(bg, snapEvery) })
 	}
 	go func() {
@@ -394,7 +448,7 @@ func (s *Service) Close() {
 		s.cancel()
 		<-s.done
 		s.backfills.Wait()
-		if s.snaps != nil && !s.eng.NC.IsClosed() {
+		if (s.snaps != nil || s.store != nil) && !s.eng.NC.IsClosed() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := s.writeSnapshots(ctx); err != nil {
 				s.eng.Logger.Warn("table index snapshot at close failed: the next open replays more of the log", "err", err)
@@ -403,6 +457,14 @@ func (s *Service) Close() {
 		}
 		s.own.Release()
 		s.cancel = nil
+	}
+	if s.store != nil {
+		// After a crash of the engine (no snapshot written), the store's
+		// write-ahead log still holds every change applied: the next open
+		// replays the log from the last header, over them.
+		if err := s.store.close(); err != nil {
+			s.eng.Logger.Warn("table index store close failed", "err", err)
+		}
 	}
 }
 
@@ -561,6 +623,14 @@ func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescripti
 		// Best effort: a snapshot left behind is of another log, never used.
 		if err := s.snaps.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			s.eng.Logger.Warn("delete table: index snapshot left behind", "table", name, "err", err)
+		}
+	}
+	if dx, ok := t.idx.(*diskIndex); ok {
+		t.idxMu.Lock()
+		err := dx.reset()
+		t.idxMu.Unlock()
+		if err != nil {
+			s.eng.Logger.Warn("delete table: its keys are left in the index store (never read: a table created again has another TableId)", "table", name, "err", err)
 		}
 	}
 	delete(s.tables, name)
@@ -728,6 +798,9 @@ func (s *Service) table(name string) (*Table, error) {
 	s.mu.RUnlock()
 	if !ok {
 		return nil, tableNotFound(name)
+	}
+	if err := t.idx.Err(); err != nil {
+		return nil, awserr.New(awserr.ErrService, "table %s: %v", name, err)
 	}
 	return t, nil
 }

@@ -74,6 +74,12 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	if o.Tables.TTLInterval == 0 {
 		o.Tables.TTLInterval = -1
 	}
+	if o.Tables.Index == "" {
+		// RUNNEL_TABLE_INDEX=memory runs a suite with the heap's item
+		// indexes where the default is the index store (.ci/run does
+		// for ./table/).
+		o.Tables.Index = os.Getenv("RUNNEL_TABLE_INDEX")
+	}
 	rn, err := runnel.Open(context.Background(), runnel.Config{
 		Tables:            o.Tables,
 		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: Logger(t), Replicas: o.Replicas},

@@ -1,0 +1,336 @@
+package table
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// diskIndex is a table's item index in the process's index store
+// (store.go): the same entries as the heap index (index.go), kept in key
+// order by Pebble, so memory does not grow with the item count and an
+// open need not read every key.
+//
+// An entry's key is 'i', the table's prefix, the partition key's hash and
+// the sort key in an encoding whose byte order is DynamoDB's order of the
+// sort key (rangeBytes); its value is the log shard and position of the
+// item's latest change, its expiry, size and sort key's canonical text.
+//
+// Writers hold Table.idxMu exclusively, readers for reading, as for the
+// heap index; each change is one Pebble batch holding the entry and the
+// table's new count and size.
+type diskIndex struct {
+	st     *store
+	tid    [16]byte
+	rngN   bool // the sort key is a Number (rangeBytes)
+	lo, hi []byte
+
+	count, bytes int64
+
+	errMu sync.Mutex
+	err   error // sticky: the first store failure
+}
+
+// openDiskIndex opens the index of the table with id tableID as the store
+// holds it (empty if it holds none).
+func openDiskIndex(st *store, tableID string, rngType string) (*diskIndex, error) {
+	x := &diskIndex{st: st, tid: tablePrefix(tableID), rngN: rngType == TypeN}
+	x.lo = storeKey('i', x.tid, 0)
+	x.hi = prefixEnd(x.lo)
+	v, err := st.get(storeKey('c', x.tid, 0))
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
+		if x.count, x.bytes, err = decodeCount(v); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// fail records the store's first failure and logs it.
+func (x *diskIndex) fail(op string, err error) {
+	x.errMu.Lock()
+	defer x.errMu.Unlock()
+	if x.err == nil {
+		x.err = fmt.Errorf("table index store: %s: %w", op, err)
+		x.st.log.Error("table index store failed: the table answers with errors until it is opened again (its index is then rebuilt from the log)", "err", x.err)
+	}
+}
+
+// Err is the store's first failure, nil if none.
+func (x *diskIndex) Err() error {
+	x.errMu.Lock()
+	defer x.errMu.Unlock()
+	return x.err
+}
+
+func (x *diskIndex) Len() int     { return int(x.count) }
+func (x *diskIndex) Bytes() int64 { return x.bytes }
+
+// key is the store key of e's item (e.bound 0).
+func (x *diskIndex) key(h [16]byte, rk string) []byte {
+	k := make([]byte, 0, len(x.lo)+16+len(rk)+4)
+	k = append(append(k, x.lo...), h[:]...)
+	return x.appendRange(k, rk)
+}
+
+func (x *diskIndex) appendRange(k []byte, rk string) []byte {
+	if rk == "" {
+		return k
+	}
+	if x.rngN {
+		return appendNumberOrdered(k, rk)
+	}
+	return append(k, rk...)
+}
+
+// seekKey is the store key a search from pivot starts at: the item's own
+// key, or, for a bound, the first key of the hash (-1) or the first key
+// after it (+1).
+func (x *diskIndex) seekKey(p entry) []byte {
+	switch {
+	case p.bound < 0:
+		return x.key(p.h, "")
+	case p.bound > 0:
+		h := p.h
+		for i := len(h) - 1; i >= 0; i-- {
+			h[i]++
+			if h[i] != 0 {
+				return x.key(h, "")
+			}
+		}
+		return x.hi
+	}
+	return x.key(p.h, p.rk)
+}
+
+func encodeSlot(e entry) []byte {
+	v := make([]byte, 0, 24+len(e.rk))
+	v = binary.BigEndian.AppendUint16(v, e.shard)
+	v = binary.AppendUvarint(v, e.pos)
+	v = binary.AppendVarint(v, e.exp)
+	v = binary.AppendUvarint(v, uint64(e.size))
+	return append(v, e.rk...)
+}
+
+func decodeSlot(h [16]byte, v []byte) (entry, error) {
+	e := entry{h: h}
+	if len(v) < 2 {
+		return e, errors.New("short entry")
+	}
+	e.shard = binary.BigEndian.Uint16(v)
+	v = v[2:]
+	var w int
+	if e.pos, w = binary.Uvarint(v); w <= 0 {
+		return e, errors.New("bad position")
+	}
+	v = v[w:]
+	if e.exp, w = binary.Varint(v); w <= 0 {
+		return e, errors.New("bad expiry")
+	}
+	v = v[w:]
+	size, w := binary.Uvarint(v)
+	if w <= 0 {
+		return e, errors.New("bad size")
+	}
+	e.size, e.rk = int32(size), string(v[w:])
+	return e, nil
+}
+
+// Get returns the entry of e's key.
+func (x *diskIndex) Get(e entry) (entry, bool) {
+	v, err := x.st.get(x.key(e.h, e.rk))
+	if err != nil {
+		x.fail("get", err)
+		return entry{}, false
+	}
+	if v == nil {
+		return entry{}, false
+	}
+	got, err := decodeSlot(e.h, v)
+	if err != nil {
+		x.fail("get", err)
+		return entry{}, false
+	}
+	return got, true
+}
+
+// write commits e (or its deletion) with the table's new count and size.
+func (x *diskIndex) write(k []byte, e *entry, count, bytes int64) error {
+	x.st.mu.RLock()
+	defer x.st.mu.RUnlock()
+	if x.st.closed {
+		return errStoreClosed
+	}
+	b := x.st.db.NewBatch()
+	defer b.Close()
+	var err error
+	if e != nil {
+		err = b.Set(k, encodeSlot(*e), nil)
+	} else {
+		err = b.Delete(k, nil)
+	}
+	if err == nil {
+		err = b.Set(storeKey('c', x.tid, 0), encodeCount(count, bytes), nil)
+	}
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
+	return err
+}
+
+// ReplaceOrInsert sets the entry of e's key and returns the previous one.
+func (x *diskIndex) ReplaceOrInsert(e entry) (entry, bool) {
+	old, had := x.Get(e)
+	count, bytes := x.count, x.bytes+int64(e.size)
+	if had {
+		bytes -= int64(old.size)
+	} else {
+		count++
+	}
+	e.bound = 0
+	if err := x.write(x.key(e.h, e.rk), &e, count, bytes); err != nil {
+		x.fail("write", err)
+		return old, had
+	}
+	x.count, x.bytes = count, bytes
+	return old, had
+}
+
+// Delete removes the entry of e's key and returns it.
+func (x *diskIndex) Delete(e entry) (entry, bool) {
+	old, had := x.Get(e)
+	if !had {
+		return old, false
+	}
+	count, bytes := x.count-1, x.bytes-int64(old.size)
+	if err := x.write(x.key(e.h, e.rk), nil, count, bytes); err != nil {
+		x.fail("delete", err)
+		return old, true
+	}
+	x.count, x.bytes = count, bytes
+	return old, true
+}
+
+// iterate visits entries from seek (nil: the first), forward or
+// backward, until visit returns false. Backward starts before seek.
+func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry) bool) {
+	x.st.mu.RLock()
+	defer x.st.mu.RUnlock()
+	if x.st.closed {
+		x.fail("read", errStoreClosed)
+		return
+	}
+	it, err := x.st.db.NewIter(&pebble.IterOptions{LowerBound: x.lo, UpperBound: x.hi})
+	if err != nil {
+		x.fail("read", err)
+		return
+	}
+	defer it.Close()
+	var ok bool
+	switch {
+	case seek == nil && forward:
+		ok = it.First()
+	case forward:
+		ok = it.SeekGE(seek)
+	default:
+		ok = it.SeekLT(seek)
+	}
+	for ; ok; ok = step(it, forward) {
+		k := it.Key()
+		if len(k) < len(x.lo)+16 {
+			x.fail("read", fmt.Errorf("short key %x", k))
+			return
+		}
+		var h [16]byte
+		copy(h[:], k[len(x.lo):])
+		e, err := decodeSlot(h, it.Value())
+		if err != nil {
+			x.fail("read", err)
+			return
+		}
+		if !visit(e) {
+			return
+		}
+	}
+	if err := it.Error(); err != nil {
+		x.fail("read", err)
+	}
+}
+
+func step(it *pebble.Iterator, forward bool) bool {
+	if forward {
+		return it.Next()
+	}
+	return it.Prev()
+}
+
+// Ascend visits every entry in key order until visit returns false.
+func (x *diskIndex) Ascend(visit func(entry) bool) { x.iterate(nil, true, visit) }
+
+// AscendGreaterOrEqual visits the entries from pivot (a key or a search
+// bound) upwards.
+func (x *diskIndex) AscendGreaterOrEqual(pivot entry, visit func(entry) bool) {
+	x.iterate(x.seekKey(pivot), true, visit)
+}
+
+// DescendLessOrEqual visits the entries from pivot downwards.
+func (x *diskIndex) DescendLessOrEqual(pivot entry, visit func(entry) bool) {
+	seek := x.seekKey(pivot)
+	if pivot.bound == 0 {
+		seek = append(seek, 0) // the pivot itself is included
+	}
+	x.iterate(seek, false, visit)
+}
+
+// appendNumberOrdered appends the canonical text of a DynamoDB number
+// (canonical's form for a Number key) in an encoding whose byte order is
+// the numbers' order:
+//
+//	negative  0x01, ^(adjusted exponent + 0x4000) (2 bytes),
+//	          each coefficient digit as 0xff-digit, then 0xff
+//	zero      0x02
+//	positive  0x03, adjusted exponent + 0x4000 (2 bytes), the digits
+//
+// The coefficient has no trailing zeros (canonical reduces it), so two
+// numbers of one sign and adjusted exponent order as their digit strings
+// do, a prefix first (1 < 1.5); for negative numbers the complement and
+// the 0xff end reverse that. DynamoDB's exponents (-130 to +125) fit.
+func appendNumberOrdered(dst []byte, canonicalText string) []byte {
+	var d apd.Decimal
+	if _, _, err := d.SetString(canonicalText); err != nil {
+		return append(append(dst, 0x04), canonicalText...) // never for a stored key
+	}
+	var r apd.Decimal
+	r.Reduce(&d)
+	if r.IsZero() {
+		return append(dst, 0x02)
+	}
+	digits := r.Coeff.String()
+	adj := uint16(int(r.Exponent) + len(digits) - 1 + 0x4000)
+	if !r.Negative {
+		dst = binary.BigEndian.AppendUint16(append(dst, 0x03), adj)
+		return append(dst, digits...)
+	}
+	dst = binary.BigEndian.AppendUint16(append(dst, 0x01), ^adj)
+	for i := 0; i < len(digits); i++ {
+		dst = append(dst, 0xff-digits[i])
+	}
+	return append(dst, 0xff)
+}
+
+// reset deletes every key of the table from the store: the index is
+// empty, to be rebuilt from the log.
+func (x *diskIndex) reset() error {
+	if err := x.st.clear(x.tid); err != nil {
+		return fmt.Errorf("clear the table's index store: %w", err)
+	}
+	x.count, x.bytes = 0, 0
+	return nil
+}

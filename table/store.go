@@ -1,0 +1,184 @@
+package table
+
+import (
+	"crypto/md5"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The disk index: the tables' item indexes in an embedded Pebble store
+// (CockroachDB's LSM) in the process's data directory, instead of the heap
+// (docs/design.md, "Tables: where the items live"). One store serves every
+// table of the process; a table's keys share a prefix made of the MD5 of
+// its TableId, so a table created again under the same name starts empty.
+//
+//	'i' tid(16) h(16) rk   an item: where its latest image is (diskIndex)
+//	'c' tid(16)            the table's item count and size, written in the
+//	                       batch of every change, so they always agree
+//	                       with the items the store holds
+//	'h' tid(16)            the table's header: the log positions the store
+//	                       is known to cover (a snapHeader, JSON), written
+//	                       with every log write stopped (snapshot.go)
+//
+// The store is a cache of the change log, never the only copy: its writes
+// are not synced (the log's are), so after a crash of the machine it may
+// be behind the log, never ahead of it. An open replays the log after the
+// header's positions; replaying a change the store already holds is
+// harmless (each change sets its item to what the log says, and the count
+// moves by what the store held), so a store that got further than its
+// header converges to the log. A store without a header, or with one of
+// another table or log, is cleared and rebuilt from the whole log.
+//
+// Trap: a Pebble error (a full or failing disk) is sticky: the table
+// answers every later call with a ServiceException naming it, and the
+// next open rebuilds the index from the log.
+type store struct {
+	mu     sync.RWMutex // held for reading by every use, for writing by Close
+	db     *pebble.DB
+	closed bool
+	log    *slog.Logger
+}
+
+// DefaultIndexCacheBytes is Options.IndexCacheBytes' default: 64 MiB of
+// Pebble block cache for every table of the process together.
+const DefaultIndexCacheBytes = 64 << 20
+
+// indexMemtableBytes is the size of each of the store's memtables (Pebble
+// keeps up to two, plus the block cache).
+const indexMemtableBytes = 32 << 20
+
+var errStoreClosed = errors.New("table index store closed")
+
+// openStore opens (or creates) the store in dir.
+func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
+	if cacheBytes <= 0 {
+		cacheBytes = DefaultIndexCacheBytes
+	}
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(filepath.Clean(dir), &pebble.Options{
+		Cache:        cache,
+		MemTableSize: indexMemtableBytes,
+		Logger:       pebbleLogger{log},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("table: open the index store in %s: %w", dir, err)
+	}
+	return &store{db: db, log: log}, nil
+}
+
+// close flushes nothing (the WAL holds what the memtables do) and closes.
+func (st *store) close() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return nil
+	}
+	st.closed = true
+	return st.db.Close()
+}
+
+// pebbleLogger sends Pebble's lines to the engine's logger.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(f string, a ...any)  { p.l.Debug("index store: " + fmt.Sprintf(f, a...)) }
+func (p pebbleLogger) Errorf(f string, a ...any) { p.l.Error("index store: " + fmt.Sprintf(f, a...)) }
+func (p pebbleLogger) Fatalf(f string, a ...any) {
+	p.l.Error("index store: fatal: " + fmt.Sprintf(f, a...))
+	panic(fmt.Sprintf(f, a...))
+}
+
+// tablePrefix is the 16 bytes that begin every key of a table.
+func tablePrefix(tableID string) [16]byte { return md5.Sum([]byte(tableID)) }
+
+func storeKey(kind byte, tid [16]byte, n int) []byte {
+	k := make([]byte, 1, 1+16+n)
+	k[0] = kind
+	return append(k, tid[:]...)
+}
+
+// get returns a copy of key's value, nil if there is none.
+func (st *store) get(key []byte) ([]byte, error) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return nil, errStoreClosed
+	}
+	v, c, err := st.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	return out, c.Close()
+}
+
+// set writes key (not synced).
+func (st *store) set(key, value []byte, sync bool) error {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return errStoreClosed
+	}
+	opt := pebble.NoSync
+	if sync {
+		opt = pebble.Sync
+	}
+	return st.db.Set(key, value, opt)
+}
+
+// clear deletes every key of a table (its items, count and header).
+func (st *store) clear(tid [16]byte) error {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return errStoreClosed
+	}
+	b := st.db.NewBatch()
+	defer b.Close()
+	for _, kind := range []byte{'i', 'c', 'h'} {
+		lo := storeKey(kind, tid, 0)
+		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+// prefixEnd is the first key after every key that begins with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xff: no end
+}
+
+// encodeCount is a table's 'c' value: item count and bytes.
+func encodeCount(n, bytes int64) []byte {
+	b := binary.AppendVarint(nil, n)
+	return binary.AppendVarint(b, bytes)
+}
+
+func decodeCount(v []byte) (n, bytes int64, err error) {
+	n, w := binary.Varint(v)
+	if w <= 0 {
+		return 0, 0, errors.New("bad item count")
+	}
+	bytes, w2 := binary.Varint(v[w:])
+	if w2 <= 0 {
+		return 0, 0, errors.New("bad item bytes")
+	}
+	return n, bytes, nil
+}
