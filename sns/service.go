@@ -60,6 +60,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/internal/closing"
 	"github.com/runnel-dev/runnel/queue"
 )
 
@@ -196,13 +197,7 @@ func (s *Service) load(ctx context.Context) error {
 
 // Close stops the delivery workers; messages not yet delivered stay in
 // the internal queues and are delivered after the next New.
-func (s *Service) Close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel()
-	s.wg.Wait()
-}
+func (s *Service) Close() { closing.Close(&s.mu, &s.closed, s.cancel, &s.wg) }
 
 // Stats returns the counters of a topic (zero for an unknown one).
 func (s *Service) Stats(topicName string) Stats {

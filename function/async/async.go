@@ -126,6 +126,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/closing"
 	"github.com/runnel-dev/runnel/internal/mapx"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
@@ -357,13 +358,7 @@ func (s *Service) watchFunctions(ctx context.Context) {
 
 // Close stops the pollers. An event being processed is abandoned and
 // comes back after its visibility timeout (a possible duplicate).
-func (s *Service) Close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.cancel()
-	s.wg.Wait()
-}
+func (s *Service) Close() { closing.Close(&s.mu, &s.closed, s.cancel, &s.wg) }
 
 // Stats returns the counters of a function.
 func (s *Service) Stats(functionName string) Stats {
