@@ -33,6 +33,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/slicex"
 )
 
 const cborContentType = "application/x-amz-cbor-1.1"
@@ -99,14 +100,7 @@ func cborToJSON(v any) (any, error) {
 		}
 		return m, nil
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			var err error
-			if out[i], err = cborToJSON(e); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return slicex.MapErr(x, cborToJSON)
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x), nil
 	case time.Time:

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/runnel-dev/runnel/internal/slicex"
 	"github.com/runnel-dev/runnel/table"
 )
 
@@ -226,21 +227,9 @@ func indices[K any](left []K, index func(K) (int, error)) ([]int, error) {
 	return is, nil
 }
 
-// rowsOf reads items of either client's shape.
-func rowsOf[I any](items []I, row func(I) (tableRow, error)) ([]tableRow, error) {
-	rows := make([]tableRow, len(items))
-	for j, it := range items {
-		var err error
-		if rows[j], err = row(it); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
-}
-
 // batchGot is a BatchGetItem's answer: the rows read and the items left.
 func batchGot[I any](items, left []I, row func(I) (tableRow, error), index func(I) (int, error)) ([]tableRow, []int, error) {
-	rows, err := rowsOf(items, row)
+	rows, err := slicex.MapErr(items, row)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,7 +240,7 @@ func batchGot[I any](items, left []I, row func(I) (tableRow, error), index func(
 // page is a Query's or Scan's page: its rows, and its LastEvaluatedKey
 // as the cursor of the next (nil after the last page).
 func page[I ~map[string]V, V any](items []I, last I, row func(I) (tableRow, error)) ([]tableRow, any, error) {
-	rows, err := rowsOf(items, row)
+	rows, err := slicex.MapErr(items, row)
 	if len(last) == 0 {
 		return rows, nil, err
 	}
