@@ -102,17 +102,12 @@ func dynamoToken(v any) string {
 	return tokenName(v)
 }
 
-// dynamoJavaName is the Java type DynamoDB reads a shape as.
+// dynamoJavaName is the Java type DynamoDB reads a shape as: the
+// java.lang class of a scalar's javaType.
 func dynamoJavaName(s *shape) string {
 	switch s.Type {
-	case "string":
-		return "java.lang.String"
-	case "boolean":
-		return "java.lang.Boolean"
-	case "integer":
-		return "java.lang.Integer"
-	case "long":
-		return "java.lang.Long"
+	case "string", "boolean", "integer", "long":
+		return "java.lang." + javaType(s)
 	case "blob":
 		return "java.nio.ByteBuffer"
 	case "list":
