@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -19,19 +20,7 @@ func CanonicalItem(it Item) Item {
 
 // canonicalMap is CanonicalItem; ok reports a change.
 func canonicalMap(it Item) (Item, bool) {
-	var out Item
-	for k, v := range it {
-		if c, ok := canonicalValue(v); ok {
-			if out == nil {
-				out = maps.Clone(it)
-			}
-			out[k] = c
-		}
-	}
-	if out == nil {
-		return it, false
-	}
-	return out, true
+	return changeAll(it, maps.All(it), maps.Clone, func(m Item, k string, v events.DynamoDBAttributeValue) { m[k] = v }, canonicalValue)
 }
 
 // canonicalValue is CanonicalItem for one value; ok reports a change.
@@ -62,17 +51,22 @@ func canonicalValue(v events.DynamoDBAttributeValue) (events.DynamoDBAttributeVa
 
 // changeEach applies f to every element of s; it returns s itself when f
 // changes none (ok false), else a copy with the changes.
-func changeEach[T any](s []T, f func(T) (T, bool)) (out []T, ok bool) {
-	for i, e := range s {
-		if c, changed := f(e); changed {
-			if out == nil {
-				out = slices.Clone(s)
+func changeEach[T any](s []T, f func(T) (T, bool)) ([]T, bool) {
+	return changeAll(s, slices.All(s), slices.Clone, func(s []T, i int, e T) { s[i] = e }, f)
+}
+
+// changeAll is changeEach for a slice or a map c whose elements all
+// ranges over: it returns c itself when f changes none (ok false), else
+// clone(c) with each change set by set.
+func changeAll[C any, K comparable, V any](c C, all iter.Seq2[K, V], clone func(C) C, set func(C, K, V), f func(V) (V, bool)) (out C, ok bool) {
+	out = c
+	for k, v := range all {
+		if n, changed := f(v); changed {
+			if !ok {
+				out, ok = clone(c), true
 			}
-			out[i] = c
+			set(out, k, n)
 		}
 	}
-	if out == nil {
-		return s, false
-	}
-	return out, true
+	return out, ok
 }
