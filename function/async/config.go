@@ -48,18 +48,19 @@ type DestinationConfig struct {
 	OnFailure *OnFailure `json:"OnFailure,omitempty"`
 }
 
-// OnSuccess is the destination of Success records: the ARN of a standard
-// queue, a stream or a function. An empty Destination removes it.
-type OnSuccess struct {
+// Destination is where records go (API_OnSuccess and API_OnFailure, one
+// shape): the ARN of a standard queue, a stream or a function. An empty
+// Destination removes it.
+type Destination struct {
 	Destination string `json:"Destination"`
 }
 
-// OnFailure is the destination of RetriesExhausted and EventAgeExceeded
-// records: the ARN of a standard queue, a stream or a function. An empty
-// Destination removes it.
-type OnFailure struct {
-	Destination string `json:"Destination"`
-}
+// OnSuccess is the destination of Success records; OnFailure that of
+// RetriesExhausted and EventAgeExceeded records.
+type (
+	OnSuccess = Destination
+	OnFailure = Destination
+)
 
 // DeadLetterConfig is the legacy dead-letter queue (API_DeadLetterConfig):
 // the ARN of a standard queue. An empty TargetArn removes it.
