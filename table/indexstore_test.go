@@ -18,10 +18,14 @@ import (
 func TestUnusableIndexStoreHeaderFallsBackToTheWholeLog(t *testing.T) {
 	testenv.NeedsEmbedded(t, "the index store is an embedded node's")
 	cases := map[string]func(good []byte) []byte{
-		"missing":             func([]byte) []byte { return nil },
-		"not a header":        func([]byte) []byte { return []byte("hello") },
-		"past the log's end":  func(good []byte) []byte { return bytes.Replace(good, []byte(`"pos":[`), []byte(`"pos":[99999999999,`), 1) },
-		"another transaction": func(good []byte) []byte { return bytes.Replace(good, []byte(`"tx_seq":`), []byte(`"tx_seq":99999999`), 1) },
+		"missing":      func([]byte) []byte { return nil },
+		"not a header": func([]byte) []byte { return []byte("hello") },
+		"past the log's end": func(good []byte) []byte {
+			return bytes.Replace(good, []byte(`"pos":[`), []byte(`"pos":[99999999999,`), 1)
+		},
+		"another transaction": func(good []byte) []byte {
+			return bytes.Replace(good, []byte(`"tx_seq":`), []byte(`"tx_seq":99999999`), 1)
+		},
 	}
 	for name, spoil := range cases {
 		t.Run(name, func(t *testing.T) {
