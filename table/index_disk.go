@@ -186,6 +186,14 @@ func (x *diskIndex) image(e entry) (Item, bool) {
 	if !ok || got.pos != e.pos || got.shard != e.shard || len(img) == 0 {
 		return nil, false
 	}
+	return decodeImage(img)
+}
+
+// decodeImage decodes an entry's image (ok false: none, or damaged).
+func decodeImage(img []byte) (Item, bool) {
+	if len(img) == 0 {
+		return nil, false
+	}
 	d := changeDecoder{b: img}
 	it := d.item(0)
 	if d.err != nil || it == nil {
@@ -269,8 +277,9 @@ func (x *diskIndex) Delete(e entry) (entry, bool) {
 }
 
 // iterate visits entries from seek (nil: the first), forward or
-// backward, until visit returns false. Backward starts before seek.
-func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry) bool) {
+// backward, with their images' bytes (valid during the call; nil: none),
+// until visit returns false. Backward starts before seek.
+func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry, []byte) bool) {
 	x.st.mu.RLock()
 	defer x.st.mu.RUnlock()
 	if x.st.closed {
@@ -300,12 +309,15 @@ func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry) bool) {
 		}
 		var h [16]byte
 		copy(h[:], k[len(x.lo):])
-		e, _, err := decodeSlot(h, it.Value())
+		e, img, err := decodeSlot(h, it.Value())
 		if err != nil {
 			x.fail("read", err)
 			return
 		}
-		if !visit(e) {
+		if len(img) == 0 {
+			img = nil
+		}
+		if !visit(e, img) {
 			return
 		}
 	}
@@ -322,12 +334,17 @@ func step(it *pebble.Iterator, forward bool) bool {
 }
 
 // Ascend visits every entry in key order until visit returns false.
-func (x *diskIndex) Ascend(visit func(entry) bool) { x.iterate(nil, true, visit) }
+func (x *diskIndex) Ascend(visit func(entry) bool) { x.iterate(nil, true, entryOnly(visit)) }
+
+// entryOnly is visit without the image.
+func entryOnly(visit func(entry) bool) func(entry, []byte) bool {
+	return func(e entry, _ []byte) bool { return visit(e) }
+}
 
 // AscendGreaterOrEqual visits the entries from pivot (a key or a search
 // bound) upwards.
 func (x *diskIndex) AscendGreaterOrEqual(pivot entry, visit func(entry) bool) {
-	x.iterate(x.seekKey(pivot), true, visit)
+	x.iterate(x.seekKey(pivot), true, entryOnly(visit))
 }
 
 // DescendLessOrEqual visits the entries from pivot downwards.
@@ -336,7 +353,7 @@ func (x *diskIndex) DescendLessOrEqual(pivot entry, visit func(entry) bool) {
 	if pivot.bound == 0 {
 		seek = append(seek, 0) // the pivot itself is included
 	}
-	x.iterate(seek, false, visit)
+	x.iterate(seek, false, entryOnly(visit))
 }
 
 // appendNumberOrdered appends the canonical text of a DynamoDB number
