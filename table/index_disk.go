@@ -267,13 +267,18 @@ func (x *diskIndex) Delete(e entry) (entry, bool) {
 	if !had {
 		return old, false
 	}
+	return x.remove(e, old), true
+}
+
+// remove deletes the entry of e's key, which is old.
+func (x *diskIndex) remove(e, old entry) entry {
 	count, bytes := x.count-1, x.bytes-int64(old.size)
 	if err := x.write(x.key(e.h, e.rk), nil, nil, count, bytes); err != nil {
 		x.fail("delete", err)
-		return old, true
+		return old
 	}
 	x.count, x.bytes = count, bytes
-	return old, true
+	return old
 }
 
 // iterate visits entries from seek (nil: the first), forward or

@@ -315,6 +315,11 @@ type pending struct {
 	change Change
 	exp    int64
 	size   int32
+	// prev is the item's index entry as read under its stripe for this
+	// change (prevKnown), which apply then need not look up again: the
+	// entry cannot move while the stripe is held.
+	prev      entry
+	prevKnown bool
 }
 
 // newChange builds the change from old to new (new nil: a delete). It
@@ -668,10 +673,20 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	t.changes.Add(1)
 	t.idxMu.Lock()
-	if p.change.NewImage != nil {
-		t.put(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size}, p.change.NewImage)
-	} else {
-		t.idx.Delete(entry{h: p.k.h, rk: p.k.rk})
+	e := entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size}
+	dx, disk := t.idx.(*diskIndex)
+	switch {
+	case disk && p.prevKnown:
+		had := p.change.OldImage != nil
+		if p.change.NewImage != nil {
+			dx.set(e, p.prev, had, appendItem(nil, p.change.NewImage))
+		} else if had {
+			dx.remove(e, p.prev)
+		}
+	case p.change.NewImage != nil:
+		t.put(e, p.change.NewImage)
+	default:
+		t.idx.Delete(e)
 	}
 	t.idxMu.Unlock()
 	t.applyIndexes(p)
