@@ -107,7 +107,7 @@ func (t *Table) expire(ctx context.Context, k key, now int64) (int, error) {
 	mu := t.stripe(k)
 	mu.Lock()
 	defer mu.Unlock()
-	old, _, err := t.get(ctx, k)
+	old, prev, err := t.get(ctx, k)
 	if err != nil || old == nil {
 		return 0, err
 	}
@@ -119,6 +119,7 @@ func (t *Table) expire(ctx context.Context, k key, now int64) (int, error) {
 		return 0, err
 	}
 	p := t.newChange(kk, old, nil, true)
+	p.prev, p.prevKnown = prev, true
 	if err := t.appendChanges(ctx, []*pending{p}); err != nil {
 		return 0, err
 	}

@@ -110,59 +110,101 @@ func (x *diskIndex) seekKey(p entry) []byte {
 	return x.key(p.h, p.rk)
 }
 
-func encodeSlot(e entry) []byte {
-	v := make([]byte, 0, 24+len(e.rk))
+// encodeSlot is an entry's value: shard (2 bytes), position, expiry,
+// size, the sort key's canonical text (length first), then the item's
+// image in the change log's item form (codec.go's appendItem), which
+// serves GetItem, Query and Scan without a read of the log.
+func encodeSlot(e entry, img []byte) []byte {
+	v := make([]byte, 0, 24+len(e.rk)+len(img))
 	v = binary.BigEndian.AppendUint16(v, e.shard)
 	v = binary.AppendUvarint(v, e.pos)
 	v = binary.AppendVarint(v, e.exp)
 	v = binary.AppendUvarint(v, uint64(e.size))
-	return append(v, e.rk...)
+	v = appendString(v, e.rk)
+	return append(v, img...)
 }
 
-func decodeSlot(h [16]byte, v []byte) (entry, error) {
-	e := entry{h: h}
+// decodeSlot decodes an entry's value; img is the image's bytes (a view
+// of v), empty if the value has none.
+func decodeSlot(h [16]byte, v []byte) (e entry, img []byte, err error) {
+	e = entry{h: h}
 	if len(v) < 2 {
-		return e, errors.New("short entry")
+		return e, nil, errors.New("short entry")
 	}
 	e.shard = binary.BigEndian.Uint16(v)
 	v = v[2:]
 	var w int
 	if e.pos, w = binary.Uvarint(v); w <= 0 {
-		return e, errors.New("bad position")
+		return e, nil, errors.New("bad position")
 	}
 	v = v[w:]
 	if e.exp, w = binary.Varint(v); w <= 0 {
-		return e, errors.New("bad expiry")
+		return e, nil, errors.New("bad expiry")
 	}
 	v = v[w:]
 	size, w := binary.Uvarint(v)
 	if w <= 0 {
-		return e, errors.New("bad size")
+		return e, nil, errors.New("bad size")
 	}
-	e.size, e.rk = int32(size), string(v[w:])
-	return e, nil
+	v = v[w:]
+	n, w := binary.Uvarint(v)
+	if w <= 0 || uint64(len(v)-w) < n {
+		return e, nil, errors.New("bad sort key")
+	}
+	e.size, e.rk = int32(size), string(v[w:w+int(n)])
+	return e, v[w+int(n):], nil
 }
 
 // Get returns the entry of e's key.
 func (x *diskIndex) Get(e entry) (entry, bool) {
+	got, _, ok := x.getImage(e)
+	return got, ok
+}
+
+// getImage returns the entry of e's key and its image's bytes.
+func (x *diskIndex) getImage(e entry) (entry, []byte, bool) {
 	v, err := x.st.get(x.key(e.h, e.rk))
 	if err != nil {
 		x.fail("get", err)
-		return entry{}, false
+		return entry{}, nil, false
 	}
 	if v == nil {
-		return entry{}, false
+		return entry{}, nil, false
 	}
-	got, err := decodeSlot(e.h, v)
+	got, img, err := decodeSlot(e.h, v)
 	if err != nil {
 		x.fail("get", err)
-		return entry{}, false
+		return entry{}, nil, false
 	}
-	return got, true
+	return got, img, true
 }
 
-// write commits e (or its deletion) with the table's new count and size.
-func (x *diskIndex) write(k []byte, e *entry, count, bytes int64) error {
+// image returns the item of entry e if the store holds it at e's log
+// position (ok false: read the log: the entry moved on, or has no image).
+func (x *diskIndex) image(e entry) (Item, bool) {
+	got, img, ok := x.getImage(e)
+	if !ok || got.pos != e.pos || got.shard != e.shard || len(img) == 0 {
+		return nil, false
+	}
+	return decodeImage(img)
+}
+
+// decodeImage decodes an entry's image (ok false: none, or damaged).
+func decodeImage(img []byte) (Item, bool) {
+	if len(img) == 0 {
+		return nil, false
+	}
+	d := changeDecoder{b: img}
+	it := d.item(0)
+	if d.err != nil || it == nil {
+		return nil, false
+	}
+	return it, true
+}
+
+// write commits e with image img (nil e: its deletion) with the table's
+// new count and size.
+func (x *diskIndex) write(k []byte, e *entry, img []byte, count, bytes int64) error {
 	x.st.mu.RLock()
 	defer x.st.mu.RUnlock()
 	if x.st.closed {
@@ -172,7 +214,7 @@ func (x *diskIndex) write(k []byte, e *entry, count, bytes int64) error {
 	defer b.Close()
 	var err error
 	if e != nil {
-		err = b.Set(k, encodeSlot(*e), nil)
+		err = b.Set(k, encodeSlot(*e, img), nil)
 	} else {
 		err = b.Delete(k, nil)
 	}
@@ -185,9 +227,25 @@ func (x *diskIndex) write(k []byte, e *entry, count, bytes int64) error {
 	return err
 }
 
-// ReplaceOrInsert sets the entry of e's key and returns the previous one.
+// ReplaceOrInsert sets the entry of e's key and returns the previous one;
+// the item's image stays (the entry moved within the same change: its
+// expiry recomputed). A change's new image comes with put.
 func (x *diskIndex) ReplaceOrInsert(e entry) (entry, bool) {
+	old, img, had := x.getImage(e)
+	if had && (old.pos != e.pos || old.shard != e.shard) {
+		img = nil
+	}
+	return x.set(e, old, had, img)
+}
+
+// put sets the entry of e's key to a change whose new image is it, and
+// returns the previous entry.
+func (x *diskIndex) put(e entry, it Item) (entry, bool) {
 	old, had := x.Get(e)
+	return x.set(e, old, had, appendItem(nil, it))
+}
+
+func (x *diskIndex) set(e, old entry, had bool, img []byte) (entry, bool) {
 	count, bytes := x.count, x.bytes+int64(e.size)
 	if had {
 		bytes -= int64(old.size)
@@ -195,7 +253,7 @@ func (x *diskIndex) ReplaceOrInsert(e entry) (entry, bool) {
 		count++
 	}
 	e.bound = 0
-	if err := x.write(x.key(e.h, e.rk), &e, count, bytes); err != nil {
+	if err := x.write(x.key(e.h, e.rk), &e, img, count, bytes); err != nil {
 		x.fail("write", err)
 		return old, had
 	}
@@ -209,18 +267,24 @@ func (x *diskIndex) Delete(e entry) (entry, bool) {
 	if !had {
 		return old, false
 	}
+	return x.remove(e, old), true
+}
+
+// remove deletes the entry of e's key, which is old.
+func (x *diskIndex) remove(e, old entry) entry {
 	count, bytes := x.count-1, x.bytes-int64(old.size)
-	if err := x.write(x.key(e.h, e.rk), nil, count, bytes); err != nil {
+	if err := x.write(x.key(e.h, e.rk), nil, nil, count, bytes); err != nil {
 		x.fail("delete", err)
-		return old, true
+		return old
 	}
 	x.count, x.bytes = count, bytes
-	return old, true
+	return old
 }
 
 // iterate visits entries from seek (nil: the first), forward or
-// backward, until visit returns false. Backward starts before seek.
-func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry) bool) {
+// backward, with their images' bytes (valid during the call; nil: none),
+// until visit returns false. Backward starts before seek.
+func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry, []byte) bool) {
 	x.st.mu.RLock()
 	defer x.st.mu.RUnlock()
 	if x.st.closed {
@@ -250,12 +314,15 @@ func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry) bool) {
 		}
 		var h [16]byte
 		copy(h[:], k[len(x.lo):])
-		e, err := decodeSlot(h, it.Value())
+		e, img, err := decodeSlot(h, it.Value())
 		if err != nil {
 			x.fail("read", err)
 			return
 		}
-		if !visit(e) {
+		if len(img) == 0 {
+			img = nil
+		}
+		if !visit(e, img) {
 			return
 		}
 	}
@@ -272,12 +339,17 @@ func step(it *pebble.Iterator, forward bool) bool {
 }
 
 // Ascend visits every entry in key order until visit returns false.
-func (x *diskIndex) Ascend(visit func(entry) bool) { x.iterate(nil, true, visit) }
+func (x *diskIndex) Ascend(visit func(entry) bool) { x.iterate(nil, true, entryOnly(visit)) }
+
+// entryOnly is visit without the image.
+func entryOnly(visit func(entry) bool) func(entry, []byte) bool {
+	return func(e entry, _ []byte) bool { return visit(e) }
+}
 
 // AscendGreaterOrEqual visits the entries from pivot (a key or a search
 // bound) upwards.
 func (x *diskIndex) AscendGreaterOrEqual(pivot entry, visit func(entry) bool) {
-	x.iterate(x.seekKey(pivot), true, visit)
+	x.iterate(x.seekKey(pivot), true, entryOnly(visit))
 }
 
 // DescendLessOrEqual visits the entries from pivot downwards.
@@ -286,7 +358,7 @@ func (x *diskIndex) DescendLessOrEqual(pivot entry, visit func(entry) bool) {
 	if pivot.bound == 0 {
 		seek = append(seek, 0) // the pivot itself is included
 	}
-	x.iterate(seek, false, visit)
+	x.iterate(seek, false, entryOnly(visit))
 }
 
 // appendNumberOrdered appends the canonical text of a DynamoDB number

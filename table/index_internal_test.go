@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/cockroachdb/apd/v3"
 )
 
@@ -222,5 +223,41 @@ func TestIndexPendingKeysStayBounded(t *testing.T) {
 		if n != 10_000 {
 			t.Fatalf("hashOnly %v: Ascend visited %d, want 10000", hashOnly, n)
 		}
+	}
+}
+
+// TestTheIndexStoreKeepsTheImageOfTheEntrysChange: the index store
+// serves an item's image only for the log position it was written at: a
+// change of the expiry alone keeps it, a change at another position (a
+// write whose image came without one) does not, so a reader falls back to
+// the log rather than read another change's image.
+func TestTheIndexStoreKeepsTheImageOfTheEntrysChange(t *testing.T) {
+	sc, err := newSchema([]KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}}, []AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := diskIndexFor(t, sc).(*diskIndex)
+	it := Item{"pk": events.NewStringAttribute("a"), "n": events.NewNumberAttribute("1.5"), "l": events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewBooleanAttribute(true)})}
+	e := entry{h: hashKey("S", "a"), shard: 2, pos: 7, size: 30}
+	x.put(e, it)
+	got, ok := x.image(e)
+	if !ok || !itemsEqual(got, it) {
+		t.Fatalf("image at the change's position: %v %v, want %v", got, ok, it)
+	}
+	e.exp = 99
+	x.ReplaceOrInsert(e)
+	if got, ok := x.image(e); !ok || !itemsEqual(got, it) {
+		t.Fatalf("after the expiry alone moved: %v %v, want the image", got, ok)
+	}
+	if _, ok := x.image(entry{h: e.h, shard: 2, pos: 8}); ok {
+		t.Fatal("an image served for another log position")
+	}
+	e.pos = 8
+	x.ReplaceOrInsert(e)
+	if got, ok := x.image(e); ok {
+		t.Fatalf("an image kept across a change without one: %v", got)
+	}
+	if x.Len() != 1 || x.Bytes() != 30 {
+		t.Fatalf("Len %d Bytes %d, want 1 and 30", x.Len(), x.Bytes())
 	}
 }

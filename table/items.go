@@ -157,7 +157,7 @@ type op struct {
 // prepare checks the op's condition against the current item and computes
 // the change. The caller holds the item's stripe.
 func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
-	old, _, err = o.t.get(ctx, o.k)
+	old, prev, err := o.t.get(ctx, o.k)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -192,6 +192,9 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 		}
 	}
 	p = o.t.newChange(o.k, old, nw, false)
+	if p != nil {
+		p.prev, p.prevKnown = prev, true
+	}
 	if p != nil && nw != nil && p.size > MaxItemSize {
 		if o.update {
 			return old, nil, validation("Item size to update has exceeded the maximum allowed size")

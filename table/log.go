@@ -225,7 +225,18 @@ func (t *Table) lookup(k key) (entry, bool) {
 	return t.idx.Get(entry{h: k.h, rk: k.rk})
 }
 
-// fetch returns the item of an index entry, from the cache or the log.
+// put sets an item's index entry to a change whose new image is it (the
+// index store keeps the image). The caller holds idxMu.
+func (t *Table) put(e entry, it Item) {
+	if dx, ok := t.idx.(*diskIndex); ok && it != nil {
+		dx.put(e, it)
+		return
+	}
+	t.idx.ReplaceOrInsert(e)
+}
+
+// fetch returns the item of an index entry, from the cache, the index
+// store or the log.
 // A cached item serves only the entry of its own log position: a reader
 // that read an item from the log and caches it after a newer write was
 // applied (it looked the entry up before that write) leaves an item the
@@ -237,6 +248,11 @@ func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 	t.cacheMu.Unlock()
 	if ok && c.shard == e.shard && c.pos == e.pos {
 		return c.item, nil
+	}
+	if dx, ok := t.idx.(*diskIndex); ok {
+		if it, ok := dx.image(e); ok {
+			return it, nil
+		}
 	}
 	rec, err := t.s.logs.GetRecord(ctx, t.st.Log, stream.ShardID(int(e.shard)), e.pos)
 	if err != nil {
@@ -299,6 +315,11 @@ type pending struct {
 	change Change
 	exp    int64
 	size   int32
+	// prev is the item's index entry as read under its stripe for this
+	// change (prevKnown), which apply then need not look up again: the
+	// entry cannot move while the stripe is held.
+	prev      entry
+	prevKnown bool
 }
 
 // newChange builds the change from old to new (new nil: a delete). It
@@ -652,10 +673,20 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 func (t *Table) apply(p *pending, shard uint16, pos uint64) {
 	t.changes.Add(1)
 	t.idxMu.Lock()
-	if p.change.NewImage != nil {
-		t.idx.ReplaceOrInsert(entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size})
-	} else {
-		t.idx.Delete(entry{h: p.k.h, rk: p.k.rk})
+	e := entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size}
+	dx, disk := t.idx.(*diskIndex)
+	switch {
+	case disk && p.prevKnown:
+		had := p.change.OldImage != nil
+		if p.change.NewImage != nil {
+			dx.set(e, p.prev, had, appendItem(nil, p.change.NewImage))
+		} else if had {
+			dx.remove(e, p.prev)
+		}
+	case p.change.NewImage != nil:
+		t.put(e, p.change.NewImage)
+	default:
+		t.idx.Delete(e)
 	}
 	t.idxMu.Unlock()
 	t.applyIndexes(p)
@@ -718,11 +749,16 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 	if _, err := hex.Decode(k.h[:], []byte(f[0])); err != nil {
 		return err
 	}
-	if t.schema.rng != "" {
-		c, err := DecodeChange(rec.Data)
-		if err != nil {
+	_, disk := t.idx.(*diskIndex)
+	var c *Change
+	if t.schema.rng != "" || (disk && f[1] != "R") {
+		var err error
+		if c, err = DecodeChange(rec.Data); err != nil {
 			return err
 		}
+	}
+	if t.schema.rng != "" {
+		var err error
 		if k, err = t.schema.keyOf(c.Keys, true); err != nil {
 			return err
 		}
@@ -737,7 +773,11 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 		seen[f[4]][i] = true
 	}
 	if f[1] != "R" {
-		t.idx.ReplaceOrInsert(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)})
+		var img Item
+		if c != nil {
+			img = c.NewImage
+		}
+		t.put(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)}, img)
 	} else {
 		t.idx.Delete(entry{h: k.h, rk: k.rk})
 	}

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -434,10 +435,13 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 		return r.scanIndex(ctx, x, seg, total, in.ExclusiveStartKey)
 	}
 	// Collect the page's entries under the read lock, then read the items.
+	// The index store hands each entry's image over with it (imgs), so
+	// the page is read in one pass of its iterator.
 	t.idxMu.RLock()
 	var entries []entry
+	var imgs [][]byte
 	budget, size, truncated := r.limit, 0, false
-	t.idx.AscendGreaterOrEqual(from, func(e entry) bool {
+	add := func(e entry, img []byte) bool {
 		if exclusive && e.h == from.h && e.rk == from.rk {
 			return true
 		}
@@ -445,6 +449,9 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 			return true
 		}
 		entries = append(entries, e)
+		if img != nil {
+			imgs = append(imgs, bytes.Clone(img))
+		}
 		size += int(e.size)
 		// One entry past the page tells page() that more remain.
 		if (budget > 0 && len(entries) > budget) || size > MaxPageBytes {
@@ -452,9 +459,21 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 			return false
 		}
 		return true
-	})
+	}
+	if dx, ok := t.idx.(*diskIndex); ok {
+		dx.iterate(dx.seekKey(from), true, add)
+	} else {
+		t.idx.AscendGreaterOrEqual(from, func(e entry) bool { return add(e, nil) })
+	}
 	t.idxMu.RUnlock()
-	err = r.page(len(entries), truncated, func(i int) (bool, error) { return r.visit(ctx, entries[i]) })
+	err = r.page(len(entries), truncated, func(i int) (bool, error) {
+		if len(imgs) == len(entries) {
+			if it, ok := decodeImage(imgs[i]); ok {
+				return r.visitItem(it, int(entries[i].size), keyAttrs(it, t.schema))
+			}
+		}
+		return r.visit(ctx, entries[i])
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func (s *Service) runSnapshots(ctx context.Context, interval time.Duration) {
 // since its last one and writes them. Nothing when the tables are not
 // loaded here or snapshots are off.
 func (s *Service) writeSnapshots(ctx context.Context) error {
-	if s.snaps == nil && s.store == nil {
+	if s.snaps == nil && !s.storeHeaders {
 		return nil
 	}
 	s.snapMu.Lock() // one snapshot at a time
@@ -574,6 +574,9 @@ func (t *Table) fromStore(ctx context.Context, dx *diskIndex, seen txnSeen, tx *
 			err = dx.reset()
 		}
 	}()
+	if !t.s.storeHeaders {
+		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
+	}
 	v, err := t.s.store.get(storeKey('h', dx.tid, 0))
 	if err != nil {
 		return "index store unreadable: " + err.Error(), nil

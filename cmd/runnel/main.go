@@ -28,6 +28,7 @@ import (
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/sns"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // globals are the flags every command takes.
@@ -71,9 +72,10 @@ func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Run
 // serveOptions are serve's engine flags: the NATS listener and the
 // cluster.
 type serveOptions struct {
-	listen   string
-	cluster  engine.ClusterConfig
-	replicas int
+	listen     string
+	cluster    engine.ClusterConfig
+	replicas   int
+	tableIndex string
 }
 
 // serve opens runnel to run the stored mappings, with the built-in handlers
@@ -101,7 +103,7 @@ func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*r
 	}
 	cfg := runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, ListenAddr: o.listen,
 		Cluster: o.cluster, Replicas: o.replicas, Logger: log, Region: g.region, AccountID: g.account},
-		SNS: snsOpts}
+		SNS: snsOpts, Tables: table.Options{Index: o.tableIndex}}
 	rn, err := runnel.Open(ctx, cfg)
 	if err != nil {
 		return nil, err

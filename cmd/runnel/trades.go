@@ -60,7 +60,7 @@ docs/cluster.md.`,
 			cfg.Logger, cfg.Progress = g.logger(), progressTo(quiet)
 			run := func() (*trades.Result, error) { return trades.Run(cmd.Context(), cfg) }
 			if nodes.Nodes > 0 {
-				for _, f := range []string{"crash-at", "nats-url", "memory-limit-mib"} {
+				for _, f := range []string{"crash-at", "nats-url", "memory-limit-mib", "table-index"} {
 					if cmd.Flags().Changed(f) {
 						return fmt.Errorf("--nodes runs without --%s (it starts its own nodes and kills one with --kill-node-at)", f)
 					}
@@ -88,6 +88,7 @@ docs/cluster.md.`,
 	f.IntVar(&cfg.Rate, "rate", 50_000, "producer target in messages/s (0 or less: as fast as the pipeline accepts them)")
 	f.IntVar(&cfg.Shards, "shards", 8, "shards of the trades stream")
 	f.IntVar(&cfg.StateShards, "state-shards", 1, "shards of the state table's change stream (more shards: smaller map batches, more map and reduce invocations)")
+	f.StringVar(&cfg.TableIndex, "table-index", "memory", "where the tables keep their item indexes: memory (the heap: faster here) or disk (the index store: memory bounded whatever the item count)")
 	f.IntVar(&cfg.MemoryLimitMiB, "memory-limit-mib", 0, "soft limit of the Go heap during the run, MiB (0: five eighths of the machine's memory, at most 12288)")
 	f.Float64Var(&cfg.StateFailure, "state-failure", 0.01, "share of state invocations that fail (negative: none)")
 	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail (negative: none)")
