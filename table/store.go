@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/runnel-dev/runnel/engine"
 )
 
 // The disk index: the tables' item indexes in an embedded Pebble store
@@ -55,6 +57,35 @@ const DefaultIndexCacheBytes = 64 << 20
 const indexMemtableBytes = 32 << 20
 
 var errStoreClosed = errors.New("table index store closed")
+
+// openIndexStore opens the index store that opts.Index asks for: nil for
+// the heap's indexes (IndexMemory), the store in opts.IndexDir (default
+// "table-index" in the engine's data directory) for IndexDisk. The
+// default is IndexDisk for an embedded engine no other process reaches.
+func openIndexStore(eng *engine.Engine, opts Options) (*store, error) {
+	mode := opts.Index
+	if mode == "" {
+		mode = IndexMemory
+		if eng.DataDir() != "" && eng.Replicas() <= 1 && !eng.Shared() {
+			mode = IndexDisk
+		}
+	}
+	switch mode {
+	case IndexMemory:
+		return nil, nil
+	case IndexDisk:
+	default:
+		return nil, fmt.Errorf("table: Options.Index %q: must be %q or %q", opts.Index, IndexDisk, IndexMemory)
+	}
+	dir := opts.IndexDir
+	if dir == "" {
+		if eng.DataDir() == "" {
+			return nil, errors.New("table: Options.Index disk needs Options.IndexDir with an external engine")
+		}
+		dir = filepath.Join(eng.DataDir(), "table-index")
+	}
+	return openStore(dir, opts.IndexCacheBytes, eng.Logger)
+}
 
 // openStore opens (or creates) the store in dir.
 func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {

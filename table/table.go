@@ -50,7 +50,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
@@ -389,31 +388,9 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if snapEvery == 0 {
 		snapEvery = DefaultSnapshotInterval
 	}
-	mode := opts.Index
-	if mode == "" {
-		mode = IndexMemory
-		if eng.DataDir() != "" && eng.Replicas() <= 1 && !eng.Shared() {
-			mode = IndexDisk
-		}
-	}
-	switch mode {
-	case IndexDisk:
-		dir := opts.IndexDir
-		if dir == "" {
-			if eng.DataDir() == "" {
-				cancel()
-				return nil, errors.New("table: Options.Index disk needs Options.IndexDir with an external engine")
-			}
-			dir = filepath.Join(eng.DataDir(), "table-index")
-		}
-		if s.store, err = openStore(dir, opts.IndexCacheBytes, eng.Logger); err != nil {
-			cancel()
-			return nil, err
-		}
-	case IndexMemory:
-	default:
+	if s.store, err = openIndexStore(eng, opts); err != nil {
 		cancel()
-		return nil, fmt.Errorf("table: Options.Index %q: must be %q or %q", opts.Index, IndexDisk, IndexMemory)
+		return nil, err
 	}
 	s.storeHeaders = s.store != nil && snapEvery > 0
 	if snapEvery > 0 && s.store == nil {
