@@ -182,6 +182,25 @@ func nextEvent(t testing.TB, sub *stream.Subscription) (stream.SubscribeToShardE
 	return stream.SubscribeToShardEvent{}, false
 }
 
+// heartbeatEvent advances the clock by SubscriptionHeartbeat until the
+// subscription sends an event. The subscription re-arms its heartbeat
+// after it sent its previous event, which may be after the test went on:
+// an advance before the re-arm fires nothing (CI's race run waited 10 s
+// for that event). At most 10 advances: 50 s of the 5-minute lifetime.
+func heartbeatEvent(t testing.TB, clk *clockwork.FakeClock, sub *stream.Subscription) (stream.SubscribeToShardEvent, bool) {
+	t.Helper()
+	for range 10 {
+		clk.Advance(stream.SubscriptionHeartbeat)
+		select {
+		case ev, ok := <-sub.Events():
+			return ev, ok
+		case <-time.After(time.Second):
+		}
+	}
+	t.Fatal("no heartbeat event after 10 advances of SubscriptionHeartbeat")
+	return stream.SubscribeToShardEvent{}, false
+}
+
 // collect reads events until it has n records (or more); it checks that each
 // event's ContinuationSequenceNumber is its last record's.
 func collect(t testing.TB, sub *stream.Subscription, n int) (recs []stream.Record, cont string) {
@@ -255,8 +274,7 @@ func TestSubscribeToShardDeliversEveryRecordInOrder(t *testing.T) {
 	}
 	// An event without records still carries the continuation: a
 	// heartbeat after SubscriptionHeartbeat of silence.
-	clk.Advance(stream.SubscriptionHeartbeat)
-	ev, ok := nextEvent(t, sub)
+	ev, ok := heartbeatEvent(t, clk, sub)
 	if !ok || len(ev.Records) != 0 || ev.ContinuationSequenceNumber != next[1].SequenceNumber || ev.MillisBehindLatest != 0 {
 		t.Fatalf("heartbeat event %+v (open %v), want no records and continuation %s", ev, ok, next[1].SequenceNumber)
 	}
