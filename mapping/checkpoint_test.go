@@ -591,3 +591,46 @@ func TestAFailedCheckpointWriteIsTriedAgainWhileTheLaneWaits(t *testing.T) {
 	}
 	cc.everyRecordProcessed()
 }
+
+// TestALostReplyAndAFailedCheckDoNotFenceTheProcessOut: a write of the
+// shard's position lands but its reply is lost, and the read that checks
+// whether it landed fails once. The write is tried again: the checkpoint
+// reaches record 3, and the process never finds its own shard fenced (it
+// used to send the next write on the old revision, fail the check and
+// give its lease up, as if another process held the shard: under CI's
+// load the checkpoint then stood still for the lease's TTL).
+func TestALostReplyAndAFailedCheckDoNotFenceTheProcessOut(t *testing.T) {
+	var lost, verifyFailed, fenced atomic.Int32
+	mapping.SetWriteReplyLost(func(ctx context.Context, key string) error {
+		// The first write of the position after the mapping's creation.
+		if !strings.HasSuffix(key, ".lane0") && strings.Contains(key, "shardId-") && lost.Add(1) == 2 {
+			return fmt.Errorf("injected: the reply was lost")
+		}
+		return nil
+	})
+	mapping.SetRequestStalls(func(ctx context.Context, kind string) error {
+		if kind == "verify" && verifyFailed.CompareAndSwap(0, 1) {
+			return fmt.Errorf("injected: the check failed")
+		}
+		return nil
+	})
+	mapping.SetFencedHook(func(string) { fenced.Add(1) })
+	t.Cleanup(func() { mapping.SetWriteReplyLost(nil); mapping.SetRequestStalls(nil); mapping.SetFencedHook(nil) })
+	cc := &crashCase{data: []string{"1", "2", "3", "4", "5"}}
+	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return itemFailure(ev, "3"), nil
+	}
+	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
+	startCrashCase(t, cc, mapping.Config{BatchSize: 5,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, oneKey)
+	cc.checkpointIs(cc.seqs[2], "record 3, after a lost reply and a failed check")
+	if lost.Load() < 2 || verifyFailed.Load() == 0 {
+		t.Fatalf("injected %d position writes (want a lost reply at the 2nd), check failed %d", lost.Load(), verifyFailed.Load())
+	}
+	if n := fenced.Load(); n != 0 {
+		t.Fatalf("the process fenced itself out of its own shard %d times", n)
+	}
+	if got, want := cc.Before(), []string{"1,2,3,4,5", "3,4,5"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("invocations %v, want %v (no restart of the shard)", got, want)
+	}
+}

@@ -17,8 +17,9 @@ func SetWriteReplyLost(f func(ctx context.Context, key string) error) {
 func SetAfterLoad(f func()) { afterLoad = f }
 
 // SetRequestStalls makes every load reading (kind "load"), checkpoint
-// bucket write (kind "checkpoint") and, before it, every write of a
-// shard's position (kind "position") run f first with the request's context and
+// bucket write (kind "checkpoint"), every write of a shard's position
+// before it (kind "position"), and the read that checks whether a write
+// of unknown outcome landed (kind "verify") run f first with the request's context and
 // fail with f's error (nil f: none), as a stream with no leader would
 // stall it.
 func SetRequestStalls(f func(ctx context.Context, kind string) error) {
@@ -27,4 +28,14 @@ func SetRequestStalls(f func(ctx context.Context, kind string) error) {
 		return
 	}
 	requestStalls.Store(&f)
+}
+
+// SetFencedHook calls f with the unit of every checkpoint write this
+// process found fenced (nil f: none).
+func SetFencedHook(f func(unit string)) {
+	if f == nil {
+		fencedHook.Store(nil)
+		return
+	}
+	fencedHook.Store(&f)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,7 +277,18 @@ func (s *Service) ckPut(ctx context.Context, unitKey, key string, value []byte) 
 	tried, unsure := s.own.unsure[key]
 	s.own.revMu.Unlock()
 	if unsure && known {
-		if e, err := s.ck.Get(ctx, key); err == nil && e.Revision() != rev && string(e.Value()) == string(tried) {
+		// Without this read the write below could go on the revision
+		// before a write that landed, fail its check and fence this
+		// process out of its own shard: a write that cannot tell is
+		// tried again by its caller instead.
+		e, err := s.ck.Get(ctx, key)
+		if serr := stalled(ctx, "verify"); serr != nil {
+			err = serr // tests: the read failed
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		if err == nil && e.Revision() != rev && string(e.Value()) == string(tried) {
 			rev = e.Revision() // that write landed
 		}
 	}
@@ -303,6 +315,18 @@ func (s *Service) ckPut(ctx context.Context, unitKey, key string, value []byte) 
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+			if unsure {
+				// The write of unknown outcome may have landed after the
+				// check above: if the key holds exactly it, the revision
+				// is this process's own; the caller tries again.
+				if e, gerr := s.ck.Get(ctx, key); gerr == nil && string(e.Value()) == string(tried) {
+					s.own.revMu.Lock()
+					s.own.revs[key] = e.Revision()
+					delete(s.own.unsure, key)
+					s.own.revMu.Unlock()
+					return fmt.Errorf("checkpoint %s: an earlier write landed late: %w", key, err)
+				}
+			}
 			s.own.revMu.Lock()
 			delete(s.own.revs, key)
 			delete(s.own.unsure, key)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/lease"
@@ -265,6 +266,9 @@ func (s *Service) watchLease(key string, l *lease.Lease) {
 
 // fenced stops the unit key after one of its writes was fenced.
 func (s *Service) fenced(key string) {
+	if hook := fencedHook.Load(); hook != nil {
+		(*hook)(key)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.own.held[key] != nil {
@@ -272,6 +276,10 @@ func (s *Service) fenced(key string) {
 		s.releaseUnitLocked(key)
 	}
 }
+
+// fencedHook, if set, is called with the unit of every fenced write
+// (tests).
+var fencedHook atomic.Pointer[func(unit string)]
 
 // shardRunningLocked reports whether a worker of shard unit u runs here
 // and has not returned.
