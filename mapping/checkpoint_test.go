@@ -574,13 +574,7 @@ func TestAFailedCheckpointWriteIsTriedAgainWhileTheLaneWaits(t *testing.T) {
 		return nil
 	})
 	t.Cleanup(func() { mapping.SetRequestStalls(nil) })
-	cc := &crashCase{data: []string{"1", "2", "3", "4", "5"}}
-	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-		return itemFailure(ev, "3"), nil
-	}
-	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
-	startCrashCase(t, cc, mapping.Config{BatchSize: 5,
-		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, oneKey)
+	cc := startReportedFailureAt3(t)
 	cc.checkpointIs(cc.seqs[2], "record 3, after its first write failed")
 	if failed.Load() == 0 {
 		t.Fatal("no position write failed")
@@ -616,13 +610,7 @@ func TestALostReplyAndAFailedCheckDoNotFenceTheProcessOut(t *testing.T) {
 	})
 	mapping.SetFencedHook(func(string) { fenced.Add(1) })
 	t.Cleanup(func() { mapping.SetWriteReplyLost(nil); mapping.SetRequestStalls(nil); mapping.SetFencedHook(nil) })
-	cc := &crashCase{data: []string{"1", "2", "3", "4", "5"}}
-	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-		return itemFailure(ev, "3"), nil
-	}
-	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
-	startCrashCase(t, cc, mapping.Config{BatchSize: 5,
-		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, oneKey)
+	cc := startReportedFailureAt3(t)
 	cc.checkpointIs(cc.seqs[2], "record 3, after a lost reply and a failed check")
 	if lost.Load() < 2 || verifyFailed.Load() == 0 {
 		t.Fatalf("injected %d position writes (want a lost reply at the 2nd), check failed %d", lost.Load(), verifyFailed.Load())
@@ -633,4 +621,19 @@ func TestALostReplyAndAFailedCheckDoNotFenceTheProcessOut(t *testing.T) {
 	if got, want := cc.Before(), []string{"1,2,3,4,5", "3,4,5"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("invocations %v, want %v (no restart of the shard)", got, want)
 	}
+}
+
+// startReportedFailureAt3 starts the crash case of 5 records in one batch
+// whose function reports record 3 as failed (ReportBatchItemFailures)
+// and blocks in the retry of 3..5.
+func startReportedFailureAt3(t *testing.T) *crashCase {
+	t.Helper()
+	cc := &crashCase{data: []string{"1", "2", "3", "4", "5"}}
+	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return itemFailure(ev, "3"), nil
+	}
+	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
+	startCrashCase(t, cc, mapping.Config{BatchSize: 5,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, oneKey)
+	return cc
 }

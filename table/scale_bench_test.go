@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,28 +34,7 @@ func TestMeasureTableAtScale(t *testing.T) {
 	if _, err := rn.Tables.DescribeTable(ctx, "state"); err != nil {
 		createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
 		start := time.Now()
-		const workers = 8
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for i := w * 25; i < n; i += workers * 25 {
-					reqs := make([]table.WriteRequest, 0, 25)
-					for j := i; j < min(i+25, n); j++ {
-						reqs = append(reqs, table.WriteRequest{PutRequest: &table.PutRequest{Item: benchItem(int64(j))}})
-					}
-					in := table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"state": reqs}}
-					for len(in.RequestItems) > 0 {
-						out, err := rn.Tables.BatchWriteItem(ctx, in)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						in.RequestItems = out.UnprocessedItems
-					}
-				}
-			})
-		}
-		wg.Wait()
+		buildState(t, rn, n)
 		took := time.Since(start)
 		t.Logf("built %d items in %v: %.0f items/s; peak RSS %.0f MiB", n, took.Round(time.Millisecond), float64(n)/took.Seconds(), procstat.PeakRSSMiB())
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
 )
@@ -28,28 +29,7 @@ func TestMeasureOpenFromSnapshot(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{Dir: dir})
 	createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
 	start := time.Now()
-	const workers = 8
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w * 25; i < n; i += workers * 25 {
-				reqs := make([]table.WriteRequest, 0, 25)
-				for j := i; j < min(i+25, n); j++ {
-					reqs = append(reqs, table.WriteRequest{PutRequest: &table.PutRequest{Item: benchItem(int64(j))}})
-				}
-				in := table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"state": reqs}}
-				for len(in.RequestItems) > 0 {
-					out, err := rn.Tables.BatchWriteItem(ctx, in)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					in.RequestItems = out.UnprocessedItems
-				}
-			}
-		})
-	}
-	wg.Wait()
+	buildState(t, rn, n)
 	t.Logf("built %d items in %v", n, time.Since(start).Round(time.Millisecond))
 	for round := range 3 { // the first right after the build, then after a few more writes
 		if round > 0 {
@@ -88,4 +68,32 @@ func TestMeasureOpenFromSnapshot(t *testing.T) {
 			c.what, took.Round(time.Millisecond), table.OpenTook(t, rn.Tables, "state").Round(time.Millisecond), from, replayed, float64(ms.HeapAlloc)/(1<<30))
 		rn.Close()
 	}
+}
+
+// buildState puts items 0..n-1 (benchItem) into the table "state" with
+// BatchWriteItem, 8 callers of 25 items a call.
+func buildState(t *testing.T, rn *runnel.Runnel, n int) {
+	t.Helper()
+	const workers = 8
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w * 25; i < n; i += workers * 25 {
+				reqs := make([]table.WriteRequest, 0, 25)
+				for j := i; j < min(i+25, n); j++ {
+					reqs = append(reqs, table.WriteRequest{PutRequest: &table.PutRequest{Item: benchItem(int64(j))}})
+				}
+				in := table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"state": reqs}}
+				for len(in.RequestItems) > 0 {
+					out, err := rn.Tables.BatchWriteItem(ctx, in)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					in.RequestItems = out.UnprocessedItems
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
