@@ -30,6 +30,7 @@ type diskIndex struct {
 	lo, hi []byte
 
 	count, bytes int64
+	filter       *keyFilter // keys the store may hold (index_filter.go)
 
 	errMu sync.Mutex
 	err   error // sticky: the first store failure
@@ -49,6 +50,10 @@ func openDiskIndex(st *store, tableID string, rngType string) (*diskIndex, error
 		if x.count, x.bytes, err = decodeCount(v); err != nil {
 			return nil, err
 		}
+	}
+	x.filter = newKeyFilter(x.count, x.count == 0)
+	if x.count > 0 {
+		go x.buildFilter()
 	}
 	return x, nil
 }
@@ -155,15 +160,20 @@ func decodeSlot(h [16]byte, v []byte) (e entry, img []byte, err error) {
 	return e, v[w+int(n):], nil
 }
 
-// Get returns the entry of e's key.
+// Get returns the entry of e's key. The caller holds Table.idxMu.
 func (x *diskIndex) Get(e entry) (entry, bool) {
-	got, _, ok := x.getImage(e)
+	k := x.key(e.h, e.rk)
+	if !x.filter.mayHold(k) {
+		return entry{}, false
+	}
+	got, _, ok := x.getImage(k, e.h)
 	return got, ok
 }
 
-// getImage returns the entry of e's key and its image's bytes.
-func (x *diskIndex) getImage(e entry) (entry, []byte, bool) {
-	v, err := x.st.get(x.key(e.h, e.rk))
+// getImage returns the entry of store key k (of hash h) and its image's
+// bytes.
+func (x *diskIndex) getImage(k []byte, h [16]byte) (entry, []byte, bool) {
+	v, err := x.st.get(k)
 	if err != nil {
 		x.fail("get", err)
 		return entry{}, nil, false
@@ -171,7 +181,7 @@ func (x *diskIndex) getImage(e entry) (entry, []byte, bool) {
 	if v == nil {
 		return entry{}, nil, false
 	}
-	got, img, err := decodeSlot(e.h, v)
+	got, img, err := decodeSlot(h, v)
 	if err != nil {
 		x.fail("get", err)
 		return entry{}, nil, false
@@ -181,8 +191,9 @@ func (x *diskIndex) getImage(e entry) (entry, []byte, bool) {
 
 // image returns the item of entry e if the store holds it at e's log
 // position (ok false: read the log: the entry moved on, or has no image).
+// The caller need not hold Table.idxMu (so the filter is not asked).
 func (x *diskIndex) image(e entry) (Item, bool) {
-	got, img, ok := x.getImage(e)
+	got, img, ok := x.getImage(x.key(e.h, e.rk), e.h)
 	if !ok || got.pos != e.pos || got.shard != e.shard || len(img) == 0 {
 		return nil, false
 	}
@@ -202,63 +213,121 @@ func decodeImage(img []byte) (Item, bool) {
 	return it, true
 }
 
-// write commits e with image img (nil e: its deletion) with the table's
-// new count and size.
-func (x *diskIndex) write(k []byte, e *entry, img []byte, count, bytes int64) error {
+// diskBatch is changes to a table's entries committed together: one
+// Pebble batch holding them and the table's new count and size, so one
+// commit (the group commit of the log writes them in, Table.applyAll).
+// The changes are of distinct items, each with its previous entry.
+type diskBatch struct {
+	x            *diskIndex
+	ops          []diskOp
+	count, bytes int64
+}
+
+type diskOp struct {
+	k, v  []byte // v nil: delete k
+	added bool   // the store did not hold k
+}
+
+func (x *diskIndex) newBatch() *diskBatch {
+	return &diskBatch{x: x, count: x.count, bytes: x.bytes}
+}
+
+// set sets the entry of e's key, whose previous entry is old (had), with
+// image img.
+func (b *diskBatch) set(e, old entry, had bool, img []byte) {
+	b.bytes += int64(e.size)
+	if had {
+		b.bytes -= int64(old.size)
+	} else {
+		b.count++
+	}
+	e.bound = 0
+	b.ops = append(b.ops, diskOp{k: b.x.key(e.h, e.rk), v: encodeSlot(e, img), added: !had})
+}
+
+// remove deletes the entry of e's key, which is old.
+func (b *diskBatch) remove(e, old entry) {
+	b.count--
+	b.bytes -= int64(old.size)
+	b.ops = append(b.ops, diskOp{k: b.x.key(e.h, e.rk)})
+}
+
+// commit writes the batch; on a failure the index keeps its entries and
+// records the failure (Err).
+func (b *diskBatch) commit() {
+	if len(b.ops) == 0 {
+		return
+	}
+	x := b.x
+	if err := x.commitOps(b.ops, encodeCount(b.count, b.bytes)); err != nil {
+		x.fail("write", err)
+		return
+	}
+	for _, op := range b.ops {
+		if op.added {
+			x.filter.add(op.k)
+		}
+	}
+	x.count, x.bytes = b.count, b.bytes
+}
+
+func (x *diskIndex) commitOps(ops []diskOp, count []byte) error {
 	x.st.mu.RLock()
 	defer x.st.mu.RUnlock()
 	if x.st.closed {
 		return errStoreClosed
 	}
-	b := x.st.db.NewBatch()
-	defer b.Close()
-	var err error
-	if e != nil {
-		err = b.Set(k, encodeSlot(*e, img), nil)
-	} else {
-		err = b.Delete(k, nil)
+	pb := x.st.db.NewBatch()
+	defer pb.Close()
+	for _, op := range ops {
+		var err error
+		if op.v != nil {
+			err = pb.Set(op.k, op.v, nil)
+		} else {
+			err = pb.Delete(op.k, nil)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		err = b.Set(storeKey('c', x.tid, 0), encodeCount(count, bytes), nil)
+	if err := pb.Set(storeKey('c', x.tid, 0), count, nil); err != nil {
+		return err
 	}
-	if err == nil {
-		err = b.Commit(pebble.NoSync)
-	}
-	return err
+	return pb.Commit(pebble.NoSync)
 }
 
 // ReplaceOrInsert sets the entry of e's key and returns the previous one;
 // the item's image stays (the entry moved within the same change: its
 // expiry recomputed). A change's new image comes with put.
 func (x *diskIndex) ReplaceOrInsert(e entry) (entry, bool) {
-	old, img, had := x.getImage(e)
+	var (
+		old entry
+		img []byte
+		had bool
+	)
+	if k := x.key(e.h, e.rk); x.filter.mayHold(k) {
+		old, img, had = x.getImage(k, e.h)
+	}
 	if had && (old.pos != e.pos || old.shard != e.shard) {
 		img = nil
 	}
-	return x.set(e, old, had, img)
+	x.set(e, old, had, img)
+	return old, had
 }
 
 // put sets the entry of e's key to a change whose new image is it, and
 // returns the previous entry.
 func (x *diskIndex) put(e entry, it Item) (entry, bool) {
 	old, had := x.Get(e)
-	return x.set(e, old, had, appendItem(nil, it))
+	x.set(e, old, had, appendItem(nil, it))
+	return old, had
 }
 
-func (x *diskIndex) set(e, old entry, had bool, img []byte) (entry, bool) {
-	count, bytes := x.count, x.bytes+int64(e.size)
-	if had {
-		bytes -= int64(old.size)
-	} else {
-		count++
-	}
-	e.bound = 0
-	if err := x.write(x.key(e.h, e.rk), &e, img, count, bytes); err != nil {
-		x.fail("write", err)
-		return old, had
-	}
-	x.count, x.bytes = count, bytes
-	return old, had
+// set commits one entry (set's batch of one).
+func (x *diskIndex) set(e, old entry, had bool, img []byte) {
+	b := x.newBatch()
+	b.set(e, old, had, img)
+	b.commit()
 }
 
 // Delete removes the entry of e's key and returns it.
@@ -272,12 +341,9 @@ func (x *diskIndex) Delete(e entry) (entry, bool) {
 
 // remove deletes the entry of e's key, which is old.
 func (x *diskIndex) remove(e, old entry) entry {
-	count, bytes := x.count-1, x.bytes-int64(old.size)
-	if err := x.write(x.key(e.h, e.rk), nil, nil, count, bytes); err != nil {
-		x.fail("delete", err)
-		return old
-	}
-	x.count, x.bytes = count, bytes
+	b := x.newBatch()
+	b.remove(e, old)
+	b.commit()
 	return old
 }
 
@@ -403,6 +469,7 @@ func (x *diskIndex) reset() error {
 	if err := x.st.clear(x.tid); err != nil {
 		return fmt.Errorf("clear the table's index store: %w", err)
 	}
+	x.filter.clear()
 	x.count, x.bytes = 0, 0
 	return nil
 }

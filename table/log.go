@@ -495,6 +495,7 @@ func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []erro
 		}
 		r.entries = append(r.entries, e)
 		r.of = append(r.of, i)
+		r.ps = append(r.ps, p)
 	}
 	var lead []int
 	for _, r := range reqs {
@@ -527,23 +528,7 @@ func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []erro
 	for _, r := range reqs {
 		<-r.done
 		for k, i := range r.of {
-			if r.err != nil {
-				errs[i] = r.err
-				t.dirty.Store(true) // it may have landed: no snapshot may cover it unapplied
-				continue
-			}
-			if o := r.out[k]; o.ErrorCode != "" {
-				errs[i] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, o.ErrorMessage)
-				t.dirty.Store(true)
-				continue
-			}
-			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, r.out[k].SequenceNumber)
-			if derr != nil {
-				errs[i] = derr
-				t.dirty.Store(true)
-				continue
-			}
-			t.apply(ps[i], uint16(sh), pos)
+			errs[i] = r.errs[k]
 		}
 	}
 	if !t.s.mayAct() {
@@ -588,9 +573,9 @@ type groupCommit struct {
 type appendReq struct {
 	lane    int
 	of      []int // the index in appendEach's ps of each entry
+	ps      []*pending
 	entries []stream.PutRecordsRequestEntry
-	out     []stream.PutRecordsResultEntry
-	err     error
+	errs    []error // each entry's outcome: nil when written and applied
 	done    chan struct{}
 }
 
@@ -657,42 +642,94 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 			out = append(out, o.Records...)
 		}
 	}
+	// The writer applies every change written (one index batch), then
+	// answers the callers, who hold their items' stripes until then.
+	var as []applied
 	k := 0
 	for _, r := range batch {
-		if err != nil {
-			r.err = err
-		} else {
-			r.out = out[k : k+len(r.entries)]
+		r.errs = make([]error, len(r.entries))
+		for j := range r.entries {
+			if err != nil {
+				r.errs[j] = err
+				continue
+			}
+			o := out[k+j]
+			if o.ErrorCode != "" {
+				r.errs[j] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, o.ErrorMessage)
+				continue
+			}
+			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, o.SequenceNumber)
+			if derr != nil {
+				r.errs[j] = derr
+				continue
+			}
+			as = append(as, applied{p: r.ps[j], shard: uint16(sh), pos: pos})
 		}
 		k += len(r.entries)
+	}
+	if len(as) < k {
+		t.dirty.Store(true) // a write that failed may have landed: no snapshot may cover it unapplied
+	}
+	t.applyAll(as)
+	for _, r := range batch {
 		close(r.done)
 	}
 }
 
 // apply moves the index (and the cache) to a written change.
 func (t *Table) apply(p *pending, shard uint16, pos uint64) {
-	t.changes.Add(1)
+	t.applyAll([]applied{{p: p, shard: shard, pos: pos}})
+}
+
+// applied is a change the log holds at (shard, pos).
+type applied struct {
+	p     *pending
+	shard uint16
+	pos   uint64
+}
+
+// applyAll moves the index (and the cache) to written changes, each of
+// another item, under one hold of idxMu: on the index store, in one
+// batch (one commit for a group commit's changes, instead of one each).
+func (t *Table) applyAll(as []applied) {
+	t.changes.Add(int64(len(as)))
 	t.idxMu.Lock()
-	e := entry{h: p.k.h, rk: p.k.rk, shard: shard, pos: pos, exp: p.exp, size: p.size}
-	dx, disk := t.idx.(*diskIndex)
-	switch {
-	case disk && p.prevKnown:
-		had := p.change.OldImage != nil
-		if p.change.NewImage != nil {
-			dx.set(e, p.prev, had, appendItem(nil, p.change.NewImage))
-		} else if had {
-			dx.remove(e, p.prev)
+	if dx, disk := t.idx.(*diskIndex); disk {
+		b := dx.newBatch()
+		for _, a := range as {
+			p := a.p
+			e := entry{h: p.k.h, rk: p.k.rk, shard: a.shard, pos: a.pos, exp: p.exp, size: p.size}
+			old, had := p.prev, p.change.OldImage != nil
+			if !p.prevKnown {
+				old, had = dx.Get(e)
+			}
+			switch {
+			case p.change.NewImage != nil:
+				b.set(e, old, had, appendItem(nil, p.change.NewImage))
+			case had:
+				b.remove(e, old)
+			}
 		}
-	case p.change.NewImage != nil:
-		t.put(e, p.change.NewImage)
-	default:
-		t.idx.Delete(e)
+		b.commit()
+	} else {
+		for _, a := range as {
+			p := a.p
+			e := entry{h: p.k.h, rk: p.k.rk, shard: a.shard, pos: a.pos, exp: p.exp, size: p.size}
+			if p.change.NewImage != nil {
+				t.idx.ReplaceOrInsert(e)
+			} else {
+				t.idx.Delete(e)
+			}
+		}
 	}
 	t.idxMu.Unlock()
-	t.applyIndexes(p)
-	t.remember(p.k.id(), shard, pos, p.change.NewImage, p.size)
-	c := p.change
-	t.rememberChange(shard, pos, &c)
+	for _, a := range as {
+		p := a.p
+		t.applyIndexes(p)
+		t.remember(p.k.id(), a.shard, a.pos, p.change.NewImage, p.size)
+		c := p.change
+		t.rememberChange(a.shard, a.pos, &c)
+	}
 }
 
 // txnSeen collects, while the logs are read at open, which changes of
