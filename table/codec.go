@@ -29,6 +29,13 @@ const changeBinaryV1 = 0xB1
 
 // encodeChange appends c's binary form to dst.
 func encodeChange(dst []byte, c *Change) []byte {
+	dst, _ = encodeChangeImage(dst, c)
+	return dst
+}
+
+// encodeChangeImage is encodeChange, which also returns the new image's
+// encoding (appendItem's) within it: the index store keeps that.
+func encodeChangeImage(dst []byte, c *Change) (out, img []byte) {
 	dst = append(dst, changeBinaryV1)
 	dst = appendString(dst, c.EventName)
 	dst = appendString(dst, c.Label)
@@ -42,8 +49,11 @@ func encodeChange(dst []byte, c *Change) []byte {
 		dst = append(dst, 0)
 	}
 	dst = appendItem(dst, c.Keys)
+	a := len(dst)
 	dst = appendItem(dst, c.NewImage)
-	return appendItem(dst, c.OldImage)
+	b := len(dst)
+	dst = appendItem(dst, c.OldImage)
+	return dst, dst[a:b:b]
 }
 
 func appendString(dst []byte, s string) []byte {

@@ -320,6 +320,9 @@ type pending struct {
 	// entry cannot move while the stripe is held.
 	prev      entry
 	prevKnown bool
+	// img is the new image's encoding within the change's (logEntry), for
+	// the index store; nil until then.
+	img []byte
 }
 
 // newChange builds the change from old to new (new nil: a delete). It
@@ -413,7 +416,10 @@ func LabelOf(partitionKey string) string {
 }
 
 func (p *pending) logEntry() (stream.PutRecordsRequestEntry, error) {
-	data := encodeChange(nil, &p.change)
+	// Sized for the key and both images (size is the new image's) so
+	// that the encoding rarely grows.
+	data, img := encodeChangeImage(make([]byte, 0, 128+2*int(p.size)), &p.change)
+	p.img = img
 	h := p.k.h
 	return stream.PutRecordsRequestEntry{Data: data, PartitionKey: p.partitionKey(), HashKey: &h}, nil
 }
@@ -705,7 +711,11 @@ func (t *Table) applyAll(as []applied) {
 			}
 			switch {
 			case p.change.NewImage != nil:
-				b.set(e, old, had, appendItem(nil, p.change.NewImage))
+				img := p.img
+				if img == nil {
+					img = appendItem(nil, p.change.NewImage)
+				}
+				b.set(e, old, had, img)
 			case had:
 				b.remove(e, old)
 			}

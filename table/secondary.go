@@ -301,6 +301,9 @@ const msgIndexKeyType = "One or more parameter values were invalid: Type mismatc
 // then one whose paths go into an index key attribute (d.b, d[1]), in
 // DynamoDB's words and order.
 func (t *Table) indexUpdateRules(upd *expr.Update) error {
+	if len(t.indexes()) == 0 {
+		return nil
+	}
 	for _, nt := range upd.StaticTypes() {
 		for _, x := range t.indexes() {
 			for _, a := range [][2]string{{x.sc.hash, x.sc.hashType}, {x.sc.rng, x.sc.rngType}} {
