@@ -67,20 +67,22 @@ type Config struct {
 	// near 26,000 messages/s on 2 cores (docs/benchmarks/trades.md, "Session 4").
 	Shards, StateShards int
 	// MemoryLimitMiB is the Go heap's soft limit during the run
-	// (debug.SetMemoryLimit), in MiB. Default: five eighths of the
-	// machine's memory, at most 12288 (what the published figures were
-	// measured with, on a 24 GiB machine). The run keeps every trade in the state table's index;
-	// with a low limit the collector runs often near it and takes CPU from
-	// the pipeline. Trap: the limit is soft; the 10M run's peak RSS is
-	// about the limit, and the file store's buffers come on top.
+	// (debug.SetMemoryLimit), in MiB. Default with the index store
+	// (TableIndex disk, the default): 2,560, at most five eighths of the
+	// machine's memory: the 10M run then peaks under 3 GiB of RSS (the
+	// index store's cache and the file store's buffers come on top of
+	// the heap). Default with the heap's index: five eighths of the
+	// machine's memory, at most 12,288 (the heap's index holds every
+	// trade). With a low limit the collector runs often near it and takes
+	// CPU from the pipeline. Trap: the limit is soft.
 	MemoryLimitMiB int
 	// TableIndex is where the tables keep their item indexes
-	// (table.Options.Index): table.IndexMemory (the default here) or
-	// table.IndexDisk. The heap's is twice as fast for this pipeline,
-	// whose state function makes a lookup of a new key per message (2M
-	// messages saturated on 2 cores: about 65,000/s against 34,000/s,
-	// docs/benchmarks/tables.md, "Session 14"); the index store bounds
-	// the memory the state table takes whatever its item count.
+	// (table.Options.Index): table.IndexDisk (the default here: the
+	// index store, memory bounded whatever the item count) or
+	// table.IndexMemory (the heap: 10 million trades need about 12 GiB;
+	// the default with NATSURL, whose engine has no data directory of
+	// this process).
+	// Figures: docs/benchmarks/tables.md, "Session 15".
 	TableIndex string
 	// StateFailure, MapFailure, ReduceFailure are the share of
 	// invocations that fail (0..1). Defaults 0.01, 0.02, 0.02; negative
@@ -126,10 +128,13 @@ func (c *Config) setDefaults() {
 		c.StateShards = 1
 	}
 	if c.TableIndex == "" {
-		c.TableIndex = table.IndexMemory
+		c.TableIndex = table.IndexDisk
+		if c.NATSURL != "" {
+			c.TableIndex = table.IndexMemory
+		}
 	}
 	if c.MemoryLimitMiB == 0 {
-		c.MemoryLimitMiB = defaultMemoryLimitMiB(procstat.MemTotalMiB())
+		c.MemoryLimitMiB = defaultMemoryLimitMiB(procstat.MemTotalMiB(), c.TableIndex)
 	}
 	def := func(v *float64, d float64) {
 		if *v == 0 {
@@ -213,14 +218,20 @@ const (
 )
 
 // defaultMemoryLimitMiB is Config.MemoryLimitMiB's default for a machine
-// with totalMiB of memory (0: unknown): five eighths of it (the run's
-// peak RSS is about the limit; the rest is for the file store's buffers,
-// the page cache and the system), at most 12 GiB.
-func defaultMemoryLimitMiB(totalMiB int) int {
-	if totalMiB <= 0 {
-		return 12 << 10
+// with totalMiB of memory (0: unknown) and the tables' index: five eighths
+// of it (the run's peak RSS is about the limit; the rest is for the file
+// store's buffers, the page cache and the system), at most 2,560 MiB with
+// the index store (the 3 GiB the 10M run must fit in) and 12 GiB with the
+// heap's index.
+func defaultMemoryLimitMiB(totalMiB int, index string) int {
+	most := 12 << 10
+	if index != table.IndexMemory {
+		most = 2560
 	}
-	return min(12<<10, totalMiB*5/8)
+	if totalMiB <= 0 {
+		return most
+	}
+	return min(most, totalMiB*5/8)
 }
 
 // Run runs the experiment and verifies it.
