@@ -35,6 +35,7 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Config configures a benchmark run. The zero value runs the defaults.
@@ -278,14 +279,14 @@ type env struct {
 // openTemp opens a runnel instance on a new temporary directory under
 // parent (which it creates), logging warnings to stderr. The caller
 // closes it and removes dir.
-func openTemp(ctx context.Context, parent, pattern, natsURL string) (rn *runnel.Runnel, dir string, err error) {
+func openTemp(ctx context.Context, parent, pattern, natsURL string, tables table.Options) (rn *runnel.Runnel, dir string, err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, "", err
 	}
 	if dir, err = os.MkdirTemp(parent, pattern); err != nil {
 		return nil, "", err
 	}
-	rn, err = runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, NATSURL: natsURL, Logger: warnLogger()}})
+	rn, err = runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: dir, NATSURL: natsURL, Logger: warnLogger()}, Tables: tables})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
@@ -299,7 +300,7 @@ func warnLogger() *slog.Logger {
 
 func openEnv(ctx context.Context, cfg Config) (*env, error) {
 	cfg.setDefaults()
-	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-", cfg.NATSURL)
+	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-", cfg.NATSURL, table.Options{})
 	if err != nil {
 		return nil, err
 	}

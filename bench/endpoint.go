@@ -29,6 +29,7 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/runnel-dev/runnel/awsapi"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Endpoint targets.
@@ -42,6 +43,8 @@ const NoKinesalite = noPeer
 
 // EndpointConfig configures RunEndpoint. The zero value runs the defaults.
 type EndpointConfig struct {
+	// tableIndex is the served tables' table.Options.Index (bench tables).
+	tableIndex string
 	// Records put and read back through runnel's endpoint. Default 200_000.
 	Records int
 	// PeerRecords put and read back through kinesalite. Default: Records,
@@ -151,7 +154,7 @@ type endpointServer struct {
 }
 
 func startRunnelEndpoint(ctx context.Context, cfg EndpointConfig) (*endpointServer, error) {
-	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-endpoint-", "")
+	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-endpoint-", "", table.Options{Index: cfg.tableIndex})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/runnel-dev/runnel/table"
 )
 
 // Table targets besides TargetRunnel (runnel's endpoint).
@@ -90,6 +92,10 @@ type TablesConfig struct {
 	// DataDir is the parent directory of the fresh temporary engines.
 	// Default os.TempDir().
 	DataDir string
+	// TableIndex is where runnel's tables keep their item indexes in
+	// this process (table.Options.Index): "" (the default: the index
+	// store), table.IndexDisk or table.IndexMemory (the heap).
+	TableIndex string
 	// Progress, when set, receives one line per operation and target as
 	// it finishes.
 	Progress io.Writer `json:"-"`
@@ -247,7 +253,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) (*TablesReport, error) {
 	}
 	w := newTableWorkload(cfg)
 
-	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-tables-", "")
+	rn, dir, err := openTemp(ctx, cfg.DataDir, "runnel-bench-tables-", "", table.Options{Index: cfg.TableIndex})
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +285,7 @@ func RunTables(ctx context.Context, cfg TablesConfig) (*TablesReport, error) {
 		return nil
 	}
 	startRunnel := func() (*endpointServer, error) {
-		return startRunnelEndpoint(ctx, EndpointConfig{Workload: Workload{DataDir: cfg.DataDir}})
+		return startRunnelEndpoint(ctx, EndpointConfig{Workload: Workload{DataDir: cfg.DataDir}, tableIndex: cfg.TableIndex})
 	}
 	if cfg.RunnelEndpoint != "" {
 		startRunnel = func() (*endpointServer, error) {

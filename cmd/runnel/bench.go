@@ -149,6 +149,7 @@ as a Markdown table (the form of docs/benchmarks/tables.md).`,
 	f.IntVar(&cfg.Describes, "describes", 0, "DescribeTable calls of the baseline (0: as many as --items)")
 	f.IntVar(&cfg.ScanSegments, "scan-segments", 0, "TotalSegments of the parallel Scan (0: as many as --callers)")
 	f.StringVar(&cfg.RunnelEndpoint, "runnel-endpoint", "", "measure this running runnel's AWS endpoint (http://ADDR of `runnel serve --aws ADDR`) instead of one served in this process")
+	f.StringVar(&cfg.TableIndex, "table-index", "", `where runnel's tables keep their item indexes in this process: disk (the index store, the default) or memory (the heap)`)
 	f.StringVar(&cfg.Dynalite, "dynalite", "", `the dynalite package or its node_modules/.bin/dynalite ("" finds bench/dynalite's; "none" measures runnel alone)`)
 	return cmd
 }
