@@ -66,6 +66,22 @@ type stateWrite struct {
 	done func(error)
 }
 
+// errTablesNotOpen is a function error (the mapping retries the batch):
+// an invocation came before the node's tables were set (NodeFunctions.Use).
+var errTablesNotOpen = errors.New("trades: the tables are not open yet in this process")
+
+// openTables returns the tables the functions write to, or
+// errTablesNotOpen. A restarted node's mappings may invoke the functions
+// before Use; the state function's writes run in goroutines of their own,
+// where a nil table service crashed the process instead of failing the
+// invocation.
+func (f *functions) openTables() (*table.Service, error) {
+	if t := f.tables.Load(); t != nil {
+		return t, nil
+	}
+	return nil, errTablesNotOpen
+}
+
 // startWriters starts the state writers once; they live as long as the
 // process (the demo runs one pipeline per process).
 func (f *functions) startWriters() {
@@ -164,7 +180,11 @@ func (f *functions) writeState(ctx context.Context, data []byte) error {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return fmt.Errorf("bad message: %w", err)
 	}
-	_, err := f.tables.Load().UpdateItem(ctx, table.UpdateItemInput{
+	tables, err := f.openTables()
+	if err != nil {
+		return err
+	}
+	_, err = tables.UpdateItem(ctx, table.UpdateItemInput{
 		TableName:        f.stateTable,
 		Key:              table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
 		UpdateExpression: "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
@@ -275,7 +295,11 @@ func (f *functions) Map(ctx context.Context, ev events.DynamoDBEvent) (events.Dy
 	}
 	msg, _ := json.Marshal(&agg)
 	hash := hex.EncodeToString(h.Sum(nil))
-	_, err := f.tables.Load().PutItem(ctx, table.PutItemInput{TableName: f.reduceTable,
+	tables, err := f.openTables()
+	if err != nil {
+		return events.DynamoDBEventResponse{}, err
+	}
+	_, err = tables.PutItem(ctx, table.PutItemInput{TableName: f.reduceTable,
 		Item:      table.Item{"MessageHash": events.NewStringAttribute(hash), "Message": events.NewStringAttribute(string(msg))},
 		WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(MessageHash)"}})
 	if err != nil && !errors.Is(err, awserr.ErrConditionalCheckFailed) {
@@ -357,7 +381,11 @@ func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events
 		}
 	}
 	token := hex.EncodeToString(h.Sum(nil))
-	if err := f.tables.Load().TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: token}); err != nil {
+	tables, err := f.openTables()
+	if err != nil {
+		return events.DynamoDBEventResponse{}, err
+	}
+	if err := tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: token}); err != nil {
 		return events.DynamoDBEventResponse{}, err
 	}
 	f.reducer.records.Add(int64(len(ev.Records)))
