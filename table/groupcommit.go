@@ -1,0 +1,334 @@
+package table
+
+import (
+	"context"
+	"encoding/binary"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// The write path after a change is decided: its append to the table's
+// log, committed together with the concurrent appends of its lane (group
+// commit), and its application to the index and the caches.
+
+// appendChanges writes changes of one table to its log and, once all are
+// acknowledged, moves the index; it returns the first change's error (see
+// appendEach). The caller holds the items' stripes.
+func (t *Table) appendChanges(ctx context.Context, ps []*pending) error {
+	t.s.snapGate.RLock()
+	defer t.s.snapGate.RUnlock()
+	return t.appendChangesGated(ctx, ps)
+}
+
+// appendChangesGated is appendChanges for a caller holding
+// Service.snapGate for reading (a transaction).
+func (t *Table) appendChangesGated(ctx context.Context, ps []*pending) error {
+	errs, err := t.appendEachGated(ctx, ps)
+	if err != nil {
+		return err
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// appendEach writes changes of one table to its log and moves the index
+// to each change acknowledged: errs[i] is nil when ps[i] is stored and
+// applied, or why it was not (it may still have landed: a retry
+// duplicates it, never loses it). err is a change that could not be
+// encoded (nothing written). The caller holds the items' stripes, and no
+// two changes are of one item.
+//
+// Concurrent appends to a table are committed together (group commit),
+// lane by lane: a lane is the changes of one shard of the log (laneOf),
+// so that a lane's write is one stored message, one JetStream publish.
+// An append that finds no write of its lane running writes its own
+// changes and every change queued behind them in one PutRecords call;
+// one that finds a write running queues and is written with everything
+// queued beside it when that write ends, by a goroutine of its own when
+// the write that ends was the lead's (the lead's caller is answered at
+// once; see flushAppends). Lanes are written concurrently.
+// Under load, a write costs a share of one publish instead of one;
+// alone, it costs what it did. A BatchWriteItem's changes come as one
+// append (writeGroup). Changes of one item are never in one call: the
+// item's stripe is held until its change is acknowledged.
+func (t *Table) appendEach(ctx context.Context, ps []*pending) (errs []error, err error) {
+	t.s.snapGate.RLock()
+	defer t.s.snapGate.RUnlock()
+	return t.appendEachGated(ctx, ps)
+}
+
+// appendEachGated is appendEach for a caller holding Service.snapGate
+// for reading (a transaction).
+func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []error, err error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	// One request per lane, in the order of ps within it.
+	var reqs []*appendReq
+	for i, p := range ps {
+		e, err := p.logEntry()
+		if err != nil {
+			return nil, err
+		}
+		l := t.laneOf(p.k)
+		var r *appendReq
+		for _, q := range reqs {
+			if q.lane == l {
+				r = q
+				break
+			}
+		}
+		if r == nil {
+			r = &appendReq{lane: l, done: make(chan struct{})}
+			reqs = append(reqs, r)
+		}
+		r.entries = append(r.entries, e)
+		r.of = append(r.of, i)
+		r.ps = append(r.ps, p)
+	}
+	var lead []int
+	for _, r := range reqs {
+		gc := &t.gc[r.lane]
+		gc.mu.Lock()
+		gc.queue = append(gc.queue, r)
+		if gc.inFlight < maxAppendsInFlight {
+			gc.inFlight++
+			lead = append(lead, r.lane)
+		}
+		gc.mu.Unlock()
+	}
+	for i, l := range lead {
+		if i < len(lead)-1 {
+			go t.flushAppends(ctx, l, nil)
+		} else {
+			var own *appendReq
+			for _, r := range reqs {
+				if r.lane == l {
+					own = r
+				}
+			}
+			t.flushAppends(ctx, l, own)
+		}
+	}
+	// Wait for the writes even when ctx ends: they are under way (bounded
+	// by stream.AckTimeout), and the items' stripes must stay held until
+	// the index says what the log says.
+	errs = make([]error, len(ps))
+	for _, r := range reqs {
+		<-r.done
+		for k, i := range r.of {
+			errs[i] = r.errs[k]
+		}
+	}
+	if !t.s.mayAct() {
+		// Applied here, but acknowledged after this process's lease on
+		// the tables stopped being valid: another process may have read
+		// the log before the writes landed (see mayAct). The callers hear
+		// a retryable error, as for a write whose answer was lost.
+		for i, e := range errs {
+			if e == nil {
+				errs[i] = errLeaseEnded(t.st.TableName)
+			}
+		}
+	}
+	return errs, nil
+}
+
+// laneOf is the group-commit lane of an item: the shard of the table's
+// log its hash key falls in when the log's shards split the 128-bit hash
+// keys evenly (the top 64 bits decide; a key on a boundary may land in
+// the neighbour lane, which costs a second message, nothing else).
+func (t *Table) laneOf(k key) int {
+	n := min(max(t.st.Shards, 1), MaxShards)
+	hi, _ := bits.Mul64(binary.BigEndian.Uint64(k.h[:8]), uint64(n))
+	return int(hi)
+}
+
+// maxAppendsInFlight is how many log writes of one lane may run at once
+// (see appendEach). One: a lane's queue fills while its write runs, and
+// its next write is one message whatever it holds. (Before lanes, one
+// queue per table with two writes in flight wrote 8 concurrent PutItems
+// 1.4 changes per PutRecords call spread over 4 shards: about one
+// publish per change.)
+const maxAppendsInFlight = 1
+
+// groupCommit queues the appends waiting for a log write.
+type groupCommit struct {
+	mu       sync.Mutex
+	queue    []*appendReq
+	inFlight int
+}
+
+type appendReq struct {
+	lane    int
+	of      []int // the index in appendEach's ps of each entry
+	ps      []*pending
+	entries []stream.PutRecordsRequestEntry
+	errs    []error // each entry's outcome: nil when written and applied
+	done    chan struct{}
+}
+
+// flushAppends writes the appends queued in a lane, up to MaxPutRecords
+// entries per call, until its queue is empty; the caller counted itself
+// in the lane's inFlight. own is the caller's append (nil: none): once
+// it is written, the caller does not stay to write what queued meanwhile
+// (its answer would wait for the others' writes): a goroutine of its own
+// takes the lane's next write over, with the lane's inFlight count.
+func (t *Table) flushAppends(ctx context.Context, lane int, own *appendReq) {
+	gc := &t.gc[lane]
+	for {
+		gc.mu.Lock()
+		var batch []*appendReq
+		n := 0
+		for len(gc.queue) > 0 && (n == 0 || n+len(gc.queue[0].entries) <= stream.MaxPutRecords) {
+			r := gc.queue[0]
+			gc.queue[0] = nil
+			gc.queue = gc.queue[1:]
+			batch = append(batch, r)
+			n += len(r.entries)
+		}
+		if len(batch) == 0 {
+			gc.inFlight--
+			gc.mu.Unlock()
+			return
+		}
+		gc.mu.Unlock()
+		t.writeAppends(context.WithoutCancel(ctx), batch)
+		if own != nil && slices.Contains(batch, own) {
+			gc.mu.Lock()
+			if len(gc.queue) == 0 {
+				gc.inFlight--
+				gc.mu.Unlock()
+				return
+			}
+			gc.mu.Unlock()
+			go t.flushAppends(ctx, lane, nil)
+			return
+		}
+	}
+}
+
+func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
+	var all []stream.PutRecordsRequestEntry
+	if len(batch) == 1 {
+		all = batch[0].entries
+	} else {
+		for _, r := range batch {
+			all = append(all, r.entries...)
+		}
+	}
+	// A single request larger than MaxPutRecords (a transaction's changes
+	// to one table are at most 100) is written in slices.
+	var out []stream.PutRecordsResultEntry
+	var err error
+	for start := 0; start < len(all) && err == nil; start += stream.MaxPutRecords {
+		var o *stream.PutRecordsOutput
+		o, err = t.s.logs.PutRecords(ctx, t.st.Log, all[start:min(start+stream.MaxPutRecords, len(all))])
+		if err == nil && t.s.replyLost != nil {
+			err = t.s.replyLost(t.st.TableName)
+		}
+		if err == nil {
+			out = append(out, o.Records...)
+		}
+	}
+	// The writer applies every change written (one index batch), then
+	// answers the callers, who hold their items' stripes until then.
+	var as []applied
+	k := 0
+	for _, r := range batch {
+		r.errs = make([]error, len(r.entries))
+		for j := range r.entries {
+			if err != nil {
+				r.errs[j] = err
+				continue
+			}
+			o := out[k+j]
+			if o.ErrorCode != "" {
+				r.errs[j] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, o.ErrorMessage)
+				continue
+			}
+			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, o.SequenceNumber)
+			if derr != nil {
+				r.errs[j] = derr
+				continue
+			}
+			as = append(as, applied{p: r.ps[j], shard: uint16(sh), pos: pos})
+		}
+		k += len(r.entries)
+	}
+	if len(as) < k {
+		t.dirty.Store(true) // a write that failed may have landed: no snapshot may cover it unapplied
+	}
+	t.applyAll(as)
+	for _, r := range batch {
+		close(r.done)
+	}
+}
+
+// apply moves the index (and the cache) to a written change.
+func (t *Table) apply(p *pending, shard uint16, pos uint64) {
+	t.applyAll([]applied{{p: p, shard: shard, pos: pos}})
+}
+
+// applied is a change the log holds at (shard, pos).
+type applied struct {
+	p     *pending
+	shard uint16
+	pos   uint64
+}
+
+// applyAll moves the index (and the cache) to written changes, each of
+// another item, under one hold of idxMu: on the index store, in one
+// batch (one commit for a group commit's changes, instead of one each).
+func (t *Table) applyAll(as []applied) {
+	t.changes.Add(int64(len(as)))
+	t.idxMu.Lock()
+	if dx, disk := t.idx.(*diskIndex); disk {
+		b := dx.newBatch()
+		for _, a := range as {
+			p := a.p
+			e := entry{h: p.k.h, rk: p.k.rk, shard: a.shard, pos: a.pos, exp: p.exp, size: p.size}
+			old, had := p.prev, p.change.OldImage != nil
+			if !p.prevKnown {
+				old, had = dx.Get(e)
+			}
+			switch {
+			case p.change.NewImage != nil:
+				img := p.img
+				if img == nil {
+					img = appendItem(nil, p.change.NewImage)
+				}
+				b.set(e, old, had, img)
+			case had:
+				b.remove(e, old)
+			}
+		}
+		b.commit()
+	} else {
+		for _, a := range as {
+			p := a.p
+			e := entry{h: p.k.h, rk: p.k.rk, shard: a.shard, pos: a.pos, exp: p.exp, size: p.size}
+			if p.change.NewImage != nil {
+				t.idx.ReplaceOrInsert(e)
+			} else {
+				t.idx.Delete(e)
+			}
+		}
+	}
+	t.idxMu.Unlock()
+	for _, a := range as {
+		p := a.p
+		t.applyIndexes(p)
+		t.remember(p.k.id(), a.shard, a.pos, p.change.NewImage, p.size)
+		c := p.change
+		t.rememberChange(a.shard, a.pos, &c)
+	}
+}
