@@ -55,20 +55,29 @@ func TestMeasureOpenFromSnapshot(t *testing.T) {
 		what  string
 		every time.Duration
 	}{{"from the snapshot", 0}, {"from the whole log", -1}, {"from the snapshot again", 0}} {
-		runtime.GC()
-		start := time.Now()
-		rn := testenv.Start(t, testenv.Options{Dir: dir, Tables: table.Options{SnapshotInterval: c.every}})
-		if get(t, rn.Tables, "state", table.Item{"pk": benchItem(int64(n / 2))["pk"]}) == nil {
-			t.Fatal("item missing")
-		}
-		took := time.Since(start)
-		from, replayed := table.OpenedFrom(t, rn.Tables, "state")
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		t.Logf("open %s: start + first GetItem %v, of which the index %v (snapshot used %v, %d log records replayed, heap %.2f GB)",
-			c.what, took.Round(time.Millisecond), table.OpenTook(t, rn.Tables, "state").Round(time.Millisecond), from, replayed, float64(ms.HeapAlloc)/(1<<30))
+		rn := timedOpen(t, "open "+c.what, dir, n, table.Options{SnapshotInterval: c.every})
 		rn.Close()
 	}
+}
+
+// timedOpen starts the engine and tables on dir and logs, as what, how
+// long the start and the first GetItem (of item n/2) took, how the table
+// opened and the Go heap after it.
+func timedOpen(t *testing.T, what, dir string, n int, opts table.Options) *runnel.Runnel {
+	t.Helper()
+	runtime.GC()
+	start := time.Now()
+	rn := testenv.Start(t, testenv.Options{Dir: dir, Tables: opts})
+	if get(t, rn.Tables, "state", table.Item{"pk": benchItem(int64(n / 2))["pk"]}) == nil {
+		t.Fatal("item missing")
+	}
+	took := time.Since(start)
+	from, replayed := table.OpenedFrom(t, rn.Tables, "state")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("%s: start + first GetItem %v, of which the index %v (from its snapshot %v, %d log records replayed; heap %.0f MiB)",
+		what, took.Round(time.Millisecond), table.OpenTook(t, rn.Tables, "state").Round(time.Millisecond), from, replayed, float64(ms.HeapAlloc)/(1<<20))
+	return rn
 }
 
 // buildState puts items 0..n-1 (benchItem) into the table "state" with
@@ -127,20 +136,9 @@ func TestMeasureTableAtScale(t *testing.T) {
 	}
 	rn.Close()
 
-	runtime.GC()
-	start := time.Now()
-	rn = testenv.Start(t, testenv.Options{Dir: dir})
-	if get(t, rn.Tables, "state", table.Item{"pk": benchItem(int64(n / 2))["pk"]}) == nil {
-		t.Fatal("item missing")
-	}
-	took := time.Since(start)
-	from, replayed := table.OpenedFrom(t, rn.Tables, "state")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	t.Logf("open: start + first GetItem %v, of which the index %v (from its snapshot %v, %d log records replayed; heap %.0f MiB)",
-		took.Round(time.Millisecond), table.OpenTook(t, rn.Tables, "state").Round(time.Millisecond), from, replayed, float64(ms.HeapAlloc)/(1<<20))
+	rn = timedOpen(t, "open", dir, n, table.Options{})
 
-	start = time.Now()
+	start := time.Now()
 	items, pages := 0, 0
 	var from2 table.Item
 	for {
@@ -155,7 +153,8 @@ func TestMeasureTableAtScale(t *testing.T) {
 		}
 		from2 = out.LastEvaluatedKey
 	}
-	took = time.Since(start)
+	took := time.Since(start)
+	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	t.Logf("scan: %d items in %d pages, %v: %.0f items/s (heap %.0f MiB, peak RSS %.0f MiB)", items, pages, took.Round(time.Millisecond), float64(items)/took.Seconds(),
 		float64(ms.HeapAlloc)/(1<<20), procstat.PeakRSSMiB())
