@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var built struct {
@@ -34,4 +37,41 @@ func runnelBinary(t *testing.T) string {
 		t.Fatalf("build: %v\n%s", built.err, built.out)
 	}
 	return built.bin
+}
+
+// startServe runs the runnel binary bin with args (a `serve` command line)
+// and returns once it prints "serving" (at most 60 s); onStderr, if not
+// nil, gets each line of its standard error.
+func startServe(t *testing.T, bin string, args []string, onStderr func(line string)) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "serving") {
+				close(ready)
+			}
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if onStderr != nil {
+				onStderr(sc.Text())
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve did not start")
+	}
+	return cmd
 }

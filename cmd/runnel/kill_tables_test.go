@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -44,27 +43,7 @@ func TestSIGKILLDuringTableWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "--data-dir", data, "serve", "--aws", addr)
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "serving") {
-					close(ready)
-				}
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("serve did not start")
-		}
-		return cmd
+		return startServe(t, bin, []string{"--data-dir", data, "serve", "--aws", addr}, nil)
 	}
 	client := dynamodb.NewFromConfig(aws.Config{
 		HTTPClient:       sdkhttp.Client(),

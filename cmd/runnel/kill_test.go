@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -49,38 +48,13 @@ EventSourceMappings:
 	seen := [2]map[string]int{{}, {}}
 	recordRE := regexp.MustCompile(`msg=record .*data=(r\d+)`)
 	start := func(run int) *exec.Cmd {
-		cmd := exec.Command(bin, "--data-dir", data, "--log-level", "info", "serve", "-f", stackFile, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
-		stderr, _ := cmd.StderrPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "serving") {
-					close(ready)
-				}
+		return startServe(t, bin, []string{"--data-dir", data, "--log-level", "info", "serve", "-f", stackFile, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, func(line string) {
+			if m := recordRE.FindStringSubmatch(line); m != nil {
+				mu.Lock()
+				seen[run][m[1]]++
+				mu.Unlock()
 			}
-		}()
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				if m := recordRE.FindStringSubmatch(sc.Text()); m != nil {
-					mu.Lock()
-					seen[run][m[1]]++
-					mu.Unlock()
-				}
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("serve did not start")
-		}
-		return cmd
+		})
 	}
 	count := func(run int) int {
 		mu.Lock()
