@@ -43,6 +43,7 @@ type keyFilter struct {
 	n     uint // keys added to the last part
 	gen   uint64
 	ready atomic.Bool
+	built chan struct{} // closed once no build runs (at once if ready at creation)
 }
 
 // First part's capacity and false-positive rate (keyFilter).
@@ -61,9 +62,12 @@ func (f *keyFilter) newPart(fp float64) {
 // newKeyFilter returns an empty filter sized for about n keys, ready
 // (the table holds none) or not (a builder must add the store's keys).
 func newKeyFilter(n int64, ready bool) *keyFilter {
-	f := &keyFilter{}
+	f := &keyFilter{built: make(chan struct{})}
 	f.resetLocked(n)
 	f.ready.Store(ready)
+	if ready {
+		close(f.built)
+	}
 	return f
 }
 
@@ -133,6 +137,7 @@ const keyFilterChunk = 1024
 // filter is cleared.
 func (x *diskIndex) buildFilter() {
 	f := x.filter
+	defer close(f.built)
 	f.mu.Lock()
 	gen := f.gen
 	f.mu.Unlock()
