@@ -106,6 +106,8 @@ type Engine struct {
 	cfg    Config
 	srv    *server.Server
 	lock   *os.File
+	// crashed: Crash was called (Crashed).
+	crashed atomic.Bool
 
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
@@ -553,6 +555,7 @@ func (e *Engine) stopLeases(release bool) {
 // closed without draining and the embedded server is shut down at once.
 // Tests use it to check that work resumes from durable state.
 func (e *Engine) Crash() {
+	e.crashed.Store(true)
 	e.stopLeases(false)
 	e.closePublishers()
 	if e.NC != nil {
@@ -564,6 +567,11 @@ func (e *Engine) Crash() {
 	}
 	e.unlock()
 }
+
+// Crashed reports whether Crash stopped the engine: the services closed
+// after it drop what a killed process would lose (the table index store
+// its unflushed memtables) instead of saving it.
+func (e *Engine) Crashed() bool { return e.crashed.Load() }
 
 // ErrDataDirInUse is returned by Open when another process (or another
 // Engine in this process) has the embedded engine's data directory open.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // HoldItems holds the items of keys as a TransactWriteItems in progress
@@ -204,7 +206,10 @@ func PlantIndexHeader(t testing.TB, s *Service, name string, data []byte) {
 	k := storeKey('h', tablePrefix(tb.st.TableId), 0)
 	if data == nil {
 		s.store.mu.RLock()
-		err = s.store.db.Delete(k, nil)
+		err = s.store.db.Delete(k, pebble.NoSync)
+		if err == nil {
+			err = s.store.db.Flush()
+		}
 		s.store.mu.RUnlock()
 	} else {
 		err = s.store.set(k, data, true)

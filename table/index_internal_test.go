@@ -31,7 +31,7 @@ func diskIndexFor(t *testing.T, sc schema) itemIndex {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.close() })
+	t.Cleanup(func() { st.close(false) })
 	x, err := openDiskIndex(st, "table-id", sc.rngType)
 	if err != nil {
 		t.Fatal(err)

@@ -221,8 +221,9 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 }
 
 // putSnapshot encodes sn into its object, streaming; with the index store,
-// it writes sn's header there, synced (the items it covers are before it
-// in the store's write-ahead log).
+// it writes sn's header there and flushes the store's memtables (the items
+// it covers were written before it, so a store holding the header holds
+// them).
 func (s *Service) putSnapshot(ctx context.Context, sn *snapshot) error {
 	if s.store != nil {
 		b, err := json.Marshal(sn.hdr)

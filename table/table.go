@@ -445,10 +445,10 @@ func (s *Service) Close() {
 		s.cancel = nil
 	}
 	if s.store != nil {
-		// After a crash of the engine (no snapshot written), the store's
-		// write-ahead log still holds every change applied: the next open
-		// replays the log from the last header, over them.
-		if err := s.store.close(); err != nil {
+		// After a crash of the engine (no snapshot written), the store
+		// holds what its last flush did: the next open replays the log
+		// from the last header it holds, over them.
+		if err := s.store.close(!s.eng.Crashed()); err != nil {
 			s.eng.Logger.Warn("table index store close failed", "err", err)
 		}
 	}
