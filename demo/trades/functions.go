@@ -175,6 +175,11 @@ func (f *functions) State(ctx context.Context, ev events.KinesisEvent) (events.K
 	return events.KinesisEventResponse{}, nil
 }
 
+// stateNames is writeState's ExpressionAttributeNames, the same for every
+// write (the table service only reads it).
+var stateNames = map[string]string{"#value": "Value", "#version": "Version", "#rt": "RiskType", "#rg": "Region",
+	"#td": "TradeDesk", "#ts": "Timestamp"}
+
 func (f *functions) writeState(ctx context.Context, data []byte) error {
 	var m Message
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -189,9 +194,8 @@ func (f *functions) writeState(ctx context.Context, data []byte) error {
 		Key:              table.Item{"TradeID": events.NewStringAttribute(m.TradeID)},
 		UpdateExpression: "SET #value = :value, #version = :version, #rt = :rt, #rg = :rg, #td = :td, #ts = :ts",
 		WriteExpr: table.WriteExpr{
-			ConditionExpression: "attribute_not_exists(TradeID) OR #version < :version",
-			ExpressionAttributeNames: map[string]string{"#value": "Value", "#version": "Version", "#rt": "RiskType", "#rg": "Region",
-				"#td": "TradeDesk", "#ts": "Timestamp"},
+			ConditionExpression:      "attribute_not_exists(TradeID) OR #version < :version",
+			ExpressionAttributeNames: stateNames,
 			ExpressionAttributeValues: table.Item{
 				":value": events.NewNumberAttribute(m.Value.String()), ":version": events.NewNumberAttribute(strconv.Itoa(m.Version)),
 				":rt": events.NewStringAttribute(m.Hierarchy.RiskType), ":rg": events.NewStringAttribute(m.Hierarchy.Region),

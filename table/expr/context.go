@@ -27,8 +27,50 @@ type Context struct {
 	Names  map[string]string
 	Values map[string]events.DynamoDBAttributeValue
 
-	usedNames  map[string]bool
-	usedValues map[string]bool
+	usedNames  usedSet
+	usedValues usedSet
+}
+
+// usedSet is the placeholders a request's expressions used: a short list
+// searched in order (a request names a few), a map past usedListMax (an
+// expression of 4 KB may name a thousand).
+type usedSet struct {
+	list []string
+	set  map[string]struct{}
+}
+
+const usedListMax = 16
+
+func (u *usedSet) has(p string) bool {
+	if u.set != nil {
+		_, ok := u.set[p]
+		return ok
+	}
+	for _, q := range u.list {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (u *usedSet) add(p string, want int) {
+	switch {
+	case u.has(p):
+	case u.set != nil:
+		u.set[p] = struct{}{}
+	case len(u.list) < usedListMax:
+		if u.list == nil {
+			u.list = make([]string, 0, min(want, usedListMax))
+		}
+		u.list = append(u.list, p)
+	default:
+		u.set = make(map[string]struct{}, 2*usedListMax)
+		for _, q := range u.list {
+			u.set[q] = struct{}{}
+		}
+		u.set[p] = struct{}{}
+	}
 }
 
 // Validate checks the maps themselves, before any expression is parsed, as
@@ -52,6 +94,10 @@ func (c *Context) Validate() error {
 	if c.Values != nil && len(c.Values) == 0 {
 		return validation("ExpressionAttributeValues must not be empty")
 	}
+	if c.valid() {
+		return nil
+	}
+	// Something is wrong: report the first in key order, as DynamoDB.
 	for _, k := range slices.Sorted(maps.Keys(c.Names)) {
 		if !validPlaceholder(k, '#') {
 			return validation("ExpressionAttributeNames contains invalid key: Syntax error; key: %q", k)
@@ -68,6 +114,22 @@ func (c *Context) Validate() error {
 	return nil
 }
 
+// valid reports whether Validate's per-key checks all pass, without
+// sorting the keys (the common case).
+func (c *Context) valid() bool {
+	for k := range c.Names {
+		if !validPlaceholder(k, '#') {
+			return false
+		}
+	}
+	for k, v := range c.Values {
+		if !validPlaceholder(k, ':') || checkNumbers(v) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckUnused reports names and values that no parsed expression used,
 // names first. Call it after parsing every expression of the request.
 // Errors (*ValidationError), keys sorted:
@@ -82,12 +144,12 @@ func (c *Context) CheckUnused() error {
 	}
 	var names, values []string
 	for _, k := range slices.Sorted(maps.Keys(c.Names)) {
-		if !c.usedNames[k] {
+		if !c.usedNames.has(k) {
 			names = append(names, k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Values)) {
-		if !c.usedValues[k] {
+		if !c.usedValues.has(k) {
 			values = append(values, k)
 		}
 	}
@@ -104,12 +166,12 @@ func (c *Context) CheckUnused() error {
 // checked without building the sorted lists of the error).
 func (c *Context) allUsed() bool {
 	for k := range c.Names {
-		if !c.usedNames[k] {
+		if !c.usedNames.has(k) {
 			return false
 		}
 	}
 	for k := range c.Values {
-		if !c.usedValues[k] {
+		if !c.usedValues.has(k) {
 			return false
 		}
 	}
@@ -124,19 +186,9 @@ func (c *Context) name(placeholder string) (string, bool) {
 	return n, ok
 }
 
-func (c *Context) markName(placeholder string) {
-	if c.usedNames == nil {
-		c.usedNames = map[string]bool{}
-	}
-	c.usedNames[placeholder] = true
-}
+func (c *Context) markName(placeholder string) { c.usedNames.add(placeholder, len(c.Names)) }
 
-func (c *Context) markValue(placeholder string) {
-	if c.usedValues == nil {
-		c.usedValues = map[string]bool{}
-	}
-	c.usedValues[placeholder] = true
-}
+func (c *Context) markValue(placeholder string) { c.usedValues.add(placeholder, len(c.Values)) }
 
 func (c *Context) value(placeholder string) (events.DynamoDBAttributeValue, bool) {
 	v, ok := c.Values[placeholder]

@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -82,4 +84,30 @@ func TestContextValidate(t *testing.T) {
 			wantValidation(t, err, tt.want)
 		})
 	}
+}
+
+// TestContextUnusedAmongMany: past the short list of used placeholders
+// (usedListMax) the set still knows every one used, and still names the
+// one that was not, with names repeated across expressions.
+func TestContextUnusedAmongMany(t *testing.T) {
+	const n = 3*usedListMax + 5
+	nm := map[string]string{}
+	var cond, upd []string
+	for i := range n {
+		ph := fmt.Sprintf("#n%02d", i)
+		nm[ph] = fmt.Sprintf("a%02d", i)
+		if i == 2*usedListMax+1 {
+			continue // the one left unused
+		}
+		cond = append(cond, fmt.Sprintf("attribute_exists(%s)", ph))
+		upd = append(upd, fmt.Sprintf("%s = :v", ph))
+	}
+	c := &Context{Names: nm, Values: values(t, `{":v": {"S": "v"}}`)}
+	if _, err := ParseCondition(strings.Join(cond, " AND "), c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseUpdate("SET "+strings.Join(upd, ", "), c); err != nil {
+		t.Fatal(err)
+	}
+	wantValidation(t, c.CheckUnused(), fmt.Sprintf("Value provided in ExpressionAttributeNames unused in expressions: keys: {#n%02d}", 2*usedListMax+1))
 }

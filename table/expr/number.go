@@ -100,6 +100,9 @@ func CanonicalNumber(s string) (string, error) {
 	if PlainInteger(s) {
 		return s, nil
 	}
+	if c, _, ok := plainDecimal(s); ok {
+		return c, nil
+	}
 	d, err := ParseNumber(s)
 	if err != nil {
 		return "", err
@@ -200,4 +203,57 @@ func PlainInteger(s string) bool {
 		}
 	}
 	return true
+}
+
+// plainDecimal is the shortcut for a number written as digits, a point and
+// digits ("-12.50", "0.0125"), with at most maxDigits digits in all: such
+// a number is always in DynamoDB's range, so it needs no decimal parse.
+// It returns the number's canonical text (as FormatNumber: "-12.5",
+// "0.0125"; "0.00" is "0") and its count of significant digits (the
+// digits without the leading and trailing zeros; 0 for a zero). ok is
+// false for any other form (exponents, a missing digit on either side of
+// the point, signs other than a leading '-', spaces), which goes to the
+// full parse.
+func plainDecimal(s string) (canon string, sig int, ok bool) {
+	body := s
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		body = s[1:]
+	}
+	dot := strings.IndexByte(body, '.')
+	if dot <= 0 || dot == len(body)-1 || len(body)-1 > maxDigits {
+		return "", 0, false
+	}
+	rawIP, rawFP := body[:dot], body[dot+1:]
+	for i := 0; i < len(body); i++ {
+		if c := body[i]; (c < '0' || c > '9') && i != dot {
+			return "", 0, false
+		}
+	}
+	ip := strings.TrimLeft(rawIP, "0")
+	fp := strings.TrimRight(rawFP, "0")
+	if ip == "" && fp == "" {
+		return "0", 0, true
+	}
+	sig = len(strings.TrimRight(ip, "0"))
+	switch {
+	case fp != "" && ip != "":
+		sig = len(ip) + len(fp)
+	case fp != "":
+		sig = len(strings.TrimLeft(fp, "0"))
+	}
+	if fp == rawFP && (ip == rawIP || (ip == "" && rawIP == "0")) {
+		return s, sig, true // already canonical: no copy
+	}
+	if ip == "" {
+		ip = "0"
+	}
+	canon = ip
+	if fp != "" {
+		canon = ip + "." + fp
+	}
+	if neg {
+		canon = "-" + canon
+	}
+	return canon, sig, true
 }

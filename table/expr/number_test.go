@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -209,6 +210,61 @@ func TestAddOfPlainIntegersAgreesWithTheDecimalSum(t *testing.T) {
 					t.Errorf("addNumbers(%s, %s, %v) = %q, %v; want %s", a, b, neg, got, err, FormatNumber(&z))
 				}
 			}
+		}
+	}
+}
+
+// TestPlainDecimalAgreesWithTheFullParse: the shortcut for "digits.digits"
+// gives the canonical text and size that the decimal parse gives, for
+// every form it accepts, and refuses the forms it does not know.
+func TestPlainDecimalAgreesWithTheFullParse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	digits := func(n int, zeros bool) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+			if zeros && rng.IntN(3) == 0 {
+				b[i] = '0'
+			}
+		}
+		return string(b)
+	}
+	cases := []string{"0.0", "-0.0", "00.000", "1.0", "10.50", "-0.0125", "123.45", "0.1", "007.700", "-100.000",
+		"1" + strings.Repeat("0", 20) + "." + strings.Repeat("9", 17)}
+	for range 20000 {
+		ip, fp := digits(1+rng.IntN(20), true), digits(1+rng.IntN(18), true)
+		s := ip + "." + fp
+		if rng.IntN(2) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	for _, s := range cases {
+		canon, sig, ok := plainDecimal(s)
+		if !ok {
+			t.Fatalf("%q: not taken by the shortcut", s)
+		}
+		d, err := ParseNumber(s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if want := FormatNumber(d); canon != want {
+			t.Fatalf("%q: canonical %q, the full parse says %q", s, canon, want)
+		}
+		var r apd.Decimal
+		r.Reduce(d)
+		want := int(r.NumDigits())
+		if d.IsZero() {
+			want = 0
+		}
+		if sig != want {
+			t.Fatalf("%q: %d significant digits, the full parse says %d", s, sig, want)
+		}
+	}
+	for _, s := range []string{"1", "1.", ".5", "-.5", "+1.5", "1.5e3", "1..5", "1.5.", " 1.5", "1.5 ", "-", "", "--1.5", "1,5",
+		"1." + strings.Repeat("1", maxDigits)} {
+		if _, _, ok := plainDecimal(s); ok {
+			t.Errorf("%q: taken by the shortcut", s)
 		}
 	}
 }

@@ -260,6 +260,12 @@ func numberSize(s string) int {
 		digits := strings.TrimRight(strings.TrimPrefix(s, "-"), "0")
 		return (len(digits)+1)/2 + 1
 	}
+	if _, sig, ok := plainDecimal(s); ok {
+		if sig == 0 {
+			return 2
+		}
+		return (sig+1)/2 + 1
+	}
 	d, err := ParseNumber(s)
 	if err != nil {
 		return len(s)
