@@ -33,6 +33,7 @@ type lane struct {
 
 	mu         sync.Mutex
 	queue      []stream.Record // waiting, in shard order
+	qbuf       []stream.Record // queue's array from its start (enqueue)
 	queueBytes int
 	inflight   []stream.Record // the batch being resolved, in shard order
 	done       []bool
@@ -64,7 +65,7 @@ func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 	for {
 		l.mu.Lock()
 		if len(l.queue) < l.limit {
-			l.queue = append(l.queue, recs...)
+			l.enqueue(recs)
 			for i := range recs {
 				l.queueBytes += recordBytes(&recs[i])
 			}
@@ -78,6 +79,24 @@ func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// enqueue appends recs to the queue. Takes leave the queue at the end of
+// its array; when it reaches the end while filling at most half of the
+// array, it moves to the front instead of to a new array (an append after
+// each take had allocated a new one: 3 % of the trades demo's allocation).
+func (l *lane) enqueue(recs []stream.Record) {
+	need := len(l.queue) + len(recs)
+	if need > cap(l.queue) && need <= cap(l.qbuf)/2 {
+		n := copy(l.qbuf[:cap(l.qbuf)], l.queue)
+		clear(l.qbuf[n:cap(l.qbuf)]) // the records taken or moved: not kept alive
+		l.queue = l.qbuf[:n]
+	}
+	grew := need > cap(l.queue)
+	l.queue = append(l.queue, recs...)
+	if grew {
+		l.qbuf = l.queue[:0]
 	}
 }
 

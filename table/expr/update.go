@@ -29,7 +29,8 @@ type Update struct {
 
 type updateTree struct {
 	actions []action
-	paths   []path // action paths in source order
+	paths   []path   // action paths in source order
+	top     []string // topNames(paths), for Paths
 }
 
 type actionKind int
@@ -117,6 +118,7 @@ func ParseUpdate(s string, c *Context) (*Update, error) {
 	if err := p.firstDeferred(); err != nil {
 		return nil, err
 	}
+	u.top = topNames(u.paths)
 	cacheStore(key, p, u)
 	return &Update{updateTree: u, vals: p.vals}, nil
 }
@@ -292,8 +294,9 @@ func (p *parser) updFunction() (*updOperand, error) {
 // removes, each once, in source order ("a.b[1]" gives "a"). The caller uses
 // it to refuse updates of key attributes ("Cannot update attribute pk.
 // This attribute is part of the key"); UPDATED_OLD and UPDATED_NEW use
-// [Update.Projection].
-func (u *Update) Paths() []string { return topNames(u.paths) }
+// [Update.Projection]. The slice is shared by every parse of the same
+// expression: read it, do not modify it.
+func (u *Update) Paths() []string { return u.top }
 
 // Apply returns the item after the update; old is not modified (the new
 // item shares unchanged values with it). A nil old is a missing item: the
