@@ -282,8 +282,11 @@ func (t *Table) remember(id string, shard uint16, pos uint64, it Item, size int3
 		// The kept half moves to a new map. Deleting the other half
 		// instead left the map full of deleted slots, which a lookup of
 		// a key it does not hold probes past (the common case of a new
-		// item): such lookups took 2 % of the trades demo's CPU.
-		keep := make(map[string]cachedItem, len(t.cache)/2+1)
+		// item): such lookups took 2 % of the trades demo's CPU. The new
+		// map is made for as many entries as the old one held, so that
+		// it fills again without splitting its tables (each split hashes
+		// every key again).
+		keep := make(map[string]cachedItem, len(t.cache))
 		var kept int64
 		for k, e := range t.cache {
 			if kept+e.bytes+c.bytes > limit/2 {
