@@ -54,6 +54,13 @@ func (u *usedSet) has(p string) bool {
 	return false
 }
 
+func (u *usedSet) len() int {
+	if u.set != nil {
+		return len(u.set)
+	}
+	return len(u.list)
+}
+
 func (u *usedSet) add(p string, want int) {
 	switch {
 	case u.has(p):
@@ -163,19 +170,12 @@ func (c *Context) CheckUnused() error {
 }
 
 // allUsed reports whether every placeholder was used (the common case,
-// checked without building the sorted lists of the error).
+// checked without building the sorted lists of the error). Only
+// placeholders present in Names and Values are ever marked used (name,
+// value, cacheEntry.bind), so the sets are full exactly when they are as
+// large as the maps.
 func (c *Context) allUsed() bool {
-	for k := range c.Names {
-		if !c.usedNames.has(k) {
-			return false
-		}
-	}
-	for k := range c.Values {
-		if !c.usedValues.has(k) {
-			return false
-		}
-	}
-	return true
+	return c.usedNames.len() == len(c.Names) && c.usedValues.len() == len(c.Values)
 }
 
 func (c *Context) name(placeholder string) (string, bool) {
