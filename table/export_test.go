@@ -232,3 +232,30 @@ func IndexHeader(t testing.TB, s *Service, name string) []byte {
 	}
 	return v
 }
+
+// StoreKeys counts the index store's keys of the table with id tableID
+// (items, count and header).
+func StoreKeys(t testing.TB, s *Service, tableID string) int {
+	t.Helper()
+	if s.store == nil {
+		t.Fatal("the tables have no index store")
+	}
+	s.store.mu.RLock()
+	defer s.store.mu.RUnlock()
+	n := 0
+	tid := tablePrefix(tableID)
+	for _, kind := range []byte{'i', 'c', 'h'} {
+		lo := storeKey(kind, tid, 0)
+		it, err := s.store.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}

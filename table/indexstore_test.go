@@ -68,3 +68,34 @@ func TestUnusableIndexStoreHeaderFallsBackToTheWholeLog(t *testing.T) {
 		})
 	}
 }
+
+// TestADeletedTablesKeysLeaveTheIndexStoreThroughACrash: DeleteTable clears
+// the table's keys from the index store, and the clearing survives a crash
+// right after it (the store keeps no write-ahead log: the deletion is
+// flushed), so no deleted table's keys stay on disk.
+func TestADeletedTablesKeysLeaveTheIndexStoreThroughACrash(t *testing.T) {
+	testenv.NeedsEmbedded(t, "the index store is an embedded node's")
+	dir := t.TempDir()
+	opts := table.Options{Index: table.IndexDisk}
+	rn := startSnapTables(t, dir, clockwork.NewRealClock(), opts)
+	for i := range 50 {
+		snapPut(t, rn, "hashonly", i, "v", 0)
+	}
+	table.WriteIndexSnapshots(t, rn.Tables) // the items and a header on disk
+	d, err := rn.Tables.DescribeTable(ctx, "hashonly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := table.StoreKeys(t, rn.Tables, d.TableId); n < 50 {
+		t.Fatalf("%d keys of the table in the store before the delete; want at least 50", n)
+	}
+	if _, err := rn.Tables.DeleteTable(ctx, "hashonly"); err != nil {
+		t.Fatal(err)
+	}
+	rn.Crash()
+
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Tables: opts})
+	if n := table.StoreKeys(t, rn.Tables, d.TableId); n != 0 {
+		t.Fatalf("%d keys of the deleted table in the store after a crash; want 0", n)
+	}
+}

@@ -194,7 +194,10 @@ func (st *store) set(key, value []byte, sync bool) error {
 	return st.db.Flush()
 }
 
-// clear deletes every key of a table (its items, count and header).
+// clear deletes every key of a table (its items, count and header) and
+// flushes the memtables: without a write-ahead log a crash would
+// otherwise forget the deletion and leave the keys of a deleted table
+// behind (never read, but on disk for good).
 func (st *store) clear(tid [16]byte) error {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -209,7 +212,10 @@ func (st *store) clear(tid [16]byte) error {
 			return err
 		}
 	}
-	return b.Commit(pebble.NoSync)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	return st.db.Flush()
 }
 
 // prefixEnd is the first key after every key that begins with p.
