@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,4 +75,16 @@ func startServe(t *testing.T, bin string, args []string, onStderr func(line stri
 		t.Fatal("serve did not start")
 	}
 	return cmd
+}
+
+// freeAddr returns a local TCP address ("127.0.0.1:port") that was free a
+// moment ago, for a serve process to listen on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

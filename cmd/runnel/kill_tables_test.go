@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,12 +35,7 @@ func TestSIGKILLDuringTableWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	bin := runnelBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	start := func() *exec.Cmd {
 		return startServe(t, bin, []string{"--data-dir", data, "serve", "--aws", addr}, nil)
 	}
@@ -57,7 +51,7 @@ func TestSIGKILLDuringTableWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	first := start()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v int) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
-	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:   aws.String("killed"),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{

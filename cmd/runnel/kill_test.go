@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,19 +35,14 @@ EventSourceMappings:
 `), 0o644)
 	data := filepath.Join(dir, "data")
 	const n = 3000
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	addr := freeAddr(t)
+	url := "nats://" + addr
 
 	var mu sync.Mutex
 	seen := [2]map[string]int{{}, {}}
 	recordRE := regexp.MustCompile(`msg=record .*data=(r\d+)`)
 	start := func(run int) *exec.Cmd {
-		return startServe(t, bin, []string{"--data-dir", data, "--log-level", "info", "serve", "-f", stackFile, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, func(line string) {
+		return startServe(t, bin, []string{"--data-dir", data, "--log-level", "info", "serve", "-f", stackFile, "--listen", addr}, func(line string) {
 			if m := recordRE.FindStringSubmatch(line); m != nil {
 				mu.Lock()
 				seen[run][m[1]]++
