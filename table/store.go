@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -110,6 +112,7 @@ func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
 		// record encoding) for changes the log's replay restores anyway.
 		DisableWAL: true,
 	}
+	opts.EventListener = stallListener(log)
 	// Bloom filters (10 bits a key, about 1 % false positives) in every
 	// level: a lookup of a key the table does not hold (every write
 	// creating an item reads it first) skips the files without reading
@@ -141,6 +144,24 @@ func (st *store) close(flush bool) error {
 		ferr = st.db.Flush()
 	}
 	return errors.Join(ferr, st.db.Close())
+}
+
+// stallListener logs the store's write stalls (Pebble holds every write
+// while its memtables or level 0 wait on a flush or compaction), with the
+// reason at the start and the length at the end, at Warn: a stall holds
+// every table write of the process, and the disk is usually why.
+func stallListener(log *slog.Logger) *pebble.EventListener {
+	var began atomic.Int64
+	return &pebble.EventListener{
+		WriteStallBegin: func(i pebble.WriteStallBeginInfo) {
+			began.Store(time.Now().UnixNano())
+			log.Warn("index store: write stall", "reason", i.Reason)
+		},
+		WriteStallEnd: func() {
+			d := time.Duration(time.Now().UnixNano() - began.Load())
+			log.Warn("index store: write stall ended", "duration", d.Round(time.Millisecond))
+		},
+	}
 }
 
 // pebbleLogger sends Pebble's lines to the engine's logger.
