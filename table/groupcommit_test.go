@@ -3,6 +3,7 @@ package table_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,50 @@ func TestConcurrentPutItemsShareALogWrite(t *testing.T) {
 	messages, records := logMessages(t, tb, "group")
 	if records != callers || messages > table.DefaultShards {
 		t.Fatalf("%d change records in %d stored messages, want %d in at most %d (one write)", records, messages, callers, table.DefaultShards)
+	}
+}
+
+// TestAWholeCallWaitingStartsASecondWriteOfTheLane: while a lane's log
+// write runs, PutItems queue behind it; once a whole PutRecords call's
+// worth of changes (MaxPutRecords) waits, a second write of the lane
+// starts and writes them (and what queues behind them) without waiting
+// for the first, so that a loaded lane is not held to one full call per
+// log round trip. Fewer wait for the running write (the test above).
+func TestAWholeCallWaitingStartsASecondWriteOfTheLane(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	if _, err := tb.CreateTable(ctx, table.CreateTableInput{TableName: "full", RunnelShards: 1,
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, release := table.HoldLogWrite(t, tb, "full") // the "running" write
+	// Enough items that a whole call's worth can queue: a put waits for
+	// its item's lock stripe (1,024) before it queues, so 2,000 items
+	// queue on about 880 stripes at once, and 600 on only about 450.
+	const callers = 2000
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "full", Item: table.Item{"pk": S(fmt.Sprint("k", i))}}); err != nil {
+				t.Error(err)
+			}
+			answered.Add(1)
+		}()
+	}
+	// Without the second write, no put is answered before release. (Puts
+	// that queue after the second write drained the queue wait for it.)
+	testenv.Eventually(t, 20*time.Second, "a whole call's puts answered while the lane's write runs", func() bool {
+		return answered.Load() >= stream.MaxPutRecords
+	})
+	release()
+	wg.Wait()
+	if _, records := logMessages(t, tb, "full"); records != callers {
+		t.Fatalf("%d change records, want %d", records, callers)
 	}
 }
 
