@@ -244,18 +244,52 @@ func StoreKeys(t testing.TB, s *Service, tableID string) int {
 	defer s.store.mu.RUnlock()
 	n := 0
 	tid := tablePrefix(tableID)
-	for _, kind := range []byte{'i', 'c', 'h'} {
-		lo := storeKey(kind, tid, 0)
-		it, err := s.store.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			n++
-		}
-		if err := it.Close(); err != nil {
-			t.Fatal(err)
-		}
+	for _, kind := range []byte{'i', 'c', 'h', 'x', 'w', 'y', 'z'} {
+		n += countPrefix(t, s.store, storeKey(kind, tid, 0))
 	}
 	return n
+}
+
+// countPrefix counts the store's keys that begin with p; the caller holds
+// st.mu for reading.
+func countPrefix(t testing.TB, st *store, p []byte) int {
+	it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// StoredIndexKeys counts the forward and reverse keys the index store
+// holds of index of table tableName; ok is false when the index is in
+// the heap.
+func StoredIndexKeys(t testing.TB, s *Service, tableName, index string) (fwd, rev int, ok bool) {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tb.index(index)
+	if x == nil {
+		t.Fatalf("table %s has no index %s", tableName, index)
+	}
+	if x.disk == nil {
+		return 0, 0, false
+	}
+	s.store.mu.RLock()
+	defer s.store.mu.RUnlock()
+	return countPrefix(t, s.store, x.disk.prefix('x')), countPrefix(t, s.store, x.disk.prefix('w')), true
+}
+
+// IndexBuilds counts the secondary indexes the service has built from
+// their table's items (at an open, a backfill).
+func IndexBuilds(s *Service) int64 {
+	return s.indexBuilds.Load()
 }

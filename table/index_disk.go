@@ -221,6 +221,7 @@ type diskBatch struct {
 	x            *diskIndex
 	ops          []diskOp
 	count, bytes int64
+	secs         []secTotal // the secondary indexes' totals after ops
 }
 
 type diskOp struct {
@@ -259,9 +260,15 @@ func (b *diskBatch) commit() {
 		return
 	}
 	x := b.x
+	for _, t := range b.secs {
+		b.ops = append(b.ops, diskOp{k: t.s.prefix('y'), v: encodeCount(t.count, t.bytes)})
+	}
 	if err := x.commitOps(b.ops, encodeCount(b.count, b.bytes)); err != nil {
 		x.fail("write", err)
 		return
+	}
+	for _, t := range b.secs {
+		t.s.count, t.s.bytes = t.count, t.bytes
 	}
 	for _, op := range b.ops {
 		if op.added {

@@ -508,14 +508,21 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 		}
 		seen[f[4]][i] = true
 	}
+	var img Item
 	if f[1] != "R" {
-		var img Item
 		if c != nil {
 			img = c.NewImage
 		}
 		t.put(entry{h: k.h, rk: k.rk, shard: shard, pos: rec.Seq, exp: exp, size: int32(size)}, img)
 	} else {
 		t.idx.Delete(entry{h: k.h, rk: k.rk})
+	}
+	if dx, disk := t.idx.(*diskIndex); disk && len(t.indexes()) > 0 {
+		// The store's secondary indexes follow (a change they hold
+		// already is set again, harmlessly: secStore.stage).
+		b := dx.newBatch()
+		b.secondary(t, k, img, true)
+		b.commit()
 	}
 	return t.idx.Err()
 }

@@ -20,14 +20,18 @@ import (
 // Projection of each item: ALL its attributes, KEYS_ONLY (the table's and
 // the index's keys) or INCLUDE (the keys and NonKeyAttributes).
 //
-// On the current storage design an index holds, in memory, the keys of
-// the items it has (not their data): it is maintained by the table's
-// write path (apply) as each change is acknowledged, built from the
-// table's items when the service opens (so after a crash every index
-// agrees with its table), and backfilled the same way when UpdateTable
-// adds a GSI. Reads fetch the items through the table's read path and
-// project them. Runnel's index reads are therefore never behind the
-// table; a GSI still refuses ConsistentRead, as DynamoDB's.
+// An index holds the keys of the items it has (not their data), in the
+// index store with the table's own index (IndexDisk, secondary_disk.go)
+// or in the heap (IndexMemory). It is maintained by the table's write
+// path (apply) as each change is acknowledged: in the store, in the
+// same Pebble batch as the table's entry, so that the open's replay of
+// the log after the store's header brings both up to date after a
+// crash; in the heap, built from the table's items when the service
+// opens. A GSI that UpdateTable adds is backfilled from the items, and
+// built again at an open if its backfill was cut short. Reads fetch the
+// items through the table's read path and project them. Runnel's index
+// reads are therefore never behind the table; a GSI still refuses
+// ConsistentRead, as DynamoDB's.
 //
 // Not enforced: the 10 GB limit of an item collection (the items of one
 // partition key in a table with LSIs: ItemCollectionSizeLimitExceeded),
@@ -122,9 +126,11 @@ type secondary struct {
 	proj   Projection
 
 	mu      sync.RWMutex
-	ready   bool // ACTIVE: readable
-	entries map[string]*sEntry
+	ready   bool               // ACTIVE: readable
+	entries map[string]*sEntry // IndexMemory's entries (disk nil)
 	bytes   int64
+
+	disk *secStore // IndexDisk: the entries are in the index store
 }
 
 // sEntry is one item in an index: its index key and its table key.
@@ -268,7 +274,14 @@ func (t *Table) openIndexes() error {
 		if err != nil {
 			return fmt.Errorf("index %s: %w", d.IndexName, err)
 		}
-		out = append(out, &secondary{name: d.IndexName, global: i >= len(t.st.LocalSecondaryIndexes), sc: sc, table: t.schema, proj: d.Projection, entries: map[string]*sEntry{}})
+		x := &secondary{name: d.IndexName, global: i >= len(t.st.LocalSecondaryIndexes), sc: sc, table: t.schema, proj: d.Projection, entries: map[string]*sEntry{}}
+		if dx, ok := t.idx.(*diskIndex); ok {
+			if x.disk, err = openSecStore(dx.st, t.st.TableId, d.IndexName, x); err != nil {
+				return fmt.Errorf("index %s: %w", d.IndexName, err)
+			}
+			x.ready = x.disk.built
+		}
+		out = append(out, x)
 	}
 	t.sec.Store(&out)
 	return nil
@@ -411,10 +424,14 @@ func (x *secondary) project(it Item) Item {
 	return out
 }
 
-// applyIndexes moves every index to a written change (apply's hook).
+// applyIndexes moves every index in the heap to a written change
+// (apply's hook; the store's indexes move in the change's batch,
+// diskBatch.secondary).
 func (t *Table) applyIndexes(p *pending) {
 	for _, x := range t.indexes() {
-		x.put(p.k, p.change.NewImage)
+		if x.disk == nil {
+			x.put(p.k, p.change.NewImage)
+		}
 	}
 }
 
@@ -426,6 +443,7 @@ func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 	if len(xs) == 0 {
 		return nil
 	}
+	t.s.indexBuilds.Add(int64(len(xs)))
 	var start Item
 	for t.open() {
 		page, err := t.s.Scan(ctx, ScanInput{ReadInput: ReadInput{TableName: t.st.TableName, ExclusiveStartKey: start}})
@@ -445,8 +463,7 @@ func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 			break
 		}
 	}
-	markReady(xs)
-	return nil
+	return t.markReady(xs)
 }
 
 // reindex puts item k's current image into xs, with its lock held.
@@ -458,18 +475,45 @@ func (t *Table) reindex(ctx context.Context, k key, xs []*secondary) error {
 	if err != nil {
 		return err
 	}
+	var b *diskBatch
 	for _, x := range xs {
-		x.put(k, it)
+		if x.disk == nil {
+			x.put(k, it)
+			continue
+		}
+		if b == nil {
+			t.idxMu.Lock()
+			defer t.idxMu.Unlock()
+			b = t.idx.(*diskIndex).newBatch()
+		}
+		if err := x.disk.stage(b, k, x.entryOf(k, it)); err != nil {
+			return err
+		}
+	}
+	if b != nil {
+		b.commit()
+		return b.x.Err()
 	}
 	return nil
 }
 
-func markReady(xs []*secondary) {
+// markReady makes xs readable (ACTIVE); an index in the store is marked
+// built there first.
+func (t *Table) markReady(xs []*secondary) error {
 	for _, x := range xs {
+		if x.disk != nil {
+			t.idxMu.Lock()
+			err := x.disk.markBuilt()
+			t.idxMu.Unlock()
+			if err != nil {
+				return fmt.Errorf("index %s: %w", x.name, err)
+			}
+		}
 		x.mu.Lock()
 		x.ready = true
 		x.mu.Unlock()
 	}
+	return nil
 }
 
 // describeIndexes fills d's indexes' ARNs, counts and sizes, and GSI
@@ -480,9 +524,7 @@ func (t *Table) describeIndexes(d *TableDescription) {
 		for i, id := range list {
 			id.IndexArn = d.TableArn + "/index/" + id.IndexName
 			if x := t.index(id.IndexName); x != nil {
-				x.mu.RLock()
-				id.ItemCount, id.IndexSizeBytes = int64(len(x.entries)), x.bytes
-				x.mu.RUnlock()
+				id.ItemCount, id.IndexSizeBytes = t.indexSize(x)
 			}
 			out[i] = id
 		}
@@ -490,6 +532,18 @@ func (t *Table) describeIndexes(d *TableDescription) {
 	}
 	d.GlobalSecondaryIndexes = fill(d.GlobalSecondaryIndexes)
 	d.LocalSecondaryIndexes = fill(d.LocalSecondaryIndexes)
+}
+
+// indexSize is x's item count and projected bytes.
+func (t *Table) indexSize(x *secondary) (count, bytes int64) {
+	if x.disk != nil {
+		t.idxMu.RLock()
+		defer t.idxMu.RUnlock()
+		return x.disk.count, x.disk.bytes
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return int64(len(x.entries)), x.bytes
 }
 
 // sortedEntries lists x's entries of partition h (all, when all), in

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/runnel-dev/runnel/table/expr"
@@ -37,14 +38,13 @@ func (r *reader) queryIndex(ctx context.Context, x *secondary, kc *expr.KeyCondi
 	if err != nil {
 		return nil, err
 	}
-	entries := x.sortedEntries(pk.h, false)
-	if !forward {
-		slices.Reverse(entries)
-	}
-	if entries, err = x.after(entries, esk, forward, &pk.h); err != nil {
+	start, err := x.startOf(esk, &pk.h)
+	if err != nil {
 		return nil, err
 	}
-	return r.indexPage(ctx, x, entries, func(it Item) bool {
+	return r.indexPage(ctx, x, func(visit func(*sEntry) bool) error {
+		return x.walk(&pk.h, forward, start, visit)
+	}, func(it Item) bool {
 		if x.sc.rng == "" {
 			return true
 		}
@@ -56,23 +56,23 @@ func (r *reader) queryIndex(ctx context.Context, x *secondary, kc *expr.KeyCondi
 // scanIndex answers a Scan on index x: every entry of the segment, in the
 // index's order.
 func (r *reader) scanIndex(ctx context.Context, x *secondary, seg, total int, esk Item) (*QueryOutput, error) {
-	entries := x.sortedEntries([16]byte{}, true)
-	if total > 1 {
-		entries = slices.DeleteFunc(entries, func(e *sEntry) bool { return segmentOf(e.h, total) != seg })
-	}
-	entries, err := x.after(entries, esk, true, nil)
+	start, err := x.startOf(esk, nil)
 	if err != nil {
 		return nil, err
 	}
-	return r.indexPage(ctx, x, entries, nil)
+	return r.indexPage(ctx, x, func(visit func(*sEntry) bool) error {
+		return x.walk(nil, true, start, func(e *sEntry) bool {
+			return (total > 1 && segmentOf(e.h, total) != seg) || visit(e)
+		})
+	}, nil)
 }
 
-// after drops the entries up to ExclusiveStartKey esk (nil: none), which
+// startOf is the entry of ExclusiveStartKey esk (nil: none), which
 // queryKey or scanStart has checked against the index's and the table's
 // keys (and, for a Query, the partition h).
-func (x *secondary) after(entries []*sEntry, esk Item, forward bool, h *[16]byte) ([]*sEntry, error) {
+func (x *secondary) startOf(esk Item, h *[16]byte) (*sEntry, error) {
 	if esk == nil {
-		return entries, nil
+		return nil, nil
 	}
 	tk, err := x.table.keyOf(keyAttrs(esk, x.table), true)
 	var start *sEntry
@@ -82,17 +82,43 @@ func (x *secondary) after(entries []*sEntry, esk Item, forward bool, h *[16]byte
 	if start == nil || (h != nil && start.h != *h) {
 		return nil, validation("The provided starting key is invalid: The provided key element does not match the schema")
 	}
-	i, _ := slices.BinarySearchFunc(entries, start, func(e, s *sEntry) int {
-		c := x.compare(e, s)
-		if !forward {
-			c = -c
+	return start, nil
+}
+
+// walk visits x's entries of partition h (nil: all) in the index's
+// order, forward or backward, strictly after start (nil: from the
+// first), until visit returns false.
+func (x *secondary) walk(h *[16]byte, forward bool, start *sEntry, visit func(*sEntry) bool) error {
+	if x.disk != nil {
+		return x.disk.walk(h, forward, start, visit)
+	}
+	var ph [16]byte
+	if h != nil {
+		ph = *h
+	}
+	entries := x.sortedEntries(ph, h == nil)
+	if !forward {
+		slices.Reverse(entries)
+	}
+	if start != nil {
+		i, _ := slices.BinarySearchFunc(entries, start, func(e, s *sEntry) int {
+			c := x.compare(e, s)
+			if !forward {
+				c = -c
+			}
+			if c == 0 {
+				return -1 // the start key itself is skipped
+			}
+			return c
+		})
+		entries = entries[i:]
+	}
+	for _, e := range entries {
+		if !visit(e) {
+			break
 		}
-		if c == 0 {
-			return -1 // the start key itself is skipped
-		}
-		return c
-	})
-	return entries[i:], nil
+	}
+	return nil
 }
 
 // indexPage reads the items of entries through the table's read path
@@ -101,10 +127,9 @@ func (x *secondary) after(entries []*sEntry, esk Item, forward bool, h *[16]byte
 // item is the index's projection, or for an LSI read with Select
 // ALL_ATTRIBUTES or a ProjectionExpression, the whole item (fetched from
 // the table, as DynamoDB does).
-func (r *reader) indexPage(ctx context.Context, x *secondary, entries []*sEntry, match func(Item) bool) (*QueryOutput, error) {
+func (r *reader) indexPage(ctx context.Context, x *secondary, walk func(func(*sEntry) bool) error, match func(Item) bool) (*QueryOutput, error) {
 	whole := !x.global && (r.selectAll || r.proj != nil)
-	err := r.page(len(entries), false, func(i int) (bool, error) {
-		e := entries[i]
+	err := r.pageWalk(walk, func(e *sEntry) (bool, error) {
 		it, _, err := r.t.get(ctx, e.k)
 		if err != nil {
 			return false, err
@@ -127,4 +152,28 @@ func (r *reader) indexPage(ctx context.Context, x *secondary, entries []*sEntry,
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+// pageWalk is page over the entries walk visits: it stops at Limit or
+// when step fills the page, and the page has a LastEvaluatedKey when
+// entries remain (Limit, even on the last entry, counts as remaining, as
+// DynamoDB's page does).
+func (r *reader) pageWalk(walk func(func(*sEntry) bool) error, step func(*sEntry) (full bool, err error)) error {
+	more, full := false, false
+	var serr error
+	err := walk(func(e *sEntry) bool {
+		if full || (r.limit > 0 && r.out.ScannedCount >= r.limit) {
+			more = true
+			return false
+		}
+		full, serr = step(e)
+		return serr == nil
+	})
+	if err = errors.Join(err, serr); err != nil {
+		return err
+	}
+	if !more && (r.limit == 0 || r.out.ScannedCount < r.limit) {
+		r.out.LastEvaluatedKey = nil
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -77,13 +78,19 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 		return nil, onlyOneOnline()
 	}
 	var created *secondary
+	var deleted []*secondary
 	t.metaMu.Lock()
 	st := t.st
 	for _, u := range updates {
 		switch {
 		case u.Create != nil:
 			st, created, err = t.createIndex(st, defs, *u.Create)
+			if err == nil {
+				// What a deleted index of the name left in the store.
+				err = t.clearStoredIndex(created.name)
+			}
 		case u.Delete != nil:
+			deleted = append(deleted, t.index(u.Delete.IndexName))
 			st, err = t.deleteIndex(st, u.Delete.IndexName)
 		case t.index(u.Update.IndexName) == nil:
 			err = indexNotFound(st.TableName, u.Update.IndexName)
@@ -102,6 +109,13 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 	t.metaMu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	for _, x := range deleted {
+		if x != nil && x.disk != nil {
+			if err := t.clearStoredIndex(x.name); err != nil {
+				t.s.eng.Logger.Warn("delete index: its keys are left in the index store (cleared if an index of the name is created again)", "table", st.TableName, "index", x.name, "err", err)
+			}
+		}
 	}
 	d := t.describe()
 	if created != nil {
@@ -247,8 +261,36 @@ func (t *Table) open() bool {
 
 // openedIndexes builds every index of a table just opened, and makes
 // ACTIVE a GSI whose backfill the last stop cut short.
+//
+// An index in the store is built only if its build did not finish (no
+// built mark: a backfill cut short, or a store cleared and rebuilt from
+// the log); otherwise the store holds it, moved by the log's replay.
 func (t *Table) openedIndexes(ctx context.Context) error {
-	if err := t.buildIndexes(ctx, t.indexes()); err != nil {
+	var build []*secondary
+	for _, x := range t.indexes() {
+		if x.disk == nil {
+			build = append(build, x)
+			continue
+		}
+		t.idxMu.Lock()
+		err := x.disk.load()
+		if err == nil && !x.disk.built {
+			err = x.disk.clear()
+		}
+		built := x.disk.built
+		t.idxMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("index %s: %w", x.name, err)
+		}
+		if built {
+			if err := t.markReady([]*secondary{x}); err != nil {
+				return err
+			}
+			continue
+		}
+		build = append(build, x)
+	}
+	if err := t.buildIndexes(ctx, build); err != nil {
 		return err
 	}
 	for _, d := range t.st.GlobalSecondaryIndexes {

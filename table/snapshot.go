@@ -574,6 +574,17 @@ func (t *Table) fromStore(ctx context.Context, dx *diskIndex, seen txnSeen, tx *
 		if why != "" && err == nil {
 			err = dx.reset()
 		}
+		if why != "" && err == nil {
+			// The indexes' keys went with the table's: they are built
+			// again after the log's replay (openedIndexes).
+			for _, x := range t.indexes() {
+				if x.disk != nil {
+					if err = x.disk.load(); err != nil {
+						return
+					}
+				}
+			}
+		}
 	}()
 	if !t.s.storeHeaders {
 		return "index snapshots are off (Options.SnapshotInterval < 0)", nil

@@ -227,7 +227,7 @@ func (st *store) clear(tid [16]byte) error {
 	}
 	b := st.db.NewBatch()
 	defer b.Close()
-	for _, kind := range []byte{'i', 'c', 'h'} {
+	for _, kind := range []byte{'i', 'c', 'h', 'x', 'w', 'y', 'z'} {
 		lo := storeKey(kind, tid, 0)
 		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
 			return err

@@ -229,6 +229,9 @@ type Service struct {
 	// backfills), ended by Close; backfills counts the backfills running.
 	bg        context.Context
 	backfills sync.WaitGroup
+	// indexBuilds counts the secondary indexes built from their table's
+	// items (tests: an index in the store is not built at an open).
+	indexBuilds atomic.Int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -571,7 +574,9 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 	if err != nil {
 		return nil, err
 	}
-	markReady(t.indexes()) // a new table's indexes are empty
+	if err := t.markReady(t.indexes()); err != nil { // a new table's indexes are empty
+		return nil, awserr.New(awserr.ErrService, "create table %s: %v", in.TableName, err)
+	}
 	s.tables[in.TableName] = t
 	return t.describe(), nil
 }
