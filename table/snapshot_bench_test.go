@@ -162,3 +162,57 @@ func TestMeasureTableAtScale(t *testing.T) {
 		t.Fatalf("scan read %d items, want at least %d", items, n)
 	}
 }
+
+// TestMeasureIndexedTableAtScale measures a table with a GSI at scale: it
+// builds RUNNEL_GSI_BENCH_ITEMS items (benchItem, as
+// TestMeasureTableAtScale) into a table whose GSI byData (data, v;
+// KEYS_ONLY) holds every item in one partition, closes, then times a
+// start plus the first Query of the index (10 items) and logs the Go
+// heap after it, with the index where RUNNEL_TABLE_INDEX says (default:
+// the index store). Skipped unless the count is set; it reports, asserts
+// no time.
+func TestMeasureIndexedTableAtScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("RUNNEL_GSI_BENCH_ITEMS"))
+	if n <= 0 {
+		t.Skip("set RUNNEL_GSI_BENCH_ITEMS (e.g. 1000000) to measure")
+	}
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	if _, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "state",
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}, {AttributeName: "data", AttributeType: "S"}, {AttributeName: "v", AttributeType: "N"}},
+		GlobalSecondaryIndexes: []table.SecondaryIndex{{IndexName: "byData", Projection: table.Projection{ProjectionType: "KEYS_ONLY"},
+			KeySchema: []table.KeySchemaElement{{AttributeName: "data", KeyType: "HASH"}, {AttributeName: "v", KeyType: "RANGE"}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	buildState(t, rn, n)
+	took := time.Since(start)
+	t.Logf("built %d items in %v: %.0f items/s; peak RSS %.0f MiB", n, took.Round(time.Millisecond), float64(n)/took.Seconds(), procstat.PeakRSSMiB())
+	rn.Close()
+
+	runtime.GC()
+	start = time.Now()
+	rn = testenv.Start(t, testenv.Options{Dir: dir})
+	q := table.QueryInput{ReadInput: table.ReadInput{TableName: "state", IndexName: "byData", Limit: 10,
+		ExpressionAttributeValues: table.Item{":d": benchItem(0)["data"]}}, KeyConditionExpression: "data = :d"}
+	out, err := rn.Tables.Query(ctx, q)
+	if err != nil || len(out.Items) != 10 {
+		t.Fatalf("first Query: %v, %d items", err, len(out.Items))
+	}
+	took = time.Since(start)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("start + first Query of the index: %v, %d indexes built from the items (live heap after it %.0f MiB)", took.Round(time.Millisecond), table.IndexBuilds(rn.Tables), float64(ms.HeapAlloc)/(1<<20))
+	start = time.Now()
+	queries := 0
+	for queries < 100 && time.Since(start) < 5*time.Second {
+		if _, err := rn.Tables.Query(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		queries++
+	}
+	t.Logf("a Query of 10 items of the index's one partition: %v (mean of %d)", (time.Since(start) / time.Duration(queries)).Round(time.Microsecond), queries)
+}
