@@ -3,8 +3,9 @@ package table
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
+
+	"github.com/google/btree"
 
 	"github.com/runnel-dev/runnel/table/expr"
 )
@@ -126,8 +127,9 @@ type secondary struct {
 	proj   Projection
 
 	mu      sync.RWMutex
-	ready   bool               // ACTIVE: readable
-	entries map[string]*sEntry // IndexMemory's entries (disk nil)
+	ready   bool                   // ACTIVE: readable
+	entries map[string]*sEntry     // IndexMemory's entries by table key (disk nil)
+	tree    *btree.BTreeG[*sEntry] // the same, in the index's order (compare)
 	bytes   int64
 
 	disk *secStore // IndexDisk: the entries are in the index store
@@ -275,6 +277,7 @@ func (t *Table) openIndexes() error {
 			return fmt.Errorf("index %s: %w", d.IndexName, err)
 		}
 		x := &secondary{name: d.IndexName, global: i >= len(t.st.LocalSecondaryIndexes), sc: sc, table: t.schema, proj: d.Projection, entries: map[string]*sEntry{}}
+		x.tree = btree.NewG(32, func(a, b *sEntry) bool { return x.compare(a, b) < 0 })
 		if dx, ok := t.idx.(*diskIndex); ok {
 			if x.disk, err = openSecStore(dx.st, t.st.TableId, d.IndexName, x); err != nil {
 				return fmt.Errorf("index %s: %w", d.IndexName, err)
@@ -401,9 +404,11 @@ func (x *secondary) put(k key, nw Item) {
 	if old, ok := x.entries[id]; ok {
 		x.bytes -= old.size
 		delete(x.entries, id)
+		x.tree.Delete(old)
 	}
 	if e != nil {
 		x.entries[id] = e
+		x.tree.ReplaceOrInsert(e)
 		x.bytes += e.size
 	}
 	x.mu.Unlock()
@@ -544,21 +549,6 @@ func (t *Table) indexSize(x *secondary) (count, bytes int64) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return int64(len(x.entries)), x.bytes
-}
-
-// sortedEntries lists x's entries of partition h (all, when all), in
-// the index's order: partition hash, index sort key, then table key.
-func (x *secondary) sortedEntries(h [16]byte, all bool) []*sEntry {
-	x.mu.RLock()
-	var out []*sEntry
-	for _, e := range x.entries {
-		if all || e.h == h {
-			out = append(out, e)
-		}
-	}
-	x.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return x.compare(out[i], out[j]) < 0 })
-	return out
 }
 
 // compare orders two entries of x.

@@ -261,7 +261,7 @@ func (s *secStore) walk(h *[16]byte, forward bool, start *sEntry, visit func(*sE
 	if start != nil {
 		from = s.forward(start)
 	}
-	const chunk = 256
+	const chunk = walkChunk
 	for {
 		var keys [][]byte
 		var entries []*sEntry

@@ -1,7 +1,9 @@
 package table_test
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -114,5 +116,61 @@ func TestARecreatedIndexHoldsNothingOfTheDeletedOne(t *testing.T) {
 	}
 	if fwd, rev, ok := table.StoredIndexKeys(t, rn.Tables, "idx", "byOwner"); ok && (fwd != len(sc.Items) || rev != len(sc.Items)) {
 		t.Fatalf("byOwner again: the store holds %d forward and %d reverse keys; want %d", fwd, rev, len(sc.Items))
+	}
+}
+
+// A Query of an index returns a partition in the index's sort key order
+// (numbers compared as numbers), forward or backward, page by page with
+// ExclusiveStartKey, every item once, however many entries the read
+// takes (an index is read a chunk of 256 entries at a time); other
+// partitions' items never appear.
+func TestIndexQueryOrderAcrossChunksAndPages(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	createIndexed(t, rn.Tables)
+	rng := rand.New(rand.NewPCG(8, 9))
+	const n = 700
+	scores := map[string]int{}
+	for i := range n {
+		score := rng.IntN(2000) - 1000
+		city := "c0"
+		if i%7 == 0 {
+			city = "c1" // another partition, between the pages
+		} else {
+			scores[fmt.Sprint("p", i)] = score
+		}
+		putItem(t, rn.Tables, "idx", table.Item{"pk": S(fmt.Sprint("p", i)), "sk": N("1"), "city": S(city), "score": N(fmt.Sprint(score))})
+	}
+	for _, c := range []struct {
+		forward bool
+		limit   int
+	}{{true, 0}, {false, 0}, {true, 97}, {false, 97}} { // 0: one page of every item
+		forward := c.forward
+		var got []int
+		seen := map[string]bool{}
+		var start table.Item
+		for {
+			out := query(t, rn.Tables, table.QueryInput{ReadInput: table.ReadInput{TableName: "idx", IndexName: "byCity", Limit: c.limit, ExclusiveStartKey: start,
+				ExpressionAttributeValues: table.Item{":c": S("c0")}}, KeyConditionExpression: "city = :c", ScanIndexForward: &forward})
+			for _, it := range out.Items {
+				pk := it["pk"].String()
+				if _, ok := scores[pk]; !ok || seen[pk] {
+					t.Fatalf("forward %v, Limit %d: item %s returned (in c0: %v, seen before: %v)", forward, c.limit, pk, ok, seen[pk])
+				}
+				seen[pk] = true
+				v, _ := strconv.Atoi(it["score"].Number())
+				got = append(got, v)
+			}
+			if start = out.LastEvaluatedKey; start == nil {
+				break
+			}
+		}
+		if len(got) != len(scores) {
+			t.Fatalf("forward %v, Limit %d: %d items, want %d", forward, c.limit, len(got), len(scores))
+		}
+		for i := 1; i < len(got); i++ {
+			if (forward && got[i] < got[i-1]) || (!forward && got[i] > got[i-1]) {
+				t.Fatalf("forward %v, Limit %d: score %d after %d at position %d", forward, c.limit, got[i], got[i-1], i)
+			}
+		}
 	}
 }

@@ -3,7 +3,6 @@ package table
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/runnel-dev/runnel/table/expr"
 )
@@ -92,33 +91,74 @@ func (x *secondary) walk(h *[16]byte, forward bool, start *sEntry, visit func(*s
 	if x.disk != nil {
 		return x.disk.walk(h, forward, start, visit)
 	}
-	var ph [16]byte
-	if h != nil {
-		ph = *h
-	}
-	entries := x.sortedEntries(ph, h == nil)
-	if !forward {
-		slices.Reverse(entries)
-	}
-	if start != nil {
-		i, _ := slices.BinarySearchFunc(entries, start, func(e, s *sEntry) int {
-			c := x.compare(e, s)
-			if !forward {
-				c = -c
+	from := start
+	for {
+		chunk := x.heapChunk(h, forward, from, walkChunk)
+		for _, e := range chunk {
+			if !visit(e) {
+				return nil
 			}
-			if c == 0 {
-				return -1 // the start key itself is skipped
-			}
-			return c
-		})
-		entries = entries[i:]
+		}
+		if len(chunk) < walkChunk {
+			return nil
+		}
+		from = chunk[len(chunk)-1]
 	}
-	for _, e := range entries {
-		if !visit(e) {
-			break
+}
+
+// walkChunk is how many entries a walk reads under one hold of the
+// index's lock (of the heap) or one iterator (of the store).
+const walkChunk = 256
+
+// heapChunk is up to n of the heap index's entries of partition h (nil:
+// all), in the index's order, forward or backward, strictly after from
+// (nil: from the first).
+func (x *secondary) heapChunk(h *[16]byte, forward bool, from *sEntry, n int) []*sEntry {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []*sEntry
+	keep := func(e *sEntry) bool {
+		if from != nil && x.compare(e, from) == 0 {
+			return true // the start itself is skipped
+		}
+		if h != nil && e.h != *h {
+			// Backward from the next partition's first key: pass over
+			// that partition's entries; otherwise the partition ended.
+			return !forward && compareHash(e.h, *h) > 0
+		}
+		out = append(out, e)
+		return len(out) < n
+	}
+	switch {
+	case from != nil && forward:
+		x.tree.AscendGreaterOrEqual(from, keep)
+	case from != nil:
+		x.tree.DescendLessOrEqual(from, keep)
+	case h != nil && forward:
+		x.tree.AscendGreaterOrEqual(&sEntry{h: *h}, keep) // the partition's lowest key
+	case h != nil:
+		if next, ok := nextHash(*h); ok {
+			x.tree.DescendLessOrEqual(&sEntry{h: next}, keep)
+		} else {
+			x.tree.Descend(keep)
+		}
+	case forward:
+		x.tree.Ascend(keep)
+	default:
+		x.tree.Descend(keep)
+	}
+	return out
+}
+
+// nextHash is h plus one (ok false: h is the last hash).
+func nextHash(h [16]byte) ([16]byte, bool) {
+	for i := len(h) - 1; i >= 0; i-- {
+		h[i]++
+		if h[i] != 0 {
+			return h, true
 		}
 	}
-	return nil
+	return h, false
 }
 
 // indexPage reads the items of entries through the table's read path
