@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/btree"
@@ -141,6 +142,7 @@ type sEntry struct {
 	rk   string   // canonical index sort key
 	k    key      // the table key
 	size int64    // projected size
+	ord  string   // the entry's place in the index's order (ordKey)
 }
 
 // validIndexName is DynamoDB's rule on index names (IndexName: 3..255 of
@@ -393,7 +395,22 @@ func (x *secondary) entryOf(k key, it Item) *sEntry {
 		}
 	}
 	e.size = int64(expr.ItemSize(x.project(it)))
+	e.ord = x.ordKey(e)
 	return e
+}
+
+// ordKey is e's key in the index's order as bytes: the index partition
+// key's hash, the index sort key in an encoding whose byte order is
+// DynamoDB's (rangeBytes), escaped and ended (escapeRange), then the
+// table key (its hash and sort key, the same way). Comparing two is
+// comparing the entries (compare); the store's forward keys are these
+// after a prefix (secStore.forward).
+func (x *secondary) ordKey(e *sEntry) string {
+	k := make([]byte, 0, 16+len(e.rk)+4+16+len(e.k.rk))
+	k = append(k, e.h[:]...)
+	k = escapeRange(k, rangeBytes(nil, e.rk, x.sc.rngType == TypeN))
+	k = append(k, e.k.h[:]...)
+	return string(rangeBytes(k, e.k.rk, x.table.rngType == TypeN))
 }
 
 // put moves item k of x to its new image nw (nil: gone).
@@ -551,19 +568,9 @@ func (t *Table) indexSize(x *secondary) (count, bytes int64) {
 	return int64(len(x.entries)), x.bytes
 }
 
-// compare orders two entries of x.
-func (x *secondary) compare(a, b *sEntry) int {
-	if a.h != b.h {
-		return compareHash(a.h, b.h)
-	}
-	if c := x.sc.compareRange(a.rk, b.rk); c != 0 {
-		return c
-	}
-	if a.k.h != b.k.h {
-		return compareHash(a.k.h, b.k.h)
-	}
-	return x.table.compareRange(a.k.rk, b.k.rk)
-}
+// compare orders two entries of x: index partition, index sort key in
+// DynamoDB's order, then the table key (ordKey).
+func (x *secondary) compare(a, b *sEntry) int { return strings.Compare(a.ord, b.ord) }
 
 func compareHash(a, b [16]byte) int {
 	for i := range a {

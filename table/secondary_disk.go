@@ -36,21 +36,19 @@ import (
 // and the reverse keys make a replayed change harmless. The counts move
 // under Table.idxMu.
 type secStore struct {
-	st               *store
-	tid, iid         [16]byte
-	rngN, tblN       bool // the index's, the table's sort key is a Number
-	lo, hi           []byte
-	count, bytes     int64 // guarded by Table.idxMu
-	built            bool  // the 'z' key is there; guarded by Table.idxMu
-	rngKeyed, tblRng bool  // the index, the table has a sort key
+	st           *store
+	tid, iid     [16]byte
+	tblN         bool // the table's sort key is a Number
+	lo, hi       []byte
+	count, bytes int64 // guarded by Table.idxMu
+	built        bool  // the 'z' key is there; guarded by Table.idxMu
 }
 
 // openSecStore opens index name of the table with id tableID as the
 // store holds it.
 func openSecStore(st *store, tableID, name string, x *secondary) (*secStore, error) {
 	s := &secStore{st: st, tid: tablePrefix(tableID), iid: md5.Sum([]byte(name)),
-		rngN: x.sc.rngType == TypeN, tblN: x.table.rngType == TypeN,
-		rngKeyed: x.sc.rng != "", tblRng: x.table.rng != ""}
+		tblN: x.table.rngType == TypeN}
 	s.lo = s.prefix('x')
 	s.hi = prefixEnd(s.lo)
 	return s, s.load()
@@ -104,21 +102,17 @@ func rangeBytes(dst []byte, rk string, number bool) []byte {
 	return append(dst, rk...)
 }
 
-// tableKey appends table key k (hash, then its sort key in order).
-func (s *secStore) tableKey(dst []byte, k key) []byte {
-	return rangeBytes(append(dst, k.h[:]...), k.rk, s.tblN)
-}
-
-// forward is e's forward key.
+// forward is e's forward key: the index's order (sEntry.ord) after the
+// prefix.
 func (s *secStore) forward(e *sEntry) []byte {
-	k := make([]byte, 0, len(s.lo)+16+len(e.rk)+4+16+len(e.k.rk))
-	k = append(append(k, s.lo...), e.h[:]...)
-	k = escapeRange(k, rangeBytes(nil, e.rk, s.rngN))
-	return s.tableKey(k, e.k)
+	return append(append(make([]byte, 0, len(s.lo)+len(e.ord)), s.lo...), e.ord...)
 }
 
-// reverse is the reverse key of table key k.
-func (s *secStore) reverse(k key) []byte { return s.tableKey(s.prefix('w'), k) }
+// reverse is the reverse key of table key k (hash, then its sort key in
+// order).
+func (s *secStore) reverse(k key) []byte {
+	return rangeBytes(append(s.prefix('w'), k.h[:]...), k.rk, s.tblN)
+}
 
 func encodeSecEntry(e *sEntry) []byte {
 	v := make([]byte, 0, 16+8+len(e.rk)+len(e.k.rk)+4)
@@ -134,7 +128,7 @@ func (s *secStore) decodeSecEntry(k, v []byte) (*sEntry, error) {
 	if len(k) < len(s.lo)+16 || len(v) < 16 {
 		return nil, errors.New("short secondary index entry")
 	}
-	e := &sEntry{}
+	e := &sEntry{ord: string(k[len(s.lo):])}
 	copy(e.h[:], k[len(s.lo):])
 	copy(e.k.h[:], v)
 	v = v[16:]

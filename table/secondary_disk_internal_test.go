@@ -10,13 +10,28 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// The store orders a secondary index's forward keys as the index orders
-// its entries (secondary.compare: index partition, index sort key in
-// DynamoDB's order, then the table key), whatever the sort keys hold:
-// zero bytes, one key a prefix of another, numbers of any sign and
-// exponent. A Query, a Scan and a page's ExclusiveStartKey read that
-// order from the store.
-func TestSecondaryForwardKeysOrderAsTheIndex(t *testing.T) {
+// dynamoOrder is the order of a secondary index's entries, as DynamoDB
+// defines it: index partition (by its hash), index sort key (numbers as
+// numbers, strings and binaries by their bytes), then the table key.
+func dynamoOrder(x *secondary, a, b *sEntry) int {
+	if a.h != b.h {
+		return compareHash(a.h, b.h)
+	}
+	if c := x.sc.compareRange(a.rk, b.rk); c != 0 {
+		return c
+	}
+	if a.k.h != b.k.h {
+		return compareHash(a.k.h, b.k.h)
+	}
+	return x.table.compareRange(a.k.rk, b.k.rk)
+}
+
+// An index's entries compare (secondary.compare, on their ordKey) and the
+// store orders their forward keys as DynamoDB orders them (dynamoOrder),
+// whatever the sort keys hold: zero bytes, one key a prefix of another,
+// numbers of any sign and exponent. A Query, a Scan and a page's
+// ExclusiveStartKey read that order from the heap's B-tree or the store.
+func TestIndexEntriesOrderAsDynamoDBOrdersThem(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 17))
 	randBytes := func() string {
 		b := make([]byte, 1+rng.IntN(4))
@@ -42,7 +57,7 @@ func TestSecondaryForwardKeysOrderAsTheIndex(t *testing.T) {
 		if types[0] == "" {
 			x.sc.rng, x.sc.rngType = "", ""
 		}
-		s := &secStore{lo: []byte("x-prefix"), rngN: x.sc.rngType == TypeN, tblN: x.table.rngType == TypeN}
+		s := &secStore{lo: []byte("x-prefix"), tblN: x.table.rngType == TypeN}
 		gen := func(typ string) string {
 			switch typ {
 			case "":
@@ -56,16 +71,22 @@ func TestSecondaryForwardKeysOrderAsTheIndex(t *testing.T) {
 		for range 3000 {
 			e := &sEntry{rk: gen(x.sc.rngType), k: key{rk: gen(x.table.rngType)}}
 			e.h[0], e.k.h[0] = byte(rng.IntN(2)), byte(rng.IntN(3))
+			e.ord = x.ordKey(e)
 			entries = append(entries, e)
 		}
-		byIndex := slices.Clone(entries)
-		slices.SortStableFunc(byIndex, x.compare)
-		byStore := slices.Clone(entries)
-		slices.SortStableFunc(byStore, func(a, b *sEntry) int { return bytes.Compare(s.forward(a), s.forward(b)) })
-		for i := range byIndex {
-			if x.compare(byIndex[i], byStore[i]) != 0 {
-				t.Fatalf("types %v: entry %d in the index's order is (%q, %q), in the store's (%q, %q)",
-					types, i, byIndex[i].rk, byIndex[i].k.rk, byStore[i].rk, byStore[i].k.rk)
+		want := slices.Clone(entries)
+		slices.SortStableFunc(want, func(a, b *sEntry) int { return dynamoOrder(x, a, b) })
+		for what, cmp := range map[string]func(a, b *sEntry) int{
+			"compare": x.compare,
+			"store":   func(a, b *sEntry) int { return bytes.Compare(s.forward(a), s.forward(b)) },
+		} {
+			got := slices.Clone(entries)
+			slices.SortStableFunc(got, cmp)
+			for i := range want {
+				if dynamoOrder(x, want[i], got[i]) != 0 {
+					t.Fatalf("types %v: entry %d in DynamoDB's order is (%q, %q), in the %s order (%q, %q)",
+						types, i, want[i].rk, want[i].k.rk, what, got[i].rk, got[i].k.rk)
+				}
 			}
 		}
 	}

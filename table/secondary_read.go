@@ -135,10 +135,10 @@ func (x *secondary) heapChunk(h *[16]byte, forward bool, from *sEntry, n int) []
 	case from != nil:
 		x.tree.DescendLessOrEqual(from, keep)
 	case h != nil && forward:
-		x.tree.AscendGreaterOrEqual(&sEntry{h: *h}, keep) // the partition's lowest key
+		x.tree.AscendGreaterOrEqual(&sEntry{ord: string(h[:])}, keep) // below the partition's lowest key
 	case h != nil:
 		if next, ok := nextHash(*h); ok {
-			x.tree.DescendLessOrEqual(&sEntry{h: next}, keep)
+			x.tree.DescendLessOrEqual(&sEntry{ord: string(next[:])}, keep)
 		} else {
 			x.tree.Descend(keep)
 		}
