@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // secStore is a secondary index kept in the index store (IndexDisk), so
@@ -241,102 +239,29 @@ func (s *secStore) markBuilt() error {
 	return nil
 }
 
-// walk visits the index's entries of partition h (nil: all) in the
-// index's order, forward or backward, strictly after start (nil: from
-// the first), until visit returns false. It reads the store in chunks,
-// holding nothing while visit runs (visit reads the table).
-func (s *secStore) walk(h *[16]byte, forward bool, start *sEntry, visit func(*sEntry) bool) error {
+// chunk is up to walkChunk of the index's entries of partition h (nil:
+// all) in the index's order, forward or backward, strictly after from
+// (nil: from the first), read under one iterator (secondary.walk holds
+// nothing while it visits them: visit reads the table).
+func (s *secStore) chunk(h *[16]byte, forward bool, from *sEntry) ([]*sEntry, error) {
 	lo, hi := s.lo, s.hi
 	if h != nil {
 		lo = append(append([]byte(nil), s.lo...), h[:]...)
 		hi = prefixEnd(lo)
 	}
-	var from []byte // exclusive
-	if start != nil {
-		from = s.forward(start)
+	var after []byte // exclusive
+	if from != nil {
+		after = s.forward(from)
 	}
-	const chunk = walkChunk
-	for {
-		var keys [][]byte
-		var entries []*sEntry
-		err := s.st.iterate(lo, hi, from, forward, chunk, func(k, v []byte) error {
-			e, err := s.decodeSecEntry(k, v)
-			if err != nil {
-				return err
-			}
-			keys, entries = append(keys, k), append(entries, e)
-			return nil
-		})
-		if err != nil {
-			return err
+	var entries []*sEntry
+	err := s.st.iterate(lo, hi, after, forward, walkChunk, func(k, v []byte) error {
+		e, err := s.decodeSecEntry(k, v)
+		if err == nil {
+			entries = append(entries, e)
 		}
-		for _, e := range entries {
-			if !visit(e) {
-				return nil
-			}
-		}
-		if len(entries) < chunk {
-			return nil
-		}
-		from = keys[len(keys)-1]
-	}
-}
-
-// iterate calls each with copies of up to n keys and values of [lo, hi)
-// strictly after from (nil: from the first) in the direction asked.
-func (st *store) iterate(lo, hi, from []byte, forward bool, n int, each func(k, v []byte) error) error {
-	st.mu.RLock()
-	defer st.mu.RUnlock()
-	if st.closed {
-		return errStoreClosed
-	}
-	it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
 		return err
-	}
-	defer it.Close()
-	var ok bool
-	switch {
-	case from == nil && forward:
-		ok = it.First()
-	case from == nil:
-		ok = it.Last()
-	case forward:
-		ok = it.SeekGE(from)
-		if ok && string(it.Key()) == string(from) {
-			ok = it.Next()
-		}
-	default:
-		ok = it.SeekLT(from)
-	}
-	for i := 0; ok && i < n; i++ {
-		if err := each(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)); err != nil {
-			return err
-		}
-		ok = step(it, forward)
-	}
-	return it.Error()
-}
-
-// clearPrefixes deletes every key that begins with one of ps, and
-// flushes (see clear).
-func (st *store) clearPrefixes(ps ...[]byte) error {
-	st.mu.RLock()
-	defer st.mu.RUnlock()
-	if st.closed {
-		return errStoreClosed
-	}
-	b := st.db.NewBatch()
-	defer b.Close()
-	for _, p := range ps {
-		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
-			return err
-		}
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return err
-	}
-	return st.db.Flush()
+	})
+	return entries, err
 }
 
 // clearStoredIndex deletes what the store holds of index name of t: a

@@ -88,12 +88,17 @@ func (x *secondary) startOf(esk Item, h *[16]byte) (*sEntry, error) {
 // order, forward or backward, strictly after start (nil: from the
 // first), until visit returns false.
 func (x *secondary) walk(h *[16]byte, forward bool, start *sEntry, visit func(*sEntry) bool) error {
-	if x.disk != nil {
-		return x.disk.walk(h, forward, start, visit)
-	}
 	from := start
 	for {
-		chunk := x.heapChunk(h, forward, from, walkChunk)
+		var chunk []*sEntry
+		if x.disk != nil {
+			var err error
+			if chunk, err = x.disk.chunk(h, forward, from); err != nil {
+				return err
+			}
+		} else {
+			chunk = x.heapChunk(h, forward, from, walkChunk)
+		}
 		for _, e := range chunk {
 			if !visit(e) {
 				return nil

@@ -220,6 +220,52 @@ func (st *store) set(key, value []byte, sync bool) error {
 // otherwise forget the deletion and leave the keys of a deleted table
 // behind (never read, but on disk for good).
 func (st *store) clear(tid [16]byte) error {
+	var ps [][]byte
+	for _, kind := range []byte{'i', 'c', 'h', 'x', 'w', 'y', 'z'} {
+		ps = append(ps, storeKey(kind, tid, 0))
+	}
+	return st.clearPrefixes(ps...)
+}
+
+// iterate calls each with copies of up to n keys and values of [lo, hi)
+// strictly after from (nil: from the first) in the direction asked.
+func (st *store) iterate(lo, hi, from []byte, forward bool, n int, each func(k, v []byte) error) error {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return errStoreClosed
+	}
+	it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var ok bool
+	switch {
+	case from == nil && forward:
+		ok = it.First()
+	case from == nil:
+		ok = it.Last()
+	case forward:
+		ok = it.SeekGE(from)
+		if ok && string(it.Key()) == string(from) {
+			ok = it.Next()
+		}
+	default:
+		ok = it.SeekLT(from)
+	}
+	for i := 0; ok && i < n; i++ {
+		if err := each(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)); err != nil {
+			return err
+		}
+		ok = step(it, forward)
+	}
+	return it.Error()
+}
+
+// clearPrefixes deletes every key that begins with one of ps, in one
+// batch, and flushes (see clear).
+func (st *store) clearPrefixes(ps ...[]byte) error {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	if st.closed {
@@ -227,9 +273,8 @@ func (st *store) clear(tid [16]byte) error {
 	}
 	b := st.db.NewBatch()
 	defer b.Close()
-	for _, kind := range []byte{'i', 'c', 'h', 'x', 'w', 'y', 'z'} {
-		lo := storeKey(kind, tid, 0)
-		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+	for _, p := range ps {
+		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
 			return err
 		}
 	}
