@@ -283,9 +283,9 @@ func (t *Table) openedIndexes(ctx context.Context) error {
 			return fmt.Errorf("index %s: %w", x.name, err)
 		}
 		if built {
-			if err := t.markReady([]*secondary{x}); err != nil {
-				return err
-			}
+			x.mu.Lock()
+			x.ready = true
+			x.mu.Unlock()
 			continue
 		}
 		build = append(build, x)
