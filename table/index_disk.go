@@ -82,17 +82,7 @@ func (x *diskIndex) Bytes() int64 { return x.bytes }
 func (x *diskIndex) key(h [16]byte, rk string) []byte {
 	k := make([]byte, 0, len(x.lo)+16+len(rk)+4)
 	k = append(append(k, x.lo...), h[:]...)
-	return x.appendRange(k, rk)
-}
-
-func (x *diskIndex) appendRange(k []byte, rk string) []byte {
-	if rk == "" {
-		return k
-	}
-	if x.rngN {
-		return appendNumberOrdered(k, rk)
-	}
-	return append(k, rk...)
+	return rangeBytes(k, rk, x.rngN)
 }
 
 // seekKey is the store key a search from pivot starts at: the item's own
