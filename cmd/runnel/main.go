@@ -37,6 +37,7 @@ type globals struct {
 	natsURL  string
 	logLevel string
 	cpuProf  string
+	memProf  string
 	region   string
 	account  string
 }
@@ -133,6 +134,7 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (demo --nodes: each node's serve too, to <file>.node-<i>)")
+	root.PersistentFlags().StringVar(&g.memProf, "memprofile", "", "write a heap profile of the command to this file when it ends (allocations since the start: go tool pprof -sample_index=alloc_space)")
 	root.PersistentFlags().StringVar(&g.region, "region", "us-east-1", "the AWS region in the ARNs runnel builds")
 	root.PersistentFlags().StringVar(&g.account, "account", "000000000000", "the AWS account id in the ARNs runnel builds")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
@@ -149,6 +151,11 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 		if g.cpuProf != "" {
 			pprof.StopCPUProfile()
 		}
+		if g.memProf != "" {
+			if err := writeHeapProfile(g.memProf); err != nil {
+				fmt.Fprintln(os.Stderr, "runnel: --memprofile:", err)
+			}
+		}
 	}
 	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g), dlqCmd(g), replayCmd(g), resolveCmd(g))
 	root.AddCommand(statusCmd(g), clusterCmd(g), logsCmd(g))
@@ -159,4 +166,18 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 		fmt.Fprintln(os.Stderr, "runnel:", err)
 		os.Exit(1)
 	}
+}
+
+// writeHeapProfile writes the heap profile (live and allocated since the
+// start, sampled every runtime.MemProfileRate bytes: 512 KiB) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
