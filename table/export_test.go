@@ -293,3 +293,21 @@ func StoredIndexKeys(t testing.TB, s *Service, tableName, index string) (fwd, re
 func IndexBuilds(s *Service) int64 {
 	return s.indexBuilds.Load()
 }
+
+// StoredSecondaryKeys counts the forward and reverse keys of every
+// secondary index the index store holds for table tableName, of the
+// indexes the table has and of any other.
+func StoredSecondaryKeys(t testing.TB, s *Service, tableName string) int {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dx, ok := tb.idx.(*diskIndex)
+	if !ok {
+		t.Fatalf("table %s is not in the index store", tableName)
+	}
+	s.store.mu.RLock()
+	defer s.store.mu.RUnlock()
+	return countPrefix(t, s.store, storeKey('x', dx.tid, 0)) + countPrefix(t, s.store, storeKey('w', dx.tid, 0))
+}

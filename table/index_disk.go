@@ -394,6 +394,32 @@ func (x *diskIndex) iterate(seek []byte, forward bool, visit func(entry, []byte)
 	}
 }
 
+// eachEntry calls fn with every entry of the table that view holds (a
+// snapshot of the store), in key order, until fn fails.
+func (x *diskIndex) eachEntry(view pebble.Reader, fn func(entry) error) error {
+	it, err := view.NewIter(&pebble.IterOptions{LowerBound: x.lo, UpperBound: x.hi})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) < len(x.lo)+16 {
+			err = fmt.Errorf("short key %x", k)
+			break
+		}
+		var h [16]byte
+		copy(h[:], k[len(x.lo):])
+		var e entry
+		if e, _, err = decodeSlot(h, it.Value()); err != nil {
+			break
+		}
+		if err = fn(e); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, it.Error(), it.Close())
+}
+
 func step(it *pebble.Iterator, forward bool) bool {
 	if forward {
 		return it.Next()

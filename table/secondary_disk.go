@@ -13,7 +13,7 @@ import (
 // (IndexMemory) keep their entries in secondary.entries instead.
 //
 // Four kinds of keys, each beginning with the kind, the table's prefix
-// and the MD5 of the index's name:
+// and the index's id (storeID: the MD5 of its name and definition):
 //
 //	'x' forward: the index partition key's hash, the index sort key in
 //	    an encoding whose byte order is DynamoDB's order (rangeBytes),
@@ -45,7 +45,7 @@ type secStore struct {
 // openSecStore opens index name of the table with id tableID as the
 // store holds it.
 func openSecStore(st *store, tableID, name string, x *secondary) (*secStore, error) {
-	s := &secStore{st: st, tid: tablePrefix(tableID), iid: md5.Sum([]byte(name)),
+	s := &secStore{st: st, tid: tablePrefix(tableID), iid: x.storeID(),
 		tblN: x.table.rngType == TypeN}
 	s.lo = s.prefix('x')
 	s.hi = prefixEnd(s.lo)
@@ -264,16 +264,70 @@ func (s *secStore) chunk(h *[16]byte, forward bool, from *sEntry) ([]*sEntry, er
 	return entries, err
 }
 
-// clearStoredIndex deletes what the store holds of index name of t: a
-// deleted index's entries, or those an index of the name deleted before
-// left behind.
-func (t *Table) clearStoredIndex(name string) error {
-	dx, ok := t.idx.(*diskIndex)
-	if !ok {
+// clearStoredIndex deletes what the store holds of index x of t: a
+// deleted index's entries, or those an index of the same id deleted
+// before left behind.
+func (t *Table) clearStoredIndex(x *secondary) error {
+	if x == nil || x.disk == nil {
 		return nil
 	}
-	s := &secStore{st: dx.st, tid: dx.tid, iid: md5.Sum([]byte(name))}
 	t.idxMu.Lock()
 	defer t.idxMu.Unlock()
-	return s.clear()
+	return x.disk.clear()
+}
+
+// storeID is the index's id in the store: the MD5 of its name, kind, key
+// schema and projection. Trap: the name alone is not enough in a cluster,
+// where each process keeps its own store: a process serving the table
+// again may hold, built, an index of the name that another process
+// deleted and created again with another key or projection meanwhile.
+// One of the same definition holds what the log's replay makes it (an
+// index is a function of the items), so it needs no build.
+func (x *secondary) storeID() [16]byte {
+	var b []byte
+	b = append(b, x.name...)
+	b = append(b, 0, byte(len(x.sc.hash)))
+	b = append(b, x.sc.hash...)
+	b = append(b, x.sc.hashType...)
+	b = append(b, 0, byte(len(x.sc.rng)))
+	b = append(b, x.sc.rng...)
+	b = append(b, x.sc.rngType...)
+	b = append(b, 0, byte(len(x.proj.ProjectionType)))
+	b = append(b, x.proj.ProjectionType...)
+	for _, a := range x.proj.NonKeyAttributes {
+		b = append(b, 0, byte(len(a)))
+		b = append(b, a...)
+	}
+	if x.global {
+		b = append(b, 'G')
+	}
+	return md5.Sum(b)
+}
+
+// sweepStoredIndexes clears the keys of every index of t that the store
+// holds and t has not (a process serving the table again after another
+// deleted or redefined an index meanwhile: clearStoredIndex ran in the
+// other's store). The caller holds Table.idxMu.
+func (t *Table) sweepStoredIndexes(dx *diskIndex) error {
+	keep := map[[16]byte]bool{}
+	for _, x := range t.indexes() {
+		keep[x.storeID()] = true
+	}
+	var clear [][]byte
+	for _, kind := range []byte{'x', 'w', 'y', 'z'} {
+		ids, err := dx.st.ids(storeKey(kind, dx.tid, 0))
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !keep[id] {
+				clear = append(clear, append(storeKey(kind, dx.tid, 16), id[:]...))
+			}
+		}
+	}
+	if len(clear) == 0 {
+		return nil
+	}
+	t.s.eng.Logger.Info("index store: clearing the keys of indexes the table no longer has", "table", t.st.TableName, "prefixes", len(clear))
+	return dx.st.clearPrefixes(clear...)
 }

@@ -85,10 +85,6 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 		switch {
 		case u.Create != nil:
 			st, created, err = t.createIndex(st, defs, *u.Create)
-			if err == nil {
-				// What a deleted index of the name left in the store.
-				err = t.clearStoredIndex(created.name)
-			}
 		case u.Delete != nil:
 			deleted = append(deleted, t.index(u.Delete.IndexName))
 			st, err = t.deleteIndex(st, u.Delete.IndexName)
@@ -106,14 +102,23 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 	}
 	t.st = st
 	err = t.openIndexes()
+	if err == nil && created != nil {
+		// What an index of the same id deleted before left in the store.
+		if x := t.index(created.name); x != nil && x.disk != nil {
+			err = t.clearStoredIndex(x)
+			x.mu.Lock()
+			x.ready = false // until its backfill
+			x.mu.Unlock()
+		}
+	}
 	t.metaMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	for _, x := range deleted {
 		if x != nil && x.disk != nil {
-			if err := t.clearStoredIndex(x.name); err != nil {
-				t.s.eng.Logger.Warn("delete index: its keys are left in the index store (cleared if an index of the name is created again)", "table", st.TableName, "index", x.name, "err", err)
+			if err := t.clearStoredIndex(x); err != nil {
+				t.s.eng.Logger.Warn("delete index: its keys are left in the index store (cleared at the table's next open)", "table", st.TableName, "index", x.name, "err", err)
 			}
 		}
 	}
@@ -266,6 +271,14 @@ func (t *Table) open() bool {
 // built mark: a backfill cut short, or a store cleared and rebuilt from
 // the log); otherwise the store holds it, moved by the log's replay.
 func (t *Table) openedIndexes(ctx context.Context) error {
+	if dx, ok := t.idx.(*diskIndex); ok {
+		t.idxMu.Lock()
+		err := t.sweepStoredIndexes(dx)
+		t.idxMu.Unlock()
+		if err != nil {
+			return fmt.Errorf("index store: %w", err)
+		}
+	}
 	var build []*secondary
 	for _, x := range t.indexes() {
 		if x.disk == nil {

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -102,12 +103,17 @@ type snapHeader struct {
 	TTLVersion *int64 `json:"ttl_version,omitempty"`
 }
 
-// snapshot is a taken copy of one table's index, not yet written.
+// snapshot is a taken copy of one table's index, not yet written: the
+// heap's maps, or, for a table in the index store whose engine other
+// processes share, a Pebble snapshot of the store (view; closed by
+// putSnapshot).
 type snapshot struct {
 	t      *Table
 	hdr    snapHeader
 	byHash map[[16]byte]slot
 	byKey  map[pointKey]slot
+	view   *pebble.Snapshot
+	dx     *diskIndex
 }
 
 // runSnapshots writes snapshots every interval (Options.SnapshotClock: the wall clock unless a test gives its own) while this
@@ -207,14 +213,27 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 			continue
 		}
 		t.idxMu.RLock()
-		if x, ok := t.idx.(*index); ok {
+		switch x := t.idx.(type) {
+		case *index:
 			sn.byHash, sn.byKey = maps.Clone(x.byHash), maps.Clone(x.byKey)
+		case *diskIndex:
+			if s.snaps != nil { // the next holder may be another process
+				sn.dx = x
+				sn.view, err = s.store.snapshot()
+			}
 		}
 		sn.hdr.Count = t.idx.Len()
 		t.idxMu.RUnlock()
+		if err != nil {
+			s.eng.Logger.Warn("table index snapshot skipped", "table", t.st.TableName, "err", err)
+			continue
+		}
 		snaps = append(snaps, sn)
 	}
 	if !s.mayAct() {
+		for _, sn := range snaps {
+			sn.release()
+		}
 		return nil, 0, nil // another process may have written meanwhile
 	}
 	return snaps, 0, nil
@@ -225,19 +244,27 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 // it covers were written before it, so a store holding the header holds
 // them).
 func (s *Service) putSnapshot(ctx context.Context, sn *snapshot) error {
+	defer sn.release()
 	if s.store != nil {
 		b, err := json.Marshal(sn.hdr)
 		if err != nil {
 			return err
 		}
-		return s.store.set(storeKey('h', tablePrefix(sn.hdr.TableID), 0), b, true)
+		if err := s.store.set(storeKey('h', tablePrefix(sn.hdr.TableID), 0), b, true); err != nil || sn.view == nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
 	defer cancel()
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(sn.encode(pw)) }()
+	encoded := make(chan struct{})
+	go func() {
+		defer close(encoded)
+		pw.CloseWithError(sn.encode(pw))
+	}()
 	_, err := s.snaps.Put(ctx, jetstream.ObjectMeta{Name: sn.hdr.Table, Description: "runnel table index snapshot"}, pr)
 	pr.CloseWithError(errors.New("snapshot upload ended"))
+	<-encoded // its iterator of sn.view is closed before the view
 	return err
 }
 
@@ -288,6 +315,16 @@ func (sn *snapshot) encode(w io.Writer) error {
 		}
 		return nil
 	}
+	if sn.view != nil {
+		if err := sn.dx.eachEntry(sn.view, func(e entry) error {
+			if sn.hdr.HashOnly {
+				return add(e.h, nil, slotOf(e))
+			}
+			return add(e.h, &e.rk, slotOf(e))
+		}); err != nil {
+			return err
+		}
+	}
 	for h, sl := range sn.byHash {
 		if err := add(h, nil, sl); err != nil {
 			return err
@@ -305,6 +342,14 @@ func (sn *snapshot) encode(w io.Writer) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// release closes the snapshot's view of the index store, if any.
+func (sn *snapshot) release() {
+	if sn.view != nil {
+		sn.view.Close()
+		sn.view = nil
+	}
 }
 
 // readSnapshotHeader reads the magic and header of a snapshot.
@@ -354,31 +399,57 @@ func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, error) {
 		x.pendingK = make([]pointKey, 0, hdr.Count)
 	}
 	var bytes int64
+	err := readSnapEntries(br, hdr, func(h [16]byte, rk string, sl slot) error {
+		bytes += int64(sl.size)
+		if hdr.HashOnly {
+			x.byHash[h] = sl
+			x.pendingH = append(x.pendingH, h)
+		} else {
+			k := pointKey{h, rk}
+			x.byKey[k] = sl
+			x.pendingK = append(x.pendingK, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if x.Len() != hdr.Count {
+		return nil, fmt.Errorf("%d keys, header says %d", x.Len(), hdr.Count)
+	}
+	x.bytes = bytes
+	return x, nil
+}
+
+// readSnapEntries decodes the entries of a snapshot after its header,
+// calling fn with each, until the end mark (then the object's end is
+// checked too) or fn's error.
+func readSnapEntries(br *bufio.Reader, hdr *snapHeader, fn func(h [16]byte, rk string, sl slot) error) error {
 	total := 0
 	for {
 		n, err := binary.ReadUvarint(br)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n == 0 {
 			break
 		}
 		blk, err := readSnapBlock(br, snapMaxBlock)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for range n {
 			var h [16]byte
 			var rk string
 			if len(blk) < 16 {
-				return nil, io.ErrUnexpectedEOF
+				return io.ErrUnexpectedEOF
 			}
 			copy(h[:], blk)
 			blk = blk[16:]
 			if !hdr.HashOnly {
 				l, w := binary.Uvarint(blk)
 				if w <= 0 || uint64(len(blk)-w) < l {
-					return nil, io.ErrUnexpectedEOF
+					return io.ErrUnexpectedEOF
 				}
 				rk, blk = string(blk[w:w+int(l)]), blk[w+int(l):]
 			}
@@ -393,31 +464,30 @@ func (t *Table) readEntries(br *bufio.Reader, hdr *snapHeader) (*index, error) {
 					v[i], w = binary.Uvarint(blk)
 				}
 				if w <= 0 {
-					return nil, io.ErrUnexpectedEOF
+					return io.ErrUnexpectedEOF
 				}
 				blk = blk[w:]
 			}
-			sl := slot{pos: v[0], exp: int64(v[1]), size: int32(v[2]), shard: uint16(v[3])}
-			bytes += int64(sl.size)
-			if hdr.HashOnly {
-				x.byHash[h] = sl
-				x.pendingH = append(x.pendingH, h)
-			} else {
-				k := pointKey{h, rk}
-				x.byKey[k] = sl
-				x.pendingK = append(x.pendingK, k)
+			if err := fn(h, rk, slot{pos: v[0], exp: int64(v[1]), size: int32(v[2]), shard: uint16(v[3])}); err != nil {
+				return err
 			}
 		}
 		if len(blk) != 0 {
-			return nil, errors.New("block longer than its entries")
+			return errors.New("block longer than its entries")
 		}
 		total += int(n)
 	}
-	if total != hdr.Count || x.Len() != hdr.Count {
-		return nil, fmt.Errorf("%d entries (%d keys), header says %d", total, x.Len(), hdr.Count)
+	if total != hdr.Count {
+		return fmt.Errorf("%d entries, header says %d", total, hdr.Count)
 	}
-	x.bytes = bytes
-	return x, nil
+	_, err := br.ReadByte() // the object's end: its digest is checked there
+	if err == nil {
+		return errors.New("data after the end")
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }
 
 // openIndex fills the index of a table being loaded: from its snapshot
@@ -472,39 +542,57 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 	if t.s.snaps == nil {
 		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
-	defer cancel()
-	obj, err := t.s.snaps.Get(rctx, t.st.TableName)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return "no snapshot", nil
-	}
-	if err != nil {
-		return "snapshot unreadable: " + err.Error(), nil
+	obj, err := t.snapObject(ctx)
+	if obj == nil {
+		return err.Error(), nil
 	}
 	defer obj.Close()
 	br := bufio.NewReaderSize(obj, 1<<20)
-	hdr, err := readSnapshotHeader(br)
-	if err != nil {
-		return "snapshot unreadable: " + err.Error(), nil
-	}
-	spans, why, err := t.tailSpans(ctx, &hdr, tx)
+	hdr, spans, why, err := t.snapObjectHeader(ctx, br, tx)
 	if why != "" || err != nil {
 		return why, err
 	}
 	idx, err := t.readEntries(br, &hdr)
-	if err == nil {
-		_, err = br.ReadByte() // the object's end: its digest is checked there
-		if err == nil {
-			err = errors.New("data after the end")
-		} else if errors.Is(err, io.EOF) {
-			err = nil
-		}
-	}
 	if err != nil {
 		return "snapshot unreadable: " + err.Error(), nil
 	}
 	t.idx = idx
 	return "", t.replayTail(ctx, &hdr, spans, seen)
+}
+
+// snapObject opens the table's snapshot object; nil and why (as the
+// error) when there is none or it cannot be read.
+func (t *Table) snapObject(ctx context.Context) (jetstream.ObjectResult, error) {
+	rctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
+	obj, err := t.s.snaps.Get(rctx, t.st.TableName)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		cancel()
+		return nil, errors.New("no snapshot")
+	}
+	if err != nil {
+		cancel()
+		return nil, errors.New("snapshot unreadable: " + err.Error())
+	}
+	return cancelOnClose{obj, cancel}, nil
+}
+
+// cancelOnClose is an object being read whose Close ends its context.
+type cancelOnClose struct {
+	jetstream.ObjectResult
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error { defer c.cancel(); return c.ObjectResult.Close() }
+
+// snapObjectHeader reads a snapshot object's header and the log spans
+// after it (tailSpans).
+func (t *Table) snapObjectHeader(ctx context.Context, br *bufio.Reader, tx *jetstream.StreamInfo) (hdr snapHeader, spans []logSpan, why string, err error) {
+	hdr, err = readSnapshotHeader(br)
+	if err != nil {
+		return hdr, nil, "snapshot unreadable: " + err.Error(), nil
+	}
+	spans, why, err = t.tailSpans(ctx, &hdr, tx)
+	return hdr, spans, why, err
 }
 
 // logSpan is the part of a log shard an open replays (last 0: none).
@@ -567,28 +655,53 @@ func (t *Table) replayTail(ctx context.Context, hdr *snapHeader, spans []logSpan
 
 // fromStore opens a table's index from the index store: its header's
 // positions and the log after them (store.go says why a store ahead of its
-// header is fine). Without a usable header the table's keys are cleared
-// and why says why (the caller rebuilds from the whole log).
+// header is fine). Without a usable header (another process of a cluster
+// served the table, or this one never did) the table's keys are cleared,
+// and filled from the table's snapshot object when another process wrote
+// one (storeFromObject); else why says why (the caller rebuilds from the
+// whole log).
 func (t *Table) fromStore(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
 	defer func() {
 		if why != "" && err == nil {
-			err = dx.reset()
-		}
-		if why != "" && err == nil {
-			// The indexes' keys went with the table's: they are built
-			// again after the log's replay (openedIndexes).
-			for _, x := range t.indexes() {
-				if x.disk != nil {
-					if err = x.disk.load(); err != nil {
-						return
-					}
-				}
-			}
+			err = t.resetStore(dx)
 		}
 	}()
 	if !t.s.storeHeaders {
 		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
 	}
+	why, err = t.fromStoreHeader(ctx, seen, tx, dx)
+	if why == "" || err != nil || t.s.snaps == nil {
+		return why, err
+	}
+	if err := t.resetStore(dx); err != nil {
+		return "", err
+	}
+	objWhy, err := t.storeFromObject(ctx, dx, seen, tx)
+	if objWhy != "" {
+		objWhy = why + "; " + objWhy
+	}
+	return objWhy, err
+}
+
+// resetStore clears the table's keys in the index store, its secondary
+// indexes' with them (they are built again after the log's replay:
+// openedIndexes).
+func (t *Table) resetStore(dx *diskIndex) error {
+	if err := dx.reset(); err != nil {
+		return err
+	}
+	for _, x := range t.indexes() {
+		if x.disk != nil {
+			if err := x.disk.load(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fromStoreHeader opens the index from the store's header (fromStore).
+func (t *Table) fromStoreHeader(ctx context.Context, seen txnSeen, tx *jetstream.StreamInfo, dx *diskIndex) (why string, err error) {
 	v, err := t.s.store.get(storeKey('h', dx.tid, 0))
 	if err != nil {
 		return "index store unreadable: " + err.Error(), nil
@@ -603,6 +716,47 @@ func (t *Table) fromStore(ctx context.Context, dx *diskIndex, seen txnSeen, tx *
 	spans, why, err := t.tailSpans(ctx, &hdr, tx)
 	if why != "" || err != nil {
 		return why, err
+	}
+	return "", t.replayTail(ctx, &hdr, spans, seen)
+}
+
+// storeFromObject fills the table's keys in the index store (cleared) from
+// the table's snapshot object, which the process that served the table
+// last wrote (a cluster: the store is each process's own), then replays
+// the log after it. The entries come without their items' images: reads
+// take an item from the log until it next changes. The memory it takes is
+// one block of entries (snapBlockItems), whatever the item count. why says
+// why it did not ("": it did).
+func (t *Table) storeFromObject(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
+	obj, err := t.snapObject(ctx)
+	if obj == nil {
+		return err.Error(), nil
+	}
+	defer obj.Close()
+	br := bufio.NewReaderSize(obj, 1<<20)
+	hdr, spans, why, err := t.snapObjectHeader(ctx, br, tx)
+	if why != "" || err != nil {
+		return why, err
+	}
+	b := dx.newBatch()
+	err = readSnapEntries(br, &hdr, func(h [16]byte, rk string, sl slot) error {
+		b.set(entry{h: h, rk: rk, pos: sl.pos, exp: sl.exp, size: sl.size, shard: sl.shard}, entry{}, false, nil)
+		if len(b.ops) < snapBlockItems {
+			return nil
+		}
+		b.commit()
+		b = dx.newBatch()
+		return dx.Err()
+	})
+	if err == nil {
+		b.commit()
+		err = dx.Err()
+	}
+	if err == nil && dx.Len() != hdr.Count {
+		err = fmt.Errorf("%d keys, header says %d", dx.Len(), hdr.Count)
+	}
+	if err != nil {
+		return "snapshot unreadable: " + err.Error(), nil
 	}
 	return "", t.replayTail(ctx, &hdr, spans, seen)
 }

@@ -65,6 +65,13 @@ const indexMemtableBytes = 32 << 20
 
 var errStoreClosed = errors.New("table index store closed")
 
+// sharedEngine reports whether another process may serve this process's
+// tables next: the engine is external, clustered or reachable by others
+// (a listener).
+func sharedEngine(eng *engine.Engine) bool {
+	return eng.DataDir() == "" || eng.Replicas() > 1 || eng.Shared()
+}
+
 // openIndexStore opens the index store that opts.Index asks for: nil for
 // the heap's indexes (IndexMemory), the store in opts.IndexDir (default
 // "table-index" in the engine's data directory) for IndexDisk. The
@@ -73,7 +80,7 @@ func openIndexStore(eng *engine.Engine, opts Options) (*store, error) {
 	mode := opts.Index
 	if mode == "" {
 		mode = IndexMemory
-		if eng.DataDir() != "" && eng.Replicas() <= 1 && !eng.Shared() {
+		if !sharedEngine(eng) {
 			mode = IndexDisk
 		}
 	}
@@ -212,6 +219,17 @@ func (st *store) get(key []byte) ([]byte, error) {
 	return out, c.Close()
 }
 
+// snapshot is a consistent view of the store as it is now (Pebble's
+// snapshot: reads through it see no later write); the caller closes it.
+func (st *store) snapshot() (*pebble.Snapshot, error) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return nil, errStoreClosed
+	}
+	return st.db.NewSnapshot(), nil
+}
+
 // set writes key; with sync, it then flushes the memtables to files, so
 // that key and every change before it survive a crash.
 func (st *store) set(key, value []byte, sync bool) error {
@@ -293,6 +311,38 @@ func (st *store) clearPrefixes(ps ...[]byte) error {
 		return err
 	}
 	return st.db.Flush()
+}
+
+// ids returns the distinct 16 bytes that follow prefix in the store's
+// keys (an index's id after a kind and table prefix), skipping from one
+// to the next: one seek each, whatever the keys under each.
+func (st *store) ids(prefix []byte) ([][16]byte, error) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.closed {
+		return nil, errStoreClosed
+	}
+	it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	var ids [][16]byte
+	for ok := it.First(); ok; {
+		k := it.Key()
+		if len(k) < len(prefix)+16 {
+			ok = it.Next()
+			continue
+		}
+		var id [16]byte
+		copy(id[:], k[len(prefix):])
+		ids = append(ids, id)
+		next := prefixEnd(append(append([]byte(nil), prefix...), id[:]...))
+		if next == nil {
+			break
+		}
+		ok = it.SeekGE(next)
+	}
+	return ids, errors.Join(it.Error(), it.Close())
 }
 
 // prefixEnd is the first key after every key that begins with p.

@@ -396,7 +396,10 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 		return nil, err
 	}
 	s.storeHeaders = s.store != nil && snapEvery > 0
-	if snapEvery > 0 && s.store == nil {
+	// Snapshot objects are for the next process to serve the tables: the
+	// heap's indexes always write them; the index store only when another
+	// process may serve next (its store is this process's alone).
+	if snapEvery > 0 && (s.store == nil || sharedEngine(eng)) {
 		s.snaps, err = eng.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      snapBucket,
 			Description: "runnel table index snapshots: one object per table (table/snapshot.go)",

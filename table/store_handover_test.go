@@ -1,0 +1,152 @@
+package table_test
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// storeProcess starts a runnel on the engine data directory dir whose
+// embedded server listens (another process could serve the tables next),
+// with its index store in its own directory store: as each node of a
+// cluster keeps its own.
+func storeProcess(t *testing.T, dir, store string, clock clockwork.Clock) *runnel.Runnel {
+	t.Helper()
+	return testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, ListenAddr: "127.0.0.1:0",
+		Tables: table.Options{Index: table.IndexDisk, IndexDir: store}})
+}
+
+// TestTheNextHolderFillsItsStoreFromTheSnapshotObject: a process whose
+// tables are in its index store and whose engine others can reach writes
+// the tables' snapshot objects too, so that a process serving them next
+// with a store of its own (empty) fills it from the object and replays no
+// log record, instead of reading the whole log; the first process,
+// serving again, replays from its own store's header what the second
+// wrote. Every state agrees with what was served before each hand-over.
+func TestTheNextHolderFillsItsStoreFromTheSnapshotObject(t *testing.T) {
+	dir := t.TempDir()
+	storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	rn := storeProcess(t, dir, storeA, clock)
+	for _, tt := range snapTables {
+		createTable(t, rn.Tables, tt.name, tt.rangeKey, table.ViewNewAndOldImages)
+		for i := range 200 {
+			snapPut(t, rn, tt.name, i, fmt.Sprint("v", i), 0)
+		}
+		for i := 0; i < 200; i += 7 {
+			snapDelete(t, rn, tt.name, i)
+		}
+	}
+	want := map[string]tableState{}
+	for _, tt := range snapTables {
+		want[tt.name] = stateOf(t, rn, tt.name)
+	}
+	rn.Close()
+
+	rn = storeProcess(t, dir, storeB, clock)
+	for _, tt := range snapTables {
+		if from, replayed := table.OpenedFrom(t, rn.Tables, tt.name); !from || replayed != 0 {
+			t.Fatalf("%s: the next holder opened from a snapshot %v, replaying %d log records; want the object written at the hand-over, none", tt.name, from, replayed)
+		}
+		sameState(t, tt.name, stateOf(t, rn, tt.name), want[tt.name])
+		for i := 1; i < 200; i += 3 {
+			snapPut(t, rn, tt.name, i, fmt.Sprint("b", i), 0)
+		}
+		for i := 2; i < 200; i += 5 {
+			snapDelete(t, rn, tt.name, i)
+		}
+		want[tt.name] = stateOf(t, rn, tt.name)
+	}
+	rn.Close()
+
+	rn = storeProcess(t, dir, storeA, clock)
+	defer rn.Close()
+	for _, tt := range snapTables {
+		if from, replayed := table.OpenedFrom(t, rn.Tables, tt.name); !from || replayed == 0 {
+			t.Errorf("%s: the first holder again opened from its store's header %v, replaying %d log records; want the header and the second holder's changes", tt.name, from, replayed)
+		}
+		sameState(t, tt.name, stateOf(t, rn, tt.name), want[tt.name])
+	}
+}
+
+// TestAnIndexRedefinedByAnotherHolderIsBuiltAgain: the first holder's
+// store holds GSI byOwner built, keyed by owner. The next holder (its own
+// store) deletes byOwner and creates it again keyed by city, and writes
+// on. When the first serves the table again, its store's byOwner is not
+// taken for the new one (an index's keys in the store are those of its
+// name and definition): the new byOwner is built from the items and holds
+// the items with a city, and the old one's keys are cleared. The other
+// indexes move on through the log's replay, as the table does.
+func TestAnIndexRedefinedByAnotherHolderIsBuiltAgain(t *testing.T) {
+	dir := t.TempDir()
+	storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	rng := rand.New(rand.NewPCG(7, 9))
+	writes := func(rn *runnel.Runnel, n int) {
+		t.Helper()
+		for range n {
+			if err := randomIndexedWrite(rn.Tables, rng, 15, 8); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rn := storeProcess(t, dir, storeA, clock)
+	createIndexed(t, rn.Tables)
+	writes(rn, 300)
+	wantIndexesAgree(t, rn.Tables)
+	rn.Close()
+
+	rn = storeProcess(t, dir, storeB, clock)
+	wantIndexesAgree(t, rn.Tables)
+	if _, err := rn.Tables.UpdateGlobalSecondaryIndexes(ctx, "idx", nil, []table.GlobalSecondaryIndexUpdate{{Delete: &table.IndexRef{IndexName: "byOwner"}}}); err != nil {
+		t.Fatal(err)
+	}
+	writes(rn, 50)
+	if _, err := rn.Tables.UpdateGlobalSecondaryIndexes(ctx, "idx", nil, []table.GlobalSecondaryIndexUpdate{{Create: &table.SecondaryIndex{IndexName: "byOwner",
+		KeySchema: []table.KeySchemaElement{{AttributeName: "city", KeyType: "HASH"}}, Projection: table.Projection{ProjectionType: "KEYS_ONLY"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	table.WaitBackfills(rn.Tables)
+	writes(rn, 100)
+	rn.Close()
+
+	rn = storeProcess(t, dir, storeA, clock)
+	defer rn.Close()
+	if from, replayed := table.OpenedFrom(t, rn.Tables, "idx"); !from || replayed == 0 {
+		t.Fatalf("the first holder again opened from its store's header %v, replaying %d log records; want both", from, replayed)
+	}
+	stored := 0
+	for _, index := range []string{"byCity", "byTime"} {
+		got, want := indexView(t, rn.Tables, index), expectedView(t, rn.Tables, index)
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: %d entries disagree with the table's %d", index, len(got), len(want))
+		}
+		stored += 2 * len(want)
+	}
+	withCity, err := rn.Tables.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "idx", FilterExpression: "attribute_exists(city)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOwner := indexView(t, rn.Tables, "byOwner")
+	if len(byOwner) != len(withCity.Items) {
+		t.Fatalf("byOwner again: %d entries; want %d, the items with a city (the old byOwner held the items with an owner)", len(byOwner), len(withCity.Items))
+	}
+	for _, it := range withCity.Items {
+		if _, ok := byOwner[it["pk"].String()+"/"+it["sk"].Number()]; !ok {
+			t.Fatalf("byOwner again lacks %s", printItem(it))
+		}
+	}
+	stored += 2 * len(byOwner)
+	if got := table.StoredSecondaryKeys(t, rn.Tables, "idx"); got != stored {
+		t.Errorf("the store holds %d forward and reverse keys of the table's indexes; the indexes hold %d (the old byOwner's keys left?)", got, stored)
+	}
+}
