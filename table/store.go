@@ -75,12 +75,13 @@ func sharedEngine(eng *engine.Engine) bool {
 // openIndexStore opens the index store that opts.Index asks for: nil for
 // the heap's indexes (IndexMemory), the store in opts.IndexDir (default
 // "table-index" in the engine's data directory) for IndexDisk. The
-// default is IndexDisk for an embedded engine no other process reaches.
+// default is IndexDisk for an embedded engine (each node of a cluster
+// keeps its own store), IndexMemory with an external one.
 func openIndexStore(eng *engine.Engine, opts Options) (*store, error) {
 	mode := opts.Index
 	if mode == "" {
 		mode = IndexMemory
-		if !sharedEngine(eng) {
+		if eng.DataDir() != "" {
 			mode = IndexDisk
 		}
 	}
@@ -132,9 +133,10 @@ func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
 	// The keys are hashes and the images mostly numbers and short strings:
 	// on the trades demo's state table Snappy saved nothing on disk (204 MB
 	// ingested, 202 MB of files), yet every flush and compaction encoded
-	// and every read of a block not cached decoded (3 % of the CPU). A
-	// saturated 2M-message run went from 73,900 to 80,900 messages/s (mean
-	// of 3 alternating runs each, docs/benchmarks/trades-cpu.md). Trap: a
+	// and every read of a block not cached decoded (3.3 % of the CPU
+	// profile). In messages/s the gain is within this machine's noise:
+	// 13 and 14 alternating saturated 2M-message runs averaged 72,600
+	// without and 72,000 with (docs/benchmarks/trades-cpu.md). Trap: a
 	// table of long, repetitive text attributes takes more disk here than
 	// it would compressed; the change log, the source of truth, is
 	// unaffected.

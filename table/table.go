@@ -308,13 +308,14 @@ type Options struct {
 	// embedded Pebble store in IndexDir (memory bounded by
 	// IndexCacheBytes and two memtables of 32 MiB, whatever the item
 	// count; an open reads only the log written since the last
-	// snapshot), or IndexMemory, the heap (about 60 bytes an item), with
-	// snapshots in the object store that any process of a cluster can
-	// read. Default: IndexDisk for an embedded engine that no other
-	// process can reach (no Config.ListenAddr, no cluster), IndexMemory
-	// otherwise: the next process to serve the tables may be another,
-	// and it opens them from the snapshots (the store is this process's
-	// alone).
+	// snapshot), or IndexMemory, the heap (about 60 bytes an item).
+	// Default: IndexDisk with an embedded engine (each node of a cluster
+	// keeps its own store), IndexMemory with an external one. Snapshot
+	// objects, which the next process to serve the tables opens from, are
+	// written by the heap's indexes always and by the store when another
+	// process may serve next (a cluster, a listener, an external engine);
+	// a next holder with a store fills it from the object (entries without
+	// images: the log serves an item until it next changes).
 	Index string
 	// IndexDir is the index store's directory. Default: "table-index" in
 	// the engine's data directory.

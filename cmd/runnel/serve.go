@@ -110,7 +110,7 @@ goes on without it (an explicit --aws address must be free).`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "stack file (YAML)")
 	cmd.Flags().StringVar(&so.listen, "listen", "", "also accept NATS clients on this address (127.0.0.1:4222)")
-	cmd.Flags().StringVar(&so.tableIndex, "table-index", "", `where the tables keep their item indexes: "disk" (an index store in the data directory: memory bounded, opens without reading the tables) or "memory" (the heap); default disk, memory with --listen or a cluster`)
+	cmd.Flags().StringVar(&so.tableIndex, "table-index", "", `where the tables keep their item indexes: "disk" (an index store in the data directory: memory bounded, opens without reading the tables) or "memory" (the heap); default disk (each node of a cluster its own), memory with --nats-url`)
 	cmd.Flags().StringVar(&so.cluster.Listen, "cluster-listen", "", "be a cluster node: accept routes from the other nodes on this address (0.0.0.0:6222)")
 	cmd.Flags().StringSliceVar(&so.cluster.Routes, "routes", nil, "the cluster nodes' route addresses, comma-separated (host1:6222,host2:6222,host3:6222)")
 	cmd.Flags().StringVar(&so.cluster.Name, "node-name", "", "this node's name in the cluster (default runnel-<cluster port>)")
