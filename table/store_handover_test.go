@@ -69,10 +69,21 @@ func TestTheNextHolderFillsItsStoreFromTheSnapshotObject(t *testing.T) {
 	rn.Close()
 
 	rn = storeProcess(t, dir, storeA, clock)
-	defer rn.Close()
 	for _, tt := range snapTables {
 		if from, replayed := table.OpenedFrom(t, rn.Tables, tt.name); !from || replayed == 0 {
 			t.Errorf("%s: the first holder again opened from its store's header %v, replaying %d log records; want the header and the second holder's changes", tt.name, from, replayed)
+		}
+		sameState(t, tt.name, stateOf(t, rn, tt.name), want[tt.name])
+	}
+	rn.Close()
+
+	// A process with the heap's indexes (a CLI with --nats-url) reads the
+	// same object.
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock, ListenAddr: "127.0.0.1:0", Tables: table.Options{Index: table.IndexMemory}})
+	defer rn.Close()
+	for _, tt := range snapTables {
+		if from, replayed := table.OpenedFrom(t, rn.Tables, tt.name); !from || replayed != 0 {
+			t.Errorf("%s: a heap holder opened from a snapshot %v, replaying %d log records; want the object, none", tt.name, from, replayed)
 		}
 		sameState(t, tt.name, stateOf(t, rn, tt.name), want[tt.name])
 	}
