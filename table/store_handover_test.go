@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,4 +162,50 @@ func TestAnIndexRedefinedByAnotherHolderIsBuiltAgain(t *testing.T) {
 	if got := table.StoredSecondaryKeys(t, rn.Tables, "idx"); got != stored {
 		t.Errorf("the store holds %d forward and reverse keys of the table's indexes; the indexes hold %d (the old byOwner's keys left?)", got, stored)
 	}
+}
+
+// TestAnObjectTakenDuringWritesFillsAStoreExactly: the store's snapshot
+// objects are taken while four writers change a table with three indexes;
+// after a crash, a process with an empty store of its own fills it from
+// the last object and replays the log after it, and serves exactly the
+// table the writers left, every index agreeing with it. An object is the
+// store as of its positions: a write half in it would be lost or counted
+// twice.
+func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables")
+	dir := t.TempDir()
+	storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	rn := storeProcess(t, dir, storeA, nil)
+	createIndexed(t, rn.Tables)
+	var stop atomic.Bool
+	var written atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 13))
+			for !stop.Load() {
+				if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	for snaps := 0; snaps < 10 || written.Load() < 1000; snaps++ {
+		table.WriteIndexSnapshots(t, rn.Tables)
+	}
+	stop.Store(true)
+	wg.Wait()
+	putItem(t, rn.Tables, "idx", table.Item{"pk": S("after"), "sk": N("1"), "city": S("c9"), "score": N("1")})
+	want := stateOf(t, rn, "idx")
+	rn.Crash()
+
+	rn = storeProcess(t, dir, storeB, nil)
+	defer rn.Close()
+	if from, replayed := table.OpenedFrom(t, rn.Tables, "idx"); !from || replayed == 0 {
+		t.Fatalf("opened from a snapshot %v, %d log records replayed; want the object and a tail", from, replayed)
+	}
+	sameState(t, "idx", stateOf(t, rn, "idx"), want)
+	wantIndexesAgree(t, rn.Tables)
 }
