@@ -311,3 +311,30 @@ func StoredSecondaryKeys(t testing.TB, s *Service, tableName string) int {
 	defer s.store.mu.RUnlock()
 	return countPrefix(t, s.store, storeKey('x', dx.tid, 0)) + countPrefix(t, s.store, storeKey('w', dx.tid, 0))
 }
+
+// EntriesWithoutImage counts the entries of table tableName in the index
+// store that hold no image of their item.
+func EntriesWithoutImage(t testing.TB, s *Service, tableName string) int {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dx, ok := tb.idx.(*diskIndex)
+	if !ok {
+		t.Fatalf("table %s is not in the index store", tableName)
+	}
+	n := 0
+	dx.iterate(nil, true, func(_ entry, img []byte) bool {
+		if len(img) == 0 {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// SetFillHook sets a function run before each chunk of images the fill
+// from the log sets (fillImages), for every service of the process; nil
+// removes it.
+func SetFillHook(hook func()) { fillHook = hook }

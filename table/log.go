@@ -88,10 +88,13 @@ type Table struct {
 	// (openedFromSnapshot); replayed: log records read at open;
 	// ttlVersion: the stored.TTLVersion the index's expiries are computed
 	// under (-1: not known, while a refresh runs).
-	dirty              atomic.Bool
-	ttlVersion         atomic.Int64
-	snapChanges        atomic.Int64
-	snapTxSeq          uint64
+	dirty       atomic.Bool
+	ttlVersion  atomic.Int64
+	snapChanges atomic.Int64
+	snapTxSeq   uint64
+	// fillTo: the index store was filled from a snapshot object whose
+	// entries up to these log positions lack their images (fillImages).
+	fillTo             []uint64
 	openedFromSnapshot bool
 	replayed           int64
 	openTook           time.Duration

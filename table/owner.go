@@ -256,6 +256,7 @@ func (s *Service) load(ctx context.Context) error {
 	s.mu.Lock()
 	s.tables = tables
 	s.mu.Unlock()
+	s.startImageFills(tables)
 	if err := s.recoverTransactions(ctx, seen); err != nil {
 		return err
 	}

@@ -217,7 +217,7 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 		case *index:
 			sn.byHash, sn.byKey = maps.Clone(x.byHash), maps.Clone(x.byKey)
 		case *diskIndex:
-			if s.snaps != nil { // the next holder may be another process
+			if s.snaps != nil && s.writeObjects { // the next holder may be another process
 				sn.dx = x
 				sn.view, err = s.store.snapshot()
 			}
@@ -651,114 +651,6 @@ func (t *Table) replayTail(ctx context.Context, hdr *snapHeader, spans []logSpan
 	}
 	t.snapChanges.Store(hdr.Changes)
 	return nil
-}
-
-// fromStore opens a table's index from the index store: its header's
-// positions and the log after them (store.go says why a store ahead of its
-// header is fine). Without a usable header (another process of a cluster
-// served the table, or this one never did) the table's keys are cleared,
-// and filled from the table's snapshot object when another process wrote
-// one (storeFromObject); else why says why (the caller rebuilds from the
-// whole log).
-func (t *Table) fromStore(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
-	defer func() {
-		if why != "" && err == nil {
-			err = t.resetStore(dx)
-		}
-	}()
-	if !t.s.storeHeaders {
-		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
-	}
-	why, err = t.fromStoreHeader(ctx, seen, tx, dx)
-	if why == "" || err != nil || t.s.snaps == nil {
-		return why, err
-	}
-	if err := t.resetStore(dx); err != nil {
-		return "", err
-	}
-	objWhy, err := t.storeFromObject(ctx, dx, seen, tx)
-	if objWhy != "" {
-		objWhy = why + "; " + objWhy
-	}
-	return objWhy, err
-}
-
-// resetStore clears the table's keys in the index store, its secondary
-// indexes' with them (they are built again after the log's replay:
-// openedIndexes).
-func (t *Table) resetStore(dx *diskIndex) error {
-	if err := dx.reset(); err != nil {
-		return err
-	}
-	for _, x := range t.indexes() {
-		if x.disk != nil {
-			if err := x.disk.load(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// fromStoreHeader opens the index from the store's header (fromStore).
-func (t *Table) fromStoreHeader(ctx context.Context, seen txnSeen, tx *jetstream.StreamInfo, dx *diskIndex) (why string, err error) {
-	v, err := t.s.store.get(storeKey('h', dx.tid, 0))
-	if err != nil {
-		return "index store unreadable: " + err.Error(), nil
-	}
-	if v == nil {
-		return "no header in the index store", nil
-	}
-	var hdr snapHeader
-	if err := json.Unmarshal(v, &hdr); err != nil {
-		return "index store header unreadable: " + err.Error(), nil
-	}
-	spans, why, err := t.tailSpans(ctx, &hdr, tx)
-	if why != "" || err != nil {
-		return why, err
-	}
-	return "", t.replayTail(ctx, &hdr, spans, seen)
-}
-
-// storeFromObject fills the table's keys in the index store (cleared) from
-// the table's snapshot object, which the process that served the table
-// last wrote (a cluster: the store is each process's own), then replays
-// the log after it. The entries come without their items' images: reads
-// take an item from the log until it next changes. The memory it takes is
-// one block of entries (snapBlockItems), whatever the item count. why says
-// why it did not ("": it did).
-func (t *Table) storeFromObject(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
-	obj, err := t.snapObject(ctx)
-	if obj == nil {
-		return err.Error(), nil
-	}
-	defer obj.Close()
-	br := bufio.NewReaderSize(obj, 1<<20)
-	hdr, spans, why, err := t.snapObjectHeader(ctx, br, tx)
-	if why != "" || err != nil {
-		return why, err
-	}
-	b := dx.newBatch()
-	err = readSnapEntries(br, &hdr, func(h [16]byte, rk string, sl slot) error {
-		b.set(entry{h: h, rk: rk, pos: sl.pos, exp: sl.exp, size: sl.size, shard: sl.shard}, entry{}, false, nil)
-		if len(b.ops) < snapBlockItems {
-			return nil
-		}
-		b.commit()
-		b = dx.newBatch()
-		return dx.Err()
-	})
-	if err == nil {
-		b.commit()
-		err = dx.Err()
-	}
-	if err == nil && dx.Len() != hdr.Count {
-		err = fmt.Errorf("%d keys, header says %d", dx.Len(), hdr.Count)
-	}
-	if err != nil {
-		return "snapshot unreadable: " + err.Error(), nil
-	}
-	return "", t.replayTail(ctx, &hdr, spans, seen)
 }
 
 // covers reports whether the transaction whose commit record is at seq

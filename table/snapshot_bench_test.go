@@ -138,6 +138,14 @@ func TestMeasureTableAtScale(t *testing.T) {
 
 	rn = timedOpen(t, "open", dir, n, table.Options{})
 
+	timedScan(t, rn, "scan", n)
+}
+
+// timedScan reads the whole table "state" with Scan (1 MB pages, one
+// caller) and logs the rate and the memory after it; it fails when fewer
+// than n items came.
+func timedScan(t *testing.T, rn *runnel.Runnel, what string, n int) {
+	t.Helper()
 	start := time.Now()
 	items, pages := 0, 0
 	var from2 table.Item
@@ -156,11 +164,45 @@ func TestMeasureTableAtScale(t *testing.T) {
 	took := time.Since(start)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	t.Logf("scan: %d items in %d pages, %v: %.0f items/s (heap %.0f MiB, peak RSS %.0f MiB)", items, pages, took.Round(time.Millisecond), float64(items)/took.Seconds(),
+	t.Logf("%s: %d items in %d pages, %v: %.0f items/s (heap %.0f MiB, peak RSS %.0f MiB)", what, items, pages, took.Round(time.Millisecond), float64(items)/took.Seconds(),
 		float64(ms.HeapAlloc)/(1<<20), procstat.PeakRSSMiB())
 	if items < n {
-		t.Fatalf("scan read %d items, want at least %d", items, n)
+		t.Fatalf("%s read %d items, want at least %d", what, items, n)
 	}
+}
+
+// TestMeasureHandOverAtScale measures a cluster's hand-over of a table
+// of RUNNEL_HANDOVER_BENCH_ITEMS items (buildState) held in the index
+// store by a process that others can reach (so its close writes the
+// snapshot object too): the next process starts with an empty store of
+// its own, then with the heap's indexes, and each logs its start plus the
+// first GetItem, the Go heap, and a full Scan (the store's after its
+// images are filled from the log: fillImages). Skipped unless the count
+// is set; it reports, asserts no time.
+func TestMeasureHandOverAtScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("RUNNEL_HANDOVER_BENCH_ITEMS"))
+	if n <= 0 {
+		t.Skip("set RUNNEL_HANDOVER_BENCH_ITEMS (e.g. 1000000) to measure")
+	}
+	dir := t.TempDir()
+	store := func() table.Options { return table.Options{Index: table.IndexDisk, IndexDir: t.TempDir()} }
+	rn := testenv.Start(t, testenv.Options{Dir: dir, ListenAddr: "127.0.0.1:0", Tables: store()})
+	createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
+	start := time.Now()
+	buildState(t, rn, n)
+	t.Logf("built %d items in %v; peak RSS %.0f MiB", n, time.Since(start).Round(time.Millisecond), procstat.PeakRSSMiB())
+	start = time.Now()
+	rn.Close()
+	t.Logf("close (header and object): %v", time.Since(start).Round(time.Millisecond))
+
+	rn = timedOpen(t, "next holder, empty store", dir, n, store())
+	start = time.Now()
+	table.WaitBackfills(rn.Tables)
+	t.Logf("the images filled from the log %v after the first GetItem; peak RSS %.0f MiB", time.Since(start).Round(time.Millisecond), procstat.PeakRSSMiB())
+	timedScan(t, rn, "scan, store filled from the object and the log", n)
+	rn.Close()
+	rn = timedOpen(t, "next holder, heap", dir, n, table.Options{Index: table.IndexMemory})
+	timedScan(t, rn, "scan, heap", n)
 }
 
 // TestMeasureIndexedTableAtScale measures a table with a GSI at scale: it

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,9 @@ func storeProcess(t *testing.T, dir, store string, clock clockwork.Clock) *runne
 // with a store of its own (empty) fills it from the object and replays no
 // log record, instead of reading the whole log; the first process,
 // serving again, replays from its own store's header what the second
-// wrote. Every state agrees with what was served before each hand-over.
+// wrote. The entries filled from the object get their items' images from
+// the log in the background. Every state agrees with what was served
+// before each hand-over.
 func TestTheNextHolderFillsItsStoreFromTheSnapshotObject(t *testing.T) {
 	dir := t.TempDir()
 	storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
@@ -55,9 +58,13 @@ func TestTheNextHolderFillsItsStoreFromTheSnapshotObject(t *testing.T) {
 	rn.Close()
 
 	rn = storeProcess(t, dir, storeB, clock)
+	table.WaitBackfills(rn.Tables) // the images' fill
 	for _, tt := range snapTables {
 		if from, replayed := table.OpenedFrom(t, rn.Tables, tt.name); !from || replayed != 0 {
 			t.Fatalf("%s: the next holder opened from a snapshot %v, replaying %d log records; want the object written at the hand-over, none", tt.name, from, replayed)
+		}
+		if n := table.EntriesWithoutImage(t, rn.Tables, tt.name); n != 0 {
+			t.Errorf("%s: %d entries without their item's image after the fill", tt.name, n)
 		}
 		sameState(t, tt.name, stateOf(t, rn, tt.name), want[tt.name])
 		for i := 1; i < 200; i += 3 {
@@ -170,7 +177,10 @@ func TestAnIndexRedefinedByAnotherHolderIsBuiltAgain(t *testing.T) {
 // the last object and replays the log after it, and serves exactly the
 // table the writers left, every index agreeing with it. An object is the
 // store as of its positions: a write half in it would be lost or counted
-// twice.
+// twice. Writers change the table again while the images are filled from
+// the log (the fill waits after its first chunk until they have): an
+// entry a writer moved keeps the writer's image, so a process reading
+// the items from the log (the heap's index) serves the same table.
 func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables")
 	dir := t.TempDir()
@@ -180,17 +190,18 @@ func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	var stop atomic.Bool
 	var written atomic.Int64
 	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 13))
-			for !stop.Load() {
-				if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
-					t.Error(err)
-					return
-				}
-				written.Add(1)
+	write := func(seed uint64) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		for !stop.Load() {
+			if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
+				t.Error(err)
+				return
 			}
-		})
+			written.Add(1)
+		}
+	}
+	for w := range 4 {
+		wg.Go(func() { write(uint64(w)) })
 	}
 	for snaps := 0; snaps < 10 || written.Load() < 1000; snaps++ {
 		table.WriteIndexSnapshots(t, rn.Tables)
@@ -201,6 +212,13 @@ func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	want := stateOf(t, rn, "idx")
 	rn.Crash()
 
+	chunks, rewritten := atomic.Int64{}, make(chan struct{})
+	table.SetFillHook(func() {
+		if chunks.Add(1) == 2 {
+			<-rewritten
+		}
+	})
+	defer table.SetFillHook(nil)
 	rn = storeProcess(t, dir, storeB, nil)
 	defer rn.Close()
 	if from, replayed := table.OpenedFrom(t, rn.Tables, "idx"); !from || replayed == 0 {
@@ -208,4 +226,30 @@ func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	}
 	sameState(t, "idx", stateOf(t, rn, "idx"), want)
 	wantIndexesAgree(t, rn.Tables)
+
+	stop.Store(false)
+	written.Store(0)
+	for w := range 4 {
+		wg.Go(func() { write(uint64(w) + 10) })
+	}
+	wg.Go(func() {
+		for written.Load() < 400 && !t.Failed() {
+			runtime.Gosched()
+		}
+		stop.Store(true)
+	})
+	wg.Wait()
+	close(rewritten)
+	table.WaitBackfills(rn.Tables)
+	if chunks.Load() < 2 {
+		t.Fatalf("the fill set %d chunks; want it stopped after its first while the writers wrote", chunks.Load())
+	}
+	if n := table.EntriesWithoutImage(t, rn.Tables, "idx"); n != 0 {
+		t.Errorf("%d entries without their item's image after the fill", n)
+	}
+	want = stateOf(t, rn, "idx")
+	wantIndexesAgree(t, rn.Tables)
+	rn.Close()
+	rn = testenv.Start(t, testenv.Options{Dir: dir, ListenAddr: "127.0.0.1:0", Tables: table.Options{Index: table.IndexMemory}})
+	sameState(t, "idx", stateOf(t, rn, "idx"), want)
 }

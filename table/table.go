@@ -258,6 +258,9 @@ type Service struct {
 	// storeHeaders: the index store's headers are written and read
 	// (Options.SnapshotInterval not negative).
 	storeHeaders bool
+	// writeObjects: snapshots are written to snaps too (always for the
+	// heap's indexes; for the store when another process may serve next).
+	writeObjects bool
 	// snapClock times the periodic snapshots (Options.SnapshotClock).
 	snapClock clockwork.Clock
 	snapGate  sync.RWMutex
@@ -399,8 +402,10 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	s.storeHeaders = s.store != nil && snapEvery > 0
 	// Snapshot objects are for the next process to serve the tables: the
 	// heap's indexes always write them; the index store only when another
-	// process may serve next (its store is this process's alone).
-	if snapEvery > 0 && (s.store == nil || sharedEngine(eng)) {
+	// process may serve next (its store is this process's alone). Both
+	// read one when they have nothing better.
+	s.writeObjects = s.store == nil || sharedEngine(eng)
+	if snapEvery > 0 {
 		s.snaps, err = eng.EnsureObjectStore(ctx, jetstream.ObjectStoreConfig{
 			Bucket:      snapBucket,
 			Description: "runnel table index snapshots: one object per table (table/snapshot.go)",
