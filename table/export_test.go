@@ -299,14 +299,7 @@ func IndexBuilds(s *Service) int64 {
 // indexes the table has and of any other.
 func StoredSecondaryKeys(t testing.TB, s *Service, tableName string) int {
 	t.Helper()
-	tb, err := s.table(tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dx, ok := tb.idx.(*diskIndex)
-	if !ok {
-		t.Fatalf("table %s is not in the index store", tableName)
-	}
+	dx := storedIndex(t, s, tableName)
 	s.store.mu.RLock()
 	defer s.store.mu.RUnlock()
 	return countPrefix(t, s.store, storeKey('x', dx.tid, 0)) + countPrefix(t, s.store, storeKey('w', dx.tid, 0))
@@ -316,14 +309,7 @@ func StoredSecondaryKeys(t testing.TB, s *Service, tableName string) int {
 // store that hold no image of their item.
 func EntriesWithoutImage(t testing.TB, s *Service, tableName string) int {
 	t.Helper()
-	tb, err := s.table(tableName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dx, ok := tb.idx.(*diskIndex)
-	if !ok {
-		t.Fatalf("table %s is not in the index store", tableName)
-	}
+	dx := storedIndex(t, s, tableName)
 	n := 0
 	dx.iterate(nil, true, func(_ entry, img []byte) bool {
 		if len(img) == 0 {
@@ -338,3 +324,17 @@ func EntriesWithoutImage(t testing.TB, s *Service, tableName string) int {
 // from the log sets (fillImages), for every service of the process; nil
 // removes it.
 func SetFillHook(hook func()) { fillHook = hook }
+
+// storedIndex is table tableName's index in the index store.
+func storedIndex(t testing.TB, s *Service, tableName string) *diskIndex {
+	t.Helper()
+	tb, err := s.table(tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dx, ok := tb.idx.(*diskIndex)
+	if !ok {
+		t.Fatalf("table %s is not in the index store", tableName)
+	}
+	return dx
+}

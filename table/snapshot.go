@@ -542,57 +542,45 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 	if t.s.snaps == nil {
 		return "index snapshots are off (Options.SnapshotInterval < 0)", nil
 	}
-	obj, err := t.snapObject(ctx)
-	if obj == nil {
-		return err.Error(), nil
-	}
-	defer obj.Close()
-	br := bufio.NewReaderSize(obj, 1<<20)
-	hdr, spans, why, err := t.snapObjectHeader(ctx, br, tx)
+	var idx *index
+	hdr, spans, why, err := t.withSnapObject(ctx, tx, func(br *bufio.Reader, hdr *snapHeader) (err error) {
+		idx, err = t.readEntries(br, hdr)
+		return err
+	})
 	if why != "" || err != nil {
 		return why, err
-	}
-	idx, err := t.readEntries(br, &hdr)
-	if err != nil {
-		return "snapshot unreadable: " + err.Error(), nil
 	}
 	t.idx = idx
 	return "", t.replayTail(ctx, &hdr, spans, seen)
 }
 
-// snapObject opens the table's snapshot object; nil and why (as the
-// error) when there is none or it cannot be read.
-func (t *Table) snapObject(ctx context.Context) (jetstream.ObjectResult, error) {
+// withSnapObject opens the table's snapshot object, reads its header and
+// the log spans after it (tailSpans), and calls read with the reader at
+// its entries. why says why the object cannot be used ("": it was); a
+// failure of read makes it unreadable; err is a failure to read the log's
+// bounds.
+func (t *Table) withSnapObject(ctx context.Context, tx *jetstream.StreamInfo, read func(br *bufio.Reader, hdr *snapHeader) error) (hdr snapHeader, spans []logSpan, why string, err error) {
 	rctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
+	defer cancel()
 	obj, err := t.s.snaps.Get(rctx, t.st.TableName)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		cancel()
-		return nil, errors.New("no snapshot")
+		return hdr, nil, "no snapshot", nil
 	}
-	if err != nil {
-		cancel()
-		return nil, errors.New("snapshot unreadable: " + err.Error())
-	}
-	return cancelOnClose{obj, cancel}, nil
-}
-
-// cancelOnClose is an object being read whose Close ends its context.
-type cancelOnClose struct {
-	jetstream.ObjectResult
-	cancel context.CancelFunc
-}
-
-func (c cancelOnClose) Close() error { defer c.cancel(); return c.ObjectResult.Close() }
-
-// snapObjectHeader reads a snapshot object's header and the log spans
-// after it (tailSpans).
-func (t *Table) snapObjectHeader(ctx context.Context, br *bufio.Reader, tx *jetstream.StreamInfo) (hdr snapHeader, spans []logSpan, why string, err error) {
-	hdr, err = readSnapshotHeader(br)
 	if err != nil {
 		return hdr, nil, "snapshot unreadable: " + err.Error(), nil
 	}
-	spans, why, err = t.tailSpans(ctx, &hdr, tx)
-	return hdr, spans, why, err
+	defer obj.Close()
+	br := bufio.NewReaderSize(obj, 1<<20)
+	if hdr, err = readSnapshotHeader(br); err != nil {
+		return hdr, nil, "snapshot unreadable: " + err.Error(), nil
+	}
+	if spans, why, err = t.tailSpans(ctx, &hdr, tx); why != "" || err != nil {
+		return hdr, nil, why, err
+	}
+	if err := read(br, &hdr); err != nil {
+		return hdr, nil, "snapshot unreadable: " + err.Error(), nil
+	}
+	return hdr, spans, "", nil
 }
 
 // logSpan is the part of a log shard an open replays (last 0: none).

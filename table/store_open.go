@@ -93,35 +93,28 @@ func (t *Table) fromStoreHeader(ctx context.Context, seen txnSeen, tx *jetstream
 // one block of entries (snapBlockItems), whatever the item count. why says
 // why it did not ("": it did).
 func (t *Table) storeFromObject(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
-	obj, err := t.snapObject(ctx)
-	if obj == nil {
-		return err.Error(), nil
-	}
-	defer obj.Close()
-	br := bufio.NewReaderSize(obj, 1<<20)
-	hdr, spans, why, err := t.snapObjectHeader(ctx, br, tx)
+	hdr, spans, why, err := t.withSnapObject(ctx, tx, func(br *bufio.Reader, hdr *snapHeader) error {
+		b := dx.newBatch()
+		err := readSnapEntries(br, hdr, func(h [16]byte, rk string, sl slot) error {
+			b.set(entry{h: h, rk: rk, pos: sl.pos, exp: sl.exp, size: sl.size, shard: sl.shard}, entry{}, false, nil)
+			if len(b.ops) < snapBlockItems {
+				return nil
+			}
+			b.commit()
+			b = dx.newBatch()
+			return dx.Err()
+		})
+		if err == nil {
+			b.commit()
+			err = dx.Err()
+		}
+		if err == nil && dx.Len() != hdr.Count {
+			err = fmt.Errorf("%d keys, header says %d", dx.Len(), hdr.Count)
+		}
+		return err
+	})
 	if why != "" || err != nil {
 		return why, err
-	}
-	b := dx.newBatch()
-	err = readSnapEntries(br, &hdr, func(h [16]byte, rk string, sl slot) error {
-		b.set(entry{h: h, rk: rk, pos: sl.pos, exp: sl.exp, size: sl.size, shard: sl.shard}, entry{}, false, nil)
-		if len(b.ops) < snapBlockItems {
-			return nil
-		}
-		b.commit()
-		b = dx.newBatch()
-		return dx.Err()
-	})
-	if err == nil {
-		b.commit()
-		err = dx.Err()
-	}
-	if err == nil && dx.Len() != hdr.Count {
-		err = fmt.Errorf("%d keys, header says %d", dx.Len(), hdr.Count)
-	}
-	if err != nil {
-		return "snapshot unreadable: " + err.Error(), nil
 	}
 	t.fillTo = hdr.Pos // the entries up to there lack their images
 	return "", t.replayTail(ctx, &hdr, spans, seen)
