@@ -338,3 +338,7 @@ func storedIndex(t testing.TB, s *Service, tableName string) *diskIndex {
 	}
 	return dx
 }
+
+// BackgroundStopped reports whether the service's background work was
+// told to stop (Close began).
+func BackgroundStopped(s *Service) bool { return s.bg.Err() != nil }

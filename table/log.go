@@ -93,8 +93,11 @@ type Table struct {
 	snapChanges atomic.Int64
 	snapTxSeq   uint64
 	// fillTo: the index store was filled from a snapshot object whose
-	// entries up to these log positions lack their images (fillImages).
+	// entries up to these log positions lack their images (fillImages
+	// starts with them); filling: the positions of a fill not finished,
+	// kept in the store's header so that the next open goes on with it.
 	fillTo             []uint64
+	filling            atomic.Pointer[[]uint64]
 	openedFromSnapshot bool
 	replayed           int64
 	openTook           time.Duration

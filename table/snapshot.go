@@ -101,6 +101,10 @@ type snapHeader struct {
 	// TTLVersion is the stored.TTLVersion the entries' expiries were
 	// computed under; absent (older snapshots) or -1: not known.
 	TTLVersion *int64 `json:"ttl_version,omitempty"`
+	// FillTo (the index store's header only): per shard, the log position
+	// up to which entries may still lack their items' images (a fill from
+	// an object not finished: fillImages); absent when none may.
+	FillTo []uint64 `json:"fill_to,omitempty"`
 }
 
 // snapshot is a taken copy of one table's index, not yet written: the
@@ -200,6 +204,9 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
 		ttlv := t.ttlVersion.Load()
 		sn.hdr.TTLVersion = &ttlv
+		if to := t.filling.Load(); to != nil {
+			sn.hdr.FillTo = *to
+		}
 		var err error
 		for sh := 0; sh < len(sn.hdr.Pos) && err == nil; sh++ {
 			var first, last uint64

@@ -253,3 +253,51 @@ func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	rn = testenv.Start(t, testenv.Options{Dir: dir, ListenAddr: "127.0.0.1:0", Tables: table.Options{Index: table.IndexMemory}})
 	sameState(t, "idx", stateOf(t, rn, "idx"), want)
 }
+
+// TestAFillCutShortGoesOnAtTheNextOpen: the next holder's fill of the
+// images is stopped by its close before it set any (the fill waits in
+// its first chunk until the close has begun), after a write, so the
+// close writes the store's header; the next open from that header goes
+// on with the fill (the header names what it had left), and every entry
+// has its image after it.
+func TestAFillCutShortGoesOnAtTheNextOpen(t *testing.T) {
+	dir := t.TempDir()
+	storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	rn := storeProcess(t, dir, storeA, nil)
+	createTable(t, rn.Tables, "hashonly", "", table.ViewNewAndOldImages)
+	for i := range 600 {
+		snapPut(t, rn, "hashonly", i, fmt.Sprint("v", i), 0)
+	}
+	want := stateOf(t, rn, "hashonly")
+	rn.Close()
+
+	var once sync.Once
+	closing := make(chan struct{})
+	table.SetFillHook(func() { once.Do(func() { <-closing }) })
+	defer table.SetFillHook(nil)
+	rn = storeProcess(t, dir, storeB, nil)
+	snapPut(t, rn, "hashonly", 1000, "after", 0)
+	want = stateOf(t, rn, "hashonly")
+	if n := table.EntriesWithoutImage(t, rn.Tables, "hashonly"); n == 0 {
+		t.Fatal("every entry has its image before the fill; want the object's entries without")
+	}
+	done := make(chan struct{})
+	go func() { rn.Close(); close(done) }()
+	for !table.BackgroundStopped(rn.Tables) {
+		runtime.Gosched()
+	}
+	close(closing)
+	<-done
+	table.SetFillHook(nil)
+
+	rn = storeProcess(t, dir, storeB, nil)
+	defer rn.Close()
+	table.WaitBackfills(rn.Tables)
+	if from, _ := table.OpenedFrom(t, rn.Tables, "hashonly"); !from {
+		t.Fatal("not opened from the store's header")
+	}
+	if n := table.EntriesWithoutImage(t, rn.Tables, "hashonly"); n != 0 {
+		t.Errorf("%d entries without their item's image after the second open's fill", n)
+	}
+	sameState(t, "hashonly", stateOf(t, rn, "hashonly"), want)
+}

@@ -82,6 +82,7 @@ func (t *Table) fromStoreHeader(ctx context.Context, seen txnSeen, tx *jetstream
 	if why != "" || err != nil {
 		return why, err
 	}
+	t.fillTo = hdr.FillTo // a fill the last holder did not finish
 	return "", t.replayTail(ctx, &hdr, spans, seen)
 }
 
@@ -139,6 +140,7 @@ func (s *Service) startImageFills(tables map[string]*Table) {
 		}
 		to := t.fillTo
 		t.fillTo = nil
+		t.filling.Store(&to)
 		s.backfills.Go(func() { t.fillImages(s.bg, dx, to) })
 	}
 }
@@ -153,8 +155,9 @@ func (s *Service) startImageFills(tables map[string]*Table) {
 // beside the table's work, holding the index lock fillChunk records at a
 // time; it stops at the service's close, when the table is no longer the
 // one served (deleted, or the lease lost), or at a failure (logged: the
-// entries left keep reading the log, and the next open from the store's
-// header does not fill them either).
+// entries left read the log); until it ends, the store's header carries
+// its positions (snapHeader.FillTo), so that the next open from the
+// header starts it again.
 func (t *Table) fillImages(ctx context.Context, dx *diskIndex, to []uint64) {
 	start, filled := time.Now(), 0
 	for sh, last := range to {
@@ -170,6 +173,7 @@ func (t *Table) fillImages(ctx context.Context, dx *diskIndex, to []uint64) {
 			return
 		}
 	}
+	t.filling.Store(nil)
 	t.s.eng.Logger.Info("table index store: the items' images filled", "table", t.st.TableName, "images", filled, "took", time.Since(start).Round(time.Millisecond))
 }
 
@@ -197,6 +201,9 @@ func (t *Table) fillShard(ctx context.Context, dx *diskIndex, sh int, last uint6
 	flush := func() error {
 		if fillHook != nil {
 			fillHook()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		n, err := t.setImages(dx, uint16(sh), chunk)
 		filled += n
