@@ -1,10 +1,14 @@
 package mapping_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -249,7 +253,8 @@ func TestAShardHandedOverFinishesItsBatchInFlight(t *testing.T) {
 	// machine (CI runs packages side by side) a batch of 100 ms can take
 	// longer, and a drain cut short redelivers it, by design. The rule
 	// under test is that a hand-over waits for the batch, not how fast.
-	opts := testenv.Options{ListenAddr: "127.0.0.1:0", Mappings: mapping.Options{HandOverDrain: time.Minute}}
+	disturbed := newDisturbances(testenv.Logger(t).Handler())
+	opts := testenv.Options{ListenAddr: "127.0.0.1:0", Mappings: mapping.Options{HandOverDrain: time.Minute}, Logger: slog.New(disturbed)}
 	a := testenv.Start(t, opts)
 	arn := createStream(t, a, "src", 4)
 	r := newRecorder(t, a, function.Config{}, func(events.KinesisEvent) (events.KinesisEventResponse, error) {
@@ -260,7 +265,7 @@ func TestAShardHandedOverFinishesItsBatchInFlight(t *testing.T) {
 	putKeys(t, a, "x", n)
 	m := createMapping(t, a, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 10, StartingPosition: "TRIM_HORIZON"})
 	testenv.Eventually(t, wait, "the first records processed", func() bool { return r.processed() > 0 })
-	b := testenv.Start(t, testenv.Options{NATSURL: a.Engine.ClientURL(), Mappings: opts.Mappings})
+	b := testenv.Start(t, testenv.Options{NATSURL: a.Engine.ClientURL(), Mappings: opts.Mappings, Logger: opts.Logger})
 	testenv.Eventually(t, 10*balanceWait, "two shards on each process", func() bool {
 		h := unitHolders(t, a, m.UUID)
 		return len(h[node(t, a)]) == 2 && len(h[node(t, b)]) == 2
@@ -269,5 +274,75 @@ func TestAShardHandedOverFinishesItsBatchInFlight(t *testing.T) {
 		t.Fatalf("every record was processed before the hand-over; the test needs more work in flight")
 	}
 	testenv.Eventually(t, wait, "every record processed", func() bool { return r.processed() == n })
+	if seen := disturbed.seen(); len(seen) > 0 {
+		// A lease not renewed in time or a checkpoint write that failed
+		// (the race detector on a loaded machine) hands a shard over
+		// without its drain: its batch is delivered again, by design.
+		t.Logf("the hand-over was disturbed, so a redelivery is allowed: %q", seen)
+		processedAtLeastOnce(t, r, n, "x")
+		return
+	}
 	processedOnce(t, r, n, "x")
+}
+
+// disturbances records the warnings of events that make a shard's next
+// holder deliver a batch again (a lease lost, a drain cut short, a
+// checkpoint write failed), and passes every record on to next.
+type disturbances struct {
+	log  *disturbanceLog // shared by the handlers WithAttrs and WithGroup make
+	next slog.Handler
+}
+
+type disturbanceLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func newDisturbances(next slog.Handler) *disturbances {
+	return &disturbances{log: &disturbanceLog{}, next: next}
+}
+
+var disturbing = []string{"lease lost", "did not finish its batches in time", "checkpoint write failed",
+	"moved this shard's checkpoint", "lease release failed", "lease renewal failed"}
+
+func (d *disturbances) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || d.next.Enabled(ctx, l)
+}
+
+func (d *disturbances) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && slices.ContainsFunc(disturbing, func(m string) bool { return strings.Contains(r.Message, m) }) {
+		d.log.mu.Lock()
+		d.log.msgs = append(d.log.msgs, r.Message)
+		d.log.mu.Unlock()
+	}
+	if !d.next.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return d.next.Handle(ctx, r)
+}
+
+func (d *disturbances) WithAttrs(as []slog.Attr) slog.Handler {
+	return &disturbances{log: d.log, next: d.next.WithAttrs(as)}
+}
+
+func (d *disturbances) WithGroup(name string) slog.Handler {
+	return &disturbances{log: d.log, next: d.next.WithGroup(name)}
+}
+
+func (d *disturbances) seen() []string {
+	d.log.mu.Lock()
+	defer d.log.mu.Unlock()
+	return slices.Clone(d.log.msgs)
+}
+
+// processedAtLeastOnce fails for each record never processed.
+func processedAtLeastOnce(t *testing.T, r *recorder, n int, prefixes ...string) {
+	t.Helper()
+	for _, p := range prefixes {
+		for i := range n {
+			if c := r.processedCount(fmt.Sprintf("%s%d", p, i)); c < 1 {
+				t.Errorf("record %s%d never processed", p, i)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -50,6 +51,8 @@ type Options struct {
 	// Replicas is the JetStream replica count (engine.Config.Replicas);
 	// 0: the engine's default.
 	Replicas int
+	// Logger receives the instance's log; nil: Logger(t).
+	Logger *slog.Logger
 }
 
 // Logger returns a logger that writes to the test log when RUNNEL_TEST_LOG
@@ -82,7 +85,7 @@ func Start(t testing.TB, o Options) *runnel.Runnel {
 	}
 	rn, err := runnel.Open(context.Background(), runnel.Config{
 		Tables:            o.Tables,
-		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: Logger(t), Replicas: o.Replicas},
+		Engine:            engine.Config{DataDir: o.Dir, NATSURL: o.NATSURL, ListenAddr: o.ListenAddr, Cluster: o.Cluster, Clock: o.Clock, Logger: cmp.Or(o.Logger, Logger(t)), Replicas: o.Replicas},
 		Mappings:          o.Mappings,
 		Targets:           o.Targets,
 		RetentionInterval: -1,
