@@ -305,14 +305,39 @@ func (st *store) clearPrefixes(ps ...[]byte) error {
 	b := st.db.NewBatch()
 	defer b.Close()
 	for _, p := range ps {
+		// A prefix without keys gets no range deletion (and the store no
+		// flush): a tombstone would overlap every file written under the
+		// prefix after it until a compaction drops it. The usual case: a
+		// node filling its store from an object for a table it never held.
+		held, err := st.holds(p)
+		if err != nil {
+			return err
+		}
+		if !held {
+			continue
+		}
 		if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
 			return err
 		}
+	}
+	if b.Empty() {
+		return nil
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
 	return st.db.Flush()
+}
+
+// holds reports whether the store holds a key under prefix p. The caller
+// holds st.mu.
+func (st *store) holds(p []byte) (bool, error) {
+	it, err := st.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return false, err
+	}
+	held := it.First()
+	return held, errors.Join(it.Error(), it.Close())
 }
 
 // ids returns the distinct 16 bytes that follow prefix in the store's
