@@ -371,6 +371,39 @@ func TestCommitAfterTheSnapshotCompletesOnOpen(t *testing.T) {
 	}
 }
 
+// startWriters starts four writers of random changes to table idx
+// (randomIndexedWrite, seeds seed to seed+3); stop stops them and waits.
+func startWriters(t *testing.T, rn *runnel.Runnel, seed uint64) (written *atomic.Int64, stop func()) {
+	var halt atomic.Bool
+	var wg sync.WaitGroup
+	written = new(atomic.Int64)
+	for w := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed+uint64(w), 12))
+			for !halt.Load() {
+				if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	return written, func() { halt.Store(true); wg.Wait() }
+}
+
+// writeWhileSnapshotting takes index snapshots while four writers change
+// table idx (startWriters), at least snaps of them and until the writers
+// made 1000 changes, then stops the writers.
+func writeWhileSnapshotting(t *testing.T, rn *runnel.Runnel, seed uint64, snaps int) {
+	t.Helper()
+	written, stop := startWriters(t, rn, seed)
+	for n := 0; n < snaps || written.Load() < 1000; n++ {
+		table.WriteIndexSnapshots(t, rn.Tables)
+	}
+	stop()
+}
+
 // TestSnapshotsTakenDuringWrites: snapshots taken while four writers
 // put, update and delete items of a table with secondary indexes, then
 // more writes, then a crash: the open from the last snapshot serves
@@ -381,26 +414,7 @@ func TestSnapshotsTakenDuringWrites(t *testing.T) {
 	dir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dir})
 	createIndexed(t, rn.Tables)
-	var stop atomic.Bool
-	var written atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 12))
-			for !stop.Load() {
-				if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
-					t.Error(err)
-					return
-				}
-				written.Add(1)
-			}
-		})
-	}
-	for snaps := 0; snaps < 20 || written.Load() < 1000; snaps++ {
-		table.WriteIndexSnapshots(t, rn.Tables)
-	}
-	stop.Store(true)
-	wg.Wait()
+	writeWhileSnapshotting(t, rn, 0, 20)
 	putItem(t, rn.Tables, "idx", table.Item{"pk": S("after"), "sk": N("1"), "city": S("c9"), "score": N("1")})
 	want := stateOf(t, rn, "idx")
 	rn.Crash()

@@ -187,27 +187,7 @@ func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	storeA, storeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	rn := storeProcess(t, dir, storeA, nil)
 	createIndexed(t, rn.Tables)
-	var stop atomic.Bool
-	var written atomic.Int64
-	var wg sync.WaitGroup
-	write := func(seed uint64) {
-		rng := rand.New(rand.NewPCG(seed, 13))
-		for !stop.Load() {
-			if err := randomIndexedWrite(rn.Tables, rng, 50, 20); err != nil {
-				t.Error(err)
-				return
-			}
-			written.Add(1)
-		}
-	}
-	for w := range 4 {
-		wg.Go(func() { write(uint64(w)) })
-	}
-	for snaps := 0; snaps < 10 || written.Load() < 1000; snaps++ {
-		table.WriteIndexSnapshots(t, rn.Tables)
-	}
-	stop.Store(true)
-	wg.Wait()
+	writeWhileSnapshotting(t, rn, 20, 10)
 	putItem(t, rn.Tables, "idx", table.Item{"pk": S("after"), "sk": N("1"), "city": S("c9"), "score": N("1")})
 	want := stateOf(t, rn, "idx")
 	rn.Crash()
@@ -227,18 +207,11 @@ func TestAnObjectTakenDuringWritesFillsAStoreExactly(t *testing.T) {
 	sameState(t, "idx", stateOf(t, rn, "idx"), want)
 	wantIndexesAgree(t, rn.Tables)
 
-	stop.Store(false)
-	written.Store(0)
-	for w := range 4 {
-		wg.Go(func() { write(uint64(w) + 10) })
+	written, stop := startWriters(t, rn, 10)
+	for written.Load() < 400 && !t.Failed() {
+		runtime.Gosched()
 	}
-	wg.Go(func() {
-		for written.Load() < 400 && !t.Failed() {
-			runtime.Gosched()
-		}
-		stop.Store(true)
-	})
-	wg.Wait()
+	stop()
 	close(rewritten)
 	table.WaitBackfills(rn.Tables)
 	if chunks.Load() < 2 {
