@@ -22,10 +22,7 @@ import (
 // GetItem, from the snapshot and then from the whole log (snapshots
 // off). Skipped unless the variable is set; it reports, asserts no time.
 func TestMeasureOpenFromSnapshot(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("RUNNEL_SNAPSHOT_BENCH_ITEMS"))
-	if n <= 0 {
-		t.Skip("set RUNNEL_SNAPSHOT_BENCH_ITEMS (e.g. 2000000) to measure")
-	}
+	n := measureItems(t, "RUNNEL_SNAPSHOT_BENCH_ITEMS", "2000000")
 	dir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dir})
 	createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
@@ -118,10 +115,7 @@ func buildState(t *testing.T, rn *runnel.Runnel, n int) {
 // the index store). Skipped unless the count is set; it reports, asserts
 // no time.
 func TestMeasureTableAtScale(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("RUNNEL_TABLE_BENCH_ITEMS"))
-	if n <= 0 {
-		t.Skip("set RUNNEL_TABLE_BENCH_ITEMS (e.g. 10000000) to measure")
-	}
+	n := measureItems(t, "RUNNEL_TABLE_BENCH_ITEMS", "10000000")
 	dir := os.Getenv("RUNNEL_TABLE_BENCH_DIR")
 	if dir == "" {
 		dir = t.TempDir()
@@ -181,10 +175,7 @@ func timedScan(t *testing.T, rn *runnel.Runnel, what string, n int) {
 // leaves the heap's out (its Scan reads every item from the log). Skipped
 // unless the count is set; it reports, asserts no time.
 func TestMeasureHandOverAtScale(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("RUNNEL_HANDOVER_BENCH_ITEMS"))
-	if n <= 0 {
-		t.Skip("set RUNNEL_HANDOVER_BENCH_ITEMS (e.g. 1000000) to measure")
-	}
+	n := measureItems(t, "RUNNEL_HANDOVER_BENCH_ITEMS", "1000000")
 	dir := t.TempDir()
 	store := func() table.Options { return table.Options{Index: table.IndexDisk, IndexDir: t.TempDir()} }
 	rn := testenv.Start(t, testenv.Options{Dir: dir, ListenAddr: "127.0.0.1:0", Tables: store()})
@@ -218,10 +209,7 @@ func TestMeasureHandOverAtScale(t *testing.T) {
 // the index store). Skipped unless the count is set; it reports, asserts
 // no time.
 func TestMeasureIndexedTableAtScale(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("RUNNEL_GSI_BENCH_ITEMS"))
-	if n <= 0 {
-		t.Skip("set RUNNEL_GSI_BENCH_ITEMS (e.g. 1000000) to measure")
-	}
+	n := measureItems(t, "RUNNEL_GSI_BENCH_ITEMS", "1000000")
 	dir := t.TempDir()
 	rn := testenv.Start(t, testenv.Options{Dir: dir})
 	if _, err := rn.Tables.CreateTable(ctx, table.CreateTableInput{TableName: "state",
@@ -261,4 +249,16 @@ func TestMeasureIndexedTableAtScale(t *testing.T) {
 		queries++
 	}
 	t.Logf("a Query of 10 items of the index's one partition: %v (mean of %d)", (time.Since(start) / time.Duration(queries)).Round(time.Microsecond), queries)
+}
+
+// measureItems is the item count the environment variable env asks an
+// env-gated measurement for; the test is skipped when it is not set
+// (example: a count to suggest).
+func measureItems(t *testing.T, env, example string) int {
+	t.Helper()
+	n, _ := strconv.Atoi(os.Getenv(env))
+	if n <= 0 {
+		t.Skipf("set %s (e.g. %s) to measure", env, example)
+	}
+	return n
 }
