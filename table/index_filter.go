@@ -126,6 +126,18 @@ func (f *keyFilter) clear() {
 	f.ready.Store(true)
 }
 
+// rebuild empties the filter, sized for about n keys, and makes it not
+// ready until a build started after it (buildFilter) has added every key
+// of the store's table; a build still running stops. The caller holds
+// Table.idxMu exclusively.
+func (f *keyFilter) rebuild(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resetLocked(n)
+	f.ready.Store(false)
+	f.built = make(chan struct{})
+}
+
 // keyFilterChunk is how many keys the builder reads under one iterator
 // and one hold of the filter's lock.
 const keyFilterChunk = 1024
@@ -137,10 +149,10 @@ const keyFilterChunk = 1024
 // filter is cleared.
 func (x *diskIndex) buildFilter() {
 	f := x.filter
-	defer close(f.built)
 	f.mu.Lock()
-	gen := f.gen
+	gen, built := f.gen, f.built
 	f.mu.Unlock()
+	defer close(built)
 	seek := x.lo
 	for seek != nil {
 		next, ok := x.filterChunk(f, gen, seek)

@@ -53,6 +53,8 @@ type store struct {
 	db     *pebble.DB
 	closed bool
 	log    *slog.Logger
+	dir    string          // the store's directory
+	opts   *pebble.Options // the options it was opened with, defaults filled (ingestion's file writer)
 }
 
 // DefaultIndexCacheBytes is Options.IndexCacheBytes' default: 64 MiB of
@@ -141,11 +143,13 @@ func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
 	// it would compressed; the change log, the source of truth, is
 	// unaffected.
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	db, err := pebble.Open(filepath.Clean(dir), opts)
+	opts.EnsureDefaults()
+	dir = filepath.Clean(dir)
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("table: open the index store in %s: %w", dir, err)
 	}
-	return &store{db: db, log: log}, nil
+	return &store{db: db, log: log, dir: dir, opts: opts}, nil
 }
 
 // close flushes the memtables (without a write-ahead log their changes

@@ -90,25 +90,21 @@ func (t *Table) fromStoreHeader(ctx context.Context, seen txnSeen, tx *jetstream
 // the table's snapshot object, which the process that served the table
 // last wrote (a cluster: the store is each process's own), then replays
 // the log after it. The entries come without their items' images: reads
-// take an item from the log until it next changes. The memory it takes is
-// one block of entries (snapBlockItems), whatever the item count. why says
-// why it did not ("": it did).
+// take an item from the log until it next changes. The entries go into
+// the store as sstable files Pebble ingests whole while they come in the
+// store's key order, as a store holder's object lists them, and through
+// batches after the first that does not (diskFill, store_ingest.go). The
+// memory it takes is a block of entries and a file's buffers, whatever
+// the item count. why says why it did not ("": it did).
 func (t *Table) storeFromObject(ctx context.Context, dx *diskIndex, seen txnSeen, tx *jetstream.StreamInfo) (why string, err error) {
 	hdr, spans, why, err := t.withSnapObject(ctx, tx, func(br *bufio.Reader, hdr *snapHeader) error {
-		b := dx.newBatch()
-		err := readSnapEntries(br, hdr, func(h [16]byte, rk string, sl slot) error {
-			b.set(entry{h: h, rk: rk, pos: sl.pos, exp: sl.exp, size: sl.size, shard: sl.shard}, entry{}, false, nil)
-			if len(b.ops) < snapBlockItems {
-				return nil
-			}
-			b.commit()
-			b = dx.newBatch()
-			return dx.Err()
-		})
-		if err == nil {
-			b.commit()
-			err = dx.Err()
+		fill, err := dx.newFill(int64(hdr.Count))
+		if err != nil {
+			return err
 		}
+		err = fill.finish(readSnapEntries(br, hdr, func(h [16]byte, rk string, sl slot) error {
+			return fill.add(entry{h: h, rk: rk, pos: sl.pos, exp: sl.exp, size: sl.size, shard: sl.shard})
+		}))
 		if err == nil && dx.Len() != hdr.Count {
 			err = fmt.Errorf("%d keys, header says %d", dx.Len(), hdr.Count)
 		}

@@ -1,0 +1,104 @@
+package table
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestAFillIngestsEntriesInKeyOrderAndBatchesTheRest: a table's keys,
+// cleared over keys the store held (a range deletion), are filled with
+// entries as a snapshot object lists them: in the store's key order
+// (ingested as files), then, for an object whose order breaks (a heap
+// holder's may), the rest through batches. Every entry reads back as
+// given, the count and size are those of the entries and survive a new
+// open, the key filter, built after the fill, knows every key, and no
+// file is left behind.
+func TestAFillIngestsEntriesInKeyOrderAndBatchesTheRest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		inOrder int // of 3000 entries, how many come first in key order
+	}{{"all in key order", 3000}, {"order broken after 2000", 2000}, {"no order", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := []KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}, {AttributeName: "sk", KeyType: KeyTypeRange}}
+			defs := []AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}, {AttributeName: "sk", AttributeType: TypeN}}
+			sc, err := newSchema(ks, defs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := diskIndexFor(t, sc).(*diskIndex)
+			rng := rand.New(rand.NewPCG(3, uint64(tc.inOrder)))
+			const n = 3000
+			es := make([]entry, n)
+			for i := range es {
+				es[i] = entry{h: hashKey("S", "p"+strconv.Itoa(i%700)), rk: strconv.Itoa(i), pos: uint64(i + 1), size: int32(10 + i%50), shard: uint16(i % 3), exp: int64(i % 2)}
+			}
+			// The store held these keys (and others) with other values,
+			// then the fill's caller cleared them.
+			for i := range n + 500 {
+				e := entry{h: hashKey("S", "p"+strconv.Itoa(i%700)), rk: strconv.Itoa(i), pos: 99999, size: 1}
+				x.ReplaceOrInsert(e)
+			}
+			if err := x.reset(); err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(es, func(a, b entry) int { return bytes.Compare(x.key(a.h, a.rk), x.key(b.h, b.rk)) })
+			rest := es[tc.inOrder:]
+			rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+
+			fill, err := x.newFill(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var err2 error
+			for _, e := range es {
+				if err2 = fill.add(e); err2 != nil {
+					break
+				}
+			}
+			if err := fill.finish(err2); err != nil {
+				t.Fatal(err)
+			}
+			x.filter.mu.Lock()
+			built := x.filter.built
+			x.filter.mu.Unlock()
+			<-built // the filter's build after the ingestion
+			if !x.filter.ready.Load() {
+				t.Fatal("the key filter is not ready after its build")
+			}
+			var size int64
+			for _, e := range es {
+				size += int64(e.size)
+				got, ok := x.Get(entry{h: e.h, rk: e.rk})
+				if !ok || got.pos != e.pos || got.size != e.size || got.shard != e.shard || got.exp != e.exp {
+					t.Fatalf("entry %x/%s: got %+v (found %v), want %+v", e.h[:4], e.rk, got, ok, e)
+				}
+				if !x.filter.mayHold(x.key(e.h, e.rk)) {
+					t.Fatalf("the key filter does not know %x/%s", e.h[:4], e.rk)
+				}
+			}
+			if x.Len() != n || x.Bytes() != size {
+				t.Fatalf("count %d, size %d; want %d, %d", x.Len(), x.Bytes(), n, size)
+			}
+			y, err := openDiskIndex(x.st, "table-id", sc.rngType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if y.Len() != n || y.Bytes() != size {
+				t.Fatalf("opened again: count %d, size %d; want %d, %d", y.Len(), y.Bytes(), n, size)
+			}
+			found := 0
+			y.Ascend(func(entry) bool { found++; return true })
+			if found != n {
+				t.Fatalf("opened again: %d entries, want %d (the cleared ones must stay gone)", found, n)
+			}
+			if _, err := os.Stat(filepath.Join(x.st.dir, ingestDir)); !os.IsNotExist(err) {
+				t.Fatalf("the ingestion's directory is left behind (stat: %v)", err)
+			}
+		})
+	}
+}
