@@ -147,7 +147,7 @@ func (s *Service) startImageFills(tables map[string]*Table) {
 // included), and sets the image of each entry that still points at the
 // record read and has none. Until then a read of such an entry takes the
 // item from the log, as the heap's index does (a Scan at about 40,000
-// items/s instead of some 250,000: docs/benchmarks/tables.md). It runs
+// items/s instead of some 250,000: docs/benchmarks/tables-store.md). It runs
 // beside the table's work, holding the index lock fillChunk records at a
 // time; it stops at the service's close, when the table is no longer the
 // one served (deleted, or the lease lost), or at a failure (logged: the

@@ -82,7 +82,7 @@ type Config struct {
 	// table.IndexMemory (the heap: 10 million trades need about 12 GiB;
 	// the default with NATSURL, whose engine has no data directory of
 	// this process).
-	// Figures: docs/benchmarks/tables.md, "Session 15".
+	// Figures: docs/benchmarks/tables-store.md, "Session 15".
 	TableIndex string
 	// StateFailure, MapFailure, ReduceFailure are the share of
 	// invocations that fail (0..1). Defaults 0.01, 0.02, 0.02; negative
