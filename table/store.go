@@ -145,6 +145,9 @@ func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
 	opts.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
 	opts.EnsureDefaults()
 	dir = filepath.Clean(dir)
+	if err := removeIngestDirs(dir); err != nil {
+		return nil, fmt.Errorf("table: open the index store in %s: %w", dir, err)
+	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("table: open the index store in %s: %w", dir, err)

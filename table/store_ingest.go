@@ -20,11 +20,11 @@ import (
 // at 10 million items the open spent 7.3 to 9.3 s there
 // (docs/benchmarks/handover.md).
 
-// ingestDir is the directory, inside the store's, where the files to
-// ingest are written (Pebble links them into its own directory, so they
-// must be on the same file system); it is emptied before and after each
-// use, so that files a crash left behind go.
-const ingestDir = "ingest"
+// ingestDirPattern names the directories, inside the store's, where the
+// files to ingest are written (Pebble links them into its own directory,
+// so they must be on the same file system): one a fill, removed after it;
+// the store's open removes those a crash left (removeIngestDirs).
+const ingestDirPattern = "ingest-*"
 
 // ingestFileBytes is the size at which a file to ingest is closed and the
 // next begun: Pebble's files at the tree's bottom level are of this order.
@@ -45,11 +45,8 @@ func (st *store) newIngest() (*storeIngest, error) {
 	if st.opts == nil {
 		return nil, fmt.Errorf("table index store: ingestion needs the store's options")
 	}
-	dir := filepath.Join(st.dir, ingestDir)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := os.MkdirTemp(st.dir, ingestDirPattern)
+	if err != nil {
 		return nil, err
 	}
 	return &storeIngest{st: st, dir: dir}, nil
@@ -112,6 +109,21 @@ func (in *storeIngest) ingest(ctx context.Context) error {
 		return errStoreClosed
 	}
 	return in.st.db.Ingest(ctx, in.files)
+}
+
+// removeIngestDirs removes the ingestion directories in the store's
+// directory dir (at its open: files a crash left mid-fill).
+func removeIngestDirs(dir string) error {
+	left, err := filepath.Glob(filepath.Join(dir, ingestDirPattern))
+	if err != nil {
+		return err
+	}
+	for _, d := range left {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // abort removes the files written (a failed fill).

@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -96,9 +97,31 @@ func TestAFillIngestsEntriesInKeyOrderAndBatchesTheRest(t *testing.T) {
 			if found != n {
 				t.Fatalf("opened again: %d entries, want %d (the cleared ones must stay gone)", found, n)
 			}
-			if _, err := os.Stat(filepath.Join(x.st.dir, ingestDir)); !os.IsNotExist(err) {
-				t.Fatalf("the ingestion's directory is left behind (stat: %v)", err)
+			if left, _ := filepath.Glob(filepath.Join(x.st.dir, ingestDirPattern)); len(left) > 0 {
+				t.Fatalf("the ingestion's directory is left behind: %v", left)
 			}
 		})
+	}
+}
+
+// TestTheStoreOpenRemovesFilesACrashLeftMidFill: a fill's files, left by
+// a crash before their ingestion, are removed at the store's next open
+// (they would otherwise stay on disk for good).
+func TestTheStoreOpenRemovesFilesACrashLeftMidFill(t *testing.T) {
+	dir := t.TempDir()
+	left := filepath.Join(dir, "ingest-1234")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "000000.sst"), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir, 8<<20, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(false)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("%s is still there after the open (stat: %v)", left, err)
 	}
 }
