@@ -128,8 +128,8 @@ func (f *keyFilter) clear() {
 
 // rebuild empties the filter, sized for about n keys, and makes it not
 // ready until a build started after it (buildFilter) has added every key
-// of the store's table; a build still running stops. The caller holds
-// Table.idxMu exclusively.
+// of the store's table; a build still running stops. It is called at a
+// table's open (diskFill), before the table serves.
 func (f *keyFilter) rebuild(n int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

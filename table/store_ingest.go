@@ -31,20 +31,16 @@ const ingestDirPattern = "ingest-*"
 const ingestFileBytes = 64 << 20
 
 // storeIngest writes keys in strictly increasing order into sstable files
-// for one ingestion (store.ingest).
+// for one ingestion (ingest).
 type storeIngest struct {
 	st    *store
 	dir   string
 	files []string
 	w     *sstable.Writer
-	any   bool // a key was added
 }
 
 // newIngest starts an ingestion; its files go into the store at ingest.
 func (st *store) newIngest() (*storeIngest, error) {
-	if st.opts == nil {
-		return nil, fmt.Errorf("table index store: ingestion needs the store's options")
-	}
 	dir, err := os.MkdirTemp(st.dir, ingestDirPattern)
 	if err != nil {
 		return nil, err
@@ -65,7 +61,6 @@ func (in *storeIngest) add(k, v []byte) error {
 			return err
 		}
 	}
-	in.any = true
 	return in.w.Set(k, v)
 }
 
@@ -100,7 +95,7 @@ func (in *storeIngest) ingest(ctx context.Context) error {
 	if err := in.closeFile(); err != nil {
 		return err
 	}
-	if !in.any {
+	if len(in.files) == 0 {
 		return nil
 	}
 	in.st.mu.RLock()
