@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,7 @@ type globals struct {
 	logLevel string
 	cpuProf  string
 	memProf  string
+	trace    string
 	region   string
 	account  string
 }
@@ -134,10 +136,20 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (demo --nodes: each node's serve too, to <file>.node-<i>)")
+	root.PersistentFlags().StringVar(&g.trace, "trace", "", "write a runtime execution trace of the command to this file (go tool trace; -pprof=sync, sched or syscall name where goroutines wait); it slows the command by about a tenth")
 	root.PersistentFlags().StringVar(&g.memProf, "memprofile", "", "write a heap profile of the command to this file when it ends (allocations since the start: go tool pprof -sample_index=alloc_space)")
 	root.PersistentFlags().StringVar(&g.region, "region", "us-east-1", "the AWS region in the ARNs runnel builds")
 	root.PersistentFlags().StringVar(&g.account, "account", "000000000000", "the AWS account id in the ARNs runnel builds")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if g.trace != "" {
+			f, err := os.Create(g.trace)
+			if err != nil {
+				return err
+			}
+			if err := trace.Start(f); err != nil {
+				return err
+			}
+		}
 		if g.cpuProf == "" {
 			return nil
 		}
@@ -150,6 +162,9 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
 		if g.cpuProf != "" {
 			pprof.StopCPUProfile()
+		}
+		if g.trace != "" {
+			trace.Stop()
 		}
 		if g.memProf != "" {
 			if err := writeHeapProfile(g.memProf); err != nil {

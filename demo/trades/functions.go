@@ -32,6 +32,19 @@ type stage struct {
 	invocations, injected, records atomic.Int64
 }
 
+// stateWriters is how many state-table writes the state function keeps in
+// flight across its invocations (the functions' concurrency). The state
+// table's writes are committed in groups (table.Table.appendEach): a
+// writer waits for its group's log round trip, so the writers in flight
+// bound the changes a round trip carries. In a 2M saturated run, 64
+// writers made groups of 15 changes on average (128,788 log writes for
+// 1,960,921 changes) and left the two cores idle about 14 % of the run;
+// 256 make groups of 54 (36,305 writes). Alternated in the same hour:
+// 64 writers 69,621–83,516 messages/s (mean about 77,000, 11 runs), 256
+// writers 71,178–90,370 (mean about 81,600, 11 runs)
+// (docs/benchmarks/trades-cpu.md, "Session 20").
+const stateWriters = 256
+
 // functions are the pipeline's three functions (seed 002), in process.
 type functions struct {
 	// tables is the engine's table service. It is replaced when the run

@@ -60,7 +60,7 @@ type NodeFunctions struct {
 // a function error: the mapping retries it).
 func RegisterNodeFunctions(reg *function.Registry, node string) (*NodeFunctions, error) {
 	f := &NodeFunctions{instance: node + "-" + nuid.Next()[:8],
-		fns: &functions{stateTable: stateTable, reduceTable: reduceTable, agg: aggTable, concurrency: 64,
+		fns: &functions{stateTable: stateTable, reduceTable: reduceTable, agg: aggTable, concurrency: stateWriters,
 			rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))}}
 	for _, h := range []struct {
 		name string

@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer func() { rn.Close() }()
 
 	fns := &functions{stateTable: stateTable, reduceTable: reduceTable, agg: aggTable,
-		stateFail: cfg.StateFailure, mapFail: cfg.MapFailure, redFail: cfg.ReduceFailure, concurrency: 64,
+		stateFail: cfg.StateFailure, mapFail: cfg.MapFailure, redFail: cfg.ReduceFailure, concurrency: stateWriters,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 7)), applied: map[string]bool{}, lat: &histogram{}, series: &series{}}
 	fns.tables.Store(rn.Tables)
 	prefix := "trades-" + nuid.Next()
