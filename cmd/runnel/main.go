@@ -136,7 +136,7 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	root.PersistentFlags().StringVar(&g.natsURL, "nats-url", "", "use an external NATS JetStream server (nats://host:4222) instead of the embedded one")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.cpuProf, "cpuprofile", "", "write a CPU profile of the command to this file (demo --nodes: each node's serve too, to <file>.node-<i>)")
-	root.PersistentFlags().StringVar(&g.trace, "trace", "", "write a runtime execution trace of the command to this file (go tool trace; -pprof=sync, sched or syscall name where goroutines wait); it slows the command by about a tenth")
+	root.PersistentFlags().StringVar(&g.trace, "trace", "", "write a runtime execution trace of the command to this file (go tool trace; -pprof=sync, sched or syscall name where goroutines wait); it slows the command down")
 	root.PersistentFlags().StringVar(&g.memProf, "memprofile", "", "write a heap profile of the command to this file when it ends (allocations since the start: go tool pprof -sample_index=alloc_space)")
 	root.PersistentFlags().StringVar(&g.region, "region", "us-east-1", "the AWS region in the ARNs runnel builds")
 	root.PersistentFlags().StringVar(&g.account, "account", "000000000000", "the AWS account id in the ARNs runnel builds")
