@@ -2,7 +2,9 @@ package table_test
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -174,21 +176,51 @@ func timedScan(t *testing.T, rn *runnel.Runnel, what string, n int) {
 // images are filled from the log: fillImages); RUNNEL_HANDOVER_BENCH_HEAP=0
 // leaves the heap's out (its Scan reads every item from the log). Skipped
 // unless the count is set; it reports, asserts no time.
+//
+// RUNNEL_HANDOVER_BENCH_DIR keeps the engine's directory there, built
+// once for a count (a file "built-<n>" marks it) and reused by later
+// runs, which then measure only the hand-overs; RUNNEL_HANDOVER_BENCH_CPUPROFILE
+// writes a CPU profile of the first hand-over's start and first GetItem;
+// RUNNEL_HANDOVER_BENCH_FILL=0 ends the run after that first GetItem
+// (no image fill, no Scan).
 func TestMeasureHandOverAtScale(t *testing.T) {
 	n := measureItems(t, "RUNNEL_HANDOVER_BENCH_ITEMS", "1000000")
-	dir := t.TempDir()
+	dir := os.Getenv("RUNNEL_HANDOVER_BENCH_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	store := func() table.Options { return table.Options{Index: table.IndexDisk, IndexDir: t.TempDir()} }
-	rn := testenv.Start(t, testenv.Options{Dir: dir, ListenAddr: "127.0.0.1:0", Tables: store()})
-	createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
-	start := time.Now()
-	buildState(t, rn, n)
-	t.Logf("built %d items in %v; peak RSS %.0f MiB", n, time.Since(start).Round(time.Millisecond), procstat.PeakRSSMiB())
-	start = time.Now()
-	rn.Close()
-	t.Logf("close (header and object): %v", time.Since(start).Round(time.Millisecond))
+	built := filepath.Join(dir, "built-"+strconv.Itoa(n))
+	if _, err := os.Stat(built); err != nil {
+		rn := testenv.Start(t, testenv.Options{Dir: dir, ListenAddr: "127.0.0.1:0", Tables: store()})
+		createTable(t, rn.Tables, "state", "", table.ViewNewAndOldImages)
+		start := time.Now()
+		buildState(t, rn, n)
+		t.Logf("built %d items in %v; peak RSS %.0f MiB", n, time.Since(start).Round(time.Millisecond), procstat.PeakRSSMiB())
+		start = time.Now()
+		rn.Close()
+		t.Logf("close (header and object): %v", time.Since(start).Round(time.Millisecond))
+		if err := os.WriteFile(built, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	rn = timedOpen(t, "next holder, empty store", dir, n, store())
-	start = time.Now()
+	if f := os.Getenv("RUNNEL_HANDOVER_BENCH_CPUPROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rn := timedOpen(t, "next holder, empty store", dir, n, store())
+	pprof.StopCPUProfile()
+	if os.Getenv("RUNNEL_HANDOVER_BENCH_FILL") == "0" {
+		rn.Close()
+		return
+	}
+	start := time.Now()
 	table.WaitBackfills(rn.Tables)
 	t.Logf("the images filled from the log %v after the first GetItem; peak RSS %.0f MiB", time.Since(start).Round(time.Millisecond), procstat.PeakRSSMiB())
 	timedScan(t, rn, "scan, store filled from the object and the log", n)

@@ -40,8 +40,8 @@ type stage struct {
 // writers made groups of 15 changes on average (128,788 log writes for
 // 1,960,921 changes) and left the two cores idle about 14 % of the run;
 // 256 make groups of 54 (36,305 writes). Alternated in the same hour:
-// 64 writers 69,621–83,516 messages/s (mean about 77,000, 11 runs), 256
-// writers 71,178–90,370 (mean about 81,600, 11 runs)
+// 64 writers 69,621–83,516 messages/s (mean 77,082, 11 runs), 256
+// writers 71,178–90,370 (mean 81,538, 11 runs)
 // (docs/benchmarks/trades-cpu.md, "Session 20").
 const stateWriters = 256
 
