@@ -80,9 +80,12 @@ func (x *diskIndex) Bytes() int64 { return x.bytes }
 
 // key is the store key of e's item (e.bound 0).
 func (x *diskIndex) key(h [16]byte, rk string) []byte {
-	k := make([]byte, 0, len(x.lo)+16+len(rk)+4)
-	k = append(append(k, x.lo...), h[:]...)
-	return rangeBytes(k, rk, x.rngN)
+	return x.appendKey(make([]byte, 0, len(x.lo)+16+len(rk)+4), h, rk)
+}
+
+// appendKey appends the store key of (h, rk) to dst.
+func (x *diskIndex) appendKey(dst []byte, h [16]byte, rk string) []byte {
+	return rangeBytes(append(append(dst, x.lo...), h[:]...), rk, x.rngN)
 }
 
 // seekKey is the store key a search from pivot starts at: the item's own
@@ -110,7 +113,11 @@ func (x *diskIndex) seekKey(p entry) []byte {
 // image in the change log's item form (codec.go's appendItem), which
 // serves GetItem, Query and Scan without a read of the log.
 func encodeSlot(e entry, img []byte) []byte {
-	v := make([]byte, 0, 24+len(e.rk)+len(img))
+	return appendSlot(make([]byte, 0, 24+len(e.rk)+len(img)), e, img)
+}
+
+// appendSlot appends encodeSlot(e, img) to v.
+func appendSlot(v []byte, e entry, img []byte) []byte {
 	v = binary.BigEndian.AppendUint16(v, e.shard)
 	v = binary.AppendUvarint(v, e.pos)
 	v = binary.AppendVarint(v, e.exp)

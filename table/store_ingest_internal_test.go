@@ -20,10 +20,13 @@ import (
 // open, the key filter, built after the fill, knows every key, and no
 // file is left behind.
 func TestAFillIngestsEntriesInKeyOrderAndBatchesTheRest(t *testing.T) {
+	// Entries for three chunks to the file writer (fillChunkKeys), so that
+	// a chunk's buffer used again while the writer reads it would show.
+	const n = 3*fillChunkKeys - 100
 	for _, tc := range []struct {
 		name    string
-		inOrder int // of 3000 entries, how many come first in key order
-	}{{"all in key order", 3000}, {"order broken after 2000", 2000}, {"no order", 0}} {
+		inOrder int // of n entries, how many come first in key order
+	}{{"all in key order", n}, {"order broken in the third chunk", 2*fillChunkKeys + 7}, {"no order", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ks := []KeySchemaElement{{AttributeName: "pk", KeyType: KeyTypeHash}, {AttributeName: "sk", KeyType: KeyTypeRange}}
 			defs := []AttributeDefinition{{AttributeName: "pk", AttributeType: TypeS}, {AttributeName: "sk", AttributeType: TypeN}}
@@ -33,7 +36,6 @@ func TestAFillIngestsEntriesInKeyOrderAndBatchesTheRest(t *testing.T) {
 			}
 			x := diskIndexFor(t, sc).(*diskIndex)
 			rng := rand.New(rand.NewPCG(3, uint64(tc.inOrder)))
-			const n = 3000
 			es := make([]entry, n)
 			for i := range es {
 				es[i] = entry{h: hashKey("S", "p"+strconv.Itoa(i%700)), rk: strconv.Itoa(i), pos: uint64(i + 1), size: int32(10 + i%50), shard: uint16(i % 3), exp: int64(i % 2)}
