@@ -205,17 +205,23 @@ func TestMeasureHandOverAtScale(t *testing.T) {
 		}
 	}
 
+	var prof *os.File
 	if f := os.Getenv("RUNNEL_HANDOVER_BENCH_CPUPROFILE"); f != "" {
-		w, err := os.Create(f)
-		if err != nil {
+		var err error
+		if prof, err = os.Create(f); err != nil {
 			t.Fatal(err)
 		}
-		if err := pprof.StartCPUProfile(w); err != nil {
+		if err := pprof.StartCPUProfile(prof); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rn := timedOpen(t, "next holder, empty store", dir, n, store())
-	pprof.StopCPUProfile()
+	if prof != nil {
+		pprof.StopCPUProfile()
+		if err := prof.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if os.Getenv("RUNNEL_HANDOVER_BENCH_FILL") == "0" {
 		rn.Close()
 		return
