@@ -274,6 +274,38 @@ func TestCheckpointStopsAtTheReportedItemFailure(t *testing.T) {
 	}
 }
 
+// TestCheckpointMovesWhenALaneResolvesRecordsBeforeTheReadIsCounted: a
+// lane may take a read's records, resolve some and block in a retry
+// before the worker counts the read as seen. The checkpointer looked then
+// and stopped at the last record seen; the blocked lane signals no more,
+// so the checkpoint must move when the read is counted, not when the
+// retry ends (it stayed at record 1 for the whole retry, a flake of
+// TestCheckpointStopsAtTheReportedItemFailure under load before the
+// worker signalled after counting a read).
+func TestCheckpointMovesWhenALaneResolvesRecordsBeforeTheReadIsCounted(t *testing.T) {
+	cc := &crashCase{data: []string{"1", "2", "3", "4", "5"}}
+	cc.behave = func(n int, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		return itemFailure(ev, "3"), nil
+	}
+	cc.block = func(n int, ev events.KinesisEvent) bool { return n == 2 }
+	var first atomic.Bool
+	mapping.SetBeforeSeen(func() {
+		if first.Swap(true) {
+			return
+		}
+		// Until 1 and 2 are resolved and the retry of 3..5 blocks.
+		for deadline := time.Now().Add(wait); cc.blocked.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	t.Cleanup(func() { mapping.SetBeforeSeen(nil) })
+	startCrashCase(t, cc, mapping.Config{BatchSize: 5,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}, oneKey)
+	cc.checkpointIs(cc.seqs[2], "record 3, although 1 and 2 were resolved before the read was counted")
+	cc.crashAndRestart()
+	cc.everyRecordProcessed()
+}
+
 // TestCheckpointIsTheLowestPendingRecordAcrossLanes: with
 // ParallelizationFactor 2 the shard's checkpoint is the lowest record
 // still pending in any lane, not the progress of the fastest lane. Lane A

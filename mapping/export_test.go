@@ -39,3 +39,14 @@ func SetFencedHook(f func(unit string)) {
 	}
 	fencedHook.Store(&f)
 }
+
+// SetBeforeSeen runs f in every shard worker after a read's records are
+// pushed to their lanes and before the worker counts them as seen (nil
+// f: none).
+func SetBeforeSeen(f func()) {
+	if f == nil {
+		beforeSeen.Store(nil)
+		return
+	}
+	beforeSeen.Store(&f)
+}

@@ -572,13 +572,25 @@ func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 		}
 		// Only after the pushes: the checkpoint may pass a record only once
 		// it is pending in a lane (see nextCheckpoint).
+		if hook := beforeSeen.Load(); hook != nil {
+			(*hook)()
+		}
 		w.seen.Store(buf[len(buf)-1].Seq)
 		if filtered > 0 {
 			w.counters.filteredRecords.Add(int64(filtered))
-			signal(w.ckNotify)
 		}
+		// And a signal after it, always: a lane may resolve records of
+		// this read (and signal) before seen covers them, so the
+		// checkpointer's look then stops at seen; a lane that then blocks
+		// in a long retry signals no more, and the checkpoint would stay
+		// behind its resolved records until the retry ended.
+		signal(w.ckNotify)
 	}
 }
+
+// beforeSeen, set by tests only, runs in dispatch after a read's records
+// are pushed to their lanes and before seen covers them.
+var beforeSeen atomic.Pointer[func()]
 
 // nextCheckpoint is the position the shard may resume from: the lowest
 // pending record of any lane, or just past the last record seen.
@@ -607,19 +619,21 @@ func (w *shardWorker) nextCheckpoint() (uint64, stream.Record, bool) {
 // ctx ended may still mark its records done, and a final write before that
 // would leave them to be delivered again after a clean restart.
 func (w *shardWorker) checkpointer(ctx context.Context, lanesDone <-chan struct{}) {
-	store := func(c context.Context) bool {
+	// store writes the checkpoint if it moved: wrote reports a write, ok
+	// false a failed one.
+	store := func(c context.Context) (wrote, ok bool) {
 		next, _, _ := w.nextCheckpoint()
 		if next <= w.checkpoint.Load() {
-			return true
+			return false, true
 		}
 		if err := w.r.svc.storeCheckpoint(c, w.r.cfg.UUID, w.shardID, w.r.streamID, next); err != nil {
 			if c.Err() == nil {
 				w.r.svc.eng.Logger.Warn("checkpoint write failed; will retry", "mapping", w.r.cfg.UUID, "shard", w.shardID, "next", next, "err", err)
 			}
-			return false
+			return false, false
 		}
 		w.checkpoint.Store(next)
-		return true
+		return true, true
 	}
 	interval := w.r.svc.opts.CheckpointInterval
 	// A failed write is tried again after ckRetryAfter even if nothing
@@ -634,11 +648,14 @@ func (w *shardWorker) checkpointer(ctx context.Context, lanesDone <-chan struct{
 			continue
 		}
 		retry = nil
-		if !store(ctx) {
+		wrote, ok := store(ctx)
+		if !ok {
 			retry = time.After(ckRetryAfter)
 			continue
 		}
-		if interval > 0 {
+		// The interval follows a write only: a look that found nothing to
+		// store must not hold back the next signal's write.
+		if wrote && interval > 0 {
 			_ = engine.Sleep(ctx, clockwork.NewRealClock(), interval)
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,13 +55,50 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Logger returns a logger that writes to the test log when RUNNEL_TEST_LOG
-// is set, and nowhere otherwise.
+// Logger returns a logger that writes everything to stderr when
+// RUNNEL_TEST_LOG is set. Otherwise it keeps the last warnings and errors
+// (at most keptLogLines) and writes them to the test log only if the test
+// fails: a flake under load then shows what the engine complained of (a
+// checkpoint write that timed out, a fence) without a rerun.
 func Logger(t testing.TB) *slog.Logger {
 	if os.Getenv("RUNNEL_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	kept := &keptLog{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if lines := kept.String(); lines != "" {
+				t.Logf("the engine's warnings and errors (last %d lines):\n%s", keptLogLines, lines)
+			}
+		}
+	})
+	return slog.New(slog.NewTextHandler(kept, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// keptLogLines bounds what a keptLog holds.
+const keptLogLines = 200
+
+// keptLog is an io.Writer that keeps the last keptLogLines writes (one
+// slog record each).
+type keptLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (k *keptLog) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.lines) == keptLogLines {
+		k.lines = k.lines[1:]
+	}
+	k.lines = append(k.lines, string(p))
+	return len(p), nil
+}
+
+func (k *keptLog) String() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return strings.Join(k.lines, "")
 }
 
 // Start opens a runnel for the test and closes it at the end.
