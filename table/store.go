@@ -62,8 +62,33 @@ type store struct {
 const DefaultIndexCacheBytes = 64 << 20
 
 // indexMemtableBytes is the size of each of the store's memtables (Pebble
-// keeps up to two, plus the block cache).
-const indexMemtableBytes = 32 << 20
+// keeps up to two, plus the block cache), and indexL0Files the number of
+// flushed files level 0 gathers before Pebble compacts them down
+// (L0CompactionThreshold; Pebble's default is 4 with 64 MiB memtables).
+//
+// A table's keys are hashes, so an insert walks the memtable's skiplist
+// to a random place and every compaction into a level overlaps all of
+// it. 8 MiB memtables make the walk cheaper, and 16 files in level 0
+// before a compaction keep the bytes a compaction gathers what four
+// 32 MiB flushes gave: in a saturated 2M trades run the store had been
+// 23 % of the CPU (compactions 9.5 %, memtable inserts 8.3 %). Alternated
+// over 12 rounds, 8 MiB and 16 files ran at about 9 % more messages/s
+// than 32 MiB and 4 files, ahead in 10 of the 12; 4 MiB and 32 files,
+// and 16 MiB and 8, were in between (docs/benchmarks/trades-cpu.md,
+// "Session 21"). Session 15 found 8 and 32 MiB equal with the default 4
+// files: the smaller memtables alone compact four times as often.
+//
+// The cost, measured in the same hour: the paced 10M trades run, whose
+// table grows to 10M items, used 2–6 % more CPU (still keeping pace,
+// mean latency 141–322 ms against 100–153), and a Scan of a 1M-item
+// store just filled ran at 559,000–598,000 items/s against 647,000: up
+// to 16 files in level 0 (more while compactions lag) are that many more
+// places a read and a Scan look in. The key filter spares reads of
+// absent items.
+const (
+	indexMemtableBytes = 8 << 20
+	indexL0Files       = 16
+)
 
 var errStoreClosed = errors.New("table index store closed")
 
@@ -116,7 +141,11 @@ func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
 		// files. The cache is cacheBytes beyond the two memtables.
 		CacheSize:    cacheBytes + 2*indexMemtableBytes,
 		MemTableSize: indexMemtableBytes,
-		Logger:       pebbleLogger{log},
+		// Writes stop at three times the compaction threshold, as with
+		// Pebble's defaults (4 and 12).
+		L0CompactionThreshold: indexL0Files,
+		L0StopWritesThreshold: 3 * indexL0Files,
+		Logger:                pebbleLogger{log},
 		// No write-ahead log: the change log is the store's (above). It
 		// cost 3 to 4 % of the trades demo's CPU (its write calls and
 		// record encoding) for changes the log's replay restores anyway.
