@@ -64,7 +64,8 @@ const DefaultIndexCacheBytes = 64 << 20
 // indexMemtableBytes is the size of each of the store's memtables (Pebble
 // keeps up to two, plus the block cache), and indexL0Files the number of
 // flushed files level 0 gathers before Pebble compacts them down
-// (L0CompactionThreshold; Pebble's default is 4 with 64 MiB memtables).
+// (L0CompactionThreshold; Pebble's defaults are 4 files and 4 MiB
+// memtables).
 //
 // A table's keys are hashes, so an insert walks the memtable's skiplist
 // to a random place and every compaction into a level overlaps all of
@@ -84,7 +85,8 @@ const DefaultIndexCacheBytes = 64 << 20
 // store just filled ran at 559,000–598,000 items/s against 647,000: up
 // to 16 files in level 0 (more while compactions lag) are that many more
 // places a read and a Scan look in. The key filter spares reads of
-// absent items.
+// absent items. At 10M items the Scan after a fill did not slow:
+// 750,484 items/s (session 19: 734,521–817,223).
 const (
 	indexMemtableBytes = 8 << 20
 	indexL0Files       = 16
