@@ -400,10 +400,13 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 		}
 	}
 	if hasValues {
-		b, _ := json.Marshal(values)
 		var it table.Item
-		if json.Unmarshal(b, &it) != nil {
-			return nil // the table's decoding says what is wrong
+		if !fromValue(values, &it) {
+			it = nil
+			b, _ := json.Marshal(values)
+			if json.Unmarshal(b, &it) != nil {
+				return nil // the table's decoding says what is wrong
+			}
 		}
 		c.Values = expr.CanonicalItem(it)
 	}
