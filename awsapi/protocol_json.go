@@ -6,6 +6,7 @@ package awsapi
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strconv"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -35,12 +36,30 @@ func (rq *request) encode(v any) ([]byte, bool) {
 	if v == nil {
 		v = struct{}{}
 	}
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if a, ok := v.(jsonAppender); ok && !isNilPointer(v) {
+		b, err = a.AppendJSON(make([]byte, 0, 512))
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		rq.fail(err)
 		return nil, false
 	}
 	return b, true
+}
+
+// jsonAppender is a result that writes its own JSON, the bytes
+// json.Marshal would write, faster (the table answers that carry items:
+// table/itemjson.go).
+type jsonAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // replyJSON writes v as a JSON result (nil: {}; for Kinesis over JSON,

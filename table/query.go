@@ -3,7 +3,6 @@ package table
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -86,14 +85,7 @@ type QueryOutput struct {
 // MarshalJSON writes the answer as DynamoDB does: Items always, [] when
 // none matched, except with Select COUNT (Items nil).
 func (o QueryOutput) MarshalJSON() ([]byte, error) {
-	type plain QueryOutput
-	if o.Items != nil {
-		return json.Marshal(plain(o))
-	}
-	return json.Marshal(struct {
-		plain
-		Items []Item `json:"Items,omitempty"`
-	}{plain: plain(o)})
+	return o.AppendJSON(nil)
 }
 
 // reader holds what Query and Scan share: filter, projection, paging.
