@@ -30,6 +30,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/wire/ddbjson"
 )
 
 // labelLayout is the form of a stream label (table.streamLabel).
@@ -309,11 +310,50 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 			break
 		}
 	}
-	out := map[string]any{"Records": recs}
+	out := &streamsGetRecordsOutput{Records: recs}
 	if inner != "" {
-		out["NextShardIterator"] = streamIterator{ARN: s.arn, Inner: inner}.encode()
+		out.NextShardIterator = streamIterator{ARN: s.arn, Inner: inner}.encode()
 	}
 	return out, nil
+}
+
+// streamsGetRecordsOutput is GetRecords' answer. Its AppendJSON writes
+// what json.Marshal writes for it, with the records' images written by
+// wire/ddbjson (a thousand records with both images cost json.Marshal
+// about 5 ms).
+type streamsGetRecordsOutput struct {
+	NextShardIterator string          `json:",omitempty"`
+	Records           []streamsRecord `json:"Records"`
+}
+
+func (o *streamsGetRecordsOutput) AppendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, '{')
+	if o.NextShardIterator != "" {
+		dst = append(ddbjson.AppendString(append(dst, `"NextShardIterator":`...), o.NextShardIterator), ',')
+	}
+	dst = append(dst, `"Records":`...)
+	if o.Records == nil {
+		return append(dst, "null}"...), nil
+	}
+	dst = append(dst, '[')
+	for i := range o.Records {
+		r := &o.Records[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = ddbjson.AppendString(append(dst, `{"awsRegion":`...), r.AWSRegion)
+		dst = ddbjson.AppendStreamRecord(append(dst, `,"dynamodb":`...), &r.Dynamodb)
+		dst = ddbjson.AppendString(append(dst, `,"eventID":`...), r.EventID)
+		dst = ddbjson.AppendString(append(dst, `,"eventName":`...), r.EventName)
+		dst = ddbjson.AppendString(append(dst, `,"eventSource":`...), r.EventSource)
+		dst = ddbjson.AppendString(append(dst, `,"eventVersion":`...), r.EventVersion)
+		if u := r.UserIdentity; u != nil {
+			dst = ddbjson.AppendString(append(dst, `,"userIdentity":{"PrincipalId":`...), u.PrincipalID)
+			dst = append(ddbjson.AppendString(append(dst, `,"Type":`...), u.Type), '}')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...), nil
 }
 
 type streamsListStreamsInput struct {

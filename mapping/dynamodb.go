@@ -10,6 +10,7 @@ import (
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
+	"github.com/runnel-dev/runnel/wire/ddbjson"
 )
 
 // ddbSource is a table's change stream as an event source: the shards of
@@ -48,10 +49,8 @@ func (d *ddbSource) record(r *runner, rec *stream.Record) events.DynamoDBEventRe
 // match applies FilterCriteria to the record as Lambda sees it
 // ({"eventName":...,"dynamodb":{"NewImage":...}}).
 func (d *ddbSource) match(r *runner, m *filter.Matcher, rec *stream.Record) bool {
-	b, err := json.Marshal(d.record(r, rec))
-	if err != nil {
-		return false
-	}
+	record := d.record(r, rec)
+	b := ddbjson.AppendEventRecord(nil, &record)
 	var ev map[string]any
 	if err := json.Unmarshal(b, &ev); err != nil {
 		return false
