@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/internal/testenv"
@@ -92,5 +94,52 @@ func BenchmarkDynamoDBEndpoint(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkDynamoDBStreamsGetRecords: a table's stream read through the
+// endpoint with aws-sdk-go-v2, 1,000 records a GetRecords call (the
+// limit), each with both images of an item of four attributes (100 bytes
+// of data); one op is one record. The records are written once, with
+// BatchWriteItem, and read from TRIM_HORIZON again for each round.
+func BenchmarkDynamoDBStreamsGetRecords(b *testing.B) {
+	e := startEnv(b, awsapi.Options{}, testenv.Options{})
+	c, sc := e.ddb(), e.ddbStreams()
+	ctx := context.Background()
+	td := must(c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("bench"),
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		BillingMode:          types.BillingModePayPerRequest,
+		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
+	})).TableDescription
+	const n = 5000
+	for round := range 2 { // inserts, then modifications: both images
+		for i := 0; i < n; i += 25 {
+			reqs := make([]types.WriteRequest, 25)
+			for k := range reqs {
+				reqs[k] = types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{"pk": ddbS(fmt.Sprint("item-", i+k)),
+					"v": ddbN(round), "n": ddbN(i + k), "data": ddbS(fmt.Sprintf("%-100d", i+k))}}}
+			}
+			must(c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"bench": reqs}}))
+		}
+	}
+	shards := must(sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: td.LatestStreamArn})).StreamDescription.Shards
+	b.ResetTimer()
+	defer testenv.ReportCPU(b, testenv.CPUTime())
+	read := 0
+	for read < b.N {
+		for _, sh := range shards {
+			it := must(sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: td.LatestStreamArn, ShardId: sh.ShardId,
+				ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})).ShardIterator
+			for it != nil && read < b.N {
+				out := must(sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(1000)}))
+				if len(out.Records) == 0 {
+					break
+				}
+				read += len(out.Records)
+				it = out.NextShardIterator
+			}
+		}
 	}
 }
