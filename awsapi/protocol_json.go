@@ -51,8 +51,9 @@ func (rq *request) encode(v any) ([]byte, bool) {
 }
 
 // jsonAppender is a result that writes its own JSON, the bytes
-// json.Marshal would write, faster (the table answers that carry items:
-// table/itemjson.go).
+// json.Marshal would write, faster: the answers that carry items
+// (table/itemjson.go) and DynamoDB Streams' GetRecords
+// (streamsGetRecordsOutput), with wire/ddbjson.
 type jsonAppender interface {
 	AppendJSON(dst []byte) ([]byte, error)
 }
