@@ -159,12 +159,18 @@ func decodeSlot(h [16]byte, v []byte) (e entry, img []byte, err error) {
 
 // Get returns the entry of e's key. The caller holds Table.idxMu.
 func (x *diskIndex) Get(e entry) (entry, bool) {
+	got, _, ok := x.getWithImage(e)
+	return got, ok
+}
+
+// getWithImage is Get with the entry's image bytes (nil: none). The
+// caller holds Table.idxMu.
+func (x *diskIndex) getWithImage(e entry) (entry, []byte, bool) {
 	k := x.key(e.h, e.rk)
 	if !x.filter.mayHold(k) {
-		return entry{}, false
+		return entry{}, nil, false
 	}
-	got, _, ok := x.getImage(k, e.h)
-	return got, ok
+	return x.getImage(k, e.h)
 }
 
 // getImage returns the entry of store key k (of hash h) and its image's

@@ -246,11 +246,8 @@ func (t *Table) put(e entry, it Item) {
 // index no longer points at, which is never served (read again instead).
 func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 	id := k.id()
-	t.cacheMu.Lock()
-	c, ok := t.cache[id]
-	t.cacheMu.Unlock()
-	if ok && c.shard == e.shard && c.pos == e.pos {
-		return c.item, nil
+	if it, ok := t.cached(id, e); ok {
+		return it, nil
 	}
 	if dx, ok := t.idx.(*diskIndex); ok {
 		if it, ok := dx.image(e); ok {
@@ -267,6 +264,18 @@ func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 	}
 	t.remember(id, e.shard, e.pos, ch.NewImage, e.size)
 	return ch.NewImage, nil
+}
+
+// cached returns the cache's item of key id if it is the one at e's log
+// position.
+func (t *Table) cached(id string, e entry) (Item, bool) {
+	t.cacheMu.Lock()
+	c, ok := t.cache[id]
+	t.cacheMu.Unlock()
+	if ok && c.shard == e.shard && c.pos == e.pos {
+		return c.item, true
+	}
+	return nil, false
 }
 
 // remember caches it, of size bytes (DynamoDB's count), as the item of
@@ -312,7 +321,27 @@ func (t *Table) remember(id string, shard uint16, pos uint64, it Item, size int3
 
 // get returns the current item of k (nil if none). The caller holds k's
 // stripe when it means to write.
+//
+// On the index store, the entry and the image are one read of the store
+// (lookup then fetch read the same key twice: a GetItem's largest cost in
+// the table, session 22).
 func (t *Table) get(ctx context.Context, k key) (Item, entry, error) {
+	if dx, ok := t.idx.(*diskIndex); ok {
+		t.idxMu.RLock()
+		e, img, ok := dx.getWithImage(entry{h: k.h, rk: k.rk})
+		t.idxMu.RUnlock()
+		if !ok {
+			return nil, entry{}, nil
+		}
+		if it, ok := t.cached(k.id(), e); ok {
+			return it, e, nil
+		}
+		if it, ok := decodeImage(img); ok {
+			return it, e, nil
+		}
+		it, err := t.fetch(ctx, k, e) // no image: the log
+		return it, e, err
+	}
 	e, ok := t.lookup(k)
 	if !ok {
 		return nil, entry{}, nil
