@@ -451,16 +451,28 @@ func entryOnly(visit func(entry) bool) func(entry, []byte) bool {
 // AscendGreaterOrEqual visits the entries from pivot (a key or a search
 // bound) upwards.
 func (x *diskIndex) AscendGreaterOrEqual(pivot entry, visit func(entry) bool) {
-	x.iterate(x.seekKey(pivot), true, entryOnly(visit))
+	x.ascend(pivot, entryOnly(visit))
 }
 
 // DescendLessOrEqual visits the entries from pivot downwards.
 func (x *diskIndex) DescendLessOrEqual(pivot entry, visit func(entry) bool) {
+	x.descend(pivot, entryOnly(visit))
+}
+
+// ascend is AscendGreaterOrEqual with each entry's image bytes (valid
+// during the visit only).
+func (x *diskIndex) ascend(pivot entry, visit func(entry, []byte) bool) {
+	x.iterate(x.seekKey(pivot), true, visit)
+}
+
+// descend is DescendLessOrEqual with each entry's image bytes (valid
+// during the visit only).
+func (x *diskIndex) descend(pivot entry, visit func(entry, []byte) bool) {
 	seek := x.seekKey(pivot)
 	if pivot.bound == 0 {
 		seek = append(seek, 0) // the pivot itself is included
 	}
-	x.iterate(seek, false, entryOnly(visit))
+	x.iterate(seek, false, visit)
 }
 
 // appendNumberOrdered appends the canonical text of a DynamoDB number

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table/expr"
 )
@@ -330,24 +328,25 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 		}
 		start = &sk
 	}
-	entries := t.partition(pk.h, forward, start)
-	var match func(entry) (bool, error)
-	if t.schema.rng != "" {
-		match = func(e entry) (bool, error) {
-			rv, err := t.rangeValue(ctx, e)
-			if err != nil {
-				return false, err
-			}
-			return kc.MatchRange(&rv), nil
-		}
-	}
+	entries, imgs := t.partition(pk.h, forward, start)
 	err = r.page(len(entries), false, func(i int) (bool, error) {
-		if match != nil {
-			if ok, err := match(entries[i]); err != nil || !ok {
+		e := entries[i]
+		var it Item
+		if imgs != nil {
+			it, _ = decodeImage(imgs[i])
+		}
+		if it == nil {
+			var err error
+			if it, err = t.fetch(ctx, key{h: e.h, rk: e.rk}, e); err != nil {
 				return false, err
 			}
 		}
-		return r.visit(ctx, entries[i])
+		if t.schema.rng != "" {
+			if rv := it[t.schema.rng]; !kc.MatchRange(&rv) {
+				return false, nil
+			}
+		}
+		return r.visitItem(it, int(e.size), keyAttrs(it, t.schema))
 	})
 	if err != nil {
 		return nil, err
@@ -355,27 +354,28 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	return r.result(), nil
 }
 
-// rangeValue returns the sort-key value of an entry.
-func (t *Table) rangeValue(ctx context.Context, e entry) (v events.DynamoDBAttributeValue, err error) {
-	it, err := t.fetch(ctx, key{h: e.h, rk: e.rk}, e)
-	if err != nil {
-		return v, err
-	}
-	return it[t.schema.rng], nil
-}
-
 // partition lists the entries of one partition hash in sort order,
 // starting after start (exclusive) if given.
-func (t *Table) partition(h [16]byte, forward bool, start *key) []entry {
+func (t *Table) partition(h [16]byte, forward bool, start *key) ([]entry, [][]byte) {
 	t.idxMu.RLock()
 	defer t.idxMu.RUnlock()
 	var out []entry
-	visit := func(e entry) bool {
+	var imgs [][]byte
+	held := 0
+	visit := func(e entry, img []byte) bool {
 		if e.h != h {
 			return false
 		}
 		if start == nil || e.rk != start.rk { // ExclusiveStartKey itself is skipped
 			out = append(out, e)
+			if imgs != nil {
+				var c []byte
+				if held+len(img) <= partitionImageBytes {
+					c = bytes.Clone(img)
+					held += len(c)
+				}
+				imgs = append(imgs, c)
+			}
 		}
 		return true
 	}
@@ -386,13 +386,29 @@ func (t *Table) partition(h [16]byte, forward bool, start *key) []entry {
 	if start != nil {
 		from = entry{h: h, rk: start.rk}
 	}
-	if forward {
-		t.idx.AscendGreaterOrEqual(from, visit)
-	} else {
-		t.idx.DescendLessOrEqual(from, visit)
+	if dx, ok := t.idx.(*diskIndex); ok {
+		imgs = [][]byte{}
+		if forward {
+			dx.ascend(from, visit)
+		} else {
+			dx.descend(from, visit)
+		}
+		return out, imgs
 	}
-	return out
+	entryVisit := func(e entry) bool { return visit(e, nil) }
+	if forward {
+		t.idx.AscendGreaterOrEqual(from, entryVisit)
+	} else {
+		t.idx.DescendLessOrEqual(from, entryVisit)
+	}
+	return out, nil
 }
+
+// partitionImageBytes bounds the item images a Query holds from its read
+// of a partition's entries on the index store (4 pages); the items past it
+// are read one by one (fetch), so a partition of millions of items costs
+// its entries only.
+const partitionImageBytes = 4 * MaxPageBytes
 
 // Scan returns every item (see ScanInput), a page at a time.
 func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) {
