@@ -156,21 +156,28 @@ func (s *Service) startImageFills(tables map[string]*Table) {
 // header starts it again.
 func (t *Table) fillImages(ctx context.Context, dx *diskIndex, to []uint64) {
 	start, filled := time.Now(), 0
+	// Read once under metaMu: an UpdateTable during the fill replaces t.st
+	// (the name and the log stay the same; reading them unlocked raced
+	// with that write, TestAnIndexRedefinedByAnotherHolderIsBuiltAgain
+	// under -race).
+	t.metaMu.Lock()
+	name, log := t.st.TableName, t.st.Log
+	t.metaMu.Unlock()
 	for sh, last := range to {
 		if last == 0 {
 			continue
 		}
-		n, err := t.fillShard(ctx, dx, sh, last)
+		n, err := t.fillShard(ctx, dx, log, sh, last)
 		filled += n
 		if err != nil {
 			if ctx.Err() == nil && t.open() {
-				t.s.eng.Logger.Warn("table index store: filling the items' images stopped; reads of the rest take them from the log", "table", t.st.TableName, "shard", sh, "filled", filled, "err", err)
+				t.s.eng.Logger.Warn("table index store: filling the items' images stopped; reads of the rest take them from the log", "table", name, "shard", sh, "filled", filled, "err", err)
 			}
 			return
 		}
 	}
 	t.filling.Store(nil)
-	t.s.eng.Logger.Info("table index store: the items' images filled", "table", t.st.TableName, "images", filled, "took", time.Since(start).Round(time.Millisecond))
+	t.s.eng.Logger.Info("table index store: the items' images filled", "table", name, "images", filled, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // fillImage is one record's image for its item's entry.
@@ -180,15 +187,15 @@ type fillImage struct {
 	img []byte
 }
 
-// fillShard fills the images of shard sh's records up to last.
-func (t *Table) fillShard(ctx context.Context, dx *diskIndex, sh int, last uint64) (filled int, err error) {
-	first, _, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+// fillShard fills the images of shard sh of the table's log up to last.
+func (t *Table) fillShard(ctx context.Context, dx *diskIndex, log string, sh int, last uint64) (filled int, err error) {
+	first, _, err := t.s.logs.ShardBounds(ctx, log, stream.ShardID(sh))
 	if err != nil {
 		return 0, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rd, err := t.s.logs.ReadShard(rctx, t.st.Log, stream.ShardID(sh), first, stream.ReadShardOptions{})
+	rd, err := t.s.logs.ReadShard(rctx, log, stream.ShardID(sh), first, stream.ReadShardOptions{})
 	if err != nil {
 		return 0, err
 	}
