@@ -136,7 +136,7 @@ func (t *Table) appendEachGated(ctx context.Context, ps []*pending) (errs []erro
 		// a retryable error, as for a write whose answer was lost.
 		for i, e := range errs {
 			if e == nil {
-				errs[i] = errLeaseEnded(t.st.TableName)
+				errs[i] = errLeaseEnded(t.tableName)
 			}
 		}
 	}
@@ -245,9 +245,9 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 	var err error
 	for start := 0; start < len(all) && err == nil; start += stream.MaxPutRecords {
 		var o *stream.PutRecordsOutput
-		o, err = t.s.logs.PutRecords(ctx, t.st.Log, all[start:min(start+stream.MaxPutRecords, len(all))])
+		o, err = t.s.logs.PutRecords(ctx, t.logName, all[start:min(start+stream.MaxPutRecords, len(all))])
 		if err == nil && t.s.replyLost != nil {
-			err = t.s.replyLost(t.st.TableName)
+			err = t.s.replyLost(t.tableName)
 		}
 		if err == nil {
 			out = append(out, o.Records...)
@@ -266,7 +266,7 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 			}
 			o := out[k+j]
 			if o.ErrorCode != "" {
-				r.errs[j] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.st.TableName, o.ErrorMessage)
+				r.errs[j] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.tableName, o.ErrorMessage)
 				continue
 			}
 			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, o.SequenceNumber)

@@ -299,7 +299,7 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc 
 	if err != nil {
 		return nil, err
 	}
-	out := &WriteOutput{ConsumedCapacity: writeCapacity(rcc, t.st.TableName, old, nw)}
+	out := &WriteOutput{ConsumedCapacity: writeCapacity(rcc, t.tableName, old, nw)}
 	if returnValues == ReturnAllOld {
 		out.Attributes = old
 	}
@@ -363,7 +363,7 @@ func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput,
 	}
 	out := &GetItemOutput{}
 	if asked(in.ReturnConsumedCapacity) {
-		out.ConsumedCapacity = capacity(in.ReturnConsumedCapacity, o.t.st.TableName, readUnits(expr.ItemSize(it), in.ConsistentRead))
+		out.ConsumedCapacity = capacity(in.ReturnConsumedCapacity, o.t.tableName, readUnits(expr.ItemSize(it), in.ConsistentRead))
 	}
 	out.Item = project(it, proj)
 	return out, nil
@@ -443,7 +443,7 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	if err != nil {
 		return nil, err
 	}
-	out := &WriteOutput{ConsumedCapacity: writeCapacity(in.ReturnConsumedCapacity, t.st.TableName, old, nw)}
+	out := &WriteOutput{ConsumedCapacity: writeCapacity(in.ReturnConsumedCapacity, t.tableName, old, nw)}
 	switch in.ReturnValues {
 	case ReturnAllOld:
 		out.Attributes = old

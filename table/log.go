@@ -51,6 +51,10 @@ type Table struct {
 
 	metaMu sync.Mutex
 	st     stored
+	// tableName and logName are st's TableName and Log, which never change
+	// for a table: read without metaMu (an update of the table replaces st
+	// under metaMu, and reading st's fields unlocked raced with it).
+	tableName, logName string
 
 	idxMu sync.RWMutex
 	idx   itemIndex
@@ -169,7 +173,7 @@ func (s *Service) openTable(st stored) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Table{s: s, schema: sc, st: st, cache: map[string]cachedItem{}}
+	t := &Table{s: s, schema: sc, st: st, tableName: st.TableName, logName: st.Log, cache: map[string]cachedItem{}}
 	if s.store != nil {
 		if t.idx, err = openDiskIndex(s.store, st.TableId, sc.rngType); err != nil {
 			return nil, fmt.Errorf("table %s: open index: %w", st.TableName, err)
@@ -189,10 +193,10 @@ func (s *Service) openTable(st stored) (*Table, error) {
 }
 
 // Name returns the table's name.
-func (t *Table) Name() string { return t.st.TableName }
+func (t *Table) Name() string { return t.tableName }
 
 // LogName returns the name of the table's change log in Service.Logs().
-func (t *Table) LogName() string { return t.st.Log }
+func (t *Table) LogName() string { return t.logName }
 
 // Stream returns the table's current stream label and view type ("" if the
 // stream is off) and its ARN.
@@ -208,7 +212,7 @@ func (t *Table) Stream() (label, view, arn string) {
 func (t *Table) describe() *TableDescription {
 	t.metaMu.Lock()
 	d := t.st.TableDescription
-	d.TimeToLive, d.Shards, d.Log, d.Provisioned = t.st.TTL, t.st.Shards, t.st.Log, t.st.Provisioned
+	d.TimeToLive, d.Shards, d.Log, d.Provisioned = t.st.TTL, t.st.Shards, t.logName, t.st.Provisioned
 	t.metaMu.Unlock()
 	t.idxMu.RLock()
 	d.ItemCount, d.TableSizeBytes = int64(t.idx.Len()), t.idx.Bytes()
@@ -254,13 +258,13 @@ func (t *Table) fetch(ctx context.Context, k key, e entry) (Item, error) {
 			return it, nil
 		}
 	}
-	rec, err := t.s.logs.GetRecord(ctx, t.st.Log, stream.ShardID(int(e.shard)), e.pos)
+	rec, err := t.s.logs.GetRecord(ctx, t.logName, stream.ShardID(int(e.shard)), e.pos)
 	if err != nil {
-		return nil, awserr.New(awserr.ErrService, "table %s: read item at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
+		return nil, awserr.New(awserr.ErrService, "table %s: read item at %d/%d: %v", t.tableName, e.shard, e.pos, err)
 	}
 	ch, err := DecodeChange(rec.Data)
 	if err != nil {
-		return nil, awserr.New(awserr.ErrService, "table %s: bad change at %d/%d: %v", t.st.TableName, e.shard, e.pos, err)
+		return nil, awserr.New(awserr.ErrService, "table %s: bad change at %d/%d: %v", t.tableName, e.shard, e.pos, err)
 	}
 	t.remember(id, e.shard, e.pos, ch.NewImage, e.size)
 	return ch.NewImage, nil
@@ -473,7 +477,7 @@ type txnSeen map[string]map[int]bool
 // rebuild reads the table's log from the start and rebuilds the index.
 func (t *Table) rebuild(ctx context.Context, seen txnSeen) error {
 	for sh := 0; sh < t.st.Shards; sh++ {
-		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+		first, last, err := t.s.logs.ShardBounds(ctx, t.logName, stream.ShardID(sh))
 		if err != nil {
 			return err
 		}
@@ -492,7 +496,7 @@ func (t *Table) rebuild(ctx context.Context, seen txnSeen) error {
 func (t *Table) replayShard(ctx context.Context, sh int, from, last uint64, seen txnSeen) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rd, err := t.s.logs.ReadShard(rctx, t.st.Log, stream.ShardID(sh), from, stream.ReadShardOptions{})
+	rd, err := t.s.logs.ReadShard(rctx, t.logName, stream.ShardID(sh), from, stream.ReadShardOptions{})
 	if err != nil {
 		return err
 	}

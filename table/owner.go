@@ -264,7 +264,7 @@ func (s *Service) load(ctx context.Context) error {
 	// with them whatever happened before (a crash, a backfill cut short).
 	for _, t := range tables {
 		if err := t.openedIndexes(ctx); err != nil {
-			return fmt.Errorf("table %s: build indexes: %w", t.st.TableName, err)
+			return fmt.Errorf("table %s: build indexes: %w", t.tableName, err)
 		}
 	}
 	s.loaded.Store(true)
@@ -315,7 +315,7 @@ func (s *Service) Table(name string) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Table{s: s, st: *st}, nil
+		return &Table{s: s, st: *st, tableName: st.TableName, logName: st.Log}, nil
 	}
 	return s.table(name)
 }

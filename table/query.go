@@ -115,7 +115,7 @@ func (r *reader) result() *QueryOutput {
 	if r.fetched > 0 {
 		tableUnits = readUnits(r.fetched, r.consistent)
 	}
-	cc := capacity(r.rcc, r.t.st.TableName, units+tableUnits)
+	cc := capacity(r.rcc, r.t.tableName, units+tableUnits)
 	if cc != nil && cc.Table != nil && r.index != nil {
 		// a read of an index costs the index, and the table only what
 		// was fetched from it

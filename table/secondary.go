@@ -468,7 +468,7 @@ func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 	t.s.indexBuilds.Add(int64(len(xs)))
 	var start Item
 	for t.open() {
-		page, err := t.s.Scan(ctx, ScanInput{ReadInput: ReadInput{TableName: t.st.TableName, ExclusiveStartKey: start}})
+		page, err := t.s.Scan(ctx, ScanInput{ReadInput: ReadInput{TableName: t.tableName, ExclusiveStartKey: start}})
 		if err != nil {
 			return err
 		}

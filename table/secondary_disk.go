@@ -328,6 +328,6 @@ func (t *Table) sweepStoredIndexes(dx *diskIndex) error {
 	if len(clear) == 0 {
 		return nil
 	}
-	t.s.eng.Logger.Info("index store: clearing the keys of indexes the table no longer has", "table", t.st.TableName, "prefixes", len(clear))
+	t.s.eng.Logger.Info("index store: clearing the keys of indexes the table no longer has", "table", t.tableName, "prefixes", len(clear))
 	return dx.st.clearPrefixes(clear...)
 }

@@ -227,7 +227,7 @@ func (t *Table) backfill(ctx context.Context, name string) {
 		return // deleted meanwhile
 	}
 	if err := t.buildIndexes(ctx, []*secondary{x}); err != nil {
-		t.s.eng.Logger.Error("backfill of a global secondary index failed; it is built when the service opens again", "table", t.st.TableName, "index", name, "err", err)
+		t.s.eng.Logger.Error("backfill of a global secondary index failed; it is built when the service opens again", "table", t.tableName, "index", name, "err", err)
 		return
 	}
 	t.setIndexStatus(ctx, name, IndexActive, false)
@@ -260,7 +260,7 @@ func (t *Table) setIndexStatus(ctx context.Context, name, status string, backfil
 
 // open reports whether t is still the service's table of its name.
 func (t *Table) open() bool {
-	cur, err := t.s.table(t.st.TableName)
+	cur, err := t.s.table(t.tableName)
 	return err == nil && cur == t
 }
 

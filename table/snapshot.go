@@ -196,10 +196,10 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 	}
 	for _, t := range tables {
 		if t.dirty.Load() {
-			s.eng.Logger.Info("table index snapshot skipped: a write's outcome is unknown; the table's next open replays from its last snapshot", "table", t.st.TableName)
+			s.eng.Logger.Info("table index snapshot skipped: a write's outcome is unknown; the table's next open replays from its last snapshot", "table", t.tableName)
 			continue
 		}
-		sn := &snapshot{t: t, hdr: snapHeader{Table: t.st.TableName, TableID: t.st.TableId, Log: t.st.Log, Epoch: t.numbering.Epoch,
+		sn := &snapshot{t: t, hdr: snapHeader{Table: t.tableName, TableID: t.st.TableId, Log: t.logName, Epoch: t.numbering.Epoch,
 			HashOnly: t.schema.rng == "", Pos: make([]uint64, t.st.Shards), Changes: t.changes.Load(),
 			TxSeq: info.State.LastSeq, TxCreated: info.Created.UnixNano()}}
 		ttlv := t.ttlVersion.Load()
@@ -210,13 +210,13 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 		var err error
 		for sh := 0; sh < len(sn.hdr.Pos) && err == nil; sh++ {
 			var first, last uint64
-			first, last, err = s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+			first, last, err = s.logs.ShardBounds(ctx, t.logName, stream.ShardID(sh))
 			if last >= first && last != 0 {
 				sn.hdr.Pos[sh] = last
 			}
 		}
 		if err != nil { // the table deleted meanwhile, or the engine failing
-			s.eng.Logger.Warn("table index snapshot skipped", "table", t.st.TableName, "err", err)
+			s.eng.Logger.Warn("table index snapshot skipped", "table", t.tableName, "err", err)
 			continue
 		}
 		t.idxMu.RLock()
@@ -232,7 +232,7 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 		sn.hdr.Count = t.idx.Len()
 		t.idxMu.RUnlock()
 		if err != nil {
-			s.eng.Logger.Warn("table index snapshot skipped", "table", t.st.TableName, "err", err)
+			s.eng.Logger.Warn("table index snapshot skipped", "table", t.tableName, "err", err)
 			continue
 		}
 		snaps = append(snaps, sn)
@@ -507,9 +507,9 @@ func (t *Table) openIndex(ctx context.Context, seen txnSeen, tx *jetstream.Strea
 		return err
 	}
 	if why == "" {
-		t.s.eng.Logger.Info("table index loaded from its snapshot", "table", t.st.TableName, "items", t.idx.Len(), "replayed", t.replayed, "took", time.Since(start))
+		t.s.eng.Logger.Info("table index loaded from its snapshot", "table", t.tableName, "items", t.idx.Len(), "replayed", t.replayed, "took", time.Since(start))
 	} else {
-		t.s.eng.Logger.Info("table index: rebuilding from the whole log", "table", t.st.TableName, "why", why)
+		t.s.eng.Logger.Info("table index: rebuilding from the whole log", "table", t.tableName, "why", why)
 		if err := t.rebuild(ctx, seen); err != nil {
 			return err
 		}
@@ -531,7 +531,7 @@ func (t *Table) ttlCurrent(ctx context.Context) error {
 	if t.ttlVersion.Load() == want {
 		return nil
 	}
-	t.s.eng.Logger.Info("table index: recomputing the TTL expiries (the TTL attribute changed since they were written)", "table", t.st.TableName, "items", t.idx.Len())
+	t.s.eng.Logger.Info("table index: recomputing the TTL expiries (the TTL attribute changed since they were written)", "table", t.tableName, "items", t.idx.Len())
 	if err := t.refreshTTL(ctx); err != nil {
 		return fmt.Errorf("recompute TTL expiries: %w", err)
 	}
@@ -569,7 +569,7 @@ func (t *Table) fromSnapshot(ctx context.Context, seen txnSeen, tx *jetstream.St
 func (t *Table) withSnapObject(ctx context.Context, tx *jetstream.StreamInfo, read func(br *bufio.Reader, hdr *snapHeader) error) (hdr snapHeader, spans []logSpan, why string, err error) {
 	rctx, cancel := context.WithTimeout(ctx, snapIOTimeout)
 	defer cancel()
-	obj, err := t.s.snaps.Get(rctx, t.st.TableName)
+	obj, err := t.s.snaps.Get(rctx, t.tableName)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return hdr, nil, "no snapshot", nil
 	}
@@ -599,7 +599,7 @@ type logSpan struct{ from, last uint64 }
 // log's bounds.
 func (t *Table) tailSpans(ctx context.Context, hdr *snapHeader, tx *jetstream.StreamInfo) (spans []logSpan, why string, err error) {
 	switch {
-	case hdr.Table != t.st.TableName || hdr.TableID != t.st.TableId || hdr.Log != t.st.Log || hdr.Epoch != t.numbering.Epoch:
+	case hdr.Table != t.tableName || hdr.TableID != t.st.TableId || hdr.Log != t.logName || hdr.Epoch != t.numbering.Epoch:
 		return nil, fmt.Sprintf("snapshot of another table or log (%s %s epoch %d)", hdr.TableID, hdr.Log, hdr.Epoch), nil
 	case hdr.HashOnly != (t.schema.rng == "") || len(hdr.Pos) != t.st.Shards:
 		return nil, "snapshot of another key schema or shard count", nil
@@ -608,7 +608,7 @@ func (t *Table) tailSpans(ctx context.Context, hdr *snapHeader, tx *jetstream.St
 	}
 	spans = make([]logSpan, t.st.Shards)
 	for sh, pos := range hdr.Pos {
-		first, last, err := t.s.logs.ShardBounds(ctx, t.st.Log, stream.ShardID(sh))
+		first, last, err := t.s.logs.ShardBounds(ctx, t.logName, stream.ShardID(sh))
 		if err != nil {
 			return nil, "", err
 		}

@@ -156,13 +156,10 @@ func (s *Service) startImageFills(tables map[string]*Table) {
 // header starts it again.
 func (t *Table) fillImages(ctx context.Context, dx *diskIndex, to []uint64) {
 	start, filled := time.Now(), 0
-	// Read once under metaMu: an UpdateTable during the fill replaces t.st
-	// (the name and the log stay the same; reading them unlocked raced
-	// with that write, TestAnIndexRedefinedByAnotherHolderIsBuiltAgain
-	// under -race).
-	t.metaMu.Lock()
-	name, log := t.st.TableName, t.st.Log
-	t.metaMu.Unlock()
+	// t.tableName and t.logName, not t.st's: an UpdateTable during the
+	// fill replaces t.st (TestAnIndexRedefinedByAnotherHolderIsBuiltAgain
+	// raced under -race).
+	name, log := t.tableName, t.logName
 	for sh, last := range to {
 		if last == 0 {
 			continue

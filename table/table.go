@@ -539,7 +539,7 @@ func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescripti
 	}
 	d := t.describe()
 	d.TableStatus = "DELETING"
-	if err := s.logs.DeleteStream(ctx, t.st.Log); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+	if err := s.logs.DeleteStream(ctx, t.logName); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
 		return nil, err
 	}
 	if err := s.meta.Purge(ctx, name); err != nil {

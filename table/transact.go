@@ -291,7 +291,7 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 		if err != nil {
 			return false, err
 		}
-		rec.Changes = append(rec.Changes, txChange{Table: p.t.st.TableName, Log: p.t.st.Log, PartitionKey: e.PartitionKey, ExplicitHash: p.k.explicitHash(), Data: e.Data})
+		rec.Changes = append(rec.Changes, txChange{Table: p.t.tableName, Log: p.t.logName, PartitionKey: e.PartitionKey, ExplicitHash: p.k.explicitHash(), Data: e.Data})
 		if byTable[p.t] == nil {
 			order = append(order, p.t)
 		}
@@ -380,7 +380,7 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 					continue
 				}
 				t, err := s.table(c.Table)
-				if err != nil || t.st.Log != c.Log {
+				if err != nil || t.logName != c.Log {
 					continue // the table was deleted since
 				}
 				if t.coversTransaction(seq) {

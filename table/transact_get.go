@@ -92,7 +92,7 @@ func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput
 	size := 0
 	for i, it := range items {
 		size += expr.ItemSize(it)
-		units[ops[i].t.st.TableName] += 2 * readUnits(expr.ItemSize(it), true)
+		units[ops[i].t.tableName] += 2 * readUnits(expr.ItemSize(it), true)
 		out.Responses[i].Item = project(it, projs[i])
 	}
 	if size > MaxTransactBytes {
