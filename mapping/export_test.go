@@ -1,6 +1,10 @@
 package mapping
 
-import "context"
+import (
+	"context"
+
+	"github.com/runnel-dev/runnel/stream"
+)
 
 // SetWriteReplyLost makes every successful checkpoint-bucket write
 // report f's error instead (nil f: none), as if its reply were lost.
@@ -41,9 +45,11 @@ func SetFencedHook(f func(unit string)) {
 }
 
 // SetBeforeSeen runs f in every shard worker after a read's records are
-// pushed to their lanes and before the worker counts them as seen (nil
-// f: none).
-func SetBeforeSeen(f func()) {
+// pushed to their lanes and before the worker counts them as seen, with
+// the read's last record (nil f: none). A read is what the worker found
+// waiting: under load, a PutRecords call's records can come in more than
+// one.
+func SetBeforeSeen(f func(last *stream.Record)) {
 	if f == nil {
 		beforeSeen.Store(nil)
 		return

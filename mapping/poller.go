@@ -573,7 +573,7 @@ func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 		// Only after the pushes: the checkpoint may pass a record only once
 		// it is pending in a lane (see nextCheckpoint).
 		if hook := beforeSeen.Load(); hook != nil {
-			(*hook)()
+			(*hook)(&buf[len(buf)-1])
 		}
 		w.seen.Store(buf[len(buf)-1].Seq)
 		if filtered > 0 {
@@ -589,8 +589,9 @@ func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 }
 
 // beforeSeen, set by tests only, runs in dispatch after a read's records
-// are pushed to their lanes and before seen covers them.
-var beforeSeen atomic.Pointer[func()]
+// are pushed to their lanes and before seen covers them; last is the
+// read's last record.
+var beforeSeen atomic.Pointer[func(last *stream.Record)]
 
 // nextCheckpoint is the position the shard may resume from: the lowest
 // pending record of any lane, or just past the last record seen.
