@@ -31,6 +31,7 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/wire/ddbjson"
+	"github.com/runnel-dev/runnel/wire/jsonstr"
 )
 
 // labelLayout is the form of a stream label (table.streamLabel).
@@ -329,7 +330,7 @@ type streamsGetRecordsOutput struct {
 func (o *streamsGetRecordsOutput) AppendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, '{')
 	if o.NextShardIterator != "" {
-		dst = append(ddbjson.AppendString(append(dst, `"NextShardIterator":`...), o.NextShardIterator), ',')
+		dst = append(jsonstr.Append(append(dst, `"NextShardIterator":`...), o.NextShardIterator), ',')
 	}
 	dst = append(dst, `"Records":`...)
 	if o.Records == nil {
@@ -341,15 +342,15 @@ func (o *streamsGetRecordsOutput) AppendJSON(dst []byte) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = ddbjson.AppendString(append(dst, `{"awsRegion":`...), r.AWSRegion)
+		dst = jsonstr.Append(append(dst, `{"awsRegion":`...), r.AWSRegion)
 		dst = ddbjson.AppendStreamRecord(append(dst, `,"dynamodb":`...), &r.Dynamodb)
-		dst = ddbjson.AppendString(append(dst, `,"eventID":`...), r.EventID)
-		dst = ddbjson.AppendString(append(dst, `,"eventName":`...), r.EventName)
-		dst = ddbjson.AppendString(append(dst, `,"eventSource":`...), r.EventSource)
-		dst = ddbjson.AppendString(append(dst, `,"eventVersion":`...), r.EventVersion)
+		dst = jsonstr.Append(append(dst, `,"eventID":`...), r.EventID)
+		dst = jsonstr.Append(append(dst, `,"eventName":`...), r.EventName)
+		dst = jsonstr.Append(append(dst, `,"eventSource":`...), r.EventSource)
+		dst = jsonstr.Append(append(dst, `,"eventVersion":`...), r.EventVersion)
 		if u := r.UserIdentity; u != nil {
-			dst = ddbjson.AppendString(append(dst, `,"userIdentity":{"PrincipalId":`...), u.PrincipalID)
-			dst = append(ddbjson.AppendString(append(dst, `,"Type":`...), u.Type), '}')
+			dst = jsonstr.Append(append(dst, `,"userIdentity":{"PrincipalId":`...), u.PrincipalID)
+			dst = append(jsonstr.Append(append(dst, `,"Type":`...), u.Type), '}')
 		}
 		dst = append(dst, '}')
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/runnel-dev/runnel/wire/ddbjson"
+	"github.com/runnel-dev/runnel/wire/jsonstr"
 )
 
 // The answers that carry items (GetItem, Query, Scan, BatchGetItem) are
@@ -81,7 +82,7 @@ func (o BatchGetItemOutput) AppendJSON(dst []byte) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(ddbjson.AppendString(dst, name), ':')
+			dst = append(jsonstr.Append(dst, name), ':')
 			dst = ddbjson.AppendItems(dst, o.Responses[name])
 		}
 		dst = append(dst, '}')

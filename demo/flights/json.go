@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/wire/jsonstr"
 )
 
 // AppendJSON appends f as one compact JSON object to dst and returns the
@@ -42,9 +43,9 @@ func (f *Flight) appendJSON(dst []byte, poison bool) []byte {
 	dst = append(dst, `,"distance":`...)
 	dst = strconv.AppendInt(dst, f.Distance, 10)
 	dst = append(dst, `,"origin":`...)
-	dst = appendString(dst, f.Origin)
+	dst = jsonstr.AppendNoHTML(dst, f.Origin)
 	dst = append(dst, `,"destination":`...)
-	dst = appendString(dst, f.Destination)
+	dst = jsonstr.AppendNoHTML(dst, f.Destination)
 	if poison {
 		return append(dst, `,"poison":true}`...)
 	}
@@ -100,57 +101,6 @@ func civilFromDays(z int64) (y, m, d int64) {
 		y++
 	}
 	return y, m, d
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a quoted JSON string.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' { // as encoding/json: safe in JavaScript
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // ErrSyntax is wrapped by every error ParseJSON returns.

@@ -27,9 +27,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/wire/jsonstr"
 )
 
 // AppendItem appends it in DynamoDB's JSON form ({"name":{"S":"x"}},
@@ -50,7 +51,7 @@ func AppendItem(dst []byte, it map[string]events.DynamoDBAttributeValue) []byte 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendString(dst, k)
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':')
 		v := it[k]
 		dst = appendValue(dst, &v)
@@ -76,9 +77,9 @@ func AppendItems(dst []byte, items []map[string]events.DynamoDBAttributeValue) [
 func appendValue(dst []byte, v *events.DynamoDBAttributeValue) []byte {
 	switch v.DataType() {
 	case events.DataTypeString:
-		return append(AppendString(append(dst, `{"S":`...), v.String()), '}')
+		return append(jsonstr.Append(append(dst, `{"S":`...), v.String()), '}')
 	case events.DataTypeNumber:
-		return append(AppendString(append(dst, `{"N":`...), v.Number()), '}')
+		return append(jsonstr.Append(append(dst, `{"N":`...), v.Number()), '}')
 	case events.DataTypeBinary:
 		return append(appendBase64(append(dst, `{"B":`...), v.Binary()), '}')
 	case events.DataTypeBoolean:
@@ -135,7 +136,7 @@ func appendStrings(dst []byte, ss []string) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendString(dst, s)
+		dst = jsonstr.Append(dst, s)
 	}
 	return append(dst, ']')
 }
@@ -146,60 +147,6 @@ func appendBase64(dst []byte, b []byte) []byte {
 	}
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
-	return append(dst, '"')
-}
-
-// AppendString appends s as encoding/json writes a string with its
-// default HTML escaping.
-func AppendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 
@@ -216,25 +163,25 @@ func AppendStreamRecord(dst []byte, r *events.DynamoDBStreamRecord) []byte {
 	if len(r.OldImage) > 0 {
 		dst = AppendItem(append(dst, `,"OldImage":`...), r.OldImage)
 	}
-	dst = AppendString(append(dst, `,"SequenceNumber":`...), r.SequenceNumber)
+	dst = jsonstr.Append(append(dst, `,"SequenceNumber":`...), r.SequenceNumber)
 	dst = strconv.AppendInt(append(dst, `,"SizeBytes":`...), r.SizeBytes, 10)
-	dst = AppendString(append(dst, `,"StreamViewType":`...), r.StreamViewType)
+	dst = jsonstr.Append(append(dst, `,"StreamViewType":`...), r.StreamViewType)
 	return append(dst, '}')
 }
 
 // AppendEventRecord appends r as json.Marshal writes it: a record of the
 // event a DynamoDB stream mapping invokes a function with.
 func AppendEventRecord(dst []byte, r *events.DynamoDBEventRecord) []byte {
-	dst = AppendString(append(dst, `{"awsRegion":`...), r.AWSRegion)
+	dst = jsonstr.Append(append(dst, `{"awsRegion":`...), r.AWSRegion)
 	dst = AppendStreamRecord(append(dst, `,"dynamodb":`...), &r.Change)
-	dst = AppendString(append(dst, `,"eventID":`...), r.EventID)
-	dst = AppendString(append(dst, `,"eventName":`...), r.EventName)
-	dst = AppendString(append(dst, `,"eventSource":`...), r.EventSource)
-	dst = AppendString(append(dst, `,"eventVersion":`...), r.EventVersion)
-	dst = AppendString(append(dst, `,"eventSourceARN":`...), r.EventSourceArn)
+	dst = jsonstr.Append(append(dst, `,"eventID":`...), r.EventID)
+	dst = jsonstr.Append(append(dst, `,"eventName":`...), r.EventName)
+	dst = jsonstr.Append(append(dst, `,"eventSource":`...), r.EventSource)
+	dst = jsonstr.Append(append(dst, `,"eventVersion":`...), r.EventVersion)
+	dst = jsonstr.Append(append(dst, `,"eventSourceARN":`...), r.EventSourceArn)
 	if u := r.UserIdentity; u != nil {
-		dst = AppendString(append(dst, `,"userIdentity":{"type":`...), u.Type)
-		dst = AppendString(append(dst, `,"principalId":`...), u.PrincipalID)
+		dst = jsonstr.Append(append(dst, `,"userIdentity":{"type":`...), u.Type)
+		dst = jsonstr.Append(append(dst, `,"principalId":`...), u.PrincipalID)
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
