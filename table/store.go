@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/runnel-dev/runnel/engine"
 )
@@ -152,6 +153,7 @@ func openStore(dir string, cacheBytes int64, log *slog.Logger) (*store, error) {
 		// cost 3 to 4 % of the trades demo's CPU (its write calls and
 		// record encoding) for changes the log's replay restores anyway.
 		DisableWAL: true,
+		FS:         storeFS{vfs.Default},
 	}
 	opts.EventListener = stallListener(log)
 	// Bloom filters (10 bits a key, about 1 % false positives) in every

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -114,3 +115,42 @@ func BenchmarkBatchWriteItem(b *testing.B) {
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkGetItemPastTheCaches: GetItem of random items of a table
+// about four times larger than the index store's block cache, with no
+// item cache, so that most reads read a block of the store's files
+// (through the OS page cache). It prices the store's block size for
+// reads (table/store.go).
+func BenchmarkGetItemPastTheCaches(b *testing.B) {
+	const items = 100_000
+	rn := testenv.Start(b, testenv.Options{Tables: table.Options{ItemCacheBytes: 1, IndexCacheBytes: 8 << 20}})
+	tb := rn.Tables
+	in := table.CreateTableInput{TableName: "bench",
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
+	}
+	if _, err := tb.CreateTable(ctx, in); err != nil {
+		b.Fatal(err)
+	}
+	pad := S(strings.Repeat("x", 300))
+	for i := 0; i < items; i += table.MaxBatchWrite {
+		reqs := make([]table.WriteRequest, 0, table.MaxBatchWrite)
+		for k := i; k < i+table.MaxBatchWrite; k++ {
+			it := benchItem(int64(k))
+			it["pad"] = pad
+			reqs = append(reqs, table.WriteRequest{PutRequest: &table.PutRequest{Item: it}})
+		}
+		out, err := tb.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"bench": reqs}})
+		if err != nil || len(out.UnprocessedItems) > 0 {
+			b.Fatal(err, len(out.UnprocessedItems))
+		}
+	}
+	runCallers(b, func(i int64) error {
+		k := (i * 7919) % items // a stride through the keys: no two neighbours in a row
+		out, err := tb.GetItem(ctx, table.GetItemInput{TableName: "bench", Key: table.Item{"pk": S("item-" + strconv.FormatInt(k, 10))}})
+		if err == nil && out.Item == nil {
+			err = errors.New("item " + strconv.FormatInt(k, 10) + " missing")
+		}
+		return err
+	})
+}
