@@ -66,7 +66,9 @@ func (in *storeIngest) add(k, v []byte) error {
 
 func (in *storeIngest) openFile() error {
 	path := filepath.Join(in.dir, fmt.Sprintf("%06d.sst", len(in.files)))
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	// Through the store's buffered file system (storeFS): Pebble's
+	// writer writes a 4 KB block at a time.
+	f, err := in.st.opts.FS.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
