@@ -25,9 +25,11 @@ const storeWriteBuffer = 256 << 10
 //
 // The trap is data still in the buffer: every method that syncs, reads,
 // sizes or closes the file writes the buffer out first, so Pebble sees
-// the file it wrote. Nothing else changes: the store keeps no
-// write-ahead log (the change log is its source of truth), and a crash
-// that loses a buffer loses no more than one that loses the page cache.
+// the file it wrote. A process killed with bytes in a buffer loses
+// nothing Pebble relies on: Pebble syncs a file (which writes its buffer
+// out) before its MANIFEST names it, so the file cut short is one it
+// never recorded and removes at the next open. The store keeps no
+// write-ahead log either way (the change log is its source of truth).
 type storeFS struct{ vfs.FS }
 
 func (fs storeFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
