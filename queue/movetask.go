@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/lease"
 )
 
@@ -281,7 +282,7 @@ func (s *Service) runMove(t *moveTask, src *queue, dest string, rate int, limit 
 				return
 			}
 			next := window.Add(time.Second)
-			tm := clock.NewTimer(next.Sub(clock.Now()))
+			tm := clocks.TimerAt(clock, next)
 			select {
 			case <-tm.Chan():
 			case <-t.cancel:

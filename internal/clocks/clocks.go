@@ -44,3 +44,30 @@ func EveryOrKick(ctx context.Context, c clockwork.Clock, d time.Duration, kick <
 		fn()
 	}
 }
+
+// TimerAt returns a timer on clock c that fires once c reaches t (at once
+// when t has passed).
+//
+// The trap it closes: a timer is set for a duration, computed from a
+// reading of the clock. A clock that moves forward between that reading
+// and the timer's start (a test's fake clock jumping a minute while this
+// goroutine is descheduled on a loaded machine) leaves the timer late by
+// the whole jump, and what is due waits for a time that may never come.
+// So the clock is read again once the timer is set; if it moved by more
+// than timerSlack, the timer is set again from the new reading.
+func TimerAt(c clockwork.Clock, t time.Time) clockwork.Timer {
+	for {
+		now := c.Now()
+		tm := c.NewTimer(max(0, t.Sub(now)))
+		if c.Now().Sub(now) <= timerSlack {
+			return tm
+		}
+		tm.Stop()
+	}
+}
+
+// timerSlack is how far the clock may move while TimerAt sets its timer
+// before the timer counts as late. The real clock moves nanoseconds there
+// (more only when the goroutine is descheduled, and then setting the timer
+// again costs nothing).
+const timerSlack = 10 * time.Millisecond
