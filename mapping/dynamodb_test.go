@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/awserr"
@@ -117,6 +119,60 @@ func TestDynamoDBStreamSource(t *testing.T) {
 
 // createStreamTable creates a table keyed by the string "id" with its
 // change stream on (view), on shards log shards, and returns it.
+// TestDynamoDBStreamLatestStartsAtTheMappingsCreation: StartingPosition
+// LATEST on a DynamoDB stream delivers the changes made after
+// CreateEventSourceMapping and none before, on every shard of the table's
+// log; TRIM_HORIZON on the same stream delivers them all ("LATEST – Read
+// only new records", API_CreateEventSourceMapping). The LATEST mapping
+// is created disabled and enabled after the new changes, so it cannot
+// read them as the latest: only a position stored at creation finds them.
+func TestDynamoDBStreamLatestStartsAtTheMappingsCreation(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	desc := createStreamTable(t, rn, "hist", table.ViewNewImage, 2)
+	var mu sync.Mutex
+	got := map[string][]string{}
+	function.Register("ddb-by-fn", function.DynamoDBHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		lc, _ := lambdacontext.FromContext(ctx)
+		fn := lc.InvokedFunctionArn[strings.LastIndex(lc.InvokedFunctionArn, ":")+1:]
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range ev.Records {
+			got[fn] = append(got[fn], r.Change.Keys["id"].String())
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}))
+	for _, fn := range []string{"latest", "horizon"} {
+		if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: fn, Handler: "ddb-by-fn"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(ids ...string) {
+		for _, id := range ids {
+			if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "hist", Item: table.Item{"id": S(id)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put("old1", "old2", "old3", "old4")
+	latest := createMapping(t, rn, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "latest",
+		StartingPosition: mapping.Latest, Enabled: ptr(false)})
+	createMapping(t, rn, mapping.Config{EventSourceArn: desc.LatestStreamArn, FunctionName: "horizon"})
+	put("new1", "new2", "new3", "new4")
+	if _, err := rn.Mappings.UpdateEventSourceMapping(ctx, mapping.Config{UUID: latest.UUID, Enabled: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(fn string) int { mu.Lock(); defer mu.Unlock(); return len(got[fn]) }
+	testenv.Eventually(t, wait, "every change at the TRIM_HORIZON mapping", func() bool { return count("horizon") == 8 })
+	testenv.Eventually(t, wait, "the new changes at the LATEST mapping", func() bool { return count("latest") >= 4 })
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(got["latest"])
+	if want := []string{"new1", "new2", "new3", "new4"}; !slices.Equal(got["latest"], want) {
+		t.Fatalf("LATEST mapping delivered %v, want %v", got["latest"], want)
+	}
+}
+
 func createStreamTable(t *testing.T, rn *runnel.Runnel, name, view string, shards int) *table.TableDescription {
 	t.Helper()
 	desc, err := rn.Tables.CreateTable(context.Background(), table.CreateTableInput{TableName: name,
@@ -134,10 +190,11 @@ func createStreamTable(t *testing.T, rn *runnel.Runnel, name, view string, shard
 func S(s string) events.DynamoDBAttributeValue { return events.NewStringAttribute(s) }
 func N(s string) events.DynamoDBAttributeValue { return events.NewNumberAttribute(s) }
 
-// TestCrashReplaysTheFirstBatchOfATableStream: a DynamoDB stream mapping
-// stores no checkpoint when it is created, so its first batch is in flight
-// before any checkpoint exists; after a crash that batch must still be
-// delivered again exactly. (The replay was skipped for a shard without a
+// TestCrashReplaysTheFirstBatchOfATableStream: a shard without a stored
+// checkpoint (a DynamoDB stream mapping created before runnel stored one at
+// creation; the test purges it) has its first batch in flight before any
+// checkpoint exists; after a crash that batch must still be delivered
+// again exactly. (The replay was skipped for a shard without a
 // checkpoint: the trades demo's reduce then received a larger first batch
 // under another ClientRequestToken and applied its first record twice.)
 func TestCrashReplaysTheFirstBatchOfATableStream(t *testing.T) {

@@ -334,7 +334,8 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 			l := newLane(w, max(2*r.cfg.BatchSize, r.svc.opts.LaneBuffer))
 			l.index = i
 			// A batch record is replayed also when the shard has no
-			// checkpoint yet (a DynamoDB stream mapping stores none at
+			// checkpoint yet (a shard created after the mapping, or a
+			// DynamoDB stream mapping created before they stored one at
 			// creation; the first batch may be in flight before the first
 			// checkpoint write). loadLaneBatch checks the record's stream id.
 			if !ok || id == r.streamID {

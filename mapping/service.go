@@ -239,18 +239,25 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 		return nil, err
 	}
 	cfg.UUID = uuid.NewString()
-	name, _, isStream := stream.SourceOfARN(cfg.EventSourceArn)
+	// A stream-like source (a Kinesis stream, or a table's change log for
+	// a DynamoDB stream) gets a checkpoint per shard now, so that LATEST
+	// means the records after this call, whenever the mapping first runs.
+	var streams *stream.Service
+	var name string
 	var shards []stream.Shard
 	var streamDesc *stream.StreamDescription
-	if isStream {
+	if cfg.sourceKind() != sourceQueue {
 		var err error
-		if streamDesc, err = s.streams.DescribeStream(ctx, name); err != nil {
+		if streams, name, _, err = s.sourceStreams(cfg); err != nil {
+			return nil, err
+		}
+		if streamDesc, err = streams.DescribeStream(ctx, name); err != nil {
 			return nil, err
 		}
 		shards = streamDesc.Shards
 	}
 	for _, sh := range shards {
-		first, last, err := s.streams.ShardBounds(ctx, name, sh.ShardID)
+		first, last, err := streams.ShardBounds(ctx, name, sh.ShardID)
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +266,7 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 		case Latest:
 			next = last + 1
 		case AtTimestamp:
-			if next, err = s.streams.PositionAtTime(ctx, name, sh.ShardID, *cfg.StartingPositionTimestamp); err != nil {
+			if next, err = streams.PositionAtTime(ctx, name, sh.ShardID, *cfg.StartingPositionTimestamp); err != nil {
 				return nil, err
 			}
 		}
