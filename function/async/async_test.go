@@ -343,6 +343,57 @@ func TestEventIsAcceptedDurablyWith202(t *testing.T) {
 	}
 }
 
+// TestAVersionsLongerTimeoutKeepsItsEventInvisible: an event for a
+// published version runs with that version's Timeout (300 s here), not
+// $LATEST's (3 s). While it runs, the event must stay invisible in the
+// function's internal queue, so it is not received and invoked a second
+// time beside the first (the poller's visibility was $LATEST's timeout
+// plus a minute, 63 s).
+func TestAVersionsLongerTimeoutKeepsItsEventInvisible(t *testing.T) {
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ctx := context.Background()
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	f := newFunction(t, rn, function.Config{FunctionName: "slow", Timeout: 300}, func(string) (json.RawMessage, error) {
+		entered <- struct{}{}
+		<-release
+		return json.RawMessage(`null`), nil
+	})
+	defer close(release)
+	if _, err := rn.Functions.PublishVersion(ctx, "slow", nil); err != nil {
+		t.Fatal(err)
+	}
+	latest, err := rn.Functions.GetFunction("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := latest.Config()
+	cfg.Timeout = 3
+	if _, err := rn.Functions.PutFunction(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	invoke(t, rn, "slow:1", async.Event, `{"n":1}`)
+	<-entered
+	// Time runs in 10 s steps until a second call comes: legitimately
+	// only once version 1's 300 s have passed (its visibility of 360 s, or
+	// a retry after the invocation timed out). Before each step the
+	// poller waits in its long poll.
+	for step := 0; f.count() < 2; step++ {
+		if step == 60 {
+			t.Fatal("no second call in 600 s")
+		}
+		idle(t, clock, 1)
+		clock.Advance(10 * time.Second)
+		select {
+		case <-entered:
+		case <-time.After(50 * time.Millisecond): // the real time a due receive takes to invoke, if one is due
+		}
+	}
+	if gap := f.call(1).at.Sub(f.call(0).at); gap < 300*time.Second {
+		t.Fatalf("the event was invoked again %v after its first invocation began, which version 1 lets run 300 s", gap)
+	}
+}
+
 func TestFunctionErrorIsRetriedAfterOneMinuteThenTwoMore(t *testing.T) {
 	cases := []struct {
 		name     string

@@ -64,12 +64,23 @@ func (s *Service) ensurePoller(ctx context.Context, name string) error {
 	return nil
 }
 
-// visibility is how long a received event stays invisible: the function's
-// timeout and a minute for the writes that follow.
+// visibility is how long a received event stays invisible: the longest
+// timeout of the function's versions ($LATEST and every published one)
+// and a minute for the writes that follow. One receive takes events of
+// every qualifier, and an event for a version or an alias runs with that
+// version's timeout: with $LATEST's alone, an event of a version with a
+// longer timeout came back while its first invocation still ran, and was
+// invoked twice at once. Trap: after a crash, the events in flight come
+// back only when the longest of these has passed.
 func (p *poller) visibility() int {
-	t := function.DefaultTimeout
-	if fn, err := p.s.fns.GetFunction(p.name); err == nil {
-		t = fn.Config().Timeout
+	t := 0
+	if cfgs, err := p.s.fns.ListVersions(p.name); err == nil {
+		for _, c := range cfgs {
+			t = max(t, c.Timeout)
+		}
+	}
+	if t == 0 {
+		t = function.DefaultTimeout
 	}
 	return min(t+60, queue.MaxVisibilityTimeout)
 }
