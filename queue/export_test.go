@@ -39,3 +39,15 @@ func RewindRecordNumber(t testing.TB, s *Service, url string, k uint64) {
 	q.nextN -= k
 	q.mu.Unlock()
 }
+
+// Waiters is how many receives wait on the queue's index now.
+func Waiters(t testing.TB, s *Service, url string) int {
+	t.Helper()
+	q, err := s.queue(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiters
+}

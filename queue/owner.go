@@ -98,7 +98,7 @@ func (s *Service) reloadIndex(q *queue) {
 	}
 	s.mu.Unlock()
 	q.mu.Lock()
-	q.moved = true
+	q.deleted, q.moved = true, true
 	q.wake()
 	q.mu.Unlock()
 }
@@ -140,7 +140,7 @@ func (s *Service) dropIndexes() {
 	s.mu.Unlock()
 	for _, q := range queues {
 		q.mu.Lock()
-		q.moved = true
+		q.deleted, q.moved = true, true
 		q.wake()
 		q.mu.Unlock()
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/queue"
 )
 
@@ -104,6 +106,47 @@ func TestARecordNumberTakenInTheStreamIsNeverReused(t *testing.T) {
 	e.restart()
 	if got := e.bodies(url, queue.ReceiveMessageInput{}); !sameBodies(got, want) {
 		t.Fatalf("after a restart: bodies = %v, want %v", got, want)
+	}
+}
+
+// TestAReceiveWaitingOnADroppedIndexTakesNothingFromIt: a long poll
+// parked on a queue's index when the index is dropped (loaded again after
+// a taken record number, or handed over with the lease) answers a
+// retryable error and never delivers from the old index. It used to wake
+// and go on receiving there: a message whose visibility timeout ended was
+// then received by it and by a receive on the new index at once, each
+// believing it held the message for 60 s.
+func TestAReceiveWaitingOnADroppedIndexTakesNothingFromIt(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("q", nil)
+	e.send(url, "a")
+	if m := e.receive(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(10)}); len(m) != 1 {
+		t.Fatalf("received %d messages, want a", len(m))
+	}
+	type result struct {
+		msgs []queue.Message
+		err  error
+	}
+	parked := make(chan result, 1)
+	go func() {
+		m, err := e.svc.ReceiveMessage(e.ctx, url, queue.ReceiveMessageInput{WaitTimeSeconds: ptr(20), VisibilityTimeout: ptr(60)})
+		parked <- result{m, err}
+	}()
+	testenv.Eventually(t, 10*time.Second, "the receive parked", func() bool { return queue.Waiters(t, e.svc, url) == 1 })
+	queue.RewindRecordNumber(t, e.svc, url, 1) // the next record would be a's
+	if _, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "b"}); err == nil || !awserr.IsRetryable(err) {
+		t.Fatalf("a send onto a taken record number: %v, want a retryable error", err)
+	}
+	e.clock.Advance(10 * time.Second) // a is visible again
+	r := <-parked
+	if len(r.msgs) != 0 {
+		t.Fatalf("the receive parked on the dropped index delivered %d messages (%q)", len(r.msgs), r.msgs[0].Body)
+	}
+	if r.err == nil || !awserr.IsRetryable(r.err) {
+		t.Fatalf("the receive parked on the dropped index: err = %v, want a retryable error", r.err)
+	}
+	if got := e.bodies(url, queue.ReceiveMessageInput{VisibilityTimeout: ptr(60)}); !sameBodies(got, []string{"a"}) {
+		t.Fatalf("a receive on the index loaded again: %v, want a", got)
 	}
 }
 

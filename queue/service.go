@@ -178,8 +178,12 @@ type queue struct {
 	meta    queueMeta
 	cfg     config
 	deleted bool
-	// moved is set with deleted when this process lost the queues' lease
-	// (owner.go): calls answer errMoved and nothing more is written.
+	// moved is set with deleted when this process dropped the index
+	// (owner.go: it lost the queues' lease, or found the index behind its
+	// stream): calls answer errMoved and nothing more is written. Trap: a
+	// receive parked on the index wakes and looks again; with moved set
+	// alone it went on delivering from the dropped index, beside the new
+	// one.
 	moved     bool
 	records   map[uint64]*record
 	nextN     uint64
