@@ -14,6 +14,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/eventbus"
 	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/target"
 )
 
@@ -237,4 +238,31 @@ func TestReplaysResumeAndCancelAcrossARestart(t *testing.T) {
 		}
 	}
 	empty(t, rn, "q")
+}
+
+// TestAReplayWithinFiveMinutesReachesAFIFOQueue: a replay sent within five
+// minutes of the original event reaches a FIFO queue target again. The
+// replayed event keeps its id, so a deduplication id without the replay's
+// name took it for the original's duplicate and dropped it.
+func TestAReplayWithinFiveMinutesReachesAFIFOQueue(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ctx := context.Background()
+	fifo := newQueue(t, rn, "again.fifo", map[string]string{queue.AttrFifoQueue: "true"})
+	a, err := rn.Events.CreateArchive(ctx, eventbus.Archive{ArchiveName: "a", EventSourceArn: rn.Events.ARN("default")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule(t, rn, eventbus.Rule{Name: "all", EventPattern: `{"source":["shop.orders"]}`},
+		eventbus.Target{Id: "Target0", Arn: fifo, SqsParameters: &eventbus.SqsParameters{MessageGroupId: "g"}})
+	put(t, rn, orderEvent("x", 1))
+	drain(t, rn, clock, "again.fifo", 1, 0)
+	if _, err := rn.Events.StartReplay(ctx, eventbus.Replay{ReplayName: "soon", EventSourceArn: a.ArchiveArn, EventStartTime: t0,
+		EventEndTime: t0.Add(time.Minute), Destination: eventbus.ReplayDestination{Arn: rn.Events.ARN("default")}}); err != nil {
+		t.Fatal(err)
+	}
+	m := drain(t, rn, clock, "again.fifo", 1, 0)[0]
+	if !strings.Contains(m.Body, `"replay-name":"soon"`) {
+		t.Errorf("delivered %s, want the replayed event", m.Body)
+	}
 }

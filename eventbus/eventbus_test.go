@@ -292,6 +292,27 @@ func TestFIFOQueueAndKinesisTargets(t *testing.T) {
 	})
 }
 
+// TestTwoRulesDeliverOneEventToOneFIFOQueueTwice: two rules matching one
+// event, each with a target named "Target0" (CDK's name for a rule's
+// first target) on the same FIFO queue, deliver two messages: target Ids
+// are unique within a rule only, so a deduplication id made of the event
+// id and the target Id took the second rule's delivery for a duplicate
+// and dropped it, while counting it delivered.
+func TestTwoRulesDeliverOneEventToOneFIFOQueueTwice(t *testing.T) {
+	rn, clock := start(t)
+	fifo := newQueue(t, rn, "both.fifo", map[string]string{queue.AttrFifoQueue: "true"})
+	p := `{"source":["shop.orders"]}`
+	rule(t, rn, eventbus.Rule{Name: "whole", EventPattern: p},
+		eventbus.Target{Id: "Target0", Arn: fifo, SqsParameters: &eventbus.SqsParameters{MessageGroupId: "g"}})
+	rule(t, rn, eventbus.Rule{Name: "detail", EventPattern: p},
+		eventbus.Target{Id: "Target0", Arn: fifo, InputPath: "$.detail", SqsParameters: &eventbus.SqsParameters{MessageGroupId: "g"}})
+	put(t, rn, orderEvent("a", 1))
+	got := drain(t, rn, clock, "both.fifo", 2, 0)
+	if got[0].Body == got[1].Body {
+		t.Errorf("one payload twice, %q: want the whole event and its detail", got[0].Body)
+	}
+}
+
 func TestEventBusTarget(t *testing.T) {
 	rn, clock := start(t)
 	ctx := context.Background()

@@ -5,6 +5,8 @@ package eventbus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -272,11 +274,29 @@ func deliveries(r *storedRule, ev map[string]any, raw []byte, id string, now tim
 			}
 		}
 		if strings.HasPrefix(t.Arn, "arn:aws:sqs:") && strings.HasSuffix(t.Arn, ".fifo") {
-			d.ID = id + "-" + t.Id // dedup per target
+			d.ID = fifoDeduplicationID(id, r.Arn, t.Id, ev["replay-name"])
 		}
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// fifoDeduplicationID is the MessageDeduplicationId of an event's
+// delivery to an SQS FIFO target: the event id, then a digest of the
+// rule's ARN, the target's Id and the replay's name (none outside a
+// replay). A retry of the delivery sends the same id, so the queue stores
+// it once; each rule, target and replay gets its own. Target Ids are
+// unique within a rule only (CDK names every first target "Target0"):
+// with the event id and the target Id alone, a second rule's delivery to
+// the same queue, or a replay within five minutes, was taken for a
+// duplicate and dropped. AWS has the queue deduplicate by content instead
+// (the target queue must use content-based deduplication), which drops
+// two rules' identical payloads as one; runnel keeps both. 36 + 1 + 16
+// characters, within SQS's 128.
+func fifoDeduplicationID(eventID, ruleArn, targetID string, replay any) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%v", ruleArn, targetID, replay)
+	return eventID + "-" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // putOnBus puts an event delivered to a bus target on that bus: it keeps
