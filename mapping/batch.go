@@ -156,7 +156,7 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 	inv := invocation{invokes: prev.invokes, last: prev.last}
 	for wait := 1; ; wait++ {
 		var err error
-		if recs, err = b.dropAged(ctx, recs, inv); err != nil {
+		if recs, err = b.dropAged(ctx, recs, inv, inv.invokes > 0 || wait > 1); err != nil {
 			return nil, inv, err
 		}
 		if len(recs) == 0 {
@@ -329,12 +329,40 @@ func itemFailures(res *function.Result) (ids []string, ok bool) {
 // sequence number, but two concurrent PutRecords calls may stamp theirs a
 // few milliseconds out of order, so every record is checked; each run of
 // consecutive aged records becomes one on-failure record.
-func (b *batchRun) dropAged(ctx context.Context, recs []stream.Record, inv invocation) ([]stream.Record, error) {
-	age := *b.r.cfg.MaximumRecordAgeInSeconds
-	if age < 0 || len(recs) == 0 {
+//
+// When retrying (the records were invoked, or throttled, before), a
+// record older than the stream's retention period is discarded the same
+// way, whatever MaximumRecordAgeInSeconds says (-1 included): Lambda
+// retries a failing record "until it expires" from the stream
+// (with-kinesis.html, with-ddb.html), then goes on with the shard. The
+// batch holds its records in memory, so without this check a record that
+// always failed was retried from memory long after the stream had dropped
+// it, and its shard never moved on. AWS loses such a record with no
+// trace; runnel sends its on-failure record (condition RecordAgeExceeded)
+// to the destination, or logs and counts it. A first invocation is not
+// held to the retention: a record read is delivered (a table's change log
+// is never trimmed, so a DynamoDB stream mapping may read changes older
+// than the stream's 24 hours; AWS would have lost them, runnel delivers
+// them).
+func (b *batchRun) dropAged(ctx context.Context, recs []stream.Record, inv invocation, retrying bool) ([]stream.Record, error) {
+	if len(recs) == 0 {
 		return recs, nil
 	}
-	cutoff := b.r.svc.eng.Clock.Now().Add(-time.Duration(age) * time.Second)
+	now := b.r.svc.eng.Clock.Now()
+	var cutoff time.Time // records that arrived before it are discarded
+	if age := *b.r.cfg.MaximumRecordAgeInSeconds; age >= 0 {
+		cutoff = now.Add(-time.Duration(age) * time.Second)
+	}
+	if oldest := recs[0].ApproximateArrivalTimestamp; retrying && now.Sub(oldest) > time.Hour {
+		// Only a batch an hour old can be near the retention (24 h at
+		// least): the stream's description is not read for the others.
+		if ret := b.r.retentionPeriod(ctx); ret > 0 && now.Add(-ret).After(cutoff) {
+			cutoff = now.Add(-ret)
+		}
+	}
+	if cutoff.IsZero() {
+		return recs, nil
+	}
 	aged := func(r *stream.Record) bool { return r.ApproximateArrivalTimestamp.Before(cutoff) }
 	any := false
 	for i := range recs {

@@ -37,6 +37,12 @@ type runner struct {
 	matcher     *filter.Matcher
 	dest        Destination // nil: discarded records are logged and counted
 
+	// retention is the stream's RetentionPeriodHours as last read (see
+	// retentionPeriod), read again at most once a minute.
+	retMu       sync.Mutex
+	retention   time.Duration
+	retentionAt time.Time
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	wake   chan struct{} // a shard finished: look for the shards it unblocks
@@ -49,6 +55,21 @@ type runner struct {
 	started  map[string]bool // shards with a worker
 	finished map[string]bool // closed shards processed to their end
 	mine     map[string]bool // shards whose lease this process holds (owner_units.go)
+}
+
+// retentionPeriod is the source stream's retention period (24 h for a
+// DynamoDB stream), read from its description at most once a minute by
+// the engine's clock; until the first read succeeds, 0 (unknown).
+func (r *runner) retentionPeriod(ctx context.Context) time.Duration {
+	r.retMu.Lock()
+	defer r.retMu.Unlock()
+	now := r.svc.eng.Clock.Now()
+	if r.retention == 0 || now.Sub(r.retentionAt) >= time.Minute {
+		if d, err := r.streams.DescribeStream(ctx, r.streamName); err == nil {
+			r.retention, r.retentionAt = time.Duration(d.RetentionPeriodHours)*time.Hour, now
+		}
+	}
+	return r.retention
 }
 
 func (r *runner) workers() []*shardWorker {

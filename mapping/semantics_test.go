@@ -389,6 +389,45 @@ func TestMaximumRecordAge(t *testing.T) {
 	})
 }
 
+// TestARecordThatAlwaysFailsIsDiscardedWhenItLeavesTheStream: with the
+// defaults (MaximumRetryAttempts and MaximumRecordAgeInSeconds -1) Lambda
+// retries a failing record until it expires from the stream, then the
+// shard moves on. The batch keeps its records in memory, so a record
+// retried from there past the stream's 24 h retention must be discarded
+// then (RecordAgeExceeded, to the destination), and the record behind it
+// processed: it used to be retried for ever, and its shard never moved.
+func TestARecordThatAlwaysFailsIsDiscardedWhenItLeavesTheStream(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock, Mappings: mapping.Options{RetryBaseDelay: -1}})
+	arn := createStream(t, rn, "src", 1)
+	dest := createStream(t, rn, "failed", 1)
+	poison := put(t, rn, "src", "k", "poison")
+	var calls atomic.Int32
+	r := newRecorder(t, rn, function.Config{}, func(ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		if string(ev.Records[0].Kinesis.Data) != "poison" {
+			return events.KinesisEventResponse{}, nil
+		}
+		if calls.Add(1) > 5 {
+			return events.KinesisEventResponse{}, errBoom // retried past its expiry: the rule is broken
+		}
+		clock.Advance(13 * time.Hour) // each attempt takes 13 h of the record's 24
+		if calls.Load() == 1 {
+			put(t, rn, "src", "k", "good")
+		}
+		return events.KinesisEventResponse{}, errBoom
+	})
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, BatchSize: 1, DestinationConfig: withDestination(dest)})
+	settle(t, rn, m.UUID, "src")
+	if got, want := r.Calls(), []string{"poison", "poison", "good"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("invocations = %v, want %v", got, want)
+	}
+	fs := failures(t, rn, "failed")
+	if len(fs) != 1 || fs[0].RequestContext.Condition != mapping.ConditionRecordAgeExceeded || fs[0].RequestContext.ApproximateInvokeCount != 2 ||
+		fs[0].KinesisBatchInfo.StartSequenceNumber != poison[0] {
+		t.Fatalf("on-failure records = %+v, want one RecordAgeExceeded for the poison record after 2 invocations", fs)
+	}
+}
+
 // putToShard puts records with an explicit hash key so they land on the
 // first (lo=true) or last shard.
 func putToShard(t *testing.T, rn *runnel.Runnel, streamName string, first bool, data ...string) {
