@@ -39,6 +39,7 @@ import (
 //	runnel_queue_messages_delayed{queue}
 //	runnel_queue_oldest_message_age_seconds{queue}
 //	runnel_queue_dead_letter{queue}            1 for a dead-letter queue
+//	runnel_queue_expired_messages_total{queue} deleted by MessageRetentionPeriod
 //	runnel_sns_{messages_published,notifications_delivered,notifications_failed,
 //	  notifications_filtered_out,notifications_dead_lettered,notifications_dead_letter_failed}_total{topic}
 //	runnel_eventbridge_rule_{matched_events,invocations,failed_invocations}_total{bus,rule}
@@ -153,6 +154,7 @@ var (
 		{desc("runnel_queue_messages_delayed", "Messages delayed (ApproximateNumberOfMessagesDelayed).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.Delayed) }},
 		{desc("runnel_queue_oldest_message_age_seconds", "Age of the oldest message in the queue (ApproximateAgeOfOldestMessage).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return q.OldestAgeSeconds }},
 		{desc("runnel_queue_dead_letter", "1 when the queue is a dead-letter queue (a RedrivePolicy or on-failure target, or named like one).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return b2f(q.DeadLetter) }},
+		counter(desc("runnel_queue_expired_messages_total", "Messages deleted because they outlived the queue's MessageRetentionPeriod (each also logged).", queueLabels), func(q QueueState) int64 { return q.Expired }),
 	}
 	topicLabels  = []string{"topic"}
 	topicMetrics = []metric[TopicState]{

@@ -140,6 +140,9 @@ type QueueState struct {
 	// matches the dead-letter name pattern. DeadLetterFor says why.
 	DeadLetter    bool     `json:"deadLetter"`
 	DeadLetterFor []string `json:"deadLetterFor,omitempty"`
+	// Expired is how many messages this process deleted for their
+	// MessageRetentionPeriod since it started (queue.ExpiredMessages).
+	Expired int64 `json:"expired"`
 }
 
 // Depth is every message the queue holds: visible, in flight and delayed.
@@ -273,7 +276,8 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 		q := QueueState{Name: name, URL: u,
 			Visible:    atoi(attrs[queue.AttrApproximateNumberOfMessages]),
 			NotVisible: atoi(attrs[queue.AttrApproximateNumberOfMessagesNotVisible]),
-			Delayed:    atoi(attrs[queue.AttrApproximateNumberOfMessagesDelayed])}
+			Delayed:    atoi(attrs[queue.AttrApproximateNumberOfMessagesDelayed]),
+			Expired:    rn.Queues.ExpiredMessages(name)}
 		if age, err := rn.Queues.ApproximateAgeOfOldestMessage(ctx, u); err == nil {
 			q.OldestAgeSeconds = age.Seconds()
 		}

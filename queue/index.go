@@ -364,7 +364,11 @@ func (q *queue) advance(now int64) {
 	}
 	ret := q.cfg.retention.Milliseconds()
 	for q.exp.len() > 0 && q.exp.peek().sentAt+ret <= now {
-		q.remove(q.exp.peek())
+		m := q.exp.peek()
+		q.svc.countExpired(q.name)
+		q.svc.log.Warn("queue: message expired (MessageRetentionPeriod) and deleted", "queue", q.name, "messageId", m.id,
+			"sentTimestamp", m.sentAt, "approximateReceiveCount", m.receiveCount, "retentionSeconds", ret/1000)
+		q.remove(m)
 	}
 	if q.fifo {
 		q.pruneDedup(now)

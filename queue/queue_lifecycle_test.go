@@ -79,6 +79,10 @@ func TestRetention(t *testing.T) {
 	if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"c"}) {
 		t.Fatalf("= %v, want c (a and b expired)", got)
 	}
+	// Nothing goes silently: each expiry is counted (and logged).
+	if n := e.svc.ExpiredMessages("q"); n != 2 {
+		t.Fatalf("ExpiredMessages = %d, want 2 (a and b)", n)
+	}
 	t.Run("a shorter retention applies to messages already queued", func(t *testing.T) {
 		url := e.create("q2", nil)
 		e.send(url, "old")

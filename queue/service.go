@@ -126,6 +126,10 @@ type Service struct {
 
 	cacheBudget int64
 	cached      atomic.Int64
+	// expired counts the messages deleted by their queue's
+	// MessageRetentionPeriod, by queue name (ExpiredMessages).
+	expiredMu sync.Mutex
+	expired   map[string]int64
 
 	bg     context.Context // move tasks
 	cancel context.CancelFunc
@@ -221,6 +225,34 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 	}
 	s.own = s.newOwner()
 	return s, nil
+}
+
+// ExpiredMessages is how many messages of queue name (every queue: "")
+// this process has deleted because they outlived the queue's
+// MessageRetentionPeriod, since it started. SQS deletes them without a
+// trace; runnel also logs each (WARN "queue: message expired", with its
+// queue, MessageId, SentTimestamp and ApproximateReceiveCount).
+func (s *Service) ExpiredMessages(name string) int64 {
+	s.expiredMu.Lock()
+	defer s.expiredMu.Unlock()
+	if name != "" {
+		return s.expired[name]
+	}
+	var n int64
+	for _, c := range s.expired {
+		n += c
+	}
+	return n
+}
+
+// countExpired counts one message of queue name expired.
+func (s *Service) countExpired(name string) {
+	s.expiredMu.Lock()
+	if s.expired == nil {
+		s.expired = map[string]int64{}
+	}
+	s.expired[name]++
+	s.expiredMu.Unlock()
 }
 
 // Close stops running message move tasks (they end FAILED). Queues need
