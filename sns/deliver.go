@@ -170,13 +170,31 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 			w.t.c.filteredOut.Add(1)
 			continue
 		}
-		next, d, pending := s.attempt(ctx, &meta, sub, &r, retry)
+		next, d, pending := s.attempt(ctx, &meta, sub, &r, retry, time.Time{})
 		if pending && !w.retryLater(ctx, qname, nil, &r, sub.meta.ID, strconv.Itoa(next), d) {
 			return false // the message comes back after its visibility timeout
 		}
 	}
 	w.delete(ctx, qname, m)
 	return true
+}
+
+// fifoRetryMargin is how long before its internal queue's retention ends
+// a FIFO message's retries stop (internalQueueAttrs: 14 days).
+const fifoRetryMargin = time.Hour
+
+// fifoRetryDeadline is the last time a retry of FIFO message r may come
+// due. A FIFO message is retried in place, holding its group back, so it
+// ages in the topic's internal queue, whose retention (14 days, SQS's
+// longest) is shorter than the managed policy's 23 days of retries: the
+// queue would delete it, and the messages of its group behind it, with no
+// dead letter. So its retries end an hour before the retention does, and
+// it goes to the subscription's dead-letter queue (or is logged and
+// counted, as AWS drops it); the messages behind it are then delivered.
+// Standard topics store each retry as a new message and keep AWS's 23
+// days.
+func fifoRetryDeadline(r *record) time.Time {
+	return time.UnixMilli(r.Timestamp).Add(internalQueueRetention - fifoRetryMargin)
 }
 
 // handleFIFO delivers a FIFO message to the subscriptions not yet served;
@@ -201,7 +219,7 @@ func (w *worker) handleFIFO(ctx context.Context, qname string, m *queue.Message,
 			st.done[sub.meta.ID] = true
 			continue
 		}
-		next, d, pending := w.s.attempt(ctx, meta, sub, r, st.retries[sub.meta.ID])
+		next, d, pending := w.s.attempt(ctx, meta, sub, r, st.retries[sub.meta.ID], fifoRetryDeadline(r))
 		if !pending {
 			st.done[sub.meta.ID] = true
 			continue
@@ -279,7 +297,11 @@ func numAttr(v string) queue.MessageAttributeValue {
 // retry has no delay. retry is the number of retries made before. It
 // returns pending with the next retry's number and delay when a later
 // retry is due; otherwise the message was delivered or dead-lettered.
-func (s *Service) attempt(ctx context.Context, t *topicMeta, sub *subscription, r *record, retry int) (next int, d time.Duration, pending bool) {
+//
+// until, when set, is the last time a retry may come due: a retry due
+// after it is not made, and the message goes to the dead-letter queue
+// (or is logged and counted) at once, as when the retries are spent.
+func (s *Service) attempt(ctx context.Context, t *topicMeta, sub *subscription, r *record, retry int, until time.Time) (next int, d time.Duration, pending bool) {
 	for {
 		err := s.deliver(ctx, t, sub, r)
 		if err == nil {
@@ -296,6 +318,11 @@ func (s *Service) attempt(ctx context.Context, t *topicMeta, sub *subscription, 
 			d, ok = httpPolicy(t.Attributes[AttrDeliveryPolicy], sub).delay(retry)
 		} else {
 			d, ok = managedDelay(retry)
+		}
+		if ok && !until.IsZero() && s.eng.Clock.Now().Add(d).After(until) {
+			s.log.Warn("sns: a FIFO message's retries would outlive its topic's internal queue (14 days); retries end now",
+				"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "retry", retry)
+			ok = false
 		}
 		if !ok {
 			s.deadLetter(ctx, t, sub, r, err)

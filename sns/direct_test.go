@@ -129,3 +129,39 @@ func TestDirectDeliveryFailureIsRetriedByTheWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestAFIFORetryEndsInTheDeadLetterQueueBeforeTheInternalQueueExpiresIt:
+// a FIFO message whose delivery keeps failing is retried in place, and
+// ages in its topic's internal queue, which keeps messages 14 days; the
+// managed retry policy runs for 23. Its retries end an hour before the
+// 14 days, so it and the message of its group behind it go to the
+// subscription's dead-letter queue. They used to stay until the internal
+// queue deleted both, with no dead letter and no failure counted.
+func TestAFIFORetryEndsInTheDeadLetterQueueBeforeTheInternalQueueExpiresIt(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	topic := createTopic(t, rn, "t.fifo", map[string]string{"FifoTopic": "true", "ContentBasedDeduplication": "true"})
+	createQueue(t, rn, "dlq.fifo", map[string]string{"FifoQueue": "true"})
+	subscribe(t, rn, topic, "sqs", createQueue(t, rn, "full.fifo", map[string]string{"FifoQueue": "true"}),
+		map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + rn.Queues.ARN("dlq.fifo") + `"}`})
+	setStream(t, rn, "full.fifo", func(c *jetstream.StreamConfig) { c.MaxBytes, c.Discard = 1, jetstream.DiscardNew })
+	ids := []string{
+		publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "m1", MessageGroupId: "g"}),
+		publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "m2", MessageGroupId: "g"}),
+	}
+	// The first attempts fail; then time runs to half an hour before
+	// the 14 days end, in steps a retry at a time.
+	advanceUntil(t, clock, 20*time.Second, "the first retries", func() bool { return rn.SNS.Stats("t.fifo").Published == 2 })
+	for range 27 {
+		clock.Advance(12 * time.Hour)
+	}
+	clock.Advance(11*time.Hour + 30*time.Minute)
+	testenv.Eventually(t, 10*time.Second, "both messages dead-lettered", func() bool { return rn.SNS.Stats("t.fifo").Failed == 2 })
+	got := receiveAll(t, rn, "dlq.fifo")
+	if len(got) != 2 || envelopeOf(t, got[0].Body).MessageId != ids[0] || envelopeOf(t, got[1].Body).MessageId != ids[1] {
+		t.Fatalf("dead-letter queue holds %d messages, want m1 then m2", len(got))
+	}
+	if n := rn.Queues.ExpiredMessages(""); n != 0 {
+		t.Fatalf("%d messages expired from a queue, want none", n)
+	}
+}

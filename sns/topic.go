@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nuid"
 
@@ -180,11 +181,15 @@ func (s *Service) CreateTopic(ctx context.Context, name string, attributes, tags
 	return s.TopicARN(name), nil
 }
 
+// internalQueueRetention is a topic's internal queue's
+// MessageRetentionPeriod: SQS's longest, 14 days.
+const internalQueueRetention = 14 * 24 * time.Hour
+
 // internalQueueAttrs are the attributes of a topic's internal queue: 14
 // days' retention, 1 MiB messages; for a FIFO topic a FIFO queue whose
 // deduplication scope follows FifoThroughputScope.
 func internalQueueAttrs(m *topicMeta) map[string]string {
-	a := map[string]string{queue.AttrMessageRetentionPeriod: "1209600", queue.AttrMaximumMessageSize: "1048576"}
+	a := map[string]string{queue.AttrMessageRetentionPeriod: strconv.Itoa(int(internalQueueRetention / time.Second)), queue.AttrMaximumMessageSize: "1048576"}
 	if m.FIFO {
 		a[queue.AttrFifoQueue] = "true"
 		if m.Attributes[AttrFifoThroughputScope] == "MessageGroup" { // else SQS's default, queue-wide
