@@ -33,8 +33,12 @@ func next(sc *Schedule, x *expr.Expr) (occ, at time.Time, ok bool) {
 		if sc.StartDate != nil {
 			from = *sc.StartDate
 		}
+		// A StartDate later than the last occurrence (moved on by
+		// UpdateSchedule) counts as a schedule not fired yet: it starts
+		// there, as "the date after which the schedule can begin invoking
+		// its target" (API_CreateSchedule) says.
 		switch {
-		case sc.LastFired != nil:
+		case sc.LastFired != nil && (sc.StartDate == nil || !sc.LastFired.Before(*sc.StartDate)):
 			occ, ok = x.Next(*sc.LastFired)
 		case x.Kind == expr.Rate:
 			occ, ok = from, true // the first occurrence: StartDate, or at once

@@ -297,3 +297,97 @@ func TestScheduleGroupsAndErrors(t *testing.T) {
 		t.Errorf("schedules of a deleted group remain: %v", got)
 	}
 }
+
+// TestAnAtScheduleFiresOnceWhateverUpdatesItGets: an at() schedule invokes
+// its target once, at its time (schedule-types, "One-time schedules"). A
+// schedule created disabled and enabled before its time fires at its
+// time; one given a new time fires at the new time; with
+// ActionAfterCompletion DELETE it is deleted only after it fired. (An
+// update marked it fired: it never fired, and DELETE deleted it unfired.)
+func TestAnAtScheduleFiresOnceWhateverUpdatesItGets(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	enabled := schedule(rn, "enabled-later", "at(2026-01-01T01:00:00)", "q")
+	enabled.State = "DISABLED"
+	create(t, rn, enabled)
+	moved := schedule(rn, "moved", "at(2026-01-01T01:00:00)", "q")
+	moved.ActionAfterCompletion = "DELETE"
+	create(t, rn, moved)
+	enabled.State = "ENABLED"
+	moved.ScheduleExpression = "at(2026-01-01T02:00:00)"
+	for _, s := range []scheduler.Schedule{enabled, moved} {
+		if _, err := rn.Schedules.UpdateSchedule(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Hour)
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "enabled-later") || !strings.Contains(got[0], "01:00:00Z") {
+		t.Errorf("at 01:00: %v, want the schedule enabled again", got)
+	}
+	if _, err := rn.Schedules.GetSchedule("", "moved"); err != nil {
+		t.Fatalf("the moved schedule before its new time: %v", err)
+	}
+	clock.Advance(time.Hour)
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "moved") || !strings.Contains(got[0], "02:00:00Z") {
+		t.Errorf("at 02:00: %v, want the moved schedule", got)
+	}
+	testenv.Eventually(t, 5*time.Second, "the moved schedule deleted after it fired", func() bool {
+		_, err := rn.Schedules.GetSchedule("", "moved")
+		return errors.Is(err, awserr.ErrResourceNotFound)
+	})
+	// Enabled again after it fired, it does not fire again.
+	enabled.State = "DISABLED"
+	rn.Schedules.UpdateSchedule(ctx, enabled)
+	enabled.State = "ENABLED"
+	rn.Schedules.UpdateSchedule(ctx, enabled)
+	clock.Advance(time.Hour)
+	received(t, rn, "q", 0)
+}
+
+// TestAStartDateMovedLaterHoldsBackTheSchedule: StartDate is "the date
+// after which the schedule can begin invoking its target"
+// (API_CreateSchedule); moved later by UpdateSchedule, with the same
+// expression, nothing fires before it. (The next occurrence was counted
+// from the last fired one, StartDate unread.)
+func TestAStartDateMovedLaterHoldsBackTheSchedule(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	ctx := context.Background()
+	rn.Queues.CreateQueue(ctx, "q", nil)
+	s := schedule(rn, "every5", "rate(5 minutes)", "q")
+	create(t, rn, s)
+	received(t, rn, "q", 1) // 00:00
+	s.StartDate = ptr(t0.Add(24 * time.Hour))
+	if _, err := rn.Schedules.UpdateSchedule(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Minute)
+	received(t, rn, "q", 0)
+	clock.Advance(24*time.Hour - 5*time.Minute) // the StartDate: the first occurrence
+	if got := received(t, rn, "q", 1); !strings.Contains(got[0], "2026-01-02T00:00:00Z") {
+		t.Errorf("fired %v, want the occurrence at the StartDate", got)
+	}
+}
+
+// TestAStartDateLongPastIsRefused: CreateSchedule refuses a StartDate more
+// than 5 minutes past ("The StartDate you specify cannot be earlier than 5
+// minutes ago."), which would otherwise fire every occurrence since it at
+// once; at() ignores StartDate.
+func TestAStartDateLongPastIsRefused(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "hourly", "rate(1 hour)", "q")
+	s.StartDate = ptr(t0.Add(-24 * time.Hour))
+	if _, err := rn.Schedules.CreateSchedule(context.Background(), s); !errors.Is(err, awserr.ErrValidation) || !strings.Contains(err.Error(), "5 minutes ago") {
+		t.Fatalf("StartDate a day past: %v, want ValidationException", err)
+	}
+	s.StartDate = ptr(t0.Add(-4 * time.Minute)) // within the 5 minutes: accepted
+	create(t, rn, s)
+	received(t, rn, "q", 1)
+	once := schedule(rn, "once", "at(2026-01-01T01:00:00)", "q")
+	once.StartDate = ptr(t0.Add(-24 * time.Hour))
+	create(t, rn, once)
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,8 +19,9 @@ import (
 )
 
 // check validates a schedule and fills its defaults; it returns its
-// parsed expression.
-func (s *Service) check(sc *Schedule) (*expr.Expr, error) {
+// parsed expression. create: a CreateSchedule (its StartDate may not be
+// more than 5 minutes past).
+func (s *Service) check(sc *Schedule, create bool) (*expr.Expr, error) {
 	if sc.GroupName == "" {
 		sc.GroupName = DefaultGroup
 	}
@@ -50,6 +52,11 @@ func (s *Service) check(sc *Schedule) (*expr.Expr, error) {
 	}
 	if sc.EndDate != nil && !sc.EndDate.After(s.eng.Clock.Now()) {
 		return nil, invalid("The EndDate you specify cannot be earlier than the current time.")
+	}
+	if create && x.Kind != expr.At && sc.StartDate != nil && sc.StartDate.Before(s.eng.Clock.Now().Add(-5*time.Minute)) {
+		// AWS's words (as moto reproduces them); a StartDate long past
+		// would otherwise fire every occurrence since, at once.
+		return nil, invalid("The StartDate you specify cannot be earlier than 5 minutes ago.")
 	}
 	for _, f := range []struct{ name, v, def string }{{"State", sc.State, "ENABLED"}, {"ActionAfterCompletion", sc.ActionAfterCompletion, "NONE"}} {
 		allowed := map[string][]string{"State": {"ENABLED", "DISABLED"}, "ActionAfterCompletion": {"NONE", "DELETE"}}[f.name]
@@ -86,15 +93,18 @@ func (s *Service) CreateSchedule(ctx context.Context, sc Schedule) (string, erro
 }
 
 // UpdateSchedule replaces a schedule (ErrResourceNotFound if missing).
-// Its progress is kept while the expression stays the same; a new
-// expression, or a schedule enabled again, counts from now (nothing fires
-// for the time it was disabled).
+// Its progress is kept while the expression stays the same; a new rate()
+// or cron() expression, or such a schedule enabled again, counts from now
+// (nothing fires for the time it was disabled). An at() schedule fires
+// its one occurrence once: given a new time, it fires at that time (at
+// once if the time has passed); enabled again, it fires if it has not
+// (trap: an at() schedule disabled past its time fires when enabled).
 func (s *Service) UpdateSchedule(ctx context.Context, sc Schedule) (string, error) {
 	return s.store(ctx, sc, false)
 }
 
 func (s *Service) store(ctx context.Context, sc Schedule, create bool) (string, error) {
-	x, err := s.check(&sc)
+	x, err := s.check(&sc, create)
 	if err != nil {
 		return "", err
 	}
@@ -120,9 +130,13 @@ func (s *Service) store(ctx context.Context, sc Schedule, create bool) (string, 
 			return "", awserr.New(awserr.ErrResourceNotFound, "Schedule %s does not exist.", sc.Name)
 		}
 		sc.CreationDate = old.s.CreationDate
+		changed := old.s.ScheduleExpression != sc.ScheduleExpression || old.s.ScheduleExpressionTimezone != sc.ScheduleExpressionTimezone
 		switch {
-		case old.s.ScheduleExpression != sc.ScheduleExpression || old.s.ScheduleExpressionTimezone != sc.ScheduleExpressionTimezone,
-			old.s.State != "ENABLED" && sc.State == "ENABLED":
+		case x.Kind == expr.At && changed:
+			sc.LastFired = nil // a new time: not fired yet
+		case x.Kind == expr.At:
+			sc.LastFired = old.s.LastFired // fired or not, enabled again or not: its one occurrence
+		case changed, old.s.State != "ENABLED" && sc.State == "ENABLED":
 			sc.LastFired = &now // counts from now: no backlog of the old expression or of the disabled time
 		default:
 			sc.LastFired = old.s.LastFired
