@@ -111,10 +111,16 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 	if len(entries) < 1 || len(entries) > MaxPutRecords {
 		return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "Records", len(entries), 1, MaxPutRecords)
 	}
+	size := 0
 	for i := range entries {
 		if err := validateEntry(i, &entries[i], fieldName(i)); err != nil {
 			return nil, err
 		}
+		size += len(entries[i].Data) + len(entries[i].PartitionKey)
+	}
+	if size > MaxPutRecordsSize && !s.keep {
+		// Kinesis's words (as its clients report them).
+		return nil, awserr.New(awserr.ErrInvalidArgument, "Records size exceeds 5 MB limit (%d bytes of data and partition keys; at most %d).", size, MaxPutRecordsSize)
 	}
 	now := s.eng.Clock.Now().UnixMilli()
 	out := &PutRecordsOutput{Records: make([]PutRecordsResultEntry, len(entries))}

@@ -31,11 +31,24 @@ func (s *Service) TrimExpired(ctx context.Context) (uint64, error) {
 		if err := s.dropExpiredShards(ctx, name); err != nil {
 			s.eng.Logger.Warn("cannot remove expired shards", "stream", name, "err", err)
 		}
+		// The retention period as stored now, never as cached: another
+		// process may have raised it (IncreaseStreamRetentionPeriod), and
+		// trimming by the old period deleted records the stream must keep.
+		d, err := s.DescribeStream(ctx, name)
+		if err != nil {
+			continue
+		}
 		h, err := s.handle(ctx, name)
 		if err != nil {
 			continue
 		}
-		cutoff := s.eng.Clock.Now().Add(-time.Duration(h.desc.RetentionPeriodHours) * time.Hour)
+		if h.desc.ID != d.ID || len(h.desc.Shards) != len(d.Shards) {
+			s.Forget(name) // re-created or resharded by another process
+			if h, err = s.handle(ctx, name); err != nil {
+				continue
+			}
+		}
+		cutoff := s.eng.Clock.Now().Add(-time.Duration(d.RetentionPeriodHours) * time.Hour)
 		for sh := range h.shards {
 			if h.shards[sh] == nil {
 				continue

@@ -48,6 +48,11 @@ const (
 	MaxRecordSize = 1 << 20
 	// MaxPutRecords is the most entries one PutRecords call takes.
 	MaxPutRecords = 500
+	// MaxPutRecordsSize is the most bytes of data and partition keys one
+	// PutRecords call takes, 5 MiB (API_PutRecords). A table's change log
+	// (NewLog) is not held to it: a transaction writes up to 100 items of
+	// 400 KB in one call.
+	MaxPutRecordsSize = 5 << 20
 	// MaxGetRecordsLimit is the largest Limit of GetRecords, and its default.
 	MaxGetRecordsLimit = 10000
 	// IteratorLifetime is how long a shard iterator stays valid.

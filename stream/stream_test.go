@@ -1,6 +1,7 @@
 package stream_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -357,6 +358,36 @@ func TestGetRecordsResponseNeverExceedsTenMiB(t *testing.T) {
 }
 
 // ---- retention ----
+
+// TestARetentionRaisedThroughAnotherProcessHoldsInEveryProcess: every
+// process trims the streams each minute; one that cached a stream's
+// description before another process raised its retention period
+// (IncreaseStreamRetentionPeriod) must trim by the new period. It trimmed
+// by the old one and deleted records the stream had to keep.
+func TestARetentionRaisedThroughAnotherProcessHoldsInEveryProcess(t *testing.T) {
+	clk := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clk})
+	ctx := t.Context()
+	other, err := stream.New(ctx, rn.Engine) // a second process's view of the same streams
+	if err != nil {
+		t.Fatal(err)
+	}
+	createStream(t, rn, "s", 1)
+	putRecord(t, rn, "s", "k", "kept")
+	if _, err := other.TrimExpired(ctx); err != nil { // caches the description (24 h)
+		t.Fatal(err)
+	}
+	if err := rn.Streams.UpdateRetentionPeriod(ctx, "s", 48); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(25 * time.Hour)
+	if n, err := other.TrimExpired(ctx); err != nil || n != 0 {
+		t.Fatalf("TrimExpired in the other process = %d, %v; want 0 (the record is 25 h old of 48)", n, err)
+	}
+	if got := dataOf(readShard(t, rn, "s", 0)); got != "kept" {
+		t.Fatalf("shard 0 = %q, want kept", got)
+	}
+}
 
 func TestRetention(t *testing.T) {
 	clk := newClock()
@@ -720,6 +751,29 @@ func TestReadShardReportsTrimmedGap(t *testing.T) {
 		_, _, err := rn.Streams.ReadRange(t.Context(), "gap", stream.ShardID(1), 1, 2)
 		wantErr(t, err, awserr.ErrResourceNotFound)
 	})
+}
+
+// TestPutRecordsTakesAtMostFiveMiB: one PutRecords call takes "up to a
+// limit of 5 MiB for the entire request, including partition keys"
+// (API_PutRecords): six records of 1 MiB are refused whole, five are
+// stored. (Only the count and each record's 1 MiB were checked.)
+func TestPutRecordsTakesAtMostFiveMiB(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	createStream(t, rn, "big", 1)
+	entries := make([]stream.PutRecordsRequestEntry, 6)
+	for i := range entries {
+		pk := fmt.Sprint("k", i)
+		entries[i] = stream.PutRecordsRequestEntry{PartitionKey: pk, Data: bytes.Repeat([]byte("x"), stream.MaxRecordSize-len(pk))}
+	}
+	_, err := rn.Streams.PutRecords(t.Context(), "big", entries)
+	wantErr(t, err, awserr.ErrInvalidArgument, "5 MB")
+	if n := countRecords(t, rn, "big"); n != 0 {
+		t.Fatalf("%d records stored from a refused call", n)
+	}
+	out, err := rn.Streams.PutRecords(t.Context(), "big", entries[:5])
+	if err != nil || out.FailedRecordCount != 0 {
+		t.Fatalf("five records of 1 MiB: %v %+v", err, out)
+	}
 }
 
 // ---- benchmarks ----
