@@ -149,6 +149,16 @@ func (s *Service) newReader(t *Table, in *ReadInput, c *expr.Context, x *seconda
 	default:
 		return nil, validation("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", in.Select)
 	}
+	if in.ProjectionExpression != "" && in.Select != "" && in.Select != SelectSpecific {
+		// "If you use the ProjectionExpression parameter, then the value
+		// for Select can only be SPECIFIC_ATTRIBUTES" (API_Query,
+		// API_Scan); DynamoDB's words, as clients report them.
+		what := in.Select
+		if what == SelectCount {
+			what = "only the Count"
+		}
+		return nil, validation("Cannot specify the ProjectionExpression when choosing to get %s", what)
+	}
 	var err error
 	if in.FilterExpression != "" {
 		if r.filter, err = expr.ParseFilter(in.FilterExpression, c); err != nil {

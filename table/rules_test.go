@@ -2,12 +2,14 @@ package table_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/table"
 )
@@ -55,6 +57,36 @@ func TestKeyLimits(t *testing.T) {
 	}
 	if _, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "limits", FilterExpression: "sk = :v", ExpressionAttributeValues: table.Item{":v": S("x")}}}); err != nil {
 		t.Errorf("Scan filter on a key: %v", err)
+	}
+}
+
+// TestProjectionExpressionGoesOnlyWithSpecificAttributes: "If you use the
+// ProjectionExpression parameter, then the value for Select can only be
+// SPECIFIC_ATTRIBUTES" (API_Query, API_Scan). Query and Scan refuse any
+// other Select beside one; they answered as if Select were alone.
+func TestProjectionExpressionGoesOnlyWithSpecificAttributes(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "proj", "n", "")
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "proj", Item: table.Item{"pk": S("p"), "n": N("1"), "x": S("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sel, words string }{
+		{table.SelectCount, "only the Count"},
+		{table.SelectAllAttributes, "ALL_ATTRIBUTES"},
+	} {
+		r := table.ReadInput{TableName: "proj", Select: c.sel, ProjectionExpression: "x", ExpressionAttributeValues: table.Item{":p": S("p")}}
+		_, err := tb.Query(ctx, table.QueryInput{ReadInput: r, KeyConditionExpression: "pk = :p"})
+		if !errors.Is(err, awserr.ErrValidation) || !strings.Contains(err.Error(), "Cannot specify the ProjectionExpression when choosing to get "+c.words) {
+			t.Errorf("Query, Select %s with a ProjectionExpression: %v", c.sel, err)
+		}
+		r.ExpressionAttributeValues = nil
+		if _, err := tb.Scan(ctx, table.ScanInput{ReadInput: r}); !errors.Is(err, awserr.ErrValidation) {
+			t.Errorf("Scan, Select %s with a ProjectionExpression: %v", c.sel, err)
+		}
+	}
+	r := table.ReadInput{TableName: "proj", Select: table.SelectSpecific, ProjectionExpression: "x"}
+	if out, err := tb.Scan(ctx, table.ScanInput{ReadInput: r}); err != nil || len(out.Items) != 1 || len(out.Items[0]) != 1 {
+		t.Fatalf("SPECIFIC_ATTRIBUTES with a ProjectionExpression: %+v %v", out, err)
 	}
 }
 
