@@ -234,7 +234,7 @@ func (sc schema) keyOfItem(item Item, exact bool) (key, error) {
 		return k, err
 	}
 	k.h = hashKey(sc.hashType, hc)
-	k.keys = Item{sc.hash: hv}
+	k.keys = Item{sc.hash: storedKeyValue(sc.hashType, hv)}
 	if sc.rng != "" {
 		rv, ok := item[sc.rng]
 		if !ok {
@@ -249,12 +249,26 @@ func (sc schema) keyOfItem(item Item, exact bool) (key, error) {
 		if len(k.rk) > MaxRangeKeyBytes {
 			return k, validation("One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of %d bytes", MaxRangeKeyBytes)
 		}
-		k.keys[sc.rng] = rv
+		k.keys[sc.rng] = storedKeyValue(sc.rngType, rv)
 	}
 	if exact && len(item) != len(k.keys) {
 		return k, validation("The provided key element does not match the schema")
 	}
 	return k, nil
+}
+
+// storedKeyValue is a key attribute's value as DynamoDB stores and returns
+// it: a number in its canonical form ("2.0" -> "2", "5.50" -> "5.5"),
+// whatever form the request's Key gave. The key's attributes start an
+// item an UpdateItem creates and name the item in its change records; a
+// Key's "2.0" was stored as given, and returned so by every later read.
+func storedKeyValue(typ string, v events.DynamoDBAttributeValue) events.DynamoDBAttributeValue {
+	if typ == TypeN {
+		if c, err := expr.CanonicalNumber(v.Number()); err == nil && c != v.Number() {
+			return events.NewNumberAttribute(c)
+		}
+	}
+	return v
 }
 
 // partitionOf returns the key of a partition-key value alone (h set).

@@ -164,3 +164,39 @@ func TestCanonicalNumbers(t *testing.T) {
 		t.Fatalf("item %v", it)
 	}
 }
+
+// TestNumberKeysAreStoredInCanonicalForm: DynamoDB stores and returns a
+// number in its canonical form ("2.0" is 2, "5.50" is 5.5), a key's as
+// any other. An UpdateItem that creates its item from a Key of "2.0", and
+// the change records of writes named by such a Key, carry the canonical
+// form. (The Key's form was stored as given and returned by every read.)
+func TestNumberKeysAreStoredInCanonicalForm(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "nums", "n", table.ViewNewAndOldImages)
+	out, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "nums", Key: table.Item{"pk": S("p"), "n": N("2.0")},
+		UpdateExpression: "SET x = :v", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": S("v")}}, ReturnValues: "ALL_NEW"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Attributes["n"].Number(); got != "2" {
+		t.Errorf("ALL_NEW n = %q, want 2", got)
+	}
+	if got := get(t, tb, "nums", table.Item{"pk": S("p"), "n": N("2")})["n"].Number(); got != "2" {
+		t.Errorf("GetItem n = %q, want 2", got)
+	}
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "nums", Item: table.Item{"pk": S("p"), "n": N("5.50")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.DeleteItem(ctx, table.DeleteItemInput{TableName: "nums", Key: table.Item{"pk": S("p"), "n": N("0002.000")}}); err != nil {
+		t.Fatal(err)
+	}
+	cs := changes(t, tb, "nums")
+	if len(cs) != 3 {
+		t.Fatalf("%d change records, want 3", len(cs))
+	}
+	for i, want := range []string{"2", "5.5", "2"} {
+		if got := cs[i].Keys["n"].Number(); got != want {
+			t.Errorf("change %d (%s): Keys.n = %q, want %q", i, cs[i].EventName, got, want)
+		}
+	}
+}
