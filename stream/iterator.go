@@ -390,6 +390,14 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 	// names its shard, as Kinesis does.
 	gone := awserr.New(awserr.ErrResourceNotFound, "Shard %s in stream %s under account %s does not exist", ShardID(it.Shard), it.Stream, s.eng.AccountID())
 	h, err := s.handle(ctx, it.Stream)
+	if err == nil && (h.desc.ID != it.ID || it.Shard < 0 || it.Shard >= len(h.shards) || h.shards[it.Shard] == nil) {
+		// The iterator may name what another process made after this one
+		// cached the stream (a child shard of a reshard, or the stream
+		// created again): read the description again, once, as shardOf
+		// does.
+		s.Forget(it.Stream)
+		h, err = s.handle(ctx, it.Stream)
+	}
 	if errors.Is(err, awserr.ErrResourceNotFound) {
 		return nil, gone
 	}

@@ -359,6 +359,34 @@ func TestGetRecordsResponseNeverExceedsTenMiB(t *testing.T) {
 
 // ---- retention ----
 
+// TestAChildShardsIteratorReadsInAProcessThatCachedTheParent: a shard
+// iterator is good in any process until it expires. A process that cached
+// the stream before another one split its shard reads a child's iterator
+// (the client follows ChildShards). It answered "not a valid shard
+// iterator".
+func TestAChildShardsIteratorReadsInAProcessThatCachedTheParent(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := t.Context()
+	other, err := stream.New(ctx, rn.Engine) // a second process's view of the same streams
+	if err != nil {
+		t.Fatal(err)
+	}
+	createStream(t, rn, "s", 1)
+	putRecord(t, rn, "s", "k", "before")
+	if _, err := other.GetRecords(ctx, shardIterator(t, rn, stream.GetShardIteratorInput{StreamName: "s", ShardID: stream.ShardID(0), ShardIteratorType: stream.TrimHorizon}), 10); err != nil {
+		t.Fatal(err) // caches the stream with its one shard
+	}
+	if _, err := rn.Streams.SplitShard(ctx, "s", stream.ShardID(0), "170141183460469231731687303715884105728"); err != nil {
+		t.Fatal(err)
+	}
+	for _, child := range []int{1, 2} {
+		it := shardIterator(t, rn, stream.GetShardIteratorInput{StreamName: "s", ShardID: stream.ShardID(child), ShardIteratorType: stream.TrimHorizon})
+		if _, err := other.GetRecords(ctx, it, 10); err != nil {
+			t.Errorf("GetRecords of child %d in the other process: %v", child, err)
+		}
+	}
+}
+
 // TestARetentionRaisedThroughAnotherProcessHoldsInEveryProcess: every
 // process trims the streams each minute; one that cached a stream's
 // description before another process raised its retention period
