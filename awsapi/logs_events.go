@@ -35,9 +35,18 @@ type eventRange struct {
 }
 
 // in reports whether ev is in the range: startTime included, endTime
-// excluded.
+// excluded, as GetLogEvents takes it ("Events with a timestamp equal to or
+// later than this time are not included").
 func (r *eventRange) in(ev logs.Event) bool {
 	return (r.StartTime == nil || ev.Timestamp >= *r.StartTime) && (r.EndTime == nil || ev.Timestamp < *r.EndTime)
+}
+
+// inClosed is in with endTime included, as FilterLogEvents takes it
+// ("Events with a timestamp later than this time are not returned",
+// API_FilterLogEvents). Trap: the two calls differ on an event stamped
+// at endTime.
+func (r *eventRange) inClosed(ev logs.Event) bool {
+	return (r.StartTime == nil || ev.Timestamp >= *r.StartTime) && (r.EndTime == nil || ev.Timestamp <= *r.EndTime)
 }
 
 func (r *eventRange) limit() (int, error) {
@@ -165,7 +174,7 @@ func logsFilterLogEvents(rq *request, in *filterLogEventsInput) (any, error) {
 			return false
 		}
 		if (len(streams) > 0 && !streams[ev.Stream]) || !strings.HasPrefix(ev.Stream, in.LogStreamNamePrefix) ||
-			!in.eventRange.in(ev) || !pat.Match(ev.Message) {
+			!in.eventRange.inClosed(ev) || !pat.Match(ev.Message) {
 			return true
 		}
 		out = append(out, eventOut{LogStreamName: ev.Stream, Timestamp: ev.Timestamp, Message: ev.Message,

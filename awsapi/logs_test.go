@@ -209,6 +209,25 @@ func TestPythonFunctionLogs(t *testing.T) {
 			}
 		}
 	}
+	// endTime: FilterLogEvents returns an event stamped at it ("Events with
+	// a timestamp later than this time are not returned"), GetLogEvents
+	// does not ("equal to or later ... not included").
+	var hello logEvent
+	for _, e := range events.Events {
+		if e.Message == "hello world 1" {
+			hello = e
+		}
+	}
+	at := map[string]any{"logGroupName": "/aws/lambda/pyfn", "startTime": hello.Timestamp, "endTime": hello.Timestamp, "filterPattern": `"hello world 1"`}
+	var atEnd struct{ Events []logEvent }
+	if logs("FilterLogEvents", at, &atEnd); len(atEnd.Events) != 1 {
+		t.Errorf("FilterLogEvents with endTime at the event's timestamp: %d events, want 1", len(atEnd.Events))
+	}
+	var getAtEnd struct{ Events []logEvent }
+	logs("GetLogEvents", map[string]any{"logGroupName": "/aws/lambda/pyfn", "logStreamName": stream, "startTime": hello.Timestamp, "endTime": hello.Timestamp, "startFromHead": true}, &getAtEnd)
+	if len(getAtEnd.Events) != 0 {
+		t.Errorf("GetLogEvents with endTime equal to startTime: %d events, want none", len(getAtEnd.Events))
+	}
 	if status, body := logs("FilterLogEvents", map[string]any{"logGroupName": "/aws/lambda/pyfn", "filterPattern": `{ $.level = "ERROR" }`}, nil); status != 400 || !strings.Contains(body, "InvalidParameterException") {
 		t.Errorf("a JSON pattern: %d %s", status, body)
 	}
