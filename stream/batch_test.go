@@ -193,6 +193,32 @@ func TestAtTimestampFindsTheFirstMessageAtOrAfter(t *testing.T) {
 	}
 }
 
+// TestAtTimestampFindsAMessageStoredBeforeAnEarlierStampedOne: arrival
+// times only mostly increase along a shard (concurrent puts stamp, then
+// publish on different connections). AT_TIMESTAMP starts at the first
+// record in the shard that arrived at or after the timestamp, even when a
+// record stamped earlier was stored after it. Here the arrivals are 100,
+// 250, 150 and 300 ms, and the timestamp 200 ms: the read starts at the
+// 250 ms record. (The binary search alone started at the 300 ms one.)
+func TestAtTimestampFindsAMessageStoredBeforeAnEarlierStampedOne(t *testing.T) {
+	clk := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clk})
+	createStream(t, rn, "disorder", 1)
+	t0 := clk.Now().Truncate(time.Second)
+	for _, r := range []struct {
+		ms   int
+		data string
+	}{{100, "a"}, {250, "b"}, {150, "c"}, {300, "d"}} {
+		clk.Advance(t0.Add(time.Duration(r.ms) * time.Millisecond).Sub(clk.Now())) // backwards too: a put stamped earlier
+		putBatch(t, rn, "disorder", 0, r.data)
+	}
+	at := t0.Add(200 * time.Millisecond)
+	it := shardIterator(t, rn, stream.GetShardIteratorInput{StreamName: "disorder", ShardID: stream.ShardID(0), ShardIteratorType: stream.AtTimestamp, Timestamp: at})
+	if got := dataOf(readAll(t, rn, it)); got != "b,c,d" {
+		t.Errorf("AT_TIMESTAMP 200 ms reads %q, want b,c,d", got)
+	}
+}
+
 // TestRangesCountPurgedMessages: a stored message deleted from the middle
 // or the end of a range (an operator's purge) is counted as missing by
 // ReadRange and CountRange alike, and its neighbours are still read.

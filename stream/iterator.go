@@ -246,9 +246,63 @@ func (h *handle) sequenceNumbers(sh int, msg uint64, from, to int) string {
 
 // msgAtTime returns the sequence of the first message of the shard that
 // arrived at or after t (the last message's + 1 if none), by binary search
-// over arrival times, which increase with the sequence. All the records of
-// a message arrived together.
+// over arrival times, then a look back (lookBackAtTime). All the records
+// of a message arrived together.
+//
+// Trap: arrival times only mostly increase with the sequence. A put
+// stamps its records before it publishes them, and concurrent puts
+// publish on different connections, so a shard may store a message of
+// 109 ms before one of 108 ms. The binary search alone could land past a
+// message that arrived at or after t, and AT_TIMESTAMP skipped it.
 func (s *Service) msgAtTime(ctx context.Context, h *handle, sh int, t time.Time) (uint64, error) {
+	first, _, _, err := s.msgBounds(ctx, h, sh)
+	if err != nil {
+		return 0, err
+	}
+	lo, err := s.searchAtTime(ctx, h, sh, t)
+	if err != nil {
+		return 0, err
+	}
+	// Look back over the messages stored just before lo: while they
+	// arrived within arrivalDisorder of t, one at or after t may be among
+	// them (at most lookBackAtTime messages: the disorder is of the
+	// publishes in flight at once).
+	found := lo
+	for q, n := lo, 0; q > first && n < lookBackAtTime; n++ {
+		q--
+		m, err := s.msgAt(ctx, h, sh, q)
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgNotFound) { // trimmed meanwhile
+				break
+			}
+			return 0, awserr.New(awserr.ErrService, "read shard: %v", err)
+		}
+		e, err := openEnvelope(m.Data)
+		if err != nil {
+			continue // a seal
+		}
+		at := time.UnixMilli(e.arrivalMs)
+		if at.Before(t.Add(-arrivalDisorder)) {
+			break
+		}
+		if !at.Before(t) {
+			found = q
+		}
+	}
+	return found, nil
+}
+
+// arrivalDisorder and lookBackAtTime bound msgAtTime's look back: how much
+// earlier than an earlier-stored message a message may be stamped, and
+// how many messages it reads at most.
+const (
+	arrivalDisorder = time.Second
+	lookBackAtTime  = 512
+)
+
+// searchAtTime is msgAtTime's binary search, which takes the arrival times
+// as increasing with the sequence.
+func (s *Service) searchAtTime(ctx context.Context, h *handle, sh int, t time.Time) (uint64, error) {
 	first, last, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, err
