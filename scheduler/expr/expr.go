@@ -7,10 +7,14 @@
 //
 // Cron fields take `,` `-` `*` `/`, month names JAN-DEC, weekday names
 // SUN-SAT (1 = SUN .. 7 = SAT), `?` in exactly one of day-of-month and
-// day-of-week, `L` (last day of the month) in day-of-month and `d#n`
-// (the n-th weekday d of the month) in day-of-week; years 1970..2199.
-// The W wildcard and L in day-of-week are refused. Nothing is faster than
-// one minute. Cron and at() are read in the expression's time zone
+// day-of-week; in day-of-month `L` (the last day of the month), `nW` (the
+// weekday, Monday to Friday, nearest day n, never in another month: 1W
+// on a Saturday is Monday the 3rd) and `LW` (the month's last weekday);
+// in day-of-week `dL` (the month's last weekday d: 6L is its last
+// Friday), `L` alone (the week's last day: every Saturday) and `d#n` (the n-th
+// weekday d of the month); years 1970..2199. nW of a day the month lacks
+// (31W in April) matches nothing that month. Nothing is faster than one
+// minute. Cron and at() are read in the expression's time zone
 // (IANA; default UTC): a local time that does not exist (the hour skipped
 // when daylight saving time starts) is skipped, a time that occurs twice
 // runs once (its first occurrence).
@@ -48,6 +52,9 @@ type Expr struct {
 	min, hour, month [60]bool
 	dom              [32]bool
 	lastDOM          bool
+	domW             int     // nW: the weekday nearest day n (0: none)
+	lastW            bool    // LW: the month's last weekday
+	lastDOW          int     // dL: the month's last weekday d (0: none)
 	dow              [8]bool // 1 = Sunday
 	nth              [8]int  // dow#n: the n-th such weekday (0: any)
 	domAny, dowAny   bool    // the field is ? (or *)
@@ -136,14 +143,31 @@ func (e *Expr) parseCron(body string) error {
 	}
 	e.month = months
 	e.domAny, e.dowAny = f[2] == "?" || f[2] == "*", f[4] == "?" || f[4] == "*"
-	if f[2] == "L" {
+	switch n, isW := strings.CutSuffix(f[2], "W"); {
+	case f[2] == "L":
 		e.lastDOM = true
-	} else if f[2] != "?" {
+	case f[2] == "LW":
+		e.lastW = true
+	case isW:
+		d, err := strconv.Atoi(n)
+		if err != nil || d < 1 || d > 31 {
+			return fmt.Errorf("cron(): day-of-month %q: want nW with n 1..31", f[2])
+		}
+		e.domW = d
+	case f[2] != "?":
 		if err := setField(e.dom[:], f[2], 1, 31, nil, "day-of-month"); err != nil {
 			return err
 		}
 	}
-	if d, n, ok := strings.Cut(f[4], "#"); ok {
+	if f[4] == "L" {
+		e.dow[7] = true // the week's last day: every Saturday
+	} else if d, isL := strings.CutSuffix(f[4], "L"); isL {
+		wd, err := fieldValue(d, dayNames)
+		if err != nil || wd < 1 || wd > 7 {
+			return fmt.Errorf("cron(): day-of-week %q: want dL with d 1..7 (or SUN..SAT)", f[4])
+		}
+		e.dow[wd], e.lastDOW = true, wd
+	} else if d, n, ok := strings.Cut(f[4], "#"); ok {
 		wd, err1 := fieldValue(d, dayNames)
 		k, err2 := strconv.Atoi(n)
 		if err1 != nil || err2 != nil || wd < 1 || wd > 7 || k < 1 || k > 5 {
@@ -273,9 +297,15 @@ func (e *Expr) Next(from time.Time) (time.Time, bool) {
 // dayMatches applies day-of-month and day-of-week to a day.
 func (e *Expr) dayMatches(day time.Time) bool {
 	y, m, d := day.Date()
+	last := time.Date(y, m+1, 0, 0, 0, 0, 0, e.loc).Day()
 	if !e.domAny || e.lastDOM {
-		if e.lastDOM {
-			return time.Date(y, m+1, 0, 0, 0, 0, 0, e.loc).Day() == d
+		switch {
+		case e.lastDOM:
+			return d == last
+		case e.lastW:
+			return d == nearestWeekday(y, m, last, last, e.loc)
+		case e.domW > 0:
+			return e.domW <= last && d == nearestWeekday(y, m, e.domW, last, e.loc)
 		}
 		return e.dom[d]
 	}
@@ -286,5 +316,28 @@ func (e *Expr) dayMatches(day time.Time) bool {
 	if !e.dow[wd] {
 		return false
 	}
+	if e.lastDOW != 0 {
+		return d+7 > last // no such weekday later this month
+	}
 	return e.nth[wd] == 0 || (d-1)/7+1 == e.nth[wd]
+}
+
+// nearestWeekday is the day, Monday to Friday, of month m nearest day n
+// (last: the month's last day), never outside the month: a Saturday goes
+// back to Friday unless n is the 1st (then Monday the 3rd), a Sunday on
+// to Monday unless n is the last day (then Friday before).
+func nearestWeekday(y int, m time.Month, n, last int, loc *time.Location) int {
+	switch time.Date(y, m, n, 12, 0, 0, 0, loc).Weekday() {
+	case time.Saturday:
+		if n == 1 {
+			return 3
+		}
+		return n - 1
+	case time.Sunday:
+		if n == last {
+			return n - 2
+		}
+		return n + 1
+	}
+	return n
 }

@@ -32,6 +32,19 @@ func TestNextOccurrences(t *testing.T) {
 		// 02:30 does not exist on 8 March 2026 in New York: skipped.
 		{"cron(30 2 * * ? *)", "America/New_York", "2026-03-07T08:00:00Z", []string{"2026-03-09T06:30:00Z"}},
 		{"at(2026-05-01T12:00:00)", "Europe/Paris", "2026-01-01T00:00:00Z", []string{"2026-05-01T10:00:00Z"}},
+		// The last Friday (6L): 27 March, 24 April 2026.
+		{"cron(0 18 ? * 6L *)", "", "2026-03-01T00:00:00Z", []string{"2026-03-27T18:00:00Z", "2026-04-24T18:00:00Z"}},
+		{"cron(0 9 ? * FRIL *)", "", "2026-03-01T00:00:00Z", []string{"2026-03-27T09:00:00Z"}},
+		// L alone in day-of-week: Saturday, the week's last day.
+		{"cron(0 9 ? * L *)", "", "2026-01-26T00:00:00Z", []string{"2026-01-31T09:00:00Z", "2026-02-07T09:00:00Z"}},
+		// 15W: Sunday 15 March → Monday 16; Wednesday 15 April itself.
+		{"cron(0 9 15W * ? *)", "", "2026-03-01T00:00:00Z", []string{"2026-03-16T09:00:00Z", "2026-04-15T09:00:00Z"}},
+		// 1W: Saturday 1 August → Monday 3 (not July); Tuesday 1 September.
+		{"cron(0 9 1W * ? *)", "", "2026-07-15T00:00:00Z", []string{"2026-08-03T09:00:00Z", "2026-09-01T09:00:00Z"}},
+		// LW: Sunday 31 May → Friday 29; Tuesday 30 June.
+		{"cron(0 9 LW * ? *)", "", "2026-05-01T00:00:00Z", []string{"2026-05-29T09:00:00Z", "2026-06-30T09:00:00Z"}},
+		// 31W: not in April (30 days); Sunday 31 May → Friday 29.
+		{"cron(0 9 31W * ? *)", "", "2026-04-01T00:00:00Z", []string{"2026-05-29T09:00:00Z"}},
 	}
 	for _, c := range cases {
 		e := mustParse(t, c.expr, c.tz)
@@ -55,7 +68,8 @@ func TestNextOccurrences(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, s := range []string{"rate(1 minutes)", "rate(5 minute)", "rate(0 minutes)", "rate(5 weeks)", "cron(* * * * * *)",
-		"cron(0 9 * * ?)", "cron(60 * * * ? *)", "cron(0 9 ? * 8 *)", "cron(0 0 1 1 ? 2200)", "at(2026-13-01T00:00:00)", "every(5)"} {
+		"cron(0 9 * * ?)", "cron(60 * * * ? *)", "cron(0 9 ? * 8 *)", "cron(0 0 1 1 ? 2200)", "at(2026-13-01T00:00:00)", "every(5)",
+		"cron(0 9 32W * ? *)", "cron(0 9 0W * ? *)", "cron(0 9 ? * 8L *)", "cron(0 9 ? * XL *)"} {
 		if _, err := Parse(s, ""); err == nil {
 			t.Errorf("Parse(%q) accepted", s)
 		}
