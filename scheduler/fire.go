@@ -48,7 +48,7 @@ func next(sc *Schedule, x *expr.Expr) (occ, at time.Time, ok bool) {
 		if !ok {
 			return occ, at, false
 		}
-		if sc.EndDate != nil && occ.After(*sc.EndDate) {
+		if sc.EndDate != nil && !occ.Before(*sc.EndDate) { // "before which the schedule can invoke its target"
 			return occ, at, false
 		}
 	}

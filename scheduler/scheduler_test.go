@@ -391,3 +391,19 @@ func TestAStartDateLongPastIsRefused(t *testing.T) {
 	once.StartDate = ptr(t0.Add(-24 * time.Hour))
 	create(t, rn, once)
 }
+
+// TestNothingFiresAtEndDate: EndDate is "the date, in UTC, before which
+// the schedule can invoke its target" (API_CreateSchedule): an occurrence
+// at EndDate itself does not fire. (It fired.)
+func TestNothingFiresAtEndDate(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	rn := start(t, t.TempDir(), clock)
+	rn.Queues.CreateQueue(context.Background(), "q", nil)
+	s := schedule(rn, "nine", "cron(0 9 * * ? *)", "q")
+	s.EndDate = ptr(t0.Add(33 * time.Hour)) // 2 January 09:00
+	create(t, rn, s)
+	clock.Advance(9 * time.Hour)
+	received(t, rn, "q", 1) // 1 January 09:00
+	clock.Advance(24 * time.Hour)
+	received(t, rn, "q", 0)
+}
