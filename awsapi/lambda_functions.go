@@ -39,13 +39,16 @@ type functionCode struct {
 
 type createFunctionInput struct {
 	FunctionName, Runtime, Role, Handler string
-	Code                                 *functionCode
-	Description                          string
-	Timeout, MemorySize                  int
-	Environment                          *environment
-	PackageType                          string
-	Tags                                 map[string]string
-	Layers                               []string
+	// Publish publishes version 1 once the function is created; the
+	// answer is that version's configuration.
+	Publish             bool
+	Code                *functionCode
+	Description         string
+	Timeout, MemorySize int
+	Environment         *environment
+	PackageType         string
+	Tags                map[string]string
+	Layers              []string
 }
 
 type functionConfiguration struct {
@@ -191,6 +194,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 			return nil, err
 		}
 	}
+	if in.Publish {
+		return h.publishLocked(ctx, cfg.FunctionName, &publishVersionInput{}) // fnMu held since the start
+	}
 	return rq.current(cfg.FunctionName)
 }
 
@@ -329,6 +335,9 @@ func (h *Handler) metaOf(ctx context.Context, cfg function.Config) *functionMeta
 }
 
 type updateFunctionConfigurationInput struct {
+	// RevisionId, when set, must be $LATEST's (else PreconditionFailed):
+	// the update applies to the revision the caller read.
+	RevisionId                          string
 	Runtime, Role, Handler, Description *string
 	Timeout, MemorySize                 *int
 	Environment                         *environment
@@ -354,6 +363,9 @@ func (rq *request) change(fn func(cfg *function.Config, meta *functionMeta) erro
 
 func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurationInput) (any, error) {
 	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
+		if err := rq.h.rn.Functions.CheckRevision(cfg.FunctionName, in.RevisionId); err != nil {
+			return err
+		}
 		if in.Runtime != nil && *in.Runtime != meta.Runtime {
 			if meta.isProcess() != isProcessRuntime(*in.Runtime) {
 				return lambdaInvalid("Runtime: cannot change %s to %s (between a process function and an in-process one); delete and create the function", meta.Runtime, *in.Runtime)
@@ -392,10 +404,17 @@ type updateFunctionCodeInput struct {
 	ZipFile            []byte
 	S3Bucket, ImageUri string
 	DryRun             bool
+	// RevisionId as UpdateFunctionConfiguration's; Publish publishes a
+	// version after the update, as PublishVersion would.
+	RevisionId string
+	Publish    bool
 }
 
 func lambdaUpdateFunctionCode(rq *request, in *updateFunctionCodeInput) (any, error) {
-	return rq.change(func(cfg *function.Config, meta *functionMeta) error {
+	out, err := rq.change(func(cfg *function.Config, meta *functionMeta) error {
+		if err := rq.h.rn.Functions.CheckRevision(cfg.FunctionName, in.RevisionId); err != nil {
+			return err
+		}
 		if !meta.isProcess() {
 			return lambdaInvalid("ZipFile: function %s is an in-process function (Runtime %s); it has no code to update", cfg.FunctionName, meta.Runtime)
 		}
@@ -419,4 +438,14 @@ func lambdaUpdateFunctionCode(rq *request, in *updateFunctionCodeInput) (any, er
 		}
 		return nil
 	})
+	if err != nil || !in.Publish || in.DryRun {
+		return out, err
+	}
+	name, err := rq.functionName()
+	if err != nil {
+		return nil, err
+	}
+	rq.h.fnMu.Lock()
+	defer rq.h.fnMu.Unlock()
+	return rq.h.publishLocked(rq.ctx, name, &publishVersionInput{})
 }

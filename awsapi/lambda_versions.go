@@ -37,6 +37,9 @@ func metaKey(cfg function.Config) string {
 // equal fingerprints publish no new version.
 func fingerprint(cfg function.Config, meta *functionMeta) string {
 	cfg.FunctionArn, cfg.RevisionId, cfg.LastVersion, cfg.Version = "", "", 0, ""
+	// Reserved concurrency is the function's, not a version's
+	// (PutFunctionConcurrency): changing it alone publishes nothing new.
+	cfg.ReservedConcurrentExecutions = nil
 	b, _ := json.Marshal(struct {
 		C                                        function.Config
 		Runtime, Handler, Role, Desc, CodeSha256 string
@@ -54,9 +57,16 @@ func lambdaPublishVersion(rq *request, in *publishVersionInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, ctx := rq.h, rq.ctx
-	h.fnMu.Lock()
-	defer h.fnMu.Unlock()
+	rq.h.fnMu.Lock()
+	defer rq.h.fnMu.Unlock()
+	return rq.h.publishLocked(rq.ctx, name, in)
+}
+
+// publishLocked is PublishVersion of function name, for a caller holding
+// fnMu: a new version, or the latest one when $LATEST has not changed
+// since it was published. CreateFunction and UpdateFunctionCode call it
+// for Publish: true.
+func (h *Handler) publishLocked(ctx context.Context, name string, in *publishVersionInput) (any, error) {
 	f, err := h.rn.Functions.GetFunction(name)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -249,5 +250,59 @@ func TestLambdaEventInvokeConfigOnAnAlias(t *testing.T) {
 	}
 	if json.Unmarshal([]byte(body), &rec) != nil || rec.RequestContext.FunctionArn != aliasArn || rec.RequestContext.Condition != "RetriesExhausted" {
 		t.Fatalf("failure record: %s", body)
+	}
+}
+
+// TestLambdaRevisionIdAndPublishOnCreateAndUpdate: UpdateFunctionConfiguration
+// and UpdateFunctionCode apply "only if the revision ID matches" one given
+// (else PreconditionFailed, 412); CreateFunction and UpdateFunctionCode
+// with Publish: true publish a version, "the same effect as calling
+// PublishVersion separately", and answer with it; PutFunctionConcurrency
+// changes the function, not a version, so PublishVersion after it alone
+// publishes nothing new. (RevisionId and Publish were dropped unread, and
+// reserved concurrency counted as a change of $LATEST.)
+func TestLambdaRevisionIdAndPublishOnCreateAndUpdate(t *testing.T) {
+	ctx, _, lc := startLambda(t)
+	out := lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("pub"), Role: aws.String("r"), Runtime: "runnel",
+		Handler: aws.String("lambdatest-color"), Code: &ltypes.FunctionCode{}, Publish: true,
+		Environment: &ltypes.Environment{Variables: map[string]string{"COLOR": "red"}}}))
+	if aws.ToString(out.Version) != "1" {
+		t.Fatalf("CreateFunction with Publish: version %q, want 1", aws.ToString(out.Version))
+	}
+	_, err := lc.UpdateFunctionConfiguration(ctx, &lambda.UpdateFunctionConfigurationInput{FunctionName: aws.String("pub"), RevisionId: aws.String("stale"), Description: aws.String("x")})
+	wantLambdaErr[*ltypes.PreconditionFailedException](t, err, "Revision Id")
+	if c := lambdaMust(lc.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String("pub")})); aws.ToString(c.Description) != "" {
+		t.Fatalf("a refused update changed the function: Description %q", aws.ToString(c.Description))
+	}
+	latest := lambdaMust(lc.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String("pub")}))
+	lambdaMust(lc.UpdateFunctionConfiguration(ctx, &lambda.UpdateFunctionConfigurationInput{FunctionName: aws.String("pub"), RevisionId: latest.RevisionId, Description: aws.String("y")}))
+	v2 := lambdaMust(lc.PublishVersion(ctx, &lambda.PublishVersionInput{FunctionName: aws.String("pub")}))
+	lambdaMust(lc.PutFunctionConcurrency(ctx, &lambda.PutFunctionConcurrencyInput{FunctionName: aws.String("pub"), ReservedConcurrentExecutions: aws.Int32(5)}))
+	if again := lambdaMust(lc.PublishVersion(ctx, &lambda.PublishVersionInput{FunctionName: aws.String("pub")})); aws.ToString(again.Version) != aws.ToString(v2.Version) {
+		t.Fatalf("PublishVersion after PutFunctionConcurrency alone: version %s, want %s again", aws.ToString(again.Version), aws.ToString(v2.Version))
+	}
+}
+
+// TestLambdaUpdateFunctionCodeChecksRevisionAndPublishes: as above, for a
+// process function's code.
+func TestLambdaUpdateFunctionCodeChecksRevisionAndPublishes(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		testenv.MissingTool(t, "python3 is not installed: runtime python3.12 runs on it")
+	}
+	ctx, _, lc := startLambda(t)
+	code := func(answer string) []byte {
+		return zipFiles(t, map[string]string{"app.py": "def handler(event, context):\n    return '" + answer + "'\n"})
+	}
+	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("pc"), Runtime: ltypes.RuntimePython312,
+		Handler: aws.String("app.handler"), Role: aws.String("r"), Code: &ltypes.FunctionCode{ZipFile: code("one")}}))
+	_, err := lc.UpdateFunctionCode(ctx, &lambda.UpdateFunctionCodeInput{FunctionName: aws.String("pc"), ZipFile: code("two"), RevisionId: aws.String("stale")})
+	wantLambdaErr[*ltypes.PreconditionFailedException](t, err, "Revision Id")
+	out := lambdaMust(lc.UpdateFunctionCode(ctx, &lambda.UpdateFunctionCodeInput{FunctionName: aws.String("pc"), ZipFile: code("two"), Publish: true}))
+	if aws.ToString(out.Version) != "1" {
+		t.Fatalf("UpdateFunctionCode with Publish: version %q, want 1", aws.ToString(out.Version))
+	}
+	inv := lambdaMust(lc.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("pc"), Qualifier: aws.String("1")}))
+	if string(inv.Payload) != `"two"` {
+		t.Fatalf("version 1 answers %s, want the updated code's \"two\"", inv.Payload)
 	}
 }
