@@ -775,3 +775,33 @@ func TestMD5(t *testing.T) {
 		})
 	}
 }
+
+// TestMD5OfMessageAttributesIsOfTheAttributesReturned: a receive that asks
+// for some of a message's attributes gets the digest of those it gets:
+// the SDKs that check MD5OfMessageAttributes (Java, .NET, Ruby, PHP)
+// compute it over the attributes in the response. (It was the digest of
+// all of them, and every such receive failed their check.)
+func TestMD5OfMessageAttributesIsOfTheAttributesReturned(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("attrs", nil)
+	attrs := map[string]queue.MessageAttributeValue{"a": {DataType: "String", StringValue: str("1")}, "b": {DataType: "String", StringValue: str("2")}}
+	sent := e.sendIn(url, queue.SendMessageInput{MessageBody: "x", MessageAttributes: attrs})
+	for _, c := range []struct {
+		names []string
+		want  map[string]queue.MessageAttributeValue
+	}{
+		{[]string{"a"}, map[string]queue.MessageAttributeValue{"a": attrs["a"]}},
+		{[]string{"All"}, attrs},
+	} {
+		m := e.receive(url, queue.ReceiveMessageInput{MessageAttributeNames: c.names, VisibilityTimeout: ptr(0)})
+		if len(m) != 1 || len(m[0].MessageAttributes) != len(c.want) {
+			t.Fatalf("names %v: %d messages, attributes %v", c.names, len(m), m)
+		}
+		if got, want := m[0].MD5OfMessageAttributes, queue.MD5OfMessageAttributes(c.want); got != want {
+			t.Errorf("names %v: MD5OfMessageAttributes %s, want %s (of the attributes returned)", c.names, got, want)
+		}
+	}
+	if sent.MD5OfMessageAttributes != queue.MD5OfMessageAttributes(attrs) {
+		t.Errorf("SendMessage's MD5OfMessageAttributes %s, want all of them", sent.MD5OfMessageAttributes)
+	}
+}

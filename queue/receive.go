@@ -388,6 +388,12 @@ func (s *Service) deliver(ctx context.Context, q *queue, ds []delivery, want map
 			MD5OfMessageAttributes: m.md5Attrs,
 			MessageAttributes:      selectAttributes(p.attrs, attrNames),
 		}
+		if len(msg.MessageAttributes) != len(p.attrs) {
+			// The digest is of the attributes returned, as the SDKs that
+			// check it compute it (Java, .NET, Ruby, PHP): with only some
+			// asked for, the digest of all failed every such receive.
+			msg.MD5OfMessageAttributes = MD5OfMessageAttributes(msg.MessageAttributes)
+		}
 		if want != nil {
 			a := map[string]string{}
 			set := func(name, v string) {
