@@ -767,7 +767,7 @@ func TestMD5(t *testing.T) {
 			if out.MD5OfMessageBody != tt.body5 || out.MD5OfMessageAttributes != tt.attr5 {
 				t.Fatalf("SendMessage MD5s = %s %s, want %s %s", out.MD5OfMessageBody, out.MD5OfMessageAttributes, tt.body5, tt.attr5)
 			}
-			m := e.receive(url, queue.ReceiveMessageInput{})
+			m := e.receive(url, queue.ReceiveMessageInput{MessageAttributeNames: []string{"All"}})
 			if m[0].MD5OfBody != tt.body5 || m[0].MD5OfMessageAttributes != tt.attr5 {
 				t.Fatalf("ReceiveMessage MD5s = %s %s", m[0].MD5OfBody, m[0].MD5OfMessageAttributes)
 			}
