@@ -101,6 +101,9 @@ func (rq *request) urlsAfter(urls []string, token string, max *int) (page []stri
 		}
 		urls = urls[sort.Search(len(urls), func(i int) bool { return nameAt(i) > string(b) }):]
 	}
+	if max == nil && len(urls) > 1000 {
+		urls = urls[:1000] // "up to 1,000 results", no NextToken, without MaxResults (API_ListQueues)
+	}
 	if max != nil {
 		if *max < 1 || *max > 1000 {
 			return nil, "", awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter MaxResults is invalid. Reason: MaxResults must be an integer between 1 and 1000.", *max)

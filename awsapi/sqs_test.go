@@ -363,3 +363,39 @@ func TestSQSJSONErrorShape(t *testing.T) {
 		t.Fatalf("%d %s", resp2.StatusCode, b)
 	}
 }
+
+// TestListQueuesPagesThroughMoreThanAThousand: without MaxResults
+// ListQueues answers "up to 1,000 results"; with MaxResults, NextToken
+// pages through every queue (API_ListQueues). (The list was cut at 1000
+// before paging: the pages ended there, with no token, and the queues
+// after the 1000th were never listed.)
+func TestListQueuesPagesThroughMoreThanAThousand(t *testing.T) {
+	e := startEnv(t, awsapi.Options{}, testenv.Options{})
+	ctx := context.Background()
+	kv, err := e.rn.Engine.Bucket(ctx, "runnel_queues") // the listing reads the queues' names only
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1005 {
+		if _, err := kv.Put(ctx, fmt.Sprintf("q%04d", i), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qc := e.sqs()
+	if lq := must(qc.ListQueues(ctx, &sqs.ListQueuesInput{})); len(lq.QueueUrls) != 1000 || lq.NextToken != nil {
+		t.Fatalf("without MaxResults: %d URLs, token %v; want 1000 and none", len(lq.QueueUrls), lq.NextToken)
+	}
+	var all []string
+	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	for {
+		lq := must(qc.ListQueues(ctx, in))
+		all = append(all, lq.QueueUrls...)
+		if lq.NextToken == nil {
+			break
+		}
+		in.NextToken = lq.NextToken
+	}
+	if len(all) != 1005 || !strings.HasSuffix(all[1004], "/q1004") {
+		t.Fatalf("paged with MaxResults 1000: %d URLs, want all 1005", len(all))
+	}
+}

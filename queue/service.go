@@ -460,7 +460,9 @@ func (s *Service) GetQueueURL(ctx context.Context, name string) (string, error) 
 }
 
 // ListQueues returns the URLs of the queues whose names start with
-// prefix (all with ""), sorted, at most 1000 (API_ListQueues).
+// prefix (all with ""), sorted, every one of them. API_ListQueues'
+// answer of at most 1000 without MaxResults is the endpoint's to cut
+// (with MaxResults, NextToken pages through them all).
 func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, error) {
 	keys, err := s.meta.Keys(ctx)
 	if err != nil {
@@ -472,7 +474,7 @@ func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, erro
 	sort.Strings(keys)
 	var out []string
 	for _, k := range keys {
-		if strings.HasPrefix(k, prefix) && len(out) < 1000 {
+		if strings.HasPrefix(k, prefix) {
 			out = append(out, s.QueueURL(k))
 		}
 	}
