@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ type invocation struct {
 	failIdx int              // outcomePartial: index of the lowest failed record
 	invokes int              // how many invocations these records have been in
 	last    *function.Result // the last invocation's result, for the on-failure record
+	ran     string           // the version the last invocation ran ($LATEST or a number)
 	state   json.RawMessage  // a windowed invocation's response state
 }
 
@@ -153,7 +155,7 @@ func (b *batchRun) resolve(ctx context.Context, recs []stream.Record, inv invoca
 // prev is the previous invocation of these records (zero for a new batch):
 // its invoke count and result carry over into on-failure records.
 func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invocation) ([]stream.Record, invocation, error) {
-	inv := invocation{invokes: prev.invokes, last: prev.last}
+	inv := invocation{invokes: prev.invokes, last: prev.last, ran: prev.ran}
 	for wait := 1; ; wait++ {
 		var err error
 		if recs, err = b.dropAged(ctx, recs, inv, inv.invokes > 0 || wait > 1); err != nil {
@@ -189,7 +191,7 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 			continue
 		}
 		inv.invokes++
-		inv.last = res
+		inv.last, inv.ran = res, fn.Config().ExecutedVersion()
 		inv.outcome, inv.failIdx = b.classify(recs, res)
 		if b.l.win != nil && inv.outcome != outcomeFailed {
 			if inv.state, err = windowResponseState(res); err != nil {
@@ -422,7 +424,7 @@ func (b *batchRun) discard(ctx context.Context, recs []stream.Record, condition 
 	}
 	if inv.last != nil {
 		rec.RequestContext.RequestID = inv.last.RequestID
-		rec.ResponseContext = wire.ResponseContext{StatusCode: 200, ExecutedVersion: wire.ExecutedVersion, FunctionError: inv.last.FunctionError}
+		rec.ResponseContext = wire.ResponseContext{StatusCode: 200, ExecutedVersion: cmp.Or(inv.ran, wire.ExecutedVersion), FunctionError: inv.last.FunctionError}
 	}
 	log := b.r.svc.eng.Logger
 	if b.r.dest == nil {

@@ -389,6 +389,26 @@ func TestMaximumRecordAge(t *testing.T) {
 	})
 }
 
+// TestAnOnFailureRecordNamesTheVersionThatRan: a mapping on a published
+// version writes on-failure records whose executedVersion is that
+// version. (Every record said $LATEST.)
+func TestAnOnFailureRecordNamesTheVersionThatRan(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createStream(t, rn, "src", 1)
+	dest := createStream(t, rn, "failed", 1)
+	put(t, rn, "src", "k", "x")
+	r := newRecorder(t, rn, function.Config{}, failOn("x"))
+	if _, err := rn.Functions.PublishVersion(context.Background(), r.name, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name + ":1", BatchSize: 1, MaximumRetryAttempts: ptr(0), DestinationConfig: withDestination(dest)})
+	settle(t, rn, m.UUID, "src")
+	fs := failures(t, rn, "failed")
+	if len(fs) != 1 || fs[0].ResponseContext.ExecutedVersion != "1" {
+		t.Fatalf("on-failure records %+v, want one with executedVersion 1", fs)
+	}
+}
+
 // TestARecordThatAlwaysFailsIsDiscardedWhenItLeavesTheStream: with the
 // defaults (MaximumRetryAttempts and MaximumRecordAgeInSeconds -1) Lambda
 // retries a failing record until it expires from the stream, then the

@@ -48,7 +48,8 @@ func TimestampSeconds(t time.Time) string { return t.UTC().Format("2006-01-02T15
 const (
 	// RecordVersion is the "version" field of both records.
 	RecordVersion = "1.0"
-	// ExecutedVersion is the function version runnel runs ($LATEST; it has
-	// no published versions).
+	// ExecutedVersion is the version a record names when it does not know
+	// the version that ran (none ran: a throttle, a missing function).
+	// Records of an invocation name the version that ran.
 	ExecutedVersion = "$LATEST"
 )

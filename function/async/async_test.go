@@ -491,6 +491,32 @@ func TestSuccessRecordGoesToOnSuccess(t *testing.T) {
 	}
 }
 
+// TestARecordNamesTheVersionThatRan: a destination record's
+// responseContext.executedVersion is the version that ran (an event for
+// f:1 ran version 1), as X-Amz-Executed-Version is. (Every record said
+// $LATEST.)
+func TestARecordNamesTheVersionThatRan(t *testing.T) {
+	clock := newClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	dest := createQueue(t, rn, "successes", nil)
+	newFunction(t, rn, function.Config{}, func(string) (json.RawMessage, error) { return json.RawMessage(`{"ok":true}`), nil })
+	if _, err := rn.Functions.PublishVersion(context.Background(), "f", nil); err != nil {
+		t.Fatal(err)
+	}
+	put(t, rn, async.EventInvokeConfig{FunctionName: "f:1", DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: dest}}})
+	invoke(t, rn, "f:1", async.Event, `{}`)
+	var rec struct {
+		RequestContext  struct{ FunctionArn string }
+		ResponseContext struct{ ExecutedVersion string }
+	}
+	if err := json.Unmarshal([]byte(onlyMessage(t, rn, "successes").Body), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.RequestContext.FunctionArn != rn.Functions.ARN("f")+":1" || rec.ResponseContext.ExecutedVersion != "1" {
+		t.Fatalf("record of f:1: functionArn %s, executedVersion %q; want version 1", rec.RequestContext.FunctionArn, rec.ResponseContext.ExecutedVersion)
+	}
+}
+
 func TestEventAgeExceeded(t *testing.T) {
 	t.Run("with MaximumEventAgeInSeconds 60 the retry due at +3 min is not invoked: EventAgeExceeded", func(t *testing.T) {
 		clock := newClock()

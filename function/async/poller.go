@@ -149,6 +149,7 @@ type outcome struct {
 	funcError string // "Unhandled" after a function error
 	response  []byte // the function's response, or the error object (JSON)
 	errMsg    string // the error message, for the DLQ's ErrorMessage
+	executed  string // the version that ran ("" when none ran: the record says $LATEST)
 }
 
 // errorObject is Lambda's error object, {"errorMessage":...,"errorType":...},
@@ -234,7 +235,7 @@ func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 	if !res.Failed() {
 		p.c.succeeded.Add(1)
 		if cfg.onSuccess != "" {
-			rec := p.record(m, ConditionSuccess, outcome{status: 200, response: responsePayload(res)}, msg.Body)
+			rec := p.record(m, ConditionSuccess, outcome{status: 200, response: responsePayload(res), executed: fn.Config().ExecutedVersion()}, msg.Body)
 			if !p.deliver(wctx, cfg.onSuccess, rec, msg.Body, m, ConditionSuccess) {
 				return false
 			}
@@ -242,7 +243,7 @@ func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 		return p.delete(wctx, msg)
 	}
 	p.c.functionErrors.Add(1)
-	o := outcome{status: 200, funcError: res.FunctionError, response: res.Payload}
+	o := outcome{status: 200, funcError: res.FunctionError, response: res.Payload, executed: fn.Config().ExecutedVersion()}
 	errType := ""
 	if res.Error != nil {
 		o.errMsg, errType = res.Error.Message, res.Error.Type

@@ -2,6 +2,7 @@ package async
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,7 @@ func (p *poller) record(m meta, condition string, o outcome, payload string) []b
 		RequestContext: wire.RequestContext{RequestID: m.requestID, FunctionArn: p.s.fns.QualifiedARN(p.name, qualifier),
 			Condition: condition, ApproximateInvokeCount: m.invokeCount},
 		RequestPayload:  json.RawMessage(payload),
-		ResponseContext: wire.InvocationResponseContext{StatusCode: o.status, ExecutedVersion: wire.ExecutedVersion, FunctionError: o.funcError},
+		ResponseContext: wire.InvocationResponseContext{StatusCode: o.status, ExecutedVersion: cmp.Or(o.executed, wire.ExecutedVersion), FunctionError: o.funcError},
 	}
 	switch {
 	case len(o.response) > 0 && json.Valid(o.response):
