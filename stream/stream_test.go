@@ -359,6 +359,17 @@ func TestGetRecordsResponseNeverExceedsTenMiB(t *testing.T) {
 
 // ---- retention ----
 
+// secondProcess is a second stream service on rn's engine: another
+// process's view of the same streams, with its own caches.
+func secondProcess(t *testing.T, rn *runnel.Runnel) *stream.Service {
+	t.Helper()
+	other, err := stream.New(t.Context(), rn.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other
+}
+
 // TestAChildShardsIteratorReadsInAProcessThatCachedTheParent: a shard
 // iterator is good in any process until it expires. A process that cached
 // the stream before another one split its shard reads a child's iterator
@@ -367,10 +378,7 @@ func TestGetRecordsResponseNeverExceedsTenMiB(t *testing.T) {
 func TestAChildShardsIteratorReadsInAProcessThatCachedTheParent(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{})
 	ctx := t.Context()
-	other, err := stream.New(ctx, rn.Engine) // a second process's view of the same streams
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := secondProcess(t, rn)
 	createStream(t, rn, "s", 1)
 	putRecord(t, rn, "s", "k", "before")
 	if _, err := other.GetRecords(ctx, shardIterator(t, rn, stream.GetShardIteratorInput{StreamName: "s", ShardID: stream.ShardID(0), ShardIteratorType: stream.TrimHorizon}), 10); err != nil {
@@ -396,10 +404,7 @@ func TestARetentionRaisedThroughAnotherProcessHoldsInEveryProcess(t *testing.T) 
 	clk := newClock()
 	rn := testenv.Start(t, testenv.Options{Clock: clk})
 	ctx := t.Context()
-	other, err := stream.New(ctx, rn.Engine) // a second process's view of the same streams
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := secondProcess(t, rn)
 	createStream(t, rn, "s", 1)
 	putRecord(t, rn, "s", "k", "kept")
 	if _, err := other.TrimExpired(ctx); err != nil { // caches the description (24 h)
