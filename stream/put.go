@@ -108,6 +108,11 @@ func (s *Service) PutRecord(ctx context.Context, streamName string, e PutRecords
 // fail together; Kinesis allows any subset to fail, and a caller that
 // retries its failed entries (as it must) sees no difference.
 func (s *Service) PutRecords(ctx context.Context, streamName string, entries []PutRecordsRequestEntry) (*PutRecordsOutput, error) {
+	return s.putRecords(ctx, streamName, entries, "")
+}
+
+// putRecords is PutRecords; id, when not "", makes it PutLogRecords'.
+func (s *Service) putRecords(ctx context.Context, streamName string, entries []PutRecordsRequestEntry, id string) (*PutRecordsOutput, error) {
 	if len(entries) < 1 || len(entries) > MaxPutRecords {
 		return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "Records", len(entries), 1, MaxPutRecords)
 	}
@@ -143,7 +148,11 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 			}
 			break
 		}
-		sealed := s.putOnce(ctx, h, entries, pending, now, out)
+		msgID := ""
+		if id != "" {
+			msgID = id + "." + strconv.Itoa(attempt)
+		}
+		sealed := s.putOnce(ctx, h, entries, pending, now, out, msgID)
 		if len(sealed) == 0 {
 			break
 		}
@@ -170,17 +179,13 @@ func (s *Service) PutRecords(ctx context.Context, streamName string, entries []P
 // putOnce publishes the entries pending (request indexes, in request
 // order) by h's routing and fills their results in out, except for those
 // of messages a sealed shard refused, which it returns in request order.
-func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRequestEntry, pending []int, now int64, out *PutRecordsOutput) []int {
+// msgID, when not "", is PutLogRecords': each message carries the id
+// msgID.<k> (k: its place in the call), and one whose outcome is unknown
+// is published again (resolve).
+func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRequestEntry, pending []int, now int64, out *PutRecordsOutput, msgID string) []int {
 	// The entries of each shard, in request order, go into as few stored
 	// messages as fit (see Position): one message per shard for a typical
 	// call, so a call of 500 records is a handful of JetStream publishes.
-	type chunk struct {
-		shard   int
-		entries []int // request indexes, in order; entry k is record k of the message
-		size    int
-		body    []byte
-		future  jetstream.PubAckFuture
-	}
 	var chunks []*chunk
 	var sealed []int
 	open := make(map[int]*chunk, len(h.shards))
@@ -200,7 +205,8 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	// (a shard's messages are published in order on it); concurrent calls
 	// spread over the engine's publishing connections.
 	js := s.eng.NextPublisherJS()
-	for _, c := range chunks {
+	started := time.Now()
+	for k, c := range chunks {
 		body := appendEnvelopeHead(make([]byte, 0, c.size), now, len(c.entries))
 		for _, i := range c.entries {
 			body = appendEnvelopeRecord(body, entries[i].PartitionKey, entries[i].Data)
@@ -209,11 +215,17 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 		// no expected-stream header is needed. The guard header makes
 		// JetStream refuse the message once the shard's seal is stored.
 		c.body = body
-		f, err := js.PublishMsgAsync(&nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body})
-		if err != nil {
-			for _, i := range c.entries {
-				out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: err.Error()}
+		c.msg = &nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body}
+		if msgID != "" {
+			hdr := nats.Header{jetstream.MsgIDHeader: []string{msgID + "." + strconv.Itoa(k)}}
+			for n, v := range h.guard[c.shard] {
+				hdr[n] = v
 			}
+			c.msg.Header = hdr
+		}
+		f, err := js.PublishMsgAsync(c.msg)
+		if err != nil {
+			c.unknown = err.Error()
 			continue
 		}
 		c.future = f
@@ -224,20 +236,16 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	timeout := time.NewTimer(AckTimeout)
 	defer timeout.Stop()
 	accept := func(c *chunk, ack *jetstream.PubAck) {
-		if h.rates != nil { // an ON_DEMAND stream: count the writes
+		c.unknown = ""
+		if h.rates != nil && !ack.Duplicate { // an ON_DEMAND stream: count the writes
 			h.rates[c.shard].bytes.Add(int64(c.size - envelopeHead - envelopePerRecord*len(c.entries)))
 			h.rates[c.shard].records.Add(int64(len(c.entries)))
 		}
-		if !ack.Duplicate {
+		if !ack.Duplicate && s.tail != nil {
 			s.tail.put(h.desc.ID, c.shard, ack.Sequence, c.body)
 		}
 		for k, i := range c.entries {
 			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Numbering(), c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
-		}
-	}
-	fail := func(c *chunk, msg string) {
-		for _, i := range c.entries {
-			out.Records[i] = PutRecordsResultEntry{ErrorCode: awserr.ErrInternalFailure.Code, ErrorMessage: msg}
 		}
 	}
 	for _, c := range chunks {
@@ -249,26 +257,83 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 			timeout.Reset(0) // the deadline has passed for the rest too
 			select {         // an ack that is already there still counts
 			case ack := <-c.future.Ok():
-				accept(c, ack)
+				s.acked(c, ack, accept)
 			default:
-				fail(c, "no acknowledgement within "+AckTimeout.String())
+				c.unknown = "no acknowledgement within " + AckTimeout.String()
 			}
 		case ack := <-c.future.Ok():
-			accept(c, ack)
+			s.acked(c, ack, accept)
 		case err := <-c.future.Err():
 			if isSealedErr(err) {
 				sealed = append(sealed, c.entries...)
 				continue
 			}
-			fail(c, err.Error())
+			if storedNot(err) {
+				c.fail(out, awserr.ErrInternalFailure.Code, err.Error())
+				continue
+			}
+			c.unknown = err.Error()
 		case <-ctx.Done():
 			// The publish may still land; the caller sees a failure and may
 			// put again (a duplicate, never a loss).
-			fail(c, ctx.Err().Error())
+			c.unknown = ctx.Err().Error()
+		}
+	}
+	if msgID != "" {
+		s.resolve(ctx, js, chunks, started, accept)
+	}
+	for _, c := range chunks {
+		if c.unknown == "" {
+			continue
+		}
+		if msgID != "" {
+			c.fail(out, OutcomeUnknown, c.unknown)
+		} else {
+			c.fail(out, awserr.ErrInternalFailure.Code, c.unknown)
 		}
 	}
 	sort.Ints(sealed)
 	return sealed
+}
+
+// chunk is the entries of one call that go into one stored message.
+type chunk struct {
+	shard   int
+	entries []int // request indexes, in order; entry k is record k of the message
+	size    int
+	body    []byte
+	msg     *nats.Msg
+	future  jetstream.PubAckFuture
+	// unknown: why the message's outcome is not known (no answer came);
+	// "" once it is.
+	unknown string
+}
+
+func (c *chunk) fail(out *PutRecordsOutput, code, msg string) {
+	c.unknown = ""
+	for _, i := range c.entries {
+		out.Records[i] = PutRecordsResultEntry{ErrorCode: code, ErrorMessage: msg}
+	}
+}
+
+// acked takes an acknowledgement, unless a test loses it (ackLost).
+func (s *Service) acked(c *chunk, ack *jetstream.PubAck, accept func(*chunk, *jetstream.PubAck)) {
+	if s.ackLost != nil && s.ackLost() {
+		c.unknown = "acknowledgement lost (test)"
+		return
+	}
+	accept(c, ack)
+}
+
+// storedNot reports whether a publish's error says that the message was
+// not stored: JetStream answered with an error, or nobody took it.
+// Other errors (a timeout, a connection lost) leave the outcome unknown.
+func storedNot(err error) bool {
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		return true
+	}
+	var je jetstream.JetStreamError
+	return errors.As(err, &je) && je.APIError() != nil
 }
 
 // maxSealedRetries bounds how often PutRecords routes entries again after

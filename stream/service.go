@@ -258,6 +258,11 @@ type Service struct {
 	// staleReads, when set and true (tests only), makes direct gets
 	// answer as a follower that has applied no message yet (see msgAt).
 	staleReads func() bool
+	// ackLost, when set and true (tests only), loses the acknowledgement
+	// of a publish: its outcome is unknown to the writer (putOnce).
+	ackLost func() bool
+	// resolveWithin, when positive (tests only), replaces ResolveWithin.
+	resolveWithin time.Duration
 }
 
 // New opens the streams service on eng.

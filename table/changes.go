@@ -107,6 +107,9 @@ func (t *Table) expire(ctx context.Context, k key, now int64) (int, error) {
 	mu := t.stripe(k)
 	mu.Lock()
 	defer mu.Unlock()
+	if t.s.unsure.any() && t.s.unsure.busy([]string{t.s.itemID(t, k)}) != nil {
+		return 0, nil // held by a write of unknown outcome: the next sweep
+	}
 	old, prev, err := t.get(ctx, k)
 	if err != nil || old == nil {
 		return 0, err

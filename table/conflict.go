@@ -82,14 +82,22 @@ func (h *heldItems) busyLocked(ids []string) []int {
 }
 
 // itemID names an item across tables.
-func (o *op) itemID() string { return o.t.st.TableId + "/" + o.k.id() }
+func (o *op) itemID() string { return o.t.s.itemID(o.t, o.k) }
 
-// checkHeld is a single write's conflict check.
+func (s *Service) itemID(t *Table, k key) string { return t.st.TableId + "/" + k.id() }
+
+// checkHeld is a single write's conflict check: an item held by a
+// transaction in progress, or by a write whose outcome is unknown
+// (resolve.go).
 func (o *op) checkHeld() error {
-	if o.t.s.held.n.Load() == 0 {
-		return nil // no transaction running: nothing to build
+	if o.t.s.held.n.Load() == 0 && !o.t.s.unsure.any() {
+		return nil // no transaction running, nothing unsure: nothing to build
 	}
-	if o.t.s.held.busy([]string{o.itemID()}) != nil {
+	ids := []string{o.itemID()}
+	if o.t.s.unsure.busy(ids) != nil {
+		return errHeldUnsure()
+	}
+	if o.t.s.held.busy(ids) != nil {
 		return awserr.New(awserr.ErrTransactionConflict, conflictMessage)
 	}
 	return nil

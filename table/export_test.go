@@ -69,6 +69,26 @@ func tableKey(t testing.TB, s *Service, tableName string, item Item, keyOnly boo
 // writer see the append as failed although it landed.
 func SetReplyLost(s *Service, lost func(table string) error) { s.replyLost = lost }
 
+// SetCommitLost makes every transaction commit record JetStream
+// acknowledges ask lost (nil: none), as SetReplyLost does for log
+// appends; pause and within (when positive) set the resolvers' first
+// pause and how long a commit is published again before its resolver
+// takes over.
+func SetCommitLost(s *Service, lost func() error, pause, within time.Duration) {
+	s.commitLost, s.resolvePause, s.resolveWithin = lost, pause, within
+}
+
+// SetResolvePause sets the resolvers' first pause (0: a second).
+func SetResolvePause(s *Service, pause time.Duration) { s.resolvePause = pause }
+
+// WaitResolved makes the resolvers of writes of unknown outcome try at
+// once, waits for them to end, and returns how many items are still held.
+func WaitResolved(s *Service) int {
+	s.wakeResolvers()
+	s.resolving.Wait()
+	return s.heldUnsure()
+}
+
 // WaitBackfills waits for the GSI backfills running to end.
 func WaitBackfills(s *Service) { s.backfills.Wait() }
 

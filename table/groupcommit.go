@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"strconv"
 	"sync"
+
+	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
@@ -230,59 +233,88 @@ func (t *Table) flushAppends(ctx context.Context, lane int, own *appendReq) {
 	}
 }
 
+// writeAppends writes a batch of a lane's appends to the log and applies
+// every change written, then answers each append. A write whose outcome
+// is unknown (resolve.go) answers errUnknownOutcome, its items held until
+// a resolver learns it.
 func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 	var all []stream.PutRecordsRequestEntry
+	var ps []*pending
 	if len(batch) == 1 {
-		all = batch[0].entries
+		all, ps = batch[0].entries, batch[0].ps
 	} else {
 		for _, r := range batch {
 			all = append(all, r.entries...)
+			ps = append(ps, r.ps...)
 		}
 	}
+	errs := make([]error, len(all))
+	var as []applied
 	// A single request larger than MaxPutRecords (a transaction's changes
-	// to one table are at most 100) is written in slices.
-	var out []stream.PutRecordsResultEntry
-	var err error
-	for start := 0; start < len(all) && err == nil; start += stream.MaxPutRecords {
-		var o *stream.PutRecordsOutput
-		o, err = t.s.logs.PutRecords(ctx, t.logName, all[start:min(start+stream.MaxPutRecords, len(all))])
+	// to one table are at most 100) is written in slices, each with a
+	// message id of its own.
+	id := nuid.Next()
+	for start := 0; start < len(all); start += stream.MaxPutRecords {
+		end := min(start+stream.MaxPutRecords, len(all))
+		sliceID := id + "-" + strconv.Itoa(start)
+		o, err := t.s.logs.PutLogRecords(ctx, t.logName, sliceID, all[start:end])
 		if err == nil && t.s.replyLost != nil {
-			err = t.s.replyLost(t.tableName)
+			if lost := t.s.replyLost(t.tableName); lost != nil {
+				// The answer is lost: the outcome of every entry unknown.
+				o = &stream.PutRecordsOutput{Records: make([]stream.PutRecordsResultEntry, end-start)}
+				for j := range o.Records {
+					o.Records[j] = stream.PutRecordsResultEntry{ErrorCode: stream.OutcomeUnknown, ErrorMessage: lost.Error()}
+				}
+			}
 		}
-		if err == nil {
-			out = append(out, o.Records...)
+		if err != nil { // refused before anything was published
+			for j := start; j < end; j++ {
+				errs[j] = awserr.New(awserr.ErrService, "table %s: write failed: %v", t.tableName, err)
+			}
+			continue
 		}
+		done := make([]bool, end-start)
+		unknown := ""
+		for j, r := range o.Records {
+			switch r.ErrorCode {
+			case "":
+				sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, r.SequenceNumber)
+				if derr != nil {
+					errs[start+j] = derr
+					continue
+				}
+				as = append(as, applied{p: ps[start+j], shard: uint16(sh), pos: pos})
+				done[j] = true
+			case stream.OutcomeUnknown:
+				unknown = r.ErrorMessage
+			default: // not stored
+				errs[start+j] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.tableName, r.ErrorMessage)
+			}
+		}
+		if unknown == "" {
+			continue
+		}
+		// Every entry of the slice not applied waits for the resolver,
+		// which publishes the slice again with its id: those refused
+		// now may land then.
+		t.dirty.Store(true) // no snapshot may cover the positions of changes not applied
+		var ids []string
+		for j := range done {
+			if !done[j] {
+				errs[start+j] = unknownOutcome(t.tableName, unknown)
+				ids = append(ids, t.s.itemID(t, ps[start+j].k))
+			}
+		}
+		t.s.eng.Logger.Warn("table write of unknown outcome: its items are held until it is learned", "table", t.tableName, "id", sliceID, "changes", len(ids), "err", unknown)
+		t.s.resolveLater(ids, t.settleAppend(sliceID, all[start:end], ps[start:end], done))
 	}
 	// The writer applies every change written (one index batch), then
 	// answers the callers, who hold their items' stripes until then.
-	var as []applied
+	t.applyAll(as)
 	k := 0
 	for _, r := range batch {
-		r.errs = make([]error, len(r.entries))
-		for j := range r.entries {
-			if err != nil {
-				r.errs[j] = err
-				continue
-			}
-			o := out[k+j]
-			if o.ErrorCode != "" {
-				r.errs[j] = awserr.New(awserr.ErrService, "table %s: write failed: %s", t.tableName, o.ErrorMessage)
-				continue
-			}
-			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, o.SequenceNumber)
-			if derr != nil {
-				r.errs[j] = derr
-				continue
-			}
-			as = append(as, applied{p: r.ps[j], shard: uint16(sh), pos: pos})
-		}
+		r.errs = errs[k : k+len(r.entries)]
 		k += len(r.entries)
-	}
-	if len(as) < k {
-		t.dirty.Store(true) // a write that failed may have landed: no snapshot may cover it unapplied
-	}
-	t.applyAll(as)
-	for _, r := range batch {
 		close(r.done)
 	}
 }

@@ -245,8 +245,21 @@ type Service struct {
 	// that JetStream acknowledged: an error makes the append's outcome
 	// unknown to the writer although it landed (a reply lost).
 	replyLost func(table string) error
-	loadMu    sync.Mutex
-	loaded    atomic.Bool
+	// commitLost, when set (tests only), is asked after each transaction
+	// commit record JetStream acknowledged, as replyLost.
+	commitLost func() error
+	// unsure holds the items of writes whose outcome is unknown, and
+	// resolving counts their resolvers (resolve.go); resolvePause and
+	// resolveWithin (tests only, when positive) replace the resolvers'
+	// first pause and stream.ResolveWithin for commit records.
+	unsure        unsureItems
+	resolving     sync.WaitGroup
+	resolvePause  time.Duration
+	resolveWithin time.Duration
+	wakeMu        sync.Mutex
+	wake          chan struct{}
+	loadMu        sync.Mutex
+	loaded        atomic.Bool
 
 	// Index snapshots (snapshot.go): snaps is their object store (nil:
 	// off); every log write holds snapGate for reading, a snapshot takes
@@ -372,6 +385,7 @@ func (s *Service) Close() {
 		s.cancel()
 		<-s.done
 		s.backfills.Wait()
+		s.resolving.Wait() // they stop with bg, their items left to the next open
 		if (s.snaps != nil || s.storeHeaders) && !s.eng.NC.IsClosed() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			if err := s.writeSnapshots(ctx); err != nil {

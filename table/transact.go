@@ -174,6 +174,9 @@ func (s *Service) TransactWriteItems(ctx context.Context, in TransactWriteItemsI
 		}
 	}
 	committed, err := s.runTransaction(ctx, ops, in.ClientRequestToken, hash)
+	if !committed && errors.As(err, new(errUnknownOutcome)) {
+		return err // the commit's resolver ends the token (settleCommit)
+	}
 	if in.ClientRequestToken != "" {
 		s.tokens.end(in.ClientRequestToken, committed)
 	}
@@ -254,7 +257,13 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 		return false, conflictCancel(len(ops), conflicts)
 	}
 	defer s.held.release(ids)
+	if s.unsure.busy(ids) != nil {
+		return false, errHeldUnsure()
+	}
 	defer lockItems(ops)()
+	if s.unsure.busy(ids) != nil { // a write that held a stripe went unsure
+		return false, errHeldUnsure()
+	}
 
 	reasons := make([]CancellationReason, len(ops))
 	changes := make([]*pending, len(ops))
@@ -317,24 +326,129 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 	}
 	// The commit point: once this record is acknowledged the transaction
 	// happens, even if the process dies before the changes below land.
+	// Its id is its message id: published again while its outcome is
+	// unknown, it is stored once (resolve.go).
 	b, _ := json.Marshal(&rec)
-	if _, err := s.eng.JS.Publish(ctx, txlogSubject, b); err != nil {
-		unknown() // it may have landed: the next open completes it
-		return false, awserr.New(awserr.ErrService, "transaction commit: %v", err)
-	}
-	var late error
-	for _, t := range order {
-		if err := t.appendChangesGated(ctx, byTable[t]); errors.As(err, new(leaseEnded)) {
-			late = err // applied here; the other tables' changes too
-		} else if err != nil {
-			unknown()
-			// Committed: the changes that did not land are written when the
-			// service opens again. Report an internal error; a retry with the
-			// same token is answered from the token cache.
-			return true, awserr.New(awserr.ErrService, "transaction %s committed, applying it failed (it completes on restart): %v", rec.ID, err)
+	if lost, err := s.publishCommit(ctx, rec.ID, b, true); err != nil {
+		if !lost {
+			return false, awserr.New(awserr.ErrService, "transaction commit: %v", err)
 		}
+		// It may have landed: its items are held until a resolver learns
+		// it, and then writes its changes; the token stays in progress
+		// until then (a retry with it: TransactionInProgressException).
+		unknown()
+		s.resolveLater(ids, s.settleCommit(rec.ID, b, token, order, byTable))
+		return false, errUnknownOutcome{awserr.New(awserr.ErrService, "transaction %s: the commit's outcome is not known yet (%v); runnel keeps trying to learn it: retry", rec.ID, err)}
+	}
+	late, err := s.applyCommitted(ctx, rec.ID, order, byTable)
+	if err != nil {
+		unknown()
+		return true, err
 	}
 	return true, late
+}
+
+// applyCommitted writes and applies the changes of committed transaction
+// id, by table. late is errLeaseEnded when they were acknowledged after
+// this process's lease on the tables ended (applied here all the same).
+// Changes that did not land are written by a resolver, their items held
+// until then (resolve.go); err then reports it (retryable: a retry with
+// the transaction's token is answered from the token cache, a write of
+// an item held is refused until its change is applied).
+func (s *Service) applyCommitted(ctx context.Context, id string, order []*Table, byTable map[*Table][]*pending) (late, err error) {
+	var retry []*pending
+	for _, t := range order {
+		errs, encErr := t.appendEachGated(ctx, byTable[t])
+		if encErr != nil {
+			return nil, awserr.New(awserr.ErrService, "transaction %s committed, applying it failed: %v", id, encErr)
+		}
+		for i, e := range errs {
+			switch {
+			case e == nil:
+			case errors.As(e, new(leaseEnded)):
+				late = e // applied here; the other changes too
+			case errors.As(e, new(errUnknownOutcome)):
+				err = e // its own resolver holds its item
+			default:
+				retry = append(retry, byTable[t][i]) // not stored: written again
+				err = e
+			}
+		}
+	}
+	if len(retry) > 0 {
+		ids := make([]string, len(retry))
+		for i, p := range retry {
+			ids[i] = s.itemID(p.t, p.k)
+		}
+		s.resolveLater(ids, s.settleChanges(id, retry))
+	}
+	if err != nil {
+		return late, awserr.New(awserr.ErrService, "transaction %s committed; some of its changes are not applied yet (%v); runnel is writing them: retry", id, err)
+	}
+	return late, nil
+}
+
+// settleChanges is the resolver of committed changes that were not
+// stored: it writes them again until each is applied or of unknown
+// outcome (then its own resolver holds it).
+func (s *Service) settleChanges(id string, ps []*pending) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		var left []*pending
+		byTable := map[*Table][]*pending{}
+		var order []*Table
+		for _, p := range ps {
+			if byTable[p.t] == nil {
+				order = append(order, p.t)
+			}
+			byTable[p.t] = append(byTable[p.t], p)
+		}
+		for _, t := range order {
+			if cur, err := s.table(t.tableName); err != nil || cur != t {
+				continue // the table was deleted
+			}
+			errs, err := t.appendEach(ctx, byTable[t])
+			if err != nil {
+				left = append(left, byTable[t]...)
+				continue
+			}
+			for i, e := range errs {
+				if e != nil && !errors.As(e, new(errUnknownOutcome)) && !errors.As(e, new(leaseEnded)) {
+					left = append(left, byTable[t][i])
+				}
+			}
+		}
+		if len(left) > 0 {
+			s.eng.Logger.Warn("committed transaction: changes still not written", "transaction", id, "changes", len(left))
+			ps = left
+			return false
+		}
+		s.eng.Logger.Info("committed transaction: changes written", "transaction", id)
+		return true
+	}
+}
+
+// settleCommit is the resolver of a transaction whose commit record's
+// outcome is unknown: it publishes the record again with its id until
+// JetStream answers, then writes the changes (the record is stored: the
+// transaction happens) and ends the token.
+func (s *Service) settleCommit(id string, b []byte, token string, order []*Table, byTable map[*Table][]*pending) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		if lost, err := s.publishCommit(ctx, id, b, false); err != nil {
+			s.eng.Logger.Warn("transaction commit of unknown outcome: still unknown", "transaction", id, "lost", lost, "err", err)
+			return false
+		}
+		s.eng.Logger.Info("transaction commit of unknown outcome: stored", "transaction", id)
+		s.snapGate.RLock()
+		_, err := s.applyCommitted(ctx, id, order, byTable)
+		s.snapGate.RUnlock()
+		if err != nil {
+			s.eng.Logger.Warn("committed transaction: changes not all applied yet", "transaction", id, "err", err)
+		}
+		if token != "" {
+			s.tokens.end(token, true)
+		}
+		return true
+	}
 }
 
 // recoverTransactions appends the changes of committed transactions that

@@ -1,0 +1,263 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// Writes whose outcome is unknown.
+//
+// A table decides every condition on its index, so the index must say
+// what the log says. A log write whose answer is lost (a timeout, a
+// connection lost under it) may or may not have landed; an index that
+// stays where it was while the change is in the log accepts a second
+// attribute_not_exists put (two INSERTs in the change stream) or writes
+// an UpdateItem computed from the image before the landed change over it
+// (a lost update). So the outcome is learned, never guessed:
+//
+//   - Every log write carries JetStream message ids (stream.PutLogRecords),
+//     and one whose answer does not come is published again with the same
+//     ids until JetStream answers (for stream.ResolveWithin): a stored
+//     message is answered with its first sequence and not stored twice.
+//     The writer then applies exactly what the log holds and answers its
+//     caller as usual.
+//   - Past that (JetStream unreachable), the caller hears a retryable
+//     error (500) and the write's items are held (unsure): a write of a
+//     held item, single, batched or transactional, is refused with a
+//     retryable error instead of being decided on the index; a read still
+//     reads the index (the write, if it lands, happens later). A
+//     resolver keeps publishing the write with its ids, backing off, until
+//     JetStream answers; it applies what landed and releases the items.
+//     No snapshot covers the table until it opens again (dirty).
+//
+// The trap: JetStream's duplicate window (2 minutes). A resolver that
+// gets through only after it publishes a landed write a second time: the
+// change is in the log twice, one after the other for its item (nothing
+// else was written to the item in between), and the change stream
+// delivers it twice. That is at-least-once, never a loss, and never a
+// decision on a stale item.
+//
+// A transaction's commit record (transact.go) is published the same way
+// (its id is its message id); a committed transaction whose changes did
+// not all land holds its items until a resolver has written them.
+
+// errUnknownOutcome marks a write whose outcome is not known yet; its
+// items are held until a resolver learns it (it may land).
+type errUnknownOutcome struct{ err error }
+
+func (e errUnknownOutcome) Error() string { return e.err.Error() }
+func (e errUnknownOutcome) Unwrap() error { return e.err }
+
+func unknownOutcome(table, why string) error {
+	return errUnknownOutcome{awserr.New(awserr.ErrService, "table %s: the write's outcome is not known yet (%s); runnel keeps trying to learn it: retry", table, why)}
+}
+
+// errHeldUnsure refuses a write of an item held by a write whose outcome
+// is unknown: retryable (500), as the write that holds it.
+func errHeldUnsure() error {
+	return awserr.New(awserr.ErrService, "an earlier write of this item has an outcome not known yet (its answer was lost); runnel is learning it: retry")
+}
+
+// unsureItems counts, per itemID, the writes of unknown outcome that hold
+// the item (a count: a transaction's hold and one of its changes' may
+// overlap).
+type unsureItems struct {
+	mu    sync.Mutex
+	n     int          // holds in all
+	count atomic.Int64 // n, read without the lock (any)
+	m     map[string]int
+}
+
+func (u *unsureItems) add(ids []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]int{}
+	}
+	for _, id := range ids {
+		u.m[id]++
+	}
+	u.n += len(ids)
+	u.count.Store(int64(u.n))
+}
+
+func (u *unsureItems) release(ids []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, id := range ids {
+		if u.m[id]--; u.m[id] <= 0 {
+			delete(u.m, id)
+		}
+	}
+	u.n -= len(ids)
+	u.count.Store(int64(u.n))
+}
+
+// any reports whether any item is held, without the lock's cost when
+// none is (every single write asks).
+func (u *unsureItems) any() bool { return u.count.Load() > 0 }
+
+// busy returns the indexes of the ids held.
+func (u *unsureItems) busy(ids []string) []int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n == 0 {
+		return nil
+	}
+	var out []int
+	for i, id := range ids {
+		if u.m[id] > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// heldUnsure is how many items writes of unknown outcome hold.
+func (s *Service) heldUnsure() int {
+	s.unsure.mu.Lock()
+	defer s.unsure.mu.Unlock()
+	return len(s.unsure.m)
+}
+
+// resolveLater holds the items ids and runs settle, after a pause
+// (resolvePause, doubled each time up to 30 s), until it reports the
+// outcome known (true); then it
+// releases them. It stops, leaving them held, when the service closes
+// (the next open reads the log: the index says what it holds), and
+// releases them when this process stops serving the tables (the next
+// holder reads the log).
+func (s *Service) resolveLater(ids []string, settle func(ctx context.Context) bool) {
+	s.unsure.add(ids)
+	s.resolving.Add(1)
+	wake := s.resolveWake() // taken now: a wake from now on is seen
+	go func() {
+		defer s.resolving.Done()
+		pause := s.resolvePause
+		if pause <= 0 {
+			pause = time.Second
+		}
+		for {
+			select {
+			case <-s.bg.Done():
+				return
+			case <-time.After(pause):
+			case <-wake:
+			}
+			wake = s.resolveWake()
+			pause = min(2*pause, 30*time.Second)
+			if !s.mayAct() || settle(s.bg) {
+				s.unsure.release(ids)
+				return
+			}
+		}
+	}()
+}
+
+// resolveWake is closed when the resolvers are to try at once
+// (ResolveNow in tests).
+func (s *Service) resolveWake() chan struct{} {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	return s.wake
+}
+
+// wakeResolvers makes every resolver waiting try at once.
+func (s *Service) wakeResolvers() {
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if s.wake != nil {
+		close(s.wake)
+	}
+	s.wake = make(chan struct{})
+}
+
+// settleAppend is the resolver of a log write of t whose outcome is
+// unknown: entries (written with the message id id) and their changes
+// ps; done[j] marks those applied already. It publishes them again with
+// the same id and, once every one is acknowledged, applies those not
+// applied. A table deleted meanwhile settles it (nothing to apply).
+func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry, ps []*pending, done []bool) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		if cur, err := t.s.table(t.tableName); err != nil || cur != t {
+			return true
+		}
+		out, err := t.s.logs.PutLogRecords(ctx, t.logName, id, entries)
+		if err == nil && t.s.replyLost != nil {
+			err = t.s.replyLost(t.tableName)
+		}
+		if err != nil {
+			t.s.eng.Logger.Warn("table write of unknown outcome: still unknown", "table", t.tableName, "id", id, "err", err)
+			return false
+		}
+		var as []applied
+		for j, r := range out.Records {
+			if r.ErrorCode != "" {
+				t.s.eng.Logger.Warn("table write of unknown outcome: still unknown", "table", t.tableName, "id", id, "err", r.ErrorMessage)
+				return false
+			}
+			if done[j] {
+				continue
+			}
+			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, r.SequenceNumber)
+			if derr != nil {
+				return false
+			}
+			as = append(as, applied{p: ps[j], shard: uint16(sh), pos: pos})
+		}
+		t.s.snapGate.RLock()
+		t.applyAll(as)
+		t.s.snapGate.RUnlock()
+		t.s.eng.Logger.Info("table write of unknown outcome: settled", "table", t.tableName, "id", id, "changes", len(as))
+		return true
+	}
+}
+
+// publishCommit publishes a transaction's commit record with its id as
+// the message id, again while its outcome is unknown, for
+// stream.ResolveWithin. It returns nil once JetStream has stored it
+// (once); an error with lost=false when JetStream refused the first
+// attempt (first: nothing was published with this id before), and one
+// with lost=true when the outcome is still unknown.
+func (s *Service) publishCommit(ctx context.Context, id string, b []byte, first bool) (lost bool, err error) {
+	started := time.Now()
+	within := stream.ResolveWithin
+	if s.resolveWithin > 0 {
+		within = s.resolveWithin
+	}
+	pause := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stream.AckTimeout)
+		_, err = s.eng.JS.Publish(actx, txlogSubject, b, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil && s.commitLost != nil {
+			err = s.commitLost()
+		}
+		if err == nil {
+			return false, nil
+		}
+		var je jetstream.JetStreamError
+		if first && attempt == 0 && errors.As(err, &je) && je.APIError() != nil {
+			return false, err // refused: not stored
+		}
+		if time.Since(started) >= within || ctx.Err() != nil {
+			return true, err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}

@@ -1,0 +1,201 @@
+package table_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/table"
+)
+
+// losing returns a hook that loses every answer while on is set.
+func losing(on *atomic.Bool) func(string) error {
+	return func(string) error {
+		if on.Load() {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	}
+}
+
+// isRetryable500 reports whether err is the retryable internal error
+// (HTTP 500) a write of unknown outcome, or of an item it holds, answers.
+func isRetryable500(err error) bool {
+	var ae *awserr.Error
+	return errors.As(err, &ae) && ae.Code == awserr.ErrService.Code
+}
+
+// TestAWriteWhoseAnswerIsLostHoldsItsItemUntilItsOutcomeIsLearned: a
+// put whose log write landed but whose answer was lost is not guessed.
+// Its caller hears a retryable error; until runnel learns the outcome
+// (publishing the write again with its message ids, which JetStream
+// answers with the first one's sequence), a second attribute_not_exists
+// put of the item is refused, not decided on the index that lacks the
+// first. Once learned, the first put is applied: the second fails its
+// condition, and the log holds one INSERT. Before, the index stayed
+// where it was, the second put passed, and the log held two INSERTs.
+func TestAWriteWhoseAnswerIsLostHoldsItsItemUntilItsOutcomeIsLearned(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "unsure", "", table.ViewNewAndOldImages)
+	table.SetResolvePause(tb, time.Hour) // the resolver tries when WaitResolved wakes it
+	var lose atomic.Bool
+	table.SetReplyLost(tb, func(string) error { // the next answer only
+		if lose.Swap(false) {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	})
+	putNew := func(v string) error {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "unsure", Item: table.Item{"pk": S("a"), "v": S(v)},
+			WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(pk)"}})
+		return err
+	}
+	lose.Store(true)
+	if err := putNew("first"); !isRetryable500(err) {
+		t.Fatalf("the put whose answer was lost: %v, want a retryable internal error", err)
+	}
+	if err := putNew("second"); !isRetryable500(err) {
+		t.Fatalf("a second attribute_not_exists put while the first's outcome is unknown: %v, want a retryable internal error", err)
+	}
+	// An item the lost write does not hold is written as usual.
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "unsure", Item: table.Item{"pk": S("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	if held := table.WaitResolved(tb); held != 0 {
+		t.Fatalf("%d items still held after the resolvers ended", held)
+	}
+	var ccf *table.ConditionalCheckFailedError
+	if err := putNew("second"); !errors.As(err, &ccf) {
+		t.Fatalf("a second attribute_not_exists put once the first is learned: %v, want ConditionalCheckFailedException", err)
+	}
+	if v := get(t, tb, "unsure", table.Item{"pk": S("a")})["v"].String(); v != "first" {
+		t.Fatalf("item a's v = %q, want the landed put's %q", v, "first")
+	}
+	inserts := 0
+	for _, c := range changes(t, tb, "unsure") {
+		if c.Keys["pk"].String() == "a" {
+			if c.EventName != table.EventInsert {
+				t.Fatalf("a change of a: %s", c.EventName)
+			}
+			inserts++
+		}
+	}
+	if inserts != 1 {
+		t.Fatalf("the log holds %d INSERTs of a, want 1", inserts)
+	}
+}
+
+// TestAnUpdateWhoseAnswerIsLostIsNotOverwritten: an ADD whose answer was
+// lost, then another once its outcome is learned, count 2: the second is
+// computed from the image the first wrote. Before, it was computed from
+// the image before the first and wrote 1 over the first's 1 (a lost
+// update, with a MODIFY whose OldImage the log never held).
+func TestAnUpdateWhoseAnswerIsLostIsNotOverwritten(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "counter", "", table.ViewNewAndOldImages)
+	table.SetResolvePause(tb, time.Hour)
+	var lose atomic.Bool
+	table.SetReplyLost(tb, losing(&lose))
+	add := func() error {
+		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "counter", Key: table.Item{"pk": S("c")},
+			UpdateExpression: "ADD n :one", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":one": N("1")}}})
+		return err
+	}
+	lose.Store(true)
+	if err := add(); !isRetryable500(err) {
+		t.Fatalf("the ADD whose answer was lost: %v, want a retryable internal error", err)
+	}
+	lose.Store(false)
+	table.WaitResolved(tb)
+	if err := add(); err != nil {
+		t.Fatal(err)
+	}
+	if n := get(t, tb, "counter", table.Item{"pk": S("c")})["n"].Number(); n != "2" {
+		t.Fatalf("n = %s after two ADDs of 1 (the first's answer lost), want 2", n)
+	}
+	cs := changes(t, tb, "counter")
+	if len(cs) != 2 || cs[1].OldImage["n"].Number() != "1" {
+		t.Fatalf("the log holds %d changes; want the INSERT and a MODIFY from n=1", len(cs))
+	}
+}
+
+// TestABatchWriteOfAHeldItemReturnsItUnprocessed: while a write of
+// unknown outcome holds an item, a BatchWriteItem returns the request of
+// that item in UnprocessedItems and writes the others.
+func TestABatchWriteOfAHeldItemReturnsItUnprocessed(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "batch", "", "")
+	// Held until the test ends: the resolver waits an hour.
+	table.SetResolvePause(tb, time.Hour)
+	var lose atomic.Bool
+	table.SetReplyLost(tb, losing(&lose))
+	lose.Store(true)
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "batch", Item: table.Item{"pk": S("held")}}); !isRetryable500(err) {
+		t.Fatalf("the put whose answer was lost: %v", err)
+	}
+	lose.Store(false)
+	out, err := tb.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"batch": {
+		{PutRequest: &table.PutRequest{Item: table.Item{"pk": S("held"), "v": S("batch")}}},
+		{PutRequest: &table.PutRequest{Item: table.Item{"pk": S("free")}}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	un := out.UnprocessedItems["batch"]
+	if len(un) != 1 || un[0].PutRequest.Item["pk"].String() != "held" {
+		t.Fatalf("unprocessed %v, want the request of the held item", un)
+	}
+	if get(t, tb, "batch", table.Item{"pk": S("free")}) == nil {
+		t.Fatal("the request of the item not held was not written")
+	}
+}
+
+// TestATransactionWhoseCommitAnswerIsLostHappensOnceAndKeepsItsToken: a
+// TransactWriteItems whose commit record landed but whose answer was
+// lost answers a retryable error; its items are held and its token is in
+// progress (TransactionInProgressException) until runnel learns the
+// commit, then its changes are written, once, and a retry with the token
+// succeeds without writing them again. Before, the items stayed free and
+// the index unchanged: a retry ran the transaction a second time, and
+// the next open appended the first one's changes after it.
+func TestATransactionWhoseCommitAnswerIsLostHappensOnceAndKeepsItsToken(t *testing.T) {
+	tb := startTx(t, testenv.Options{})
+	var lose atomic.Bool
+	table.SetCommitLost(tb, func() error {
+		if lose.Load() {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	}, time.Hour, 50*time.Millisecond)
+	in := table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{txAdd("x", "1"), txAdd("y", "1")}, ClientRequestToken: "tok"}
+	lose.Store(true)
+	if err := tb.TransactWriteItems(ctx, in); !isRetryable500(err) {
+		t.Fatalf("the transaction whose commit answer was lost: %v, want a retryable internal error", err)
+	}
+	if err := tb.TransactWriteItems(ctx, in); !errors.Is(err, awserr.ErrTransactionInProgress) {
+		t.Fatalf("a retry with its token while the commit is unknown: %v, want TransactionInProgressException", err)
+	}
+	if _, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "txn", Key: table.Item{"pk": S("x")},
+		UpdateExpression: "ADD v :v", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":v": N("10")}}}); !isRetryable500(err) {
+		t.Fatalf("a write of an item the transaction holds: %v, want a retryable internal error", err)
+	}
+	lose.Store(false)
+	if held := table.WaitResolved(tb); held != 0 {
+		t.Fatalf("%d items still held", held)
+	}
+	if err := tb.TransactWriteItems(ctx, in); err != nil {
+		t.Fatalf("a retry with the token once the commit is learned: %v", err)
+	}
+	if x, y := txValue(t, tb, "x"), txValue(t, tb, "y"); x != "1" || y != "1" {
+		t.Fatalf("x=%s y=%s, want 1 and 1: the transaction once", x, y)
+	}
+	if n := len(changes(t, tb, "txn")); n != 2 {
+		t.Fatalf("the log holds %d changes, want the transaction's 2", n)
+	}
+}
