@@ -70,6 +70,9 @@ func (s *Service) handle(ctx context.Context, name string) (*handle, error) {
 			return nil, awserr.New(awserr.ErrService, "open shard %d of %s: %v", i, name, err)
 		}
 		h.shards[i], h.subj[i], h.shardIDs[i] = js, jsSubject(d.ID, i), sh.ShardID
+		if s.keep {
+			s.setDuplicateWindow(ctx, js)
+		}
 		if s.eng.Replicas() <= 1 {
 			// Replicated streams serialize messages carrying these
 			// headers (one in flight per checked subject): there the

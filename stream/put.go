@@ -233,7 +233,11 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	// An acknowledgement that never comes (the connection closed under
 	// the publish) must not hang the call: after AckTimeout the entries are
 	// reported failed, as a synchronous publish would time out.
-	timeout := time.NewTimer(AckTimeout)
+	wait := AckTimeout
+	if msgID != "" {
+		wait = logAckTimeout
+	}
+	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	accept := func(c *chunk, ack *jetstream.PubAck) {
 		c.unknown = ""
@@ -259,7 +263,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 			case ack := <-c.future.Ok():
 				s.acked(c, ack, accept)
 			default:
-				c.unknown = "no acknowledgement within " + AckTimeout.String()
+				c.unknown = "no acknowledgement within " + wait.String()
 			}
 		case ack := <-c.future.Ok():
 			s.acked(c, ack, accept)

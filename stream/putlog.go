@@ -21,8 +21,9 @@ import (
 // (Nats-Msg-Id), and one whose outcome is unknown is published again
 // with the same id until JetStream answers. JetStream stores a message
 // id once within the stream's duplicate window (jetstream.StreamConfig
-// Duplicates, 2 minutes unless set): a second publish of a stored
-// message is answered with the first one's sequence (PubAck.Duplicate).
+// Duplicates: LogDuplicateWindow for NewLog's streams): a second publish
+// of a stored message is answered with the first one's sequence
+// (PubAck.Duplicate).
 //
 // The trap: the window. A publish of the same id after the window has
 // passed since the first was stored is stored again. resolveWithin
@@ -34,10 +35,10 @@ import (
 const OutcomeUnknown = "OutcomeUnknown"
 
 // ResolveWithin is how long PutLogRecords publishes a message whose
-// outcome is unknown again, counted from its first publish: half of
-// JetStream's default duplicate window (2 minutes), so that the last
-// attempt, however late JetStream reads it, is still within the window.
-const ResolveWithin = time.Minute
+// outcome is unknown again, counted from its first publish, each attempt
+// waiting logAckTimeout at most: inside LogDuplicateWindow, so that the
+// last attempt is read within the window of the first one stored.
+const ResolveWithin = 4 * time.Second
 
 // PutLogRecords is PutRecords for runnel's own logs (NewLog), whose
 // writer must know each entry's outcome (see above). id names the call:
@@ -84,7 +85,7 @@ func (s *Service) resolve(ctx context.Context, js jetstream.JetStream, chunks []
 				c.unknown = err.Error()
 				continue
 			}
-			wait := time.NewTimer(min(AckTimeout, max(within-time.Since(started), 100*time.Millisecond)))
+			wait := time.NewTimer(min(logAckTimeout, max(within-time.Since(started), 100*time.Millisecond)))
 			select {
 			case ack := <-f.Ok():
 				s.acked(c, ack, accept)
@@ -94,11 +95,43 @@ func (s *Service) resolve(ctx context.Context, js jetstream.JetStream, chunks []
 				// acknowledgement (a duplicate or not) settles it.
 				c.unknown = err.Error()
 			case <-wait.C:
-				c.unknown = "no acknowledgement within " + AckTimeout.String()
+				c.unknown = "no acknowledgement within " + logAckTimeout.String()
 			case <-ctx.Done():
 				c.unknown = ctx.Err().Error()
 			}
 			wait.Stop()
 		}
+	}
+}
+
+// LogDuplicateWindow is the duplicate window (jetstream.StreamConfig
+// Duplicates) of NewLog's shards: how long JetStream remembers a message
+// id. It must outlast ResolveWithin: a publish again is read right behind
+// the first when JetStream stalled, a few seconds after it when the
+// connection was lost and made again. Its cost is the server's memory,
+// which grows with the messages stored within it: peak RSS of the table
+// BenchmarkPutItem, 1.5 million single-change writes by 8 callers in
+// about 27 s, was 500 MB without message ids, and with them 517 MB (a
+// 1 s window), 576 MB (5 s), 718 MB (10 s) and 772 MB (JetStream's
+// default, 2 minutes, which the run did not even fill), 2026-11-28.
+const LogDuplicateWindow = 5 * time.Second
+
+// logAckTimeout is how long PutLogRecords waits for an acknowledgement
+// before it publishes the message again (AckTimeout for PutRecords): a
+// publish that waited behind a stalled one is read after it, and is a
+// duplicate of it, well within LogDuplicateWindow.
+const logAckTimeout = time.Second
+
+// setDuplicateWindow gives a log's shard stream LogDuplicateWindow, if
+// it has another (a log created before 2026-11-28 has JetStream's
+// default, 2 minutes, which costs memory; see above).
+func (s *Service) setDuplicateWindow(ctx context.Context, js jetstream.Stream) {
+	cfg := js.CachedInfo().Config
+	if cfg.Duplicates == LogDuplicateWindow {
+		return
+	}
+	cfg.Duplicates = LogDuplicateWindow
+	if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
+		s.eng.Logger.Warn("log shard: set its duplicate window", "stream", cfg.Name, "err", err)
 	}
 }

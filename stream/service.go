@@ -370,10 +370,12 @@ func (s *Service) CreateStream(ctx context.Context, in CreateStreamInput) (*Stre
 
 func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfig {
 	maxAge := time.Duration(d.RetentionPeriodHours) * time.Hour
+	var dupes time.Duration // JetStream's default: 2 minutes
 	if s.keep {
-		maxAge = 0
+		maxAge, dupes = 0, LogDuplicateWindow
 	}
 	return jetstream.StreamConfig{
+		Duplicates:  dupes,
 		Name:        jsName(d.ID, i),
 		Description: fmt.Sprintf("runnel stream %s %s", d.StreamName, ShardID(i)),
 		Subjects:    []string{jsSubject(d.ID, i), sealSubject(d.ID, i)},

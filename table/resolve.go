@@ -38,8 +38,9 @@ import (
 //     JetStream answers; it applies what landed and releases the items.
 //     No snapshot covers the table until it opens again (dirty).
 //
-// The trap: JetStream's duplicate window (2 minutes). A resolver that
-// gets through only after it publishes a landed write a second time: the
+// The trap: JetStream's duplicate window (stream.LogDuplicateWindow, 10 s
+// for the logs; 2 minutes for the transaction log). A resolver that gets
+// through only after it publishes a landed write a second time: the
 // change is in the log twice, one after the other for its item (nothing
 // else was written to the item in between), and the change stream
 // delivers it twice. That is at-least-once, never a loss, and never a
@@ -224,15 +225,20 @@ func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry,
 	}
 }
 
+// commitResolveWithin is how long publishCommit publishes a commit record
+// again: half of the transaction log's duplicate window (JetStream's
+// default, 2 minutes; transactions are few, so its memory is small).
+const commitResolveWithin = time.Minute
+
 // publishCommit publishes a transaction's commit record with its id as
 // the message id, again while its outcome is unknown, for
-// stream.ResolveWithin. It returns nil once JetStream has stored it
+// commitResolveWithin. It returns nil once JetStream has stored it
 // (once); an error with lost=false when JetStream refused the first
 // attempt (first: nothing was published with this id before), and one
 // with lost=true when the outcome is still unknown.
 func (s *Service) publishCommit(ctx context.Context, id string, b []byte, first bool) (lost bool, err error) {
 	started := time.Now()
-	within := stream.ResolveWithin
+	within := commitResolveWithin
 	if s.resolveWithin > 0 {
 		within = s.resolveWithin
 	}

@@ -251,7 +251,7 @@ type Service struct {
 	// unsure holds the items of writes whose outcome is unknown, and
 	// resolving counts their resolvers (resolve.go); resolvePause and
 	// resolveWithin (tests only, when positive) replace the resolvers'
-	// first pause and stream.ResolveWithin for commit records.
+	// first pause and commitResolveWithin.
 	unsure        unsureItems
 	resolving     sync.WaitGroup
 	resolvePause  time.Duration
