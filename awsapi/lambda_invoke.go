@@ -7,23 +7,35 @@ package awsapi
 // checks (204). X-Amz-Log-Type Tail returns the last 4 KB of the
 // invocation's log (X-Amz-Log-Result, base64): a process function's
 // output with START, END and REPORT; an in-process function's START, END
-// and REPORT (function/logging.go).
+// and REPORT (function/logging.go). X-Amz-Client-Context (base64 JSON, at
+// most 3,583 bytes) reaches a synchronous invocation's function
+// (function.WithClientContext).
 
 import (
 	"encoding/base64"
 
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/function/process"
 )
 
-// invokeInput is the raw payload and the invocation type.
+// invokeInput is the raw payload, the invocation type and the decoded
+// ClientContext (X-Amz-Client-Context).
 type invokeInput struct {
 	Payload        []byte
 	InvocationType string
+	ClientContext  []byte
 }
 
 func (in *invokeInput) decodeFrom(rq *request) error {
 	in.Payload, in.InvocationType = rq.body, rq.r.Header.Get("X-Amz-Invocation-Type")
+	if b64 := rq.r.Header.Get("X-Amz-Client-Context"); b64 != "" {
+		raw, err := function.ParseClientContext(b64)
+		if err != nil {
+			return err
+		}
+		in.ClientContext = raw
+	}
 	return nil
 }
 
@@ -36,6 +48,10 @@ func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
 	var tail *process.LogTail
 	if rq.r.Header.Get("X-Amz-Log-Type") == "Tail" {
 		ctx, tail = process.WithLogTail(ctx)
+	}
+	if in.InvocationType == "" || in.InvocationType == async.RequestResponse {
+		// Lambda passes ClientContext to synchronous invocations only.
+		ctx = function.WithClientContext(ctx, in.ClientContext)
 	}
 	out, err := rq.h.rn.Async.Invoke(ctx, ref, in.InvocationType, in.Payload)
 	if err != nil {

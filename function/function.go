@@ -325,7 +325,11 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		// call at once): hide it; the context still ends on fake time.
 		ctx = hiddenDeadline{ctx}
 	}
-	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: res.RequestID, InvokedFunctionArn: f.cfg.FunctionArn})
+	lc := &lambdacontext.LambdaContext{AwsRequestID: res.RequestID, InvokedFunctionArn: f.cfg.FunctionArn}
+	if raw := ClientContextOf(ctx); raw != nil {
+		lc.ClientContext = lambdaClientContext(raw)
+	}
+	ctx = lambdacontext.NewContext(ctx, lc)
 	if f.cfg.Environment != nil {
 		ctx = context.WithValue(ctx, envKey{}, f.cfg.Environment)
 	}

@@ -44,6 +44,7 @@ type invocation struct {
 	payload                    []byte
 	deadline                   time.Time
 	clientContext              lambdacontext.ClientContext
+	rawClientContext           []byte // Invoke's ClientContext JSON as sent (nil: none)
 	identity                   lambdacontext.CognitoIdentity
 	done                       chan result // buffered 1; one send at most
 	tail                       *LogTail    // Invoke with LogType Tail; nil otherwise

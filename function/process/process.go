@@ -265,6 +265,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		inv.identity = lc.Identity
 		inv.tenantID = lc.TenantID
 	}
+	inv.rawClientContext = function.ClientContextOf(ctx)
 	if inv.id == "" {
 		inv.id = uuid.NewString()
 	}

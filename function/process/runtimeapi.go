@@ -111,7 +111,9 @@ func (e *env) handleNext(w http.ResponseWriter, r *http.Request) {
 	set(headerFunctionArn, inv.arn)
 	set(headerTraceID, inv.traceID)
 	set(headerTenantID, inv.tenantID)
-	if cc := inv.clientContext; cc.Client != (lambdacontext.ClientApplication{}) || len(cc.Env) > 0 || len(cc.Custom) > 0 {
+	if inv.rawClientContext != nil {
+		set(headerClientContext, string(inv.rawClientContext)) // as the caller sent it
+	} else if cc := inv.clientContext; cc.Client != (lambdacontext.ClientApplication{}) || len(cc.Env) > 0 || len(cc.Custom) > 0 {
 		b, _ := json.Marshal(cc)
 		set(headerClientContext, string(b))
 	}

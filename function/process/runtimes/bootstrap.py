@@ -97,6 +97,29 @@ def load(handler):
     return fn
 
 
+class ClientContext:
+    __slots__ = ["custom", "env", "client"]
+
+
+class Client:
+    __slots__ = ["installation_id", "app_title", "app_version_name", "app_version_code", "app_package_name"]
+
+
+class CognitoIdentity:
+    __slots__ = ["cognito_identity_id", "cognito_identity_pool_id"]
+
+    def __init__(self):
+        self.cognito_identity_id = None
+        self.cognito_identity_pool_id = None
+
+
+def _from_dict(cls, d):
+    o = cls()
+    for name in cls.__slots__:
+        setattr(o, name, d.get(name) if isinstance(d, dict) else None)
+    return o
+
+
 class Context:
     def __init__(self, headers):
         self.aws_request_id = headers.get("Lambda-Runtime-Aws-Request-Id", "")
@@ -108,10 +131,22 @@ class Context:
         self.log_group_name = os.environ.get("AWS_LAMBDA_LOG_GROUP_NAME")
         self.log_stream_name = os.environ.get("AWS_LAMBDA_LOG_STREAM_NAME")
         self.tenant_id = headers.get("Lambda-Runtime-Aws-Tenant-Id")
+        # As the AWS Python runtime gives them: objects with attributes
+        # (context.client_context.custom, context.identity.cognito_identity_id),
+        # the client context None when the invoke had none.
         cc = headers.get("Lambda-Runtime-Client-Context")
-        self.client_context = json.loads(cc) if cc else None
+        self.client_context = None
+        if cc:
+            d = json.loads(cc)
+            self.client_context = _from_dict(ClientContext, d)
+            if self.client_context.client is not None:
+                self.client_context.client = _from_dict(Client, self.client_context.client)
         ci = headers.get("Lambda-Runtime-Cognito-Identity")
-        self.identity = json.loads(ci) if ci else None
+        self.identity = CognitoIdentity()
+        if ci:
+            d = json.loads(ci)
+            self.identity.cognito_identity_id = d.get("cognitoIdentityId")
+            self.identity.cognito_identity_pool_id = d.get("cognitoIdentityPoolId")
 
     def get_remaining_time_in_millis(self):
         return max(self._deadline - int(time.time() * 1000), 0)
