@@ -40,6 +40,10 @@ const (
 	// DefaultAccountConcurrency bounds a function without reserved
 	// concurrency, as the default Lambda account limit does.
 	DefaultAccountConcurrency = 1000
+	// MinUnreservedConcurrency is what reservations must leave to the
+	// functions without one: at most DefaultAccountConcurrency - 100 is
+	// reserved in all (PutFunctionConcurrency refuses more).
+	MinUnreservedConcurrency = 100
 )
 
 var functionNameRE = regexp.MustCompile(`^[a-zA-Z0-9-_]{1,64}$`)

@@ -160,6 +160,9 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 	if exists && !replace {
 		return nil, awserr.New(awserr.ErrResourceConflict, "Function already exist: %s", cfg.FunctionName)
 	}
+	if err := s.checkUnreserved(cfg, old); err != nil {
+		return nil, err
+	}
 	cfg.Version, cfg.RevisionId = "", uuid.NewString()
 	if exists {
 		cfg.LastVersion = max(cfg.LastVersion, old.cfg.LastVersion)
@@ -173,6 +176,33 @@ func (s *Service) put(ctx context.Context, cfg Config, replace bool) (*Function,
 	f := s.build(cfg, inv)
 	s.fns[cfg.FunctionName] = f
 	return f, nil
+}
+
+// checkUnreserved refuses a new or changed ReservedConcurrentExecutions
+// that leaves fewer than MinUnreservedConcurrency of the account's
+// concurrency to the functions without a reservation ("You can reserve up
+// to the Unreserved account concurrency value minus 100",
+// configuration-concurrency.html), in Lambda's words
+// (InvalidParameterValueException, 400). A reservation unchanged by an
+// update is not checked again. The caller holds s.mu.
+func (s *Service) checkUnreserved(cfg Config, old *Function) error {
+	r := cfg.ReservedConcurrentExecutions
+	if r == nil {
+		return nil
+	}
+	if old != nil && old.cfg.ReservedConcurrentExecutions != nil && *old.cfg.ReservedConcurrentExecutions == *r {
+		return nil
+	}
+	others := 0
+	for name, f := range s.fns {
+		if o := f.cfg.ReservedConcurrentExecutions; name != cfg.FunctionName && o != nil {
+			others += *o
+		}
+	}
+	if DefaultAccountConcurrency-others-*r < MinUnreservedConcurrency {
+		return awserr.New(awserr.ErrInvalidParameterValue, "Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [%d].", MinUnreservedConcurrency)
+	}
+	return nil
 }
 
 // GetFunction returns a function by reference (see ParseRef: a name or an
