@@ -28,7 +28,8 @@ func sqsSendMessage(rq *request, in *sendMessageInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sendOut{MessageId: o.MessageId, MD5OfMessageBody: o.MD5OfMessageBody, MD5OfMessageAttributes: o.MD5OfMessageAttributes, SequenceNumber: o.SequenceNumber}, nil
+	return sendOut{MessageId: o.MessageId, MD5OfMessageBody: o.MD5OfMessageBody, MD5OfMessageAttributes: o.MD5OfMessageAttributes,
+		MD5OfMessageSystemAttributes: o.MD5OfMessageSystemAttributes, SequenceNumber: o.SequenceNumber}, nil
 }
 
 type sendMessageBatchInput struct {
@@ -61,7 +62,8 @@ func sqsSendMessageBatch(rq *request, in *sendMessageBatchInput) (any, error) {
 	}
 	ok := make([]sendOut, 0, len(o.Successful))
 	for _, s := range o.Successful {
-		ok = append(ok, sendOut{Id: s.Id, MessageId: s.MessageId, MD5OfMessageBody: s.MD5OfMessageBody, MD5OfMessageAttributes: s.MD5OfMessageAttributes, SequenceNumber: s.SequenceNumber})
+		ok = append(ok, sendOut{Id: s.Id, MessageId: s.MessageId, MD5OfMessageBody: s.MD5OfMessageBody, MD5OfMessageAttributes: s.MD5OfMessageAttributes,
+			MD5OfMessageSystemAttributes: s.MD5OfMessageSystemAttributes, SequenceNumber: s.SequenceNumber})
 	}
 	return struct {
 		Successful []sendOut  `json:"Successful" xml:"SendMessageBatchResultEntry"`

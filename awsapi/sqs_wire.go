@@ -110,9 +110,11 @@ type batchXML struct {
 }
 
 type sendOut struct {
-	Id                                     string `json:",omitempty" xml:",omitempty"`
-	MessageId, MD5OfMessageBody            string
-	MD5OfMessageAttributes, SequenceNumber string `json:",omitempty" xml:",omitempty"`
+	Id                           string `json:",omitempty" xml:",omitempty"`
+	MessageId, MD5OfMessageBody  string
+	MD5OfMessageAttributes       string `json:",omitempty" xml:",omitempty"`
+	MD5OfMessageSystemAttributes string `json:",omitempty" xml:",omitempty"`
+	SequenceNumber               string `json:",omitempty" xml:",omitempty"`
 }
 
 type sendIn struct {

@@ -48,6 +48,11 @@ type SendMessageOutput struct {
 	MessageId              string
 	MD5OfMessageBody       string
 	MD5OfMessageAttributes string
+	// MD5OfMessageSystemAttributes is the digest of MessageSystemAttributes
+	// as MD5OfMessageAttributes is of MessageAttributes; "" when none was
+	// sent. SDKs that check digests (Ruby's) check it when they send a
+	// trace header.
+	MD5OfMessageSystemAttributes string
 	// SequenceNumber is set on FIFO queues: 20 digits, increasing with
 	// each message of the queue.
 	SequenceNumber string
@@ -64,11 +69,12 @@ type SendMessageBatchRequestEntry struct {
 
 // SendMessageBatchResultEntry is a stored (or deduplicated) entry.
 type SendMessageBatchResultEntry struct {
-	Id                     string
-	MessageId              string
-	MD5OfMessageBody       string
-	MD5OfMessageAttributes string
-	SequenceNumber         string
+	Id                           string
+	MessageId                    string
+	MD5OfMessageBody             string
+	MD5OfMessageAttributes       string
+	MD5OfMessageSystemAttributes string
+	SequenceNumber               string
 }
 
 // BatchResultErrorEntry is a failed entry of a batch call. SenderFault
@@ -102,7 +108,8 @@ func (s *Service) SendMessage(ctx context.Context, queueURL string, in SendMessa
 		return nil, &awserr.Error{Code: f.Code, Message: f.Message}
 	}
 	r := out.Successful[0]
-	return &SendMessageOutput{MessageId: r.MessageId, MD5OfMessageBody: r.MD5OfMessageBody, MD5OfMessageAttributes: r.MD5OfMessageAttributes, SequenceNumber: r.SequenceNumber}, nil
+	return &SendMessageOutput{MessageId: r.MessageId, MD5OfMessageBody: r.MD5OfMessageBody, MD5OfMessageAttributes: r.MD5OfMessageAttributes,
+		MD5OfMessageSystemAttributes: r.MD5OfMessageSystemAttributes, SequenceNumber: r.SequenceNumber}, nil
 }
 
 var batchIDRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,80}$`)
@@ -193,8 +200,12 @@ func (s *Service) SendMessageBatch(ctx context.Context, queueURL string, entries
 			continue
 		}
 		r := results[j]
+		var md5Sys string
+		if sys := entries[entryOf[j]].MessageSystemAttributes; len(sys) > 0 {
+			md5Sys = MD5OfMessageAttributes(sys)
+		}
 		out.Successful = append(out.Successful, SendMessageBatchResultEntry{
-			Id: id, MessageId: r.id, MD5OfMessageBody: m.md5Body, MD5OfMessageAttributes: m.md5Attrs, SequenceNumber: r.seq,
+			Id: id, MessageId: r.id, MD5OfMessageBody: m.md5Body, MD5OfMessageAttributes: m.md5Attrs, MD5OfMessageSystemAttributes: md5Sys, SequenceNumber: r.seq,
 		})
 	}
 	return out, nil
