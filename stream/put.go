@@ -183,46 +183,14 @@ func (s *Service) putRecords(ctx context.Context, streamName string, entries []P
 // msgID.<k> (k: its place in the call), and one whose outcome is unknown
 // is published again (resolve).
 func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRequestEntry, pending []int, now int64, out *PutRecordsOutput, msgID string) []int {
-	// The entries of each shard, in request order, go into as few stored
-	// messages as fit (see Position): one message per shard for a typical
-	// call, so a call of 500 records is a handful of JetStream publishes.
-	var chunks []*chunk
+	chunks := h.chunks(entries, pending, now, msgID)
 	var sealed []int
-	open := make(map[int]*chunk, len(h.shards))
-	for _, i := range pending {
-		sh := h.route(&entries[i])
-		sz := envelopePerRecord + len(entries[i].PartitionKey) + len(entries[i].Data)
-		c := open[sh]
-		if c == nil || len(c.entries) == maxPerMessage || c.size+sz > maxMessageBody {
-			c = &chunk{shard: sh, size: envelopeHead}
-			chunks = append(chunks, c)
-			open[sh] = c
-		}
-		c.entries = append(c.entries, i)
-		c.size += sz
-	}
 	// One connection per call keeps the request's order per partition key
 	// (a shard's messages are published in order on it); concurrent calls
 	// spread over the engine's publishing connections.
 	js := s.eng.NextPublisherJS()
 	started := time.Now()
-	for k, c := range chunks {
-		body := appendEnvelopeHead(make([]byte, 0, c.size), now, len(c.entries))
-		for _, i := range c.entries {
-			body = appendEnvelopeRecord(body, entries[i].PartitionKey, entries[i].Data)
-		}
-		// Each shard's subject belongs to its own JetStream stream only, so
-		// no expected-stream header is needed. The guard header makes
-		// JetStream refuse the message once the shard's seal is stored.
-		c.body = body
-		c.msg = &nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body}
-		if msgID != "" {
-			hdr := nats.Header{jetstream.MsgIDHeader: []string{msgID + "." + strconv.Itoa(k)}}
-			for n, v := range h.guard[c.shard] {
-				hdr[n] = v
-			}
-			c.msg.Header = hdr
-		}
+	for _, c := range chunks {
 		f, err := js.PublishMsgAsync(c.msg)
 		if err != nil {
 			c.unknown = err.Error()
@@ -239,19 +207,7 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	}
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
-	accept := func(c *chunk, ack *jetstream.PubAck) {
-		c.unknown = ""
-		if h.rates != nil && !ack.Duplicate { // an ON_DEMAND stream: count the writes
-			h.rates[c.shard].bytes.Add(int64(c.size - envelopeHead - envelopePerRecord*len(c.entries)))
-			h.rates[c.shard].records.Add(int64(len(c.entries)))
-		}
-		if !ack.Duplicate && s.tail != nil {
-			s.tail.put(h.desc.ID, c.shard, ack.Sequence, c.body)
-		}
-		for k, i := range c.entries {
-			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Numbering(), c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
-		}
-	}
+	accept := s.acceptor(h, out)
 	for _, c := range chunks {
 		if c.future == nil {
 			continue
@@ -300,6 +256,70 @@ func (s *Service) putOnce(ctx context.Context, h *handle, entries []PutRecordsRe
 	return sealed
 }
 
+// chunks groups the entries pending (request indexes, in request order)
+// into the messages a call stores, and builds them: the entries of each
+// shard, in request order, go into as few stored messages as fit (see
+// Position), one message per shard for a typical call, so a call of 500
+// records is a handful of JetStream publishes. The grouping depends on
+// the entries and the routing only: the same call makes the same
+// messages (PutLogRecords' ids rely on it). msgID, when not "", gives
+// message k the id msgID.<k>.
+func (h *handle) chunks(entries []PutRecordsRequestEntry, pending []int, now int64, msgID string) []*chunk {
+	var chunks []*chunk
+	open := make(map[int]*chunk, len(h.shards))
+	for _, i := range pending {
+		sh := h.route(&entries[i])
+		sz := envelopePerRecord + len(entries[i].PartitionKey) + len(entries[i].Data)
+		c := open[sh]
+		if c == nil || len(c.entries) == maxPerMessage || c.size+sz > maxMessageBody {
+			c = &chunk{shard: sh, size: envelopeHead}
+			chunks = append(chunks, c)
+			open[sh] = c
+		}
+		c.entries = append(c.entries, i)
+		c.size += sz
+	}
+	for k, c := range chunks {
+		body := appendEnvelopeHead(make([]byte, 0, c.size), now, len(c.entries))
+		for _, i := range c.entries {
+			body = appendEnvelopeRecord(body, entries[i].PartitionKey, entries[i].Data)
+		}
+		// Each shard's subject belongs to its own JetStream stream only, so
+		// no expected-stream header is needed. The guard header makes
+		// JetStream refuse the message once the shard's seal is stored.
+		c.body = body
+		c.msg = &nats.Msg{Subject: h.subj[c.shard], Header: h.guard[c.shard], Data: body}
+		if msgID != "" {
+			c.id = msgID + "." + strconv.Itoa(k)
+			hdr := nats.Header{jetstream.MsgIDHeader: []string{c.id}}
+			for n, v := range h.guard[c.shard] {
+				hdr[n] = v
+			}
+			c.msg.Header = hdr
+		}
+	}
+	return chunks
+}
+
+// acceptor returns what takes a message's acknowledgement: its entries'
+// results in out, and the message in the tail cache (a first store) and
+// the write rates (ON_DEMAND streams).
+func (s *Service) acceptor(h *handle, out *PutRecordsOutput) func(*chunk, *jetstream.PubAck) {
+	return func(c *chunk, ack *jetstream.PubAck) {
+		c.unknown = ""
+		if h.rates != nil && !ack.Duplicate { // an ON_DEMAND stream: count the writes
+			h.rates[c.shard].bytes.Add(int64(c.size - envelopeHead - envelopePerRecord*len(c.entries)))
+			h.rates[c.shard].records.Add(int64(len(c.entries)))
+		}
+		if !ack.Duplicate && s.tail != nil {
+			s.tail.put(h.desc.ID, c.shard, ack.Sequence, c.body)
+		}
+		for k, i := range c.entries {
+			out.Records[i] = PutRecordsResultEntry{SequenceNumber: FormatSequenceNumber(h.desc.Numbering(), c.shard, Position(ack.Sequence, k)), ShardId: h.shardIDs[c.shard]}
+		}
+	}
+}
+
 // chunk is the entries of one call that go into one stored message.
 type chunk struct {
 	shard   int
@@ -307,6 +327,7 @@ type chunk struct {
 	size    int
 	body    []byte
 	msg     *nats.Msg
+	id      string // its message id ("": none)
 	future  jetstream.PubAckFuture
 	// unknown: why the message's outcome is not known (no answer came);
 	// "" once it is.
@@ -322,7 +343,7 @@ func (c *chunk) fail(out *PutRecordsOutput, code, msg string) {
 
 // acked takes an acknowledgement, unless a test loses it (ackLost).
 func (s *Service) acked(c *chunk, ack *jetstream.PubAck, accept func(*chunk, *jetstream.PubAck)) {
-	if s.ackLost != nil && s.ackLost() {
+	if lost := s.ackLost.Load(); lost != nil && (*lost)() {
 		c.unknown = "acknowledgement lost (test)"
 		return
 	}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -54,13 +55,129 @@ func (s *Service) PutLogRecords(ctx context.Context, streamName, id string, entr
 	return s.putRecords(ctx, streamName, entries, id)
 }
 
+// ResolveLogRecords learns, later, the outcome of a PutLogRecords call
+// with id and these entries (the same, in the same order, so that they
+// make the same messages) whose entries not stored[i] were left
+// OutcomeUnknown, the call made at since. For each message of those
+// entries it first looks for the message's id in its shard, among the
+// messages stored from a minute before since (at most maxResolveScan,
+// newest first), and answers with the sequence found; a message not found
+// is published again with its id, as PutLogRecords does (a copy still on
+// its way, read within the duplicate window, is answered as a duplicate).
+// A message of stored entries is neither looked for nor published: it
+// may be older than the window, and publishing it again would store it
+// again. Results: stored entries get a zero entry; the others as
+// PutLogRecords'.
+//
+// The trap: a first publish that reaches JetStream after the look and
+// after the window since the second (a message held that long in a
+// client's reconnect buffer) is stored twice.
+func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, entries []PutRecordsRequestEntry, stored []bool, since time.Time) (*PutRecordsOutput, error) {
+	h, err := s.handle(ctx, streamName)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]int, len(entries))
+	for i := range all {
+		all[i] = i
+	}
+	// PutLogRecords' ids: id.<attempt>.<message>; a log is never
+	// resharded, so its one attempt is 0.
+	chunks := h.chunks(entries, all, s.eng.Clock.Now().UnixMilli(), id+".0")
+	out := &PutRecordsOutput{Records: make([]PutRecordsResultEntry, len(entries))}
+	accept := s.acceptor(h, out)
+	var left []*chunk
+	for _, c := range chunks {
+		if stored[c.entries[0]] {
+			continue
+		}
+		seq, found, err := s.findMsgID(ctx, h, c.shard, c.id, since)
+		switch {
+		case err != nil:
+			c.unknown = err.Error()
+		case found:
+			accept(c, &jetstream.PubAck{Sequence: seq, Duplicate: true})
+			continue
+		default:
+			c.unknown = "not found in the log"
+		}
+		left = append(left, c)
+	}
+	if len(left) > 0 {
+		js := s.eng.NextPublisherJS()
+		for _, c := range left {
+			f, err := js.PublishMsgAsync(c.msg)
+			if err != nil {
+				c.unknown = err.Error()
+				continue
+			}
+			wait := time.NewTimer(logAckTimeout)
+			select {
+			case ack := <-f.Ok():
+				s.acked(c, ack, accept)
+			case err := <-f.Err():
+				c.unknown = err.Error()
+			case <-wait.C:
+				c.unknown = "no acknowledgement within " + logAckTimeout.String()
+			case <-ctx.Done():
+				c.unknown = ctx.Err().Error()
+			}
+			wait.Stop()
+		}
+		s.resolve(ctx, js, left, time.Now(), accept)
+	}
+	for _, c := range left {
+		if c.unknown != "" {
+			c.fail(out, OutcomeUnknown, c.unknown)
+		}
+	}
+	for _, r := range out.Records {
+		if r.ErrorCode != "" {
+			out.FailedRecordCount++
+		}
+	}
+	return out, nil
+}
+
+// maxResolveScan bounds how many stored messages of a shard
+// ResolveLogRecords reads looking for one message id.
+const maxResolveScan = 100_000
+
+// findMsgID looks for the message with id msgID in shard sh, newest
+// first, back to a minute before since (JetStream's clock may differ
+// from this process's; for an embedded server it is the same clock) or
+// maxResolveScan messages.
+func (s *Service) findMsgID(ctx context.Context, h *handle, sh int, msgID string, since time.Time) (seq uint64, found bool, err error) {
+	first, last, _, err := s.msgBounds(ctx, h, sh)
+	if err != nil {
+		return 0, false, err
+	}
+	floor := since.Add(-time.Minute)
+	for seq, n := last, 0; seq >= first && seq > 0 && n < maxResolveScan; seq, n = seq-1, n+1 {
+		m, err := s.msgAt(ctx, h, sh, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if m.Header.Get(jetstream.MsgIDHeader) == msgID {
+			return seq, true, nil
+		}
+		if m.Time.Before(floor) {
+			break
+		}
+	}
+	return 0, false, nil
+}
+
 // resolve publishes the chunks whose outcome is unknown again, with
 // their message ids, until JetStream answers each or ResolveWithin has
 // passed since started (or ctx ends); accept takes an acknowledgement.
 func (s *Service) resolve(ctx context.Context, js jetstream.JetStream, chunks []*chunk, started time.Time, accept func(*chunk, *jetstream.PubAck)) {
 	within := ResolveWithin
-	if s.resolveWithin > 0 {
-		within = s.resolveWithin
+	if w := time.Duration(s.resolveWithin.Load()); w > 0 {
+		within = w
 	}
 	pause := 50 * time.Millisecond
 	for {
@@ -134,4 +251,17 @@ func (s *Service) setDuplicateWindow(ctx context.Context, js jetstream.Stream) {
 	if _, err := s.eng.JS.UpdateStream(ctx, cfg); err != nil {
 		s.eng.Logger.Warn("log shard: set its duplicate window", "stream", cfg.Name, "err", err)
 	}
+}
+
+// LoseAcks is fault injection for the tests of writers that must learn
+// their outcomes (never set outside tests): while lost returns true, an
+// acknowledgement JetStream sends is dropped as if lost on its way (nil:
+// none); within, when positive, replaces ResolveWithin.
+func (s *Service) LoseAcks(lost func() bool, within time.Duration) {
+	if lost == nil {
+		s.ackLost.Store(nil)
+	} else {
+		s.ackLost.Store(&lost)
+	}
+	s.resolveWithin.Store(int64(within))
 }

@@ -28,7 +28,7 @@ func TestALogWriteWhoseAcknowledgementIsLostIsStoredOnce(t *testing.T) {
 	createStream(t, rn, "log", 1)
 	var lose atomic.Bool
 	lose.Store(true)
-	stream.SetAckLost(rn.Streams, func() bool { return lose.Swap(false) }, 0)
+	rn.Streams.LoseAcks(func() bool { return lose.Swap(false) }, 0)
 	out, err := rn.Streams.PutLogRecords(t.Context(), "log", "call-1", logEntries("a", "b", "c"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestALogWriteWhoseAcknowledgementIsLostIsStoredOnce(t *testing.T) {
 func TestALogWriteWithNoAnswerReportsItsOutcomeUnknown(t *testing.T) {
 	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
 	createStream(t, rn, "log", 1)
-	stream.SetAckLost(rn.Streams, func() bool { return true }, 300*time.Millisecond)
+	rn.Streams.LoseAcks(func() bool { return true }, 300*time.Millisecond)
 	out, err := rn.Streams.PutLogRecords(t.Context(), "log", "call-2", logEntries("x", "y"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestALogWriteWithNoAnswerReportsItsOutcomeUnknown(t *testing.T) {
 			t.Fatalf("record %d: %+v, want ErrorCode %s", i, r, stream.OutcomeUnknown)
 		}
 	}
-	stream.SetAckLost(rn.Streams, nil, 0)
+	rn.Streams.LoseAcks(nil, 0)
 	if got := dataOf(readShard(t, rn, "log", 0)); got != "x,y" {
 		t.Fatalf("the shard holds %q after several attempts, want x,y once", got)
 	}

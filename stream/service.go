@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -259,10 +260,10 @@ type Service struct {
 	// answer as a follower that has applied no message yet (see msgAt).
 	staleReads func() bool
 	// ackLost, when set and true (tests only), loses the acknowledgement
-	// of a publish: its outcome is unknown to the writer (putOnce).
-	ackLost func() bool
+	// of a publish: its outcome is unknown to the writer (LoseAcks).
+	ackLost atomic.Pointer[func() bool]
 	// resolveWithin, when positive (tests only), replaces ResolveWithin.
-	resolveWithin time.Duration
+	resolveWithin atomic.Int64
 }
 
 // New opens the streams service on eng.

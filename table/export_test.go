@@ -89,6 +89,21 @@ func WaitResolved(s *Service) int {
 	return s.heldUnsure()
 }
 
+// ResolveOnce wakes the resolvers of writes of unknown outcome and waits
+// until one of them has made an attempt (at most a minute).
+func ResolveOnce(t testing.TB, s *Service) {
+	t.Helper()
+	before := s.resolveAttempts.Load()
+	s.wakeResolvers()
+	deadline := time.Now().Add(time.Minute)
+	for s.resolveAttempts.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no resolver attempt within a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // WaitBackfills waits for the GSI backfills running to end.
 func WaitBackfills(s *Service) { s.backfills.Wait() }
 

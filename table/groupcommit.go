@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nuid"
 
@@ -257,6 +258,7 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 	for start := 0; start < len(all); start += stream.MaxPutRecords {
 		end := min(start+stream.MaxPutRecords, len(all))
 		sliceID := id + "-" + strconv.Itoa(start)
+		since := time.Now()
 		o, err := t.s.logs.PutLogRecords(ctx, t.logName, sliceID, all[start:end])
 		if err == nil && t.s.replyLost != nil {
 			if lost := t.s.replyLost(t.tableName); lost != nil {
@@ -306,7 +308,7 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 			}
 		}
 		t.s.eng.Logger.Warn("table write of unknown outcome: its items are held until it is learned", "table", t.tableName, "id", sliceID, "changes", len(ids), "err", unknown)
-		t.s.resolveLater(ids, t.settleAppend(sliceID, all[start:end], ps[start:end], done))
+		t.s.resolveLater(ids, t.settleAppend(sliceID, all[start:end], ps[start:end], done, since))
 	}
 	// The writer applies every change written (one index batch), then
 	// answers the callers, who hold their items' stripes until then.

@@ -131,11 +131,12 @@ func (s *Service) heldUnsure() int {
 
 // resolveLater holds the items ids and runs settle, after a pause
 // (resolvePause, doubled each time up to 30 s), until it reports the
-// outcome known (true); then it
-// releases them. It stops, leaving them held, when the service closes
-// (the next open reads the log: the index says what it holds), and
-// releases them when this process stops serving the tables (the next
-// holder reads the log).
+// outcome known (true), or the items no longer this process's to hold
+// (the tables dropped with the lease: the next holder reads the log);
+// then it releases them. It stops, leaving them held, when the service
+// closes (the next open reads the log: the index says what it holds).
+// A settle waits, returning false, while mayAct is false: a lease whose
+// renewals lapse may be valid again without the tables being dropped.
 func (s *Service) resolveLater(ids []string, settle func(ctx context.Context) bool) {
 	s.unsure.add(ids)
 	s.resolving.Add(1)
@@ -155,7 +156,9 @@ func (s *Service) resolveLater(ids []string, settle func(ctx context.Context) bo
 			}
 			wake = s.resolveWake()
 			pause = min(2*pause, 30*time.Second)
-			if !s.mayAct() || settle(s.bg) {
+			done := settle(s.bg)
+			s.resolveAttempts.Add(1)
+			if done {
 				s.unsure.release(ids)
 				return
 			}
@@ -184,17 +187,32 @@ func (s *Service) wakeResolvers() {
 	s.wake = make(chan struct{})
 }
 
-// settleAppend is the resolver of a log write of t whose outcome is
-// unknown: entries (written with the message id id) and their changes
-// ps; done[j] marks those applied already. It publishes them again with
-// the same id and, once every one is acknowledged, applies those not
-// applied. A table deleted meanwhile settles it (nothing to apply).
-func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry, ps []*pending, done []bool) func(ctx context.Context) bool {
+// settleAppend is the resolver of a log write of t made at since whose
+// outcome is unknown: entries (written with the message id id) and their
+// changes ps; done[j] marks those stored and applied already, which are
+// neither looked for nor published again (stream.ResolveLogRecords). It
+// applies every change the log turns out to hold, under the items'
+// stripes (refreshTTL and reindex read and write an entry under its
+// stripe), and settles once all are. While this process may not act as
+// the tables' holder (mayAct) it waits; when the tables it belongs to
+// were dropped or the table deleted, it settles with nothing to apply
+// (the next holder reads the log).
+func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry, ps []*pending, done []bool, since time.Time) func(ctx context.Context) bool {
 	return func(ctx context.Context) bool {
 		if cur, err := t.s.table(t.tableName); err != nil || cur != t {
 			return true
 		}
-		out, err := t.s.logs.PutLogRecords(ctx, t.logName, id, entries)
+		if !t.s.mayAct() {
+			return false
+		}
+		var mine []*pending
+		for j, p := range ps {
+			if !done[j] {
+				mine = append(mine, p)
+			}
+		}
+		defer lockPending(mine)()
+		out, err := t.s.logs.ResolveLogRecords(ctx, t.logName, id, entries, done, since)
 		if err == nil && t.s.replyLost != nil {
 			err = t.s.replyLost(t.tableName)
 		}
@@ -203,48 +221,62 @@ func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry,
 			return false
 		}
 		var as []applied
+		left := 0
 		for j, r := range out.Records {
-			if r.ErrorCode != "" {
-				t.s.eng.Logger.Warn("table write of unknown outcome: still unknown", "table", t.tableName, "id", id, "err", r.ErrorMessage)
-				return false
-			}
 			if done[j] {
+				continue
+			}
+			if r.ErrorCode != "" {
+				left++
 				continue
 			}
 			sh, pos, derr := stream.DecodeSequenceNumber(t.numbering, r.SequenceNumber)
 			if derr != nil {
-				return false
+				left++
+				continue
 			}
 			as = append(as, applied{p: ps[j], shard: uint16(sh), pos: pos})
+			done[j] = true
 		}
 		t.s.snapGate.RLock()
 		t.applyAll(as)
 		t.s.snapGate.RUnlock()
-		t.s.eng.Logger.Info("table write of unknown outcome: settled", "table", t.tableName, "id", id, "changes", len(as))
+		if left > 0 {
+			t.s.eng.Logger.Warn("table write of unknown outcome: still unknown", "table", t.tableName, "id", id, "changes", left, "applied", len(as))
+			return false
+		}
+		t.s.eng.Logger.Info("table write of unknown outcome: settled", "table", t.tableName, "id", id, "applied", len(as))
 		return true
 	}
 }
 
-// commitResolveWithin is how long publishCommit publishes a commit record
-// again: half of the transaction log's duplicate window (JetStream's
-// default, 2 minutes; transactions are few, so its memory is small).
-const commitResolveWithin = time.Minute
+// lockPending locks the stripes of ps' items as lockItems does.
+func lockPending(ps []*pending) (unlock func()) {
+	ops := make([]*op, len(ps))
+	for i, p := range ps {
+		ops[i] = &op{t: p.t, k: p.k}
+	}
+	return lockItems(ops)
+}
 
 // publishCommit publishes a transaction's commit record with its id as
-// the message id, again while its outcome is unknown, for
-// commitResolveWithin. It returns nil once JetStream has stored it
+// the message id, again while its outcome is unknown (each attempt waits
+// a second), for stream.ResolveWithin: short, because a transaction
+// holds snapGate meanwhile (every write and snapshot shares it); a
+// resolver goes on without it. The transaction log keeps JetStream's
+// default duplicate window, 2 minutes (transactions are few). It returns nil once JetStream has stored it
 // (once); an error with lost=false when JetStream refused the first
 // attempt (first: nothing was published with this id before), and one
 // with lost=true when the outcome is still unknown.
 func (s *Service) publishCommit(ctx context.Context, id string, b []byte, first bool) (lost bool, err error) {
 	started := time.Now()
-	within := commitResolveWithin
+	within := stream.ResolveWithin
 	if s.resolveWithin > 0 {
 		within = s.resolveWithin
 	}
 	pause := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stream.AckTimeout)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_, err = s.eng.JS.Publish(actx, txlogSubject, b, jetstream.WithMsgID(id))
 		cancel()
 		if err == nil && s.commitLost != nil {

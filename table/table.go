@@ -258,8 +258,10 @@ type Service struct {
 	resolveWithin time.Duration
 	wakeMu        sync.Mutex
 	wake          chan struct{}
-	loadMu        sync.Mutex
-	loaded        atomic.Bool
+	// resolveAttempts counts the resolvers' attempts (tests).
+	resolveAttempts atomic.Int64
+	loadMu          sync.Mutex
+	loaded          atomic.Bool
 
 	// Index snapshots (snapshot.go): snaps is their object store (nil:
 	// off); every log write holds snapGate for reading, a snapshot takes

@@ -393,6 +393,9 @@ func (s *Service) applyCommitted(ctx context.Context, id string, order []*Table,
 // outcome (then its own resolver holds it).
 func (s *Service) settleChanges(id string, ps []*pending) func(ctx context.Context) bool {
 	return func(ctx context.Context) bool {
+		if !s.mayAct() {
+			return false
+		}
 		var left []*pending
 		byTable := map[*Table][]*pending{}
 		var order []*Table
@@ -404,9 +407,11 @@ func (s *Service) settleChanges(id string, ps []*pending) func(ctx context.Conte
 		}
 		for _, t := range order {
 			if cur, err := s.table(t.tableName); err != nil || cur != t {
-				continue // the table was deleted
+				continue // deleted, or dropped with the lease: the next holder completes it
 			}
+			unlock := lockPending(byTable[t])
 			errs, err := t.appendEach(ctx, byTable[t])
+			unlock()
 			if err != nil {
 				left = append(left, byTable[t]...)
 				continue
@@ -429,18 +434,37 @@ func (s *Service) settleChanges(id string, ps []*pending) func(ctx context.Conte
 
 // settleCommit is the resolver of a transaction whose commit record's
 // outcome is unknown: it publishes the record again with its id until
-// JetStream answers, then writes the changes (the record is stored: the
-// transaction happens) and ends the token.
+// JetStream answers, then writes the changes under their items' stripes
+// (the record is stored: the transaction happens) and ends the token. It
+// waits while mayAct is false; when its tables were dropped (the lease
+// moved: the next holder completes the transaction if its record is
+// stored) or deleted, it settles without publishing, and frees the token
+// if it is still in progress here.
 func (s *Service) settleCommit(id string, b []byte, token string, order []*Table, byTable map[*Table][]*pending) func(ctx context.Context) bool {
 	return func(ctx context.Context) bool {
+		for _, t := range order {
+			if cur, err := s.table(t.tableName); err != nil || cur != t {
+				s.tokens.abandon(token)
+				return true
+			}
+		}
+		if !s.mayAct() {
+			return false
+		}
 		if lost, err := s.publishCommit(ctx, id, b, false); err != nil {
 			s.eng.Logger.Warn("transaction commit of unknown outcome: still unknown", "transaction", id, "lost", lost, "err", err)
 			return false
 		}
 		s.eng.Logger.Info("transaction commit of unknown outcome: stored", "transaction", id)
+		var all []*pending
+		for _, t := range order {
+			all = append(all, byTable[t]...)
+		}
+		unlock := lockPending(all)
 		s.snapGate.RLock()
 		_, err := s.applyCommitted(ctx, id, order, byTable)
 		s.snapGate.RUnlock()
+		unlock()
 		if err != nil {
 			s.eng.Logger.Warn("committed transaction: changes not all applied yet", "transaction", id, "err", err)
 		}
@@ -597,6 +621,20 @@ func (c *tokenCache) end(token string, ok bool) {
 	}
 	if st := c.m[token]; st != nil {
 		st.running, st.done = false, c.clock.Now()
+	}
+}
+
+// abandon forgets token if it is still in progress (a transaction whose
+// outcome this process no longer learns); a token loaded as done since
+// stays.
+func (c *tokenCache) abandon(token string) {
+	if token == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.m[token]; st != nil && st.running {
+		delete(c.m, token)
 	}
 }
 

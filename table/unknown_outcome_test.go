@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,5 +198,116 @@ func TestATransactionWhoseCommitAnswerIsLostHappensOnceAndKeepsItsToken(t *testi
 	}
 	if n := len(changes(t, tb, "txn")); n != 2 {
 		t.Fatalf("the log holds %d changes, want the transaction's 2", n)
+	}
+}
+
+// TestAResolverLooksForTheLostMessageAndLeavesTheAcknowledgedOnes: a
+// lane write of two messages whose first is acknowledged and whose
+// second's acknowledgements are all lost applies the first's items at
+// once and holds the second's. The resolver neither publishes the first
+// again (its items are free meanwhile: a copy stored after the duplicate
+// window would land after their later writes and undo them at the next
+// open) nor the second, which it finds in the log by its message id. The
+// log then holds each change once, and a write made meanwhile to an item
+// of the first message stands.
+func TestAResolverLooksForTheLostMessageAndLeavesTheAcknowledgedOnes(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	if _, err := tb.CreateTable(ctx, table.CreateTableInput{TableName: "big",
+		KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
+		AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
+		RunnelShards:         1, // one lane: the three items in one write of two messages
+	}); err != nil {
+		t.Fatal(err)
+	}
+	table.SetResolvePause(tb, time.Hour) // the resolver tries when woken
+	var acks atomic.Int64
+	var lose atomic.Bool
+	tb.Logs().LoseAcks(func() bool { // every acknowledgement after the first, while lose
+		return acks.Add(1) > 1 && lose.Load()
+	}, 100*time.Millisecond)
+	t.Cleanup(func() { tb.Logs().LoseAcks(nil, 0) })
+	big := strings.Repeat("x", 390_000)
+	item := func(pk, v string) table.Item { return table.Item{"pk": S(pk), "v": S(v), "blob": S(big)} }
+	lose.Store(true)
+	out, err := tb.BatchWriteItem(ctx, table.BatchWriteItemInput{RequestItems: map[string][]table.WriteRequest{"big": {
+		{PutRequest: &table.PutRequest{Item: item("a", "1")}},
+		{PutRequest: &table.PutRequest{Item: item("b", "1")}},
+		{PutRequest: &table.PutRequest{Item: item("c", "1")}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.UnprocessedItems["big"]); n != 1 {
+		t.Fatalf("%d requests unprocessed, want the one of the message whose acknowledgement was lost", n)
+	}
+	lose.Store(false)
+	held := out.UnprocessedItems["big"][0].PutRequest.Item["pk"].String()
+	var free string
+	for _, pk := range []string{"a", "b", "c"} {
+		if pk != held {
+			free = pk
+			break
+		}
+	}
+	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "big", Item: item(free, "2")}); err != nil {
+		t.Fatalf("a write of %s, whose message was acknowledged: %v", free, err)
+	}
+	before := acks.Load()
+	if n := table.WaitResolved(tb); n != 0 {
+		t.Fatalf("%d items still held", n)
+	}
+	if n := acks.Load() - before; n != 0 {
+		t.Fatalf("the resolver published %d messages again; the lost one is in the log and the other was acknowledged", n)
+	}
+	if v := get(t, tb, "big", table.Item{"pk": S(free)})["v"].String(); v != "2" {
+		t.Fatalf("%s's v = %s after the resolver, want the later write's 2", free, v)
+	}
+	if get(t, tb, "big", table.Item{"pk": S(held)}) == nil {
+		t.Fatalf("%s, whose message landed, is missing", held)
+	}
+	if n := len(changes(t, tb, "big")); n != 4 {
+		t.Fatalf("the log holds %d changes, want 4: three INSERTs and one MODIFY", n)
+	}
+}
+
+// TestAHeldItemStaysHeldWhileTheLeaseLapses: a resolver that finds this
+// process unable to act as the tables' holder (its lease's renewals
+// lapsing, mayAct false) keeps the items held and tries again, rather
+// than release them unlearned: a lease can be valid again without the
+// tables being dropped, and a second attribute_not_exists put must not
+// then be decided on the index that lacks the first.
+func TestAHeldItemStaysHeldWhileTheLeaseLapses(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "lapse", "", "")
+	table.SetResolvePause(tb, time.Hour)
+	var lose atomic.Bool
+	table.SetReplyLost(tb, func(string) error {
+		if lose.Swap(false) {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	})
+	putNew := func() error {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "lapse", Item: table.Item{"pk": S("a")},
+			WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(pk)"}})
+		return err
+	}
+	lose.Store(true)
+	if err := putNew(); !isRetryable500(err) {
+		t.Fatalf("the put whose answer was lost: %v", err)
+	}
+	var holding atomic.Bool
+	table.SetHolding(tb, holding.Load)
+	table.ResolveOnce(t, tb) // the lease lapsed: the resolver may not act
+	holding.Store(true)
+	if err := putNew(); !isRetryable500(err) {
+		t.Fatalf("a second attribute_not_exists put after the lease lapsed and came back: %v, want a retryable internal error (the item still held)", err)
+	}
+	table.WaitResolved(tb)
+	var ccf *table.ConditionalCheckFailedError
+	if err := putNew(); !errors.As(err, &ccf) {
+		t.Fatalf("once learned: %v, want ConditionalCheckFailedException", err)
 	}
 }
