@@ -31,24 +31,39 @@ import (
 //     caller as usual.
 //   - Past that (JetStream unreachable), the caller hears a retryable
 //     error (500) and the write's items are held (unsure): a write of a
-//     held item, single, batched or transactional, is refused with a
-//     retryable error instead of being decided on the index; a read still
-//     reads the index (the write, if it lands, happens later). A
-//     resolver keeps publishing the write with its ids, backing off, until
-//     JetStream answers; it applies what landed and releases the items.
-//     No snapshot covers the table until it opens again (dirty).
+//     held item, single, batched (UnprocessedItems) or transactional, is
+//     refused with a retryable error instead of being decided on the
+//     index; a read still reads the index (the write, if it lands, lands
+//     later). A resolver (resolveLater) tries again after 1 s, backing off
+//     to 30 s: it looks for each message still unknown in its shard by its
+//     message id (stream.ResolveLogRecords), publishes one it does not
+//     find again with the same id, applies what the log holds under the
+//     items' stripes, and releases the items. It never publishes a message
+//     that was acknowledged: its items were free meanwhile, and a copy
+//     stored after the duplicate window would land after their later
+//     writes. It waits while mayAct is false (a lease whose renewals lapse
+//     may be valid again with the tables kept); it lets go when the tables
+//     are dropped with the lease (the next holder reads the log). No
+//     snapshot covers the table until it opens again (dirty).
 //
-// The trap: JetStream's duplicate window (stream.LogDuplicateWindow, 10 s
-// for the logs; 2 minutes for the transaction log). A resolver that gets
-// through only after it publishes a landed write a second time: the
-// change is in the log twice, one after the other for its item (nothing
-// else was written to the item in between), and the change stream
-// delivers it twice. That is at-least-once, never a loss, and never a
-// decision on a stale item.
+// The trap: JetStream's duplicate window (stream.LogDuplicateWindow, 5 s
+// for the logs; 2 minutes for the transaction log) is shorter than a
+// resolver's wait. A first publish that reaches JetStream only after the
+// resolver looked for it and after the window (a message held that long
+// in a client's reconnect buffer) is stored twice: its change is then in
+// the log twice for its item (it was held: nothing else was written to it
+// in between), and the change stream delivers it twice. At least once,
+// never lost, never decided on a stale item.
 //
-// A transaction's commit record (transact.go) is published the same way
-// (its id is its message id); a committed transaction whose changes did
-// not all land holds its items until a resolver has written them.
+// A transaction's commit record (transact.go) is published with its id
+// as its message id for 4 s in the request (it holds snapGate); past
+// that, its items are held, its ClientRequestToken stays in progress
+// (TransactionInProgressException), and a resolver publishes it again
+// (within the transaction log's 2-minute window it is stored once; a
+// second copy later is harmless: recovery skips changes already in the
+// logs), then writes its changes and ends the token. A committed
+// transaction whose changes did not all land holds their items until a
+// resolver has written them.
 
 // errUnknownOutcome marks a write whose outcome is not known yet; its
 // items are held until a resolver learns it (it may land).
