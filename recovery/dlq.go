@@ -6,8 +6,8 @@ package recovery
 //
 // # Reading without consuming
 //
-// SQS has no "peek": reading a message means receiving it. Inspect (and
-// the age shown by ListQueues) receives messages with a short visibility
+// SQS has no "peek": reading a message means receiving it. Inspect
+// receives messages with a short visibility
 // timeout and sets their visibility back to 0 at once, as the AWS
 // console's "poll for messages" does. This increments each message's
 // ApproximateReceiveCount (the counts Inspect reports are the ones before
@@ -62,8 +62,9 @@ type QueueSummary struct {
 	Visible       int
 	InFlight      int
 	Delayed       int
-	// OldestSent and OldestAgeSeconds are of the oldest visible message,
-	// when one was looked at (see ListOptions.Age).
+	// OldestSent and OldestAgeSeconds are of the oldest message in the
+	// queue, visible, in flight or delayed (CloudWatch's
+	// ApproximateAgeOfOldestMessage), when asked for (ListOptions.Age).
 	OldestSent       *time.Time `json:",omitempty"`
 	OldestAgeSeconds float64    `json:",omitempty"`
 }
@@ -72,8 +73,9 @@ type QueueSummary struct {
 type ListOptions struct {
 	// DLQOnly lists only dead-letter queues.
 	DLQOnly bool
-	// Age looks at the oldest visible message of each listed dead-letter
-	// queue (one receive, visibility reset at once; see the package doc).
+	// Age gives the age of the oldest message of each listed dead-letter
+	// queue, read from the queue's index: nothing is received, so no
+	// receive count moves (queue.Service.ApproximateAgeOfOldestMessage).
 	Age bool
 	// Now is the time ages are measured at; zero means time.Now().
 	Now time.Time
@@ -131,16 +133,17 @@ func ListQueues(ctx context.Context, queues *queue.Service, o ListOptions) ([]Qu
 		if o.DLQOnly && !s.IsDLQ {
 			continue
 		}
-		if o.Age && s.IsDLQ && s.Visible > 0 {
-			views, err := peek(ctx, queues, s.URL, 1)
+		if o.Age && s.IsDLQ && s.Visible+s.InFlight+s.Delayed > 0 {
+			// Read from the queue's index, not received: a receive would
+			// count toward a RedrivePolicy's maxReceiveCount on a
+			// dead-letter queue that has one of its own.
+			age, err := queues.ApproximateAgeOfOldestMessage(ctx, s.URL)
 			if err != nil {
 				return nil, err
 			}
-			if len(views) > 0 {
-				t := views[0].SentTimestamp
-				s.OldestSent = &t
-				s.OldestAgeSeconds = now.Sub(t).Seconds()
-			}
+			t := now.Add(-age)
+			s.OldestSent = &t
+			s.OldestAgeSeconds = age.Seconds()
 		}
 		out = append(out, s)
 	}
