@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,8 +222,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			e.cfg.Replicas = n
 		}
 	}
+	// The publishing connections keep no reconnect buffer: a publish
+	// while one is disconnected fails at once instead of waiting in the
+	// client to be sent, maybe much later, after its writer gave it up
+	// and published it again (stream.ResolveLogRecords looks for it in the
+	// log; a copy stored after that would be stored twice, late).
+	pubOpts := append(slices.Clone(opts), nats.ReconnectBufSize(-1))
 	for i := 0; i < publisherConns; i++ {
-		pc, err := nats.Connect(url, opts...)
+		pc, err := nats.Connect(url, pubOpts...)
 		if err != nil {
 			e.closePublishers()
 			return fail(nc, fmt.Errorf("engine: connect to NATS %q: %w", url, err))

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -64,7 +65,11 @@ func (s *Service) PutLogRecords(ctx context.Context, streamName, id string, entr
 // newest first), and answers with the sequence found; a message not found
 // is published again with its id, as PutLogRecords does (a copy still on
 // its way, read within the duplicate window, is answered as a duplicate).
-// A message of stored entries is neither looked for nor published: it
+// A message whose search fails or is cut short (maxResolveScan) stays
+// OutcomeUnknown and is not published: it might be stored twice. Nor is
+// one published when mayPublish (if not nil) says no, asked after the
+// search. A message of stored entries is neither looked for nor
+// published: it
 // may be older than the window, and publishing it again would store it
 // again. Results: stored entries get a zero entry; the others as
 // PutLogRecords'.
@@ -72,7 +77,7 @@ func (s *Service) PutLogRecords(ctx context.Context, streamName, id string, entr
 // The trap: a first publish that reaches JetStream after the look and
 // after the window since the second (a message held that long in a
 // client's reconnect buffer) is stored twice.
-func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, entries []PutRecordsRequestEntry, stored []bool, since time.Time) (*PutRecordsOutput, error) {
+func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, entries []PutRecordsRequestEntry, stored []bool, since time.Time, mayPublish func() bool) (*PutRecordsOutput, error) {
 	h, err := s.handle(ctx, streamName)
 	if err != nil {
 		return nil, err
@@ -86,7 +91,7 @@ func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, 
 	chunks := h.chunks(entries, all, s.eng.Clock.Now().UnixMilli(), id+".0")
 	out := &PutRecordsOutput{Records: make([]PutRecordsResultEntry, len(entries))}
 	accept := s.acceptor(h, out)
-	var left []*chunk
+	var left, unsure []*chunk
 	for _, c := range chunks {
 		if stored[c.entries[0]] {
 			continue
@@ -94,14 +99,19 @@ func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, 
 		seq, found, err := s.findMsgID(ctx, h, c.shard, c.id, since)
 		switch {
 		case err != nil:
-			c.unknown = err.Error()
+			// Not looked for all the way: publishing it again could store
+			// it twice, outside the window. Unknown still.
+			c.unknown = "looking for it in the log: " + err.Error()
+			unsure = append(unsure, c)
 		case found:
 			accept(c, &jetstream.PubAck{Sequence: seq, Duplicate: true})
-			continue
 		default:
 			c.unknown = "not found in the log"
+			left = append(left, c)
 		}
-		left = append(left, c)
+	}
+	if len(left) > 0 && mayPublish != nil && !mayPublish() {
+		unsure, left = append(unsure, left...), nil
 	}
 	if len(left) > 0 {
 		js := s.eng.NextPublisherJS()
@@ -126,7 +136,7 @@ func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, 
 		}
 		s.resolve(ctx, js, left, time.Now(), accept)
 	}
-	for _, c := range left {
+	for _, c := range append(left, unsure...) {
 		if c.unknown != "" {
 			c.fail(out, OutcomeUnknown, c.unknown)
 		}
@@ -145,15 +155,19 @@ const maxResolveScan = 100_000
 
 // findMsgID looks for the message with id msgID in shard sh, newest
 // first, back to a minute before since (JetStream's clock may differ
-// from this process's; for an embedded server it is the same clock) or
-// maxResolveScan messages.
+// from this process's; for an embedded server it is the same clock). A
+// search that reads maxResolveScan messages without getting there is an
+// error: inconclusive.
 func (s *Service) findMsgID(ctx context.Context, h *handle, sh int, msgID string, since time.Time) (seq uint64, found bool, err error) {
 	first, last, _, err := s.msgBounds(ctx, h, sh)
 	if err != nil {
 		return 0, false, err
 	}
 	floor := since.Add(-time.Minute)
-	for seq, n := last, 0; seq >= first && seq > 0 && n < maxResolveScan; seq, n = seq-1, n+1 {
+	for seq, n := last, 0; seq >= first && seq > 0; seq, n = seq-1, n+1 {
+		if n == maxResolveScan {
+			return 0, false, errors.New("more than " + strconv.Itoa(maxResolveScan) + " messages stored since the write")
+		}
 		m, err := s.msgAt(ctx, h, sh, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue

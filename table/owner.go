@@ -296,6 +296,7 @@ func (s *Service) drop() {
 	defer s.loadMu.Unlock()
 	s.mu.Lock()
 	s.tables = map[string]*Table{}
+	s.holding.Add(1) // the resolvers of this holding let go (resolve.go)
 	s.mu.Unlock()
 	s.loaded.Store(false)
 }

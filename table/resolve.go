@@ -48,12 +48,14 @@ import (
 //
 // The trap: JetStream's duplicate window (stream.LogDuplicateWindow, 5 s
 // for the logs; 2 minutes for the transaction log) is shorter than a
-// resolver's wait. A first publish that reaches JetStream only after the
-// resolver looked for it and after the window (a message held that long
-// in a client's reconnect buffer) is stored twice: its change is then in
-// the log twice for its item (it was held: nothing else was written to it
-// in between), and the change stream delivers it twice. At least once,
-// never lost, never decided on a stale item.
+// resolver's wait. The publishing connections keep no reconnect buffer
+// (engine.Open), so no copy waits in the client; but a first publish that
+// a stalled JetStream stores only after the resolver looked for it and
+// after the window is stored twice: its change is then in the log twice
+// for its item (held: nothing else was written to it in between), and
+// the change stream delivers it twice. At least once, never lost, never
+// decided on a stale item. A search that fails or is cut short publishes
+// nothing (ResolveLogRecords).
 //
 // A transaction's commit record (transact.go) is published with its id
 // as its message id for 4 s in the request (it holds snapGate); past
@@ -154,7 +156,13 @@ func (s *Service) heldUnsure() int {
 // renewals lapse may be valid again without the tables being dropped.
 func (s *Service) resolveLater(ids []string, settle func(ctx context.Context) bool) {
 	s.unsure.add(ids)
+	s.wakeMu.Lock()
+	if s.resolveClosed {
+		s.wakeMu.Unlock()
+		return // closing: the items stay held; the next open reads the log
+	}
 	s.resolving.Add(1)
+	s.wakeMu.Unlock()
 	wake := s.resolveWake() // taken now: a wake from now on is seen
 	go func() {
 		defer s.resolving.Done()
@@ -214,20 +222,13 @@ func (s *Service) wakeResolvers() {
 // (the next holder reads the log).
 func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry, ps []*pending, done []bool, since time.Time) func(ctx context.Context) bool {
 	return func(ctx context.Context) bool {
-		if cur, err := t.s.table(t.tableName); err != nil || cur != t {
+		if t.gone() {
 			return true
 		}
 		if !t.s.mayAct() {
 			return false
 		}
-		var mine []*pending
-		for j, p := range ps {
-			if !done[j] {
-				mine = append(mine, p)
-			}
-		}
-		defer lockPending(mine)()
-		out, err := t.s.logs.ResolveLogRecords(ctx, t.logName, id, entries, done, since)
+		out, err := t.s.logs.ResolveLogRecords(ctx, t.logName, id, entries, done, since, t.s.mayAct)
 		if err == nil && t.s.replyLost != nil {
 			err = t.s.replyLost(t.tableName)
 		}
@@ -253,9 +254,18 @@ func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry,
 			as = append(as, applied{p: ps[j], shard: uint16(sh), pos: pos})
 			done[j] = true
 		}
+		// Applied under the items' stripes (refreshTTL and reindex read
+		// and write an entry under its stripe); writers are kept off by
+		// the hold, so the search and the publish above need none.
+		mine := make([]*pending, len(as))
+		for i, a := range as {
+			mine[i] = a.p
+		}
+		unlock := lockPending(mine)
 		t.s.snapGate.RLock()
 		t.applyAll(as)
 		t.s.snapGate.RUnlock()
+		unlock()
 		if left > 0 {
 			t.s.eng.Logger.Warn("table write of unknown outcome: still unknown", "table", t.tableName, "id", id, "changes", left, "applied", len(as))
 			return false
@@ -263,6 +273,14 @@ func (t *Table) settleAppend(id string, entries []stream.PutRecordsRequestEntry,
 		t.s.eng.Logger.Info("table write of unknown outcome: settled", "table", t.tableName, "id", id, "applied", len(as))
 		return true
 	}
+}
+
+// gone reports whether t is no longer one of the tables this process
+// serves: deleted, or dropped with the lease.
+func (t *Table) gone() bool {
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
+	return t.s.tables[t.tableName] != t
 }
 
 // lockPending locks the stripes of ps' items as lockItems does.
@@ -292,7 +310,9 @@ func (s *Service) publishCommit(ctx context.Context, id string, b []byte, first 
 	pause := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		_, err = s.eng.JS.Publish(actx, txlogSubject, b, jetstream.WithMsgID(id))
+		// A publishing connection: no reconnect buffer to hold the
+		// record and send it late (engine.Open).
+		_, err = s.eng.NextPublisherJS().Publish(actx, txlogSubject, b, jetstream.WithMsgID(id))
 		cancel()
 		if err == nil && s.commitLost != nil {
 			err = s.commitLost()

@@ -260,8 +260,13 @@ type Service struct {
 	wake          chan struct{}
 	// resolveAttempts counts the resolvers' attempts (tests).
 	resolveAttempts atomic.Int64
-	loadMu          sync.Mutex
-	loaded          atomic.Bool
+	// holding counts the holdings of the tables ended (drop): a resolver
+	// of an earlier holding lets go. resolveClosed: Close began, no
+	// resolver starts (under wakeMu).
+	holding       atomic.Int64
+	resolveClosed bool
+	loadMu        sync.Mutex
+	loaded        atomic.Bool
 
 	// Index snapshots (snapshot.go): snaps is their object store (nil:
 	// off); every log write holds snapGate for reading, a snapshot takes
@@ -387,6 +392,9 @@ func (s *Service) Close() {
 		s.cancel()
 		<-s.done
 		s.backfills.Wait()
+		s.wakeMu.Lock()
+		s.resolveClosed = true // no resolver starts after this
+		s.wakeMu.Unlock()
 		s.resolving.Wait() // they stop with bg, their items left to the next open
 		if (s.snaps != nil || s.storeHeaders) && !s.eng.NC.IsClosed() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

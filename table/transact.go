@@ -357,8 +357,19 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 // an item held is refused until its change is applied).
 func (s *Service) applyCommitted(ctx context.Context, id string, order []*Table, byTable map[*Table][]*pending) (late, err error) {
 	var retry []*pending
-	for _, t := range order {
-		errs, encErr := t.appendEachGated(ctx, byTable[t])
+	// The tables' changes are written at once, not one table after
+	// another: the caller holds snapGate, which a snapshot waits for while
+	// every write waits for it, and a table's write whose answer is lost
+	// takes up to stream.ResolveWithin.
+	results := make([][]error, len(order))
+	encErrs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, t := range order {
+		wg.Go(func() { results[i], encErrs[i] = t.appendEachGated(ctx, byTable[t]) })
+	}
+	wg.Wait()
+	for ti, t := range order {
+		errs, encErr := results[ti], encErrs[ti]
 		if encErr != nil {
 			return nil, awserr.New(awserr.ErrService, "transaction %s committed, applying it failed: %v", id, encErr)
 		}
@@ -406,7 +417,7 @@ func (s *Service) settleChanges(id string, ps []*pending) func(ctx context.Conte
 			byTable[p.t] = append(byTable[p.t], p)
 		}
 		for _, t := range order {
-			if cur, err := s.table(t.tableName); err != nil || cur != t {
+			if t.gone() {
 				continue // deleted, or dropped with the lease: the next holder completes it
 			}
 			unlock := lockPending(byTable[t])
@@ -436,17 +447,17 @@ func (s *Service) settleChanges(id string, ps []*pending) func(ctx context.Conte
 // outcome is unknown: it publishes the record again with its id until
 // JetStream answers, then writes the changes under their items' stripes
 // (the record is stored: the transaction happens) and ends the token. It
-// waits while mayAct is false; when its tables were dropped (the lease
-// moved: the next holder completes the transaction if its record is
-// stored) or deleted, it settles without publishing, and frees the token
-// if it is still in progress here.
+// waits while mayAct is false. When the tables were dropped with the
+// lease (the next holder completes the transaction if its record is
+// stored) it lets go without publishing and frees the token if it is
+// still in progress here; a table deleted meanwhile only loses its own
+// changes.
 func (s *Service) settleCommit(id string, b []byte, token string, order []*Table, byTable map[*Table][]*pending) func(ctx context.Context) bool {
+	holding := s.holding.Load()
 	return func(ctx context.Context) bool {
-		for _, t := range order {
-			if cur, err := s.table(t.tableName); err != nil || cur != t {
-				s.tokens.abandon(token)
-				return true
-			}
+		if s.holding.Load() != holding {
+			s.tokens.abandon(token)
+			return true
 		}
 		if !s.mayAct() {
 			return false
@@ -455,14 +466,27 @@ func (s *Service) settleCommit(id string, b []byte, token string, order []*Table
 			s.eng.Logger.Warn("transaction commit of unknown outcome: still unknown", "transaction", id, "lost", lost, "err", err)
 			return false
 		}
+		if s.holding.Load() != holding {
+			// Stored, but the tables are another holding's now: its
+			// holder completes it from the transaction log.
+			s.tokens.abandon(token)
+			return true
+		}
+		if !s.mayAct() {
+			return false // stored; published again (a duplicate) next time
+		}
 		s.eng.Logger.Info("transaction commit of unknown outcome: stored", "transaction", id)
+		var live []*Table
 		var all []*pending
 		for _, t := range order {
-			all = append(all, byTable[t]...)
+			if !t.gone() {
+				live = append(live, t)
+				all = append(all, byTable[t]...)
+			}
 		}
 		unlock := lockPending(all)
 		s.snapGate.RLock()
-		_, err := s.applyCommitted(ctx, id, order, byTable)
+		_, err := s.applyCommitted(ctx, id, live, byTable)
 		s.snapGate.RUnlock()
 		unlock()
 		if err != nil {

@@ -311,3 +311,45 @@ func TestAHeldItemStaysHeldWhileTheLeaseLapses(t *testing.T) {
 		t.Fatalf("once learned: %v, want ConditionalCheckFailedException", err)
 	}
 }
+
+// TestATransactionWhoseOtherTableIsDeletedStillHoldsAndAppliesItsItems: a
+// transaction over two tables whose commit answer was lost, one of them
+// deleted before runnel learns the commit, still has its commit learned
+// and its changes to the remaining table applied before their items are
+// released: an attribute_not_exists put of such an item then fails.
+// Before, the deleted table made the resolver let go of every item
+// unlearned; the put passed, and the next open appended the committed
+// change after it (a lost update).
+func TestATransactionWhoseOtherTableIsDeletedStillHoldsAndAppliesItsItems(t *testing.T) {
+	tb := startTx(t, testenv.Options{})
+	createTable(t, tb, "other", "", "")
+	var lose atomic.Bool
+	table.SetCommitLost(tb, func() error {
+		if lose.Load() {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	}, time.Hour, 50*time.Millisecond)
+	in := table.TransactWriteItemsInput{TransactItems: []table.TransactWriteItem{txAdd("x", "1"),
+		{Put: &table.TransactPut{TableName: "other", Item: table.Item{"pk": S("o")}}}}, ClientRequestToken: "tok2"}
+	lose.Store(true)
+	if err := tb.TransactWriteItems(ctx, in); !isRetryable500(err) {
+		t.Fatalf("the transaction whose commit answer was lost: %v", err)
+	}
+	lose.Store(false)
+	if _, err := tb.DeleteTable(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if held := table.WaitResolved(tb); held != 0 {
+		t.Fatalf("%d items still held", held)
+	}
+	_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "txn", Item: table.Item{"pk": S("x"), "v": N("100")},
+		WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(pk)"}})
+	var ccf *table.ConditionalCheckFailedError
+	if !errors.As(err, &ccf) {
+		t.Fatalf("an attribute_not_exists put of x, which the committed transaction wrote: %v, want ConditionalCheckFailedException", err)
+	}
+	if v := txValue(t, tb, "x"); v != "1" {
+		t.Fatalf("x's v = %s, want the transaction's 1", v)
+	}
+}
