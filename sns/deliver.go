@@ -380,6 +380,10 @@ func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscriptio
 		return
 	}
 	in := s.sqsMessage(t, sub, r, sub.dlq)
+	if n := len(r.Attributes); sub.raw() && r.MessageStructure != "json" && n > maxRawAttributes {
+		s.log.Warn("sns: a raw dead letter keeps the first 10 of its message attributes (SQS takes no more)",
+			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "attributes", n)
+	}
 	if _, err := s.queues.SendMessage(ctx, sub.dlq, in); err != nil {
 		c.deadLetterFailed.Add(1)
 		s.log.Error("sns: message not delivered and its dead-letter queue refused it; dropped",

@@ -70,6 +70,11 @@ func (s *Service) deliverDirect(ctx context.Context, t *topicMeta, send []queue.
 				served[i] = append(served[i], sub.meta.ID)
 				continue
 			}
+			if err := rawAttributesError(sub, r); err != nil {
+				s.deadLetter(ctx, t, sub, r, err)
+				served[i] = append(served[i], sub.meta.ID)
+				continue
+			}
 			j.idx, j.msgs = append(j.idx, i), append(j.msgs, s.sqsMessage(t, sub, r, name))
 		}
 		if len(j.msgs) > 0 {

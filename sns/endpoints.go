@@ -34,6 +34,9 @@ var httpClient = &http.Client{Timeout: HTTPTimeout}
 func (s *Service) deliver(ctx context.Context, t *topicMeta, sub *subscription, r *record) error {
 	switch sub.meta.Protocol {
 	case ProtocolSQS:
+		if err := rawAttributesError(sub, r); err != nil {
+			return err
+		}
 		name, _ := queue.NameFromARN(sub.meta.Endpoint)
 		_, err := s.queues.SendMessage(ctx, name, s.sqsMessage(t, sub, r, name))
 		return classify(err)
@@ -83,8 +86,22 @@ func (s *Service) envelopeJSON(t *topicMeta, sub *subscription, r *record) strin
 	return string(b)
 }
 
-// sqsAttributes are SNS attributes as SQS message attributes; beyond 10,
-// the first 10 by name.
+// rawAttributesError is the client error of a raw delivery to SQS of a
+// message with more than 10 attributes: "Messages with more than 10
+// message attributes directed towards Raw Message Delivery enabled Amazon
+// SQS subscriptions will be discarded as client side errors"
+// (sns-message-attributes.html). Not retried: to the dead-letter queue,
+// or logged and counted failed.
+func rawAttributesError(sub *subscription, r *record) error {
+	if !sub.raw() || r.MessageStructure == "json" || len(r.Attributes) <= maxRawAttributes {
+		return nil
+	}
+	return &clientError{fmt.Errorf("the message has %d message attributes; a raw delivery to SQS takes at most %d", len(r.Attributes), maxRawAttributes)}
+}
+
+// sqsAttributes are SNS attributes as SQS message attributes; beyond 10
+// (a dead letter of a message rawAttributesError refused), the first 10
+// by name: SQS takes no more.
 func sqsAttributes(attrs map[string]Attribute) map[string]queue.MessageAttributeValue {
 	if len(attrs) == 0 {
 		return nil

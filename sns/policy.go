@@ -92,7 +92,7 @@ func compileFilterPolicy(src, scope string) (*filterPolicy, error) {
 		}
 		combos += n
 		pat, _ := json.Marshal(b)
-		m, err := filter.Compile(&filter.Criteria{Filters: []filter.Pattern{{Pattern: string(pat)}}})
+		m, err := filter.CompileFilterPolicy(string(pat))
 		if err != nil {
 			var ae *awserr.Error
 			if errors.As(err, &ae) {
@@ -213,11 +213,10 @@ func checkPolicyObject(obj map[string]any, body bool, depth int) (keys, combos i
 
 // snsOperators are the operators SNS filter policies accept.
 var snsOperators = map[string]bool{"prefix": true, "suffix": true, "equals-ignore-case": true,
-	"anything-but": true, "numeric": true, "exists": true}
+	"anything-but": true, "numeric": true, "exists": true, "cidr": true}
 
 // checkPolicyValue refuses what the shared matcher accepts and SNS does
-// not: wildcard, cidr (not in runnel), anything-but with suffix or
-// wildcard.
+// not: wildcard, anything-but with suffix or wildcard.
 func checkPolicyValue(v any) error {
 	o, ok := v.(map[string]any)
 	if !ok {

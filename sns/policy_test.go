@@ -84,7 +84,6 @@ func TestFilterPolicyRefusals(t *testing.T) {
 		{`{"a":[1,2,3,4,5,6,7,8,9,10],"b":[1,2,3,4,5,6,7,8,9,10],"c":[1,2]}`, "", "too complex"},
 		{`{"a":[]}`, "", "Empty arrays are not allowed"},
 		{`{"a":[{"wildcard":"x*"}]}`, "", "Unrecognized match type wildcard"},
-		{`{"a":[{"cidr":"10.0.0.0/8"}]}`, "", "Unrecognized match type cidr"},
 		{`{"a":[{"anything-but":{"suffix":"x"}}]}`, "", "Unsupported anything-but pattern: suffix"},
 		{`{"a":{"b":["1"]}}`, "", "does not support nested"},
 		{`{"a":"1"}`, "", "must hold an array"},

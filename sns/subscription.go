@@ -465,7 +465,11 @@ func (s *Service) SetSubscriptionAttributes(ctx context.Context, arn, name, valu
 	} else {
 		m.Attributes[name] = value
 	}
-	if err := checkSubAttrs(map[string]string{name: value}, m.Protocol, fifo); err != nil {
+	// The attributes as they will be, checked together: a FilterPolicy
+	// is read under the stored FilterPolicyScope (a nested policy after
+	// FilterPolicyScope MessageBody, the flow AWS documents), and the
+	// other way round.
+	if err := checkSubAttrs(m.Attributes, m.Protocol, fifo); err != nil {
 		return err
 	}
 	_, err = s.putSub(ctx, m)

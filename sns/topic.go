@@ -237,6 +237,16 @@ func (s *Service) DeleteTopic(ctx context.Context, arn string) error {
 			return awserr.New(awserr.ErrInternal, "delete subscription %s: %v", id, err)
 		}
 	}
+	// AWS drops a deleted topic's undelivered messages too; runnel says
+	// how many (nothing is lost silently): those waiting for a delivery or
+	// a retry in the topic's internal queue.
+	if a, err := s.queues.GetQueueAttributes(ctx, t.meta().queueName(), []string{queue.AttrAll}); err == nil {
+		n := atoiOr0(a[queue.AttrApproximateNumberOfMessages]) + atoiOr0(a[queue.AttrApproximateNumberOfMessagesNotVisible]) + atoiOr0(a[queue.AttrApproximateNumberOfMessagesDelayed])
+		if n > 0 {
+			s.log.Warn("sns: topic deleted with messages not yet delivered to all its subscriptions; dropped with it, as AWS does",
+				"topic", name, "messages", n, "subscriptions", len(subs))
+		}
+	}
 	if err := s.queues.DeleteQueue(ctx, t.meta().queueName()); err != nil && !errors.Is(err, awserr.ErrQueueDoesNotExist) {
 		return awserr.New(awserr.ErrInternal, "delete the internal queue of %s: %v", name, err)
 	}
@@ -415,4 +425,9 @@ func (s *Service) retag(ctx context.Context, arn string, change func(map[string]
 		}
 		return change(m.Tags)
 	})
+}
+
+func atoiOr0(v string) int {
+	n, _ := strconv.Atoi(v)
+	return n
 }

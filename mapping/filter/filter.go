@@ -43,6 +43,7 @@ package filter
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/runnel-dev/runnel/awserr"
 	"io"
 	"math"
 	"sort"
@@ -113,6 +114,18 @@ func Compile(c *Criteria) (*Matcher, error) {
 	return m, nil
 }
 
+// CompileFilterPolicy compiles one branch of an SNS filter policy ($or
+// already expanded by the caller, which checks SNS's own limits: 256 KB,
+// keys, combinations): the operators of the package doc and cidr, with no
+// length limit of Lambda's 4,096 bytes. Errors are as Compile's.
+func CompileFilterPolicy(src string) (*Matcher, error) {
+	f, err := compiler{policy: true}.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Matcher{filters: []*compiled{f}, refsData: f.refsData}, nil
+}
+
 // Empty reports whether m has no filters, i.e. lets every record through.
 func (m *Matcher) Empty() bool { return m == nil || len(m.filters) == 0 }
 
@@ -120,11 +133,17 @@ func (m *Matcher) Empty() bool { return m == nil || len(m.filters) == 0 }
 type compiler struct {
 	i  int
 	eb bool // an EventBridge event pattern (CompileEventPattern): $or and cidr allowed
+	// policy: one branch of an SNS filter policy (CompileFilterPolicy):
+	// cidr allowed, no length limit of its own.
+	policy bool
 }
 
 func (c compiler) errorf(kind error, format string, args ...any) error {
 	if c.eb {
 		return eventPatternError(kind, format, args...)
+	}
+	if c.policy { // the caller words it as its service does
+		return &compileError{err: awserr.New(awserr.ErrInvalidParameterValue, format, args...), kinds: []error{ErrInvalidPattern, kind}}
 	}
 	return patternError(c.i, kind, format, args...)
 }
@@ -134,7 +153,7 @@ func compileFilter(i int, src string) (*compiled, error) {
 }
 
 func (c compiler) compile(src string) (*compiled, error) {
-	if len(src) > MaxPatternLength {
+	if len(src) > MaxPatternLength && !c.eb && !c.policy {
 		return nil, c.errorf(ErrPatternTooLong, "length %d is out of the range 0..%d", len(src), MaxPatternLength)
 	}
 	dec := json.NewDecoder(strings.NewReader(src))
@@ -312,7 +331,7 @@ func (c compiler) operator(obj map[string]any, path string) (alt, error) {
 	case "anything-but":
 		return c.anythingBut(v, path)
 	case "cidr":
-		if c.eb {
+		if c.eb || c.policy {
 			return c.cidr(v, path)
 		}
 	}
