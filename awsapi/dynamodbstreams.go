@@ -40,6 +40,12 @@ const labelLayout = "2006-01-02T15:04:05.000"
 // maxStreamRecords is GetRecords' largest Limit in DynamoDB Streams.
 const maxStreamRecords = 1000
 
+// maxStreamBytes is the most a GetRecords answers: "a maximum of 1 MB of
+// data or 1000 stream records, whichever comes first"
+// (API_streams_GetRecords), counted by the records' SizeBytes; a record
+// alone over it is answered alone.
+const maxStreamBytes = 1 << 20
+
 // ddbStream is a resolved stream ARN.
 type ddbStream struct {
 	arn, label string
@@ -246,6 +252,9 @@ func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any
 		if in.SequenceNumber == "" {
 			return nil, awserr.New(awserr.ErrValidation, "SequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
 		}
+		if err := rq.checkNotTrimmed(s, i, in.SequenceNumber); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value '%s' at 'shardIteratorType' failed to satisfy constraint: Member must satisfy enum value set: [TRIM_HORIZON, LATEST, AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER]", in.ShardIteratorType)
 	}
@@ -254,6 +263,36 @@ func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any
 		return nil, logNotFound(err, in.StreamArn)
 	}
 	return map[string]string{"ShardIterator": streamIterator{ARN: s.arn, Inner: inner}.encode()}, nil
+}
+
+// checkNotTrimmed refuses a sequence number of shard i whose record is
+// older than the stream's 24 hours: "TrimmedDataAccessException ... You
+// request a shard iterator with a sequence number older than the trim
+// point (24 hours)" (API_streams_GetShardIterator). The log itself is
+// never trimmed, so the record's own time decides. A sequence number
+// that names no record is left to the log's own answer.
+func (rq *request) checkNotTrimmed(s *ddbStream, i int, seq string) error {
+	logs := rq.h.rn.Tables.Logs()
+	numbering, err := logs.Numbering(rq.ctx, s.t.LogName())
+	if err != nil {
+		return nil
+	}
+	sh, pos, err := stream.DecodeSequenceNumber(numbering, seq)
+	if err != nil || sh != i {
+		return nil
+	}
+	rec, err := logs.GetRecord(rq.ctx, s.t.LogName(), stream.ShardID(i), pos)
+	if err != nil {
+		return nil
+	}
+	c, err := table.DecodeChange(rec.Data)
+	if err != nil {
+		return nil
+	}
+	if horizon := rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention); time.UnixMilli(c.TimeMs).Before(horizon) {
+		return awserr.New(awserr.ErrTrimmedDataAccess, "The operation attempted to read past the oldest stream record in a shard: sequence number %s is older than the stream's 24 hours", seq)
+	}
+	return nil
 }
 
 type streamsGetRecordsInput struct {
@@ -284,6 +323,7 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 	logs := rq.h.rn.Tables.Logs()
 	horizon := rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention).UnixMilli()
 	recs := []streamsRecord{}
+	size := int64(0)
 	for round := 0; ; round++ {
 		o, err := logs.GetRecords(ctx, inner, limit)
 		if err != nil {
@@ -299,12 +339,22 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 				continue
 			}
 			ev := table.EventRecord(rec, c, rq.h.opts.Region, s.arn)
+			if len(recs) > 0 && size+ev.Change.SizeBytes > maxStreamBytes {
+				// 1 MB answered: the next read starts after the record
+				// before this one, not at the end of the log's page.
+				last := recs[len(recs)-1].Dynamodb.SequenceNumber
+				if i > 0 {
+					last = o.Records[i-1].SequenceNumber // read, maybe left out
+				}
+				return rq.streamRecordsFrom(ctx, s, recs, last)
+			}
 			out := streamsRecord{AWSRegion: ev.AWSRegion, Dynamodb: ev.Change, EventID: ev.EventID, EventName: ev.EventName,
 				EventSource: ev.EventSource, EventVersion: ev.EventVersion}
 			if u := ev.UserIdentity; u != nil {
 				out.UserIdentity = &streamsIdentity{PrincipalID: u.PrincipalID, Type: u.Type}
 			}
 			recs = append(recs, out)
+			size += ev.Change.SizeBytes
 		}
 		inner = o.NextShardIterator
 		if len(recs) > 0 || len(o.Records) < limit || round >= 9 {
@@ -316,6 +366,26 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 		out.NextShardIterator = streamIterator{ARN: s.arn, Inner: inner}.encode()
 	}
 	return out, nil
+}
+
+// streamRecordsFrom answers recs with a NextShardIterator after the log
+// record last (a GetRecords cut at maxStreamBytes).
+func (rq *request) streamRecordsFrom(ctx context.Context, s *ddbStream, recs []streamsRecord, last string) (any, error) {
+	logs := rq.h.rn.Tables.Logs()
+	numbering, err := logs.Numbering(ctx, s.t.LogName())
+	if err != nil {
+		return nil, logNotFound(err, s.arn)
+	}
+	sh, _, err := stream.DecodeSequenceNumber(numbering, last)
+	if err != nil {
+		return nil, awserr.New(awserr.ErrService, "stream %s: sequence number %s: %v", s.arn, last, err)
+	}
+	next, err := logs.GetShardIterator(ctx, stream.GetShardIteratorInput{StreamName: s.t.LogName(), ShardID: stream.ShardID(sh),
+		ShardIteratorType: stream.AfterSequenceNumber, StartingSequenceNumber: last})
+	if err != nil {
+		return nil, logNotFound(err, s.arn)
+	}
+	return &streamsGetRecordsOutput{Records: recs, NextShardIterator: streamIterator{ARN: s.arn, Inner: next}.encode()}, nil
 }
 
 // streamsGetRecordsOutput is GetRecords' answer. Its AppendJSON writes

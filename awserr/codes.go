@@ -121,9 +121,13 @@ var (
 	// ErrProvisionedConcurrencyConfigNotFound: the version or alias has no
 	// provisioned concurrency configuration (HTTP 404).
 	ErrProvisionedConcurrencyConfigNotFound = def(Spec{Code: "ProvisionedConcurrencyConfigNotFoundException", Lambda: Wire{Status: 404}})
-	// ErrExpiredIterator: a shard iterator older than 5 minutes was used.
-	// Not retryable as it is: get a new iterator.
+	// ErrExpiredIterator: a shard iterator older than 5 minutes (Kinesis)
+	// or 15 (DynamoDB Streams) was used. Not retryable as it is: get a
+	// new iterator.
 	ErrExpiredIterator = def(Spec{Code: "ExpiredIteratorException"})
+	// ErrTrimmedDataAccess (TrimmedDataAccessException): DynamoDB Streams'
+	// answer to a sequence number older than the stream's 24 hours.
+	ErrTrimmedDataAccess = def(Spec{Code: "TrimmedDataAccessException"})
 	// ErrExpiredNextToken: a Kinesis ListShards NextToken older than 300
 	// seconds was used. Not retryable as it is: list again.
 	ErrExpiredNextToken = def(Spec{Code: "ExpiredNextTokenException"})

@@ -436,9 +436,13 @@ func (s *Service) GetRecordsFunc(ctx context.Context, shardIterator string, limi
 		return nil, invalidArg("Invalid ShardIterator.") // Kinesis's words
 	}
 	now := s.eng.Clock.Now()
-	if now.Sub(time.UnixMilli(it.Issued)) > IteratorLifetime {
-		return nil, awserr.New(awserr.ErrExpiredIterator, "Iterator expired. The iterator was created at time %s while right now it is %s which is further in the future than the tolerated delay of 300000 milliseconds.",
-			time.UnixMilli(it.Issued).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	life := IteratorLifetime
+	if s.keep {
+		life = LogIteratorLifetime
+	}
+	if now.Sub(time.UnixMilli(it.Issued)) > life {
+		return nil, awserr.New(awserr.ErrExpiredIterator, "Iterator expired. The iterator was created at time %s while right now it is %s which is further in the future than the tolerated delay of %d milliseconds.",
+			time.UnixMilli(it.Issued).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), life.Milliseconds())
 	}
 	// An iterator of a stream deleted (or deleted and created again)
 	// names its shard, as Kinesis does.

@@ -58,6 +58,11 @@ const (
 	MaxGetRecordsLimit = 10000
 	// IteratorLifetime is how long a shard iterator stays valid.
 	IteratorLifetime = 5 * time.Minute
+	// LogIteratorLifetime is how long a shard iterator of NewLog's logs
+	// stays valid: they are read as DynamoDB streams, whose iterators
+	// expire "15 minutes after it is returned to the requester"
+	// (API_streams_GetShardIterator).
+	LogIteratorLifetime = 15 * time.Minute
 )
 
 var streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
