@@ -190,8 +190,10 @@ func envelopeAttributes(attrs map[string]Attribute, lambda bool) map[string]Enve
 func (s *Service) lambdaEvent(t *topicMeta, sub *subscription, r *record) []byte {
 	e := s.envelope(t, sub, r)
 	attrs := map[string]any{}
-	for k, v := range envelopeAttributes(r.Attributes, true) {
-		attrs[k] = v
+	if r.MessageStructure != "json" { // "sent only when the message structure is String, not JSON"
+		for k, v := range envelopeAttributes(r.Attributes, true) {
+			attrs[k] = v
+		}
 	}
 	ts, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
 	ev := events.SNSEvent{Records: []events.SNSEventRecord{{EventVersion: "1.0", EventSubscriptionArn: sub.arn(s),

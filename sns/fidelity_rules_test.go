@@ -135,3 +135,41 @@ func TestANumberAttributeIsADecimalNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestAPolicyNumberIsWithinABillion: numeric matching takes values from
+// -1,000,000,000 to 1,000,000,000 (subscription-filter-policy-constraints
+// .html): a policy number or numeric operand outside is refused.
+func TestAPolicyNumberIsWithinABillion(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "priced", nil)
+	q := createQueue(t, rn, "priced-q", nil)
+	for _, p := range []string{`{"price":[1e12]}`, `{"price":[{"numeric":[">",-2e9]}]}`, `{"price":[{"numeric":[">=",0,"<",1000000001]}]}`} {
+		if _, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: sns.ProtocolSQS, Endpoint: q, Attributes: map[string]string{sns.AttrFilterPolicy: p}}); err == nil || !strings.Contains(err.Error(), "out of the range") {
+			t.Errorf("policy %s: %v, want refused", p, err)
+		}
+	}
+	subscribe(t, rn, topic, sns.ProtocolSQS, q, map[string]string{sns.AttrFilterPolicy: `{"price":[{"numeric":[">=",-1e9,"<=",1e9]}]}`})
+}
+
+// TestAJSONStructuredMessageReachesAFunctionWithoutAttributes: "message
+// attributes are sent only when the message structure is String, not
+// JSON" (sns-message-attributes.html): a function subscribed gets none of
+// a message published with MessageStructure json.
+func TestAJSONStructuredMessageReachesAFunctionWithoutAttributes(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "structured", nil)
+	r := newFunction(t, rn, "structured-fn", 0)
+	subscribe(t, rn, topic, sns.ProtocolLambda, rn.Functions.ARN("structured-fn"), nil)
+	publish(t, rn, sns.PublishInput{TopicArn: topic, MessageStructure: "json", Message: `{"default":"d","lambda":"for the function"}`,
+		MessageAttributes: map[string]sns.Attribute{"k": {DataType: "String", StringValue: "v"}}})
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "plain", MessageAttributes: map[string]sns.Attribute{"k": {DataType: "String", StringValue: "v"}}})
+	testenv.Eventually(t, wait, "both delivered", func() bool { return r.count() == 2 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		e := ev.Records[0].SNS
+		if n := len(e.MessageAttributes); (e.Message == "plain") != (n == 1) {
+			t.Errorf("message %q reached the function with %d attributes", e.Message, n)
+		}
+	}
+}

@@ -218,6 +218,9 @@ var snsOperators = map[string]bool{"prefix": true, "suffix": true, "equals-ignor
 // checkPolicyValue refuses what the shared matcher accepts and SNS does
 // not: wildcard, anything-but with suffix or wildcard.
 func checkPolicyValue(v any) error {
+	if n, ok := v.(json.Number); ok {
+		return checkPolicyNumber(n)
+	}
 	o, ok := v.(map[string]any)
 	if !ok {
 		return nil
@@ -226,6 +229,17 @@ func checkPolicyValue(v any) error {
 		if !snsOperators[op] {
 			return policyErr("Unrecognized match type %s", op)
 		}
+		if op == "numeric" {
+			if conds, ok := arg.([]any); ok {
+				for _, c := range conds {
+					if n, ok := c.(json.Number); ok {
+						if err := checkPolicyNumber(n); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
 		if inner, ok := arg.(map[string]any); ok && op == "anything-but" {
 			for k := range inner {
 				if k != "prefix" {
@@ -233,6 +247,20 @@ func checkPolicyValue(v any) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// maxPolicyNumber bounds the numbers of a filter policy: "Numeric
+// matching ... from -1,000,000,000 to 1,000,000,000" (SNS's
+// numeric-value-matching, subscription-filter-policy-constraints.html).
+const maxPolicyNumber = 1e9
+
+// checkPolicyNumber refuses a number of a policy outside its range.
+func checkPolicyNumber(n json.Number) error {
+	f, err := n.Float64()
+	if err != nil || f < -maxPolicyNumber || f > maxPolicyNumber {
+		return policyErr("Value %s is out of the range -1,000,000,000 to 1,000,000,000 of numeric matching", n)
 	}
 	return nil
 }
