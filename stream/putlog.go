@@ -114,27 +114,9 @@ func (s *Service) ResolveLogRecords(ctx context.Context, streamName, id string, 
 		unsure, left = append(unsure, left...), nil
 	}
 	if len(left) > 0 {
-		js := s.eng.NextPublisherJS()
-		for _, c := range left {
-			f, err := js.PublishMsgAsync(c.msg)
-			if err != nil {
-				c.unknown = err.Error()
-				continue
-			}
-			wait := time.NewTimer(logAckTimeout)
-			select {
-			case ack := <-f.Ok():
-				s.acked(c, ack, accept)
-			case err := <-f.Err():
-				c.unknown = err.Error()
-			case <-wait.C:
-				c.unknown = "no acknowledgement within " + logAckTimeout.String()
-			case <-ctx.Done():
-				c.unknown = ctx.Err().Error()
-			}
-			wait.Stop()
-		}
-		s.resolve(ctx, js, left, time.Now(), accept)
+		// Published again with their ids, as PutLogRecords does: a copy
+		// on its way, read within the window, is a duplicate.
+		s.resolve(ctx, s.eng.NextPublisherJS(), left, time.Now(), accept)
 	}
 	for _, c := range append(left, unsure...) {
 		if c.unknown != "" {

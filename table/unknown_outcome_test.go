@@ -12,14 +12,23 @@ import (
 	"github.com/runnel-dev/runnel/table"
 )
 
-// losing returns a hook that loses every answer while on is set.
-func losing(on *atomic.Bool) func(string) error {
-	return func(string) error {
-		if on.Load() {
+// lossyTable starts a runnel with the table name whose next log write's
+// answer is lost each time lose is set (the write lands; its writer
+// hears an error), and whose resolvers try only when a test wakes them
+// (WaitResolved, ResolveOnce).
+func lossyTable(t *testing.T, name, view string) (tb *table.Service, lose *atomic.Bool) {
+	t.Helper()
+	tb = testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, name, "", view)
+	table.SetResolvePause(tb, time.Hour)
+	lose = new(atomic.Bool)
+	table.SetReplyLost(tb, func(string) error {
+		if lose.Swap(false) {
 			return errors.New("answer lost (test)")
 		}
 		return nil
-	}
+	})
+	return tb, lose
 }
 
 // isRetryable500 reports whether err is the retryable internal error
@@ -39,17 +48,7 @@ func isRetryable500(err error) bool {
 // condition, and the log holds one INSERT. Before, the index stayed
 // where it was, the second put passed, and the log held two INSERTs.
 func TestAWriteWhoseAnswerIsLostHoldsItsItemUntilItsOutcomeIsLearned(t *testing.T) {
-	rn := testenv.Start(t, testenv.Options{})
-	tb := rn.Tables
-	createTable(t, tb, "unsure", "", table.ViewNewAndOldImages)
-	table.SetResolvePause(tb, time.Hour) // the resolver tries when WaitResolved wakes it
-	var lose atomic.Bool
-	table.SetReplyLost(tb, func(string) error { // the next answer only
-		if lose.Swap(false) {
-			return errors.New("answer lost (test)")
-		}
-		return nil
-	})
+	tb, lose := lossyTable(t, "unsure", table.ViewNewAndOldImages)
 	putNew := func(v string) error {
 		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "unsure", Item: table.Item{"pk": S("a"), "v": S(v)},
 			WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(pk)"}})
@@ -96,12 +95,7 @@ func TestAWriteWhoseAnswerIsLostHoldsItsItemUntilItsOutcomeIsLearned(t *testing.
 // the image before the first and wrote 1 over the first's 1 (a lost
 // update, with a MODIFY whose OldImage the log never held).
 func TestAnUpdateWhoseAnswerIsLostIsNotOverwritten(t *testing.T) {
-	rn := testenv.Start(t, testenv.Options{})
-	tb := rn.Tables
-	createTable(t, tb, "counter", "", table.ViewNewAndOldImages)
-	table.SetResolvePause(tb, time.Hour)
-	var lose atomic.Bool
-	table.SetReplyLost(tb, losing(&lose))
+	tb, lose := lossyTable(t, "counter", table.ViewNewAndOldImages)
 	add := func() error {
 		_, err := tb.UpdateItem(ctx, table.UpdateItemInput{TableName: "counter", Key: table.Item{"pk": S("c")},
 			UpdateExpression: "ADD n :one", WriteExpr: table.WriteExpr{ExpressionAttributeValues: table.Item{":one": N("1")}}})
@@ -129,13 +123,7 @@ func TestAnUpdateWhoseAnswerIsLostIsNotOverwritten(t *testing.T) {
 // unknown outcome holds an item, a BatchWriteItem returns the request of
 // that item in UnprocessedItems and writes the others.
 func TestABatchWriteOfAHeldItemReturnsItUnprocessed(t *testing.T) {
-	rn := testenv.Start(t, testenv.Options{})
-	tb := rn.Tables
-	createTable(t, tb, "batch", "", "")
-	// Held until the test ends: the resolver waits an hour.
-	table.SetResolvePause(tb, time.Hour)
-	var lose atomic.Bool
-	table.SetReplyLost(tb, losing(&lose))
+	tb, lose := lossyTable(t, "batch", "") // held until the test ends: nothing wakes the resolver
 	lose.Store(true)
 	if _, err := tb.PutItem(ctx, table.PutItemInput{TableName: "batch", Item: table.Item{"pk": S("held")}}); !isRetryable500(err) {
 		t.Fatalf("the put whose answer was lost: %v", err)
@@ -278,17 +266,7 @@ func TestAResolverLooksForTheLostMessageAndLeavesTheAcknowledgedOnes(t *testing.
 // tables being dropped, and a second attribute_not_exists put must not
 // then be decided on the index that lacks the first.
 func TestAHeldItemStaysHeldWhileTheLeaseLapses(t *testing.T) {
-	rn := testenv.Start(t, testenv.Options{})
-	tb := rn.Tables
-	createTable(t, tb, "lapse", "", "")
-	table.SetResolvePause(tb, time.Hour)
-	var lose atomic.Bool
-	table.SetReplyLost(tb, func(string) error {
-		if lose.Swap(false) {
-			return errors.New("answer lost (test)")
-		}
-		return nil
-	})
+	tb, lose := lossyTable(t, "lapse", "")
 	putNew := func() error {
 		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "lapse", Item: table.Item{"pk": S("a")},
 			WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(pk)"}})
