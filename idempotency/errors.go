@@ -1,6 +1,9 @@
 package idempotency
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of Wrap and Do. Test them with errors.Is; most are wrapped with
 // the idempotency key or the cause.
@@ -63,3 +66,14 @@ func (e *ExistsError) Error() string { return ErrRecordExists.Error() }
 
 // Is matches ErrRecordExists.
 func (e *ExistsError) Is(target error) bool { return target == ErrRecordExists }
+
+// errStoreState is ErrInconsistentState as attempt finds it in the store
+// (Do tries again); it wraps ErrInconsistentState.
+type errStoreState struct{ msg string }
+
+func (e errStoreState) Error() string { return ErrInconsistentState.Error() + ": " + e.msg }
+func (e errStoreState) Unwrap() error { return ErrInconsistentState }
+
+func storeState(format string, args ...any) error {
+	return errStoreState{fmt.Sprintf(format, args...)}
+}

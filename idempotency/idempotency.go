@@ -86,7 +86,12 @@ func run[T any](ctx context.Context, store Store, c *compiled, payload any, fn f
 	}
 	switch {
 	case c.KeyFunc != nil:
-		keyData, err = c.KeyFunc(payload)
+		// Judged and hashed as JSON, as a JMESPath result is: a struct
+		// whose fields are all omitted, a pointer to "", or the text
+		// "null" is no key, not one key that every such event shares.
+		if keyData, err = c.KeyFunc(payload); err == nil {
+			keyData, err = toJSONValue(keyData)
+		}
 	case c.key != nil:
 		keyData, err = c.key.Search(data)
 	default:
@@ -119,7 +124,11 @@ func run[T any](ctx context.Context, store Store, c *compiled, payload any, fn f
 	}
 	for i := 0; ; i++ {
 		v, err := attempt(ctx, cl, fn)
-		if errors.Is(err, ErrInconsistentState) && i < maxRetries {
+		// Only the store's own inconsistency (attempt's errStoreState) is
+		// tried again: a handler's error that wraps ErrInconsistentState
+		// (a nested Do) is the handler's answer, not a reason to run it
+		// again.
+		if errors.As(err, new(errStoreState)) && i < maxRetries {
 			c.Logger.DebugContext(ctx, "idempotency: inconsistent state; retrying", "id", cl.id, "err", err)
 			continue
 		}
@@ -154,7 +163,7 @@ func attempt[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 	old := exists.Record
 	if old == nil {
 		if old, err = cl.store.Get(ctx, cl.id); errors.Is(err, ErrRecordNotFound) {
-			return zero, fmt.Errorf("%w: record %s was deleted between put and get", ErrInconsistentState, cl.id)
+			return zero, storeState("record %s was deleted between put and get", cl.id)
 		} else if err != nil {
 			return zero, fmt.Errorf("%w: get record %s: %w", ErrPersistence, cl.id, err)
 		}
@@ -165,10 +174,10 @@ func attempt[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 	now = cl.c.Clock.Now()
 	switch old.StatusAt(now) {
 	case StatusExpired:
-		return zero, fmt.Errorf("%w: record %s expired between put and get", ErrInconsistentState, cl.id)
+		return zero, storeState("record %s expired between put and get", cl.id)
 	case StatusInProgress:
 		if old.InProgressExpiration != 0 && old.InProgressExpiration < now.UnixMilli() {
-			return zero, fmt.Errorf("%w: record %s is in progress past its in-progress expiry", ErrInconsistentState, cl.id)
+			return zero, storeState("record %s is in progress past its in-progress expiry", cl.id)
 		}
 		return zero, fmt.Errorf("%w: %s", ErrAlreadyInProgress, cl.id)
 	case StatusCompleted:
@@ -180,7 +189,7 @@ func attempt[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 		}
 		return out, nil
 	}
-	return zero, fmt.Errorf("%w: record %s has unknown status %q", ErrInconsistentState, cl.id, old.Status)
+	return zero, storeState("record %s has unknown status %q", cl.id, old.Status)
 }
 
 // bookkeepingTimeout bounds the Update or Delete after the handler, which
