@@ -29,9 +29,10 @@ type Config struct {
 	EventKeyJMESPath string
 	// KeyFunc, when set, computes the key data from the payload as given to
 	// Do or Wrap (the Go value, not its JSON), instead of
-	// EventKeyJMESPath. Whatever it returns is hashed like a JMESPath
-	// result; nil, "" or an empty object counts as no key. KinesisKey is
-	// one.
+	// EventKeyJMESPath. Whatever it returns is turned into JSON and
+	// hashed like a JMESPath result; one whose JSON is null, "", {} or
+	// an array of nulls counts as no key (a struct whose fields are all
+	// omitted is {}). KinesisKey is one.
 	KeyFunc func(payload any) (any, error)
 	// PayloadValidationJMESPath selects the part of the payload whose hash
 	// is stored with the record and compared on a repeat: a repeat whose
