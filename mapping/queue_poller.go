@@ -348,6 +348,15 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 	var res *function.Result
 	for attempt := 1; ; attempt++ {
 		fn, err := r.svc.functions.GetFunction(r.cfg.FunctionName)
+		if err == nil && !fn.Accepts(function.EventSQS) {
+			// Replaced since the mapping was made (PutFunction) by a
+			// handler of stream events only: it would get an empty event,
+			// "succeed", and the messages would be deleted unprocessed.
+			// They stay in the queue (visible again after their timeout).
+			r.setResult("PROBLEM: Function's handler takes no SQS events", nil)
+			log.Warn("the function's handler takes only stream events; the batch stays in the queue", "function", r.cfg.FunctionName, "messages", len(msgs))
+			return
+		}
 		if err == nil {
 			// After a throttle's backoff, invoke again only while the batch
 			// stays invisible for a whole function timeout; otherwise another
