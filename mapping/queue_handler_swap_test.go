@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -41,5 +42,41 @@ func TestAFunctionReplacedByAStreamHandlerDeletesNoQueueMessage(t *testing.T) {
 	}
 	if v, f := counts(t, rn, "swap"); v+f != 2 {
 		t.Fatalf("the queue holds %d visible and %d in flight, want the 2 messages", v, f)
+	}
+}
+
+// TestAnUpdateLetsARunningBatchEndAndBeDeleted: an
+// UpdateEventSourceMapping while a batch's function runs does not cancel
+// it: the function's success deletes the batch, which is invoked once.
+// Before, stopping the runner cancelled the invocation's context; the
+// batch was not deleted and came back after its visibility timeout, to be
+// processed a second time.
+func TestAnUpdateLetsARunningBatchEndAndBeDeleted(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	arn := createQueue(t, rn, "upd", map[string]string{"VisibilityTimeout": "3"})
+	send(t, rn, "upd", "m1")
+	started := make(chan struct{}, 10)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	r := newSQSRecorder(t, rn, function.Config{Timeout: 3}, nil)
+	r.behave = func(ev events.SQSEvent) (events.SQSEventResponse, error) {
+		if calls.Add(1) == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		return events.SQSEventResponse{}, nil
+	}
+	m := createQueueMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name})
+	<-started
+	if _, err := rn.Mappings.UpdateEventSourceMapping(context.Background(), mapping.Config{UUID: m.UUID, BatchSize: 5}); err != nil {
+		t.Fatal(err)
+	}
+	close(release) // the running invocation succeeds
+	testenv.Eventually(t, 20*time.Second, "the message deleted", func() bool {
+		v, f := counts(t, rn, "upd")
+		return v+f == 0
+	})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the function ran %d times for one message, want once", n)
 	}
 }

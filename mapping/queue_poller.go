@@ -163,9 +163,19 @@ func (s *Service) startQueueLocked(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// stop ends the runner's receiving. A batch already being invoked runs on
+// (process invokes and deletes on the service's context, not the
+// runner's): an update, a delete or a hand-over of the mapping does not
+// cancel a function that is running, whose success would otherwise leave
+// its messages undeleted, to be delivered again. It waits for the pollers
+// only when the service is closing (its context is cancelled first, and
+// with it every invocation), not while the caller holds Service.mu for a
+// function's whole timeout.
 func (r *queueRunner) stop() {
 	r.cancel()
-	r.wg.Wait()
+	if r.svc.ctx.Err() != nil {
+		r.wg.Wait()
+	}
 }
 
 func (r *queueRunner) status(st *Status) {
@@ -206,7 +216,7 @@ func (r *queueRunner) poll(ctx context.Context) {
 			}
 			continue
 		}
-		if len(msgs) > 0 {
+		if len(msgs) > 0 && ctx.Err() == nil {
 			r.process(ctx, msgs, rc)
 		}
 	}
@@ -329,6 +339,11 @@ func (r *queueRunner) event(msgs []queue.Message) *events.SQSEvent {
 // succeeded, and leave (or back off, or move) what failed.
 func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc receipt) {
 	log := r.svc.eng.Logger.With("mapping", r.cfg.UUID, "queue", r.queueURL)
+	// ctx (the runner's) ends the receiving and the waits between
+	// attempts; the invocation and what follows it run on the service's
+	// context, so that stopping the runner (stop) lets a running batch end
+	// and be deleted.
+	wait, ctx := ctx, r.svc.ctx
 	if !r.matcher.Empty() {
 		kept := msgs[:0:0]
 		for _, m := range msgs {
@@ -383,7 +398,7 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 		if r.svc.eng.Clock.Since(rc.at) >= rc.visibility {
 			return // visible again: another poller takes it from here
 		}
-		if r.svc.backoff(ctx, attempt) != nil {
+		if r.svc.backoff(wait, attempt) != nil {
 			return
 		}
 	}
