@@ -49,6 +49,12 @@ var (
 	// record holds the key; Stores return it as an *ExistsError.
 	ErrRecordExists = errors.New("idempotency: record exists")
 
+	// ErrRecordChanged is the Store contract's answer to Update and
+	// Delete when the record is no longer the INPROGRESS record the
+	// caller put (another execution took the key over after the caller's
+	// in-progress expiry, or the record is gone).
+	ErrRecordChanged = errors.New("idempotency: record is no longer this execution's")
+
 	// ErrRecordNotFound is the Store contract's answer to Get for a key
 	// without a record.
 	ErrRecordNotFound = errors.New("idempotency: record not found")

@@ -154,7 +154,7 @@ func attempt[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 	}
 	err := cl.store.Put(ctx, rec, now)
 	if err == nil {
-		return execute(ctx, cl, fn)
+		return execute(ctx, cl, rec.InProgressExpiration, fn)
 	}
 	var exists *ExistsError
 	if !errors.As(err, &exists) {
@@ -198,9 +198,22 @@ func attempt[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 const bookkeepingTimeout = 10 * time.Second
 
 // execute runs fn and saves its outcome: COMPLETED with the result, or
-// the record deleted on error or panic.
-func execute[T any](ctx context.Context, cl *call, fn func(context.Context) (T, error)) (v T, err error) {
+// the record deleted on error or panic. held is the in_progress_expiration
+// of the record attempt put: both writes apply only while the record is
+// still that one (Store.Update, Store.Delete). A handler that outlived
+// its in-progress expiry may find the key taken over by a retry; its
+// result is then returned unsaved and its error or panic leaves the
+// retry's record, each logged with the record's id.
+func execute[T any](ctx context.Context, cl *call, held int64, fn func(context.Context) (T, error)) (v T, err error) {
 	finished := false
+	release := func(bctx context.Context, why string) error {
+		derr := cl.store.Delete(bctx, cl.id, held)
+		if errors.Is(derr, ErrRecordChanged) {
+			cl.c.Logger.WarnContext(ctx, "idempotency: record not released after "+why+": another execution holds it (this one outlived its in-progress expiry)", "id", cl.id)
+			return nil
+		}
+		return derr
+	}
 	defer func() {
 		if finished {
 			return
@@ -209,7 +222,7 @@ func execute[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 		p := recover()
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer cancel()
-		if derr := cl.store.Delete(bctx, cl.id); derr != nil {
+		if derr := release(bctx, "a panic"); derr != nil {
 			cl.c.Logger.ErrorContext(ctx, "idempotency: delete record after panic", "id", cl.id, "err", derr)
 		}
 		if p != nil { // nil: runtime.Goexit, not a panic
@@ -221,7 +234,7 @@ func execute[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	if err != nil {
-		if derr := cl.store.Delete(bctx, cl.id); derr != nil {
+		if derr := release(bctx, "the handler's error"); derr != nil {
 			return v, errors.Join(err, fmt.Errorf("%w: delete record %s: %w", ErrPersistence, cl.id, derr))
 		}
 		return v, err
@@ -230,7 +243,7 @@ func execute[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 	if merr != nil {
 		// The work is done but cannot be recorded: release the key so the
 		// caller's retry is not locked out, and say why.
-		_ = cl.store.Delete(bctx, cl.id)
+		_ = release(bctx, "an unrecordable result")
 		return v, fmt.Errorf("idempotency: result of type %T is not JSON: %w", v, merr)
 	}
 	done := Record{
@@ -240,7 +253,12 @@ func execute[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 		Data:       data,
 		Validation: cl.validation,
 	}
-	if uerr := cl.store.Update(bctx, done); uerr != nil {
+	if uerr := cl.store.Update(bctx, done, held); errors.Is(uerr, ErrRecordChanged) {
+		// The work is done; the retry holding the key saves its own
+		// result. Returning an error here would make the caller retry
+		// work that has been done.
+		cl.c.Logger.WarnContext(ctx, "idempotency: result not saved: another execution holds the record (this one outlived its in-progress expiry)", "id", cl.id)
+	} else if uerr != nil {
 		return v, fmt.Errorf("%w: save completed record %s: %w", ErrPersistence, cl.id, uerr)
 	}
 	return v, nil

@@ -72,9 +72,19 @@ func (m *memStore) Get(_ context.Context, id string) (*idempotency.Record, error
 	return &r, nil
 }
 
-func (m *memStore) Update(_ context.Context, r idempotency.Record) error {
+// own reports whether the record id is still the INPROGRESS record put
+// with in_progress_expiration held (idempotency.OwnCondition).
+func (m *memStore) own(id string, held int64) bool {
+	old, ok := m.recs[id]
+	return ok && old.Status == idempotency.StatusInProgress && old.InProgressExpiration == held
+}
+
+func (m *memStore) Update(_ context.Context, r idempotency.Record, held int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.own(r.ID, held) {
+		return idempotency.ErrRecordChanged
+	}
 	old := m.recs[r.ID]
 	old.ID, old.Status, old.Expiration, old.Data = r.ID, r.Status, r.Expiration, r.Data
 	if r.Validation != "" {
@@ -84,10 +94,13 @@ func (m *memStore) Update(_ context.Context, r idempotency.Record) error {
 	return nil
 }
 
-func (m *memStore) Delete(_ context.Context, id string) error {
+func (m *memStore) Delete(_ context.Context, id string, held int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.deletes++
+	if _, ok := m.recs[id]; ok && !m.own(id, held) {
+		return idempotency.ErrRecordChanged
+	}
 	delete(m.recs, id)
 	return nil
 }

@@ -73,12 +73,26 @@ type Store interface {
 	// strongly consistent.
 	Get(ctx context.Context, id string) (*Record, error)
 	// Update sets the status, expiration, data and (when r.Validation is
-	// set) validation of the record r.ID, unconditionally: how a handler's
+	// set) validation of the record r.ID, if it is still the INPROGRESS
+	// record the caller put: its status INPROGRESS and its
+	// in_progress_expiration equal to held (OwnCondition). Otherwise it
+	// changes nothing and returns ErrRecordChanged. How a handler's
 	// success is saved.
-	Update(ctx context.Context, r Record) error
-	// Delete removes the record id, unconditionally; a missing record is
-	// not an error.
-	Delete(ctx context.Context, id string) error
+	//
+	// The trap this condition closes (Powertools updates unconditionally):
+	// a handler that outlives its in-progress expiry (an in-process
+	// function keeps running past its timeout) lets a retry put its own
+	// INPROGRESS record; the late handler's unconditional write would
+	// overwrite the retry's record while the retry still runs.
+	Update(ctx context.Context, r Record, held int64) error
+	// Delete removes the record id under the same condition as Update
+	// (status INPROGRESS, in_progress_expiration equal to held): how a
+	// handler's error or panic releases its key. A missing record is not
+	// an error; a record that is no longer the caller's is left and
+	// ErrRecordChanged returned (unconditionally, a late handler's error
+	// would delete a running retry's record and let a third execution
+	// start beside it).
+	Delete(ctx context.Context, id string, held int64) error
 }
 
 // PutCondition is the condition expression of Put, with its names and
@@ -96,6 +110,18 @@ func PutConditionNames() map[string]string {
 		"#status":             AttrStatus,
 		"#in_progress_expiry": AttrInProgressExpiration,
 	}
+}
+
+// OwnCondition is the condition expression of Update and Delete: the
+// record is still the INPROGRESS record its caller put. Placeholders
+// #status and #in_progress_expiry (PutConditionNames has both); values
+// :inprogress and :held (the caller's in_progress_expiration, epoch
+// milliseconds).
+const OwnCondition = "#status = :inprogress AND #in_progress_expiry = :held"
+
+// OwnConditionNames returns the ExpressionAttributeNames of OwnCondition.
+func OwnConditionNames() map[string]string {
+	return map[string]string{"#status": AttrStatus, "#in_progress_expiry": AttrInProgressExpiration}
 }
 
 // UpdateExpression is the update of Update, with placeholders #data,

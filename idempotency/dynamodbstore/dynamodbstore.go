@@ -130,27 +130,55 @@ func (s *Store) Get(ctx context.Context, id string) (*idempotency.Record, error)
 	return decode(out.Item)
 }
 
-// Update saves a completed record (UpdateItem, as Powertools).
-func (s *Store) Update(ctx context.Context, r idempotency.Record) error {
+// Update saves a completed record (UpdateItem, as Powertools), if the
+// record is still the caller's (idempotency.OwnCondition with held;
+// Powertools has no condition here).
+func (s *Store) Update(ctx context.Context, r idempotency.Record, held int64) error {
 	expr, names := idempotency.UpdateExpression(r.Validation != "")
+	for k, v := range idempotency.OwnConditionNames() {
+		names[k] = v
+	}
 	values := map[string]types.AttributeValue{
-		":data":   str(string(r.Data)),
-		":expiry": num(r.Expiration),
-		":status": str(string(r.Status)),
+		":data":       str(string(r.Data)),
+		":expiry":     num(r.Expiration),
+		":status":     str(string(r.Status)),
+		":inprogress": str(string(idempotency.StatusInProgress)),
+		":held":       num(held),
 	}
 	if r.Validation != "" {
 		values[":validation"] = str(r.Validation)
 	}
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: key(r.ID), UpdateExpression: aws.String(expr),
+		ConditionExpression:      aws.String(idempotency.OwnCondition),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 	})
+	if errors.As(err, new(*types.ConditionalCheckFailedException)) {
+		return idempotency.ErrRecordChanged
+	}
 	return err
 }
 
-// Delete removes the record id.
-func (s *Store) Delete(ctx context.Context, id string) error {
-	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(id)})
+// Delete removes the record id if it is still the caller's
+// (idempotency.OwnCondition with held); a missing record is not an error.
+func (s *Store) Delete(ctx context.Context, id string, held int64) error {
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: key(id),
+		ConditionExpression:      aws.String(idempotency.OwnCondition),
+		ExpressionAttributeNames: idempotency.OwnConditionNames(),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":inprogress": str(string(idempotency.StatusInProgress)),
+			":held":       num(held),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		if len(cf.Item) == 0 {
+			return nil // already gone
+		}
+		return idempotency.ErrRecordChanged
+	}
 	return err
 }
 

@@ -169,7 +169,7 @@ func runStore(t *testing.T, f Features, newStore NewStore) {
 		r := inProgress("fn.h#8", clock.Now())
 		mustPut(t, s, r, clock.Now())
 		done := idempotency.Record{ID: r.ID, Status: idempotency.StatusCompleted, Expiration: r.Expiration, Data: []byte(`{"ok":true}`)}
-		if err := s.Update(context.Background(), done); err != nil {
+		if err := s.Update(context.Background(), done, r.InProgressExpiration); err != nil {
 			t.Fatal(err)
 		}
 		done.InProgressExpiration = r.InProgressExpiration // Update leaves it
@@ -183,23 +183,67 @@ func runStore(t *testing.T, f Features, newStore NewStore) {
 		mustPut(t, s, r, clock.Now())
 		done := idempotency.Record{ID: r.ID, Status: idempotency.StatusCompleted, Expiration: r.Expiration + 5,
 			Data: []byte(`{"n":1}`), Validation: "v1"}
-		if err := s.Update(context.Background(), done); err != nil {
+		if err := s.Update(context.Background(), done, r.InProgressExpiration); err != nil {
 			t.Fatal(err)
 		}
 		done.InProgressExpiration = r.InProgressExpiration
 		equal(t, "Get", mustGet(t, s, r.ID), done)
 	})
+	// takenOver puts an INPROGRESS record, then a second one after the
+	// first's in-progress expiry: the key taken over by a retry.
+	takenOver := func(t *testing.T, s idempotency.Store, clock *clockwork.FakeClock, id string) (first, retry idempotency.Record) {
+		first = inProgress(id, clock.Now())
+		mustPut(t, s, first, clock.Now())
+		clock.Advance(31 * time.Second)
+		retry = inProgress(id, clock.Now())
+		mustPut(t, s, retry, clock.Now())
+		return first, retry
+	}
+	t.Run("UpdateOfARecordTakenOverChangesNothing", func(t *testing.T) {
+		ctx, clock, s := setup(t, newStore)
+		first, retry := takenOver(t, s, clock, "fn.h#12")
+		done := idempotency.Record{ID: first.ID, Status: idempotency.StatusCompleted, Expiration: first.Expiration, Data: []byte(`{"late":true}`)}
+		if err := s.Update(ctx, done, first.InProgressExpiration); !errors.Is(err, idempotency.ErrRecordChanged) {
+			t.Fatalf("Update of a record taken over = %v, want ErrRecordChanged", err)
+		}
+		equal(t, "Get", mustGet(t, s, first.ID), retry)
+		if err := s.Update(ctx, done, first.InProgressExpiration); !errors.Is(err, idempotency.ErrRecordChanged) {
+			t.Fatalf("second Update = %v, want ErrRecordChanged", err)
+		}
+		if err := s.Update(ctx, idempotency.Record{ID: "fn.h#none", Status: idempotency.StatusCompleted, Expiration: first.Expiration}, 1); !errors.Is(err, idempotency.ErrRecordChanged) {
+			t.Fatalf("Update of a missing record = %v, want ErrRecordChanged", err)
+		}
+		if _, err := s.Get(ctx, "fn.h#none"); !errors.Is(err, idempotency.ErrRecordNotFound) {
+			t.Fatalf("Update of a missing record created it: %v", err)
+		}
+	})
+	t.Run("DeleteOfARecordTakenOverLeavesIt", func(t *testing.T) {
+		ctx, clock, s := setup(t, newStore)
+		first, retry := takenOver(t, s, clock, "fn.h#13")
+		if err := s.Delete(ctx, first.ID, first.InProgressExpiration); !errors.Is(err, idempotency.ErrRecordChanged) {
+			t.Fatalf("Delete of a record taken over = %v, want ErrRecordChanged", err)
+		}
+		equal(t, "Get", mustGet(t, s, first.ID), retry)
+		// A COMPLETED record is no one's to delete either.
+		done := idempotency.Record{ID: retry.ID, Status: idempotency.StatusCompleted, Expiration: retry.Expiration, Data: []byte(`{}`)}
+		if err := s.Update(ctx, done, retry.InProgressExpiration); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, retry.ID, retry.InProgressExpiration); !errors.Is(err, idempotency.ErrRecordChanged) {
+			t.Fatalf("Delete of a completed record = %v, want ErrRecordChanged", err)
+		}
+	})
 	t.Run("DeleteThenGet", func(t *testing.T) {
 		ctx, clock, s := setup(t, newStore)
 		r := inProgress("fn.h#10", clock.Now())
 		mustPut(t, s, r, clock.Now())
-		if err := s.Delete(ctx, r.ID); err != nil {
+		if err := s.Delete(ctx, r.ID, r.InProgressExpiration); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, r.ID); !errors.Is(err, idempotency.ErrRecordNotFound) {
 			t.Fatalf("Get after Delete = %v", err)
 		}
-		if err := s.Delete(ctx, r.ID); err != nil {
+		if err := s.Delete(ctx, r.ID, r.InProgressExpiration); err != nil {
 			t.Fatalf("Delete of a missing record = %v, want nil", err)
 		}
 		mustPut(t, s, r, clock.Now())
@@ -353,6 +397,84 @@ func runStateMachine(t *testing.T, newStore NewStore) {
 		clock.Advance(time.Millisecond)
 		if got, err := idempotency.Do(ctx, s, config(clock), order{"o-1", 5}, c.fn("o-1")); err != nil || got.Run != 1 {
 			t.Fatalf("past the deadline = %+v, %v; want a run", got, err)
+		}
+	})
+	// lateThenRetry starts a call with a 30 s deadline whose handler
+	// blocks until late is sent its outcome, moves the clock past the
+	// deadline, and starts a retry (no deadline) whose handler blocks
+	// until retryDone is closed and then returns run 2. It returns the
+	// late call's and the retry's answers.
+	lateThenRetry := func(t *testing.T, ctx context.Context, clock *clockwork.FakeClock, s idempotency.Store) (late chan error, lateDone, retryAnswer chan result, retryDone chan struct{}) {
+		dctx, cancel := clockwork.WithTimeout(ctx, clock, 30*time.Second)
+		t.Cleanup(cancel)
+		late, lateDone = make(chan error), make(chan result, 1)
+		started := make(chan struct{})
+		go func() {
+			got, err := idempotency.Do(dctx, s, config(clock), order{"o-1", 5}, func(context.Context) (result, error) {
+				close(started)
+				return result{Order: "o-1", Run: 1}, <-late
+			})
+			if err != nil {
+				got.Order = err.Error()
+			}
+			lateDone <- got
+		}()
+		<-started
+		clock.Advance(31 * time.Second)
+		retryStarted, retryDone, retryAnswer := make(chan struct{}), make(chan struct{}), make(chan result, 1)
+		go func() {
+			got, err := idempotency.Do(ctx, s, config(clock), order{"o-1", 5}, func(context.Context) (result, error) {
+				close(retryStarted)
+				<-retryDone
+				return result{Order: "o-1", Run: 2}, nil
+			})
+			if err != nil {
+				got.Order = err.Error()
+			}
+			retryAnswer <- got
+		}()
+		<-retryStarted
+		return late, lateDone, retryAnswer, retryDone
+	}
+	t.Run("ALateHandlersErrorLeavesTheRetrysRecord", func(t *testing.T) {
+		// Powertools deletes unconditionally: the late handler's error
+		// removed the running retry's record and a third call ran beside it.
+		ctx, clock, s := setup(t, newStore)
+		late, lateDone, retryAnswer, retryDone := lateThenRetry(t, ctx, clock, s)
+		late <- errors.New("late failure")
+		if got := <-lateDone; got.Order != "late failure" {
+			t.Fatalf("late call = %+v, want its own error", got)
+		}
+		var c counter
+		if _, err := idempotency.Do(ctx, s, config(clock), order{"o-1", 5}, c.fn("o-1")); !errors.Is(err, idempotency.ErrAlreadyInProgress) || c.n.Load() != 0 {
+			t.Fatalf("a third call while the retry runs = %v (ran %d), want ErrAlreadyInProgress", err, c.n.Load())
+		}
+		close(retryDone)
+		if got := <-retryAnswer; got.Run != 2 {
+			t.Fatalf("retry = %+v", got)
+		}
+		if got, err := idempotency.Do(ctx, s, config(clock), order{"o-1", 5}, c.fn("o-1")); err != nil || got.Run != 2 || c.n.Load() != 0 {
+			t.Fatalf("after the retry = %+v, %v; want its stored run 2", got, err)
+		}
+	})
+	t.Run("ALateHandlersResultLeavesTheRetrysRecord", func(t *testing.T) {
+		// Unconditionally, the late result was saved over the running
+		// retry's INPROGRESS record.
+		ctx, clock, s := setup(t, newStore)
+		late, lateDone, retryAnswer, retryDone := lateThenRetry(t, ctx, clock, s)
+		late <- nil
+		if got := <-lateDone; got.Run != 1 {
+			t.Fatalf("late call = %+v, want its result returned unsaved", got)
+		}
+		hash, _ := idempotency.Hash("o-1")
+		if r := mustGet(t, s, "fn.charge#"+hash); r.Status != idempotency.StatusInProgress {
+			t.Fatalf("record after the late result: %+v, want the retry's INPROGRESS record", r)
+		}
+		close(retryDone)
+		<-retryAnswer
+		var c counter
+		if got, err := idempotency.Do(ctx, s, config(clock), order{"o-1", 5}, c.fn("o-1")); err != nil || got.Run != 2 {
+			t.Fatalf("after the retry = %+v, %v; want the retry's stored run 2", got, err)
 		}
 	})
 	t.Run("NoDeadlineHoldsForExpiresAfter", func(t *testing.T) {

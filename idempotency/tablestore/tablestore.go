@@ -111,13 +111,19 @@ func (s *Store) Get(ctx context.Context, id string) (*idempotency.Record, error)
 	return decode(out.Item)
 }
 
-// Update saves a completed record.
-func (s *Store) Update(ctx context.Context, r idempotency.Record) error {
+// Update saves a completed record, if the record is still the caller's
+// (idempotency.OwnCondition with held).
+func (s *Store) Update(ctx context.Context, r idempotency.Record, held int64) error {
 	expr, names := idempotency.UpdateExpression(r.Validation != "")
+	for k, v := range idempotency.OwnConditionNames() {
+		names[k] = v
+	}
 	values := table.Item{
-		":data":   events.NewStringAttribute(string(r.Data)),
-		":expiry": num(r.Expiration),
-		":status": events.NewStringAttribute(string(r.Status)),
+		":data":       events.NewStringAttribute(string(r.Data)),
+		":expiry":     num(r.Expiration),
+		":status":     events.NewStringAttribute(string(r.Status)),
+		":inprogress": events.NewStringAttribute(string(idempotency.StatusInProgress)),
+		":held":       num(held),
 	}
 	if r.Validation != "" {
 		values[":validation"] = events.NewStringAttribute(r.Validation)
@@ -125,16 +131,38 @@ func (s *Store) Update(ctx context.Context, r idempotency.Record) error {
 	_, err := s.tables.UpdateItem(ctx, table.UpdateItemInput{
 		TableName: s.name, Key: key(r.ID), UpdateExpression: expr,
 		WriteExpr: table.WriteExpr{
+			ConditionExpression:       idempotency.OwnCondition,
 			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: values,
 		},
 	})
+	if errors.As(err, new(*table.ConditionalCheckFailedError)) {
+		return idempotency.ErrRecordChanged
+	}
 	return err
 }
 
-// Delete removes the record id.
-func (s *Store) Delete(ctx context.Context, id string) error {
-	_, err := s.tables.DeleteItem(ctx, table.DeleteItemInput{TableName: s.name, Key: key(id)})
+// Delete removes the record id if it is still the caller's
+// (idempotency.OwnCondition with held); a missing record is not an error.
+func (s *Store) Delete(ctx context.Context, id string, held int64) error {
+	_, err := s.tables.DeleteItem(ctx, table.DeleteItemInput{TableName: s.name, Key: key(id),
+		WriteExpr: table.WriteExpr{
+			ConditionExpression:      idempotency.OwnCondition,
+			ExpressionAttributeNames: idempotency.OwnConditionNames(),
+			ExpressionAttributeValues: table.Item{
+				":inprogress": events.NewStringAttribute(string(idempotency.StatusInProgress)),
+				":held":       num(held),
+			},
+			ReturnValuesOnConditionCheckFailure: table.ReturnAllOld,
+		},
+	})
+	var cf *table.ConditionalCheckFailedError
+	if errors.As(err, &cf) {
+		if cf.Item == nil {
+			return nil // already gone
+		}
+		return idempotency.ErrRecordChanged
+	}
 	return err
 }
 
