@@ -46,6 +46,16 @@
 //     sequence is retried, at most 2 more times, then
 //     ErrInconsistentState.
 //
+// One difference from Powertools, deliberate: the COMPLETED update and
+// the delete are conditional on the record still being the INPROGRESS
+// record this call put (OwnCondition: same in_progress_expiration). A
+// handler that outlives its in-progress expiry (an in-process function
+// keeps running past its timeout) may find its key taken over by a
+// retry; Powertools would then overwrite or delete the retry's record,
+// and a third execution could start beside the retry. Here the late
+// result is returned unsaved and a late error leaves the record, each
+// logged with the record's id.
+//
 // EXPIRED is never stored: a record is EXPIRED when its expiration (epoch
 // seconds) is before now (Record.StatusAt), as in Powertools' DataRecord.
 //
