@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -32,6 +33,10 @@ import (
 //     window + function timeout exceed the queue's VisibilityTimeout the
 //     messages are received with window + timeout + 30 s, as Lambda does.
 //   - Messages that match no FilterCriteria filter are deleted.
+//   - A received batch whose event would pass 6 MB (MaxBatchPayloadBytes)
+//     is invoked as consecutive parts within it (cut): side by side on a
+//     standard queue, in order on a FIFO queue, where a group with a
+//     failed message keeps its messages in the later parts.
 //   - On success the batch is deleted. On a function error nothing is
 //     deleted: the messages become visible again when their visibility
 //     timeout ends, and the queue's RedrivePolicy moves them to its
@@ -359,6 +364,102 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 			return
 		}
 	}
+	parts := r.cut(msgs)
+	if len(parts) > 1 {
+		log.Info("batch cut into invocations of at most 6 MB", "messages", len(msgs), "invocations", len(parts))
+	}
+	if !r.fifo {
+		// Standard queue: the parts are separate batches, as Lambda's
+		// would be, invoked side by side.
+		var wg sync.WaitGroup
+		for _, part := range parts {
+			wg.Go(func() { r.invokePart(wait, ctx, log, part, rc, false, nil) })
+		}
+		wg.Wait()
+		return
+	}
+	// FIFO queue: in order, and a group with a failed message keeps its
+	// later messages in the later parts too.
+	blocked := map[string]bool{}
+	for i, part := range parts {
+		if !r.invokePart(wait, ctx, log, part, rc, i > 0, blocked) {
+			return // the rest come back after their visibility timeout, in order
+		}
+	}
+}
+
+// cut splits msgs into consecutive parts whose SQS events stay within
+// MaxBatchPayloadBytes: Lambda closes a batch when its payload reaches
+// 6 MB ([ESM]), whatever BatchSize says. A single message whose record
+// alone is larger is a part of its own.
+func (r *queueRunner) cut(msgs []queue.Message) [][]queue.Message {
+	const envelope = len(`{"Records":[]}`)
+	bound := envelope
+	for i := range msgs {
+		bound += 6*(len(msgs[i].Body)+attrBytes(&msgs[i])) + 2048 // escaping at most sixfold
+	}
+	if bound <= MaxBatchPayloadBytes {
+		return [][]queue.Message{msgs}
+	}
+	ev := r.event(msgs)
+	var parts [][]queue.Message
+	from, size := 0, envelope
+	for i := range ev.Records {
+		b, _ := json.Marshal(&ev.Records[i])
+		n := len(b) + 1 // and a comma
+		if i > from && size+n > MaxBatchPayloadBytes {
+			parts = append(parts, msgs[from:i])
+			from, size = i, envelope
+		}
+		size += n
+	}
+	return append(parts, msgs[from:])
+}
+
+// attrBytes is the size of m's attribute names and values.
+func attrBytes(m *queue.Message) int {
+	n := 0
+	for k, v := range m.Attributes {
+		n += len(k) + len(v)
+	}
+	for k, v := range m.MessageAttributes {
+		n += len(k) + len(v.DataType) + len(v.BinaryValue)*2
+		if v.StringValue != nil {
+			n += len(*v.StringValue)
+		}
+	}
+	return n + len(m.ReceiptHandle) + len(m.MessageId) + len(m.MD5OfBody) + len(m.MD5OfMessageAttributes)
+}
+
+// invokePart invokes the function with one part of a batch and deletes
+// what succeeded; what failed is left or backed off (retry). wait is the
+// runner's context (it ends the backoff waits), ctx the service's. later
+// says an earlier part of the same receive was invoked first: the
+// invocation then starts only while the messages stay invisible for a
+// whole function timeout. blocked (FIFO only) holds the groups with a
+// failed message: their messages here are kept without invoking, and the
+// groups failing here are added. It reports whether the part ran to its
+// end (false: the messages were left to come back after their timeout).
+func (r *queueRunner) invokePart(wait, ctx context.Context, log *slog.Logger, msgs []queue.Message, rc receipt, later bool, blocked map[string]bool) bool {
+	var held []queue.Message
+	if len(blocked) > 0 {
+		run := msgs[:0:0]
+		for _, m := range msgs {
+			if blocked[m.Attributes[queue.MsgAttrMessageGroupId]] {
+				held = append(held, m)
+			} else {
+				run = append(run, m)
+			}
+		}
+		msgs = run
+	}
+	for i := range held {
+		r.failed.Add(1)
+		r.retry(ctx, log, &held[i], rc)
+	}
+	if len(msgs) == 0 {
+		return true
+	}
 	ev := r.event(msgs)
 	var res *function.Result
 	for attempt := 1; ; attempt++ {
@@ -370,21 +471,22 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 			// They stay in the queue (visible again after their timeout).
 			r.setResult("PROBLEM: Function's handler takes no SQS events", nil)
 			log.Warn("the function's handler takes only stream events; the batch stays in the queue", "function", r.cfg.FunctionName, "messages", len(msgs))
-			return
+			return false
 		}
 		if err == nil {
 			// After a throttle's backoff, invoke again only while the batch
 			// stays invisible for a whole function timeout; otherwise another
 			// poller could take the same messages while this invocation runs.
+			// The same holds for a later part of a batch cut at 6 MB.
 			left := rc.visibility - r.svc.eng.Clock.Since(rc.at)
-			if attempt > 1 && left < time.Duration(fn.Config().Timeout)*time.Second {
+			if (attempt > 1 || later) && left < time.Duration(fn.Config().Timeout)*time.Second {
 				r.setResult("PROBLEM: visibility timeout too short for the function timeout", nil)
-				return // visible again soon: another poller takes it from there
+				return false // visible again soon: another poller takes it from there
 			}
 			res, err = fn.Invoke(ctx, ev)
 		}
 		if ctx.Err() != nil {
-			return // the messages become visible again after their timeout
+			return false // the messages become visible again after their timeout
 		}
 		if err == nil {
 			break
@@ -396,10 +498,10 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 			r.setResult("PROBLEM: Function not found", err)
 		}
 		if r.svc.eng.Clock.Since(rc.at) >= rc.visibility {
-			return // visible again: another poller takes it from here
+			return false // visible again: another poller takes it from here
 		}
 		if r.svc.backoff(wait, attempt) != nil {
-			return
+			return false
 		}
 	}
 	failed := r.classify(msgs, res)
@@ -413,6 +515,9 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 	r.received.Add(int64(len(msgs)))
 	for i := range msgs {
 		if failed[i] {
+			if blocked != nil {
+				blocked[msgs[i].Attributes[queue.MsgAttrMessageGroupId]] = true
+			}
 			r.failed.Add(1)
 			r.retry(ctx, log, &msgs[i], rc)
 			continue
@@ -421,6 +526,7 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 			r.deleted.Add(1)
 		}
 	}
+	return true
 }
 
 // classify returns which messages failed.
