@@ -248,3 +248,30 @@ func TestQueueAsOnFailureDestination(t *testing.T) {
 		t.Fatalf("on-failure record = %s", msgs[0].Body)
 	}
 }
+
+// Before, a mapping kept the RedrivePolicy (and VisibilityTimeout) the
+// queue had when the mapping started: a dead-letter queue configured
+// later was never used by its RetryPolicy.
+func TestQueueSettingsChangedAfterTheMappingStartsAreUsed(t *testing.T) {
+	clock := newFakeClock()
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	dlq := createQueue(t, rn, "dlq", nil)
+	arn := createQueue(t, rn, "src", map[string]string{"VisibilityTimeout": "30"})
+	p := backoff.Policy{BaseDelaySeconds: 1, MaxDelaySeconds: 1, MaxAttempts: 1, MaximumAgeInSeconds: 3600}
+	send(t, rn, "src", "m")
+	r := newSQSRecorder(t, rn, function.Config{}, failAlways)
+	m := createQueueMapping(t, rn, mapping.Config{EventSourceArn: arn, FunctionName: r.name, ScalingConfig: scaling(2), RetryPolicy: &p})
+	waitQueueStatus(t, rn, m.UUID, "first failure", func(qs mapping.QueueStatus) bool { return qs.FailedMessages == 1 })
+	if qs := queueStatus(t, rn, m.UUID); qs.MovedToDeadLetter != 0 {
+		t.Fatalf("status %+v: moved with no RedrivePolicy", qs)
+	}
+	if err := rn.Queues.SetQueueAttributes(context.Background(), "src", map[string]string{"RedrivePolicy": redrive(dlq, 100)}); err != nil {
+		t.Fatal(err)
+	}
+	queueIdle(t, clock, 2)
+	clock.Advance(30 * time.Second)
+	waitQueueStatus(t, rn, m.UUID, "moved to the dead-letter queue set later", func(qs mapping.QueueStatus) bool { return qs.MovedToDeadLetter == 1 })
+	if got := bodies(receiveAll(t, rn, "dlq")); !reflect.DeepEqual(got, []string{"m"}) {
+		t.Fatalf("DLQ holds %v, want [m]", got)
+	}
+}

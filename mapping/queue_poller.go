@@ -77,8 +77,6 @@ type queueRunner struct {
 	cfg      Config
 	queueURL string
 	fifo     bool
-	dlq      string // the queue's dead-letter queue URL, "" if none
-	vt       time.Duration
 	matcher  *filter.Matcher
 	pollers  int
 	// gathering is held by the poller forming a batch when there is a
@@ -92,6 +90,10 @@ type queueRunner struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
+
+	// settingsMu guards the queue's settings as last read (refresh).
+	settingsMu sync.Mutex
+	settings   queueSettings
 
 	mu                        sync.Mutex
 	lastResult, lastErr       string
@@ -146,17 +148,12 @@ func (s *Service) startQueueLocked(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	vt, _ := strconv.Atoi(attrs["VisibilityTimeout"])
 	r := &queueRunner{svc: s, cfg: cfg, queueURL: s.queues.QueueURL(name), fifo: attrs["FifoQueue"] == "true",
-		vt: time.Duration(vt) * time.Second, matcher: m, pollers: DefaultQueueConcurrency, gathering: make(chan struct{}, 1),
+		matcher: m, pollers: DefaultQueueConcurrency, gathering: make(chan struct{}, 1),
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7)), lastResult: "No records processed"}
+	r.settings = r.readSettings(attrs)
 	if cfg.ScalingConfig != nil {
 		r.pollers = cfg.ScalingConfig.MaximumConcurrency
-	}
-	if rp, err := queue.ParseRedrivePolicy(attrs["RedrivePolicy"]); err == nil && rp != nil {
-		if dlq, ok := queue.NameFromARN(rp.DeadLetterTargetArn); ok {
-			r.dlq = s.queues.QueueURL(dlq)
-		}
 	}
 	var rctx context.Context
 	rctx, r.cancel = context.WithCancel(s.ctx)
@@ -166,6 +163,50 @@ func (s *Service) startQueueLocked(ctx context.Context, cfg Config) error {
 	}
 	s.runners[cfg.UUID] = r
 	return nil
+}
+
+// queueSettings are the queue attributes a mapping acts on, as read at
+// a time.
+type queueSettings struct {
+	vt  time.Duration // VisibilityTimeout
+	dlq string        // the RedrivePolicy's dead-letter queue URL, "" if none
+	at  time.Time
+}
+
+// settingsRefresh is how long a read of the queue's settings serves: a
+// SetQueueAttributes of VisibilityTimeout or RedrivePolicy reaches a
+// running mapping within it.
+const settingsRefresh = 10 * time.Second
+
+func (r *queueRunner) readSettings(attrs map[string]string) queueSettings {
+	vt, _ := strconv.Atoi(attrs[queue.AttrVisibilityTimeout])
+	st := queueSettings{vt: time.Duration(vt) * time.Second, at: r.svc.eng.Clock.Now()}
+	if rp, err := queue.ParseRedrivePolicy(attrs[queue.AttrRedrivePolicy]); err == nil && rp != nil {
+		if dlq, ok := queue.NameFromARN(rp.DeadLetterTargetArn); ok {
+			st.dlq = r.svc.queues.QueueURL(dlq)
+		}
+	}
+	return st
+}
+
+// currentSettings returns the queue's settings, read again when the last
+// read is older than settingsRefresh (before, a mapping kept the
+// VisibilityTimeout and RedrivePolicy of its start: a lowered timeout let
+// throttle retries run past it, beside another poller's delivery). A
+// failed read keeps the last settings.
+func (r *queueRunner) currentSettings(ctx context.Context) queueSettings {
+	r.settingsMu.Lock()
+	defer r.settingsMu.Unlock()
+	if r.svc.eng.Clock.Since(r.settings.at) < settingsRefresh {
+		return r.settings
+	}
+	attrs, err := r.svc.queues.GetQueueAttributes(ctx, r.queueURL, []string{queue.AttrVisibilityTimeout, queue.AttrRedrivePolicy})
+	if err != nil {
+		r.settings.at = r.svc.eng.Clock.Now() // try again after the refresh period
+		return r.settings
+	}
+	r.settings = r.readSettings(attrs)
+	return r.settings
 }
 
 // stop ends the runner's receiving. A batch already being invoked runs on
@@ -247,17 +288,17 @@ func (r *queueRunner) gatherTurn(ctx context.Context) ([]queue.Message, receipt,
 // exceed it; Lambda then uses window + timeout + 30 s, so that a message
 // does not become visible again while its batch is still being gathered
 // or processed.
-func (r *queueRunner) visibility() time.Duration {
+func (r *queueRunner) visibility(vt time.Duration) time.Duration {
 	window := time.Duration(r.cfg.MaximumBatchingWindowInSeconds) * time.Second
 	if window == 0 {
-		return r.vt
+		return vt
 	}
 	timeout := time.Duration(function.DefaultTimeout) * time.Second
 	if fn, err := r.svc.functions.GetFunction(r.cfg.FunctionName); err == nil {
 		timeout = time.Duration(fn.Config().Timeout) * time.Second
 	}
-	if window+timeout <= r.vt {
-		return r.vt
+	if window+timeout <= vt {
+		return vt
 	}
 	return min(window+timeout+30*time.Second, queue.MaxVisibilityTimeout*time.Second)
 }
@@ -272,9 +313,10 @@ func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, receipt, err
 	clock := r.svc.eng.Clock
 	var msgs []queue.Message
 	var deadline time.Time
-	rc := receipt{visibility: r.visibility()}
+	st := r.currentSettings(ctx)
+	rc := receipt{visibility: r.visibility(st.vt)}
 	var visOverride *int
-	if rc.visibility != r.vt {
+	if rc.visibility != st.vt {
 		v := int(rc.visibility / time.Second)
 		visOverride = &v
 	}
@@ -609,7 +651,8 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 	}
 	now := r.svc.eng.Clock.Now()
 	if done, why := p.Exhausted(attempt, first, now); done {
-		if r.dlq == "" {
+		dlq := r.currentSettings(ctx).dlq
+		if dlq == "" {
 			log.Warn("retry policy exhausted but the queue has no dead-letter queue; the message stays for the queue's own redrive",
 				"messageId", m.MessageId, "reason", why)
 			return
