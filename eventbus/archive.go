@@ -212,7 +212,15 @@ func (s *Service) archiveEvent(ctx context.Context, bus string, ev map[string]an
 		if c.m != nil && !c.m.Match(ev) {
 			continue
 		}
-		t, _ := time.Parse(time.RFC3339, ev["time"].(string))
+		// An event's time is set by PutEvents; an event put by a bus target
+		// is made whole by busEvent. A missing or bad one is archived as
+		// now (a type assertion here once panicked, in a loop across
+		// restarts, on a transformed payload).
+		ts, _ := ev["time"].(string)
+		t, err := time.Parse(time.RFC3339, ts)
+		if err != nil {
+			t = now
+		}
 		msg := &nats.Msg{Subject: archiveSubjectPrefix + a.ID, Data: raw, Header: nats.Header{}}
 		msg.Header.Set(hdrIngested, strconv.FormatInt(now.UnixMilli(), 10))
 		msg.Header.Set(hdrTime, strconv.FormatInt(t.UnixMilli(), 10))

@@ -359,3 +359,44 @@ func TestLambdaTargetIsInvokedAsynchronously(t *testing.T) {
 		t.Errorf("invocations %v, want the paid event", got)
 	}
 }
+
+// Before, a transformed payload delivered to a bus was routed as if it
+// were an event: one without a time panicked the archive of that bus, in
+// the target poller, and again after every restart (the delivery was never
+// deleted).
+func TestABusTargetWithATransformedPayloadPutsAWholeEvent(t *testing.T) {
+	rn, clock := start(t)
+	ctx := context.Background()
+	if _, err := rn.Events.CreateEventBus(ctx, "audit", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Events.CreateArchive(ctx, eventbus.Archive{ArchiveName: "audit-all", EventSourceArn: rn.Events.ARN("audit")}); err != nil {
+		t.Fatal(err)
+	}
+	q := newQueue(t, rn, "audited", nil)
+	dlq := newQueue(t, rn, "dlq", nil)
+	rule(t, rn, eventbus.Rule{Name: "forward", EventPattern: `{"source":["shop.orders"]}`},
+		eventbus.Target{Id: "detail", Arn: rn.Events.ARN("audit"), InputPath: "$.detail"},
+		eventbus.Target{Id: "number", Arn: rn.Events.ARN("audit"), InputPath: "$.detail.amount",
+			DeadLetterConfig: &eventbus.DeadLetterConfig{Arn: dlq}, RetryPolicy: &target.RetryPolicy{MaximumRetryAttempts: ptr(0)}})
+	rule(t, rn, eventbus.Rule{Name: "keep", EventBusName: "audit", EventPattern: `{"detail":{"state":["paid"]}}`}, eventbus.Target{Id: "q", Arn: q})
+	out := put(t, rn, orderEvent("paid", 7))
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(drain(t, rn, clock, "audited", 1, 0)[0].Body), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev["source"] != "shop.orders" || ev["detail-type"] != "Order" || ev["id"] != out.Entries[0].EventId ||
+		ev["detail"].(map[string]any)["amount"] != 7.0 || ev["time"] != t0.UTC().Format(time.RFC3339) {
+		t.Fatalf("event on the bus %v, want the detail in the original's envelope", ev)
+	}
+	testenv.Eventually(t, wait, "the transformed event archived", func() bool {
+		d, err := rn.Events.DescribeArchive(ctx, "audit-all")
+		return err == nil && d.EventCount == 1
+	})
+	// A payload that is no JSON object cannot be an event's detail: it
+	// goes to the target's dead-letter queue, not lost.
+	m := drain(t, rn, clock, "dlq", 1, 0)[0]
+	if m.MessageAttributes["ERROR_CODE"].StringValue == nil || !strings.Contains(*m.MessageAttributes["ERROR_MESSAGE"].StringValue, "JSON object") {
+		t.Fatalf("dead letter %+v", m.MessageAttributes)
+	}
+}

@@ -300,7 +300,56 @@ func fifoDeduplicationID(eventID, ruleArn, targetID string, replay any) string {
 }
 
 // putOnBus puts an event delivered to a bus target on that bus: it keeps
-// its id and fields.
-func (s *Service) putOnBus(ctx context.Context, busArn string, raw []byte) error {
-	return s.route(ctx, BusName(busArn), raw, s.eng.Clock.Now(), "", nil)
+// its id and fields. payload is what the target delivers; original is the
+// rule's event when payload is not it (Input, InputPath,
+// InputTransformer), else nil. See busEvent.
+func (s *Service) putOnBus(ctx context.Context, busArn string, payload, original []byte) error {
+	now := s.eng.Clock.Now()
+	raw, err := busEvent(payload, original, now)
+	if err != nil {
+		return err
+	}
+	return s.route(ctx, BusName(busArn), raw, now, "", nil)
+}
+
+// busEvent returns the event that a bus target's payload puts on its bus.
+// The rule's whole event goes as it is. A transformed payload that is an
+// event itself (a string source and detail-type, an object detail) goes
+// with the original's id, time, version, account, region and resources
+// where it lacks them; any other JSON object becomes the detail of an
+// event with the original's envelope. AWS documents neither case; before,
+// such a payload was routed as if it were an event, and one without a
+// time crashed the archive, again after every restart. A payload that is
+// not a JSON object is refused (MalformedDetail): an event's detail is an
+// object.
+func busEvent(payload, original []byte, now time.Time) ([]byte, error) {
+	if original == nil {
+		return payload, nil
+	}
+	var p, o map[string]any
+	if err := json.Unmarshal(payload, &p); err != nil || p == nil {
+		return nil, entryError("MalformedDetail", "The payload of an event bus target must be a JSON object, got %.100s", payload)
+	}
+	if err := json.Unmarshal(original, &o); err != nil || o == nil {
+		return nil, entryError("MalformedDetail", "Detail is malformed.")
+	}
+	_, src := p["source"].(string)
+	_, dt := p["detail-type"].(string)
+	_, det := p["detail"].(map[string]any)
+	ev := p
+	if !src || !dt || !det {
+		ev = map[string]any{"detail": p}
+		for _, k := range []string{"source", "detail-type"} {
+			ev[k] = o[k]
+		}
+	}
+	for _, k := range []string{"version", "id", "time", "account", "region", "resources"} {
+		if _, ok := ev[k]; !ok {
+			ev[k] = o[k]
+		}
+	}
+	if ts, _ := ev["time"].(string); ts == "" {
+		ev["time"] = now.UTC().Format(time.RFC3339)
+	}
+	return json.Marshal(ev)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -92,7 +94,7 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 		s.deadLetter(wctx, msg, d, "MaximumEventAgeInSeconds")
 		return
 	}
-	code, emsg, retry := s.attempt(ctx, &d)
+	code, emsg, retry := s.guardedAttempt(ctx, &d)
 	if code == "" {
 		s.delivered.Add(1)
 		s.count(&d, false)
@@ -103,6 +105,21 @@ func (s *Service) handle(ctx context.Context, msg *queue.Message) {
 		return // closing: the delivery comes back after its visibility timeout
 	}
 	s.failed(wctx, msg, d, code, emsg, retry, retries)
+}
+
+// guardedAttempt is attempt, with a panic (a bug) turned into a failure
+// that is not retried: the delivery goes to its dead-letter queue or the
+// store. Unrecovered, the panic ended the process, and the delivery, not
+// deleted, panicked it again after every restart.
+func (s *Service) guardedAttempt(ctx context.Context, d *Delivery) (code, msg string, retry bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("targets: a delivery attempt panicked; the delivery is dead-lettered", "id", d.ID, "target", d.TargetArn,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			code, msg, retry = CodeClientError, fmt.Sprintf("runnel: the delivery attempt failed with a panic: %v", p), false
+		}
+	}()
+	return s.attempt(ctx, d)
 }
 
 // failed settles a failed attempt of d: dead-lettered when not to be

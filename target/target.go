@@ -238,7 +238,7 @@ type Service struct {
 
 	// bus puts a payload on an event bus (set by the eventbus service).
 	busMu sync.RWMutex
-	bus   func(ctx context.Context, busArn string, event []byte) error
+	bus   func(ctx context.Context, busArn string, payload, event []byte) error
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -311,8 +311,10 @@ var internalQueueAttrs = map[string]string{
 	queue.AttrMaximumMessageSize:     "1048576",
 }
 
-// SetBus sets how a payload is put on an event bus (an event bus target).
-func (s *Service) SetBus(fn func(ctx context.Context, busArn string, event []byte) error) {
+// SetBus sets how a payload is put on an event bus (an event bus target):
+// fn gets the delivery's payload and, when the payload is not the rule's
+// event (Input, InputPath, InputTransformer), the event; else nil.
+func (s *Service) SetBus(fn func(ctx context.Context, busArn string, payload, event []byte) error) {
 	s.busMu.Lock()
 	s.bus = fn
 	s.busMu.Unlock()
@@ -425,7 +427,11 @@ func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, r
 		if bus == nil {
 			return CodeNoResource, "no event bus service", false
 		}
-		err = bus(ctx, arn, payload)
+		var event []byte
+		if d.Event != "" {
+			event = []byte(d.Event)
+		}
+		err = bus(ctx, arn, payload, event)
 	default:
 		return CodeNoResource, "runnel cannot deliver to " + arn + " (Lambda, SQS, Kinesis and event bus targets only)", false
 	}
