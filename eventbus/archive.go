@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -413,9 +414,15 @@ func (s *Service) saveReplay(ctx context.Context, r *Replay, rev *uint64) error 
 func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 	a, err := s.archive1(ctx, lastSegment(r.EventSourceArn))
 	finish := func(state, reason string) {
-		r.State, r.StateReason, r.ReplayEndTime = state, reason, s.eng.Clock.Now().UTC()
-		for i := 0; i < 3 && s.saveReplay(context.WithoutCancel(ctx), &r, &rev) != nil; i++ {
+		// The state is set before each try: a failed saveReplay reads the
+		// stored replay, and sets CANCELLING when it finds it.
+		for i := 0; i < 3; i++ {
+			r.State, r.StateReason, r.ReplayEndTime = state, reason, s.eng.Clock.Now().UTC()
+			if s.saveReplay(context.WithoutCancel(ctx), &r, &rev) == nil {
+				return
+			}
 		}
+		s.log.Error("replay: its final state could not be saved", "replay", r.ReplayName, "state", state)
 	}
 	if err != nil {
 		finish(ReplayFailed, "the archive no longer exists")
@@ -456,11 +463,23 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 			finish(ReplayCancelled, "")
 			return
 		}
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		msg, err := cons.Next(jetstream.FetchMaxWait(time.Second))
 		if ctx.Err() != nil {
 			return // stopped: resumes at the next New
 		}
 		if err != nil {
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+				s.log.Warn("replay: reading the archive failed; trying again", "replay", r.ReplayName, "err", err)
+			}
+			// Nothing came: the events left may be gone (the archive
+			// deleted or trimmed), or the replay cancelled. Before, the
+			// loop waited for them for ever, and a cancel was seen only
+			// after the next replayed event: the replay stayed RUNNING or
+			// CANCELLING until a restart.
+			if state, reason, done := s.replayStalled(ctx, &r, a.ID, subject); done {
+				finish(state, reason)
+				return
+			}
 			continue
 		}
 		meta, err := msg.Metadata()
@@ -476,8 +495,44 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 		}
 		r.Seq = meta.Sequence.Stream
 		s.saveReplay(ctx, &r, &rev)
+		if f := replayStepped.Load(); f != nil {
+			(*f)(r.ReplayName)
+		}
 	}
 	finish(ReplayCompleted, "")
+}
+
+// replayStepped, set by tests, runs after each archived event a replay
+// has read and saved.
+var replayStepped atomic.Pointer[func(replay string)]
+
+// replayStalled decides, when a replay's next archived event does not
+// come, whether the replay is over: cancelled (its stored state is
+// CANCELLING), failed (its archive, of id archiveID, was deleted), or
+// completed (no event past r.Seq is left on the archive's subject:
+// trimmed by retention). A failed check says not over.
+func (s *Service) replayStalled(ctx context.Context, r *Replay, archiveID, subject string) (state, reason string, done bool) {
+	if e, err := s.replayKV.Get(ctx, r.ReplayName); err == nil {
+		var cur Replay
+		if json.Unmarshal(e.Value(), &cur) == nil && cur.State == ReplayCancelling {
+			return ReplayCancelled, "", true
+		}
+	}
+	e, err := s.archKV.Get(ctx, lastSegment(r.EventSourceArn))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return ReplayFailed, "the archive no longer exists", true
+	}
+	if err == nil {
+		var a Archive
+		if json.Unmarshal(e.Value(), &a) == nil && a.ID != archiveID {
+			return ReplayFailed, "the archive no longer exists", true // deleted, and another made with its name
+		}
+	}
+	last, err := s.eng.LeaderLastMsg(ctx, archiveStream, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && last.Sequence <= r.Seq) {
+		return ReplayCompleted, "", true
+	}
+	return "", "", false
 }
 
 // replayOne sends one archived event if it is in the replay's range and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,5 +265,52 @@ func TestAReplayWithinFiveMinutesReachesAFIFOQueue(t *testing.T) {
 	m := drain(t, rn, clock, "again.fifo", 1, 0)[0]
 	if !strings.Contains(m.Body, `"replay-name":"soon"`) {
 		t.Errorf("delivered %s, want the replayed event", m.Body)
+	}
+}
+
+// Before, a replay whose remaining archived events were gone (the archive
+// deleted) waited for them for ever: it stayed RUNNING, and a cancel left
+// it CANCELLING, until a restart.
+func TestAReplayWhoseArchiveIsDeletedEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+		want   string
+	}{{"deleted", false, eventbus.ReplayFailed}, {"deleted and cancelled", true, eventbus.ReplayCancelled}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rn, _ := start(t)
+			ctx := context.Background()
+			a, err := rn.Events.CreateArchive(ctx, eventbus.Archive{ArchiveName: "a", EventSourceArn: "default"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(t, rn, orderEvent("x", 1), orderEvent("y", 2), orderEvent("z", 3))
+			stepped, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			eventbus.SetReplayStepped(func(string) { once.Do(func() { close(stepped); <-release }) })
+			t.Cleanup(func() { eventbus.SetReplayStepped(nil) })
+			if _, err := rn.Events.StartReplay(ctx, eventbus.Replay{ReplayName: "r", EventSourceArn: a.ArchiveArn, EventStartTime: t0,
+				EventEndTime: t0.Add(time.Minute), Destination: eventbus.ReplayDestination{Arn: a.EventSourceArn}}); err != nil {
+				t.Fatal(err)
+			}
+			<-stepped // the first event replayed, two left
+			if err := rn.Events.DeleteArchive(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.cancel {
+				if _, err := rn.Events.CancelReplay(ctx, "r"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(release)
+			var r *eventbus.Replay
+			testenv.Eventually(t, wait, tc.want, func() bool {
+				r, err = rn.Events.DescribeReplay(ctx, "r")
+				return err == nil && r.State == tc.want
+			})
+			if tc.want == eventbus.ReplayFailed && r.StateReason != "the archive no longer exists" {
+				t.Fatalf("StateReason %q", r.StateReason)
+			}
+		})
 	}
 }

@@ -10,3 +10,13 @@ func SetCrashAfterStore(f func() error) {
 	}
 	crashAfterStore.Store(&f)
 }
+
+// SetReplayStepped makes every replay call f after each archived event it
+// has read and saved; nil removes it.
+func SetReplayStepped(f func(replay string)) {
+	if f == nil {
+		replayStepped.Store(nil)
+		return
+	}
+	replayStepped.Store(&f)
+}
