@@ -72,8 +72,14 @@ func (s *Service) unitsLocked(ctx context.Context) (units []unit, described map[
 				if err != nil || err2 != nil {
 					complete = false
 				} else if closed && ok && sid == d.ID && next >= end {
-					done = true
-					s.own.done[unitKey(id, sh.ShardID)] = d.ID
+					// As processedToEnd: a window stored open still needs
+					// its final invocation, from a worker of this unit.
+					if open, err := s.openWindowStored(ctx, id, d.ID, sh.ShardID); err != nil {
+						complete = false
+					} else if !open {
+						done = true
+						s.own.done[unitKey(id, sh.ShardID)] = d.ID
+					}
 				}
 			}
 			if !done {

@@ -100,11 +100,15 @@ type shardWorker struct {
 	// resolvedBelow is the checkpoint the worker started from: records
 	// before it were resolved, except those of a lane's replayed batch.
 	resolvedBelow uint64
-	replayUntil   uint64      // the last position of any lane's replayed batch
-	ended         atomic.Bool // the closed shard is read to its end
-	ckNotify      chan struct{}
-	counters      shardCounters
-	cancel        context.CancelFunc // stops this worker alone (drop)
+	replayUntil   uint64 // the last position of any lane's replayed batch
+	// retired are the shard's lane windows stored under a former lane
+	// count or window length; retiredUntil is their highest Through.
+	retired      []retiredWindow
+	retiredUntil uint64
+	ended        atomic.Bool // the closed shard is read to its end
+	ckNotify     chan struct{}
+	counters     shardCounters
+	cancel       context.CancelFunc // stops this worker alone (drop)
 	// drain stops the worker reading and its lanes taking new batches;
 	// the batches being invoked go on until resolved (or cancel).
 	drain context.CancelFunc
@@ -314,10 +318,16 @@ func (r *runner) processedToEnd(ctx context.Context, shardID string) (bool, erro
 		return false, err
 	}
 	next, id, ok, err := r.svc.peekCheckpoint(ctx, r.cfg.UUID, shardID)
-	if err != nil {
+	if err != nil || !ok || id != r.streamID || next < end {
 		return false, err
 	}
-	return ok && id == r.streamID && next >= end, nil
+	// The checkpoint reaches the end when every record is folded, before
+	// the final invocations of the shard's windows: a worker stopped in
+	// between (a disable, an update, a hand-over, a crash) leaves a window
+	// stored open, and the shard is not done until a worker closes it.
+	// Before, its children started and the window's state was lost.
+	open, err := r.svc.openWindowStored(ctx, r.cfg.UUID, r.streamID, shardID)
+	return err == nil && !open, err
 }
 
 // startShard launches the worker of one shard from its checkpoint (the
@@ -372,6 +382,14 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 			}
 			w.lanes = append(w.lanes, l)
 		}
+		if ok && id == r.streamID {
+			if w.retired, err = r.svc.retiredWindows(ctx, r, sh.ShardID); err != nil {
+				return err
+			}
+			for _, rw := range w.retired {
+				w.retiredUntil = max(w.retiredUntil, rw.sw.Through)
+			}
+		}
 		w.seen.Store(from - 1)
 		wctx, cancel := context.WithCancel(ctx)
 		tctx, drain := context.WithCancel(wctx)
@@ -412,6 +430,9 @@ func (r *runner) stop() {
 // before the final checkpoint.
 func (w *shardWorker) run(ctx, tctx context.Context, from uint64) (finished bool) {
 	log := w.r.svc.eng.Logger.With("mapping", w.r.cfg.UUID, "shard", w.shardID)
+	if w.closeRetired(ctx) != nil {
+		return false
+	}
 	var lanes sync.WaitGroup
 	laneCtx, stopLanes := context.WithCancel(ctx)
 	takeCtx, stopTaking := context.WithCancel(laneCtx)
@@ -571,14 +592,18 @@ func (w *shardWorker) dispatch(ctx context.Context, rd *stream.ShardReader) {
 				continue
 			}
 			i := uint32(0)
-			if n > 1 {
+			if n > 1 || rec.Seq <= w.retiredUntil {
 				h := fnv.New32a()
 				if w.r.ddb != nil {
 					h.Write([]byte(ddbItemKey(&rec))) // one item, one lane
 				} else {
 					h.Write([]byte(rec.PartitionKey))
 				}
-				i = h.Sum32() % n
+				sum := h.Sum32()
+				i = sum % n
+				if rec.Seq <= w.retiredUntil && w.retiredFolded(rec.Seq, sum) {
+					continue // folded into a retired window, closed by closeRetired
+				}
 			}
 			if rec.Seq < w.resolvedBelow || rec.Seq <= w.replayUntil {
 				if !w.lanes[i].wants(rec.Seq, w.resolvedBelow) {

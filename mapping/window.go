@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jonboulle/clockwork"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
@@ -43,7 +44,12 @@ import (
 //   - The state is durable: it is stored in the checkpoint bucket, with the
 //     last sequence number folded into it, after every successful
 //     invocation, so a restart continues the window with its state and does
-//     not fold a record twice.
+//     not fold a record twice. A closed shard is done only when no window
+//     of it is stored open (processedToEnd).
+//   - A window stored under a former ParallelizationFactor or
+//     TumblingWindowInSeconds (an update) gets its final invocation when
+//     the shard's worker starts, before any record (closeRetired); the
+//     records folded into it are not delivered again (retiredFolded).
 
 // Ranges of the tumbling window parameters.
 const (
@@ -72,8 +78,13 @@ type windowState struct {
 	through uint64
 }
 
+// windowOf returns the start of r's window: a multiple of the length in
+// Unix time. (time.Truncate counts from year 1, which agrees with Unix
+// time only for lengths that divide 62,135,596,800 s: a 7 s window then
+// started at ...603.)
 func (s *windowState) windowOf(r *stream.Record) time.Time {
-	return r.ApproximateArrivalTimestamp.UTC().Truncate(s.length)
+	ms, l := r.ApproximateArrivalTimestamp.UnixMilli(), s.length.Milliseconds()
+	return time.UnixMilli(ms - ((ms%l)+l)%l).UTC()
 }
 
 func (s *windowState) end() time.Time { return s.start.Add(s.length) }
@@ -82,9 +93,19 @@ func (s *windowState) end() time.Time { return s.start.Add(s.length) }
 type storedWindow struct {
 	StreamID string
 	Lanes    int
-	Start    int64 // Unix ms; 0: no open window
-	State    json.RawMessage
-	Through  uint64
+	// Seconds is the window length it was stored with (0 in records
+	// written before it was kept: taken as the mapping's length).
+	Seconds int   `json:",omitempty"`
+	Start   int64 // Unix ms; 0: no open window
+	State   json.RawMessage
+	Through uint64
+}
+
+// current reports whether sw was stored under the mapping's present lane
+// count and window length.
+func (sw *storedWindow) current(r *runner) bool {
+	secs := int(r.cfg.tumblingWindow() / time.Second)
+	return sw.Lanes == r.cfg.ParallelizationFactor && secs > 0 && (sw.Seconds == 0 || sw.Seconds == secs)
 }
 
 func windowKey(uuid, shardID string, lane int) string {
@@ -100,8 +121,8 @@ func (s *Service) loadWindow(ctx context.Context, r *runner, shardID string, lan
 		return ws
 	}
 	var sw storedWindow
-	if json.Unmarshal(e.Value(), &sw) != nil || sw.StreamID != r.streamID || sw.Lanes != r.cfg.ParallelizationFactor {
-		return ws
+	if json.Unmarshal(e.Value(), &sw) != nil || sw.StreamID != r.streamID || !sw.current(r) {
+		return ws // none, or retired (retiredWindows)
 	}
 	ws.through = sw.Through
 	if sw.Start != 0 {
@@ -115,7 +136,8 @@ func (s *Service) loadWindow(ctx context.Context, r *runner, shardID string, lan
 func (l *lane) storeWindow(ctx context.Context) error {
 	r := l.w.r
 	l.mu.Lock()
-	sw := storedWindow{StreamID: r.streamID, Lanes: r.cfg.ParallelizationFactor, State: l.win.state, Through: l.win.through}
+	sw := storedWindow{StreamID: r.streamID, Lanes: r.cfg.ParallelizationFactor, Seconds: int(l.win.length / time.Second),
+		State: l.win.state, Through: l.win.through}
 	if !l.win.start.IsZero() {
 		sw.Start = l.win.start.UnixMilli()
 	}
@@ -371,4 +393,102 @@ func (w *shardWorker) waitWindowsClosed(ctx context.Context) bool {
 			return false
 		}
 	}
+}
+
+// retiredWindow is a lane window stored under another lane count or
+// window length than the mapping's now: UpdateEventSourceMapping changed
+// ParallelizationFactor or TumblingWindowInSeconds (to 0 included).
+type retiredWindow struct {
+	index int
+	sw    storedWindow
+}
+
+// retiredWindows reads the shard's retired lane windows. Before, they
+// were ignored: an open window's state, and the records folded into it,
+// were never given their final invocation.
+func (s *Service) retiredWindows(ctx context.Context, r *runner, shardID string) ([]retiredWindow, error) {
+	var out []retiredWindow
+	for i := range MaxParallelizationFactor {
+		e, err := s.ckGet(ctx, windowKey(r.cfg.UUID, shardID, i))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		var sw storedWindow
+		if json.Unmarshal(e.Value(), &sw) != nil || sw.StreamID != r.streamID || sw.current(r) || sw.Lanes < 1 {
+			continue
+		}
+		out = append(out, retiredWindow{index: i, sw: sw})
+	}
+	return out, nil
+}
+
+// openWindowStored reports whether a lane window of the shard is stored
+// open, under any lane count or length: its final invocation is still to
+// be made, so the shard is not done, whatever its checkpoint says.
+func (s *Service) openWindowStored(ctx context.Context, uuid, streamID, shardID string) (bool, error) {
+	for i := range MaxParallelizationFactor {
+		e, err := s.ck.Get(ctx, windowKey(uuid, shardID, i))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		} else if err != nil {
+			return false, err
+		}
+		var sw storedWindow
+		if json.Unmarshal(e.Value(), &sw) == nil && sw.StreamID == streamID && sw.Start != 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// closeRetired makes the final invocation of each retired open window,
+// before the worker's lanes take any record (the shard's processing waits
+// for it, as for any final invocation), and stores it closed. The
+// invocation may come before the window's end: the window cannot go on
+// under the new lanes. Records folded into a retired window are not
+// delivered again (retiredFolded). Returns an error only when ctx ends.
+func (w *shardWorker) closeRetired(ctx context.Context) error {
+	for i := range w.retired {
+		rw := &w.retired[i]
+		if rw.sw.Start == 0 {
+			continue
+		}
+		length := time.Duration(rw.sw.Seconds) * time.Second
+		if length <= 0 {
+			length = w.r.cfg.tumblingWindow()
+		}
+		l := newLane(w, 1)
+		l.index = rw.index
+		l.win = &windowState{length: length, start: time.UnixMilli(rw.sw.Start).UTC(), state: rw.sw.State, through: rw.sw.Through}
+		b := &batchRun{l: l, w: w, r: w.r}
+		if err := b.invokeUntilOK(ctx, true, false); err != nil {
+			return err
+		}
+		w.counters.windowsClosed.Add(1)
+		w.r.svc.eng.Logger.Info("a window of the mapping's former lanes or length got its final invocation",
+			"mapping", w.r.cfg.UUID, "shard", w.shardID, "lane", rw.index, "lanes", rw.sw.Lanes, "windowStart", l.win.start)
+		rw.sw.Start, rw.sw.State = 0, nil
+		body, _ := json.Marshal(rw.sw)
+		if err := l.storeUntilDone(ctx, "window state write failed; retrying", func() error {
+			return w.r.svc.ckPut(ctx, unitKey(w.r.cfg.UUID, w.shardID), windowKey(w.r.cfg.UUID, w.shardID, rw.index), body)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retiredFolded reports whether the record at seq, whose lane hash is h,
+// was folded into a retired window's state (its former lane's Through):
+// it is not delivered again.
+func (w *shardWorker) retiredFolded(seq uint64, h uint32) bool {
+	for i := range w.retired {
+		rw := &w.retired[i]
+		if seq <= rw.sw.Through && int(h%uint32(rw.sw.Lanes)) == rw.index {
+			return true
+		}
+	}
+	return false
 }
