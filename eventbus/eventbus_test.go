@@ -400,3 +400,29 @@ func TestABusTargetWithATransformedPayloadPutsAWholeEvent(t *testing.T) {
 		t.Fatalf("dead letter %+v", m.MessageAttributes)
 	}
 }
+
+// "Supported syntax includes ... wildcards (*)" (eb-transform-target-input.html).
+// Before, [*] was refused at PutTargets and .* read a key named "*": the
+// target silently got "".
+func TestInputPathWildcardsSelectEveryMatch(t *testing.T) {
+	rn, _ := start(t)
+	q := newQueue(t, rn, "wild", nil)
+	rule(t, rn, eventbus.Rule{Name: "r", EventPattern: `{"source":["shop"]}`},
+		eventbus.Target{Id: "ids", Arn: q, InputPath: "$.detail.items[*].id"},
+		eventbus.Target{Id: "members", Arn: q, InputPath: "$.detail.totals.*"},
+		eventbus.Target{Id: "none", Arn: q, InputPath: "$.detail.nothing[*]"},
+		eventbus.Target{Id: "tpl", Arn: q, InputTransformer: &eventbus.InputTransformer{
+			InputPathsMap: map[string]string{"ids": "$.detail.items[*].id"},
+			InputTemplate: `{"ids": <ids>}`}})
+	put(t, rn, eventbus.PutEventsRequestEntry{Source: "shop", DetailType: "d",
+		Detail: `{"items":[{"id":"a"},{"id":"b","n":2},{"n":3}],"totals":{"net":10,"tax":"2.1"}}`})
+	got := map[string]bool{}
+	for _, m := range testenv.Drain(t, rn.Queues, "wild", 4, nil) {
+		got[m.Body] = true
+	}
+	for _, want := range []string{`["a","b"]`, `[10,"2.1"]`, `[]`, `{"ids": ["a","b"]}`} {
+		if !got[want] {
+			t.Errorf("no payload %s among %v", want, got)
+		}
+	}
+}

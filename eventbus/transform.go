@@ -4,16 +4,26 @@ package eventbus
 // (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-transform-target-input.html).
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // path is a parsed JSONPath of the subset EventBridge uses: $ then .name,
-// ['name'] and [index] steps.
-type path []any // string keys, int indexes
+// ['name'], [index] and the wildcards .* and [*] ("Supported syntax
+// includes: dot notation, ... array indices, wildcards (*)",
+// eb-transform-target-input.html). A path with a wildcard selects a JSON
+// array of every match, in document order, as JSONPath does; before, [*]
+// was refused and .* read a key named "*" (always "").
+type path []any // string keys, int indexes, wildcard
+
+// wildcard is the step * : every member of an object or element of an
+// array.
+type wildcard struct{}
 
 func parsePath(p string) (path, error) {
 	if !strings.HasPrefix(p, "$") {
@@ -23,6 +33,10 @@ func parsePath(p string) (path, error) {
 	rest := p[1:]
 	for rest != "" {
 		switch {
+		case strings.HasPrefix(rest, "[*]"):
+			out, rest = append(out, wildcard{}), rest[3:]
+		case strings.HasPrefix(rest, ".*") && (len(rest) == 2 || rest[2] == '.' || rest[2] == '['):
+			out, rest = append(out, wildcard{}), rest[2:]
 		case strings.HasPrefix(rest, "['"):
 			end := strings.Index(rest, "']")
 			if end < 0 {
@@ -54,29 +68,70 @@ func parsePath(p string) (path, error) {
 }
 
 // at returns the JSON text at p in the JSON document raw, as it is there
-// (the order of an object's keys kept), and whether there is one.
+// (the order of an object's keys kept), and whether there is one. With a
+// wildcard it is the JSON array of every match (there is one, maybe
+// empty).
 func (p path) at(raw []byte) (json.RawMessage, bool) {
-	v := json.RawMessage(raw)
+	vs := []json.RawMessage{raw}
+	many := slices.ContainsFunc(p, func(step any) bool { _, w := step.(wildcard); return w })
 	for _, step := range p {
-		switch k := step.(type) {
-		case string:
-			var m map[string]json.RawMessage
-			if json.Unmarshal(v, &m) != nil {
-				return nil, false
+		var next []json.RawMessage
+		for _, v := range vs {
+			switch k := step.(type) {
+			case string:
+				var m map[string]json.RawMessage
+				if json.Unmarshal(v, &m) == nil {
+					if c, ok := m[k]; ok {
+						next = append(next, c)
+					}
+				}
+			case int:
+				var a []json.RawMessage
+				if json.Unmarshal(v, &a) == nil && k < len(a) {
+					next = append(next, a[k])
+				}
+			case wildcard:
+				next = append(next, members(v)...)
 			}
-			var ok bool
-			if v, ok = m[k]; !ok {
-				return nil, false
-			}
-		case int:
-			var a []json.RawMessage
-			if json.Unmarshal(v, &a) != nil || k >= len(a) {
-				return nil, false
-			}
-			v = a[k]
 		}
+		vs = next
 	}
-	return v, true
+	if many {
+		if vs == nil {
+			vs = []json.RawMessage{}
+		}
+		b, _ := json.Marshal(vs)
+		return b, true
+	}
+	if len(vs) == 0 {
+		return nil, false
+	}
+	return vs[0], true
+}
+
+// members returns the elements of a JSON array, or the member values of
+// a JSON object in document order; nothing for other values.
+func members(v json.RawMessage) []json.RawMessage {
+	var a []json.RawMessage
+	if json.Unmarshal(v, &a) == nil {
+		return a
+	}
+	d := json.NewDecoder(bytes.NewReader(v))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var out []json.RawMessage
+	for d.More() {
+		if _, err := d.Token(); err != nil { // the key
+			return out
+		}
+		var m json.RawMessage
+		if d.Decode(&m) != nil {
+			return out
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // lookup returns the JSON text at a JSONPath of the event.
