@@ -299,7 +299,6 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 		// Every entry of the slice not applied waits for the resolver,
 		// which publishes the slice again with its id: those refused
 		// now may land then.
-		t.dirty.Store(true) // no snapshot may cover the positions of changes not applied
 		var ids []string
 		for j := range done {
 			if !done[j] {
@@ -308,7 +307,8 @@ func (t *Table) writeAppends(ctx context.Context, batch []*appendReq) {
 			}
 		}
 		t.s.eng.Logger.Warn("table write of unknown outcome: its items are held until it is learned", "table", t.tableName, "id", sliceID, "changes", len(ids), "err", unknown)
-		t.s.resolveLater(ids, t.settleAppend(sliceID, all[start:end], ps[start:end], done, since))
+		// No snapshot may cover the positions of changes not applied.
+		t.s.resolveCounted([]*Table{t}, ids, t.settleAppend(sliceID, all[start:end], ps[start:end], done, since))
 	}
 	// The writer applies every change written (one index batch), then
 	// answers the callers, who hold their items' stripes until then.

@@ -85,14 +85,17 @@ type Table struct {
 	changes atomic.Int64
 	recent  []recentRing
 
-	// Index snapshots (snapshot.go). dirty: a write's outcome is unknown
-	// (no snapshot until the next open); snapChanges: ChangeRecords as of
+	// Index snapshots (snapshot.go). unresolved: writes of this table
+	// whose outcome is not applied yet, each held by a resolver (no
+	// snapshot while above 0: it would cover log positions whose changes
+	// the index lacks; before, one lost answer stopped the table's
+	// snapshots until its next open); snapChanges: ChangeRecords as of
 	// the last snapshot written or loaded; snapTxSeq: the transaction log
 	// sequence the snapshot the table opened from covers
 	// (openedFromSnapshot); replayed: log records read at open;
 	// ttlVersion: the stored.TTLVersion the index's expiries are computed
 	// under (-1: not known, while a refresh runs).
-	dirty       atomic.Bool
+	unresolved  atomic.Int64
 	ttlVersion  atomic.Int64
 	snapChanges atomic.Int64
 	snapTxSeq   uint64

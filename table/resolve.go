@@ -44,7 +44,8 @@ import (
 //     writes. It waits while mayAct is false (a lease whose renewals lapse
 //     may be valid again with the tables kept); it lets go when the tables
 //     are dropped with the lease (the next holder reads the log). No
-//     snapshot covers the table until it opens again (dirty).
+//     snapshot covers the table while a resolver of it runs
+//     (Table.unresolved, counted by resolveCounted).
 //
 // The trap: JetStream's duplicate window (stream.LogDuplicateWindow, 5 s
 // for the logs; 2 minutes for the transaction log) is shorter than a
@@ -187,6 +188,26 @@ func (s *Service) resolveLater(ids []string, settle func(ctx context.Context) bo
 			}
 		}
 	}()
+}
+
+// resolveCounted is resolveLater for writes of tables whose outcome the
+// index lacks until settle succeeds: each table's unresolved count is
+// raised now and lowered when settle succeeds, so that no index snapshot
+// covers their log positions meanwhile (snapshot.go). A resolver that
+// stops with the service leaves it raised (the next open reads the log).
+func (s *Service) resolveCounted(tables []*Table, ids []string, settle func(ctx context.Context) bool) {
+	for _, t := range tables {
+		t.unresolved.Add(1)
+	}
+	s.resolveLater(ids, func(ctx context.Context) bool {
+		if !settle(ctx) {
+			return false
+		}
+		for _, t := range tables {
+			t.unresolved.Add(-1)
+		}
+		return true
+	})
 }
 
 // resolveWake is closed when the resolvers are to try at once

@@ -195,8 +195,8 @@ func (s *Service) takeSnapshots(ctx context.Context) (snaps []*snapshot, pause t
 		return nil, 0, err
 	}
 	for _, t := range tables {
-		if t.dirty.Load() {
-			s.eng.Logger.Info("table index snapshot skipped: a write's outcome is unknown; the table's next open replays from its last snapshot", "table", t.tableName)
+		if n := t.unresolved.Load(); n > 0 {
+			s.eng.Logger.Info("table index snapshot skipped: writes of unknown outcome are being resolved", "table", t.tableName, "unresolved", n)
 			continue
 		}
 		sn := &snapshot{t: t, hdr: snapHeader{Table: t.tableName, TableID: t.st.TableId, Log: t.logName, Epoch: t.numbering.Epoch,

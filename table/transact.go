@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -315,15 +316,11 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 	}
 	// From the commit record until every change is applied, no index
 	// snapshot is taken (snapshot.go): one that covers the commit record
-	// holds all of the transaction's changes. When the outcome is unknown,
-	// the tables write no snapshot until they open again (dirty).
+	// holds all of the transaction's changes. While its outcome, or a
+	// change of it, is being resolved, its tables write no snapshot
+	// (Table.unresolved, resolveCounted).
 	s.snapGate.RLock()
 	defer s.snapGate.RUnlock()
-	unknown := func() {
-		for _, t := range order {
-			t.dirty.Store(true)
-		}
-	}
 	// The commit point: once this record is acknowledged the transaction
 	// happens, even if the process dies before the changes below land.
 	// Its id is its message id: published again while its outcome is
@@ -336,13 +333,11 @@ func (s *Service) runTransaction(ctx context.Context, ops []*op, token, hash str
 		// It may have landed: its items are held until a resolver learns
 		// it, and then writes its changes; the token stays in progress
 		// until then (a retry with it: TransactionInProgressException).
-		unknown()
-		s.resolveLater(ids, s.settleCommit(rec.ID, b, token, order, byTable))
+		s.resolveCounted(order, ids, s.settleCommit(rec.ID, b, token, order, byTable))
 		return false, errUnknownOutcome{awserr.New(awserr.ErrService, "transaction %s: the commit's outcome is not known yet (%v); runnel keeps trying to learn it: retry", rec.ID, err)}
 	}
 	late, err := s.applyCommitted(ctx, rec.ID, order, byTable)
 	if err != nil {
-		unknown()
 		return true, err
 	}
 	return true, late
@@ -371,6 +366,11 @@ func (s *Service) applyCommitted(ctx context.Context, id string, order []*Table,
 	for ti, t := range order {
 		errs, encErr := results[ti], encErrs[ti]
 		if encErr != nil {
+			// No resolver will write them: no snapshot of these tables
+			// until they open again (the open completes the commit).
+			for _, t := range order {
+				t.unresolved.Add(1)
+			}
 			return nil, awserr.New(awserr.ErrService, "transaction %s committed, applying it failed: %v", id, encErr)
 		}
 		for i, e := range errs {
@@ -391,7 +391,13 @@ func (s *Service) applyCommitted(ctx context.Context, id string, order []*Table,
 		for i, p := range retry {
 			ids[i] = s.itemID(p.t, p.k)
 		}
-		s.resolveLater(ids, s.settleChanges(id, retry))
+		var tables []*Table
+		for _, p := range retry {
+			if !slices.Contains(tables, p.t) {
+				tables = append(tables, p.t)
+			}
+		}
+		s.resolveCounted(tables, ids, s.settleChanges(id, retry))
 	}
 	if err != nil {
 		return late, awserr.New(awserr.ErrService, "transaction %s committed; some of its changes are not applied yet (%v); runnel is writing them: retry", id, err)

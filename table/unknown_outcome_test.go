@@ -331,3 +331,49 @@ func TestATransactionWhoseOtherTableIsDeletedStillHoldsAndAppliesItsItems(t *tes
 		t.Fatalf("x's v = %s, want the transaction's 1", v)
 	}
 }
+
+// Before, one write whose answer was lost stopped the table's index
+// snapshots until its next open, even after its outcome was learned: the
+// open after a crash then replayed the whole log. Now only while a
+// resolver runs.
+func TestSnapshotsResumeOnceALostAnswerIsLearned(t *testing.T) {
+	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables")
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	tb := rn.Tables
+	createTable(t, tb, "learned", "", table.ViewNewAndOldImages)
+	table.SetResolvePause(tb, time.Hour)
+	var lose atomic.Bool
+	table.SetReplyLost(tb, func(string) error {
+		if lose.Swap(false) {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	})
+	put := func(k string) error {
+		_, err := tb.PutItem(ctx, table.PutItemInput{TableName: "learned", Item: table.Item{"pk": S(k)}})
+		return err
+	}
+	lose.Store(true)
+	if err := put("a"); !isRetryable500(err) {
+		t.Fatalf("the put whose answer was lost: %v", err)
+	}
+	if held := table.WaitResolved(tb); held != 0 {
+		t.Fatalf("%d items still held", held)
+	}
+	if err := put("b"); err != nil {
+		t.Fatal(err)
+	}
+	table.WriteIndexSnapshots(t, tb)
+	rn.Crash()
+	rn = testenv.Start(t, testenv.Options{Dir: dir})
+	if from, replayed := table.OpenedFrom(t, rn.Tables, "learned"); !from || replayed != 0 {
+		t.Fatalf("opened from a snapshot: %v, replaying %d log records; want the snapshot written after the outcome was learned", from, replayed)
+	}
+	for _, k := range []string{"a", "b"} {
+		out, err := rn.Tables.GetItem(ctx, table.GetItemInput{TableName: "learned", Key: table.Item{"pk": S(k)}, ConsistentRead: true})
+		if err != nil || out.Item == nil {
+			t.Fatalf("item %s after the reopen: %v %v", k, out, err)
+		}
+	}
+}
