@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
