@@ -49,13 +49,18 @@ const maxStreamBytes = 1 << 20
 // ddbStream is a resolved stream ARN.
 type ddbStream struct {
 	arn, label string
-	t          *table.Table
-	d          *table.TableDescription
+	log        string // the table's change log
+	shards     int
+	tableName  string
+	keySchema  []table.KeySchemaElement
 	// enabled: the table's current stream, turned on; view its view type
 	// ("" when not known: a stream that was turned off).
 	enabled bool
 	view    string
 	labelMs int64
+	// deleted: the stream of a deleted table, readable for 24 hours with
+	// its shards closed (table.DeletedStream).
+	deleted bool
 }
 
 func streamNotFound(arn string) error {
@@ -65,7 +70,8 @@ func streamNotFound(arn string) error {
 // resolveStream finds the table and label of a stream ARN. A label is
 // valid if it is the table's latest, or an earlier one from the table's
 // lifetime (a stream turned off and on again: the old stream stays
-// readable, DISABLED).
+// readable, DISABLED), or one of a deleted table whose stream is kept for
+// 24 hours (table.DeletedStreamOf).
 func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, error) {
 	if arn == "" {
 		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value null at 'streamArn' failed to satisfy constraint: Member must not be null")
@@ -78,19 +84,35 @@ func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, e
 	if err != nil {
 		return nil, streamNotFound(arn)
 	}
+	deleted := func() (*ddbStream, error) {
+		ds, err := rq.h.rn.Tables.DeletedStreamOf(ctx, name, label)
+		if err != nil || !strings.HasPrefix(arn, ds.TableArn+"/stream/") {
+			return nil, streamNotFound(arn)
+		}
+		s := &ddbStream{arn: arn, label: label, log: ds.Log, shards: ds.Shards, tableName: ds.TableName, keySchema: ds.KeySchema,
+			labelMs: lt.UnixMilli(), deleted: true}
+		if label == ds.LatestStreamLabel {
+			s.view = ds.StreamViewType
+		}
+		return s, nil
+	}
 	t, err := rq.h.rn.Tables.Table(name)
 	if err != nil {
-		return nil, streamNotFound(arn)
+		return deleted()
 	}
 	d, err := rq.h.rn.Tables.DescribeTable(ctx, name)
 	if err != nil {
-		return nil, streamNotFound(arn)
+		return deleted()
 	}
 	created := epochSeconds(d.CreationDateTime).UTC().Format(labelLayout)
-	if !strings.HasPrefix(arn, d.TableArn+"/stream/") || d.LatestStreamLabel == "" || label > d.LatestStreamLabel || label < created {
+	if label < created {
+		return deleted() // a table of the name deleted before this one was created
+	}
+	if !strings.HasPrefix(arn, d.TableArn+"/stream/") || d.LatestStreamLabel == "" || label > d.LatestStreamLabel {
 		return nil, streamNotFound(arn)
 	}
-	s := &ddbStream{arn: arn, label: label, t: t, d: d, labelMs: lt.UnixMilli()}
+	s := &ddbStream{arn: arn, label: label, log: t.LogName(), shards: d.Shards, tableName: d.TableName, keySchema: d.KeySchema,
+		labelMs: lt.UnixMilli()}
 	if label == d.LatestStreamLabel && d.StreamSpecification != nil && d.StreamSpecification.StreamEnabled {
 		s.enabled, s.view = true, d.StreamSpecification.StreamViewType
 	}
@@ -107,7 +129,7 @@ func (s *ddbStream) shardIndex(id string) int {
 		return -1
 	}
 	i, err := strconv.ParseUint(rest, 16, 31)
-	if err != nil || int(i) >= s.d.Shards {
+	if err != nil || int(i) >= s.shards {
 		return -1
 	}
 	return int(i)
@@ -180,12 +202,13 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 	if err != nil {
 		return nil, err
 	}
-	ld, err := rq.h.rn.Tables.Logs().DescribeStream(rq.ctx, s.t.LogName())
+	ld, err := rq.h.rn.Tables.Logs().DescribeStream(rq.ctx, s.log)
 	if err != nil {
 		return nil, logNotFound(err, in.StreamArn)
 	}
 	type seqRange struct {
 		StartingSequenceNumber string
+		EndingSequenceNumber   string `json:",omitempty"`
 	}
 	type shardOut struct {
 		ShardId             string
@@ -207,15 +230,26 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 			last = shards[len(shards)-1].ShardId
 			break
 		}
-		shards = append(shards, shardOut{ShardId: s.shardID(i), SequenceNumberRange: seqRange{sh.SequenceNumberRange.StartingSequenceNumber}})
+		r := seqRange{StartingSequenceNumber: sh.SequenceNumberRange.StartingSequenceNumber}
+		if s.deleted {
+			// A deleted table's shards take no more records: closed, ending
+			// at their last record (at their start when they have none).
+			if r.EndingSequenceNumber, err = rq.lastSequenceNumber(s, i); err != nil {
+				return nil, err
+			}
+			if r.EndingSequenceNumber == "" {
+				r.EndingSequenceNumber = r.StartingSequenceNumber
+			}
+		}
+		shards = append(shards, shardOut{ShardId: s.shardID(i), SequenceNumberRange: r})
 	}
 	status := "DISABLED"
 	if s.enabled {
 		status = "ENABLED"
 	}
 	desc := map[string]any{
-		"StreamArn": s.arn, "StreamLabel": s.label, "StreamStatus": status, "TableName": s.d.TableName,
-		"KeySchema": s.d.KeySchema, "Shards": shards, "CreationRequestDateTime": epoch(time.UnixMilli(s.labelMs)),
+		"StreamArn": s.arn, "StreamLabel": s.label, "StreamStatus": status, "TableName": s.tableName,
+		"KeySchema": s.keySchema, "Shards": shards, "CreationRequestDateTime": epoch(time.UnixMilli(s.labelMs)),
 	}
 	if s.view != "" {
 		desc["StreamViewType"] = s.view
@@ -224,6 +258,24 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 		desc["LastEvaluatedShardId"] = last
 	}
 	return map[string]any{"StreamDescription": desc}, nil
+}
+
+// lastSequenceNumber is the sequence number of the last record of shard
+// i of s's log, "" if it has none.
+func (rq *request) lastSequenceNumber(s *ddbStream, i int) (string, error) {
+	logs := rq.h.rn.Tables.Logs()
+	first, last, err := logs.ShardBounds(rq.ctx, s.log, stream.ShardID(i))
+	if err != nil {
+		return "", logNotFound(err, s.arn)
+	}
+	if last < first || last == 0 {
+		return "", nil
+	}
+	seq, err := logs.SequenceNumber(rq.ctx, s.log, stream.ShardID(i), last)
+	if err != nil {
+		return "", logNotFound(err, s.arn)
+	}
+	return seq, nil
 }
 
 type streamsGetShardIteratorInput struct {
@@ -242,7 +294,7 @@ func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any
 	if i < 0 {
 		return nil, shardNotFound(in.ShardId, in.StreamArn)
 	}
-	gi := stream.GetShardIteratorInput{StreamName: s.t.LogName(), ShardID: stream.ShardID(i), ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.SequenceNumber}
+	gi := stream.GetShardIteratorInput{StreamName: s.log, ShardID: stream.ShardID(i), ShardIteratorType: in.ShardIteratorType, StartingSequenceNumber: in.SequenceNumber}
 	switch in.ShardIteratorType {
 	case stream.TrimHorizon:
 		// The log is never trimmed; the stream's horizon is 24 hours back.
@@ -273,7 +325,7 @@ func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any
 // that names no record is left to the log's own answer.
 func (rq *request) checkNotTrimmed(s *ddbStream, i int, seq string) error {
 	logs := rq.h.rn.Tables.Logs()
-	numbering, err := logs.Numbering(rq.ctx, s.t.LogName())
+	numbering, err := logs.Numbering(rq.ctx, s.log)
 	if err != nil {
 		return nil
 	}
@@ -281,7 +333,7 @@ func (rq *request) checkNotTrimmed(s *ddbStream, i int, seq string) error {
 	if err != nil || sh != i {
 		return nil
 	}
-	rec, err := logs.GetRecord(rq.ctx, s.t.LogName(), stream.ShardID(i), pos)
+	rec, err := logs.GetRecord(rq.ctx, s.log, stream.ShardID(i), pos)
 	if err != nil {
 		return nil
 	}
@@ -357,6 +409,11 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 			size += ev.Change.SizeBytes
 		}
 		inner = o.NextShardIterator
+		if len(recs) == 0 && len(o.Records) < limit && s.deleted {
+			// A deleted table's shard read to its end: closed, no next
+			// iterator (what a reader takes for the shard's end).
+			inner = ""
+		}
 		if len(recs) > 0 || len(o.Records) < limit || round >= 9 {
 			break
 		}
@@ -372,7 +429,7 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 // record last (a GetRecords cut at maxStreamBytes).
 func (rq *request) streamRecordsFrom(ctx context.Context, s *ddbStream, recs []streamsRecord, last string) (any, error) {
 	logs := rq.h.rn.Tables.Logs()
-	numbering, err := logs.Numbering(ctx, s.t.LogName())
+	numbering, err := logs.Numbering(ctx, s.log)
 	if err != nil {
 		return nil, logNotFound(err, s.arn)
 	}
@@ -380,7 +437,7 @@ func (rq *request) streamRecordsFrom(ctx context.Context, s *ddbStream, recs []s
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "stream %s: sequence number %s: %v", s.arn, last, err)
 	}
-	next, err := logs.GetShardIterator(ctx, stream.GetShardIteratorInput{StreamName: s.t.LogName(), ShardID: stream.ShardID(sh),
+	next, err := logs.GetShardIterator(ctx, stream.GetShardIteratorInput{StreamName: s.log, ShardID: stream.ShardID(sh),
 		ShardIteratorType: stream.AfterSequenceNumber, StartingSequenceNumber: last})
 	if err != nil {
 		return nil, logNotFound(err, s.arn)
@@ -441,12 +498,20 @@ func streamsListStreams(rq *request, in *streamsListStreamsInput) (any, error) {
 	}
 	ctx, svc := rq.ctx, rq.h.rn.Tables
 	names := svc.ListTables(ctx)
+	// Deleted tables' streams are listed while they are readable.
+	deleted, err := svc.DeletedStreams(ctx, tableName(in.TableName))
+	if err != nil {
+		return nil, err
+	}
 	if in.TableName != "" {
 		n := tableName(in.TableName)
-		if _, err := svc.Table(n); err != nil {
+		if _, err := svc.Table(n); err != nil && len(deleted) == 0 {
 			return nil, err
+		} else if err != nil {
+			names = nil
+		} else {
+			names = []string{n}
 		}
-		names = []string{n}
 	}
 	type streamOut struct {
 		StreamArn   string
@@ -461,6 +526,12 @@ func streamsListStreams(rq *request, in *streamsListStreamsInput) (any, error) {
 		}
 		all = append(all, streamOut{StreamArn: d.LatestStreamArn, TableName: d.TableName, StreamLabel: d.LatestStreamLabel})
 	}
+	for _, d := range deleted {
+		all = append(all, streamOut{StreamArn: d.TableArn + "/stream/" + d.LatestStreamLabel, TableName: d.TableName, StreamLabel: d.LatestStreamLabel})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].TableName < all[j].TableName || (all[i].TableName == all[j].TableName && all[i].StreamArn < all[j].StreamArn)
+	})
 	if in.ExclusiveStartStreamArn != "" {
 		name, _, _ := table.ParseStreamARN(in.ExclusiveStartStreamArn)
 		i := sort.Search(len(all), func(i int) bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // streamOfOneItem makes the table "orders", writes n items of size bytes
@@ -133,4 +134,60 @@ func TestGetRecordsAnswersAtMostOneMegabyte(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("records %v, want each of 0..7 once, in order", got)
 	}
+}
+
+// TestADeletedTablesStreamStaysReadableForADay: "If you disable a stream
+// on a table, the data in the stream continues to be readable for 24
+// hours ... this also applies if you delete the table" (Streams.html).
+// Before, DeleteTable deleted the change log at once: a consumer lost
+// every change it had not read. The stream is DISABLED, its shards closed
+// (an EndingSequenceNumber, and no next iterator at their end), listed by
+// ListStreams, and gone with its log after the 24 hours.
+func TestADeletedTablesStreamStaysReadableForADay(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	// The sweep runs with the TTL loop (off by default in tests).
+	e := startEnv(t, awsapi.Options{}, testenv.Options{Clock: clock, Tables: table.Options{TTLInterval: time.Minute}})
+	ctx := context.Background()
+	c, sc := e.ddb(), e.ddbStreams()
+	arn, shard := streamOfOneItem(t, e, 3, 10)
+	tableID := aws.ToString(must(c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("orders")})).Table.TableId)
+	must(c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("orders")}))
+	clock.Advance(23 * time.Hour)
+
+	d := must(sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})).StreamDescription
+	if d.StreamStatus != stypes.StreamStatusDisabled || aws.ToString(d.TableName) != "orders" || d.StreamViewType != stypes.StreamViewTypeNewAndOldImages {
+		t.Fatalf("the deleted table's stream: %+v", d)
+	}
+	for _, sh := range d.Shards {
+		if sh.SequenceNumberRange.EndingSequenceNumber == nil {
+			t.Fatalf("shard %s of a deleted table's stream is not closed", aws.ToString(sh.ShardId))
+		}
+	}
+	it := must(sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: shard, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})).ShardIterator
+	var n int
+	for it != nil && n < 100 {
+		out := must(sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it}))
+		n += len(out.Records)
+		if len(out.Records) == 0 && out.NextShardIterator != nil {
+			t.Fatalf("a closed shard read to its end gave a next iterator")
+		}
+		it = out.NextShardIterator
+	}
+	if n != 3 {
+		t.Fatalf("read %d records of the deleted table, want its 3 changes", n)
+	}
+	ls := must(sc.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String("orders")})).Streams
+	if len(ls) != 1 || aws.ToString(ls[0].StreamArn) != aws.ToString(arn) {
+		t.Fatalf("ListStreams of the deleted table: %+v", ls)
+	}
+
+	clock.Advance(time.Hour + time.Minute) // past the 24 hours; the sweep runs on the TTL interval
+	var notFound *stypes.ResourceNotFoundException
+	if _, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn}); !errors.As(err, &notFound) {
+		t.Fatalf("DescribeStream after 24 hours: %v, want ResourceNotFoundException", err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the log deleted", func() bool {
+		_, err := e.rn.Tables.Logs().DescribeStream(ctx, "tbl-"+tableID)
+		return err != nil
+	})
 }

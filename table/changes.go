@@ -169,5 +169,8 @@ func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
 		} else if n > 0 {
 			s.eng.Logger.Info("TTL deleted expired items", "items", n)
 		}
+		if _, err := s.sweepDeletedStreams(ctx); err != nil && ctx.Err() == nil {
+			s.eng.Logger.Warn("sweep of deleted tables' streams failed", "err", err)
+		}
 	})
 }

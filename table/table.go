@@ -550,7 +550,9 @@ func checkView(v string) error {
 	return validation("1 validation error detected: Value '%s' at 'streamSpecification.streamViewType' failed to satisfy constraint: Member must satisfy enum value set: [NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES, KEYS_ONLY]", v)
 }
 
-// DeleteTable deletes a table, its items and its change log.
+// DeleteTable deletes a table and its items. Its change log goes too,
+// unless the table ever had a stream: that stays readable, DISABLED, for
+// StreamRetention (DeletedStreams).
 func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescription, error) {
 	if remote, d, err := s.forwardDesc(ctx, "DeleteTable", name); remote {
 		return d, err
@@ -563,8 +565,16 @@ func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescripti
 	}
 	d := t.describe()
 	d.TableStatus = "DELETING"
-	if err := s.logs.DeleteStream(ctx, t.logName); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+	// A table that had a stream keeps its log, readable for 24 hours
+	// (deleted_streams.go); one that never had one loses it now.
+	kept, err := s.keepDeletedStream(ctx, t)
+	if err != nil {
 		return nil, err
+	}
+	if !kept {
+		if err := s.logs.DeleteStream(ctx, t.logName); err != nil && !errors.Is(err, awserr.ErrResourceNotFound) {
+			return nil, err
+		}
 	}
 	if err := s.meta.Purge(ctx, name); err != nil {
 		return nil, awserr.New(awserr.ErrService, "delete table %s: %v", name, err)
