@@ -121,11 +121,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/internal/closing"
 	"github.com/runnel-dev/runnel/internal/mapx"
 	"github.com/runnel-dev/runnel/queue"
@@ -278,9 +280,12 @@ type Service struct {
 	mu      sync.Mutex
 	closed  bool
 	configs map[string]EventInvokeConfig
-	pollers map[string]*poller
-	stats   map[string]*counters
-	warned  map[string]bool
+	// configRevs: the bucket revision each entry of configs was read at
+	// (watchConfigs applies only newer ones).
+	configRevs map[string]uint64
+	pollers    map[string]*poller
+	stats      map[string]*counters
+	warned     map[string]bool
 }
 
 // New opens the service and starts the pollers of every function with
@@ -300,7 +305,7 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 	s := &Service{eng: eng, fns: fns, queues: queues, streams: streams, kv: kv,
 		log: opts.Logger.With("service", "async"), conc: opts.Concurrency, passive: opts.Passive, bg: bg, cancel: cancel,
 		rng:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11)),
-		configs: map[string]EventInvokeConfig{}, pollers: map[string]*poller{},
+		configs: map[string]EventInvokeConfig{}, configRevs: map[string]uint64{}, pollers: map[string]*poller{},
 		stats: map[string]*counters{}, warned: map[string]bool{}}
 	names := map[string]bool{}
 	err = engine.LoadJSON(ctx, kv, func(k string, c EventInvokeConfig, err error) {
@@ -330,7 +335,70 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 		}
 	}
 	s.watchFunctions(ctx)
+	if err := s.watchConfigs(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if !s.passive {
+		s.wg.Go(s.discoverPollers)
+	}
 	return s, nil
+}
+
+// watchConfigs keeps configs as the bucket holds them: a configuration
+// put or deleted through another process is applied here. Before, each
+// process read the bucket once, at its start: an event invoked through
+// another node than the one that stored the configuration got that
+// node's stale copy (retries and destinations not as configured).
+func (s *Service) watchConfigs() error {
+	return engine.Watch(s.bg, &s.wg, s.kv, func(e jetstream.KeyValueEntry) {
+		k := e.Key()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if e.Revision() <= s.configRevs[k] {
+			return // this process's own write, applied already
+		}
+		s.configRevs[k] = e.Revision()
+		if e.Operation() != jetstream.KeyValuePut {
+			delete(s.configs, k)
+			return
+		}
+		var c EventInvokeConfig
+		if err := json.Unmarshal(e.Value(), &c); err != nil {
+			s.log.Warn("unreadable event invoke configuration ignored", "function", k)
+			return
+		}
+		s.configs[k] = c
+	})
+}
+
+// DiscoveryInterval is how often a process looks for internal queues it
+// does not poll yet.
+const DiscoveryInterval = 5 * time.Second
+
+// discoverPollers starts the poller of every function's internal queue
+// that this process does not poll yet: a queue made by another process
+// (its first Event invocation went there). Before, a process polled only
+// the queues that existed when it started and those of the events it was
+// invoked with: the events accepted by a node that then stopped waited
+// for a restart, and could expire unattempted. Wall clock: it finds work,
+// it decides no rule.
+func (s *Service) discoverPollers() {
+	clocks.Every(s.bg, clockwork.NewRealClock(), DiscoveryInterval, func() {
+		urls, err := s.queues.ListQueues(s.bg, QueuePrefix)
+		if err != nil {
+			if s.bg.Err() == nil {
+				s.log.Debug("async: cannot list the internal queues", "err", err)
+			}
+			return
+		}
+		for _, u := range urls {
+			name := strings.TrimPrefix(u[strings.LastIndexByte(u, '/')+1:], QueuePrefix)
+			if err := s.ensurePoller(s.bg, name); err != nil && s.bg.Err() == nil {
+				s.log.Warn("async: cannot start a poller", "function", name, "err", err)
+			}
+		}
+	})
 }
 
 // functionsBucket is where the function service stores configurations

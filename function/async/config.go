@@ -3,9 +3,12 @@ package async
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -239,7 +242,10 @@ func (s *Service) PutFunctionEventInvokeConfig(ctx context.Context, cfg EventInv
 }
 
 // UpdateFunctionEventInvokeConfig merges the set fields of cfg into the
-// function's configuration (creating it if there is none): a set
+// function's configuration, ErrResourceNotFound if it has none (before,
+// it created one: a tool that updates to detect drift got a silent
+// create; Lambda answers "The function ... doesn't have an
+// EventInvokeConfig"): a set
 // MaximumRetryAttempts or MaximumEventAgeInSeconds replaces the stored
 // value; a set OnSuccess, OnFailure or DeadLetterConfig replaces the
 // stored one, and removes it when its ARN is empty. Errors as
@@ -279,12 +285,23 @@ func (s *Service) store(ctx context.Context, c EventInvokeConfig, merge func(old
 	q = strings.TrimPrefix(q, function.Latest)
 	key := configKey(name, q)
 	if merge != nil {
-		s.mu.Lock()
-		old, ok := s.configs[key]
-		s.mu.Unlock()
-		if ok {
-			merge(old.clone(), &c)
+		// The request's own fields are checked first, as for a Put (an
+		// empty ARN removes a destination: normalize drops it).
+		req := c.clone()
+		req.normalize()
+		if err := s.validate(ctx, name, &req); err != nil {
+			return nil, err
 		}
+		// From the bucket, not this process's copy: another process may
+		// have stored it a moment ago.
+		old, ok, err := s.stored(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, s.noConfig(c.FunctionName)
+		}
+		merge(old.clone(), &c)
 	}
 	c.normalize()
 	if err := s.validate(ctx, name, &c); err != nil {
@@ -295,11 +312,12 @@ func (s *Service) store(ctx context.Context, c EventInvokeConfig, merge func(old
 	// The bucket write and the cache update happen under the lock so that
 	// concurrent Puts leave the two alike.
 	s.mu.Lock()
-	if _, err := s.kv.Put(ctx, key, b); err != nil {
+	rev, err := s.kv.Put(ctx, key, b)
+	if err != nil {
 		s.mu.Unlock()
 		return nil, awserr.New(awserr.ErrService, "store the event invoke configuration of %s: %v", c.FunctionArn, err)
 	}
-	s.configs[key] = c
+	s.configs[key], s.configRevs[key] = c, max(s.configRevs[key], rev)
 	s.warned[key] = false
 	s.mu.Unlock()
 	s.warnIfDropped(key)
@@ -311,10 +329,10 @@ func (s *Service) store(ctx context.Context, c EventInvokeConfig, merge func(old
 // stored (unset fields are nil: their defaults apply), or
 // ErrResourceNotFound.
 func (s *Service) GetFunctionEventInvokeConfig(ctx context.Context, functionName string) (*EventInvokeConfig, error) {
-	key := keyOf(functionName)
-	s.mu.Lock()
-	c, ok := s.configs[key]
-	s.mu.Unlock()
+	c, ok, err := s.stored(ctx, keyOf(functionName))
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, s.noConfig(functionName)
 	}
@@ -322,15 +340,33 @@ func (s *Service) GetFunctionEventInvokeConfig(ctx context.Context, functionName
 	return &out, nil
 }
 
+// stored reads the configuration key from the bucket (what every process
+// sees), not this process's copy.
+func (s *Service) stored(ctx context.Context, key string) (EventInvokeConfig, bool, error) {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return EventInvokeConfig{}, false, nil
+	} else if err != nil {
+		return EventInvokeConfig{}, false, awserr.New(awserr.ErrService, "read the event invoke configuration %s: %v", key, err)
+	}
+	var c EventInvokeConfig
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		return EventInvokeConfig{}, false, awserr.New(awserr.ErrService, "read the event invoke configuration %s: %v", key, err)
+	}
+	return c, true, nil
+}
+
 // DeleteFunctionEventInvokeConfig deletes a function's configuration (its
 // events then get the defaults), or returns ErrResourceNotFound.
 func (s *Service) DeleteFunctionEventInvokeConfig(ctx context.Context, functionName string) error {
 	key := keyOf(functionName)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.configs[key]; !ok {
+	if _, ok, err := s.stored(ctx, key); err != nil {
+		return err
+	} else if !ok {
 		return s.noConfig(functionName)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.kv.Purge(ctx, key); err != nil {
 		return awserr.New(awserr.ErrService, "delete the event invoke configuration of %s: %v", functionName, err)
 	}
