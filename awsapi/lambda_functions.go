@@ -23,6 +23,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/process"
+	"github.com/runnel-dev/runnel/queue"
 )
 
 // functionTimeLayout is the form of a function's LastModified.
@@ -49,6 +50,34 @@ type createFunctionInput struct {
 	PackageType         string
 	Tags                map[string]string
 	Layers              []string
+	DeadLetterConfig    *deadLetterConfig
+}
+
+// deadLetterConfig is API_DeadLetterConfig; an empty TargetArn (in
+// UpdateFunctionConfiguration) removes it.
+type deadLetterConfig struct {
+	TargetArn string
+}
+
+// deadLetterOf checks a DeadLetterConfig of CreateFunction or
+// UpdateFunctionConfiguration: nil for none (or an empty TargetArn), else
+// an existing standard queue. Before, the field was not read: the call
+// succeeded and failed events never reached the queue.
+func (rq *request) deadLetterOf(in *deadLetterConfig) (*function.DeadLetterConfig, error) {
+	if in == nil || in.TargetArn == "" {
+		return nil, nil
+	}
+	if _, ok := queue.NameFromARN(in.TargetArn); !ok {
+		return nil, lambdaInvalid("DeadLetterConfig.TargetArn: %q is not a queue ARN (arn:aws:sqs:<region>:<account>:<name>); runnel's dead-letter queues are queues (SNS topics are not supported)", in.TargetArn)
+	}
+	attrs, err := rq.h.rn.Queues.GetQueueAttributes(rq.ctx, in.TargetArn, []string{queue.AttrFifoQueue})
+	if err != nil {
+		return nil, lambdaInvalid("DeadLetterConfig.TargetArn: queue %s does not exist", in.TargetArn)
+	}
+	if attrs[queue.AttrFifoQueue] == "true" {
+		return nil, lambdaInvalid("DeadLetterConfig.TargetArn: %s is a FIFO queue; Lambda supports only standard queues as dead-letter queues", in.TargetArn)
+	}
+	return &function.DeadLetterConfig{TargetArn: in.TargetArn}, nil
 }
 
 type functionConfiguration struct {
@@ -62,9 +91,10 @@ type functionConfiguration struct {
 	State, LastUpdateStatus, PackageType              string
 	// StateReason says what differs between a managed runtime and the
 	// interpreter it runs on (python3.12 on Python 3.11).
-	StateReason   string `json:",omitempty"`
-	Architectures []string
-	Layers        []functionLayer `json:",omitempty"`
+	StateReason      string `json:",omitempty"`
+	Architectures    []string
+	Layers           []functionLayer            `json:",omitempty"`
+	DeadLetterConfig *function.DeadLetterConfig `json:",omitempty"`
 }
 
 // functionLayer is a layer of a FunctionConfiguration (API_Layer).
@@ -87,7 +117,7 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		CodeSha256: meta.CodeSha256, Version: cfg.ExecutedVersion(), StateReason: meta.RuntimeWarning,
 		RevisionId: cfg.RevisionId,
 		State:      "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
-		Architectures: []string{"x86_64"},
+		Architectures: []string{"x86_64"}, DeadLetterConfig: cfg.DeadLetterConfig,
 	}
 	if !meta.LastModified.IsZero() {
 		out.LastModified = meta.LastModified.UTC().Format(functionTimeLayout)
@@ -126,6 +156,11 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	cfg := function.Config{
 		FunctionName: in.FunctionName, Handler: in.Handler, Timeout: in.Timeout, MemorySize: in.MemorySize,
 	}
+	dl, err := rq.deadLetterOf(in.DeadLetterConfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DeadLetterConfig = dl
 	if in.Environment != nil {
 		cfg.Environment = in.Environment.Variables
 	}
@@ -342,6 +377,7 @@ type updateFunctionConfigurationInput struct {
 	Timeout, MemorySize                 *int
 	Environment                         *environment
 	Layers                              *[]string
+	DeadLetterConfig                    *deadLetterConfig
 }
 
 // change calls fn with the configuration and metadata of the function
@@ -394,6 +430,13 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 		setIf(&cfg.MemorySize, in.MemorySize)
 		if in.Environment != nil {
 			cfg.Environment = in.Environment.Variables
+		}
+		if in.DeadLetterConfig != nil {
+			dl, err := rq.deadLetterOf(in.DeadLetterConfig)
+			if err != nil {
+				return err
+			}
+			cfg.DeadLetterConfig = dl
 		}
 		meta.LastModified = time.Now()
 		return rq.h.redeploy(rq.ctx, *cfg, meta, nil)

@@ -81,6 +81,18 @@ type Config struct {
 	// RevisionId is set by runnel: a UUID that changes with every update
 	// of the configuration (API_FunctionConfiguration RevisionId).
 	RevisionId string `json:"RevisionId,omitempty" yaml:"-"`
+	// DeadLetterConfig is the function's dead-letter queue for failed
+	// asynchronous events (API_DeadLetterConfig, CreateFunction and
+	// UpdateFunctionConfiguration): a version's configuration, frozen by
+	// PublishVersion. An event invoke configuration's own DeadLetterConfig
+	// (runnel's extension) takes precedence. nil: none.
+	DeadLetterConfig *DeadLetterConfig `json:"DeadLetterConfig,omitempty" yaml:"DeadLetterConfig"`
+}
+
+// DeadLetterConfig is a function's dead-letter queue: the ARN of a
+// standard SQS queue (SNS topics, which Lambda also takes, are refused).
+type DeadLetterConfig struct {
+	TargetArn string `json:"TargetArn" yaml:"TargetArn"`
 }
 
 // ExecutedVersion is the version Lambda reports having run

@@ -416,13 +416,28 @@ func keyOf(ref string) string {
 }
 
 // config returns a function's effective configuration.
+// The dead-letter queue is the configuration's DeadLetterConfig, else
+// the function version's (CreateFunction, UpdateFunctionConfiguration).
 func (s *Service) config(name string) effective {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.configs[name]; ok {
-		return c.effective()
+	c, ok := s.configs[name]
+	s.mu.Unlock()
+	var e effective
+	if ok {
+		e = c.effective()
+	} else {
+		e = (*EventInvokeConfig)(nil).effective()
 	}
-	return (*EventInvokeConfig)(nil).effective()
+	if e.dlq == "" {
+		ref := name
+		if i := strings.IndexByte(name, '.'); i >= 0 {
+			ref = name[:i] + ":" + name[i+1:]
+		}
+		if f, err := s.fns.Describe(ref); err == nil && f.Config().DeadLetterConfig != nil {
+			e.dlq = f.Config().DeadLetterConfig.TargetArn
+		}
+	}
+	return e
 }
 
 // FailedEventsGoTo says where a function's failed events go: its OnFailure
