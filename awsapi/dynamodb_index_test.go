@@ -1,6 +1,7 @@
 package awsapi_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/internal/testenv"
 )
 
@@ -99,4 +101,47 @@ func TestDynamoDBSecondaryIndexes(t *testing.T) {
 	_, err = c.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("games"), IndexName: aws.String("byWins"),
 		KeyConditionExpression: aws.String("wins = :w"), ExpressionAttributeValues: map[string]types.AttributeValue{":w": ddbN(4)}})
 	wantDDBErr(t, err, "ValidationException", "The table does not have the specified index: byWins")
+}
+
+// TestAnUpdateTableRefusedChangesNothing: UpdateTable makes every change
+// it is asked for, or none. Before, the billing and stream changes were
+// stored before the GSI change was checked: a request refused for its
+// index kept its stream change (the corrected request then failed with
+// "Table already has no enabled stream") or a switch to PROVISIONED.
+func TestAnUpdateTableRefusedChangesNothing(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	c := e.ddb()
+	ctx := context.Background()
+	createOrders(t, c, "upd")
+	before := must(c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("upd")})).Table
+	gsi := func(attr string) []types.GlobalSecondaryIndexUpdate {
+		return []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{IndexName: aws.String("byG"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String(attr), KeyType: types.KeyTypeHash}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}
+	}
+	defs := []types.AttributeDefinition{{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS}}
+	stream := &types.StreamSpecification{StreamEnabled: aws.Bool(false)} // "upd" has one on
+	_, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("upd"), StreamSpecification: stream,
+		AttributeDefinitions: defs, GlobalSecondaryIndexUpdates: gsi("undefined")})
+	if errCode(err) != "ValidationException" {
+		t.Fatalf("a GSI on an undefined attribute: %v", err)
+	}
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("upd"), BillingMode: types.BillingModeProvisioned,
+		ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)},
+		AttributeDefinitions: defs, GlobalSecondaryIndexUpdates: gsi("g")})
+	if errCode(err) != "ValidationException" {
+		t.Fatalf("a provisioned table's GSI without throughput: %v", err)
+	}
+	after := must(c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("upd")})).Table
+	if !aws.ToBool(after.StreamSpecification.StreamEnabled) || aws.ToString(after.LatestStreamArn) != aws.ToString(before.LatestStreamArn) || len(after.GlobalSecondaryIndexes) != 0 ||
+		after.BillingModeSummary == nil || after.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
+		t.Fatalf("after two refused UpdateTable calls: stream %s (was %s), %d GSIs, billing %+v",
+			aws.ToString(after.LatestStreamArn), aws.ToString(before.LatestStreamArn), len(after.GlobalSecondaryIndexes), after.BillingModeSummary)
+	}
+	// The corrected request passes whole.
+	out := must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("upd"), StreamSpecification: stream,
+		AttributeDefinitions: defs, GlobalSecondaryIndexUpdates: gsi("g")})).TableDescription
+	if out.StreamSpecification == nil || aws.ToBool(out.StreamSpecification.StreamEnabled) || len(out.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("the corrected request: %+v", out)
+	}
 }

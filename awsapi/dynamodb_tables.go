@@ -94,25 +94,15 @@ func dynamoUpdateTable(rq *request, in *updateTableInput) (any, error) {
 		return nil, awserr.New(awserr.ErrValidation, "runnel does not support ReplicaUpdates (no global tables)")
 	}
 	name := tableName(in.TableName)
-	// Every change asked for is made, in this order (billing first: a new
-	// GSI's throughput rule reads it); the answer describes the table after
-	// the last.
+	// Every change asked for is made, or none (table.UpdateTable); the
+	// answer describes the table after them.
 	var d *table.TableDescription
 	var err error
-	step := func(asked bool, change func() (*table.TableDescription, error)) {
-		if asked && err == nil {
-			d, err = change()
-		}
+	if in.BillingMode != "" || in.ProvisionedThroughput != nil || in.StreamSpecification != nil || len(in.GlobalSecondaryIndexUpdates) > 0 {
+		d, err = rq.h.rn.Tables.UpdateTable(rq.ctx, name, table.UpdateTableInput{BillingMode: in.BillingMode,
+			ProvisionedThroughput: in.ProvisionedThroughput, StreamSpecification: in.StreamSpecification,
+			AttributeDefinitions: in.AttributeDefinitions, GlobalSecondaryIndexUpdates: in.GlobalSecondaryIndexUpdates})
 	}
-	step(in.BillingMode != "" || in.ProvisionedThroughput != nil, func() (*table.TableDescription, error) {
-		return rq.h.rn.Tables.UpdateBilling(rq.ctx, name, in.BillingMode, in.ProvisionedThroughput)
-	})
-	step(in.StreamSpecification != nil, func() (*table.TableDescription, error) {
-		return rq.h.rn.Tables.UpdateStream(rq.ctx, name, *in.StreamSpecification)
-	})
-	step(len(in.GlobalSecondaryIndexUpdates) > 0, func() (*table.TableDescription, error) {
-		return rq.h.rn.Tables.UpdateGlobalSecondaryIndexes(rq.ctx, name, in.AttributeDefinitions, in.GlobalSecondaryIndexUpdates)
-	})
 	if err != nil {
 		return nil, err
 	}

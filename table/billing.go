@@ -2,8 +2,6 @@ package table
 
 import (
 	"context"
-
-	"github.com/runnel-dev/runnel/lease"
 )
 
 // Throughput is a provisioned table's capacity (BillingMode PROVISIONED).
@@ -40,38 +38,22 @@ func billing(mode string, tp, cur *Throughput) (*Throughput, error) {
 // UpdateBilling changes a table's BillingMode and ProvisionedThroughput
 // (UpdateTable), in DynamoDB's words when nothing would change.
 func (s *Service) UpdateBilling(ctx context.Context, name, mode string, tp *Throughput) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, "UpdateBilling", lease.Triple(name, mode, tp)); remote {
-		return d, err
-	}
-	t, err := s.table(name)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.updateBilling(ctx, mode, tp); err != nil {
-		return nil, err
-	}
-	return t.describe(), nil
+	return s.UpdateTable(ctx, name, UpdateTableInput{BillingMode: mode, ProvisionedThroughput: tp})
 }
 
-func (t *Table) updateBilling(ctx context.Context, mode string, tp *Throughput) error {
-	t.metaMu.Lock()
-	defer t.metaMu.Unlock()
-	st := t.st
+// billingApplied is st with its billing changed (UpdateTable).
+func billingApplied(st stored, mode string, tp *Throughput) (stored, error) {
 	next, err := billing(mode, tp, st.Provisioned)
 	if err != nil {
-		return err
+		return st, err
 	}
 	if cur := st.Provisioned; cur != nil && next != nil && *cur == *next {
-		return validation("The provisioned throughput for the table will not change. The requested value equals the current value. "+
+		return st, validation("The provisioned throughput for the table will not change. The requested value equals the current value. "+
 			"Current ReadCapacityUnits provisioned for the table: %d. Requested ReadCapacityUnits: %d. "+
 			"Current WriteCapacityUnits provisioned for the table: %d. Requested WriteCapacityUnits: %d. "+
 			"Refer to the Amazon DynamoDB Developer Guide for current limits and how to request higher limits.",
 			cur.ReadCapacityUnits, next.ReadCapacityUnits, cur.WriteCapacityUnits, next.WriteCapacityUnits)
 	}
 	st.Provisioned = next
-	if err := t.s.saveMeta(ctx, st); err != nil {
-		return err
-	}
-	t.st = st
-	return nil
+	return st, nil
 }

@@ -103,6 +103,7 @@ var forwarded = lease.Ops[*Service]{
 	"UpdateBilling":                describing(lease.Call3((*Service).UpdateBilling)),
 	"UpdateGlobalSecondaryIndexes": describing(lease.Call3((*Service).UpdateGlobalSecondaryIndexes)),
 	"UpdateStream":                 describing(lease.Call2((*Service).UpdateStream)),
+	"UpdateTable":                  describing(lease.Call2((*Service).UpdateTable)),
 	"UpdateTimeToLive":             lease.Call2((*Service).UpdateTimeToLive),
 	"DescribeTimeToLive":           lease.Call((*Service).DescribeTimeToLive),
 	"SweepExpired":                 lease.Call(func(s *Service, ctx context.Context, _ struct{}) (int, error) { return s.SweepExpired(ctx) }),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,32 @@ func startTTLTable(t *testing.T, dir string, clock clockwork.Clock) *runnel.Runn
 		t.Fatal(err)
 	}
 	return rn
+}
+
+// TestAnItemOfACompletedTransactionCountsItsOwnSize: the item that a
+// transaction completed at open wrote counts its size in TableSizeBytes,
+// as the same item put by PutItem does. Before, it counted the length of
+// its encoded change record.
+func TestAnItemOfACompletedTransactionCountsItsOwnSize(t *testing.T) {
+	dir := t.TempDir()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	rn := startTTLTable(t, dir, clock)
+	item := table.Item{"pk": S("a"), "blob": S(strings.Repeat("x", 10000))}
+	publishLostCommit(t, rn, "sessions", item, clock.Now())
+	rn.Crash()
+
+	rn = testenv.Start(t, testenv.Options{Dir: dir, Clock: clock})
+	d, err := rn.Tables.DescribeTable(ctx, "sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recovered := d.TableSizeBytes
+	twin := table.Item{"pk": S("b"), "blob": S(strings.Repeat("x", 10000))} // the same size
+	if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "sessions", Item: twin}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = rn.Tables.DescribeTable(ctx, "sessions")
+	if d.ItemCount != 2 || d.TableSizeBytes != 2*recovered {
+		t.Fatalf("TableSizeBytes %d with the recovered item, %d with its twin put by PutItem: want twice as much", recovered, d.TableSizeBytes)
+	}
 }

@@ -380,7 +380,13 @@ func (x *secondary) entryOf(k key, it Item) *sEntry {
 	if !ok {
 		return nil
 	}
-	hc, err := canonical(x.sc.hash, x.sc.hashType, hv)
+	// A value that cannot be an index key (wrong type, empty, or longer
+	// than 2048 bytes for a partition key, 1024 for a sort key) keeps the
+	// item out of the index: "the violating items are not included in the
+	// index" (GSI.OnlineOps.ViolationDetection). Writes refuse such values
+	// (checkIndexKeys); a backfill meets them in items written before the
+	// index existed, and before, it indexed the over-long ones.
+	hc, err := x.sc.hashCanonical(hv)
 	if err != nil {
 		return nil
 	}
@@ -390,7 +396,7 @@ func (x *secondary) entryOf(k key, it Item) *sEntry {
 		if !ok {
 			return nil
 		}
-		if e.rk, err = canonical(x.sc.rng, x.sc.rngType, rv); err != nil {
+		if e.rk, err = canonical(x.sc.rng, x.sc.rngType, rv); err != nil || len(e.rk) > MaxRangeKeyBytes {
 			return nil
 		}
 	}

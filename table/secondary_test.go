@@ -691,3 +691,44 @@ func TestFilterIntoKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestABackfillLeavesOutItemsWhoseIndexKeyIsTooLong: "the violating
+// items are not included in the index" — among the violations, "an
+// attribute value from the table exceeds the maximum length for an index
+// key attribute. The maximum length of a partition key is 2048 bytes, and
+// the maximum length of a sort key is 1024 bytes"
+// (GSI.OnlineOps.ViolationDetection). Before, the backfill indexed them:
+// they showed in the index's Scan and ItemCount, and no Query reached
+// them.
+func TestABackfillLeavesOutItemsWhoseIndexKeyIsTooLong(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	tb := rn.Tables
+	createTable(t, tb, "long", "", "")
+	putItem(t, tb, "long", table.Item{"pk": S("short"), "g": S("a"), "s": S("x")})
+	putItem(t, tb, "long", table.Item{"pk": S("longhash"), "g": S(strings.Repeat("h", 2049)), "s": S("x")})
+	putItem(t, tb, "long", table.Item{"pk": S("longsort"), "g": S("a"), "s": S(strings.Repeat("s", 1025))})
+	putItem(t, tb, "long", table.Item{"pk": S("atlimits"), "g": S(strings.Repeat("h", 2048)), "s": S(strings.Repeat("s", 1024))})
+	create := table.GlobalSecondaryIndexUpdate{Create: &table.SecondaryIndex{IndexName: "byGS",
+		KeySchema:  []table.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}, {AttributeName: "s", KeyType: "RANGE"}},
+		Projection: table.Projection{ProjectionType: "KEYS_ONLY"}}}
+	defs := []table.AttributeDefinition{{AttributeName: "g", AttributeType: "S"}, {AttributeName: "s", AttributeType: "S"}}
+	if _, err := tb.UpdateGlobalSecondaryIndexes(ctx, "long", defs, []table.GlobalSecondaryIndexUpdate{create}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "ACTIVE", func() bool {
+		d, _ := tb.DescribeTable(ctx, "long")
+		return d.GlobalSecondaryIndexes[0].IndexStatus == "ACTIVE"
+	})
+	out, err := tb.Scan(ctx, table.ScanInput{ReadInput: table.ReadInput{TableName: "long", IndexName: "byGS"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := attrsOf(out.Items, "pk")
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"atlimits", "short"}) {
+		t.Fatalf("the index holds %v, want [atlimits short]", got)
+	}
+	if d, _ := tb.DescribeTable(ctx, "long"); d.GlobalSecondaryIndexes[0].ItemCount != 2 {
+		t.Fatalf("the index's ItemCount %d, want 2", d.GlobalSecondaryIndexes[0].ItemCount)
+	}
+}

@@ -52,7 +52,28 @@ func onlyOneOnline() error {
 // projection (see CreateTable), an attribute defined with another type;
 // ResourceNotFoundException for deleting an index the table lacks.
 func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string, defs []AttributeDefinition, updates []GlobalSecondaryIndexUpdate) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, "UpdateGlobalSecondaryIndexes", lease.Triple(name, defs, updates)); remote {
+	return s.UpdateTable(ctx, name, UpdateTableInput{AttributeDefinitions: defs, GlobalSecondaryIndexUpdates: updates})
+}
+
+// UpdateTableInput is what one UpdateTable changes; the zero value of a
+// part leaves it as it is.
+type UpdateTableInput struct {
+	BillingMode                 string
+	ProvisionedThroughput       *Throughput
+	StreamSpecification         *StreamSpecification
+	AttributeDefinitions        []AttributeDefinition
+	GlobalSecondaryIndexUpdates []GlobalSecondaryIndexUpdate
+}
+
+// UpdateTable makes every change of in, billing first (a new GSI's
+// throughput rule reads it), then the stream, then the GSIs, or none:
+// each is checked on a copy of the table's description, which is stored
+// once all passed. Before, each change was stored as it came, and a
+// request refused for its third part kept its first two (a new stream
+// label issued, the billing switched). Errors as UpdateBilling,
+// UpdateStream and UpdateGlobalSecondaryIndexes.
+func (s *Service) UpdateTable(ctx context.Context, name string, in UpdateTableInput) (*TableDescription, error) {
+	if remote, d, err := s.forwardDesc(ctx, "UpdateTable", lease.Pair(name, in)); remote {
 		return d, err
 	}
 	t, err := s.table(name)
@@ -60,7 +81,7 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 		return nil, err
 	}
 	online := 0
-	for _, u := range updates {
+	for _, u := range in.GlobalSecondaryIndexUpdates {
 		n := 0
 		for _, set := range []bool{u.Create != nil, u.Delete != nil, u.Update != nil} {
 			if set {
@@ -81,27 +102,38 @@ func (s *Service) UpdateGlobalSecondaryIndexes(ctx context.Context, name string,
 	var deleted []*secondary
 	t.metaMu.Lock()
 	st := t.st
-	for _, u := range updates {
+	if in.BillingMode != "" || in.ProvisionedThroughput != nil {
+		st, err = billingApplied(st, in.BillingMode, in.ProvisionedThroughput)
+	}
+	if err == nil && in.StreamSpecification != nil {
+		st, err = streamApplied(st, *in.StreamSpecification, s.eng.Clock.Now())
+	}
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		if err != nil {
+			break
+		}
 		switch {
 		case u.Create != nil:
-			st, created, err = t.createIndex(st, defs, *u.Create)
+			st, created, err = t.createIndex(st, in.AttributeDefinitions, *u.Create)
 		case u.Delete != nil:
 			deleted = append(deleted, t.index(u.Delete.IndexName))
 			st, err = t.deleteIndex(st, u.Delete.IndexName)
 		case t.index(u.Update.IndexName) == nil:
 			err = indexNotFound(st.TableName, u.Update.IndexName)
 		}
-		if err != nil {
-			t.metaMu.Unlock()
-			return nil, err
-		}
+	}
+	if err != nil {
+		t.metaMu.Unlock()
+		return nil, err
 	}
 	if err := s.saveMeta(ctx, st); err != nil {
 		t.metaMu.Unlock()
 		return nil, err
 	}
 	t.st = st
-	err = t.openIndexes()
+	if len(in.GlobalSecondaryIndexUpdates) > 0 {
+		err = t.openIndexes()
+	}
 	if err == nil && created != nil {
 		// What an index of the same id deleted before left in the store.
 		if x := t.index(created.name); x != nil && x.disk != nil {

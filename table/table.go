@@ -635,46 +635,31 @@ func (s *Service) ListTables(ctx context.Context) []string {
 // stream. Errors: ValidationException if the stream is already in the
 // asked state, as DynamoDB.
 func (s *Service) UpdateStream(ctx context.Context, name string, spec StreamSpecification) (*TableDescription, error) {
-	if remote, d, err := s.forwardDesc(ctx, "UpdateStream", lease.Pair(name, spec)); remote {
-		return d, err
-	}
-	t, err := s.table(name)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.updateStream(ctx, spec); err != nil {
-		return nil, err
-	}
-	return t.describe(), nil
+	return s.UpdateTable(ctx, name, UpdateTableInput{StreamSpecification: &spec})
 }
 
-func (t *Table) updateStream(ctx context.Context, spec StreamSpecification) error {
-	t.metaMu.Lock()
-	defer t.metaMu.Unlock()
-	st := t.st
+// streamApplied is st with its stream turned on or off at now
+// (UpdateTable).
+func streamApplied(st stored, spec StreamSpecification, now time.Time) (stored, error) {
 	on := st.StreamSpecification != nil && st.StreamSpecification.StreamEnabled
 	switch {
 	case spec.StreamEnabled && on:
-		return validation("Table already has an enabled stream: %s", st.LatestStreamArn)
+		return st, validation("Table already has an enabled stream: %s", st.LatestStreamArn)
 	case !spec.StreamEnabled && !on:
-		return validation("Table already has no enabled stream: %s", st.TableName)
+		return st, validation("Table already has no enabled stream: %s", st.TableName)
 	case spec.StreamEnabled:
 		if err := checkView(spec.StreamViewType); err != nil {
-			return err
+			return st, err
 		}
 		st.StreamSpecification = &StreamSpecification{StreamEnabled: true, StreamViewType: spec.StreamViewType}
-		st.LatestStreamLabel = streamLabel(t.s.eng.Clock.Now())
+		st.LatestStreamLabel = streamLabel(now)
 		st.LatestStreamArn = st.TableArn + "/stream/" + st.LatestStreamLabel
 	default:
 		// The disabled stream keeps its view type: it stays readable for
 		// 24 hours under its ARN.
 		st.StreamSpecification = &StreamSpecification{StreamEnabled: false, StreamViewType: st.StreamSpecification.StreamViewType}
 	}
-	if err := t.s.saveMeta(ctx, st); err != nil {
-		return err
-	}
-	t.st = st
-	return nil
+	return st, nil
 }
 
 // UpdateTimeToLive sets the table's TTL attribute (API_UpdateTimeToLive).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table/expr"
 )
 
 // Transaction limits (API_TransactWriteItems).
@@ -564,7 +565,10 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 				}
 				p := &pending{t: t, k: k, change: *ch}
 				if ch.NewImage != nil {
-					p.size = int32(len(c.Data))
+					// The item's size, as every write counts it (newChange);
+					// before, the encoded change's length (keys and both
+					// images) inflated TableSizeBytes and the 1 MB pages.
+					p.size = int32(expr.ItemSize(ch.NewImage))
 					p.exp = t.ttlOf(ch.NewImage)
 				}
 				out, err := s.logs.PutRecords(ctx, c.Log, []stream.PutRecordsRequestEntry{{Data: c.Data, PartitionKey: c.PartitionKey, ExplicitHashKey: c.ExplicitHash}})
