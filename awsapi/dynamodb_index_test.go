@@ -128,7 +128,7 @@ func TestAnUpdateTableRefusedChangesNothing(t *testing.T) {
 	}
 	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("upd"), BillingMode: types.BillingModeProvisioned,
 		ProvisionedThroughput: &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)},
-		AttributeDefinitions: defs, GlobalSecondaryIndexUpdates: gsi("g")})
+		AttributeDefinitions:  defs, GlobalSecondaryIndexUpdates: gsi("g")})
 	if errCode(err) != "ValidationException" {
 		t.Fatalf("a provisioned table's GSI without throughput: %v", err)
 	}
