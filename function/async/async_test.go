@@ -549,6 +549,33 @@ func TestEventAgeExceeded(t *testing.T) {
 			"responsePayload": map[string]any{"errorMessage": "boom", "errorType": "errorString"},
 		}, "")
 	})
+	t.Run("the record of a version's aged event names the version that ran", func(t *testing.T) {
+		// Before, the event's stored state did not keep the version: the
+		// EventAgeExceeded record said "$LATEST" after version 1 ran.
+		clock := newClock()
+		rn := testenv.Start(t, testenv.Options{Clock: clock})
+		dest := createQueue(t, rn, "failures", nil)
+		newFunction(t, rn, function.Config{}, fail("boom"))
+		if _, err := rn.Functions.PublishVersion(context.Background(), "f", nil); err != nil {
+			t.Fatal(err)
+		}
+		put(t, rn, async.EventInvokeConfig{FunctionName: "f:1", MaximumEventAgeInSeconds: ptr(60), DestinationConfig: onFailure(dest)})
+		invoke(t, rn, "f:1", async.Event, `{"order":42}`)
+		waitStats(t, rn, "f", "first attempt", func(s async.Stats) bool { return s.Handled == 1 })
+		idle(t, clock, 1)
+		clock.Advance(61 * time.Second)
+		waitStats(t, rn, "f", "EventAgeExceeded", func(s async.Stats) bool { return s.EventAgeExceeded == 1 })
+		var rec struct {
+			RequestContext  struct{ Condition string }
+			ResponseContext struct{ ExecutedVersion string }
+		}
+		if err := json.Unmarshal([]byte(onlyMessage(t, rn, "failures").Body), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.RequestContext.Condition != "EventAgeExceeded" || rec.ResponseContext.ExecutedVersion != "1" {
+			t.Fatalf("record %+v: want EventAgeExceeded with executedVersion 1", rec)
+		}
+	})
 	t.Run("an event throttled until it is older than MaximumEventAgeInSeconds is never invoked", func(t *testing.T) {
 		clock := newClock()
 		rn := testenv.Start(t, testenv.Options{Clock: clock})

@@ -2,9 +2,13 @@ package async_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -68,5 +72,48 @@ func TestUpdatingAMissingEventInvokeConfigIsNotFound(t *testing.T) {
 	}
 	if _, err := rn.Async.GetFunctionEventInvokeConfig(context.Background(), "f"); !errors.Is(err, awserr.ErrResourceNotFound) {
 		t.Fatalf("the refused Update stored a configuration: %v", err)
+	}
+}
+
+// A version or an alias may be a destination: "Destination: The Amazon
+// Resource Name (ARN) of the destination resource" (API_OnSuccess), a
+// qualified function ARN included. Before, runnel refused it ("is not a
+// valid function ARN"), and would have invoked $LATEST.
+func TestAnAliasIsADestination(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	newFunction(t, rn, function.Config{FunctionName: "src"}, nil)
+	var mu sync.Mutex
+	var invoked []string
+	function.Register("alias-destination-test", func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		lc, _ := lambdacontext.FromContext(ctx)
+		mu.Lock()
+		invoked = append(invoked, lc.InvokedFunctionArn)
+		mu.Unlock()
+		return json.RawMessage(`{}`), nil
+	})
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "dest", Handler: "alias-destination-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Functions.PublishVersion(ctx, "dest", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Functions.CreateAlias(ctx, "dest", function.Alias{Name: "live", FunctionVersion: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	live := rn.Functions.ARN("dest") + ":live"
+	put(t, rn, async.EventInvokeConfig{FunctionName: "src", DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: live}}})
+	invoke(t, rn, "src", async.Event, `{"n":1}`)
+	testenv.Eventually(t, wait, "the alias invoked with the record", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(invoked) == 1
+	})
+	if invoked[0] != live {
+		t.Fatalf("the destination was invoked as %s, want %s", invoked[0], live)
+	}
+	if _, err := rn.Async.PutFunctionEventInvokeConfig(ctx, async.EventInvokeConfig{FunctionName: "src",
+		DestinationConfig: &async.DestinationConfig{OnSuccess: &async.OnSuccess{Destination: rn.Functions.ARN("dest") + ":nope"}}}); !errors.Is(err, awserr.ErrInvalidParameterValue) {
+		t.Fatalf("a missing alias as destination: %v", err)
 	}
 }

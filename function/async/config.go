@@ -203,14 +203,16 @@ func (s *Service) checkDestination(ctx context.Context, name, field, arn string)
 		}
 		return nil
 	case strings.HasPrefix(arn, "arn:aws:lambda:"):
-		fn, ok := function.FunctionNameFromARN(arn)
-		if !ok {
+		// A version or an alias may be the destination (its ARN
+		// qualified); before, only the unqualified ARN was taken.
+		fn, _, err := function.ParseRef(arn)
+		if err != nil {
 			return invalid("%s: %q is not a valid function ARN", field, arn)
 		}
 		if fn == name {
 			return invalid("%s: %s is the function itself: its records would invoke it again, without end", field, arn)
 		}
-		if _, err := s.fns.GetFunction(fn); err != nil {
+		if _, err := s.fns.Describe(arn); err != nil {
 			return invalid("%s: function %s does not exist", field, arn)
 		}
 		return nil

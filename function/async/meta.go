@@ -17,6 +17,7 @@ const (
 	attrLastFuncError = "runnel.FunctionError" // String: "Unhandled" after a function error
 	attrLastError     = "runnel.LastError"     // String: the last error object, JSON (when it fits)
 	attrQualifier     = "runnel.Qualifier"     // String: the version or alias invoked ("" for $LATEST)
+	attrExecuted      = "runnel.Executed"      // String: the version the last attempt ran (after one ran)
 )
 
 // meta is an event's state, carried in its message attributes.
@@ -30,6 +31,9 @@ type meta struct {
 	lastStatus    int
 	lastFuncError string
 	lastError     string // {"errorMessage":...,"errorType":...}
+	// lastExecuted is the version the last attempt that ran executed
+	// ("" if none ran): an EventAgeExceeded record names it.
+	lastExecuted string
 }
 
 func str(s string) *string { return &s }
@@ -44,6 +48,9 @@ func (m meta) attributes(bodyLen int) map[string]queue.MessageAttributeValue {
 	}
 	if m.qualifier != "" {
 		a[attrQualifier] = queue.MessageAttributeValue{DataType: "String", StringValue: str(m.qualifier)}
+	}
+	if m.lastExecuted != "" {
+		a[attrExecuted] = queue.MessageAttributeValue{DataType: "String", StringValue: str(m.lastExecuted)}
 	}
 	if m.throttles > 0 {
 		a[attrThrottles] = queue.MessageAttributeValue{DataType: "Number", StringValue: str(strconv.Itoa(m.throttles))}
@@ -76,7 +83,8 @@ func parseMeta(msg *queue.Message) meta {
 	}
 	num := func(k string) int { n, _ := strconv.Atoi(get(k)); return n }
 	m := meta{requestID: get(attrRequestID), invokeCount: num(attrInvokeCount), throttles: num(attrThrottles),
-		lastStatus: num(attrLastStatus), lastFuncError: get(attrLastFuncError), lastError: get(attrLastError), qualifier: get(attrQualifier)}
+		lastStatus: num(attrLastStatus), lastFuncError: get(attrLastFuncError), lastError: get(attrLastError), qualifier: get(attrQualifier),
+		lastExecuted: get(attrExecuted)}
 	if ms, err := strconv.ParseInt(get(attrEnqueued), 10, 64); err == nil {
 		m.enqueued = time.UnixMilli(ms)
 	} else if ms, err := strconv.ParseInt(msg.Attributes[queue.MsgAttrSentTimestamp], 10, 64); err == nil {

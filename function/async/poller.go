@@ -168,7 +168,7 @@ func errorOutcome(status int, errType, msg string) outcome {
 
 // lastOutcome is the outcome recorded in an event's attributes.
 func (m meta) lastOutcome() outcome {
-	o := outcome{status: m.lastStatus, funcError: m.lastFuncError}
+	o := outcome{status: m.lastStatus, funcError: m.lastFuncError, executed: m.lastExecuted}
 	if m.lastError != "" {
 		o.response = []byte(m.lastError)
 		var e struct {
@@ -250,6 +250,7 @@ func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 	}
 	if m.invokeCount <= cfg.retries {
 		m.throttles, m.lastStatus, m.lastFuncError, m.lastError = 0, 200, res.FunctionError, errorObject(errType, o.errMsg)
+		m.lastExecuted = o.executed
 		d := retryDelay(m.invokeCount)
 		if !p.requeue(wctx, msg, m, d) {
 			return false

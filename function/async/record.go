@@ -101,11 +101,15 @@ func (s *Service) sendRecord(ctx context.Context, arn string, rec []byte, reques
 		_, err := s.streams.PutRecord(ctx, name, stream.PutRecordsRequestEntry{Data: rec, PartitionKey: requestID})
 		return err
 	case strings.HasPrefix(arn, "arn:aws:lambda:"):
-		name, ok := function.FunctionNameFromARN(arn)
-		if !ok {
+		name, q, err := function.ParseRef(arn)
+		if err != nil {
 			return fmt.Errorf("%s is not a function ARN", arn)
 		}
-		_, err := s.Invoke(ctx, name, Event, rec)
+		ref := name
+		if q != "" && q != function.Latest {
+			ref = name + ":" + q // the version or alias named
+		}
+		_, err = s.Invoke(ctx, ref, Event, rec)
 		return err
 	}
 	return fmt.Errorf("%s: unsupported destination", arn)
