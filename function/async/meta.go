@@ -49,7 +49,7 @@ func (m meta) attributes(bodyLen int) map[string]queue.MessageAttributeValue {
 	if m.qualifier != "" {
 		a[attrQualifier] = queue.MessageAttributeValue{DataType: "String", StringValue: str(m.qualifier)}
 	}
-	if m.lastExecuted != "" {
+	if m.lastExecuted != "" && m.lastExecuted != "$LATEST" { // the record's default
 		a[attrExecuted] = queue.MessageAttributeValue{DataType: "String", StringValue: str(m.lastExecuted)}
 	}
 	if m.throttles > 0 {
