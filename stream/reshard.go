@@ -134,7 +134,8 @@ func (s *Service) splitShard(ctx context.Context, streamName, shardToSplit, newS
 // both their hash keys (API_MergeShards), with ParentShardId =
 // shardToMerge and AdjacentParentShardId = adjacentShardToMerge. Two
 // shards are adjacent when the union of their hash key ranges is
-// contiguous; either may be the lower one.
+// contiguous, and shardToMerge must be the lower one: the pair the other
+// way round is refused as not adjacent, as Kinesis (kinesalite) does.
 //
 // Errors: ResourceNotFoundException (stream or shard),
 // InvalidArgumentException (not adjacent, the same shard twice, a closed
