@@ -113,8 +113,10 @@ func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, e
 	}
 	s := &ddbStream{arn: arn, label: label, log: t.LogName(), shards: d.Shards, tableName: d.TableName, keySchema: d.KeySchema,
 		labelMs: lt.UnixMilli()}
-	if label == d.LatestStreamLabel && d.StreamSpecification != nil && d.StreamSpecification.StreamEnabled {
-		s.enabled, s.view = true, d.StreamSpecification.StreamViewType
+	if label == d.LatestStreamLabel && d.StreamSpecification != nil {
+		// A stream turned off keeps its view type (StreamViewType shown
+		// for the DISABLED stream, as DynamoDB does).
+		s.enabled, s.view = d.StreamSpecification.StreamEnabled, d.StreamSpecification.StreamViewType
 	}
 	return s, nil
 }
@@ -231,9 +233,13 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 			break
 		}
 		r := seqRange{StartingSequenceNumber: sh.SequenceNumberRange.StartingSequenceNumber}
-		if s.deleted {
-			// A deleted table's shards take no more records: closed, ending
-			// at their last record (at their start when they have none).
+		if !s.enabled {
+			// A disabled stream's shards (a deleted table's, or a stream
+			// turned off) take no more records: closed, ending at the
+			// shard's last record (at their start when they have none).
+			// For a stream turned off and on again, the log goes on with
+			// the new stream's records: the end given may be one of those,
+			// past the old stream's last record.
 			if r.EndingSequenceNumber, err = rq.lastSequenceNumber(s, i); err != nil {
 				return nil, err
 			}
@@ -409,9 +415,10 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 			size += ev.Change.SizeBytes
 		}
 		inner = o.NextShardIterator
-		if len(recs) == 0 && len(o.Records) < limit && s.deleted {
-			// A deleted table's shard read to its end: closed, no next
-			// iterator (what a reader takes for the shard's end).
+		if len(recs) == 0 && len(o.Records) < limit && !s.enabled {
+			// A disabled stream's shard read to its end (no record of it
+			// comes any more): closed, no next iterator (what a reader
+			// takes for the shard's end).
 			inner = ""
 		}
 		if len(recs) > 0 || len(o.Records) < limit || round >= 9 {

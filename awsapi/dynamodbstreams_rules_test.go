@@ -191,3 +191,39 @@ func TestADeletedTablesStreamStaysReadableForADay(t *testing.T) {
 		return err != nil
 	})
 }
+
+// TestATurnedOffStreamIsClosedAndKeepsItsViewType: a stream turned off
+// is DISABLED with its StreamViewType, and its shards are closed: an
+// EndingSequenceNumber, and no NextShardIterator once read to the end
+// (what a KCL reader takes for a shard's end). Before, its shards never
+// ended (a reader polled them for 24 hours) and its StreamViewType was
+// empty.
+func TestATurnedOffStreamIsClosedAndKeepsItsViewType(t *testing.T) {
+	e := start(t, awsapi.Options{})
+	ctx := context.Background()
+	c, sc := e.ddb(), e.ddbStreams()
+	arn, shard := streamOfOneItem(t, e, 2, 10)
+	must(c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("orders"), StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}}))
+	d := must(sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})).StreamDescription
+	if d.StreamStatus != stypes.StreamStatusDisabled || d.StreamViewType != stypes.StreamViewTypeNewAndOldImages {
+		t.Fatalf("the turned-off stream: status %s, view %q", d.StreamStatus, d.StreamViewType)
+	}
+	for _, sh := range d.Shards {
+		if sh.SequenceNumberRange.EndingSequenceNumber == nil {
+			t.Fatalf("shard %s of a turned-off stream is not closed", aws.ToString(sh.ShardId))
+		}
+	}
+	it := must(sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: shard, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})).ShardIterator
+	n := 0
+	for i := 0; it != nil; i++ {
+		if i == 10 {
+			t.Fatal("the turned-off stream's shard never ends")
+		}
+		out := must(sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it}))
+		n += len(out.Records)
+		it = out.NextShardIterator
+	}
+	if n != 2 {
+		t.Fatalf("read %d records, want the 2 changes", n)
+	}
+}
