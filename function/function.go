@@ -16,6 +16,8 @@ import (
 	"errors"
 	"log/slog"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +133,51 @@ func (c Config) Validate() error {
 	}
 	if r := c.ReservedConcurrentExecutions; r != nil && (*r < 0 || *r > DefaultAccountConcurrency) {
 		return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "ReservedConcurrentExecutions", *r, 0, DefaultAccountConcurrency)
+	}
+	return checkEnvironment(c.Environment)
+}
+
+// MaxEnvironmentBytes is the most the environment variables of a
+// function may hold, keys and values together: "The total size of the
+// set can be no more than 4 KB" (configuration-envvars.html).
+const MaxEnvironmentBytes = 4096
+
+// envKeyRE is API_Environment's key pattern.
+var envKeyRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]+$`)
+
+// reservedEnvKeys are the keys Lambda's runtimes set and a function's
+// configuration cannot (configuration-envvars.html, "Defined runtime
+// environment variables").
+var reservedEnvKeys = map[string]bool{
+	"_HANDLER": true, "_X_AMZN_TRACE_ID": true, "AWS_DEFAULT_REGION": true, "AWS_REGION": true, "AWS_EXECUTION_ENV": true,
+	"AWS_LAMBDA_FUNCTION_NAME": true, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": true, "AWS_LAMBDA_FUNCTION_VERSION": true,
+	"AWS_LAMBDA_INITIALIZATION_TYPE": true, "AWS_LAMBDA_LOG_GROUP_NAME": true, "AWS_LAMBDA_LOG_STREAM_NAME": true,
+	"AWS_ACCESS_KEY": true, "AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
+	"AWS_LAMBDA_RUNTIME_API": true, "LAMBDA_TASK_ROOT": true, "LAMBDA_RUNTIME_DIR": true,
+}
+
+// checkEnvironment applies Lambda's rules to a function's environment
+// variables: the key pattern, no reserved key, 4 KB in all; the error is
+// an InvalidParameterValueException in Lambda's words. Before, any map was
+// taken: a function set AWS_REGION that its runtime then overrode.
+func checkEnvironment(env map[string]string) error {
+	size := 0
+	var reserved []string
+	for k, v := range env {
+		if !envKeyRE.MatchString(k) {
+			return awserr.New(awserr.ErrInvalidParameterValue, "Environment.Variables: the key %q does not match [a-zA-Z]([a-zA-Z0-9_])+", k)
+		}
+		if reservedEnvKeys[k] {
+			reserved = append(reserved, k)
+		}
+		size += len(k) + len(v)
+	}
+	if len(reserved) > 0 {
+		slices.Sort(reserved)
+		return awserr.New(awserr.ErrInvalidParameterValue, "Lambda was unable to configure your environment variables because the environment variables you have provided contains reserved keys that are currently not supported for modification. Reserved keys used in this request: %s", strings.Join(reserved, ", "))
+	}
+	if size > MaxEnvironmentBytes {
+		return awserr.New(awserr.ErrInvalidParameterValue, "Lambda was unable to configure your environment variables because the environment variables you have provided exceeded the 4KB limit (%d bytes of keys and values).", size)
 	}
 	return nil
 }

@@ -341,6 +341,14 @@ func TestConfigValidationFollowsTheLambdaAPIRanges(t *testing.T) {
 		{name: "FunctionName with a space is rejected", cfg: function.Config{FunctionName: "my func"}, wantErr: []string{"FunctionName"}},
 		{name: "FunctionName with a colon is rejected", cfg: function.Config{FunctionName: "a:b"}, wantErr: []string{"FunctionName"}},
 		{name: "FunctionName with a dot is rejected", cfg: function.Config{FunctionName: "a.b"}, wantErr: []string{"FunctionName"}},
+		// configuration-envvars.html: keys [a-zA-Z]([a-zA-Z0-9_])+, no
+		// reserved key, 4 KB of keys and values in all. Before, any map.
+		{name: "Environment of 4 KB is allowed", cfg: function.Config{Environment: map[string]string{"BIG": strings.Repeat("x", 4093)}}},
+		{name: "Environment over 4 KB is rejected", cfg: function.Config{Environment: map[string]string{"BIG": strings.Repeat("x", 4094)}}, wantErr: []string{"environment variables", "4KB"}},
+		{name: "Environment with a reserved key is rejected", cfg: function.Config{Environment: map[string]string{"AWS_REGION": "eu-west-1", "MINE": "1"}}, wantErr: []string{"reserved keys", "AWS_REGION"}},
+		{name: "Environment key of one letter is rejected", cfg: function.Config{Environment: map[string]string{"A": "1"}}, wantErr: []string{"Environment.Variables", "\"A\""}},
+		{name: "Environment key starting with a digit is rejected", cfg: function.Config{Environment: map[string]string{"1A": "1"}}, wantErr: []string{"Environment.Variables"}},
+		{name: "Environment TZ and PATH are not reserved", cfg: function.Config{Environment: map[string]string{"TZ": "Europe/Paris", "PATH": "/bin"}}},
 	}
 	h := func(context.Context, events.KinesisEvent) error { return nil }
 	for _, c := range cases {
