@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/wire"
@@ -61,13 +63,20 @@ func (f *IdempotentSupported) HandleSQS(ctx context.Context, ev events.SQSEvent)
 // IdempotentUnsupported is the function of the whitepaper's second flow,
 // for records that must not be processed twice:
 //
-//   - the stream mapping has MaximumRetryAttempts 0, no bisect, and
-//     ReportBatchItemFailures;
+//   - the stream mapping has MaximumRetryAttempts 0, no bisect,
+//     ReportBatchItemFailures, and the Retry-DLQ as its OnFailure
+//     destination (CheckMapping says so);
 //   - a record that fails is inserted into the Retry-DLQ (InsertRetry, in
 //     a retry envelope) before the batch returns, and counted as done only
 //     once the insert is stored: a crash in between means the record is
 //     delivered again (a duplicate in the Retry-DLQ at worst), never lost;
-//   - a record whose insert fails is reported in batchItemFailures;
+//   - a record whose insert fails (the Retry-DLQ unreachable, or the
+//     record too large for a retry envelope in a queue message) is
+//     reported in batchItemFailures and the batch stops there: the
+//     mapping (MaximumRetryAttempts 0) discards that record and the rest
+//     of the batch to its OnFailure destination, the Retry-DLQ, as one
+//     pointer record, which HandleSQS resolves from the stream. Without
+//     that destination the rest of the batch was lost, with a log line;
 //   - the same function consumes the Retry-DLQ (queue mapping with a
 //     RetryPolicy); after MaxAttempts the message moves on to the
 //     Unrecoverable-DLQ.
@@ -96,13 +105,41 @@ func (f *IdempotentUnsupported) HandleKinesis(ctx context.Context, ev events.Kin
 			logger(f.Logger).Error("record failed and could not be inserted into the Retry-DLQ; reporting it to the stream",
 				"eventID", r.EventID, "err", err, "insertErr", ierr)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: r.Kinesis.SequenceNumber})
-			// The checkpoint stops at the lowest failure: later records are
-			// delivered again, so stop here.
+			// The mapping discards this record and the later ones (never
+			// handed to Handle) to its OnFailure destination, the Retry-DLQ:
+			// a pointer record, resolved from the stream by HandleSQS, so
+			// each of them is processed once. Stop here.
 			return resp, nil
 		}
 		logger(f.Logger).Info("record failed; inserted into the Retry-DLQ", "eventID", r.EventID, "err", err)
 	}
 	return resp, nil
+}
+
+// CheckMapping reports, in one error, what in cfg (the stream mapping
+// that invokes this flow) breaks its guarantee: MaximumRetryAttempts
+// must be 0, BisectBatchOnFunctionError off, FunctionResponseTypes
+// ReportBatchItemFailures, and the OnFailure destination the Retry-DLQ.
+// Check it before creating the mapping.
+func (f *IdempotentUnsupported) CheckMapping(cfg mapping.Config) error {
+	var errs []error
+	if cfg.MaximumRetryAttempts == nil || *cfg.MaximumRetryAttempts != 0 {
+		errs = append(errs, errors.New("MaximumRetryAttempts must be 0: a failed record is inserted into the Retry-DLQ, and a retry of its batch would process the records after it twice"))
+	}
+	if cfg.BisectBatchOnFunctionError {
+		errs = append(errs, errors.New("BisectBatchOnFunctionError must be off"))
+	}
+	if !slices.Contains(cfg.FunctionResponseTypes, mapping.ReportBatchItemFailures) {
+		errs = append(errs, errors.New("FunctionResponseTypes must hold ReportBatchItemFailures"))
+	}
+	want := f.Queues.ARN(queueName(f.RetryDLQ))
+	if d := cfg.DestinationConfig; d == nil || d.OnFailure == nil || d.OnFailure.Destination != want {
+		errs = append(errs, fmt.Errorf("DestinationConfig.OnFailure.Destination must be the Retry-DLQ %s: a record that cannot be inserted, and the rest of its batch, go there as a pointer record; without it they are lost", want))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("recovery: the stream mapping of IdempotentUnsupported: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // HandleSQS processes Retry-DLQ messages.

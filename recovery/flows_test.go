@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,7 +62,7 @@ func (b *business) handle(ctx context.Context, rec events.KinesisEventRecord, at
 		return ctx.Err()
 	}
 	switch {
-	case d == "poison":
+	case strings.HasPrefix(d, "poison"):
 		return fmt.Errorf("poison record")
 	case d == "flaky" && b.attempts[d] <= b.flakyFail:
 		return fmt.Errorf("flaky, attempt %d", b.attempts[d])
@@ -304,4 +305,63 @@ func TestIdempotentUnsupportedFlowSurvivesACrashBetweenInsertAndCheckpoint(t *te
 		}
 	}
 	t.Logf("a processed %d, b processed %d, poison in the Unrecoverable-DLQ %d time(s)", b.processed("a"), b.processed("b"), len(bodies))
+}
+
+// TestARecordTheRetryDLQCannotTakeSendsTheRestOfItsBatchThroughTheOnFailurePointer:
+// a failed record that cannot be inserted into the Retry-DLQ (here too
+// large for a retry envelope in a 256 KB queue message) stops the batch;
+// the mapping (MaximumRetryAttempts 0) discards it and the rest of the
+// batch to its OnFailure destination, the Retry-DLQ, as one pointer
+// record, which HandleSQS resolves from the stream. Before, the flow's
+// documentation left that destination out (its test too), and the
+// records after the failed one were lost with a log line. CheckMapping
+// now says so.
+func TestARecordTheRetryDLQCannotTakeSendsTheRestOfItsBatchThroughTheOnFailurePointer(t *testing.T) {
+	s := twoTier(t, "")
+	rn, ctx := s.rn, context.Background()
+	b := newBusiness()
+	fn := &recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: s.retryDLQ, Handle: b.handle, Clock: s.clock}
+	function.Register("flow-unsupported-large", fn)
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "flow-unsupported-large", Timeout: 30}); err != nil {
+		t.Fatal(err)
+	}
+	big := "poison" + strings.Repeat("x", 300_000)
+	if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{
+		{PartitionKey: "k", Data: []byte("a")}, {PartitionKey: "k", Data: []byte(big)}, {PartitionKey: "k", Data: []byte("b")}, {PartitionKey: "k", Data: []byte("c")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	cfg := mapping.Config{EventSourceArn: s.streamARN, FunctionName: "proc",
+		StartingPosition: mapping.TrimHorizon, BatchSize: 4, MaximumBatchingWindowInSeconds: 1, MaximumRetryAttempts: &zero,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}}
+	if err := fn.CheckMapping(cfg); err == nil || !strings.Contains(err.Error(), "OnFailure") {
+		t.Fatalf("CheckMapping without the Retry-DLQ as OnFailure: %v", err)
+	}
+	cfg.DestinationConfig = &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: rn.Queues.ARN("retry-dlq")}}
+	if err := fn.CheckMapping(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: rn.Queues.ARN("retry-dlq"), FunctionName: "proc",
+		BatchSize: 10, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}, RetryPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	s.drain(t, "the pointer record unrecoverable", func() bool {
+		return count(t, rn, s.unrecover) == 1 && count(t, rn, s.retryDLQ) == 0
+	})
+	// b and c stay behind the poison record, unprocessed (processing them
+	// while the message is retried would process them again at each
+	// retry), and reach the Unrecoverable-DLQ with it, where an operator
+	// redrives them: nothing lost, nothing processed twice.
+	if b.processed("a") != 1 || b.processed("b") != 0 || b.processed("c") != 0 {
+		t.Fatalf("a, b, c processed %d, %d, %d times; want 1, 0, 0", b.processed("a"), b.processed("b"), b.processed("c"))
+	}
+	res, err := recovery.Resolve(ctx, rn.Streams, []byte(messages(t, rn, s.unrecover)[0]))
+	if err != nil || res.Kind != recovery.KindStreamBatch || len(res.Records) != 3 || string(res.Records[0].Kinesis.Data) != big ||
+		string(res.Records[1].Kinesis.Data) != "b" || string(res.Records[2].Kinesis.Data) != "c" {
+		t.Fatalf("the unrecoverable message resolves to %s with %d records, %v; want the large record, b and c", res.Kind, len(res.Records), err)
+	}
 }
