@@ -75,6 +75,9 @@ type record struct {
 	hasState bool // a state record was published
 	dirty    bool // in queue.dirty
 	purged   bool // PurgeQueue removed it while its publish was pending
+	// moved: a move wrote it (store with dedup false): its messages'
+	// deduplication ids are not remembered, at a load or in its tombstone.
+	moved bool
 
 	// acked is closed once JetStream answered the body publish; failed
 	// then tells whether it was refused.

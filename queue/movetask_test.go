@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -207,4 +208,38 @@ func TestMessageMoveTask(t *testing.T) {
 func awserrIs(err error, sentinel *awserr.Error) bool {
 	e, ok := err.(*awserr.Error)
 	return ok && e.Is(sentinel)
+}
+
+// TestAMovedCopysDeduplicationIdIsNotASendAfterARestart: a copy written
+// by a redrive or a move task keeps its message's deduplication id, but
+// is not a send of the queue it lands in: the 5-minute window runs from
+// the client's send ("tracked ... for 5 min"). Before, a restart
+// remembered the id with the move's time as its send time, and a new
+// send of that id, six minutes after the first, was accepted with a
+// MessageId and never delivered.
+func TestAMovedCopysDeduplicationIdIsNotASendAfterARestart(t *testing.T) {
+	e := newEnv(t)
+	e.create("dlq.fifo", fifoAttrs())
+	src := e.create("src.fifo", fifoAttrs("RedrivePolicy", redrivePolicy(e, "dlq.fifo", 1)))
+	e.sendIn(src, queue.SendMessageInput{MessageBody: "v1", MessageGroupId: "g", MessageDeduplicationId: "order-42"})
+	e.receive(src, queue.ReceiveMessageInput{VisibilityTimeout: ptr(0)})
+	e.receive(src, queue.ReceiveMessageInput{}) // moved to the DLQ
+	e.clock.Advance(10 * time.Minute)
+	if _, err := e.svc.StartMessageMoveTask(e.ctx, e.svc.ARN("dlq.fifo"), "", 10); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "moved back", func() bool { return e.task(e.svc.ARN("dlq.fifo")).Status == queue.MoveTaskCompleted })
+	e.restart()
+	e.clock.Advance(time.Minute)
+	e.sendIn(src, queue.SendMessageInput{MessageBody: "v2", MessageGroupId: "g", MessageDeduplicationId: "order-42"})
+	var got []string
+	for range 2 {
+		for _, m := range e.receive(src, queue.ReceiveMessageInput{}) {
+			got = append(got, m.Body)
+			e.delete(src, m.ReceiptHandle)
+		}
+	}
+	if !slices.Equal(got, []string{"v1", "v2"}) {
+		t.Fatalf("the source delivers %v, want v1 (moved back) then v2 (a new send, 11 minutes after v1's)", got)
+	}
 }

@@ -18,9 +18,14 @@ import (
 // bytes.
 
 const (
-	bodyV1  = 1
-	stateV1 = 1
-	goneV1  = 1
+	bodyV1 = 1
+	// bodyMoved is bodyV1's layout for the copies a move wrote (a
+	// redrive to or from a dead-letter queue, a move task): their
+	// deduplication ids are not this queue's sends, and are not
+	// remembered when the queue is loaded.
+	bodyMoved = 3
+	stateV1   = 1
+	goneV1    = 1
 )
 
 // goneHeader marks a tombstone.
@@ -96,8 +101,12 @@ func (r *reader) uint64() uint64 {
 // deduplication id, dead-letter source ARN, trace header, body,
 // attributes (count; name, data type, transport 1 string / 2 binary,
 // value).
-func encodeBody(dst []byte, msgs []*message) []byte {
-	dst = append(dst, bodyV1)
+func encodeBody(dst []byte, msgs []*message, moved bool) []byte {
+	if moved {
+		dst = append(dst, bodyMoved)
+	} else {
+		dst = append(dst, bodyV1)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(msgs)))
 	for _, m := range msgs {
 		dst = appendString(dst, m.id)
@@ -129,11 +138,18 @@ func encodeBody(dst []byte, msgs []*message) []byte {
 }
 
 // decodeBody returns the messages of a body record with their stored
-// fields and payloads; state fields are the initial ones.
-func decodeBody(b []byte) ([]*message, error) {
-	if len(b) < 1 || b[0] != bodyV1 {
-		return nil, errBadRecord
+// fields and payloads; state fields are the initial ones. moved says a
+// move wrote them (bodyMoved).
+func decodeBody(b []byte) (msgs []*message, moved bool, err error) {
+	if len(b) < 1 || (b[0] != bodyV1 && b[0] != bodyMoved) {
+		return nil, false, errBadRecord
 	}
+	moved = b[0] == bodyMoved
+	msgs, err = decodeBodyV1(b)
+	return msgs, moved, err
+}
+
+func decodeBodyV1(b []byte) ([]*message, error) {
 	r := &reader{b: b[1:]}
 	n := r.uvarint()
 	if n > MaxBatchEntries {

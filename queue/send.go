@@ -303,7 +303,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 	if q.fifo {
 		q.pruneDedup(now)
 	}
-	rec := &record{n: q.nextN, acked: make(chan struct{})}
+	rec := &record{n: q.nextN, acked: make(chan struct{}), moved: !dedup}
 	kept := msgs[:0:0]
 	for i, m := range msgs {
 		if dedup && q.fifo {
@@ -338,7 +338,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 		// (the fault test lost on-failure messages sent just before the
 		// node serving the queues was killed). Refused, the index is
 		// dropped and loaded again (wrongRecordNumber).
-		f, err := q.svc.eng.JS.PublishMsgAsync(&nats.Msg{Subject: q.bodySubject(rec.n), Data: encodeBody(make([]byte, 0, 64+sizeOf(kept)), kept)},
+		f, err := q.svc.eng.JS.PublishMsgAsync(&nats.Msg{Subject: q.bodySubject(rec.n), Data: encodeBody(make([]byte, 0, 64+sizeOf(kept)), kept, rec.moved)},
 			jetstream.WithExpectLastSequencePerSubject(0))
 		if err != nil {
 			rec.failed = true

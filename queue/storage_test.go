@@ -60,7 +60,7 @@ func TestStorageLayout(t *testing.T) {
 		t.Fatalf("stream holds %d messages after one send and one receive, want body + state", info.State.Msgs)
 	}
 	body := last(q.bodySubject(rc.n))
-	if decoded, err := decodeBody(body.Data); err != nil || len(decoded) != 2 || decoded[1].payload.body != "b" {
+	if decoded, moved, err := decodeBody(body.Data); err != nil || moved || len(decoded) != 2 || decoded[1].payload.body != "b" {
 		t.Fatalf("body record = %v, %v", decoded, err)
 	}
 	rec := &record{msgs: []*message{{}, {}}}

@@ -65,7 +65,7 @@ func (q *queue) flush() ([]jetstream.PubAckFuture, error) {
 			ttl = fifoGoneTTL
 			entries := make([]goneEntry, 0, len(rec.msgs))
 			for _, m := range rec.msgs {
-				if m.dedup != "" {
+				if m.dedup != "" && !rec.moved {
 					entries = append(entries, goneEntry{idx: m.idx, id: m.id, group: m.group, dedup: m.dedup, sentAt: m.sentAt})
 				}
 			}
@@ -187,7 +187,10 @@ func (s *Service) load(ctx context.Context, ref string) (*queue, error) {
 	for _, n := range ns {
 		rec := q.records[n]
 		for _, m := range rec.msgs {
-			if q.fifo && m.dedup != "" {
+			// A move's copy keeps the original's deduplication id, but is no
+			// send of this queue: remembering it (with the move's time as
+			// its send time) dropped a new send of that id after a restart.
+			if q.fifo && m.dedup != "" && !rec.moved {
 				q.remember(m.group, m.dedup, m.id, q.sequenceNumber(n, m.idx), m.sentAt, nil, now)
 			}
 			if m.st == stDeleted {
@@ -283,12 +286,12 @@ func (s *Service) loadMsg(q *queue, subject string, h nats.Header, data []byte, 
 	}
 	switch kind {
 	case "m":
-		msgs, err := decodeBody(data)
+		msgs, moved, err := decodeBody(data)
 		if err != nil {
 			s.log.Error("queue: unreadable body record", "queue", q.name, "record", n, "err", err)
 			return
 		}
-		rec := &record{n: n, msgs: msgs, acked: closedCh}
+		rec := &record{n: n, msgs: msgs, acked: closedCh, moved: moved}
 		for _, m := range msgs {
 			m.rec = rec
 			m.st = stPending
@@ -335,7 +338,7 @@ func (q *queue) fetchPayload(ctx context.Context, m *message) (*payload, error) 
 	if raw.Header.Get(goneHeader) != "" {
 		return nil, fmt.Errorf("record %d is gone", m.rec.n)
 	}
-	msgs, err := decodeBody(raw.Data)
+	msgs, _, err := decodeBody(raw.Data)
 	if err != nil {
 		return nil, err
 	}
