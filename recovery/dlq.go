@@ -32,6 +32,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/wire"
 )
 
@@ -208,9 +209,12 @@ func Classify(m queue.Message) MessageView {
 		return v
 	}
 	var f wire.OnFailureRecord
-	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
-		bi := f.KinesisBatchInfo
+	if err := json.Unmarshal(body, &f); err == nil && f.BatchInfo() != nil {
+		bi := f.BatchInfo()
 		v.Kind, v.Condition = KindStreamBatch, f.RequestContext.Condition
+		if f.KinesisBatchInfo == nil {
+			v.Kind = KindDDBStreamBatch
+		}
 		v.ErrorType = f.ResponseContext.FunctionError
 		v.RequestID, v.FunctionArn, v.InvokeCount = f.RequestContext.RequestID, f.RequestContext.FunctionArn, f.RequestContext.ApproximateInvokeCount
 		v.StreamArn, v.ShardID, v.StartSequenceNumber, v.EndSequenceNumber, v.BatchSize = bi.StreamArn, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber, bi.BatchSize
@@ -556,6 +560,10 @@ type ArchiveOptions struct {
 	// Progress, if set, is called with the messages archived so far and
 	// the queue's visible count at the start.
 	Progress func(done, total int64)
+	// Tables resolves DynamoDB stream on-failure records
+	// (DDBStreamBatchInfo) from their tables' change logs; nil leaves
+	// them unresolved, noted.
+	Tables *table.Service
 }
 
 // ArchiveResult says what Archive did.
@@ -638,7 +646,7 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 			if written[m.MessageId] {
 				continue // visible again after a long archive: already written
 			}
-			line := archiveLine(ctx, streams, name, attrs[queue.AttrQueueArn], m)
+			line := archiveLine(ctx, streams, o.Tables, name, attrs[queue.AttrQueueArn], m)
 			switch {
 			case line.Resolved != nil && line.Note == "":
 				res.Resolved++
@@ -689,7 +697,7 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 	return res, nil
 }
 
-func archiveLine(ctx context.Context, streams *stream.Service, name, arn string, m queue.Message) ArchivedMessage {
+func archiveLine(ctx context.Context, streams *stream.Service, tables *table.Service, name, arn string, m queue.Message) ArchivedMessage {
 	v := Classify(m)
 	line := ArchivedMessage{Queue: name, QueueArn: arn, ArchivedAt: time.Now().UTC(), MessageId: m.MessageId,
 		MD5OfBody: queue.MD5OfBody(m.Body), Body: m.Body, Attributes: m.Attributes, MessageAttributes: m.MessageAttributes,
@@ -702,7 +710,7 @@ func archiveLine(ctx context.Context, streams *stream.Service, name, arn string,
 		line.Note = "not resolved: no stream service; the pointer is in the body"
 		return line
 	}
-	r, err := Resolve(ctx, streams, []byte(m.Body))
+	r, err := ResolveFrom(ctx, Sources{Streams: streams, Tables: tables}, []byte(m.Body))
 	switch {
 	case errors.Is(err, ErrPastRetention):
 		line.Resolved = r

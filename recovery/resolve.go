@@ -28,10 +28,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/wire"
 )
 
@@ -41,6 +44,10 @@ const (
 	KindAsync       = "async"        // an async invocation record (requestPayload)
 	KindInserted    = "inserted"     // a record inserted by InsertRetry
 	KindSNS         = "sns"          // an SNS notification a subscription dead-lettered
+	// KindDDBStreamBatch is a DynamoDB stream on-failure record
+	// (DDBStreamBatchInfo): its records are read from the table's change
+	// log (Sources.Tables).
+	KindDDBStreamBatch = "ddb-stream-batch"
 )
 
 // ErrPastRetention is returned (wrapped) by Resolve when records a
@@ -65,8 +72,12 @@ type Resolved struct {
 	// SNS is the notification of a KindSNS message (its MessageId,
 	// TopicArn, Subject, attributes).
 	SNS *wire.SNSEnvelope
-	// Info is the pointer of a KindStreamBatch record.
+	// Info is the pointer of a KindStreamBatch or KindDDBStreamBatch
+	// record.
 	Info *wire.KinesisBatchInfo
+	// DynamoDB are the records of a KindDDBStreamBatch, as a DynamoDB
+	// event carries them.
+	DynamoDB []events.DynamoDBEventRecord `json:",omitempty"`
 	// Condition is why the records failed (RetryAttemptsExhausted, ...).
 	Condition string
 	// Attempt and InitialTimestamp come from a retry envelope (KindInserted):
@@ -82,6 +93,27 @@ type Resolved struct {
 // keys that were processed; Resolve returns the whole range (processing them
 // again is a duplicate, which idempotent handlers absorb).
 func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolved, error) {
+	return ResolveFrom(ctx, Sources{Streams: streams}, body)
+}
+
+// Sources are what ResolveFrom reads pointer records from: Streams for a
+// KinesisBatchInfo, Tables for a DDBStreamBatchInfo (nil: such a record
+// is not resolved; ErrNoSource).
+type Sources struct {
+	Streams *stream.Service
+	Tables  *table.Service
+}
+
+// ErrNoSource is returned (wrapped) by ResolveFrom for a pointer record
+// whose service was not given.
+var ErrNoSource = errors.New("recovery: the service the pointer reads from was not given")
+
+// ResolveFrom is Resolve reading from src: it also resolves the
+// on-failure records of DynamoDB stream mappings (DDBStreamBatchInfo),
+// from the table's change log. Before, Resolve, Classify and Archive did
+// not recognise them.
+func ResolveFrom(ctx context.Context, src Sources, body []byte) (*Resolved, error) {
+	streams := src.Streams
 	if env, ok := wire.UnwrapRetry(body); ok {
 		var rec events.KinesisEventRecord
 		if err := json.Unmarshal(env.OriginalPayload, &rec); err != nil || rec.EventSource != "aws:kinesis" {
@@ -92,7 +124,13 @@ func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolv
 	}
 	var f wire.OnFailureRecord
 	if err := json.Unmarshal(body, &f); err == nil && f.KinesisBatchInfo != nil {
+		if streams == nil {
+			return &Resolved{Kind: KindStreamBatch, Info: f.KinesisBatchInfo, Condition: f.RequestContext.Condition}, fmt.Errorf("%w: the stream service", ErrNoSource)
+		}
 		return resolveBatch(ctx, streams, &f)
+	}
+	if err := json.Unmarshal(body, &f); err == nil && f.DDBStreamBatchInfo != nil {
+		return resolveDDBBatch(ctx, src.Tables, &f)
 	}
 	if env, ok := wire.UnwrapSNS(body); ok {
 		payload := json.RawMessage(env.Message)
@@ -145,6 +183,70 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailur
 		// The pointer says how many records the batch held; the stored
 		// messages that are gone do not.
 		res.Missing = uint64(max(1, int64(bi.BatchSize)-int64(len(recs))))
+		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, res.Missing, bi.BatchSize, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
+	}
+	return res, nil
+}
+
+// resolveDDBBatch reads the records of a DDBStreamBatchInfo from the
+// table's change log (a deleted table's too, while its stream is kept),
+// the stream's own records only (its label), as a DynamoDB event carries
+// them.
+func resolveDDBBatch(ctx context.Context, tables *table.Service, f *wire.OnFailureRecord) (*Resolved, error) {
+	bi := f.DDBStreamBatchInfo
+	res := &Resolved{Kind: KindDDBStreamBatch, Info: bi, Condition: f.RequestContext.Condition}
+	if tables == nil {
+		return res, fmt.Errorf("%w: the tables service", ErrNoSource)
+	}
+	name, label, ok := table.ParseStreamARN(bi.StreamArn)
+	if !ok {
+		return nil, fmt.Errorf("%w: streamArn %q", ErrUnknownFormat, bi.StreamArn)
+	}
+	var logName string
+	if ds, err := tables.DeletedStreamOf(ctx, name, label); err == nil {
+		logName = ds.Log
+	} else if t, err := tables.Table(name); err == nil {
+		logName = t.LogName()
+	} else {
+		return nil, err
+	}
+	i := strings.LastIndexByte(bi.ShardID, '-')
+	sh, err := strconv.ParseUint(bi.ShardID[i+1:], 16, 31)
+	if i < 0 || err != nil {
+		return nil, fmt.Errorf("%w: shardId %q", ErrUnknownFormat, bi.ShardID)
+	}
+	logs := tables.Logs()
+	numbering, err := logs.Numbering(ctx, logName)
+	if err != nil {
+		return nil, err
+	}
+	from, err := stream.ParseSequenceNumber("startSequenceNumber", numbering, int(sh), bi.StartSequenceNumber)
+	if err != nil {
+		return nil, err
+	}
+	to, err := stream.ParseSequenceNumber("endSequenceNumber", numbering, int(sh), bi.EndSequenceNumber)
+	if err != nil {
+		return nil, err
+	}
+	recs, missing, err := logs.ReadRange(ctx, logName, stream.ShardID(int(sh)), from, to)
+	if err != nil {
+		return nil, err
+	}
+	region := ""
+	if parts := strings.Split(bi.StreamArn, ":"); len(parts) > 3 {
+		region = parts[3]
+	}
+	for k := range recs {
+		c, err := table.DecodeChange(recs[k].Data)
+		if err != nil {
+			return nil, fmt.Errorf("recovery: change record %s of %s: %w", recs[k].SequenceNumber, bi.StreamArn, err)
+		}
+		if c.InStream(label) {
+			res.DynamoDB = append(res.DynamoDB, table.EventRecord(&recs[k], c, region, bi.StreamArn))
+		}
+	}
+	if missing > 0 {
+		res.Missing = uint64(max(1, int64(bi.BatchSize)-int64(len(res.DynamoDB))))
 		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, res.Missing, bi.BatchSize, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
 	}
 	return res, nil

@@ -354,6 +354,7 @@ the file is fsynced; without it they stay in the queue.`,
 		}
 		b := newBar(cmd, int64(q.Visible), "archived")
 		o.Progress = b.set
+		o.Tables = rn.Tables
 		res, err := recovery.Archive(cmd.Context(), rn.Queues, rn.Streams, name, o)
 		b.finish()
 		report(op, cmd, res, func(w io.Writer) {
@@ -514,7 +515,8 @@ whole resolution (kind, condition, pointer, missing count).`,
 				return err
 			}
 			ctx := cmd.Context()
-			res, err := recovery.Resolve(ctx, rn.Streams, body)
+			src := recovery.Sources{Streams: rn.Streams, Tables: rn.Tables}
+			res, err := recovery.ResolveFrom(ctx, src, body)
 			if errors.Is(err, recovery.ErrUnknownFormat) {
 				// An archive line or an SQS message: resolve its body.
 				var wrapped struct {
@@ -526,7 +528,7 @@ whole resolution (kind, condition, pointer, missing count).`,
 					if inner == nil {
 						inner = wrapped.Body2
 					}
-					res, err = recovery.Resolve(ctx, rn.Streams, []byte(*inner))
+					res, err = recovery.ResolveFrom(ctx, src, []byte(*inner))
 				}
 			}
 			if err != nil && !errors.Is(err, recovery.ErrPastRetention) {
@@ -540,13 +542,23 @@ whole resolution (kind, condition, pointer, missing count).`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s failure record, condition %s\n", res.Kind, res.Condition)
-			if res.Kind == recovery.KindAsync {
+			switch res.Kind {
+			case recovery.KindAsync, recovery.KindSNS, recovery.KindEvent:
+				// The event (async, EventBridge) or the published message
+				// (SNS). Before, SNS and EventBridge dead letters printed an
+				// empty Kinesis event.
 				var v any
 				if json.Unmarshal(res.Payload, &v) != nil {
 					v = string(res.Payload)
 				}
 				printJSON(cmd.OutOrStdout(), v)
-			} else {
+			case recovery.KindDDBStreamBatch:
+				recs := res.DynamoDB
+				if recs == nil {
+					recs = []events.DynamoDBEventRecord{}
+				}
+				printJSON(cmd.OutOrStdout(), events.DynamoDBEvent{Records: recs})
+			default:
 				recs := res.Records
 				if recs == nil {
 					recs = []events.KinesisEventRecord{}
