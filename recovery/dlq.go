@@ -600,10 +600,11 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 	if err != nil {
 		return nil, err
 	}
-	attrs, err := queues.GetQueueAttributes(ctx, url, []string{queue.AttrApproximateNumberOfMessages, queue.AttrQueueArn})
+	attrs, err := queues.GetQueueAttributes(ctx, url, []string{queue.AttrApproximateNumberOfMessages, queue.AttrQueueArn, queue.AttrFifoQueue})
 	if err != nil {
 		return nil, err
 	}
+	fifo := attrs[queue.AttrFifoQueue] == "true"
 	total := int64(atoi(attrs[queue.AttrApproximateNumberOfMessages]))
 	if o.Limit > 0 {
 		total = min(total, int64(o.Limit))
@@ -628,6 +629,23 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 	fail := func(e error) (*ArchiveResult, error) {
 		f.Close()
 		return res, e
+	}
+	// deleteHandles deletes the messages of hs (written and fsynced).
+	deleteHandles := func(hs []taken) error {
+		for len(hs) > 0 {
+			n := min(len(hs), queue.MaxBatchEntries)
+			batch := hs[:n]
+			out, err := queues.DeleteMessageBatch(ctx, url, queue.DeleteEntries(batch, func(h taken) string { return h.handle }))
+			if err != nil {
+				return err
+			}
+			res.Deleted += len(out.Successful)
+			for _, fl := range out.Failed {
+				res.DeleteFailed = append(res.DeleteFailed, batch[atoi(fl.Id)].id)
+			}
+			hs = hs[n:]
+		}
+		return nil
 	}
 	for o.Limit == 0 || res.Archived < o.Limit {
 		n := queue.MaxBatchEntries
@@ -662,6 +680,19 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 				o.Progress(int64(res.Archived), total)
 			}
 		}
+		if fifo && o.Delete {
+			// A FIFO group's later messages cannot be received while its
+			// first ones are held: write, fsync and delete each batch
+			// before the next receive. Before, the archive stopped after a
+			// group's first batch and reported success.
+			if err := f.Sync(); err != nil {
+				return fail(err)
+			}
+			if err := deleteHandles(handles); err != nil {
+				return fail(err)
+			}
+			handles = nil
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
@@ -673,27 +704,19 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 		d.Sync()
 		d.Close()
 	}
+	if fifo && !o.Delete && (o.Limit == 0 || res.Archived < o.Limit) && int64(res.Archived) < total {
+		// The file holds each group's first messages only: the others
+		// cannot be received while these are held, and are not deleted.
+		return res, fmt.Errorf("archive: FIFO queue %s: %d of its %d visible messages written (a group's later messages cannot be received while its first ones are held); archive a FIFO queue with Delete (--delete), which takes each batch out once written", name, res.Archived, total)
+	}
 	if !o.Delete {
 		return res, nil
 	}
 	// The file is on disk: delete exactly what it holds.
-	for len(handles) > 0 {
-		n := min(len(handles), queue.MaxBatchEntries)
-		batch := handles[:n]
-		out, err := queues.DeleteMessageBatch(ctx, url, queue.DeleteEntries(batch, func(h taken) string { return h.handle }))
-		if err != nil {
-			return res, err
-		}
-		for _, s := range out.Successful {
-			_ = s
-			res.Deleted++
-		}
-		for _, fl := range out.Failed {
-			i := atoi(fl.Id)
-			res.DeleteFailed = append(res.DeleteFailed, batch[i].id)
-		}
-		handles = handles[n:]
+	if err := deleteHandles(handles); err != nil {
+		return res, err
 	}
+	handles = nil
 	return res, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -352,5 +353,46 @@ func TestResolveCLIFormatsInLibrary(t *testing.T) {
 	v = recovery.Classify(queue.Message{Body: `{"k":1}`, MessageAttributes: map[string]queue.MessageAttributeValue{"ErrorCode": {DataType: "String", StringValue: &s}}})
 	if v.Kind != recovery.KindLegacyDLQ || v.ErrorType != s {
 		t.Fatalf("Classify(legacy) = %+v", v)
+	}
+}
+
+// TestArchivingAFIFOQueueTakesEveryGroupWhole: a FIFO group's later
+// messages cannot be received while its first ones are held. Before,
+// Archive stopped after a group's first ten, deleted those, and reported
+// success: a purge after it lost the rest. With Delete it now takes each
+// batch out once written and goes on; without Delete it says what it
+// could not take.
+func TestArchivingAFIFOQueueTakesEveryGroupWhole(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	url, err := rn.Queues.CreateQueue(ctx, "dlq.fifo", map[string]string{"FifoQueue": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25 {
+		if _, err := rn.Queues.SendMessage(ctx, url, queue.SendMessageInput{MessageBody: fmt.Sprint("m", i), MessageGroupId: "g",
+			MessageDeduplicationId: fmt.Sprint("d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := filepath.Join(t.TempDir(), "keep.jsonl")
+	res, err := recovery.Archive(ctx, rn.Queues, rn.Streams, "dlq.fifo", recovery.ArchiveOptions{Out: keep})
+	if err == nil || !strings.Contains(err.Error(), "--delete") || res.Archived != 10 {
+		t.Fatalf("archive without Delete: %+v, %v; want 10 written and an error saying why", res, err)
+	}
+	if v, _ := depth(t, rn, url); v != 25 {
+		t.Fatalf("%d visible after the archive without Delete, want the 25", v)
+	}
+	all := filepath.Join(t.TempDir(), "all.jsonl")
+	res, err = recovery.Archive(ctx, rn.Queues, rn.Streams, "dlq.fifo", recovery.ArchiveOptions{Out: all, Delete: true})
+	if err != nil || res.Archived != 25 || res.Deleted != 25 {
+		t.Fatalf("archive with Delete: %+v, %v; want 25 written and deleted", res, err)
+	}
+	lines, err := recovery.ReadArchive(all)
+	if err != nil || len(lines) != 25 || lines[0].Body != "m0" || lines[24].Body != "m24" {
+		t.Fatalf("the archive holds %d lines, %v", len(lines), err)
+	}
+	if v, f := depth(t, rn, url); v+f != 0 {
+		t.Fatalf("%d visible, %d in flight after the archive with Delete, want none", v, f)
 	}
 }
