@@ -41,6 +41,7 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/eventbus"
 	"github.com/runnel-dev/runnel/scheduler"
+	"github.com/runnel-dev/runnel/scheduler/expr"
 	"github.com/runnel-dev/runnel/target"
 )
 
@@ -125,6 +126,9 @@ type Schedule struct {
 // AppliedEvents says what applyEvents did.
 type AppliedEvents struct {
 	BusesCreated, RulesPut, ArchivesCreated, SchedulesCreated, SchedulesUpdated []string
+	// SchedulesSkipped are one-time schedules (at()) whose time has
+	// passed: not created (see applyEvents).
+	SchedulesSkipped []string `json:",omitempty"`
 }
 
 // names resolves the names of a stack file's targets.
@@ -186,8 +190,28 @@ func applyEvents(ctx context.Context, rn *runnel.Runnel, s *Stack, queues map[st
 			out.ArchivesCreated = append(out.ArchivesCreated, a.ArchiveName)
 		}
 	}
+	// A schedule that exists is updated (before, Create was tried first,
+	// and its checks, such as a StartDate more than 5 minutes past,
+	// failed the Apply of an unchanged file). A one-time schedule whose
+	// time has passed is not created: it would fire at once, and after it
+	// fired and deleted itself (ActionAfterCompletion DELETE) every Apply,
+	// every start of `runnel serve -f`, fired it again.
 	for i, sc := range s.Schedules {
 		in := n.schedule(ctx, &sc)
+		if _, err := rn.Schedules.GetSchedule(in.GroupName, in.Name); err == nil {
+			if _, err := rn.Schedules.UpdateSchedule(ctx, in); err != nil {
+				return fmt.Errorf("Schedules[%d] (%s): %w", i, sc.Name, err)
+			}
+			out.SchedulesUpdated = append(out.SchedulesUpdated, sc.Name)
+			continue
+		}
+		if e, err := expr.Parse(in.ScheduleExpression, in.ScheduleExpressionTimezone); err == nil && e.Kind == expr.At {
+			if _, future := e.Next(rn.Engine.Clock.Now()); !future {
+				rn.Engine.Logger.Info("stack: a one-time schedule whose time has passed is not created", "schedule", sc.Name, "expression", in.ScheduleExpression)
+				out.SchedulesSkipped = append(out.SchedulesSkipped, sc.Name)
+				continue
+			}
+		}
 		if _, err := rn.Schedules.CreateSchedule(ctx, in); errors.Is(err, awserr.ErrConflict) {
 			if _, err := rn.Schedules.UpdateSchedule(ctx, in); err != nil {
 				return fmt.Errorf("Schedules[%d] (%s): %w", i, sc.Name, err)
@@ -207,6 +231,32 @@ func (n names) putRule(ctx context.Context, r Rule) error {
 	if _, err := rn.Events.PutRule(ctx, eventbus.Rule{Name: r.Name, EventBusName: r.EventBusName, EventPattern: string(r.EventPattern),
 		ScheduleExpression: r.ScheduleExpression, State: r.State, Description: r.Description}); err != nil {
 		return err
+	}
+	// The rule's targets are the file's: those it no longer lists are
+	// removed (before, PutTargets only added and updated, and a target
+	// taken out of the file kept receiving every event).
+	keep := map[string]bool{}
+	for _, t := range r.Targets {
+		keep[t.Id] = true
+	}
+	cur, err := rn.Events.ListTargetsByRule(r.EventBusName, r.Name)
+	if err != nil {
+		return err
+	}
+	var gone []string
+	for _, t := range cur {
+		if !keep[t.Id] {
+			gone = append(gone, t.Id)
+		}
+	}
+	if len(gone) > 0 {
+		failed, err := rn.Events.RemoveTargets(ctx, r.EventBusName, r.Name, gone)
+		if err == nil && len(failed) > 0 {
+			err = fmt.Errorf("remove target %s: %s: %s", failed[0].TargetId, failed[0].ErrorCode, failed[0].ErrorMessage)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if len(r.Targets) == 0 {
 		return nil

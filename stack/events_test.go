@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +47,84 @@ func TestEventsStackAppliesAndRuns(t *testing.T) {
 	clock.Advance(time.Minute)
 	if m := testenv.Drain(t, rn.Queues, "ticks", 1, nil)[0]; !strings.Contains(m.Body, "tick") {
 		t.Errorf("schedule delivered %s", m.Body)
+	}
+}
+
+// TestApplyingAnEditedStackAgainIsIdempotent: the file is the truth, and
+// applying it again changes only what it changed.
+//   - A target taken out of a rule is removed (before, it kept receiving
+//     every event: PutTargets only adds).
+//   - A one-time schedule that fired and deleted itself is not created
+//     again (before, each Apply, each start of serve -f, fired it again).
+//   - A schedule whose StartDate is now more than 5 minutes past is
+//     updated (before, Create was tried first and its check failed the
+//     Apply of an unchanged file).
+//   - A stream the file turns on for an existing table is turned on
+//     (before, a kept table's StreamSpecification was ignored).
+func TestApplyingAnEditedStackAgainIsIdempotent(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ctx := context.Background()
+	file := func(targets, stream string) *stack.Stack {
+		s, err := stack.Parse([]byte(`
+Queues:
+  - QueueName: old
+  - QueueName: new
+  - QueueName: jobs
+Tables:
+  - TableName: sessions
+    KeySchema: [{AttributeName: id, KeyType: HASH}]
+    AttributeDefinitions: [{AttributeName: id, AttributeType: S}]
+` + stream + `
+Rules:
+  - Name: paid
+    EventPattern: {source: [shop]}
+    Targets:
+` + targets + `
+Schedules:
+  - Name: migrate
+    ScheduleExpression: at(2026-01-01T00:01:00)
+    ActionAfterCompletion: DELETE
+    FlexibleTimeWindow: {Mode: "OFF"}
+    Target: {Arn: jobs, RoleArn: "arn:aws:iam::000000000000:role/s", Input: '{"job":"migrate"}'}
+  - Name: hourly
+    ScheduleExpression: rate(1 hour)
+    StartDate: 2026-01-01T00:00:00Z
+    FlexibleTimeWindow: {Mode: "OFF"}
+    Target: {Arn: jobs, RoleArn: "arn:aws:iam::000000000000:role/s", Input: '{"job":"hourly"}'}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	both := "      - {Id: old, Arn: old}\n      - {Id: new, Arn: new}"
+	if _, err := stack.Apply(ctx, rn, file(both, "")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	testenv.Drain(t, rn.Queues, "jobs", 1, nil) // migrate fired
+	testenv.Eventually(t, 10*time.Second, "the one-time schedule deleted after it fired", func() bool {
+		_, err := rn.Schedules.GetSchedule("", "migrate")
+		return err != nil
+	})
+	clock.Advance(10 * time.Minute)
+	a, err := stack.Apply(ctx, rn, file("      - {Id: new, Arn: new}", "    StreamSpecification: {StreamEnabled: true, StreamViewType: NEW_IMAGE}"))
+	if err != nil {
+		t.Fatalf("the edited file applied again: %v", err)
+	}
+	if !slices.Equal(a.Events.SchedulesSkipped, []string{"migrate"}) || !slices.Equal(a.Events.SchedulesUpdated, []string{"hourly"}) {
+		t.Fatalf("schedules: %+v", a.Events)
+	}
+	if _, err := rn.Schedules.GetSchedule("", "migrate"); err == nil {
+		t.Fatal("the one-time schedule that fired was created again")
+	}
+	ts, err := rn.Events.ListTargetsByRule("", "paid")
+	if err != nil || len(ts) != 1 || ts[0].Id != "new" {
+		t.Fatalf("the rule's targets after the file dropped 'old': %+v, %v", ts, err)
+	}
+	d, err := rn.Tables.DescribeTable(ctx, "sessions")
+	if err != nil || d.StreamSpecification == nil || !d.StreamSpecification.StreamEnabled || d.StreamSpecification.StreamViewType != "NEW_IMAGE" {
+		t.Fatalf("the kept table's stream: %+v, %v", d.StreamSpecification, err)
 	}
 }

@@ -230,6 +230,24 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 				return out, fmt.Errorf("Tables[%d] (%s): %w", i, t.TableName, err)
 			}
 			out.TablesKept = append(out.TablesKept, t.TableName)
+			// A stream the file turns on for a table that has none is
+			// turned on. Before, a kept table's StreamSpecification was
+			// ignored, and a mapping on the table's stream then looked for
+			// a Kinesis stream of its name.
+			if sp := t.StreamSpecification; sp != nil && sp.StreamEnabled {
+				d, err := rn.Tables.DescribeTable(ctx, t.TableName)
+				if err != nil {
+					return out, fmt.Errorf("Tables[%d] (%s): %w", i, t.TableName, err)
+				}
+				switch cur := d.StreamSpecification; {
+				case cur == nil || !cur.StreamEnabled:
+					if _, err := rn.Tables.UpdateStream(ctx, t.TableName, table.StreamSpecification{StreamEnabled: true, StreamViewType: sp.StreamViewType}); err != nil {
+						return out, fmt.Errorf("Tables[%d] (%s): StreamSpecification: %w", i, t.TableName, err)
+					}
+				case cur.StreamViewType != sp.StreamViewType:
+					return out, fmt.Errorf("Tables[%d] (%s): StreamSpecification: the table's stream is %s, the file says %s: a stream's view type cannot change (turn it off, then on, as in DynamoDB)", i, t.TableName, cur.StreamViewType, sp.StreamViewType)
+				}
+			}
 		} else {
 			out.TablesCreated = append(out.TablesCreated, t.TableName)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,12 @@ goes on without it (an explicit --aws address must be free).`,
 				}
 				a, err := stack.Apply(ctx, rn, s)
 				if err != nil {
+					// Say what was applied before the error: a stack is
+					// applied in order, and a re-apply continues from there.
+					if a != nil {
+						b, _ := json.Marshal(a)
+						fmt.Fprintf(cmd.ErrOrStderr(), "stack applied in part before the error: %s\n", b)
+					}
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "stack applied: streams created %v kept %v; functions %v; mappings created %v updated %v\n",
