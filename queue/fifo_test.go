@@ -129,6 +129,23 @@ func TestFIFOGroups(t *testing.T) {
 				t.Fatalf("attributes = %v", a)
 			}
 		}},
+		{"a FIFO send's explicit DelaySeconds 0 is accepted and the queue's delay applies", func(t *testing.T, e *env, url string) {
+			// Before, any DelaySeconds was refused on a FIFO queue, 0 too;
+			// SQS accepts 0 (clients that always pass it work on AWS).
+			if err := e.svc.SetQueueAttributes(e.ctx, url, map[string]string{"DelaySeconds": "10"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "z", MessageGroupId: "g", MessageDeduplicationId: "z", DelaySeconds: ptr(0)}); err != nil {
+				t.Fatalf("DelaySeconds 0 on a FIFO send: %v", err)
+			}
+			if got := e.bodies(url, queue.ReceiveMessageInput{}); len(got) != 0 {
+				t.Fatalf("= %v before the queue's delay", got)
+			}
+			e.clock.Advance(10 * time.Second)
+			if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"z"}) {
+				t.Fatalf("= %v after the queue's delay", got)
+			}
+		}},
 		{"FIFO queues refuse a message's DelaySeconds and need a MessageGroupId", func(t *testing.T, e *env, url string) {
 			_, err := e.svc.SendMessage(e.ctx, url, queue.SendMessageInput{MessageBody: "x", MessageGroupId: "g", MessageDeduplicationId: "x", DelaySeconds: ptr(5)})
 			wantErr(t, err, awserr.ErrSQSInvalidParameterValue, "DelaySeconds")

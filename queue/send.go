@@ -229,7 +229,11 @@ func (s *Service) prepare(e *SendMessageBatchRequestEntry, cfg *config, now int6
 	}
 	m := &message{id: uuid.NewString(), sentAt: now, readyIdx: -1, timerIdx: -1, expIdx: -1}
 	delay := cfg.delay.Milliseconds()
-	if e.DelaySeconds != nil {
+	if e.DelaySeconds != nil && cfg.fifo && *e.DelaySeconds == 0 {
+		// An explicit 0 is accepted on a FIFO queue, and the queue's delay
+		// applies, as SQS does (reported by elasticmq#273 and LocalStack
+		// #6612: clients that always pass DelaySeconds=0 work on AWS).
+	} else if e.DelaySeconds != nil {
 		if cfg.fifo {
 			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type: FIFO queues take DelaySeconds per queue only.", *e.DelaySeconds)
 		}
