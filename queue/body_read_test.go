@@ -105,3 +105,39 @@ func readFault(e *env) *atomic.Bool {
 	})
 	return broken
 }
+
+// TestAFIFOGroupWaitsBehindAMessageWhoseBodyCannotBeRead: a receive that
+// cannot read a FIFO message's body leaves the group's later messages
+// out too; they come back after the visibility timeout, behind it, in
+// order. Before, the receive returned m2 without m1: a consumer
+// processed m2, then m1.
+func TestAFIFOGroupWaitsBehindAMessageWhoseBodyCannotBeRead(t *testing.T) {
+	e := newEnv(t)
+	queue.SetCacheBudget(e.svc, 0) // bodies are read back
+	var reads atomic.Int32
+	queue.SetReadFault(e.svc, func() error {
+		if reads.Add(1) == 1 {
+			return errors.New("transient")
+		}
+		return nil
+	})
+	url := e.create("src.fifo", fifoAttrs())
+	e.sendG(url, "g", "m1")
+	e.sendG(url, "g", "m2")
+	var order []string
+	take := func() {
+		for _, m := range e.receive(url, queue.ReceiveMessageInput{MaxNumberOfMessages: 10, VisibilityTimeout: ptr(30)}) {
+			order = append(order, m.Body)
+			e.delete(url, m.ReceiptHandle)
+		}
+	}
+	take()
+	if len(order) != 0 {
+		t.Fatalf("the first receive returned %v, want nothing (m1 unreadable, m2 behind it)", order)
+	}
+	e.clock.Advance(30 * time.Second)
+	take()
+	if !equal(order, []string{"m1", "m2"}) {
+		t.Fatalf("delivered %v, want m1 then m2", order)
+	}
+}

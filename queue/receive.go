@@ -371,12 +371,27 @@ func (s *Service) deliver(ctx context.Context, q *queue, ds []delivery, want map
 	out := make([]Message, 0, len(ds))
 	all := want[AttrAll]
 	sender := s.eng.AccountID()
+	// skipped: FIFO groups with a message left out of this delivery. The
+	// group's later messages are left out too: they stay in flight and
+	// come back after the visibility timeout, behind it, in order. Before,
+	// they were returned, and a consumer processed m2 before m1.
+	var skipped map[string]bool
 	for _, d := range ds {
 		m, p := d.m, d.p
+		if q.fifo && skipped[m.group] {
+			s.log.Warn("queue: message held back behind an unreadable one of its group", "queue", q.name, "message", m.id, "group", m.group)
+			continue
+		}
 		if p == nil {
 			var err error
 			if p, err = q.fetchPayload(ctx, m); err != nil {
 				s.log.Error("queue: message body unreadable; skipped", "queue", q.name, "message", m.id, "err", err)
+				if q.fifo {
+					if skipped == nil {
+						skipped = map[string]bool{}
+					}
+					skipped[m.group] = true
+				}
 				continue
 			}
 		}
