@@ -329,6 +329,17 @@ func attr(attrs map[string]string, name string) string {
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
+// checkThroughputScope checks a FIFO queue's attributes as they will be
+// stored: "The perMessageGroupId value is allowed only when the value for
+// DeduplicationScope is messageGroup" (API_SetQueueAttributes,
+// FifoThroughputLimit). Before, the pair was taken.
+func checkThroughputScope(attrs map[string]string) error {
+	if attr(attrs, AttrFifoThroughputLimit) == "perMessageGroupId" && attr(attrs, AttrDeduplicationScope) != "messageGroup" {
+		return awserr.New(awserr.ErrInvalidAttributeValue, "Invalid value for the parameter FifoThroughputLimit. Reason: the perMessageGroupId value is allowed only when the value for DeduplicationScope is messageGroup.")
+	}
+	return nil
+}
+
 // parseConfig derives the data-path config from stored (validated)
 // attributes.
 func parseConfig(attrs map[string]string, fifo bool) config {

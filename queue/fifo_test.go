@@ -283,3 +283,23 @@ func TestFIFODeduplication(t *testing.T) {
 		})
 	}
 }
+
+// TestPerMessageGroupThroughputNeedsMessageGroupDeduplication: "The
+// perMessageGroupId value is allowed only when the value for
+// DeduplicationScope is messageGroup" (API_SetQueueAttributes,
+// FifoThroughputLimit), at CreateQueue and at SetQueueAttributes, where
+// the queue's stored attributes count. Before, the pair was taken.
+func TestPerMessageGroupThroughputNeedsMessageGroupDeduplication(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.svc.CreateQueue(e.ctx, "a.fifo", fifoAttrs("FifoThroughputLimit", "perMessageGroupId"))
+	wantErr(t, err, awserr.ErrInvalidAttributeValue, "DeduplicationScope is messageGroup")
+	url := e.create("b.fifo", fifoAttrs("DeduplicationScope", "messageGroup", "FifoThroughputLimit", "perMessageGroupId"))
+	err = e.svc.SetQueueAttributes(e.ctx, url, map[string]string{"DeduplicationScope": "queue"})
+	wantErr(t, err, awserr.ErrInvalidAttributeValue, "FifoThroughputLimit")
+	if got := e.attrs(url)["DeduplicationScope"]; got != "messageGroup" {
+		t.Fatalf("DeduplicationScope after the refused change: %q", got)
+	}
+	if err := e.svc.SetQueueAttributes(e.ctx, url, map[string]string{"DeduplicationScope": "queue", "FifoThroughputLimit": "perQueue"}); err != nil {
+		t.Fatalf("both changed together: %v", err)
+	}
+}

@@ -89,6 +89,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"sort"
 	"strconv"
@@ -365,6 +366,9 @@ func (s *Service) CreateQueueWithTags(ctx context.Context, name string, attribut
 	if err != nil {
 		return "", err
 	}
+	if err := checkThroughputScope(attrs); fifo && err != nil {
+		return "", err
+	}
 	delete(attrs, AttrFifoQueue)
 	if err := s.checkRedrive(ctx, name, fifo, attrs[AttrRedrivePolicy]); err != nil {
 		return "", err
@@ -636,13 +640,18 @@ func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attri
 		return err
 	}
 	return s.updateMeta(ctx, queueURL, func(m *queueMeta) error {
+		next := maps.Clone(m.Attributes)
 		for k, v := range attrs {
 			if v == "" {
-				delete(m.Attributes, k)
+				delete(next, k)
 			} else {
-				m.Attributes[k] = v
+				next[k] = v
 			}
 		}
+		if err := checkThroughputScope(next); fifo && err != nil {
+			return err
+		}
+		m.Attributes = next
 		m.LastModified = s.eng.Clock.Now().Unix()
 		return nil
 	})
