@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -206,6 +207,9 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	}
 	defer q.mu.Unlock()
 	now := s.eng.Clock.Now()
+	if q.lastPurge.IsZero() && q.meta.LastPurge != 0 {
+		q.lastPurge = time.UnixMilli(q.meta.LastPurge) // stored: before a restart
+	}
 	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
 		return awserr.New(awserr.ErrPurgeQueueInProgress, "Only one PurgeQueue operation on %s is allowed every %d seconds.", q.name, int(PurgeInterval/time.Second))
 	}
@@ -237,6 +241,18 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	newHeaps(q)
 	q.nVisible, q.nDelayed, q.nInflight = 0, 0, 0
 	q.lastPurge = now
+	// The time is stored with the queue's metadata, so that the 60 s rule
+	// holds across a restart (before, it lived in memory only). The purge
+	// is done: a failed write only loosens the rule, and is logged.
+	meta := q.meta
+	meta.LastPurge = now.UnixMilli()
+	if b, err := json.Marshal(meta); err == nil {
+		if _, err := s.meta.Put(ctx, q.name, b); err != nil {
+			s.log.Warn("queue: the purge's time not stored; a purge after a restart within 60 s is not refused", "queue", q.name, "err", err)
+		} else {
+			q.meta = meta
+		}
+	}
 	return nil
 }
 

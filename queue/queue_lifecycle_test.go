@@ -57,6 +57,13 @@ func TestPurgeQueue(t *testing.T) {
 		if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"g"}) {
 			t.Fatalf("after restart = %v", got)
 		}
+		// The 60 s rule holds across the restart (before, the purge's
+		// time lived in memory only).
+		wantErr(t, e.svc.PurgeQueue(e.ctx, url), awserr.ErrPurgeQueueInProgress)
+		e.clock.Advance(time.Minute)
+		if err := e.svc.PurgeQueue(e.ctx, url); err != nil {
+			t.Fatalf("a purge 60 s after the last one, after a restart: %v", err)
+		}
 	})
 }
 

@@ -166,6 +166,9 @@ type queueMeta struct {
 	Attributes   map[string]string `json:"Attributes"`
 	// Tags are the queue's cost allocation tags (tags.go).
 	Tags map[string]string `json:"Tags,omitempty"`
+	// LastPurge is when PurgeQueue last ran (Unix ms, engine clock): its
+	// 60 s rule holds across a restart and a hand-over.
+	LastPurge int64 `json:"RunnelLastPurge,omitempty"`
 }
 
 // queue is a loaded queue: its metadata, config and index.
