@@ -303,3 +303,41 @@ func TestPerMessageGroupThroughputNeedsMessageGroupDeduplication(t *testing.T) {
 		t.Fatalf("both changed together: %v", err)
 	}
 }
+
+// TestAFIFOQueuesDelayChangeReachesTheMessagesInIt: "For FIFO queues, the
+// per-queue delay setting is retroactive—changing the setting affects the
+// delay of messages already in the queue" (sqs-delay-queues.html). The
+// delay runs from each message's send, across a restart too. Before, a
+// message kept the delay it was sent with.
+func TestAFIFOQueuesDelayChangeReachesTheMessagesInIt(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("d.fifo", fifoAttrs("DelaySeconds", "900"))
+	e.sendG(url, "g", "a")
+	e.clock.Advance(time.Minute)
+	if err := e.svc.SetQueueAttributes(e.ctx, url, map[string]string{"DelaySeconds": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"a"}) {
+		t.Fatalf("after lowering DelaySeconds 900 to 0: %v, want a at once", got)
+	}
+	url2 := e.create("r.fifo", fifoAttrs())
+	if err := e.svc.SetQueueAttributes(e.ctx, url2, map[string]string{"DelaySeconds": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	e.sendG(url2, "g", "b")
+	if err := e.svc.SetQueueAttributes(e.ctx, url2, map[string]string{"DelaySeconds": "600"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.bodies(url2, queue.ReceiveMessageInput{}); len(got) != 0 {
+		t.Fatalf("after raising DelaySeconds to 600: %v at once, want b delayed", got)
+	}
+	e.restart()
+	e.clock.Advance(599 * time.Second)
+	if got := e.bodies(url2, queue.ReceiveMessageInput{}); len(got) != 0 {
+		t.Fatalf("after a restart, 599 s after the send: %v, want b still delayed", got)
+	}
+	e.clock.Advance(time.Second)
+	if got := e.bodies(url2, queue.ReceiveMessageInput{}); !equal(got, []string{"b"}) {
+		t.Fatalf("600 s after the send: %v, want b", got)
+	}
+}

@@ -244,6 +244,40 @@ func (q *queue) activate(m *message, now int64) {
 	}
 }
 
+// redelay applies the FIFO queue's DelaySeconds to the messages never
+// received: "For FIFO queues, the per-queue delay setting is
+// retroactive—changing the setting affects the delay of messages already
+// in the queue" (sqs-delay-queues.html). Their delay runs from their send;
+// those past it become visible. Copies written by a move are left as
+// they are (they were not sent with a delay). Before, a message kept the
+// delay of its send. q.mu is held.
+func (q *queue) redelay(now int64) {
+	d := q.cfg.delay.Milliseconds()
+	for _, rec := range q.records {
+		if rec.moved {
+			continue
+		}
+		for _, m := range rec.msgs {
+			switch {
+			case m.st == stPending && m.receiveCount == 0:
+				m.visibleAt = m.sentAt + d
+			case m.st == stDelayed:
+				m.visibleAt = max(m.sentAt+d, now)
+				q.schedule(m)
+			case m.st == stVisible && m.receiveCount == 0 && m.sentAt+d > now:
+				// Visible, never received, and now within its delay.
+				if m.readyIdx >= 0 {
+					q.ready.remove(m)
+				}
+				q.setStatus(m, stDelayed)
+				m.visibleAt = m.sentAt + d
+				q.schedule(m)
+			}
+		}
+	}
+	q.advance(now)
+}
+
 // makeVisible makes m receivable (its delay or visibility timeout ended,
 // or it was just stored).
 func (q *queue) makeVisible(m *message) {

@@ -657,6 +657,10 @@ func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attri
 		m.Attributes = next
 		m.LastModified = s.eng.Clock.Now().Unix()
 		return nil
+	}, func(q *queue) {
+		if _, ok := attrs[AttrDelaySeconds]; ok && fifo {
+			q.redelay(s.eng.Clock.Now().UnixMilli())
+		}
 	})
 }
 

@@ -209,6 +209,17 @@ func (s *Service) load(ctx context.Context, ref string) (*queue, error) {
 			q.markDirty(rec) // tombstone it
 		}
 	}
+	if q.fifo {
+		// The queue's delay is retroactive on a FIFO queue (redelay): a
+		// message never received is delayed by the current setting, from
+		// its send, whatever it was sent with.
+		d := q.cfg.delay.Milliseconds()
+		for _, m := range live {
+			if m.receiveCount == 0 && !m.rec.moved {
+				m.visibleAt = m.sentAt + d
+			}
+		}
+	}
 	for _, m := range live {
 		if m.visibleAt > now {
 			q.activate(m, now)

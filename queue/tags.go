@@ -144,9 +144,10 @@ func (s *Service) ListDeadLetterSourceQueues(ctx context.Context, queueURL strin
 
 // updateMeta changes the metadata of the loaded queue ref names by fn
 // (on a copy, under the queue's lock), stores it (and a new retention
-// period in the queue's stream), then keeps it as the queue's. The caller
-// has forwarded the call to the process holding the queues.
-func (s *Service) updateMeta(ctx context.Context, ref string, fn func(m *queueMeta) error) error {
+// period in the queue's stream), then keeps it as the queue's and runs
+// after, still under the lock. The caller has forwarded the call to the
+// process holding the queues.
+func (s *Service) updateMeta(ctx context.Context, ref string, fn func(m *queueMeta) error, after ...func(q *queue)) error {
 	q, err := s.liveQueue(ctx, ref)
 	if err != nil {
 		return err
@@ -174,5 +175,8 @@ func (s *Service) updateMeta(ctx context.Context, ref string, fn func(m *queueMe
 	}
 	q.meta = meta
 	q.cfg = parseConfig(meta.Attributes, meta.FIFO)
+	for _, f := range after {
+		f(q) // under q.mu, with the new config
+	}
 	return nil
 }
