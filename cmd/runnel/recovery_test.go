@@ -177,6 +177,15 @@ func TestRecoveryCommandsEndToEnd(t *testing.T) {
 		if err != nil || res.Kind != recovery.KindAsync || payload.String() != `{"order":7}` || res.Condition != "EventAgeExceeded" {
 			t.Fatalf("resolve async = %s, %v", out, err)
 		}
+		// An SNS dead letter prints its message. Before, an empty Kinesis
+		// event ({"Records":[]}).
+		sns := `{"Type":"Notification","MessageId":"m-1","TopicArn":"arn:aws:sns:us-east-1:000000000000:t","Message":"{\"order\":8}"}`
+		out, _, err = run(t, sns, "resolve", "-")
+		var msg map[string]any
+		mustJSON(t, out, &msg)
+		if err != nil || msg["order"] != 8.0 {
+			t.Fatalf("resolve sns = %s, %v", out, err)
+		}
 	})
 
 	t.Run("replay to a queue and to a function", func(t *testing.T) {
