@@ -341,3 +341,41 @@ func TestAFIFOQueuesDelayChangeReachesTheMessagesInIt(t *testing.T) {
 		t.Fatalf("600 s after the send: %v, want b", got)
 	}
 }
+
+// TestAReceiveRetriedWithItsAttemptIdReturnsTheSameMessages: "During a
+// visibility timeout, subsequent calls with the same
+// ReceiveRequestAttemptId return the same messages and receipt handles.
+// If a retry occurs within the deduplication interval, it resets the
+// visibility timeout", unless a message was modified (deleted or its
+// visibility changed) (API_ReceiveMessage). Before, the id was ignored:
+// a retry after a lost answer got nothing, and the group stayed blocked
+// for the visibility timeout.
+func TestAReceiveRetriedWithItsAttemptIdReturnsTheSameMessages(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("a.fifo", fifoAttrs())
+	e.sendG(url, "g", "m1")
+	e.sendG(url, "g", "m2")
+	in := queue.ReceiveMessageInput{MaxNumberOfMessages: 10, VisibilityTimeout: ptr(30), ReceiveRequestAttemptId: "attempt-1"}
+	first := e.receive(url, in)
+	if len(first) != 2 {
+		t.Fatalf("first receive: %d messages, want 2", len(first))
+	}
+	e.clock.Advance(20 * time.Second)
+	again := e.receive(url, in)
+	if len(again) != 2 || again[0].ReceiptHandle != first[0].ReceiptHandle || again[1].ReceiptHandle != first[1].ReceiptHandle || again[0].Body != "m1" {
+		t.Fatalf("the retry: %+v, want the same messages and receipt handles", again)
+	}
+	e.clock.Advance(29 * time.Second) // 49 s after the first receive, 29 after the retry reset the timeout
+	if got := e.bodies(url, queue.ReceiveMessageInput{}); len(got) != 0 {
+		t.Fatalf("%v visible 29 s after the retry, want the timeout reset by it", got)
+	}
+	e.delete(url, again[0].ReceiptHandle) // m1 deleted: the attempt is modified
+	if got := e.receive(url, in); len(got) != 0 {
+		t.Fatalf("a retry after a message of it was deleted: %+v, want a new receive (m2 in flight: nothing)", got)
+	}
+	other := queue.ReceiveMessageInput{MaxNumberOfMessages: 10, ReceiveRequestAttemptId: "never-used"}
+	e.clock.Advance(time.Second) // m2's timeout ends
+	if got := e.receive(url, other); len(got) != 1 || got[0].Body != "m2" {
+		t.Fatalf("a receive with a new id: %+v, want m2", got)
+	}
+}

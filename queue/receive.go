@@ -32,8 +32,11 @@ type ReceiveMessageInput struct {
 	// MessageAttributeNames names the message attributes to return:
 	// "All" or ".*", "prefix.*", or exact names.
 	MessageAttributeNames []string
-	// ReceiveRequestAttemptId is accepted for FIFO queues and ignored:
-	// runnel does not replay a receive's messages on retry.
+	// ReceiveRequestAttemptId (FIFO queues, up to 128 characters): a
+	// receive retried with the same id within 5 minutes returns the same
+	// messages and receipt handles, their visibility timeout reset, as
+	// long as none was deleted or had its visibility changed
+	// (receive_attempt.go). On standard queues it is ignored.
 	ReceiveRequestAttemptId string
 }
 
@@ -99,6 +102,18 @@ func (s *Service) ReceiveMessage(ctx context.Context, queueURL string, in Receiv
 		vt = time.Duration(*in.VisibilityTimeout) * time.Second
 	}
 	clock := s.eng.Clock
+	attemptID := ""
+	if q.fifo {
+		attemptID = in.ReceiveRequestAttemptId
+	}
+	if attemptID != "" {
+		if ds, futs, ok := q.retryAttempt(attemptID, vt); ok {
+			if err := waitAcks(ctx, futs); err != nil {
+				s.log.Warn("queue: receive state not stored; the messages may be visible again early after a crash", "queue", q.name, "err", err)
+			}
+			return s.deliver(ctx, q, ds, want, in.MessageAttributeNames), nil
+		}
+	}
 	deadline := clock.Now().Add(wait)
 	for {
 		waiting := wait > 0 && clock.Now().Before(deadline)
@@ -108,6 +123,9 @@ func (s *Service) ReceiveMessage(ctx context.Context, queueURL string, in Receiv
 		}
 		if err := waitAcks(ctx, r.futs); err != nil {
 			s.log.Warn("queue: receive state not stored; the messages may be visible again early after a crash", "queue", q.name, "err", err)
+		}
+		if attemptID != "" && len(r.ds) > 0 {
+			q.keepAttempt(attemptID, r.ds)
 		}
 		ds := r.ds
 		if len(r.moves) > 0 {

@@ -205,6 +205,9 @@ type queue struct {
 	dirty     []*record
 	dedup     map[string]*dedupEntry
 	dedupFIFO []*dedupEntry // by sentAt, for pruning
+	// attempts: the FIFO receives kept for a retry with their
+	// ReceiveRequestAttemptId (receive_attempt.go), in this process only.
+	attempts map[string]*receiveAttempt
 	notify    chan struct{}
 	waiters   int
 	// armed is the latest due time (Unix ms; math.MaxInt64 for none) a
