@@ -208,8 +208,8 @@ type queue struct {
 	// attempts: the FIFO receives kept for a retry with their
 	// ReceiveRequestAttemptId (receive_attempt.go), in this process only.
 	attempts map[string]*receiveAttempt
-	notify    chan struct{}
-	waiters   int
+	notify   chan struct{}
+	waiters  int
 	// armed is the latest due time (Unix ms; math.MaxInt64 for none) a
 	// receive waiting on notify armed its timer on, 0 when none waits on
 	// it: a message due before it must wake them (schedule).
