@@ -446,9 +446,14 @@ func newSender(ctx context.Context, svc Services, o ReplayOptions, streamARN str
 		if err != nil {
 			return nil, err
 		}
+		attrs, err := svc.Queues.GetQueueAttributes(ctx, url, []string{queue.AttrMaximumMessageSize})
+		if err != nil {
+			return nil, err
+		}
+		maxSize, _ := strconv.Atoi(attrs[queue.AttrMaximumMessageSize])
 		s.batch = queue.MaxBatchEntries
 		s.send = func(ctx context.Context, recs []events.KinesisEventRecord) (int, error) {
-			return sendToQueue(ctx, svc.Queues, url, recs)
+			return sendToQueue(ctx, svc.Queues, url, recs, maxSize)
 		}
 	default:
 		if _, err := svc.Streams.DescribeStream(ctx, t.Stream); err != nil {
@@ -534,16 +539,60 @@ func invokeBatch(ctx context.Context, fn *function.Function, recs []events.Kines
 	}
 }
 
-// sendToQueue sends each record as a message (the event record as JSON)
-// and returns how many (a prefix of recs) were stored.
-func sendToQueue(ctx context.Context, queues *queue.Service, url string, recs []events.KinesisEventRecord) (int, error) {
-	entries := make([]queue.SendMessageBatchRequestEntry, len(recs))
+// sendToQueue sends the records to a queue, in batches that SQS takes
+// (10 entries, 1 MiB in all), sending entries that failed again (a few
+// times), and returns how many records (a prefix of recs) are stored. A
+// record over the queue's MaximumMessageSize (maxSize; 0: not checked)
+// ends the prefix before anything after it is sent. Before, the whole
+// batch was sent at once: the entries after one the queue refused for
+// good were stored too, and a replay resumed at that one sent them again.
+func sendToQueue(ctx context.Context, queues *queue.Service, url string, recs []events.KinesisEventRecord, maxSize int) (int, error) {
+	bodies := make([]string, len(recs))
 	for i, r := range recs {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return 0, err
 		}
-		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: string(b)}}
+		if maxSize > 0 && len(b) > maxSize {
+			n, err := sendPrefix(ctx, queues, url, recs[:i], bodies[:i])
+			if err != nil {
+				return n, err
+			}
+			return i, fmt.Errorf("replay: record %s is %d bytes as a queue message, over the queue's MaximumMessageSize %d", r.EventID, len(b), maxSize)
+		}
+		bodies[i] = string(b)
+	}
+	return sendPrefix(ctx, queues, url, recs, bodies)
+}
+
+// sendPrefix sends bodies in sub-batches of at most 1 MiB, in order,
+// stopping at the first sub-batch with an entry that keeps failing; it
+// returns how many of the first records are stored.
+func sendPrefix(ctx context.Context, queues *queue.Service, url string, recs []events.KinesisEventRecord, bodies []string) (int, error) {
+	done := 0
+	for done < len(bodies) {
+		end, size := done, 0
+		for end < len(bodies) && (end == done || size+len(bodies[end]) <= queue.MaxBatchSize) {
+			size += len(bodies[end])
+			end++
+		}
+		n, err := sendBatch(ctx, queues, url, recs[done:end], bodies[done:end])
+		if err != nil {
+			return done + n, err
+		}
+		done = end
+	}
+	return done, nil
+}
+
+// sendBatch sends one batch, the failed entries again a few times, and
+// returns how many of its first records are stored (entries after one
+// that keeps failing may be stored too: that is a queue's transient
+// failure, the only one left once the sizes are checked).
+func sendBatch(ctx context.Context, queues *queue.Service, url string, recs []events.KinesisEventRecord, bodies []string) (int, error) {
+	entries := make([]queue.SendMessageBatchRequestEntry, len(bodies))
+	for i, b := range bodies {
+		entries[i] = queue.SendMessageBatchRequestEntry{Id: strconv.Itoa(i), SendMessageInput: queue.SendMessageInput{MessageBody: b}}
 	}
 	for attempt := 0; ; attempt++ {
 		out, err := queues.SendMessageBatch(ctx, url, entries)

@@ -269,3 +269,51 @@ func TestResolveOfArchivedAndRetryQueueMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestAReplayToAQueueStopsBeforeARecordItCannotTakeAndSendsNothingTwice:
+// a record over the queue's MaximumMessageSize ends the replay before
+// anything after it is sent, so a resume from ResumeSequenceNumber sends
+// each record once. Before, the whole batch was sent: the records after
+// the refused one were stored, and the resume sent them again.
+func TestAReplayToAQueueStopsBeforeARecordItCannotTakeAndSendsNothingTwice(t *testing.T) {
+	e := newReplayEnv(t, 1)
+	ctx := context.Background()
+	if _, err := e.rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "big", ShardCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []string
+	for _, d := range []string{"a", strings.Repeat("x", 3000), "b"} {
+		out, err := e.rn.Streams.PutRecord(ctx, "big", stream.PutRecordsRequestEntry{PartitionKey: "k", Data: []byte(d)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, out.SequenceNumber)
+	}
+	url, err := e.rn.Queues.CreateQueue(ctx, "small", map[string]string{"MaximumMessageSize": "1024"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := recovery.ReplayOptions{Range: recovery.ReplayRange{Stream: "big", FromSeq: seqs[0], ToSeq: seqs[2]}, Target: recovery.ReplayTarget{Queue: "small"}}
+	res, err := recovery.Replay(ctx, e.svc(), o)
+	if err == nil || !strings.Contains(err.Error(), "MaximumMessageSize") || res.Sent != 1 || res.ResumeSequenceNumber != seqs[1] {
+		t.Fatalf("Replay = %+v, %v; want a sent, and the resume at the large record", res, err)
+	}
+	if err := e.rn.Queues.SetQueueAttributes(ctx, url, map[string]string{"MaximumMessageSize": "1048576"}); err != nil {
+		t.Fatal(err)
+	}
+	o.Range.FromSeq = res.ResumeSequenceNumber
+	if _, err := recovery.Replay(ctx, e.svc(), o); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, b := range bodies(t, e.rn, url) {
+		var r events.KinesisEventRecord
+		if err := json.Unmarshal([]byte(b), &r); err != nil {
+			t.Fatal(err)
+		}
+		count[string(r.Kinesis.Data)[:1]]++
+	}
+	if count["a"] != 1 || count["x"] != 1 || count["b"] != 1 {
+		t.Fatalf("the queue holds %v, want a, the large record and b once each", count)
+	}
+}
