@@ -89,6 +89,23 @@ func (c *countingWindows) calls() []string {
 	return append([]string(nil), c.log...)
 }
 
+// windowsOnOneShard starts a runnel on a fake clock with the stream "src"
+// (one shard) and a countingWindows function fed by a mapping with 60 s
+// tumbling windows from TRIM_HORIZON.
+func windowsOnOneShard(t *testing.T) (*runnel.Runnel, *countingWindows, *mapping.Config) {
+	t.Helper()
+	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	arn := createStream(t, rn, "src", 1)
+	c := newCountingWindows(t, rn)
+	m, err := rn.Mappings.CreateEventSourceMapping(context.Background(), mapping.Config{EventSourceArn: arn, FunctionName: c.name,
+		StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rn, c, m
+}
+
 func indexOf(calls []string, s string) int {
 	for i, c := range calls {
 		if c == s {
@@ -105,15 +122,7 @@ func indexOf(calls []string, s string) int {
 // lost, and the children started.
 func TestAParentsWindowStillToCloseHoldsItsChildrenAcrossADisable(t *testing.T) {
 	ctx := context.Background()
-	clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
-	rn := testenv.Start(t, testenv.Options{Clock: clock})
-	arn := createStream(t, rn, "src", 1)
-	c := newCountingWindows(t, rn)
-	m, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: arn, FunctionName: c.name,
-		StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rn, c, m := windowsOnOneShard(t)
 	put(t, rn, "src", "k", "p1", "p2", "p3")
 	settle(t, rn, m.UUID, "src")
 	c.failFinal.Store(true)
@@ -169,15 +178,7 @@ func TestAWindowOpenAcrossAnUpdateGetsItsFinalInvocation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			clock := clockwork.NewFakeClockAt(t0.Add(5 * time.Second))
-			rn := testenv.Start(t, testenv.Options{Clock: clock})
-			arn := createStream(t, rn, "src", 1)
-			c := newCountingWindows(t, rn)
-			m, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: arn, FunctionName: c.name,
-				StartingPosition: mapping.TrimHorizon, TumblingWindowInSeconds: ptr(60)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rn, c, m := windowsOnOneShard(t)
 			put(t, rn, "src", "k1", "a")
 			put(t, rn, "src", "k2", "b")
 			put(t, rn, "src", "k3", "c")
