@@ -100,9 +100,15 @@ type storedConsumers struct {
 	Consumers []storedConsumer `json:"c"`
 }
 
-// gone reports whether a deregistered consumer has finished DELETING.
+// gone reports whether a deregistered consumer has finished DELETING:
+// ConsumerStatusDelay after DeregisterStreamConsumer, and not within the
+// second it was created in. The trap: a consumer ARN carries its creation
+// time in whole seconds, so a name registered again within that second
+// would get the old consumer's ARN, and a client holding the old ARN
+// would reach the new consumer; AWS gives every registration a new ARN.
 func (c storedConsumer) gone(now time.Time) bool {
-	return c.DeletingMs != 0 && now.UnixMilli() >= c.DeletingMs+ConsumerStatusDelay.Milliseconds()
+	return c.DeletingMs != 0 && now.UnixMilli() >= c.DeletingMs+ConsumerStatusDelay.Milliseconds() &&
+		now.Unix() > time.UnixMilli(c.CreatedMs).Unix()
 }
 
 func (c storedConsumer) status(now time.Time) string {
@@ -288,7 +294,8 @@ func (s *Service) DescribeStreamConsumer(ctx context.Context, ref ConsumerRef) (
 
 // DeregisterStreamConsumer deregisters a consumer
 // (API_DeregisterStreamConsumer): it is DELETING for ConsumerStatusDelay,
-// then gone, and its subscriptions end at once. Deregistering a DELETING
+// and at least until the second it was registered in has ended (so that
+// its name registered again gets a new ARN), then gone, and its subscriptions end at once. Deregistering a DELETING
 // consumer again changes nothing.
 func (s *Service) DeregisterStreamConsumer(ctx context.Context, ref ConsumerRef) error {
 	c, err := s.DescribeStreamConsumer(ctx, ref)

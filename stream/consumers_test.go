@@ -90,6 +90,34 @@ func TestConsumerLifecycle(t *testing.T) {
 	}
 }
 
+// A consumer ARN ends in its creation time in whole seconds. Before the
+// fix a name deregistered and registered again within one second got the
+// old consumer's ARN, so a client holding the old ARN reached the new
+// consumer; AWS gives each registration a new ARN. The deregistered
+// consumer now stays DELETING until its creation second has ended.
+func TestAConsumerRegisteredAgainWithinItsSecondGetsANewARN(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(epoch0.Truncate(time.Second))
+	rn := testenv.Start(t, testenv.Options{Clock: clk})
+	createStream(t, rn, "s", 1)
+	c := register(t, rn, "s", "app")
+	if err := rn.Streams.DeregisterStreamConsumer(t.Context(), stream.ConsumerRef{ConsumerARN: c.ConsumerARN}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(stream.ConsumerStatusDelay + 100*time.Millisecond)
+	if s := consumerStatus(t, rn, c.ConsumerARN); s != stream.ConsumerDeleting {
+		t.Fatalf("status %s within the creation second, want DELETING", s)
+	}
+	_, err := rn.Streams.RegisterStreamConsumer(t.Context(), "s", "app", nil)
+	wantErr(t, err, awserr.ErrResourceInUse, "app")
+	clk.Advance(time.Second - stream.ConsumerStatusDelay - 100*time.Millisecond)
+	c2 := register(t, rn, "s", "app")
+	if c2.ConsumerARN == c.ConsumerARN {
+		t.Fatalf("registered again: the old ARN %s", c.ConsumerARN)
+	}
+	_, err = rn.Streams.DescribeStreamConsumer(t.Context(), stream.ConsumerRef{ConsumerARN: c.ConsumerARN})
+	wantErr(t, err, awserr.ErrResourceNotFound)
+}
+
 // AWS's limits: names of [a-zA-Z0-9_.-]{1,128}, 5 CREATING at once, 20 a
 // stream; ListStreamConsumers pages in registration order.
 func TestConsumerLimitsAndPaging(t *testing.T) {
