@@ -207,6 +207,12 @@ var (
 	// (by the engine clock) after the previous purge of the queue. HTTP
 	// 403 in SQS. Retryable once the 60 seconds are over.
 	ErrPurgeQueueInProgress = def(Spec{Code: "AWS.SimpleQueueService.PurgeQueueInProgress", SQS: Wire{Shape: "PurgeQueueInProgress", Status: 403}, Retryable: true})
+	// ErrQueueDeletedRecently: CreateQueue named a queue deleted less than
+	// 60 seconds (by the engine clock) before ("You must wait 60 seconds
+	// after deleting a queue before you can create another queue with the
+	// same name", API_DeleteQueue). HTTP 400 in SQS. Retryable once the 60
+	// seconds are over.
+	ErrQueueDeletedRecently = def(Spec{Code: "AWS.SimpleQueueService.QueueDeletedRecently", SQS: Wire{Shape: "QueueDeletedRecently"}, Retryable: true})
 	// ErrInvalidAttributeName: an unknown queue or message attribute name,
 	// or a FIFO-only attribute on a standard queue.
 	ErrInvalidAttributeName = def(Spec{Code: "InvalidAttributeName"})

@@ -47,6 +47,7 @@ const (
 // lease.Three of several) and answers what the method returns.
 var forwarded = lease.Ops[*Service]{
 	"CreateQueue":                   lease.Call3((*Service).CreateQueueWithTags),
+	"EnsureQueue":                   lease.Call2((*Service).EnsureQueue),
 	"TagQueue":                      lease.Do2((*Service).TagQueue),
 	"UntagQueue":                    lease.Do2((*Service).UntagQueue),
 	"AddPermission":                 lease.Do2((*Service).AddPermission),

@@ -377,3 +377,39 @@ func TestCacheBudget(t *testing.T) {
 		t.Fatalf("cached after purge = %d", c)
 	}
 }
+
+// API_DeleteQueue: "you must wait at least 60 seconds before creating a
+// queue with the same name" (QueueDeletedRecently). Before the fix
+// CreateQueue succeeded at once. The wait holds across a restart (it is
+// stored in the engine); the queues runnel keeps for itself (EnsureQueue)
+// are created again at once.
+func TestAQueueNameIsRefusedForAMinuteAfterItsDeletion(t *testing.T) {
+	e := newEnv(t)
+	url := e.create("q", nil)
+	if err := e.svc.DeleteQueue(e.ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.svc.CreateQueue(e.ctx, "q", nil)
+	wantErr(t, err, awserr.ErrQueueDeletedRecently)
+	if !awserr.IsRetryable(err) {
+		t.Errorf("QueueDeletedRecently is not retryable: %v", err)
+	}
+	e.clock.Advance(59 * time.Second)
+	e.restart()
+	_, err = e.svc.CreateQueue(e.ctx, "q", nil)
+	wantErr(t, err, awserr.ErrQueueDeletedRecently)
+	// Another name is free.
+	e.create("other", nil)
+	e.clock.Advance(time.Second)
+	url = e.create("q", nil)
+	e.send(url, "a")
+	if got := e.bodies(url, queue.ReceiveMessageInput{}); !equal(got, []string{"a"}) {
+		t.Fatalf("the queue created again after 60 s received %v", got)
+	}
+	if err := e.svc.DeleteQueue(e.ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.EnsureQueue(e.ctx, "q", nil); err != nil {
+		t.Fatalf("EnsureQueue right after the deletion: %v", err)
+	}
+}

@@ -108,6 +108,20 @@ import (
 
 const metaBucket = "runnel_queues"
 
+// deletedBucket holds a deletedMarker per deleted queue name.
+const deletedBucket = "runnel_queues_deleted"
+
+// DeletedQueueWait is how long after DeleteQueue a CreateQueue of the same
+// name is refused with QueueDeletedRecently (API_DeleteQueue: "you must
+// wait at least 60 seconds before creating a queue with the same name").
+const DeletedQueueWait = 60 * time.Second
+
+// deletedMarker is when a queue name was last deleted (Unix ms, engine
+// clock).
+type deletedMarker struct {
+	At int64 `json:"at"`
+}
+
 // CacheBytes is the default budget, shared by the queues of a Service,
 // for message bodies and attributes kept in memory. Messages beyond it
 // are read back from JetStream when received.
@@ -123,7 +137,10 @@ var (
 type Service struct {
 	eng  *engine.Engine
 	meta jetstream.KeyValue
-	log  *slog.Logger
+	// deleted holds, per queue name, when DeleteQueue last deleted it
+	// (deletedMarker): CreateQueue refuses the name for DeletedQueueWait.
+	deleted jetstream.KeyValue
+	log     *slog.Logger
 
 	cacheBudget int64
 	cached      atomic.Int64
@@ -219,13 +236,13 @@ type queue struct {
 
 // New opens the SQS service on eng. Queues are loaded on first use.
 func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
-	kv, err := eng.Bucket(ctx, metaBucket)
-	if err != nil {
+	var kv, deleted jetstream.KeyValue
+	if err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{metaBucket: &kv, deletedBucket: &deleted}); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s := &Service{
-		eng: eng, meta: kv, log: eng.Logger.With("service", "queue"),
+		eng: eng, meta: kv, deleted: deleted, log: eng.Logger.With("service", "queue"),
 		cacheBudget: CacheBytes, bg: bg, cancel: cancel,
 		queues: map[string]*queue{}, loading: map[string]chan struct{}{},
 		tasks: map[string]*moveTask{}, bySrc: map[string][]*moveTask{},
@@ -342,7 +359,8 @@ func (s *Service) streamConfig(m *queueMeta) jetstream.StreamConfig {
 // SetQueueAttributes): awserr.ErrInvalidAttributeValue names the attribute and
 // range, awserr.ErrInvalidAttributeName an unknown one. If the queue exists,
 // CreateQueue returns its URL when every given attribute has the queue's
-// value, and awserr.ErrQueueNameExists otherwise.
+// value, and awserr.ErrQueueNameExists otherwise. A name whose queue was
+// deleted less than 60 s before is awserr.ErrQueueDeletedRecently.
 func (s *Service) CreateQueue(ctx context.Context, name string, attributes map[string]string) (string, error) {
 	return s.CreateQueueWithTags(ctx, name, attributes, nil)
 }
@@ -355,6 +373,26 @@ func (s *Service) CreateQueueWithTags(ctx context.Context, name string, attribut
 	if remote, err := s.forward(ctx, "CreateQueue", lease.Triple(name, attributes, tags), &url); remote {
 		return url, err
 	}
+	return s.createQueue(ctx, name, attributes, tags, true)
+}
+
+// EnsureQueue is CreateQueue for the queues runnel keeps for itself (a
+// function's asynchronous events, the targets' deliveries, a topic's
+// messages, the built-in dead-letter stores): a name deleted less than 60 s
+// before is created again at once. Under CreateQueue's rule the service
+// that needs the queue would refuse its callers for a minute.
+func (s *Service) EnsureQueue(ctx context.Context, name string, attributes map[string]string) (string, error) {
+	var url string
+	if remote, err := s.forward(ctx, "EnsureQueue", lease.Pair(name, attributes), &url); remote {
+		return url, err
+	}
+	return s.createQueue(ctx, name, attributes, nil, false)
+}
+
+// createQueue is CreateQueueWithTags in the queues' holder; with
+// deletedWait, a name deleted less than DeletedQueueWait before is
+// refused.
+func (s *Service) createQueue(ctx context.Context, name string, attributes, tags map[string]string, deletedWait bool) (string, error) {
 	if err := checkTags(name, tags); err != nil {
 		return "", err
 	}
@@ -382,6 +420,9 @@ func (s *Service) CreateQueueWithTags(ctx context.Context, name string, attribut
 	if q, err := s.queue(ctx, name); err == nil {
 		return s.sameQueue(q, fifo, attrs)
 	} else if !errors.Is(err, awserr.ErrQueueDoesNotExist) {
+		return "", err
+	}
+	if err := s.checkDeletedRecently(ctx, name); deletedWait && err != nil {
 		return "", err
 	}
 	now := s.eng.Clock.Now().Unix()
@@ -493,8 +534,9 @@ func (s *Service) ListQueues(ctx context.Context, prefix string) ([]string, erro
 
 // DeleteQueue deletes a queue and all its messages (API_DeleteQueue).
 // Receives waiting on it return awserr.ErrQueueDoesNotExist; running move tasks
-// from it fail. A queue of the same name may be created at once (SQS asks
-// for 60 s; runnel doesn't).
+// from it fail. CreateQueue refuses the name with
+// awserr.ErrQueueDeletedRecently for DeletedQueueWait (60 s, engine clock)
+// afterwards, in every process on the engine.
 func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 	if remote, err := s.forward(ctx, "DeleteQueue", queueURL, nil); remote {
 		return err
@@ -530,6 +572,13 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 	if h := s.deleteHook; h != nil {
 		h()
 	}
+	// The marker before the metadata: deleted, the name is free, and a
+	// CreateQueue must find the marker by then. A marker left by a failed
+	// deletion is harmless: CreateQueue finds the queue first.
+	b, _ := json.Marshal(deletedMarker{At: s.eng.Clock.Now().UnixMilli()})
+	if _, err := s.deleted.Put(ctx, name, b); err != nil {
+		return awserr.New(awserr.ErrInternal, "delete queue %s: %v", name, err)
+	}
 	// Metadata first: a later load must not find it and re-create the
 	// stream.
 	if err := s.meta.Purge(ctx, name); err != nil {
@@ -537,6 +586,27 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 	}
 	if err := s.eng.JS.DeleteStream(ctx, jsName(id)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return awserr.New(awserr.ErrInternal, "delete queue %s: %v", name, err)
+	}
+	return nil
+}
+
+// checkDeletedRecently returns QueueDeletedRecently if DeleteQueue deleted
+// a queue named name less than DeletedQueueWait ago.
+func (s *Service) checkDeletedRecently(ctx context.Context, name string) error {
+	e, err := s.deleted.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return awserr.New(awserr.ErrInternal, "create queue %s: %v", name, err)
+	}
+	var m deletedMarker
+	if err := json.Unmarshal(e.Value(), &m); err != nil {
+		return nil // not a marker this version wrote: no wait to enforce
+	}
+	if wait := time.UnixMilli(m.At).Add(DeletedQueueWait).Sub(s.eng.Clock.Now()); wait > 0 {
+		return awserr.New(awserr.ErrQueueDeletedRecently, "You must wait 60 seconds after deleting a queue before you can create another queue with the same name: %s was deleted %s ago (%s left).",
+			name, (DeletedQueueWait - wait).Round(time.Millisecond), wait.Round(time.Millisecond))
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func (s *Service) CreateTopic(ctx context.Context, name string, attributes, tags
 			m.Attributes[k] = v
 		}
 	}
-	if _, err := s.queues.CreateQueue(ctx, m.queueName(), internalQueueAttrs(&m)); err != nil {
+	if _, err := s.queues.EnsureQueue(ctx, m.queueName(), internalQueueAttrs(&m)); err != nil {
 		return "", awserr.New(awserr.ErrInternal, "create the internal queue of topic %s: %v", name, err)
 	}
 	if err := s.putTopic(ctx, &m); err != nil {

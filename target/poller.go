@@ -197,7 +197,7 @@ func (s *Service) deadLetter(ctx context.Context, msg *queue.Message, d Delivery
 // keep stores a failed delivery in DeadLetterStore (where AWS would drop
 // it), then deletes it; a failed store leaves it in the internal queue.
 func (s *Service) keep(ctx context.Context, msg *queue.Message, d Delivery, exhausted string) error {
-	_, err := s.queues.CreateQueue(ctx, DeadLetterStore, internalQueueAttrs)
+	_, err := s.queues.EnsureQueue(ctx, DeadLetterStore, internalQueueAttrs)
 	if err == nil {
 		_, err = s.queues.SendMessage(ctx, DeadLetterStore, queue.SendMessageInput{MessageBody: d.deadLetterBody(), MessageAttributes: dlqAttributes(d, exhausted)})
 		if err == nil {

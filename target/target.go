@@ -299,7 +299,7 @@ func (s *Service) startPoller() {
 func (s *Service) ensureQueue(ctx context.Context) error {
 	s.queueMu.Lock()
 	defer s.queueMu.Unlock()
-	if _, err := s.queues.CreateQueue(ctx, QueueName, internalQueueAttrs); err != nil {
+	if _, err := s.queues.EnsureQueue(ctx, QueueName, internalQueueAttrs); err != nil {
 		return err
 	}
 	s.startPoller()

@@ -548,7 +548,7 @@ var internalQueueAttrs = map[string]string{
 
 func (s *Service) ensureQueue(ctx context.Context, name string) (string, error) {
 	s.queueMu.Lock()
-	url, err := s.queues.CreateQueue(ctx, QueueName(name), internalQueueAttrs)
+	url, err := s.queues.EnsureQueue(ctx, QueueName(name), internalQueueAttrs)
 	s.queueMu.Unlock()
 	if err != nil {
 		return "", awserr.New(awserr.ErrService, "create the internal queue of %s: %v", name, err)

@@ -143,7 +143,7 @@ func (p *poller) deadLetter(ctx context.Context, arn string, rec []byte, payload
 func (p *poller) keep(ctx context.Context, rec []byte, payload string, m meta, condition, reason string) bool {
 	s := p.s
 	s.queueMu.Lock()
-	_, err := s.queues.CreateQueue(ctx, DeadLetterStore, internalQueueAttrs)
+	_, err := s.queues.EnsureQueue(ctx, DeadLetterStore, internalQueueAttrs)
 	s.queueMu.Unlock()
 	if err != nil {
 		p.log.Error("async: cannot create the built-in dead-letter store; the event stays in its queue and will be processed again",
