@@ -196,7 +196,8 @@ func tableName(name string) string {
 	return name
 }
 
-// epochSeconds turns DynamoDB's epoch seconds (with a fraction) into a time.
+// epochSeconds turns epoch seconds with a fraction (the AWS JSON
+// protocols' timestamps) into a time, to the nearest millisecond.
 func epochSeconds(f float64) time.Time {
 	return time.UnixMilli(int64(math.Round(f * 1000)))
 }

@@ -123,8 +123,15 @@ func kinesisCreateStream(rq *request, in *createStreamInput) (any, error) {
 	return nil, err
 }
 
-func kinesisDeleteStream(rq *request, in *streamRef) (any, error) {
-	return in.with(func(name string) (any, error) { return nil, rq.h.rn.Streams.DeleteStream(rq.ctx, name) })
+type deleteStreamInput struct {
+	streamRef
+	EnforceConsumerDeletion bool
+}
+
+func kinesisDeleteStream(rq *request, in *deleteStreamInput) (any, error) {
+	return in.with(func(name string) (any, error) {
+		return nil, rq.h.rn.Streams.DeleteStreamEnforce(rq.ctx, name, in.EnforceConsumerDeletion)
+	})
 }
 
 type describeStreamInput struct {
@@ -133,11 +140,18 @@ type describeStreamInput struct {
 	ExclusiveStartShardId string
 }
 
+// maxDescribeResults is the most shards DescribeStream, and streams
+// ListStreams, return in one call: "If you specify a value greater than
+// 100, at most 100 results are returned" (DescribeStreamInput.Limit,
+// ListStreamsInput.Limit). Limit itself may be up to 10,000.
+const maxDescribeResults = 100
+
 func kinesisDescribeStream(rq *request, in *describeStreamInput) (any, error) {
 	limit, err := limit("limit", in.Limit, 100, 10000, awserr.ErrInvalidArgument)
 	if err != nil {
 		return nil, err
 	}
+	limit = min(limit, maxDescribeResults)
 	d, err := rq.describe(in.streamRef)
 	if err != nil {
 		return nil, err
@@ -179,6 +193,7 @@ func kinesisListStreams(rq *request, in *listStreamsInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit = min(limit, maxDescribeResults)
 	start := in.ExclusiveStartStreamName
 	if in.NextToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)

@@ -13,7 +13,11 @@ import (
 )
 
 // epoch is a timestamp on the wire of the JSON protocols: epoch seconds
-// with a fraction.
+// with a fraction, read to the nearest millisecond (the precision of every
+// timestamp these APIs take). The trap: read as a float64 to the
+// nanosecond, 1795773600.028 is .028000116, after the record stamped .028,
+// so GetShardIterator AT_TIMESTAMP with a record's own
+// ApproximateArrivalTimestamp started after it.
 type epoch time.Time
 
 func (t epoch) MarshalJSON() ([]byte, error) {
@@ -189,7 +193,6 @@ func (t *epoch) UnmarshalJSON(b []byte) error {
 		*t = epoch(tt)
 		return nil
 	}
-	sec, frac := math.Modf(f)
-	*t = epoch(time.Unix(int64(sec), int64(math.Round(frac*1e9))))
+	*t = epoch(epochSeconds(f))
 	return nil
 }

@@ -40,11 +40,6 @@ func epochSecondsOf(t time.Time) float64 {
 	return math.Round(float64(t.UnixMilli())) / 1000
 }
 
-func fromEpochSeconds(f float64) time.Time {
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
-}
-
 func (h *Handler) eicOut(c *async.EventInvokeConfig) eventInvokeConfig {
 	out := eventInvokeConfig{
 		FunctionArn: c.FunctionArn, LastModified: epochSecondsOf(c.LastModified),

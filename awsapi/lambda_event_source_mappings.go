@@ -146,7 +146,7 @@ func lambdaCreateEventSourceMapping(rq *request, in *mappingInput) (any, error) 
 		cfg.DestinationConfig = nil
 	}
 	if in.StartingPositionTimestamp != nil {
-		t := fromEpochSeconds(*in.StartingPositionTimestamp)
+		t := epochSeconds(*in.StartingPositionTimestamp).UTC()
 		cfg.StartingPositionTimestamp = &t
 	}
 	out, err := rq.h.rn.Mappings.CreateEventSourceMapping(rq.ctx, cfg)

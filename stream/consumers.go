@@ -422,7 +422,7 @@ func (s *Service) ListStreamConsumers(ctx context.Context, streamName, nextToken
 	if err != nil {
 		return nil, err
 	}
-	if (tok.ID != "" && tok.ID != d.ID) || (!streamCreation.IsZero() && !streamCreation.Equal(d.StreamCreationTimestamp)) {
+	if (tok.ID != "" && tok.ID != d.ID) || (!streamCreation.IsZero() && streamCreation.UnixMilli() != d.StreamCreationTimestamp.UnixMilli()) {
 		return nil, notFound(streamName, s.eng.AccountID())
 	}
 	cs, _, err := s.loadConsumers(ctx, d, now)

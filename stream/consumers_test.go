@@ -79,8 +79,14 @@ func TestConsumerLifecycle(t *testing.T) {
 	}
 	_, err = rn.Streams.DescribeStreamConsumer(t.Context(), stream.ConsumerRef{ConsumerARN: c.ConsumerARN})
 	wantErr(t, err, awserr.ErrResourceNotFound)
-	// Deleting the stream deletes its consumers: a new stream of the name has none.
-	if err := rn.Streams.DeleteStream(t.Context(), "s"); err != nil {
+	// API_DeleteStream: a stream with registered consumers is refused
+	// unless EnforceConsumerDeletion (before, it was deleted with them).
+	wantErr(t, rn.Streams.DeleteStream(t.Context(), "s"), awserr.ErrResourceInUse, "EnforceConsumerDeletion")
+	if _, err := rn.Streams.DescribeStream(t.Context(), "s"); err != nil {
+		t.Fatalf("the stream after a refused DeleteStream: %v", err)
+	}
+	// Deleting the stream so deletes its consumers: a new stream of the name has none.
+	if err := rn.Streams.DeleteStreamEnforce(t.Context(), "s", true); err != nil {
 		t.Fatal(err)
 	}
 	createStream(t, rn, "s", 1)

@@ -129,7 +129,7 @@ func (s *Service) ListShardsPage(ctx context.Context, in ListShardsInput) (*List
 	if tok.ID != "" && tok.ID != d.ID {
 		return nil, awserr.New(awserr.ErrResourceNotFound, "NextToken: stream %s was deleted", tok.Stream)
 	}
-	if !in.StreamCreationTimestamp.IsZero() && !in.StreamCreationTimestamp.Equal(d.StreamCreationTimestamp) {
+	if !in.StreamCreationTimestamp.IsZero() && in.StreamCreationTimestamp.UnixMilli() != d.StreamCreationTimestamp.UnixMilli() {
 		return nil, notFound(tok.Stream, s.eng.AccountID())
 	}
 	shards := FilterShards(d, tok.Filter, now)

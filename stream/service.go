@@ -395,11 +395,32 @@ func (s *Service) shardConfig(d *StreamDescription, i int) jetstream.StreamConfi
 	}
 }
 
-// DeleteStream deletes a stream and all its records.
+// DeleteStream deletes a stream and all its records, as API_DeleteStream
+// with EnforceConsumerDeletion unset: a stream with registered consumers
+// is ResourceInUseException, and stays. DeleteStreamEnforce with true
+// deletes the consumers with it.
 func (s *Service) DeleteStream(ctx context.Context, name string) error {
+	return s.DeleteStreamEnforce(ctx, name, false)
+}
+
+// DeleteStreamEnforce is API_DeleteStream with its EnforceConsumerDeletion:
+// "If this parameter is unset (null) or if you set it to false, and the
+// stream has registered consumers, the call to DeleteStream fails with a
+// ResourceInUseException." With true the consumers (DELETING ones too)
+// are deleted with the stream and their subscriptions end.
+func (s *Service) DeleteStreamEnforce(ctx context.Context, name string, enforceConsumerDeletion bool) error {
 	d, err := s.DescribeStream(ctx, name)
 	if err != nil {
 		return err
+	}
+	if !enforceConsumerDeletion && s.consumers != nil {
+		n, err := s.ConsumerCount(ctx, d)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return awserr.New(awserr.ErrResourceInUse, "Stream %s under account %s has %d registered consumers: deregister them, or set EnforceConsumerDeletion.", name, s.eng.AccountID(), n)
+		}
 	}
 	for _, sh := range d.Shards {
 		i, _ := ShardIndex(sh.ShardID)

@@ -187,12 +187,14 @@ func streamsCmd(g *globals) *cobra.Command {
 			return printJSON(cmd.OutOrStdout(), d)
 		}),
 	}
+	var enforce bool
 	del := &cobra.Command{
-		Use: "delete NAME", Short: "DeleteStream (and its records)", Args: cobra.ExactArgs(1),
+		Use: "delete NAME", Short: "DeleteStream (and its records); refused while it has consumers, unless --enforce-consumer-deletion", Args: cobra.ExactArgs(1),
 		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
-			return rn.Streams.DeleteStream(cmd.Context(), args[0])
+			return rn.Streams.DeleteStreamEnforce(cmd.Context(), args[0], enforce)
 		}),
 	}
+	del.Flags().BoolVar(&enforce, "enforce-consumer-deletion", false, "delete the stream's registered consumers with it (EnforceConsumerDeletion)")
 	cmd.AddCommand(create, list, describe, del)
 	return cmd
 }
