@@ -345,6 +345,18 @@ func Env(ctx context.Context) map[string]string {
 // the environment. Trap: an in-process handler cannot be killed; its
 // goroutine runs on until it returns, outside the concurrency limit, and is
 // counted in Stats().Abandoned.
+//
+// A SelfTimed handler (a process function) keeps the Timeout itself,
+// from when its runtime is ready (a cold start's init does not count):
+// Invoke sets only a backstop deadline and, when ctx ends first, waits
+// (at most selfTimedGrace) for the handler to stop its environment and
+// write the invocation's last log lines, so that a Tail has them.
+//
+// Cancelling ctx ends the invocation (a Canceled function error) as the
+// Timeout does: that is the in-process API's contract. Lambda's Invoke
+// endpoint and function URLs run a synchronous invocation to its end or
+// its Timeout whatever the HTTP caller does: package awsapi passes a
+// context that a disconnect does not cancel.
 func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	// Encode the event before taking a slot, unless the handler takes it
 	// typed: an event that does not encode is the caller's error.
@@ -380,7 +392,12 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	res := &Result{RequestID: uuid.NewString()}
 	ilog := f.invocationLog(ctx, res.RequestID)
 	ilog.start()
-	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, time.Duration(f.cfg.Timeout)*time.Second)
+	limit := time.Duration(f.cfg.Timeout) * time.Second
+	sl, _ := f.inv.(selfLogged)
+	if sl.bound > 0 {
+		limit = sl.bound + selfTimedGrace // the handler times out first
+	}
+	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, limit)
 	defer cancel()
 	if _, fake := f.clock.(*clockwork.FakeClock); fake {
 		// A fake-clock deadline means nothing to libraries that read
@@ -441,12 +458,30 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		default:
 		}
 	case <-ctx.Done():
-		release() // the environment is stopped: its concurrency is free
-		f.abandoned.Add(1)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		returned := false
+		if sl.bound > 0 {
+			// The handler stops its environment at ctx's end and then
+			// writes the timeout's line, END and REPORT: wait for them.
+			select {
+			case o = <-done:
+				returned = true
+			case <-f.clock.After(selfTimedGrace):
+			}
+		}
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		switch {
+		case returned:
+			if timedOut && (o.err == nil || o.err.Type != TimeoutErrorType) {
+				o = outcome{err: timeoutError(f.cfg.Timeout)}
+			}
+		case timedOut:
 			o = outcome{err: timeoutError(f.cfg.Timeout)}
-		} else {
+		default:
 			o = outcome{err: &InvokeError{Message: ctx.Err().Error(), Type: "Canceled"}}
+		}
+		if !returned {
+			release() // the environment is stopped: its concurrency is free
+			f.abandoned.Add(1)
 		}
 	}
 	res.Duration = f.clock.Since(start)
@@ -465,6 +500,12 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	res.Response, res.Payload = o.resp, o.out
 	return res, nil
 }
+
+// selfTimedGrace is how long past a SelfTimed handler's
+// MaxInvocationTime Invoke's backstop deadline comes, and how long Invoke
+// then waits for the handler to return (it kills its environment and
+// writes END and REPORT, which takes milliseconds) before abandoning it.
+const selfTimedGrace = 5 * time.Second
 
 // marshalEvent is json.Marshal(event); a DynamoDB stream mapping's event
 // is written by wire/ddbjson (the same bytes, a seventh of the CPU).

@@ -193,10 +193,20 @@ func errorOnly[E, R any](f func(context.Context, E) error) typedInvoker[E, R] {
 
 func toInvoker(h any) (invoker, error) {
 	inv, err := handlerInvoker(h)
-	if sl, ok := h.(SelfLogging); ok && err == nil && sl.WritesInvocationLog() {
-		inv = selfLogged{inv}
+	if err != nil {
+		return inv, err
 	}
-	return inv, err
+	self := selfLogged{invoker: inv}
+	if sl, ok := h.(SelfLogging); ok && sl.WritesInvocationLog() {
+		self.logs = true
+	}
+	if st, ok := h.(SelfTimed); ok {
+		self.bound = st.MaxInvocationTime()
+	}
+	if self.logs || self.bound > 0 {
+		inv = self
+	}
+	return inv, nil
 }
 
 func handlerInvoker(h any) (invoker, error) {

@@ -40,8 +40,26 @@ type SelfLogging interface {
 	WritesInvocationLog() bool
 }
 
-// selfLogged marks the invoker of a SelfLogging handler.
-type selfLogged struct{ invoker }
+// SelfTimed is implemented by handlers that enforce the function's
+// Timeout themselves (process functions: it starts when a ready runtime
+// takes the invocation, after a cold start's init, as Lambda's Invoke
+// phase does). For them Invoke sets no deadline at the Timeout, only a
+// backstop at MaxInvocationTime plus a grace, and when its context ends
+// it waits for the handler (a few seconds at most), which ends the
+// invocation and writes its last log lines (the timeout's line, END and
+// REPORT) before Invoke returns.
+type SelfTimed interface {
+	// MaxInvocationTime is the longest an invocation can take, waiting
+	// for an environment and its init included.
+	MaxInvocationTime() time.Duration
+}
+
+// selfLogged marks the invoker of a SelfLogging or SelfTimed handler.
+type selfLogged struct {
+	invoker
+	logs  bool          // SelfLogging: writes its START, END and REPORT
+	bound time.Duration // SelfTimed: its MaxInvocationTime (0: not self-timed)
+}
 
 // TailSize is how much of an invocation's log Invoke with LogType Tail
 // returns: the last 4 KB.
@@ -147,7 +165,7 @@ type invocationLog struct {
 }
 
 func (f *Function) invocationLog(ctx context.Context, id string) *invocationLog {
-	if _, self := f.inv.(selfLogged); self {
+	if sl, self := f.inv.(selfLogged); self && sl.logs {
 		return nil
 	}
 	l := &invocationLog{f: f, sink: f.sinks.get(), tail: TailOf(ctx), id: id}

@@ -241,11 +241,39 @@ func (f *Function) Stats() Stats {
 	return Stats{ColdStarts: f.started.Load(), Live: live, Idle: idle}
 }
 
+// InitTimeout bounds an environment's init phase (the runtime's start
+// and the function's module-level code, up to its first /next), apart
+// from the function's Timeout: "The Init phase is limited to 10 seconds"
+// (lambda-runtime-environment.html, Init phase).
+const InitTimeout = 10 * time.Second
+
+// initTimeout is InitTimeout, shortened by tests.
+var initTimeout = InitTimeout
+
+// MaxInvocationTime is the longest Invoke can take (function.SelfTimed):
+// the Timeout to wait for an environment, InitTimeout, and the Timeout of
+// the invocation.
+func (f *Function) MaxInvocationTime() time.Duration { return 2*f.timeout + initTimeout }
+
 // Invoke runs one invocation in an environment of the pool (lambda.Handler).
 // The request id and the client context are taken from ctx's
-// lambdacontext when package function set them, else a new UUID. The
-// invocation ends at the function's timeout or when ctx ends, whichever is
-// first; the environment is then killed and replaced.
+// lambdacontext when package function set them, else a new UUID.
+//
+// The function's Timeout (seconds) limits the Invoke phase: it starts when
+// the invocation is handed to a ready runtime, so a cold start's init
+// does not count against it (Lambda-Runtime-Deadline-Ms, and so
+// get_remaining_time_in_millis, is Timeout from there). The init is
+// bounded by InitTimeout (10 s); an init still running then goes on
+// within the invocation's Timeout, counted from the 10 s mark. (Lambda
+// instead restarts the init inside the invocation, with the function's
+// timeout; either way a hung init ends.) Trap: before, the Timeout ran
+// from the call, so a function whose init took most of it timed out on
+// every cold start, and a timeout made the next call cold again.
+//
+// The invocation also ends when ctx ends (the in-process API's caller
+// cancelled); the environment is then killed and replaced, as at a
+// timeout. Waiting for a free environment (all the reserved concurrency
+// busy) is bounded by the Timeout too.
 //
 // Errors are *function.InvokeError: the function's own error as the runtime
 // reported it, Sandbox.Timedout ("Task timed out after N.00 seconds"),
@@ -270,14 +298,13 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		inv.id = uuid.NewString()
 	}
 	inv.traceID = newTraceID()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	waitCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	inv.deadline, _ = ctx.Deadline()
 
 	for {
-		e, cold, err := f.acquire(ctx)
+		e, cold, err := f.acquire(waitCtx)
 		if err != nil {
-			return nil, f.ctxError(ctx, err)
+			return nil, f.ctxError(waitCtx, err)
 		}
 		out, retry, err := f.run(ctx, e, inv, cold)
 		if !retry {
@@ -291,17 +318,35 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // the END and REPORT lines of e's log. retry reports that e exited before
 // the runtime took the invocation, so it can go elsewhere. cold: e was
 // started for inv.
+//
+// The invocation's deadline (ctx's, and Lambda-Runtime-Deadline-Ms) is
+// the function's Timeout after e is ready: after a cold start's init, or
+// after InitTimeout from e's start when the init is not done by then.
 func (f *Function) run(ctx context.Context, e *env, inv *invocation, cold bool) (out []byte, retry bool, err error) {
+	invokeStart := time.Now()
 	if cold {
 		// The init phase's output comes before START, as in Lambda.
+		e.mu.Lock()
+		initEnd := e.startedAt.Add(initTimeout)
+		e.mu.Unlock()
+		bound := time.NewTimer(time.Until(initEnd))
 		select {
 		case <-e.readyCh:
 			e.awaitFlush()
+			invokeStart = time.Now()
 		case <-e.initFailed:
 		case <-e.exited:
 		case <-ctx.Done():
+		case <-bound.C:
+			// Init past its 10 s: the rest of it counts against the
+			// invocation's Timeout.
+			invokeStart = initEnd
 		}
+		bound.Stop()
 	}
+	ctx, cancel := context.WithDeadline(ctx, invokeStart.Add(f.timeout))
+	defer cancel()
+	inv.deadline, _ = ctx.Deadline()
 	if !cold && !e.alive() {
 		return nil, true, nil // gone while idle: START goes to the next one
 	}
