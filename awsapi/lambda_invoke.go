@@ -9,9 +9,12 @@ package awsapi
 // output with START, END and REPORT; an in-process function's START, END
 // and REPORT (function/logging.go). X-Amz-Client-Context (base64 JSON, at
 // most 3,583 bytes) reaches a synchronous invocation's function
-// (function.WithClientContext).
+// (function.WithClientContext). A synchronous invocation is not cancelled
+// when its caller disconnects: it runs to its end or its Timeout, as on
+// Lambda.
 
 import (
+	"context"
 	"encoding/base64"
 
 	"github.com/runnel-dev/runnel/function"
@@ -52,6 +55,13 @@ func lambdaInvoke(rq *request, in *invokeInput) (any, error) {
 	if in.InvocationType == "" || in.InvocationType == async.RequestResponse {
 		// Lambda passes ClientContext to synchronous invocations only.
 		ctx = function.WithClientContext(ctx, in.ClientContext)
+		// A synchronous invocation runs to its end or its Timeout
+		// whatever the caller does: a client that disconnects (the CLI
+		// gives up after its 60 s read timeout and retries) leaves it
+		// running, its log complete (boto/boto3#2510). Before, the
+		// request's context reached the function, and a disconnect
+		// killed its environment mid-invocation.
+		ctx = context.WithoutCancel(ctx)
 	}
 	out, err := rq.h.rn.Async.Invoke(ctx, ref, in.InvocationType, in.Payload)
 	if err != nil {

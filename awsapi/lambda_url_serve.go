@@ -8,10 +8,12 @@ package awsapi
 // (base64-decoded when isBase64Encoded); any other JSON is the body of a
 // 200 application/json answer as it is (a string keeps its quotes). A
 // function error answers 502, a throttle 429, an unknown URL 403, each
-// with {"Message": ...}.
+// with {"Message": ...}. The invocation runs to its end or its Timeout
+// even when the caller disconnects, as on Lambda.
 // https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -76,7 +78,8 @@ func (h *Handler) serveFunctionURL(w http.ResponseWriter, r *http.Request, id st
 	if c.Qualifier != "" {
 		ref += ":" + c.Qualifier
 	}
-	out, err := h.rn.Async.Invoke(r.Context(), ref, async.RequestResponse, payload)
+	// As Invoke's: the invocation outlives a caller that disconnects.
+	out, err := h.rn.Async.Invoke(context.WithoutCancel(r.Context()), ref, async.RequestResponse, payload)
 	switch {
 	case errors.Is(err, awserr.ErrTooManyRequests):
 		urlFail(w, http.StatusTooManyRequests, "Rate Exceeded.")
