@@ -97,3 +97,38 @@ func TestAHungInitIsBoundedByTheInitLimitAndTheTimeout(t *testing.T) {
 		t.Errorf("log:\n%s", log)
 	}
 }
+
+// When the in-process API's caller cancels an invocation of a process
+// function (package function's contract: a cancelled context ends the
+// invocation), package function waits for the process function to stop
+// the environment and write END and REPORT before it returns, so the
+// invocation's Tail ends with them, as a Lambda log does (SPEC §6.5:
+// Tail is the last 4 KB of the invocation's log). Before, it returned at
+// once and the Tail ended at the handler's output.
+func TestACancelledInvocationsTailEndsWithEndAndReport(t *testing.T) {
+	pf, _ := managed(t, "python3.12", "slow.handler", map[string]string{"slow.py": "import time\ndef handler(e, c):\n    print('sleeping')\n    time.sleep(30)\n"}, nil)
+	fn, err := function.New(function.Config{FunctionName: "fn", Timeout: 5}, pf, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ctx, tail := function.WithLogTail(context.Background())
+		ctx, cancel := context.WithCancel(ctx)
+		go func() {
+			// Cancel once the handler runs (its output is in the tail).
+			for !strings.Contains(string(tail.Bytes()), "sleeping") {
+				time.Sleep(10 * time.Millisecond)
+			}
+			cancel()
+		}()
+		res, err := fn.Invoke(ctx, []byte(`{}`))
+		cancel()
+		if err != nil || res.Error == nil || res.Error.Type != "Canceled" {
+			t.Fatalf("invocation %d: %+v %v, want a Canceled function error", i, res, err)
+		}
+		log := string(tail.Bytes())
+		if !regexp.MustCompile(`sleeping\nEND RequestId: \S+\nREPORT RequestId: \S+\t[^\n]*\n$`).MatchString(log) {
+			t.Errorf("invocation %d: tail:\n%s", i, log)
+		}
+	}
+}
