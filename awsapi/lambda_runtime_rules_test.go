@@ -54,7 +54,9 @@ func pyEndpoint(t *testing.T, name, src string, timeout int32, env map[string]st
 // order, read with GetLogEvents.
 func logMessages(t *testing.T, srvURL, group string) string {
 	t.Helper()
-	var streams struct{ LogStreams []struct{ LogStreamName string } }
+	var streams struct {
+		LogStreams []struct{ LogStreamName string }
+	}
 	jsonCall(t, srvURL, "Logs_20140328.DescribeLogStreams", map[string]any{"logGroupName": group}, &streams)
 	var msgs []string
 	for _, s := range streams.LogStreams {
