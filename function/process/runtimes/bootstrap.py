@@ -7,6 +7,7 @@ import decimal
 import http.client
 import importlib
 import json
+import logging
 import os
 import sys
 import time
@@ -44,6 +45,47 @@ def flush_logs():
         sys.stdout.flush()
         sys.stderr.write(FLUSH_MARK + "\n")
         sys.stderr.flush()
+
+
+# The request id of the invocation running (or last run): "" during init.
+REQUEST_ID = ""
+
+
+class LambdaLoggerHandler(logging.Handler):
+    # As awslambdaric's: each record is one log event on stdout, here with
+    # its newlines as \r (Lambda's telemetry frame keeps them in one event).
+    def emit(self, record):
+        try:
+            msg = self.format(record)
+            body = msg[:-1] if msg.endswith("\n") else msg
+            sys.stdout.write(body.replace("\r\n", "\r").replace("\n", "\r") + "\n")
+            sys.stdout.flush()
+        except Exception:
+            self.handleError(record)
+
+
+class LambdaLoggerFilter(logging.Filter):
+    def filter(self, record):
+        record.aws_request_id = REQUEST_ID or ""
+        return True
+
+
+def setup_logging():
+    # awslambdaric's _setup_logging (text format): a handler on the root
+    # logger writing "[LEVEL]\t<ISO8601 UTC>.<ms>Z\t<request id>\t<msg>".
+    # The root logger's level stays Python's WARNING unless the function
+    # sets it, or AWS_LAMBDA_LOG_LEVEL names one (TRACE is DEBUG).
+    logging.Formatter.converter = time.gmtime
+    handler = LambdaLoggerHandler()
+    handler.setFormatter(logging.Formatter(
+        "[%(levelname)s]\t%(asctime)s.%(msecs)03dZ\t%(aws_request_id)s\t%(message)s\n", "%Y-%m-%dT%H:%M:%S"))
+    handler.addFilter(LambdaLoggerFilter())
+    level = os.environ.get("AWS_LAMBDA_LOG_LEVEL")
+    level = {None: "", "TRACE": "DEBUG"}.get(level, level).upper()
+    root = logging.getLogger()
+    if level in logging._nameToLevel:
+        root.setLevel(level)
+    root.addHandler(handler)
 
 
 class FaultError(Exception):
@@ -184,6 +226,8 @@ def endpoint_for_old_botocore(force=False):
 
 
 def main():
+    global REQUEST_ID
+    setup_logging()
     sys.path.insert(0, os.environ.get("LAMBDA_TASK_ROOT", "."))
     endpoint_for_old_botocore()
     try:
@@ -203,6 +247,7 @@ def main():
         c.close()
         ctx = Context(headers)
         rid = ctx.aws_request_id
+        REQUEST_ID = rid
         if "Lambda-Runtime-Trace-Id" in headers:
             os.environ["_X_AMZN_TRACE_ID"] = headers["Lambda-Runtime-Trace-Id"]
         try:
