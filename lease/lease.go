@@ -7,17 +7,27 @@
 // (memory storage, history 1, the bucket's TTL = Options.TTL). Acquire
 // creates the key (KV Create: it fails while another holder's value is
 // there); the holder renews it every TTL/4 with a KV Update on the revision
-// it wrote last, so a holder that lost the key (it expired and another
-// process created it) learns it at its next renewal and closes Lost. A key
-// that is not renewed expires TTL after its last write, by the server's
-// clock, and anyone may acquire it then.
+// it wrote last, each lease on its own (a renewal left unanswered delays no
+// other lease's). A key that is not renewed expires TTL after its last
+// write, by the server's clock, and anyone may acquire it then.
 //
 // # The rule a holder follows
 //
 // A holder acts on a lease only while Valid: until TTL/2 after the start
 // of its last successful write. The key lives at least TTL after that
 // write reached the server, so a holder stops acting at least TTL/2 before
-// anyone else can acquire the key. The trap: validity is measured on this
+// anyone else can acquire the key. Lost closes when the lease stops being
+// Valid without a renewal (a timer of the lease's own), or when a renewal
+// finds another holder, or at Release: work that stops at Lost stops
+// before anyone else can start it. The trap this closes: Lost used to wait
+// for a renewal to fail, one lease after another, each waiting up to TTL/4
+// for an answer, so a holder with many leases whose renewals went
+// unanswered kept acting on some for many seconds after another process
+// had taken them (a forwarded call ran on both, a shard's batches were
+// invoked by both). A lease lost so (its key still this process's, at the
+// revision it wrote last) is taken back at once by Acquire when the
+// renewals are answered again: a short stall costs the work a restart, not
+// a wait for the key to expire. The trap: validity is measured on this
 // process's wall clock (time.Now, never the engine's injected clock; the
 // expiry runs on the server's), so clocks that drift apart by more than
 // TTL/2 during one TTL break exclusivity. TTL defaults to 10 s, giving a
@@ -68,14 +78,19 @@ type Options struct {
 
 // Manager acquires, renews and releases this process's leases.
 type Manager struct {
-	kv     jetstream.KeyValue
-	node   string
-	ttl    time.Duration
-	log    *slog.Logger
-	mu     sync.Mutex
-	held   map[string]*Lease
-	cancel context.CancelFunc
-	done   chan struct{}
+	kv   jetstream.KeyValue
+	node string
+	ttl  time.Duration
+	log  *slog.Logger
+	mu   sync.Mutex
+	held map[string]*Lease
+	// lapsed holds, per key, the revision this process last wrote for a
+	// lease it lost when its validity ended unrenewed: Acquire takes the
+	// key back on that revision (nobody else wrote it since).
+	lapsed   map[string]uint64
+	cancel   context.CancelFunc
+	done     chan struct{}
+	renewing sync.WaitGroup
 }
 
 // Lease is one held lease.
@@ -88,6 +103,9 @@ type Lease struct {
 	good time.Time // Valid until then
 	lost chan struct{}
 	gone bool
+	// expiry closes Lost when the lease stops being Valid unrenewed;
+	// reset at every renewal.
+	expiry *time.Timer
 }
 
 // BucketConfig is the leases bucket's configuration: history 1, the
@@ -133,7 +151,7 @@ func New(ctx context.Context, js jetstream.JetStream, opts Options) (*Manager, e
 		return nil, fmt.Errorf("lease: open bucket: %w", err)
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	m := &Manager{kv: kv, node: opts.Node, ttl: opts.TTL, log: opts.Logger, held: map[string]*Lease{}, cancel: cancel, done: make(chan struct{})}
+	m := &Manager{kv: kv, node: opts.Node, ttl: opts.TTL, log: opts.Logger, held: map[string]*Lease{}, lapsed: map[string]uint64{}, cancel: cancel, done: make(chan struct{})}
 	go m.renewLoop(bg)
 	return m, nil
 }
@@ -143,16 +161,31 @@ func (m *Manager) Node() string { return m.node }
 
 // Acquire takes the lease named key (a KV key: letters, digits, '-', '_',
 // '/', '=' and '.'). It returns ErrHeld when another process holds it,
-// and the held lease when this process already does.
+// and the held lease when this process already does. A lease this process
+// lost because its validity ended unrenewed is taken back at once while
+// its key is still at the revision this process wrote last.
 func (m *Manager) Acquire(ctx context.Context, key string) (*Lease, error) {
 	m.mu.Lock()
 	if l := m.held[key]; l != nil {
 		m.mu.Unlock()
 		return l, nil
 	}
+	lapsedRev, lapsed := m.lapsed[key]
 	m.mu.Unlock()
 	start := time.Now()
 	rev, err := m.kv.Create(ctx, key, []byte(m.node))
+	if errors.Is(err, jetstream.ErrKeyExists) && lapsed {
+		start = time.Now()
+		rev, err = m.kv.Update(ctx, key, []byte(m.node), lapsedRev)
+		if err != nil && (errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err)) {
+			m.mu.Lock()
+			if m.lapsed[key] == lapsedRev {
+				delete(m.lapsed, key)
+			}
+			m.mu.Unlock()
+			return nil, ErrHeld
+		}
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, ErrHeld
 	}
@@ -161,7 +194,11 @@ func (m *Manager) Acquire(ctx context.Context, key string) (*Lease, error) {
 	}
 	l := &Lease{m: m, key: key, rev: rev, good: start.Add(m.ttl / 2), lost: make(chan struct{})}
 	m.mu.Lock()
+	delete(m.lapsed, key)
 	m.held[key] = l
+	l.mu.Lock() // the timer's function takes m.mu, then l.mu
+	l.expiry = time.AfterFunc(time.Until(l.good), l.lapse)
+	l.mu.Unlock()
 	m.mu.Unlock()
 	return l, nil
 }
@@ -245,6 +282,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	l.gone = true
+	l.expiry.Stop()
 	rev := l.rev
 	close(l.lost)
 	l.mu.Unlock()
@@ -261,10 +299,33 @@ func (l *Lease) lose() {
 	l.mu.Lock()
 	if !l.gone {
 		l.gone = true
+		l.expiry.Stop()
 		close(l.lost)
 	}
 	l.mu.Unlock()
 	l.forget()
+}
+
+// lapse, the expiry timer's function, marks the lease lost when it has
+// stopped being Valid without a renewal, and remembers its revision for
+// Acquire.
+func (l *Lease) lapse() {
+	l.m.mu.Lock()
+	l.mu.Lock()
+	if l.gone || time.Now().Before(l.good) {
+		l.mu.Unlock()
+		l.m.mu.Unlock()
+		return
+	}
+	l.gone = true
+	close(l.lost)
+	if l.m.held[l.key] == l {
+		delete(l.m.held, l.key)
+		l.m.lapsed[l.key] = l.rev
+	}
+	l.mu.Unlock()
+	l.m.mu.Unlock()
+	l.m.log.Warn("lease lost: not renewed while it was valid; this process stops its work now", "lease", l.key)
 }
 
 // forget removes the lease from its manager's held leases.
@@ -283,19 +344,29 @@ func (m *Manager) snapshot() []*Lease {
 	return slices.Collect(maps.Values(m.held))
 }
 
-// renewLoop renews every held lease every TTL/4.
+// renewLoop renews every held lease every TTL/4, each in a goroutine of
+// its own; a lease whose previous renewal is still waiting for its answer
+// is left to it.
 func (m *Manager) renewLoop(ctx context.Context) {
 	defer close(m.done)
+	defer m.renewing.Wait()
 	clocks.Every(ctx, clockwork.NewRealClock(), m.ttl/4, func() {
 		for _, l := range m.snapshot() {
-			m.renew(ctx, l)
+			if !l.io.TryLock() {
+				continue
+			}
+			m.renewing.Add(1)
+			go func() {
+				defer m.renewing.Done()
+				defer l.io.Unlock()
+				m.renew(ctx, l)
+			}()
 		}
 	})
 }
 
+// renew writes the lease's key again; the caller holds l.io.
 func (m *Manager) renew(ctx context.Context, l *Lease) {
-	l.io.Lock()
-	defer l.io.Unlock()
 	l.mu.Lock()
 	rev, gone := l.rev, l.gone
 	l.mu.Unlock()
@@ -308,29 +379,28 @@ func (m *Manager) renew(ctx context.Context, l *Lease) {
 	cancel()
 	switch {
 	case err == nil:
+		m.mu.Lock()
 		l.mu.Lock()
 		l.rev, l.good = nrev, start.Add(m.ttl/2)
+		if !l.gone {
+			l.expiry.Reset(time.Until(l.good))
+		} else if _, ok := m.lapsed[l.key]; ok && m.held[l.key] == nil {
+			// Its validity ended while this renewal waited: the key is
+			// still this process's, at nrev.
+			m.lapsed[l.key] = nrev
+		}
 		l.mu.Unlock()
+		m.mu.Unlock()
 	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
 		m.log.Warn("lease lost: another process holds it now", "lease", l.key, "err", err)
 		l.lose()
 	default:
 		// No answer: the lease stays held until it stops being Valid; the
-		// next renewal tries again. Once a whole TTL has passed since the
-		// last renewal went through, the key has expired (or the server
-		// lost it in a failover): the lease is lost, and its work is taken
-		// again through Acquire like any free lease's.
+		// next renewal tries again.
 		if ctx.Err() != nil {
 			return
 		}
-		l.mu.Lock()
-		expired := time.Now().After(l.good.Add(m.ttl / 2))
-		l.mu.Unlock()
-		if expired {
-			m.log.Warn("lease lost: not renewed within its TTL", "lease", l.key, "err", err)
-			l.lose()
-			return
-		}
+		// The expiry timer closes Lost when the lease stops being Valid.
 		m.log.Warn("lease renewal failed; will retry", "lease", l.key, "err", err)
 	}
 }

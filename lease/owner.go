@@ -70,6 +70,10 @@ type OwnerConfig struct {
 // the state; Forward retries it at the new holder.
 var ErrMoved = awserr.New(awserr.ErrService, "the state moved to another runnel process; retry")
 
+// holdersGroup is the NATS queue group of the processes answering a
+// subject's forwarded calls.
+const holdersGroup = "holders"
+
 // forwardWait bounds how long Forward waits for a holder (a late renewal,
 // a failover) before it answers ServiceException, which callers retry:
 // longer than a lease's TTL, so a dead holder's lease has expired.
@@ -328,7 +332,12 @@ func (o *Owner) tryAcquire(ctx context.Context, serving bool) (ok bool, err erro
 	if err != nil {
 		return false, awserr.New(awserr.ErrService, "%s: %v", o.cfg.What, err)
 	}
-	sub, err := o.cfg.Conn.Subscribe(o.cfg.Subject, func(m *nats.Msg) { go o.handle(m) })
+	// A queue group: while a former holder that has lost the lease is
+	// still subscribed, each call reaches one of the two, never both. With
+	// a plain subscription both got every call: the former holder's quick
+	// ErrMoved won, the caller sent the call again, and the new holder ran
+	// it each time.
+	sub, err := o.cfg.Conn.QueueSubscribe(o.cfg.Subject, holdersGroup, func(m *nats.Msg) { go o.handle(m) })
 	if err != nil {
 		l.Release(ctx)
 		return false, awserr.New(awserr.ErrService, "%s: serve forwarded calls: %v", o.cfg.What, err)
