@@ -175,14 +175,28 @@ func (e *env) reap() {
 }
 
 // environ is the process environment of SPEC 4. The function's own
-// variables may override the dummy credentials and the endpoint, not the
-// rest (Lambda reserves those keys).
+// variables may override the dummy credentials and the endpoint, and the
+// variables Lambda sets but does not reserve: "The following additional
+// environment variables aren't reserved and can be extended in your
+// function configuration": LANG, PATH, LD_LIBRARY_PATH, NODE_PATH,
+// PYTHONPATH (configuration-envvars.html), where the function's value
+// replaces Lambda's (and a layer's directories); and TZ, which
+// CreateFunction accepts and the function's runtime honours on Lambda
+// (TZ=Asia/Tokyo is the common idiom), default UTC. Not the rest, which
+// Lambda reserves (CreateFunction refuses them: function.Config.Validate).
+// Trap: before, the function's LANG, PATH, LD_LIBRARY_PATH, NODE_PATH,
+// PYTHONPATH and TZ were accepted and then silently replaced by runnel's.
 func (e *env) environ(api, tmp string) []string {
 	cfg := e.f.cfg
+	root := e.f.root
 	vars := map[string]string{
 		"AWS_ACCESS_KEY_ID":     "runnel",
 		"AWS_SECRET_ACCESS_KEY": "runnel",
 		"AWS_SESSION_TOKEN":     "runnel",
+		"LANG":                  "en_US.UTF-8",
+		"PATH":                  "/usr/local/bin:/usr/bin/:/bin:/opt/bin",
+		"LD_LIBRARY_PATH":       root + ":" + root + "/lib:/opt/lib",
+		"TZ":                    "UTC",
 	}
 	if cfg.Endpoint != "" {
 		vars["AWS_ENDPOINT_URL"] = cfg.Endpoint
@@ -190,10 +204,20 @@ func (e *env) environ(api, tmp string) []string {
 	if e.f.interp != nil {
 		e.f.interp.environ(vars)
 	}
+	if opt := e.f.opt; opt != "" {
+		vars["PATH"] = opt + "/bin:" + vars["PATH"]
+		vars["LD_LIBRARY_PATH"] += ":" + opt + "/lib"
+		vars["PYTHONPATH"] = opt + "/python"
+		if e.f.interp != nil {
+			if v, ok := strings.CutPrefix(e.f.interp.runtime, "python"); ok {
+				vars["PYTHONPATH"] += ":" + opt + "/python/lib/python" + v + "/site-packages"
+			}
+		}
+		vars["NODE_PATH"] = opt + "/nodejs/node_modules"
+	}
 	for k, v := range cfg.Environment {
 		vars[k] = v
 	}
-	root := e.f.root
 	initType := "on-demand"
 	if e.provisioned {
 		initType = "provisioned-concurrency"
@@ -211,24 +235,9 @@ func (e *env) environ(api, tmp string) []string {
 		"AWS_LAMBDA_LOG_STREAM_NAME":      e.logStream,
 		"LAMBDA_TASK_ROOT":                root,
 		"LAMBDA_RUNTIME_DIR":              root,
-		"TZ":                              "UTC",
-		"LANG":                            "en_US.UTF-8",
-		"PATH":                            "/usr/local/bin:/usr/bin/:/bin:/opt/bin",
-		"LD_LIBRARY_PATH":                 root + ":" + root + "/lib:/opt/lib",
 		"TMPDIR":                          tmp,
 	} {
 		vars[k] = v
-	}
-	if opt := e.f.opt; opt != "" {
-		vars["PATH"] = opt + "/bin:" + vars["PATH"]
-		vars["LD_LIBRARY_PATH"] += ":" + opt + "/lib"
-		vars["PYTHONPATH"] = opt + "/python"
-		if e.f.interp != nil {
-			if v, ok := strings.CutPrefix(e.f.interp.runtime, "python"); ok {
-				vars["PYTHONPATH"] += ":" + opt + "/python/lib/python" + v + "/site-packages"
-			}
-		}
-		vars["NODE_PATH"] = opt + "/nodejs/node_modules"
 	}
 	out := make([]string, 0, len(vars))
 	for k, v := range vars {
