@@ -1,9 +1,11 @@
 package awsapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -171,5 +173,56 @@ func TestATimedOutInvocationsTailHasTheTimeoutLineEndAndReport(t *testing.T) {
 		if !strings.HasSuffix(tail, "Status: timeout\n") {
 			t.Errorf("invocation %d: tail does not end with REPORT:\n%s", i, tail)
 		}
+	}
+}
+
+// A function URL request whose event is over the synchronous payload
+// limit (6 MiB) is answered 413 Request Entity Too Large, as one whose
+// body alone is over it, whether the body itself or its 2.0 event (the
+// envelope, a binary body in base64: 4/3 of it) exceeds the limit.
+// Lambda: "Request payload size ... 6 MB each
+// for request and response (synchronous)" (gettingstarted-limits.html),
+// a caller's error. Before, a body under 6 MiB whose event was over it
+// got 500 Internal Server Error (Invoke's RequestEntityTooLarge taken
+// for a failure of runnel's).
+func TestAFunctionURLEventOverTheLimitIsRequestEntityTooLarge(t *testing.T) {
+	ctx, _, lc := startLambda(t)
+	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("bigurl"), Role: aws.String("r"), Runtime: "runnel",
+		Handler: aws.String("lambdatest-color"), Code: &ltypes.FunctionCode{}}))
+	cu := lambdaMust(lc.CreateFunctionUrlConfig(ctx, &lambda.CreateFunctionUrlConfigInput{FunctionName: aws.String("bigurl"), AuthType: ltypes.FunctionUrlAuthTypeNone}))
+	u, err := url.Parse(aws.ToString(cu.FunctionUrl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(contentType string, body []byte) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", *lc.Options().BaseEndpoint+"/", bytes.NewReader(body))
+		req.Host = u.Host
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const mib = 1 << 20
+	for _, c := range []struct {
+		what, contentType string
+		body              []byte
+	}{
+		{"a 5 MiB binary body (base64 in the event: 6.7 MiB)", "application/octet-stream", bytes.Repeat([]byte{0xff}, 5*mib)},
+		{"a text body a few bytes under 6 MiB (over with its envelope)", "text/plain", bytes.Repeat([]byte("a"), 6*mib-10)},
+		{"a body over 6 MiB", "text/plain", bytes.Repeat([]byte("a"), 6*mib+1)},
+	} {
+		status, body := send(c.contentType, c.body)
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, `"Message":"Request Entity Too Large"`) {
+			t.Errorf("%s: %d %s, want 413 Request Entity Too Large", c.what, status, body)
+		}
+	}
+	// A small request still works.
+	if status, body := send("text/plain", []byte("hi")); status != 200 {
+		t.Errorf("small request: %d %s", status, body)
 	}
 }

@@ -7,9 +7,11 @@ package awsapi
 // gives the status, headers, cookies (one Set-Cookie each) and body
 // (base64-decoded when isBase64Encoded); any other JSON is the body of a
 // 200 application/json answer as it is (a string keeps its quotes). A
-// function error answers 502, a throttle 429, an unknown URL 403, each
-// with {"Message": ...}. The invocation runs to its end or its Timeout
-// even when the caller disconnects, as on Lambda.
+// function error answers 502, a throttle 429, an unknown URL 403, a
+// request whose event exceeds 6 MiB (the body, or the body in its
+// envelope, base64 when binary) 413, each with {"Message": ...}. The
+// invocation runs to its end or its Timeout even when the caller
+// disconnects, as on Lambda.
 // https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
 
 import (
@@ -83,6 +85,11 @@ func (h *Handler) serveFunctionURL(w http.ResponseWriter, r *http.Request, id st
 	switch {
 	case errors.Is(err, awserr.ErrTooManyRequests):
 		urlFail(w, http.StatusTooManyRequests, "Rate Exceeded.")
+	case errors.Is(err, async.ErrRequestTooLarge):
+		// The event (the body in its 2.0 envelope, base64 when binary)
+		// over the 6 MB limit is the caller's, as a body over it is:
+		// 413, not a 500.
+		urlFail(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 	case err != nil:
 		h.lopts.Logger.Warn("function url: invoke", "function", ref, "err", err)
 		urlFail(w, http.StatusInternalServerError, "Internal Server Error")
