@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -290,6 +291,9 @@ type ReplayOptions struct {
 	// Progress, if set, is called with the records handled so far (sent,
 	// skipped or failed) and the records available.
 	Progress func(done, total int64)
+	// Logger logs each part of the range trimmed by retention between the
+	// plan and its read (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // ReplayResult is what Replay did.
@@ -299,6 +303,12 @@ type ReplayResult struct {
 	// accepted (a function: processed without error); Skipped those Skip
 	// refused; Failed those the target rejected.
 	Read, Sent, Skipped, Failed int64
+	// TrimmedMessages is how many stored messages (1..500 records each)
+	// of the plan's available records retention removed before Replay
+	// read them: not sent, each part logged (WARN "replay: records
+	// trimmed by retention after the plan") with its shard and positions.
+	// Before, they were skipped without a trace.
+	TrimmedMessages uint64 `json:",omitempty"`
 	// ResumeSequenceNumber is, after a failure, the first record of the
 	// failing shard not sent: replay from it once the cause is fixed.
 	ResumeSequenceNumber string `json:",omitempty"`
@@ -334,6 +344,10 @@ func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, 
 		return res, err
 	}
 	total := int64(plan.Available)
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	progress := func() {
 		if o.Progress != nil {
 			o.Progress(res.Sent+res.Skipped+res.Failed, total)
@@ -365,9 +379,14 @@ func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, 
 		}
 		for pos := max(sp.From, sp.readFrom); pos <= sp.To; pos += readChunk {
 			end := min(sp.To, pos+readChunk-1)
-			recs, _, err := svc.Streams.ReadRange(ctx, plan.Stream, sp.ShardID, pos, end)
+			recs, gone, err := svc.Streams.ReadRange(ctx, plan.Stream, sp.ShardID, pos, end)
 			if err != nil {
 				return res, err
+			}
+			if gone > 0 {
+				res.TrimmedMessages += gone
+				log.Warn("replay: records trimmed by retention after the plan; they are not sent",
+					"stream", plan.Stream, "shard", sp.ShardID, "fromPosition", pos, "toPosition", end, "storedMessages", gone)
 			}
 			for _, r := range recs {
 				res.Read++

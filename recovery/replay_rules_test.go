@@ -1,8 +1,11 @@
 package recovery_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,5 +210,38 @@ func TestReplayProgressCountsSkippedRecords(t *testing.T) {
 	})
 	if err != nil || res.Sent != 7 || res.Skipped != 3 || done != 10 || total != 10 {
 		t.Fatalf("Replay = %+v, %v; last progress %d of %d, want 10 of 10", res, err, done, total)
+	}
+}
+
+// Records of the plan that retention trims before Replay reads them are
+// counted (TrimmedMessages) and logged with their shard, never skipped
+// without a trace (the house rule: nothing is lost silently). Before the
+// fix ReadRange's count of gone messages was dropped and the replay
+// reported success with nothing sent and nothing missing.
+func TestRecordsTrimmedBetweenThePlanAndTheReadAreCountedAndLogged(t *testing.T) {
+	e := newReplayEnv(t, 1)
+	ctx := context.Background()
+	c := registerCollector(t, e.rn, "trimfn")
+	var logged bytes.Buffer
+	trimmed := false
+	res, err := recovery.Replay(ctx, e.svc(), recovery.ReplayOptions{
+		Range:  recovery.ReplayRange{Stream: "s", FromSeq: e.seqs[0], ToSeq: e.seqs[9]},
+		Target: recovery.ReplayTarget{Function: "trimfn"},
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+		Progress: func(done, total int64) {
+			if !trimmed { // after the plan, before the first read
+				trimmed = true
+				e.clock.Advance(25 * time.Hour)
+				if n, err := e.rn.Streams.TrimExpired(ctx); err != nil || n != 10 {
+					t.Fatalf("TrimExpired = %d, %v", n, err)
+				}
+			}
+		},
+	})
+	if err != nil || res.Plan.Available != 10 || res.Sent != 0 || res.TrimmedMessages != 10 || len(c.all()) != 0 {
+		t.Fatalf("Replay = %+v, %v; want 10 planned, none sent, 10 messages trimmed", res, err)
+	}
+	if !strings.Contains(logged.String(), "trimmed by retention after the plan") || !strings.Contains(logged.String(), "shardId-000000000000") {
+		t.Fatalf("the trimmed records were not logged with their shard: %q", logged.String())
 	}
 }

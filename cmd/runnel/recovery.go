@@ -443,6 +443,9 @@ rejects and says where to resume.`,
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "replayed %d records to %s (read %d, skipped %d, failed %d, stored messages missing %d)\n",
 						res.Sent, plan.Target, res.Read, res.Skipped, res.Failed, res.Plan.MissingMessages)
+					if res.TrimmedMessages > 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "trimmed by retention while replaying, not sent: %d stored messages (1..500 records each); see the log\n", res.TrimmedMessages)
+					}
 					if res.ResumeSequenceNumber != "" {
 						fmt.Fprintf(cmd.OutOrStdout(), "stopped: %s\nresume with --from-seq %s (%s)\n", res.Error, res.ResumeSequenceNumber, res.ResumeShardID)
 					}
