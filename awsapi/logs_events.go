@@ -112,17 +112,20 @@ func logsGetLogEvents(rq *request, in *getLogEventsInput) (any, error) {
 	for _, ev := range events {
 		out = append(out, eventOut{Timestamp: ev.Timestamp, Message: ev.Message, IngestionTime: ev.IngestionTime})
 	}
-	// At either end the token given comes back (clients stop on equality).
-	fwd, back := in.NextToken, in.NextToken
-	if len(events) > 0 {
+	// At either end the token given comes back in its own direction
+	// (clients stop on equality), and the other direction's token is from
+	// the same position: nextForwardToken is always an f/ token,
+	// nextBackwardToken a b/ one. (Before, an empty page returned the
+	// given token as both.)
+	fwd, back := fmt.Sprintf("f/%d", pos), fmt.Sprintf("b/%d", pos)
+	switch {
+	case len(events) > 0:
 		fwd = fmt.Sprintf("f/%d", events[len(events)-1].Seq+1)
 		back = fmt.Sprintf("b/%d", events[0].Seq)
-	}
-	if fwd == "" {
-		fwd = fmt.Sprintf("f/%d", pos)
-	}
-	if back == "" {
-		back = fmt.Sprintf("b/%d", pos)
+	case in.NextToken != "" && forward:
+		fwd = in.NextToken
+	case in.NextToken != "":
+		back = in.NextToken
 	}
 	return map[string]any{"events": out, "nextForwardToken": fwd, "nextBackwardToken": back}, nil
 }
