@@ -8,6 +8,14 @@
 // uniformly from [BaseDelay, min(MaxDelay, BaseDelay·2^(n-1))]. Queue event
 // source mappings apply it through the message's visibility timeout, so a
 // retry waiting 12 hours holds no goroutine and blocks no other message.
+//
+// "Full jitter" here is seed 001's (Bite-Sized Serverless: "a value
+// between 1 and the exponential value", random.uniform(base, timeout)),
+// not Brooker's, which draws from [0, min(cap, base·2^n)]. The floor keeps
+// every retry at least BaseDelay away. The trap: the first retry has no
+// jitter at all (its range is [BaseDelay, BaseDelay]), so messages that
+// fail together come back together once; the spread starts at the second
+// retry, and each delay's mean is (BaseDelay + hi)/2, not hi/2.
 package backoff
 
 import (
