@@ -30,7 +30,15 @@ var errInjected = errors.New("Manually Introduced Random Failure!")
 // stage counts one function's work.
 type stage struct {
 	invocations, injected, records atomic.Int64
+	// replayed counts batches the reducer found applied already (their
+	// marker item) after their token's 10 minutes.
+	replayed atomic.Int64
 }
+
+// appliedKey is the aggregate table's key of the marker item of a reduce
+// batch whose ClientRequestToken is token. The verifier reads the
+// aggregates by their own keys, so the markers do not count.
+func appliedKey(token string) string { return "applied/" + token }
 
 // stateWriters is how many state-table writes the state function keeps in
 // flight across its invocations (the functions' concurrency). The state
@@ -340,6 +348,13 @@ func imageKeys(img table.Item) []string {
 // transaction of ADDs, with ClientRequestToken = MD5 of the batch: a
 // retry within 10 minutes changes nothing. Its function has reserved
 // concurrency 1.
+//
+// The trap of the token alone: DynamoDB keeps it 10 minutes
+// (TransactWriteItems, ClientRequestToken), so a batch re-formed after a
+// crash whose process stayed down longer would add its sums twice. The
+// transaction therefore also puts the batch's marker item
+// (appliedKey(token), attribute_not_exists): a later replay is cancelled
+// on it, and Reduce counts the batch as applied.
 func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	redFail := f.rate(ctx, EnvReduceFailure, f.redFail)
 	if f.failBefore(&f.reducer, redFail) {
@@ -398,11 +413,19 @@ func (f *functions) Reduce(ctx context.Context, ev events.DynamoDBEvent) (events
 		}
 	}
 	token := hex.EncodeToString(h.Sum(nil))
+	items = append(items, table.TransactWriteItem{Put: &table.TransactPut{TableName: f.agg,
+		Item:      table.Item{"Key": events.NewStringAttribute(appliedKey(token))},
+		WriteExpr: table.WriteExpr{ConditionExpression: "attribute_not_exists(#k)", ExpressionAttributeNames: map[string]string{"#k": "Key"}}}})
 	tables, err := f.openTables()
 	if err != nil {
 		return events.DynamoDBEventResponse{}, err
 	}
 	if err := tables.TransactWriteItems(ctx, table.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: token}); err != nil {
+		var tc *table.TransactionCanceledError
+		if errors.As(err, &tc) && len(tc.Reasons) == len(items) && tc.Reasons[len(items)-1].Code == "ConditionalCheckFailed" {
+			f.reducer.replayed.Add(1) // applied before, past the token's 10 minutes
+			return events.DynamoDBEventResponse{}, nil
+		}
 		return events.DynamoDBEventResponse{}, err
 	}
 	f.reducer.records.Add(int64(len(ev.Records)))
