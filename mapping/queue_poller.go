@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -648,6 +649,13 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 	if env, ok := wire.UnwrapRetry([]byte(m.Body)); ok {
 		attempt += env.Metadata.Attempt - 1
 		first = time.Unix(env.Metadata.InitialTimestamp, 0)
+	} else if onFailureRecord(m.Body) {
+		// A stream's on-failure record (a pointer): the stream had the
+		// first attempt, so its first receive is the second, as the
+		// handler is told (recovery) and as a retry envelope counts.
+		// Before, it counted one attempt fewer: MaxAttempts 4 ran a poison
+		// record 5 times through a pointer, 4 through an envelope.
+		attempt++
 	}
 	now := r.svc.eng.Clock.Now()
 	if done, why := p.Exhausted(attempt, first, now); done {
@@ -681,6 +689,16 @@ func (r *queueRunner) retry(ctx context.Context, log interface {
 		return
 	}
 	r.backedOff.Add(1)
+}
+
+// onFailureRecord reports whether body is a stream mapping's on-failure
+// record (KinesisBatchInfo or DDBStreamBatchInfo).
+func onFailureRecord(body string) bool {
+	if !strings.Contains(body, "BatchInfo") {
+		return false
+	}
+	var f wire.OnFailureRecord
+	return json.Unmarshal([]byte(body), &f) == nil && f.BatchInfo() != nil
 }
 
 func sentTime(m *queue.Message) time.Time {

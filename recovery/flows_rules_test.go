@@ -1,0 +1,143 @@
+package recovery_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/recovery"
+	"github.com/runnel-dev/runnel/stream"
+)
+
+// counting is a handler that is NOT idempotent (the IdempotentUnsupported
+// flow's kind): it counts every run and every successful run of a record,
+// and the attempt numbers it was given. Records whose data starts with
+// "poison" always fail, those in failOnce fail their first run, and those
+// in panicOnce panic on their first run. Data is keyed by its first 10
+// bytes.
+type counting struct {
+	mu        sync.Mutex
+	tries     map[string]int
+	done      map[string]int
+	attempts  map[string][]int
+	failOnce  map[string]bool
+	panicOnce map[string]bool
+}
+
+func newCounting() *counting {
+	return &counting{tries: map[string]int{}, done: map[string]int{}, attempts: map[string][]int{},
+		failOnce: map[string]bool{}, panicOnce: map[string]bool{}}
+}
+
+func key10(d string) string { return d[:min(len(d), 10)] }
+
+func (c *counting) handle(ctx context.Context, rec events.KinesisEventRecord, attempt int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := key10(string(rec.Kinesis.Data))
+	c.tries[d]++
+	c.attempts[d] = append(c.attempts[d], attempt)
+	switch {
+	case strings.HasPrefix(d, "poison"):
+		return errString("poison")
+	case c.failOnce[d] && c.tries[d] == 1:
+		return errString("fails once")
+	case c.panicOnce[d] && c.tries[d] == 1:
+		c.mu.Unlock()
+		defer c.mu.Lock()
+		panic("panics once")
+	}
+	c.done[d]++
+	return nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func (c *counting) get(m map[string]int, d string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return m[d]
+}
+
+func (c *counting) attemptsOf(d string) []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.attempts[d])
+}
+
+// flow sets up the function "proc" (handler name) on one of the two flows
+// with c's handler, a stream mapping (the flow's settings, BatchSize
+// batch, the Retry-DLQ as OnFailure) and the Retry-DLQ mapping (policy).
+func (s *setup) flow(t *testing.T, name string, unsupported bool, c *counting, batchSize int) {
+	t.Helper()
+	rn, ctx := s.rn, context.Background()
+	zero := 0
+	cfg := mapping.Config{EventSourceArn: s.streamARN, FunctionName: "proc",
+		StartingPosition: mapping.TrimHorizon, BatchSize: batchSize, MaximumBatchingWindowInSeconds: 1, MaximumRetryAttempts: &zero,
+		DestinationConfig: &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: rn.Queues.ARN("retry-dlq")}}}
+	if unsupported {
+		fn := &recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: s.retryDLQ, Handle: c.handle, Clock: s.clock}
+		cfg.FunctionResponseTypes = []string{mapping.ReportBatchItemFailures}
+		if err := fn.CheckMapping(cfg); err != nil {
+			t.Fatal(err)
+		}
+		function.Register(name, fn)
+	} else {
+		cfg.BisectBatchOnFunctionError = true
+		function.Register(name, &recovery.IdempotentSupported{Streams: rn.Streams, Handle: c.handle})
+	}
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: name, Timeout: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: rn.Queues.ARN("retry-dlq"), FunctionName: "proc",
+		BatchSize: 10, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}, RetryPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *setup) put(t *testing.T, data ...string) {
+	t.Helper()
+	var es []stream.PutRecordsRequestEntry
+	for _, d := range data {
+		es = append(es, stream.PutRecordsRequestEntry{PartitionKey: "k", Data: []byte(d)})
+	}
+	if _, err := s.rn.Streams.PutRecords(context.Background(), "orders", es); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAPoisonRecordRunsMaxAttemptsTimesInAllInBothFlows: the RetryPolicy's
+// MaxAttempts counts every attempt, the stream's first one included, and
+// a record reaches the Retry-DLQ as a pointer (IdempotentSupported) or in
+// a retry envelope (IdempotentUnsupported). Before, the queue mapping
+// counted a pointer message's attempt as its receive count while the
+// flow told the handler receive count + 1: with MaxAttempts 4 a poison
+// record ran 5 times through a pointer (attempts 1 2 3 4 5) and 4 through
+// an envelope (1 2 3 4). Now a message whose body is an on-failure record
+// counts the stream's attempt: 4 runs, attempts 1 2 3 4, in both.
+func TestAPoisonRecordRunsMaxAttemptsTimesInAllInBothFlows(t *testing.T) {
+	for _, unsupported := range []bool{false, true} {
+		t.Run(map[bool]string{false: "IdempotentSupported pointer", true: "IdempotentUnsupported envelope"}[unsupported], func(t *testing.T) {
+			s := twoTier(t, "")
+			c := newCounting()
+			s.put(t, "poison")
+			s.flow(t, "attempts-"+map[bool]string{false: "s", true: "u"}[unsupported], unsupported, c, 1)
+			s.drain(t, "poison unrecoverable", func() bool { return count(t, s.rn, s.unrecover) == 1 && count(t, s.rn, s.retryDLQ) == 0 })
+			want := []int{1, 2, 3, 4}
+			if got := c.attemptsOf("poison"); !slices.Equal(got, want) || policy.MaxAttempts != len(want) {
+				t.Fatalf("MaxAttempts %d: the poison record ran with attempts %v; want %v", policy.MaxAttempts, got, want)
+			}
+		})
+	}
+}
