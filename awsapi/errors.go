@@ -65,7 +65,7 @@ func (rq *request) toWire(err error) wireError {
 		w = spec.SQS
 	case protoLambda:
 		w = spec.Lambda
-	case protoScheduler:
+	case protoScheduler, protoREST:
 		w = awserr.Wire{Status: spec.Lambda.Status} // REST statuses, AWS's code names
 	case protoLogs, protoIAM, protoSTS, protoSNS, protoEvents:
 		// the code as it is
@@ -90,7 +90,7 @@ func (rq *request) fail(err error) {
 	case protoDynamoDB, protoDynamoDBStreams:
 		rq.dynamoWrite(we.status, dynamoErrorBody(rq, err, we))
 		return
-	case protoLambda, protoScheduler:
+	case protoLambda, protoScheduler, protoREST:
 		rq.lambdaFail(we)
 		return
 	case protoKinesisCBOR:

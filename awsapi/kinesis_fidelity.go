@@ -282,14 +282,22 @@ func (vd *validation) kinesisStringList(s *shape, arr []any) {
 	vd.fail(arr, "satisfy constraint: [%s]", strings.Join(cs, ", "))
 }
 
-// kinesisLegacyJSON answers a request for Kinesis (or without a target)
-// of content type application/json, which Kinesis reads as its legacy
-// JSON 1.0 protocol, where no operation of this API exists: HTTP 200 with
-// an UnknownOperationException in that protocol's envelope, or a
-// SerializationException when the body is not JSON. It reports whether
-// it answered.
+// kinesisLegacyJSON answers a request for Kinesis (its X-Amz-Target, or
+// none, posted to "/") of content type application/json, which Kinesis
+// reads as its legacy JSON 1.0 protocol, where no operation of this API
+// exists: HTTP 200 with an UnknownOperationException in that protocol's
+// envelope, or a SerializationException when the body is not JSON. It
+// reports whether it answered.
+//
+// Trap: a 200 is a success to every SDK. Only a request that is
+// Kinesis's gets it: another service's target (one runnel does not
+// serve) and a REST call to another path (unknownPath) are refused with
+// a 4xx, else a call runnel does not serve would seem done.
 func (rq *request) kinesisLegacyJSON() bool {
 	if rq.proto != protoKinesis || rq.r.Header.Get("Content-Type") != "application/json" {
+		return false
+	}
+	if target := rq.r.Header.Get("X-Amz-Target"); !strings.HasPrefix(target, "Kinesis_20131202.") && (target != "" || rq.r.URL.Path != "/") {
 		return false
 	}
 	body := `{"Output":{"__type":"com.amazon.coral.service#UnknownOperationException","message":null},"Version":"1.0"}`

@@ -41,6 +41,7 @@ const (
 	protoSNSJSON                         // JSON 1.0, query-compatible errors
 	protoEvents                          // JSON 1.1 (EventBridge)
 	protoScheduler                       // REST, JSON bodies (EventBridge Scheduler)
+	protoREST                            // REST: a path no service here routes (unknownPath)
 )
 
 // serviceRoute names the service and protocol of a request by a key: an
@@ -241,6 +242,9 @@ func (rq *request) route() (*Operation, error) {
 	}
 	if rq.op == "" {
 		rq.proto = guessProtocol(r)
+		if err := rq.unknownPath(target); err != nil {
+			return nil, err
+		}
 		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
 			// A health check: say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
@@ -266,6 +270,30 @@ func (rq *request) route() (*Operation, error) {
 		}
 	}
 	return nil, awserr.New(awserr.ErrInvalidAction, "The action %s is not valid for this endpoint.", rq.op)
+}
+
+// unknownPath refuses a REST call (restJson1, restXml: the operation in
+// the method and path, no X-Amz-Target, no Action) to a path no service
+// here routes: HTTP 404 UnknownOperationException, in the REST shape (the
+// X-Amzn-ErrorType header), as smithy-rs's restJson1 router answers a
+// path that matches no operation (aws-smithy-http-server,
+// protocol/rest_json_1/router.rs) and as the Lambda API's own fallback
+// does here. The JSON and query protocols are posted to "/" only
+// (smithy-rs's awsJson router refuses any other path), so a request to
+// another path without a target is REST.
+//
+// Trap: such a call (Scheduler's TagResource at POST /tags/{arn},
+// Lambda's PutFunctionRecursionConfig at /2024-08-31/..., SESv2's
+// SendEmail at /v2/email/outbound-emails, from a function whose SDK has
+// AWS_ENDPOINT_URL pointing here) fell through to Kinesis's legacy JSON
+// answer, HTTP 200, and the SDK took it for a success.
+func (rq *request) unknownPath(target string) error {
+	if target != "" || rq.r.URL.Path == "/" || rq.proto != protoKinesis {
+		return nil // JSON or query: answered in their shapes
+	}
+	rq.proto = protoREST
+	rq.w.Header().Set("X-Amzn-RequestId", rq.reqID)
+	return awserr.New(awserr.ErrUnknownOperation, "runnel serves no operation at %s %s", rq.r.Method, rq.r.URL.Path)
 }
 
 // isDynamoJSON reports a request of DynamoDB's content type,
