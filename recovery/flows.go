@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -38,6 +39,10 @@ type RecordHandler func(ctx context.Context, rec events.KinesisEventRecord, atte
 //     RetryPolicy) moves it to the Unrecoverable-DLQ.
 //
 // On the stream, a record's error fails the batch (so bisect isolates it).
+// A panic in Handle is that record's error, in both flows and on both
+// sources: before, it failed the whole invocation, so in the second flow
+// the records already processed before it were sent to the Retry-DLQ
+// with it and processed again.
 type IdempotentSupported struct {
 	Streams *stream.Service
 	Handle  RecordHandler
@@ -47,7 +52,7 @@ type IdempotentSupported struct {
 // HandleKinesis processes a stream batch; the first error fails it.
 func (f *IdempotentSupported) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	for _, r := range ev.Records {
-		if err := f.Handle(ctx, r, 1); err != nil {
+		if err := call(ctx, f.Handle, r, 1); err != nil {
 			return events.KinesisEventResponse{}, fmt.Errorf("%s: %w", r.EventID, err)
 		}
 	}
@@ -57,7 +62,7 @@ func (f *IdempotentSupported) HandleKinesis(ctx context.Context, ev events.Kines
 // HandleSQS processes Retry-DLQ messages; a message whose records do not
 // all succeed is reported in batchItemFailures and stays in the queue.
 func (f *IdempotentSupported) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev)
+	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev, nil)
 }
 
 // IdempotentUnsupported is the function of the whitepaper's second flow,
@@ -79,7 +84,22 @@ func (f *IdempotentSupported) HandleSQS(ctx context.Context, ev events.SQSEvent)
 //     that destination the rest of the batch was lost, with a log line;
 //   - the same function consumes the Retry-DLQ (queue mapping with a
 //     RetryPolicy); after MaxAttempts the message moves on to the
-//     Unrecoverable-DLQ.
+//     Unrecoverable-DLQ;
+//   - a pointer record of more than one record is not processed as one
+//     message (a retry of it would process again the records before the
+//     failing one): on its receive HandleSQS splits it, sending each of
+//     its records to the Retry-DLQ in a message of its own (a retry
+//     envelope, with the attempt this receive is and the pointer's send
+//     time as initial_timestamp; a record the queue does not take in an
+//     envelope goes as a one-record pointer, whose attempts and age count
+//     from the split), and reports the pointer done only once every send
+//     is stored. A crash, or a send that fails, between the first send and
+//     the pointer's delete makes the pointer split again on its next
+//     receive: each of its records then has two messages, and is processed
+//     twice at worst, as a crash between InsertRetry and the checkpoint
+//     makes the inserted record; never lost. The split messages are
+//     independent: the records' shard order is not kept, as it is not for
+//     inserted records.
 type IdempotentUnsupported struct {
 	Streams  *stream.Service
 	Queues   *queue.Service
@@ -97,7 +117,7 @@ func (f *IdempotentUnsupported) HandleKinesis(ctx context.Context, ev events.Kin
 	var resp events.KinesisEventResponse
 	resp.BatchItemFailures = []events.KinesisBatchItemFailure{}
 	for _, r := range ev.Records {
-		err := f.Handle(ctx, r, 1)
+		err := call(ctx, f.Handle, r, 1)
 		if err == nil {
 			continue
 		}
@@ -107,8 +127,8 @@ func (f *IdempotentUnsupported) HandleKinesis(ctx context.Context, ev events.Kin
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.KinesisBatchItemFailure{ItemIdentifier: r.Kinesis.SequenceNumber})
 			// The mapping discards this record and the later ones (never
 			// handed to Handle) to its OnFailure destination, the Retry-DLQ:
-			// a pointer record, resolved from the stream by HandleSQS, so
-			// each of them is processed once. Stop here.
+			// a pointer record, which HandleSQS splits into one message per
+			// record, so each of them is processed once. Stop here.
 			return resp, nil
 		}
 		logger(f.Logger).Info("record failed; inserted into the Retry-DLQ", "eventID", r.EventID, "err", err)
@@ -142,12 +162,92 @@ func (f *IdempotentUnsupported) CheckMapping(cfg mapping.Config) error {
 	return nil
 }
 
-// HandleSQS processes Retry-DLQ messages.
+// HandleSQS processes Retry-DLQ messages, splitting a pointer record of
+// more than one record into one message per record.
 func (f *IdempotentUnsupported) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev)
+	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev, f.split)
 }
 
-func handleRetryQueue(ctx context.Context, streams *stream.Service, handle RecordHandler, log *slog.Logger, ev events.SQSEvent) (events.SQSEventResponse, error) {
+// split sends each record of the pointer message m (resolved as res) to
+// the Retry-DLQ in a message of its own: a retry envelope for the attempt
+// this receive is, or, when the queue does not take it, a one-record
+// pointer. It returns an error, with the pointer to keep, when a send
+// fails.
+func (f *IdempotentUnsupported) split(ctx context.Context, m events.SQSMessage, res *Resolved) error {
+	log := logger(f.Logger)
+	var ptr wire.OnFailureRecord
+	if err := json.Unmarshal([]byte(m.Body), &ptr); err != nil || ptr.KinesisBatchInfo == nil {
+		return fmt.Errorf("recovery: the pointer message %s does not decode again: %v", m.MessageId, err)
+	}
+	attempt := receiveCount(m) + 1
+	first := sentTime(m, now(f.Clock))
+	for i, r := range res.Records {
+		payload, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		env, err := json.Marshal(wire.RetryEnvelope{Metadata: wire.RetryMetadata{Attempt: attempt, InitialTimestamp: first.Unix()}, OriginalPayload: payload})
+		if err != nil {
+			return err
+		}
+		_, eerr := f.Queues.SendMessage(ctx, f.RetryDLQ, queue.SendMessageInput{MessageBody: string(env)})
+		if eerr == nil {
+			continue
+		}
+		one := ptr
+		bi := *ptr.KinesisBatchInfo
+		bi.StartSequenceNumber, bi.EndSequenceNumber = r.Kinesis.SequenceNumber, r.Kinesis.SequenceNumber
+		at := wire.Timestamp(r.Kinesis.ApproximateArrivalTimestamp.Time)
+		bi.ApproximateArrivalOfFirstRecord, bi.ApproximateArrivalOfLastRecord = at, at
+		bi.BatchSize = 1
+		one.KinesisBatchInfo = &bi
+		body, err := json.Marshal(one)
+		if err != nil {
+			return err
+		}
+		if _, perr := f.Queues.SendMessage(ctx, f.RetryDLQ, queue.SendMessageInput{MessageBody: string(body)}); perr != nil {
+			sent := make([]string, 0, i)
+			for _, s := range res.Records[:i] {
+				sent = append(sent, s.EventID)
+			}
+			log.Error("a record of a pointer message could not be sent to the Retry-DLQ; keeping the pointer, whose next receive sends again the records already sent",
+				"messageId", m.MessageId, "eventID", r.EventID, "envelopeErr", eerr, "err", perr, "alreadySent", sent)
+			return perr
+		}
+		log.Info("a record of a pointer message went to the Retry-DLQ as a one-record pointer (the queue did not take its retry envelope)",
+			"messageId", m.MessageId, "eventID", r.EventID, "envelopeErr", eerr)
+	}
+	log.Info("pointer message split into one Retry-DLQ message per record", "messageId", m.MessageId, "records", len(res.Records), "attempt", attempt)
+	return nil
+}
+
+// sentTime is m's SentTimestamp, or def when it has none.
+func sentTime(m events.SQSMessage, def time.Time) time.Time {
+	ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64)
+	if err != nil {
+		return def
+	}
+	return time.UnixMilli(ms)
+}
+
+// call runs handle on one record, a panic being that record's error.
+func call(ctx context.Context, handle RecordHandler, r events.KinesisEventRecord, attempt int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", ErrHandlerPanicked, p)
+		}
+	}()
+	return handle(ctx, r, attempt)
+}
+
+// ErrHandlerPanicked wraps the panic of a RecordHandler: the flows take it
+// as that record's failure.
+var ErrHandlerPanicked = errors.New("recovery: the record handler panicked")
+
+// handleRetryQueue processes Retry-DLQ messages. split, when not nil,
+// takes a pointer message of more than one record instead: the message is
+// done when it returns nil.
+func handleRetryQueue(ctx context.Context, streams *stream.Service, handle RecordHandler, log *slog.Logger, ev events.SQSEvent, split func(context.Context, events.SQSMessage, *Resolved) error) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, m := range ev.Records {
 		res, err := Resolve(ctx, streams, []byte(m.Body))
@@ -169,6 +269,12 @@ func handleRetryQueue(ctx context.Context, streams *stream.Service, handle Recor
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 			continue
 		}
+		if split != nil && res.Kind == KindStreamBatch && len(res.Records) > 1 {
+			if err := split(ctx, m, res); err != nil {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			}
+			continue
+		}
 		// The attempt this delivery is: a pointer record's first receive is
 		// the second attempt (the stream had the first); an envelope says
 		// its attempt itself.
@@ -178,7 +284,7 @@ func handleRetryQueue(ctx context.Context, streams *stream.Service, handle Recor
 		}
 		failed := false
 		for _, r := range res.Records {
-			if err := handle(ctx, r, attempt); err != nil {
+			if err := call(ctx, handle, r, attempt); err != nil {
 				log.Info("retry failed", "messageId", m.MessageId, "eventID", r.EventID, "err", err)
 				failed = true
 				break

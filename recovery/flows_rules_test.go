@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -49,8 +50,6 @@ func (c *counting) handle(ctx context.Context, rec events.KinesisEventRecord, at
 	case c.failOnce[d] && c.tries[d] == 1:
 		return errString("fails once")
 	case c.panicOnce[d] && c.tries[d] == 1:
-		c.mu.Unlock()
-		defer c.mu.Lock()
 		panic("panics once")
 	}
 	c.done[d]++
@@ -139,5 +138,75 @@ func TestAPoisonRecordRunsMaxAttemptsTimesInAllInBothFlows(t *testing.T) {
 				t.Fatalf("MaxAttempts %d: the poison record ran with attempts %v; want %v", policy.MaxAttempts, got, want)
 			}
 		})
+	}
+}
+
+// TestIdempotentUnsupportedProcessesEachRecordOfAPointerOnce: in the flow
+// for records that must not be processed twice, a pointer record reaches
+// the Retry-DLQ when a failed record cannot be inserted (here too large
+// for a retry envelope): it points at that record and the rest of its
+// batch. Before, HandleSQS ran the pointer's records in order, stopped at
+// the first failure, and the whole message was retried: every record
+// before the failing one ran again at each retry (stream a, a 300 KB
+// record that fails once, b that fails once, c: the large record was
+// processed twice). Now the pointer is split on its receive into one
+// message per record (b and c in retry envelopes, the large record in a
+// one-record pointer): each record is processed once.
+func TestIdempotentUnsupportedProcessesEachRecordOfAPointerOnce(t *testing.T) {
+	s := twoTier(t, "")
+	c := newCounting()
+	big := "onceBIG" + strings.Repeat("x", 300_000)
+	c.failOnce[key10(big)], c.failOnce["b"] = true, true
+	s.put(t, "a", big, "b", "c")
+	s.flow(t, "split-pointer", true, c, 4)
+	s.drain(t, "c processed and the Retry-DLQ empty", func() bool {
+		return c.get(c.done, "c") >= 1 && c.get(c.done, key10(big)) >= 1 && count(t, s.rn, s.retryDLQ) == 0
+	})
+	s.clock.Advance(time.Minute) // any message left would come back
+	time.Sleep(100 * time.Millisecond)
+	for _, d := range []string{"a", key10(big), "b", "c"} {
+		if n := c.get(c.done, d); n != 1 {
+			t.Errorf("%s processed %d times; want 1 (attempts %v)", d, n, c.attemptsOf(d))
+		}
+	}
+	if n := count(t, s.rn, s.unrecover); n != 0 {
+		t.Errorf("%d messages in the Unrecoverable-DLQ; want 0", n)
+	}
+	// The large record failed on the stream (attempt 1) and succeeded on
+	// the first receive of its one-record pointer (attempt 2); b, never
+	// handed to the function on the stream, is numbered as a retry.
+	if got := c.attemptsOf(key10(big)); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("the large record's attempts %v; want [1 2]", got)
+	}
+	if got := c.attemptsOf("b"); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("b's attempts %v; want [2 3]", got)
+	}
+}
+
+// TestAPanicInTheRecordHandlerIsThatRecordsFailure: a panic in Handle on
+// the stream is the failure of that record only. Before, it failed the
+// whole invocation: in the IdempotentUnsupported flow the mapping
+// (MaximumRetryAttempts 0) then sent the whole batch to the Retry-DLQ as
+// a pointer, and a, processed before the panic, was processed again. Now
+// the panicking record is inserted into the Retry-DLQ like any failed
+// record, the batch goes on, and each record is processed once.
+func TestAPanicInTheRecordHandlerIsThatRecordsFailure(t *testing.T) {
+	s := twoTier(t, "")
+	c := newCounting()
+	c.panicOnce["p"] = true
+	s.put(t, "a", "p", "b")
+	s.flow(t, "panic-once", true, c, 3)
+	s.drain(t, "p and b processed and the Retry-DLQ empty", func() bool {
+		return c.get(c.done, "p") >= 1 && c.get(c.done, "b") >= 1 && count(t, s.rn, s.retryDLQ) == 0
+	})
+	s.clock.Advance(time.Minute)
+	time.Sleep(100 * time.Millisecond)
+	for _, d := range []string{"a", "p", "b"} {
+		if n := c.get(c.done, d); n != 1 {
+			t.Errorf("%s processed %d times; want 1 (attempts %v)", d, n, c.attemptsOf(d))
+		}
+	}
+	if got := c.attemptsOf("p"); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("p's attempts %v; want [1 2] (the stream, then its retry envelope)", got)
 	}
 }
