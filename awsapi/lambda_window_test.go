@@ -26,7 +26,7 @@ func TestLambdaTumblingWindowInSeconds(t *testing.T) {
 			n[r.Kinesis.PartitionKey]++
 			return n, nil
 		},
-		func(context.Context, events.Window, map[string]int) error { return nil }))
+		func(context.Context, batch.WindowEmit, map[string]int) error { return nil }))
 	lambdaMust(lc.CreateFunction(ctx, &lambda.CreateFunctionInput{FunctionName: aws.String("lam-w"), Role: aws.String("r"), Runtime: "runnel", Handler: aws.String("lambdatest-window"), Code: &ltypes.FunctionCode{}}))
 	lambdaMust(rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "lam-w", ShardCount: 1}))
 	lambdaMust(rn.Queues.CreateQueue(ctx, "lam-wq", nil))

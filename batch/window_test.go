@@ -29,7 +29,7 @@ func TestAggregateKinesis(t *testing.T) {
 			s.Per[r.Kinesis.PartitionKey]++
 			return s, nil
 		},
-		func(ctx context.Context, w events.Window, s sums) error {
+		func(ctx context.Context, e batch.WindowEmit, s sums) error {
 			emitted = append(emitted, s)
 			return nil
 		})
@@ -63,5 +63,80 @@ func TestAggregateKinesis(t *testing.T) {
 	resp, err = h(context.Background(), decode(`{"Records":[],`+window+`,"state":{"n":2,"per":{"a":1,"b":1}},"isFinalInvokeForWindow":true}`))
 	if err != nil || len(emitted) != 1 || emitted[0].N != 2 || resp.State.N != 2 {
 		t.Fatalf("final invocation: %+v %v, emitted %v", resp, err, emitted)
+	}
+}
+
+// TestWindowStateCarriesTheSequenceNumbersFoldedIntoIt: emit is told the
+// shard, whether the invocation is the window's final one or terminates
+// it early, and the first and last sequence numbers folded into the
+// state, carried from one invocation to the next inside the state object
+// (WindowStateKey) and taken out of S. Before, emit got the window alone
+// (emit(ctx, w, state)): its calls for the shards of a window, for the
+// parts of an early-terminated one, and a call run again after a crash
+// could not be told apart.
+func TestWindowStateCarriesTheSequenceNumbersFoldedIntoIt(t *testing.T) {
+	var emits []batch.WindowEmit
+	var states []map[string]int
+	h := batch.AggregateKinesis(
+		func(ctx context.Context, n map[string]int, r events.KinesisEventRecord) (map[string]int, error) {
+			if n == nil {
+				n = map[string]int{}
+			}
+			n[r.Kinesis.PartitionKey]++
+			return n, nil
+		},
+		func(ctx context.Context, e batch.WindowEmit, n map[string]int) error {
+			emits, states = append(emits, e), append(states, n)
+			return nil
+		})
+	rec := func(pk, seq string) string {
+		b, _ := json.Marshal(events.KinesisEventRecord{Kinesis: events.KinesisRecord{PartitionKey: pk, SequenceNumber: seq, Data: []byte("d")}})
+		return string(b)
+	}
+	props := `"window":{"start":"2020-12-09T07:04:00Z","end":"2020-12-09T07:06:00Z"},"shardId":"shardId-000000000001","eventSourceARN":"arn:src"`
+	invoke := func(js string) string {
+		t.Helper()
+		var ev batch.KinesisWindowEvent[map[string]int]
+		if err := json.Unmarshal([]byte(js), &ev); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := h(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(resp)
+		var top struct{ State json.RawMessage }
+		json.Unmarshal(out, &top)
+		return string(top.State)
+	}
+	st := invoke(`{"Records":[` + rec("a", "11") + `,` + rec("b", "12") + `],` + props + `,"state":{}}`)
+	if st != `{"runnel.folded":{"first":"11","last":"12"},"a":1,"b":1}` {
+		t.Fatalf("state after the first invocation: %s", st)
+	}
+	st = invoke(`{"Records":[` + rec("a", "13") + `],` + props + `,"state":` + st + `}`)
+	if st != `{"runnel.folded":{"first":"11","last":"13"},"a":2,"b":1}` {
+		t.Fatalf("state after the second invocation: %s", st)
+	}
+	// Terminated early, then a fresh state ({}), then the final invocation.
+	invoke(`{"Records":[],` + props + `,"state":` + st + `,"isWindowTerminatedEarly":true}`)
+	st = invoke(`{"Records":[` + rec("c", "14") + `],` + props + `,"state":{}}`)
+	invoke(`{"Records":[],` + props + `,"state":` + st + `,"isFinalInvokeForWindow":true}`)
+	if len(emits) != 2 {
+		t.Fatalf("%d emits; want 2", len(emits))
+	}
+	early, final := emits[0], emits[1]
+	if !early.TerminatedEarly || early.Final || early.ShardID != "shardId-000000000001" || early.EventSourceARN != "arn:src" ||
+		early.FirstSequenceNumber != "11" || early.LastSequenceNumber != "13" || states[0]["a"] != 2 || len(states[0]) != 2 {
+		t.Fatalf("the early emit: %+v %v", early, states[0])
+	}
+	if !final.Final || final.TerminatedEarly || final.FirstSequenceNumber != "14" || final.LastSequenceNumber != "14" || states[1]["c"] != 1 || len(states[1]) != 1 {
+		t.Fatalf("the final emit: %+v %v", final, states[1])
+	}
+	if early.Key() == final.Key() || early.Key() != "shardId-000000000001/2020-12-09T07:04:00Z/11" {
+		t.Fatalf("keys %q and %q", early.Key(), final.Key())
+	}
+	// A state without records folded stays as it was (no key added).
+	if st := invoke(`{"Records":[],` + props + `,"state":{}}`); st != `{}` {
+		t.Fatalf("a state with nothing folded: %s", st)
 	}
 }

@@ -35,9 +35,9 @@ func TestTumblingWindowDynamoDBStream(t *testing.T) {
 			s.N++
 			return s, nil
 		},
-		func(ctx context.Context, w events.Window, s wcount) error {
+		func(ctx context.Context, e batch.WindowEmit, s wcount) error {
 			mu.Lock()
-			counts[w.Start.UTC()] += s.N
+			counts[e.Window.Start.UTC()] += s.N
 			mu.Unlock()
 			return nil
 		})

@@ -56,9 +56,9 @@ func newWindowCounter(t *testing.T, rn *runnel.Runnel, failOn string) (*windowCo
 			s.N++
 			return s, nil
 		},
-		func(ctx context.Context, w events.Window, s wcount) error {
+		func(ctx context.Context, e batch.WindowEmit, s wcount) error {
 			c.mu.Lock()
-			c.counts[w.Start.UTC()] += s.N
+			c.counts[e.Window.Start.UTC()] += s.N
 			c.mu.Unlock()
 			return nil
 		})
