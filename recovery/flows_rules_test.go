@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
@@ -209,4 +210,102 @@ func TestAPanicInTheRecordHandlerIsThatRecordsFailure(t *testing.T) {
 	if got := c.attemptsOf("p"); !slices.Equal(got, []int{1, 2}) {
 		t.Errorf("p's attempts %v; want [1 2] (the stream, then its retry envelope)", got)
 	}
+}
+
+// crashAfterSplit is an IdempotentUnsupported whose first HandleSQS that
+// splits a pointer does not return: once the split messages are sent it
+// signals split and waits for its context to end (the process dying
+// before the queue mapping deletes the pointer).
+type crashAfterSplit struct {
+	restartable
+	once  sync.Once
+	split chan struct{}
+}
+
+func (c *crashAfterSplit) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp, err := c.restartable.HandleSQS(ctx, ev)
+	pointer := false
+	for _, m := range ev.Records {
+		pointer = pointer || strings.Contains(m.Body, "KinesisBatchInfo") && strings.Contains(m.Body, `"batchSize":3`)
+	}
+	if pointer {
+		hold := false
+		c.once.Do(func() { hold = true })
+		if hold {
+			close(c.split)
+			<-ctx.Done()
+			return events.SQSEventResponse{}, ctx.Err()
+		}
+	}
+	return resp, err
+}
+
+// TestACrashBetweenAPointersSplitAndItsDeleteSendsItsRecordsTwiceAtWorst:
+// what the split of a pointer (IdempotentUnsupported) leaves to
+// at-least-once delivery. The process dies after the split messages are
+// sent and before the pointer is deleted: the pointer comes back and is
+// split again, so each of its records has two messages. Nothing is lost,
+// and a record is processed twice at worst (once per copy), as a crash
+// between InsertRetry and the checkpoint makes the inserted record; the
+// record before the pointer (a) is processed once.
+func TestACrashBetweenAPointersSplitAndItsDeleteSendsItsRecordsTwiceAtWorst(t *testing.T) {
+	dir := t.TempDir()
+	s := twoTier(t, dir)
+	rn, ctx := s.rn, context.Background()
+	c := newCounting()
+	big := "onceBIG" + strings.Repeat("x", 300_000)
+	c.failOnce[key10(big)] = true
+	h := &crashAfterSplit{restartable: restartable{ready: make(chan struct{})}, split: make(chan struct{})}
+	h.fn.Store(&recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: s.retryDLQ, Handle: c.handle, Clock: s.clock})
+	function.Register("split-crash", h)
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "proc", Handler: "split-crash", Timeout: 30}); err != nil {
+		t.Fatal(err)
+	}
+	s.put(t, "a", big, "b", "c")
+	zero := 0
+	sm, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: s.streamARN, FunctionName: "proc",
+		StartingPosition: mapping.TrimHorizon, BatchSize: 4, MaximumBatchingWindowInSeconds: 1, MaximumRetryAttempts: &zero,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures},
+		DestinationConfig:     &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: rn.Queues.ARN("retry-dlq")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{EventSourceArn: rn.Queues.ARN("retry-dlq"), FunctionName: "proc",
+		BatchSize: 1, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}, RetryPolicy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	<-h.split
+	// The stream mapping checkpoints its batch (after sending the pointer):
+	// the crash is the split's alone.
+	testenv.Eventually(t, 20*time.Second, "the stream mapping checkpointed", func() bool {
+		st, _ := rn.Mappings.Status(sm.UUID)
+		_, last, _ := rn.Streams.ShardBounds(ctx, "orders", "shardId-000000000000")
+		end, _ := rn.Streams.SequenceNumber(ctx, "orders", "shardId-000000000000", last+1)
+		return len(st.Shards) == 1 && st.Shards[0].Checkpoint == end
+	})
+	if n := count(t, rn, s.retryDLQ); n < 1 {
+		t.Fatal("the pointer is not in the Retry-DLQ at the crash")
+	}
+	h.fn.Store(nil)
+	rn.Crash()
+
+	rn2 := testenv.Start(t, testenv.Options{Clock: s.clock, Dir: dir})
+	h.fn.Store(&recovery.IdempotentUnsupported{Streams: rn2.Streams, Queues: rn2.Queues, RetryDLQ: s.retryDLQ, Handle: c.handle, Clock: s.clock})
+	close(h.ready)
+	s.rn = rn2
+	s.drain(t, "the Retry-DLQ empty", func() bool {
+		return c.get(c.done, "c") >= 1 && count(t, rn2, s.retryDLQ) == 0
+	})
+	if n := c.get(c.done, "a"); n != 1 {
+		t.Errorf("a processed %d times; want 1", n)
+	}
+	for _, d := range []string{key10(big), "b", "c"} {
+		if n := c.get(c.done, d); n < 1 || n > 2 {
+			t.Errorf("%s processed %d times; want 1 or 2 (at-least-once: the split ran twice)", d, n)
+		}
+	}
+	if n := count(t, rn2, s.unrecover); n != 0 {
+		t.Errorf("%d messages in the Unrecoverable-DLQ; want 0", n)
+	}
+	t.Logf("processed: a %d, large %d, b %d, c %d", c.get(c.done, "a"), c.get(c.done, key10(big)), c.get(c.done, "b"), c.get(c.done, "c"))
 }
