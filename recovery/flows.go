@@ -271,6 +271,7 @@ func handleRetryQueue(ctx context.Context, streams *stream.Service, handle Recor
 		}
 		if split != nil && res.Kind == KindStreamBatch && len(res.Records) > 1 {
 			if err := split(ctx, m, res); err != nil {
+				log.Error("Retry-DLQ pointer message not split; keeping it in the DLQ", "messageId", m.MessageId, "err", err)
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 			}
 			continue
