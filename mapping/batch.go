@@ -173,6 +173,19 @@ func (b *batchRun) invoke(ctx context.Context, recs []stream.Record, prev invoca
 			}
 			continue
 		}
+		if kind := b.r.eventKind(); !fn.Accepts(kind) {
+			// Replaced since the mapping was made (PutFunction) by a
+			// handler of another event type: it would get an empty event,
+			// "succeed", and the records would be checkpointed unprocessed.
+			// The shard waits, as for a missing function, not counted as
+			// a retry.
+			b.w.setResult("PROBLEM: Function's handler takes no " + kind + " events")
+			b.w.setErr(fmt.Errorf("the handler of %s does not take %s events; the shard waits for a handler that does", b.r.cfg.FunctionName, kind))
+			if err := b.r.svc.backoff(ctx, wait); err != nil {
+				return nil, inv, err
+			}
+			continue
+		}
 		ev := b.event(recs)
 		res, err := fn.Invoke(ctx, ev)
 		if ctx.Err() != nil {

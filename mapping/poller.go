@@ -742,3 +742,12 @@ func (r *runner) watchStream(ctx context.Context) {
 func (r *runner) function() (*function.Function, error) {
 	return r.svc.functions.GetFunction(r.cfg.FunctionName)
 }
+
+// eventKind is the kind of event the runner's source makes: a DynamoDB
+// stream's or a Kinesis stream's (function.Accepts).
+func (r *runner) eventKind() string {
+	if r.ddb != nil {
+		return function.EventDynamoDB
+	}
+	return function.EventKinesis
+}

@@ -80,3 +80,40 @@ func TestAnUpdateLetsARunningBatchEndAndBeDeleted(t *testing.T) {
 		t.Fatalf("the function ran %d times for one message, want once", n)
 	}
 }
+
+// TestAFunctionReplacedByAQueueHandlerCheckpointsNoStreamRecord: the
+// stream form of the rule above. Before the fix a stream mapping whose
+// function was replaced by an SQS handler invoked it with the records
+// decoded as an empty SQS event; it "succeeded", and the records were
+// checkpointed unprocessed (a silent loss, ReportBatchItemFailures
+// ignored). Now the shard waits, the status says why, and a handler of
+// stream events put back gets the records.
+func TestAFunctionReplacedByAQueueHandlerCheckpointsNoStreamRecord(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	createStream(t, rn, "swp", 1)
+	r := newRecorder(t, rn, function.Config{}, nil)
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: rn.Streams.ARN("swp"), FunctionName: r.name,
+		FunctionResponseTypes: []string{mapping.ReportBatchItemFailures}})
+	var seen atomic.Int32
+	function.Register("swap-sqs-only", function.SQSHandler(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		seen.Add(int32(len(ev.Records)))
+		return events.SQSEventResponse{}, nil
+	}))
+	ctx := context.Background()
+	if _, err := rn.Functions.PutFunction(ctx, function.Config{FunctionName: r.name, Handler: "swap-sqs-only"}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, rn, "swp", "k", "important-1", "important-2")
+	testenv.Eventually(t, 20*time.Second, "the problem reported", func() bool {
+		st, err := rn.Mappings.Status(m.UUID)
+		return err == nil && len(st.Shards) == 1 && strings.Contains(st.Shards[0].LastProcessingResult, "takes no kinesis events")
+	})
+	if st, _ := rn.Mappings.Status(m.UUID); st.Shards[0].ProcessedRecords != 0 || seen.Load() != 0 {
+		t.Fatalf("processed %d records, the SQS handler saw %d; want none", st.Shards[0].ProcessedRecords, seen.Load())
+	}
+	// The stream handler put back gets both records.
+	if _, err := rn.Functions.PutFunction(ctx, function.Config{FunctionName: r.name, Handler: r.name}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "both records delivered", func() bool { return r.processed() == 2 })
+}
