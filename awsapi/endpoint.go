@@ -23,7 +23,10 @@ type Options struct {
 	Region    string
 	AccountID string
 	// Auth, when not nil, maps access key ids to secret keys: every request
-	// must then carry a SigV4 Authorization header signed by one of them.
+	// must then carry a SigV4 signature (an Authorization header, or a
+	// presigned URL's query) made with one of them, with session
+	// credentials STS AssumeRole issued (until they expire), or with the
+	// credentials the Handler gives its process functions (sts_sessions.go).
 	// When nil, any credentials are accepted, but a request must still be
 	// signed, as AWS requires (signatureForm): a request without a
 	// signature, or with one of the wrong form, is refused in AWS's words.
@@ -69,6 +72,12 @@ type Handler struct {
 	// logs is the CloudWatch Logs store functions write to (nil if it
 	// could not be opened: logged, and the Logs calls fail).
 	logs *logs.Store
+	// sessions caches the AssumeRole sessions verify read (by access key
+	// id; *stsSession).
+	sessions sync.Map
+	// fnCreds are the process functions' credentials under Options.Auth
+	// (nil without).
+	fnCreds *functionCreds
 }
 
 // NewHandler returns the Kinesis, SQS and DynamoDB APIs for rn. It serves
@@ -116,6 +125,10 @@ func newHandler(rn *runnel.Runnel, opts Options, lopts LambdaOptions, json, lamb
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{rn: rn, opts: opts, lopts: lopts, json: json, lambda: lambda}
+	if opts.Auth != nil && lambda {
+		// Before the functions are restored: they start with these.
+		h.fnCreds, h.lopts.Endpoint = functionCredentials(lopts.Endpoint)
+	}
 	var err error
 	if h.logs, err = logs.Open(context.Background(), rn.Engine, lopts.Logger); err != nil {
 		opts.Logger.Error("aws api: opening the log store", "err", err)

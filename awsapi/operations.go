@@ -351,7 +351,7 @@ var operations = index([]Operation{
 	{Service: STS, Name: "GetCallerIdentity", h: handle(stsGetCallerIdentity),
 		Doc: "Returns the account's root identity (Account is runnel's account id) for any credentials."},
 	{Service: STS, Name: "AssumeRole", h: handle(stsAssumeRole),
-		Doc: "Returns session credentials for a stored role (DurationSeconds up to its MaxSessionDuration); they are not checked anywhere."},
+		Doc: "Returns session credentials for a stored role (DurationSeconds up to its MaxSessionDuration; a role that does not exist is AccessDenied); with --auth every service accepts them, with their session token, until they expire (then ExpiredToken)."},
 	// EventBridge (events_buses.go, events_rules.go, events_events.go, events_archives.go)
 	{Service: EventBridge, Name: "CreateEventBus", h: handle(eventsCreateEventBus),
 		Doc: "Creates a custom event bus (the default bus always exists); no partner sources, KMS keys or policies."},

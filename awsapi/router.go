@@ -253,9 +253,9 @@ func (rq *request) route() (*Operation, error) {
 		}
 		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SNS_20100331.*, AWSEvents.*, SQS, IAM, STS or SNS query Action)", target)
 	}
-	sig, _ := parseAuthorization(r.Header.Get("Authorization"))
+	service := scopeService(r)
 	for _, q := range queryServices {
-		if q.key == sig.service {
+		if q.key == service {
 			rq.proto = q.proto
 			if op := lookup(q.svc, rq.op); op != nil {
 				return op, nil
@@ -294,6 +294,18 @@ func (rq *request) unknownPath(target string) error {
 	rq.proto = protoREST
 	rq.w.Header().Set("X-Amzn-RequestId", rq.reqID)
 	return awserr.New(awserr.ErrUnknownOperation, "runnel serves no operation at %s %s", rq.r.Method, rq.r.URL.Path)
+}
+
+// scopeService is the service of the request's SigV4 credential scope:
+// the Authorization header's, or a presigned URL's X-Amz-Credential.
+func scopeService(r *http.Request) string {
+	if sig, _ := parseAuthorization(r.Header.Get("Authorization")); sig.service != "" {
+		return sig.service
+	}
+	if f := strings.Split(r.URL.Query().Get("X-Amz-Credential"), "/"); len(f) == 5 {
+		return f[3]
+	}
+	return ""
 }
 
 // isDynamoJSON reports a request of DynamoDB's content type,

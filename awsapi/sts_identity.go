@@ -4,12 +4,14 @@ package awsapi
 // GetCallerIdentity answers the account's root identity for any
 // credentials (runnel has no users; signatures are checked only with
 // --auth). AssumeRole returns session credentials for a role of
-// iam_roles.go; they are accepted like any others (permissions are not
-// enforced).
+// iam_roles.go, stored (sts_sessions.go): with --auth they are accepted
+// until their Expiration, then refused with ExpiredToken; permissions
+// are not enforced.
 
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"time"
 
@@ -37,13 +39,13 @@ func (in *assumeRoleInput) readForm(f *qform) {
 
 func (in *assumeRoleInput) check() error {
 	if !strings.HasPrefix(in.RoleArn, "arn:") || !strings.Contains(in.RoleArn, ":role/") {
-		return awserr.New(awserr.ErrInvalidInput, "RoleArn: a role ARN (arn:aws:iam::<account>:role/<name>) required, got %q", in.RoleArn)
+		return awserr.New(awserr.ErrValidationError, "RoleArn: a role ARN (arn:aws:iam::<account>:role/<name>) required, got %q", in.RoleArn)
 	}
 	if n := len(in.RoleSessionName); n < 2 || n > 64 {
-		return awserr.New(awserr.ErrInvalidInput, "RoleSessionName: 2 to 64 characters, got %q", in.RoleSessionName)
+		return awserr.New(awserr.ErrValidationError, "RoleSessionName: 2 to 64 characters, got %q", in.RoleSessionName)
 	}
 	if d := in.DurationSeconds; d != nil && (*d < 900 || *d > 43200) {
-		return awserr.New(awserr.ErrInvalidInput, "DurationSeconds: 900 to 43200, got %d", *d)
+		return awserr.New(awserr.ErrValidationError, "DurationSeconds: 900 to 43200, got %d", *d)
 	}
 	return nil
 }
@@ -61,6 +63,11 @@ type assumeRoleResult struct {
 
 func stsAssumeRole(rq *request, in *assumeRoleInput) (any, error) {
 	role, err := rq.role(in.RoleArn[strings.LastIndexByte(in.RoleArn, '/')+1:])
+	if errors.Is(err, awserr.ErrNoSuchEntity) {
+		// STS's words, not IAM's (NoSuchEntity, 404): it does not say
+		// whether the role exists.
+		return nil, awserr.New(awserr.ErrAccessDenied, "User: arn:aws:iam::%s:root is not authorized to perform: sts:AssumeRole on resource: %s", rq.h.rn.Engine.AccountID(), in.RoleArn)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -69,17 +76,22 @@ func stsAssumeRole(rq *request, in *assumeRoleInput) (any, error) {
 		d = *in.DurationSeconds
 	}
 	if d > role.MaxSessionDuration {
-		return nil, awserr.New(awserr.ErrInvalidInput, "The requested DurationSeconds exceeds the MaxSessionDuration set for this role.")
+		return nil, awserr.New(awserr.ErrValidationError, "The requested DurationSeconds exceeds the MaxSessionDuration set for this role.")
 	}
-	secret := make([]byte, 30)
-	rand.Read(secret)
-	token := make([]byte, 120)
-	rand.Read(token)
-	exp := rq.h.rn.Engine.Clock.Now().Add(time.Duration(d) * time.Second).UTC().Format(time.RFC3339)
+	secretB := make([]byte, 30)
+	rand.Read(secretB)
+	tokenB := make([]byte, 120)
+	rand.Read(tokenB)
+	key, secret, token := newID("ASIA")[:20], base64.StdEncoding.EncodeToString(secretB), base64.StdEncoding.EncodeToString(tokenB)
+	exp := rq.h.rn.Engine.Clock.Now().Add(time.Duration(d) * time.Second).UTC().Truncate(time.Second)
+	arn := "arn:aws:sts::" + rq.h.rn.Engine.AccountID() + ":assumed-role/" + role.RoleName + "/" + in.RoleSessionName
+	// Stored, so that verify (with Options.Auth) accepts them on every
+	// node until exp (sts_sessions.go).
+	if err := rq.h.storeSession(rq.ctx, key, secret, token, exp, arn); err != nil {
+		return nil, err
+	}
 	return assumeRoleResult{
-		Credentials: credentials{AccessKeyId: newID("ASIA")[:20], SecretAccessKey: base64.StdEncoding.EncodeToString(secret),
-			SessionToken: base64.StdEncoding.EncodeToString(token), Expiration: exp},
-		AssumedRoleUser: assumedRoleUser{AssumedRoleId: role.RoleId + ":" + in.RoleSessionName,
-			Arn: "arn:aws:sts::" + rq.h.rn.Engine.AccountID() + ":assumed-role/" + role.RoleName + "/" + in.RoleSessionName},
+		Credentials:     credentials{AccessKeyId: key, SecretAccessKey: secret, SessionToken: token, Expiration: exp.Format(time.RFC3339)},
+		AssumedRoleUser: assumedRoleUser{AssumedRoleId: role.RoleId + ":" + in.RoleSessionName, Arn: arn},
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,7 +200,7 @@ func (e *env) environ(api, tmp string) []string {
 		"TZ":                    "UTC",
 	}
 	if cfg.Endpoint != "" {
-		vars["AWS_ENDPOINT_URL"] = cfg.Endpoint
+		vars["AWS_ENDPOINT_URL"] = endpointCredentials(cfg.Endpoint, vars)
 	}
 	if e.f.interp != nil {
 		e.f.interp.environ(vars)
@@ -450,4 +451,24 @@ func randHex(n int) string {
 // newTraceID is an X-Ray trace header as Lambda passes it.
 func newTraceID() string {
 	return fmt.Sprintf("Root=1-%08x-%s;Parent=%s;Sampled=0", time.Now().Unix(), randHex(12), randHex(8))
+}
+
+// endpointCredentials returns endpoint without its userinfo, and puts
+// that userinfo (http://KEY:SECRET@host:port), when there is one, into
+// vars as the function's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+// (without a session token): the credentials runnel's endpoint accepts
+// from its functions under --auth (awsapi's functionCredentials).
+// Trap: the dummy runnel/runnel credentials are refused there, so every
+// SDK call from a function back to runnel failed.
+func endpointCredentials(endpoint string, vars map[string]string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.User == nil {
+		return endpoint
+	}
+	if secret, ok := u.User.Password(); ok {
+		vars["AWS_ACCESS_KEY_ID"], vars["AWS_SECRET_ACCESS_KEY"] = u.User.Username(), secret
+		delete(vars, "AWS_SESSION_TOKEN")
+	}
+	u.User = nil
+	return u.String()
 }
