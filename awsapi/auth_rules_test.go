@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	ltypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel/awsapi"
@@ -352,5 +353,58 @@ func TestIAMAndSTSRefuseSignaturesInTheirOwnWords(t *testing.T) {
 		"RoleArn": {"arn:aws:iam::000000000000:role/short"}, "RoleSessionName": {"s1"}, "DurationSeconds": {"43200"}})
 	if status != 400 || !strings.Contains(body, "<Code>ValidationError</Code>") {
 		t.Errorf("AssumeRole over the role's MaxSessionDuration: %d %s, want 400 ValidationError", status, body)
+	}
+}
+
+// TestUnderAuthEveryAPIChecksTheSignature: with --auth, the REST APIs
+// (Lambda, Scheduler) verify the signature as the others do, and refuse
+// it with HTTP 403 as Lambda does (UnrecognizedClientException for an
+// unknown key, InvalidSignatureException for a wrong secret,
+// MissingAuthenticationTokenException for none). Old behaviour: Lambda
+// and Scheduler calls were routed before any check, so under --auth
+// anyone could create a process function (run code on the host) or a
+// schedule, unsigned.
+func TestUnderAuthEveryAPIChecksTheSignature(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ep := awsapi.NewEndpoint(rn, awsapi.Options{Auth: authKeys}, awsapi.LambdaOptions{WorkDir: t.TempDir()})
+	t.Cleanup(ep.Close)
+	srv := httptest.NewServer(ep)
+	t.Cleanup(srv.Close)
+	cfg := func(key, secret string) aws.Config {
+		return aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", RetryMaxAttempts: 1,
+			Credentials: credentials.NewStaticCredentialsProvider(key, secret, ""), BaseEndpoint: aws.String(srv.URL)}
+	}
+	ctx := context.Background()
+	if _, err := lambda.NewFromConfig(cfg("AKID", "secret")).ListFunctions(ctx, &lambda.ListFunctionsInput{}); err != nil {
+		t.Fatalf("Lambda ListFunctions signed with an --auth key: %v", err)
+	}
+	if _, err := scheduler.NewFromConfig(cfg("AKID", "secret")).ListSchedules(ctx, &scheduler.ListSchedulesInput{}); err != nil {
+		t.Fatalf("Scheduler ListSchedules signed with an --auth key: %v", err)
+	}
+	for _, tt := range []struct{ key, secret, code string }{
+		{"NOPE", "secret", "UnrecognizedClientException"},
+		{"AKID", "wrong", "InvalidSignatureException"},
+	} {
+		_, err := lambda.NewFromConfig(cfg(tt.key, tt.secret)).ListFunctions(ctx, &lambda.ListFunctionsInput{})
+		if errCode(err) != tt.code || errStatus(err) != 403 {
+			t.Errorf("Lambda ListFunctions with %s/%s: %v, want 403 %s", tt.key, tt.secret, err, tt.code)
+		}
+		_, err = scheduler.NewFromConfig(cfg(tt.key, tt.secret)).ListSchedules(ctx, &scheduler.ListSchedulesInput{})
+		if errCode(err) != tt.code || errStatus(err) != 403 {
+			t.Errorf("Scheduler ListSchedules with %s/%s: %v, want 403 %s", tt.key, tt.secret, err, tt.code)
+		}
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/2015-03-31/functions", strings.NewReader(`{"FunctionName":"f","Runtime":"python3.12","Handler":"app.handler","Role":"arn:aws:iam::000000000000:role/r","Code":{"ZipFile":""}}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 || resp.Header.Get("X-Amzn-ErrorType") != "MissingAuthenticationTokenException" {
+		t.Errorf("Lambda CreateFunction unsigned: %d %s, want 403 MissingAuthenticationTokenException", resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"))
+	}
+	if out := lambdaMust(lambda.NewFromConfig(cfg("AKID", "secret")).ListFunctions(ctx, &lambda.ListFunctionsInput{})); len(out.Functions) != 0 {
+		t.Errorf("functions after the refused calls: %d", len(out.Functions))
 	}
 }

@@ -76,10 +76,20 @@ func (rq *request) toWire(err error) wireError {
 	}
 	we := wireError{e: e}
 	we.shape, we.status = spec.In(w)
+	if (rq.proto == protoLambda || rq.proto == protoScheduler) && authCodes[e.Code] {
+		we.status = 403 // the REST APIs refuse a signature with 403, as Lambda does
+	}
 	if we.status >= 500 {
 		rq.log().Error("aws api: internal failure", "op", rq.op, "err", err)
 	}
 	return we
+}
+
+// authCodes are the codes of a refused signature (authError), which the
+// REST APIs answer with HTTP 403.
+var authCodes = map[string]bool{
+	awserr.ErrMissingAuthenticationToken.Code: true, awserr.ErrUnrecognizedClient.Code: true,
+	awserr.ErrInvalidSignature.Code: true, awserr.ErrExpiredTokenException.Code: true,
 }
 
 // fail writes err in the shape of the request's protocol.

@@ -113,13 +113,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.json && isSchedulerPath(r.URL.Path) {
 		w.Header().Set("X-Amzn-RequestId", rq.reqID)
-		h.schedMux.ServeHTTP(w, r)
+		if rq.verifyREST(protoScheduler, maxBody) {
+			h.schedMux.ServeHTTP(w, r)
+		}
 		return
 	}
 	if h.lambda && (!h.json || isLambdaPath(r.URL.Path)) {
-		rq.proto = protoLambda
 		w.Header().Set("X-Amzn-RequestId", rq.reqID)
-		h.mux.ServeHTTP(w, r)
+		if rq.verifyREST(protoLambda, lambdaMaxBody) {
+			h.mux.ServeHTTP(w, r)
+		}
 		return
 	}
 	if r.Method == http.MethodGet && r.URL.Path == sns.CertPath {
@@ -163,6 +166,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rq.serve(op)
+}
+
+// verifyREST checks the signature of a REST call (Lambda's, Scheduler's)
+// with Options.Auth, as verify does the others', and reports whether the
+// call may go on; the body it read is put back for the route. A refusal
+// is HTTP 403 (toWire).
+//
+// Trap: these APIs were routed before any check, so --auth protected
+// every API but the one that runs code (CreateFunction of a process
+// function) and Scheduler.
+func (rq *request) verifyREST(proto protocol, max int) bool {
+	h, r := rq.h, rq.r
+	rq.proto = proto
+	if h.opts.Auth == nil {
+		return true
+	}
+	body, err := readBody(r, max)
+	if err != nil {
+		rq.fail(err)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := h.verify(r, body, proto); err != nil {
+		rq.fail(err)
+		return false
+	}
+	return true
 }
 
 // dynamoRequestID is a request id in DynamoDB's form: 52 characters of
