@@ -52,8 +52,13 @@ dead-letter queues with their messages and a redrive button (its JSON under /api
 
 serve also answers AWS clients (SDKs, the AWS CLI) on --aws, 127.0.0.1:4566 by
 default: the Kinesis and SQS APIs over HTTP/1.1 and cleartext HTTP/2, e.g.
-'aws --endpoint-url http://127.0.0.1:4566 kinesis list-streams'. Signatures are
-not checked. --aws "" turns it off; if the default port is taken, serve warns and
+'aws --endpoint-url http://127.0.0.1:4566 kinesis list-streams'. Any credentials
+are accepted, but a request must be SigV4-signed, as AWS requires (an unsigned
+one is refused with AWS's MissingAuthenticationToken; --allow-unsigned accepts
+it). With --auth KEY:SECRET the signature is checked too, for every API: it must
+be made with one of those keys, with session credentials STS AssumeRole issued
+(until they expire), or with the key runnel gives its process functions.
+--aws "" turns it off; if the default port is taken, serve warns and
 goes on without it (an explicit --aws address must be free).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -122,7 +127,7 @@ goes on without it (an explicit --aws address must be free).`,
 	cmd.Flags().StringSliceVar(&so.cluster.Routes, "routes", nil, "the cluster nodes' route addresses, comma-separated (host1:6222,host2:6222,host3:6222)")
 	cmd.Flags().StringVar(&so.cluster.Name, "node-name", "", "this node's name in the cluster (default runnel-<cluster port>)")
 	cmd.Flags().IntVar(&so.replicas, "replicas", 0, "JetStream replicas of every stream and bucket (default 1; 3 with --cluster-listen)")
-	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...] (default: any credentials accepted, but a request must be signed, as AWS requires)")
+	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...]; STS AssumeRole's sessions and process functions' own key are accepted too (default: any credentials accepted, but a request must be signed, as AWS requires)")
 	cmd.Flags().BoolVar(&allowUnsigned, "allow-unsigned", false, "accept AWS requests without a SigV4 signature (hand-made ones, curl); AWS refuses them (MissingAuthenticationTokenException)")
 	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
