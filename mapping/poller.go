@@ -421,6 +421,32 @@ func (r *runner) stop() {
 	r.wg.Wait()
 }
 
+// stopDrained is stop after a drain: every worker stops reading and its
+// lanes taking batches, and the batches being invoked get up to drain
+// (wall clock) to be resolved and checkpointed; then, or at once, the
+// rest is cancelled (and delivered again by the next runner).
+func (r *runner) stopDrained(drain time.Duration) {
+	if drain > 0 {
+		ws := r.workers()
+		for _, w := range ws {
+			w.drain()
+		}
+		t := time.NewTimer(drain)
+		defer t.Stop()
+		for _, w := range ws {
+			select {
+			case <-w.done:
+			case <-t.C:
+				r.svc.eng.Logger.Warn("a mapping updated did not finish its batches in time; cancelling them (they are delivered again)",
+					"mapping", r.cfg.UUID, "drain", drain)
+				r.stop()
+				return
+			}
+		}
+	}
+	r.stop()
+}
+
 // run reads the shard until ctx or tctx ends, or, for a closed shard,
 // until every record of it is resolved and the checkpoint stored at its
 // end: then it returns true. The end of ctx cancels the batches being

@@ -117,3 +117,48 @@ func TestAFunctionReplacedByAQueueHandlerCheckpointsNoStreamRecord(t *testing.T)
 	}
 	testenv.Eventually(t, 30*time.Second, "both records delivered", func() bool { return r.processed() == 2 })
 }
+
+// TestAnUpdateLetsARunningStreamBatchEndAndInvokesItOnce: the stream form
+// of the rule above. Before the fix UpdateEventSourceMapping cancelled
+// the running invocation; the new runner invoked the same batch again at
+// once while the cancelled call still ran (an in-process handler cannot
+// be stopped): the batch ran twice, two at once on one shard. Now the
+// running batch finishes (up to HandOverDrain) and is checkpointed first.
+func TestAnUpdateLetsARunningStreamBatchEndAndInvokesItOnce(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	createStream(t, rn, "upd", 1)
+	seqs := put(t, rn, "upd", "k", "r1", "r2", "r3")
+	started := make(chan struct{}, 10)
+	release := make(chan struct{})
+	var calls, running, most atomic.Int32
+	r := newRecorder(t, rn, function.Config{Timeout: 60}, func(ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if calls.Add(1) == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		return events.KinesisEventResponse{}, nil
+	})
+	m := createMapping(t, rn, mapping.Config{EventSourceArn: rn.Streams.ARN("upd"), FunctionName: r.name, BatchSize: 10})
+	<-started
+	updated := make(chan error, 1)
+	go func() {
+		_, err := rn.Mappings.UpdateEventSourceMapping(context.Background(), mapping.Config{UUID: m.UUID, BatchSize: 5})
+		updated <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the update is under way (if not yet, the test proves less, never fails wrongly)
+	close(release)
+	if err := <-updated; err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the batch processed and checkpointed", func() bool {
+		st, err := rn.Mappings.Status(m.UUID)
+		return r.processed() == 3 && err == nil && len(st.Shards) == 1 && st.Shards[0].Checkpoint > seqs[2]
+	})
+	if n, c := calls.Load(), most.Load(); n != 1 || c != 1 {
+		t.Fatalf("the batch was invoked %d times, %d at once; want once", n, c)
+	}
+}

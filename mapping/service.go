@@ -501,6 +501,14 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The batches being invoked are let finish (up to HandOverDrain), as
+	// at a hand-over: cancelled at once, a stream batch was invoked again
+	// by the new runner while the cancelled call still ran (an in-process
+	// handler cannot be stopped), two batches at once on one shard.
+	if r, ok := s.runners[cfg.UUID].(*runner); ok {
+		r.stopDrained(s.opts.HandOverDrain)
+		delete(s.runners, cfg.UUID)
+	}
 	s.stopLocked(cfg.UUID)
 	return s.commitLocked(ctx, cfg)
 }
