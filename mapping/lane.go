@@ -55,9 +55,9 @@ func signal(c chan struct{}) {
 	}
 }
 
-// recordBytes estimates a record's share of the invocation payload: its
-// data in base64 plus the JSON around it.
-func recordBytes(r *stream.Record) int { return (len(r.Data)+2)/3*4 + len(r.PartitionKey) + 400 }
+// recordBytes is a record's share of the invocation payload, the 6 MB
+// cut's measure (lane.recordBytes).
+func (l *lane) recordBytes(r *stream.Record) int { return l.w.r.recordBytes(r) }
 
 // push appends records (in shard order), waiting while the lane is full.
 // It returns false if ctx ended first.
@@ -67,7 +67,7 @@ func (l *lane) push(ctx context.Context, recs []stream.Record) bool {
 		if len(l.queue) < l.limit {
 			l.enqueue(recs)
 			for i := range recs {
-				l.queueBytes += recordBytes(&recs[i])
+				l.queueBytes += l.recordBytes(&recs[i])
 			}
 			l.mu.Unlock()
 			signal(l.notify)
@@ -143,7 +143,7 @@ func (l *lane) take(ctx context.Context) []stream.Record {
 				batch := make([]stream.Record, k)
 				copy(batch, l.queue[:k])
 				for i := range batch {
-					l.queueBytes -= recordBytes(&batch[i])
+					l.queueBytes -= l.recordBytes(&batch[i])
 				}
 				l.queue = l.queue[k:]
 				l.replay = nil
@@ -194,7 +194,7 @@ func (l *lane) take(ctx context.Context) []stream.Record {
 			if window == 0 || limit >= cfg.BatchSize || boundary || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
 				k, size := 0, 0
 				for k < limit && k < cfg.BatchSize {
-					b := recordBytes(&l.queue[k])
+					b := l.recordBytes(&l.queue[k])
 					if k > 0 && size+b > MaxBatchPayloadBytes {
 						break
 					}

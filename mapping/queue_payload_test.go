@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +132,49 @@ func TestQueueFIFOBatchCutAtSixMegabytesKeepsGroupOrder(t *testing.T) {
 		t.Fatalf("invocations %v, want %v", got, want)
 	}
 	wantCounts(t, rn, "big.fifo", 0, 0)
+}
+
+// The stream form of the 6 MB rule: a Kinesis event holds records whose
+// JSON together stays within 6 MB. Before the fix each record was counted
+// as its data in base64 plus its key plus a flat 400 bytes, about 145
+// short of its event record (the eventID and sequenceNumber, two ARNs,
+// the region): 10,000 records of 100 bytes made one event of 6.86 MB.
+func TestStreamBatchesStayWithinSixMegabytes(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	createStream(t, rn, "big", 1)
+	var mu sync.Mutex
+	var sizes []int
+	records := 0
+	r := newRecorder(t, rn, function.Config{}, func(ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+		b, _ := json.Marshal(ev)
+		mu.Lock()
+		sizes = append(sizes, len(b))
+		records += len(ev.Records)
+		mu.Unlock()
+		return events.KinesisEventResponse{}, nil
+	})
+	data := strings.Repeat("x", 100)
+	for i := range 20 {
+		batch := make([]string, 500)
+		for j := range batch {
+			batch[j] = fmt.Sprintf("%04d%s", i*500+j, data[4:])
+		}
+		put(t, rn, "big", fmt.Sprintf("k%d", i), batch...)
+	}
+	createMapping(t, rn, mapping.Config{EventSourceArn: rn.Streams.ARN("big"), FunctionName: r.name, BatchSize: 10000, MaximumBatchingWindowInSeconds: 2})
+	testenv.Eventually(t, 60*time.Second, "every record delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return records >= 10000
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range sizes {
+		if n > mapping.MaxBatchPayloadBytes {
+			t.Fatalf("invocation %d: event of %d bytes, over Lambda's 6 MB (%d); sizes %v", i, n, mapping.MaxBatchPayloadBytes, sizes)
+		}
+	}
+	if len(sizes) < 2 {
+		t.Fatalf("one invocation of %d records, %v bytes: the 6 MB cut never ran", records, sizes)
+	}
 }
