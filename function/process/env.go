@@ -106,6 +106,7 @@ func (e *env) start() (err error) {
 	f := e.f
 	defer func() {
 		if err != nil {
+			f.log.Warn("function runtime could not start", "function", f.cfg.FunctionName, "path", f.command[0], "error", err)
 			if e.srv != nil {
 				e.srv.Close()
 			}

@@ -60,7 +60,9 @@ type Config struct {
 	// nodejs/node_modules are on PATH, LD_LIBRARY_PATH, PYTHONPATH and
 	// NODE_PATH as Lambda puts /opt's.
 	Layers [][]byte
-	// WorkDir is where the zip is unpacked (os.TempDir() when empty).
+	// WorkDir is where the zip is unpacked (os.TempDir() when empty); a
+	// relative WorkDir is taken against the current directory when
+	// Handler is called.
 	WorkDir string
 
 	// Region and AccountID are used in AWS_REGION and the default
@@ -136,6 +138,16 @@ func Handler(cfg Config) (*Function, error) {
 	}
 	if cfg.FunctionArn == "" {
 		cfg.FunctionArn = fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", cfg.Region, cfg.AccountID, cfg.FunctionName)
+	}
+	if cfg.WorkDir != "" {
+		// The bootstrap's path is below WorkDir and the process runs in
+		// the task root: a relative path would be resolved against that
+		// directory by exec and never found.
+		abs, err := filepath.Abs(cfg.WorkDir)
+		if err != nil {
+			return nil, awserr.New(awserr.ErrService, "work directory: %v", err)
+		}
+		cfg.WorkDir = abs
 	}
 	f := &Function{cfg: cfg, log: cfg.Logger, all: map[*env]struct{}{}, changed: make(chan struct{}), closedCh: make(chan struct{})}
 	if f.log == nil {
