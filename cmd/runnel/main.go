@@ -121,7 +121,18 @@ func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*r
 }
 
 func main() {
-	g := &globals{}
+	root := newRoot(&globals{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "runnel:", err)
+		os.Exit(1)
+	}
+}
+
+// newRoot is the runnel command with its global flags (set into g) and
+// every subcommand.
+func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "runnel",
 		Short: "Kinesis-model streams and Lambda event source mappings, with the failure rules right",
@@ -174,13 +185,7 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	}
 	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g), dlqCmd(g), replayCmd(g), resolveCmd(g))
 	root.AddCommand(statusCmd(g), clusterCmd(g), logsCmd(g))
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "runnel:", err)
-		os.Exit(1)
-	}
+	return root
 }
 
 // writeHeapProfile writes the heap profile (live and allocated since the

@@ -19,6 +19,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/recovery"
 )
@@ -384,6 +386,9 @@ func replayCmd(g *globals) *cobra.Command {
 a function (invoked with Kinesis events shaped as an event source mapping's, in
 batches of --batch-size), a queue (one message per record: the Kinesis event
 record as JSON) or another stream (PutRecords with the same partition keys).
+The function runs in this process, so its handler must be a built-in one: a
+function created with the Lambda API (python, nodejs, provided) runs only in
+serve and is refused; replay into a stream or queue its mapping reads instead.
 
 The range is a sequence-number range of one shard (--from-seq/--to-seq, both
 inclusive; the shard is the sequence numbers') or a time range (--from-time/
@@ -415,6 +420,13 @@ rejects and says where to resume.`,
 			}
 			if n != 1 {
 				return errors.New("give exactly one of --to-function, --to-queue, --to-stream")
+			}
+			if o.Target.Function != "" {
+				// Before the plan: a function this process cannot invoke
+				// is refused, not found after the confirmation.
+				if err := checkReplayFunction(ctx, rn, o.Target.Function); err != nil {
+					return err
+				}
 			}
 			plan, err := recovery.PlanReplay(ctx, rn.Streams, o.Range)
 			if err != nil {
@@ -470,6 +482,37 @@ rejects and says where to resume.`,
 	f.BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
 	cmd.MarkFlagRequired("stream")
 	return cmd
+}
+
+// checkReplayFunction reports why replay cannot invoke the function ref
+// in this process, or nil if it can: replay invokes functions whose handler
+// is registered here (the built-in ones). A function of the Lambda API
+// (a python, node or provided runtime: handler "process:<name>") runs only
+// in serve, which runs its processes.
+func checkReplayFunction(ctx context.Context, rn *runnel.Runnel, ref string) error {
+	_, err := rn.Functions.GetFunction(ref)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, awserr.ErrResourceNotFound) {
+		return fmt.Errorf("--to-function: %w", err)
+	}
+	handlers := strings.Join(rn.Functions.Registry().Handlers(), ", ")
+	name, _, _ := function.ParseRef(ref)
+	if kv, kerr := rn.Engine.Bucket(ctx, "runnel_functions"); kerr == nil {
+		if e, gerr := kv.Get(ctx, name); gerr == nil {
+			var c function.Config
+			if json.Unmarshal(e.Value(), &c) == nil && c.Handler != "" {
+				what := fmt.Sprintf("its handler %q is not registered in this process", c.Handler)
+				if strings.HasPrefix(c.Handler, "process:") {
+					what = "it is a process function of the Lambda API (a python, nodejs or provided runtime), which only serve runs"
+				}
+				return fmt.Errorf("--to-function: %s cannot be a replay target: %s; replay invokes only functions whose handler is registered in the CLI's process (the built-in handlers: %s). "+
+					"Replay into a stream or queue an event source mapping of %s reads (--to-stream, --to-queue) instead", name, what, handlers, name)
+			}
+		}
+	}
+	return fmt.Errorf("--to-function: %w (replay invokes only functions whose handler is registered in the CLI's process; the built-in handlers: %s)", err, handlers)
 }
 
 func describePlan(p *recovery.ReplayPlan) string {
