@@ -41,7 +41,7 @@ func TestAStateWriteNeverAcknowledgedHoldsItsCallerAckWait(t *testing.T) {
 func TestAMessageWriteNeverAcknowledgedHoldsItsSenderAckWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		err, late := awaitAck(context.Background(), pendingAck{})
+		_, err, late := awaitAck(context.Background(), pendingAck{})
 		if err != nil || late == nil {
 			t.Fatalf("awaitAck of a write never answered = (%v, %v), want (nil, the ackWait error)", err, late)
 		}

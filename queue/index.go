@@ -69,7 +69,10 @@ func (m *message) setPayload(p *payload) {
 // record is the messages of one send call, stored together as one body
 // record (subject m.<n>) and one state record (s.<n>).
 type record struct {
-	n        uint64
+	n uint64
+	// seq is the body's stream sequence (0: not known yet, its publish
+	// not acknowledged); n is only its subject's number.
+	seq      uint64
 	msgs     []*message
 	live     int  // messages not deleted
 	hasState bool // a state record was published

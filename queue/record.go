@@ -12,9 +12,11 @@ import (
 //	                replaced on every receive, visibility change and delete
 //
 // The stream keeps one message per subject, so each publish on a subject
-// replaces the previous one; when every message of a call is gone, a
-// tombstone (header Runnel-Gone) replaces each subject and expires by
-// its own TTL. All integers are varints; strings are a uvarint length and
+// replaces the previous one; when every message of a call is gone, the
+// body is deleted (JetStream DeleteMsg: queue.deleteBody says why a
+// replacement will not do) and a tombstone (header Runnel-Gone) replaces
+// the state and expires by its own TTL; a FIFO call's tombstone on the
+// body subject keeps its deduplication ids. All integers are varints; strings are a uvarint length and
 // bytes.
 
 const (

@@ -357,7 +357,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			return q.finishDups(ctx, results, errs, dups, dupOf)
 		}
 		q.mu.Unlock()
-		perr, late := awaitAck(ctx, f)
+		ack, perr, late := awaitAck(ctx, f)
 		if late != nil {
 			// No answer yet (the caller gave up, or the stream had no
 			// leader when the write was published): the write may still
@@ -366,11 +366,12 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			// loss.
 			go func() {
 				var err error
+				var ack *jetstream.PubAck
 				select {
-				case <-f.Ok():
+				case ack = <-f.Ok():
 				case err = <-f.Err():
 				}
-				q.completeStore(rec, err)
+				q.completeStore(rec, ack, err)
 			}()
 			for i := range msgs {
 				if msgs[i].rec == rec {
@@ -379,7 +380,7 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 			}
 			return q.finishDups(ctx, results, errs, dups, dupOf)
 		}
-		q.completeStore(rec, perr)
+		q.completeStore(rec, ack, perr)
 		if isWrongLastSequence(perr) {
 			q.svc.reloadIndex(q)
 			perr = errMoved
@@ -428,18 +429,18 @@ func (q *queue) store(ctx context.Context, msgs []*message, now int64, dedup boo
 // leader (its node was just killed) is never answered, and waiting for
 // the engine's 30 s publish timeout held every SendMessage to that queue
 // (the demo's results) for 30 s after a kill (issue 13).
-func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (err, late error) {
+func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (ack *jetstream.PubAck, err, late error) {
 	t := time.NewTimer(ackWait)
 	defer t.Stop()
 	select {
-	case <-f.Ok():
-		return nil, nil
+	case ack := <-f.Ok():
+		return ack, nil, nil
 	case err := <-f.Err():
-		return err, nil
+		return nil, err, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-t.C:
-		return nil, fmt.Errorf("no acknowledgement from JetStream within %v (a stream leader election?)", ackWait)
+		return nil, nil, fmt.Errorf("no acknowledgement from JetStream within %v (a stream leader election?)", ackWait)
 	}
 }
 
@@ -452,11 +453,14 @@ func sizeOf(msgs []*message) int {
 }
 
 // completeStore makes a stored record receivable, or forgets a refused one.
-func (q *queue) completeStore(rec *record, err error) {
+func (q *queue) completeStore(rec *record, ack *jetstream.PubAck, err error) {
 	rec.failed = err != nil
 	close(rec.acked)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if ack != nil {
+		rec.seq = ack.Sequence
+	}
 	if rec.purged || q.deleted {
 		return
 	}

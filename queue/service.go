@@ -26,9 +26,11 @@
 //     count, visible-at time, first and latest receive times, receipt nonce
 //     and a deleted flag. Each change publishes the whole record again and
 //     the stream keeps only the latest.
-//   - when all messages of call n are gone, a tombstone (header
-//     Runnel-Gone, a TTL of its own) replaces both subjects; a FIFO
-//     tombstone remembers the deduplication ids for five minutes.
+//   - when all messages of call n are gone, its body is deleted
+//     (DeleteMsg, recorded in the store's blocks, so that an unclean stop
+//     cannot bring it back) and a tombstone (header Runnel-Gone, a TTL of
+//     its own) replaces the state; on a FIFO queue a tombstone on the body
+//     subject remembers the deduplication ids for five minutes.
 //
 // Every write is an asynchronous publish; a call waits for the
 // acknowledgements of its own writes before it returns, so a sent message

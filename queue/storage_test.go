@@ -15,7 +15,8 @@ import (
 
 // TestStorageLayout checks what the stream holds (see the package doc):
 // one body record per send call, one state record replaced on each
-// change, tombstones with TTLs once a call's messages are all gone.
+// change; once a call's messages are all gone, the body deleted and the
+// state replaced by a tombstone with a TTL.
 func TestStorageLayout(t *testing.T) {
 	ctx := context.Background()
 	// The engine alone: this package's internal tests can't import
@@ -77,14 +78,16 @@ func TestStorageLayout(t *testing.T) {
 	if err := s.DeleteMessage(ctx, url, msgs[1].ReceiptHandle); err != nil {
 		t.Fatal(err)
 	}
-	for _, subj := range []string{q.bodySubject(rc.n), q.stateSubject(rc.n)} {
-		m := last(subj)
-		if m.Header.Get(goneHeader) == "" || m.Header.Get(jetstream.MsgTTLHeader) == "" {
-			t.Fatalf("%s is not a tombstone with a TTL: %v", subj, m.Header)
-		}
+	// The body is deleted (DeleteMsg: see queue.deleteBody), the state
+	// replaced by a tombstone with a TTL.
+	if m, err := q.js.GetLastMsgForSubject(ctx, q.bodySubject(rc.n)); err == nil {
+		t.Fatalf("the body record is still there (headers %v) after its messages were deleted", m.Header)
+	}
+	if m := last(q.stateSubject(rc.n)); m.Header.Get(goneHeader) == "" || m.Header.Get(jetstream.MsgTTLHeader) == "" {
+		t.Fatalf("the state record is not a tombstone with a TTL: %v", m.Header)
 	}
 	info, _ = q.js.Info(ctx)
-	if info.State.Msgs != 2 {
-		t.Fatalf("stream holds %d messages, want 2 tombstones", info.State.Msgs)
+	if info.State.Msgs != 1 {
+		t.Fatalf("stream holds %d messages, want the state's tombstone", info.State.Msgs)
 	}
 }

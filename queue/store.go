@@ -59,19 +59,17 @@ func (q *queue) flush() ([]jetstream.PubAckFuture, error) {
 			rec.hasState = true
 			continue
 		}
-		ttl := goneTTL
-		var data []byte
+		var marker *nats.Msg
 		if q.fifo {
-			ttl = fifoGoneTTL
 			entries := make([]goneEntry, 0, len(rec.msgs))
 			for _, m := range rec.msgs {
 				if m.dedup != "" && !rec.moved {
 					entries = append(entries, goneEntry{idx: m.idx, id: m.id, group: m.group, dedup: m.dedup, sentAt: m.sentAt})
 				}
 			}
-			data = encodeGone(nil, entries)
+			marker = tombstone(q.bodySubject(rec.n), encodeGone(nil, entries), fifoGoneTTL)
 		}
-		pub(tombstone(q.bodySubject(rec.n), data, ttl))
+		futs = append(futs, q.deleteBody(rec, marker))
 		if rec.hasState {
 			pub(tombstone(q.stateSubject(rec.n), nil, goneTTL))
 		}
@@ -82,6 +80,76 @@ func (q *queue) flush() ([]jetstream.PubAckFuture, error) {
 
 // closedCh is the acked channel of records read back from the stream.
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// deleteBody deletes the body record n from the stream (JetStream
+// DeleteMsg), then publishes marker (a FIFO record's tombstone carrying
+// its deduplication ids; nil for a standard queue). The future completes
+// when both are stored.
+//
+// The trap this avoids (nats-server v2.15.2; nats-io/nats-server#8505):
+// a message removed because a newer one replaced it on its subject
+// (MaxMsgsPerSubject 1) leaves no trace in the store's blocks. The body
+// used to be removed so, by its tombstone, which then expired (its TTL).
+// After a clean stop, a restart, new writes and an unclean stop (SIGKILL,
+// a crash), the store was rebuilt from its blocks, the expired tombstone
+// stayed gone, and the body came back: deleted messages were received
+// again (TestDeletedMessagesStayDeletedAfterAnUncleanStop). DeleteMsg
+// records its removal in the blocks.
+//
+// The caller holds q.mu. A body whose sequence is not known (its publish
+// not acknowledged: it cannot have been received) is removed by a
+// tombstone as before.
+func (q *queue) deleteBody(rec *record, marker *nats.Msg) jetstream.PubAckFuture {
+	if rec.seq == 0 {
+		if marker == nil {
+			marker = tombstone(q.bodySubject(rec.n), nil, goneTTL)
+		}
+		f, err := q.svc.eng.JS.PublishMsgAsync(marker)
+		if err != nil {
+			f := &deleteFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1), msg: marker}
+			f.err <- err
+			return f
+		}
+		return f
+	}
+	seq := rec.seq
+	f := &deleteFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1), msg: marker}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ackWait)
+		defer cancel()
+		if err := q.js.DeleteMsg(ctx, seq); err != nil && !strings.Contains(err.Error(), "no message found") {
+			f.err <- err
+			return
+		}
+		if marker == nil {
+			f.ok <- &jetstream.PubAck{Stream: q.stream, Sequence: seq}
+			return
+		}
+		pf, err := q.svc.eng.JS.PublishMsgAsync(marker)
+		if err != nil {
+			f.err <- err
+			return
+		}
+		select {
+		case a := <-pf.Ok():
+			f.ok <- a
+		case err := <-pf.Err():
+			f.err <- err
+		}
+	}()
+	return f
+}
+
+// deleteFuture is deleteBody's jetstream.PubAckFuture.
+type deleteFuture struct {
+	ok  chan *jetstream.PubAck
+	err chan error
+	msg *nats.Msg
+}
+
+func (f *deleteFuture) Ok() <-chan *jetstream.PubAck { return f.ok }
+func (f *deleteFuture) Err() <-chan error            { return f.err }
+func (f *deleteFuture) Msg() *nats.Msg               { return f.msg }
 
 func tombstone(subject string, data []byte, ttl time.Duration) *nats.Msg {
 	m := nats.NewMsg(subject)
@@ -259,7 +327,7 @@ func (s *Service) readStream(ctx context.Context, q *queue, gone *[]goneEntry, g
 			if err != nil {
 				return err
 			}
-			s.loadMsg(q, msg.Subject(), msg.Headers(), msg.Data(), gone, gonen)
+			s.loadMsg(q, msg.Subject(), md.Sequence.Stream, msg.Headers(), msg.Data(), gone, gonen)
 			if md.NumPending == 0 {
 				return nil
 			}
@@ -274,7 +342,7 @@ func (s *Service) readStream(ctx context.Context, q *queue, gone *[]goneEntry, g
 }
 
 // loadMsg applies one stored message to the index being built.
-func (s *Service) loadMsg(q *queue, subject string, h nats.Header, data []byte, gone *[]goneEntry, gonen *[]uint64) {
+func (s *Service) loadMsg(q *queue, subject string, seq uint64, h nats.Header, data []byte, gone *[]goneEntry, gonen *[]uint64) {
 	rest := strings.TrimPrefix(subject, q.subj)
 	kind, num, ok := strings.Cut(rest, ".")
 	n, err := strconv.ParseUint(num, 10, 64)
@@ -302,7 +370,7 @@ func (s *Service) loadMsg(q *queue, subject string, h nats.Header, data []byte, 
 			s.log.Error("queue: unreadable body record", "queue", q.name, "record", n, "err", err)
 			return
 		}
-		rec := &record{n: n, msgs: msgs, acked: closedCh, moved: moved}
+		rec := &record{n: n, seq: seq, msgs: msgs, acked: closedCh, moved: moved}
 		for _, m := range msgs {
 			m.rec = rec
 			m.st = stPending
