@@ -96,6 +96,10 @@ var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return
 // again (TestDeletedMessagesStayDeletedAfterAnUncleanStop). DeleteMsg
 // records its removal in the blocks.
 //
+// A crash between the two forgets a FIFO record's deduplication ids: a
+// send of one of them within the five minutes is then taken (a
+// duplicate, never a loss).
+//
 // The caller holds q.mu. A body whose sequence is not known (its publish
 // not acknowledged: it cannot have been received) is removed by a
 // tombstone as before.
