@@ -4,9 +4,14 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -16,6 +21,8 @@ import (
 	"github.com/runnel-dev/runnel/awsapi"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/queue"
+	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 )
 
@@ -30,7 +37,10 @@ func runCLI(t *testing.T, stdin string, args ...string) (string, string, error) 
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	root.SetIn(strings.NewReader(stdin))
-	err := root.ExecuteContext(context.Background())
+	// Bounded: a serve whose bad flag is not refused stops at the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
 	return out.String(), errOut.String(), err
 }
 
@@ -116,5 +126,134 @@ func TestReplayToFunctionRefusesWhatItCannotInvokeBeforeThePlan(t *testing.T) {
 	out, errOut, err := runCLI(t, "", "--data-dir", dir, "replay", "--stream", "rs", "--from-seq", seq, "--to-seq", seq, "--to-function", "logf", "--yes")
 	if err != nil || !strings.Contains(out, "replayed 1 records") {
 		t.Errorf("replay --to-function logf: %v\n%s%s", err, errOut, out)
+	}
+}
+
+// dlqData writes a data directory with a queue "arch-dlq" of n messages
+// and a stream "orders" of 3 records.
+func dlqData(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	rn := testenv.Start(t, testenv.Options{Dir: dir})
+	ctx := context.Background()
+	url, err := rn.Queues.CreateQueue(ctx, "arch-dlq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := rn.Queues.SendMessage(ctx, url, queue.SendMessageInput{MessageBody: fmt.Sprintf("m%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rn.Streams.CreateStream(ctx, stream.CreateStreamInput{StreamName: "orders", ShardCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := rn.Streams.PutRecords(ctx, "orders", []stream.PutRecordsRequestEntry{{PartitionKey: "k", Data: fmt.Appendf(nil, "o%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rn.Close()
+	return dir
+}
+
+// visible is the number of visible messages of queue name in dir.
+func visible(t *testing.T, dir, name string) int {
+	t.Helper()
+	out, errOut, err := runCLI(t, "", "--data-dir", dir, "dlq", "list", "--all", "--no-age", "--json")
+	if err != nil {
+		t.Fatalf("dlq list: %v\n%s", err, errOut)
+	}
+	var qs []recovery.QueueSummary
+	if err := json.Unmarshal([]byte(out), &qs); err != nil {
+		t.Fatalf("dlq list: %v\n%s", err, out)
+	}
+	for _, q := range qs {
+		if q.Name == name {
+			return q.Visible
+		}
+	}
+	t.Fatalf("no queue %s in %s", name, out)
+	return 0
+}
+
+// dlq archive --limit N asks to confirm deleting min(N, visible) messages,
+// the ones it archives and deletes, not every visible one.
+func TestDLQArchivePlanSaysTheLimitNotEveryMessage(t *testing.T) {
+	dir := dlqData(t, 5)
+	out1 := filepath.Join(t.TempDir(), "a1.jsonl")
+	_, errOut, err := runCLI(t, "n\n", "--data-dir", dir, "dlq", "archive", "arch-dlq", "--out", out1, "--delete", "--limit", "2")
+	if err == nil || !strings.Contains(errOut, "write 2 of the 5 visible messages of arch-dlq (--limit) to "+out1+", then DELETE those 2 from the queue") {
+		t.Fatalf("declined archive --limit 2 --delete: %v; plan:\n%s", err, errOut)
+	}
+	if n := visible(t, dir, "arch-dlq"); n != 5 {
+		t.Fatalf("declined: %d visible, want 5", n)
+	}
+	out, errOut, err := runCLI(t, "", "--data-dir", dir, "dlq", "archive", "arch-dlq", "--out", out1, "--delete", "--limit", "2", "--yes")
+	if err != nil || !strings.Contains(errOut, "write 2 of the 5 visible messages") || !strings.Contains(out, "archived 2 messages") || !strings.Contains(out, "deleted 2") {
+		t.Fatalf("archive --limit 2 --delete --yes: %v\n%s%s", err, errOut, out)
+	}
+	if n := visible(t, dir, "arch-dlq"); n != 3 {
+		t.Fatalf("after archive --limit 2 --delete: %d visible, want 3", n)
+	}
+	// A limit above the depth: the plan says the depth.
+	out2 := filepath.Join(t.TempDir(), "a2.jsonl")
+	_, errOut, err = runCLI(t, "", "--data-dir", dir, "dlq", "archive", "arch-dlq", "--out", out2, "--delete", "--limit", "10", "--yes")
+	if err != nil || !strings.Contains(errOut, "write the 3 visible messages of arch-dlq to "+out2+", then DELETE those 3 from the queue") {
+		t.Fatalf("archive --limit 10 --delete: %v\n%s", err, errOut)
+	}
+}
+
+// A numeric flag outside its range is refused before the command runs,
+// naming the flag and the range; nothing is created, read or archived.
+func TestCLIRefusesOutOfRangeFlags(t *testing.T) {
+	dir := dlqData(t, 2)
+	archive := filepath.Join(t.TempDir(), "x.jsonl")
+	for _, tt := range []struct {
+		args []string
+		flag string
+		want string
+	}{
+		{[]string{"streams", "create", "x1", "--shards", "0"}, "--shards", "between 1 and 1024"},
+		{[]string{"streams", "create", "x1", "--shards", "100000"}, "--shards", "between 1 and 1024"},
+		{[]string{"streams", "create", "x1", "--retention-hours", "5"}, "--retention-hours", "between 24 and 8760"},
+		{[]string{"get", "--stream", "orders", "--limit", "0"}, "--limit", "between 1 and 10000"},
+		{[]string{"get", "--stream", "orders", "--limit", "10001"}, "--limit", "between 1 and 10000"},
+		{[]string{"dlq", "show", "arch-dlq", "--limit", "-1"}, "--limit", "at least 1"},
+		{[]string{"dlq", "show", "arch-dlq", "--limit", "0"}, "--limit", "at least 1"},
+		{[]string{"dlq", "show", "arch-dlq", "--scan", "0"}, "--scan", "at least 1"},
+		{[]string{"dlq", "archive", "arch-dlq", "--out", archive, "--limit", "-3", "--yes"}, "--limit", "at least 0"},
+		{[]string{"dlq", "redrive", "arch-dlq", "--to", "x", "--rate", "0", "--yes"}, "--rate", "between 1 and 500"},
+		{[]string{"dlq", "redrive", "arch-dlq", "--to", "x", "--rate", "501", "--yes"}, "--rate", "between 1 and 500"},
+		{[]string{"replay", "--stream", "orders", "--from-seq", "1", "--to-seq", "2", "--to-stream", "x", "--batch-size", "0"}, "--batch-size", "at least 1"},
+		{[]string{"replay", "--stream", "orders", "--from-seq", "1", "--to-seq", "2", "--to-stream", "x", "--batch-size", "501"}, "--batch-size", "between 1 and 500"},
+		{[]string{"replay", "--stream", "orders", "--from-seq", "1", "--to-seq", "2", "--to-function", "x", "--batch-size", "10001"}, "--batch-size", "between 1 and 10000"},
+		{[]string{"replay", "--stream", "orders", "--from-seq", "1", "--to-seq", "2", "--to-queue", "x", "--batch-size", "5"}, "--batch-size", "batches of 10"},
+		{[]string{"logs", "f", "--since", "-1m"}, "--since", "at least 0s"},
+		{[]string{"logs", "f", "--interval", "0s"}, "--interval", "at least 1ms"},
+		{[]string{"status", "--alarm-error-rate", "0"}, "--alarm-error-rate", "between 0 and 1"},
+		{[]string{"status", "--alarm-iterator-age", "0s"}, "--alarm-iterator-age", "at least 1ms"},
+		{[]string{"status", "--alarm-dlq-depth", "-1"}, "--alarm-dlq-depth", "at least 0"},
+		{[]string{"status", "--alarm-throttles", "-1"}, "--alarm-throttles", "at least 0"},
+		{[]string{"serve", "--replicas", "0", "--aws", ""}, "--replicas", "between 1 and 5"},
+		{[]string{"serve", "--status-every", "-1s", "--aws", ""}, "--status-every", "at least 0s"},
+		{[]string{"serve", "--alarm-interval", "0s", "--aws", ""}, "--alarm-interval", "at least 1ms"},
+	} {
+		out, errOut, err := runCLI(t, "", append([]string{"--data-dir", dir}, tt.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tt.flag) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("runnel %s: %v; want an error naming %s and %q", strings.Join(tt.args, " "), err, tt.flag, tt.want)
+		}
+		if out != "" || errOut != "" {
+			t.Errorf("runnel %s printed:\n%s%s", strings.Join(tt.args, " "), out, errOut)
+		}
+	}
+	if out, _, err := runCLI(t, "", "--data-dir", dir, "streams", "list"); err != nil || strings.Contains(out, "x1") {
+		t.Errorf("streams list after refused creates: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(archive); !os.IsNotExist(err) {
+		t.Errorf("archive --limit -3 wrote %s: %v", archive, err)
+	}
+	if n := visible(t, dir, "arch-dlq"); n != 2 {
+		t.Errorf("%d visible after refused commands, want 2", n)
 	}
 }

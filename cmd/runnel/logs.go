@@ -52,10 +52,12 @@ func logsCmd(g *globals) *cobra.Command {
 		}),
 	}
 	cmd.Flags().DurationVar(&o.Since, "since", 10*time.Minute, "print the events of this long ago on")
+	flagAtLeast(cmd.Flags(), "since", &o.Since, 0)
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep printing new events until interrupted")
 	cmd.Flags().StringVar(&o.Pattern, "filter-pattern", "", "print only the events matching this CloudWatch Logs filter pattern")
 	cmd.Flags().StringVar(&o.Format, "format", "detailed", "detailed (time, log stream, message) or short (time, message)")
-	cmd.Flags().DurationVar(&o.Interval, "interval", time.Second, "with --follow, how often to look for new events")
+	cmd.Flags().DurationVar(&o.Interval, "interval", time.Second, "with --follow, how often to look for new events (at least 1ms)")
+	flagAtLeast(cmd.Flags(), "interval", &o.Interval, time.Millisecond)
 	return cmd
 }
 

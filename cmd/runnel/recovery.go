@@ -22,7 +22,10 @@ import (
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/recovery"
+	"github.com/runnel-dev/runnel/stream"
 )
 
 // errAborted is returned when the operator does not confirm.
@@ -163,8 +166,10 @@ func dlqShowCmd(g *globals) *cobra.Command {
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().IntVar(&o.Limit, "limit", 10, "messages to show")
-	cmd.Flags().IntVar(&o.Scan, "scan", 1000, "messages to look at for the breakdown")
+	cmd.Flags().IntVar(&o.Limit, "limit", 10, "messages to show (at least 1)")
+	cmd.Flags().IntVar(&o.Scan, "scan", 1000, "messages to look at for the breakdown (at least 1; at least --limit are)")
+	flagAtLeast(cmd.Flags(), "limit", &o.Limit, 1)
+	flagAtLeast(cmd.Flags(), "scan", &o.Scan, 1)
 	return cmd
 }
 
@@ -283,6 +288,7 @@ func dlqRedriveCmd(g *globals) *cobra.Command {
 	})
 	cmd.Flags().StringVar(&o.To, "to", "", "destination queue (default: each message's source queue)")
 	cmd.Flags().IntVar(&o.Rate, "rate", 0, "MaxNumberOfMessagesPerSecond, 1..500 (default 500)")
+	flagRange(cmd.Flags(), "rate", &o.Rate, 1, queue.MaxMoveTaskRate)
 	return cmd
 }
 
@@ -345,16 +351,22 @@ retained, the records themselves (else the pointer and a note). The file must no
 exist. With --delete, exactly the archived messages are deleted, and only after
 the file is fsynced; without it they stay in the queue.`,
 	}, &op, func(cmd *cobra.Command, rn *runnel.Runnel, name string, q recovery.QueueSummary) error {
-		plan := fmt.Sprintf("archive: write the %d visible messages of %s to %s", q.Visible, name, o.Out)
+		// --limit archives (and deletes) at most that many of them.
+		n := q.Visible
+		plan := fmt.Sprintf("archive: write the %d visible messages of %s to %s", n, name, o.Out)
+		if o.Limit > 0 && o.Limit < n {
+			n = o.Limit
+			plan = fmt.Sprintf("archive: write %d of the %d visible messages of %s (--limit) to %s", n, q.Visible, name, o.Out)
+		}
 		if o.Delete {
-			plan += ", then DELETE them from the queue"
+			plan += fmt.Sprintf(", then DELETE those %d from the queue", n)
 			if err := confirm(cmd, op.yes, plan); err != nil {
 				return err
 			}
 		} else {
 			fmt.Fprintln(cmd.ErrOrStderr(), plan+" (the messages stay in the queue)")
 		}
-		b := newBar(cmd, int64(q.Visible), "archived")
+		b := newBar(cmd, int64(n), "archived")
 		o.Progress = b.set
 		o.Tables = rn.Tables
 		res, err := recovery.Archive(cmd.Context(), rn.Queues, rn.Streams, name, o)
@@ -371,6 +383,7 @@ the file is fsynced; without it they stay in the queue.`,
 	cmd.Flags().StringVar(&o.Out, "out", "", "the JSON Lines file to write (required; must not exist)")
 	cmd.Flags().BoolVar(&o.Delete, "delete", false, "delete the archived messages once the file is on disk")
 	cmd.Flags().IntVar(&o.Limit, "limit", 0, "archive at most this many messages (0: all)")
+	flagAtLeast(cmd.Flags(), "limit", &o.Limit, 0)
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
@@ -420,6 +433,16 @@ rejects and says where to resume.`,
 			}
 			if n != 1 {
 				return errors.New("give exactly one of --to-function, --to-queue, --to-stream")
+			}
+			if cmd.Flags().Changed("batch-size") {
+				switch {
+				case o.Target.Queue != "":
+					return errors.New("--batch-size: a queue always gets batches of 10 (SendMessageBatch); it sets the batches of --to-function (1..10000) and --to-stream (1..500)")
+				case o.Target.Stream != "" && o.BatchSize > stream.MaxPutRecords:
+					return fmt.Errorf("--batch-size: %d is out of range with --to-stream: must be between 1 and %d (PutRecords)", o.BatchSize, stream.MaxPutRecords)
+				case o.Target.Function != "" && o.BatchSize > mapping.MaxBatchSize:
+					return fmt.Errorf("--batch-size: %d is out of range with --to-function: must be between 1 and %d (BatchSize)", o.BatchSize, mapping.MaxBatchSize)
+				}
 			}
 			if o.Target.Function != "" {
 				// Before the plan: a function this process cannot invoke
@@ -476,7 +499,8 @@ rejects and says where to resume.`,
 	f.StringVar(&o.Target.Function, "to-function", "", "invoke this function")
 	f.StringVar(&o.Target.Queue, "to-queue", "", "send to this queue")
 	f.StringVar(&o.Target.Stream, "to-stream", "", "put into this stream")
-	f.IntVar(&o.BatchSize, "batch-size", 0, "records per invocation (default 100) or per PutRecords (default 500)")
+	f.IntVar(&o.BatchSize, "batch-size", 0, "records per invocation (1..10000, default 100) or per PutRecords (1..500, default 500)")
+	flagAtLeast(f, "batch-size", &o.BatchSize, 1)
 	f.BoolVar(&o.AllowPastRetention, "allow-past-retention", false, "replay what is left of a range that reaches past retention")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")

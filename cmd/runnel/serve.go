@@ -126,11 +126,13 @@ goes on without it (an explicit --aws address must be free).`,
 	cmd.Flags().StringVar(&so.cluster.Listen, "cluster-listen", "", "be a cluster node: accept routes from the other nodes on this address (0.0.0.0:6222)")
 	cmd.Flags().StringSliceVar(&so.cluster.Routes, "routes", nil, "the cluster nodes' route addresses, comma-separated (host1:6222,host2:6222,host3:6222)")
 	cmd.Flags().StringVar(&so.cluster.Name, "node-name", "", "this node's name in the cluster (default runnel-<cluster port>)")
-	cmd.Flags().IntVar(&so.replicas, "replicas", 0, "JetStream replicas of every stream and bucket (default 1; 3 with --cluster-listen)")
+	cmd.Flags().IntVar(&so.replicas, "replicas", 0, "JetStream replicas of every stream and bucket, 1..5 (default 1; 3 with --cluster-listen)")
+	flagRange(cmd.Flags(), "replicas", &so.replicas, 1, 5)
 	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...]; STS AssumeRole's sessions and process functions' own key are accepted too (default: any credentials accepted, but a request must be signed, as AWS requires)")
 	cmd.Flags().BoolVar(&allowUnsigned, "allow-unsigned", false, "accept AWS requests without a SigV4 signature (hand-made ones, curl); AWS refuses them (MissingAuthenticationTokenException)")
 	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
+	flagAtLeast(cmd.Flags(), "status-every", &every, 0)
 	obs.register(cmd.Flags())
 	return cmd
 }

@@ -65,6 +65,15 @@ func thresholdFlags(fs *pflag.FlagSet, cfg *observe.Config) {
 	fs.Float64Var(&cfg.ErrorRate, "alarm-error-rate", 0.01, "error-rate alarm threshold, a fraction of invocations (0.01 = 1%)")
 	fs.Int64Var(&cfg.DLQDepth, "alarm-dlq-depth", 0, "dlq-depth alarm threshold: a dead-letter queue with more messages is in ALARM")
 	fs.Int64Var(&cfg.Throttles, "alarm-throttles", 0, "throttles alarm threshold: more throttles in an evaluation window is ALARM")
+	flagAtLeast(fs, "alarm-iterator-age", &cfg.IteratorAge, time.Millisecond)
+	flagCheck(fs, "alarm-error-rate", &cfg.ErrorRate, func(r float64) error {
+		if r <= 0 || r >= 1 {
+			return fmt.Errorf("out of range: must be a fraction between 0 and 1, both excluded (0.01 is 1%%)")
+		}
+		return nil
+	})
+	flagAtLeast(fs, "alarm-dlq-depth", &cfg.DLQDepth, 0)
+	flagAtLeast(fs, "alarm-throttles", &cfg.Throttles, 0)
 }
 
 // observeFlags are serve's operator's-view flags: the HTTP server and the
@@ -79,6 +88,7 @@ func (o *observeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cfg.Command, "alarm-command", "", "run this shell command when an alarm changes state (env RUNNEL_ALARM_NAME, _STATE, _PREVIOUS_STATE, _VALUE, _THRESHOLD, _RULE, _RESOURCE, _MESSAGE)")
 	fs.StringVar(&o.cfg.Webhook, "alarm-webhook", "", "POST the alarm as JSON to this URL when it changes state")
 	fs.DurationVar(&o.cfg.Interval, "alarm-interval", 10*time.Second, "how often the alarm rules are evaluated (and the error-rate and throttle window)")
+	flagAtLeast(fs, "alarm-interval", &o.cfg.Interval, time.Millisecond)
 	thresholdFlags(fs, &o.cfg)
 }
 

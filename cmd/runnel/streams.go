@@ -143,6 +143,7 @@ MillisBehindLatest goes to standard error.`,
 	f.StringVar(&in.StartingSequenceNumber, "sequence-number", "", "with AT_/AFTER_SEQUENCE_NUMBER")
 	f.StringVar(&at, "timestamp", "", "with AT_TIMESTAMP (RFC 3339)")
 	f.IntVar(&limit, "limit", 100, "GetRecords Limit (1..10000)")
+	flagRange(f, "limit", &limit, 1, stream.MaxGetRecordsLimit)
 	f.BoolVar(&follow, "follow", false, "keep reading new records")
 	cmd.MarkFlagRequired("stream")
 	return cmd
@@ -162,8 +163,10 @@ func streamsCmd(g *globals) *cobra.Command {
 			return printJSON(cmd.OutOrStdout(), d)
 		}),
 	}
-	create.Flags().IntVar(&in.ShardCount, "shards", 1, "ShardCount")
+	create.Flags().IntVar(&in.ShardCount, "shards", 1, "ShardCount (1..1024)")
 	create.Flags().IntVar(&in.RetentionPeriodHours, "retention-hours", 24, "RetentionPeriodHours (24..8760)")
+	flagRange(create.Flags(), "shards", &in.ShardCount, 1, stream.MaxShardCount)
+	flagRange(create.Flags(), "retention-hours", &in.RetentionPeriodHours, stream.MinRetentionPeriodHours, stream.MaxRetentionPeriodHours)
 	list := &cobra.Command{
 		Use: "list", Short: "ListStreams",
 		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {

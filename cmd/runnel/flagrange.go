@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+)
+
+// number is what a range-checked flag holds.
+type number interface {
+	~int | ~int64 | ~float64
+}
+
+// checkedValue is a flag's value that refuses, when set, a value its
+// check refuses: the command then fails before it runs, with pflag's
+// `invalid argument "0" for "--shards" flag: out of range: must be
+// between 1 and 1024`.
+type checkedValue[T number] struct {
+	pflag.Value
+	p     *T
+	check func(T) error
+}
+
+func (v *checkedValue[T]) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	return v.check(*v.p)
+}
+
+// flagRange makes the flag name of fs, which stores into p, refuse a
+// value outside lo..hi. Only a value given is checked: the default is the
+// command's own.
+func flagRange[T number](fs *pflag.FlagSet, name string, p *T, lo, hi T) {
+	flagCheck(fs, name, p, func(x T) error {
+		if x < lo || x > hi {
+			return fmt.Errorf("out of range: must be between %v and %v", lo, hi)
+		}
+		return nil
+	})
+}
+
+// flagAtLeast makes the flag name of fs, which stores into p, refuse a
+// value below lo.
+func flagAtLeast[T number](fs *pflag.FlagSet, name string, p *T, lo T) {
+	flagCheck(fs, name, p, func(x T) error {
+		if x < lo {
+			return fmt.Errorf("out of range: must be at least %v", lo)
+		}
+		return nil
+	})
+}
+
+// flagCheck makes the flag name of fs, which stores into p, refuse a
+// value check returns an error for.
+func flagCheck[T number](fs *pflag.FlagSet, name string, p *T, check func(T) error) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("no flag --" + name)
+	}
+	f.Value = &checkedValue[T]{Value: f.Value, p: p, check: check}
+}
