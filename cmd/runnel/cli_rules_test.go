@@ -257,3 +257,26 @@ func TestCLIRefusesOutOfRangeFlags(t *testing.T) {
 		t.Errorf("%d visible after refused commands, want 2", n)
 	}
 }
+
+// serve --help and its --aws flag name every API the endpoint serves
+// (awsapi.Services), not only Kinesis and SQS.
+func TestServeHelpNamesEveryAPIServed(t *testing.T) {
+	out, _, err := runCLI(t, "", "serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(out), " ")
+	long, flag, ok := strings.Cut(text, "--aws string")
+	if !ok {
+		t.Fatalf("no --aws flag in serve --help:\n%s", out)
+	}
+	flag, _, _ = strings.Cut(flag, "--")
+	for _, s := range awsapi.Services {
+		if !strings.Contains(long, string(s)) {
+			t.Errorf("serve --help does not name %s", s)
+		}
+		if !strings.Contains(flag, string(s)) {
+			t.Errorf("serve's --aws flag does not name %s: %s", s, flag)
+		}
+	}
+}

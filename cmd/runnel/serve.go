@@ -51,7 +51,9 @@ refreshed every second: the pipeline as a graph, the lag of every shard, the
 dead-letter queues with their messages and a redrive button (its JSON under /api/).
 
 serve also answers AWS clients (SDKs, the AWS CLI) on --aws, 127.0.0.1:4566 by
-default: the Kinesis and SQS APIs over HTTP/1.1 and cleartext HTTP/2, e.g.
+default, over HTTP/1.1 and cleartext HTTP/2: the Kinesis, DynamoDB, DynamoDB
+Streams, SQS, SNS, EventBridge, EventBridge Scheduler, Lambda, CloudWatch Logs,
+IAM and STS APIs (the operations are listed in the README), e.g.
 'aws --endpoint-url http://127.0.0.1:4566 kinesis list-streams'. Any credentials
 are accepted, but a request must be SigV4-signed, as AWS requires (an unsigned
 one is refused with AWS's MissingAuthenticationToken; --allow-unsigned accepts
@@ -130,11 +132,20 @@ goes on without it (an explicit --aws address must be free).`,
 	flagRange(cmd.Flags(), "replicas", &so.replicas, 1, 5)
 	cmd.Flags().StringVar(&authKeys, "auth", "", "check SigV4 signatures of AWS clients against these keys: ACCESS_KEY:SECRET[,ACCESS_KEY:SECRET...]; STS AssumeRole's sessions and process functions' own key are accepted too (default: any credentials accepted, but a request must be signed, as AWS requires)")
 	cmd.Flags().BoolVar(&allowUnsigned, "allow-unsigned", false, "accept AWS requests without a SigV4 signature (hand-made ones, curl); AWS refuses them (MissingAuthenticationTokenException)")
-	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, `serve the Lambda, Kinesis and SQS APIs to AWS clients on this address ("" to disable)`)
+	cmd.Flags().StringVar(&awsAddr, "aws", awsapi.DefaultAddr, "serve the AWS APIs ("+servedAPIs()+`) to AWS clients on this address ("" to disable)`)
 	cmd.Flags().DurationVar(&every, "status-every", time.Minute, "print mapping status this often (0: never)")
 	flagAtLeast(cmd.Flags(), "status-every", &every, 0)
 	obs.register(cmd.Flags())
 	return cmd
+}
+
+// servedAPIs lists the APIs the AWS endpoint serves (awsapi.Services).
+func servedAPIs() string {
+	names := make([]string, len(awsapi.Services))
+	for i, s := range awsapi.Services {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // startAWS serves the AWS endpoint (package awsapi) on addr until the
