@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-dev/runnel/bench"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/stream"
 )
 
 func benchCmd(g *globals) *cobra.Command {
@@ -34,6 +36,10 @@ Markdown table (the form of docs/benchmarks/streams.md).`,
 	f.IntVar(&cfg.Shards, "shards", 4, "shards")
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "mapping BatchSize")
 	f.StringVar(&out, "out", "", "also write the Markdown report to this file")
+	flagAtLeast(f, "records", &cfg.Records, 1)
+	flagAtLeast(f, "record-size", &cfg.RecordSize, 1)
+	flagRange(f, "shards", &cfg.Shards, 1, stream.MaxShardCount)
+	flagRange(f, "batch-size", &cfg.BatchSize, 1, mapping.MaxBatchSize)
 	cmd.AddCommand(benchEndpointCmd(), benchFunctionsCmd(), benchTablesCmd())
 	return cmd
 }
@@ -96,6 +102,8 @@ whose interpreter is missing is reported as not measured.`,
 	f := cmd.Flags()
 	f.IntVar(&cfg.Cold, "cold", 10, "cold starts measured per runtime")
 	f.IntVar(&cfg.Warm, "warm", 2000, "warm invocations measured per runtime")
+	flagAtLeast(f, "cold", &cfg.Cold, 1)
+	flagAtLeast(f, "warm", &cfg.Warm, 1)
 	return cmd
 }
 
@@ -118,6 +126,11 @@ printed as a Markdown table (the form of docs/benchmarks/kinesis-endpoint.md).`,
 	f.IntVar(&cfg.RecordSize, "record-size", 100, "bytes of data per record (at least 10)")
 	f.IntVar(&cfg.Shards, "shards", 4, "shards of the stream, on both")
 	f.IntVar(&cfg.Producers, "producers", 4, "PutRecords calls at once")
+	flagAtLeast(f, "records", &cfg.Records, 1)
+	flagAtLeast(f, "kinesalite-records", &cfg.PeerRecords, 0)
+	flagAtLeast(f, "record-size", &cfg.RecordSize, 10)
+	flagRange(f, "shards", &cfg.Shards, 1, stream.MaxShardCount)
+	flagAtLeast(f, "producers", &cfg.Producers, 1)
 	f.StringVar(&cfg.Kinesalite, "kinesalite", "", `the kinesalite package or its node_modules/.bin/kinesalite ("" finds bench/kinesalite's; "none" measures runnel alone)`)
 	return cmd
 }
@@ -148,6 +161,12 @@ as a Markdown table (the form of docs/benchmarks/tables.md).`,
 	f.IntVar(&cfg.Callers, "callers", 8, "calls of an operation in flight at once")
 	f.IntVar(&cfg.Describes, "describes", 0, "DescribeTable calls of the baseline (0: as many as --items)")
 	f.IntVar(&cfg.ScanSegments, "scan-segments", 0, "TotalSegments of the parallel Scan (0: as many as --callers)")
+	flagAtLeast(f, "items", &cfg.Items, 1)
+	flagAtLeast(f, "item-size", &cfg.ItemSize, 10)
+	flagRange(f, "partition-items", &cfg.PartitionItems, 1, 1000)
+	flagAtLeast(f, "callers", &cfg.Callers, 1)
+	flagAtLeast(f, "describes", &cfg.Describes, 0)
+	flagAtLeast(f, "scan-segments", &cfg.ScanSegments, 0)
 	f.StringVar(&cfg.RunnelEndpoint, "runnel-endpoint", "", "measure this running runnel's AWS endpoint (http://ADDR of `runnel serve --aws ADDR`) instead of one served in this process")
 	f.StringVar(&cfg.TableIndex, "table-index", "", `where runnel's tables keep their item indexes in this process: disk (the index store, the default) or memory (the heap)`)
 	f.StringVar(&cfg.Dynalite, "dynalite", "", `the dynalite package or its node_modules/.bin/dynalite ("" finds bench/dynalite's; "none" measures runnel alone)`)

@@ -238,6 +238,25 @@ func TestCLIRefusesOutOfRangeFlags(t *testing.T) {
 		{[]string{"serve", "--replicas", "0", "--aws", ""}, "--replicas", "between 1 and 5"},
 		{[]string{"serve", "--status-every", "-1s", "--aws", ""}, "--status-every", "at least 0s"},
 		{[]string{"serve", "--alarm-interval", "0s", "--aws", ""}, "--alarm-interval", "at least 1ms"},
+		{[]string{"demo", "--shards", "0"}, "--shards", "between 1 and 1024"},
+		{[]string{"demo", "--batch-size", "0"}, "--batch-size", "between 1 and 10000"},
+		{[]string{"demo", "--parallelization-factor", "0"}, "--parallelization-factor", "between 1 and 10"},
+		{[]string{"demo", "--maximum-retry-attempts", "-1"}, "--maximum-retry-attempts", "between 0 and 10000"},
+		{[]string{"demo", "--retry-attempts", "0"}, "--retry-attempts", "at least 1"},
+		{[]string{"demo", "--failure-rate", "1.5"}, "--failure-rate", "at most 1"},
+		{[]string{"demo", "--records", "-5"}, "--records", "at least 0"},
+		{[]string{"demo", "--kill-node-at", "2"}, "--kill-node-at", "between 0 and 1"},
+		{[]string{"demo", "trades", "--messages", "0"}, "--messages", "at least 1"},
+		{[]string{"demo", "trades", "--shards", "0"}, "--shards", "between 1 and 1024"},
+		{[]string{"demo", "trades", "--state-shards", "0"}, "--state-shards", "between 1 and 1024"},
+		{[]string{"demo", "trades", "--crash-at", "1.5"}, "--crash-at", "between 0 and 1"},
+		{[]string{"demo", "fanout", "--events", "0"}, "--events", "at least 1"},
+		{[]string{"demo", "fanout", "--fail-for", "0s"}, "--fail-for", "at least 1ms"},
+		{[]string{"bench", "--records", "0"}, "--records", "at least 1"},
+		{[]string{"bench", "--shards", "0"}, "--shards", "between 1 and 1024"},
+		{[]string{"bench", "endpoint", "--record-size", "5"}, "--record-size", "at least 10"},
+		{[]string{"bench", "functions", "--cold", "0"}, "--cold", "at least 1"},
+		{[]string{"bench", "tables", "--partition-items", "0"}, "--partition-items", "between 1 and 1000"},
 	} {
 		out, errOut, err := runCLI(t, "", append([]string{"--data-dir", dir}, tt.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tt.flag) || !strings.Contains(err.Error(), tt.want) {
@@ -278,5 +297,36 @@ func TestServeHelpNamesEveryAPIServed(t *testing.T) {
 		if !strings.Contains(flag, string(s)) {
 			t.Errorf("serve's --aws flag does not name %s: %s", s, flag)
 		}
+	}
+}
+
+// demo --poison 0 (--flaky 0, --failure-rate 0) injects none, as "0 or
+// negative: none" says; before, 0 was the library's "default" and the run
+// had the 10 poison records, 20 flaky ones and 2% failures of the default.
+func TestDemoZeroFailuresMeansNone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	res := filepath.Join(t.TempDir(), "res.json")
+	_, errOut, err := runCLI(t, "", "--data-dir", t.TempDir(), "demo", "--records", "2000", "--poison", "0", "--flaky", "0", "--failure-rate", "0", "-q", "--json", res)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, errOut)
+	}
+	b, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		RecordsIn      int64 `json:"records_in"`
+		FailedInvokes  int64 `json:"failed_invocations"`
+		PoisonInjected int   `json:"poison_injected"`
+		FlakyInjected  int   `json:"flaky_injected"`
+		Unrecoverable  int64 `json:"unrecoverable"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.RecordsIn != 2000 || r.PoisonInjected != 0 || r.FlakyInjected != 0 || r.FailedInvokes != 0 || r.Unrecoverable != 0 {
+		t.Fatalf("demo --poison 0 --flaky 0 --failure-rate 0: %s", b)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-dev/runnel/demo"
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/stream"
 )
 
 func demoCmd(g *globals) *cobra.Command {
@@ -73,6 +75,9 @@ The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
 			fl := cmd.Flags()
+			noneIfZero(fl, "poison", &cfg.PoisonRecords)
+			noneIfZero(fl, "flaky", &cfg.FlakyRecords)
+			noneIfZero(fl, "failure-rate", &cfg.FailureRate)
 			if nodes.Nodes > 0 {
 				for _, f := range []string{"outage", "outage-at", "outage-records", "flaky", "failure-rate", "retry-attempts", "external", "nats-url"} {
 					if fl.Changed(f) {
@@ -140,9 +145,9 @@ The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.
 	f.IntVar(&cfg.BatchSize, "batch-size", 500, "BatchSize of the mapping")
 	f.IntVar(&cfg.ParallelizationFactor, "parallelization-factor", 1, "ParallelizationFactor of the mapping")
 	f.IntVar(&cfg.MaximumRetryAttempts, "maximum-retry-attempts", 0, "MaximumRetryAttempts of the stream mapping (0: a record failing alone goes to the Retry-DLQ)")
-	f.Float64Var(&cfg.FailureRate, "failure-rate", 0.02, "share of invocations that fail transiently (negative: none)")
-	f.IntVar(&cfg.PoisonRecords, "poison", 10, "number of poison records, which always fail (negative: none)")
-	f.IntVar(&cfg.FlakyRecords, "flaky", 20, "number of flaky records, which fail their first 2 attempts (negative: none)")
+	f.Float64Var(&cfg.FailureRate, "failure-rate", 0.02, "share of invocations that fail transiently, at most 1 (0 or negative: none)")
+	f.IntVar(&cfg.PoisonRecords, "poison", 10, "number of poison records, which always fail (0 or negative: none)")
+	f.IntVar(&cfg.FlakyRecords, "flaky", 20, "number of flaky records, which fail their first 2 attempts (0 or negative: none)")
 	f.IntVar(&cfg.RetryAttempts, "retry-attempts", 4, "attempts through the Retry-DLQ before a message moves to the Unrecoverable-DLQ")
 	f.BoolVar(&outage, "outage", false, "induce a downstream outage, show the alarm, fix it and redrive the DLQ (the incident story)")
 	f.Int64Var(&outageCfg.At, "outage-at", 0, "first row of the outage (0: a third of the way through; implies --outage)")
@@ -153,6 +158,17 @@ The nodes' logs stay in the run's directory (node-<i>.log). See docs/cluster.md.
 	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
 	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the rows is put, kill the node running the mapping with SIGKILL and start it again (0: no kill)")
 	f.BoolVar(&nodes.KillMetaLeader, "kill-meta-leader", false, "with --nodes and --kill-node-at: kill the JetStream meta leader's node instead of the node running the mapping")
+	flagAtLeast(f, "records", &cfg.Records, 0)
+	flagRange(f, "shards", &cfg.Shards, 1, stream.MaxShardCount)
+	flagRange(f, "batch-size", &cfg.BatchSize, 1, mapping.MaxBatchSize)
+	flagRange(f, "parallelization-factor", &cfg.ParallelizationFactor, 1, mapping.MaxParallelizationFactor)
+	flagRange(f, "maximum-retry-attempts", &cfg.MaximumRetryAttempts, 0, mapping.MaxMaximumRetryAttempts)
+	flagAtMost(f, "failure-rate", &cfg.FailureRate, 1)
+	flagAtLeast(f, "retry-attempts", &cfg.RetryAttempts, 1)
+	flagAtLeast(f, "outage-at", &outageCfg.At, 0)
+	flagAtLeast(f, "outage-records", &outageCfg.Records, 0)
+	flagAtLeast(f, "nodes", &nodes.Nodes, 0)
+	flagRange(f, "kill-node-at", &nodes.KillAt, 0, 1)
 	cmd.AddCommand(tradesCmd(g))
 	cmd.AddCommand(fanoutCmd(g))
 	return cmd

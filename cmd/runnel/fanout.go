@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,7 +45,9 @@ else arrived. The command fails unless lost is 0.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&cfg.Events, "events", 2000, "events to publish")
-	f.DurationVar(&cfg.FailFor, "fail-for", 0, "how long the HTTP consumer and the bus queue bus-big fail from the first event (default 3s)")
+	f.DurationVar(&cfg.FailFor, "fail-for", 0, "how long the HTTP consumer and the bus queue bus-big fail from the first event, at least 1ms (default 3s)")
+	flagAtLeast(f, "events", &cfg.Events, 1)
+	flagAtLeast(f, "fail-for", &cfg.FailFor, time.Millisecond)
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.StringVar(&jsonPath, "json", "", "write the report (per-consumer counts) as JSON to this file")
 	return cmd

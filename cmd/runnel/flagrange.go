@@ -60,3 +60,23 @@ func flagCheck[T number](fs *pflag.FlagSet, name string, p *T, check func(T) err
 	}
 	f.Value = &checkedValue[T]{Value: f.Value, p: p, check: check}
 }
+
+// flagAtMost makes the flag name of fs, which stores into p, refuse a
+// value above hi.
+func flagAtMost[T number](fs *pflag.FlagSet, name string, p *T, hi T) {
+	flagCheck(fs, name, p, func(x T) error {
+		if x > hi {
+			return fmt.Errorf("out of range: must be at most %v", hi)
+		}
+		return nil
+	})
+}
+
+// noneIfZero makes a 0 given to the flag name (whose help says "negative:
+// none") mean none, as it reads, where the library takes 0 for its
+// default: --poison 0 injected the 10 poison records of the default.
+func noneIfZero[T number](fs *pflag.FlagSet, name string, p *T) {
+	if fs.Changed(name) && *p == 0 {
+		*p = -1
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-dev/runnel/demo/trades"
+	"github.com/runnel-dev/runnel/stream"
 )
 
 func tradesCmd(g *globals) *cobra.Command {
@@ -54,6 +55,9 @@ latency_measured false); --json adds nodes and node_kills. See
 docs/cluster.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.DataDir, cfg.NATSURL = g.dataDir, g.natsURL
+			for name, p := range map[string]*float64{"state-failure": &cfg.StateFailure, "map-failure": &cfg.MapFailure, "reduce-failure": &cfg.ReduceFailure} {
+				noneIfZero(cmd.Flags(), name, p)
+			}
 			if cfg.Rate <= 0 {
 				cfg.Rate = -1 // the flag's 0 (or less): as fast as accepted
 			}
@@ -90,15 +94,25 @@ docs/cluster.md.`,
 	f.IntVar(&cfg.StateShards, "state-shards", 1, "shards of the state table's change stream (more shards: smaller map batches, more map and reduce invocations)")
 	f.StringVar(&cfg.TableIndex, "table-index", "", "where the tables keep their item indexes: disk (the index store: memory bounded whatever the item count; the default) or memory (the heap: 10 million trades need about 12 GiB; the default with --nats-url)")
 	f.IntVar(&cfg.MemoryLimitMiB, "memory-limit-mib", 0, "soft limit of the Go heap during the run, MiB (0: five eighths of the machine's memory, at most 2560 with --table-index disk, 12288 with memory)")
-	f.Float64Var(&cfg.StateFailure, "state-failure", 0.01, "share of state invocations that fail (negative: none)")
-	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail (negative: none)")
-	f.Float64Var(&cfg.ReduceFailure, "reduce-failure", 0.02, "share of reduce invocations that fail (negative: none)")
+	f.Float64Var(&cfg.StateFailure, "state-failure", 0.01, "share of state invocations that fail, at most 1 (0 or negative: none)")
+	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail, at most 1 (0 or negative: none)")
+	f.Float64Var(&cfg.ReduceFailure, "reduce-failure", 0.02, "share of reduce invocations that fail, at most 1 (0 or negative: none)")
 	f.Float64Var(&cfg.CrashAt, "crash-at", 0, "crash the engine when this share of the messages is put, then reopen it (0: no crash)")
 	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
 	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the messages is put, kill the node holding the most of the pipeline's work with SIGKILL and start it again (0: no kill)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
+	flagAtLeast(f, "messages", &cfg.Messages, 1)
+	flagRange(f, "shards", &cfg.Shards, 1, stream.MaxShardCount)
+	flagRange(f, "state-shards", &cfg.StateShards, 1, stream.MaxShardCount)
+	flagAtLeast(f, "memory-limit-mib", &cfg.MemoryLimitMiB, 0)
+	flagAtMost(f, "state-failure", &cfg.StateFailure, 1)
+	flagAtMost(f, "map-failure", &cfg.MapFailure, 1)
+	flagAtMost(f, "reduce-failure", &cfg.ReduceFailure, 1)
+	flagRange(f, "crash-at", &cfg.CrashAt, 0, 1)
+	flagAtLeast(f, "nodes", &nodes.Nodes, 0)
+	flagRange(f, "kill-node-at", &nodes.KillAt, 0, 1)
 	return cmd
 }
 
