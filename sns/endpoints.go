@@ -41,7 +41,10 @@ func (s *Service) deliver(ctx context.Context, t *topicMeta, sub *subscription, 
 		_, err := s.queues.SendMessage(ctx, name, s.sqsMessage(t, sub, r, name))
 		return classify(err)
 	case ProtocolLambda:
-		fn, _ := functionName(sub.meta.Endpoint)
+		// name:qualifier: a version's or an alias's subscription invokes
+		// it; one that does not exist fails the delivery (a client
+		// error, as a deleted function: to the dead-letter queue).
+		fn, _ := functionRef(sub.meta.Endpoint)
 		_, err := s.async.Invoke(ctx, fn, async.Event, s.lambdaEvent(t, sub, r))
 		return classify(err)
 	case ProtocolHTTP, ProtocolHTTPS:

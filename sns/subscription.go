@@ -255,7 +255,7 @@ func (s *Service) checkEndpoint(fifo bool, protocol, endpoint string) error {
 			return invalid("Invalid parameter: Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics")
 		}
 	case ProtocolLambda:
-		if _, ok := functionName(endpoint); !ok {
+		if _, ok := functionRef(endpoint); !ok {
 			return invalid("Lambda endpoint ARN")
 		}
 	case ProtocolHTTP, ProtocolHTTPS:
@@ -275,12 +275,21 @@ func (s *Service) checkEndpoint(fifo bool, protocol, endpoint string) error {
 	return nil
 }
 
-// functionName is the name in a Lambda function ARN
-// (arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>]).
-func functionName(arn string) (string, bool) {
+// functionRef is what a Lambda function ARN
+// (arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>])
+// invokes: the name, or name:qualifier for a version or an alias, so that
+// a subscription to fn:1 or fn:prod runs that version or alias, not
+// $LATEST.
+func functionRef(arn string) (string, bool) {
 	p := strings.Split(arn, ":")
-	if len(p) < 7 || p[0] != "arn" || p[2] != "lambda" || p[5] != "function" || p[6] == "" {
+	if len(p) < 7 || len(p) > 8 || p[0] != "arn" || p[2] != "lambda" || p[5] != "function" || p[6] == "" {
 		return "", false
+	}
+	if len(p) == 8 {
+		if p[7] == "" {
+			return "", false
+		}
+		return p[6] + ":" + p[7], true
 	}
 	return p[6], true
 }

@@ -1,0 +1,75 @@
+package sns_test
+
+// Tests of the fixes of the 2026-11-28 SNS review, named after their
+// rules.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/internal/testenv"
+	"github.com/runnel-dev/runnel/sns"
+)
+
+// TestLambdaSubscriptionToAVersionOrAliasInvokesIt: an endpoint
+// arn:aws:lambda:…:function:fn:1 (or :prod) runs version 1 (or the
+// alias's version), and one to an alias that does not exist fails the
+// delivery (a client error, to the dead-letter queue). Before, runnel
+// kept only the function name and invoked $LATEST for all three. AWS:
+// Subscribe's Endpoint for lambda is "the ARN of an Lambda function"
+// (API_Subscribe), and a qualified ARN invokes that version or alias
+// (Lambda's configuration-aliases.html: "You can use the alias ARN ... to
+// invoke the function version the alias points to").
+func TestLambdaSubscriptionToAVersionOrAliasInvokesIt(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	var mu sync.Mutex
+	got := map[string]int{}
+	handler := func(which string) string {
+		h := fmt.Sprintf("sns-review-%s-%d", which, handlerSeq.Add(1))
+		function.Register(h, func(ctx context.Context, ev json.RawMessage) error {
+			mu.Lock()
+			got[which]++
+			mu.Unlock()
+			return nil
+		})
+		return h
+	}
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "fn", Handler: handler("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Functions.PublishVersion(ctx, "fn", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Functions.CreateAlias(ctx, "fn", function.Alias{Name: "prod", FunctionVersion: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Functions.PutFunction(ctx, function.Config{FunctionName: "fn", Handler: handler("latest")}); err != nil {
+		t.Fatal(err)
+	}
+	arn := func(ref string) string {
+		return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", rn.Engine.Region(), rn.Engine.AccountID(), ref)
+	}
+	topic := createTopic(t, rn, "t", nil)
+	dlq := createQueue(t, rn, "dlq", nil)
+	subscribe(t, rn, topic, "lambda", arn("fn:1"), nil)
+	subscribe(t, rn, topic, "lambda", arn("fn:prod"), nil)
+	subscribe(t, rn, topic, "lambda", arn("fn:staging"), map[string]string{sns.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + dlq + `"}`})
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "hi"})
+	st := settled(t, rn, "t", 3)
+	testenv.Eventually(t, wait, "two invocations", func() bool { mu.Lock(); defer mu.Unlock(); return got["v1"]+got["latest"] >= 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if got["v1"] != 2 || got["latest"] != 0 {
+		t.Errorf("subscriptions to fn:1 and fn:prod invoked %v; want version 1 twice, $LATEST never", got)
+	}
+	if st.Delivered != 2 || st.Failed != 1 || st.DeadLettered != 1 {
+		t.Errorf("stats %+v; want 2 delivered, the missing alias's delivery failed and dead-lettered", st)
+	}
+	if d := receiveAll(t, rn, "dlq"); len(d) != 1 || envelopeOf(t, d[0].Body).MessageId != id {
+		t.Errorf("dead-letter queue: %+v", d)
+	}
+}
