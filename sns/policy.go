@@ -92,7 +92,7 @@ func compileFilterPolicy(src, scope string) (*filterPolicy, error) {
 		}
 		combos += n
 		pat, _ := json.Marshal(b)
-		m, err := filter.CompileFilterPolicy(string(pat))
+		m, err := filter.CompileSNSFilterPolicy(string(pat))
 		if err != nil {
 			var ae *awserr.Error
 			if errors.As(err, &ae) {

@@ -73,3 +73,29 @@ func TestLambdaSubscriptionToAVersionOrAliasInvokesIt(t *testing.T) {
 		t.Errorf("dead-letter queue: %+v", d)
 	}
 }
+
+// TestFilterPolicyExistsTrueNeedsANonNullNonEmptyValue: with
+// FilterPolicyScope MessageBody, "exists": true delivers a message whose
+// key holds a value, not one whose key is null or "". Before, runnel
+// delivered all three (the matcher's exists, shared with Lambda and
+// EventBridge, saw null and "" as values). SNS: "Use "exists": true to
+// match incoming messages that include the specified property. The key
+// must have a non-null and non-empty value" (attribute-key-matching.html).
+func TestFilterPolicyExistsTrueNeedsANonNullNonEmptyValue(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "t", nil)
+	q := createQueue(t, rn, "q", nil)
+	subscribe(t, rn, topic, "sqs", q, map[string]string{sns.AttrFilterPolicyScope: sns.ScopeMessageBody,
+		sns.AttrFilterPolicy: `{"store":[{"exists":true}]}`, sns.AttrRawMessageDelivery: "true"})
+	for _, m := range []string{`{"store":null,"id":1}`, `{"store":"","id":2}`, `{"store":"fans","id":3}`, `{"id":4}`} {
+		publish(t, rn, sns.PublishInput{TopicArn: topic, Message: m})
+	}
+	st := settled(t, rn, "t", 4)
+	var bodies []string
+	for _, m := range receiveAll(t, rn, "q") {
+		bodies = append(bodies, m.Body)
+	}
+	if len(bodies) != 1 || bodies[0] != `{"store":"fans","id":3}` || st.FilteredOut != 3 {
+		t.Errorf("exists:true delivered %v (stats %+v); want only store=fans, 3 filtered out", bodies, st)
+	}
+}

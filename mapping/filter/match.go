@@ -31,6 +31,43 @@ type leaf struct {
 	alts        []alt
 	existsTrue  bool
 	existsFalse bool
+	// nonEmpty: exists:true needs a value other than null and "" (SNS's
+	// filter policies, CompileSNSFilterPolicy).
+	nonEmpty bool
+}
+
+// CompileSNSFilterPolicy is CompileFilterPolicy with SNS's exists:true:
+// "Use "exists": true to match incoming messages that include the
+// specified property. The key must have a non-null and non-empty value"
+// (SNS's attribute-key-matching.html), so a key whose value is null or ""
+// (or an array of only such values) does not match it. EventBridge's and
+// Lambda's exists:true (Compile, CompileEventPattern) match any leaf
+// value, null and "" included, and are left so.
+func CompileSNSFilterPolicy(src string) (*Matcher, error) {
+	m, err := CompileFilterPolicy(src)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range m.filters {
+		f.root.requireNonEmpty()
+	}
+	return m, nil
+}
+
+// requireNonEmpty marks every exists:true leaf under n as SNS's.
+func (n *node) requireNonEmpty() {
+	for i := range n.fields {
+		if fd := &n.fields[i]; fd.leaf != nil {
+			fd.leaf.nonEmpty = true
+		} else if fd.child != nil {
+			fd.child.requireNonEmpty()
+		}
+	}
+	for _, or := range n.ors {
+		for _, alt := range or {
+			alt.requireNonEmpty()
+		}
+	}
 }
 
 type opKind uint8
@@ -207,7 +244,7 @@ func (fd *field) matchString(s string) bool {
 		return fd.child.absentOK // a string has no sub-fields
 	}
 	l := fd.leaf
-	if l.existsTrue {
+	if l.existsTrue && (!l.nonEmpty || s != "") {
 		return true
 	}
 	for i := range l.alts {
@@ -257,7 +294,7 @@ func (l *leaf) match(v any, present bool) bool {
 	}
 	if l.existsTrue || l.existsFalse {
 		has := hasLeafValue(v)
-		if (l.existsTrue && has) || (l.existsFalse && !has) {
+		if (l.existsTrue && has && (!l.nonEmpty || hasNonEmptyLeafValue(v))) || (l.existsFalse && !has) {
 			return true
 		}
 	}
@@ -278,6 +315,25 @@ func hasLeafValue(v any) bool {
 	case []any:
 		for _, e := range x {
 			if hasLeafValue(e) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// hasNonEmptyLeafValue reports whether v is, or is an array holding, a
+// leaf value other than null and "" (SNS's exists:true).
+func hasNonEmptyLeafValue(v any) bool {
+	switch x := v.(type) {
+	case nil, map[string]any:
+		return false
+	case string:
+		return x != ""
+	case []any:
+		for _, e := range x {
+			if hasNonEmptyLeafValue(e) {
 				return true
 			}
 		}
