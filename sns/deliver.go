@@ -6,6 +6,8 @@ package sns
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -368,6 +370,18 @@ func (s *Service) counters(topicName string) *counters {
 
 func (s *Service) countDelivered(topicName string) { s.counters(topicName).delivered.Add(1) }
 
+// deadLetterDeduplicationID is the MessageDeduplicationId of r's dead
+// letter for sub in a FIFO dead-letter queue: r's message id and a hash
+// of the subscription id. The message's own deduplication id (or message
+// id) is the same for every subscription, so a queue shared by two of
+// them kept one dead letter and dropped the other as a duplicate while
+// both were counted as stored; the same subscription's dead letter sent
+// twice (a redelivery) is still a duplicate.
+func deadLetterDeduplicationID(sub *subscription, r *record) string {
+	h := sha256.Sum256([]byte(sub.meta.ID))
+	return r.MessageId + "-" + hex.EncodeToString(h[:8])
+}
+
 // deadLetter sends what r would have been for sub to its dead-letter
 // queue; without one (or when it cannot be stored) the message is
 // logged at WARN with its id and counted as failed.
@@ -380,6 +394,11 @@ func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscriptio
 		return
 	}
 	in := s.sqsMessage(t, sub, r, sub.dlq)
+	if in.MessageDeduplicationId != "" {
+		// Per subscription: subscriptions sharing a FIFO dead-letter
+		// queue each keep their dead letter of the message.
+		in.MessageDeduplicationId = deadLetterDeduplicationID(sub, r)
+	}
 	if n := len(r.Attributes); sub.raw() && r.MessageStructure != "json" && n > maxRawAttributes {
 		s.log.Warn("sns: a raw dead letter keeps the first 10 of its message attributes (SQS takes no more)",
 			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "attributes", n)

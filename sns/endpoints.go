@@ -62,7 +62,8 @@ func (s *Service) deliver(ctx context.Context, t *topicMeta, sub *subscription, 
 // sqsMessage is what SQS queue target (an endpoint or a dead-letter
 // queue) receives of r: the envelope, or with RawMessageDelivery the
 // message with its attributes (at most 10); the group and deduplication
-// ids to a FIFO queue, the group id alone to a standard one.
+// ids to a FIFO queue, the group id alone to a standard one (deadLetter
+// makes a dead letter's deduplication id its subscription's own).
 func (s *Service) sqsMessage(t *topicMeta, sub *subscription, r *record, target string) queue.SendMessageInput {
 	var in queue.SendMessageInput
 	if sub.raw() {
@@ -75,7 +76,7 @@ func (s *Service) sqsMessage(t *topicMeta, sub *subscription, r *record, target 
 	}
 	if strings.HasSuffix(target, ".fifo") {
 		in.MessageGroupId, in.MessageDeduplicationId = r.GroupId, r.DedupId
-		if in.MessageGroupId == "" { // a standard topic's message to a FIFO dead-letter queue
+		if in.MessageGroupId == "" { // a standard topic's message to a FIFO dead-letter queue (one set before checkSubAttrs refused them)
 			in.MessageGroupId, in.MessageDeduplicationId = sub.meta.ID, r.MessageId
 		}
 	} else {

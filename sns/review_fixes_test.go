@@ -6,10 +6,14 @@ package sns_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/testenv"
 	"github.com/runnel-dev/runnel/sns"
@@ -97,5 +101,67 @@ func TestFilterPolicyExistsTrueNeedsANonNullNonEmptyValue(t *testing.T) {
 	}
 	if len(bodies) != 1 || bodies[0] != `{"store":"fans","id":3}` || st.FilteredOut != 3 {
 		t.Errorf("exists:true delivered %v (stats %+v); want only store=fans, 3 filtered out", bodies, st)
+	}
+}
+
+// TestSubscriptionsSharingAFIFODeadLetterQueueEachKeepTheirDeadLetter:
+// two subscriptions of a FIFO topic whose deliveries fail for good, with
+// one FIFO dead-letter queue, leave two dead letters of the message, one
+// per subscription. Before, both were sent with the message's
+// deduplication id: the queue kept the first and dropped the second as a
+// duplicate, while DeadLettered counted both. AWS: the dead-letter queue
+// holds "messages that can't be delivered to subscribers"
+// (sns-dead-letter-queues.html), one per failed subscription.
+func TestSubscriptionsSharingAFIFODeadLetterQueueEachKeepTheirDeadLetter(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	dlq := createQueue(t, rn, "dlq.fifo", map[string]string{"FifoQueue": "true"})
+	redrive := map[string]string{sns.AttrRedrivePolicy: `{"deadLetterTargetArn":"` + dlq + `"}`}
+	topic := createTopic(t, rn, "t.fifo", map[string]string{"FifoTopic": "true"})
+	a := subscribe(t, rn, topic, "sqs", rn.Queues.ARN("gone-a.fifo"), redrive)
+	b := subscribe(t, rn, topic, "sqs", rn.Queues.ARN("gone-b.fifo"), redrive)
+	id := publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "m", MessageGroupId: "g", MessageDeduplicationId: "d1"})
+	st := settled(t, rn, "t.fifo", 2)
+	got := map[string]bool{}
+	for _, m := range receiveAll(t, rn, "dlq.fifo") {
+		e := envelopeOf(t, m.Body)
+		if e.MessageId != id {
+			t.Errorf("dead letter of %s, want %s", e.MessageId, id)
+		}
+		u, err := url.Parse(e.UnsubscribeURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[u.Query().Get("SubscriptionArn")] = true
+	}
+	if len(got) != 2 || !got[a] || !got[b] || st.DeadLettered != 2 || st.DeadLetterFailed != 0 {
+		t.Errorf("dead letters of %v, stats %+v; want one for each of %s and %s", got, st, a, b)
+	}
+}
+
+// TestAStandardTopicSubscriptionRefusesAFIFODeadLetterQueue: a standard
+// topic's subscription takes a standard dead-letter queue only, on
+// Subscribe and SetSubscriptionAttributes, with InvalidParameter naming
+// RedrivePolicy. Before, a FIFO one was accepted. AWS: "FIFO topic
+// subscriptions use FIFO queues, and standard topic subscriptions use
+// standard queues" (sns-dead-letter-queues.html).
+func TestAStandardTopicSubscriptionRefusesAFIFODeadLetterQueue(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	fifoDLQ := createQueue(t, rn, "dlq.fifo", map[string]string{"FifoQueue": "true"})
+	stdDLQ := createQueue(t, rn, "dlq", nil)
+	topic := createTopic(t, rn, "t", nil)
+	redrive := func(arn string) string { return `{"deadLetterTargetArn":"` + arn + `"}` }
+	_, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "sqs", Endpoint: createQueue(t, rn, "q", nil),
+		Attributes: map[string]string{sns.AttrRedrivePolicy: redrive(fifoDLQ)}})
+	if !errors.Is(err, awserr.ErrSNSInvalidParameter) || !strings.Contains(err.Error(), "RedrivePolicy") || !strings.Contains(err.Error(), "standard queue") {
+		t.Errorf("Subscribe with a FIFO dead-letter queue: %v", err)
+	}
+	sub := subscribe(t, rn, topic, "sqs", rn.Queues.ARN("q"), map[string]string{sns.AttrRedrivePolicy: redrive(stdDLQ)})
+	err = rn.SNS.SetSubscriptionAttributes(ctx, sub, sns.AttrRedrivePolicy, redrive(fifoDLQ))
+	if !errors.Is(err, awserr.ErrSNSInvalidParameter) || !strings.Contains(err.Error(), "RedrivePolicy") {
+		t.Errorf("SetSubscriptionAttributes to a FIFO dead-letter queue: %v", err)
+	}
+	attrs, err := rn.SNS.GetSubscriptionAttributes(sub)
+	if err != nil || attrs[sns.AttrRedrivePolicy] != redrive(stdDLQ) {
+		t.Errorf("after the refusal: %v %v", attrs[sns.AttrRedrivePolicy], err)
 	}
 }

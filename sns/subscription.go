@@ -136,6 +136,12 @@ func checkSubAttrs(attrs map[string]string, protocol string, fifo bool) error {
 			if fifo && !strings.HasSuffix(arn, ".fifo") {
 				return invalid("RedrivePolicy: must use a FIFO queue as DLQ for a FIFO Subscription to a FIFO Topic.")
 			}
+			// "FIFO topic subscriptions use FIFO queues, and standard
+			// topic subscriptions use standard queues"
+			// (sns-dead-letter-queues.html), as for their endpoints.
+			if !fifo && strings.HasSuffix(arn, ".fifo") {
+				return invalid("RedrivePolicy: must use a standard queue as DLQ for a Subscription to a standard Topic, got the FIFO queue %s.", arn)
+			}
 		case AttrFilterPolicyScope:
 			if v != "" && v != ScopeMessageAttributes && v != ScopeMessageBody {
 				return invalid("Attributes Reason: FilterPolicyScope: Invalid value [%s]. Please use either MessageBody or MessageAttributes", v)
