@@ -64,7 +64,10 @@ func snsListSubs(rq *request, in *snsListInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, next := snsPage(all, in.NextToken)
+	page, next, err := snsPage(all, in.NextToken, "subscriptions", sns.SubscriptionSortKey)
+	if err != nil {
+		return nil, err
+	}
 	return snsListSubscriptionsResult{Subscriptions: page, NextToken: next}, nil
 }
 

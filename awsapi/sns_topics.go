@@ -8,8 +8,13 @@ package awsapi
 // <entry><key/><value/></entry>.
 
 import (
+	"encoding/base64"
 	"encoding/xml"
+	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/runnel-dev/runnel/awserr"
 )
 
 // snsPageSize is how many topics or subscriptions a List call returns
@@ -72,17 +77,30 @@ func tagMap(tags []snsTag) map[string]string {
 	return m
 }
 
-// snsPage returns the page of items starting at token (an index) and
-// the next token.
-func snsPage[T any](items []T, token string) ([]T, string) {
-	start, _ := strconv.Atoi(token)
-	start = min(max(start, 0), len(items))
-	end := min(start+snsPageSize, len(items))
-	next := ""
-	if end < len(items) {
-		next = strconv.Itoa(end)
+// snsPage returns the page of items after token and the next token
+// ("" after the last page). items are sorted by key, which is unique; a
+// token is the key of the last item of its page (base64, with kind:
+// "topics" or "subscriptions"), so that the next page starts after it
+// even when items before it were deleted meanwhile: a loop that pages
+// and unsubscribes each subscription reaches them all (with an offset
+// for a token, it skipped as many as it had deleted). A token that is
+// not one of kind's is InvalidParameter naming NextToken, not the first
+// page again.
+func snsPage[T any](items []T, token, kind string, key func(T) string) ([]T, string, error) {
+	if token != "" {
+		b, err := base64.RawURLEncoding.DecodeString(token)
+		after, ok := strings.CutPrefix(string(b), kind+"\x00")
+		if err != nil || !ok {
+			return nil, "", awserr.New(awserr.ErrSNSInvalidParameter, "Invalid parameter: NextToken: %q is not a token of a previous %s page", token, kind)
+		}
+		items = items[sort.Search(len(items), func(i int) bool { return key(items[i]) > after }):]
 	}
-	return items[start:end], next
+	next := ""
+	if len(items) > snsPageSize {
+		items = items[:snsPageSize]
+		next = base64.RawURLEncoding.EncodeToString([]byte(kind + "\x00" + key(items[len(items)-1])))
+	}
+	return items, next, nil
 }
 
 // The inputs read the query form (readForm) and, with their AWS names,
@@ -129,7 +147,10 @@ func snsListTopics(rq *request, in *snsListInput) (any, error) {
 	for _, arn := range rq.h.rn.SNS.ListTopics() {
 		all = append(all, topicArn(arn))
 	}
-	page, next := snsPage(all, in.NextToken)
+	page, next, err := snsPage(all, in.NextToken, "topics", func(t snsTopicArnResult) string { return t.TopicArn })
+	if err != nil {
+		return nil, err
+	}
 	return snsListTopicsResult{Topics: page, NextToken: next}, nil
 }
 

@@ -382,6 +382,13 @@ type Subscription struct {
 	SubscriptionArn, Owner, Protocol, Endpoint, TopicArn string
 }
 
+// SubscriptionSortKey is the key ListSubscriptions sorts by: topic ARN,
+// protocol, endpoint, unique as Subscribe subscribes an endpoint to a
+// topic once; a page token of ListSubscriptions resumes after it.
+func SubscriptionSortKey(sub Subscription) string {
+	return sub.TopicArn + "\x00" + sub.Protocol + "\x00" + sub.Endpoint
+}
+
 // ListSubscriptions returns the subscriptions of one topic (topicArn not
 // empty: NotFound if it does not exist) or of all, by topic then
 // protocol and endpoint. A pending subscription's ARN is
@@ -409,9 +416,7 @@ func (s *Service) ListSubscriptions(topicArn string) ([]Subscription, error) {
 		out = append(out, Subscription{SubscriptionArn: arn, Owner: s.eng.AccountID(), Protocol: sub.meta.Protocol,
 			Endpoint: sub.meta.Endpoint, TopicArn: s.TopicARN(sub.meta.TopicName)})
 	}
-	slices.SortFunc(out, func(a, b Subscription) int {
-		return strings.Compare(a.TopicArn+" "+a.Protocol+" "+a.Endpoint, b.TopicArn+" "+b.Protocol+" "+b.Endpoint)
-	})
+	slices.SortFunc(out, func(a, b Subscription) int { return strings.Compare(SubscriptionSortKey(a), SubscriptionSortKey(b)) })
 	return out, nil
 }
 
