@@ -50,10 +50,25 @@ func policyErr(format string, args ...any) error {
 	return invalid("FilterPolicy: "+format, args...)
 }
 
+// isEmptyFilterPolicy reports whether a FilterPolicy is {}, an empty
+// JSON object: AWS's way to remove a subscription's filter policy ("you
+// can remove the filter policy by overwriting it with an empty JSON
+// body", message-filtering-policy-remove.html, with --attribute-value
+// "{}"). runnel refused it (a pattern needs a field) and so could not
+// remove a policy as AWS documents; it is now no policy, as "" is.
+func isEmptyFilterPolicy(src string) bool {
+	t := strings.TrimSpace(src)
+	if !strings.HasPrefix(t, "{") {
+		return false
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(t), &m) == nil && len(m) == 0
+}
+
 // compileFilterPolicy checks src against SNS's rules for scope and
-// compiles it. An empty src is no policy (nil).
+// compiles it. An empty src, or {}, is no policy (nil).
 func compileFilterPolicy(src, scope string) (*filterPolicy, error) {
-	if src == "" {
+	if src == "" || isEmptyFilterPolicy(src) {
 		return nil, nil
 	}
 	if scope == "" {

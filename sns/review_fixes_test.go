@@ -165,3 +165,53 @@ func TestAStandardTopicSubscriptionRefusesAFIFODeadLetterQueue(t *testing.T) {
 		t.Errorf("after the refusal: %v %v", attrs[sns.AttrRedrivePolicy], err)
 	}
 }
+
+// TestAnEmptyFilterPolicyRemovesIt: FilterPolicy {} is no policy: set on
+// a subscription it removes the policy (the subscription gets every
+// message again), on Subscribe it is accepted, and it does not count
+// against the 200 policies of a topic. Before, {} was refused
+// ("pattern must have at least one field"). AWS: "you can remove the
+// filter policy by overwriting it with an empty JSON body", aws sns
+// set-subscription-attributes --attribute-name FilterPolicy
+// --attribute-value "{}" (message-filtering-policy-remove.html).
+func TestAnEmptyFilterPolicyRemovesIt(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	topic := createTopic(t, rn, "t", nil)
+	q := createQueue(t, rn, "q", nil)
+	sub := subscribe(t, rn, topic, "sqs", q, map[string]string{sns.AttrFilterPolicy: `{"a":["x"]}`, sns.AttrRawMessageDelivery: "true"})
+	if err := rn.SNS.SetSubscriptionAttributes(ctx, sub, sns.AttrFilterPolicy, "{}"); err != nil {
+		t.Fatalf("SetSubscriptionAttributes FilterPolicy {}: %v", err)
+	}
+	if a, _ := rn.SNS.GetSubscriptionAttributes(sub); a[sns.AttrFilterPolicy] != "" {
+		t.Errorf("FilterPolicy after {}: %q, want none", a[sns.AttrFilterPolicy])
+	}
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "no attributes"})
+	if st := settled(t, rn, "t", 1); st.Delivered != 1 || len(receiveAll(t, rn, "q")) != 1 {
+		t.Errorf("after {}: stats %+v; want the message delivered", st)
+	}
+	// Subscribe with {} (and with spaces), then the per-topic limit.
+	for i, p := range []string{"{}", " { } "} {
+		arn, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "sqs", Endpoint: rn.Queues.ARN(fmt.Sprintf("e%d", i)),
+			Attributes: map[string]string{sns.AttrFilterPolicy: p}, ReturnSubscriptionArn: true})
+		if err != nil {
+			t.Fatalf("Subscribe FilterPolicy %q: %v", p, err)
+		}
+		if a, _ := rn.SNS.GetSubscriptionAttributes(arn); a[sns.AttrFilterPolicy] != "" {
+			t.Errorf("Subscribe FilterPolicy %q stored %q", p, a[sns.AttrFilterPolicy])
+		}
+	}
+	for i := range sns.MaxFilterPoliciesPerTopic {
+		subscribe(t, rn, topic, "sqs", rn.Queues.ARN(fmt.Sprintf("p%d", i)), map[string]string{sns.AttrFilterPolicy: `{"a":["x"]}`})
+	}
+	empty, err := rn.SNS.Subscribe(ctx, sns.SubscribeInput{TopicArn: topic, Protocol: "sqs", Endpoint: rn.Queues.ARN("last"),
+		Attributes: map[string]string{sns.AttrFilterPolicy: "{}"}, ReturnSubscriptionArn: true})
+	if err != nil {
+		t.Fatalf("Subscribe FilterPolicy {} with %d policies on the topic: %v", sns.MaxFilterPoliciesPerTopic, err)
+	}
+	if err := rn.SNS.SetSubscriptionAttributes(ctx, empty, sns.AttrFilterPolicy, "{}"); err != nil {
+		t.Errorf("SetSubscriptionAttributes FilterPolicy {} with %d policies on the topic: %v", sns.MaxFilterPoliciesPerTopic, err)
+	}
+	if err := rn.SNS.SetSubscriptionAttributes(ctx, empty, sns.AttrFilterPolicy, `{"a":["x"]}`); !errors.Is(err, awserr.ErrSNSFilterPolicyLimitExceeded) {
+		t.Errorf("a 201st policy: %v, want FilterPolicyLimitExceeded", err)
+	}
+}

@@ -185,6 +185,10 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 	if err := s.checkEndpoint(t.meta().FIFO, in.Protocol, in.Endpoint); err != nil {
 		return "", err
 	}
+	if v, ok := in.Attributes[AttrFilterPolicy]; ok && isEmptyFilterPolicy(v) {
+		in.Attributes = maps.Clone(in.Attributes)
+		in.Attributes[AttrFilterPolicy] = "" // no policy: not stored, not counted
+	}
 	if err := checkSubAttrs(in.Attributes, in.Protocol, t.meta().FIFO); err != nil {
 		return "", err
 	}
@@ -214,6 +218,9 @@ func (s *Service) Subscribe(ctx context.Context, in SubscribeInput) (string, err
 		Confirmed: true, ConfirmedAt: s.eng.Clock.Now().UnixMilli(), Attributes: maps.Clone(in.Attributes)}
 	if m.Attributes == nil {
 		m.Attributes = map[string]string{}
+	}
+	if m.Attributes[AttrFilterPolicy] == "" {
+		delete(m.Attributes, AttrFilterPolicy)
 	}
 	web := in.Protocol == ProtocolHTTP || in.Protocol == ProtocolHTTPS
 	if web {
@@ -465,11 +472,15 @@ func boolStr(b bool) string {
 // SetSubscriptionAttributes sets one attribute of a subscription
 // (API_SetSubscriptionAttributes): RawMessageDelivery, FilterPolicy,
 // FilterPolicyScope, RedrivePolicy, DeliveryPolicy,
-// SubscriptionRoleArn. An empty value removes it.
+// SubscriptionRoleArn. An empty value removes it, and so does a
+// FilterPolicy of {} (an empty JSON object).
 func (s *Service) SetSubscriptionAttributes(ctx context.Context, arn, name, value string) error {
 	sub, err := s.subByARN(arn)
 	if err != nil {
 		return err
+	}
+	if name == AttrFilterPolicy && isEmptyFilterPolicy(value) {
+		value = "" // removes the policy
 	}
 	s.mu.Lock()
 	m := sub.meta
