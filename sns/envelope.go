@@ -15,12 +15,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"maps"
 	"math/big"
 	"net/url"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/wire"
 )
@@ -186,20 +185,53 @@ func envelopeAttributes(attrs map[string]Attribute, lambda bool) map[string]Enve
 }
 
 // lambdaEvent is the events.SNSEvent a function subscribed to the topic
-// receives: one record.
+// receives: one record, in AWS's JSON (lambdaSNSEvent), which Go
+// handlers taking events.SNSEvent decode.
 func (s *Service) lambdaEvent(t *topicMeta, sub *subscription, r *record) []byte {
 	e := s.envelope(t, sub, r)
-	attrs := map[string]any{}
+	attrs := map[string]EnvelopeValue{}
 	if r.MessageStructure != "json" { // "sent only when the message structure is String, not JSON"
-		for k, v := range envelopeAttributes(r.Attributes, true) {
-			attrs[k] = v
-		}
+		maps.Copy(attrs, envelopeAttributes(r.Attributes, true))
 	}
-	ts, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
-	ev := events.SNSEvent{Records: []events.SNSEventRecord{{EventVersion: "1.0", EventSubscriptionArn: sub.arn(s),
-		EventSource: "aws:sns", SNS: events.SNSEntity{Signature: e.Signature, MessageID: e.MessageId, Type: e.Type,
-			TopicArn: e.TopicArn, MessageAttributes: attrs, SignatureVersion: e.SignatureVersion, Timestamp: ts,
-			SigningCertURL: e.SigningCertURL, Message: e.Message, UnsubscribeURL: e.UnsubscribeURL, Subject: e.Subject}}}}
+	var subject *string
+	if e.Subject != "" {
+		subject = &e.Subject
+	}
+	ev := lambdaSNSEvent{Records: []lambdaSNSRecord{{EventVersion: "1.0", EventSubscriptionArn: sub.arn(s), EventSource: "aws:sns",
+		SNS: lambdaSNSEntity{SignatureVersion: e.SignatureVersion, Timestamp: e.Timestamp, Signature: e.Signature,
+			SigningCertURL: e.SigningCertURL, MessageID: e.MessageId, Message: e.Message, MessageAttributes: attrs,
+			Type: e.Type, UnsubscribeURL: e.UnsubscribeURL, TopicArn: e.TopicArn, Subject: subject}}}}
 	b, _ := json.Marshal(ev)
 	return b
+}
+
+// lambdaSNSEvent is events.SNSEvent as AWS writes it: Timestamp with
+// its three digits of milliseconds always (2026-01-01T00:00:00.000Z, as
+// the envelope's), where events.SNSEntity's time.Time wrote RFC 3339
+// without trailing zeros (.100Z as .1Z, .000Z as nothing); and Subject
+// null when the message has none, where events.SNSEntity's string wrote
+// "". AWS's sample event (Lambda's with-sns.html) has both.
+type lambdaSNSEvent struct {
+	Records []lambdaSNSRecord `json:"Records"`
+}
+
+type lambdaSNSRecord struct {
+	EventVersion         string          `json:"EventVersion"`
+	EventSubscriptionArn string          `json:"EventSubscriptionArn"`
+	EventSource          string          `json:"EventSource"`
+	SNS                  lambdaSNSEntity `json:"Sns"`
+}
+
+type lambdaSNSEntity struct {
+	SignatureVersion  string                   `json:"SignatureVersion"`
+	Timestamp         string                   `json:"Timestamp"`
+	Signature         string                   `json:"Signature"`
+	SigningCertURL    string                   `json:"SigningCertUrl"`
+	MessageID         string                   `json:"MessageId"`
+	Message           string                   `json:"Message"`
+	MessageAttributes map[string]EnvelopeValue `json:"MessageAttributes"`
+	Type              string                   `json:"Type"`
+	UnsubscribeURL    string                   `json:"UnsubscribeUrl"`
+	TopicArn          string                   `json:"TopicArn"`
+	Subject           *string                  `json:"Subject"`
 }

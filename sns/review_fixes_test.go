@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
@@ -213,5 +216,84 @@ func TestAnEmptyFilterPolicyRemovesIt(t *testing.T) {
 	}
 	if err := rn.SNS.SetSubscriptionAttributes(ctx, empty, sns.AttrFilterPolicy, `{"a":["x"]}`); !errors.Is(err, awserr.ErrSNSFilterPolicyLimitExceeded) {
 		t.Errorf("a 201st policy: %v, want FilterPolicyLimitExceeded", err)
+	}
+}
+
+// TestTheLambdaEventHasMillisecondsAndANullSubject: the event a function
+// subscription gets has Sns.Timestamp with three digits of milliseconds
+// (…:00.100Z, …:00.000Z), as the envelope, and Sns.Subject null when the
+// message has no subject; Go handlers taking events.SNSEvent still decode
+// it. Before, the Timestamp lost its trailing zeros (.100Z was .1Z, .000Z
+// no fraction) and a missing Subject was "". AWS's sample SNS event
+// (Lambda's with-sns.html) has "Timestamp": "2019-01-02T12:45:07.000Z",
+// and a message published without a subject arrives with "Subject": null.
+func TestTheLambdaEventHasMillisecondsAndANullSubject(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 100*int(time.Millisecond), time.UTC)
+	clock := clockwork.NewFakeClockAt(at)
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	var mu sync.Mutex
+	var raw []string
+	h := fmt.Sprintf("sns-review-raw-%d", handlerSeq.Add(1))
+	function.Register(h, func(ctx context.Context, ev json.RawMessage) error {
+		mu.Lock()
+		raw = append(raw, string(ev))
+		mu.Unlock()
+		return nil
+	})
+	if _, err := rn.Functions.CreateFunction(ctx, function.Config{FunctionName: "raw", Handler: h}); err != nil {
+		t.Fatal(err)
+	}
+	typed := newFunction(t, rn, "typed", 0)
+	topic := createTopic(t, rn, "t", nil)
+	arn := func(name string) string {
+		return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", rn.Engine.Region(), rn.Engine.AccountID(), name)
+	}
+	subscribe(t, rn, topic, "lambda", arn("raw"), nil)
+	subscribe(t, rn, topic, "lambda", arn("typed"), nil)
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "no subject"})
+	clock.Advance(900 * time.Millisecond) // 00:00:01.000
+	publish(t, rn, sns.PublishInput{TopicArn: topic, Message: "with subject", Subject: "hello"})
+	advanceUntil(t, clock, 10*time.Second, "four invocations", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(raw) == 2 && typed.count() == 2
+	})
+	type entity struct {
+		Message, Timestamp string
+		Subject            *string
+	}
+	show := func(p *string) string {
+		if p == nil {
+			return "null"
+		}
+		return fmt.Sprintf("%q", *p)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	got := map[string]entity{}
+	for _, r := range raw {
+		var ev struct{ Records []struct{ Sns entity } }
+		if err := json.Unmarshal([]byte(r), &ev); err != nil || len(ev.Records) != 1 {
+			t.Fatalf("event %s: %v", r, err)
+		}
+		got[ev.Records[0].Sns.Message] = ev.Records[0].Sns
+	}
+	if e := got["no subject"]; e.Timestamp != "2026-01-01T00:00:00.100Z" || e.Subject != nil {
+		t.Errorf("without a subject: Timestamp %q, Subject %s; want 2026-01-01T00:00:00.100Z, null (%v)", e.Timestamp, show(e.Subject), raw)
+	}
+	if e := got["with subject"]; e.Timestamp != "2026-01-01T00:00:01.000Z" || e.Subject == nil || *e.Subject != "hello" {
+		t.Errorf("with a subject: Timestamp %q, Subject %s; want 2026-01-01T00:00:01.000Z, \"hello\" (%v)", e.Timestamp, show(e.Subject), raw)
+	}
+	typed.mu.Lock()
+	defer typed.mu.Unlock()
+	for _, ev := range typed.events {
+		s := ev.Records[0].SNS
+		want, subject := at, ""
+		if s.Message == "with subject" {
+			want, subject = at.Add(900*time.Millisecond), "hello"
+		}
+		if !s.Timestamp.Equal(want) || s.Subject != subject {
+			t.Errorf("events.SNSEvent of %q: Timestamp %v, Subject %q; want %v, %q", s.Message, s.Timestamp, s.Subject, want, subject)
+		}
 	}
 }
