@@ -29,10 +29,17 @@ func (d *ddbSource) inStream(rec *stream.Record) bool {
 	return table.LabelOf(rec.PartitionKey) == d.label
 }
 
-// record decodes one change into the record Lambda delivers.
-func (d *ddbSource) record(r *runner, rec *stream.Record) events.DynamoDBEventRecord {
+// record decodes one change into the record Lambda delivers. A change
+// still in the table's ring of recent changes is the table's (its images
+// are the item cache's): the record is a copy of it (table.EventRecord),
+// the handler's own, unless shared (a filter's match, which only encodes
+// it) when it is only read.
+func (d *ddbSource) record(r *runner, rec *stream.Record, shared bool) events.DynamoDBEventRecord {
 	if idx, err := strconv.Atoi(strings.TrimPrefix(rec.ShardID, "shardId-")); err == nil {
 		if c := d.table.RecentChange(idx, rec.Seq); c != nil {
+			if shared {
+				return table.EventRecordShared(rec, c, r.svc.eng.Region(), r.streamARN)
+			}
 			return table.EventRecord(rec, c, r.svc.eng.Region(), r.streamARN)
 		}
 	}
@@ -43,13 +50,14 @@ func (d *ddbSource) record(r *runner, rec *stream.Record) events.DynamoDBEventRe
 		r.svc.eng.Logger.Error("undecodable change record", "mapping", r.cfg.UUID, "sequenceNumber", rec.SequenceNumber, "err", err)
 		c = &table.Change{}
 	}
-	return table.EventRecord(rec, c, r.svc.eng.Region(), r.streamARN)
+	// Decoded here: the change is this record's alone, no copy needed.
+	return table.EventRecordShared(rec, c, r.svc.eng.Region(), r.streamARN)
 }
 
 // match applies FilterCriteria to the record as Lambda sees it
 // ({"eventName":...,"dynamodb":{"NewImage":...}}).
 func (d *ddbSource) match(r *runner, m *filter.Matcher, rec *stream.Record) bool {
-	record := d.record(r, rec)
+	record := d.record(r, rec, true)
 	b := ddbjson.AppendEventRecord(nil, &record)
 	var ev map[string]any
 	if err := json.Unmarshal(b, &ev); err != nil {
@@ -61,7 +69,7 @@ func (d *ddbSource) match(r *runner, m *filter.Matcher, rec *stream.Record) bool
 func (d *ddbSource) event(r *runner, recs []stream.Record) *events.DynamoDBEvent {
 	ev := &events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, len(recs))}
 	for i := range recs {
-		ev.Records[i] = d.record(r, &recs[i])
+		ev.Records[i] = d.record(r, &recs[i], false)
 	}
 	return ev
 }

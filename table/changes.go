@@ -20,23 +20,39 @@ import (
 // "aws:dynamodb", dynamodb.SequenceNumber = the log record's sequence
 // number (the itemIdentifier of a partial batch response), and for a TTL
 // deletion userIdentity {"type":"Service","principalId":"dynamodb.amazonaws.com"}.
+//
+// The record's Keys and images are its own (cloneItem): the change is the
+// table's, shared with its item cache, and a handler may change its event
+// as it likes, as a freshly decoded Lambda event on AWS.
 func EventRecord(rec *stream.Record, c *Change, region, streamARN string) events.DynamoDBEventRecord {
+	return eventRecord(rec, c, region, streamARN, cloneItem)
+}
+
+// EventRecordShared is EventRecord without the copies: the record's Keys
+// and images are the change's, which the table shares with its item
+// cache. For a reader that only reads or encodes the record (a filter's
+// match) and never lets it out; changing it changes the table.
+func EventRecordShared(rec *stream.Record, c *Change, region, streamARN string) events.DynamoDBEventRecord {
+	return eventRecord(rec, c, region, streamARN, func(it Item) Item { return it })
+}
+
+func eventRecord(rec *stream.Record, c *Change, region, streamARN string, own func(Item) Item) events.DynamoDBEventRecord {
 	view := c.View
 	if view == "" {
 		view = ViewNewAndOldImages
 	}
 	sr := events.DynamoDBStreamRecord{
 		ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.UnixMilli(c.TimeMs).Truncate(time.Second)},
-		Keys:                        c.Keys,
+		Keys:                        own(c.Keys),
 		SequenceNumber:              rec.SequenceNumber,
 		SizeBytes:                   int64(len(rec.Data)),
 		StreamViewType:              view,
 	}
 	if view == ViewNewImage || view == ViewNewAndOldImages {
-		sr.NewImage = c.NewImage
+		sr.NewImage = own(c.NewImage)
 	}
 	if view == ViewOldImage || view == ViewNewAndOldImages {
-		sr.OldImage = c.OldImage
+		sr.OldImage = own(c.OldImage)
 	}
 	id := md5.Sum([]byte(streamARN + "/" + rec.SequenceNumber))
 	out := events.DynamoDBEventRecord{

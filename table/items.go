@@ -169,7 +169,7 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 		if !ok {
 			e := &ConditionalCheckFailedError{}
 			if o.returnOld {
-				e.Item = old
+				e.Item = cloneItem(old)
 			}
 			return old, nil, e
 		}
@@ -301,7 +301,7 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc 
 	}
 	out := &WriteOutput{ConsumedCapacity: writeCapacity(rcc, t.tableName, old, nw)}
 	if returnValues == ReturnAllOld {
-		out.Attributes = old
+		out.Attributes = cloneItem(old)
 	}
 	return out, nil
 }
@@ -314,7 +314,7 @@ func (s *Service) putOp(t *Table, item Item, c WriteExpr) (*op, error) {
 	if size := expr.ItemSize(item); size > MaxItemSize {
 		return nil, validation("Item size has exceeded the maximum allowed size")
 	}
-	it := copyItem(expr.CanonicalItem(item))
+	it := cloneItem(expr.CanonicalItem(item))
 	return &op{t: t, k: k, cond: cond, returnOld: c.returnOld(),
 		next: func(Item) (Item, error) { return it, nil }}, nil
 }
@@ -415,9 +415,9 @@ func project(it Item, proj *expr.Projection) Item {
 	case it == nil:
 		return nil
 	case proj != nil:
-		return proj.Apply(it)
+		return ownValues(proj.Apply(it))
 	}
-	return copyItem(it)
+	return cloneItem(it)
 }
 
 // UpdateItem edits an item's attributes with an UpdateExpression
@@ -446,16 +446,16 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	out := &WriteOutput{ConsumedCapacity: writeCapacity(in.ReturnConsumedCapacity, t.tableName, old, nw)}
 	switch in.ReturnValues {
 	case ReturnAllOld:
-		out.Attributes = old
+		out.Attributes = cloneItem(old)
 	case ReturnAllNew:
-		out.Attributes = nw
+		out.Attributes = cloneItem(nw)
 	case ReturnUpdatedOld, ReturnUpdatedNew:
 		src := nw
 		if in.ReturnValues == ReturnUpdatedOld {
 			src = old
 		}
 		if upd != nil && src != nil {
-			out.Attributes = upd.Projection().Apply(src)
+			out.Attributes = ownValues(upd.Projection().Apply(src))
 			if out.Attributes == nil {
 				out.Attributes = Item{}
 			}
@@ -472,7 +472,8 @@ func (s *Service) updateOp(t *Table, keyItem Item, update string, wc WriteExpr) 
 	if err != nil {
 		return nil, nil, err
 	}
-	c := newContext(wc.ExpressionAttributeNames, wc.ExpressionAttributeValues)
+	// An update stores the values it SETs or ADDs: a caller's own.
+	c := newContext(wc.ExpressionAttributeNames, cloneNested(wc.ExpressionAttributeValues))
 	var upd *expr.Update
 	if update != "" {
 		if upd, err = expr.ParseUpdate(update, c); err != nil {

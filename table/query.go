@@ -224,9 +224,9 @@ func (r *reader) visitItem(it Item, size int, lek Item) (bool, error) {
 	r.out.Count++
 	if !r.count {
 		if r.proj != nil {
-			r.out.Items = append(r.out.Items, r.proj.Apply(it))
+			r.out.Items = append(r.out.Items, ownValues(r.proj.Apply(it)))
 		} else {
-			r.out.Items = append(r.out.Items, copyItem(it))
+			r.out.Items = append(r.out.Items, cloneItem(it))
 		}
 	}
 	return r.bytes >= MaxPageBytes, nil

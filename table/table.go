@@ -35,6 +35,16 @@
 // cancelled with TransactionConflict, a single write fails with
 // TransactionConflictException, as in DynamoDB.
 //
+// Items handed out are the caller's own (clone.go): every item a read,
+// ReturnValues, ConditionalCheckFailedError.Item, a CancellationReason or a
+// stream record (EventRecord) carries is a copy of the table's cached
+// item, nested maps, lists, binaries and sets included, and an item or
+// value a write stores is copied in from the request; changing either
+// never changes the table, as on AWS, where every response and Lambda
+// event is decoded afresh. The copy costs about as much as the top-level
+// map (nested values and slices are copied only when present).
+// RecentChange and EventRecordShared share the table's maps: read-only.
+//
 // Secondary indexes (secondary.go) hold, in memory, the keys of the items
 // they have; they move with each acknowledged change and are rebuilt from
 // the table's items on open.
