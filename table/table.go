@@ -216,6 +216,11 @@ type stored struct {
 	// snapshot taken under another version, has them recomputed from the
 	// items (refreshTTL) before the table serves.
 	TTLVersion int `json:"RunnelTTLVersion,omitempty"`
+	// TTLChangedMs is when (the engine clock, Unix ms) UpdateTimeToLive
+	// last changed the TTL setting: another change within TTLInterval
+	// after it is refused. Stored with the setting, so the rule holds
+	// across restarts and in every process.
+	TTLChangedMs int64 `json:"RunnelTTLChangedMs,omitempty"`
 	// Tags are the table's tags (TagResource).
 	Tags map[string]string `json:"RunnelTags,omitempty"`
 }
@@ -672,6 +677,10 @@ func streamApplied(st stored, spec StreamSpecification, now time.Time) (stored, 
 	return st, nil
 }
 
+// TTLChangeInterval is how long after a change of a table's TTL setting
+// UpdateTimeToLive refuses another (DynamoDB: one hour).
+const TTLChangeInterval = time.Hour
+
 // UpdateTimeToLive sets the table's TTL attribute (API_UpdateTimeToLive).
 // The attribute holds epoch seconds as a Number; items whose value is in
 // the past are deleted by the sweeper (every Options.TTLInterval, default
@@ -679,6 +688,17 @@ func streamApplied(st stored, spec StreamSpecification, now time.Time) (stored, 
 // until then Get, Query and Scan still return them, as in DynamoDB. Items
 // whose value is more than five years in the past are not deleted (the
 // DynamoDB rule for values that are probably not epoch seconds).
+//
+// As on DynamoDB, a call that would change nothing is refused with a
+// ValidationException: "TimeToLive is already enabled" (or disabled);
+// while TTL is enabled on one attribute, enabling or disabling another is
+// refused with "TimeToLive is active on a different AttributeName: current
+// AttributeName is <name>"; and a change within an hour
+// (TTLChangeInterval, by the engine's clock) of the last one is refused
+// with "Time to live has been modified multiple times within a fixed
+// interval" (API_UpdateTimeToLive: "Any additional UpdateTimeToLive calls
+// for the same table during this one hour duration result in a
+// ValidationException").
 func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeToLiveSpecification) (*TimeToLiveSpecification, error) {
 	if remote, out, err := forwardOut[TimeToLiveSpecification](ctx, s, "UpdateTimeToLive", lease.Pair(name, spec)); remote {
 		return out, err
@@ -693,12 +713,19 @@ func (s *Service) UpdateTimeToLive(ctx context.Context, name string, spec TimeTo
 	t.metaMu.Lock()
 	defer t.metaMu.Unlock()
 	st := t.st
-	if st.TTL.Enabled == spec.Enabled {
-		if spec.Enabled {
-			return nil, validation("TimeToLive is already enabled")
-		}
+	switch {
+	case st.TTL.Enabled && spec.AttributeName != st.TTL.AttributeName:
+		return nil, validation("TimeToLive is active on a different AttributeName: current AttributeName is %s", st.TTL.AttributeName)
+	case st.TTL.Enabled == spec.Enabled && spec.Enabled:
+		return nil, validation("TimeToLive is already enabled")
+	case st.TTL.Enabled == spec.Enabled:
 		return nil, validation("TimeToLive is already disabled")
 	}
+	now := s.eng.Clock.Now()
+	if st.TTLChangedMs != 0 && now.Before(time.UnixMilli(st.TTLChangedMs).Add(TTLChangeInterval)) {
+		return nil, validation("Time to live has been modified multiple times within a fixed interval")
+	}
+	st.TTLChangedMs = now.UnixMilli()
 	if spec.AttributeName != st.TTL.AttributeName {
 		t.idxMu.RLock()
 		held := t.idx.Len() > 0

@@ -47,11 +47,15 @@ func TestExpiriesSurviveARebuildFromTheLogAfterTTLWasEnabled(t *testing.T) {
 // TestExpiriesFollowATTLAttributeChangedAfterTheSnapshot: a snapshot
 // taken while TTL used attribute "a", then TTL moved to attribute "b",
 // then a crash: the open from the snapshot expires by "b", not by "a".
+// Each change of the TTL setting waits out the hour DynamoDB requires
+// between them (table.TTLChangeInterval); the items expire a minute after
+// the last.
 func TestExpiriesFollowATTLAttributeChangedAfterTheSnapshot(t *testing.T) {
 	clock, rn, reopen := crashable(t, "sessions")
 	now := clock.Now().Unix()
-	putExpiring(t, rn.Tables, "sessions", "by-a", "a", now+60)
-	putExpiring(t, rn.Tables, "sessions", "by-b", "b", now+60)
+	exp := now + int64(2*table.TTLChangeInterval/time.Second) + 60
+	putExpiring(t, rn.Tables, "sessions", "by-a", "a", exp)
+	putExpiring(t, rn.Tables, "sessions", "by-b", "b", exp)
 	ttl := func(attr string, on bool) {
 		t.Helper()
 		if _, err := rn.Tables.UpdateTimeToLive(ctx, "sessions", table.TimeToLiveSpecification{AttributeName: attr, Enabled: on}); err != nil {
@@ -60,7 +64,9 @@ func TestExpiriesFollowATTLAttributeChangedAfterTheSnapshot(t *testing.T) {
 	}
 	ttl("a", true)
 	table.WriteIndexSnapshots(t, rn.Tables)
+	clock.Advance(table.TTLChangeInterval)
 	ttl("a", false)
+	clock.Advance(table.TTLChangeInterval)
 	ttl("b", true)
 	rn = reopen(rn)
 	if from, _ := table.OpenedFrom(t, rn.Tables, "sessions"); !from {
