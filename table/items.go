@@ -348,7 +348,10 @@ func copyItem(it Item) Item {
 
 // GetItem returns the item with the given key, or an empty output.
 // Expired items not yet deleted by the TTL sweeper are returned, as in
-// DynamoDB.
+// DynamoDB. An item whose latest write (a committed transaction's change
+// among them) has an outcome not known yet is read as the index holds it,
+// from before that write, until a resolver applies it (resolve.go);
+// TransactGetItems refuses it instead.
 func (s *Service) GetItem(ctx context.Context, in GetItemInput) (*GetItemOutput, error) {
 	if remote, out, err := forwardOut[GetItemOutput](ctx, s, "GetItem", in); remote {
 		return out, err

@@ -35,6 +35,16 @@
 // cancelled with TransactionConflict, a single write fails with
 // TransactionConflictException, as in DynamoDB.
 //
+// A committed transaction whose change to some item has not landed yet
+// (its log's answer lost: resolve.go) is never read half applied by
+// TransactGetItems: an item so held is a TransactionConflict, and a retry
+// with the transaction's ClientRequestToken is
+// TransactionInProgressException, until a resolver has applied every
+// change. The trap: GetItem, Query and Scan read the index meanwhile, so
+// they return such an item's value from before the transaction (DynamoDB
+// would return the committed one); a single write of it is refused with a
+// retryable error.
+//
 // Items handed out are the caller's own (clone.go): every item a read,
 // ReturnValues, ConditionalCheckFailedError.Item, a CancellationReason or a
 // stream record (EventRecord) carries is a copy of the table's cached
@@ -338,7 +348,8 @@ func New(ctx context.Context, eng *engine.Engine, opts Options) (*Service, error
 	if err != nil {
 		return nil, fmt.Errorf("table: open transaction log: %w", err)
 	}
-	s := &Service{eng: eng, logs: logs, meta: meta, txlog: txlog, tables: map[string]*Table{}, tokens: newTokenCache(eng.Clock), done: make(chan struct{})}
+	s := &Service{eng: eng, logs: logs, meta: meta, txlog: txlog, tables: map[string]*Table{}, done: make(chan struct{})}
+	s.tokens = newTokenCache(eng.Clock, func(ids []string) bool { return s.unsure.busy(ids) != nil })
 	bg, cancel := context.WithCancel(context.Background())
 	s.bg, s.cancel = bg, cancel
 	s.own = lease.NewOwner(bg, lease.OwnerConfig{

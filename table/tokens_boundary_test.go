@@ -23,9 +23,9 @@ func wantBegin(t *testing.T, c *tokenCache, token, hash string, done bool, when 
 // new.
 func TestTokenIsRememberedThroughTheEndOfItsWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTokenCache(clockwork.NewRealClock()) // time.Now is virtual in the bubble
+		c := newTokenCache(clockwork.NewRealClock(), nil) // time.Now is virtual in the bubble
 		wantBegin(t, c, "tok", "h", false, "first call")
-		c.end("tok", true)
+		c.end("tok", true, nil)
 		time.Sleep(TokenWindow) // over a minute since the last sweep: this call sweeps
 		wantBegin(t, c, "tok", "h", true, "same call 10:00 after completion")
 		time.Sleep(time.Millisecond)

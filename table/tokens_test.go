@@ -18,7 +18,7 @@ import (
 // failed call frees the token.
 func TestTokenWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTokenCache(clockwork.NewRealClock()) // time.Now is virtual in the bubble
+		c := newTokenCache(clockwork.NewRealClock(), nil) // time.Now is virtual in the bubble
 		done, err := c.begin("tok", "h1")
 		if done || err != nil {
 			t.Fatalf("first call: done=%v err=%v", done, err)
@@ -27,7 +27,7 @@ func TestTokenWindow(t *testing.T) {
 			t.Fatalf("while running: %v", err)
 		}
 		time.Sleep(3 * time.Second) // the transaction takes 3 s
-		c.end("tok", true)
+		c.end("tok", true, nil)
 
 		time.Sleep(TokenWindow - time.Second)
 		if done, err := c.begin("tok", "h1"); !done || err != nil {
@@ -40,7 +40,7 @@ func TestTokenWindow(t *testing.T) {
 		if done, err := c.begin("tok", "h2"); done || err != nil {
 			t.Fatalf("after the window the token is new: done=%v err=%v", done, err)
 		}
-		c.end("tok", false) // the call failed: the token is free again
+		c.end("tok", false, nil) // the call failed: the token is free again
 		if done, err := c.begin("tok", "h3"); done || err != nil {
 			t.Fatalf("after a failed call: done=%v err=%v", done, err)
 		}

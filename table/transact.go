@@ -180,9 +180,25 @@ func (s *Service) TransactWriteItems(ctx context.Context, in TransactWriteItemsI
 		return err // the commit's resolver ends the token (settleCommit)
 	}
 	if in.ClientRequestToken != "" {
-		s.tokens.end(in.ClientRequestToken, committed)
+		var pending []string
+		if committed && err != nil { // some changes may not be applied yet
+			pending = changedItems(ops)
+		}
+		s.tokens.end(in.ClientRequestToken, committed, pending)
 	}
 	return err
+}
+
+// changedItems is the itemIDs of the items ops change (not a
+// ConditionCheck's).
+func changedItems(ops []*op) []string {
+	var ids []string
+	for _, o := range ops {
+		if o.next != nil {
+			ids = append(ids, o.itemID())
+		}
+	}
+	return ids
 }
 
 func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
@@ -496,11 +512,15 @@ func (s *Service) settleCommit(id string, b []byte, token string, order []*Table
 		_, err := s.applyCommitted(ctx, id, live, byTable)
 		s.snapGate.RUnlock()
 		unlock()
+		var pending []string
 		if err != nil {
 			s.eng.Logger.Warn("committed transaction: changes not all applied yet", "transaction", id, "err", err)
+			for _, p := range all {
+				pending = append(pending, s.itemID(p.t, p.k))
+			}
 		}
 		if token != "" {
-			s.tokens.end(token, true)
+			s.tokens.end(token, true, pending)
 		}
 		return true
 	}
@@ -600,6 +620,9 @@ func (s *Service) recoverTransactions(ctx context.Context, seen txnSeen) error {
 // with the hash of their parameters, for TokenWindow.
 type tokenCache struct {
 	clock clockwork.Clock
+	// busy reports whether any of the items is held by a write of
+	// unknown outcome (Service.unsure).
+	busy  func(ids []string) bool
 	mu    sync.Mutex
 	m     map[string]*tokenState
 	swept time.Time
@@ -609,10 +632,15 @@ type tokenState struct {
 	hash    string
 	running bool
 	done    time.Time
+	// pending: the items of a committed transaction whose changes were
+	// not all applied when it ended (their resolvers hold them, unsure).
+	// Until none is held the token is still in progress: a retry must
+	// not hear success before the transaction can be read whole.
+	pending []string
 }
 
-func newTokenCache(c clockwork.Clock) *tokenCache {
-	return &tokenCache{clock: c, m: map[string]*tokenState{}}
+func newTokenCache(c clockwork.Clock, busy func(ids []string) bool) *tokenCache {
+	return &tokenCache{clock: c, busy: busy, m: map[string]*tokenState{}}
 }
 
 // begin claims token for a call with parameters hash. done is true when
@@ -637,16 +665,22 @@ func (c *tokenCache) begin(token, hash string) (done bool, err error) {
 	case !ok:
 		c.m[token] = &tokenState{hash: hash, running: true}
 		return false, nil
+	case st.pending != nil && c.busy(st.pending):
+		// Committed, its changes not all applied yet: in progress
+		// (TransactionInProgressException) until they are.
+		fallthrough
 	case st.running:
 		return false, awserr.New(awserr.ErrTransactionInProgress, "The transaction with the given request token is already in progress.")
 	case st.hash != hash:
 		return false, awserr.New(awserr.ErrIdempotentParameterMismatch, "The request uses the same client token as a previous, but non-identical request.")
 	}
+	st.pending = nil // all applied
 	return true, nil
 }
 
-// end records the outcome: a failed call frees the token.
-func (c *tokenCache) end(token string, ok bool) {
+// end records the outcome: a failed call frees the token. pending: the
+// items of a committed transaction's changes not all applied yet.
+func (c *tokenCache) end(token string, ok bool, pending []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !ok {
@@ -654,7 +688,7 @@ func (c *tokenCache) end(token string, ok bool) {
 		return
 	}
 	if st := c.m[token]; st != nil {
-		st.running, st.done = false, c.clock.Now()
+		st.running, st.done, st.pending = false, c.clock.Now(), pending
 	}
 }
 

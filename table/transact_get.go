@@ -51,7 +51,11 @@ type TransactGetItemsOutput struct {
 // the schema, a bad projection; ResourceNotFoundException for a missing
 // table; TransactionCanceledError when an item is held by a
 // TransactWriteItems in progress (that action's reason
-// TransactionConflict, the others None) or the items read exceed 4 MB
+// TransactionConflict, the others None), or held by a write whose outcome
+// is not known yet (resolve.go: a change of a committed transaction not
+// applied yet among them, so that the read would see the transaction half
+// done; the transaction-apis.html rule is "either all changes from a
+// completed transaction or none at all"), or the items read exceed 4 MB
 // (every reason ValidationError).
 func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput) (*TransactGetItemsOutput, error) {
 	if remote, out, err := forwardOut[TransactGetItemsOutput](ctx, s, "TransactGetItems", in); remote {
@@ -83,9 +87,26 @@ func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput
 	if busy := s.held.busy(ids); busy != nil {
 		return nil, conflictCancel(n, busy)
 	}
-	items, err := readLocked(ctx, ops)
+	// An item held by a write of unknown outcome (unsure: resolve.go) may
+	// have a change in the log that the index lacks, one of a committed
+	// transaction among them: read it is to see that transaction half
+	// applied. Such an item is a TransactionConflict, checked again with
+	// the stripes locked (a transaction in progress holds them all).
+	unsure := func() []int {
+		if !s.unsure.any() {
+			return nil
+		}
+		return s.unsure.busy(ids)
+	}
+	if busy := unsure(); busy != nil {
+		return nil, conflictCancel(n, busy)
+	}
+	items, busy, err := readLocked(ctx, ops, unsure)
 	if err != nil {
 		return nil, err
+	}
+	if busy != nil {
+		return nil, conflictCancel(n, busy)
 	}
 	out := &TransactGetItemsOutput{Responses: make([]ItemResponse, n)}
 	units := map[string]float64{}
@@ -106,16 +127,20 @@ func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput
 	return out, nil
 }
 
-// readLocked reads the items of ops with all their stripes locked.
-func readLocked(ctx context.Context, ops []*op) ([]Item, error) {
+// readLocked reads the items of ops with all their stripes locked, unless
+// check, with them locked, names busy items.
+func readLocked(ctx context.Context, ops []*op, check func() []int) ([]Item, []int, error) {
 	defer lockItems(ops)()
+	if busy := check(); busy != nil {
+		return nil, busy, nil
+	}
 	items := make([]Item, len(ops))
 	for i, o := range ops {
 		it, _, err := o.t.get(ctx, o.k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		items[i] = it
 	}
-	return items, nil
+	return items, nil, nil
 }
