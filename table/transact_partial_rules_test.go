@@ -77,3 +77,58 @@ func TestACommittedTransactionIsReadWholeOrNotAtAll(t *testing.T) {
 		t.Fatalf("bbb's log holds %d changes, want 2 (the put, the transaction's once)", n)
 	}
 }
+
+// TestACommittedTransactionIsReadWholeOrNotAtAll, when the commit's own
+// answer was lost too: the resolver that learns the commit applies aaa's
+// change, bbb's answer is lost again; the token stays in progress and
+// TransactGetItems is cancelled until bbb's change is applied. It used to
+// end the token (success to a retry) as soon as the commit was learned.
+func TestACommittedTransactionIsReadWholeOrNotAtAllAfterItsCommitWasResolved(t *testing.T) {
+	tb := testenv.Start(t, testenv.Options{}).Tables
+	createTable(t, tb, "aaa", "", "")
+	createTable(t, tb, "bbb", "", "")
+	var loseCommit, loseB atomic.Bool
+	table.SetCommitLost(tb, func() error {
+		if loseCommit.Load() {
+			return errors.New("commit answer lost (test)")
+		}
+		return nil
+	}, time.Hour, 50*time.Millisecond)
+	table.SetReplyLost(tb, func(name string) error {
+		if name == "bbb" && loseB.Swap(false) {
+			return errors.New("answer lost (test)")
+		}
+		return nil
+	})
+	in := table.TransactWriteItemsInput{ClientRequestToken: "tok-commit", TransactItems: []table.TransactWriteItem{
+		{Put: &table.TransactPut{TableName: "aaa", Item: table.Item{"pk": S("k"), "v": S("new")}}},
+		{Put: &table.TransactPut{TableName: "bbb", Item: table.Item{"pk": S("k"), "v": S("new")}}},
+	}}
+	loseCommit.Store(true)
+	if err := tb.TransactWriteItems(ctx, in); !errors.Is(err, awserr.ErrService) {
+		t.Fatalf("TransactWriteItems with the commit's answer lost: %v, want a retryable error", err)
+	}
+	loseCommit.Store(false)
+	loseB.Store(true)
+	table.ResolveOnce(t, tb) // the commit's resolver: aaa applied, bbb's answer lost
+	if v := get(t, tb, "aaa", table.Item{"pk": S("k")})["v"].String(); v != "new" {
+		t.Fatalf("aaa.v = %s after the commit was resolved, want new", v)
+	}
+	if err := tb.TransactWriteItems(ctx, in); !errors.Is(err, awserr.ErrTransactionInProgress) {
+		t.Fatalf("a retry with the token while bbb's change is pending: %v, want TransactionInProgressException", err)
+	}
+	_, err := tb.TransactGetItems(ctx, table.TransactGetItemsInput{TransactItems: []table.TransactGetItem{tget("aaa", "k"), tget("bbb", "k")}})
+	var tc *table.TransactionCanceledError
+	if !errors.As(err, &tc) || tc.Reasons[1].Code != "TransactionConflict" {
+		t.Fatalf("TransactGetItems while bbb's change is pending: %v, want TransactionConflict at bbb", err)
+	}
+	if left := table.WaitResolved(tb); left != 0 {
+		t.Fatalf("%d items still held after the resolvers ran", left)
+	}
+	if err := tb.TransactWriteItems(ctx, in); err != nil {
+		t.Fatalf("a retry with the token once applied: %v, want success", err)
+	}
+	if v := get(t, tb, "bbb", table.Item{"pk": S("k")})["v"].String(); v != "new" {
+		t.Fatalf("bbb.v = %s once applied, want new", v)
+	}
+}
