@@ -396,7 +396,7 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 			if !c.InStream(s.label) || c.TimeMs < horizon {
 				continue
 			}
-			ev := table.EventRecord(rec, c, rq.h.opts.Region, s.arn)
+			ev := table.EventRecordShared(rec, c, rq.h.opts.Region, s.arn) // c is freshly decoded and only encoded here
 			if len(recs) > 0 && size+ev.Change.SizeBytes > maxStreamBytes {
 				// 1 MB answered: the next read starts after the record
 				// before this one, not at the end of the log's page.
