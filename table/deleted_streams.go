@@ -87,6 +87,9 @@ func (s *Service) keepDeletedStream(ctx context.Context, t *Table) (bool, error)
 // DeletedStreams returns the change streams of deleted tables still
 // readable, name given: only that table's ("" for all).
 func (s *Service) DeletedStreams(ctx context.Context, name string) ([]DeletedStream, error) {
+	if name != "" && !tableNameRE.MatchString(name) {
+		return nil, nil // no table ever had that name (and it is no key filter)
+	}
 	kv, err := s.deletedStreams(ctx)
 	if err != nil {
 		return nil, err
