@@ -98,21 +98,23 @@ func (s *Service) SweepExpired(ctx context.Context) (int, error) {
 		if !on {
 			continue
 		}
-		var due []entry
-		t.idxMu.RLock()
-		t.idx.Ascend(func(e entry) bool {
-			if e.exp > 0 && e.exp < now && e.exp >= floor {
-				due = append(due, e)
+		var failed error
+		t.walkIndex(func(chunk []entry) bool {
+			for _, e := range chunk {
+				if e.exp <= 0 || e.exp >= now || e.exp < floor {
+					continue
+				}
+				n, err := t.expire(ctx, key{h: e.h, rk: e.rk}, now)
+				if err != nil {
+					failed = err
+					return false
+				}
+				total += n
 			}
-			return true
+			return ctx.Err() == nil
 		})
-		t.idxMu.RUnlock()
-		for _, e := range due {
-			n, err := t.expire(ctx, key{h: e.h, rk: e.rk}, now)
-			if err != nil {
-				return total, err
-			}
-			total += n
+		if failed != nil {
+			return total, failed
 		}
 	}
 	return total, nil
@@ -148,30 +150,91 @@ func (t *Table) expire(ctx context.Context, k key, now int64) (int, error) {
 // refreshTTL recomputes every entry's expiry after the TTL attribute
 // changed.
 func (t *Table) refreshTTL(ctx context.Context) error {
-	var all []entry
-	t.idxMu.RLock()
-	t.idx.Ascend(func(e entry) bool { all = append(all, e); return true })
-	t.idxMu.RUnlock()
-	for _, e := range all {
-		k := key{h: e.h, rk: e.rk}
-		mu := t.stripe(k)
-		mu.Lock()
-		cur, ok := t.lookup(k)
-		if ok && cur.pos == e.pos && cur.shard == e.shard {
-			it, err := t.fetch(ctx, k, cur)
-			if err != nil {
-				mu.Unlock()
-				return err
+	var failed error
+	t.walkIndex(func(chunk []entry) bool {
+		for _, e := range chunk {
+			if failed = t.refreshEntry(ctx, e); failed != nil {
+				return false
 			}
-			cur.exp = t.ttlOf(it)
-			t.idxMu.Lock()
-			t.idx.ReplaceOrInsert(cur)
-			t.idxMu.Unlock()
 		}
-		mu.Unlock()
+		return true
+	})
+	return failed
+}
+
+// refreshEntry recomputes e's expiry if e is still the key's entry.
+func (t *Table) refreshEntry(ctx context.Context, e entry) error {
+	k := key{h: e.h, rk: e.rk}
+	mu := t.stripe(k)
+	mu.Lock()
+	defer mu.Unlock()
+	cur, ok := t.lookup(k)
+	if !ok || cur.pos != e.pos || cur.shard != e.shard {
+		return nil
 	}
+	it, err := t.fetch(ctx, k, cur)
+	if err != nil {
+		return err
+	}
+	cur.exp = t.ttlOf(it)
+	t.idxMu.Lock()
+	t.idx.ReplaceOrInsert(cur)
+	t.idxMu.Unlock()
 	return nil
 }
+
+// indexWalkChunk is how many index entries walkIndex copies under one hold of
+// the index's read lock (a variable for tests).
+var indexWalkChunk = 1024
+
+// walkIndex visits every entry of t's index in key order, indexWalkChunk
+// entries at a time, holding the index's read lock only while it copies a
+// chunk: visit runs without it, so writes go on between chunks (the TTL
+// sweep of a table of millions of items held it for its whole walk and
+// stalled every write; DynamoDB deletes expired items "on a best-effort
+// basis to ensure availability of throughput for other data operations").
+// An entry written behind the walk's position after it passed is not
+// visited; one deleted ahead of it is not either. visit returns false to
+// stop.
+func (t *Table) walkIndex(visit func(chunk []entry) bool) {
+	var (
+		chunk []entry
+		from  entry
+		first = true
+	)
+	for {
+		chunk = chunk[:0]
+		t.idxMu.RLock()
+		take := func(e entry) bool {
+			if !first && e.h == from.h && e.rk == from.rk {
+				return true // the pivot, visited in the last chunk
+			}
+			chunk = append(chunk, e)
+			return len(chunk) < indexWalkChunk
+		}
+		if first {
+			t.idx.Ascend(take)
+		} else {
+			t.idx.AscendGreaterOrEqual(from, take)
+		}
+		t.idxMu.RUnlock()
+		if len(chunk) == 0 {
+			return
+		}
+		last := chunk[len(chunk)-1]
+		from, first = entry{h: last.h, rk: last.rk}, false
+		if afterWalkChunk != nil {
+			afterWalkChunk(t)
+		}
+		if !visit(chunk) || len(chunk) < indexWalkChunk {
+			return
+		}
+	}
+}
+
+// afterWalkChunk, when set (tests), runs after walkIndex has copied each
+// chunk and let go of the index.
+var afterWalkChunk func(*Table)
 
 func (s *Service) runTTL(ctx context.Context, interval time.Duration) {
 	clocks.Every(ctx, s.eng.Clock, interval, func() {

@@ -377,3 +377,19 @@ func storedIndex(t testing.TB, s *Service, tableName string) *diskIndex {
 // BackgroundStopped reports whether the service's background work was
 // told to stop (Close began).
 func BackgroundStopped(s *Service) bool { return s.bg.Err() != nil }
+
+// OnIndexWalkChunk makes walkIndex copy chunk entries at a time and call
+// f after each chunk with whether a writer could take the table's index
+// at that moment, until the test ends.
+func OnIndexWalkChunk(t testing.TB, chunk int, f func(indexFree bool)) {
+	old := indexWalkChunk
+	indexWalkChunk = chunk
+	afterWalkChunk = func(tb *Table) {
+		free := tb.idxMu.TryLock()
+		if free {
+			tb.idxMu.Unlock()
+		}
+		f(free)
+	}
+	t.Cleanup(func() { indexWalkChunk, afterWalkChunk = old, nil })
+}
