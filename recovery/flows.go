@@ -138,9 +138,16 @@ func (f *IdempotentUnsupported) HandleKinesis(ctx context.Context, ev events.Kin
 
 // CheckMapping reports, in one error, what in cfg (the stream mapping
 // that invokes this flow) breaks its guarantee: MaximumRetryAttempts
-// must be 0, BisectBatchOnFunctionError off, FunctionResponseTypes
-// ReportBatchItemFailures, and the OnFailure destination the Retry-DLQ.
-// Check it before creating the mapping.
+// must be 0, BisectBatchOnFunctionError off, ParallelizationFactor 1 (or
+// unset), FunctionResponseTypes ReportBatchItemFailures, and the
+// OnFailure destination the Retry-DLQ. Check it before creating the
+// mapping.
+//
+// Trap: with ParallelizationFactor above 1 a batch holds one lane's
+// records (a subset of the shard's partition keys), but its OnFailure
+// pointer names a range of the shard's sequence numbers, which holds the
+// other lanes' records too, processed already; resolving and splitting
+// the pointer would process them again.
 func (f *IdempotentUnsupported) CheckMapping(cfg mapping.Config) error {
 	var errs []error
 	if cfg.MaximumRetryAttempts == nil || *cfg.MaximumRetryAttempts != 0 {
@@ -148,6 +155,9 @@ func (f *IdempotentUnsupported) CheckMapping(cfg mapping.Config) error {
 	}
 	if cfg.BisectBatchOnFunctionError {
 		errs = append(errs, errors.New("BisectBatchOnFunctionError must be off"))
+	}
+	if cfg.ParallelizationFactor > 1 {
+		errs = append(errs, fmt.Errorf("ParallelizationFactor must be 1, not %d: an OnFailure pointer names a range of the shard's sequence numbers, which holds the other lanes' records too, already processed", cfg.ParallelizationFactor))
 	}
 	if !slices.Contains(cfg.FunctionResponseTypes, mapping.ReportBatchItemFailures) {
 		errs = append(errs, errors.New("FunctionResponseTypes must hold ReportBatchItemFailures"))

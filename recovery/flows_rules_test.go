@@ -309,3 +309,31 @@ func TestACrashBetweenAPointersSplitAndItsDeleteSendsItsRecordsTwiceAtWorst(t *t
 	}
 	t.Logf("processed: a %d, large %d, b %d, c %d", c.get(c.done, "a"), c.get(c.done, key10(big)), c.get(c.done, "b"), c.get(c.done, "c"))
 }
+
+// TestIdempotentUnsupportedRefusesAParallelizationFactorAboveOne: with
+// ParallelizationFactor above 1 a stream batch holds one lane's records
+// (a subset of the shard's partition keys), but the OnFailure pointer of
+// its failure names a range of the shard's sequence numbers (Lambda's
+// Kinesis on-failure record: StartSequenceNumber, EndSequenceNumber),
+// which holds the other lanes' records too, processed already; the flow's
+// split would send them to the Retry-DLQ and process them again.
+// CheckMapping accepted it; it now names the field.
+func TestIdempotentUnsupportedRefusesAParallelizationFactorAboveOne(t *testing.T) {
+	s := twoTier(t, "")
+	rn := s.rn
+	fn := &recovery.IdempotentUnsupported{Streams: rn.Streams, Queues: rn.Queues, RetryDLQ: s.retryDLQ, Handle: newCounting().handle, Clock: s.clock}
+	zero := 0
+	cfg := mapping.Config{EventSourceArn: s.streamARN, FunctionName: "proc", StartingPosition: mapping.TrimHorizon,
+		MaximumRetryAttempts: &zero, FunctionResponseTypes: []string{mapping.ReportBatchItemFailures},
+		DestinationConfig: &mapping.DestinationConfig{OnFailure: &mapping.OnFailure{Destination: rn.Queues.ARN("retry-dlq")}}}
+	for _, pf := range []int{0, 1} {
+		cfg.ParallelizationFactor = pf
+		if err := fn.CheckMapping(cfg); err != nil {
+			t.Fatalf("ParallelizationFactor %d: %v", pf, err)
+		}
+	}
+	cfg.ParallelizationFactor = 2
+	if err := fn.CheckMapping(cfg); err == nil || !strings.Contains(err.Error(), "ParallelizationFactor must be 1, not 2") {
+		t.Fatalf("CheckMapping with ParallelizationFactor 2 = %v; want it refused, naming the field", err)
+	}
+}
