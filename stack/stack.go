@@ -179,6 +179,9 @@ func Parse(b []byte) (*Stack, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("stack: %w", err)
 	}
+	if err := s.checkTimes(); err != nil {
+		return nil, fmt.Errorf("stack: %w", err)
+	}
 	return &s, nil
 }
 
