@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,12 +59,21 @@ func StatusHandler(a *Alarms) http.Handler {
 // Handler serves /metrics (Prometheus, with the Go and process
 // collectors), /status (the Report as JSON), and the web page at / with
 // its JSON endpoints under /api/ (web.go) for rn and its alarms.
+// Cross-origin browser requests that change or receive anything are
+// refused with 403 (see web.go).
 func Handler(rn *runnel.Runnel, a *Alarms) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", MetricsHandler(Registry(NewCollector(rn, a))))
 	mux.Handle("GET /status", StatusHandler(a))
 	registerWeb(mux, rn, a) // / (the page) and /api/ (see web.go)
-	return mux
+	// A page of another site must not start a redrive: a cross-origin
+	// browser POST (even a "simple" one, text/plain with no preflight) is
+	// refused with 403. GET /api/dlq/{queue} checks the same itself.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		writeError(rw, http.StatusForbidden, errors.New("cross-origin request refused: "+r.Method+" "+r.URL.Path+" only from the page served here"))
+	}))
+	return cop.Handler(mux)
 }
 
 // WriteText prints the report as tables: alarms, functions, mappings

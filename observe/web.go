@@ -11,7 +11,8 @@ package observe
 //	GET  /api/lag                       every mapping's shards (iterator age, pending, counters)
 //	GET  /api/nodes                     the runnel nodes and the work each runs (nodes.go)
 //	GET  /api/dlq                       the dead-letter queues with their depth and redrive task
-//	GET  /api/dlq/{queue}?limit=N       recovery.Inspect: counts, breakdowns, a page of messages
+//	GET  /api/dlq/{queue}?limit=N       recovery.Inspect: counts, breakdowns, a page of messages; a dead-letter
+//	                                    queue only (400 for another, 404 for a missing one), same-origin only (403)
 //	POST /api/dlq/{queue}/redrive       recovery.Redrive in the background: the task, 200 if it ended
 //	                                    within 0.5 s (4xx/5xx with its error if it was refused), else
 //	                                    202 (?to= another queue, ?rate= messages/s, ?wait=1 answers when done)
@@ -26,6 +27,11 @@ package observe
 // queues no mapping reads and with no RedrivePolicy of their own
 // (DLQState.AutoInspect; the others on a click). A queue being redriven is
 // not inspected (the endpoint answers with its counts and "busy").
+//
+// Cross-site requests are refused (403): the POSTs by Handler's
+// http.CrossOriginProtection, GET /api/dlq/{queue}, which receives
+// messages, by checkSameOrigin. Requests without Sec-Fetch-Site and
+// Origin (curl, scripts) pass.
 
 import (
 	"context"
@@ -416,6 +422,14 @@ func (w *web) inspect(rw http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	if err := checkSameOrigin(r); err != nil {
+		writeError(rw, http.StatusForbidden, err)
+		return
+	}
+	if status, err := w.checkDeadLetter(ctx, name); err != nil {
+		writeError(rw, status, err)
+		return
+	}
 	if t := w.task(name); t.running() {
 		w.busy(rw, ctx, name, t)
 		return
@@ -435,6 +449,60 @@ func (w *web) inspect(rw http.ResponseWriter, r *http.Request) {
 		in.Messages = []recovery.MessageView{}
 	}
 	writeJSON(rw, http.StatusOK, &DLQPage{Inspection: in, Redrive: w.task(name)})
+}
+
+// crossOrigin refuses cross-origin browser requests: by Sec-Fetch-Site
+// (anything but same-origin or none), else by an Origin whose host is not
+// the Host. Requests with neither header (curl, scripts) pass.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// checkSameOrigin applies crossOrigin's check to a GET, which
+// CrossOriginProtection lets through as a safe method: GET
+// /api/dlq/{queue} receives the queue's messages (their receive counts go
+// up), so an <img src> or a fetch from another site must not run it. The
+// page's own fetches are same-origin and pass. The error is 403's body.
+func checkSameOrigin(r *http.Request) error {
+	probe := r.WithContext(r.Context()) // a shallow copy
+	probe.Method = http.MethodPost
+	if err := crossOrigin.Check(probe); err != nil {
+		return errors.New("cross-origin request refused: inspecting a queue receives its messages, so only the page served here may ask (Sec-Fetch-Site " +
+			strconv.Quote(r.Header.Get("Sec-Fetch-Site")) + ", Origin " + strconv.Quote(r.Header.Get("Origin")) + ", Host " + strconv.Quote(r.Host) + ")")
+	}
+	return nil
+}
+
+// checkDeadLetter refuses to inspect a queue that is not a dead-letter
+// queue (Snapshot's QueueState.DeadLetter): receiving from a work queue
+// counts toward its RedrivePolicy's maxReceiveCount and would move its
+// messages to its DLQ. It answers 404 for a missing queue, 400 (naming
+// the queue) for one that is no DLQ, and 0 for a DLQ. A queue the cached
+// Snapshot does not know (created since) is looked up in a fresh one.
+func (w *web) checkDeadLetter(ctx context.Context, name string) (int, error) {
+	find := func(s *Snapshot) (QueueState, bool) {
+		for _, q := range s.Queues {
+			if q.Name == name {
+				return q, true
+			}
+		}
+		return QueueState{}, false
+	}
+	q, ok := find(w.snapshot(ctx))
+	if !ok {
+		w.forget()
+		q, ok = find(w.snapshot(ctx))
+	}
+	if !ok {
+		if _, err := w.rn.Queues.GetQueueURL(ctx, name); err != nil {
+			return errorStatus(err), err
+		}
+		return http.StatusInternalServerError, errors.New("queue " + name + " could not be read; try again")
+	}
+	if !q.DeadLetter {
+		return http.StatusBadRequest, errors.New("queue " + name + " is not a dead-letter queue (no RedrivePolicy, mapping or async on-failure destination, " +
+			"DeadLetterConfig or SNS subscription names it, and its name does not match the dead-letter pattern): " +
+			"inspecting it would receive its messages, which counts toward its maxReceiveCount")
+	}
+	return 0, nil
 }
 
 // busy answers an inspection of a queue being redriven with its counts
