@@ -28,6 +28,12 @@ const MaxOrCombinations = 1000
 //	"$or":[{...},{...}]        at least two alternative sub-patterns, one must match
 //	{"cidr":"10.0.0.0/24"}     an IPv4 or IPv6 address string inside the prefix
 //
+// It refuses, as EventBridge's Event Ruler does and Lambda's
+// FilterCriteria here does not: a numeric or anything-but number outside
+// -5.0e9..+5.0e9 (MaxEventPatternNumber), an empty prefix or suffix inside
+// anything-but ("Null prefix/suffix not allowed"), and an anything-but
+// list mixing strings and numbers.
+//
 // Errors wrap awserr.ErrInvalidEventPattern ("Event pattern is not valid.
 // Reason: ...", HTTP 400) and the rule's sentinel (ErrInvalidPattern and
 // a more specific one). Match the result against the event decoded as a

@@ -26,6 +26,9 @@
 //	{"anything-but":"x"}                    any present value other than x; also a
 //	{"anything-but":["x",5]}                list of strings/numbers, or one of
 //	{"anything-but":{"prefix":"x"}}         prefix, suffix, equals-ignore-case, wildcard
+//	                                        (EventBridge patterns: lists all strings or
+//	                                        all numbers, no empty prefix/suffix, numbers
+//	                                        within ±5.0e9; see CompileEventPattern)
 //
 // When the record's value is an array, a leaf matches if any element
 // matches; an object pattern matches an array of objects if any one element
@@ -360,6 +363,9 @@ func (c compiler) numeric(v any, path string) (alt, error) {
 		if err != nil {
 			return alt{}, err
 		}
+		if err := c.ebRange(f, "numeric", path); err != nil {
+			return alt{}, err
+		}
 		lower := op == ">" || op == ">="
 		upper := op == "<" || op == "<="
 		switch {
@@ -391,6 +397,7 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 	}
 	const shape = "must be a string, a number, a non-empty array of strings and numbers, or an object with one of prefix, suffix, equals-ignore-case, wildcard"
 	a := alt{op: opAnythingBut}
+	var rangeErr error // an EventBridge number outside ±5.0e9
 	scalar := func(e any) bool {
 		switch x := e.(type) {
 		case string:
@@ -399,6 +406,9 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 			f, err := x.Float64()
 			if err != nil || math.IsInf(f, 0) {
 				return false
+			}
+			if err := c.ebRange(f, "anything-but", path); err != nil && rangeErr == nil {
+				rangeErr = err
 			}
 			a.not = append(a.not, alt{op: opNumber, num: f})
 		default:
@@ -419,6 +429,11 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 			if !scalar(e) {
 				return bad(shape)
 			}
+		}
+		// EventBridge (Event Ruler): "either all values are number or
+		// string, mixed type is not supported".
+		if c.eb && mixedKinds(a.not) {
+			return bad("holds both strings and numbers: inside anything but list, either all values are number or string, mixed type is not supported")
 		}
 	case map[string]any:
 		if len(x) != 1 {
@@ -455,6 +470,14 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 				return bad(fmt.Sprintf("%q must be a string or a non-empty array of strings", name))
 			}
 			for _, s := range strs {
+				// EventBridge (Event Ruler): "Null prefix/suffix not
+				// allowed" inside anything-but (a plain {"prefix":""}
+				// is allowed).
+				if s == "" && c.eb && (op == opPrefix || op == opSuffix) {
+					return bad(fmt.Sprintf("%q must not be empty: Null prefix/suffix not allowed", name))
+				}
+			}
+			for _, s := range strs {
 				in := alt{op: op, str: s}
 				if op == opWildcard {
 					segs, err := parseWildcard(s)
@@ -469,7 +492,37 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 	default:
 		return bad(shape)
 	}
+	if rangeErr != nil {
+		return alt{}, rangeErr
+	}
 	return a, nil
+}
+
+// MaxEventPatternNumber bounds the numbers of an EventBridge pattern's
+// numeric and anything-but operators: -5.0e9..+5.0e9 inclusive (Event
+// Ruler: numeric matching is "limited to value between -5.0e9 and
+// +5.0e9"; a plain number alternative such as [1e10] is not limited).
+// Lambda's FilterCriteria and SNS filter policies keep their own rules.
+const MaxEventPatternNumber = 5.0e9
+
+// ebRange refuses, in an EventBridge pattern, an operand of op outside
+// ±MaxEventPatternNumber.
+func (c compiler) ebRange(f float64, op, path string) error {
+	if !c.eb || (f >= -MaxEventPatternNumber && f <= MaxEventPatternNumber) {
+		return nil
+	}
+	return c.errorf(ErrInvalidOperand, "%q at %q: %v is out of range: Value must be between -5.0E9 and 5.0E9, inclusive", op, path, f)
+}
+
+// mixedKinds reports whether an anything-but list holds both strings and
+// numbers.
+func mixedKinds(not []alt) bool {
+	var str, num bool
+	for _, a := range not {
+		str = str || a.op == opString
+		num = num || a.op == opNumber
+	}
+	return str && num
 }
 
 // parseWildcard splits a wildcard pattern at its unescaped '*' into literal
