@@ -131,7 +131,13 @@ type cachedArchive struct {
 func (s *Service) cacheArchive(a Archive) {
 	c := cachedArchive{a: a}
 	if a.EventPattern != "" {
-		c.m, _ = filter.CompileEventPattern(a.EventPattern)
+		var err error
+		if c.m, err = filter.CompileEventPattern(a.EventPattern); err != nil {
+			// Stored before a stricter check (mapping/filter): the archive
+			// keeps every event of its bus rather than none.
+			s.log.Warn("eventbridge: an archive's stored EventPattern no longer compiles; it archives every event of its bus",
+				"archive", a.ArchiveName, "err", err)
+		}
 	}
 	s.mu.Lock()
 	s.arch[a.ArchiveName] = c

@@ -186,8 +186,9 @@ type FailedEntry struct {
 
 // PutTargets adds or replaces targets of a rule (API_PutTargets): 1..10 a
 // call, at most 5 a rule. A bad target refuses the call (ErrValidation
-// naming the field and range); going over 5 targets fails the entries
-// over it (LimitExceededException).
+// naming the field and range; an InputPathsMap key that is a reserved
+// variable name, aws.events.*, is one); going over 5 targets fails the
+// entries over it (LimitExceededException).
 func (s *Service) PutTargets(ctx context.Context, bus, rule string, ts []Target) ([]FailedEntry, error) {
 	if len(ts) < 1 || len(ts) > MaxPutTargets {
 		return nil, invalid("1 validation error detected: Value at 'targets' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", MaxPutTargets)
@@ -218,6 +219,18 @@ func (s *Service) PutTargets(ctx context.Context, bus, rule string, ts []Target)
 		return nil
 	})
 	return failed, err
+}
+
+// reservedVariables are the InputTemplate variables EventBridge defines
+// itself: "These variables are reserved, and you can't create variables
+// with these names" (eb-transform-target-input). An InputPathsMap key of
+// one of them is refused by PutTargets.
+var reservedVariables = map[string]bool{
+	"aws.events.rule-arn":             true,
+	"aws.events.rule-name":            true,
+	"aws.events.event.ingestion-time": true,
+	"aws.events.event":                true,
+	"aws.events.event.json":           true,
 }
 
 // checkTarget checks a target's fields.
@@ -261,6 +274,9 @@ func checkTarget(t *Target) error {
 		for k, p := range it.InputPathsMap {
 			if strings.HasPrefix(k, "AWS.") {
 				return invalid("Target %s: InputPathsMap key %s must not start with AWS.", t.Id, k)
+			}
+			if reservedVariables[k] {
+				return invalid("Target %s: InputTransformer.InputPathsMap key %s is a reserved variable name; the reserved names are aws.events.rule-arn, aws.events.rule-name, aws.events.event.ingestion-time, aws.events.event and aws.events.event.json.", t.Id, k)
 			}
 			if _, err := parsePath(p); err != nil {
 				return invalid("Target %s: InputPathsMap %s: %q is not a valid JsonPath: %v", t.Id, k, p, err)

@@ -131,7 +131,11 @@ type Target struct {
 
 // InputTransformer builds the payload from a template (API_InputTransformer).
 type InputTransformer struct {
-	// InputPathsMap: at most 100 names → JSONPaths into the event.
+	// InputPathsMap: at most 100 names → JSONPaths into the event; a
+	// name may not start with "AWS." nor be a reserved variable
+	// (aws.events.rule-arn, aws.events.rule-name,
+	// aws.events.event.ingestion-time, aws.events.event,
+	// aws.events.event.json): PutTargets refuses it (ValidationException).
 	InputPathsMap map[string]string `json:",omitempty" yaml:"InputPathsMap"`
 	// InputTemplate: 1..8192 characters with <name> placeholders.
 	InputTemplate string `yaml:"InputTemplate"`
@@ -299,6 +303,11 @@ func (s *Service) compile(b storedBus, rev uint64) *busState {
 		if r.EventPattern != "" {
 			if m, err := filter.CompileEventPattern(r.EventPattern); err == nil {
 				st.matchers[name] = m
+			} else {
+				// Stored before a stricter check (mapping/filter): the rule
+				// matches nothing until PutRule gives it a valid pattern.
+				s.log.Warn("eventbridge: a rule's stored EventPattern no longer compiles; it matches no event",
+					"bus", b.Name, "rule", name, "err", err)
 			}
 		}
 		if r.ScheduleExpression != "" {
