@@ -399,7 +399,7 @@ var operations = index([]Operation{
 		Doc: "Lists replays by NamePrefix, State and EventSourceArn."},
 	{Service: EventBridge, Name: "CancelReplay", h: handle(eventsCancelReplay),
 		Doc: "Cancels a STARTING or RUNNING replay (IllegalStatusException otherwise)."},
-	// EventBridge Scheduler (scheduler_schedules.go)
+	// EventBridge Scheduler (scheduler_schedules.go, scheduler_tags.go)
 	{Service: Scheduler, Name: "CreateSchedule", h: handle(schedulerCreateSchedule), Routes: []string{"POST /schedules/{name}"},
 		Doc: "Creates a schedule: at(), rate() or cron() in a time zone, FlexibleTimeWindow, StartDate/EndDate, ActionAfterCompletion; a Lambda, SQS or Kinesis target with RetryPolicy and DeadLetterConfig, fired on the engine clock."},
 	{Service: Scheduler, Name: "GetSchedule", h: handle(schedulerGetSchedule), Routes: []string{"GET /schedules/{name}"},
@@ -411,11 +411,17 @@ var operations = index([]Operation{
 	{Service: Scheduler, Name: "ListSchedules", h: handle(schedulerListSchedules), Routes: []string{"GET /schedules"},
 		Doc: "Lists schedules by ScheduleGroup, NamePrefix and State (MaxResults 1..100, NextToken)."},
 	{Service: Scheduler, Name: "CreateScheduleGroup", h: handle(schedulerCreateScheduleGroup), Routes: []string{"POST /schedule-groups/{name}"},
-		Doc: "Creates a schedule group (tags not kept)."},
+		Doc: "Creates a schedule group with Tags."},
 	{Service: Scheduler, Name: "GetScheduleGroup", h: handle(schedulerGetScheduleGroup), Routes: []string{"GET /schedule-groups/{name}"},
 		Doc: "Returns a schedule group (always ACTIVE)."},
 	{Service: Scheduler, Name: "DeleteScheduleGroup", h: handle(schedulerDeleteScheduleGroup), Routes: []string{"DELETE /schedule-groups/{name}"},
 		Doc: "Deletes a group and its schedules (not default)."},
 	{Service: Scheduler, Name: "ListScheduleGroups", h: handle(schedulerListScheduleGroups), Routes: []string{"GET /schedule-groups"},
 		Doc: "Lists schedule groups by NamePrefix (MaxResults 1..100, NextToken)."},
+	{Service: Scheduler, Name: "TagResource", h: handle(schedulerTagResource), Routes: []string{"POST /tags/{arn}"},
+		Doc: "Adds or replaces tags of a schedule group by its ARN (schedules have none; at most 50 a group, Key 1..128, Value 1..256)."},
+	{Service: Scheduler, Name: "UntagResource", h: handle(schedulerUntagResource), Routes: []string{"DELETE /tags/{arn}"},
+		Doc: "Removes tags of a schedule group by key (TagKeys)."},
+	{Service: Scheduler, Name: "ListTagsForResource", h: handle(schedulerListTagsForResource), Routes: []string{"GET /tags/{arn}"},
+		Doc: "Lists a schedule group's tags in key order."},
 })

@@ -2,9 +2,9 @@ package awsapi
 
 // EventBridge Scheduler (REST, JSON bodies; paths /schedules and
 // /schedule-groups): CreateSchedule, GetSchedule, UpdateSchedule,
-// DeleteSchedule, ListSchedules, and the schedule groups. ClientToken is
-// accepted and not used; KmsKeyArn and tags are not kept; targets are
-// Lambda, SQS and Kinesis.
+// DeleteSchedule, ListSchedules, and the schedule groups (their tags:
+// scheduler_tags.go). ClientToken is accepted and not used; KmsKeyArn is
+// not kept; targets are Lambda, SQS and Kinesis.
 // https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html
 
 import (
@@ -107,8 +107,10 @@ func schedulerListSchedules(rq *request, _ *noInput) (any, error) {
 	})
 }
 
-func schedulerCreateScheduleGroup(rq *request, _ *struct{ ClientToken string }) (any, error) {
-	return keyed("ScheduleGroupArn")(rq.h.rn.Schedules.CreateScheduleGroup(rq.ctx, rq.r.PathValue("name")))
+// schedulerCreateScheduleGroup creates a group with its Tags (kept:
+// ListTagsForResource answers them).
+func schedulerCreateScheduleGroup(rq *request, in *schedulerTagsInput) (any, error) {
+	return keyed("ScheduleGroupArn")(rq.h.rn.Schedules.CreateScheduleGroup(rq.ctx, rq.r.PathValue("name"), in.Tags...))
 }
 
 func groupOut(g *scheduler.ScheduleGroup) any {

@@ -87,3 +87,48 @@ func TestSchedulerThroughTheSDK(t *testing.T) {
 		t.Errorf("ListScheduleGroups: %+v", lg.ScheduleGroups)
 	}
 }
+
+// TestSchedulerTagsThroughTheSDK: TagResource (POST /tags/{ResourceArn}),
+// UntagResource (DELETE /tags/{ResourceArn}?TagKeys=...) and
+// ListTagsForResource (GET /tags/{ResourceArn} → {"Tags":[...]}) of a
+// schedule group, and CreateScheduleGroup's Tags, through aws-sdk-go-v2
+// (API_TagResource.html, API_UntagResource.html,
+// API_ListTagsForResource.html); a schedule's ARN is a
+// ValidationException (only groups have tags), a missing group's a
+// ResourceNotFoundException. Old behaviour: the three were HTTP 404
+// UnknownOperationException and CreateScheduleGroup dropped its Tags.
+func TestSchedulerTagsThroughTheSDK(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	e := startAll(t, rn)
+	ctx := context.Background()
+	sc := scheduler.NewFromConfig(e.config("AKID", "secret"))
+	g := must(sc.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String("team"),
+		Tags: []stypes.Tag{{Key: aws.String("env"), Value: aws.String("prod")}}}))
+	arn := g.ScheduleGroupArn
+	got := must(sc.ListTagsForResource(ctx, &scheduler.ListTagsForResourceInput{ResourceArn: arn}))
+	if len(got.Tags) != 1 || aws.ToString(got.Tags[0].Key) != "env" || aws.ToString(got.Tags[0].Value) != "prod" {
+		t.Errorf("CreateScheduleGroup's Tags: %+v, want env=prod", got.Tags)
+	}
+	must(sc.TagResource(ctx, &scheduler.TagResourceInput{ResourceArn: arn, Tags: []stypes.Tag{
+		{Key: aws.String("owner"), Value: aws.String("ops")}, {Key: aws.String("cost"), Value: aws.String("7")}}}))
+	must(sc.UntagResource(ctx, &scheduler.UntagResourceInput{ResourceArn: arn, TagKeys: []string{"env", "cost"}}))
+	got = must(sc.ListTagsForResource(ctx, &scheduler.ListTagsForResourceInput{ResourceArn: arn}))
+	if len(got.Tags) != 1 || aws.ToString(got.Tags[0].Key) != "owner" || aws.ToString(got.Tags[0].Value) != "ops" {
+		t.Errorf("ListTagsForResource: %+v, want owner=ops", got.Tags)
+	}
+	_, err := sc.TagResource(ctx, &scheduler.TagResourceInput{ResourceArn: aws.String(rn.Schedules.ARNOf("team", "s")),
+		Tags: []stypes.Tag{{Key: aws.String("k"), Value: aws.String("v")}}})
+	var invalid *stypes.ValidationException
+	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "ResourceArn") {
+		t.Errorf("TagResource of a schedule: %v, want ValidationException naming ResourceArn", err)
+	}
+	_, err = sc.TagResource(ctx, &scheduler.TagResourceInput{ResourceArn: arn, Tags: []stypes.Tag{{Key: aws.String("k"), Value: aws.String(strings.Repeat("v", 257))}}})
+	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "Tags.1.Value") {
+		t.Errorf("a 257-character value: %v, want ValidationException naming Tags.1.Value", err)
+	}
+	_, err = sc.ListTagsForResource(ctx, &scheduler.ListTagsForResourceInput{ResourceArn: aws.String(strings.Replace(aws.ToString(arn), "/team", "/nope", 1))})
+	var missing *stypes.ResourceNotFoundException
+	if !errors.As(err, &missing) {
+		t.Errorf("ListTagsForResource of a missing group: %v, want ResourceNotFoundException", err)
+	}
+}

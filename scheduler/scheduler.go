@@ -37,7 +37,8 @@
 //
 // # Storage
 //
-// Groups in the KV bucket "runnel_schedule_groups" (key = name),
+// Groups in the KV bucket "runnel_schedule_groups" (key = name, with
+// their tags),
 // schedules in "runnel_schedules" (key = "<group>/<name>"), each with its
 // last fired occurrence. As queues are, the service is meant to be run by
 // one process.
@@ -130,6 +131,9 @@ type ScheduleGroup struct {
 	State                string // ACTIVE
 	CreationDate         time.Time
 	LastModificationDate time.Time
+	// Tags are the group's tags (tags.go): at most MaxTags; not part of
+	// GetScheduleGroup's answer (ListTagsForResource's).
+	Tags map[string]string `json:",omitempty"`
 }
 
 // sched is a schedule in memory.
@@ -236,13 +240,19 @@ func (s *Service) arn(kind, name string) string {
 	return fmt.Sprintf("arn:aws:scheduler:%s:%s:%s/%s", s.eng.Region(), s.eng.AccountID(), kind, name)
 }
 
-// CreateScheduleGroup creates a group (ErrConflict if it exists).
-func (s *Service) CreateScheduleGroup(ctx context.Context, name string) (string, error) {
+// CreateScheduleGroup creates a group with tags (at most 200 given,
+// MaxTags once merged by key; Key 1..128 characters, Value 1..256; see
+// tags.go). Errors: ErrValidation (name, tags), ErrConflict (it exists).
+func (s *Service) CreateScheduleGroup(ctx context.Context, name string, tags ...Tag) (string, error) {
 	if !nameRE.MatchString(name) {
 		return "", invalid("1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[0-9a-zA-Z-_.]+$ (1..64 characters)", name)
 	}
+	m, err := newGroupTags(tags)
+	if err != nil {
+		return "", err
+	}
 	now := s.eng.Clock.Now().UTC()
-	g := ScheduleGroup{Name: name, Arn: s.arn("schedule-group", name), State: "ACTIVE", CreationDate: now, LastModificationDate: now}
+	g := ScheduleGroup{Name: name, Arn: s.arn("schedule-group", name), State: "ACTIVE", CreationDate: now, LastModificationDate: now, Tags: m}
 	data, _ := json.Marshal(g)
 	if _, err := s.groups.Create(ctx, name, data); errors.Is(err, jetstream.ErrKeyExists) {
 		return "", awserr.New(awserr.ErrConflict, "Schedule group %s already exists.", name)
