@@ -135,7 +135,10 @@ type QueueState struct {
 	// (ApproximateAgeOfOldestMessage).
 	OldestAgeSeconds float64 `json:"oldestAgeSeconds"`
 	// DeadLetter is true for a dead-letter queue: the RedrivePolicy target
-	// of some queue, the on-failure destination of a mapping, runnel's
+	// of some queue, the on-failure destination of a mapping, a function's
+	// asynchronous OnFailure destination or DeadLetterConfig queue, an SNS
+	// subscription's or an EventBridge/Scheduler target's dead-letter
+	// queue, runnel's
 	// built-in asynchronous dead-letter store, or a queue whose name
 	// matches the dead-letter name pattern. DeadLetterFor says why.
 	DeadLetter    bool     `json:"deadLetter"`
@@ -265,6 +268,9 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 		}
 	}
 	dlqFor[async.DeadLetterStore] = append(dlqFor[async.DeadLetterStore], "runnel's asynchronous dead-letter store")
+	for _, f := range snap.Functions {
+		asyncDeadLetters(rn, f.Name, dlqFor)
+	}
 	ruleDeadLetters(rn, dlqFor)
 	for _, u := range urls {
 		name := u[strings.LastIndexByte(u, '/')+1:]
@@ -305,9 +311,44 @@ func Take(ctx context.Context, rn *runnel.Runnel, o TakeOptions) *Snapshot {
 			q.DeadLetterFor = []string{"named like a dead-letter queue"}
 		}
 		slices.Sort(q.DeadLetterFor)
+		q.DeadLetterFor = slices.Compact(q.DeadLetterFor)
 		q.DeadLetter = len(q.DeadLetterFor) > 0
 	}
 	return snap
+}
+
+// asyncDeadLetters adds to dlqFor the queues where function fn's failed
+// asynchronous events go: the OnFailure destination of each of its
+// event invoke configurations ($LATEST's, a version's or an alias's:
+// PutFunctionEventInvokeConfig DestinationConfig.OnFailure) and the
+// DeadLetterConfig queue (the configuration's, else the function's own).
+// Destinations that are not queues (a topic, a function, a bus) are
+// skipped.
+func asyncDeadLetters(rn *runnel.Runnel, fn string, dlqFor map[string][]string) {
+	add := func(arn, why string) {
+		if n, ok := queue.NameFromARN(arn); ok {
+			dlqFor[n] = append(dlqFor[n], why)
+		}
+	}
+	if rn.Async != nil {
+		for _, c := range rn.Async.ListFunctionEventInvokeConfigs(fn) {
+			ref := fn
+			if c.Qualifier != "" {
+				ref += ":" + c.Qualifier
+			}
+			if d := c.DestinationConfig; d != nil && d.OnFailure != nil {
+				add(d.OnFailure.Destination, "asynchronous on-failure destination of function "+ref)
+			}
+			if d := c.DeadLetterConfig; d != nil {
+				add(d.TargetArn, "DeadLetterConfig of function "+ref)
+			}
+		}
+	}
+	if f, err := rn.Functions.Describe(fn); err == nil {
+		if d := f.Config().DeadLetterConfig; d != nil {
+			add(d.TargetArn, "DeadLetterConfig of function "+fn)
+		}
+	}
 }
 
 func functionName(ref string) string {

@@ -28,8 +28,11 @@ functions (invocations, errors, throttles), mappings (iterator age and pending
 records per shard), queues (depth, and whether each is a dead-letter queue).
 
 The rules, from the failure playbook's alarms table:
-  dlq-depth     a dead-letter queue (a RedrivePolicy or on-failure target, or a
-                queue named like *-dlq / *dead-letter*) holds messages
+  dlq-depth     a dead-letter queue (a RedrivePolicy target; a mapping's or a
+                function's asynchronous on-failure destination queue; a
+                function's, SNS subscription's, rule's or schedule's
+                DeadLetterConfig queue; or a queue named like *-dlq /
+                *dead-letter*) holds messages
   iterator-age  an enabled stream mapping's iterator age is above 60 s
   error-rate    a function's errors are above 1 % of its invocations
   throttles     a function was throttled
