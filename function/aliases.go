@@ -146,15 +146,17 @@ func (s *Service) aliasLocked(name, alias string) (*Alias, error) {
 // not stored yet).
 func (s *Service) storeAliasLocked(ctx context.Context, name string, a Alias, create bool) (*Alias, error) {
 	a.AliasArn, a.RevisionId = s.QualifiedARN(name, a.Name), uuid.NewString()
+	var rev uint64
 	var err error
 	if create {
-		_, err = s.akv.Create(ctx, name+"."+a.Name, mustJSON(a))
+		rev, err = s.akv.Create(ctx, name+"."+a.Name, mustJSON(a))
 	} else {
-		_, err = s.akv.Put(ctx, name+"."+a.Name, mustJSON(a))
+		rev, err = s.akv.Put(ctx, name+"."+a.Name, mustJSON(a))
 	}
 	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "store alias %s: %v", a.AliasArn, err)
 	}
+	s.seen("a:"+name+"."+a.Name, rev)
 	if s.aliases[name] == nil {
 		s.aliases[name] = map[string]*Alias{}
 	}

@@ -47,7 +47,7 @@ type Service struct {
 	sinks sinkRef // logging.go
 
 	stop context.CancelFunc // ends the watch (watch.go)
-	revs sync.Map           // function name -> newest configuration revision applied (watch.go)
+	revs sync.Map           // function name, "v:<name>.<version>", "a:<name>.<alias>" -> newest revision applied (watch.go)
 }
 
 // NewService opens the functions service on eng with the handlers of reg
@@ -64,9 +64,10 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	if err != nil {
 		return nil, err
 	}
-	// One watch loads the stored functions (its initial values) and then
-	// follows other processes' changes: a change made between a load and
-	// the start of a separate watch would be missed until a restart.
+	// One watch per bucket (functions, versions, aliases) loads what is
+	// stored (its initial values) and then follows other processes'
+	// changes: a change made between a load and the start of a separate
+	// watch would be missed until a restart.
 	wctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	if err := s.watch(ctx, wctx); err != nil {
@@ -74,9 +75,6 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 		return nil, err
 	}
 	s.loadURLs()
-	if err := s.loadVersions(ctx); err != nil {
-		eng.Logger.Warn("stored function versions or aliases that do not decode", "err", err)
-	}
 	return s, nil
 }
 

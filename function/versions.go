@@ -16,17 +16,13 @@ package function
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/runnel-dev/runnel/awserr"
-	"github.com/runnel-dev/runnel/engine"
 )
 
 // Latest is the qualifier of a function's unpublished version.
@@ -176,13 +172,17 @@ func (s *Service) PublishVersion(ctx context.Context, name string, prepare func(
 	if !ok {
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Handler: %q is not a registered handler", cfg.Handler)
 	}
-	if _, err := s.vkv.Create(ctx, name+"."+v, mustJSON(cfg)); err != nil {
+	vrev, err := s.vkv.Create(ctx, name+"."+v, mustJSON(cfg))
+	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "store version %s of %s: %v", v, name, err)
 	}
+	s.seen("v:"+name+"."+v, vrev)
 	latest.LastVersion++
-	if _, err := s.kv.Put(ctx, name, mustJSON(latest)); err != nil {
+	rev, err := s.kv.Put(ctx, name, mustJSON(latest))
+	if err != nil {
 		return nil, awserr.New(awserr.ErrService, "store function: %v", err)
 	}
+	s.seen(name, rev)
 	s.fns[name] = &Function{cfg: latest, core: f.core}
 	ver := &version{cfg: cfg}
 	vf := s.build(cfg, inv)
@@ -207,7 +207,7 @@ func (s *Service) lookup(ref string, route bool) (*Function, error) {
 	s.mu.RLock()
 	f, err := s.resolveLocked(name, qualifier, route)
 	s.mu.RUnlock()
-	if err != nil && errors.Is(err, awserr.ErrResourceNotFound) && s.readThrough(name) {
+	if err != nil && errors.Is(err, awserr.ErrResourceNotFound) && s.readThrough(name, qualifier) {
 		s.mu.RLock()
 		f, err = s.resolveLocked(name, qualifier, route)
 		s.mu.RUnlock()
@@ -309,40 +309,4 @@ func (s *Service) purgeVersionsLocked(ctx context.Context, name string) error {
 	delete(s.versions, name)
 	delete(s.aliases, name)
 	return errors.Join(errs...)
-}
-
-// loadVersions reads the stored versions and aliases (NewService).
-func (s *Service) loadVersions(ctx context.Context) error {
-	err := loadKeyed(ctx, s.vkv, func(name, v string, cfg Config) {
-		if s.versions[name] == nil {
-			s.versions[name] = map[string]*version{}
-		}
-		s.versions[name][v] = &version{cfg: cfg}
-	})
-	if err != nil {
-		return err
-	}
-	return loadKeyed(ctx, s.akv, func(name, alias string, a Alias) {
-		if s.aliases[name] == nil {
-			s.aliases[name] = map[string]*Alias{}
-		}
-		s.aliases[name][alias] = &a
-	})
-}
-
-// loadKeyed reads a bucket whose keys are "<function>.<qualifier>".
-func loadKeyed[T any](ctx context.Context, kv jetstream.KeyValue, fn func(name, qualifier string, v T)) error {
-	var bad []error
-	err := engine.LoadJSON(ctx, kv, func(key string, v T, err error) {
-		name, q, ok := strings.Cut(key, ".")
-		if err != nil || !ok {
-			bad = append(bad, fmt.Errorf("%s: %v", key, err))
-			return
-		}
-		fn(name, q, v)
-	})
-	if err != nil {
-		return err
-	}
-	return errors.Join(bad...)
 }
