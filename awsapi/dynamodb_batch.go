@@ -7,9 +7,28 @@ package awsapi
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/table"
 )
+
+// One table named twice in a batch's RequestItems, by its name and by its
+// ARN (or by two spellings of its ARN), is one table: AWS's documentation
+// of BatchWriteItem and BatchGetItem ("A map of one or more table names or
+// table ARNs") does not say what DynamoDB does then, and runnel merges the
+// two entries rather than keep one, which loses nothing. The merged entry
+// is one table's to package table: its requests or keys count as one
+// table's toward the batch's limits (25 requests, 100 keys) and its
+// duplicate-key check ("Provided list of item keys contains duplicates"),
+// as they would were they given under one name. The entries merge in the
+// order of their keys, sorted. A BatchGetItem's two entries merge only
+// when they read alike (ProjectionExpression or AttributesToGet,
+// ExpressionAttributeNames, ConsistentRead); otherwise the batch is
+// refused, ValidationException naming the table (runnel's words). Before,
+// the map kept one of the two entries, by map order, and the batch
+// answered success without the other's writes or reads.
 
 func dynamoBatchWriteItem(rq *request, in *table.BatchWriteItemInput) (any, error) {
 	in.RequestItems = byTableName(in.RequestItems)
@@ -58,12 +77,22 @@ func (g *givenKeysAndAttributes) decode(ka *table.KeysAndAttributes) error {
 
 func dynamoBatchGetItem(rq *request, in *batchGetItemInput) (any, error) {
 	req := table.BatchGetItemInput{RequestItems: map[string]table.KeysAndAttributes{}, ReturnConsumedCapacity: in.ReturnConsumedCapacity}
-	for name, given := range in.RequestItems {
+	for _, given := range slices.Sorted(maps.Keys(in.RequestItems)) {
 		var ka table.KeysAndAttributes
-		if err := given.decode(&ka); err != nil {
+		g := in.RequestItems[given]
+		if err := g.decode(&ka); err != nil {
 			return nil, err
 		}
-		req.RequestItems[tableName(name)] = ka
+		name := tableName(given)
+		if had, twice := req.RequestItems[name]; twice {
+			if had.ProjectionExpression != ka.ProjectionExpression || had.ConsistentRead != ka.ConsistentRead ||
+				!maps.Equal(had.ExpressionAttributeNames, ka.ExpressionAttributeNames) {
+				return nil, awserr.New(awserr.ErrValidation, "One or more parameter values were invalid: RequestItems names table %s twice, by its name and its ARN, "+
+					"with different ProjectionExpression, AttributesToGet, ExpressionAttributeNames or ConsistentRead", name)
+			}
+			ka.Keys = append(slices.Clip(had.Keys), ka.Keys...)
+		}
+		req.RequestItems[name] = ka
 	}
 	return rq.h.rn.Tables.BatchGetItem(rq.ctx, req)
 }
@@ -77,11 +106,14 @@ func dynamoTransactGetItems(rq *request, in *table.TransactGetItemsInput) (any, 
 	return rq.h.rn.Tables.TransactGetItems(rq.ctx, *in)
 }
 
-// byTableName rekeys a map of table names or ARNs by table name.
-func byTableName[V any](m map[string]V) map[string]V {
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[tableName(k)] = v
+// byTableName rekeys a BatchWriteItem's RequestItems, by table names or
+// ARNs, by table name; a table named twice has its requests merged (see
+// above).
+func byTableName(m map[string][]table.WriteRequest) map[string][]table.WriteRequest {
+	out := make(map[string][]table.WriteRequest, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		name := tableName(k)
+		out[name] = append(slices.Clip(out[name]), m[k]...)
 	}
 	return out
 }
