@@ -28,7 +28,20 @@ type State string
 const (
 	StateOK    State = "OK"
 	StateAlarm State = "ALARM"
+	// StateInsufficientData: the alarm's resource is gone (a deleted
+	// queue or function, a disabled or deleted mapping), so its metric
+	// has no data. CloudWatch's default for missing data ("missing") moves
+	// such an alarm to INSUFFICIENT_DATA rather than deleting it
+	// (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarms-and-missing-data);
+	// the hooks hear that change once, and the alarm's next state when the
+	// resource returns.
+	StateInsufficientData State = "INSUFFICIENT_DATA"
 )
+
+// forgetAfter is how long an alarm stays in INSUFFICIENT_DATA before it
+// is forgotten (so that alarms of deleted resources do not pile up); a
+// resource back after that is a new alarm (Previous "").
+const forgetAfter = 24 * time.Hour
 
 // The rules, from the alarms table of the failure playbook
 // (../shared/seeds/004): "alarms worth wiring before the next incident".
@@ -70,7 +83,10 @@ type Alarm struct {
 
 // Change is an alarm that changed state at an evaluation. Previous is ""
 // for an alarm seen for the first time (a change only when it is seen in
-// ALARM).
+// ALARM). An alarm whose resource is gone changes to INSUFFICIENT_DATA
+// once (not when a part of the state could not be read: it keeps its
+// state then), and from INSUFFICIENT_DATA to OK or ALARM when the
+// resource is back.
 type Change struct {
 	Alarm
 	Previous State `json:"previousState"`
@@ -334,13 +350,38 @@ func (a *Alarms) apply(snap *Snapshot) []Change {
 		}
 		a.alarms[n.Name] = &n
 	}
-	for name := range a.alarms {
-		if !present[name] {
-			delete(a.alarms, name) // its queue, mapping or function is gone
+	for name, old := range a.alarms {
+		switch {
+		case present[name]:
+		case len(snap.Errors) > 0:
+			// Part of the state could not be read: the resource may be
+			// there. The alarm keeps its state until a snapshot without
+			// errors says it is gone.
+		case old.State != StateInsufficientData:
+			// Its queue, mapping or function is gone: no data.
+			n := *old
+			n.State, n.Since = StateInsufficientData, now
+			n.Message = "no data: " + vanished(n.Rule, n.Resource) + " (was " + string(old.State) + ": " + old.Message + ")"
+			changes = append(changes, Change{Alarm: n, Previous: old.State})
+			a.alarms[name] = &n
+		case now.Sub(old.Since) >= forgetAfter:
+			delete(a.alarms, name)
 		}
 	}
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Name < changes[j].Name })
 	return changes
+}
+
+// vanished says why an alarm's resource has no data.
+func vanished(rule, resource string) string {
+	switch rule {
+	case RuleDLQDepth:
+		return "queue " + resource + " is gone or no longer a dead-letter queue"
+	case RuleIteratorAge:
+		return "mapping " + resource + " is disabled, deleted or has no shard"
+	default:
+		return "function " + resource + " is gone"
+	}
 }
 
 func state(breaching bool) State {
