@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table"
 )
 
 // lane is one of a shard's ParallelizationFactor batch lanes. Records of a
@@ -56,22 +57,36 @@ func signal(c chan struct{}) {
 	}
 }
 
-// recordBytes is a record's share of the invocation payload, the 6 MB
-// cut's measure (lane.recordBytes).
-func (l *lane) recordBytes(r *stream.Record) int { return l.w.r.recordBytes(r) }
+// eventFrame is what an event adds to its records' shares: {"Records":[
+// and ]}, less the last record's comma.
+const eventFrame = len(`{"Records":[]}`) - 1
 
-// recordBytes is a record's share of the invocation payload: for a
-// Kinesis source its event record's JSON, counted exactly but for the
-// partition key's escaping (the data in base64, the key, the sequence
-// number twice, the shard id, and the rest measured once from this
-// runner's ARNs: kinesisOverhead); for a DynamoDB source 4/3 of the
-// change as stored plus 400 bytes, an estimate. The trap, for Kinesis:
-// the former flat 400 bytes a record fell about 145 short of the real
-// JSON, so 10,000 records of 100 bytes made a 6.86 MB event where Lambda
-// closes batches at 6 MB.
-func (r *runner) recordBytes(rec *stream.Record) int {
+// recordBytes is a record's share of the lane's queued bytes, which
+// close a batch early when they reach 6 MB (lane.queueBytes):
+// runner.payloadBytes for a Kinesis source, an estimate for a DynamoDB
+// source (4/3 of the change as stored plus 400 bytes), which is cheap.
+func (l *lane) recordBytes(r *stream.Record) int {
+	if l.w.r.ddb != nil {
+		return (len(r.Data)+2)/3*4 + len(r.PartitionKey) + 400
+	}
+	return l.w.r.payloadBytes(r)
+}
+
+// payloadBytes is a record's share of the invocation payload, the 6 MB
+// cut's measure: for a Kinesis source its event record's JSON, counted
+// exactly but for the partition key's escaping (the data in base64, the
+// key, the sequence number twice, the shard id, and the rest measured once
+// from this runner's ARNs: kinesisOverhead); for a DynamoDB source its
+// event record's JSON, counted exactly from the stored change
+// (table.EventRecordSize, about a microsecond a record); and the comma
+// between records. The trap: the former estimates (a flat 400 bytes a
+// Kinesis record; 4/3 of a stored change plus 400 bytes) fell short of the
+// real JSON, so 10,000 Kinesis records of 100 bytes made a 6.86 MB event,
+// and items of many small attributes a 9.3 MB one, where Lambda closes
+// batches at 6 MB.
+func (r *runner) payloadBytes(rec *stream.Record) int {
 	if r.ddb != nil {
-		return (len(rec.Data)+2)/3*4 + len(rec.PartitionKey) + 400
+		return table.EventRecordSize(rec, r.svc.eng.Region(), r.streamARN) + 1
 	}
 	return r.kinesisOverhead() + (len(rec.Data)+2)/3*4 + len(rec.PartitionKey) + 2*len(rec.SequenceNumber) + len(rec.ShardID)
 }
@@ -223,19 +238,20 @@ func (l *lane) take(ctx context.Context) []stream.Record {
 				limit, boundary = l.cut(n)
 			}
 			if window == 0 || limit >= cfg.BatchSize || boundary || wait <= 0 || l.queueBytes >= MaxBatchPayloadBytes {
-				k, size := 0, 0
+				k, size, queued := 0, 0, 0
 				for k < limit && k < cfg.BatchSize {
-					b := l.recordBytes(&l.queue[k])
-					if k > 0 && size+b > MaxBatchPayloadBytes {
+					b := l.w.r.payloadBytes(&l.queue[k])
+					if k > 0 && size+b+eventFrame > MaxBatchPayloadBytes {
 						break
 					}
 					size += b
+					queued += l.recordBytes(&l.queue[k])
 					k++
 				}
 				batch := make([]stream.Record, k)
 				copy(batch, l.queue[:k])
 				l.queue = l.queue[k:]
-				l.queueBytes -= size
+				l.queueBytes -= queued
 				l.inflight, l.done, l.low = batch, make([]bool, k), 0
 				l.mu.Unlock()
 				signal(l.space)

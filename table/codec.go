@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -270,7 +271,7 @@ func (d *changeDecoder) value(depth int) events.DynamoDBAttributeValue {
 	case tN:
 		return events.NewNumberAttribute(d.string())
 	case tB:
-		return events.NewBinaryAttribute(append([]byte(nil), d.bytes()...))
+		return events.NewBinaryAttribute(bytes.Clone(d.bytes()))
 	case tBOOL:
 		return events.NewBooleanAttribute(d.byte() == 1)
 	case tNULL:
@@ -311,7 +312,7 @@ func (d *changeDecoder) value(depth int) events.DynamoDBAttributeValue {
 		}
 		bs := make([][]byte, n)
 		for i := range bs {
-			bs[i] = append([]byte(nil), d.bytes()...)
+			bs[i] = bytes.Clone(d.bytes())
 		}
 		return events.NewBinarySetAttribute(bs)
 	default:

@@ -90,3 +90,44 @@ func appendString(dst []byte, s string, safe *[utf8.RuneSelf]bool) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// Len is len(Append(nil, string(s))): the bytes s takes as a quoted JSON
+// string, HTML characters escaped, counted without writing it.
+func Len[T ~string | ~[]byte](s T) int {
+	n := 2
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case safeHTML[b]:
+				n++
+			case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		var r rune
+		var size int
+		switch v := any(s).(type) {
+		case string:
+			r, size = utf8.DecodeRuneInString(v[i:])
+		case []byte:
+			r, size = utf8.DecodeRune(v[i:])
+		default:
+			r, size = utf8.DecodeRuneInString(string(s[i:]))
+		}
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}

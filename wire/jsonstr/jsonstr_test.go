@@ -33,6 +33,9 @@ func TestAppendIsJSONMarshal(t *testing.T) {
 		if got := jsonstr.Append([]byte("x"), s); string(got) != "x"+string(want) {
 			t.Fatalf("Append(%q) = %s, json.Marshal writes %s", s, got[1:], want)
 		}
+		if n, nb := jsonstr.Len(s), jsonstr.Len([]byte(s)); n != len(want) || nb != len(want) {
+			t.Fatalf("Len(%q) = %d (of its bytes %d), json.Marshal writes %d bytes", s, n, nb, len(want))
+		}
 	}
 }
 
