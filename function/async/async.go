@@ -208,8 +208,11 @@ type InvokeOutput struct {
 type Options struct {
 	// Logger; default the engine's.
 	Logger *slog.Logger
-	// Concurrency is how many events of one function are processed at
-	// once. Default 10.
+	// Concurrency, when above 0, caps how many events of one function are
+	// processed at once in this process. Default 0: no cap but the
+	// function's concurrency (its ReservedConcurrentExecutions, else the
+	// account's 1,000), as AWS's. Before, the default was 10: a burst of
+	// slow events waited for each other and aged out unrun.
 	Concurrency int
 	// Passive accepts Event invocations (they are stored) but processes
 	// none in this process: CLI commands use it so they never compete
@@ -263,7 +266,7 @@ type Service struct {
 	streams *stream.Service
 	kv      jetstream.KeyValue
 	log     *slog.Logger
-	conc    int
+	conc    int // Options.Concurrency: a cap per function, 0 for none
 	passive bool
 
 	bg     context.Context
@@ -298,8 +301,8 @@ func New(ctx context.Context, eng *engine.Engine, fns *function.Service, queues 
 	if opts.Logger == nil {
 		opts.Logger = eng.Logger
 	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 10
+	if opts.Concurrency < 0 {
+		opts.Concurrency = 0
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s := &Service{eng: eng, fns: fns, queues: queues, streams: streams, kv: kv,

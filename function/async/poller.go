@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -87,36 +88,56 @@ func (p *poller) visibility() int {
 
 var allAttributes = []string{"All"}
 
-// run long-polls the internal queue and processes up to the service's
-// concurrency events at once.
+// limit is how many events of the function may run at once: its
+// concurrency, as AWS's asynchronous invocation has it ("If the function
+// doesn't have enough concurrency available to process all events,
+// additional requests are throttled", invocation-async-error-handling.html):
+// its ReservedConcurrentExecutions when set, else the account's
+// concurrency that bounds its synchronous invocations
+// (function.DefaultAccountConcurrency, 1000), and at most
+// Options.Concurrency when that is set. At least 1: with a reservation of
+// 0 the events are still taken, and fail at once (handle). A function
+// this process cannot resolve gets the account's, its events are only
+// sent back (handle).
+func (p *poller) limit() int {
+	n := function.DefaultAccountConcurrency
+	if cfgs, err := p.s.fns.ListVersions(p.name); err == nil {
+		if r := cfgs[0].ReservedConcurrentExecutions; r != nil {
+			n = *r
+		}
+	}
+	if p.s.conc > 0 {
+		n = min(n, p.s.conc)
+	}
+	return max(n, 1)
+}
+
+// run long-polls the internal queue and processes up to the function's
+// concurrency (limit, read again before each receive) events at once,
+// each in a goroutine of its own. Memory: at most that many events (up to
+// 1,000, each at most MaxEventPayloadSize) are held at once per
+// function; the receive waits while they all run. A raised limit applies
+// at the next receive, or once a running event finishes.
 func (p *poller) run(ctx context.Context) {
 	s := p.s
-	sem := make(chan struct{}, s.conc)
+	var running atomic.Int64
+	freed := make(chan struct{}, 1) // a running event finished
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		n := 1
-	fill:
-		for n < queue.MaxBatchEntries {
+		n := min(queue.MaxBatchEntries, p.limit()-int(running.Load()))
+		if n <= 0 {
 			select {
-			case sem <- struct{}{}:
-				n++
-			default:
-				break fill
+			case <-freed:
+				continue
+			case <-ctx.Done():
+				return
 			}
 		}
 		wait, vt := queue.MaxWaitTimeSeconds, p.visibility()
 		msgs, err := s.queues.ReceiveMessage(ctx, p.url, queue.ReceiveMessageInput{MaxNumberOfMessages: n,
 			WaitTimeSeconds: &wait, VisibilityTimeout: &vt, MessageAttributeNames: allAttributes,
 			AttributeNames: []string{queue.MsgAttrSentTimestamp}})
-		for i := len(msgs); i < n; i++ {
-			<-sem
-		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -131,10 +152,17 @@ func (p *poller) run(ctx context.Context) {
 			continue
 		}
 		for i := range msgs {
+			running.Add(1)
 			wg.Add(1)
 			go func(m *queue.Message) {
 				defer wg.Done()
-				defer func() { <-sem }()
+				defer func() {
+					running.Add(-1)
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
 				if p.handle(ctx, m) {
 					p.c.handled.Add(1)
 				}
