@@ -8,6 +8,12 @@ package eventbus
 //	 "account":...,"time":<the occurrence>,"region":...,"resources":[<rule ARN>],"detail":{}}
 //
 // to its targets. rate() counts from the rule's creation; cron() is UTC.
+// Occurrences missed while no process fired them (runnel stopped) fire at
+// the next start, each once, in order; each delivery is stamped with its
+// occurrence's time as its acceptance time (target.Delivery.Accepted), so
+// one older than its target's RetryPolicy.MaximumEventAgeInSeconds
+// (default 24 hours) goes to the target's dead-letter queue (or
+// target.DeadLetterStore), counted and logged, instead of being delivered.
 // The last occurrence fired is stored with the rule after its deliveries
 // are stored: none is skipped, and a crash in between fires that
 // occurrence again with the same event id, whose second copies package
@@ -94,6 +100,12 @@ func (s *Service) fireRule(ctx context.Context, name string, at time.Time) error
 	ds := deliveries(r, m, raw, ev.ID, s.eng.Clock.Now())
 	for i := range ds {
 		ds[i].Once = true
+		// The occurrence's own time is its acceptance time: a missed
+		// occurrence fired at restart is as old as its time says, and the
+		// target poller dead-letters it when that is past the target's
+		// MaximumEventAgeInSeconds (before, its age counted from the
+		// restart, and every missed occurrence was delivered).
+		ds[i].Accepted = at.UnixMilli()
 	}
 	s.statsLocked(r.Arn, len(r.Targets)).matched.Add(1)
 	s.mu.Unlock()

@@ -52,13 +52,19 @@ func next(sc *Schedule, x *expr.Expr) (occ, at time.Time, ok bool) {
 			return occ, at, false
 		}
 	}
-	at = occ
-	if w := sc.FlexibleTimeWindow; w.Mode == "FLEXIBLE" && w.MaximumWindowInMinutes != nil {
+	return occ, invokeAt(sc, occ), true
+}
+
+// invokeAt is when an occurrence is invoked: occ plus its flexible offset
+// (a hash of the schedule's ARN and the occurrence, within
+// MaximumWindowInMinutes), occ itself when the window is OFF.
+func invokeAt(sc *Schedule, occ time.Time) time.Time {
+	if w := sc.FlexibleTimeWindow; w.Mode == "FLEXIBLE" && w.MaximumWindowInMinutes != nil && *w.MaximumWindowInMinutes > 0 {
 		h := fnv.New64a()
 		h.Write([]byte(sc.Arn + "@" + occ.UTC().Format(time.RFC3339)))
-		at = occ.Add(time.Duration(h.Sum64()%uint64(*w.MaximumWindowInMinutes*60)) * time.Second)
+		return occ.Add(time.Duration(h.Sum64()%uint64(*w.MaximumWindowInMinutes*60)) * time.Second)
 	}
-	return occ, at, true
+	return occ
 }
 
 // fire invokes every occurrence that is due at now, completes schedules
@@ -134,8 +140,14 @@ func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 	}
 	t := &sc.s.Target
 	id := executionID(&sc.s, occ)
+	// Accepted is the occurrence's own invocation time (with its flexible
+	// offset), not now: an occurrence missed while runnel was stopped and
+	// fired at restart is as old as that time says, and the target poller
+	// dead-letters it when that is past the target's
+	// MaximumEventAgeInSeconds. Before, its age counted from the restart
+	// and every missed occurrence was delivered.
 	d := target.Delivery{ID: id, Once: true, ScheduleArn: sc.s.Arn, ScheduledTime: occ.UnixMilli(), TargetArn: t.Arn,
-		Payload: payload(&sc.s, id, occ), Accepted: s.eng.Clock.Now().UnixMilli()}
+		Payload: payload(&sc.s, id, occ), Accepted: invokeAt(&sc.s, occ).UnixMilli()}
 	d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
 	if t.KinesisParameters != nil {
 		d.PartitionKey = t.KinesisParameters.PartitionKey
