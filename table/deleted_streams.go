@@ -94,6 +94,8 @@ func (s *Service) DeletedStreams(ctx context.Context, name string) ([]DeletedStr
 	if err != nil {
 		return nil, err
 	}
+	// A filter over names: for a name with an empty token (".ab", "ab.",
+	// "a..b", stored escaped) the bucket's nameKeys matches it itself.
 	filter := ">"
 	if name != "" {
 		filter = name + ".>"
