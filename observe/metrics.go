@@ -149,7 +149,7 @@ var (
 		{desc("runnel_queue_mapping_throttles_total", "Invocations throttled by the function's concurrency.", qmLabels), prometheus.CounterValue, func(q queueStatus) float64 { return float64(q.Throttles) }},
 	}
 	queueMetrics = []metric[QueueState]{
-		{desc("runnel_queue_messages_visible", "Messages available for retrieval (ApproximateNumberOfMessages).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.Visible) }},
+		{desc("runnel_queue_messages_visible", "Messages available for retrieval: SQS's ApproximateNumberOfMessagesVisible metric (the ApproximateNumberOfMessages attribute).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.Visible) }},
 		{desc("runnel_queue_messages_not_visible", "Messages in flight (ApproximateNumberOfMessagesNotVisible).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.NotVisible) }},
 		{desc("runnel_queue_messages_delayed", "Messages delayed (ApproximateNumberOfMessagesDelayed).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return float64(q.Delayed) }},
 		{desc("runnel_queue_oldest_message_age_seconds", "Age of the oldest message in the queue (ApproximateAgeOfOldestMessage).", queueLabels), prometheus.GaugeValue, func(q QueueState) float64 { return q.OldestAgeSeconds }},
@@ -165,7 +165,7 @@ var (
 		counter(desc("runnel_sns_notifications_dead_lettered_total", "Failed deliveries stored in a subscription's dead-letter queue (NumberOfNotificationsRedrivenToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLettered }),
 		counter(desc("runnel_sns_notifications_dead_letter_failed_total", "Failed deliveries the dead-letter queue refused (NumberOfNotificationsFailedToRedriveToDlq).", topicLabels), func(t TopicState) int64 { return t.DeadLetterFailed }),
 	}
-	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK (last evaluation).", []string{"alarm", "rule", "resource"})
+	alarmDesc = desc("runnel_alarm_state", "1 when the alarm is in ALARM, 0 when OK or INSUFFICIENT_DATA (its resource is gone) (last evaluation).", []string{"alarm", "rule", "resource"})
 )
 
 type (

@@ -103,7 +103,7 @@ runnel_mapping_bisects_total{%[2]s} 0
 # HELP runnel_mapping_throttles_total Invocations throttled by the function's concurrency.
 # TYPE runnel_mapping_throttles_total counter
 runnel_mapping_throttles_total{%[2]s} 0
-# HELP runnel_queue_messages_visible Messages available for retrieval (ApproximateNumberOfMessages).
+# HELP runnel_queue_messages_visible Messages available for retrieval: SQS's ApproximateNumberOfMessagesVisible metric (the ApproximateNumberOfMessages attribute).
 # TYPE runnel_queue_messages_visible gauge
 runnel_queue_messages_visible{queue="orders-dlq"} 2
 runnel_queue_messages_visible{queue="parking"} 0

@@ -104,8 +104,12 @@ type GraphEdge struct {
 
 // Lag is every mapping's per-shard (or queue poller) state.
 type Lag struct {
-	Time     time.Time      `json:"time"`
-	Mappings []MappingState `json:"mappings"`
+	Time time.Time `json:"time"`
+	// IteratorAgeThresholdMs is the iterator-age alarm's threshold
+	// (Config.IteratorAge, --alarm-iterator-age; default 60000), in
+	// milliseconds: the page marks a shard above it as lagging.
+	IteratorAgeThresholdMs int64          `json:"iteratorAgeThresholdMs"`
+	Mappings               []MappingState `json:"mappings"`
 }
 
 // DLQList is the dead-letter queues.
@@ -346,7 +350,7 @@ func (w *web) lag(rw http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	snap := w.snapshot(ctx)
-	l := &Lag{Time: snap.Time, Mappings: snap.Mappings}
+	l := &Lag{Time: snap.Time, IteratorAgeThresholdMs: w.a.Config().IteratorAge.Milliseconds(), Mappings: snap.Mappings}
 	if l.Mappings == nil {
 		l.Mappings = []MappingState{}
 	}
