@@ -201,13 +201,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	// Many writers publish asynchronously at once (mappings, tables,
 	// producers): nats.go's default of 4,000 outstanding publishes would
 	// stall them for up to 200 ms each time it is reached.
-	js, err := jetstream.New(nc, jsOpts(cfg)...)
+	// A cluster (embedded, or external: several URLs, replicas over 1, or
+	// one URL of a server in a cluster) may still be electing its meta
+	// leader: wait for it.
+	clustered := cfg.Cluster.Listen != "" || strings.Contains(url, ",") || cfg.Replicas > 1 || nc.ConnectedClusterName() != ""
+	js, err := jetstream.New(nc, jsOpts(clustered)...)
 	if err != nil {
 		return fail(nc, err)
 	}
-	// A cluster (embedded, or external: several URLs or replicas over 1)
-	// may still be electing its meta leader: wait for it.
-	clustered := cfg.Cluster.Listen != "" || strings.Contains(url, ",") || cfg.Replicas > 1
 	if err := waitJetStream(ctx, js, clustered); err != nil {
 		return fail(nc, fmt.Errorf("engine: JetStream not available at %q: %w", url, err))
 	}
@@ -220,6 +221,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		e.JS = js
 		if n := e.adoptReplicas(ctx); n > e.cfg.Replicas {
 			e.cfg.Replicas = n
+		}
+		// Data of several replicas is a cluster's, whatever the URL:
+		// its timeouts (jsOpts). Before, they were chosen before the
+		// count was adopted: a CLI with one --nats-url had 5 s.
+		if e.cfg.Replicas > 1 && !clustered {
+			clustered = true
+			if js, err = jetstream.New(nc, jsOpts(clustered)...); err != nil {
+				return fail(nc, err)
+			}
 		}
 	}
 	// The publishing connections keep no reconnect buffer: a publish
@@ -234,7 +244,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			e.closePublishers()
 			return fail(nc, fmt.Errorf("engine: connect to NATS %q: %w", url, err))
 		}
-		pjs, err := jetstream.New(pc, jsOpts(cfg)...)
+		pjs, err := jetstream.New(pc, jsOpts(clustered)...)
 		if err != nil {
 			pc.Close()
 			e.closePublishers()
@@ -618,17 +628,19 @@ type ClusterConfig struct {
 }
 
 // jsOpts are the JetStream client options: many asynchronous publishes
-// in flight, and, in a cluster (where creating a replicated stream and
-// electing its leader take longer, and a leader election after a node
-// dies takes seconds), a 30 s default API timeout instead of 5 s.
-func jsOpts(cfg Config) []jetstream.JetStreamOpt {
+// in flight, and, in a cluster (clustered: an embedded cluster node, or a
+// JetStream of several URLs, of a server in a cluster, or whose data has
+// several replicas; where creating a replicated stream and electing its
+// leader take longer, and a leader election after a node dies takes
+// seconds), a 30 s default API timeout instead of 5 s.
+func jsOpts(clustered bool) []jetstream.JetStreamOpt {
 	// An asynchronous publish whose acknowledgement never comes (the
 	// message or its ack lost when a server went away) fails after 30 s
 	// instead of leaving its writer waiting forever: the queue, table and
 	// checkpoint writers then answer a retryable error
 	// (TestOneRunnelRidesThroughTheLossOfEachNATSServer hung on one).
 	opts := []jetstream.JetStreamOpt{jetstream.WithPublishAsyncMaxPending(1 << 16), jetstream.WithPublishAsyncTimeout(30 * time.Second)}
-	if cfg.Cluster.Listen != "" || cfg.Replicas > 1 {
+	if clustered {
 		opts = append(opts, jetstream.WithDefaultTimeout(30*time.Second))
 	}
 	return opts
