@@ -393,3 +393,15 @@ func OnIndexWalkChunk(t testing.TB, chunk int, f func(indexFree bool)) {
 	}
 	t.Cleanup(func() { indexWalkChunk, afterWalkChunk = old, nil })
 }
+
+// PartitionEntriesListed counts the entries table Queries have listed of
+// their partitions (walkPartition), for every service of the process.
+func PartitionEntriesListed() int64 { return partitionListed.Load() }
+
+// SetQueryChunk makes a table Query list n entries of its partition per
+// hold of the table's index lock, until the test ends.
+func SetQueryChunk(t testing.TB, n int) {
+	old := queryChunk
+	queryChunk = n
+	t.Cleanup(func() { queryChunk = old })
+}

@@ -139,11 +139,7 @@ func (s *Service) newReader(t *Table, in *ReadInput, c *expr.Context, x *seconda
 	switch in.Select {
 	case "", SelectAllAttributes, SelectSpecific:
 		r.selectAll = in.Select == SelectAllAttributes
-	case SelectAllProjected:
-		if x == nil {
-			// runnel's words: AWS's text for this case was not found.
-			return nil, validation("One or more parameter values were invalid: Select type ALL_PROJECTED_ATTRIBUTES is supported only for index queries")
-		}
+	case SelectAllProjected: // with an IndexName (checkSelectGiven)
 	case SelectCount:
 		r.count, r.out.Items = true, nil
 	default:
@@ -171,6 +167,32 @@ func (s *Service) newReader(t *Table, in *ReadInput, c *expr.Context, x *seconda
 		}
 	}
 	return r, nil
+}
+
+// checkSelectGiven refuses, before the table is looked up, a Select its
+// request cannot have (ValidationException, DynamoDB's words, a Query's
+// with "1 validation error detected: " in front, a Scan's without; moto's
+// tests verified against AWS, tests/test_dynamodb/test_dynamodb_select.py):
+//   - SPECIFIC_ATTRIBUTES without a ProjectionExpression (AttributesToGet
+//     arrives as one): "Must specify the AttributesToGet or
+//     ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES";
+//   - ALL_PROJECTED_ATTRIBUTES without an IndexName:
+//     "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an
+//     IndexName" (a Scan's words too).
+//
+// query: the request is a Query's.
+func checkSelectGiven(in *ReadInput, query bool) error {
+	prefix := ""
+	if query {
+		prefix = "1 validation error detected: "
+	}
+	switch {
+	case in.Select == SelectSpecific && in.ProjectionExpression == "":
+		return validation("%sMust specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES", prefix)
+	case in.Select == SelectAllProjected && in.IndexName == "":
+		return validation("%sALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName", prefix)
+	}
+	return nil
 }
 
 // checkSelect refuses Select ALL_ATTRIBUTES on a global secondary index
@@ -282,6 +304,9 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	if remote, out, err := forwardOut[QueryOutput](ctx, s, "Query", in); remote {
 		return out, err
 	}
+	if err := checkSelectGiven(&in.ReadInput, true); err != nil {
+		return nil, err
+	}
 	t, c, x, err := s.readFrom(&in.ReadInput)
 	if err != nil {
 		return nil, err
@@ -310,7 +335,13 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 			}
 		}
 	}
+	if err := r.checkProjectedFilter(); err != nil {
+		return nil, err
+	}
 	if err := r.checkSelect(); err != nil {
+		return nil, err
+	}
+	if err := r.checkProjectedProjection(); err != nil {
 		return nil, err
 	}
 	if r.filter != nil {
@@ -338,13 +369,14 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 		}
 		start = &sk
 	}
-	entries, imgs := t.partition(pk.h, forward, start)
-	err = r.page(len(entries), false, func(i int) (bool, error) {
-		e := entries[i]
-		var it Item
-		if imgs != nil {
-			it, _ = decodeImage(imgs[i])
-		}
+	err = pageWalk(r, func(visit func(partitionEntry) bool) error {
+		t.walkPartition(pk.h, forward, start, func(e entry, img []byte) bool {
+			return visit(partitionEntry{e, img})
+		})
+		return nil
+	}, func(pe partitionEntry) (bool, error) {
+		e := pe.e
+		it, _ := decodeImage(pe.img)
 		if it == nil {
 			var err error
 			if it, err = t.fetch(ctx, key{h: e.h, rk: e.rk}, e); err != nil {
@@ -364,66 +396,20 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 	return r.result(), nil
 }
 
-// partition lists the entries of one partition hash in sort order,
-// starting after start (exclusive) if given.
-func (t *Table) partition(h [16]byte, forward bool, start *key) ([]entry, [][]byte) {
-	t.idxMu.RLock()
-	defer t.idxMu.RUnlock()
-	var out []entry
-	var imgs [][]byte
-	held := 0
-	visit := func(e entry, img []byte) bool {
-		if e.h != h {
-			return false
-		}
-		if start == nil || e.rk != start.rk { // ExclusiveStartKey itself is skipped
-			out = append(out, e)
-			if imgs != nil {
-				var c []byte
-				if held+len(img) <= partitionImageBytes {
-					c = bytes.Clone(img)
-					held += len(c)
-				}
-				imgs = append(imgs, c)
-			}
-		}
-		return true
-	}
-	from := entry{h: h, bound: -1}
-	if !forward {
-		from.bound = 1
-	}
-	if start != nil {
-		from = entry{h: h, rk: start.rk}
-	}
-	if dx, ok := t.idx.(*diskIndex); ok {
-		imgs = [][]byte{}
-		if forward {
-			dx.ascend(from, visit)
-		} else {
-			dx.descend(from, visit)
-		}
-		return out, imgs
-	}
-	entryVisit := func(e entry) bool { return visit(e, nil) }
-	if forward {
-		t.idx.AscendGreaterOrEqual(from, entryVisit)
-	} else {
-		t.idx.DescendLessOrEqual(from, entryVisit)
-	}
-	return out, nil
+// partitionEntry is an entry of a Query's partition walk, with its
+// item's image from the index store (nil: none).
+type partitionEntry struct {
+	e   entry
+	img []byte
 }
-
-// partitionImageBytes bounds the item images a Query holds from its read
-// of a partition's entries on the index store (4 pages); the items past it
-// are read one by one (fetch), so a partition of millions of items costs
-// its entries only.
-const partitionImageBytes = 4 * MaxPageBytes
 
 // Scan returns every item (see ScanInput), a page at a time.
 func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) {
 	if remote, out, err := forwardOut[QueryOutput](ctx, s, "Scan", in); remote {
 		return out, err
+	}
+	if err := checkSelectGiven(&in.ReadInput, false); err != nil {
+		return nil, err
 	}
 	t, c, x, err := s.readFrom(&in.ReadInput)
 	if err != nil {
@@ -442,6 +428,9 @@ func (s *Service) Scan(ctx context.Context, in ScanInput) (*QueryOutput, error) 
 	}
 	from, exclusive, err := r.scanStart(x, in.ExclusiveStartKey, seg, total)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.checkProjectedProjection(); err != nil {
 		return nil, err
 	}
 	if r.filter != nil {

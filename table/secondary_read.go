@@ -3,6 +3,8 @@ package table
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/runnel-dev/runnel/table/expr"
 )
@@ -174,7 +176,7 @@ func nextHash(h [16]byte) ([16]byte, bool) {
 // the table, as DynamoDB does).
 func (r *reader) indexPage(ctx context.Context, x *secondary, walk func(func(*sEntry) bool) error, match func(Item) bool) (*QueryOutput, error) {
 	whole := !x.global && (r.selectAll || r.proj != nil)
-	err := r.pageWalk(walk, func(e *sEntry) (bool, error) {
+	err := pageWalk(r, walk, func(e *sEntry) (bool, error) {
 		it, _, err := r.t.get(ctx, e.k)
 		if err != nil {
 			return false, err
@@ -199,14 +201,14 @@ func (r *reader) indexPage(ctx context.Context, x *secondary, walk func(func(*sE
 	return r.result(), nil
 }
 
-// pageWalk is page over the entries walk visits: it stops at Limit or
-// when step fills the page, and the page has a LastEvaluatedKey when
-// entries remain (Limit, even on the last entry, counts as remaining, as
-// DynamoDB's page does).
-func (r *reader) pageWalk(walk func(func(*sEntry) bool) error, step func(*sEntry) (full bool, err error)) error {
+// pageWalk is r's page over the entries walk visits (an index's, or a
+// table partition's): it stops the walk at Limit or when step fills the
+// page, and the page has a LastEvaluatedKey when entries remain (Limit,
+// even on the last entry, counts as remaining, as DynamoDB's page does).
+func pageWalk[E any](r *reader, walk func(func(E) bool) error, step func(E) (full bool, err error)) error {
 	more, full := false, false
 	var serr error
-	err := walk(func(e *sEntry) bool {
+	err := walk(func(e E) bool {
 		if full || (r.limit > 0 && r.out.ScannedCount >= r.limit) {
 			more = true
 			return false
@@ -219,6 +221,83 @@ func (r *reader) pageWalk(walk func(func(*sEntry) bool) error, step func(*sEntry
 	}
 	if !more && (r.limit == 0 || r.out.ScannedCount < r.limit) {
 		r.out.LastEvaluatedKey = nil
+	}
+	return nil
+}
+
+// A global secondary index answers with what it holds of its items: "If
+// you query or scan a global secondary index, you can only request
+// attributes that are projected into the index. Global secondary index
+// queries cannot fetch attributes from the parent table" (API_Query and
+// API_Scan, Select). So a read of a GSI that does not project every
+// attribute (ProjectionType KEYS_ONLY or INCLUDE) is refused when it asks
+// for one it does not hold (ValidationException, DynamoDB's words as its
+// users quote them, and as DynamoDB Local words them):
+//   - a ProjectionExpression (or AttributesToGet, which arrives as one),
+//     of a Query or a Scan: "One or more parameter values were invalid:
+//     Global secondary index X does not project [a, b]";
+//   - a FilterExpression (or QueryFilter, which arrives as one) of a
+//     Query: "One or more parameter values were invalid: Secondary index X
+//     does not project one or more filter attributes: [a, b]".
+//
+// A Scan's filter is not refused: DynamoDB checks a Query's filter only
+// (DynamoDB Local's QueryFunction does, its ScanFunction does not; a
+// PartiQL read of an index without its partition key, a scan, "matches
+// nothing rather than failing", recorded from AWS by dynoxide), and the
+// filter then sees the attribute absent, as in the index. The names are
+// the attributes' top-level names, sorted. A local secondary index reads
+// what it does not hold from the table, as DynamoDB does, and is not
+// checked.
+
+// projects reports whether index x holds attribute a of its items: every
+// attribute (ALL); the table's and the index's key attributes; INCLUDE's
+// NonKeyAttributes.
+func (x *secondary) projects(a string) bool {
+	switch {
+	case x.proj.ProjectionType == ProjectAll:
+		return true
+	case a == "":
+		return false
+	case a == x.table.hash || a == x.table.rng || a == x.sc.hash || a == x.sc.rng:
+		return true
+	}
+	return slices.Contains(x.proj.NonKeyAttributes, a)
+}
+
+// unprojected are the attributes of names that index x does not hold,
+// sorted, each once, as DynamoDB lists them: "[a, b]" ("" when none).
+func (x *secondary) unprojected(names []string) string {
+	var out []string
+	for _, n := range names {
+		if !x.projects(n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	slices.Sort(out)
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// checkProjectedFilter refuses a Query's filter on a global secondary
+// index naming an attribute the index does not project.
+func (r *reader) checkProjectedFilter() error {
+	if x := r.index; x != nil && x.global && r.filter != nil {
+		if missing := x.unprojected(r.filter.Attributes()); missing != "" {
+			return validation("One or more parameter values were invalid: Secondary index %s does not project one or more filter attributes: %s", x.name, missing)
+		}
+	}
+	return nil
+}
+
+// checkProjectedProjection refuses a ProjectionExpression on a global
+// secondary index naming an attribute the index does not project.
+func (r *reader) checkProjectedProjection() error {
+	if x := r.index; x != nil && x.global && r.proj != nil {
+		if missing := x.unprojected(r.proj.Names()); missing != "" {
+			return validation("One or more parameter values were invalid: Global secondary index %s does not project %s", x.name, missing)
+		}
 	}
 	return nil
 }
