@@ -408,3 +408,107 @@ func TestUnderAuthEveryAPIChecksTheSignature(t *testing.T) {
 		t.Errorf("functions after the refused calls: %d", len(out.Functions))
 	}
 }
+
+// TestAnExpiredSTSSessionLeavesTheBucket: session credentials are
+// refused once expired (ExpiredToken, as AWS answers, sts
+// API_AssumeRole.html "Expiration"), and runnel does not keep them for
+// ever: each is stored with a JetStream per-key TTL of its duration and
+// a day (sessionRemovalMargin), so the server removes it; by the engine's
+// clock it answers ExpiredTokenException for that day, then is unknown
+// (UnrecognizedClientException), on the node that cached it and on one
+// that never read it. A bucket an older runnel made without TTLs is
+// changed to allow them. Old behaviour: every session AssumeRole issued
+// stayed in runnel_sts_sessions for ever.
+func TestAnExpiredSTSSessionLeavesTheBucket(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Now())
+	rn := testenv.Start(t, testenv.Options{Clock: clock})
+	ctx := context.Background()
+	if _, err := rn.Engine.Bucket(ctx, "runnel_sts_sessions"); err != nil { // as an older runnel made it
+		t.Fatal(err)
+	}
+	node := func() string {
+		srv := httptest.NewServer(awsapi.NewHandler(rn, awsapi.Options{Auth: authKeys}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a := node()
+	creds := assumeRole(t, a, "worker", 900)
+	m, err := rn.Engine.LeaderLastMsg(ctx, "KV_runnel_sts_sessions", "$KV.runnel_sts_sessions."+creds.AccessKeyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := time.ParseDuration(m.Header.Get("Nats-TTL")); err != nil || ttl != 900*time.Second+24*time.Hour {
+		t.Errorf("the session's Nats-TTL %q (%v), want 24h15m0s", m.Header.Get("Nats-TTL"), err)
+	}
+	st, err := rn.Engine.JS.Stream(ctx, "KV_runnel_sts_sessions")
+	if err != nil || !st.CachedInfo().Config.AllowMsgTTL {
+		t.Fatalf("the sessions' bucket allows no per-key TTL: %v", err)
+	}
+	list := func(base string) error {
+		_, err := kinesis.NewFromConfig(aws.Config{HTTPClient: sdkhttp.Client(), Region: "us-east-1", RetryMaxAttempts: 1,
+			Credentials:  credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken),
+			BaseEndpoint: aws.String(base)}).ListStreams(ctx, &kinesis.ListStreamsInput{})
+		return err
+	}
+	if err := list(a); err != nil {
+		t.Fatalf("before its expiration: %v", err)
+	}
+	clock.Advance(900 * time.Second)
+	if err := list(a); errCode(err) != "ExpiredTokenException" {
+		t.Errorf("at its expiration: %v, want ExpiredTokenException", err)
+	}
+	clock.Advance(24*time.Hour - time.Second)
+	if err := list(a); errCode(err) != "ExpiredTokenException" {
+		t.Errorf("a day less a second after: %v, want ExpiredTokenException", err)
+	}
+	clock.Advance(time.Second)
+	for name, base := range map[string]string{"the node that cached it": a, "another node": node()} {
+		if err := list(base); errCode(err) != "UnrecognizedClientException" {
+			t.Errorf("a day after its expiration, on %s: %v, want UnrecognizedClientException", name, err)
+		}
+	}
+}
+
+// TestGetCallerIdentityOfASessionNamesTheAssumedRole: with the session
+// credentials of AssumeRole, GetCallerIdentity answers Arn
+// arn:aws:sts::<account>:assumed-role/<role>/<session> and UserId
+// <role id>:<session> (sts API_GetCallerIdentity.html, example "assumed
+// role"; IAM reference_identifiers.html), the AssumedRoleUser AssumeRole
+// returned; other credentials still answer the account's root. Old
+// behaviour: every caller, sessions included, was
+// arn:aws:iam::<account>:root.
+func TestGetCallerIdentityOfASessionNamesTheAssumedRole(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	for _, opts := range []awsapi.Options{{Auth: authKeys}, {}} {
+		srv := httptest.NewServer(awsapi.NewHandler(rn, opts))
+		t.Cleanup(srv.Close)
+		name := "caller" + itoa(len(opts.Auth))
+		creds := assumeRole(t, srv.URL, name, 900)
+		status, body := signedForm(t, srv.URL, "iam", aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"},
+			url.Values{"Action": {"GetRole"}, "Version": {"2010-05-08"}, "RoleName": {name}})
+		var role struct {
+			RoleId string `xml:"GetRoleResult>Role>RoleId"`
+		}
+		if status != 200 || xml.Unmarshal([]byte(body), &role) != nil || !strings.HasPrefix(role.RoleId, "AROA") {
+			t.Fatalf("GetRole: %d %s", status, body)
+		}
+		identity := func(c aws.Credentials) (arn, userID string) {
+			t.Helper()
+			status, body := signedForm(t, srv.URL, "sts", c, url.Values{"Action": {"GetCallerIdentity"}, "Version": {"2011-06-15"}})
+			var out struct {
+				Arn    string `xml:"GetCallerIdentityResult>Arn"`
+				UserId string `xml:"GetCallerIdentityResult>UserId"`
+			}
+			if status != 200 || xml.Unmarshal([]byte(body), &out) != nil {
+				t.Fatalf("GetCallerIdentity: %d %s", status, body)
+			}
+			return out.Arn, out.UserId
+		}
+		if arn, id := identity(creds); arn != "arn:aws:sts::000000000000:assumed-role/"+name+"/s1" || id != role.RoleId+":s1" {
+			t.Errorf("auth %v: a session's identity: %s %s, want the assumed role %s, %s:s1", opts.Auth != nil, arn, id, name, role.RoleId)
+		}
+		if arn, id := identity(aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"}); arn != "arn:aws:iam::000000000000:root" || id != "000000000000" {
+			t.Errorf("auth %v: AKID's identity: %s %s, want the root", opts.Auth != nil, arn, id)
+		}
+	}
+}
