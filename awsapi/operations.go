@@ -349,7 +349,7 @@ var operations = index([]Operation{
 		Doc: "Lists a topic's tags in key order."},
 	// STS (sts_identity.go)
 	{Service: STS, Name: "GetCallerIdentity", h: handle(stsGetCallerIdentity),
-		Doc: "Returns the account's root identity (Account is runnel's account id) for any credentials."},
+		Doc: "Returns the assumed role's session (assumed-role ARN, role id:session) for AssumeRole's credentials, the account's root identity (Account is runnel's account id) for any other."},
 	{Service: STS, Name: "AssumeRole", h: handle(stsAssumeRole),
 		Doc: "Returns session credentials for a stored role (DurationSeconds up to its MaxSessionDuration; a role that does not exist is AccessDenied); with --auth every service accepts them, with their session token, until they expire (then ExpiredToken)."},
 	// EventBridge (events_buses.go, events_rules.go, events_events.go, events_archives.go)

@@ -1,9 +1,10 @@
 package awsapi
 
 // STS (query protocol, XML): who the caller is, and role sessions.
-// GetCallerIdentity answers the account's root identity for any
-// credentials (runnel has no users; signatures are checked only with
-// --auth). AssumeRole returns session credentials for a role of
+// GetCallerIdentity answers, for session credentials AssumeRole issued,
+// the assumed role's session, and the account's root identity for any
+// other credentials (runnel has no users; signatures are checked only
+// with --auth). AssumeRole returns session credentials for a role of
 // iam_roles.go, stored (sts_sessions.go): with --auth they are accepted
 // until their Expiration, then refused with ExpiredToken; permissions
 // are not enforced.
@@ -22,8 +23,28 @@ type callerIdentityResult struct {
 	UserId, Account, Arn string
 }
 
+// stsGetCallerIdentity answers {UserId, Account, Arn}: for the session
+// credentials of AssumeRole (with their token), Arn
+// arn:aws:sts::<account>:assumed-role/<role>/<session> and UserId
+// <role id>:<session> (API_GetCallerIdentity.html's example; the
+// session's AssumedRoleUser); for any other credentials, the account's
+// root (Arn arn:aws:iam::<account>:root, UserId the account).
+//
+// Trap: session credentials were answered as the root identity.
 func stsGetCallerIdentity(rq *request, _ *noInput) (any, error) {
 	acct := rq.h.rn.Engine.AccountID()
+	if s := rq.callerSession(); s != nil {
+		id := s.AssumedRoleId
+		if id == "" { // stored by an older runnel: its role's id, if the role is still there
+			role, session, _ := strings.Cut(s.Arn[strings.Index(s.Arn, ":assumed-role/")+len(":assumed-role/"):], "/")
+			if r, err := rq.role(role); err == nil {
+				id = r.RoleId + ":" + session
+			}
+		}
+		if id != "" {
+			return callerIdentityResult{UserId: id, Account: acct, Arn: s.Arn}, nil
+		}
+	}
 	return callerIdentityResult{UserId: acct, Account: acct, Arn: "arn:aws:iam::" + acct + ":root"}, nil
 }
 
@@ -87,7 +108,7 @@ func stsAssumeRole(rq *request, in *assumeRoleInput) (any, error) {
 	arn := "arn:aws:sts::" + rq.h.rn.Engine.AccountID() + ":assumed-role/" + role.RoleName + "/" + in.RoleSessionName
 	// Stored, so that verify (with Options.Auth) accepts them on every
 	// node until exp (sts_sessions.go).
-	if err := rq.h.storeSession(rq.ctx, key, secret, token, exp, arn); err != nil {
+	if err := rq.h.storeSession(rq.ctx, key, secret, token, exp, arn, role.RoleId+":"+in.RoleSessionName); err != nil {
 		return nil, err
 	}
 	return assumeRoleResult{
