@@ -460,7 +460,8 @@ func (s *Service) ListEventSourceMappings() []Config {
 // MaximumBatchingWindowInSeconds have valid zero values and are always
 // taken as given. EventSourceArn and StartingPosition never change.
 // To clear a list, give an empty non-nil one; to remove the destination,
-// give an empty DestinationConfig.
+// give an empty DestinationConfig; to remove a queue mapping's
+// ScalingConfig, give an empty one (MaximumConcurrency 0).
 func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Config, error) {
 	old, err := s.GetEventSourceMapping(cfg.UUID)
 	if err != nil {
@@ -495,6 +496,9 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	}
 	if cfg.DestinationConfig != nil && cfg.DestinationConfig.OnFailure == nil {
 		cfg.DestinationConfig = nil // an empty DestinationConfig removes it
+	}
+	if cfg.ScalingConfig != nil && *cfg.ScalingConfig == (ScalingConfig{}) {
+		cfg.ScalingConfig = nil // an empty ScalingConfig removes it (Lambda's ScalingConfig: "To remove the configuration, pass an empty value")
 	}
 	if err := s.validate(ctx, &cfg); err != nil {
 		return nil, err

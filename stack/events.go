@@ -25,7 +25,9 @@ package stack
 //	    Target: {Arn: nightly-job, RoleArn: arn:aws:iam::000000000000:role/s, Input: '{"job":"x"}'}
 //
 // Buses and archives that exist are kept; rules are put (replaced) with
-// their targets; schedules are created, or updated when they exist.
+// their targets, a target the file no longer lists being removed;
+// schedules are created, or updated when they exist (see the package
+// doc, "Applying a file again").
 
 import (
 	"context"

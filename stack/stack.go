@@ -41,9 +41,43 @@
 // exists; else a table's (its current stream) if the stack declares a table
 // of that name or one exists; else a stream's.
 //
-// Apply is idempotent: streams and tables that exist are kept, functions are created
-// or replaced, and a mapping that already joins the same stream and
-// function is updated rather than duplicated.
+// # Applying a file again
+//
+// The file is the desired state of what it declares, and Apply is
+// idempotent: applying an edited file makes each declared resource what
+// the file now says, and a setting taken out of the file goes back to
+// AWS's default (it does not stay in force):
+//
+//   - Streams and tables that exist are kept. A table's stream is turned
+//     on and its TTL set as the file says (a stream's view type cannot
+//     change); exception: a StreamSpecification or
+//     TimeToLiveSpecification taken out of the file leaves the table's
+//     stream and TTL as they are.
+//   - Queues that exist get the file's attributes (SetQueueAttributes);
+//     attributes taken out go back to their defaults (VisibilityTimeout
+//     30, DelaySeconds 0, no RedrivePolicy, ...), except Policy, which
+//     AddPermission also changes. FifoQueue cannot change: an error names
+//     the queue. Tags are given to a new queue only.
+//   - Functions are created or replaced.
+//   - A mapping that already joins the same source and function is
+//     updated rather than duplicated, to exactly the file's settings:
+//     one taken out goes back to Lambda's default (Enabled true,
+//     BatchSize 100 or 10 for a queue, MaximumRetryAttempts -1, no
+//     FilterCriteria, no DestinationConfig, no ScalingConfig, ...). A
+//     queue mapping whose RetryPolicy is taken out is replaced (deleted
+//     and created again). StartingPosition applies at creation only.
+//   - Topics that exist get the file's attributes (SetTopicAttributes),
+//     those taken out go back to their defaults; FifoTopic cannot change.
+//     A topic's subscriptions are the file's: one it no longer lists is
+//     unsubscribed, an attribute taken out (FilterPolicy, ...) is removed.
+//   - A rule's targets are the file's: one it no longer lists is removed.
+//     Schedules that exist are updated; buses and archives are kept.
+//
+// Taking a whole resource (a stream, queue, table, function, mapping,
+// topic, bus, rule, archive or schedule) out of the file does not delete
+// it: Apply never deletes what the file does not name. Only a declared
+// topic's subscriptions and a declared rule's targets are removed when
+// the file stops listing them.
 package stack
 
 import (
@@ -152,6 +186,7 @@ type Mapping struct {
 	DestinationConfig              *mapping.DestinationConfig `yaml:"DestinationConfig"`
 	FilterCriteria                 *filterCriteria            `yaml:"FilterCriteria"`
 	ScalingConfig                  *mapping.ScalingConfig     `yaml:"ScalingConfig"`
+	TumblingWindowInSeconds        *int                       `yaml:"TumblingWindowInSeconds"`
 	RetryPolicy                    *backoff.Policy            `yaml:"RetryPolicy"`
 }
 
@@ -187,14 +222,23 @@ func Parse(b []byte) (*Stack, error) {
 
 // Applied says what Apply did.
 type Applied struct {
-	StreamsCreated, StreamsKept      []string
-	QueuesCreated                    []string
+	StreamsCreated, StreamsKept []string
+	// QueuesCreated did not exist; QueuesKept existed, and their
+	// attributes were made the file's (applyQueue).
+	QueuesCreated, QueuesKept        []string
 	TablesCreated, TablesKept        []string
 	FunctionsCreated                 []string
 	MappingsCreated, MappingsUpdated []string // UUIDs
-	TopicsApplied                    []string
-	SubscriptionsApplied             []string // ARNs
-	Events                           AppliedEvents
+	// MappingsReplaced are the new UUIDs of queue mappings deleted and
+	// created again because the file took their RetryPolicy out
+	// (updateMapping).
+	MappingsReplaced     []string `json:",omitempty"`
+	TopicsApplied        []string
+	SubscriptionsApplied []string // ARNs
+	// SubscriptionsRemoved are the ARNs of subscriptions of the file's
+	// topics that the file no longer lists, unsubscribed (applyTopics).
+	SubscriptionsRemoved []string `json:",omitempty"`
+	Events               AppliedEvents
 }
 
 // Apply creates what the stack declares. It stops at the first refused
@@ -214,18 +258,16 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 	}
 	queueNames := map[string]bool{}
 	for i, q := range s.Queues {
-		attrs := map[string]string{}
-		for k, v := range q.Attributes {
-			attrs[k] = v
-		}
-		if rp, ok := attrs["RedrivePolicy"]; ok {
-			attrs["RedrivePolicy"] = qualifyRedrive(rn, rp)
-		}
-		if _, err := rn.Queues.CreateQueueWithTags(ctx, q.QueueName, attrs, q.Tags); err != nil {
+		created, err := applyQueue(ctx, rn, q)
+		if err != nil {
 			return out, fmt.Errorf("Queues[%d] (%s): %w", i, q.QueueName, err)
 		}
 		queueNames[q.QueueName] = true
-		out.QueuesCreated = append(out.QueuesCreated, q.QueueName)
+		if created {
+			out.QueuesCreated = append(out.QueuesCreated, q.QueueName)
+		} else {
+			out.QueuesKept = append(out.QueuesKept, q.QueueName)
+		}
 	}
 	for i, t := range s.Tables {
 		if _, err := rn.Tables.CreateTable(ctx, t.input()); err != nil {
@@ -285,11 +327,15 @@ func Apply(ctx context.Context, rn *runnel.Runnel, s *Stack) (*Applied, error) {
 			}
 		}
 		if existing != nil {
-			cfg.UUID = existing.UUID
-			if _, err := rn.Mappings.UpdateEventSourceMapping(ctx, cfg); err != nil {
+			id, replaced, err := updateMapping(ctx, rn, *existing, cfg)
+			if err != nil {
 				return out, fmt.Errorf("EventSourceMappings[%d]: %w", i, err)
 			}
-			out.MappingsUpdated = append(out.MappingsUpdated, cfg.UUID)
+			if replaced {
+				out.MappingsReplaced = append(out.MappingsReplaced, id)
+			} else {
+				out.MappingsUpdated = append(out.MappingsUpdated, id)
+			}
 			continue
 		}
 		c, err := rn.Mappings.CreateEventSourceMapping(ctx, cfg)
@@ -347,6 +393,7 @@ func (m *Mapping) config(ctx context.Context, rn *runnel.Runnel, queues map[stri
 		BisectBatchOnFunctionError:     m.BisectBatchOnFunctionError,
 		FunctionResponseTypes:          m.FunctionResponseTypes,
 		ScalingConfig:                  m.ScalingConfig,
+		TumblingWindowInSeconds:        m.TumblingWindowInSeconds,
 		RetryPolicy:                    m.RetryPolicy,
 	}
 	if m.StartingPositionTimestamp != nil {
