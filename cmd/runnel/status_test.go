@@ -151,6 +151,17 @@ func TestServeHTTPMetricsAndStatus(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	// The served API refuses a cross-site browser POST (a redrive a page
+	// of another site would start): TestACrossSiteRequestCannotRedriveOrReceive.
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/dlq/orders-dlq/redrive", strings.NewReader(""))
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Content-Type", "text/plain")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-site POST of a redrive: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	var rep observe.Report
 	if err := json.Unmarshal([]byte(get("/status")), &rep); err != nil {
 		t.Fatal(err)
