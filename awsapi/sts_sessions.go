@@ -99,7 +99,10 @@ func (h *Handler) storeSession(ctx context.Context, key, secret, token string, e
 	}
 	now := h.rn.Engine.Clock.Now()
 	b, _ := json.Marshal(stsSession{SecretAccessKey: secret, TokenSHA256: tokenHash(token), Expiration: exp, Arn: arn, AssumedRoleId: roleID})
-	ttl := (exp.Sub(now) + sessionRemovalMargin).Round(time.Second)
+	ttl := exp.Sub(now) + sessionRemovalMargin
+	if r := ttl % time.Second; r > 0 {
+		ttl += time.Second - r // whole seconds, never before the engine's clock says the session is gone
+	}
 	if _, err = kv.Create(ctx, key, b, jetstream.KeyTTL(ttl)); err != nil {
 		return err
 	}
