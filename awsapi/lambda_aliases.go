@@ -8,6 +8,7 @@ package awsapi
 // https://docs.aws.amazon.com/lambda/latest/api/API_CreateAlias.html
 
 import (
+	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
 )
 
@@ -19,6 +20,9 @@ type createAliasInput struct {
 func lambdaCreateAlias(rq *request, in *createAliasInput) (any, error) {
 	name, err := rq.functionName()
 	if err != nil {
+		return nil, err
+	}
+	if err := rq.checkSameRole(name, in.FunctionVersion, in.RoutingConfig); err != nil {
 		return nil, err
 	}
 	return rq.h.rn.Functions.CreateAlias(rq.ctx, name, function.Alias{
@@ -38,6 +42,18 @@ func lambdaUpdateAlias(rq *request, in *updateAliasInput) (any, error) {
 		return nil, err
 	}
 	alias := rq.r.PathValue("alias")
+	if cur, err := rq.h.rn.Functions.GetAlias(name, alias); err == nil {
+		primary, rc := cur.FunctionVersion, cur.RoutingConfig
+		if in.FunctionVersion != nil {
+			primary = *in.FunctionVersion
+		}
+		if in.RoutingConfig != nil {
+			rc = in.RoutingConfig
+		}
+		if err := rq.checkSameRole(name, primary, rc); err != nil {
+			return nil, err
+		}
+	}
 	a, err := rq.h.rn.Functions.UpdateAlias(rq.ctx, name, alias, function.AliasUpdate{
 		FunctionVersion: in.FunctionVersion, Description: in.Description, RoutingConfig: in.RoutingConfig, RevisionId: in.RevisionId,
 	})
@@ -50,6 +66,37 @@ func lambdaUpdateAlias(rq *request, in *updateAliasInput) (any, error) {
 		rq.h.putProvisioned(rq.ctx, name, alias, pc.RequestedProvisionedConcurrentExecutions)
 	}
 	return a, nil
+}
+
+// checkSameRole refuses a routing between two versions of function name
+// whose execution roles (Role, kept in the versions' metadata) differ,
+// with InvalidParameterValueException naming both: "Both versions must
+// have ... the same execution role"
+// (https://docs.aws.amazon.com/lambda/latest/dg/configuring-alias-routing.html).
+// Versions that do not exist are left to package function's checks, as
+// are the other rules (among them the same DeadLetterConfig).
+func (rq *request) checkSameRole(name, primary string, rc *function.AliasRoutingConfiguration) error {
+	if rc == nil {
+		return nil
+	}
+	role := func(v string) (string, bool) {
+		cfg, err := rq.h.rn.Functions.VersionConfig(name, v)
+		if err != nil {
+			return "", false
+		}
+		if m, err := rq.h.loadMeta(rq.ctx, metaKey(cfg)); err == nil {
+			return m.Role, true
+		}
+		return "", true
+	}
+	r1, ok1 := role(primary)
+	for v := range rc.AdditionalVersionWeights {
+		if r2, ok2 := role(v); ok1 && ok2 && r1 != r2 {
+			return awserr.New(awserr.ErrInvalidParameterValue, "RoutingConfig.AdditionalVersionWeights: versions %s (Role %q) and %s (Role %q) of %s must have the same execution role to share an alias",
+				primary, r1, v, r2, name)
+		}
+	}
+	return nil
 }
 
 func lambdaGetAlias(rq *request, _ *noInput) (any, error) {

@@ -92,8 +92,14 @@ type AliasUpdate struct {
 // checkAliasLocked checks a's version and routing against function name's
 // versions: ResourceNotFound for a version that does not exist,
 // InvalidParameterValue for a name of digits only, more than one
-// additional version, a weight outside 0.0..1.0, $LATEST in a routing, or
-// the additional version equal to FunctionVersion.
+// additional version, a weight outside 0.0..1.0, $LATEST in a routing,
+// the additional version equal to FunctionVersion, or two versions with
+// different DeadLetterConfigs ("Both versions must have the same
+// dead-letter queue configuration, or no dead-letter queue
+// configuration", configuring-alias-routing.html; before, such an alias
+// was accepted and an event's dead letter went to the primary version's
+// queue whichever version ran it). The other rule there, "the same
+// execution role", is awsapi's (the role is its metadata).
 func (s *Service) checkAliasLocked(name string, a *Alias) error {
 	if versionRE.MatchString(a.Name) {
 		return awserr.New(awserr.ErrInvalidParameterValue, "Name: %q must not be a number (1..128 characters of [a-zA-Z0-9-_], not all digits)", a.Name)
@@ -123,11 +129,26 @@ func (s *Service) checkAliasLocked(name string, a *Alias) error {
 		case v == a.FunctionVersion:
 			return awserr.New(awserr.ErrInvalidParameterValue, "RoutingConfig.AdditionalVersionWeights: version %s is the alias's FunctionVersion; the additional version must be another", v)
 		}
-		if _, ok := s.versions[name][v]; !ok {
+		add, ok := s.versions[name][v]
+		if !ok {
 			return s.notFound(name, v)
+		}
+		primary := s.versions[name][a.FunctionVersion]
+		if d1, d2 := dlqOf(primary.cfg), dlqOf(add.cfg); d1 != d2 {
+			return awserr.New(awserr.ErrInvalidParameterValue, "RoutingConfig.AdditionalVersionWeights: versions %s (DeadLetterConfig %s) and %s (DeadLetterConfig %s) of %s must have the same dead-letter queue configuration, or none, to share an alias",
+				a.FunctionVersion, d1, v, d2, name)
 		}
 	}
 	return nil
+}
+
+// dlqOf names cfg's dead-letter queue for an error message: its ARN, or
+// "none".
+func dlqOf(cfg Config) string {
+	if d := cfg.DeadLetterConfig; d != nil && d.TargetArn != "" {
+		return d.TargetArn
+	}
+	return "none"
 }
 
 // aliasLocked returns alias of function name, or ResourceNotFound.

@@ -417,12 +417,21 @@ func keyOf(ref string) string {
 	return configKey(name, strings.TrimPrefix(q, function.Latest))
 }
 
-// config returns a function's effective configuration.
-// The dead-letter queue is the configuration's DeadLetterConfig, else
-// the function version's (CreateFunction, UpdateFunctionConfiguration).
-func (s *Service) config(name string) effective {
+// config returns the effective configuration of key (configKey: a
+// function's name, or "<name>.<qualifier>"). The dead-letter queue is
+// the configuration's DeadLetterConfig, else the function version's
+// (CreateFunction, UpdateFunctionConfiguration): that of the version the
+// qualifier names (an alias's FunctionVersion, without routing).
+func (s *Service) config(key string) effective { return s.configRan(key, "") }
+
+// configRan is config for an event that ran on version executed ("" when
+// none ran, or not known): the dead-letter queue, when the configuration
+// has none, is that version's. Before, it was always the alias's
+// FunctionVersion's: with a weighted alias, a dead letter of an event the
+// additional version ran went to the other version's queue.
+func (s *Service) configRan(key, executed string) effective {
 	s.mu.Lock()
-	c, ok := s.configs[name]
+	c, ok := s.configs[key]
 	s.mu.Unlock()
 	var e effective
 	if ok {
@@ -431,9 +440,13 @@ func (s *Service) config(name string) effective {
 		e = (*EventInvokeConfig)(nil).effective()
 	}
 	if e.dlq == "" {
+		name, q, _ := strings.Cut(key, ".")
 		ref := name
-		if i := strings.IndexByte(name, '.'); i >= 0 {
-			ref = name[:i] + ":" + name[i+1:]
+		switch {
+		case executed != "" && executed != function.Latest:
+			ref = name + ":" + executed
+		case executed == "" && q != "":
+			ref = name + ":" + q
 		}
 		if f, err := s.fns.Describe(ref); err == nil && f.Config().DeadLetterConfig != nil {
 			e.dlq = f.Config().DeadLetterConfig.TargetArn

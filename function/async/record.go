@@ -52,7 +52,7 @@ func (p *poller) record(m meta, condition string, o outcome, payload string) []b
 // built-in store when neither is, or when a delivery fails), then deletes
 // the event.
 func (p *poller) fail(ctx context.Context, msg *queue.Message, m meta, condition string, o outcome) bool {
-	cfg := p.s.config(configKey(p.name, m.qualifier))
+	cfg := p.s.configRan(configKey(p.name, m.qualifier), o.executed) // the dead-letter queue of the version that ran
 	rec := p.record(m, condition, o, msg.Body)
 	ok := true
 	if cfg.onFailure == "" && cfg.dlq == "" {
