@@ -18,16 +18,32 @@ type destination struct {
 	Destination string
 }
 
-// destinations is a DestinationConfig on the wire.
+// destinations is a DestinationConfig on the wire (event source
+// mappings').
 type destinations struct {
 	OnSuccess, OnFailure *destination `json:",omitempty"`
 }
 
+// eicDestination is API_OnSuccess and API_OnFailure in an event invoke
+// configuration: an unset destination is answered as
+// {"Destination":null}, as Lambda does (terraform-provider-aws tells an
+// unset destination by nil). Before, runnel answered {"Destination":""}.
+// On input, null and "" both remove the destination.
+type eicDestination struct {
+	Destination *string
+}
+
+// eicDestinations is an event invoke configuration's DestinationConfig on
+// the wire: both OnSuccess and OnFailure are always answered.
+type eicDestinations struct {
+	OnSuccess, OnFailure *eicDestination `json:",omitempty"`
+}
+
 type eventInvokeConfig struct {
-	FunctionArn                                    string        `json:",omitempty"`
-	LastModified                                   float64       `json:",omitempty"`
-	MaximumRetryAttempts, MaximumEventAgeInSeconds *int          `json:",omitempty"`
-	DestinationConfig                              *destinations `json:",omitempty"`
+	FunctionArn                                    string           `json:",omitempty"`
+	LastModified                                   float64          `json:",omitempty"`
+	MaximumRetryAttempts, MaximumEventAgeInSeconds *int             `json:",omitempty"`
+	DestinationConfig                              *eicDestinations `json:",omitempty"`
 	// DeadLetterConfig is a runnel extension (AWS keeps it on the
 	// function's configuration).
 	DeadLetterConfig *async.DeadLetterConfig `json:",omitempty"`
@@ -52,13 +68,13 @@ func (h *Handler) eicOut(c *async.EventInvokeConfig) eventInvokeConfig {
 	if c.Qualifier == "" && !strings.HasSuffix(out.FunctionArn, ":$LATEST") {
 		out.FunctionArn += ":$LATEST"
 	}
-	out.DestinationConfig = &destinations{OnSuccess: &destination{}, OnFailure: &destination{}}
+	out.DestinationConfig = &eicDestinations{OnSuccess: &eicDestination{}, OnFailure: &eicDestination{}}
 	if d := c.DestinationConfig; d != nil {
-		if d.OnSuccess != nil {
-			out.DestinationConfig.OnSuccess.Destination = d.OnSuccess.Destination
+		if d.OnSuccess != nil && d.OnSuccess.Destination != "" {
+			out.DestinationConfig.OnSuccess.Destination = &d.OnSuccess.Destination
 		}
-		if d.OnFailure != nil {
-			out.DestinationConfig.OnFailure.Destination = d.OnFailure.Destination
+		if d.OnFailure != nil && d.OnFailure.Destination != "" {
+			out.DestinationConfig.OnFailure.Destination = &d.OnFailure.Destination
 		}
 	}
 	return out
@@ -78,10 +94,10 @@ func (in *eventInvokeConfig) config(rq *request) (async.EventInvokeConfig, error
 	if d := in.DestinationConfig; d != nil {
 		c.DestinationConfig = &async.DestinationConfig{}
 		if d.OnSuccess != nil {
-			c.DestinationConfig.OnSuccess = &async.OnSuccess{Destination: d.OnSuccess.Destination}
+			c.DestinationConfig.OnSuccess = &async.OnSuccess{Destination: eicARN(d.OnSuccess.Destination)}
 		}
 		if d.OnFailure != nil {
-			c.DestinationConfig.OnFailure = &async.OnFailure{Destination: d.OnFailure.Destination}
+			c.DestinationConfig.OnFailure = &async.OnFailure{Destination: eicARN(d.OnFailure.Destination)}
 		}
 	}
 	return c, nil
@@ -135,4 +151,12 @@ func lambdaDeleteFunctionEventInvokeConfig(rq *request, _ *noInput) (any, error)
 		return nil, err
 	}
 	return nil, rq.h.rn.Async.DeleteFunctionEventInvokeConfig(rq.ctx, name)
+}
+
+// eicARN is a destination ARN on input: *p, or "" (none) for nil.
+func eicARN(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
