@@ -86,9 +86,6 @@ func (s *Service) UpdateStreamMode(ctx context.Context, streamName, mode string)
 		return err
 	}
 	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
-		if err := s.active(d); err != nil {
-			return err
-		}
 		if d.Mode() == mode {
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -20,7 +21,10 @@ import (
 // Kinesis developer guide, kinesis-using-sdk-java-resharding*.html).
 //
 // A reshard closes parent shards and opens child shards that take over
-// their hash keys. It runs in three steps, each durable:
+// their hash keys. It runs in three steps, each durable, after the stored
+// description is marked UPDATING (beginReshard): from then until step 3
+// no other request writes the description (they refuse a stream that is
+// not ACTIVE, and one that read it before fails its compare-and-set):
 //
 //  1. the children's JetStream streams are created and the description is
 //     written with the children open and the parents closed (ClosedMs), the
@@ -164,15 +168,14 @@ func (s *Service) MergeShards(ctx context.Context, streamName, shardToMerge, adj
 	}))
 }
 
-// oneStep is the plan of a reshard of one step: plan is asked once;
-// asked again (once its step is done) it answers that nothing is left.
-func oneStep(plan func(d *StreamDescription) ([]change, error)) func(*StreamDescription) ([]change, error) {
-	done := false
-	return func(d *StreamDescription) ([]change, error) {
-		if done {
+// oneStep is the plan of a reshard of one step: plan is asked for the
+// first round (again if that round is planned again, see beginReshard);
+// for a later round it answers that nothing is left.
+func oneStep(plan func(d *StreamDescription) ([]change, error)) func(*StreamDescription, int) ([]change, error) {
+	return func(d *StreamDescription, round int) ([]change, error) {
+		if round > 0 {
 			return nil, nil
 		}
-		done = true
 		return plan(d)
 	}
 }
@@ -194,10 +197,8 @@ func (s *Service) UpdateShardCount(ctx context.Context, streamName string, targe
 	}
 	var out *UpdateShardCountOutput
 	var targets []HashKeyRange
-	first := true
-	_, err := s.reshard(ctx, streamName, func(d *StreamDescription) ([]change, error) {
-		if first {
-			first = false
+	_, err := s.reshard(ctx, streamName, func(d *StreamDescription, round int) ([]change, error) {
+		if round == 0 {
 			if err := provisionedOnly(d, "UpdateShardCount"); err != nil {
 				return nil, err
 			}
@@ -356,36 +357,28 @@ func (s *Service) openShard(d *StreamDescription, id, verb string) (*Shard, erro
 }
 
 // reshard runs the rounds plan gives (called with the description as it
-// stands before each round, until it returns no change) as one UPDATING
-// period of the stream. An error of the first round refuses the call
-// before anything changed.
-func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamDescription) ([]change, error)) (*StreamDescription, error) {
-	d, rev, err := s.loadForUpdate(ctx, name)
-	if err != nil {
-		return nil, err
+// stands before each round and the round's number from 0, until it
+// returns no change) as one UPDATING period of the stream. An error of
+// the first round refuses the call before anything changed.
+//
+// The stream is UPDATING from before the first round's children are
+// created until the last round is sealed (beginReshard), so no other
+// write of the description (tags, retention, settings: updateDesc and
+// UpdateRetentionPeriod refuse a stream that is not ACTIVE) can come
+// between the rounds, and one that read the description while it was
+// still ACTIVE fails its compare-and-set on the revision.
+func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamDescription, round int) ([]change, error)) (*StreamDescription, error) {
+	d, cs, rev, before, err := s.beginReshard(ctx, name, plan)
+	if err != nil || len(cs) == 0 {
+		return d, err
 	}
 	for round := 0; ; round++ {
-		cs, err := plan(d)
-		if err != nil {
-			if round == 0 {
-				return nil, err
+		if round > 0 {
+			if cs, err = plan(d, round); err != nil || len(cs) == 0 || indexesLeft(d, cs) != nil {
+				break
 			}
-			break
-		}
-		if len(cs) == 0 {
-			break
 		}
 		next := maxIndex(d) + 1
-		n := 0
-		for _, c := range cs {
-			n += len(c.children)
-		}
-		if next+n > MaxShardIndex+1 {
-			if round == 0 {
-				return nil, awserr.New(awserr.ErrLimitExceeded, "stream %s has used all shard ids runnel allows (up to shardId-%012d)", name, MaxShardIndex)
-			}
-			break
-		}
 		now := s.eng.Clock.Now().UnixMilli()
 		for _, c := range cs {
 			for _, p := range c.parents {
@@ -398,6 +391,9 @@ func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamD
 				ch.CreatedMs = now
 				ch.SequenceNumberRange.StartingSequenceNumber = FormatSequenceNumber(d.Numbering(), next, FirstPosition)
 				if _, err := s.eng.CreateOrUpdateStream(ctx, s.shardConfig(d, next)); err != nil {
+					if round == 0 {
+						s.abandon(ctx, &before, rev)
+					}
 					return nil, awserr.New(awserr.ErrService, "create shard %d of %s: %v", next, name, err)
 				}
 				d.Shards = append(d.Shards, ch)
@@ -405,20 +401,95 @@ func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamD
 			}
 		}
 		d.StreamStatus, d.UpdatingMs = StatusUpdating, now
-		if rev, err = s.writeDesc(ctx, d, rev); err != nil {
+		r, err := s.writeDesc(ctx, d, rev)
+		if err != nil {
+			if round == 0 {
+				s.abandon(ctx, &before, rev)
+			}
 			return nil, err
 		}
+		rev = r
 		if err := s.sealClosed(ctx, d); err != nil {
 			return nil, err
 		}
+		s.at("round")
 	}
-	if d.StreamStatus == StatusUpdating {
-		d.StreamStatus, d.UpdatingMs = StatusActive, 0
-		if _, err := s.writeDesc(ctx, d, rev); err != nil {
-			return nil, err
-		}
+	d.StreamStatus, d.UpdatingMs = StatusActive, 0
+	if _, err := s.writeDesc(ctx, d, rev); err != nil {
+		return nil, err
 	}
 	return d, nil
+}
+
+// beginReshard reads a stream for a reshard (loadForUpdate), asks plan
+// for its first round and, if that changes anything, marks the stored
+// description UPDATING (a compare-and-set on the revision read) before
+// anything else happens. It returns the description, the first round's
+// changes (none: nothing to do, the stream untouched), the revision of
+// the mark and the description as read (to put back should the first
+// round fail before it is written).
+//
+// A description another request changed between the read and the mark
+// (a tag or setting written while the stream was still ACTIVE) is read
+// and planned again, up to 10 times; one that another reshard or a
+// retention change made UPDATING meanwhile is ResourceInUseException
+// (loadForUpdate).
+func (s *Service) beginReshard(ctx context.Context, name string, plan func(d *StreamDescription, round int) ([]change, error)) (d *StreamDescription, cs []change, rev uint64, before StreamDescription, err error) {
+	for attempt := 0; ; attempt++ {
+		if d, rev, err = s.loadForUpdate(ctx, name); err != nil {
+			return nil, nil, 0, before, err
+		}
+		before = *d // plan replaces fields (Scalings); the shards change later
+		before.Shards = slices.Clone(d.Shards)
+		if cs, err = plan(d, 0); err != nil {
+			return nil, nil, 0, before, err
+		}
+		if len(cs) == 0 {
+			return d, nil, rev, before, nil
+		}
+		if err = indexesLeft(d, cs); err != nil {
+			return nil, nil, 0, before, err
+		}
+		s.at("planned")
+		mark := before
+		mark.StreamStatus, mark.UpdatingMs = StatusUpdating, s.eng.Clock.Now().UnixMilli()
+		r, err := s.writeDesc(ctx, &mark, rev)
+		if err == nil {
+			return d, cs, r, before, nil
+		}
+		if attempt == 10 || !errors.Is(err, awserr.ErrResourceInUse) {
+			return nil, nil, 0, before, err
+		}
+	}
+}
+
+// indexesLeft refuses a round whose children would pass MaxShardIndex.
+func indexesLeft(d *StreamDescription, cs []change) error {
+	n := 0
+	for _, c := range cs {
+		n += len(c.children)
+	}
+	if maxIndex(d)+1+n > MaxShardIndex+1 {
+		return awserr.New(awserr.ErrLimitExceeded, "stream %s has used all shard ids runnel allows (up to shardId-%012d)", d.StreamName, MaxShardIndex)
+	}
+	return nil
+}
+
+// abandon puts back the description a reshard read (ACTIVE) when its
+// first round failed before closing any shard; best effort: if it fails
+// the stream stays UPDATING until StaleUpdateAfter (loadForUpdate).
+func (s *Service) abandon(ctx context.Context, before *StreamDescription, rev uint64) {
+	if _, err := s.writeDesc(ctx, before, rev); err != nil {
+		s.eng.Logger.Warn("cannot undo a failed reshard's mark", "stream", before.StreamName, "err", err)
+	}
+}
+
+// at calls the test hook, if any, at a step of a reshard or a retention
+// change.
+func (s *Service) at(step string) {
+	if s.hook != nil {
+		s.hook(step)
+	}
 }
 
 // loadForUpdate reads a stream's description for a reshard: ACTIVE, or

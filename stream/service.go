@@ -69,8 +69,9 @@ var streamNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
 
 // Stream statuses (API_StreamDescription.StreamStatus). runnel streams are
 // ACTIVE as soon as CreateStream returns, and UPDATING while SplitShard,
-// MergeShards or UpdateShardCount runs (they return once it is ACTIVE
-// again).
+// MergeShards, UpdateShardCount or UpdateRetentionPeriod runs (they
+// return once it is ACTIVE again). While UPDATING, every other change of
+// the stream is ResourceInUseException.
 const (
 	StatusActive   = "ACTIVE"
 	StatusUpdating = "UPDATING"
@@ -269,6 +270,9 @@ type Service struct {
 	ackLost atomic.Pointer[func() bool]
 	// resolveWithin, when positive (tests only), replaces ResolveWithin.
 	resolveWithin atomic.Int64
+	// hook, when set (tests only, before any call), is called at the
+	// named steps of a reshard and a retention change (at).
+	hook func(step string)
 }
 
 // New opens the streams service on eng.
@@ -484,38 +488,50 @@ func (s *Service) ListShards(ctx context.Context, name string) ([]Shard, error) 
 }
 
 // UpdateRetentionPeriod sets the stream's retention (IncreaseStreamRetentionPeriod
-// and DecreaseStreamRetentionPeriod in one call), 24..8760 hours.
+// and DecreaseStreamRetentionPeriod in one call), 24..8760 hours, else
+// InvalidArgumentException naming RetentionPeriodHours. A missing stream
+// is ResourceNotFoundException; one that is not ACTIVE (resharding) is
+// ResourceInUseException: "For successful operation, the resource must
+// be in the ACTIVE state" (API_IncreaseStreamRetentionPeriod).
+//
+// The stream is UPDATING while its shards' JetStream streams take the new
+// MaxAge, and ACTIVE again when the call returns: the new period and the
+// UPDATING status are one compare-and-set on the revision that found the
+// stream ACTIVE, so no reshard runs (and seals a shard, whose JetStream
+// metadata this rewrites) while the shards are updated, nor can this start
+// during one.
 func (s *Service) UpdateRetentionPeriod(ctx context.Context, name string, hours int) error {
 	if hours < MinRetentionPeriodHours || hours > MaxRetentionPeriodHours {
 		return awserr.OutOfRange(awserr.ErrInvalidArgument, "RetentionPeriodHours", hours, MinRetentionPeriodHours, MaxRetentionPeriodHours)
 	}
-	e, err := s.meta.Get(ctx, name)
+	d, rev, err := s.changeDesc(ctx, name, func(d *StreamDescription) error {
+		d.RetentionPeriodHours = hours
+		d.StreamStatus, d.UpdatingMs = StatusUpdating, s.eng.Clock.Now().UnixMilli()
+		return nil
+	})
 	if err != nil {
-		return notFound(name, s.eng.AccountID())
-	}
-	var d StreamDescription
-	if err := json.Unmarshal(e.Value(), &d); err != nil {
 		return err
 	}
-	d.RetentionPeriodHours = hours
-	b, _ := json.Marshal(d)
-	if _, err := s.meta.Update(ctx, name, b, e.Revision()); err != nil {
-		return awserr.New(awserr.ErrResourceInUse, "stream %s changed concurrently: %v", name, err)
-	}
+	s.at("retention")
+	var failed error
 	for _, sh := range d.Shards {
 		i, _ := ShardIndex(sh.ShardID)
-		cfg := s.shardConfig(&d, i)
+		cfg := s.shardConfig(d, i)
 		if info, err := s.eng.JS.Stream(ctx, cfg.Name); err == nil {
 			// A sealed shard keeps its seal's record and stays without
 			// its records' subject.
 			cfg.Metadata, cfg.Subjects = info.CachedInfo().Config.Metadata, info.CachedInfo().Config.Subjects
 		}
 		if _, err := s.eng.UpdateStream(ctx, cfg); err != nil {
-			return awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
+			failed = awserr.New(awserr.ErrService, "update shard %d of %s: %v", i, name, err)
+			break
 		}
 	}
-	s.Forget(name)
-	return nil
+	d.StreamStatus, d.UpdatingMs = StatusActive, 0
+	if _, err := s.writeDesc(ctx, d, rev); err != nil && failed == nil {
+		failed = err
+	}
+	return failed
 }
 
 // Forget drops what this process has cached about a stream, so the next

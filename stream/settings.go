@@ -35,7 +35,8 @@ type MonitoringOutput struct {
 }
 
 // EnableEnhancedMonitoring adds shard-level metrics to a stream's
-// (1..7 names of ShardLevelMetrics, or ALL).
+// (1..7 names of ShardLevelMetrics, or ALL). A stream that is not ACTIVE
+// is ResourceInUseException, as for every setting here (updateDesc).
 func (s *Service) EnableEnhancedMonitoring(ctx context.Context, streamName string, metrics []string) (*MonitoringOutput, error) {
 	return s.setMonitoring(ctx, streamName, metrics, true)
 }
@@ -64,9 +65,6 @@ func (s *Service) setMonitoring(ctx context.Context, streamName string, metrics 
 	}
 	out := &MonitoringOutput{}
 	err := s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
-		if err := s.active(d); err != nil {
-			return err
-		}
 		out.CurrentShardLevelMetrics = append([]string{}, d.ShardLevelMetrics...)
 		var next []string
 		for _, m := range ShardLevelMetrics { // AWS's order
@@ -109,9 +107,6 @@ func (s *Service) setEncryption(ctx context.Context, streamName, encryptionType,
 		return err
 	}
 	return s.updateDesc(ctx, streamName, func(d *StreamDescription) error {
-		if err := s.active(d); err != nil {
-			return err
-		}
 		d.EncryptionType, d.KeyID = to, keyID
 		if to == "" {
 			d.KeyID = ""

@@ -53,7 +53,8 @@ func validateTags(field string, tags map[string]string) error {
 // 0..256 characters of Unicode letters, digits, white space and
 // _ . / = + - % @ :. A stream holds at most 50 tags: more is
 // InvalidArgumentException, as is bad input (naming the field); a missing
-// stream is ResourceNotFoundException.
+// stream is ResourceNotFoundException; a stream that is not ACTIVE (a
+// reshard or retention change running) is ResourceInUseException.
 func (s *Service) AddTagsToStream(ctx context.Context, streamName string, tags map[string]string) error {
 	if err := checkTagsToAdd(tags); err != nil {
 		return err
@@ -107,6 +108,7 @@ func checkTagKeys(tagKeys []string) error {
 
 // RemoveTagsFromStream removes the tags with the given keys (1..50 keys;
 // keys the stream does not have are ignored) (API_RemoveTagsFromStream).
+// Errors as AddTagsToStream.
 func (s *Service) RemoveTagsFromStream(ctx context.Context, streamName string, tagKeys []string) error {
 	if err := checkTagKeys(tagKeys); err != nil {
 		return err
@@ -160,26 +162,44 @@ func sortedTags(tags map[string]string) []Tag {
 }
 
 // updateDesc applies change to a stream's stored description, again on a
-// concurrent update (compare-and-set on the key's revision).
+// concurrent update (compare-and-set on the key's revision). A stream
+// that is not ACTIVE is ResourceInUseException (active) before change is
+// called: AddTagsToStream, RemoveTagsFromStream, the settings and
+// UpdateStreamMode list it, "For successful operation, the resource must
+// be in the ACTIVE state", and a write between a reshard's rounds would
+// break its compare-and-set.
 func (s *Service) updateDesc(ctx context.Context, name string, change func(d *StreamDescription) error) error {
+	_, _, err := s.changeDesc(ctx, name, change)
+	return err
+}
+
+// changeDesc is updateDesc, returning the description written and its
+// revision.
+func (s *Service) changeDesc(ctx context.Context, name string, change func(d *StreamDescription) error) (*StreamDescription, uint64, error) {
 	for attempt := 0; ; attempt++ {
 		if !streamNameRE.MatchString(name) {
-			return notFound(name, s.eng.AccountID())
+			return nil, 0, notFound(name, s.eng.AccountID())
 		}
 		e, err := s.meta.Get(ctx, name)
 		if err != nil {
-			return notFound(name, s.eng.AccountID())
+			return nil, 0, notFound(name, s.eng.AccountID())
 		}
 		var d StreamDescription
 		if err := json.Unmarshal(e.Value(), &d); err != nil {
-			return awserr.New(awserr.ErrService, "stream %s: bad description: %v", name, err)
+			return nil, 0, awserr.New(awserr.ErrService, "stream %s: bad description: %v", name, err)
+		}
+		if err := s.active(&d); err != nil {
+			return nil, 0, err
 		}
 		if err := change(&d); err != nil {
-			return err
+			return nil, 0, err
 		}
-		_, err = s.writeDesc(ctx, &d, e.Revision())
-		if err == nil || attempt == 10 || !errors.Is(err, awserr.ErrResourceInUse) {
-			return err
+		rev, err := s.writeDesc(ctx, &d, e.Revision())
+		if err == nil {
+			return &d, rev, nil
+		}
+		if attempt == 10 || !errors.Is(err, awserr.ErrResourceInUse) {
+			return nil, 0, err
 		}
 	}
 }
