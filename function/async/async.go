@@ -145,9 +145,14 @@ const (
 const (
 	// MaxSyncPayloadSize bounds a RequestResponse payload: 6 MiB.
 	MaxSyncPayloadSize = 6 << 20
-	// MaxEventPayloadSize bounds an Event payload: Lambda's 1 MiB less the
-	// 512 bytes runnel keeps for the event's metadata attributes in the
-	// internal queue's 1 MiB message.
+	// MaxEventPayloadSize bounds an Event payload: 1,048,064 bytes,
+	// Lambda's 1 MiB (1,048,576) less the 512 bytes runnel keeps for the
+	// event's metadata attributes (request id, enqueue time, attempts,
+	// qualifier, last outcome: under 400 bytes, see meta.go), which ride
+	// with the payload in one message of the internal queue, and a queue
+	// message (body and attributes) is at most 1 MiB
+	// (queue.MaxMaximumMessageSize, SQS's). Where runnel differs: a
+	// payload of the last 512 bytes below 1 MiB is refused.
 	MaxEventPayloadSize = queue.MaxMaximumMessageSize - metaReserve
 	metaReserve         = 512
 )
@@ -464,7 +469,9 @@ func QueueName(functionName string) string { return QueuePrefix + functionName }
 // package doc.
 //
 // Errors: ErrInvalidParameterValue for another invocation type;
-// ErrRequestTooLarge; ErrInvalidRequestContent for a payload that is not
+// ErrRequestTooLarge (413, Lambda's RequestTooLargeException, in its
+// words: "<n> byte payload is too large for the Event invocation type
+// (limit <limit> bytes)"); ErrInvalidRequestContent for a payload that is not
 // JSON; ErrResourceNotFound for an unknown function; for RequestResponse,
 // ErrTooManyRequests when the function is throttled; ErrService when the
 // event could not be stored.
@@ -481,7 +488,7 @@ func (s *Service) Invoke(ctx context.Context, functionName, invocationType strin
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "InvocationType: %q must be one of RequestResponse, Event, DryRun", invocationType)
 	}
 	if len(payload) > limit {
-		return nil, awserr.New(ErrRequestTooLarge, "Request must be smaller than %d bytes for the %s invocation type (payload: %d bytes)", limit, invocationType, len(payload))
+		return nil, awserr.New(ErrRequestTooLarge, "%d byte payload is too large for the %s invocation type (limit %d bytes)", len(payload), invocationType, limit)
 	}
 	if len(payload) == 0 {
 		payload = []byte("{}")
