@@ -208,7 +208,7 @@ func dynamoRequestID() string {
 
 // isSchedulerPath reports a path of the Scheduler REST API.
 func isSchedulerPath(p string) bool {
-	return p == "/schedules" || p == "/schedule-groups" || strings.HasPrefix(p, "/schedules/") || strings.HasPrefix(p, "/schedule-groups/")
+	return p == "/schedules" || p == "/schedule-groups" || strings.HasPrefix(p, "/schedules/") || strings.HasPrefix(p, "/schedule-groups/") || strings.HasPrefix(p, "/tags/")
 }
 
 func isLambdaPath(p string) bool {
