@@ -80,6 +80,13 @@ func (s *Service) check(sc *Schedule, create bool) (*expr.Expr, error) {
 	if len(t.Input) > 8192 {
 		return nil, invalid("Target.Input: length %d is out of the range 1..8192.", len(t.Input))
 	}
+	if strings.HasPrefix(t.Arn, "arn:aws:lambda:") && t.Input != "" && !json.Valid([]byte(t.Input)) {
+		// API_Target: "If you are configuring a templated Lambda, AWS Step
+		// Functions, or Amazon EventBridge target, the input must be a
+		// well-formed JSON." Accepted, every occurrence's invocation was
+		// refused (InvalidRequestContent) and retried for a day.
+		return nil, invalid("Target.Input: the input of a Lambda target must be well-formed JSON.")
+	}
 	if d := t.DeadLetterConfig; d != nil && (!strings.HasPrefix(d.Arn, "arn:aws:sqs:") || strings.HasSuffix(d.Arn, ".fifo")) {
 		return nil, invalid("Target.DeadLetterConfig.Arn must be the ARN of a standard SQS queue, got %q.", d.Arn)
 	}
@@ -138,6 +145,12 @@ func (s *Service) store(ctx context.Context, sc Schedule, create bool) (string, 
 			sc.LastFired = old.s.LastFired // fired or not, enabled again or not: its one occurrence
 		case changed, old.s.State != "ENABLED" && sc.State == "ENABLED":
 			sc.LastFired = &now // counts from now: no backlog of the old expression or of the disabled time
+		case old.s.LastFired == nil && sc.StartDate != nil && sc.StartDate.Before(now.Add(-5*time.Minute)):
+			// Not fired yet, and given a StartDate long past (CreateSchedule
+			// refuses one; an update of a schedule made long ago carries its
+			// own): it counts from now, never a backlog of every occurrence
+			// since that date.
+			sc.LastFired = &now
 		default:
 			sc.LastFired = old.s.LastFired
 		}
