@@ -84,8 +84,9 @@ goes on without it (an explicit --aws address must be free).`,
 					}
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "stack applied: streams created %v kept %v; functions %v; mappings created %v updated %v\n",
-					a.StreamsCreated, a.StreamsKept, a.FunctionsCreated, a.MappingsCreated, a.MappingsUpdated)
+				fmt.Fprintf(cmd.OutOrStdout(), "stack applied: streams created %v kept %v; queues created %v kept %v; tables created %v kept %v; functions %v; mappings created %v updated %v replaced %v; topics %v; subscriptions %v removed %v\n",
+					a.StreamsCreated, a.StreamsKept, a.QueuesCreated, a.QueuesKept, a.TablesCreated, a.TablesKept, a.FunctionsCreated,
+					a.MappingsCreated, a.MappingsUpdated, a.MappingsReplaced, a.TopicsApplied, a.SubscriptionsApplied, a.SubscriptionsRemoved)
 			}
 			if u := rn.Engine.ClientURL(); u != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "NATS clients: --nats-url %s\n", u)
