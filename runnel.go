@@ -17,6 +17,7 @@ package runnel
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -142,6 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Runnel, error) {
 	if rn.Schedules, err = scheduler.New(ctx, eng, rn.Targets, scheduler.Options{Passive: cfg.Mappings.Passive}); err != nil {
 		return fail(err)
 	}
+	rn.Async.SetFanout(asyncFanout(rn.SNS, rn.Events))
 	if rn.Mappings, err = mapping.NewService(ctx, eng, rn.Streams, rn.Queues, rn.Tables, rn.Functions, cfg.Mappings); err != nil {
 		return fail(err)
 	}
@@ -210,4 +212,35 @@ func (rn *Runnel) Crash() {
 		rn.closeServices()
 		<-rn.done
 	})
+}
+
+// asyncFanout gives asynchronous invocation its SNS topic and event bus
+// destinations (SNS is built after async: its Lambda subscriptions invoke
+// through it).
+func asyncFanout(topics *sns.Service, buses *eventbus.Service) async.Fanout {
+	return async.Fanout{
+		Publish: func(ctx context.Context, topicARN, message string) error {
+			_, err := topics.Publish(ctx, sns.PublishInput{TopicArn: topicARN, Message: message})
+			return err
+		},
+		TopicFIFO: func(_ context.Context, topicARN string) (bool, error) {
+			attrs, err := topics.GetTopicAttributes(topicARN)
+			return attrs[sns.AttrFifoTopic] == "true", err
+		},
+		PutEvent: func(ctx context.Context, busARN, source, detailType, detail string, resources []string) error {
+			out, err := buses.PutEvents(ctx, []eventbus.PutEventsRequestEntry{{Source: source, DetailType: detailType,
+				Detail: detail, Resources: resources, EventBusName: busARN}})
+			if err != nil {
+				return err
+			}
+			if out.FailedEntryCount > 0 {
+				return fmt.Errorf("PutEvents to %s: %s: %s", busARN, out.Entries[0].ErrorCode, out.Entries[0].ErrorMessage)
+			}
+			return nil
+		},
+		BusExists: func(_ context.Context, busARN string) error {
+			_, err := buses.DescribeEventBus(busARN)
+			return err
+		},
+	}
 }

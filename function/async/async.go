@@ -273,6 +273,7 @@ type Service struct {
 	log     *slog.Logger
 	conc    int // Options.Concurrency: a cap per function, 0 for none
 	passive bool
+	fanout  fanoutHolder // SNS and EventBridge destinations (SetFanout)
 
 	bg     context.Context
 	cancel context.CancelFunc

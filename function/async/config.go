@@ -216,10 +216,12 @@ func (s *Service) checkDestination(ctx context.Context, name, field, arn string)
 			return invalid("%s: function %s does not exist", field, arn)
 		}
 		return nil
-	case strings.HasPrefix(arn, "arn:aws:sns:"), strings.HasPrefix(arn, "arn:aws:events:"), strings.HasPrefix(arn, "arn:aws:s3:"):
-		return invalid("%s: %q: SNS topics, EventBridge buses and S3 buckets are not supported by runnel; use a queue, a stream or a function", field, arn)
+	case strings.HasPrefix(arn, "arn:aws:sns:"), strings.HasPrefix(arn, "arn:aws:events:"):
+		return s.checkFanoutDestination(ctx, field, arn)
+	case strings.HasPrefix(arn, "arn:aws:s3:"):
+		return invalid("%s: %q: S3 buckets are not supported by runnel; use a queue, a topic, a bus, a stream or a function", field, arn)
 	}
-	return invalid("%s: %q is not the ARN of a queue (arn:aws:sqs:...), a stream (arn:aws:kinesis:...) or a function (arn:aws:lambda:...)", field, arn)
+	return invalid("%s: %q is not the ARN of a queue (arn:aws:sqs:...), a topic (arn:aws:sns:...), an event bus (arn:aws:events:...), a stream (arn:aws:kinesis:...) or a function (arn:aws:lambda:...)", field, arn)
 }
 
 // checkQueue checks that a queue exists and is a standard queue.

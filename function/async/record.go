@@ -76,7 +76,7 @@ func (p *poller) fail(ctx context.Context, msg *queue.Message, m meta, condition
 // not take is kept in the built-in store. It reports false only when the
 // record is stored nowhere.
 func (p *poller) deliver(ctx context.Context, arn string, rec []byte, payload string, m meta, condition string) bool {
-	err := p.s.sendRecord(ctx, arn, rec, m.requestID)
+	err := p.s.sendRecord(ctx, arn, rec, m.requestID, condition == ConditionSuccess)
 	if err == nil {
 		p.c.deliveries.Add(1)
 		return true
@@ -87,9 +87,16 @@ func (p *poller) deliver(ctx context.Context, arn string, rec []byte, payload st
 	return p.keep(ctx, rec, payload, m, condition, "delivery to "+arn+" failed: "+err.Error())
 }
 
-// sendRecord delivers a record to a queue, a stream or a function.
-func (s *Service) sendRecord(ctx context.Context, arn string, rec []byte, requestID string) error {
+// sendRecord delivers a record to a queue, a stream, a function, a topic
+// or an event bus.
+func (s *Service) sendRecord(ctx context.Context, arn string, rec []byte, requestID string, success bool) error {
 	switch {
+	case strings.HasPrefix(arn, "arn:aws:sns:"), strings.HasPrefix(arn, "arn:aws:events:"):
+		var r struct {
+			RequestContext struct{ FunctionArn string } `json:"requestContext"`
+		}
+		json.Unmarshal(rec, &r)
+		return s.sendFanout(ctx, arn, rec, r.RequestContext.FunctionArn, success)
 	case strings.HasPrefix(arn, "arn:aws:sqs:"):
 		_, err := s.queues.SendMessage(ctx, arn, queue.SendMessageInput{MessageBody: string(rec)})
 		return err
