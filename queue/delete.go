@@ -196,7 +196,11 @@ func (s *Service) ChangeMessageVisibilityBatch(ctx context.Context, queueURL str
 // PurgeQueue deletes every message of the queue, in flight or not
 // (API_PurgeQueue). Messages sent while it runs may be deleted too. A
 // second purge within PurgeInterval (60 s, engine clock) is
-// awserr.ErrPurgeQueueInProgress. FIFO deduplication ids are still remembered.
+// awserr.ErrPurgeQueueInProgress. FIFO deduplication ids of the last 5
+// minutes are still remembered, also across a restart or a hand-over
+// (purgeStream): a resend within their 5 minutes is acknowledged but not
+// stored. A failure to store is awserr.ErrInternal (retryable; nothing
+// was purged).
 func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 	if remote, err := s.forward(ctx, "PurgeQueue", queueURL, nil); remote {
 		return err
@@ -222,7 +226,7 @@ func (s *Service) PurgeQueue(ctx context.Context, queueURL string) error {
 			return ctx.Err()
 		}
 	}
-	if err := q.js.Purge(ctx); err != nil {
+	if err := q.purgeStream(ctx, now.UnixMilli()); err != nil {
 		return awserr.New(awserr.ErrInternal, "purge %s: %v", q.name, err)
 	}
 	for _, rec := range q.records {

@@ -10,6 +10,8 @@ import (
 //	sqs.<id>.m.<n>  the body record: the call's messages (1..10)
 //	sqs.<id>.s.<n>  the state record: runnel state of those messages,
 //	                replaced on every receive, visibility change and delete
+//	sqs.<id>.d.<n>  a FIFO queue's deduplication ids of call n that a
+//	                PurgeQueue kept (a tombstone in goneV1's layout)
 //
 // The stream keeps one message per subject, so each publish on a subject
 // replaces the previous one; when every message of a call is gone, the

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -523,52 +522,4 @@ func (q *queue) finishDups(ctx context.Context, results []sendResult, errs []err
 		results[i] = sendResult{id: e.id, seq: e.seq}
 	}
 	return results, errs
-}
-
-// dedupEntry remembers a FIFO deduplication id for five minutes.
-type dedupEntry struct {
-	key    string
-	id     string
-	seq    string
-	sentAt int64
-	rec    *record // the record storing the first send; nil if loaded
-}
-
-func (q *queue) dedupKey(group, dedup string) string {
-	if q.cfg.groupScope {
-		return strconv.Itoa(len(group)) + ":" + group + dedup
-	}
-	return dedup
-}
-
-// remember records a deduplication id sent at sentAt, unless its five
-// minutes are over.
-func (q *queue) remember(group, dedup, id, seq string, sentAt int64, rec *record, now int64) {
-	if sentAt+DeduplicationInterval.Milliseconds() <= now {
-		return
-	}
-	key := q.dedupKey(group, dedup)
-	if e := q.dedup[key]; e != nil && e.sentAt >= sentAt {
-		return
-	}
-	e := &dedupEntry{key: key, id: id, seq: seq, sentAt: sentAt, rec: rec}
-	q.dedup[key] = e
-	q.dedupFIFO = append(q.dedupFIFO, e)
-}
-
-// pruneDedup forgets deduplication ids older than five minutes. Entries
-// are pruned in the order they were remembered; lookups check the age
-// themselves.
-func (q *queue) pruneDedup(now int64) {
-	w := DeduplicationInterval.Milliseconds()
-	i := 0
-	for i < len(q.dedupFIFO) && q.dedupFIFO[i].sentAt+w <= now {
-		e := q.dedupFIFO[i]
-		if q.dedup[e.key] == e {
-			delete(q.dedup, e.key)
-		}
-		q.dedupFIFO[i] = nil
-		i++
-	}
-	q.dedupFIFO = q.dedupFIFO[i:]
 }

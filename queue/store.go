@@ -357,6 +357,8 @@ func (s *Service) loadMsg(q *queue, subject string, seq uint64, h nats.Header, d
 	if h.Get(goneHeader) != "" {
 		if kind == "m" {
 			delete(q.records, n)
+		}
+		if kind == "m" || kind == "d" { // d: the ids a purge kept (purgeStream)
 			entries, err := decodeGone(data)
 			if err == nil {
 				for _, e := range entries {
