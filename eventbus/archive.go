@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -362,40 +363,27 @@ func (s *Service) StartReplay(ctx context.Context, r Replay) (*Replay, error) {
 	r.ReplayArn = "arn:aws:events:" + s.eng.Region() + ":" + s.eng.AccountID() + ":replay/" + r.ReplayName
 	r.State, r.ReplayStartTime = ReplayStarting, s.eng.Clock.Now().UTC()
 	data, _ := json.Marshal(r)
-	rev, err := s.replayKV.Create(ctx, r.ReplayName, data)
+	_, err = s.replayKV.Create(ctx, r.ReplayName, data)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, awserr.New(awserr.ErrResourceAlreadyExists, "Replay %s already exists.", r.ReplayName)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.startReplay(r, rev)
+	// The holder of the lease ReplayLease, in this process or another,
+	// sees the new replay in the bucket and runs it (replay_lease.go).
 	return &r, nil
 }
 
-// startReplay runs a replay in the background (Passive services don't).
-func (s *Service) startReplay(r Replay, rev uint64) {
-	if s.passive || s.bg == nil || s.bg.Err() != nil {
-		return
-	}
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.runReplay(s.bg, r, rev) }()
-}
-
-// resumeReplays restarts the replays a stop interrupted.
-func (s *Service) resumeReplays(ctx context.Context) {
-	engine.LoadJSON(ctx, s.replayKV, func(k string, r Replay, err error) {
-		if err != nil || (r.State != ReplayStarting && r.State != ReplayRunning && r.State != ReplayCancelling) {
-			return
-		}
-		if e, err := s.replayKV.Get(ctx, k); err == nil {
-			s.startReplay(r, e.Revision())
-		}
-	})
-}
-
-// saveReplay stores r with a compare-and-set; a cancel in between (a
-// newer revision) is read back into r.
+// saveReplay stores r with a compare-and-set on *rev, the revision this
+// runner wrote last. When the stored replay was written since, it is read:
+// a CancelReplay (state CANCELLING, its progress not past r's) is taken
+// in (r.State becomes CANCELLING, *rev the stored revision) and
+// errReplayCancelSeen returned: the caller may save again. Any other
+// write is another runner's: errReplayTaken, and the caller stops without
+// writing. Other errors (the store not answering) are returned as they
+// are; the caller stops too (its supervisor starts it again from the
+// stored state).
 func (s *Service) saveReplay(ctx context.Context, r *Replay, rev *uint64) error {
 	data, _ := json.Marshal(r)
 	n, err := s.replayKV.Update(ctx, r.ReplayName, data, *rev)
@@ -404,27 +392,48 @@ func (s *Service) saveReplay(ctx context.Context, r *Replay, rev *uint64) error 
 		return nil
 	}
 	e, gerr := s.replayKV.Get(ctx, r.ReplayName)
+	if errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted) {
+		return errReplayTaken // deleted: nobody runs it
+	}
 	if gerr != nil {
-		return gerr
+		return fmt.Errorf("saving replay %s: %w (reading it back: %v)", r.ReplayName, err, gerr)
+	}
+	if e.Revision() == *rev {
+		return fmt.Errorf("saving replay %s: %w", r.ReplayName, err) // not a conflict
 	}
 	var cur Replay
-	if json.Unmarshal(e.Value(), &cur) == nil && cur.State == ReplayCancelling {
+	if json.Unmarshal(e.Value(), &cur) == nil && cur.State == ReplayCancelling && cur.Seq <= r.Seq {
 		r.State = ReplayCancelling
+		*rev = e.Revision()
+		return errReplayCancelSeen
 	}
-	*rev = e.Revision()
-	return err
+	return errReplayTaken
 }
 
 // runReplay sends the archive's events in the replay's time range to the
 // bus, in archive order, storing progress after each event.
 func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 	a, err := s.archive1(ctx, lastSegment(r.EventSourceArn))
+	// taken logs that the replay's record was written by another runner:
+	// this one stops.
+	taken := func(err error) {
+		if errors.Is(err, errReplayTaken) {
+			s.log.Info("replay: another process runs it now; this one stops", "replay", r.ReplayName, "seq", r.Seq)
+		} else {
+			s.log.Warn("replay: its progress could not be saved; it starts again from the saved progress", "replay", r.ReplayName, "err", err)
+		}
+	}
 	finish := func(state, reason string) {
-		// The state is set before each try: a failed saveReplay reads the
-		// stored replay, and sets CANCELLING when it finds it.
+		// The state is set before each try: a save that finds a
+		// CancelReplay sets CANCELLING and may be tried again.
 		for i := 0; i < 3; i++ {
 			r.State, r.StateReason, r.ReplayEndTime = state, reason, s.eng.Clock.Now().UTC()
-			if s.saveReplay(context.WithoutCancel(ctx), &r, &rev) == nil {
+			err := s.saveReplay(context.WithoutCancel(ctx), &r, &rev)
+			if err == nil {
+				return
+			}
+			if errors.Is(err, errReplayTaken) {
+				taken(err)
 				return
 			}
 		}
@@ -436,7 +445,10 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 	}
 	if r.State == ReplayStarting {
 		r.State = ReplayRunning
-		s.saveReplay(ctx, &r, &rev)
+		if err := s.saveReplay(ctx, &r, &rev); err != nil && !errors.Is(err, errReplayCancelSeen) {
+			taken(err)
+			return
+		}
 	}
 	only := map[string]bool{}
 	for _, arn := range r.Destination.FilterArns {
@@ -471,7 +483,7 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 		}
 		msg, err := cons.Next(jetstream.FetchMaxWait(time.Second))
 		if ctx.Err() != nil {
-			return // stopped: resumes at the next New
+			return // stopped (Close, or the lease lost): resumed by the lease's next holder
 		}
 		if err != nil {
 			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
@@ -500,7 +512,14 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 			return
 		}
 		r.Seq = meta.Sequence.Stream
-		s.saveReplay(ctx, &r, &rev)
+		// A cancel seen here ends the replay at the loop's top, saving
+		// this progress with it.
+		if err := s.saveReplay(ctx, &r, &rev); err != nil && !errors.Is(err, errReplayCancelSeen) {
+			if ctx.Err() == nil {
+				taken(err)
+			}
+			return
+		}
 		if f := replayStepped.Load(); f != nil {
 			(*f)(r.ReplayName)
 		}

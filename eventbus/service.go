@@ -27,7 +27,13 @@
 // archives in "runnel_event_archives", replays in "runnel_event_replays";
 // archived events in the JetStream stream "RUNNEL_EB_ARCHIVE", subject
 // "ebarchive.<archive id>", one message per event with its ingestion time.
-// As queues are, the service is meant to be run by one process.
+//
+// # Cluster
+//
+// Every process serves the API; the scheduled rules are fired by the
+// holder of the lease "eventbridge-schedules", the replays run by the
+// holder of the lease "eventbridge-replays" (replay_lease.go), each taken
+// over by another process when its holder's lease is lost.
 package eventbus
 
 import (
@@ -209,8 +215,7 @@ type Service struct {
 	stats map[string]*ruleCounters // by rule ARN
 	arch  map[string]cachedArchive // by name
 
-	kick    chan struct{}
-	passive bool
+	kick chan struct{}
 	// nextTrim is when the archives are trimmed next (timer goroutine).
 	nextTrim time.Time
 	bg       context.Context
@@ -219,7 +224,8 @@ type Service struct {
 }
 
 // New opens the service: loads the buses (creating "default"), and unless
-// Passive starts the schedule timer and resumes unfinished replays.
+// Passive takes part in running the schedule timer and the replays (each
+// run by the one process of a cluster that holds its lease).
 func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = eng.Logger
@@ -247,7 +253,6 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 	}
 	targets.SetBus(s.putOnBus)
 	s.bg, s.cancel = context.WithCancel(context.Background())
-	s.passive = opts.Passive
 	if err := engine.Watch(s.bg, &s.wg, s.buses, s.applyBus); err != nil {
 		s.cancel()
 		return nil, err
@@ -264,13 +269,20 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 			defer s.wg.Done()
 			leases.RunWhileHeld(s.bg, "eventbridge-schedules", func(ctx context.Context) { expr.RunTimer(ctx, eng.Clock, s.kick, s.fireSchedules) })
 		}()
-		s.resumeReplays(ctx)
+		// One process runs the replays: the holder of the lease
+		// ReplayLease (replay_lease.go).
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			leases.RunWhileHeld(s.bg, ReplayLease, s.runReplays)
+		}()
 	}
 	return s, nil
 }
 
-// Close stops the schedule timer and the replays running (a replay
-// resumes at the next New).
+// Close stops the schedule timer and the replays running, and gives up
+// their leases (a replay is resumed from its saved progress by the next
+// holder of the lease ReplayLease, in another process or at the next New).
 func (s *Service) Close() {
 	if s.cancel != nil {
 		s.cancel()
