@@ -15,10 +15,12 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/mapping"
 )
 
@@ -62,6 +64,17 @@ const (
 	// RuleThrottles: a function was throttled in the evaluation window.
 	// One alarm per function.
 	RuleThrottles = "throttles"
+	// RuleAsyncEventAge: a function's asynchronous backlog is not
+	// draining: the oldest event waiting in its internal queue (accepted
+	// by Invoke with InvocationType Event, not yet run) is older than the
+	// threshold (the seed's "AsyncEventAge climbing toward 6 h"; events
+	// older than MaximumEventAgeInSeconds, 6 h by default, leave as
+	// EventAgeExceeded). One alarm per function with such a queue; the
+	// value is the age in milliseconds. Trap: an event retried after a
+	// failure or a throttle is queued again, so its age counts from its
+	// last retry here; the runnel_function_async_event_age_seconds gauge
+	// shows the age at invocation.
+	RuleAsyncEventAge = "async-event-age"
 )
 
 // Alarm is the state of one rule on one resource.
@@ -111,6 +124,9 @@ type Config struct {
 	// Throttles: a function with more throttles than this in the window
 	// is in ALARM. Default 0.
 	Throttles int64
+	// AsyncEventAge: a function whose oldest waiting asynchronous event is
+	// older than this is in ALARM. Default 1h.
+	AsyncEventAge time.Duration
 	// DeadLetterPattern matches the names of queues that are dead-letter
 	// queues by name (besides RedrivePolicy and on-failure targets).
 	// Default DefaultDeadLetterPattern.
@@ -150,6 +166,9 @@ func (c Config) WithDefaults() Config {
 	if c.ErrorRate == 0 {
 		c.ErrorRate = 0.01
 	}
+	if c.AsyncEventAge == 0 {
+		c.AsyncEventAge = time.Hour
+	}
 	if c.DeadLetterPattern == "" {
 		c.DeadLetterPattern = DefaultDeadLetterPattern
 	}
@@ -180,6 +199,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("alarm error rate threshold: %v must be a fraction in (0, 1) (0.01 is 1%%)", c.ErrorRate)
 	case c.Throttles < 0:
 		return fmt.Errorf("alarm throttles threshold: %d must be >= 0", c.Throttles)
+	case c.AsyncEventAge < 0:
+		return fmt.Errorf("alarm async event age threshold: %v must be positive", c.AsyncEventAge)
 	case c.HookTimeout < 0:
 		return fmt.Errorf("alarm hook timeout: %v must be positive", c.HookTimeout)
 	}
@@ -303,6 +324,19 @@ func (a *Alarms) apply(snap *Snapshot) []Change {
 			State: state(age > thr),
 			Message: fmt.Sprintf("mapping %s (stream %s -> %s): iterator age %s on %s (%d records pending), threshold %s",
 				m.UUID, m.Source, m.Function, time.Duration(age)*time.Millisecond, shard, m.PendingRecords(), a.cfg.IteratorAge)})
+	}
+
+	asyncThr := a.cfg.AsyncEventAge.Milliseconds()
+	for _, q := range snap.Queues {
+		fn, ok := strings.CutPrefix(q.Name, async.QueuePrefix)
+		if !ok {
+			continue
+		}
+		age := int64(q.OldestAgeSeconds * 1000)
+		seen = append(seen, Alarm{Rule: RuleAsyncEventAge, Resource: fn, Value: float64(age), Threshold: float64(asyncThr), Unit: "ms",
+			State: state(age > asyncThr),
+			Message: fmt.Sprintf("function %s: the oldest asynchronous event waiting to run was accepted %s ago (%d events waiting), threshold %s",
+				fn, (time.Duration(age) * time.Millisecond).Round(time.Second), q.Depth(), a.cfg.AsyncEventAge)})
 	}
 
 	cur := map[string]counts{}

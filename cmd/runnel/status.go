@@ -68,6 +68,7 @@ func thresholdFlags(fs *pflag.FlagSet, cfg *observe.Config) {
 	fs.Float64Var(&cfg.ErrorRate, "alarm-error-rate", 0.01, "error-rate alarm threshold, a fraction of invocations (0.01 = 1%)")
 	fs.Int64Var(&cfg.DLQDepth, "alarm-dlq-depth", 0, "dlq-depth alarm threshold: a dead-letter queue with more messages is in ALARM")
 	fs.Int64Var(&cfg.Throttles, "alarm-throttles", 0, "throttles alarm threshold: more throttles in an evaluation window is ALARM")
+	fs.DurationVar(&cfg.AsyncEventAge, "alarm-async-event-age", time.Hour, "async-event-age alarm threshold: a function whose oldest waiting asynchronous event is older is in ALARM")
 	flagAtLeast(fs, "alarm-iterator-age", &cfg.IteratorAge, time.Millisecond)
 	flagCheck(fs, "alarm-error-rate", &cfg.ErrorRate, func(r float64) error {
 		if r <= 0 || r >= 1 {
@@ -77,6 +78,7 @@ func thresholdFlags(fs *pflag.FlagSet, cfg *observe.Config) {
 	})
 	flagAtLeast(fs, "alarm-dlq-depth", &cfg.DLQDepth, 0)
 	flagAtLeast(fs, "alarm-throttles", &cfg.Throttles, 0)
+	flagAtLeast(fs, "alarm-async-event-age", &cfg.AsyncEventAge, time.Second)
 }
 
 // observeFlags are serve's operator's-view flags: the HTTP server and the
