@@ -39,11 +39,7 @@ type dedupEntry struct {
 // dedupKey is the key of a deduplication id in queue.dedup: the id alone
 // (DeduplicationScope queue), or the group and the id (messageGroup).
 func (q *queue) dedupKey(group, dedup string) string {
-	return scopedKey(q.cfg.groupScope, group, dedup)
-}
-
-func scopedKey(groupScope bool, group, dedup string) string {
-	if groupScope {
+	if q.cfg.groupScope {
 		return strconv.Itoa(len(group)) + ":" + group + dedup
 	}
 	return dedup
@@ -81,8 +77,8 @@ func (q *queue) pruneDedup(now int64) {
 	q.dedupFIFO = q.dedupFIFO[i:]
 }
 
-// rekeyDedup keys the remembered ids anew after DeduplicationScope
-// changed (SetQueueAttributes). Before, the keys kept the old scope's
+// rekeyDedup keys the remembered ids anew after DeduplicationScope was
+// set (SetQueueAttributes; a set to the same scope changes nothing). Before, the keys kept the old scope's
 // form and a lookup used the new one: after a change either way, a
 // resend in the same group with the same id, a duplicate under both
 // scopes, was stored and delivered again. From messageGroup to queue,

@@ -66,3 +66,39 @@ func TestAPurgedFIFOQueueRemembersDeduplicationIdsAcrossARestart(t *testing.T) {
 		t.Fatalf("received %v, want [again]", got)
 	}
 }
+
+// TestADeduplicationScopeChangeKeepsTheIdsOfTheLast5Minutes: a send
+// whose deduplication id was sent within 5 minutes is "acknowledged but
+// not delivered" (API_SendMessage); with DeduplicationScope messageGroup
+// deduplication "occurs at the message group level", with queue "at the
+// queue level" (API_SetQueueAttributes, DeduplicationScope). A resend
+// in the same group with the same id is a duplicate under both scopes.
+// Before, the remembered ids kept the key of the scope they were sent
+// under and a lookup used the new one: after SetQueueAttributes changed
+// the scope either way, such a resend was stored and delivered twice.
+func TestADeduplicationScopeChangeKeepsTheIdsOfTheLast5Minutes(t *testing.T) {
+	for _, tc := range []struct{ from, to string }{{"queue", "messageGroup"}, {"messageGroup", "queue"}} {
+		t.Run(tc.from+" to "+tc.to, func(t *testing.T) {
+			e := newEnv(t)
+			q := e.create("q.fifo", fifoAttrs("DeduplicationScope", tc.from))
+			send := func(body, group, dedup string) *queue.SendMessageOutput {
+				return e.sendIn(q, queue.SendMessageInput{MessageBody: body, MessageGroupId: group, MessageDeduplicationId: dedup})
+			}
+			first := send("a", "g", "D")
+			if err := e.svc.SetQueueAttributes(e.ctx, q, map[string]string{"DeduplicationScope": tc.to}); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(time.Minute)
+			if r := send("a", "g", "D"); r.MessageId != first.MessageId {
+				t.Fatalf("a resend in the same group after the change was stored as %s", r.MessageId)
+			}
+			e.restart()
+			if r := send("a", "g", "D"); r.MessageId != first.MessageId {
+				t.Fatalf("a resend after the change and a restart was stored as %s", r.MessageId)
+			}
+			if got := e.bodies(q, queue.ReceiveMessageInput{}); !equal(got, []string{"a"}) {
+				t.Fatalf("received %v, want [a] once", got)
+			}
+		})
+	}
+}

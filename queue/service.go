@@ -663,7 +663,9 @@ func contains(list []string, s string) bool {
 // (messageGroup|queue) and FifoThroughputLimit (perQueue|perMessageGroupId).
 // An empty policy removes it. FifoQueue can't be changed. New values apply
 // to messages already in the queue (retention, visibility of later
-// receives).
+// receives); a new DeduplicationScope to the deduplication ids of the
+// last 5 minutes (a resend in the same group with the same id is still a
+// duplicate).
 func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attributes map[string]string) error {
 	if remote, err := s.forward(ctx, "SetQueueAttributes", lease.Pair(queueURL, attributes), nil); remote {
 		return err
@@ -700,6 +702,9 @@ func (s *Service) SetQueueAttributes(ctx context.Context, queueURL string, attri
 	}, func(q *queue) {
 		if _, ok := attrs[AttrDelaySeconds]; ok && fifo {
 			q.redelay(s.eng.Clock.Now().UnixMilli())
+		}
+		if _, ok := attrs[AttrDeduplicationScope]; ok && fifo {
+			q.rekeyDedup() // the ids of the last 5 minutes, keyed by the new scope
 		}
 	})
 }
