@@ -290,8 +290,10 @@ func (s *Service) ListAliases(name, functionVersion string) ([]Alias, error) {
 	return out, nil
 }
 
-// DeleteAlias deletes alias of function name, or fails with
-// ResourceNotFound.
+// DeleteAlias deletes alias of function name, with its resource policy,
+// provisioned concurrency and URL configuration, or fails with
+// ResourceNotFound. (Its policy used to stay behind: an alias created
+// again under the name inherited the old statements.)
 func (s *Service) DeleteAlias(ctx context.Context, name, alias string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -304,6 +306,7 @@ func (s *Service) DeleteAlias(ctx context.Context, name, alias string) error {
 	delete(s.aliases[name], alias)
 	s.purgeProvisioned(ctx, name, alias)
 	s.purgeURLs(ctx, name, alias)
+	s.purgePolicy(ctx, name, alias)
 	return nil
 }
 

@@ -132,36 +132,96 @@ func loadDoc(ctx context.Context, kv jetstream.KeyValue, key string, v any) (boo
 	return true, json.Unmarshal(e.Value(), v)
 }
 
+// MaxPolicySize is the most bytes a resource policy holds, as GetPolicy
+// returns the document (Lambda quotas: "Function resource-based policy:
+// 20 KB").
+const MaxPolicySize = 20 * 1024
+
+// ErrPolicyLengthExceeded is AddPermission's answer to a statement that
+// would make the policy larger than MaxPolicySize
+// (PolicyLengthExceededException, HTTP 400, in AddPermission's errors in
+// the Lambda model).
+var ErrPolicyLengthExceeded = &awserr.Error{Code: "PolicyLengthExceededException"}
+
 // AddPermission adds p to the policy of function name (qualifier: of a
 // version or alias) and returns the statement added. Errors:
 // ResourceNotFound, ResourceConflict for a StatementId already there
-// (Lambda's message), PreconditionFailed for a stale RevisionId.
+// (Lambda's message), PreconditionFailed for a stale RevisionId,
+// PolicyLengthExceeded ("The final policy size is bigger than the
+// limit.") when the policy would be over MaxPolicySize bytes.
+//
+// The policy is written with the revision read (KV Update, or Create for
+// a first statement) and read again when another call, on any node,
+// wrote it meanwhile: a plain Put after the read lost the statements
+// other nodes added in between (docMu serializes one process only).
 func (s *Service) AddPermission(ctx context.Context, name, qualifier string, p Permission) (json.RawMessage, error) {
 	key, err := s.docKey(name, qualifier)
 	if err != nil {
 		return nil, err
 	}
-	s.docMu.Lock()
-	defer s.docMu.Unlock()
-	pol := Policy{Version: "2012-10-17", Id: "default"}
-	if _, err := loadDoc(ctx, s.polkv, key, &pol); err != nil {
+	st := p.statement(s.QualifiedARN(name, strings.TrimPrefix(qualifier, Latest)))
+	err = updateDoc(ctx, s.polkv, key, func() Policy { return Policy{Version: "2012-10-17", Id: "default"} }, func(pol *Policy) error {
+		if p.RevisionId != "" && p.RevisionId != pol.RevisionId {
+			return errRevision()
+		}
+		for _, st := range pol.Statement {
+			if sidOf(st) == p.StatementId {
+				return awserr.New(awserr.ErrResourceConflict, "The statement id (%s) provided already exists. Please provide a new statement id, or remove the existing statement.", p.StatementId)
+			}
+		}
+		pol.Statement = append(pol.Statement, st)
+		doc := *pol
+		doc.RevisionId = ""
+		if len(mustJSON(doc)) > MaxPolicySize {
+			return awserr.New(ErrPolicyLengthExceeded, "The final policy size is bigger than the limit.")
+		}
+		pol.RevisionId = uuid.NewString()
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	if p.RevisionId != "" && p.RevisionId != pol.RevisionId {
-		return nil, errRevision()
-	}
-	for _, st := range pol.Statement {
-		if sidOf(st) == p.StatementId {
-			return nil, awserr.New(awserr.ErrResourceConflict, "The statement id (%s) provided already exists. Please provide a new statement id, or remove the existing statement.", p.StatementId)
+	return st, nil
+}
+
+// updateDoc applies change to the document under key of kv (fresh() when
+// there is none) and stores it with the revision read: Create when there
+// was none, Update otherwise. When another writer got there first (the
+// revision moved: ErrKeyExists) it reads again and retries; an error of
+// change is returned as it is, nothing stored.
+func updateDoc[T any](ctx context.Context, kv jetstream.KeyValue, key string, fresh func() T, change func(*T) error) error {
+	for {
+		v := fresh()
+		var rev uint64
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return awserr.New(awserr.ErrService, "read %s: %v", key, err)
+		default:
+			rev = e.Revision()
+			if err := json.Unmarshal(e.Value(), &v); err != nil {
+				return awserr.New(awserr.ErrService, "read %s: %v", key, err)
+			}
+		}
+		if err := change(&v); err != nil {
+			return err
+		}
+		if rev == 0 {
+			_, err = kv.Create(ctx, key, mustJSON(v))
+		} else {
+			_, err = kv.Update(ctx, key, mustJSON(v), rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return awserr.New(awserr.ErrService, "store %s: %v", key, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return awserr.New(awserr.ErrService, "store %s: %v", key, err)
 		}
 	}
-	st := p.statement(s.QualifiedARN(name, strings.TrimPrefix(qualifier, Latest)))
-	pol.Statement = append(pol.Statement, st)
-	pol.RevisionId = uuid.NewString()
-	if _, err := s.polkv.Put(ctx, key, mustJSON(pol)); err != nil {
-		return nil, awserr.New(awserr.ErrService, "store policy: %v", err)
-	}
-	return st, nil
 }
 
 // GetPolicy returns the policy of function name (or of its version or
@@ -192,26 +252,19 @@ func (s *Service) RemovePermission(ctx context.Context, name, qualifier, sid, re
 	if err != nil {
 		return err
 	}
-	s.docMu.Lock()
-	defer s.docMu.Unlock()
-	var pol Policy
-	if _, err := loadDoc(ctx, s.polkv, key, &pol); err != nil {
-		return err
-	}
-	if revisionID != "" && revisionID != pol.RevisionId {
-		return errRevision()
-	}
-	for i, st := range pol.Statement {
-		if sidOf(st) == sid {
-			pol.Statement = slices.Delete(pol.Statement, i, i+1)
-			pol.RevisionId = uuid.NewString()
-			if _, err := s.polkv.Put(ctx, key, mustJSON(pol)); err != nil {
-				return awserr.New(awserr.ErrService, "store policy: %v", err)
-			}
-			return nil
+	return updateDoc(ctx, s.polkv, key, func() Policy { return Policy{} }, func(pol *Policy) error {
+		if revisionID != "" && revisionID != pol.RevisionId {
+			return errRevision()
 		}
-	}
-	return awserr.New(awserr.ErrResourceNotFound, "Statement %s is not found in resource policy.", sid)
+		for i, st := range pol.Statement {
+			if sidOf(st) == sid {
+				pol.Statement = slices.Delete(pol.Statement, i, i+1)
+				pol.RevisionId = uuid.NewString()
+				return nil
+			}
+		}
+		return awserr.New(awserr.ErrResourceNotFound, "Statement %s is not found in resource policy.", sid)
+	})
 }
 
 // TagResource adds or replaces tags of function name (at most MaxTags in
@@ -229,21 +282,23 @@ func (s *Service) UntagResource(ctx context.Context, name string, keys []string)
 	})
 }
 
+// changeTags applies change to the tags of function name and stores them
+// with the revision read, retrying when another call changed them
+// meanwhile (updateDoc).
 func (s *Service) changeTags(ctx context.Context, name string, change func(map[string]string)) error {
-	s.docMu.Lock()
-	defer s.docMu.Unlock()
-	t, err := s.ListTags(ctx, name)
-	if err != nil {
+	if _, err := s.docKey(name, ""); err != nil {
 		return err
 	}
-	change(t)
-	if len(t) > MaxTags {
-		return awserr.New(awserr.ErrInvalidParameterValue, "Tags: a function has at most %d tags (this would make %d)", MaxTags, len(t))
-	}
-	if _, err := s.tagkv.Put(ctx, name, mustJSON(t)); err != nil {
-		return awserr.New(awserr.ErrService, "store tags: %v", err)
-	}
-	return nil
+	return updateDoc(ctx, s.tagkv, name, func() map[string]string { return map[string]string{} }, func(t *map[string]string) error {
+		if *t == nil {
+			*t = map[string]string{}
+		}
+		change(*t)
+		if len(*t) > MaxTags {
+			return awserr.New(awserr.ErrInvalidParameterValue, "Tags: a function has at most %d tags (this would make %d)", MaxTags, len(*t))
+		}
+		return nil
+	})
 }
 
 // ListTags returns the tags of function name (empty: none), or
@@ -259,7 +314,8 @@ func (s *Service) ListTags(ctx context.Context, name string) (map[string]string,
 	return t, nil
 }
 
-// purgeDocs deletes the policies and tags of function name.
+// purgeDocs deletes the policies and tags of function name (its own
+// policy and those of its versions and aliases: "<name>.<qualifier>").
 func (s *Service) purgeDocs(ctx context.Context, name string) {
 	s.tagkv.Purge(ctx, name)
 	keys, _ := s.polkv.Keys(ctx)
@@ -268,4 +324,12 @@ func (s *Service) purgeDocs(ctx context.Context, name string) {
 			s.polkv.Purge(ctx, k)
 		}
 	}
+}
+
+// purgePolicy deletes the policy of version or alias qualifier of
+// function name (DeleteAlias, DeleteFunction of a version): a version or
+// alias created again under the name starts with no statement, as in
+// Lambda.
+func (s *Service) purgePolicy(ctx context.Context, name, qualifier string) {
+	s.polkv.Purge(ctx, name+"."+qualifier)
 }

@@ -268,7 +268,8 @@ func (s *Service) sortedVersionsLocked(name string) []Config {
 // Lambda's DeleteFunction with a Qualifier: InvalidParameterValue for
 // $LATEST ("$LATEST version cannot be deleted without deleting the
 // function."), ResourceConflict while an alias references the version,
-// ResourceNotFound for an unknown one.
+// ResourceNotFound for an unknown one. The version's resource policy goes
+// with it.
 func (s *Service) DeleteVersion(ctx context.Context, name, v string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -293,6 +294,7 @@ func (s *Service) DeleteVersion(ctx context.Context, name, v string) error {
 	}
 	delete(s.versions[name], v)
 	s.purgeProvisioned(ctx, name, v)
+	s.purgePolicy(ctx, name, v)
 	return nil
 }
 
