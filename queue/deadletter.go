@@ -9,9 +9,9 @@ import (
 
 // MoveToDeadLetterQueue moves a received (in-flight) message to the
 // dead-letter queue of the queue's RedrivePolicy, as redrive does: the
-// copy keeps its MessageId, body, attributes, AWSTraceHeader, group and
-// deduplication ids, and its SentTimestamp on standard queues (FIFO
-// queues reset it to now); it records the queue as its
+// copy keeps its MessageId, body, attributes, AWSTraceHeader and group
+// id, and its SentTimestamp on standard queues (FIFO queues reset it to
+// now and replace its deduplication id by its MessageId); it records the queue as its
 // DeadLetterQueueSourceArn, so a message move task without DestinationArn
 // sends it back; it starts with a receive count of 0. It is for a
 // consumer that gives up on a message before maxReceiveCount (an event
@@ -105,13 +105,9 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 		}
 	}
 	now := s.eng.Clock.Now().UnixMilli()
-	sent := m.sentAt
-	if q.fifo {
-		sent = now // FIFO resets the enqueue time on move
-	}
 	// The copy first, acknowledged, then the deletion: a crash in between
 	// leaves a duplicate.
-	if _, errs := dlq.store(ctx, []*message{moved(m, p, sent, now, q.arn)}, now, false); errs[0] != nil {
+	if _, errs := dlq.store(ctx, []*message{deadLettered(m, p, q.fifo, now, q.arn)}, now, false); errs[0] != nil {
 		return fail(errs[0])
 	}
 	q.mu.Lock()

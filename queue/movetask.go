@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -72,8 +73,9 @@ const maxTasksListed = 10
 // back to the queue it was dead-lettered from (API_StartMessageMoveTask).
 // Only messages in the source at the start are moved, visible ones, in
 // send order, at most maxPerSecond per second by the engine clock (1..500;
-// 0 means 500). A moved message keeps its MessageId, body and attributes
-// and starts afresh in the destination (receive count 0, SentTimestamp
+// 0 means 500). A moved message keeps its body, attributes, group and
+// deduplication ids and starts afresh in the destination as a new message:
+// a new MessageId, receive count 0, SentTimestamp now (retention from
 // now). The task runs in the background; ListMessageMoveTasks reports it.
 // Task state is in memory: a task running when the Service closes ends
 // FAILED (what it moved stays moved).
@@ -396,7 +398,11 @@ func (s *Service) moveBatch(src *queue, msgs []*message, payloads []*payload, de
 					continue
 				}
 			}
-			copies = append(copies, moved(msgs[i], p, now, now, ""))
+			// "All redriven messages are considered new messages and are
+			// assigned a new messageID and enqueueTime"
+			// (sqs-configure-dead-letter-queue-redrive); before, the copy
+			// kept the MessageId.
+			copies = append(copies, moved(msgs[i], p, uuid.NewString(), msgs[i].dedup, now, now, ""))
 			of = append(of, i)
 		}
 		if len(copies) == 0 {

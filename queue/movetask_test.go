@@ -89,11 +89,16 @@ func TestMessageMoveTask(t *testing.T) {
 		if len(m) != 5 {
 			t.Fatalf("source has %d messages", len(m))
 		}
+		// "All redriven messages are considered new messages and are
+		// assigned a new messageID and enqueueTime"
+		// (sqs-configure-dead-letter-queue-redrive)
+		seen := map[string]bool{}
 		for i := range m {
-			if m[i].MessageId != ids[i] || m[i].Body != "m"+strconv.Itoa(i) || m[i].Attributes["ApproximateReceiveCount"] != "1" ||
+			if m[i].MessageId == ids[i] || seen[m[i].MessageId] || m[i].Body != "m"+strconv.Itoa(i) || m[i].Attributes["ApproximateReceiveCount"] != "1" ||
 				m[i].Attributes["DeadLetterQueueSourceArn"] != "" {
-				t.Fatalf("message %d = %+v", i, m[i])
+				t.Fatalf("message %d = %+v (sent as %s)", i, m[i], ids[i])
 			}
+			seen[m[i].MessageId] = true
 		}
 	})
 	t.Run("moves to DestinationArn; messages sent after the start stay", func(t *testing.T) {

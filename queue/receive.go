@@ -58,8 +58,9 @@ type delivery struct {
 // or visible again; one call may return several messages of a group, in
 // order. With a RedrivePolicy, a message already received
 // maxReceiveCount times is moved to the dead-letter queue instead of
-// being returned (standard queues keep its SentTimestamp, FIFO queues
-// reset it; DeadLetterQueueSourceArn records the source). Messages older
+// being returned, with its MessageId (standard queues keep its
+// SentTimestamp; FIFO queues reset it and replace its deduplication id
+// by its MessageId; DeadLetterQueueSourceArn records the source). Messages older
 // than MessageRetentionPeriod are deleted, never returned.
 //
 // Errors: awserr.ErrSQSInvalidParameterValue for MaxNumberOfMessages outside 1..10,
@@ -291,11 +292,7 @@ func (s *Service) redrive(ctx context.Context, q *queue, moves []*message, paylo
 					continue
 				}
 			}
-			sent := m.sentAt
-			if fifo {
-				sent = now // FIFO resets the enqueue time on move
-			}
-			copies = append(copies, moved(m, p, sent, now, src))
+			copies = append(copies, deadLettered(m, p, fifo, now, src))
 			of = append(of, i)
 		}
 		if len(copies) > 0 {
@@ -353,17 +350,32 @@ func (s *Service) deadLetterQueue(ctx context.Context, q *queue) (*queue, string
 	return d, ""
 }
 
-// moved returns a copy of m for another queue: same id, body, attributes,
-// group and deduplication ids, sent at sentAt, visible at once, with
-// DeadLetterQueueSourceArn source ("" when moved back to a source).
-func moved(m *message, p *payload, sentAt, now int64, source string) *message {
+// moved returns a copy of m for another queue: MessageId id, same body,
+// attributes and group id, deduplication id dedup, sent at sentAt,
+// visible at once, with DeadLetterQueueSourceArn source ("" when moved
+// back to a source).
+func moved(m *message, p *payload, id, dedup string, sentAt, now int64, source string) *message {
 	c := &message{
-		id: m.id, sentAt: sentAt, visibleAt: now, group: m.group, dedup: m.dedup,
+		id: id, sentAt: sentAt, visibleAt: now, group: m.group, dedup: dedup,
 		dlqSource: source, trace: m.trace, md5Body: m.md5Body, md5Attrs: m.md5Attrs,
 		readyIdx: -1, timerIdx: -1, expIdx: -1,
 	}
 	c.setPayload(p)
 	return c
+}
+
+// deadLettered is the copy of m that a dead-letter queue stores: the
+// same MessageId; on a FIFO queue the enqueue time reset to now and the
+// deduplication id replaced by the MessageId ("When a message is moved
+// from a FIFO queue to a FIFO DLQ, the original message's deduplication
+// ID will be replaced with the original message's ID",
+// sqs-configure-dead-letter-queue-redrive; before, it kept the original
+// deduplication id).
+func deadLettered(m *message, p *payload, fifo bool, now int64, source string) *message {
+	if fifo {
+		return moved(m, p, m.id, m.id, now, now, source)
+	}
+	return moved(m, p, m.id, m.dedup, m.sentAt, now, source)
 }
 
 // systemAttrsWanted merges AttributeNames and MessageSystemAttributeNames;

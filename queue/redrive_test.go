@@ -171,7 +171,7 @@ func TestMoveToDeadLetterQueue(t *testing.T) {
 		}
 		e.waitMoved(dlqArn, 1, queue.MoveTaskCompleted)
 		back := e.receive(src, queue.ReceiveMessageInput{})
-		if len(back) != 1 || back[0].MessageId != out.MessageId || back[0].Body != "given up" {
+		if len(back) != 1 || back[0].MessageId == out.MessageId || back[0].Body != "given up" { // a new MessageId
 			t.Fatalf("back in the source = %+v", back)
 		}
 	})
