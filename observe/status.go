@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -73,7 +75,30 @@ func Handler(rn *runnel.Runnel, a *Alarms) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusForbidden, errors.New("cross-origin request refused: "+r.Method+" "+r.URL.Path+" only from the page served here"))
 	}))
-	return cop.Handler(mux)
+	return loopbackHosts(cop.Handler(mux))
+}
+
+// loopbackHosts refuses, on a connection to a loopback address, a request
+// whose Host is a name other than localhost (421 Misdirected Request):
+// DNS rebinding points a site's name at 127.0.0.1, so that its page's
+// requests to "its own" origin reach this server and pass the same-origin
+// checks. A server listening on another address is reached by whatever
+// name its users give it, and is not checked.
+func loopbackHosts(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && la.IP.IsLoopback() {
+			host := r.Host
+			if hp, _, err := net.SplitHostPort(host); err == nil {
+				host = hp
+			}
+			host = strings.TrimSuffix(strings.ToLower(host), ".")
+			if host != "localhost" && !strings.HasSuffix(host, ".localhost") && net.ParseIP(strings.Trim(host, "[]")) == nil {
+				writeError(w, http.StatusMisdirectedRequest, errors.New("host "+strconv.Quote(r.Host)+" refused: this server listens on a loopback address and answers only to localhost or an IP address (DNS rebinding)"))
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // WriteText prints the report as tables: alarms, functions, mappings

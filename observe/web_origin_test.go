@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -157,5 +158,45 @@ func TestAWorkQueueIsNotInspected(t *testing.T) {
 	}
 	if code, body := webRequest(t, http.MethodGet, srv.URL+"/api/dlq/nope", "", ""); code != http.StatusNotFound {
 		t.Fatalf("GET of a missing queue: %d %s", code, body)
+	}
+}
+
+// TestARebindedNameIsRefusedOnALoopbackListener: DNS rebinding points a
+// site's name (evil.example) at 127.0.0.1: the site's page then calls
+// "its own" origin, which is this server, and passes every same-origin
+// check (Origin and Host agree). A server listening on a loopback address
+// now answers only to localhost or an IP address: another Host is 421;
+// the page itself, reached as 127.0.0.1 or localhost, still works.
+func TestARebindedNameIsRefusedOnALoopbackListener(t *testing.T) {
+	rn, _ := start(t)
+	a, err := observe.NewAlarms(rn, observe.Config{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(observe.Handler(rn, a)) // 127.0.0.1
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	get := func(host string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, h := range []string{"evil.example:" + port, "evil.example", "attacker.localhost.evil.example:" + port} {
+		if code := get(h); code != http.StatusMisdirectedRequest {
+			t.Fatalf("Host %s: %d, want 421", h, code)
+		}
+	}
+	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "app.localhost:" + port, "[::1]:" + port} {
+		if code := get(h); code != http.StatusOK {
+			t.Fatalf("Host %s: %d, want 200", h, code)
+		}
 	}
 }
