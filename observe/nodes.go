@@ -25,7 +25,7 @@ type NodeState struct {
 	// Self is the process answering.
 	Self bool `json:"self"`
 	// Serves names the in-memory state it serves for every node ("queues",
-	// "tables") and the timers it runs ("scheduler", "eventbridge-schedules").
+	// "tables") and the timers it runs ("scheduler", "eventbridge-schedules", "eventbridge-replays").
 	Serves []string `json:"serves"`
 	// Mappings are the event source mappings it runs (a queue mapping,
 	// or at least one shard of a stream mapping): "<function> <uuid>",
