@@ -35,8 +35,9 @@ type ReceiveMessageInput struct {
 	// ReceiveRequestAttemptId (FIFO queues, up to 128 characters): a
 	// receive retried with the same id within 5 minutes returns the same
 	// messages and receipt handles, their visibility timeout reset, as
-	// long as none was deleted or had its visibility changed
-	// (receive_attempt.go). On standard queues it is ignored.
+	// long as none was deleted or had its visibility changed and their
+	// visibility timeout has not ended (then it is a new receive:
+	// receive_attempt.go). On standard queues it is ignored.
 	ReceiveRequestAttemptId string
 }
 

@@ -49,8 +49,9 @@ func (q *queue) keepAttempt(id string, ds []delivery) {
 // retryAttempt answers a receive retried with attempt id: the same
 // deliveries, their visibility timeout reset to vt from now, when the
 // id was used within AttemptWindow and none of its messages was deleted,
-// received again or had its visibility changed since. ok is false
-// otherwise: the caller receives as usual.
+// received again, had its visibility changed or became visible again
+// (its visibility timeout ended) since. ok is false otherwise: the
+// caller receives as usual.
 func (q *queue) retryAttempt(id string, vt time.Duration) (ds []delivery, futs []jetstream.PubAckFuture, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -58,6 +59,14 @@ func (q *queue) retryAttempt(id string, vt time.Duration) (ds []delivery, futs [
 		return nil, nil, false
 	}
 	now := q.svc.eng.Clock.Now().UnixMilli()
+	// Visibility timeouts that ended make their messages visible first:
+	// the retry of a receive whose timeout ended is a new receive (the
+	// receive count advances, maxReceiveCount dead-letters). Before, the
+	// index was not advanced here, the messages still looked in flight,
+	// and a consumer reusing its attempt id got the same message and
+	// handle again and again for 5 minutes, its receive count never
+	// growing, never dead-lettered.
+	q.advance(now)
 	q.pruneAttempts(now)
 	a := q.attempts[id]
 	if a == nil {
