@@ -8,7 +8,10 @@
 // (Unix ms, the engine clock), its ingestion time is the message's. The
 // groups and streams, with their creation times, are in the KV buckets
 // runnel_log_groups and runnel_log_streams. Nothing expires: like a
-// Lambda log group, a group keeps its events until it is deleted.
+// Lambda log group, a group keeps its events until it is deleted. Each
+// process remembers the groups and streams it has recorded, and forgets a
+// group and its streams when it is deleted by any process (a watch of
+// runnel_log_groups): its next event creates them again.
 package logs
 
 import (
@@ -52,7 +55,8 @@ type Store struct {
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	known map[string]bool // groups and streams known to be recorded
+	known map[string]bool // groups and streams known to be recorded (knownKey)
+	wg    sync.WaitGroup  // the watch of the groups (forget)
 
 	// queue holds the events of PutLogEvent for the writer goroutine;
 	// queuedN counts the events PutLogEvent took, settledN those written,
@@ -92,6 +96,10 @@ func Open(ctx context.Context, e *engine.Engine, log *slog.Logger) (*Store, erro
 	s := &Store{e: e, stream: st, log: log, known: map[string]bool{}, queue: make(chan queued, queueSize)}
 	if err := e.Buckets(ctx, map[string]*jetstream.KeyValue{GroupsBucket: &s.groups, StreamsBucket: &s.streams}); err != nil {
 		return nil, err
+	}
+	// Until the engine's connection closes (which ends the watch).
+	if err := engine.Watch(context.WithoutCancel(ctx), &s.wg, s.groups, s.forget, jetstream.UpdatesOnly()); err != nil {
+		return nil, fmt.Errorf("logs: watch %s: %w", GroupsBucket, err)
 	}
 	go s.write()
 	return s, nil
@@ -174,10 +182,13 @@ type created struct {
 	CreationTime int64
 }
 
+// knownKey is the key of known for key of kv.
+func knownKey(kv jetstream.KeyValue, key string) string { return kv.Bucket() + "/" + key }
+
 // ensure records the key in kv once (its creation time, now).
 func (s *Store) ensure(ctx context.Context, kv jetstream.KeyValue, key, name string) error {
 	s.mu.Lock()
-	known := s.known[kv.Bucket()+"/"+key]
+	known := s.known[knownKey(kv, key)]
 	s.mu.Unlock()
 	if known {
 		return nil
@@ -187,9 +198,36 @@ func (s *Store) ensure(ctx context.Context, kv jetstream.KeyValue, key, name str
 		return err
 	}
 	s.mu.Lock()
-	s.known[kv.Bucket()+"/"+key] = true
+	s.known[knownKey(kv, key)] = true
 	s.mu.Unlock()
 	return nil
+}
+
+// forget drops from known the group of a deleted entry of the groups
+// bucket, and its streams, whichever process deleted it: the next event
+// this process writes to the group creates it again (and the stream), as
+// Lambda does when an environment starts after its log group was
+// deleted. (Before, only the deleting process forgot: functions running
+// on another node kept writing events under a group that no longer
+// existed, which no call listed or read.)
+func (s *Store) forget(e jetstream.KeyValueEntry) {
+	if e.Operation() == jetstream.KeyValuePut {
+		return
+	}
+	s.forgetGroup(e.Key())
+}
+
+// forgetGroup drops group g (its token) and its streams from known.
+func (s *Store) forgetGroup(g string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known, knownKey(s.groups, g))
+	prefix := knownKey(s.streams, g+".")
+	for k := range s.known {
+		if strings.HasPrefix(k, prefix) {
+			delete(s.known, k)
+		}
+	}
 }
 
 // CreateGroup creates a log group; false if it existed.
@@ -286,6 +324,16 @@ func (s *Store) GroupExists(ctx context.Context, group string) (bool, error) {
 	return err == nil, err
 }
 
+// StreamExists reports whether stream of group exists.
+func (s *Store) StreamExists(ctx context.Context, group, stream string) (bool, error) {
+	s.settle(ctx)
+	_, err := s.streams.Get(ctx, token(group)+"."+token(stream))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Streams returns the streams of group whose names begin with prefix, by
 // name, with their first and last events' times.
 func (s *Store) Streams(ctx context.Context, group, prefix string) ([]Stream, error) {
@@ -374,12 +422,6 @@ func (s *Store) DeleteGroup(ctx context.Context, group string) (bool, error) {
 	if err := s.groups.Delete(ctx, g); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	for k := range s.known {
-		if strings.Contains(k, "/"+g) {
-			delete(s.known, k)
-		}
-	}
-	s.mu.Unlock()
+	s.forgetGroup(g) // at once here; other processes by their watch (forget)
 	return true, nil
 }
