@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -41,7 +40,10 @@ type MessageAttributeValue struct {
 	// DataType is String, Number or Binary, optionally followed by a
 	// custom label ("Number.float", "Binary.jpeg"). Required.
 	DataType string
-	// StringValue holds the value of String and Number attributes.
+	// StringValue holds the value of String and Number attributes. A
+	// Number is decimal, up to 38 significant digits, 0 or 10^-128 to
+	// 10^+126 in magnitude (ValidNumber); else the send is
+	// awserr.ErrSQSInvalidParameterValue.
 	StringValue *string
 	// BinaryValue holds the value of Binary attributes.
 	BinaryValue []byte
@@ -191,8 +193,8 @@ func validateMessageAttributes(attrs map[string]MessageAttributeValue) (int, err
 		}
 		s := *v.StringValue
 		if strings.HasPrefix(v.DataType, "Number") {
-			if _, err := strconv.ParseFloat(s, 64); err != nil {
-				return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "Could not cast message attribute '%s' value to number.", name)
+			if !ValidNumber(s) {
+				return 0, awserr.New(awserr.ErrSQSInvalidParameterValue, "Could not cast message attribute '%s' value to number: a Number is decimal (no NaN, Infinity or hexadecimal), of up to %d significant digits, 0 or between 10^%d and 10^+%d in magnitude.", name, MaxNumberDigits, MinNumberExponent, MaxNumberExponent)
 			}
 		} else if !validChars(s) {
 			return 0, awserr.New(awserr.ErrInvalidMessageContents, "Message attribute '%s' contains characters outside the allowed set.", name)
