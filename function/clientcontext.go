@@ -77,3 +77,20 @@ func lambdaClientContext(raw []byte) lambdacontext.ClientContext {
 	json.Unmarshal(parts.Custom, &cc.Custom)
 	return cc
 }
+
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the request id Invoke gives the
+// invocation (its Result.RequestID, the function's context
+// aws_request_id, its START/END/REPORT lines). Asynchronous invocation
+// passes the event's id: every retry of an event runs with the id Invoke
+// returned for it and its destination record names, as on Lambda
+// ("Duplicate invocations ... that have the same request ID indicate that
+// the Lambda service retried the function", knowledge-center
+// lambda-function-duplicate-invocations). Without it, a new UUID.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, requestIDKey{}, id)
+}

@@ -390,6 +390,9 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	f.invocations.Add(1)
 	f.running.Add(1)
 	res := &Result{RequestID: uuid.NewString()}
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok {
+		res.RequestID = id // an asynchronous event's retry keeps its id
+	}
 	ilog := f.invocationLog(ctx, res.RequestID)
 	ilog.start()
 	limit := time.Duration(f.cfg.Timeout) * time.Second

@@ -238,7 +238,7 @@ func (p *poller) handle(ctx context.Context, msg *queue.Message) bool {
 		return p.fail(wctx, msg, m, ConditionRetriesExhausted, errorOutcome(429, "TooManyRequestsException",
 			"Rate Exceeded. (function "+p.name+": reserved concurrency 0; the event is not retried)"))
 	}
-	res, err := fn.Invoke(ctx, []byte(msg.Body))
+	res, err := fn.Invoke(function.WithRequestID(ctx, m.requestID), []byte(msg.Body))
 	if ctx.Err() != nil {
 		return false // closing: the event comes back after its visibility timeout
 	}
