@@ -488,8 +488,11 @@ func (s *Service) Invoke(ctx context.Context, functionName, invocationType strin
 	default:
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "InvocationType: %q must be one of RequestResponse, Event, DryRun", invocationType)
 	}
-	if len(payload) > limit {
+	if len(payload) > limit && invocationType == Event {
 		return nil, awserr.New(ErrRequestTooLarge, "%d byte payload is too large for the %s invocation type (limit %d bytes)", len(payload), invocationType, limit)
+	}
+	if len(payload) > limit { // Lambda's words for a synchronous payload
+		return nil, awserr.New(ErrRequestTooLarge, "Request must be smaller than %d bytes for the InvokeFunction operation", limit)
 	}
 	if len(payload) == 0 {
 		payload = []byte("{}")
