@@ -65,7 +65,7 @@ func needTools(t *testing.T) {
 }
 
 // TestSeed004Lab runs seed 004's hands-on lab, steps 1 to 7 and its
-// cleanup (lab.sh: the lab's commands, only the endpoint changed), with
+// cleanup (lab.sh: the lab's commands with --endpoint-url; its header lists the other differences), with
 // the AWS CLI against runnel: a python3.12 function (run on this machine's
 // python3) fed by an SQS queue writes one DynamoDB item per message with
 // boto3. The scan counts one item per message sent, and the function's
