@@ -100,3 +100,31 @@ func TestEventRecordSizeIsTheEventRecordsJSON(t *testing.T) {
 		}
 	}
 }
+
+// benchChange is a trades-like change: a small item, both images.
+func benchChange() (*stream.Record, *Change) {
+	it := Item{"pk": events.NewStringAttribute("ACME-2026-11-28"), "qty": events.NewNumberAttribute("12345"),
+		"notional": events.NewNumberAttribute("1234567.89"), "count": events.NewNumberAttribute("42"), "last": events.NewStringAttribute("t-000123")}
+	c := &Change{EventName: "MODIFY", Label: "x", View: ViewNewAndOldImages, TimeMs: 1764000000000, Keys: Item{"pk": it["pk"]}, NewImage: it, OldImage: it}
+	return &stream.Record{Data: encodeChange(nil, c), SequenceNumber: "49600000000000000000000000000000000000000000000000000001"}, c
+}
+
+// BenchmarkEventRecordSize is the 6 MB cut's count of one record
+// (docs/benchmarks/tables.md); BenchmarkEventRecordJSON, the baseline, is
+// what counting it by encoding would cost (decode, then ddbjson).
+func BenchmarkEventRecordSize(b *testing.B) {
+	rec, _ := benchChange()
+	for b.Loop() {
+		EventRecordSize(rec, "us-east-1", "arn:aws:dynamodb:us-east-1:000000000000:table/state/stream/2026")
+	}
+}
+
+func BenchmarkEventRecordJSON(b *testing.B) {
+	rec, _ := benchChange()
+	var buf []byte
+	for b.Loop() {
+		c, _ := DecodeChange(rec.Data)
+		r := EventRecordShared(rec, c, "us-east-1", "arn:aws:dynamodb:us-east-1:000000000000:table/state/stream/2026")
+		buf = ddbjson.AppendEventRecord(buf[:0], &r)
+	}
+}
