@@ -76,10 +76,12 @@ type receiveMessageInput struct {
 	AttributeNames              []string
 	MessageSystemAttributeNames []string
 	MessageAttributeNames       []string
-	MaxNumberOfMessages         int
-	VisibilityTimeout           *int
-	WaitTimeSeconds             *int
-	ReceiveRequestAttemptId     string
+	// MaxNumberOfMessages: 1..10 when given; absent (nil) means 1. A
+	// given 0 is InvalidParameterValue (before, it was taken as absent).
+	MaxNumberOfMessages     *int
+	VisibilityTimeout       *int
+	WaitTimeSeconds         *int
+	ReceiveRequestAttemptId string
 }
 
 func (in *receiveMessageInput) readForm(f *qform) {
@@ -87,15 +89,24 @@ func (in *receiveMessageInput) readForm(f *qform) {
 	in.AttributeNames = f.list("AttributeName")
 	in.MessageSystemAttributeNames = f.list("MessageSystemAttributeName")
 	in.MessageAttributeNames = f.list("MessageAttributeName")
-	in.MaxNumberOfMessages = f.int("MaxNumberOfMessages")
+	in.MaxNumberOfMessages = f.intp("MaxNumberOfMessages")
 	in.VisibilityTimeout = f.intp("VisibilityTimeout")
 	in.WaitTimeSeconds = f.intp("WaitTimeSeconds")
 	in.ReceiveRequestAttemptId = f.get("ReceiveRequestAttemptId")
 }
 
 func sqsReceiveMessage(rq *request, in *receiveMessageInput) (any, error) {
+	max := 0 // queue's default: 1
+	if p := in.MaxNumberOfMessages; p != nil {
+		// queue.ReceiveMessageInput takes 0 for "not given" (Go callers'
+		// zero value), so a given 0 is refused here, as SQS does.
+		if *p == 0 {
+			return nil, awserr.New(awserr.ErrSQSInvalidParameterValue, "Value 0 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and %d, if provided.", queue.MaxBatchEntries)
+		}
+		max = *p
+	}
 	msgs, err := rq.h.rn.Queues.ReceiveMessage(rq.ctx, in.QueueUrl, queue.ReceiveMessageInput{
-		MaxNumberOfMessages: in.MaxNumberOfMessages, VisibilityTimeout: in.VisibilityTimeout, WaitTimeSeconds: in.WaitTimeSeconds,
+		MaxNumberOfMessages: max, VisibilityTimeout: in.VisibilityTimeout, WaitTimeSeconds: in.WaitTimeSeconds,
 		AttributeNames: in.AttributeNames, MessageSystemAttributeNames: in.MessageSystemAttributeNames,
 		MessageAttributeNames: in.MessageAttributeNames, ReceiveRequestAttemptId: in.ReceiveRequestAttemptId,
 	})
