@@ -3,7 +3,9 @@ package awsapi
 // CloudWatch Logs: reading events (GetLogEvents, FilterLogEvents) of
 // package function/logs. Tokens are positions in the store
 // (GetLogEvents: f/<position> forward, b/<position> backward;
-// FilterLogEvents: <position>) and do not expire. Filter patterns: terms,
+// FilterLogEvents: <position>) and do not expire; a page holds up to
+// 10,000 events and 1 MB. A log stream named that does not exist is
+// ResourceNotFoundException, as a log group. Filter patterns: terms,
 // ?terms, -terms and quoted phrases (logs.ParsePattern); JSON,
 // space-delimited and regular expression patterns are refused.
 
@@ -18,6 +20,43 @@ import (
 
 // maxEvents is the most events a page holds (and the default limit).
 const maxEvents = 10000
+
+// maxPageBytes is the most a page of GetLogEvents or FilterLogEvents
+// holds ("as many log events as can fit in a response size of 1 MB (up
+// to 10,000 log events)"), counting each event as its message's bytes
+// plus eventOverhead, as PutLogEvents counts a batch.
+const (
+	maxPageBytes  = 1 << 20
+	eventOverhead = 26
+)
+
+// pageBytes sums what events weigh against maxPageBytes.
+type pageBytes int
+
+// fits adds ev to the page's weight and reports whether the page still
+// holds maxPageBytes at most; the first event always fits.
+func (b *pageBytes) fits(ev logs.Event) bool {
+	n := len(ev.Message) + eventOverhead
+	if *b > 0 && int(*b)+n > maxPageBytes {
+		return false
+	}
+	*b += pageBytes(n)
+	return true
+}
+
+// existingStream checks that stream of group exists:
+// ResourceNotFoundException "The specified log stream does not exist."
+// as CloudWatch Logs answers (runnel used to answer 200 with no events).
+func (rq *request) existingStream(s *logs.Store, group, stream string) error {
+	ok, err := s.StreamExists(rq.ctx, group, stream)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return awserr.New(awserr.ErrResourceNotFound, "The specified log stream does not exist.")
+	}
+	return nil
+}
 
 type eventOut struct {
 	LogStreamName string `json:"logStreamName,omitempty"`
@@ -90,21 +129,35 @@ func logsGetLogEvents(rq *request, in *getLogEventsInput) (any, error) {
 		}
 		forward, pos = dir == "f", p
 	}
+	if err := rq.existingStream(s, g, in.LogStreamName); err != nil {
+		return nil, err
+	}
+	// Forward: from the token's position (or the head) on, up to limit
+	// events or maxPageBytes. Backward: the last limit events before the
+	// token's position (or the end), read back from there, then the newest
+	// of them that fit in maxPageBytes.
 	var events []logs.Event
-	err = s.Read(rq.ctx, g, in.LogStreamName, 0, func(ev logs.Event) bool {
-		switch {
-		case !in.eventRange.in(ev):
-		case forward && ev.Seq >= pos:
+	var size pageBytes
+	if forward {
+		err = s.Read(rq.ctx, g, in.LogStreamName, pos, func(ev logs.Event) bool {
+			if !in.eventRange.in(ev) {
+				return true
+			}
+			if !size.fits(ev) {
+				return false
+			}
 			events = append(events, ev)
 			return len(events) < limit
-		case !forward && (pos == 0 || ev.Seq < pos):
-			events = append(events, ev)
-			if len(events) > limit {
-				events = events[1:]
+		})
+	} else {
+		events, err = s.ReadBack(rq.ctx, g, in.LogStreamName, pos, limit, in.eventRange.in)
+		for i := len(events) - 1; i >= 0; i-- {
+			if !size.fits(events[i]) {
+				events = events[i+1:]
+				break
 			}
 		}
-		return true
-	})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -167,18 +220,22 @@ func logsFilterLogEvents(rq *request, in *filterLogEventsInput) (any, error) {
 	}
 	streams := map[string]bool{}
 	for _, n := range in.LogStreamNames {
+		if err := rq.existingStream(s, g, n); err != nil {
+			return nil, err
+		}
 		streams[n] = true
 	}
 	out := []eventOut{}
 	next := ""
+	var size pageBytes
 	err = s.Read(rq.ctx, g, "", from, func(ev logs.Event) bool {
-		if len(out) == limit {
-			next = strconv.FormatUint(ev.Seq, 10)
-			return false
-		}
 		if (len(streams) > 0 && !streams[ev.Stream]) || !strings.HasPrefix(ev.Stream, in.LogStreamNamePrefix) ||
 			!in.eventRange.inClosed(ev) || !pat.Match(ev.Message) {
 			return true
+		}
+		if len(out) == limit || !size.fits(ev) {
+			next = strconv.FormatUint(ev.Seq, 10)
+			return false
 		}
 		out = append(out, eventOut{LogStreamName: ev.Stream, Timestamp: ev.Timestamp, Message: ev.Message,
 			IngestionTime: ev.IngestionTime, EventID: fmt.Sprintf("%056d", ev.Seq)})

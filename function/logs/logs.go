@@ -30,6 +30,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/runnel-dev/runnel/engine"
 )
@@ -371,36 +372,122 @@ func timestamp(m *jetstream.RawStreamMsg) int64 {
 	return m.Time.UnixMilli()
 }
 
+// readBatch is the most events, and readBatchBytes the most bytes, one
+// batched direct get of Read and ReadBack returns.
+const (
+	readBatch      = 1000
+	readBatchBytes = 1 << 20
+)
+
+// filter is the subject of group's events (of its stream when stream is
+// not empty).
+func filter(group, stream string) string {
+	if stream != "" {
+		return subjectPrefix + token(group) + "." + token(stream)
+	}
+	return subjectPrefix + token(group) + ".*"
+}
+
+// event is m as an Event (of stream, or of the stream its subject names
+// when stream is empty).
+func event(m *jetstream.RawStreamMsg, stream string) Event {
+	if stream == "" {
+		stream = untoken(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+	}
+	return Event{Stream: stream, Timestamp: timestamp(m), IngestionTime: m.Time.UnixMilli(), Message: string(m.Data), Seq: m.Sequence}
+}
+
+// scan calls fn with the messages on subject filter at positions from
+// (at least 1) up to before (0: no bound), in order, until fn returns
+// false or there are no more. It reads them in batched direct gets
+// (readBatch messages, readBatchBytes bytes): one round trip per batch
+// rather than one per event, as Read used to do (20,000 events took
+// 360 ms).
+func (s *Store) scan(ctx context.Context, filter string, from, before uint64, fn func(*jetstream.RawStreamMsg) bool) error {
+	for seq := max(from, 1); before == 0 || seq < before; {
+		msgs, err := jetstreamext.GetBatch(ctx, s.e.JS, StreamName, readBatch,
+			jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchSubject(filter), jetstreamext.GetBatchMaxBytes(readBatchBytes))
+		if err != nil {
+			return err
+		}
+		got := 0
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if before != 0 && m.Sequence >= before {
+				return nil
+			}
+			got++
+			if !fn(m) {
+				return nil
+			}
+			seq = m.Sequence + 1
+		}
+		if got == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
 // Read calls fn with the events of group (of its stream when stream is
 // not empty) from position from on, in order, until fn returns false or
 // there are no more.
 func (s *Store) Read(ctx context.Context, group, stream string, from uint64, fn func(Event) bool) error {
 	s.settle(ctx)
-	filter := subjectPrefix + token(group) + ".*"
-	if stream != "" {
-		filter = subjectPrefix + token(group) + "." + token(stream)
+	err := s.scan(ctx, filter(group, stream), from, 0, func(m *jetstream.RawStreamMsg) bool { return fn(event(m, stream)) })
+	if err != nil {
+		return fmt.Errorf("logs: read %s: %w", group, err)
 	}
-	if from == 0 {
-		from = 1
-	}
-	for seq := from; ; {
-		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+	return nil
+}
+
+// ReadBack returns, in order, the last n events of stream of group before
+// position before (0: the end) that keep accepts. It reads back from the
+// end in growing spans of positions, so that the newest events of a long
+// stream cost what they are, not the whole history (GetLogEvents
+// without startFromHead).
+func (s *Store) ReadBack(ctx context.Context, group, stream string, before uint64, n int, keep func(Event) bool) ([]Event, error) {
+	s.settle(ctx)
+	f := filter(group, stream)
+	if before == 0 {
+		last, err := s.stream.GetLastMsgForSubject(ctx, f)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("logs: read %s: %w", group, err)
+			return nil, fmt.Errorf("logs: read %s: %w", group, err)
 		}
-		name := stream
-		if name == "" {
-			name = untoken(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
-		}
-		ev := Event{Stream: name, Timestamp: timestamp(m), IngestionTime: m.Time.UnixMilli(), Message: string(m.Data), Seq: m.Sequence}
-		if !fn(ev) {
-			return nil
-		}
-		seq = m.Sequence + 1
+		before = last.Sequence + 1
 	}
+	var out []Event
+	span := uint64(max(n, 16)) * 2
+	for hi := before; hi > 1 && len(out) < n; span *= 4 {
+		lo := uint64(1)
+		if hi > span {
+			lo = hi - span
+		}
+		var got []Event
+		err := s.scan(ctx, f, lo, hi, func(m *jetstream.RawStreamMsg) bool {
+			if ev := event(m, stream); keep(ev) {
+				got = append(got, ev)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("logs: read %s: %w", group, err)
+		}
+		out = append(got, out...)
+		hi = lo
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
 }
 
 // DeleteGroup deletes a group, its streams and their events; false if it
