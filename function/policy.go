@@ -5,8 +5,11 @@ package function
 // stored, in KV buckets "runnel_function_policies" (key "<function>" or
 // "<function>.<qualifier>": a policy is per version or alias) and
 // "runnel_function_tags" (key "<function>": tags are the function's, not
-// a version's), and deleted with the function. runnel never enforces a
-// policy: every caller may invoke every function.
+// a version's), and deleted with the function (a version's or alias's
+// policy also with the version or alias). Every change is written with
+// the revision it read and retried on a conflict (updateDoc), so that
+// changes through several nodes at once are all kept. runnel never
+// enforces a policy: every caller may invoke every function.
 // https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html
 // https://docs.aws.amazon.com/lambda/latest/api/API_AddPermission.html
 
