@@ -9,8 +9,10 @@ package awsapi
 //     specified when using expressions: ConditionExpression is null");
 //  3. the attribute values (validate_dynamodb.go), but those of
 //     ExpressionAttributeValues;
-//  4. the placeholder maps themselves: empty, or a key without its "#" or
-//     ":";
+//  4. the placeholder maps themselves: empty, or a key over 255 bytes
+//     (the Constraints page's limit, "ExpressionAttributeNames contains
+//     invalid key: The expression attribute map contains a key that is too
+//     long; size of key: 256") or without its "#" or ":";
 //  5. the values of ExpressionAttributeValues ("ExpressionAttributeValues
 //     contains invalid value: … for key :v");
 //  6. the expressions, parsed (UpdateExpression, ConditionExpression,
@@ -377,6 +379,9 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 		return awserr.New(awserr.ErrValidation, "ExpressionAttributeNames must not be empty")
 	}
 	for _, k := range sortedKeys(names) {
+		if err := expr.PlaceholderKey("ExpressionAttributeNames", k); err != nil {
+			return exprValidation(err)
+		}
 		if !strings.HasPrefix(k, "#") || len(k) < 2 {
 			return awserr.New(awserr.ErrValidation, "ExpressionAttributeNames contains invalid key: Syntax error; key: %q", k)
 		}
@@ -385,6 +390,9 @@ func dynamoExpressions(op string, v any, eavRule error) error {
 		return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues must not be empty")
 	}
 	for _, k := range sortedKeys(values) {
+		if err := expr.PlaceholderKey("ExpressionAttributeValues", k); err != nil {
+			return exprValidation(err)
+		}
 		if !strings.HasPrefix(k, ":") || len(k) < 2 {
 			return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues contains invalid key: Syntax error; key: %q", k)
 		}

@@ -68,6 +68,9 @@ func parseCondition(s, label string, c *Context) (*Condition, error) {
 	if label == "FilterExpression" {
 		kind = kindFilter
 	}
+	if err := c.checkMaps(); err != nil {
+		return nil, err
+	}
 	key := cacheKey{kind: kind, text: s}
 	if e, vals := cacheLookup(key, c); e != nil {
 		return &Condition{root: e.tree.(cond), vals: vals}, nil

@@ -67,26 +67,40 @@ func (p *parser) distinct(op string, ops ...*operand) error {
 
 // parenOperand reports whether the '(' at the parser's position opens an
 // operand rather than a condition: its ')' is followed by a comparator,
-// BETWEEN or IN ("(a) BETWEEN (b) AND (c)").
+// BETWEEN or IN ("(a) BETWEEN (b) AND (c)"). The ')' of every '(' is
+// found once, for the whole expression (closers), so nested parentheses
+// cost linear time, not a scan to the ')' for each '('.
 func (p *parser) parenOperand() bool {
-	depth := 0
-	for i := p.i; i < len(p.toks); i++ {
-		t := p.toks[i]
+	if p.closers == nil {
+		p.closers = closers(p.toks)
+	}
+	i := p.closers[p.i]
+	if i < 0 {
+		return false
+	}
+	n := p.toks[min(i+1, len(p.toks)-1)]
+	return n.kind == tPunct && comparators[n.text] || n.kind == tIdent && (strings.EqualFold(n.text, "BETWEEN") || strings.EqualFold(n.text, "IN"))
+}
+
+// closers maps the index of each '(' token to the index of its ')' (-1:
+// none), other tokens to -1.
+func closers(toks []token) []int {
+	out := make([]int, len(toks))
+	var open []int
+	for i, t := range toks {
+		out[i] = -1
 		if t.kind != tPunct {
 			continue
 		}
-		switch t.text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-			if depth == 0 {
-				n := p.toks[min(i+1, len(p.toks)-1)]
-				return n.kind == tPunct && comparators[n.text] || n.kind == tIdent && (strings.EqualFold(n.text, "BETWEEN") || strings.EqualFold(n.text, "IN"))
-			}
+		switch {
+		case t.text == "(":
+			open = append(open, i)
+		case t.text == ")" && len(open) > 0:
+			out[open[len(open)-1]] = i
+			open = open[:len(open)-1]
 		}
 	}
-	return false
+	return out
 }
 
 // atComparison reports whether a comparator, BETWEEN or IN follows.

@@ -29,6 +29,8 @@ type Context struct {
 
 	usedNames  usedSet
 	usedValues usedSet
+	// mapsChecked: checkMaps ran (the limits on Names and Values).
+	mapsChecked bool
 }
 
 // usedSet is the placeholders a request's expressions used: a short list

@@ -30,6 +30,9 @@ type KeyCondition struct {
 // the expression parsed (err), then, once the request's other expressions
 // are parsed too, its shape (shape()).
 func CheckKeyCondition(s string, c *Context) (shape func() error, err error) {
+	if err := c.checkMaps(); err != nil {
+		return nil, err
+	}
 	_, root, err := parseWhole(s, "KeyConditionExpression", c)
 	if err != nil {
 		return nil, err
@@ -87,6 +90,9 @@ var (
 //     specified" / "Multiple attribute names used in one condition" /
 //     "BETWEEN operator must have the key attribute as its first operand".
 func ParseKeyTerms(s string, c *Context) ([]KeyTerm, error) {
+	if err := c.checkMaps(); err != nil {
+		return nil, err
+	}
 	key := cacheKey{kind: kindKeyCondition, text: s}
 	if e, vals := cacheLookup(key, c); e != nil {
 		return bindTerms(e.tree.([]keyCond), vals), nil

@@ -40,6 +40,9 @@ type parser struct {
 	// its order (firstConditionError); leaf counts its conditions.
 	conditionOrder bool
 	leaf           int
+	// closers: the index of each '(' token's ')' (parenOperand), found
+	// on first use.
+	closers []int
 }
 
 type rankedErr struct {
@@ -127,9 +130,15 @@ func startParser(s, label string, c *Context) (*parser, error) {
 	if c == nil {
 		c = &Context{}
 	}
+	if len(s) > maxExpressionBytes {
+		return nil, checkSize(s, label, nil, false)
+	}
 	p := &parser{src: s, label: label, toks: lex(s), ctx: c}
 	if p.toks[0].kind == tEOF {
 		return nil, p.fail("The expression can not be empty;")
+	}
+	if err := checkSize(s, label, p.toks, label == "UpdateExpression"); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

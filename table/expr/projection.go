@@ -28,6 +28,9 @@ type projNode struct {
 // empty, syntax, undefined name, and overlapping or conflicting paths ("a,
 // a.b"; "a.b, a[1]").
 func ParseProjection(s string, c *Context) (*Projection, error) {
+	if err := c.checkMaps(); err != nil {
+		return nil, err
+	}
 	key := cacheKey{kind: kindProjection, text: s}
 	if e, _ := cacheLookup(key, c); e != nil {
 		return e.tree.(*Projection), nil // immutable: shared

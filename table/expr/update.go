@@ -79,6 +79,9 @@ type updOperand struct {
 // ("Incorrect operand type for operator or function; operator: ADD, operand
 // type: STRING, typeSet: ALLOWED_FOR_ADD_OPERAND").
 func ParseUpdate(s string, c *Context) (*Update, error) {
+	if err := c.checkMaps(); err != nil {
+		return nil, err
+	}
 	key := cacheKey{kind: kindUpdate, text: s}
 	if e, vals := cacheLookup(key, c); e != nil {
 		return &Update{updateTree: e.tree.(*updateTree), vals: vals}, nil
