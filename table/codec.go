@@ -236,8 +236,14 @@ func (d *changeDecoder) change() *Change {
 	return c
 }
 
-// maxDepth bounds nesting (DynamoDB allows 32 levels).
-const maxDepth = 64
+// maxDepth bounds the nesting the decoder follows, a record's attribute
+// value being level 1, so that a malformed record cannot recurse without
+// end. Writes refuse more than 32 levels (expr.MaxNesting, items.go); the
+// bound is far above that, above any nesting a request could store before
+// that limit was enforced (the JSON API's decoder refuses more than 10000
+// nested JSON levels, two to an attribute level), so such items stay
+// readable: by GetItem, a stream reader, and the index rebuild at open.
+const maxDepth = 10000
 
 func (d *changeDecoder) item(depth int) Item {
 	n := d.uvarint()

@@ -181,6 +181,15 @@ func (o *op) prepare(ctx context.Context) (old Item, p *pending, err error) {
 	if err != nil {
 		return old, nil, err
 	}
+	if nw != nil && expr.ItemDepth(nw, expr.MaxNesting) > expr.MaxNesting {
+		// An UpdateItem's SET that nests the item deeper (a Put's item
+		// was checked as it came, putOp): a transaction's cancellation
+		// reason is the short sentence.
+		if o.update {
+			return old, nil, validation(expr.MsgNestingReason)
+		}
+		return old, nil, validation(expr.MsgNesting)
+	}
 	if nw != nil {
 		if err := o.t.checkIndexKeys(nw); err != nil {
 			if o.update && strings.HasPrefix(errMessage(err), msgIndexKeyType) {
@@ -277,6 +286,9 @@ func (s *Service) PutItem(ctx context.Context, in PutItemInput) (*WriteOutput, e
 	if remote, out, err := forwardOut[WriteOutput](ctx, s, "PutItem", in); remote {
 		return out, err
 	}
+	if err := singleNesting(in.Item, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
 	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
 		return s.putOp(t, in.Item, in.WriteExpr)
 	})
@@ -307,6 +319,9 @@ func (s *Service) writeAllOld(ctx context.Context, tableName, returnValues, rcc 
 }
 
 func (s *Service) putOp(t *Table, item Item, c WriteExpr) (*op, error) {
+	if expr.ItemDepth(item, expr.MaxNesting) > expr.MaxNesting {
+		return nil, validation(expr.MsgNesting)
+	}
 	k, cond, err := s.keyAndCondition(t, item, false, c)
 	if err != nil {
 		return nil, err
@@ -329,6 +344,9 @@ func (s *Service) keyAndCondition(t *Table, item Item, keyOnly bool, c WriteExpr
 	}
 	k, err := t.schema.keyOf(item, keyOnly)
 	if err != nil {
+		return key{}, nil, err
+	}
+	if err := valuesNesting(c.ExpressionAttributeValues); err != nil {
 		return key{}, nil, err
 	}
 	cond, err := s.conditionOnly(c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues)
@@ -431,6 +449,9 @@ func (s *Service) UpdateItem(ctx context.Context, in UpdateItemInput) (*WriteOut
 	if remote, out, err := forwardOut[WriteOutput](ctx, s, "UpdateItem", in); remote {
 		return out, err
 	}
+	if err := singleNesting(nil, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
 	t, err := s.table(in.TableName)
 	if err != nil {
 		return nil, err
@@ -473,6 +494,9 @@ func (s *Service) updateOp(t *Table, keyItem Item, update string, wc WriteExpr) 
 	}
 	k, err := t.schema.keyOf(keyItem, true)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := valuesNesting(wc.ExpressionAttributeValues); err != nil {
 		return nil, nil, err
 	}
 	// An update stores the values it SETs or ADDs: a caller's own.
@@ -521,6 +545,9 @@ func (s *Service) DeleteItem(ctx context.Context, in DeleteItemInput) (*WriteOut
 	if remote, out, err := forwardOut[WriteOutput](ctx, s, "DeleteItem", in); remote {
 		return out, err
 	}
+	if err := singleNesting(nil, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
 	return s.writeAllOld(ctx, in.TableName, in.ReturnValues, in.ReturnConsumedCapacity, func(t *Table) (*op, error) {
 		return s.deleteOp(t, in.Key, in.WriteExpr)
 	})
@@ -558,4 +585,77 @@ func (t *Table) scalarKeyNames(names []string) error {
 		}
 	}
 	return nil
+}
+
+// DynamoDB's nesting limit (Constraints: "DynamoDB supports nested
+// attributes up to 32 levels deep"; expr.MaxNesting), as a conformance
+// suite recorded it against AWS: a value inside 31 maps or lists is
+// accepted, one inside 32 refused. Where and how:
+//   - an item a write would store (PutItem, a BatchWriteItem or
+//     TransactWriteItems Put: putOp; what an update makes of the item:
+//     op.prepare) - "Nesting Levels have exceeded supported limits:
+//     Attributes in the item have nested levels beyond supported limit"
+//     (expr.MsgNesting), PutItem's inside "1 validation error detected: "
+//     up to 61 wrapping levels (singleNesting); a transaction's update
+//     cancels with the reason "Nesting Levels have exceeded supported
+//     limits";
+//   - an ExpressionAttributeValues value of PutItem, UpdateItem or
+//     DeleteItem past the same limit, "1 validation error detected: " and
+//     that sentence, a value past 61 wrapping levels naming its key
+//     (singleNesting); of a transaction's action, past one level more
+//     ("ExpressionAttributeValues contains invalid value: <sentence> for
+//     key :v", valuesNesting).
+//
+// The change log's decoder reads far deeper (codec.go maxDepth), so the
+// items stored before the limit stay readable.
+const (
+	// singleEnvelopeDepth is the deepest level PutItem, UpdateItem and
+	// DeleteItem refuse inside the validation envelope; deeper, the
+	// second form (recorded: 61 wrapping levels one form, 63 the other).
+	singleEnvelopeDepth = 62
+)
+
+// singleNesting checks the nesting of a PutItem's item (nil for the
+// others) and of a single-item write's ExpressionAttributeValues, before
+// any table is looked up.
+func singleNesting(item, values Item) error {
+	if d := expr.ItemDepth(item, singleEnvelopeDepth); d > expr.MaxNesting {
+		if d > singleEnvelopeDepth {
+			return validation(expr.MsgNesting)
+		}
+		return validation("1 validation error detected: %s", expr.MsgNesting)
+	}
+	k, d := deepestValue(values, singleEnvelopeDepth)
+	switch {
+	case d > singleEnvelopeDepth:
+		return validation("ExpressionAttributeValues contains invalid value: %s for key %s", expr.MsgNesting, k)
+	case d > expr.MaxNesting:
+		return validation("1 validation error detected: %s", expr.MsgNesting)
+	}
+	return nil
+}
+
+// valuesNesting refuses an ExpressionAttributeValues value nested more
+// than one level past the limit, naming its key: a transaction's action
+// is refused so before it runs (a value one level past the limit is
+// compared, not stored: what an update stores is checked in op.prepare).
+func valuesNesting(values Item) error {
+	if k, d := deepestValue(values, expr.MaxNesting+1); d > expr.MaxNesting+1 {
+		return validation("ExpressionAttributeValues contains invalid value: %s for key %s", expr.MsgNesting, k)
+	}
+	return nil
+}
+
+// deepestValue is the key of the deepest of values (the first in key
+// order among equals) and its depth, counted no further than stop.
+func deepestValue(values Item, stop int) (string, int) {
+	var key string
+	deepest := 0
+	for k, v := range values {
+		d := expr.Depth(&v, stop)
+		if d > deepest || d == deepest && k < key {
+			key, deepest = k, d
+		}
+	}
+	return key, deepest
 }

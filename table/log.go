@@ -107,7 +107,10 @@ type Table struct {
 	filling            atomic.Pointer[[]uint64]
 	openedFromSnapshot bool
 	replayed           int64
-	openTook           time.Duration
+	// skippedAtOpen: log records the open could not decode and left out
+	// of the index (skipRecord).
+	skippedAtOpen atomic.Int64
+	openTook      time.Duration
 }
 
 const recentPerShard = 1 << 15
@@ -515,6 +518,21 @@ func (t *Table) replayShard(ctx context.Context, sh int, from, last uint64, seen
 	return rd.Err()
 }
 
+// skipRecord leaves a change record the open cannot decode out of the
+// index, counted (skippedAtOpen) and logged with the item's key (the MD5
+// of its key, from the record's partition key), its shard and sequence:
+// one bad record would otherwise keep the table, and the process, from
+// opening. effect says what the item reads as instead.
+func (t *Table) skipRecord(rec stream.Record, shard uint16, itemKey string, err error, effect string) {
+	t.skippedAtOpen.Add(1)
+	t.s.eng.Logger.Error("table index: skipped a change record it cannot decode",
+		"table", t.tableName, "itemKey", itemKey, "shard", shard, "sequence", rec.SequenceNumber, "err", err, "effect", effect)
+}
+
+// skippedInReplay is what an item whose record the index rebuild skipped
+// reads as.
+const skippedInReplay = "the item reads as it was before this change (absent if it was)"
+
 // replay applies one log record to the index during rebuild.
 func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 	t.changes.Add(1)
@@ -527,20 +545,6 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 	if _, err := hex.Decode(k.h[:], []byte(f[0])); err != nil {
 		return err
 	}
-	_, disk := t.idx.(*diskIndex)
-	var c *Change
-	if t.schema.rng != "" || (disk && f[1] != "R") {
-		var err error
-		if c, err = DecodeChange(rec.Data); err != nil {
-			return err
-		}
-	}
-	if t.schema.rng != "" {
-		var err error
-		if k, err = t.schema.keyOf(c.Keys, true); err != nil {
-			return err
-		}
-	}
 	exp, _ := strconv.ParseInt(f[2], 10, 64)
 	size, _ := strconv.Atoi(f[3])
 	if f[4] != "" {
@@ -549,6 +553,22 @@ func (t *Table) replay(rec stream.Record, shard uint16, seen txnSeen) error {
 			seen[f[4]] = map[int]bool{}
 		}
 		seen[f[4]][i] = true
+	}
+	_, disk := t.idx.(*diskIndex)
+	var c *Change
+	if t.schema.rng != "" || (disk && f[1] != "R") {
+		var err error
+		if c, err = DecodeChange(rec.Data); err != nil {
+			t.skipRecord(rec, shard, f[0], err, skippedInReplay)
+			return nil
+		}
+	}
+	if t.schema.rng != "" {
+		var err error
+		if k, err = t.schema.keyOf(c.Keys, true); err != nil {
+			t.skipRecord(rec, shard, f[0], err, skippedInReplay)
+			return nil
+		}
 	}
 	var img Item
 	if f[1] != "R" {

@@ -220,14 +220,17 @@ func (t *Table) fillShard(ctx context.Context, dx *diskIndex, log string, sh int
 		}
 		if f[1] != "R" {
 			c, err := DecodeChange(rec.Data)
-			if err != nil {
-				return filled, err
+			var k key
+			if err == nil {
+				k, err = t.schema.keyOf(c.Keys, true)
 			}
-			k, err := t.schema.keyOf(c.Keys, true)
 			if err != nil {
-				return filled, err
+				// Its image stays out of the store (a read of the item
+				// reads the log, and fails there): logged, not fatal.
+				t.skipRecord(rec, uint16(sh), f[0], err, "its image stays out of the index store; a read of the item reads the record, and fails")
+			} else {
+				chunk = append(chunk, fillImage{k: k, pos: rec.Seq, img: appendItem(nil, c.NewImage)})
 			}
-			chunk = append(chunk, fillImage{k: k, pos: rec.Seq, img: appendItem(nil, c.NewImage)})
 		}
 		if len(chunk) == fillChunk {
 			if err := flush(); err != nil {
