@@ -462,6 +462,12 @@ func (sv *setValue) eval(item Item, vs valList) (events.DynamoDBAttributeValue, 
 		return r, validation(msgIncorrectType)
 	}
 	n, err := addNumbers(l.Number(), r.Number(), sv.op == "-")
+	if ve, ok := err.(*ValidationError); ok && ve.Message == msgTooManyDigits {
+		// A sum or difference needing more than 38 digits (1e50 + 1):
+		// DynamoDB words it as an overflow (ScyllaDB's test_number.py
+		// test_update_expression_plus_imprecise, run against DynamoDB).
+		err = validation(msgOverflow)
+	}
 	if err != nil {
 		return r, err
 	}
