@@ -118,6 +118,9 @@ var (
 	// function or alias changed since the caller read it; HTTP 412). Read
 	// it again and retry with its new RevisionId.
 	ErrPreconditionFailed = def(Spec{Code: "PreconditionFailedException", Lambda: Wire{Status: 412}})
+	// ErrPolicyLengthExceeded: AddPermission would make a function's
+	// resource policy larger than 20 KB (Lambda, 400).
+	ErrPolicyLengthExceeded = def(Spec{Code: "PolicyLengthExceededException"})
 	// ErrProvisionedConcurrencyConfigNotFound: the version or alias has no
 	// provisioned concurrency configuration (HTTP 404).
 	ErrProvisionedConcurrencyConfigNotFound = def(Spec{Code: "ProvisionedConcurrencyConfigNotFoundException", Lambda: Wire{Status: 404}})

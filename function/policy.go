@@ -144,7 +144,7 @@ const MaxPolicySize = 20 * 1024
 // would make the policy larger than MaxPolicySize
 // (PolicyLengthExceededException, HTTP 400, in AddPermission's errors in
 // the Lambda model).
-var ErrPolicyLengthExceeded = &awserr.Error{Code: "PolicyLengthExceededException"}
+var ErrPolicyLengthExceeded = awserr.ErrPolicyLengthExceeded
 
 // AddPermission adds p to the policy of function name (qualifier: of a
 // version or alias) and returns the statement added. Errors:
