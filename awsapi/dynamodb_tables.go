@@ -78,6 +78,7 @@ type updateTableInput struct {
 	StreamSpecification         *table.StreamSpecification
 	BillingMode                 string
 	ProvisionedThroughput       *table.Throughput
+	DeletionProtectionEnabled   *bool
 	raw                         map[string]json.RawMessage
 }
 
@@ -98,10 +99,11 @@ func dynamoUpdateTable(rq *request, in *updateTableInput) (any, error) {
 	// answer describes the table after them.
 	var d *table.TableDescription
 	var err error
-	if in.BillingMode != "" || in.ProvisionedThroughput != nil || in.StreamSpecification != nil || len(in.GlobalSecondaryIndexUpdates) > 0 {
+	if in.BillingMode != "" || in.ProvisionedThroughput != nil || in.StreamSpecification != nil || len(in.GlobalSecondaryIndexUpdates) > 0 || in.DeletionProtectionEnabled != nil {
 		d, err = rq.h.rn.Tables.UpdateTable(rq.ctx, name, table.UpdateTableInput{BillingMode: in.BillingMode,
 			ProvisionedThroughput: in.ProvisionedThroughput, StreamSpecification: in.StreamSpecification,
-			AttributeDefinitions: in.AttributeDefinitions, GlobalSecondaryIndexUpdates: in.GlobalSecondaryIndexUpdates})
+			AttributeDefinitions: in.AttributeDefinitions, GlobalSecondaryIndexUpdates: in.GlobalSecondaryIndexUpdates,
+			DeletionProtectionEnabled: in.DeletionProtectionEnabled})
 	}
 	if err != nil {
 		return nil, err
@@ -145,11 +147,12 @@ func dynamoDescribeTimeToLive(rq *request, in *tableRef) (any, error) {
 // tableOut is a TableDescription as DescribeTable returns it: with the
 // billing fields the SDK waiters and tools expect (on-demand, or the
 // provisioned throughput stored, never enforced).
+// DeletionProtectionEnabled is the table's (TableDescription's, as
+// CreateTable or UpdateTable set it; before, always false).
 type tableOut struct {
 	*table.TableDescription
-	BillingModeSummary        billingModeSummary
-	ProvisionedThroughput     provisionedThroughput
-	DeletionProtectionEnabled bool
+	BillingModeSummary    billingModeSummary
+	ProvisionedThroughput provisionedThroughput
 }
 
 type billingModeSummary struct {

@@ -63,10 +63,14 @@ type UpdateTableInput struct {
 	StreamSpecification         *StreamSpecification
 	AttributeDefinitions        []AttributeDefinition
 	GlobalSecondaryIndexUpdates []GlobalSecondaryIndexUpdate
+	// DeletionProtectionEnabled turns the table's deletion protection on
+	// or off (nil: as it is); while on, DeleteTable is refused.
+	DeletionProtectionEnabled *bool
 }
 
 // UpdateTable makes every change of in, billing first (a new GSI's
-// throughput rule reads it), then the stream, then the GSIs, or none:
+// throughput rule reads it), then the stream, deletion protection, then
+// the GSIs, or none:
 // each is checked on a copy of the table's description, which is stored
 // once all passed. Before, each change was stored as it came, and a
 // request refused for its third part kept its first two (a new stream
@@ -107,6 +111,9 @@ func (s *Service) UpdateTable(ctx context.Context, name string, in UpdateTableIn
 	}
 	if err == nil && in.StreamSpecification != nil {
 		st, err = streamApplied(st, *in.StreamSpecification, s.eng.Clock.Now())
+	}
+	if in.DeletionProtectionEnabled != nil {
+		st.DeletionProtectionEnabled = *in.DeletionProtectionEnabled
 	}
 	for _, u := range in.GlobalSecondaryIndexUpdates {
 		if err != nil {

@@ -178,8 +178,9 @@ type CreateTableInput struct {
 	// GlobalSecondaryIndexes (at most 20) and LocalSecondaryIndexes (at
 	// most 5, only here): see secondary.go. Their key attributes must be
 	// in AttributeDefinitions.
-	GlobalSecondaryIndexes []SecondaryIndex `json:"GlobalSecondaryIndexes,omitempty"`
-	LocalSecondaryIndexes  []SecondaryIndex `json:"LocalSecondaryIndexes,omitempty"`
+	GlobalSecondaryIndexes    []SecondaryIndex `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes     []SecondaryIndex `json:"LocalSecondaryIndexes,omitempty"`
+	DeletionProtectionEnabled bool             `json:"DeletionProtectionEnabled,omitempty"` // DeleteTable refused while true (see deletable)
 }
 
 // TableDescription describes a table (DescribeTable's Table).
@@ -196,10 +197,11 @@ type TableDescription struct {
 	StreamSpecification  *StreamSpecification  `json:"StreamSpecification,omitempty"`
 	// GlobalSecondaryIndexes and LocalSecondaryIndexes describe the
 	// table's indexes (none: absent).
-	GlobalSecondaryIndexes []IndexDescription `json:"GlobalSecondaryIndexes,omitempty"`
-	LocalSecondaryIndexes  []IndexDescription `json:"LocalSecondaryIndexes,omitempty"`
-	LatestStreamLabel      string             `json:"LatestStreamLabel,omitempty"`
-	LatestStreamArn        string             `json:"LatestStreamArn,omitempty"`
+	GlobalSecondaryIndexes    []IndexDescription `json:"GlobalSecondaryIndexes,omitempty"`
+	LocalSecondaryIndexes     []IndexDescription `json:"LocalSecondaryIndexes,omitempty"`
+	LatestStreamLabel         string             `json:"LatestStreamLabel,omitempty"`
+	LatestStreamArn           string             `json:"LatestStreamArn,omitempty"`
+	DeletionProtectionEnabled bool               `json:"DeletionProtectionEnabled"` // stored; see deletable
 	// TimeToLive is the table's TTL setting (DescribeTimeToLive).
 	TimeToLive TimeToLiveSpecification `json:"-"`
 	// Shards is the number of change-log shards; Log the name of the log
@@ -531,7 +533,7 @@ func (s *Service) CreateTable(ctx context.Context, in CreateTableInput) (*TableD
 		TableName: in.TableName, TableArn: s.ARN(in.TableName), TableId: uuid.NewString(), TableStatus: tableStatus,
 		KeySchema: schema.elements(), AttributeDefinitions: in.AttributeDefinitions,
 		CreationDateTime:       float64(now.UnixMilli()) / 1000,
-		GlobalSecondaryIndexes: gsis, LocalSecondaryIndexes: lsis,
+		GlobalSecondaryIndexes: gsis, LocalSecondaryIndexes: lsis, DeletionProtectionEnabled: in.DeletionProtectionEnabled,
 	}
 	st.Log = "tbl-" + st.TableId
 	if sp := in.StreamSpecification; sp != nil && sp.StreamEnabled {
@@ -578,22 +580,15 @@ func checkView(v string) error {
 
 // DeleteTable deletes a table and its items. Its change log goes too,
 // unless the table ever had a stream: that stays readable, DISABLED, for
-// StreamRetention (DeletedStreams).
+// StreamRetention (DeletedStreams). Errors: see deletable (a table with
+// DeletionProtectionEnabled is refused, ResourceNotFound for none).
 func (s *Service) DeleteTable(ctx context.Context, name string) (*TableDescription, error) {
 	if remote, d, err := s.forwardDesc(ctx, "DeleteTable", name); remote {
 		return d, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.tables[name]
-	if !ok {
-		return nil, tableNotFound(name)
-	}
-	d := t.describe()
-	d.TableStatus = "DELETING"
-	// A table that had a stream keeps its log, readable for 24 hours
-	// (deleted_streams.go); one that never had one loses it now.
-	kept, err := s.keepDeletedStream(ctx, t)
+	t, d, kept, err := s.deletable(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -128,14 +128,15 @@ func (s *Service) ListTagsOfResource(ctx context.Context, arn string) ([]Tag, er
 }
 
 // ContinuousBackupsDescription is DescribeContinuousBackups' answer:
-// runnel takes no backups, so both are DISABLED.
+// ContinuousBackupsStatus ENABLED, as DynamoDB describes every table from
+// its creation; point-in-time recovery DISABLED (runnel has none).
 type ContinuousBackupsDescription struct {
 	ContinuousBackupsStatus        string                         `json:"ContinuousBackupsStatus"`
 	PointInTimeRecoveryDescription PointInTimeRecoveryDescription `json:"PointInTimeRecoveryDescription"`
 }
 
 // PointInTimeRecoveryDescription says whether point-in-time recovery is
-// on: always DISABLED in runnel.
+// on: always DISABLED in runnel (UpdateContinuousBackups is not served).
 type PointInTimeRecoveryDescription struct {
 	PointInTimeRecoveryStatus string `json:"PointInTimeRecoveryStatus"`
 }
@@ -143,9 +144,11 @@ type PointInTimeRecoveryDescription struct {
 // DescribeContinuousBackups reports the table's backup settings
 // (API_DescribeContinuousBackups,
 // https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_DescribeContinuousBackups.html):
-// backups and point-in-time recovery DISABLED, so that infrastructure
-// tools that read them work. Errors: TableNotFoundException ("Table not
-// found: <name>") for a missing table.
+// ContinuousBackupsStatus ENABLED ("Continuous backups are ENABLED on all
+// tables at table creation"; runnel answered DISABLED before) and
+// PointInTimeRecoveryStatus DISABLED, so that infrastructure tools that
+// read them work. Errors: TableNotFoundException ("Table not found:
+// <name>") for a missing table.
 func (s *Service) DescribeContinuousBackups(ctx context.Context, name string) (*ContinuousBackupsDescription, error) {
 	if remote, out, err := forwardOut[ContinuousBackupsDescription](ctx, s, "DescribeContinuousBackups", name); remote {
 		return out, err
@@ -153,6 +156,34 @@ func (s *Service) DescribeContinuousBackups(ctx context.Context, name string) (*
 	if _, err := s.table(name); err != nil {
 		return nil, awserr.New(awserr.ErrTableNotFound, "Table not found: %s", name)
 	}
-	return &ContinuousBackupsDescription{ContinuousBackupsStatus: "DISABLED",
+	return &ContinuousBackupsDescription{ContinuousBackupsStatus: "ENABLED",
 		PointInTimeRecoveryDescription: PointInTimeRecoveryDescription{PointInTimeRecoveryStatus: "DISABLED"}}, nil
+}
+
+// msgDeletionProtected is DynamoDB's refusal of DeleteTable on a table
+// with DeletionProtectionEnabled, as recorded against AWS (the API
+// reference gives no text).
+const msgDeletionProtected = "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first."
+
+// deletable is DeleteTable's check of table name (the caller holds s.mu):
+// the table, its description as DELETING, and whether its change log is
+// kept as a deleted stream (a table that had a stream keeps its log,
+// readable for 24 hours: deleted_streams.go; one that never had one
+// loses it). Errors: ResourceNotFoundException for no such table;
+// ValidationException msgDeletionProtected while the table's
+// DeletionProtectionEnabled is true (CreateTable's or UpdateTable's
+// DeletionProtectionEnabled; default false), before anything is changed.
+// Before, the flag was ignored and a protected table was deleted.
+func (s *Service) deletable(ctx context.Context, name string) (*Table, *TableDescription, bool, error) {
+	t, ok := s.tables[name]
+	if !ok {
+		return nil, nil, false, tableNotFound(name)
+	}
+	d := t.describe()
+	if d.DeletionProtectionEnabled {
+		return nil, nil, false, validation(msgDeletionProtected)
+	}
+	d.TableStatus = "DELETING"
+	kept, err := s.keepDeletedStream(ctx, t)
+	return t, d, kept, err
 }
