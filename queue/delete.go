@@ -77,7 +77,17 @@ func (s *Service) DeleteMessageBatch(ctx context.Context, queueURL string, entri
 				return nil, err
 			}
 			if m == nil {
-				return nil, nil // already gone: deleting again succeeds
+				// Already gone: deleting again succeeds, once the removal
+				// is stored. A removal whose write failed (the call that
+				// made it answered an error) is written again here, and
+				// this call waits for it: answering success with nothing
+				// stored let the message come back after a restart (a
+				// FIFO message after later ones of its group).
+				if rec := q.unsynced[rc.n]; rec != nil {
+					q.markDirty(rec)
+					return rec, nil
+				}
+				return nil, nil
 			}
 			if q.fifo && (m.nonce != rc.nonce || m.st != stInflight) {
 				return nil, awserr.New(awserr.ErrReceiptHandleIsInvalid, "The receipt handle has expired.")
@@ -106,7 +116,23 @@ func applyBatch[E any](ctx context.Context, s *Service, queueURL string, entries
 	}
 	futs, ferr := q.flush()
 	q.mu.Unlock()
-	return batchOutput(entries, ids, errs, recs, durable(ctx, futs, ferr)), nil
+	storeErr := durable(ctx, futs, ferr)
+	q.mu.Lock()
+	for _, rec := range recs {
+		switch {
+		case rec == nil:
+		case storeErr != nil:
+			if q.unsynced == nil {
+				q.unsynced = map[uint64]*record{}
+			}
+			q.unsynced[rec.n] = rec
+			q.markDirty(rec) // the next write of the queue stores it again
+		default:
+			delete(q.unsynced, rec.n)
+		}
+	}
+	q.mu.Unlock()
+	return batchOutput(entries, ids, errs, recs, storeErr), nil
 }
 
 // durable waits for a call's writes; nil when they are all stored.

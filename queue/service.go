@@ -208,6 +208,11 @@ type queue struct {
 	nDelayed  int
 	nInflight int
 	dirty     []*record
+	// unsynced: records whose delete or visibility change was answered
+	// with a storage error (applyBatch). A retry of a DeleteMessage whose
+	// message is already gone from memory writes such a record again and
+	// waits for it, instead of answering success with nothing stored.
+	unsynced  map[uint64]*record
 	dedup     map[string]*dedupEntry
 	dedupFIFO []*dedupEntry // by sentAt, for pruning
 	// attempts: the FIFO receives kept for a retry with their
