@@ -117,21 +117,24 @@ func applyBatch[E any](ctx context.Context, s *Service, queueURL string, entries
 	futs, ferr := q.flush()
 	q.mu.Unlock()
 	storeErr := durable(ctx, futs, ferr)
-	q.mu.Lock()
-	for _, rec := range recs {
-		switch {
-		case rec == nil:
-		case storeErr != nil:
-			if q.unsynced == nil {
-				q.unsynced = map[uint64]*record{}
+	if storeErr != nil || q.nUnsynced.Load() > 0 { // the common case takes no second lock
+		q.mu.Lock()
+		for _, rec := range recs {
+			switch {
+			case rec == nil:
+			case storeErr != nil:
+				if q.unsynced == nil {
+					q.unsynced = map[uint64]*record{}
+				}
+				q.unsynced[rec.n] = rec
+				q.markDirty(rec) // the next write of the queue stores it again
+			default:
+				delete(q.unsynced, rec.n)
 			}
-			q.unsynced[rec.n] = rec
-			q.markDirty(rec) // the next write of the queue stores it again
-		default:
-			delete(q.unsynced, rec.n)
 		}
+		q.nUnsynced.Store(int32(len(q.unsynced)))
+		q.mu.Unlock()
 	}
-	q.mu.Unlock()
 	return batchOutput(entries, ids, errs, recs, storeErr), nil
 }
 

@@ -213,6 +213,7 @@ type queue struct {
 	// message is already gone from memory writes such a record again and
 	// waits for it, instead of answering success with nothing stored.
 	unsynced  map[uint64]*record
+	nUnsynced atomic.Int32 // len(unsynced), read without q.mu
 	dedup     map[string]*dedupEntry
 	dedupFIFO []*dedupEntry // by sentAt, for pruning
 	// attempts: the FIFO receives kept for a retry with their
