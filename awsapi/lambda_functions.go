@@ -191,15 +191,13 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		if err := probe.Validate(); err != nil {
 			return nil, err
 		}
-		store, err := h.codeStore(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := store.PutBytes(ctx, cfg.FunctionName, zip); err != nil {
-			return nil, awserr.New(awserr.ErrService, "store code: %v", err)
-		}
-		if err := h.deployProcess(ctx, cfg, meta, zip, false); err != nil {
-			store.Delete(ctx, cfg.FunctionName)
+		// Code and metadata are stored before the configuration (another
+		// node builds the pool from them when it sees the function).
+		if err := h.deployProcess(ctx, cfg, meta, zip, true, false); err != nil {
+			if !errors.Is(err, awserr.ErrResourceConflict) {
+				h.forgetCode(ctx, cfg.FunctionName)
+				h.forgetVersionsMeta(ctx, cfg.FunctionName)
+			}
 			return nil, err
 		}
 	case in.Runtime == RuntimeRunnel || in.Runtime == "" || slices.Contains(h.rn.Functions.Registry().Handlers(), in.Handler):
@@ -221,8 +219,10 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	default:
 		return nil, lambdaInvalid("Runtime: %q is not supported: use python3.x or nodejs* (run on this machine's interpreter), provided.al2023 or provided.al2 with Code.ZipFile holding bootstrap, or %s with Handler naming a registered in-process handler (registered: %v)", in.Runtime, RuntimeRunnel, h.rn.Functions.Registry().Handlers())
 	}
-	if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
-		h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
+	if !meta.isProcess() {
+		if err := h.storeMeta(ctx, cfg.FunctionName, meta); err != nil {
+			h.lopts.Logger.Error("lambda api: store function metadata", "function", cfg.FunctionName, "err", err)
+		}
 	}
 	if len(in.Tags) > 0 {
 		if err := h.rn.Functions.TagResource(ctx, cfg.FunctionName, in.Tags); err != nil {
@@ -319,7 +319,7 @@ func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
 	if err := h.rn.Functions.DeleteFunction(ctx, name); err != nil {
 		return nil, err
 	}
-	for _, key := range h.procs.removeFunction(name) {
+	for _, key := range h.procs.removeFunction(name, h.rn.Engine.Clock) {
 		h.forgetCode(ctx, key)
 	}
 	h.forgetCode(ctx, name)
@@ -334,7 +334,8 @@ func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
 }
 
 // redeploy replaces function cfg (already changed) with meta and, for a
-// process function, code (nil: the stored code).
+// process function, code (nil: the stored code; else it is stored too,
+// before the configuration).
 func (h *Handler) redeploy(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte) error {
 	if !meta.isProcess() {
 		if _, err := h.rn.Functions.PutFunction(ctx, cfg); err != nil {
@@ -346,15 +347,13 @@ func (h *Handler) redeploy(ctx context.Context, cfg function.Config, meta *funct
 	if err != nil {
 		return err
 	}
+	storeCode := code != nil
 	if code == nil {
 		if code, err = store.GetBytes(ctx, cfg.FunctionName); err != nil {
 			return awserr.New(awserr.ErrService, "read stored code of %s: %v", cfg.FunctionName, err)
 		}
 	}
-	if err := h.deployProcess(ctx, cfg, meta, code, true); err != nil {
-		return err
-	}
-	return h.storeMeta(ctx, cfg.FunctionName, meta)
+	return h.deployProcess(ctx, cfg, meta, code, storeCode, true)
 }
 
 // metaOf is the stored metadata of cfg, or what it must be.
@@ -467,19 +466,9 @@ func lambdaUpdateFunctionCode(rq *request, in *updateFunctionCodeInput) (any, er
 		if in.DryRun {
 			return nil
 		}
-		store, err := rq.h.codeStore(rq.ctx)
-		if err != nil {
-			return err
-		}
 		meta.CodeSha256, meta.CodeSize, meta.LastModified = codeDigest(in.ZipFile), int64(len(in.ZipFile)), time.Now()
-		// Deploy first (it checks the zip), then store the code.
-		if err := rq.h.redeploy(rq.ctx, *cfg, meta, in.ZipFile); err != nil {
-			return err
-		}
-		if _, err := store.PutBytes(rq.ctx, cfg.FunctionName, in.ZipFile); err != nil {
-			return awserr.New(awserr.ErrService, "store code: %v", err)
-		}
-		return nil
+		// The new pool checks the zip before it is stored.
+		return rq.h.redeploy(rq.ctx, *cfg, meta, in.ZipFile)
 	})
 	if err != nil || !in.Publish || in.DryRun {
 		return out, err

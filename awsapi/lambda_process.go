@@ -5,8 +5,13 @@ package awsapi
 // function/process). Their code is stored in the JetStream object store
 // FunctionCodeBucket, what the Lambda API reports beyond function.Config
 // in the KV bucket functionMetaBucket; each runs under the registered
-// handler "process:<name>". The Handler that started them owns them
-// (Handler.procs) and stops them on Close.
+// handler "process:<name>". Every node runs its own pool of a function:
+// the node that takes a create or update builds it, and the others build
+// theirs from the stored code when their watch applies the stored
+// configuration (onStored, the function.Service's stored hook). The
+// Handler that started the pools owns them (Handler.procs) and stops them
+// on Close; a pool replaced by an update is closed once its running
+// invocations have finished (procPool.retire).
 
 import (
 	"context"
@@ -16,10 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/awserr"
@@ -52,39 +57,219 @@ func isProcessRuntime(runtime string) bool {
 	return slices.Contains(processRuntimes, runtime) || process.IsManagedRuntime(runtime)
 }
 
-// processFunctions are the process functions a Handler started, by
-// function name. A nil entry was closed by Close.
+// processFunctions are the process functions a Handler started, by key:
+// the function's name for $LATEST, "<name>:<version>" for a published
+// version. A closed pool stays until one replaces it (Close, then
+// RestoreProcessFunctions), so that an invocation still holding it goes to
+// its successor.
 type processFunctions struct {
-	mu sync.Mutex
-	m  map[string]*process.Function
+	mu       sync.Mutex
+	m        map[string]*procPool
+	retiring map[*procPool]struct{} // replaced pools waiting for their invocations
+	// deployMu serializes building and installing $LATEST's pools: a
+	// deploy through this node's API (from the new pool through the stored
+	// configuration) and the stored hook applying another node's change.
+	deployMu sync.Mutex
+	// unhook removes the Handler's stored hook (RestoreProcessFunctions
+	// installs it, closeAll removes it).
+	unhook func()
 }
 
-// live reports whether name runs in this Handler.
-func (p *processFunctions) live(name string) bool {
+// get is the pool of key, nil if none.
+func (p *processFunctions) get(key string) *procPool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.m[name] != nil
+	return p.m[key]
 }
 
-// remove stops and forgets the function name.
-func (p *processFunctions) remove(name string) {
+// live reports whether key runs in this Handler.
+func (p *processFunctions) live(key string) bool {
+	pf := p.get(key)
+	return pf != nil && pf.live()
+}
+
+// install makes pool key's; the pool it replaces is retired (pool takes
+// its later invocations; it is closed once those running finish).
+func (p *processFunctions) install(key string, pool *procPool, clock clockwork.Clock) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pf := p.m[name]; pf != nil {
-		pf.Close()
+	if p.m == nil {
+		p.m = map[string]*procPool{}
 	}
-	delete(p.m, name)
+	old := p.m[key]
+	p.m[key] = pool
+	p.mu.Unlock()
+	if old != nil && old != pool {
+		p.retire(old, pool, clock)
+	}
 }
 
+// retire closes old once its running invocations have finished (at the
+// latest when its own MaxInvocationTime plus retireGrace has passed on
+// clock); next, when not nil, takes the invocations that reach old from
+// now on.
+func (p *processFunctions) retire(old, next *procPool, clock clockwork.Clock) {
+	p.mu.Lock()
+	if p.retiring == nil {
+		p.retiring = map[*procPool]struct{}{}
+	}
+	p.retiring[old] = struct{}{}
+	p.mu.Unlock()
+	old.retire(next, clock, func() {
+		p.mu.Lock()
+		delete(p.retiring, old)
+		p.mu.Unlock()
+	})
+}
+
+// remove retires the pool of key (its running invocations finish) and
+// forgets it.
+func (p *processFunctions) remove(key string, clock clockwork.Clock) {
+	p.mu.Lock()
+	old := p.m[key]
+	delete(p.m, key)
+	p.mu.Unlock()
+	if old != nil {
+		p.retire(old, nil, clock)
+	}
+}
+
+// closeAll stops every pool now, the retiring ones too, and removes the
+// stored hook.
 func (p *processFunctions) closeAll() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for name, f := range p.m {
-		if f != nil {
-			f.Close()
-		}
-		p.m[name] = nil // closed: RestoreProcessFunctions restores it
+	pools := make([]*procPool, 0, len(p.m)+len(p.retiring))
+	for _, f := range p.m {
+		pools = append(pools, f) // kept, closed: RestoreProcessFunctions replaces it
 	}
+	for f := range p.retiring {
+		pools = append(pools, f)
+	}
+	unhook := p.unhook
+	p.unhook = nil
+	p.mu.Unlock()
+	if unhook != nil {
+		unhook()
+	}
+	for _, f := range pools {
+		f.close()
+	}
+}
+
+// retireGrace is what a replaced pool gets past its MaxInvocationTime
+// before it is closed with invocations still running (package function's
+// own backstop has ended them by then).
+const retireGrace = 5 * time.Second
+
+// procPool is a process function's pool as registered (a lambda.Handler,
+// function.SelfLogging and function.SelfTimed through its
+// process.Function): it counts its running invocations, so that a pool
+// replaced by an update is closed only once they have finished. Before,
+// the replaced pool was closed when the NEW Timeout plus 1 s had passed:
+// lowering the Timeout (or any change, on a cold start) killed the
+// invocations already running (Runtime.ExitError "signal: killed").
+type procPool struct {
+	*process.Function
+	// spec is poolSpec of what the pool was built from.
+	spec string
+
+	mu       sync.Mutex
+	running  int
+	closed   bool
+	retiring bool
+	next     *procPool     // takes the invocations once retiring
+	drained  chan struct{} // closed when running reaches 0 while retiring
+}
+
+func newPool(f *process.Function, spec string) *procPool { return &procPool{Function: f, spec: spec} }
+
+// live reports whether the pool takes invocations of its own.
+func (p *procPool) live() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.closed && !p.retiring
+}
+
+// Invoke runs an invocation in the pool, or in the pool that replaced it
+// once it is retiring (an invocation that looked the function up before
+// the update).
+func (p *procPool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	p.mu.Lock()
+	if next := p.next; next != nil && (p.retiring || p.closed) {
+		p.mu.Unlock()
+		return next.Invoke(ctx, payload)
+	}
+	p.running++
+	p.mu.Unlock()
+	defer p.finish()
+	return p.Function.Invoke(ctx, payload)
+}
+
+func (p *procPool) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running--
+	if p.running == 0 && p.drained != nil {
+		close(p.drained)
+		p.drained = nil
+	}
+}
+
+// retire makes next (nil: none) take the pool's later invocations and
+// closes the pool once its running ones have finished, or when its
+// MaxInvocationTime (the OLD Timeout twice plus the init's 10 s) and
+// retireGrace have passed on clock; done runs after.
+func (p *procPool) retire(next *procPool, clock clockwork.Clock, done func()) {
+	p.mu.Lock()
+	p.next = next
+	if p.retiring || p.closed {
+		p.mu.Unlock()
+		done()
+		return
+	}
+	p.retiring = true
+	drained := make(chan struct{})
+	if p.running == 0 {
+		close(drained)
+	} else {
+		p.drained = drained
+	}
+	p.mu.Unlock()
+	limit := p.MaxInvocationTime() + retireGrace
+	go func() {
+		t := clock.NewTimer(limit)
+		defer t.Stop()
+		select {
+		case <-drained:
+		case <-t.Chan():
+		}
+		p.close()
+		done()
+	}()
+}
+
+// close stops the pool now (its environments are killed).
+func (p *procPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.Function.Close()
+}
+
+// poolSpec identifies what a pool is built from: the configuration its
+// environments see (Timeout, MemorySize, Environment, ARN, version) and
+// the code (CodeSha256), Runtime, Handler and Layers. A change of
+// anything else (Description, Role, reserved concurrency, the dead-letter
+// queue) keeps the pool and its warm environments.
+func poolSpec(cfg function.Config, meta *functionMeta) string {
+	cfg.RevisionId, cfg.LastVersion, cfg.Handler = "", 0, ""
+	cfg.ReservedConcurrentExecutions, cfg.DeadLetterConfig = nil, nil
+	cfg = cfg.WithDefaults()
+	b, _ := json.Marshal(struct {
+		C                            function.Config
+		Runtime, Handler, CodeSha256 string
+		Layers                       []string
+	}{cfg, meta.Runtime, meta.Handler, meta.CodeSha256, meta.Layers})
+	return codeDigest(b)
 }
 
 // functionMeta is what the Lambda API reports about a function beyond its
@@ -110,62 +295,98 @@ type functionMeta struct {
 
 func (m *functionMeta) isProcess() bool { return isProcessRuntime(m.Runtime) }
 
-// RestoreProcessFunctions starts every process function whose code is
-// stored in FunctionCodeBucket and that does not run in this Handler
-// (never started here, or stopped by Close): it registers its handler
-// "process:<name>" (replacing one registered under that name) and loads
-// the function into the runnel's Functions. NewLambdaHandler and
-// NewEndpoint call it.
+// RestoreProcessFunctions installs the Handler's stored hook
+// (function.Service.OnStored: onStored) and starts every stored process
+// function and published version that does not run in this Handler
+// (never started here, or stopped by Close) from its stored code, then the
+// provisioned concurrency configurations. It writes nothing: the stored
+// configurations keep their RevisionIds (before, every node's start
+// stored $LATEST again, with a new RevisionId, possibly over a concurrent
+// update). NewLambdaHandler and NewEndpoint call it.
 func (h *Handler) RestoreProcessFunctions(ctx context.Context) error {
+	h.procs.mu.Lock()
+	if h.procs.unhook == nil {
+		h.procs.unhook = h.rn.Functions.OnStored(h.onStored)
+	}
+	h.procs.mu.Unlock()
+	err := h.rn.Functions.Resync(ctx)
+	return errors.Join(err, h.restoreProvisioned(ctx))
+}
+
+// onStored is the Handler's function.StoredHook: for a process function
+// (or version) stored by another node, or stored before this node
+// started, it builds the pool from the stored code when none runs here
+// or the one here was built from other code or configuration (poolSpec),
+// and registers it as the function's handler; a deleted one's pool is
+// retired. Before, only RestoreProcessFunctions (at the start) built
+// pools: a function created through another node was ResourceNotFound
+// here, and one updated through another node ran its old code here.
+func (h *Handler) onStored(ctx context.Context, c function.StoredChange) error {
+	key := c.Config.FunctionName
+	if c.Config.Version != "" {
+		key += ":" + c.Config.Version
+	}
+	if c.Deleted {
+		h.procs.deployMu.Lock()
+		defer h.procs.deployMu.Unlock()
+		if c.Current() {
+			h.procs.remove(key, h.rn.Engine.Clock)
+		}
+		return nil
+	}
+	if c.Config.Handler != ProcessHandlerPrefix+key {
+		return nil // an in-process function
+	}
+	if c.Config.Version == "" {
+		h.procs.deployMu.Lock()
+		defer h.procs.deployMu.Unlock()
+		if !c.Current() {
+			return nil // this node (or the watch) applied a later change
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return h.syncPool(ctx, key, c.Config)
+}
+
+// syncPool makes the pool registered as cfg's handler (key: $LATEST's or
+// "<name>:<version>") the one of cfg, of the stored metadata and of the
+// stored code: the pool running here when it was built from the same
+// (poolSpec), else a new one, built from the stored zip, that replaces it.
+func (h *Handler) syncPool(ctx context.Context, key string, cfg function.Config) error {
+	meta, err := h.loadMeta(ctx, metaKey(cfg))
+	if err != nil {
+		if cfg.Version != "" {
+			return fmt.Errorf("function %s: read metadata: %w", key, err)
+		}
+		meta = &functionMeta{Runtime: processRuntimes[0], Handler: "bootstrap"}
+	}
+	spec := poolSpec(cfg, meta)
+	reg := h.rn.Functions.Registry()
+	if old := h.procs.get(key); old != nil && old.live() && old.spec == spec {
+		reg.Register(cfg.Handler, old)
+		return nil
+	}
 	store, err := h.codeStore(ctx)
 	if err != nil {
 		return err
 	}
-	objs, err := store.List(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return fmt.Errorf("list %s: %w", FunctionCodeBucket, err)
-	}
-	fkv, err := h.rn.Engine.Bucket(ctx, "runnel_functions")
+	code, err := store.GetBytes(ctx, key)
 	if err != nil {
-		return err
+		return fmt.Errorf("function %s: read code: %w", key, err)
 	}
-	var errs []error
-	for _, o := range objs {
-		name := o.Name
-		if h.procs.live(name) {
-			continue
-		}
-		if fn, v, ok := strings.Cut(name, ":"); ok {
-			errs = append(errs, h.restoreVersion(ctx, store, fn, v))
-			continue
-		}
-		e, err := fkv.Get(ctx, name)
-		if err != nil {
-			h.lopts.Logger.Warn("lambda api: stored code of a function that is not stored; not restored", "function", name)
-			continue
-		}
-		var cfg function.Config
-		if err := json.Unmarshal(e.Value(), &cfg); err != nil {
-			errs = append(errs, fmt.Errorf("function %s: %w", name, err))
-			continue
-		}
-		meta, _ := h.loadMeta(ctx, name)
-		if meta == nil {
-			meta = &functionMeta{Runtime: processRuntimes[0], Handler: "bootstrap"}
-		}
-		code, err := store.GetBytes(ctx, name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("function %s: read code: %w", name, err))
-			continue
-		}
-		if err := h.deployProcess(ctx, cfg, meta, code, true); err != nil {
-			errs = append(errs, fmt.Errorf("function %s: %w", name, err))
-			continue
-		}
-		h.lopts.Logger.Info("lambda api: process function restored", "function", name)
+	if meta.CodeSha256 != "" && codeDigest(code) != meta.CodeSha256 {
+		return fmt.Errorf("function %s: the stored code (CodeSha256 %s) is not the configured one (%s)", key, codeDigest(code), meta.CodeSha256)
 	}
-	errs = append(errs, h.restoreProvisioned(ctx))
-	return errors.Join(errs...)
+	pf, err := h.startProcess(ctx, cfg, meta, code)
+	if err != nil {
+		return fmt.Errorf("function %s: %w", key, err)
+	}
+	pool := newPool(pf, spec)
+	reg.Register(cfg.Handler, pool)
+	h.procs.install(key, pool, h.rn.Engine.Clock)
+	h.lopts.Logger.Info("lambda api: process function started from its stored code", "function", key)
+	return nil
 }
 
 func (h *Handler) codeStore(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -205,12 +426,17 @@ func (h *Handler) storeMeta(ctx context.Context, name string, m *functionMeta) e
 }
 
 // deployProcess builds a process function from cfg (its Handler is set to
-// "process:<name>"), meta's Runtime and Handler and code, registers it,
-// and creates (or replaces) the function in the runnel's Functions; it
-// sets meta.RuntimeWarning. The pool gets no reserved concurrency of its
-// own: package function enforces the function's. Its log goes to the
-// endpoint's log store.
-func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte, replace bool) error {
+// "process:<name>"), meta's Runtime and Handler and code (stored under
+// the function's name first when storeCode), stores meta (setting
+// meta.RuntimeWarning), registers the pool, and creates (or, with
+// replace, replaces) the function in the runnel's Functions, in that
+// order: another node applying the stored configuration finds the code
+// and metadata it was stored with. A pool built from the same
+// configuration and code (poolSpec) is kept; a replaced one finishes its
+// running invocations (procPool.retire). The pool gets no reserved
+// concurrency of its own: package function enforces the function's. Its
+// log goes to the endpoint's log store.
+func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *functionMeta, code []byte, storeCode, replace bool) error {
 	name := cfg.FunctionName
 	cfg.Handler = ProcessHandlerPrefix + name
 	cfg = cfg.WithDefaults()
@@ -218,35 +444,53 @@ func (h *Handler) deployProcess(ctx context.Context, cfg function.Config, meta *
 		return err
 	}
 	cfg.FunctionArn = h.rn.Functions.ARN(name)
-	pf, err := h.startProcess(ctx, cfg, meta, code)
-	if err != nil {
+	p := &h.procs
+	p.deployMu.Lock()
+	defer p.deployMu.Unlock()
+	spec := poolSpec(cfg, meta)
+	old := p.get(name)
+	pool := old
+	if old == nil || !old.live() || old.spec != spec {
+		pf, err := h.startProcess(ctx, cfg, meta, code)
+		if err != nil {
+			return err
+		}
+		pool = newPool(pf, spec)
+	}
+	fresh := pool != old
+	fail := func(err error) error {
+		if fresh {
+			pool.close()
+		}
 		return err
 	}
-	p := &h.procs
-	p.mu.Lock()
-	if p.m == nil {
-		p.m = map[string]*process.Function{}
+	if storeCode {
+		store, err := h.codeStore(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := store.PutBytes(ctx, name, code); err != nil {
+			return fail(awserr.New(awserr.ErrService, "store code: %v", err))
+		}
 	}
-	old := p.m[name]
+	meta.RuntimeWarning = pool.RuntimeWarning()
+	if err := h.storeMeta(ctx, name, meta); err != nil {
+		return fail(awserr.New(awserr.ErrService, "store function metadata: %v", err))
+	}
 	reg := h.rn.Functions.Registry()
-	reg.Register(cfg.Handler, pf) // a *process.Function is a lambda.Handler: never refused
+	reg.Register(cfg.Handler, pool) // a *procPool is a lambda.Handler: never refused
 	put := h.rn.Functions.CreateFunction
 	if replace {
 		put = h.rn.Functions.PutFunction
 	}
 	if _, err := put(ctx, cfg); err != nil {
-		if old != nil {
+		if old != nil && fresh {
 			reg.Register(cfg.Handler, old)
 		}
-		p.mu.Unlock()
-		pf.Close()
-		return err
+		return fail(err)
 	}
-	p.m[name] = pf
-	p.mu.Unlock()
-	meta.RuntimeWarning = pf.RuntimeWarning()
-	if old != nil {
-		retire(old, cfg.Timeout)
+	if fresh {
+		p.install(name, pool, h.rn.Engine.Clock)
 	}
 	return nil
 }
@@ -281,15 +525,6 @@ func (h *Handler) startProcess(ctx context.Context, cfg function.Config, meta *f
 		return nil, awserr.New(awserr.ErrInvalidParameterValue, "Code.ZipFile: %v", err)
 	}
 	return pf, nil
-}
-
-// retire closes a replaced process function once its invocations in flight
-// have had their timeout to finish.
-func retire(f *process.Function, timeout int) {
-	if timeout <= 0 {
-		timeout = function.DefaultTimeout
-	}
-	time.AfterFunc(time.Duration(timeout)*time.Second+time.Second, func() { f.Close() })
 }
 
 func codeDigest(zip []byte) string {

@@ -6,8 +6,8 @@ package awsapi
 // (functionMeta) under the key "<name>.<version>" of functionMetaBucket,
 // and for a process function its zip under "<name>:<version>" in
 // FunctionCodeBucket with a pool of its own, registered as handler
-// "process:<name>:<version>" (restored after a restart by
-// RestoreProcessFunctions). Publishing with nothing changed since the last
+// "process:<name>:<version>" (built on the other nodes, and after a
+// restart, from the stored zip: onStored). Publishing with nothing changed since the last
 // version returns that version, as Lambda does.
 // https://docs.aws.amazon.com/lambda/latest/api/API_PublishVersion.html
 
@@ -15,13 +15,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/function"
-	"github.com/runnel-dev/runnel/function/process"
 )
 
 // metaKey is the key of cfg's functionMeta: the function's name for
@@ -85,57 +84,64 @@ func (h *Handler) publishLocked(ctx context.Context, name string, in *publishVer
 			return h.configuration(ctx, last), nil
 		}
 	}
-	vf, err := h.rn.Functions.PublishVersion(ctx, name, func(v string, vcfg *function.Config) error {
-		if !meta.isProcess() {
-			return nil
-		}
-		return h.startVersion(ctx, vcfg, meta, nil)
-	})
-	if err != nil {
-		return nil, err
-	}
 	vmeta := *meta
 	vmeta.Fingerprint = fp
 	if in.Description != "" {
 		vmeta.Description = in.Description
 	}
-	if err := h.storeMeta(ctx, metaKey(vf.Config()), &vmeta); err != nil {
-		h.lopts.Logger.Error("lambda api: store version metadata", "function", name, "version", vf.Config().Version, "err", err)
+	// The version's pool, code and metadata are ready before its
+	// configuration is stored: another node builds its pool from them.
+	var vkey string
+	vf, err := h.rn.Functions.PublishVersion(ctx, name, func(v string, vcfg *function.Config) error {
+		vkey = name + ":" + v
+		if meta.isProcess() {
+			if err := h.startVersion(ctx, vcfg, meta); err != nil {
+				return err
+			}
+		}
+		return h.storeMeta(ctx, metaKey(*vcfg), &vmeta)
+	})
+	if err != nil {
+		if vkey != "" {
+			h.procs.remove(vkey, h.rn.Engine.Clock)
+			if meta.isProcess() {
+				h.forgetCode(ctx, vkey)
+			}
+			if kv, kerr := h.rn.Engine.Bucket(ctx, functionMetaBucket); kerr == nil {
+				kv.Purge(ctx, strings.Replace(vkey, ":", ".", 1))
+			}
+		}
+		return nil, err
 	}
 	return h.configuration(ctx, vf.Config()), nil
 }
 
 // startVersion starts the pool of published version vcfg of a process
-// function (its Version and FunctionArn set) and sets its Handler to the
-// pool's: code nil copies $LATEST's stored zip to the version's key (at
-// PublishVersion), else it is the version's stored zip (at a restart).
-func (h *Handler) startVersion(ctx context.Context, vcfg *function.Config, meta *functionMeta, code []byte) error {
+// function (its Version and FunctionArn set), copying $LATEST's stored
+// zip to the version's key, and sets its Handler to the pool's (at
+// PublishVersion; another node builds its own pool from the stored zip,
+// onStored).
+func (h *Handler) startVersion(ctx context.Context, vcfg *function.Config, meta *functionMeta) error {
 	key := vcfg.FunctionName + ":" + vcfg.Version
 	store, err := h.codeStore(ctx)
 	if err != nil {
 		return err
 	}
-	if code == nil {
-		if code, err = store.GetBytes(ctx, vcfg.FunctionName); err != nil {
-			return err
-		}
-		if _, err := store.PutBytes(ctx, key, code); err != nil {
-			return err
-		}
+	code, err := store.GetBytes(ctx, vcfg.FunctionName)
+	if err != nil {
+		return err
+	}
+	if _, err := store.PutBytes(ctx, key, code); err != nil {
+		return err
 	}
 	pf, err := h.startProcess(ctx, *vcfg, meta, code)
 	if err != nil {
 		return err
 	}
 	vcfg.Handler = ProcessHandlerPrefix + key
-	h.rn.Functions.Registry().Register(vcfg.Handler, pf)
-	p := &h.procs
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string]*process.Function{}
-	}
-	p.m[key] = pf
+	pool := newPool(pf, poolSpec(*vcfg, meta))
+	h.rn.Functions.Registry().Register(vcfg.Handler, pool)
+	h.procs.install(key, pool, h.rn.Engine.Clock)
 	return nil
 }
 
@@ -160,7 +166,7 @@ func (h *Handler) deleteVersion(ctx context.Context, name, qualifier string) err
 	}
 	key := name + ":" + qualifier
 	h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, key) // none is no error
-	h.procs.remove(key)
+	h.procs.remove(key, h.rn.Engine.Clock)
 	h.forgetCode(ctx, key)
 	if kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket); err == nil {
 		kv.Purge(ctx, name+"."+qualifier)
@@ -199,9 +205,9 @@ func (h *Handler) forgetVersionsMeta(ctx context.Context, name string) {
 	}
 }
 
-// removeFunction stops and forgets the pools of function name's versions
-// and returns their keys ("<name>:<version>").
-func (p *processFunctions) removeFunction(name string) []string {
+// removeFunction retires and forgets the pools of function name and its
+// versions and returns the versions' keys ("<name>:<version>").
+func (p *processFunctions) removeFunction(name string, clock clockwork.Clock) []string {
 	p.mu.Lock()
 	var keys []string
 	for k := range p.m {
@@ -210,28 +216,9 @@ func (p *processFunctions) removeFunction(name string) []string {
 		}
 	}
 	p.mu.Unlock()
-	p.remove(name)
+	p.remove(name, clock)
 	for _, k := range keys {
-		p.remove(k)
+		p.remove(k, clock)
 	}
 	return keys
-}
-
-// restoreVersion starts again the pool of version v of process function
-// name from its stored zip (RestoreProcessFunctions).
-func (h *Handler) restoreVersion(ctx context.Context, store jetstream.ObjectStore, name, v string) error {
-	cfg, err := h.rn.Functions.VersionConfig(name, v)
-	if err != nil {
-		h.lopts.Logger.Warn("lambda api: stored code of a version that is not stored; not restored", "function", name, "version", v)
-		return nil
-	}
-	meta, err := h.loadMeta(ctx, metaKey(cfg))
-	if err != nil {
-		return fmt.Errorf("function %s version %s: read metadata: %w", name, v, err)
-	}
-	code, err := store.GetBytes(ctx, name+":"+v)
-	if err != nil {
-		return fmt.Errorf("function %s version %s: read code: %w", name, v, err)
-	}
-	return h.startVersion(ctx, &cfg, meta, code)
 }

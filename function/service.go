@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,8 +47,10 @@ type Service struct {
 
 	sinks sinkRef // logging.go
 
-	stop context.CancelFunc // ends the watch (watch.go)
-	revs sync.Map           // function name, "v:<name>.<version>", "a:<name>.<alias>" -> newest revision applied (watch.go)
+	stop    context.CancelFunc      // ends the watch (watch.go)
+	revs    sync.Map                // function name, "v:<name>.<version>", "a:<name>.<alias>" -> newest revision applied (watch.go)
+	hook    atomic.Pointer[hookRef] // OnStored's (watch.go)
+	pending sync.Map                // key as revs -> chan closed when its entry is applied (watch.go)
 }
 
 // NewService opens the functions service on eng with the handlers of reg
