@@ -132,7 +132,7 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		l := functionLayer{Arn: arn}
 		if i := strings.LastIndex(arn, ":"); i > 0 {
 			if v, err := strconv.ParseInt(arn[i+1:], 10, 64); err == nil {
-				if lv, err := h.getLayer(ctx, arn[strings.LastIndex(arn[:i], ":")+1:i], v); err == nil {
+				if lv, err := h.readLayer(ctx, arn[strings.LastIndex(arn[:i], ":")+1:i], v); err == nil {
 					l.CodeSize = lv.Content.CodeSize
 				}
 			}
@@ -175,6 +175,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 	}
 	switch {
 	case meta.isProcess():
+		if err := h.checkNewLayers(ctx, in.Layers, nil); err != nil {
+			return nil, err
+		}
 		if in.Code == nil || len(in.Code.ZipFile) == 0 {
 			return nil, lambdaInvalid("Code.ZipFile: required for Runtime %s (a zip holding an executable bootstrap); S3 and image code are not supported", in.Runtime)
 		}
@@ -316,9 +319,11 @@ func lambdaDeleteFunction(rq *request, _ *noInput) (any, error) {
 	if f, err := h.rn.Functions.GetFunction(name); err == nil {
 		name = f.Config().FunctionName
 	}
+	usedLayers := h.layersOf(ctx, name)
 	if err := h.rn.Functions.DeleteFunction(ctx, name); err != nil {
 		return nil, err
 	}
+	defer h.collectLayers(ctx, usedLayers)
 	for _, key := range h.procs.removeFunction(name, h.rn.Engine.Clock) {
 		h.forgetCode(ctx, key)
 	}
@@ -419,9 +424,13 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 				cfg.Handler, meta.Handler = *in.Handler, *in.Handler
 			}
 		}
+		oldLayers := meta.Layers
 		if in.Layers != nil {
 			if !meta.isProcess() && len(*in.Layers) > 0 {
 				return lambdaInvalid("Layers: an in-process function (Runtime %s) takes no layers", meta.Runtime)
+			}
+			if err := rq.h.checkNewLayers(rq.ctx, *in.Layers, oldLayers); err != nil {
+				return err
 			}
 			meta.Layers = *in.Layers
 		}
@@ -438,7 +447,11 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 			cfg.DeadLetterConfig = dl
 		}
 		meta.LastModified = time.Now()
-		return rq.h.redeploy(rq.ctx, *cfg, meta, nil)
+		if err := rq.h.redeploy(rq.ctx, *cfg, meta, nil); err != nil {
+			return err
+		}
+		rq.h.collectLayers(rq.ctx, oldLayers)
+		return nil
 	})
 }
 

@@ -8,9 +8,12 @@ package awsapi
 // most 5 version ARNs) are unpacked, in order, into its environments'
 // /opt (function/process: PYTHONPATH, NODE_PATH, PATH and
 // LD_LIBRARY_PATH as Lambda sets them); an in-process function takes
-// none. Where runnel differs: a function's layers are read again when it
-// is restored after a restart, so a deleted layer version fails that
-// restore (Lambda keeps a copy).
+// none. DeleteLayerVersion of a version that functions (or their
+// published versions) use only marks it deleted: it is no longer listed,
+// gettable, or usable by a function that does not use it yet, and its
+// content stays until no function refers to it ("To avoid breaking
+// functions, a copy of the version remains in Lambda until no functions
+// refer to it", API_DeleteLayerVersion).
 // https://docs.aws.amazon.com/lambda/latest/dg/chapter-layers.html
 // https://docs.aws.amazon.com/lambda/latest/api/API_PublishLayerVersion.html
 
@@ -58,6 +61,9 @@ type layerVersion struct {
 	LayerArn, LayerVersionArn, Description, CreatedDate, LicenseInfo string
 	Version                                                          int64
 	CompatibleRuntimes, CompatibleArchitectures                      []string `json:",omitempty"`
+	// Deleted marks a version deleted while functions still use it
+	// (never answered: such a version is not found).
+	Deleted bool `json:",omitempty"`
 }
 
 // layerArn is the ARN of layer name (with ":<version>" when v > 0).
@@ -129,8 +135,17 @@ func layerNotFound(arn string) error {
 	return awserr.New(awserr.ErrResourceNotFound, "The resource you requested does not exist. (layer version %s)", arn)
 }
 
-// getLayer reads layer version v of name.
+// getLayer reads layer version v of name; a deleted one is not found.
 func (h *Handler) getLayer(ctx context.Context, name string, v int64) (*layerVersion, error) {
+	lv, err := h.readLayer(ctx, name, v)
+	if err == nil && lv.Deleted {
+		return nil, layerNotFound(h.layerArn(name, v))
+	}
+	return lv, err
+}
+
+// readLayer reads layer version v of name, deleted or not.
+func (h *Handler) readLayer(ctx context.Context, name string, v int64) (*layerVersion, error) {
 	_, kv, err := h.layerStores(ctx)
 	if err != nil {
 		return nil, err
@@ -141,6 +156,89 @@ func (h *Handler) getLayer(ctx context.Context, name string, v int64) (*layerVer
 	}
 	var lv layerVersion
 	return &lv, json.Unmarshal(e.Value(), &lv)
+}
+
+// parseLayerArn splits a layer version ARN
+// (arn:aws:lambda:<region>:<account>:layer:<name>:<version>).
+func parseLayerArn(arn string) (name string, v int64, ok bool) {
+	parts := strings.Split(arn, ":")
+	if len(parts) != 8 || parts[5] != "layer" {
+		return "", 0, false
+	}
+	v, err := strconv.ParseInt(parts[7], 10, 64)
+	return parts[6], v, err == nil && v > 0
+}
+
+// checkNewLayers refuses, as Lambda does, a layer version of arns that is
+// deleted (or never existed) unless it is in kept (the layers the
+// function used already: a deleted version stays usable by the functions
+// that use it).
+func (h *Handler) checkNewLayers(ctx context.Context, arns, kept []string) error {
+	for _, arn := range arns {
+		if slices.Contains(kept, arn) {
+			continue
+		}
+		name, v, ok := parseLayerArn(arn)
+		if !ok {
+			continue // layerZips words it
+		}
+		if _, err := h.getLayer(ctx, name, v); err != nil {
+			return lambdaInvalid("Layer version %s does not exist.", arn)
+		}
+	}
+	return nil
+}
+
+// layerUsers reports the layer version ARNs any stored function or
+// published version uses.
+func (h *Handler) layerUsers(ctx context.Context) (map[string]bool, error) {
+	kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket)
+	if err != nil {
+		return nil, err
+	}
+	used := map[string]bool{}
+	err = engine.LoadJSON(ctx, kv, func(_ string, m functionMeta, err error) {
+		for _, arn := range m.Layers {
+			used[arn] = true
+		}
+	})
+	return used, err
+}
+
+// collectLayers removes the content of the deleted layer versions of arns
+// that no function uses any more (a function or version that used them
+// was deleted, or changed its Layers).
+func (h *Handler) collectLayers(ctx context.Context, arns []string) {
+	if len(arns) == 0 {
+		return
+	}
+	used, err := h.layerUsers(ctx)
+	if err != nil {
+		h.lopts.Logger.Warn("lambda api: layers in use", "err", err)
+		return
+	}
+	for _, arn := range arns {
+		name, v, ok := parseLayerArn(arn)
+		if !ok || used[arn] {
+			continue
+		}
+		if lv, err := h.readLayer(ctx, name, v); err == nil && lv.Deleted {
+			h.purgeLayer(ctx, name, v)
+		}
+	}
+}
+
+// purgeLayer removes layer version v of name and its content.
+func (h *Handler) purgeLayer(ctx context.Context, name string, v int64) error {
+	objs, kv, err := h.layerStores(ctx)
+	if err != nil {
+		return err
+	}
+	kv.Purge(ctx, fmt.Sprintf("%s.%d", name, v))
+	if err := objs.Delete(ctx, fmt.Sprintf("%s:%d", name, v)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return awserr.New(awserr.ErrService, "delete layer: %v", err)
+	}
+	return nil
 }
 
 // pathLayer is the layer and version the path names.
@@ -165,13 +263,28 @@ func lambdaDeleteLayerVersion(rq *request, _ *noInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, kv, err := rq.h.layerStores(rq.ctx)
+	h, ctx := rq.h, rq.ctx
+	h.fnMu.Lock() // no function takes it up meanwhile
+	defer h.fnMu.Unlock()
+	lv, err := h.readLayer(ctx, name, v)
+	if err != nil || lv.Deleted {
+		return nil, nil // deleting a version that does not exist is no error, as in Lambda
+	}
+	used, err := h.layerUsers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// Deleting a version that does not exist is no error, as in Lambda.
-	kv.Purge(rq.ctx, fmt.Sprintf("%s.%d", name, v))
-	if err := objs.Delete(rq.ctx, fmt.Sprintf("%s:%d", name, v)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if !used[lv.LayerVersionArn] {
+		return nil, h.purgeLayer(ctx, name, v)
+	}
+	// Functions use it: marked deleted, its content kept for them.
+	_, kv, err := h.layerStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lv.Deleted = true
+	b, _ := json.Marshal(lv)
+	if _, err := kv.Put(ctx, fmt.Sprintf("%s.%d", name, v), b); err != nil {
 		return nil, awserr.New(awserr.ErrService, "delete layer: %v", err)
 	}
 	return nil, nil
@@ -186,7 +299,7 @@ func (h *Handler) layerVersions(ctx context.Context, name string) ([]layerVersio
 	}
 	var out []layerVersion
 	err = engine.LoadJSON(ctx, kv, func(key string, lv layerVersion, err error) {
-		if l, _, ok := strings.Cut(key, "."); ok && err == nil && (name == "" || l == name) {
+		if l, _, ok := strings.Cut(key, "."); ok && err == nil && !lv.Deleted && (name == "" || l == name) {
 			out = append(out, lv)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 )
 
@@ -161,9 +162,14 @@ func (h *Handler) deleteVersion(ctx context.Context, name, qualifier string) err
 		}
 		return lambdaInvalid("Qualifier: %s is an alias; DeleteFunction deletes a version (use DeleteAlias)", qualifier)
 	}
+	var usedLayers []string
+	if m, err := h.loadMeta(ctx, name+"."+qualifier); err == nil {
+		usedLayers = m.Layers
+	}
 	if err := h.rn.Functions.DeleteVersion(ctx, name, qualifier); err != nil {
 		return err
 	}
+	defer h.collectLayers(ctx, usedLayers)
 	key := name + ":" + qualifier
 	h.rn.Async.DeleteFunctionEventInvokeConfig(ctx, key) // none is no error
 	h.procs.remove(key, h.rn.Engine.Clock)
@@ -187,6 +193,22 @@ func (h *Handler) forgetCode(ctx context.Context, key string) {
 	if err := store.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 		h.lopts.Logger.Warn("lambda api: delete function code", "key", key, "err", err)
 	}
+}
+
+// layersOf is the layer version ARNs function name and its published
+// versions use.
+func (h *Handler) layersOf(ctx context.Context, name string) []string {
+	kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket)
+	if err != nil {
+		return nil
+	}
+	var arns []string
+	engine.LoadJSON(ctx, kv, func(key string, m functionMeta, err error) {
+		if key == name || strings.HasPrefix(key, name+".") {
+			arns = append(arns, m.Layers...)
+		}
+	})
+	return arns
 }
 
 // forgetVersionsMeta deletes the metadata of function name and of its
