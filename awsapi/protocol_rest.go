@@ -5,11 +5,19 @@ package awsapi
 // a JSON body; errors carry their type in X-Amzn-ErrorType.
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/function/async"
+	"github.com/runnel-dev/runnel/mapping"
 )
 
 // lambdaMaxBody bounds a Lambda request body: a 50 MB zip in base64, with
@@ -135,42 +143,111 @@ func (rq *request) functionName() (string, error) {
 	return name, nil
 }
 
-// page applies Marker (an index) and MaxItems to n items.
-func (rq *request) page(n, def int) (from, to int, next string, err error) {
-	q := rq.r.URL.Query()
-	if m := q.Get("Marker"); m != "" {
-		if from, err = strconv.Atoi(m); err != nil || from < 0 || from > n {
-			return 0, 0, "", lambdaInvalid("Marker: %q is not a marker this endpoint returned", m)
-		}
+// pageKey is the key of a listed item that a Marker names: unique in its
+// list, and the list is in its order (pageOf sorts by it). false: the
+// item's type has none (its list is paged by position).
+func pageKey(v any) (string, bool) {
+	switch x := v.(type) {
+	case *function.Config:
+		return x.FunctionName + "\x00" + versionKey(x.Version), true
+	case *function.Alias:
+		return x.Name, true
+	case *async.EventInvokeConfig:
+		return x.Qualifier, true
+	case *mapping.Config:
+		return x.UUID, true
+	case *function.ProvisionedConcurrencyConfig:
+		return x.FunctionArn, true
+	case *function.URLConfig:
+		return x.FunctionArn, true
+	case *layerVersion:
+		// By layer, then newest version first.
+		return fmt.Sprintf("%s\x00%020d", x.LayerArn, math.MaxInt64-x.Version), true
+	case *layerListItem:
+		return x.LayerArn, true
 	}
-	max := def
-	if m := q.Get("MaxItems"); m != "" {
-		if max, err = strconv.Atoi(m); err != nil || max < 1 || max > 10000 {
-			return 0, 0, "", awserr.OutOfRange(awserr.ErrInvalidParameterValue, "MaxItems", m, 1, 10000)
-		}
-	}
-	to = min(n, from+max)
-	if to < n {
-		next = strconv.Itoa(to)
-	}
-	return from, to, next, nil
+	return "", false
 }
 
-// pageOf answers a Lambda list: {key: [...], "NextMarker": ...} with the
-// items Marker and MaxItems select (def by default), each converted by
-// out.
-func pageOf[T, O any](rq *request, items []T, def int, key string, out func(*T) O) (any, error) {
-	from, to, next, err := rq.page(len(items), def)
-	if err != nil {
-		return nil, err
+// versionKey orders $LATEST ("") before the published versions, those by
+// number.
+func versionKey(v string) string {
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		return fmt.Sprintf("1%020d", n)
 	}
+	return "0" + v
+}
+
+// markerPrefix begins every decoded Marker of a Lambda list.
+const markerPrefix = "lambda-list\x00"
+
+// pageOf answers a Lambda list: {key: [...], "NextMarker": ...} with the
+// items Marker and MaxItems (1..10000; def by default) select, each
+// converted by out. A NextMarker names the last item returned (opaque:
+// base64 of its pageKey), and the next page starts after where that item
+// is, or would be, in the list: deleting items between two calls skips
+// none of the others. Before, a marker was a position: deleting versions
+// 1 and 2 after a page [$LATEST 1 2] of 1..5 gave the page [5], and
+// versions 3 and 4 were never listed. A marker this endpoint did not
+// return is InvalidParameterValueException naming Marker.
+func pageOf[T, O any](rq *request, items []T, def int, key string, out func(*T) O) (any, error) {
+	q := rq.r.URL.Query()
+	max := def
+	if m := q.Get("MaxItems"); m != "" {
+		var err error
+		if max, err = strconv.Atoi(m); err != nil || max < 1 || max > 10000 {
+			return nil, awserr.OutOfRange(awserr.ErrInvalidParameterValue, "MaxItems", m, 1, 10000)
+		}
+	}
+	keyed := len(items) > 0
+	keys := make([]string, len(items))
+	for i := range items {
+		k, ok := pageKey(&items[i])
+		keys[i], keyed = k, keyed && ok
+	}
+	if keyed {
+		idx := make([]int, len(items))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+		sorted, sortedKeys := make([]T, len(items)), make([]string, len(items))
+		for i, j := range idx {
+			sorted[i], sortedKeys[i] = items[j], keys[j]
+		}
+		items, keys = sorted, sortedKeys
+	}
+	from := 0
+	if m := q.Get("Marker"); m != "" {
+		b, err := base64.RawURLEncoding.DecodeString(m)
+		after, ok := strings.CutPrefix(string(b), markerPrefix)
+		if err != nil || !ok {
+			return nil, lambdaInvalid("Marker: %q is not a marker this endpoint returned", m)
+		}
+		if pos, isPos := strings.CutPrefix(after, "\x01"); isPos { // a list without keys: a position
+			if from, err = strconv.Atoi(pos); err != nil || from < 0 {
+				return nil, lambdaInvalid("Marker: %q is not a marker this endpoint returned", m)
+			}
+			from = min(from, len(items))
+		} else {
+			from = sort.SearchStrings(keys, after)
+			if from < len(keys) && keys[from] == after {
+				from++
+			}
+		}
+	}
+	to := min(len(items), from+max)
 	list := make([]O, 0, to-from)
 	for i := from; i < to; i++ {
 		list = append(list, out(&items[i]))
 	}
 	res := map[string]any{key: list}
-	if next != "" {
-		res["NextMarker"] = next
+	if to < len(items) {
+		next := "\x01" + strconv.Itoa(to)
+		if keyed {
+			next = keys[to-1]
+		}
+		res["NextMarker"] = base64.RawURLEncoding.EncodeToString([]byte(markerPrefix + next))
 	}
 	return res, nil
 }
