@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -387,7 +388,10 @@ func (w *lineWriter) emit(line []byte) {
 const maxUnzipped = 250 << 20
 
 // unzip unpacks a deployment package into dir, refusing paths that leave
-// it; bootstrap is made executable whatever its recorded mode.
+// it; bootstrap is made executable whatever its recorded mode. Each file
+// gets its entry's mode (plus owner read), also over a file an earlier
+// zip put there: layers unpacked into one /opt in order, a later layer's
+// file replaces an earlier one's (read-only or not) with its own mode.
 func unzip(code []byte, dir string) error {
 	zr, err := zip.NewReader(bytes.NewReader(code), int64(len(code)))
 	if err != nil {
@@ -419,12 +423,23 @@ func unzip(code []byte, dir string) error {
 		if zf.Name == "bootstrap" {
 			mode |= 0o555
 		}
+		// A file an earlier zip (layer) put there is replaced, not
+		// rewritten: it may be read-only, and OpenFile would keep its mode.
+		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("zip entry %q: replace %v", zf.Name, err)
+		}
 		rc, err := zf.Open()
 		if err != nil {
 			return err
 		}
-		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, mode)
+		if err == nil {
+			err = out.Chmod(mode) // the entry's mode, whatever the umask
+		}
 		if err != nil {
+			if out != nil {
+				out.Close()
+			}
 			rc.Close()
 			return err
 		}
