@@ -16,7 +16,11 @@ import (
 
 // A deleted layer version stays with the functions that use it: "To avoid
 // breaking functions, a copy of the version remains in Lambda until no
-// functions refer to it" (API_DeleteLayerVersion). It is no longer
+// functions refer to it" (API_DeleteLayerVersion); "Your functions can
+// continue to use any layer version that you've already added, even after
+// that layer version has been deleted ... However, you cannot create a
+// new function that uses a deleted layer version" (adding-layers.html).
+// It is no longer
 // gettable, listed, or usable by a function that does not use it yet; the
 // functions using it keep being updated and published, and report its
 // CodeSize; its content goes once no function (or version) refers to it.
