@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/process"
 	"github.com/runnel-dev/runnel/queue"
@@ -51,6 +52,50 @@ type createFunctionInput struct {
 	Tags                map[string]string
 	Layers              []string
 	DeadLetterConfig    *deadLetterConfig
+	EphemeralStorage    *ephemeralStorage
+	Architectures       []string
+	TracingConfig       *tracingConfig
+}
+
+// ephemeralStorage is API_EphemeralStorage: Size in MB, 512..10240.
+type ephemeralStorage struct{ Size int }
+
+// tracingConfig is API_TracingConfig: Mode Active or PassThrough.
+type tracingConfig struct{ Mode string }
+
+// Ranges of CreateFunction's EphemeralStorage (MB).
+const (
+	minEphemeralStorage = 512
+	maxEphemeralStorage = 10240
+)
+
+// setExtras checks and sets on meta what CreateFunction and
+// UpdateFunctionConfiguration take beyond function.Config and report as
+// given: EphemeralStorage (Size 512..10240 MB), Architectures (exactly
+// one of x86_64, arm64; nil: unchanged) and TracingConfig (Mode Active or
+// PassThrough). Errors are InvalidParameterValueException naming the
+// field. Before, CreateFunction dropped them and answered nil,
+// [x86_64] and nil.
+func setExtras(meta *functionMeta, es *ephemeralStorage, archs []string, tc *tracingConfig) error {
+	if es != nil {
+		if es.Size < minEphemeralStorage || es.Size > maxEphemeralStorage {
+			return awserr.OutOfRange(awserr.ErrInvalidParameterValue, "EphemeralStorage.Size", es.Size, minEphemeralStorage, maxEphemeralStorage)
+		}
+		meta.EphemeralStorage = es.Size
+	}
+	if archs != nil {
+		if len(archs) != 1 || (archs[0] != "x86_64" && archs[0] != "arm64") {
+			return lambdaInvalid("Architectures: %q must be exactly one of x86_64, arm64", archs)
+		}
+		meta.Architectures = archs
+	}
+	if tc != nil {
+		if tc.Mode != "Active" && tc.Mode != "PassThrough" {
+			return lambdaInvalid("TracingConfig.Mode: %q must be Active or PassThrough", tc.Mode)
+		}
+		meta.TracingMode = tc.Mode
+	}
+	return nil
 }
 
 // deadLetterConfig is API_DeadLetterConfig; an empty TargetArn (in
@@ -95,6 +140,8 @@ type functionConfiguration struct {
 	Architectures    []string
 	Layers           []functionLayer            `json:",omitempty"`
 	DeadLetterConfig *function.DeadLetterConfig `json:",omitempty"`
+	EphemeralStorage ephemeralStorage
+	TracingConfig    tracingConfig
 }
 
 // functionLayer is a layer of a FunctionConfiguration (API_Layer).
@@ -118,6 +165,11 @@ func (h *Handler) configuration(ctx context.Context, cfg function.Config) functi
 		RevisionId: cfg.RevisionId,
 		State:      "Active", LastUpdateStatus: "Successful", PackageType: "Zip",
 		Architectures: []string{"x86_64"}, DeadLetterConfig: cfg.DeadLetterConfig,
+		EphemeralStorage: ephemeralStorage{Size: cmp.Or(meta.EphemeralStorage, minEphemeralStorage)},
+		TracingConfig:    tracingConfig{Mode: cmp.Or(meta.TracingMode, "PassThrough")},
+	}
+	if len(meta.Architectures) > 0 {
+		out.Architectures = meta.Architectures
 	}
 	if !meta.LastModified.IsZero() {
 		out.LastModified = meta.LastModified.UTC().Format(functionTimeLayout)
@@ -168,6 +220,9 @@ func lambdaCreateFunction(rq *request, in *createFunctionInput) (any, error) {
 		return nil, lambdaInvalid("PackageType: %q is not supported: only Zip", in.PackageType)
 	}
 	meta := &functionMeta{Runtime: in.Runtime, Handler: in.Handler, Role: in.Role, Description: in.Description, LastModified: time.Now(), Layers: in.Layers}
+	if err := setExtras(meta, in.EphemeralStorage, in.Architectures, in.TracingConfig); err != nil {
+		return nil, err
+	}
 	h.fnMu.Lock()
 	defer h.fnMu.Unlock()
 	if _, err := h.rn.Functions.GetFunction(in.FunctionName); err == nil {
@@ -382,6 +437,8 @@ type updateFunctionConfigurationInput struct {
 	Environment                         *environment
 	Layers                              *[]string
 	DeadLetterConfig                    *deadLetterConfig
+	EphemeralStorage                    *ephemeralStorage
+	TracingConfig                       *tracingConfig
 }
 
 // change calls fn with the configuration and metadata of the function
@@ -414,6 +471,9 @@ func lambdaUpdateFunctionConfiguration(rq *request, in *updateFunctionConfigurat
 		}
 		setIf(&meta.Role, in.Role)
 		setIf(&meta.Description, in.Description)
+		if err := setExtras(meta, in.EphemeralStorage, nil, in.TracingConfig); err != nil {
+			return err
+		}
 		if in.Handler != nil {
 			if meta.isProcess() {
 				meta.Handler = *in.Handler
@@ -493,4 +553,54 @@ func lambdaUpdateFunctionCode(rq *request, in *updateFunctionCodeInput) (any, er
 	rq.h.fnMu.Lock()
 	defer rq.h.fnMu.Unlock()
 	return rq.h.publishLocked(rq.ctx, name, &publishVersionInput{})
+}
+
+// Account limits GetAccountSettings reports, in bytes (Lambda quotas:
+// 75 GB of code storage, 250 MB unzipped, 50 MB zipped per upload).
+const (
+	accountTotalCodeSize = 75 << 30
+	codeSizeUnzipped     = 250 << 20
+	codeSizeZipped       = 50 << 20
+)
+
+// lambdaGetAccountSettings is GetAccountSettings
+// (GET /2016-08-19/account-settings): AccountLimit {TotalCodeSize,
+// CodeSizeUnzipped, CodeSizeZipped (bytes), ConcurrentExecutions 1000,
+// UnreservedConcurrentExecutions = 1000 minus the functions'
+// reservations} and AccountUsage {TotalCodeSize (bytes of the stored
+// deployment packages, published versions' and layer versions' included),
+// FunctionCount}.
+// https://docs.aws.amazon.com/lambda/latest/api/API_GetAccountSettings.html
+func lambdaGetAccountSettings(rq *request, _ *noInput) (any, error) {
+	h, ctx := rq.h, rq.ctx
+	fns := h.rn.Functions.ListFunctions()
+	reserved := 0
+	for _, c := range fns {
+		if r := c.ReservedConcurrentExecutions; r != nil {
+			reserved += *r
+		}
+	}
+	var used int64
+	kv, err := h.rn.Engine.Bucket(ctx, functionMetaBucket)
+	if err != nil {
+		return nil, err
+	}
+	if err := engine.LoadJSON(ctx, kv, func(_ string, m functionMeta, err error) { used += m.CodeSize }); err != nil {
+		return nil, err
+	}
+	if _, lkv, err := h.layerStores(ctx); err == nil {
+		engine.LoadJSON(ctx, lkv, func(key string, lv layerVersion, err error) {
+			if strings.Contains(key, ".") && err == nil {
+				used += lv.Content.CodeSize
+			}
+		})
+	}
+	return map[string]any{
+		"AccountLimit": map[string]int64{
+			"TotalCodeSize": accountTotalCodeSize, "CodeSizeUnzipped": codeSizeUnzipped, "CodeSizeZipped": codeSizeZipped,
+			"ConcurrentExecutions":           function.DefaultAccountConcurrency,
+			"UnreservedConcurrentExecutions": int64(function.DefaultAccountConcurrency - reserved),
+		},
+		"AccountUsage": map[string]int64{"TotalCodeSize": used, "FunctionCount": int64(len(fns))},
+	}, nil
 }

@@ -291,6 +291,13 @@ type functionMeta struct {
 	// Layers are the ARNs of the layer versions a process function uses
 	// (lambda_layers.go).
 	Layers []string `json:",omitempty"`
+	// EphemeralStorage is the /tmp size in MB (512..10240; 0: 512),
+	// Architectures the one instruction set (x86_64 or arm64; none:
+	// x86_64), TracingMode Active or PassThrough ("": PassThrough), as
+	// configured (informational: runnel runs the code on this machine).
+	EphemeralStorage int      `json:",omitempty"`
+	Architectures    []string `json:",omitempty"`
+	TracingMode      string   `json:",omitempty"`
 }
 
 func (m *functionMeta) isProcess() bool { return isProcessRuntime(m.Runtime) }

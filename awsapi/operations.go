@@ -206,6 +206,8 @@ var operations = index([]Operation{
 		Doc: "Lists a layer's versions, newest first (MaxItems, Marker)."},
 	{Service: Lambda, Name: "ListLayers", Status: 200, h: handle(lambdaListLayers), Routes: []string{"GET /2018-10-31/layers"},
 		Doc: "Lists layers with their latest version (MaxItems, Marker)."},
+	{Service: Lambda, Name: "GetAccountSettings", Status: 200, h: handle(lambdaGetAccountSettings), Routes: []string{"GET /2016-08-19/account-settings", "GET /2016-08-19/account-settings/{$}"},
+		Doc: "Reports the account's limits (code sizes, 1000 concurrent executions and what reservations leave unreserved) and usage (stored code bytes, function count)."},
 	{Service: Lambda, Name: "DeleteLayerVersion", Status: 204, h: handle(lambdaDeleteLayerVersion), Routes: []string{"DELETE /2018-10-31/layers/{layer}/versions/{version}"},
 		Doc: "Deletes a layer version (none is no error)."},
 	{Service: Lambda, Name: "DeleteFunctionEventInvokeConfig", Status: 204, h: handle(lambdaDeleteFunctionEventInvokeConfig), Routes: []string{"DELETE /2019-09-25/functions/{name}/event-invoke-config"},

@@ -75,7 +75,7 @@ var queryServices = []serviceRoute{
 }
 
 // lambdaPrefixes are the path prefixes of the Lambda REST API.
-var lambdaPrefixes = []string{"/2015-03-31/", "/2017-03-31/", "/2017-10-31/", "/2018-10-31/", "/2019-09-25/", "/2019-09-30/", "/2021-10-31/"}
+var lambdaPrefixes = []string{"/2015-03-31/", "/2016-08-19/", "/2017-03-31/", "/2017-10-31/", "/2018-10-31/", "/2019-09-25/", "/2019-09-30/", "/2021-10-31/"}
 
 // request is one call being served.
 type request struct {
