@@ -2,9 +2,11 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/btree"
 
@@ -134,7 +136,21 @@ type secondary struct {
 	bytes   int64
 
 	disk *secStore // IndexDisk: the entries are in the index store
+
+	// gone is set when the index stopped being its table's with the
+	// table's deletion (deletable); an index UpdateTable deleted is no
+	// longer in Table.indexes. A build writes nothing of an index that is
+	// gone or no longer its table's (kept), so that it cannot touch the
+	// store's keys of a deleted table or of an index created again with
+	// the same definition (the same store id).
+	gone atomic.Bool
 }
+
+// errBuildStopped is a build's answer when it stopped before its walk of
+// the table's items ended: the table is no longer the service's (deleted,
+// or the tables' lease lost: drop) or an index of the build is no longer
+// the table's (deleted meanwhile). Nothing is marked built or ready.
+var errBuildStopped = errors.New("index build stopped: the table or the index is no longer served here")
 
 // sEntry is one item in an index: its index key and its table key.
 type sEntry struct {
@@ -284,7 +300,10 @@ func (t *Table) openIndexes() error {
 			if x.disk, err = openSecStore(dx.st, t.st.TableId, d.IndexName, x); err != nil {
 				return fmt.Errorf("index %s: %w", d.IndexName, err)
 			}
-			x.ready = x.disk.built
+			// One UpdateTable just created is not ready before its
+			// backfill, whatever the store held of a deleted one of the
+			// same id (cleared next, clearStoredIndex).
+			x.ready = x.disk.built && d.IndexStatus != IndexCreating
 		}
 		out = append(out, x)
 	}
@@ -466,14 +485,23 @@ func (t *Table) applyIndexes(p *pending) {
 // buildIndexes fills the indexes from the table's items, read a page at
 // a time through Scan (the table's read path, whatever its storage), each
 // item again with its lock held so that a concurrent write is seen before
-// or after, never lost. Then the indexes are ready (ACTIVE).
+// or after, never lost. Then the indexes are ready (ACTIVE), an index in
+// the store marked built there: only when the walk reached the last item.
+// A build whose table or index stops being served here (building) ends
+// with errBuildStopped, marking nothing: the index is built again at the
+// table's next load. Before, a walk cut short by the loss of the tables'
+// lease (drop) left its loop as if done and marked the index built with
+// the items of its first pages only, which the next load trusted.
 func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 	if len(xs) == 0 {
 		return nil
 	}
 	t.s.indexBuilds.Add(int64(len(xs)))
 	var start Item
-	for t.open() {
+	for {
+		if !t.building(xs) {
+			return errBuildStopped
+		}
 		page, err := t.s.Scan(ctx, ScanInput{ReadInput: ReadInput{TableName: t.tableName, ExclusiveStartKey: start}})
 		if err != nil {
 			return err
@@ -491,11 +519,46 @@ func (t *Table) buildIndexes(ctx context.Context, xs []*secondary) error {
 			break
 		}
 	}
+	if !t.building(xs) {
+		return errBuildStopped
+	}
 	return t.markReady(xs)
 }
 
+// building reports whether a build of xs may go on: t is the service's
+// table of its name and every index of xs is still t's (kept).
+func (t *Table) building(xs []*secondary) bool {
+	return t.open() && t.kept(xs)
+}
+
+// kept reports whether every index of xs is still t's: not gone and the
+// one Table.index finds by its name (not deleted, nor replaced by one
+// created again). Called with Table.idxMu held before a build writes to
+// the store, it orders the write before the store's clear of a deleted
+// index or table (UpdateTable, DeleteTable clear under idxMu after the
+// index stopped being kept), or skips it.
+func (t *Table) kept(xs []*secondary) bool {
+	for _, x := range xs {
+		if x.gone.Load() || t.index(x.name) != x {
+			return false
+		}
+	}
+	return true
+}
+
+// beforeReindex, when set (tests), is called by a build before it locks
+// and reads each item, after its check that the build may go on.
+var beforeReindex atomic.Pointer[func(t *Table, k key)]
+
 // reindex puts item k's current image into xs, with its lock held.
+// Errors: errBuildStopped when xs stopped being t's (building, kept).
 func (t *Table) reindex(ctx context.Context, k key, xs []*secondary) error {
+	if !t.building(xs) {
+		return errBuildStopped
+	}
+	if h := beforeReindex.Load(); h != nil {
+		(*h)(t, k)
+	}
 	mu := t.stripe(k)
 	mu.Lock()
 	defer mu.Unlock()
@@ -512,6 +575,9 @@ func (t *Table) reindex(ctx context.Context, k key, xs []*secondary) error {
 		if b == nil {
 			t.idxMu.Lock()
 			defer t.idxMu.Unlock()
+			if !t.kept(xs) {
+				return errBuildStopped
+			}
 			b = t.idx.(*diskIndex).newBatch()
 		}
 		if err := x.disk.stage(b, k, x.entryOf(k, it)); err != nil {
@@ -526,12 +592,19 @@ func (t *Table) reindex(ctx context.Context, k key, xs []*secondary) error {
 }
 
 // markReady makes xs readable (ACTIVE); an index in the store is marked
-// built there first.
+// built there first, unless it is no longer t's (kept, checked with the
+// mark under Table.idxMu: errBuildStopped, nothing written). Before, a
+// backfill ending after its index's or table's deletion wrote its mark
+// under the deleted one's keys, where a table's or an index's created
+// again of the same id could find it.
 func (t *Table) markReady(xs []*secondary) error {
 	for _, x := range xs {
 		if x.disk != nil {
 			t.idxMu.Lock()
-			err := x.disk.markBuilt()
+			err := errBuildStopped
+			if t.kept([]*secondary{x}) {
+				err = x.disk.markBuilt()
+			}
 			t.idxMu.Unlock()
 			if err != nil {
 				return fmt.Errorf("index %s: %w", x.name, err)

@@ -2,8 +2,10 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/runnel-dev/runnel/awserr"
 	"github.com/runnel-dev/runnel/lease"
@@ -142,31 +144,41 @@ func (s *Service) UpdateTable(ctx context.Context, name string, in UpdateTableIn
 		err = t.openIndexes()
 	}
 	if err == nil && created != nil {
+		// The index itself, whose backfill starts below: one deleted and
+		// created again is another object, and the backfill of the
+		// deleted one stops (kept).
+		created = t.index(created.name)
 		// What an index of the same id deleted before left in the store.
-		if x := t.index(created.name); x != nil && x.disk != nil {
+		if x := created; x != nil && x.disk != nil {
 			err = t.clearStoredIndex(x)
 			x.mu.Lock()
 			x.ready = false // until its backfill
 			x.mu.Unlock()
 		}
 	}
+	// A deleted index is gone before its keys are cleared (kept), and
+	// they are cleared before metaMu is let go: an index created again
+	// with the same id by the next call cannot have its backfill's keys
+	// cleared by this one's.
+	for _, x := range deleted {
+		if x == nil || t.index(x.name) == x {
+			continue
+		}
+		x.gone.Store(true)
+		if err := t.clearStoredIndex(x); err != nil {
+			t.s.eng.Logger.Warn("delete index: its keys are left in the index store (cleared at the table's next open)", "table", st.TableName, "index", x.name, "err", err)
+		}
+	}
 	t.metaMu.Unlock()
 	if err != nil {
 		return nil, err
-	}
-	for _, x := range deleted {
-		if x != nil && x.disk != nil {
-			if err := t.clearStoredIndex(x); err != nil {
-				t.s.eng.Logger.Warn("delete index: its keys are left in the index store (cleared at the table's next open)", "table", st.TableName, "index", x.name, "err", err)
-			}
-		}
 	}
 	d := t.describe()
 	if created != nil {
 		s.backfills.Add(1)
 		go func() {
 			defer s.backfills.Done()
-			t.backfill(s.bg, created.name)
+			t.backfill(s.bg, created)
 		}()
 	}
 	return d, nil
@@ -257,33 +269,56 @@ func usedDefinitions(defs []AttributeDefinition, tbl, sc schema, st stored) []At
 	return out
 }
 
-// backfill fills GSI name from the table's items (Backfilling true),
-// then makes it ACTIVE. The index is maintained by writes meanwhile.
-func (t *Table) backfill(ctx context.Context, name string) {
-	t.setIndexStatus(ctx, name, IndexCreating, true)
-	x := t.index(name)
-	if x == nil {
+// backfill fills GSI x from the table's items (Backfilling true), then
+// makes it ACTIVE. The index is maintained by writes meanwhile. A
+// backfill whose index is deleted (UpdateTable may delete a GSI while it
+// is Backfilling, as DynamoDB does), or whose table is deleted or no
+// longer served here, stops (errBuildStopped): it writes no entry, count,
+// built mark or status of it after, so an index created again with the
+// same name, even the same definition, has only its own backfill's.
+// Before, the deleted index's backfill ran on, then made the new one
+// ACTIVE by name before its own backfill ended and wrote its item count
+// over the new one's.
+func (t *Table) backfill(ctx context.Context, x *secondary) {
+	if x == nil || !t.setIndexStatus(ctx, x, IndexCreating, true) {
 		return // deleted meanwhile
 	}
-	if err := t.buildIndexes(ctx, []*secondary{x}); err != nil {
-		t.s.eng.Logger.Error("backfill of a global secondary index failed; it is built when the service opens again", "table", t.tableName, "index", name, "err", err)
-		return
+	err := t.buildIndexes(ctx, []*secondary{x})
+	if h := afterBackfill.Load(); h != nil {
+		defer (*h)(t.tableName, x.name, err)
 	}
-	t.setIndexStatus(ctx, name, IndexActive, false)
+	switch {
+	case errors.Is(err, errBuildStopped):
+		t.s.eng.Logger.Info("backfill of a global secondary index stopped: the index or its table was deleted, or the tables are no longer served here (then it is built at their next load)", "table", t.tableName, "index", x.name)
+	case err != nil:
+		t.s.eng.Logger.Error("backfill of a global secondary index failed; it is built when the service opens again", "table", t.tableName, "index", x.name, "err", err)
+	default:
+		t.setIndexStatus(ctx, x, IndexActive, false)
+	}
 }
 
-// setIndexStatus stores GSI name's status, unless the table was deleted
-// meanwhile (its name may be another table's now).
-func (t *Table) setIndexStatus(ctx context.Context, name, status string, backfilling bool) {
+// afterBackfill, when set (tests), is called as each backfill ends, with
+// its build's error (nil: the index was made ACTIVE).
+var afterBackfill atomic.Pointer[func(table, index string, err error)]
+
+// setIndexStatus stores GSI x's status and reports whether it did: not
+// when the table was deleted meanwhile (its name may be another table's
+// now) or x is no longer the table's index of its name (deleted, or
+// deleted and created again: checked under metaMu, which UpdateTable
+// holds while it replaces the indexes).
+func (t *Table) setIndexStatus(ctx context.Context, x *secondary, status string, backfilling bool) bool {
 	if !t.open() {
-		return
+		return false
 	}
 	t.metaMu.Lock()
 	defer t.metaMu.Unlock()
+	if x == nil || t.index(x.name) != x || x.gone.Load() {
+		return false
+	}
 	st := t.st
 	st.GlobalSecondaryIndexes = slices.Clone(st.GlobalSecondaryIndexes)
 	for i, d := range st.GlobalSecondaryIndexes {
-		if d.IndexName == name {
+		if d.IndexName == x.name {
 			d.IndexStatus, d.Backfilling = status, nil
 			if status == IndexCreating {
 				d.Backfilling = &backfilling
@@ -292,9 +327,10 @@ func (t *Table) setIndexStatus(ctx context.Context, name, status string, backfil
 		}
 	}
 	if err := t.s.saveMeta(ctx, st); err != nil {
-		t.s.eng.Logger.Error("store index status", "table", st.TableName, "index", name, "err", err)
+		t.s.eng.Logger.Error("store index status", "table", st.TableName, "index", x.name, "err", err)
 	}
 	t.st = st
+	return true
 }
 
 // open reports whether t is still the service's table of its name.
@@ -347,7 +383,7 @@ func (t *Table) openedIndexes(ctx context.Context) error {
 	}
 	for _, d := range t.st.GlobalSecondaryIndexes {
 		if d.IndexStatus != IndexActive {
-			t.setIndexStatus(ctx, d.IndexName, IndexActive, false)
+			t.setIndexStatus(ctx, t.index(d.IndexName), IndexActive, false)
 		}
 	}
 	return nil

@@ -169,7 +169,8 @@ const msgDeletionProtected = "Resource cannot be deleted as it is currently prot
 // the table, its description as DELETING, and whether its change log is
 // kept as a deleted stream (a table that had a stream keeps its log,
 // readable for 24 hours: deleted_streams.go; one that never had one
-// loses it). Errors: ResourceNotFoundException for no such table;
+// loses it); the table's indexes are marked gone. Errors:
+// ResourceNotFoundException for no such table;
 // ValidationException msgDeletionProtected while the table's
 // DeletionProtectionEnabled is true (CreateTable's or UpdateTable's
 // DeletionProtectionEnabled; default false), before anything is changed.
@@ -185,5 +186,14 @@ func (s *Service) deletable(ctx context.Context, name string) (*Table, *TableDes
 	}
 	d.TableStatus = "DELETING"
 	kept, err := s.keepDeletedStream(ctx, t)
+	if err == nil {
+		// A backfill of the table's writes nothing more (Table.kept),
+		// none of its keys after DeleteTable clears the table's: a
+		// deletion failing after this leaves such an index CREATING until
+		// the tables' next load builds it.
+		for _, x := range t.indexes() {
+			x.gone.Store(true)
+		}
+	}
 	return t, d, kept, err
 }
