@@ -172,7 +172,7 @@ func TestDynamoDBTagsAndBackups(t *testing.T) {
 	}
 
 	b := must(c.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String("orders")})).ContinuousBackupsDescription
-	if b.ContinuousBackupsStatus != types.ContinuousBackupsStatusDisabled || b.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusDisabled {
+	if b.ContinuousBackupsStatus != types.ContinuousBackupsStatusEnabled || b.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusDisabled {
 		t.Fatalf("backups %+v", b)
 	}
 	_, err = c.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String("gone")})
