@@ -18,8 +18,8 @@ const (
 // count), zero or of a magnitude from 10^MinNumberExponent to
 // 10^MaxNumberExponent. NaN, Inf, Infinity and hexadecimal (0x1p4) are no
 // numbers; before, strconv.ParseFloat decided, and took them, and
-// 1e300. SNS's rule (sns/publish.go decimalNumber) takes the same forms
-// without the digit and range limits.
+// 1e300. SNS applies the same rule to its Number attributes
+// (sns/publish.go).
 func ValidNumber(v string) bool {
 	i := 0
 	if i < len(v) && (v[i] == '+' || v[i] == '-') {

@@ -124,12 +124,12 @@ func TestANumberAttributeIsADecimalNumber(t *testing.T) {
 		_, err := rn.SNS.Publish(ctx, sns.PublishInput{TopicArn: topic, Message: "m", MessageAttributes: map[string]sns.Attribute{"n": {DataType: "Number", StringValue: v}}})
 		return err
 	}
-	for _, bad := range []string{"NaN", "Inf", "-Infinity", "0x1p3", "1e", ".", "1_000"} {
+	for _, bad := range []string{"NaN", "Inf", "-Infinity", "0x1p3", "1e", ".", "1_000", "1e300", "1e-200", "123456789012345678901234567890123456789"} {
 		if err := pub(bad); err == nil || !strings.Contains(err.Error(), "Could not cast message attribute 'n' value to number") {
 			t.Errorf("Number %q: %v, want refused", bad, err)
 		}
 	}
-	for _, good := range []string{"1", "-2.5", "+3", ".5", "5.", "1e9", "-1.5E-3"} {
+	for _, good := range []string{"1", "-2.5", "+3", ".5", "5.", "1e9", "-1.5E-3", "1e126", "1e-128", "12345678901234567890123456789012345678000"} {
 		if err := pub(good); err != nil {
 			t.Errorf("Number %q: %v", good, err)
 		}

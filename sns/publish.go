@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -344,9 +342,13 @@ func checkAttributes(attrs map[string]Attribute) error {
 				}
 			}
 		case "Number":
-			// ParseFloat also takes NaN, Inf and hexadecimal, which are
-			// not numbers to SNS.
-			if f, err := strconv.ParseFloat(a.StringValue, 64); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || !decimalNumber(a.StringValue) {
+			// A decimal number of up to 38 significant digits, 0 or from
+			// 10^-128 to 10^+126 (sns-message-attributes: "A number can
+			// have up to 38 digits of precision, and it can be between
+			// 10^-128 and 10^+126"), SQS's rule: an attribute SNS takes is
+			// one a subscribed queue takes. NaN, Inf and hexadecimal are
+			// no numbers.
+			if !queue.ValidNumber(a.StringValue) {
 				return awserr.New(awserr.ErrSNSParameterValueInvalid, "Could not cast message attribute '%s' value to number.", name)
 			}
 		case "Binary":
@@ -382,38 +384,4 @@ func (r *record) timestamp() string {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
-}
-
-// decimalNumber reports whether v is written as a decimal number: an
-// optional sign, digits with an optional point, an optional exponent.
-func decimalNumber(v string) bool {
-	digits := false
-	i := 0
-	if i < len(v) && (v[i] == '+' || v[i] == '-') {
-		i++
-	}
-	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
-		digits = true
-	}
-	if i < len(v) && v[i] == '.' {
-		for i++; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
-			digits = true
-		}
-	}
-	if !digits {
-		return false
-	}
-	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
-		i++
-		if i < len(v) && (v[i] == '+' || v[i] == '-') {
-			i++
-		}
-		start := i
-		for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
-		}
-		if i == start {
-			return false
-		}
-	}
-	return i == len(v)
 }
