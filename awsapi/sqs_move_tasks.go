@@ -3,20 +3,32 @@ package awsapi
 // SQS: message move tasks (dead-letter queue redrive) over package queue.
 // ListMessageMoveTasks returns the most recent task first.
 
-import "github.com/runnel-dev/runnel/awserr"
+import (
+	"github.com/runnel-dev/runnel/awserr"
+	"github.com/runnel-dev/runnel/queue"
+)
 
 type startMessageMoveTaskInput struct {
-	SourceArn                    string
-	DestinationArn               string
-	MaxNumberOfMessagesPerSecond int
+	SourceArn      string
+	DestinationArn string
+	// MaxNumberOfMessagesPerSecond: 1..500 when given; absent (nil) means
+	// the system's rate (500 here). A given 0 is out of range.
+	MaxNumberOfMessagesPerSecond *int
 }
 
 func (in *startMessageMoveTaskInput) readForm(f *qform) {
-	in.SourceArn, in.DestinationArn, in.MaxNumberOfMessagesPerSecond = f.get("SourceArn"), f.get("DestinationArn"), f.int("MaxNumberOfMessagesPerSecond")
+	in.SourceArn, in.DestinationArn, in.MaxNumberOfMessagesPerSecond = f.get("SourceArn"), f.get("DestinationArn"), f.intp("MaxNumberOfMessagesPerSecond")
 }
 
 func sqsStartMessageMoveTask(rq *request, in *startMessageMoveTaskInput) (any, error) {
-	h, err := rq.h.rn.Queues.StartMessageMoveTask(rq.ctx, in.SourceArn, in.DestinationArn, in.MaxNumberOfMessagesPerSecond)
+	rate := 0 // absent: queue.MaxMoveTaskRate
+	if p := in.MaxNumberOfMessagesPerSecond; p != nil {
+		if *p == 0 {
+			return nil, awserr.OutOfRange(awserr.ErrSQSInvalidParameterValue, "MaxNumberOfMessagesPerSecond", 0, 1, queue.MaxMoveTaskRate)
+		}
+		rate = *p
+	}
+	h, err := rq.h.rn.Queues.StartMessageMoveTask(rq.ctx, in.SourceArn, in.DestinationArn, rate)
 	if err != nil {
 		return nil, err
 	}

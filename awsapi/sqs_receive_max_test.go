@@ -66,3 +66,31 @@ func TestAGivenMaxNumberOfMessagesOfZeroIsInvalid(t *testing.T) {
 		t.Fatalf("json with MaxNumberOfMessages 2 = %d %s, want two messages", st, body)
 	}
 }
+
+// TestAGivenMoveTaskRateOfZeroIsInvalid: MaxNumberOfMessagesPerSecond is
+// "The number of messages to be moved per second ... (maximum 500)",
+// 1..500 when given (API_StartMessageMoveTask); absent means the
+// system's rate. A given 0 was taken as absent (500 a second).
+func TestAGivenMoveTaskRateOfZeroIsInvalid(t *testing.T) {
+	ctx := context.Background()
+	e := start(t, awsapi.Options{})
+	sc := e.sqs()
+	dlq := aws.ToString(must(sc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("rate-dlq")})).QueueUrl)
+	must(sc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("rate-src"), Attributes: map[string]string{
+		"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:rate-dlq","maxReceiveCount":"1"}`}}))
+	must(sc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String("m")}))
+	start := func(body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.srv.URL+"/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("X-Amz-Target", "AmazonSQS.StartMessageMoveTask")
+		return do(t, sign(req))
+	}
+	src := `"SourceArn":"arn:aws:sqs:us-east-1:000000000000:rate-dlq"`
+	if st, body := start(`{` + src + `,"MaxNumberOfMessagesPerSecond":0}`); st != 400 || !strings.Contains(body, "MaxNumberOfMessagesPerSecond") {
+		t.Fatalf("a given 0 = %d %s, want 400 naming MaxNumberOfMessagesPerSecond", st, body)
+	}
+	if st, body := start(`{` + src + `}`); st != 200 || !strings.Contains(body, "TaskHandle") {
+		t.Fatalf("absent = %d %s, want a task", st, body)
+	}
+}
