@@ -209,7 +209,7 @@ var operations = index([]Operation{
 	{Service: Lambda, Name: "GetAccountSettings", Status: 200, h: handle(lambdaGetAccountSettings), Routes: []string{"GET /2016-08-19/account-settings", "GET /2016-08-19/account-settings/{$}"},
 		Doc: "Reports the account's limits (code sizes, 1000 concurrent executions and what reservations leave unreserved) and usage (stored code bytes, function count)."},
 	{Service: Lambda, Name: "DeleteLayerVersion", Status: 204, h: handle(lambdaDeleteLayerVersion), Routes: []string{"DELETE /2018-10-31/layers/{layer}/versions/{version}"},
-		Doc: "Deletes a layer version (none is no error)."},
+		Doc: "Deletes a layer version (none is no error); functions and versions that use it keep its content until none does."},
 	{Service: Lambda, Name: "DeleteFunctionEventInvokeConfig", Status: 204, h: handle(lambdaDeleteFunctionEventInvokeConfig), Routes: []string{"DELETE /2019-09-25/functions/{name}/event-invoke-config"},
 		Doc: "Removes a function's event invoke config (the defaults apply again)."},
 	{Service: Lambda, Name: "GetFunctionEventInvokeConfig", Status: 200, h: handle(lambdaGetFunctionEventInvokeConfig), Routes: []string{"GET /2019-09-25/functions/{name}/event-invoke-config"},
