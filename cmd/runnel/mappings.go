@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -52,9 +54,12 @@ func printMappings(w io.Writer, rn *runnel.Runnel, settings bool) {
 		fmt.Fprintf(w, "%s  %s -> %s  %s\n", c.UUID, c.EventSourceArn, c.FunctionName, c.State)
 		st, err := rn.Mappings.Status(c.UUID)
 		if settings {
-			fmt.Fprintf(w, "  BatchSize %d, window %ds, ParallelizationFactor %d, MaximumRetryAttempts %d, MaximumRecordAgeInSeconds %d, Bisect %v, FunctionResponseTypes %v, OnFailure %q\n",
-				c.BatchSize, c.MaximumBatchingWindowInSeconds, c.ParallelizationFactor, *c.MaximumRetryAttempts, *c.MaximumRecordAgeInSeconds,
-				c.BisectBatchOnFunctionError, c.FunctionResponseTypes, destination(c))
+			printSettings(w, c)
+		}
+		if err == nil && st.Queue != nil {
+			q := st.Queue
+			fmt.Fprintf(w, "  queue %s: %d pollers, %d invocations, %d received, %d deleted, %d failed, %d moved to the dead-letter queue, last result %s\n",
+				q.QueueURL, q.Pollers, q.Invocations, q.ReceivedMessages, q.DeletedMessages, q.FailedMessages, q.MovedToDeadLetter, q.LastProcessingResult)
 		}
 		if err != nil || len(st.Shards) == 0 {
 			continue
@@ -74,6 +79,40 @@ func printMappings(w io.Writer, rn *runnel.Runnel, settings bool) {
 		}
 		tw.Flush()
 	}
+}
+
+// printSettings prints a mapping's settings line: a queue mapping's own
+// (BatchSize, window, MaximumConcurrency, FunctionResponseTypes,
+// RetryPolicy), a stream's (BatchSize, window, ParallelizationFactor,
+// MaximumRetryAttempts, MaximumRecordAgeInSeconds, Bisect,
+// FunctionResponseTypes, OnFailure). A setting not set prints as "-"
+// (MaximumRetryAttempts and MaximumRecordAgeInSeconds are nil for a queue
+// mapping: the line used to dereference them and panic).
+func printSettings(w io.Writer, c mapping.Config) {
+	if strings.HasPrefix(c.EventSourceArn, "arn:aws:sqs:") {
+		conc, retry := "-", "none (a failed message is visible again after the queue's VisibilityTimeout)"
+		if c.ScalingConfig != nil {
+			conc = strconv.Itoa(c.ScalingConfig.MaximumConcurrency)
+		}
+		if p := c.RetryPolicy; p != nil {
+			retry = fmt.Sprintf("BaseDelaySeconds %d, MaxDelaySeconds %d, MaxAttempts %d, MaximumAgeInSeconds %d",
+				p.BaseDelaySeconds, p.MaxDelaySeconds, p.MaxAttempts, p.MaximumAgeInSeconds)
+		}
+		fmt.Fprintf(w, "  BatchSize %d, window %ds, MaximumConcurrency %s, FunctionResponseTypes %v, RetryPolicy %s\n",
+			c.BatchSize, c.MaximumBatchingWindowInSeconds, conc, c.FunctionResponseTypes, retry)
+		return
+	}
+	fmt.Fprintf(w, "  BatchSize %d, window %ds, ParallelizationFactor %d, MaximumRetryAttempts %s, MaximumRecordAgeInSeconds %s, Bisect %v, FunctionResponseTypes %v, OnFailure %q\n",
+		c.BatchSize, c.MaximumBatchingWindowInSeconds, c.ParallelizationFactor, optInt(c.MaximumRetryAttempts), optInt(c.MaximumRecordAgeInSeconds),
+		c.BisectBatchOnFunctionError, c.FunctionResponseTypes, destination(c))
+}
+
+// optInt is *p, or "-" when p is nil.
+func optInt(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p)
 }
 
 func destination(c mapping.Config) string {
