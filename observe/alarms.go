@@ -136,6 +136,12 @@ type Config struct {
 	// runs the functions (`runnel status`); see TakeOptions.Passive.
 	Passive bool
 
+	// AllowedHosts are host names (without port) the HTTP handler answers
+	// to on a loopback connection besides localhost, *.localhost, IP
+	// addresses and this machine's host name: a reverse proxy's or a
+	// scraper's name for this server (see Handler's DNS rebinding check).
+	AllowedHosts []string
+
 	// Command, when set, is run with /bin/sh -c at every state change,
 	// with the environment variables RUNNEL_ALARM_NAME, RUNNEL_ALARM_STATE,
 	// RUNNEL_ALARM_PREVIOUS_STATE, RUNNEL_ALARM_VALUE,

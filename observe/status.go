@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -75,25 +76,38 @@ func Handler(rn *runnel.Runnel, a *Alarms) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusForbidden, errors.New("cross-origin request refused: "+r.Method+" "+r.URL.Path+" only from the page served here"))
 	}))
-	return loopbackHosts(cop.Handler(mux))
+	var allowed []string
+	if a != nil {
+		allowed = a.cfg.AllowedHosts
+	}
+	return loopbackHosts(cop.Handler(mux), allowed)
 }
 
 // loopbackHosts refuses, on a connection to a loopback address, a request
-// whose Host is a name other than localhost (421 Misdirected Request):
-// DNS rebinding points a site's name at 127.0.0.1, so that its page's
-// requests to "its own" origin reach this server and pass the same-origin
-// checks. A server listening on another address is reached by whatever
-// name its users give it, and is not checked.
-func loopbackHosts(h http.Handler) http.Handler {
+// whose Host is a name other than localhost, *.localhost, this machine's
+// host name or one of allowed (421 Misdirected Request): DNS rebinding
+// points a site's name at 127.0.0.1, so that its page's requests to "its
+// own" origin reach this server and pass the same-origin checks. A
+// request from another machine (a connection to a non-loopback address)
+// is not checked. Trap: a reverse proxy on this machine that passes its
+// own Host through needs that name in allowed (serve --http-allowed-hosts).
+func loopbackHosts(h http.Handler, allowed []string) http.Handler {
+	ok := map[string]bool{"localhost": true}
+	if hn, err := os.Hostname(); err == nil && hn != "" {
+		ok[strings.ToLower(hn)] = true
+	}
+	for _, a := range allowed {
+		ok[strings.TrimSuffix(strings.ToLower(a), ".")] = true
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && la.IP.IsLoopback() {
+		if la, isTCP := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); isTCP && la.IP.IsLoopback() {
 			host := r.Host
 			if hp, _, err := net.SplitHostPort(host); err == nil {
 				host = hp
 			}
 			host = strings.TrimSuffix(strings.ToLower(host), ".")
-			if host != "localhost" && !strings.HasSuffix(host, ".localhost") && net.ParseIP(strings.Trim(host, "[]")) == nil {
-				writeError(w, http.StatusMisdirectedRequest, errors.New("host "+strconv.Quote(r.Host)+" refused: this server listens on a loopback address and answers only to localhost or an IP address (DNS rebinding)"))
+			if !ok[host] && !strings.HasSuffix(host, ".localhost") && net.ParseIP(strings.Trim(host, "[]")) == nil {
+				writeError(w, http.StatusMisdirectedRequest, errors.New("host "+strconv.Quote(r.Host)+" refused on a loopback connection: only localhost, an IP address, this machine's name or a name given to --http-allowed-hosts is answered (DNS rebinding)"))
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -164,18 +165,20 @@ func TestAWorkQueueIsNotInspected(t *testing.T) {
 // TestARebindedNameIsRefusedOnALoopbackListener: DNS rebinding points a
 // site's name (evil.example) at 127.0.0.1: the site's page then calls
 // "its own" origin, which is this server, and passes every same-origin
-// check (Origin and Host agree). A server listening on a loopback address
-// now answers only to localhost or an IP address: another Host is 421;
+// check (Origin and Host agree). On a loopback connection the server now
+// answers only to localhost, an IP address, this machine's name or a name
+// given to --http-allowed-hosts (a reverse proxy's): another Host is 421;
 // the page itself, reached as 127.0.0.1 or localhost, still works.
 func TestARebindedNameIsRefusedOnALoopbackListener(t *testing.T) {
 	rn, _ := start(t)
-	a, err := observe.NewAlarms(rn, observe.Config{Interval: time.Hour})
+	a, err := observe.NewAlarms(rn, observe.Config{Interval: time.Hour, AllowedHosts: []string{"runnel.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(observe.Handler(rn, a)) // 127.0.0.1
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	hostname, _ := os.Hostname()
 	get := func(host string) int {
 		req, err := http.NewRequest(http.MethodGet, srv.URL+"/status", nil)
 		if err != nil {
@@ -194,7 +197,9 @@ func TestARebindedNameIsRefusedOnALoopbackListener(t *testing.T) {
 			t.Fatalf("Host %s: %d, want 421", h, code)
 		}
 	}
-	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "app.localhost:" + port, "[::1]:" + port} {
+	// this machine's name (Debian maps it to 127.0.1.1) and a name given
+	// to --http-allowed-hosts (a reverse proxy passing its Host through)
+	for _, h := range []string{"127.0.0.1:" + port, "localhost:" + port, "app.localhost:" + port, "[::1]:" + port, hostname + ":" + port, "runnel.example.com"} {
 		if code := get(h); code != http.StatusOK {
 			t.Fatalf("Host %s: %d, want 200", h, code)
 		}

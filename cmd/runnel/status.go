@@ -90,6 +90,7 @@ type observeFlags struct {
 
 func (o *observeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, "http", "", "serve /metrics (Prometheus) and /status (alarms and summary, JSON) on this address (127.0.0.1:9090)")
+	fs.StringSliceVar(&o.cfg.AllowedHosts, "http-allowed-hosts", nil, "host names the --http server answers to on a loopback connection besides localhost, IP addresses and this machine's name (a reverse proxy's name); others get 421 (DNS rebinding)")
 	fs.StringVar(&o.cfg.Command, "alarm-command", "", "run this shell command when an alarm changes state (env RUNNEL_ALARM_NAME, _STATE, _PREVIOUS_STATE, _VALUE, _THRESHOLD, _RULE, _RESOURCE, _MESSAGE)")
 	fs.StringVar(&o.cfg.Webhook, "alarm-webhook", "", "POST the alarm as JSON to this URL when it changes state")
 	fs.DurationVar(&o.cfg.Interval, "alarm-interval", 10*time.Second, "how often the alarm rules are evaluated (and the error-rate and throttle window)")
