@@ -26,6 +26,7 @@ import (
 	"github.com/runnel-dev/runnel"
 	"github.com/runnel-dev/runnel/backoff"
 	"github.com/runnel-dev/runnel/demo/flights"
+	"github.com/runnel-dev/runnel/demo/nodeset"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
@@ -122,6 +123,7 @@ type pipeline struct {
 	mu        sync.Mutex
 	stats     *flights.Stats
 	done      []positions // per shard: processed
+	toRetry   []positions // per shard: records seen in Retry-DLQ messages
 	latMs     []uint32
 	unique    atomic.Int64
 	delivers  atomic.Int64
@@ -204,6 +206,18 @@ func (p *pipeline) merge(recs []events.KinesisEventRecord, parsed []flights.Flig
 	return nil
 }
 
+// sentToRetry notes the records of a Retry-DLQ message (each once,
+// whatever the receives and redrives).
+func (p *pipeline) sentToRetry(recs []events.KinesisEventRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range recs {
+		if sh, pos, err := stream.DecodeSequenceNumber(p.numbering, recs[i].Kinesis.SequenceNumber); err == nil && sh < len(p.toRetry) {
+			p.toRetry[sh].set(pos)
+		}
+	}
+}
+
 func (p *pipeline) transient() bool {
 	p.rngMu.Lock()
 	defer p.rngMu.Unlock()
@@ -236,6 +250,9 @@ func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 	for _, m := range ev.Records {
 		p.retried.Add(1)
 		res, err := recovery.Resolve(ctx, p.streams, []byte(m.Body))
+		if err == nil {
+			p.sentToRetry(res.Records)
+		}
 		// A transient failure only on a message's first receive: a good
 		// record then always recovers within the RetryPolicy's attempts
 		// (one transient failure plus the flaky ones), so what reaches the
@@ -263,6 +280,9 @@ func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.outageDefaults()
 	cfg.setDefaults()
+	if err := nodeset.RefuseShared(ctx, cfg.NATSURL, "demo", cfg.Logger); err != nil {
+		return nil, err
+	}
 	run, err := openRun(ctx, cfg, "demo-", "")
 	if err != nil {
 		return nil, err
@@ -288,13 +308,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Against an external JetStream the run's resources outlive its data
+	// directory: delete them at the end, the mappings first (so nothing
+	// polls a deleted source), then the function, then the sources.
+	var mappings []string
 	if cfg.NATSURL != "" {
-		defer rn.Streams.DeleteStream(context.Background(), src)
-		defer rn.Queues.DeleteQueue(context.Background(), retry)
-		defer rn.Queues.DeleteQueue(context.Background(), unrecoverable)
+		defer func() {
+			bg := context.Background()
+			for _, id := range mappings {
+				rn.Mappings.DeleteEventSourceMapping(bg, id)
+			}
+			rn.Functions.DeleteFunction(bg, "flight-stats")
+			rn.Streams.DeleteStream(bg, src)
+			rn.Queues.DeleteQueue(bg, retry)
+			rn.Queues.DeleteQueue(bg, unrecoverable)
+		}()
 	}
 	p := &pipeline{numbering: sd.Numbering(), rate: max(cfg.FailureRate, 0), rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
-		stats: flights.NewStats(), done: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total),
+		stats: flights.NewStats(), done: make([]positions, cfg.Shards), toRetry: make([]positions, cfg.Shards), latMs: make([]uint32, 0, total),
 		streams: rn.Streams, flakyFailures: cfg.FlakyFailures, flakyTries: map[string]int{}}
 	handlerName := "flight-stats-" + suffix
 	if err := rn.Functions.Registry().Register(handlerName, p); err != nil {
@@ -328,6 +359,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	mappings = append(mappings, m.UUID)
 	qm, err := rn.Mappings.CreateEventSourceMapping(ctx, mapping.Config{
 		EventSourceArn:        rn.Queues.ARN("flights-retry-" + suffix),
 		FunctionName:          "flight-stats",
@@ -338,6 +370,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	mappings = append(mappings, qm.UUID)
 
 	encode := func(row int64, f *flights.Flight) []byte {
 		var data []byte
@@ -384,7 +417,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				caughtUp = false
 			}
 		}
-		resolved := p.unique.Load() + qst.Queue.MovedToDeadLetter
+		// The queue mapping's status has no Queue part while it is not
+		// running in this process (not started yet, or between leases).
+		var moved int64
+		if qst.Queue != nil {
+			moved = qst.Queue.MovedToDeadLetter
+		}
+		resolved := p.unique.Load() + moved
 		return resolved, caughtUp && queueDepth(ctx, rn, retry) == 0, false, nil
 	}, func() string { return "" })
 	if err != nil {
@@ -403,9 +442,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.RecordsPerS = float64(res.RecordsIn) / res.ElapsedS
 	res.Deliveries, res.Invocations, res.FailedInvokes = p.delivers.Load(), p.invokes.Load(), p.failed.Load()
 	res.RetriedMessages, res.Recovered = p.retried.Load(), p.recovered.Load()
-	for _, sh := range st.Shards {
-		res.ToFailureDestination += sh.DiscardedRecords
+	// The records sent to the Retry-DLQ, as its messages tell them (every
+	// one is received at least once before it is deleted or moved on),
+	// not the discard counters of the shards this process ran.
+	p.mu.Lock()
+	for _, b := range p.toRetry {
+		res.ToFailureDestination += int64(b.count())
 	}
+	p.mu.Unlock()
 
 	// Resolve the Unrecoverable-DLQ's pointers back to rows.
 	failedRows := map[int64]bool{}

@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/demo/nodeset"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/queue"
@@ -147,6 +148,9 @@ func consumers() []*consumer {
 // Run runs the demo.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.setDefaults()
+	if err := nodeset.RefuseShared(ctx, cfg.NATSURL, "demo fanout", cfg.Logger); err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(cfg.DataDir, "fanout-"+nuid.Next())
 	if !cfg.Keep && cfg.NATSURL == "" {
 		defer os.RemoveAll(dir)

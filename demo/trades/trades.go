@@ -31,6 +31,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/runnel-dev/runnel"
+	"github.com/runnel-dev/runnel/demo/nodeset"
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/procstat"
@@ -237,6 +239,9 @@ func defaultMemoryLimitMiB(totalMiB int, index string) int {
 // Run runs the experiment and verifies it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg.setDefaults()
+	if err := nodeset.RefuseShared(ctx, cfg.NATSURL, "demo trades", cfg.Logger); err != nil {
+		return nil, err
+	}
 	// The run allocates fast and, with 10 million trades, keeps a large
 	// index: collect less often (GOGC 400) but cap the heap at
 	// MemoryLimitMiB, where the collector works harder instead of growing
@@ -259,6 +264,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer func() { rn.Close() }()
+	if cfg.NATSURL != "" {
+		// Against an external JetStream the run's resources outlive it:
+		// delete them (before Close, on the engine in use then), so that
+		// the next run can create them again.
+		defer func() { teardown(rn) }()
+	}
 
 	fns := &functions{stateTable: stateTable, reduceTable: reduceTable, agg: aggTable,
 		stateFail: cfg.StateFailure, mapFail: cfg.MapFailure, redFail: cfg.ReduceFailure, concurrency: stateWriters,
@@ -498,6 +509,25 @@ func setup(ctx context.Context, rn *runnel.Runnel, cfg Config, handlers [3]strin
 		}
 	}
 	return nil
+}
+
+// teardown deletes what setup created: the mappings first (so that
+// nothing polls a deleted source), the functions, the tables and the
+// stream. Errors are ignored: it is the end of the run.
+func teardown(rn *runnel.Runnel) {
+	ctx := context.Background()
+	for _, m := range rn.Mappings.ListEventSourceMappings() {
+		if fn := m.FunctionName[strings.LastIndex(m.FunctionName, ":")+1:]; fn == "state" || fn == "map" || fn == "reduce" {
+			rn.Mappings.DeleteEventSourceMapping(ctx, m.UUID)
+		}
+	}
+	for _, f := range []string{"state", "map", "reduce"} {
+		rn.Functions.DeleteFunction(ctx, f)
+	}
+	for _, t := range []string{stateTable, reduceTable, aggTable} {
+		rn.Tables.DeleteTable(ctx, t)
+	}
+	rn.Streams.DeleteStream(ctx, tradeStream)
 }
 
 // caughtUp reports whether the pipeline has resolved every message put
