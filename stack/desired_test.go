@@ -246,3 +246,55 @@ Topics:
 		t.Errorf("FifoTopic changed: %v, want an error naming the topic and FifoTopic", err)
 	}
 }
+
+// TestAFilterPolicyAndItsScopeChangeInTheOrderSNSTakes: a nested policy
+// needs the MessageBody scope (sns-message-filtering-scope:
+// MessageAttributes "does not support nested filter policy"). A file that
+// replaced a nested body policy by a flat attribute one (its scope taken
+// out) made every Apply fail, and `serve -f` refuse to start: the scope
+// was removed first, under the old nested policy. And the other way
+// round, a flat attribute policy replaced by a nested body one.
+func TestAFilterPolicyAndItsScopeChangeInTheOrderSNSTakes(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	apply := func(attrs string) map[string]string {
+		t.Helper()
+		s, err := stack.Parse([]byte(`
+Queues:
+  - QueueName: eu
+Topics:
+  - TopicName: orders
+    Subscriptions:
+      - Protocol: sqs
+        Endpoint: eu
+        Attributes: ` + attrs + `
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stack.Apply(ctx, rn, s); err != nil {
+			t.Fatalf("apply %s: %v", attrs, err)
+		}
+		subs, err := rn.SNS.ListSubscriptions(rn.SNS.TopicARN("orders"))
+		if err != nil || len(subs) != 1 {
+			t.Fatalf("subscriptions %+v, %v", subs, err)
+		}
+		got, err := rn.SNS.GetSubscriptionAttributes(subs[0].SubscriptionArn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	nested := `{FilterPolicyScope: MessageBody, FilterPolicy: '{"order":{"region":["eu"]}}'}`
+	flat := `{FilterPolicy: '{"region":["eu"]}'}`
+	for _, attrs := range []string{nested, flat, flat, nested} {
+		got := apply(attrs)
+		wantScope := sns.ScopeMessageAttributes
+		if attrs == nested {
+			wantScope = sns.ScopeMessageBody
+		}
+		if got[sns.AttrFilterPolicyScope] != wantScope {
+			t.Fatalf("after %s: scope %q, want %q", attrs, got[sns.AttrFilterPolicyScope], wantScope)
+		}
+	}
+}

@@ -180,29 +180,51 @@ func applySubscription(ctx context.Context, rn *runnel.Runnel, arn string, s Sub
 	if err != nil {
 		return "", err
 	}
-	for _, a := range subAttrs {
-		if _, given := attrs[a.name]; !given && cur[a.name] != a.def && !(a.name == sns.AttrFilterPolicyScope && cur[a.name] == sns.ScopeMessageAttributes) {
-			if err := rn.SNS.SetSubscriptionAttributes(ctx, sub, a.name, ""); err != nil {
-				return "", fmt.Errorf("remove %s: %w", a.name, err)
+	// change sets one attribute to the file's value ("" removes it) when
+	// it differs from the subscription's.
+	change := func(name string) error {
+		want, given := attrs[name]
+		def := ""
+		for _, a := range subAttrs {
+			if a.name == name {
+				def = a.def
 			}
+		}
+		switch {
+		case given && cur[name] != want:
+			return rn.SNS.SetSubscriptionAttributes(ctx, sub, name, want)
+		case !given && cur[name] != def && !(name == sns.AttrFilterPolicyScope && cur[name] == sns.ScopeMessageAttributes):
+			if err := rn.SNS.SetSubscriptionAttributes(ctx, sub, name, ""); err != nil {
+				return fmt.Errorf("remove %s: %w", name, err)
+			}
+		}
+		return nil
+	}
+	// The policy and its scope, in the order SNS takes: a nested policy
+	// needs the MessageBody scope, so the scope goes first when the file's
+	// scope is MessageBody, and last otherwise (a nested policy being
+	// replaced by a flat one under MessageAttributes: the policy first).
+	pair := []string{sns.AttrFilterPolicy, sns.AttrFilterPolicyScope}
+	if attrs[sns.AttrFilterPolicyScope] == sns.ScopeMessageBody {
+		pair = []string{sns.AttrFilterPolicyScope, sns.AttrFilterPolicy}
+	}
+	for _, name := range pair {
+		if err := change(name); err != nil {
+			return "", err
 		}
 	}
-	// The scope before the policy read under it; then in name order.
-	names := slices.Sorted(maps.Keys(attrs))
-	slices.SortStableFunc(names, func(a, b string) int {
-		switch {
-		case a == sns.AttrFilterPolicyScope:
-			return -1
-		case b == sns.AttrFilterPolicyScope:
-			return 1
-		}
-		return 0
-	})
-	for _, k := range names {
-		if cur[k] != attrs[k] {
-			if err := rn.SNS.SetSubscriptionAttributes(ctx, sub, k, attrs[k]); err != nil {
-				return "", err
-			}
+	others := map[string]bool{}
+	for _, a := range subAttrs {
+		others[a.name] = true
+	}
+	for k := range attrs {
+		others[k] = true
+	}
+	delete(others, sns.AttrFilterPolicy)
+	delete(others, sns.AttrFilterPolicyScope)
+	for _, name := range slices.Sorted(maps.Keys(others)) {
+		if err := change(name); err != nil {
+			return "", err
 		}
 	}
 	return sub, nil
