@@ -63,9 +63,19 @@ func startProduction(ctx context.Context, cfg Config, total int64, encode func(r
 // reports busy, until step reports done, showing progress. It returns the
 // producer's error or step's, and fails when the resolved count (step's
 // first result) stays the same for 2 minutes, with stuck's words.
-func (pr *production) settle(ctx context.Context, step func(producing bool) (resolved int64, done, busy bool, err error), stuck func() string) error {
-	defer pr.prog.finish()
+//
+// When ctx ends (Ctrl-C) it returns an *Interrupted with the records put
+// and resolved so far, and leaves the progress bar where it was.
+func (pr *production) settle(ctx context.Context, step func(producing bool) (resolved int64, done, busy bool, err error), stuck func() string) (err error) {
 	lastChange, lastSeen := time.Now(), int64(-1)
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			pr.prog.stop()
+			err = &Interrupted{Put: pr.put.Load(), Total: pr.prog.total, Resolved: max(lastSeen, 0), Err: err}
+			return
+		}
+		pr.prog.finish()
+	}()
 	for {
 		if pr.producing {
 			select {
@@ -78,6 +88,9 @@ func (pr *production) settle(ctx context.Context, step func(producing bool) (res
 			}
 		}
 		resolved, done, busy, err := step(pr.producing)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err() // interrupted: not a retryable error to wait through
+		}
 		if err != nil && !awserr.IsRetryable(err) {
 			return err
 		}
@@ -126,6 +139,22 @@ func (pr *production) warn(msg string, err error) {
 	}
 }
 
+// Interrupted is the error of a run whose context ended (Ctrl-C,
+// SIGTERM) before every record was resolved: what was done so far. It
+// wraps the context's error.
+type Interrupted struct {
+	Put      int64 // records stored
+	Total    int64 // records the run was to put
+	Resolved int64 // records processed or in the on-failure destination
+	Err      error
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted: %d of %d records put, %d of them resolved (processed or in a dead-letter queue) so far; not reconciled", e.Put, e.Total, e.Resolved)
+}
+
+func (e *Interrupted) Unwrap() error { return e.Err }
+
 // putRiding is put, retried with backoff while it fails with a retryable
 // error (awserr.IsRetryable: a JetStream leader election, a reconnect),
 // for at most 2 minutes of consecutive failures: the ride-through an AWS
@@ -137,6 +166,9 @@ func putRiding(ctx context.Context, cfg Config, put putFunc, entries []stream.Pu
 		out, err := put(ctx, entries)
 		if err == nil || !awserr.IsRetryable(err) || time.Since(start) > 2*time.Minute {
 			return out, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // interrupted: not a retryable error
 		}
 		if cfg.Logger != nil && attempt%10 == 1 {
 			cfg.Logger.Warn("PutRecords failed with a retryable error; retrying", "attempt", attempt, "err", err)
@@ -393,6 +425,14 @@ func (p *progress) update(put, resolved int64) {
 	if time.Since(p.last) >= 5*time.Second {
 		p.last = time.Now()
 		fmt.Fprintf(p.w, "demo: put %d/%d, resolved %d\n", put, p.total, resolved)
+	}
+}
+
+// stop ends the bar where it is (an interrupted run: not at 100%).
+func (p *progress) stop() {
+	if p.bar != nil {
+		p.bar.Exit()
+		fmt.Fprintln(p.w)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -199,6 +200,10 @@ Reconciliation (records in = processed + unrecoverable; lost = neither):
 // makes the command fail).
 func runAndReport[R any](cmd *cobra.Command, run func() (*R, error), print func(io.Writer, *R), jsonPath string, verdict func(*R) error) error {
 	res, err := run()
+	if err != nil && cmd.Context().Err() != nil && !strings.Contains(err.Error(), "interrupted") {
+		// Ctrl-C at a point that returned the bare context error.
+		return fmt.Errorf("interrupted before the run finished; not reconciled: %w", err)
+	}
 	if err != nil {
 		return err
 	}

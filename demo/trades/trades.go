@@ -316,6 +316,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		fns.tables.Store(rn.Tables)
 		return nil
 	})
+	if err != nil && ctx.Err() != nil {
+		var agg int64
+		if rn != nil { // nil when the restart after a crash failed
+			agg = aggInt(context.Background(), rn, KeyTrades)
+		}
+		return nil, fmt.Errorf("interrupted: %d of %d messages put, %d trades aggregated so far; not verified: %w", put, cfg.Messages, agg, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +335,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		got := aggInt(ctx, rn, KeyTrades)
 		return got, got >= want && caughtUp(ctx, rn)
 	})
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted: %d of %d messages put, %d of %d trades aggregated so far; not verified: %w", put, cfg.Messages, aggInt(context.Background(), rn, KeyTrades), want, ctx.Err())
+	}
 	elapsed := fns.series.last().Sub(start).Seconds()
 	if elapsed <= 0 {
 		elapsed = time.Since(start).Seconds()
@@ -419,7 +429,11 @@ func produce(ctx context.Context, cfg Config, p *producer, start time.Time,
 	close(batches)
 	wg.Wait()
 	if bar != nil {
-		bar.Finish()
+		if ctx.Err() != nil {
+			bar.Exit() // interrupted: the bar stays where it was, not at 100%
+		} else {
+			bar.Finish()
+		}
 		fmt.Fprintln(cfg.Progress)
 	}
 	if err == nil {
