@@ -56,7 +56,7 @@ type Result struct {
 
 	Redeliveries     int64                  `json:"redeliveries"`
 	Invocations      int64                  `json:"invocations"`
-	FailedInvokes    int64                  `json:"failed_invocations"`
+	FailedInvokes    int64                  `json:"failed_invocations"` // invocations that returned an error or reported failed Retry-DLQ messages (once each, whatever their failed messages)
 	PoisonInjected   int                    `json:"poison_injected"`
 	PoisonInFailDest int                    `json:"poison_unrecoverable"`
 	FlakyInjected    int                    `json:"flaky_injected"`
@@ -128,7 +128,7 @@ type pipeline struct {
 	unique    atomic.Int64
 	delivers  atomic.Int64
 	invokes   atomic.Int64
-	failed    atomic.Int64
+	failed    atomic.Int64 // invocations that returned an error or reported failed messages
 
 	streams       *stream.Service
 	retried       atomic.Int64 // Retry-DLQ messages handled
@@ -244,7 +244,17 @@ func (p *pipeline) HandleKinesis(ctx context.Context, ev events.KinesisEvent) (e
 // HandleSQS is the same function on the Retry-DLQ: each message is a
 // pointer (KinesisBatchInfo) resolved back into its records; a message
 // whose records fail is reported and stays for its next, backed-off try.
+// An invocation reporting any failed message counts once as a failed
+// invocation (p.failed counts invocations, not messages).
 func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp, err := p.handleSQS(ctx, ev)
+	if len(resp.BatchItemFailures) > 0 {
+		p.failed.Add(1)
+	}
+	return resp, err
+}
+
+func (p *pipeline) handleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	p.invokes.Add(1)
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, m := range ev.Records {
@@ -269,7 +279,6 @@ func (p *pipeline) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 			err = p.merge(res.Records, parsed, true)
 		}
 		if err != nil {
-			p.failed.Add(1)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 		}
 	}

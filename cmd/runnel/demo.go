@@ -184,7 +184,7 @@ Reconciliation (records in = processed + unrecoverable; lost = neither):
   sent to the Retry-DLQ       %d  (Retry-DLQ messages handled: %d)
   unrecoverable               %d  (in the Unrecoverable-DLQ; poison injected %d, of them unrecoverable %d; flaky injected %d)
   lost                        %d
-  deliveries                  %d  (redeliveries %d; %d invocations, %d failed)
+  deliveries                  %d  (redeliveries %d; %d invocations, %d of them failed: an error, or failed Retry-DLQ messages reported)
   statistics match parquet    %v%s
   elapsed                     %.1f s  (%.0f records/s)
   end-to-end latency          p50 %.0f ms, p99 %.0f ms
