@@ -81,8 +81,20 @@ type Result struct {
 	FailoverS  float64 `json:"failover_s,omitempty"`
 	AfterKillS float64 `json:"after_kill_s,omitempty"`
 	// RecordsByNode is, per node, the records it processed first (its
-	// share of the work; demo --nodes).
+	// share of the work; demo --nodes), the records stored twice
+	// (StoredTwice) included: they add up to ProcessedUnique +
+	// StoredTwice.
 	RecordsByNode map[string]int64 `json:"records_by_node,omitempty"`
+	// StoredTwice is the records processed that the producer's
+	// acknowledged puts do not hold: a PutRecords retried after its answer
+	// was lost (a node killed mid-call) stored them a second time, at
+	// another position (at-least-once, as Kinesis). Reconciled once, in
+	// ProcessedUnique; counted again in RecordsByNode (demo --nodes).
+	StoredTwice int64 `json:"stored_twice,omitempty"`
+	// NodePeakRSSMiB is the peak resident set of the largest node process
+	// (demo --nodes; their rusage once they exited, Linux); PeakRSSMiB is
+	// then the driver's own.
+	NodePeakRSSMiB float64 `json:"node_peak_rss_mib,omitempty"`
 	// RecordsByShard is, per shard id, the records each node processed
 	// first from it (demo --nodes): the shards' sizes (the partition keys
 	// are airports, so they differ) and who ran each.

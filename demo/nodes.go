@@ -61,6 +61,9 @@ func RunNodes(ctx context.Context, cfg Config, nc NodesConfig) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("demo --nodes: %w", err)
 	}
+	// The nodes have exited and been waited for: the children's maximum
+	// resident set is the largest node's peak.
+	res.NodePeakRSSMiB = childrenPeakRSSMiB()
 	return res, nil
 }
 
@@ -232,6 +235,8 @@ func runOnNodes(ctx context.Context, cfg Config, nc NodesConfig, set *nodeset.Se
 	res.Deliveries, res.Invocations, res.ToFailureDestination = rd.delivered, rd.batches, rd.toFailure
 	stats := flights.NewStats()
 	failedRows := res.tally(prod.rows, rd.done, rd.failed, poison, func(sh int, pos uint64) { stats.Add(rd.flight(sh, pos)) })
+	// Positions processed that hold no acknowledged row: stored twice.
+	res.StoredTwice = rd.unique - res.ProcessedUnique
 	if err := res.check(cfg, total, failedRows, stats); err != nil {
 		return nil, err
 	}

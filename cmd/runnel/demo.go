@@ -247,6 +247,13 @@ func printTop(w io.Writer, title string, r *demo.Result) {
 
 // printExternal prints the reconciliation of demo --external.
 func printExternal(w io.Writer, r *demo.Result) {
+	printReconciliation(w, r)
+	fmt.Fprintf(w, "  peak RSS                    %.0f MiB\n", r.PeakRSSMiB)
+}
+
+// printReconciliation is the reconciliation of demo --external and
+// --nodes, without the peak RSS line.
+func printReconciliation(w io.Writer, r *demo.Result) {
 	printTop(w, "\nTop airports by flights (from the function's results):", r)
 	fmt.Fprintf(w, `
 Reconciliation (records in = processed + on-failure queue; lost = neither):
@@ -256,18 +263,31 @@ Reconciliation (records in = processed + on-failure queue; lost = neither):
   lost                        %d
   statistics match parquet    %v%s
   elapsed                     %.1f s  (%.0f records/s)
-  peak RSS                    %.0f MiB
 `, r.RecordsIn, r.ProcessedUnique, r.Invocations, r.Redeliveries, r.ToFailureDestination, r.PoisonInjected, r.PoisonInFailDest,
-		r.Unrecoverable, r.Lost, r.StatsMatch, diff(r.StatsDiff), r.ElapsedS, r.RecordsPerS, r.PeakRSSMiB)
+		r.Unrecoverable, r.Lost, r.StatsMatch, diff(r.StatsDiff), r.ElapsedS, r.RecordsPerS)
 }
 
 // printNodes prints the reconciliation of demo --nodes.
+// The per-node figures count the records stored twice by a retried
+// PutRecords (each position processed once), so they add up to processed
+// (unique) + stored twice, which it prints; the peak RSS lines tell the
+// largest node's from the driver's.
 func printNodes(w io.Writer, r *demo.Result) {
-	printExternal(w, r)
+	printReconciliation(w, r)
+	fmt.Fprintf(w, "  stored twice                %d  (records a retried PutRecords stored again at another position; processed once more, not reconciled twice)\n", r.StoredTwice)
+	if r.NodePeakRSSMiB > 0 {
+		fmt.Fprintf(w, "  peak RSS of a node          %.0f MiB  (the largest node process)\n", r.NodePeakRSSMiB)
+	}
+	fmt.Fprintf(w, "  peak RSS of this driver     %.0f MiB  (the producer and reconciliation, not a node)\n", r.PeakRSSMiB)
 	fmt.Fprintf(w, "  nodes                       %d  (killed with SIGKILL and restarted: %d)\n", r.Nodes, r.NodeKills)
+	var sum int64
+	for _, n := range r.RecordsByNode {
+		sum += n
+	}
+	fmt.Fprintf(w, "  processed per node          %d  (= processed (unique) %d + stored twice %d)\n", sum, r.ProcessedUnique, r.StoredTwice)
 	names := slices.Sorted(maps.Keys(r.RecordsByNode))
 	for _, n := range names {
-		fmt.Fprintf(w, "  processed by %-14s %d  (%.1f%%)\n", n, r.RecordsByNode[n], 100*float64(r.RecordsByNode[n])/float64(max(r.ProcessedUnique, 1)))
+		fmt.Fprintf(w, "  processed by %-14s %d  (%.1f%%)\n", n, r.RecordsByNode[n], 100*float64(r.RecordsByNode[n])/float64(max(sum, 1)))
 	}
 }
 
