@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/spf13/pflag"
 )
@@ -79,4 +80,26 @@ func noneIfZero[T number](fs *pflag.FlagSet, name string, p *T) {
 	if fs.Changed(name) && *p == 0 {
 		*p = -1
 	}
+}
+
+// flagFloatRange makes the float flag name of fs, which stores into p,
+// refuse NaN, ±Inf and a value outside lo..hi (lo -Inf: no lower bound),
+// saying why (what the range keeps out; "" for nothing more):
+// `invalid argument "NaN" for "--failure-rate" flag: out of range: must
+// be a number at most 0.5 (...)`. flagRange and flagAtMost let NaN
+// through (every comparison with it is false).
+func flagFloatRange(fs *pflag.FlagSet, name string, p *float64, lo, hi float64, why string) {
+	if why != "" {
+		why = " (" + why + ")"
+	}
+	want := fmt.Sprintf("a number between %v and %v", lo, hi)
+	if math.IsInf(lo, -1) {
+		want = fmt.Sprintf("a number at most %v", hi)
+	}
+	flagCheck(fs, name, p, func(x float64) error {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < lo || x > hi {
+			return fmt.Errorf("out of range: must be %s%s", want, why)
+		}
+		return nil
+	})
 }

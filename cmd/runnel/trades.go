@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -20,6 +21,7 @@ func tradesCmd(g *globals) *cobra.Command {
 	var nodes trades.NodesConfig
 	cmd := &cobra.Command{
 		Use:   "trades",
+		Args:  cobra.NoArgs,
 		Short: "Run the exactly-once trade-risk aggregation pipeline (seed 002) and verify the totals",
 		Long: `trades reproduces the pipeline of "Build a fault-tolerant, serverless data
 aggregation pipeline with exactly-once processing" (AWS Database Blog) in one
@@ -98,7 +100,7 @@ docs/cluster.md.`,
 	f.Float64Var(&cfg.MapFailure, "map-failure", 0.02, "share of map invocations that fail, at most 1 (0 or negative: none)")
 	f.Float64Var(&cfg.ReduceFailure, "reduce-failure", 0.02, "share of reduce invocations that fail, at most 1 (0 or negative: none)")
 	f.Float64Var(&cfg.CrashAt, "crash-at", 0, "crash the engine when this share of the messages is put, then reopen it (0: no crash)")
-	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes, each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
+	f.IntVar(&nodes.Nodes, "nodes", 0, "run on this many runnel nodes (1..9), each a separate process (runnel serve) of one embedded NATS cluster with replicas 3; 0: one process")
 	f.Float64Var(&nodes.KillAt, "kill-node-at", 0.5, "with --nodes: once this share of the messages is put, kill the node holding the most of the pipeline's work with SIGKILL and start it again (0: no kill)")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the run's data directory")
 	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
@@ -107,12 +109,12 @@ docs/cluster.md.`,
 	flagRange(f, "shards", &cfg.Shards, 1, stream.MaxShardCount)
 	flagRange(f, "state-shards", &cfg.StateShards, 1, stream.MaxShardCount)
 	flagAtLeast(f, "memory-limit-mib", &cfg.MemoryLimitMiB, 0)
-	flagAtMost(f, "state-failure", &cfg.StateFailure, 1)
-	flagAtMost(f, "map-failure", &cfg.MapFailure, 1)
-	flagAtMost(f, "reduce-failure", &cfg.ReduceFailure, 1)
-	flagRange(f, "crash-at", &cfg.CrashAt, 0, 1)
-	flagAtLeast(f, "nodes", &nodes.Nodes, 0)
-	flagRange(f, "kill-node-at", &nodes.KillAt, 0, 1)
+	flagFloatRange(f, "state-failure", &cfg.StateFailure, math.Inf(-1), 1, "0 or negative: none")
+	flagFloatRange(f, "map-failure", &cfg.MapFailure, math.Inf(-1), 1, "0 or negative: none")
+	flagFloatRange(f, "reduce-failure", &cfg.ReduceFailure, math.Inf(-1), 1, "0 or negative: none")
+	flagFloatRange(f, "crash-at", &cfg.CrashAt, 0, 1, "")
+	flagNodes(f, &nodes.Nodes)
+	flagFloatRange(f, "kill-node-at", &nodes.KillAt, 0, 1, "")
 	return cmd
 }
 
