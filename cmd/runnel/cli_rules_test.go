@@ -243,7 +243,7 @@ func TestCLIRefusesOutOfRangeFlags(t *testing.T) {
 		{[]string{"demo", "--parallelization-factor", "0"}, "--parallelization-factor", "between 1 and 10"},
 		{[]string{"demo", "--maximum-retry-attempts", "-1"}, "--maximum-retry-attempts", "between 0 and 10000"},
 		{[]string{"demo", "--retry-attempts", "0"}, "--retry-attempts", "at least 1"},
-		{[]string{"demo", "--failure-rate", "1.5"}, "--failure-rate", "at most 1"},
+		{[]string{"demo", "--failure-rate", "1.5"}, "--failure-rate", "at most 0.3"},
 		{[]string{"demo", "--records", "-5"}, "--records", "at least 0"},
 		{[]string{"demo", "--kill-node-at", "2"}, "--kill-node-at", "between 0 and 1"},
 		{[]string{"demo", "trades", "--messages", "0"}, "--messages", "at least 1"},

@@ -23,6 +23,7 @@ func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
 	var res struct {
 		RecordsIn       int64                       `json:"records_in"`
 		ProcessedUnique int64                       `json:"processed_unique"`
+		StoredTwice     int64                       `json:"stored_twice"`
 		Lost            int64                       `json:"lost"`
 		StatsMatch      bool                        `json:"stats_match"`
 		ElapsedS        float64                     `json:"elapsed_s"`
@@ -41,8 +42,8 @@ func TestDemoNodesReconcilesThroughASIGKILL(t *testing.T) {
 	for _, n := range res.ByNode {
 		sum += n
 	}
-	if sum != res.ProcessedUnique {
-		t.Fatalf("records by node add up to %d, processed %d: %s", sum, res.ProcessedUnique, b)
+	if sum != res.ProcessedUnique+res.StoredTwice { // a put retried at the kill stores some records twice
+		t.Fatalf("records by node add up to %d, processed %d + stored twice %d: %s", sum, res.ProcessedUnique, res.StoredTwice, b)
 	}
 	byNode := map[string]int64{}
 	for _, nodes := range res.ByShard {
