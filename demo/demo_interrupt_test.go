@@ -1,7 +1,6 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/runnel-dev/runnel/demo"
+	"github.com/runnel-dev/runnel/internal/testenv"
 )
 
 // cancelOnWrite cancels its context at its first write (the run's first
@@ -24,24 +24,6 @@ func (w *cancelOnWrite) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDemoInterruptedSaysSoWithWhatWasDone: a Ctrl-C (the command's
 // context ending) stops the demo with an *demo.Interrupted error, saying
 // "interrupted" and the records put and resolved so far (the command
@@ -52,7 +34,7 @@ func (s *syncBuffer) String() string {
 func TestDemoInterruptedSaysSoWithWhatWasDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	_, err := demo.Run(ctx, demo.Config{
 		DataPath: "../data/flights-3m.parquet",
 		Records:  200000,

@@ -6,7 +6,6 @@ package mapping_test
 // (embedded JetStream). Names read as the AWS rule they check.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -491,26 +490,8 @@ func TestPoisonRecordBlocksOnlyItsShard(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestDiscardWithoutDestinationIsLoggedAndCounted(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	rn, err := runnel.Open(context.Background(), runnel.Config{
 		Engine:            engine.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(&logs, nil))},
 		Mappings:          mapping.Options{RetryBaseDelay: -1},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,27 +204,9 @@ func TestExpressionAttributeValuesNestAtMost32Levels(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination several goroutines write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // reopenable starts a runnel on its own data directory, logging to buf,
 // and returns a function that crashes it and opens the directory again.
-func reopenable(t *testing.T, buf *syncBuffer) (*runnel.Runnel, func(*runnel.Runnel) *runnel.Runnel) {
+func reopenable(t *testing.T, buf *testenv.LogBuffer) (*runnel.Runnel, func(*runnel.Runnel) *runnel.Runnel) {
 	t.Helper()
 	testenv.NeedsEmbedded(t, "a crash and reopen of the one process serving the tables, inspected in that process")
 	dir := t.TempDir()
@@ -245,7 +226,7 @@ func reopenable(t *testing.T, buf *syncBuffer) (*runnel.Runnel, func(*runnel.Run
 // the table from opening ("rebuild index: table: change record is
 // truncated or malformed"), so the process did not start.
 func TestAnItemStoredPastTheLimitStillOpens(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.LogBuffer
 	rn, reopen := reopenable(t, &buf)
 	createTable(t, rn.Tables, "deep", "", table.ViewNewAndOldImages)
 	createTable(t, rn.Tables, "deeprk", "sk", table.ViewNewAndOldImages)
@@ -274,7 +255,7 @@ func TestAnItemStoredPastTheLimitStillOpens(t *testing.T) {
 // served. Before, one such record failed the open ("open runnel: table
 // deep: rebuild index: table: change record is truncated or malformed").
 func TestAnUndecodableChangeRecordIsSkippedAtOpen(t *testing.T) {
-	var buf syncBuffer
+	var buf testenv.LogBuffer
 	rn, reopen := reopenable(t, &buf)
 	createTable(t, rn.Tables, "bad", "sk", table.ViewNewAndOldImages)
 	if _, err := rn.Tables.PutItem(ctx, table.PutItemInput{TableName: "bad", Item: table.Item{"pk": S("ok"), "sk": N("1"), "v": S("x")}}); err != nil {

@@ -1,7 +1,6 @@
 package async_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -746,28 +745,10 @@ func TestDeadLetterConfig(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestBuiltInDeadLetterStoreKeepsWhatAWSDrops(t *testing.T) {
 	ctx := context.Background()
 	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
-	var logs syncBuffer
+	var logs testenv.LogBuffer
 	// A second service on the same engine, to read its log.
 	svc, err := async.New(ctx, rn.Engine, rn.Functions, rn.Queues, rn.Streams,
 		async.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
