@@ -291,7 +291,7 @@ func TestInvocationTypes(t *testing.T) {
 		{"an unknown function is ResourceNotFoundException (RequestResponse)", "nope", async.RequestResponse, []byte(`{}`), awserr.ErrResourceNotFound, "nope"},
 		{"an unknown function is ResourceNotFoundException (DryRun)", "nope", async.DryRun, []byte(`{}`), awserr.ErrResourceNotFound, "nope"},
 		{"an Event payload over the 1 MiB limit is RequestEntityTooLargeException", "ok", async.Event, big(async.MaxEventPayloadSize + 1), async.ErrRequestTooLarge, "Event"},
-		{"a RequestResponse payload over 6 MiB is RequestEntityTooLargeException", "ok", async.RequestResponse, big(async.MaxSyncPayloadSize + 1), async.ErrRequestTooLarge, "RequestResponse"},
+		{"a RequestResponse payload over 6 MiB is RequestEntityTooLargeException", "ok", async.RequestResponse, big(async.MaxSyncPayloadSize + 1), async.ErrRequestTooLarge, "for the InvokeFunction operation"},
 		{"a payload that is not JSON is InvalidRequestContentException", "ok", async.Event, []byte(`{not json`), async.ErrInvalidRequestContent, "json"},
 	}
 	for _, c := range errCases {
