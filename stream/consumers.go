@@ -199,7 +199,7 @@ func (s *Service) changeConsumers(ctx context.Context, d *StreamDescription, cha
 		if err == nil {
 			return nil
 		}
-		if attempt == 10 {
+		if attempt == casRetries || ctx.Err() != nil {
 			return awserr.New(awserr.ErrResourceInUse, "consumers of stream %s changed concurrently: %v", d.StreamName, err)
 		}
 	}

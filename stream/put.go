@@ -365,6 +365,13 @@ func storedNot(err error) bool {
 // a sealed shard refused them.
 const maxSealedRetries = 20
 
+// casRetries is how many times a read-modify-write of a stream's stored
+// description (or its consumers) is tried again after another request
+// changed it between the read and the write. Each lost try means another
+// write succeeded, so the stream progresses; the trap is a bound too low
+// for a steady writer on a loaded machine (10 were all lost once).
+const casRetries = 100
+
 // isSealedErr reports whether a publish was refused by a closed shard:
 // its seal guard (the expected last sequence of the seal subject is no
 // longer 0), or no stream for the subject any more.

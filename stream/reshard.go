@@ -431,9 +431,10 @@ func (s *Service) reshard(ctx context.Context, name string, plan func(d *StreamD
 //
 // A description another request changed between the read and the mark
 // (a tag or setting written while the stream was still ACTIVE) is read
-// and planned again, up to 10 times; one that another reshard or a
-// retention change made UPDATING meanwhile is ResourceInUseException
-// (loadForUpdate).
+// and planned again, up to casRetries times (each lost try means another
+// write succeeded; 10 tries were lost in a row to a steady tag writer on
+// a loaded machine); one that another reshard or a retention change made
+// UPDATING meanwhile is ResourceInUseException (loadForUpdate).
 func (s *Service) beginReshard(ctx context.Context, name string, plan func(d *StreamDescription, round int) ([]change, error)) (d *StreamDescription, cs []change, rev uint64, before StreamDescription, err error) {
 	for attempt := 0; ; attempt++ {
 		if d, rev, err = s.loadForUpdate(ctx, name); err != nil {
@@ -457,7 +458,7 @@ func (s *Service) beginReshard(ctx context.Context, name string, plan func(d *St
 		if err == nil {
 			return d, cs, r, before, nil
 		}
-		if attempt == 10 || !errors.Is(err, awserr.ErrResourceInUse) {
+		if attempt == casRetries || !errors.Is(err, awserr.ErrResourceInUse) || ctx.Err() != nil {
 			return nil, nil, 0, before, err
 		}
 	}

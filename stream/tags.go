@@ -198,7 +198,7 @@ func (s *Service) changeDesc(ctx context.Context, name string, change func(d *St
 		if err == nil {
 			return &d, rev, nil
 		}
-		if attempt == 10 || !errors.Is(err, awserr.ErrResourceInUse) {
+		if attempt == casRetries || !errors.Is(err, awserr.ErrResourceInUse) || ctx.Err() != nil {
 			return nil, 0, err
 		}
 	}
