@@ -369,8 +369,9 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryOutput, error
 		}
 		start = &sk
 	}
+	rng := t.schema.sortRangeOf(kc)
 	err = pageWalk(r, func(visit func(partitionEntry) bool) error {
-		t.walkPartition(pk.h, forward, start, func(e entry, img []byte) bool {
+		t.walkPartition(pk.h, forward, start, &rng, func(e entry, img []byte) bool {
 			return visit(partitionEntry{e, img})
 		})
 		return nil

@@ -2,7 +2,10 @@ package table
 
 import (
 	"bytes"
+	"strings"
 	"sync/atomic"
+
+	"github.com/runnel-dev/runnel/table/expr"
 )
 
 // A table Query reads its partition a chunk at a time, as the table Scan
@@ -13,6 +16,15 @@ import (
 // walk stops when the page does (Limit items evaluated, or 1 MB read), so
 // a Query of a partition of N items costs its page, not N, and writers of
 // the table wait for one chunk at most, not for the whole partition.
+//
+// A sort key condition bounds the walk: it starts at the condition's
+// first possible entry (a seek, not a walk from the partition's first)
+// and ends at the first entry past the condition's last (sortRange), so a
+// Query of a range of a partition of N items costs its range, not N. The
+// trap: the items a key condition matches are one run of the partition's
+// sort order (every operator DynamoDB allows, begins_with included: the
+// strings with a prefix are one run of byte order), which is what lets
+// the walk stop at the first entry past it.
 //
 // Between two chunks the partition may change: a chunk starts strictly
 // after the last entry of the one before, as a page starts after its
@@ -27,14 +39,89 @@ var queryChunk = walkChunk
 // for every service of the process (tests: the walk stops at its budget).
 var partitionListed atomic.Int64
 
+// sortRange is a Query's sort key condition as bounds in the index's
+// order: canonical forms of the key values (canonical), compared as the
+// index compares them (schema.compareRange). The zero value bounds
+// nothing.
+type sortRange struct {
+	lo, hi         string
+	hasLo, hasHi   bool
+	loIncl, hiIncl bool
+	prefix         string // begins_with's operand (S or B)
+	isPrefix       bool
+}
+
+// sortRangeOf returns the bounds of kc's sort key condition; the zero
+// sortRange when it has none, or when a value is not of the sort key's
+// type (the condition's own check answers that).
+func (sc schema) sortRangeOf(kc *expr.KeyCondition) sortRange {
+	var r sortRange
+	if sc.rng == "" || kc.RangeName == "" || len(kc.RangeValues) == 0 {
+		return r
+	}
+	vals := make([]string, len(kc.RangeValues))
+	for i, v := range kc.RangeValues {
+		c, err := canonical(sc.rng, sc.rngType, v)
+		if err != nil {
+			return sortRange{}
+		}
+		vals[i] = c
+	}
+	v := vals[0]
+	switch kc.RangeOp {
+	case "=":
+		r = sortRange{lo: v, hi: v, hasLo: true, hasHi: true, loIncl: true, hiIncl: true}
+	case "<", "<=":
+		r = sortRange{hi: v, hasHi: true, hiIncl: kc.RangeOp == "<="}
+	case ">", ">=":
+		r = sortRange{lo: v, hasLo: true, loIncl: kc.RangeOp == ">="}
+	case "BETWEEN":
+		if len(vals) == 2 {
+			r = sortRange{lo: v, hi: vals[1], hasLo: true, hasHi: true, loIncl: true, hiIncl: true}
+		}
+	case "begins_with":
+		if sc.rngType != TypeN {
+			r = sortRange{lo: v, hasLo: true, loIncl: true, prefix: v, isPrefix: true}
+		}
+	}
+	return r
+}
+
+// seek is where a walk in the direction forward starts: the bound the
+// walk meets first, included; ok false when the condition has none on
+// that side.
+func (r *sortRange) seek(forward bool) (rk string, ok bool) {
+	if forward {
+		return r.lo, r.hasLo
+	}
+	return r.hi, r.hasHi
+}
+
+// past says sort key rk (canonical) and every entry after it in the
+// direction forward are outside the condition.
+func (r *sortRange) past(sc schema, rk string, forward bool) bool {
+	if forward {
+		if r.hasHi {
+			c := sc.compareRange(rk, r.hi)
+			return c > 0 || (c == 0 && !r.hiIncl)
+		}
+		return r.isPrefix && rk > r.prefix && !strings.HasPrefix(rk, r.prefix)
+	}
+	if r.hasLo {
+		c := sc.compareRange(rk, r.lo)
+		return c < 0 || (c == 0 && !r.loIncl)
+	}
+	return false
+}
+
 // walkPartition visits the entries of partition h in sort order (forward:
 // ascending), strictly after the entry of after (nil: from the
-// partition's first), with each one's image from the index store (nil:
-// none), until visit returns false or the partition ends. The image is
-// the walk's own copy.
-func (t *Table) walkPartition(h [16]byte, forward bool, after *key, visit func(e entry, img []byte) bool) {
+// partition's first), within the sort key range r (nil: all), with each
+// one's image from the index store (nil: none), until visit returns false,
+// the range ends or the partition does. The image is the walk's own copy.
+func (t *Table) walkPartition(h [16]byte, forward bool, after *key, r *sortRange, visit func(e entry, img []byte) bool) {
 	for {
-		entries, imgs, more := t.partitionChunk(h, forward, after, queryChunk)
+		entries, imgs, more := t.partitionChunk(h, forward, after, r, queryChunk)
 		for i, e := range entries {
 			var img []byte
 			if imgs != nil {
@@ -54,19 +141,24 @@ func (t *Table) walkPartition(h [16]byte, forward bool, after *key, visit func(e
 
 // partitionChunk lists, under one hold of the index lock, up to n entries
 // of partition h in sort order strictly after the entry of after (nil:
-// from the partition's first), and, on the index store, their images
-// (imgs[i] is entries[i]'s; nil in the heap) until they hold MaxPageBytes.
-// more says the partition has entries past the chunk.
-func (t *Table) partitionChunk(h [16]byte, forward bool, after *key, n int) (entries []entry, imgs [][]byte, more bool) {
+// from the partition's first) and within r (nil: all; see walkPartition),
+// and, on the index store, their images (imgs[i] is entries[i]'s; nil in
+// the heap) until they hold MaxPageBytes. more says the partition has
+// entries of the range past the chunk.
+func (t *Table) partitionChunk(h [16]byte, forward bool, after *key, r *sortRange, n int) (entries []entry, imgs [][]byte, more bool) {
 	t.idxMu.RLock()
 	defer t.idxMu.RUnlock()
 	held := 0
+	skip := after
 	visit := func(e entry, img []byte) bool {
 		if e.h != h {
 			return false
 		}
-		if after != nil && e.rk == after.rk {
+		if skip != nil && e.rk == skip.rk {
 			return true // the entry after which the chunk starts
+		}
+		if r != nil && r.past(t.schema, e.rk, forward) {
+			return false
 		}
 		if len(entries) >= n || held >= MaxPageBytes {
 			more = true
@@ -86,6 +178,15 @@ func (t *Table) partitionChunk(h [16]byte, forward bool, after *key, n int) (ent
 	}
 	if after != nil {
 		from = entry{h: h, rk: after.rk}
+	}
+	if r != nil {
+		// Start at the range's first possible entry unless the walk is
+		// already past it (an ExclusiveStartKey within the range).
+		if rk, ok := r.seek(forward); ok && (after == nil ||
+			(forward && t.schema.compareRange(rk, after.rk) > 0) ||
+			(!forward && t.schema.compareRange(rk, after.rk) < 0)) {
+			from, skip = entry{h: h, rk: rk}, nil
+		}
 	}
 	if dx, ok := t.idx.(*diskIndex); ok {
 		imgs = [][]byte{}

@@ -3,6 +3,7 @@ package table_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,6 +139,145 @@ func TestAQueryReadInChunksAnswersAsBefore(t *testing.T) {
 				if !reflect.DeepEqual(whole, chunked) {
 					t.Fatalf("Limit %d forward %v %q filter %q: read in chunks, %d pages differ from the whole partition's %d",
 						q.Limit, q.ScanIndexForward == nil, q.KeyConditionExpression, q.FilterExpression, len(chunked), len(whole))
+				}
+			}
+		})
+	}
+}
+
+// TestAQueryReadsOnlyItsSortKeyRange: a Query's sort key condition
+// chooses a run of its partition (API_Query, KeyConditionExpression: "=",
+// "<", "<=", ">", ">=", BETWEEN, begins_with on the sort key), and the
+// Query reads that run, not the partition: it seeks to the condition's
+// first possible entry and stops at the first entry past its last. It
+// used to walk the partition from its first entry to its last whatever
+// the condition (in chunks, each entry decoded and refused): BETWEEN 1000
+// AND 1009 on a partition of 3,000 items listed 3,000 entries. Now at
+// most the matches and one entry on each side, forward and backward.
+func TestAQueryReadsOnlyItsSortKeyRange(t *testing.T) {
+	for _, kind := range []string{table.IndexDisk, table.IndexMemory} {
+		t.Run(kind, func(t *testing.T) {
+			tb := testenv.Start(t, testenv.Options{Tables: table.Options{Index: kind}}).Tables
+			const items = 3000
+			fillPartition(t, tb, items, 10)
+			table.SetQueryChunk(t, 64)
+			back := false
+			for _, tc := range []struct {
+				cond string
+				a, b string
+				want int
+			}{
+				{"n BETWEEN :a AND :b", "1000", "1009", 10},
+				{"n = :a", "1500", "", 1},
+				{"n < :a", "5", "", 5},
+				{"n <= :a", "5", "", 6},
+				{"n > :a", "2994", "", 5},
+				{"n >= :a", "2994", "", 6},
+				{"n > :a", "5000", "", 0},
+				{"n < :a", "-1", "", 0},
+			} {
+				for _, fwd := range []*bool{nil, &back} {
+					vals := table.Item{":p": S("big"), ":a": N(tc.a)}
+					if tc.b != "" {
+						vals[":b"] = N(tc.b)
+					}
+					before := table.PartitionEntriesListed()
+					out := query(t, tb, table.QueryInput{ReadInput: table.ReadInput{TableName: "wide", ExpressionAttributeValues: vals},
+						KeyConditionExpression: "pk = :p AND " + tc.cond, ScanIndexForward: fwd})
+					listed := table.PartitionEntriesListed() - before
+					if out.Count != tc.want || out.LastEvaluatedKey != nil {
+						t.Errorf("%s (a %s, b %s) forward %v: Count %d, LastEvaluatedKey %v; want %d, none", tc.cond, tc.a, tc.b, fwd == nil, out.Count, out.LastEvaluatedKey, tc.want)
+					}
+					if listed > int64(tc.want)+2 {
+						t.Errorf("%s (a %s, b %s) forward %v: the Query listed %d entries of the partition of %d for %d matches; want at most %d",
+							tc.cond, tc.a, tc.b, fwd == nil, listed, items, tc.want, tc.want+2)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestASortKeyConditionAnswersAsAFilterOfItsPartition: whatever the walk
+// skips, a Query answers what DynamoDB's rules say the condition matches
+// (API_Query: strings compare by their UTF-8 bytes, begins_with on S and
+// B), in sort order, forward and backward, paged by Limit: each answer is
+// checked against the partition filtered by the condition here. Sort keys
+// of type S that are prefixes of each other, share prefixes, and hold
+// bytes above 0x7f, so a seek or a stop one entry off is seen.
+func TestASortKeyConditionAnswersAsAFilterOfItsPartition(t *testing.T) {
+	for _, kind := range []string{table.IndexDisk, table.IndexMemory} {
+		t.Run(kind, func(t *testing.T) {
+			tb := testenv.Start(t, testenv.Options{Tables: table.Options{Index: kind}}).Tables
+			if _, err := tb.CreateTable(ctx, table.CreateTableInput{TableName: "sks",
+				KeySchema:            []table.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}, {AttributeName: "sk", KeyType: "RANGE"}},
+				AttributeDefinitions: []table.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}, {AttributeName: "sk", AttributeType: "S"}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			keys := []string{"a", "ab", "abc", "abd", "ab~", "ab\u00e9", "ac", "b", "ba", "bb", "\u00e9", "\u00e9a", "z", "zz"}
+			for _, k := range keys {
+				putItem(t, tb, "sks", table.Item{"pk": S("p"), "sk": S(k)})
+				putItem(t, tb, "sks", table.Item{"pk": S("q"), "sk": S(k)})
+			}
+			sorted := slices.Clone(keys)
+			slices.Sort(sorted) // Go compares strings by their bytes, as DynamoDB does
+			table.SetQueryChunk(t, 2)
+			matches := map[string]func(k, a, b string) bool{
+				"sk = :a":              func(k, a, _ string) bool { return k == a },
+				"sk < :a":              func(k, a, _ string) bool { return k < a },
+				"sk <= :a":             func(k, a, _ string) bool { return k <= a },
+				"sk > :a":              func(k, a, _ string) bool { return k > a },
+				"sk >= :a":             func(k, a, _ string) bool { return k >= a },
+				"sk BETWEEN :a AND :b": func(k, a, b string) bool { return k >= a && k <= b },
+				"begins_with(sk, :a)":  func(k, a, _ string) bool { return strings.HasPrefix(k, a) },
+			}
+			operands := []string{"a", "ab", "abc", "abz", "b", "aa", "\u00e9", "0", "\u00ff"}
+			back := false
+			for cond, match := range matches {
+				for _, a := range operands {
+					for _, b := range []string{"ab\u00e9", "b", "\u00e9a", "zzz"} {
+						if !strings.Contains(cond, ":b") && b != "b" {
+							continue
+						}
+						if strings.Contains(cond, ":b") && a > b {
+							continue
+						}
+						var want []string
+						for _, k := range sorted {
+							if match(k, a, b) {
+								want = append(want, k)
+							}
+						}
+						for _, fwd := range []*bool{nil, &back} {
+							for _, limit := range []int{0, 1, 3} {
+								vals := table.Item{":p": S("p"), ":a": S(a)}
+								if strings.Contains(cond, ":b") {
+									vals[":b"] = S(b)
+								}
+								in := table.QueryInput{ReadInput: table.ReadInput{TableName: "sks", Limit: limit, ExpressionAttributeValues: vals},
+									KeyConditionExpression: "pk = :p AND " + cond, ScanIndexForward: fwd}
+								var got []string
+								for range 50 {
+									out := query(t, tb, in)
+									for _, it := range out.Items {
+										got = append(got, it["sk"].String())
+									}
+									if out.LastEvaluatedKey == nil {
+										break
+									}
+									in.ExclusiveStartKey = out.LastEvaluatedKey
+								}
+								w := slices.Clone(want)
+								if fwd != nil {
+									slices.Reverse(w)
+								}
+								if !slices.Equal(got, w) {
+									t.Errorf("%s (a %q, b %q) forward %v Limit %d: got %q, want %q", cond, a, b, fwd == nil, limit, got, w)
+								}
+							}
+						}
+					}
 				}
 			}
 		})
