@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -493,15 +494,39 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		ilog.line(TimeoutLine(f.clock.Now(), res.RequestID, f.cfg.Timeout))
 	}
 	ilog.end(res.Duration)
+	if o.err == nil && len(o.out) > MaxResponseSize {
+		o = outcome{err: responseTooLarge()}
+	}
 	if o.err != nil {
 		f.errors.Add(1)
 		res.FunctionError = FunctionErrorUnhandled
 		res.Error = o.err
 		res.Payload, _ = json.Marshal(o.err)
+		if len(res.Payload) > MaxResponseSize {
+			res.Error = responseTooLarge()
+			res.Payload, _ = json.Marshal(res.Error)
+		}
 		return res, nil
 	}
 	res.Response, res.Payload = o.resp, o.out
 	return res, nil
+}
+
+// MaxResponseSize is the largest response (or error object) an invocation
+// may return, in bytes: 6 MiB + 100, 6291556, the limit of Lambda's
+// runtime interface and of process functions (process.MaxResponseSize).
+// An in-process handler's JSON response over it, or an error object over
+// it, becomes the function error Function.ResponseSizeTooLarge
+// (FunctionError "Unhandled", still a 200 on the Invoke API), as Lambda
+// reports it. Trap: the typed response of a Kinesis, SQS or DynamoDB
+// handler (batchItemFailures) is not encoded here and not measured.
+const MaxResponseSize = 6*1024*1024 + 100
+
+// responseTooLarge is Lambda's error for a response over MaxResponseSize,
+// in the words of the runtime interface (process/runtimeapi.go).
+func responseTooLarge() *InvokeError {
+	return &InvokeError{Type: "Function.ResponseSizeTooLarge",
+		Message: fmt.Sprintf("Response payload size exceeded maximum allowed payload size (%d bytes).", MaxResponseSize)}
 }
 
 // selfTimedGrace is how long past a SelfTimed handler's
