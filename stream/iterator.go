@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -56,7 +57,10 @@ func (it iterator) encode() string {
 // (API_GetShardIterator). TRIM_HORIZON starts at the oldest record still
 // retained; LATEST just after the newest, so only records put afterwards are
 // read. A sequence number older than the trim horizon yields an iterator at
-// the trim horizon.
+// the trim horizon. A StartingSequenceNumber of another shard, of another
+// stream (or an earlier stream of the same name), or no sequence number at
+// all fails with InvalidArgumentException in Kinesis's words (see
+// parseStartingSequenceNumber).
 func (s *Service) GetShardIterator(ctx context.Context, in GetShardIteratorInput) (string, error) {
 	h, sh, err := s.shardOf(ctx, in.StreamName, in.ShardID)
 	if err != nil {
@@ -84,7 +88,7 @@ func (s *Service) position(ctx context.Context, h *handle, sh int, in GetShardIt
 		if in.StartingSequenceNumber == "" {
 			return 0, invalidArg("StartingSequenceNumber is required with ShardIteratorType %s", in.ShardIteratorType)
 		}
-		q, err := ParseSequenceNumber("StartingSequenceNumber", h.desc.Numbering(), sh, in.StartingSequenceNumber)
+		q, err := parseStartingSequenceNumber(h.desc.Numbering(), sh, in.StartingSequenceNumber, h.desc.StreamName, s.eng.AccountID())
 		if err != nil {
 			return 0, err
 		}
@@ -349,14 +353,16 @@ type GetRecordsOutput struct {
 
 // GetRecords reads up to limit records (1..10000; 0 means 10000) from a
 // shard iterator, at most 10 MiB (API_GetRecords). An iterator older than 5
-// minutes fails with ErrExpiredIterator.
+// minutes fails with ErrExpiredIterator. Each Record's Data is the
+// caller's own copy: changing it changes no stored record, nor what any
+// later read returns (the process's tail cache stays untouched).
 func (s *Service) GetRecords(ctx context.Context, shardIterator string, limit int) (*GetRecordsOutput, error) {
 	var recs []Record
 	out, err := s.GetRecordsFunc(ctx, shardIterator, limit, func(r *PageRecord) {
 		recs = append(recs, Record{
 			SequenceNumber:              string(r.AppendSequenceNumber(nil)),
 			ApproximateArrivalTimestamp: time.UnixMilli(r.ArrivalMs).UTC(),
-			Data:                        r.Data,
+			Data:                        bytes.Clone(r.Data), // r.Data may be the shared tail cache's
 			PartitionKey:                string(r.PartitionKey),
 			ShardID:                     r.ShardID,
 			Seq:                         r.Seq,

@@ -21,7 +21,9 @@ type Record struct {
 	// ApproximateArrivalTimestamp is when the record was accepted, with
 	// millisecond precision.
 	ApproximateArrivalTimestamp time.Time
-	// Data is the record's blob, up to 1 MiB together with the partition key.
+	// Data is the record's blob, up to 1 MiB together with the partition
+	// key. GetRecords hands each caller its own copy: a stored record never
+	// changes, whatever a reader does with the bytes it got.
 	Data []byte
 	// PartitionKey is the key the producer gave (1..256 characters).
 	PartitionKey string
@@ -318,4 +320,63 @@ func ParseSequenceNumber(field string, n Numbering, shard int, s string) (uint64
 		return 0, invalidArg("%s: %q is a sequence number of %s, not of %s", field, s, ShardID(sh), ShardID(shard))
 	}
 	return q, nil
+}
+
+// parseStartingSequenceNumber is ParseSequenceNumber for GetShardIterator's
+// StartingSequenceNumber on shard index shard of stream streamName
+// (numbered n) under account, failing in Kinesis's words, each an
+// InvalidArgumentException (kinesalite actions/getShardIterator.js,
+// written against AWS), checked in this order:
+//   - a number of another shard: "Invalid StartingSequenceNumber. It
+//     encodes shardId-000000000001, while it was used in a call to a shard
+//     with shardId-000000000000";
+//   - a number of another stream, or of an earlier stream of the same
+//     name (the shape of a stream's number, 56 digits beginning with 49
+//     or runnel's 37-digit short numbers, but not this stream's):
+//     "StartingSequenceNumber <n> used in GetShardIterator on shard <id>
+//     in stream <name> under account <acct> is invalid because it did not
+//     come from this stream." (clients match these words to drop a stale
+//     checkpoint);
+//   - anything else: "StartingSequenceNumber <n> used in GetShardIterator
+//     on shard <id> in stream <name> under account <acct> is invalid."
+func parseStartingSequenceNumber(n Numbering, shard int, s, streamName, account string) (uint64, error) {
+	sh, q, err := DecodeSequenceNumber(n, s)
+	ours := err == nil
+	if !ours {
+		// Another stream's number still says which shard it is of.
+		fn, ok := foreignNumbering(s)
+		if ok {
+			sh, _, err = DecodeSequenceNumber(fn, s)
+		}
+		if !ok || err != nil {
+			return 0, invalidArg("StartingSequenceNumber %s used in GetShardIterator on shard %s in stream %s under account %s is invalid.", s, ShardID(shard), streamName, account)
+		}
+	}
+	if sh != shard {
+		return 0, invalidArg("Invalid StartingSequenceNumber. It encodes %s, while it was used in a call to a shard with %s", ShardID(sh), ShardID(shard))
+	}
+	if !ours {
+		return 0, invalidArg("StartingSequenceNumber %s used in GetShardIterator on shard %s in stream %s under account %s is invalid because it did not come from this stream.", s, ShardID(shard), streamName, account)
+	}
+	return q, nil
+}
+
+// foreignNumbering is the Numbering a sequence number of the shape of a
+// stream's (LongSequenceDigits digits beginning with 49, or a short one
+// with a 13-digit epoch) was written with.
+func foreignNumbering(s string) (Numbering, bool) {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return Numbering{}, false
+		}
+	}
+	switch {
+	case len(s) == LongSequenceDigits && s[:2] == "49":
+		e, err := strconv.ParseInt(s[2:2+longEpochDigits], 10, 64)
+		return Numbering{Epoch: e, Long: true}, err == nil
+	case len(s) == 13+4+positionDigits && s[0] != '0':
+		e, err := strconv.ParseInt(s[:13], 10, 64)
+		return Numbering{Epoch: e}, err == nil
+	}
+	return Numbering{}, false
 }
