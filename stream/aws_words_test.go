@@ -91,3 +91,39 @@ func TestAStartingSequenceNumberOfAnotherStreamSaysItDidNotComeFromThisStream(t 
 		t.Errorf("own sequence number refused: %v", err)
 	}
 }
+
+// TestANextTokenWithAnotherParameterIsRefusedNamingIt: ListShards refuses
+// NextToken with a parameter that names the stream or the start, one
+// message per parameter, InvalidArgumentException "NextToken and
+// StreamName cannot be provided together." (likewise ExclusiveStartShardId,
+// ShardFilter, StreamCreationTimestamp; API_ListShards, quoted in
+// erlcloud#595, amazon-kinesis-scaling-utils#82, apache/beam#33478).
+// runnel gave one combined message naming all four.
+func TestANextTokenWithAnotherParameterIsRefusedNamingIt(t *testing.T) {
+	rn := testenv.Start(t, testenv.Options{Clock: newClock()})
+	createStream(t, rn, "ls", 3)
+	o, err := rn.Streams.ListShardsPage(t.Context(), stream.ListShardsInput{StreamName: "ls", MaxResults: 1})
+	if err != nil || o.NextToken == "" {
+		t.Fatalf("ListShardsPage = %+v, %v; want a NextToken", o, err)
+	}
+	tok := o.NextToken
+	for _, c := range []struct {
+		param string
+		in    stream.ListShardsInput
+	}{
+		{"StreamName", stream.ListShardsInput{NextToken: tok, StreamName: "ls"}},
+		{"ExclusiveStartShardId", stream.ListShardsInput{NextToken: tok, ExclusiveStartShardID: stream.ShardID(0)}},
+		{"StreamCreationTimestamp", stream.ListShardsInput{NextToken: tok, StreamCreationTimestamp: epoch0}},
+		{"ShardFilter", stream.ListShardsInput{NextToken: tok, ShardFilter: &stream.ShardFilter{Type: stream.AtLatest}}},
+	} {
+		_, err := rn.Streams.ListShardsPage(t.Context(), c.in)
+		var ae *awserr.Error
+		want := "NextToken and " + c.param + " cannot be provided together."
+		if !errors.Is(err, awserr.ErrInvalidArgument) || !errors.As(err, &ae) || ae.Message != want {
+			t.Errorf("%s: error = %v, want InvalidArgumentException %q", c.param, err, want)
+		}
+	}
+	if o, err := rn.Streams.ListShardsPage(t.Context(), stream.ListShardsInput{NextToken: tok, MaxResults: 5}); err != nil || len(o.Shards) != 2 {
+		t.Errorf("NextToken with MaxResults = %+v, %v; want the two shards left", o, err)
+	}
+}

@@ -86,15 +86,36 @@ type listToken struct {
 	Issued int64        `json:"t"`
 }
 
+// nextTokenConflict is the first parameter given with NextToken that may
+// not come with it, "" for none: Kinesis refuses each in its own words,
+// "NextToken and StreamName cannot be provided together." (likewise
+// ExclusiveStartShardId, StreamCreationTimestamp, ShardFilter; quoted in
+// erlcloud#595, amazon-kinesis-scaling-utils#82, apache/beam#33478).
+func nextTokenConflict(in ListShardsInput) string {
+	switch {
+	case in.StreamName != "":
+		return "StreamName"
+	case in.ExclusiveStartShardID != "":
+		return "ExclusiveStartShardId"
+	case !in.StreamCreationTimestamp.IsZero():
+		return "StreamCreationTimestamp"
+	case in.ShardFilter != nil:
+		return "ShardFilter"
+	}
+	return ""
+}
+
 // ListShardsPage lists a stream's shards with ShardFilter and paging
-// (API_ListShards). Errors: InvalidArgumentException naming the field,
+// (API_ListShards). Errors: InvalidArgumentException naming the field
+// (NextToken with another parameter that names the stream or the start:
+// "NextToken and <parameter> cannot be provided together."),
 // ResourceNotFoundException, ExpiredNextTokenException.
 func (s *Service) ListShardsPage(ctx context.Context, in ListShardsInput) (*ListShardsOutput, error) {
 	now := s.eng.Clock.Now()
 	tok := listToken{Stream: in.StreamName, After: in.ExclusiveStartShardID, Filter: in.ShardFilter, Max: in.MaxResults}
 	if in.NextToken != "" {
-		if in.StreamName != "" || in.ExclusiveStartShardID != "" || !in.StreamCreationTimestamp.IsZero() || in.ShardFilter != nil {
-			return nil, invalidArg("NextToken: cannot be combined with StreamName, ExclusiveStartShardId, StreamCreationTimestamp or ShardFilter")
+		if other := nextTokenConflict(in); other != "" {
+			return nil, invalidArg("NextToken and %s cannot be provided together.", other)
 		}
 		raw, err := base64.RawURLEncoding.DecodeString(in.NextToken)
 		if err == nil {
