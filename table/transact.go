@@ -137,9 +137,16 @@ type txChange struct {
 //
 // Errors: ValidationException (no actions or more than 100, an action
 // with not exactly one operation, two actions on one item: "Transaction
-// request cannot include multiple operations on one item", more than 4 MB);
+// request cannot include multiple operations on one item", more than 4 MB,
+// an empty string or binary value for a table or secondary index key:
+// "One or more parameter values are not valid. ... Key: pk");
 // TransactionCanceledError with one reason per action
-// (ConditionalCheckFailed, ValidationError) when a condition fails;
+// (ConditionalCheckFailed, ValidationError) when a condition fails, or
+// when a key is of the wrong type (checked after every
+// ValidationException above: reason ValidationError, a Put's "One or more
+// parameter values were invalid: Type mismatch for key pk expected: S
+// actual: N", a Key's "The provided key element does not match the
+// schema", the other actions None; transact_keys.go);
 // ClientRequestToken rules: the same token within TokenWindow after the
 // first call completed returns success and changes nothing;
 // IdempotentParameterMismatchException if the parameters differ;
@@ -204,10 +211,15 @@ func changedItems(ops []*op) []string {
 func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 	ops := make([]*op, len(items))
 	seen := map[string]int{}
+	// reasons: set when an action's key is of the wrong type (or, for a
+	// Key, missing or with other attributes): the transaction is then
+	// cancelled, once every action passed its other checks.
+	var reasons []CancellationReason
 	for i, it := range items {
 		set := 0
 		var o *op
 		var err error
+		var kc txKeyCheck
 		field := fmt.Sprintf("transactItems.%d", i+1)
 		if c := it.ConditionCheck; c != nil {
 			set++
@@ -216,7 +228,8 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 				if c.ConditionExpression == "" {
 					return nil, validation("%s.conditionCheck.conditionExpression: must not be empty", field)
 				}
-				o, err = s.deleteOp(t, c.Key, c.WriteExpr)
+				kc = checkTxKey(t, c.Key, true)
+				o, err = s.deleteOp(t, kc.use, c.WriteExpr)
 				if o != nil {
 					o.next = nil
 				}
@@ -226,22 +239,30 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 			set++
 			var t *Table
 			if t, err = s.table(p.TableName); err == nil {
-				o, err = s.putOp(t, p.Item, p.WriteExpr)
+				kc = checkTxKey(t, p.Item, false)
+				o, err = s.putOp(t, kc.use, p.WriteExpr)
 				err = itemKeyMismatch(err)
+				if err == nil {
+					// An empty string or binary for an index key is
+					// refused up front; a wrong type cancels (op.prepare).
+					err = emptyIndexKey(t, p.Item)
+				}
 			}
 		}
 		if u := it.Update; u != nil {
 			set++
 			var t *Table
 			if t, err = s.table(u.TableName); err == nil {
-				o, _, err = s.updateOp(t, u.Key, u.UpdateExpression, u.WriteExpr)
+				kc = checkTxKey(t, u.Key, true)
+				o, _, err = s.updateOp(t, kc.use, u.UpdateExpression, u.WriteExpr)
 			}
 		}
 		if d := it.Delete; d != nil {
 			set++
 			var t *Table
 			if t, err = s.table(d.TableName); err == nil {
-				o, err = s.deleteOp(t, d.Key, d.WriteExpr)
+				kc = checkTxKey(t, d.Key, true)
+				o, err = s.deleteOp(t, kc.use, d.WriteExpr)
 			}
 		}
 		switch {
@@ -253,12 +274,28 @@ func (s *Service) prepareTransaction(items []TransactWriteItem) ([]*op, error) {
 		if err != nil {
 			return nil, err
 		}
+		if kc.err != nil {
+			return nil, kc.err
+		}
+		if kc.reason != "" {
+			if reasons == nil {
+				reasons = make([]CancellationReason, len(items))
+				for j := range reasons {
+					reasons[j].Code = "None"
+				}
+			}
+			reasons[i] = CancellationReason{Code: "ValidationError", Message: kc.reason}
+			continue // o is the stand-in's: no item of its own
+		}
 		id := o.itemID()
 		if _, dup := seen[id]; dup {
 			return nil, validation("Transaction request cannot include multiple operations on one item")
 		}
 		seen[id] = i
 		ops[i] = o
+	}
+	if reasons != nil {
+		return nil, &TransactionCanceledError{Reasons: reasons}
 	}
 	return ops, nil
 }

@@ -47,9 +47,13 @@ type TransactGetItemsOutput struct {
 //
 // Errors: ValidationException for no actions or more than 100, an action
 // without Get, two actions on one item ("Transaction request cannot
-// include multiple operations on one item"), a key that does not match
-// the schema, a bad projection; ResourceNotFoundException for a missing
-// table; TransactionCanceledError when an item is held by a
+// include multiple operations on one item"), an empty string or binary
+// key value, a bad projection; ResourceNotFoundException for a missing
+// table; TransactionCanceledError when a Key does not match the table's
+// key schema (a value of the wrong type, an attribute missing or one
+// too many: that action's reason ValidationError "The provided key
+// element does not match the schema", the others None; after every
+// ValidationException above), when an item is held by a
 // TransactWriteItems in progress (that action's reason
 // TransactionConflict, the others None), or held by a write whose outcome
 // is not known yet (resolve.go: a change of a committed transaction not
@@ -69,20 +73,45 @@ func (s *Service) TransactGetItems(ctx context.Context, in TransactGetItemsInput
 	projs := make([]*expr.Projection, n)
 	ids := make([]string, n)
 	seen := map[string]bool{}
+	// reasons: set when a Get's Key does not match the table's key
+	// schema (checkTxKey): the read is cancelled once every Get passed
+	// its other checks.
+	var reasons []CancellationReason
 	for i, it := range in.TransactItems {
 		g := it.Get
 		if g == nil {
 			return nil, validation("1 validation error detected: Value null at 'transactItems.%d.member.get' failed to satisfy constraint: Member must not be null", i+1)
 		}
-		var err error
-		if ops[i], projs[i], err = s.getOp(g.TableName, g.Key, g.ProjectionExpression, g.ExpressionAttributeNames); err != nil {
+		t, err := s.table(g.TableName)
+		if err != nil {
 			return nil, err
+		}
+		keyItem := g.Key
+		kc := checkTxKey(t, g.Key, true)
+		if kc.reason != "" {
+			keyItem = kc.use // the projection is checked all the same
+		}
+		if ops[i], projs[i], err = s.getOp(g.TableName, keyItem, g.ProjectionExpression, g.ExpressionAttributeNames); err != nil {
+			return nil, err
+		}
+		if kc.reason != "" {
+			if reasons == nil {
+				reasons = make([]CancellationReason, n)
+				for j := range reasons {
+					reasons[j].Code = "None"
+				}
+			}
+			reasons[i] = CancellationReason{Code: "ValidationError", Message: kc.reason}
+			continue
 		}
 		ids[i] = ops[i].itemID()
 		if seen[ids[i]] {
 			return nil, validation("Transaction request cannot include multiple operations on one item")
 		}
 		seen[ids[i]] = true
+	}
+	if reasons != nil {
+		return nil, &TransactionCanceledError{Reasons: reasons}
 	}
 	if busy := s.held.busy(ids); busy != nil {
 		return nil, conflictCancel(n, busy)
