@@ -232,6 +232,9 @@ type core struct {
 	clock      clockwork.Clock
 	log        *slog.Logger
 	lim        *limiter // concurrency semaphore, shared by a function's versions
+	// cluster counts a reservation across the nodes (concurrency.go);
+	// nil outside a Service: the limiter alone.
+	cluster *clusterSlots
 
 	invocations, errors, throttles, running, durationNs, abandoned atomic.Int64
 }
@@ -261,32 +264,41 @@ func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
-	n := DefaultAccountConcurrency
-	if cfg.ReservedConcurrentExecutions != nil {
+	n, reserved := DefaultAccountConcurrency, cfg.ReservedConcurrentExecutions != nil
+	if reserved {
 		n = *cfg.ReservedConcurrentExecutions
 	}
-	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, lim: newLimiter(n)}}
+	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, lim: newLimiter(n, reserved)}}
 }
 
-// limiter is the semaphore of a function's reserved concurrency: one per
-// function name in a Service, shared by $LATEST and its versions (Lambda
-// reserves concurrency for the function as a whole), replaced when the
-// reservation changes (an invocation releases the one it took).
-type limiter struct{ ch atomic.Pointer[chan struct{}] }
+// limiter is the semaphore of a function's concurrency on this node: one
+// per function name in a Service, shared by $LATEST and its versions
+// (Lambda reserves concurrency for the function as a whole), replaced
+// when the reservation changes (an invocation releases the one it took).
+// With a reservation it is the fast first gate; the cluster-wide count
+// (clusterSlots) is the second.
+type limiter struct{ g atomic.Pointer[gate] }
 
-func newLimiter(n int) *limiter {
+// gate is a limiter's semaphore: ch's capacity is the limit; reserved
+// says it is a reservation (ReservedConcurrentExecutions) rather than the
+// account's limit.
+type gate struct {
+	ch       chan struct{}
+	reserved bool
+}
+
+func newLimiter(n int, reserved bool) *limiter {
 	l := &limiter{}
-	l.resize(n)
+	l.resize(n, reserved)
 	return l
 }
 
-func (l *limiter) get() chan struct{} { return *l.ch.Load() }
+func (l *limiter) get() *gate { return l.g.Load() }
 
 // resize gives the limiter n slots, unless it has n already.
-func (l *limiter) resize(n int) {
-	if p := l.ch.Load(); p == nil || cap(*p) != n {
-		ch := make(chan struct{}, n)
-		l.ch.Store(&ch)
+func (l *limiter) resize(n int, reserved bool) {
+	if g := l.g.Load(); g == nil || cap(g.ch) != n || g.reserved != reserved {
+		l.g.Store(&gate{ch: make(chan struct{}, n), reserved: reserved})
 	}
 }
 
@@ -381,12 +393,32 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 		}
 		return marshalled, nil
 	}
-	slots := f.lim.get()
+	limit := time.Duration(f.cfg.Timeout) * time.Second
+	sl, _ := f.inv.(selfLogged)
+	if sl.bound > 0 {
+		limit = sl.bound + selfTimedGrace // the handler times out first
+	}
+	g := f.lim.get()
+	slots := g.ch
 	select {
 	case slots <- struct{}{}:
 	default:
 		f.throttles.Add(1)
 		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(slots))
+	}
+	var slotKey string // the cluster-wide slot taken, if any
+	var slotRev uint64
+	if g.reserved && cap(slots) > 0 && f.cluster != nil {
+		key, rev, err := f.cluster.acquire(ctx, f.cfg.FunctionName, cap(slots), limit)
+		if err != nil {
+			<-slots
+			if errors.Is(err, errSlotsFull) {
+				f.throttles.Add(1)
+				return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use across the cluster)", f.cfg.FunctionName, cap(slots))
+			}
+			return nil, awserr.New(awserr.ErrService, "function %s: take a reserved concurrency slot: %v", f.cfg.FunctionName, err)
+		}
+		slotKey, slotRev = key, rev
 	}
 	f.invocations.Add(1)
 	f.running.Add(1)
@@ -396,11 +428,6 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	}
 	ilog := f.invocationLog(ctx, res.RequestID)
 	ilog.start()
-	limit := time.Duration(f.cfg.Timeout) * time.Second
-	sl, _ := f.inv.(selfLogged)
-	if sl.bound > 0 {
-		limit = sl.bound + selfTimedGrace // the handler times out first
-	}
 	ctx, cancel := clockwork.WithTimeout(ctx, f.clock, limit)
 	defer cancel()
 	if _, fake := f.clock.(*clockwork.FakeClock); fake {
@@ -426,6 +453,9 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	start := f.clock.Now()
 	release := sync.OnceFunc(func() {
 		f.running.Add(-1)
+		if slotKey != "" {
+			f.cluster.release(slotKey, slotRev)
+		}
 		<-slots
 	})
 	go func() {

@@ -47,6 +47,8 @@ type Service struct {
 
 	sinks sinkRef // logging.go
 
+	slots clusterSlots // reserved concurrency across the nodes (concurrency.go)
+
 	stop    context.CancelFunc      // ends the watch (watch.go)
 	revs    sync.Map                // function name, "v:<name>.<version>", "a:<name>.<alias>" -> newest revision applied (watch.go)
 	hook    atomic.Pointer[hookRef] // OnStored's (watch.go)
@@ -61,7 +63,8 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 		reg = defaultRegistry
 	}
 	s := &Service{eng: eng, reg: reg, fns: map[string]*Function{}, lims: map[string]*limiter{},
-		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64}
+		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64,
+		slots: clusterSlots{eng: eng, node: uuid.NewString()}}
 	err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{"runnel_functions": &s.kv, versionsBucket: &s.vkv, aliasesBucket: &s.akv,
 		provisionedBucket: &s.pkv, policiesBucket: &s.polkv, tagsBucket: &s.tagkv, urlsBucket: &s.urlkv})
 	if err != nil {
@@ -103,12 +106,14 @@ func (s *Service) random() float64 {
 func (s *Service) build(cfg Config, inv invoker) *Function {
 	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
 	f.sinks = &s.sinks
+	f.cluster = &s.slots
 	lim := s.lims[cfg.FunctionName]
 	switch {
 	case cfg.Version == "" && lim == nil:
 		s.lims[cfg.FunctionName] = f.lim
 	case cfg.Version == "":
-		lim.resize(cap(f.lim.get()))
+		g := f.lim.get()
+		lim.resize(cap(g.ch), g.reserved)
 		f.lim = lim
 	case lim != nil:
 		f.lim = lim
