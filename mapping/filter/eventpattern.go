@@ -30,7 +30,8 @@ const MaxOrCombinations = 1000
 //
 // It refuses, as EventBridge's Event Ruler does and Lambda's
 // FilterCriteria here does not: a numeric or anything-but number outside
-// -5.0e9..+5.0e9 (MaxEventPatternNumber), an empty prefix or suffix inside
+// -5.0e9..+5.0e9 (MaxEventPatternNumber) or with more than 6 digits after
+// the decimal point (MaxEventPatternDecimals), an empty prefix or suffix inside
 // anything-but ("Null prefix/suffix not allowed"), and an anything-but
 // list mixing strings and numbers.
 //

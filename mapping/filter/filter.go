@@ -20,8 +20,9 @@
 //	{"suffix":"x"}                          string ends with x (also with equals-ignore-case)
 //	{"equals-ignore-case":"x"}              string equals x ignoring case
 //	{"wildcard":"a*b"}                      '*' matches any run; \* and \\ escape
-//	{"numeric":[">",0,"<=",5]}              number in range; one of = != < <= > >=,
-//	                                        or a lower (> >=) then an upper (< <=) bound
+//	{"numeric":[">",0,"<=",5]}              number in range; one of = < <= > >=, or a
+//	                                        lower (> >=) then an upper (< <=) bound with
+//	                                        bottom < top (no "!=": use anything-but)
 //	{"exists":true} / {"exists":false}      field present / absent
 //	{"anything-but":"x"}                    any present value other than x; also a
 //	{"anything-but":["x",5]}                list of strings/numbers, or one of
@@ -341,6 +342,12 @@ func (c compiler) operator(obj map[string]any, path string) (alt, error) {
 	return alt{}, c.errorf(ErrUnknownOperator, "unknown operator %q at %q", name, path)
 }
 
+// numeric compiles {"numeric":[op, n]} or {"numeric":[lower, n, upper, m]}.
+// The operators are Event Ruler's (JsonRuleCompiler
+// .processNumericMatchExpression): = < <= > >=; a range is a lower bound
+// (> or >=) then an upper bound (< or <=) whose bottom is below its top.
+// Anything else is refused with "Unrecognized numeric range operator: X"
+// or "Bottom must be less than top", naming the field.
 func (c compiler) numeric(v any, path string) (alt, error) {
 	bad := func(why string) (alt, error) {
 		return alt{}, c.errorf(ErrInvalidOperand, "\"numeric\" at %q %s", path, why)
@@ -349,11 +356,16 @@ func (c compiler) numeric(v any, path string) (alt, error) {
 	if !ok || (len(arr) != 2 && len(arr) != 4) {
 		return bad(`must be [op, number] or [">"|">=", number, "<"|"<=", number]`)
 	}
-	a := alt{op: opNumeric, lo: math.Inf(-1), hi: math.Inf(1), loIncl: true, hiIncl: true}
+	a := alt{op: opNumeric, lo: math.Inf(-1), hi: math.Inf(1), loIncl: true, hiIncl: true, numMax: c.numMax(), numScale: c.numScale()}
 	for k := 0; k < len(arr); k += 2 {
 		op, ok := arr[k].(string)
 		if !ok {
-			return bad(fmt.Sprintf("element %d must be an operator string (= != < <= > >=)", k))
+			return bad(fmt.Sprintf("element %d must be an operator string (= < <= > >=)", k))
+		}
+		switch op {
+		case "=", "<", "<=", ">", ">=":
+		default:
+			return bad(fmt.Sprintf("element %d: Unrecognized numeric range operator: %s (allowed: = < <= > >=)", k, op))
 		}
 		n, ok := arr[k+1].(json.Number)
 		if !ok {
@@ -363,30 +375,27 @@ func (c compiler) numeric(v any, path string) (alt, error) {
 		if err != nil {
 			return alt{}, err
 		}
-		if err := c.ebRange(f, "numeric", path); err != nil {
+		if err := c.ebNumber(n, f, "numeric", path); err != nil {
 			return alt{}, err
 		}
 		lower := op == ">" || op == ">="
 		upper := op == "<" || op == "<="
 		switch {
-		case op == "=" || op == "!=":
+		case op == "=":
 			if len(arr) != 2 {
 				return bad(fmt.Sprintf("operator %q cannot be combined with another", op))
 			}
 			a.lo, a.hi = f, f
-			a.ne = op == "!="
 		case k == 0 && lower:
 			a.lo, a.loIncl = f, op == ">="
 		case (k == 0 && len(arr) == 2 || k == 2) && upper:
 			a.hi, a.hiIncl = f, op == "<="
-		case lower || upper:
-			return bad(`range must be a lower bound (> or >=) followed by an upper bound (< or <=)`)
 		default:
-			return bad(fmt.Sprintf("unknown numeric operator %q (want = != < <= > >=)", op))
+			return bad(`range must be a lower bound (> or >=) followed by an upper bound (< or <=)`)
 		}
 	}
-	if a.lo > a.hi {
-		return bad(fmt.Sprintf("lower bound %v exceeds upper bound %v", a.lo, a.hi))
+	if len(arr) == 4 && a.lo >= a.hi {
+		return bad(fmt.Sprintf("Bottom must be less than top (lower bound %v, upper bound %v)", a.lo, a.hi))
 	}
 	return a, nil
 }
@@ -407,7 +416,7 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 			if err != nil || math.IsInf(f, 0) {
 				return false
 			}
-			if err := c.ebRange(f, "anything-but", path); err != nil && rangeErr == nil {
+			if err := c.ebNumber(x, f, "anything-but", path); err != nil && rangeErr == nil {
 				rangeErr = err
 			}
 			a.not = append(a.not, alt{op: opNumber, num: f})
@@ -496,22 +505,6 @@ func (c compiler) anythingBut(v any, path string) (alt, error) {
 		return alt{}, rangeErr
 	}
 	return a, nil
-}
-
-// MaxEventPatternNumber bounds the numbers of an EventBridge pattern's
-// numeric and anything-but operators: -5.0e9..+5.0e9 inclusive (Event
-// Ruler: numeric matching is "limited to value between -5.0e9 and
-// +5.0e9"; a plain number alternative such as [1e10] is not limited).
-// Lambda's FilterCriteria and SNS filter policies keep their own rules.
-const MaxEventPatternNumber = 5.0e9
-
-// ebRange refuses, in an EventBridge pattern, an operand of op outside
-// ±MaxEventPatternNumber.
-func (c compiler) ebRange(f float64, op, path string) error {
-	if !c.eb || (f >= -MaxEventPatternNumber && f <= MaxEventPatternNumber) {
-		return nil
-	}
-	return c.errorf(ErrInvalidOperand, "%q at %q: %v is out of range: Value must be between -5.0E9 and 5.0E9, inclusive", op, path, f)
 }
 
 // mixedKinds reports whether an anything-but list holds both strings and

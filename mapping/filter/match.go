@@ -96,10 +96,13 @@ type alt struct {
 	str  string   // opString, prefix/suffix/equals-ignore-case operand
 	num  float64  // opNumber
 	segs []string // opWildcard segments
-	// opNumeric: lo (<|<=) x (<|<=) hi, or x == lo / x != lo when ne.
+	// opNumeric: lo (<|<=) x (<|<=) hi (x == lo when lo == hi), for an
+	// x in the service's numeric domain: |x| <= numMax with at most
+	// numScale digits after the decimal point (numScale < 0: any).
 	lo, hi         float64
 	loIncl, hiIncl bool
-	ne             bool
+	numMax         float64
+	numScale       int
 	not            []alt // opAnythingBut: matches when none of these match
 	cidr           netip.Prefix
 }
@@ -363,6 +366,9 @@ func (a *alt) matchValue(v any) bool {
 		return false
 	}
 	if f, ok := toFloat(v); ok {
+		if a.op == opNumeric && !a.inNumericDomain(v, f) {
+			return false
+		}
 		return a.matchNumber(f)
 	}
 	return false
@@ -412,9 +418,6 @@ func (a *alt) matchNumber(f float64) bool {
 	case opNumber:
 		return f == a.num
 	case opNumeric:
-		if a.ne {
-			return f != a.lo
-		}
 		return (f > a.lo || a.loIncl && f == a.lo) && (f < a.hi || a.hiIncl && f == a.hi)
 	case opAnythingBut:
 		for i := range a.not {
