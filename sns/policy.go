@@ -231,7 +231,8 @@ var snsOperators = map[string]bool{"prefix": true, "suffix": true, "equals-ignor
 	"anything-but": true, "numeric": true, "exists": true, "cidr": true}
 
 // checkPolicyValue refuses what the shared matcher accepts and SNS does
-// not: wildcard, anything-but with suffix or wildcard.
+// not (wildcard, anything-but with suffix or wildcard), and words SNS's
+// numeric refusals as SNS does (checkPolicyNumeric).
 func checkPolicyValue(v any) error {
 	if n, ok := v.(json.Number); ok {
 		return checkPolicyNumber(n)
@@ -245,14 +246,8 @@ func checkPolicyValue(v any) error {
 			return policyErr("Unrecognized match type %s", op)
 		}
 		if op == "numeric" {
-			if conds, ok := arg.([]any); ok {
-				for _, c := range conds {
-					if n, ok := c.(json.Number); ok {
-						if err := checkPolicyNumber(n); err != nil {
-							return err
-						}
-					}
-				}
+			if err := checkPolicyNumeric(arg); err != nil {
+				return err
 			}
 		}
 		if inner, ok := arg.(map[string]any); ok && op == "anything-but" {
@@ -262,6 +257,42 @@ func checkPolicyValue(v any) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkPolicyNumeric applies SNS's rules to the operand of "numeric":
+// operators = < <= > >= only ("Unrecognized numeric range operator: !="),
+// numbers within ±1e9, and a range's bottom below its top ("Bottom must
+// be less than top"). Shapes the shared matcher refuses itself (a lone
+// operator, a range in the wrong order) are left to it.
+func checkPolicyNumeric(arg any) error {
+	conds, ok := arg.([]any)
+	if !ok {
+		return nil
+	}
+	var nums []float64
+	for i, c := range conds {
+		if i%2 == 0 {
+			if op, ok := c.(string); ok {
+				switch op {
+				case "=", "<", "<=", ">", ">=":
+				default:
+					return policyErr("Unrecognized numeric range operator: %s", op)
+				}
+			}
+			continue
+		}
+		if n, ok := c.(json.Number); ok {
+			if err := checkPolicyNumber(n); err != nil {
+				return err
+			}
+			f, _ := n.Float64()
+			nums = append(nums, f)
+		}
+	}
+	if len(conds) == 4 && len(nums) == 2 && nums[0] >= nums[1] {
+		return policyErr("Bottom must be less than top")
 	}
 	return nil
 }
