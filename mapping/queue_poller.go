@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/queue"
-	"github.com/runnel-dev/runnel/wire"
 )
 
 // Queue event source mappings follow
@@ -38,6 +36,10 @@ import (
 //     is invoked as consecutive parts within it (cut): side by side on a
 //     standard queue, in order on a FIFO queue, where a group with a
 //     failed message keeps its messages in the later parts.
+//   - An update, a disable, a delete or a hand-over stops the pollers: a
+//     running batch is let finish and a batch being gathered in its
+//     window is closed at once and processed, so nothing received is
+//     left to spend a receive unprocessed.
 //   - On success the batch is deleted. On a function error nothing is
 //     deleted: the messages become visible again when their visibility
 //     timeout ends, and the queue's RedrivePolicy moves them to its
@@ -214,10 +216,13 @@ func (r *queueRunner) currentSettings(ctx context.Context) queueSettings {
 // (process invokes and deletes on the service's context, not the
 // runner's): an update, a delete or a hand-over of the mapping does not
 // cancel a function that is running, whose success would otherwise leave
-// its messages undeleted, to be delivered again. It waits for the pollers
-// only when the service is closing (its context is cancelled first, and
-// with it every invocation), not while the caller holds Service.mu for a
-// function's whole timeout.
+// its messages undeleted, to be delivered again. A batch being gathered
+// in its batching window is closed at once and processed the same way:
+// left in flight, its messages would spend a receive for nothing, and a
+// RedrivePolicy with maxReceiveCount 1 would dead-letter them
+// unprocessed. It waits for the pollers only when the service is closing
+// (its context is cancelled first, and with it every invocation), not
+// while the caller holds Service.mu for a function's whole timeout.
 func (r *queueRunner) stop() {
 	r.cancel()
 	if r.svc.ctx.Err() != nil {
@@ -263,7 +268,9 @@ func (r *queueRunner) poll(ctx context.Context) {
 			}
 			continue
 		}
-		if len(msgs) > 0 && ctx.Err() == nil {
+		if len(msgs) > 0 {
+			// Even when ctx has ended (stop): the messages are received and
+			// invisible; processed now, they are not lost (see stop).
 			r.process(ctx, msgs, rc)
 		}
 	}
@@ -309,7 +316,9 @@ var allNames = []string{"All"}
 // gather receives up to BatchSize messages: it long-polls for the first
 // one, then, with a batching window, keeps receiving until the batch is
 // full or the window closes; without one it takes what is there. It
-// returns the messages and how they were received.
+// returns the messages and how they were received. When ctx ends (stop)
+// the window closes early: what was received is returned without an
+// error, to be processed.
 func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, receipt, error) {
 	clock := r.svc.eng.Clock
 	var msgs []queue.Message
@@ -322,6 +331,12 @@ func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, receipt, err
 		visOverride = &v
 	}
 	for len(msgs) < r.cfg.BatchSize {
+		if ctx.Err() != nil { // stopped: close the batch now
+			if len(msgs) > 0 {
+				break
+			}
+			return nil, rc, ctx.Err()
+		}
 		wait := 20
 		if len(msgs) > 0 {
 			if r.cfg.MaximumBatchingWindowInSeconds == 0 {
@@ -340,8 +355,10 @@ func (r *queueRunner) gather(ctx context.Context) ([]queue.Message, receipt, err
 			VisibilityTimeout: visOverride, AttributeNames: allNames, MessageAttributeNames: allNames,
 		})
 		if err != nil {
-			if len(msgs) > 0 && ctx.Err() == nil {
-				return msgs, rc, nil // process what we have; the error comes back next time
+			if len(msgs) > 0 {
+				// Process what we have: the error comes back next time, or
+				// ctx has ended and the batch is closed early.
+				return msgs, rc, nil
 			}
 			return msgs, rc, err
 		}
@@ -633,80 +650,6 @@ func (r *queueRunner) deleteMessage(ctx context.Context, m *queue.Message) bool 
 		return false
 	}
 	return true
-}
-
-// retry applies the RetryPolicy to a failed message, if there is one.
-func (r *queueRunner) retry(ctx context.Context, log interface {
-	Warn(string, ...any)
-	Info(string, ...any)
-}, m *queue.Message, rc receipt) {
-	p := r.cfg.RetryPolicy
-	if p == nil {
-		return
-	}
-	attempt, _ := strconv.Atoi(m.Attributes[queue.MsgAttrApproximateReceiveCount])
-	first := sentTime(m)
-	if env, ok := wire.UnwrapRetry([]byte(m.Body)); ok {
-		attempt += env.Metadata.Attempt - 1
-		first = time.Unix(env.Metadata.InitialTimestamp, 0)
-	} else if onFailureRecord(m.Body) {
-		// A stream's on-failure record (a pointer): the stream had the
-		// first attempt, so its first receive is the second, as the
-		// handler is told (recovery) and as a retry envelope counts.
-		// Before, it counted one attempt fewer: MaxAttempts 4 ran a poison
-		// record 5 times through a pointer, 4 through an envelope.
-		attempt++
-	}
-	now := r.svc.eng.Clock.Now()
-	if done, why := p.Exhausted(attempt, first, now); done {
-		dlq := r.currentSettings(ctx).dlq
-		if dlq == "" {
-			log.Warn("retry policy exhausted but the queue has no dead-letter queue; the message stays for the queue's own redrive",
-				"messageId", m.MessageId, "reason", why)
-			return
-		}
-		// Moved as the queue's own redrive moves it: same MessageId,
-		// SentTimestamp (standard queues) and DeadLetterQueueSourceArn, so a
-		// move task can send it back. Durable when the call returns.
-		if err := r.svc.queues.MoveToDeadLetterQueue(ctx, r.queueURL, m.ReceiptHandle); err != nil {
-			log.Warn("move to the dead-letter queue failed; the message stays", "messageId", m.MessageId, "err", err)
-			return
-		}
-		r.moved.Add(1)
-		log.Info("message moved to the dead-letter queue", "messageId", m.MessageId, "reason", why, "attempt", attempt)
-		return
-	}
-	r.rngMu.Lock()
-	d := p.Delay(attempt, r.rng)
-	r.rngMu.Unlock()
-	// SQS refuses a visibility timeout ending more than 12 hours after
-	// the receive: cap the delay (whole seconds, rounding the time since
-	// the receive up).
-	since := (now.Sub(rc.at) + time.Second - 1) / time.Second * time.Second
-	d = max(0, min(d, queue.MaxVisibilityTimeout*time.Second-since))
-	if err := r.svc.queues.ChangeMessageVisibility(ctx, r.queueURL, m.ReceiptHandle, int(d/time.Second)); err != nil {
-		log.Warn("could not set the retry delay; the message comes back after its visibility timeout", "messageId", m.MessageId, "err", err)
-		return
-	}
-	r.backedOff.Add(1)
-}
-
-// onFailureRecord reports whether body is a stream mapping's on-failure
-// record (KinesisBatchInfo or DDBStreamBatchInfo).
-func onFailureRecord(body string) bool {
-	if !strings.Contains(body, "BatchInfo") {
-		return false
-	}
-	var f wire.OnFailureRecord
-	return json.Unmarshal([]byte(body), &f) == nil && f.BatchInfo() != nil
-}
-
-func sentTime(m *queue.Message) time.Time {
-	ms, err := strconv.ParseInt(m.Attributes[queue.MsgAttrSentTimestamp], 10, 64)
-	if err != nil {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 // sqsFilterEvent is the message as FilterCriteria sees it: body (parsed
