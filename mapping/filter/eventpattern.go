@@ -105,12 +105,12 @@ func anyAbsentOK(alts []*node) bool {
 }
 
 // matchOrs reports whether every $or group of n has an alternative that
-// matches obj.
-func (n *node) matchOrs(obj map[string]any) bool {
+// matches obj in scope sc.
+func (n *node) matchOrs(obj map[string]any, sc scope) bool {
 	for _, alts := range n.ors {
 		ok := false
 		for _, a := range alts {
-			if a.match(obj) {
+			if a.match(obj, sc) {
 				ok = true
 				break
 			}

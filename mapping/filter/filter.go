@@ -33,7 +33,16 @@
 //
 // When the record's value is an array, a leaf matches if any element
 // matches; an object pattern matches an array of objects if any one element
-// matches the whole object pattern.
+// matches the whole object pattern, except that exists:false on a path
+// needs every element to lack it ({"items":{"b":[{"exists":false}]}} does
+// not match {"items":[{"b":1},{"c":2}]}).
+//
+// Field names join with "." as in Event Ruler (Compile and
+// CompileEventPattern, not SNS filter policies): the pattern key
+// "state.status" is the path state → status, and the event key
+// "state.status" is found by both {"state.status":[...]} and
+// {"state":{"status":[...]}}. The trap: a pattern cannot tell the event
+// {"a.b":1} from {"a":{"b":1}}. See paths.go.
 //
 // For Kinesis the top-level keys are data (the record data, which must be
 // valid JSON for a pattern that references data to match), partitionKey,
@@ -180,7 +189,10 @@ func (c compiler) compile(src string) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, refs := obj["data"]
+	refs := false
+	for _, f := range root.fields {
+		refs = refs || f.key == "data"
+	}
 	return &compiled{root: root, refsData: refs}, nil
 }
 
@@ -198,12 +210,16 @@ func (c compiler) object(obj map[string]any, path string) (*node, error) {
 		}
 		return nil, c.errorf(ErrInvalidPattern, "value of %q must not be an empty object", path)
 	}
+	dots := !c.policy // Event Ruler's services: EventBridge, Lambda
+	if dots {
+		obj = splitDotted(obj)
+	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	n := &node{fields: make([]field, 0, len(keys)), absentOK: true}
+	n := &node{fields: make([]field, 0, len(keys)), absentOK: true, dots: dots}
 	for _, k := range keys {
 		p := join(path, k)
 		if k == "$or" && c.eb {

@@ -17,6 +17,8 @@ type node struct {
 	// alternatives to match.
 	ors      [][]*node
 	absentOK bool // matches when the object is missing (every leaf has exists:false)
+	// dots: field names join with "." (EventBridge, Lambda; see paths.go).
+	dots bool
 }
 
 // field is one key of a pattern object: either a nested object or a leaf.
@@ -153,19 +155,19 @@ func (c *rawCache) get(key string, raw json.RawMessage) (any, bool) {
 }
 
 func (f *compiled) matchEvent(event map[string]any, raw *rawCache) bool {
-	if !f.root.matchOrs(event) {
+	if !f.root.matchOrs(event, scope{}) {
 		return false
 	}
 	for i := range f.root.fields {
 		fd := &f.root.fields[i]
-		v, present := event[fd.key]
+		v, present := lookup(event, fd.key, f.root.dots && fd.child != nil)
 		if r, isRaw := v.(json.RawMessage); isRaw {
 			var ok bool
 			if v, ok = raw.get(fd.key, r); !ok {
 				return false
 			}
 		}
-		if !fd.match(v, present) {
+		if !fd.match(v, present, scope{}) {
 			return false
 		}
 	}
@@ -214,13 +216,13 @@ func (f *compiled) matchKinesis(partitionKey, sequenceNumber string, data any) b
 		var ok bool
 		switch fd.key {
 		case "data":
-			ok = fd.match(data, true)
+			ok = fd.match(data, true, scope{})
 		case "partitionKey":
 			ok = fd.matchString(partitionKey)
 		case "sequenceNumber":
 			ok = fd.matchString(sequenceNumber)
 		default:
-			ok = fd.match(nil, false)
+			ok = fd.match(nil, false, scope{})
 		}
 		if !ok {
 			return false
@@ -230,15 +232,15 @@ func (f *compiled) matchKinesis(partitionKey, sequenceNumber string, data any) b
 }
 
 // match matches the field's pattern against v (present says whether the
-// key exists at all).
-func (fd *field) match(v any, present bool) bool {
+// key exists at all) in scope sc.
+func (fd *field) match(v any, present bool, sc scope) bool {
 	if fd.child != nil {
 		if !present {
-			return fd.child.absentOK
+			return fd.child.matchMissing(sc.down(fd.key))
 		}
-		return fd.child.match(v)
+		return fd.child.match(v, sc.down(fd.key))
 	}
-	return fd.leaf.match(v, present)
+	return fd.leaf.match(v, present, sc, fd.key)
 }
 
 // matchString is match for a present string value, without boxing it.
@@ -258,27 +260,33 @@ func (fd *field) matchString(s string) bool {
 	return false
 }
 
-// match matches an object pattern against a present value. An array
-// matches if one of its object elements matches the whole pattern; a value
-// without sub-fields (a scalar, an empty array) behaves as a missing object.
-func (n *node) match(v any) bool {
+// match matches an object pattern against a present value in scope sc.
+// An array matches if one of its object elements matches the whole
+// pattern, except that exists:false looks at every element (scope); a
+// value without sub-fields (a scalar, an empty array) behaves as a
+// missing object.
+func (n *node) match(v any, sc scope) bool {
 	switch x := v.(type) {
 	case map[string]any:
 		for i := range n.fields {
 			fd := &n.fields[i]
-			cv, ok := x[fd.key]
-			if !fd.match(cv, ok) {
+			cv, ok := lookup(x, fd.key, n.dots && fd.child != nil)
+			if !fd.match(cv, ok, sc) {
 				return false
 			}
 		}
-		return n.matchOrs(x)
+		return n.matchOrs(x, sc)
 	case []any:
+		inner := sc
+		if inner.arr == nil {
+			inner = scope{arr: x, dots: n.dots}
+		}
 		containers := false
 		for _, e := range x {
 			switch e.(type) {
 			case map[string]any, []any:
 				containers = true
-				if n.match(e) {
+				if n.match(e, inner) {
 					return true
 				}
 			}
@@ -287,17 +295,19 @@ func (n *node) match(v any) bool {
 			return false
 		}
 	}
-	return n.absentOK
+	return n.matchMissing(sc)
 }
 
-// match matches a leaf against v; present says whether the key exists.
-func (l *leaf) match(v any, present bool) bool {
+// match matches a leaf, the value of key, against v in scope sc; present
+// says whether the key exists. exists:false needs no leaf value here nor,
+// inside an array, in any other element.
+func (l *leaf) match(v any, present bool, sc scope, key string) bool {
 	if !present {
-		return l.existsFalse
+		return l.existsFalse && !sc.has(key)
 	}
 	if l.existsTrue || l.existsFalse {
 		has := hasLeafValue(v)
-		if (l.existsTrue && has && (!l.nonEmpty || hasNonEmptyLeafValue(v))) || (l.existsFalse && !has) {
+		if (l.existsTrue && has && (!l.nonEmpty || hasNonEmptyLeafValue(v))) || (l.existsFalse && !has && !sc.has(key)) {
 			return true
 		}
 	}
