@@ -35,7 +35,10 @@ import (
 //   - A received batch whose event would pass 6 MB (MaxBatchPayloadBytes)
 //     is invoked as consecutive parts within it (cut): side by side on a
 //     standard queue, in order on a FIFO queue, where a group with a
-//     failed message keeps its messages in the later parts.
+//     failed message keeps its messages in the later parts. Every
+//     invocation takes one of MaximumConcurrency slots shared by the
+//     pollers, so the parts never run more invocations at once than
+//     that (services-sqs-scaling.html).
 //   - An update, a disable, a delete or a hand-over stops the pollers: a
 //     running batch is let finish and a batch being gathered in its
 //     window is closed at once and processed, so nothing received is
@@ -87,6 +90,11 @@ type queueRunner struct {
 	// (otherwise every poller would hold a part of the messages for the
 	// whole window). Invocations still run concurrently.
 	gathering chan struct{}
+	// slots bounds the invocations running at once to pollers
+	// (ScalingConfig.MaximumConcurrency): a poller takes one per
+	// invocation, so the parts of a batch cut at 6 MB share them with the
+	// other pollers' batches instead of running all at once.
+	slots chan struct{}
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -158,6 +166,7 @@ func (s *Service) startQueueLocked(ctx context.Context, cfg Config) error {
 	if cfg.ScalingConfig != nil {
 		r.pollers = cfg.ScalingConfig.MaximumConcurrency
 	}
+	r.slots = make(chan struct{}, r.pollers)
 	var rctx context.Context
 	rctx, r.cancel = context.WithCancel(s.ctx)
 	for i := 0; i < r.pollers; i++ {
@@ -430,7 +439,7 @@ func (r *queueRunner) process(ctx context.Context, msgs []queue.Message, rc rece
 	}
 	if !r.fifo {
 		// Standard queue: the parts are separate batches, as Lambda's
-		// would be, invoked side by side.
+		// would be, invoked side by side as far as the slots allow.
 		var wg sync.WaitGroup
 		for _, part := range parts {
 			wg.Go(func() { r.invokePart(wait, ctx, log, part, rc, false, nil) })
@@ -534,16 +543,23 @@ func (r *queueRunner) invokePart(wait, ctx context.Context, log *slog.Logger, ms
 			return false
 		}
 		if err == nil {
+			waited, serr := r.takeSlot(ctx)
+			if serr != nil {
+				return false // the service is closing
+			}
 			// After a throttle's backoff, invoke again only while the batch
 			// stays invisible for a whole function timeout; otherwise another
 			// poller could take the same messages while this invocation runs.
-			// The same holds for a later part of a batch cut at 6 MB.
+			// The same holds for a later part of a batch cut at 6 MB, and for
+			// a part that waited for a slot.
 			left := rc.visibility - r.svc.eng.Clock.Since(rc.at)
-			if (attempt > 1 || later) && left < time.Duration(fn.Config().Timeout)*time.Second {
+			if (attempt > 1 || later || waited) && left < time.Duration(fn.Config().Timeout)*time.Second {
+				<-r.slots
 				r.setResult("PROBLEM: visibility timeout too short for the function timeout", nil)
 				return false // visible again soon: another poller takes it from there
 			}
 			res, err = fn.Invoke(ctx, ev)
+			<-r.slots
 		}
 		if ctx.Err() != nil {
 			return false // the messages become visible again after their timeout
@@ -587,6 +603,31 @@ func (r *queueRunner) invokePart(wait, ctx context.Context, log *slog.Logger, ms
 		}
 	}
 	return true
+}
+
+// slotWaitHook, when set (tests), is called when an invocation waits for
+// a slot.
+var slotWaitHook atomic.Pointer[func()]
+
+// takeSlot takes one of the runner's MaximumConcurrency invocation
+// slots, waiting (until ctx, the service's, ends) when they are all in
+// use; it reports whether it waited. The caller gives the slot back
+// (<-r.slots) when its invocation returns.
+func (r *queueRunner) takeSlot(ctx context.Context) (waited bool, err error) {
+	select {
+	case r.slots <- struct{}{}:
+		return false, nil
+	default:
+	}
+	if f := slotWaitHook.Load(); f != nil {
+		(*f)()
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return true, nil
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
 }
 
 // classify returns which messages failed.
