@@ -11,7 +11,9 @@ package awsapi
 // request whose event exceeds 6 MiB (the body, or the body in its
 // envelope, base64 when binary) 413, each with {"Message": ...}. The
 // invocation runs to its end or its Timeout even when the caller
-// disconnects, as on Lambda.
+// disconnects, as on Lambda. A URL of AuthType AWS_IAM gives the caller
+// in requestContext.authorizer.iam (see urlIAMAuthorizer); AuthType NONE
+// gives authorizer null.
 // https://docs.aws.amazon.com/lambda/latest/dg/urls-invocation.html
 
 import (
@@ -51,6 +53,25 @@ type urlRequestContext struct {
 	RouteKey       string `json:"routeKey"`
 	Stage          string `json:"stage"`
 	Authentication any    `json:"authentication"`
+	// Authorizer is aws-lambda-go's with the members it leaves out
+	// (cognitoIdentity, principalOrgId); nil (null) unless AWS_IAM.
+	Authorizer *urlAuthorizer `json:"authorizer"`
+}
+
+// urlAuthorizer is requestContext.authorizer of an AWS_IAM URL's event:
+// {"iam": {accessKey, accountId, callerId, cognitoIdentity,
+// principalOrgId, userArn, userId}} (urls-invocation.html, the request
+// payload's example).
+type urlAuthorizer struct {
+	IAM *urlIAM `json:"iam"`
+}
+
+type urlIAM struct {
+	events.LambdaFunctionURLRequestContextAuthorizerIAMDescription
+	// CognitoIdentity and PrincipalOrgID are always null: runnel has no
+	// Cognito identities and no organizations.
+	CognitoIdentity any `json:"cognitoIdentity"`
+	PrincipalOrgID  any `json:"principalOrgId"`
 }
 
 // urlFail answers a function URL request with status and {"Message": msg}.
@@ -142,7 +163,35 @@ func (h *Handler) urlEvent(r *http.Request, c *function.URLConfig, body []byte) 
 	rc.AccountID, rc.RequestID, rc.APIID, rc.DomainPrefix = h.rn.Engine.AccountID(), uuid.NewString(), c.URLID, c.URLID
 	rc.DomainName, rc.Time, rc.TimeEpoch = host, now.Format("02/Jan/2006:15:04:05 -0700"), now.UnixMilli()
 	rc.HTTP = events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: ip, UserAgent: r.UserAgent()}
+	if c.AuthType == function.URLAuthIAM {
+		rc.Authorizer = h.urlIAMAuthorizer(r)
+	}
 	return ev
+}
+
+// urlIAMAuthorizer is the authorizer of a request r to an AWS_IAM URL:
+// accessKey the access key of the SigV4 Credential in its Authorization
+// header ("" when the header is not SigV4); accountId, userArn, userId
+// and callerId the caller as GetCallerIdentity answers it for the same
+// credentials: for the session credentials of AssumeRole, the session
+// (arn:aws:sts::<account>:assumed-role/<role>/<session>, userId and
+// callerId <role id>:<session>), else the account's root
+// (arn:aws:iam::<account>:root, userId and callerId the account id);
+// cognitoIdentity and principalOrgId null.
+func (h *Handler) urlIAMAuthorizer(r *http.Request) *urlAuthorizer {
+	iam := &urlIAM{}
+	if sig, ok := parseAuthorization(r.Header.Get("Authorization")); ok {
+		iam.AccessKey = sig.accessKey
+	}
+	acct := h.rn.Engine.AccountID()
+	iam.AccountID, iam.UserARN, iam.UserID = acct, "arn:aws:iam::"+acct+":root", acct
+	if who, err := stsGetCallerIdentity(&request{h: h, r: r, ctx: r.Context()}, nil); err == nil {
+		if id, ok := who.(callerIdentityResult); ok {
+			iam.AccountID, iam.UserARN, iam.UserID = id.Account, id.Arn, id.UserId
+		}
+	}
+	iam.CallerID = iam.UserID
+	return &urlAuthorizer{IAM: iam}
 }
 
 // urlCORS sets the CORS headers of cors on the answer to a request from
