@@ -43,10 +43,18 @@ type RecordHandler func(ctx context.Context, rec events.KinesisEventRecord, atte
 // sources: before, it failed the whole invocation, so in the second flow
 // the records already processed before it were sent to the Retry-DLQ
 // with it and processed again.
+//
+// Mappings is where a pointer record's mapping is found, so that the
+// records its FilterCriteria filtered out (Lambda discards them: they
+// were never in the batch) are not handed to Handle (see
+// Sources.Mappings). Nil: every record of the pointer's range is handed
+// on, the filtered ones included, and a pointer that resolves to more
+// records than its batchSize is logged.
 type IdempotentSupported struct {
-	Streams *stream.Service
-	Handle  RecordHandler
-	Logger  *slog.Logger
+	Streams  *stream.Service
+	Mappings *mapping.Service
+	Handle   RecordHandler
+	Logger   *slog.Logger
 }
 
 // HandleKinesis processes a stream batch; the first error fails it.
@@ -62,7 +70,7 @@ func (f *IdempotentSupported) HandleKinesis(ctx context.Context, ev events.Kines
 // HandleSQS processes Retry-DLQ messages; a message whose records do not
 // all succeed is reported in batchItemFailures and stays in the queue.
 func (f *IdempotentSupported) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev, nil)
+	return handleRetryQueue(ctx, Sources{Streams: f.Streams, Mappings: f.Mappings}, f.Handle, logger(f.Logger), ev, nil)
 }
 
 // IdempotentUnsupported is the function of the whitepaper's second flow,
@@ -100,8 +108,14 @@ func (f *IdempotentSupported) HandleSQS(ctx context.Context, ev events.SQSEvent)
 //     makes the inserted record; never lost. The split messages are
 //     independent: the records' shard order is not kept, as it is not for
 //     inserted records.
+//
+// Mappings is where a pointer record's mapping is found, so that the
+// records its FilterCriteria filtered out are neither split nor handled
+// (see Sources.Mappings); CheckMapping refuses a mapping with
+// FilterCriteria when it is nil.
 type IdempotentUnsupported struct {
 	Streams  *stream.Service
+	Mappings *mapping.Service
 	Queues   *queue.Service
 	RetryDLQ string // queue URL or name
 	Handle   RecordHandler
@@ -148,10 +162,21 @@ func (f *IdempotentUnsupported) HandleKinesis(ctx context.Context, ev events.Kin
 // pointer names a range of the shard's sequence numbers, which holds the
 // other lanes' records too, processed already; resolving and splitting
 // the pointer would process them again.
+//
+// FilterCriteria: a pointer's range also holds the records the mapping
+// filtered out between the batch's records (Lambda discards them; they
+// must never reach Handle). The split drops them only when the flow can
+// find the mapping (Mappings set: Resolve applies its FilterCriteria), so
+// a mapping with FilterCriteria is refused when Mappings is nil, and
+// accepted otherwise. Changing the mapping's FilterCriteria while pointers
+// wait in the Retry-DLQ makes them resolve under the new ones.
 func (f *IdempotentUnsupported) CheckMapping(cfg mapping.Config) error {
 	var errs []error
 	if cfg.MaximumRetryAttempts == nil || *cfg.MaximumRetryAttempts != 0 {
 		errs = append(errs, errors.New("MaximumRetryAttempts must be 0: a failed record is inserted into the Retry-DLQ, and a retry of its batch would process the records after it twice"))
+	}
+	if cfg.FilterCriteria != nil && len(cfg.FilterCriteria.Filters) > 0 && f.Mappings == nil {
+		errs = append(errs, errors.New("FilterCriteria need the flow's Mappings: an OnFailure pointer's range holds the records the mapping filtered out too, and without the mapping they would be split and handled"))
 	}
 	if cfg.BisectBatchOnFunctionError {
 		errs = append(errs, errors.New("BisectBatchOnFunctionError must be off"))
@@ -175,7 +200,7 @@ func (f *IdempotentUnsupported) CheckMapping(cfg mapping.Config) error {
 // HandleSQS processes Retry-DLQ messages, splitting a pointer record of
 // more than one record into one message per record.
 func (f *IdempotentUnsupported) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return handleRetryQueue(ctx, f.Streams, f.Handle, logger(f.Logger), ev, f.split)
+	return handleRetryQueue(ctx, Sources{Streams: f.Streams, Mappings: f.Mappings}, f.Handle, logger(f.Logger), ev, f.split)
 }
 
 // split sends each record of the pointer message m (resolved as res) to
@@ -257,10 +282,10 @@ var ErrHandlerPanicked = errors.New("recovery: the record handler panicked")
 // handleRetryQueue processes Retry-DLQ messages. split, when not nil,
 // takes a pointer message of more than one record instead: the message is
 // done when it returns nil.
-func handleRetryQueue(ctx context.Context, streams *stream.Service, handle RecordHandler, log *slog.Logger, ev events.SQSEvent, split func(context.Context, events.SQSMessage, *Resolved) error) (events.SQSEventResponse, error) {
+func handleRetryQueue(ctx context.Context, src Sources, handle RecordHandler, log *slog.Logger, ev events.SQSEvent, split func(context.Context, events.SQSMessage, *Resolved) error) (events.SQSEventResponse, error) {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	for _, m := range ev.Records {
-		res, err := Resolve(ctx, streams, []byte(m.Body))
+		res, err := ResolveFrom(ctx, src, []byte(m.Body))
 		if err != nil {
 			if errors.Is(err, ErrPastRetention) {
 				log.Error("Retry-DLQ message points at records past the stream's retention; keeping it in the DLQ",
@@ -270,6 +295,16 @@ func handleRetryQueue(ctx context.Context, streams *stream.Service, handle Recor
 			}
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 			continue
+		}
+		if res.Kind == KindStreamBatch && len(res.Records) == 0 && res.Filtered > 0 {
+			// Every record of the range is one the mapping's FilterCriteria
+			// filter out now (they changed since the pointer): nothing to do.
+			log.Info("Retry-DLQ pointer message holds only records the mapping's FilterCriteria filter out; done", "messageId", m.MessageId, "filtered", res.Filtered, "mapping", res.Mapping)
+			continue
+		}
+		if res.Unfiltered != "" && res.Info != nil && len(res.Records) > res.Info.BatchSize {
+			log.Warn("Retry-DLQ pointer message resolves to more records than its batchSize; records the mapping filtered out may be handled",
+				"messageId", m.MessageId, "records", len(res.Records), "batchSize", res.Info.BatchSize, "why", res.Unfiltered)
 		}
 		if len(res.Records) == 0 {
 			// An async failure record (requestPayload) holds no stream

@@ -33,6 +33,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/wire"
@@ -86,22 +88,49 @@ type Resolved struct {
 	InitialTimestamp int64
 	// Missing counts records of the range that are gone (with ErrPastRetention).
 	Missing uint64
+	// Mapping is the UUID of the event source mapping that wrote a
+	// KindStreamBatch pointer (its streamArn and requestContext.functionArn),
+	// found through Sources.Mappings; its FilterCriteria were applied to
+	// Records. Empty when Resolve did not know the mapping: see Unfiltered.
+	Mapping string
+	// Filtered counts the records of a KindStreamBatch range that the
+	// mapping's FilterCriteria filtered out (Lambda discards them: they
+	// were never in the batch), and so are not in Records.
+	Filtered int
+	// Unfiltered, for a KindStreamBatch pointer, says why no FilterCriteria
+	// were applied: "" when the mapping was found (with or without
+	// FilterCriteria); else the reason (no Sources.Mappings given, or no
+	// mapping of that stream and function any more). Records then hold
+	// every record of the range, records the mapping filtered out included.
+	Unfiltered string
 }
 
 // Resolve turns a failure record into what failed. With ParallelizationFactor
 // above 1 a KinesisBatchInfo range may also hold records of other partition
 // keys that were processed; Resolve returns the whole range (processing them
 // again is a duplicate, which idempotent handlers absorb).
+//
+// Resolve does not know the mappings, so it cannot apply a mapping's
+// FilterCriteria: a KinesisBatchInfo range then also holds the records the
+// mapping filtered out between the batch's first and last record, and
+// Resolved.Unfiltered says so. Use ResolveFrom with Sources.Mappings to get
+// the records as the function saw them.
 func Resolve(ctx context.Context, streams *stream.Service, body []byte) (*Resolved, error) {
 	return ResolveFrom(ctx, Sources{Streams: streams}, body)
 }
 
 // Sources are what ResolveFrom reads pointer records from: Streams for a
 // KinesisBatchInfo, Tables for a DDBStreamBatchInfo (nil: such a record
-// is not resolved; ErrNoSource).
+// is not resolved; ErrNoSource). Mappings, when given, is where a
+// KinesisBatchInfo's mapping is found (by its streamArn and
+// requestContext.functionArn) so that its FilterCriteria are applied: the
+// records of the range that the mapping filtered out are not returned, as
+// Lambda discards them (invocation-eventfiltering.html); nil returns the
+// whole range and says so (Resolved.Unfiltered).
 type Sources struct {
-	Streams *stream.Service
-	Tables  *table.Service
+	Streams  *stream.Service
+	Tables   *table.Service
+	Mappings *mapping.Service
 }
 
 // ErrNoSource is returned (wrapped) by ResolveFrom for a pointer record
@@ -127,7 +156,7 @@ func ResolveFrom(ctx context.Context, src Sources, body []byte) (*Resolved, erro
 		if streams == nil {
 			return &Resolved{Kind: KindStreamBatch, Info: f.KinesisBatchInfo, Condition: f.RequestContext.Condition}, fmt.Errorf("%w: the stream service", ErrNoSource)
 		}
-		return resolveBatch(ctx, streams, &f)
+		return resolveBatch(ctx, streams, src.Mappings, &f)
 	}
 	if err := json.Unmarshal(body, &f); err == nil && f.DDBStreamBatchInfo != nil {
 		return resolveDDBBatch(ctx, src.Tables, &f)
@@ -149,12 +178,16 @@ func ResolveFrom(ctx context.Context, src Sources, body []byte) (*Resolved, erro
 	return nil, ErrUnknownFormat
 }
 
-func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailureRecord) (*Resolved, error) {
+func resolveBatch(ctx context.Context, streams *stream.Service, mappings *mapping.Service, f *wire.OnFailureRecord) (*Resolved, error) {
 	bi := f.KinesisBatchInfo
 	res := &Resolved{Kind: KindStreamBatch, Info: bi, Condition: f.RequestContext.Condition}
 	name, ok := stream.NameFromARN(bi.StreamArn)
 	if !ok {
 		return nil, fmt.Errorf("%w: streamArn %q", ErrUnknownFormat, bi.StreamArn)
+	}
+	matcher, err := pointerFilter(mappings, bi.StreamArn, f.RequestContext.FunctionArn, res)
+	if err != nil {
+		return nil, err
 	}
 	numbering, err := streams.Numbering(ctx, name)
 	if err != nil {
@@ -177,15 +210,46 @@ func resolveBatch(ctx context.Context, streams *stream.Service, f *wire.OnFailur
 		return nil, err
 	}
 	for _, r := range recs {
+		if !matcher.MatchKinesis(r.PartitionKey, r.SequenceNumber, r.Data) {
+			res.Filtered++
+			continue
+		}
 		res.Records = append(res.Records, KinesisEventRecord(bi.StreamArn, r))
 	}
 	if missing > 0 {
 		// The pointer says how many records the batch held; the stored
 		// messages that are gone do not.
-		res.Missing = uint64(max(1, int64(bi.BatchSize)-int64(len(recs))))
+		res.Missing = uint64(max(1, int64(bi.BatchSize)-int64(len(res.Records))))
 		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, res.Missing, bi.BatchSize, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
 	}
 	return res, nil
+}
+
+// pointerFilter finds the mapping that wrote a KinesisBatchInfo pointer
+// (the one of streamARN, or of a consumer of it, and functionARN: a pair
+// has one mapping) and compiles its FilterCriteria; the nil Matcher (every
+// record passes) when it has none. When mappings is nil or holds no such
+// mapping, it says so in res.Unfiltered and returns the nil Matcher. The
+// mapping's FilterCriteria now are applied: an UpdateEventSourceMapping
+// that changed them since the pointer was written changes what passes.
+func pointerFilter(mappings *mapping.Service, streamARN, functionARN string, res *Resolved) (*filter.Matcher, error) {
+	if mappings == nil {
+		res.Unfiltered = "the mappings were not given (Sources.Mappings): the mapping's FilterCriteria are not applied"
+		return nil, nil
+	}
+	for _, c := range mappings.ListEventSourceMappings() {
+		if c.FunctionArn != functionARN || (c.EventSourceArn != streamARN && !strings.HasPrefix(c.EventSourceArn, streamARN+"/consumer/")) {
+			continue
+		}
+		m, err := filter.Compile(c.FilterCriteria)
+		if err != nil {
+			return nil, fmt.Errorf("recovery: the FilterCriteria of mapping %s: %w", c.UUID, err)
+		}
+		res.Mapping = c.UUID
+		return m, nil
+	}
+	res.Unfiltered = fmt.Sprintf("no event source mapping of %s and function %q: its FilterCriteria (if it had any) are not applied", streamARN, functionARN)
+	return nil, nil
 }
 
 // resolveDDBBatch reads the records of a DDBStreamBatchInfo from the

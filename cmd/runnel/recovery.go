@@ -585,7 +585,7 @@ whole resolution (kind, condition, pointer, missing count).`,
 				return err
 			}
 			ctx := cmd.Context()
-			src := recovery.Sources{Streams: rn.Streams, Tables: rn.Tables}
+			src := recovery.Sources{Streams: rn.Streams, Tables: rn.Tables, Mappings: rn.Mappings}
 			res, err := recovery.ResolveFrom(ctx, src, body)
 			if errors.Is(err, recovery.ErrUnknownFormat) {
 				// An archive line or an SQS message: resolve its body.
