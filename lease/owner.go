@@ -56,8 +56,12 @@ type OwnerConfig struct {
 	// Forward was given them. Its answer is JSON-encoded.
 	Serve func(ctx context.Context, op string, args json.RawMessage) (any, error)
 	// Lost drops the local state when the lease is lost.
-	Lost   func()
-	Logger *slog.Logger
+	Lost func()
+	// Acquired (optional) is called each time this process takes the
+	// lease, under the Owner's lock: it must not block or call the
+	// Owner (start a goroutine for work).
+	Acquired func()
+	Logger   *slog.Logger
 	// Detail and Undetail (optional) carry errors that are not an
 	// *awserr.Error (a failed condition with the old item, a cancelled
 	// transaction's reasons) across the call: Detail names the kind and
@@ -344,6 +348,9 @@ func (o *Owner) tryAcquire(ctx context.Context, serving bool) (ok bool, err erro
 	}
 	o.lease, o.sub = l, sub
 	o.cfg.Logger.Debug("serving "+o.cfg.What, "node", leases.Node(), "serve", serving)
+	if o.cfg.Acquired != nil {
+		o.cfg.Acquired()
+	}
 	go o.watch(l)
 	return true, nil
 }

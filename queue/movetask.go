@@ -55,6 +55,8 @@ type moveTask struct {
 	mu     sync.Mutex
 	info   MessageMoveTask
 	handle string
+	limit  uint64 // messages from record limit on were sent after the start
+	lost   bool   // stopped because this process no longer serves the queues
 	cancel chan struct{}
 	done   chan struct{}
 }
@@ -77,8 +79,10 @@ const maxTasksListed = 10
 // deduplication ids and starts afresh in the destination as a new message:
 // a new MessageId, receive count 0, SentTimestamp now (retention from
 // now). The task runs in the background; ListMessageMoveTasks reports it.
-// Task state is in memory: a task running when the Service closes ends
-// FAILED (what it moved stays moved).
+// Its state is stored (movetask_store.go): a task running when its
+// process stops, or loses the queues to another, goes on in the next
+// process that serves them, with the same TaskHandle; what it moved
+// stays moved.
 //
 // Errors: awserr.ErrResourceNotFound for a source or destination that does
 // not exist; awserr.ErrUnsupportedOperation when the source is no queue's
@@ -89,6 +93,9 @@ func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinati
 	var handle string
 	if remote, err := s.forward(ctx, "StartMessageMoveTask", lease.Triple(sourceArn, destinationArn, maxPerSecond), &handle); remote {
 		return handle, err
+	}
+	if err := s.waitTasksLoaded(ctx); err != nil {
+		return "", err
 	}
 	srcName, ok := NameFromARN(sourceArn)
 	if !ok {
@@ -140,7 +147,7 @@ func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinati
 	src.mu.Unlock()
 	hb, _ := json.Marshal(map[string]string{"taskId": nuid.Next(), "sourceArn": sourceArn})
 	t := &moveTask{
-		handle: base64.StdEncoding.EncodeToString(hb),
+		handle: base64.StdEncoding.EncodeToString(hb), limit: limit,
 		cancel: make(chan struct{}), done: make(chan struct{}),
 	}
 	t.info = MessageMoveTask{
@@ -170,7 +177,15 @@ func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinati
 	s.tasks[t.handle] = t
 	s.tasksWG.Add(1)
 	s.mu.Unlock()
-	go s.runMove(t, src, destinationArn, maxPerSecond, limit)
+	if err := s.saveTasks(ctx, srcName); err != nil {
+		t.mu.Lock()
+		t.info.Status, t.info.FailureReason, t.info.TaskHandle = MoveTaskFailed, "could not store the task: "+err.Error(), ""
+		t.mu.Unlock()
+		s.tasksWG.Done()
+		close(t.done)
+		return "", awserr.New(awserr.ErrInternal, "store the message move task of %s: %v", srcName, err)
+	}
+	go s.runMove(t, src, srcName, destinationArn, maxPerSecond, limit)
 	return t.handle, nil
 }
 
@@ -214,6 +229,9 @@ func (s *Service) ListMessageMoveTasks(ctx context.Context, sourceArn string) ([
 	if _, err := s.loadMeta(ctx, name); err != nil {
 		return nil, awserr.New(awserr.ErrResourceNotFound, "The resource that you specified for the SourceArn parameter doesn't exist: %s.", sourceArn)
 	}
+	if err := s.waitTasksLoaded(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	list := s.bySrc[name]
 	s.mu.Unlock()
@@ -233,6 +251,9 @@ func (s *Service) CancelMessageMoveTask(ctx context.Context, taskHandle string) 
 	if remote, err := s.forward(ctx, "CancelMessageMoveTask", taskHandle, &moved); remote {
 		return moved, err
 	}
+	if err := s.waitTasksLoaded(ctx); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	t := s.tasks[taskHandle]
 	s.mu.Unlock()
@@ -240,7 +261,7 @@ func (s *Service) CancelMessageMoveTask(ctx context.Context, taskHandle string) 
 		return 0, awserr.New(awserr.ErrResourceNotFound, "Task does not exist: %s.", taskHandle)
 	}
 	t.mu.Lock()
-	if t.info.Status != MoveTaskRunning {
+	if t.info.Status != MoveTaskRunning || t.lost {
 		t.mu.Unlock()
 		return 0, awserr.New(awserr.ErrResourceNotFound, "Task %s is not running (%s); only running tasks can be cancelled.", taskHandle, t.info.Status)
 	}
@@ -256,14 +277,26 @@ func (s *Service) CancelMessageMoveTask(ctx context.Context, taskHandle string) 
 }
 
 // runMove is a task's loop: batches of up to 10 messages, at most rate
-// per engine-clock second.
-func (s *Service) runMove(t *moveTask, src *queue, dest string, rate int, limit uint64) {
+// per engine-clock second. Each batch's progress and the task's end are
+// stored (saveTasks); a task stopped because its process closes or loses
+// the queues stores nothing more, so the next holder resumes it.
+func (s *Service) runMove(t *moveTask, src *queue, srcName, dest string, rate int, limit uint64) {
 	defer s.tasksWG.Done()
 	defer close(t.done)
+	save := func() {
+		if err := s.saveTasks(s.bg, srcName); err != nil && s.bg.Err() == nil {
+			s.log.Warn("queue: cannot store a message move task's progress; a resumed task may move again what it moved since", "queue", srcName, "err", err)
+		}
+	}
 	finish := func(status, reason string) {
 		t.mu.Lock()
+		if t.lost {
+			t.mu.Unlock()
+			return
+		}
 		t.info.Status, t.info.FailureReason, t.info.TaskHandle = status, reason, ""
 		t.mu.Unlock()
+		save()
 	}
 	clock := s.eng.Clock
 	window := clock.Now()
@@ -274,8 +307,7 @@ func (s *Service) runMove(t *moveTask, src *queue, dest string, rate int, limit 
 			finish(MoveTaskCancelled, "")
 			return
 		case <-s.bg.Done():
-			finish(MoveTaskFailed, "the queue service closed")
-			return
+			return // stored RUNNING: the next holder resumes it
 		default:
 		}
 		if inWindow >= rate {
@@ -310,6 +342,9 @@ func (s *Service) runMove(t *moveTask, src *queue, dest string, rate int, limit 
 		t.mu.Lock()
 		t.info.ApproximateNumberOfMessagesMoved += int64(moved)
 		t.mu.Unlock()
+		if reason == "" && moved > 0 {
+			save()
+		}
 		if reason != "" {
 			finish(MoveTaskFailed, reason)
 			return

@@ -72,8 +72,9 @@ func (s *Service) newOwner() *lease.Owner {
 	return lease.NewOwner(s.bg, lease.OwnerConfig{
 		Key: leaseKey, Subject: rpcSubject, What: "the queues",
 		Conn: s.eng.NC, Leases: s.eng.Leases, Logger: s.log,
-		Serve: forwarded.Serve("queue", s),
-		Lost:  s.dropIndexes,
+		Serve:    forwarded.Serve("queue", s),
+		Lost:     s.dropIndexes,
+		Acquired: s.resumeTasks,
 	})
 }
 
@@ -132,7 +133,8 @@ func forwardOut[T any](ctx context.Context, s *Service, op string, in any) (remo
 var errMoved = lease.ErrMoved
 
 // dropIndexes forgets every loaded queue (waiting receives return
-// errMoved) and cancels the running move tasks.
+// errMoved) and stops the running move tasks without storing an end: the
+// next holder resumes them from their stored state.
 func (s *Service) dropIndexes() {
 	s.mu.Lock()
 	queues := s.queues
@@ -147,8 +149,8 @@ func (s *Service) dropIndexes() {
 	}
 	for _, t := range tasks {
 		t.mu.Lock()
-		if t.info.Status == MoveTaskRunning {
-			t.info.Status = MoveTaskCancelling
+		if t.info.Status == MoveTaskRunning && !t.lost {
+			t.lost = true
 			close(t.cancel)
 		}
 		t.mu.Unlock()

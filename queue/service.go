@@ -143,7 +143,12 @@ type Service struct {
 	loading map[string]chan struct{}
 	tasks   map[string]*moveTask // by handle
 	bySrc   map[string][]*moveTask
-	tasksWG sync.WaitGroup
+	// moveTasks stores every source's tasks (movetask_store.go);
+	// tasksLoaded is closed once this holder has read them back.
+	moveTasks   jetstream.KeyValue
+	tasksLoaded atomic.Pointer[chan struct{}]
+	saveMu      sync.Mutex // orders the writes of moveTasks
+	tasksWG     sync.WaitGroup
 
 	// own is this process's hold on the queues (owner.go).
 	own *lease.Owner
@@ -228,8 +233,8 @@ type queue struct {
 
 // New opens the SQS service on eng. Queues are loaded on first use.
 func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
-	var kv, deleted jetstream.KeyValue
-	if err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{metaBucket: &kv, deletedBucket: &deleted}); err != nil {
+	var kv, deleted, tasks jetstream.KeyValue
+	if err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{metaBucket: &kv, deletedBucket: &deleted, moveTasksBucket: &tasks}); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -238,6 +243,7 @@ func New(ctx context.Context, eng *engine.Engine) (*Service, error) {
 		cacheBudget: CacheBytes, bg: bg, cancel: cancel,
 		queues: map[string]*queue{}, loading: map[string]chan struct{}{},
 		tasks: map[string]*moveTask{}, bySrc: map[string][]*moveTask{},
+		moveTasks: tasks,
 	}
 	s.own = s.newOwner()
 	return s, nil
@@ -271,8 +277,10 @@ func (s *Service) countExpired(name string) {
 	s.expiredMu.Unlock()
 }
 
-// Close stops running message move tasks (they end FAILED). Queues need
-// no closing: everything accepted is already in JetStream.
+// Close stops running message move tasks; their stored state stays
+// RUNNING, and the next process to serve the queues resumes them
+// (movetask_store.go). Queues need no closing: everything accepted is
+// already in JetStream.
 func (s *Service) Close() {
 	s.cancel()
 	s.tasksWG.Wait()

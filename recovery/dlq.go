@@ -454,40 +454,70 @@ func Redrive(ctx context.Context, queues *queue.Service, name string, o RedriveO
 	res := &RedriveResult{Queue: name, To: queueNameOrEmpty(o.To)}
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
+	var last queue.MessageMoveTask
 	for {
 		tasks, err := queues.ListMessageMoveTasks(ctx, srcARN)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			return nil, err
 		}
-		// Most recent first; only one task runs per source, so ours is the
-		// first (its handle is cleared when it ends).
-		var t queue.MessageMoveTask
-		if len(tasks) > 0 {
-			t = tasks[0]
-		}
-		if o.Progress != nil {
-			o.Progress(t.ApproximateNumberOfMessagesMoved, t.ApproximateNumberOfMessagesToMove)
-		}
-		switch t.Status {
-		case queue.MoveTaskCompleted, queue.MoveTaskCancelled:
-			res.MessageMoveTask = t
-			return res, nil
-		case queue.MoveTaskFailed:
-			res.MessageMoveTask = t
-			return res, fmt.Errorf("redrive of %s failed after %d messages: %s", name, t.ApproximateNumberOfMessagesMoved, t.FailureReason)
+		if err == nil {
+			// Most recent first; only one task runs per source, so ours is
+			// the first. Its handle is cleared when it ends, so a task that
+			// ended is ours if it started when ours did.
+			t, ok := ourTask(tasks, handle, last)
+			if !ok {
+				return nil, fmt.Errorf("redrive of %s: the message move task %s is no longer listed by ListMessageMoveTasks (a newer task replaced it in the list of 10?); see runnel dlq inspect %s", name, handle, name)
+			}
+			last = t
+			if o.Progress != nil {
+				o.Progress(t.ApproximateNumberOfMessagesMoved, t.ApproximateNumberOfMessagesToMove)
+			}
+			switch t.Status {
+			case queue.MoveTaskCompleted, queue.MoveTaskCancelled:
+				res.MessageMoveTask = t
+				return res, nil
+			case queue.MoveTaskFailed:
+				res.MessageMoveTask = t
+				return res, fmt.Errorf("redrive of %s failed after %d messages: %s", name, t.ApproximateNumberOfMessagesMoved, t.FailureReason)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			moved, _ := queues.CancelMessageMoveTask(cctx, handle)
-			cancel()
-			res.MessageMoveTask = t
-			res.Status = queue.MoveTaskCancelled
-			res.ApproximateNumberOfMessagesMoved = moved
+			defer cancel()
+			res.MessageMoveTask = last
+			if moved, err := queues.CancelMessageMoveTask(cctx, handle); err == nil {
+				res.Status, res.ApproximateNumberOfMessagesMoved = queue.MoveTaskCancelled, moved
+			} else if tasks, lerr := queues.ListMessageMoveTasks(cctx, srcARN); lerr == nil {
+				// Not running any more: it ended between the last look and
+				// the cancel (CancelMessageMoveTask refuses a task that is
+				// not running); report how it ended, not 0 moved.
+				if t, ok := ourTask(tasks, handle, last); ok {
+					res.MessageMoveTask = t
+				}
+			}
 			return res, ctx.Err()
 		case <-tick.C:
 		}
 	}
+}
+
+// ourTask finds the task of handle among a source's tasks: the one
+// carrying the handle while it runs, or, once it ended (its handle
+// cleared), the one that started when last did (last's zero value: the
+// most recent).
+func ourTask(tasks []queue.MessageMoveTask, handle string, last queue.MessageMoveTask) (queue.MessageMoveTask, bool) {
+	for _, t := range tasks {
+		if t.TaskHandle == handle {
+			return t, true
+		}
+	}
+	for _, t := range tasks {
+		if t.TaskHandle == "" && (last.StartedTimestamp == 0 || t.StartedTimestamp == last.StartedTimestamp) {
+			return t, true
+		}
+	}
+	return queue.MessageMoveTask{}, false
 }
 
 // PurgeResult says what Purge removed.
