@@ -319,10 +319,19 @@ func (l *lane) lowestPending() (stream.Record, bool) {
 // which takeCtx is a child) ends. A batch interrupted by the end of ctx
 // stays pending: its records are read again after a restart. A batch
 // taken before the end of takeCtx alone (a drain) is resolved first.
+//
+// Before each batch (and each window's final invocation) the lane checks
+// the shard's lease (shardWorker.leaseHeld): once it is no longer Valid,
+// the batch is not invoked, it stays pending, and the worker stops, so
+// that the process taking the lease next is the only one invoking the
+// shard's batches.
 func (l *lane) run(takeCtx, ctx context.Context) {
 	for takeCtx.Err() == nil {
 		batch := l.take(takeCtx)
 		if batch == nil {
+			return
+		}
+		if !l.w.leaseHeld() {
 			return
 		}
 		b := &batchRun{l: l, w: l.w, r: l.w.r}
@@ -333,6 +342,9 @@ func (l *lane) run(takeCtx, ctx context.Context) {
 			continue
 		}
 		if err := l.recordBatch(ctx, batch); err != nil {
+			return
+		}
+		if !l.w.leaseHeld() { // the batch record's write may have waited
 			return
 		}
 		if l.win != nil {

@@ -96,6 +96,10 @@ type owner struct {
 	freeSince map[string]time.Time
 	given     map[string]handedOver
 	settled   time.Time // no hand-over for load before (settleAfterHandOver)
+	// leaseTrouble: a leases-bucket request of the balance under way
+	// failed (not answered in leaseCallTimeout, or another error): it
+	// makes no more (shard_lease.go). Under Service.mu.
+	leaseTrouble bool
 
 	revMu sync.Mutex
 	revs  map[string]uint64 // checkpoint-bucket key -> last revision read or written
@@ -120,7 +124,7 @@ func (s *Service) startOwnership(ctx context.Context, w jetstream.KeyWatcher) er
 	var err error
 	for start := time.Now(); ; {
 		var m *lease.Manager
-		if m, err = s.eng.Leases(ctx); err == nil {
+		if m, err = s.leaseManager(ctx); err == nil {
 			s.own.leases = m
 			if s.own.node, err = m.Acquire(ctx, nodeLeasePrefix+m.Node()); err == nil {
 				break
@@ -161,12 +165,10 @@ func (s *Service) startOwnership(ctx context.Context, w jetstream.KeyWatcher) er
 	return nil
 }
 
-// liveNodes counts the processes holding a presence lease.
+// liveNodes counts the processes holding a presence lease (1 when the
+// leases bucket does not answer within leaseCallTimeout).
 func (s *Service) liveNodes(ctx context.Context) int {
-	n, err := s.own.leases.Count(ctx, nodeLeasePrefix)
-	if err != nil || n < 1 {
-		return 1
-	}
+	n, _ := s.countLiveNodes(ctx)
 	return n
 }
 

@@ -386,12 +386,17 @@ func (p *loadPlan) swap(keep map[string]bool) []string {
 // left to balanceLocked.
 func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit map[string]bool) bool {
 	rates := s.unitRatesLocked(ctx, units)
-	nodeLeases, err := s.own.leases.HoldersOf(ctx, nodeLeasePrefix)
-	if err != nil || len(nodeLeases) < 2 {
+	lctx, cancel := leaseCtx(ctx)
+	nodeLeases, err := s.own.leases.HoldersOf(lctx, nodeLeasePrefix)
+	cancel()
+	if s.leaseFailed(err); err != nil || len(nodeLeases) < 2 {
 		return false
 	}
-	held, err := s.own.leases.HoldersOf(ctx, mappingLeasePrefix)
+	lctx, cancel = leaseCtx(ctx)
+	held, err := s.own.leases.HoldersOf(lctx, mappingLeasePrefix)
+	cancel()
 	if err != nil {
+		s.leaseFailed(err)
 		return false
 	}
 	me := s.nodeName()
@@ -445,6 +450,9 @@ func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit 
 	}
 	taken := map[string]bool{}
 	for _, key := range p.claims(stale, func(u string) handedOver { return s.own.given[u] }) {
+		if s.own.leaseTrouble {
+			return true // the leases bucket did not answer: no more of this balance
+		}
 		taken[key] = true
 		if s.claimLocked(ctx, parseUnit(key)); s.own.held[key] != nil {
 			delete(s.own.freeSince, key)
@@ -455,7 +463,7 @@ func (s *Service) balanceByLoadLocked(ctx context.Context, units []unit, isUnit 
 		}
 	}
 	var give []string
-	if s.own.mayHandOver(now) {
+	if s.own.mayHandOver(now) && !s.own.leaseTrouble {
 		give = p.handOvers(taken)
 	}
 	msg := handOver{Node: me}

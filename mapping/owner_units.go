@@ -108,7 +108,15 @@ func (s *Service) balanceLocked(ctx context.Context) {
 	}
 	// Units first: a runner whose last shards just ended keeps running
 	// when it takes their children.
-	nodes := s.liveNodes(ctx)
+	s.own.leaseTrouble = false
+	nodes, err := s.countLiveNodes(ctx)
+	if err != nil {
+		// The leases bucket does not answer (its stream has no leader):
+		// nothing can be claimed or handed over now; the next balance
+		// tries again. Each shard's worker checks its own lease.
+		s.eng.Logger.Warn("mapping balance skipped: the leases bucket did not answer", "err", err)
+		return
+	}
 	share := (len(units) + nodes - 1) / nodes
 	holding := func() int {
 		n := 0
@@ -121,7 +129,7 @@ func (s *Service) balanceLocked(ctx context.Context) {
 	}
 	byLoad := nodes > 1 && s.balanceByLoadLocked(ctx, units, isUnit)
 	for _, u := range units {
-		if byLoad || holding() >= share {
+		if byLoad || holding() >= share || s.own.leaseTrouble {
 			break
 		}
 		if s.own.held[u.key()] == nil {
@@ -137,7 +145,7 @@ func (s *Service) balanceLocked(ctx context.Context) {
 		}
 	}
 	held := s.heldKeysLocked("")
-	for i := len(held) - 1; i >= 0 && !byLoad && holding() > share; i-- {
+	for i := len(held) - 1; i >= 0 && !byLoad && !s.own.leaseTrouble && holding() > share; i-- {
 		if isUnit[held[i]] { // one whose source cannot be described now stays
 			s.eng.Logger.Info("handing a mapping's shard over to balance the cluster", "unit", held[i], "share", share, "nodes", nodes)
 			s.handOverLocked(held[i])
@@ -181,8 +189,14 @@ func (s *Service) claimLocked(ctx context.Context, u unit) {
 		return
 	}
 	key := u.key()
-	l, err := s.own.leases.Acquire(ctx, mappingLeasePrefix+key)
+	if s.own.leaseTrouble {
+		return // the leases bucket did not answer this balance
+	}
+	lctx, cancel := leaseCtx(ctx)
+	l, err := s.own.leases.Acquire(lctx, mappingLeasePrefix+key)
+	cancel()
 	if err != nil {
+		s.leaseFailed(err)
 		if !errors.Is(err, lease.ErrHeld) {
 			s.eng.Logger.Warn("mapping lease not taken; will retry", "unit", key, "err", err)
 		}
@@ -191,7 +205,7 @@ func (s *Service) claimLocked(ctx context.Context, u unit) {
 	s.own.held[key] = l
 	go s.watchLease(key, l)
 	if r, ok := s.runners[u.id].(*runner); ok && u.shard != "" {
-		r.take(u.shard)
+		r.take(u.shard, l)
 		return
 	}
 	if err := s.startLocked(ctx, c); err != nil {
@@ -299,11 +313,12 @@ func (s *Service) shardRunningLocked(u unit) bool {
 	return r.started[u.shard] && !r.finished[u.shard]
 }
 
-// take makes shard one of the runner's (its lease was taken): the
+// take makes shard one of the runner's (its lease l was taken): the
 // lineage loop starts it once its parents are processed to their end.
-func (r *runner) take(shard string) {
+func (r *runner) take(shard string, l *lease.Lease) {
 	r.mu.Lock()
 	r.mine[shard] = true
+	r.leases[shard] = l
 	r.mu.Unlock()
 	signal(r.wake)
 }
@@ -318,6 +333,7 @@ func (r *runner) drop(shard string, drain time.Duration) int {
 	defer r.startMu.Unlock()
 	r.mu.Lock()
 	delete(r.mine, shard)
+	delete(r.leases, shard)
 	var w *shardWorker
 	i := slices.IndexFunc(r.shards, func(w *shardWorker) bool { return w.shardID == shard })
 	if i >= 0 {

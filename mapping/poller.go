@@ -14,6 +14,7 @@ import (
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/internal/clocks"
+	"github.com/runnel-dev/runnel/lease"
 	"github.com/runnel-dev/runnel/mapping/filter"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -55,6 +56,10 @@ type runner struct {
 	started  map[string]bool // shards with a worker
 	finished map[string]bool // closed shards processed to their end
 	mine     map[string]bool // shards whose lease this process holds (owner_units.go)
+	// leases: shard -> its lease here, which its worker checks before
+	// each invocation (shard_lease.go); a shard without one (a service
+	// with no lease manager) is not checked.
+	leases map[string]*lease.Lease
 }
 
 // retentionPeriod is the source stream's retention period (24 h for a
@@ -106,9 +111,13 @@ type shardWorker struct {
 	retired      []retiredWindow
 	retiredUntil uint64
 	ended        atomic.Bool // the closed shard is read to its end
-	ckNotify     chan struct{}
-	counters     shardCounters
-	cancel       context.CancelFunc // stops this worker alone (drop)
+	// lease is the shard's lease (nil: none to check): the worker stops
+	// when it is lost, and its lanes invoke nothing once it is not Valid
+	// (shard_lease.go).
+	lease    *lease.Lease
+	ckNotify chan struct{}
+	counters shardCounters
+	cancel   context.CancelFunc // stops this worker alone (drop)
 	// drain stops the worker reading and its lanes taking new batches;
 	// the batches being invoked go on until resolved (or cancel).
 	drain context.CancelFunc
@@ -140,6 +149,10 @@ func (r *runner) start(ctx context.Context) error {
 	r.started, r.finished = map[string]bool{}, map[string]bool{}
 	if r.mine == nil {
 		r.mine = map[string]bool{}
+	}
+	if r.leases == nil {
+		// start runs under Service.mu (startLocked), as s.own.held wants.
+		r.leases = r.svc.heldLeasesLocked(r.cfg.UUID)
 	}
 	if err := r.startReady(ctx); err != nil {
 		r.cancel()
@@ -314,9 +327,11 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 		tctx, drain := context.WithCancel(wctx)
 		w.cancel, w.drain, w.done = cancel, drain, make(chan struct{})
 		r.mu.Lock()
+		w.lease = r.leases[sh.ShardID]
 		r.shards = append(r.shards, w)
 		r.started[sh.ShardID] = true
 		r.mu.Unlock()
+		w.stopOnLostLease(wctx)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
