@@ -37,9 +37,20 @@ var (
 	// ErrPersistence wraps an error of the Store (errors.Is matches both
 	// it and the store's own error). When it is returned after the handler
 	// succeeded, the result is returned too but the record stays INPROGRESS
-	// until its in-progress expiry. Powertools:
+	// until its in-progress expiry. (A result too large to store is not
+	// such a failure: see ErrResultNotStored.) Powertools:
 	// IdempotencyPersistenceLayerError.
 	ErrPersistence = errors.New("idempotency: store failed")
+
+	// ErrResultNotStored is returned by a repeat of a call whose handler
+	// succeeded with a result too large to store (a record over
+	// MaxRecordBytes): the record was saved COMPLETED without the result,
+	// so the handler does not run again and its result cannot be given
+	// back. The first call returned the result (and logged a WARN naming
+	// the key and the size). Powertools has no counterpart: its record
+	// stays INPROGRESS and the handler runs again after the in-progress
+	// expiry.
+	ErrResultNotStored = errors.New("idempotency: the call succeeded but its result was too large to store")
 
 	// ErrInvalidConfig is wrapped by Config.Validate's errors (a JMESPath
 	// that does not compile, a negative ExpiresAfter).

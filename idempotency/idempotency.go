@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,8 +51,19 @@ func Wrap[In, Out any](store Store, cfg Config, handler func(context.Context, In
 // Errors: fn's own error, unchanged (the record was deleted, so a retry
 // runs fn again); ErrAlreadyInProgress; ErrValidationMismatch;
 // ErrNoIdempotencyKey (with RaiseOnNoIdempotencyKey); ErrInconsistentState;
-// ErrPersistence wrapping the Store's error; ErrInvalidConfig. A panic in
-// fn deletes the record and panics on.
+// ErrPersistence wrapping the Store's error; ErrResultNotStored (a repeat
+// of a call whose result was too large to store); ErrInvalidConfig. A
+// panic in fn deletes the record and panics on.
+//
+// Trap: a result whose record would be over MaxRecordBytes (DynamoDB's
+// 400 KB item limit; the result's JSON is most of it) cannot be stored.
+// Powertools' update then fails and leaves the record INPROGRESS, so once
+// its in-progress expiry passes a repeat runs fn a second time. runnel
+// stores the record COMPLETED without the result instead (a marker that
+// it was too large, logged as a WARN naming the key and the size): this
+// call returns fn's result, a repeat returns ErrResultNotStored and never
+// runs fn again. Keep results small (an id, a status), or use Do for the
+// side effect and read the large output from where fn put it.
 func Do[T any](ctx context.Context, store Store, cfg Config, payload any, fn func(context.Context) (T, error)) (T, error) {
 	if cfg.Name == "" {
 		cfg.Name = funcName(fn)
@@ -182,6 +195,9 @@ func attempt[T any](ctx context.Context, cl *call, fn func(context.Context) (T, 
 		return zero, fmt.Errorf("%w: %s", ErrAlreadyInProgress, cl.id)
 	case StatusCompleted:
 		var out T
+		if size, ok := notStoredSize(old.Data); ok {
+			return zero, fmt.Errorf("%w: %s (its JSON was %d bytes)", ErrResultNotStored, cl.id, size)
+		}
 		if len(old.Data) > 0 {
 			if err := json.Unmarshal(old.Data, &out); err != nil {
 				return zero, fmt.Errorf("idempotency: stored result of %s does not decode into %T: %w", cl.id, out, err)
@@ -253,6 +269,14 @@ func execute[T any](ctx context.Context, cl *call, held int64, fn func(context.C
 		Data:       data,
 		Validation: cl.validation,
 	}
+	if size := recordBytes(done); size > MaxRecordBytes {
+		// Stored, the update would fail (an item over 400 KB) and leave the
+		// record INPROGRESS: a repeat after its in-progress expiry would run
+		// fn again. Store it COMPLETED with a marker instead of the result.
+		cl.c.Logger.WarnContext(ctx, "idempotency: result too large to store; the record is saved COMPLETED without it, and a repeat returns ErrResultNotStored",
+			"id", cl.id, "resultBytes", len(data), "recordBytes", size, "maxRecordBytes", MaxRecordBytes)
+		done.Data = notStoredMarker(len(data))
+	}
 	if uerr := cl.store.Update(bctx, done, held); errors.Is(uerr, ErrRecordChanged) {
 		// The work is done; the retry holding the key saves its own
 		// result. Returning an error here would make the caller retry
@@ -262,4 +286,46 @@ func execute[T any](ctx context.Context, cl *call, held int64, fn func(context.C
 		return v, fmt.Errorf("%w: save completed record %s: %w", ErrPersistence, cl.id, uerr)
 	}
 	return v, nil
+}
+
+// MaxRecordBytes is the largest record Do stores with its result: 400 KB
+// (409,600 bytes), DynamoDB's item size limit, counted as DynamoDB counts
+// an item (attribute names plus values; see recordBytes). A COMPLETED
+// record over it is stored without its result (ErrResultNotStored).
+const MaxRecordBytes = 400 * 1024
+
+// numberBytes is the most a DynamoDB number attribute's value takes (38
+// significant digits: 21 bytes).
+const numberBytes = 21
+
+// recordBytes is the size of r as a DynamoDB item of a Store that keeps
+// Powertools' attributes (the INPROGRESS record's in_progress_expiration
+// stays after Update), numbers counted at their largest.
+func recordBytes(r Record) int {
+	n := len(AttrID) + len(r.ID) + len(AttrStatus) + len(r.Status) + len(AttrData) + len(r.Data) +
+		len(AttrExpiration) + numberBytes + len(AttrInProgressExpiration) + numberBytes
+	if r.Validation != "" {
+		n += len(AttrValidation) + len(r.Validation)
+	}
+	return n
+}
+
+// notStoredPrefix starts the data of a COMPLETED record whose result was
+// too large to store. It is not JSON, so no stored result can be taken
+// for it.
+const notStoredPrefix = "!runnel-idempotency: result not stored, bytes="
+
+func notStoredMarker(size int) []byte {
+	return []byte(notStoredPrefix + strconv.Itoa(size))
+}
+
+// notStoredSize reports whether data is the marker of a result too large
+// to store, and the result's size.
+func notStoredSize(data []byte) (int, bool) {
+	rest, ok := strings.CutPrefix(string(data), notStoredPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(rest)
+	return n, true
 }
