@@ -55,7 +55,9 @@ func (rq *request) lambdaReply(v any) {
 
 // lambdaFail writes Lambda's error: {"Type": "User" or "Service",
 // "message"}, the type in X-Amzn-ErrorType, and for a throttle (429) the
-// Reason and a Retry-After.
+// Reason (ConcurrentInvocationLimitExceeded from the account's unreserved
+// concurrency, ReservedFunctionConcurrentInvocationLimitExceeded from a
+// reservation: function.ThrottleReason) and a Retry-After.
 func (rq *request) lambdaFail(we wireError) {
 	typ := "User"
 	if we.status >= 500 {
@@ -66,7 +68,7 @@ func (rq *request) lambdaFail(we wireError) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Amzn-ErrorType", we.shape)
 	if we.status == 429 {
-		body["Reason"] = "ReservedFunctionConcurrentInvocationLimitExceeded"
+		body["Reason"] = function.ThrottleReason(we.e.Message)
 		w.Header().Set("Retry-After", "1")
 	}
 	w.WriteHeader(we.status)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -137,4 +139,94 @@ func (c *clusterSlots) release(key string, rev uint64) {
 	if err != nil && !(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
 		c.eng.Logger.Warn("function: release of a reserved concurrency slot failed; it frees at its TTL", "key", key, "err", err)
 	}
+}
+
+// limiter is the semaphore of a function's concurrency on this node: one
+// per function name in a Service, shared by $LATEST and its versions
+// (Lambda reserves concurrency for the function as a whole), replaced
+// when the reservation changes (an invocation releases the one it took).
+// With a reservation it is the fast first gate; the cluster-wide count
+// (clusterSlots) is the second. Without one, in a Service, it points to
+// the service's pool, which every function without a reservation shares.
+type limiter struct{ g atomic.Pointer[gate] }
+
+// gate is a limiter's semaphore: ch's capacity is the limit; reserved
+// says it is a reservation (ReservedConcurrentExecutions) rather than the
+// account's unreserved concurrency; pool, when set, is the shared
+// limiter to use instead (ch and reserved unused).
+type gate struct {
+	ch       chan struct{}
+	reserved bool
+	pool     *limiter
+}
+
+func newLimiter(n int, reserved bool) *limiter {
+	l := &limiter{}
+	l.resize(n, reserved)
+	return l
+}
+
+// get returns the semaphore to take a slot of: the limiter's own, or its
+// pool's.
+func (l *limiter) get() *gate {
+	g := l.g.Load()
+	if g.pool != nil {
+		return g.pool.get()
+	}
+	return g
+}
+
+// resize gives the limiter n slots of its own, unless it has n already.
+func (l *limiter) resize(n int, reserved bool) {
+	if g := l.g.Load(); g == nil || g.pool != nil || cap(g.ch) != n || g.reserved != reserved {
+		l.g.Store(&gate{ch: make(chan struct{}, n), reserved: reserved})
+	}
+}
+
+// share makes the limiter take its slots from pool.
+func (l *limiter) share(pool *limiter) {
+	if g := l.g.Load(); g == nil || g.pool != pool {
+		l.g.Store(&gate{pool: pool})
+	}
+}
+
+// Throttle reasons, the Reason of Lambda's TooManyRequestsException
+// (API_Invoke, ThrottleReason).
+const (
+	// ReasonReserved: the function's reserved concurrency is in use.
+	ReasonReserved = "ReservedFunctionConcurrentInvocationLimitExceeded"
+	// ReasonUnreserved: the account's unreserved concurrency, which the
+	// functions without a reservation share, is in use.
+	ReasonUnreserved = "ConcurrentInvocationLimitExceeded"
+)
+
+// unreservedPhrase is in the message of every throttle by the shared
+// pool, and in no other (ThrottleReason).
+const unreservedPhrase = "account's unreserved concurrency"
+
+// ThrottleReason is the Reason of a throttle (a TooManyRequestsException)
+// whose message is msg, as Invoke wrote it: ReasonUnreserved for the
+// shared pool's, ReasonReserved for any other.
+func ThrottleReason(msg string) string {
+	if strings.Contains(msg, unreservedPhrase) {
+		return ReasonUnreserved
+	}
+	return ReasonReserved
+}
+
+// unreservedConcurrency is what the functions without a reservation
+// share: DefaultAccountConcurrency less every function's reservation
+// (cfg's for its function, the known $LATEST's for the others), never
+// below 0.
+func (s *Service) unreservedConcurrency(cfg Config) int {
+	n := DefaultAccountConcurrency
+	if r := cfg.ReservedConcurrentExecutions; r != nil {
+		n -= *r
+	}
+	for name, f := range s.fns {
+		if r := f.cfg.ReservedConcurrentExecutions; name != cfg.FunctionName && r != nil {
+			n -= *r
+		}
+	}
+	return max(0, n)
 }

@@ -40,8 +40,10 @@ const (
 	DefaultMemory  = 128
 	MinMemory      = 128
 	MaxMemory      = 10240
-	// DefaultAccountConcurrency bounds a function without reserved
-	// concurrency, as the default Lambda account limit does.
+	// DefaultAccountConcurrency is the account's concurrency, as Lambda's
+	// default limit: the functions without a reservation share what the
+	// reservations leave of it (in a Service, per node; a Function made by
+	// New alone has all of it).
 	DefaultAccountConcurrency = 1000
 	// MinUnreservedConcurrency is what reservations must leave to the
 	// functions without one: at most DefaultAccountConcurrency - 100 is
@@ -63,9 +65,13 @@ type Config struct {
 	Timeout int `json:"Timeout" yaml:"Timeout"`
 	// MemorySize in MB, 128..10240. Default 128. Informational in-process.
 	MemorySize int `json:"MemorySize" yaml:"MemorySize"`
-	// ReservedConcurrentExecutions caps concurrent invocations (0..1000);
-	// nil leaves the function unreserved, bounded by the account's 1000.
-	// 0 throttles every invocation.
+	// ReservedConcurrentExecutions caps concurrent invocations (0..1000),
+	// across the nodes of a cluster; beyond it a TooManyRequestsException
+	// (429, Reason ReservedFunctionConcurrentInvocationLimitExceeded). nil
+	// leaves the function unreserved: it shares the account's unreserved
+	// concurrency (1000 less the reservations, counted per node), beyond
+	// which the Reason is ConcurrentInvocationLimitExceeded. 0 throttles
+	// every invocation.
 	ReservedConcurrentExecutions *int `json:"ReservedConcurrentExecutions,omitempty" yaml:"ReservedConcurrentExecutions"`
 	// Environment variables, visible to the handler through its context
 	// (Env(ctx)).
@@ -271,37 +277,6 @@ func newFunction(cfg Config, inv invoker, clock clockwork.Clock, log *slog.Logge
 	return &Function{cfg: cfg, core: &core{inv: inv, clock: clock, log: log, lim: newLimiter(n, reserved)}}
 }
 
-// limiter is the semaphore of a function's concurrency on this node: one
-// per function name in a Service, shared by $LATEST and its versions
-// (Lambda reserves concurrency for the function as a whole), replaced
-// when the reservation changes (an invocation releases the one it took).
-// With a reservation it is the fast first gate; the cluster-wide count
-// (clusterSlots) is the second.
-type limiter struct{ g atomic.Pointer[gate] }
-
-// gate is a limiter's semaphore: ch's capacity is the limit; reserved
-// says it is a reservation (ReservedConcurrentExecutions) rather than the
-// account's limit.
-type gate struct {
-	ch       chan struct{}
-	reserved bool
-}
-
-func newLimiter(n int, reserved bool) *limiter {
-	l := &limiter{}
-	l.resize(n, reserved)
-	return l
-}
-
-func (l *limiter) get() *gate { return l.g.Load() }
-
-// resize gives the limiter n slots, unless it has n already.
-func (l *limiter) resize(n int, reserved bool) {
-	if g := l.g.Load(); g == nil || cap(g.ch) != n || g.reserved != reserved {
-		l.g.Store(&gate{ch: make(chan struct{}, n), reserved: reserved})
-	}
-}
-
 // withConfig is f seen with configuration cfg (an alias's ARN, the
 // function's reserved concurrency on a version): the same handler,
 // concurrency and counters.
@@ -404,6 +379,9 @@ func (f *Function) Invoke(ctx context.Context, event any) (*Result, error) {
 	case slots <- struct{}{}:
 	default:
 		f.throttles.Add(1)
+		if !g.reserved {
+			return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: the %s, %d on this node, is in use)", f.cfg.FunctionName, unreservedPhrase, cap(slots))
+		}
 		return nil, awserr.New(awserr.ErrTooManyRequests, "Rate Exceeded. (function %s: reserved concurrency %d in use)", f.cfg.FunctionName, cap(slots))
 	}
 	var slotKey string // the cluster-wide slot taken, if any

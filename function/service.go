@@ -48,6 +48,10 @@ type Service struct {
 	sinks sinkRef // logging.go
 
 	slots clusterSlots // reserved concurrency across the nodes (concurrency.go)
+	// pool is the account's unreserved concurrency on this node, shared by
+	// the functions without a reservation: DefaultAccountConcurrency less
+	// the reservations (concurrency.go).
+	pool limiter
 
 	stop    context.CancelFunc      // ends the watch (watch.go)
 	revs    sync.Map                // function name, "v:<name>.<version>", "a:<name>.<alias>" -> newest revision applied (watch.go)
@@ -65,6 +69,7 @@ func NewService(ctx context.Context, eng *engine.Engine, reg *Registry) (*Servic
 	s := &Service{eng: eng, reg: reg, fns: map[string]*Function{}, lims: map[string]*limiter{},
 		versions: map[string]map[string]*version{}, aliases: map[string]map[string]*Alias{}, rnd: rand.Float64,
 		slots: clusterSlots{eng: eng, node: uuid.NewString()}}
+	s.pool.resize(DefaultAccountConcurrency, false)
 	err := eng.Buckets(ctx, map[string]*jetstream.KeyValue{"runnel_functions": &s.kv, versionsBucket: &s.vkv, aliasesBucket: &s.akv,
 		provisionedBucket: &s.pkv, policiesBucket: &s.polkv, tagsBucket: &s.tagkv, urlsBucket: &s.urlkv})
 	if err != nil {
@@ -117,6 +122,12 @@ func (s *Service) build(cfg Config, inv invoker) *Function {
 		f.lim = lim
 	case lim != nil:
 		f.lim = lim
+	}
+	if cfg.Version == "" {
+		if cfg.ReservedConcurrentExecutions == nil {
+			f.lim.share(&s.pool)
+		}
+		s.pool.resize(s.unreservedConcurrency(cfg), false)
 	}
 	return f
 }
@@ -243,6 +254,7 @@ func (s *Service) DeleteFunction(ctx context.Context, name string) error {
 	}
 	delete(s.fns, name)
 	delete(s.lims, name)
+	s.pool.resize(s.unreservedConcurrency(Config{}), false)
 	s.purgeProvisioned(ctx, name, "")
 	s.purgeDocs(ctx, name)
 	s.purgeURLs(ctx, name, "")
