@@ -87,6 +87,9 @@ func dynamoRequestChecks(op string, v any, rules valueRules, eavRule error) erro
 	if err := dynamoItemChecks(op, obj); err != nil {
 		return err
 	}
+	if op == "TransactWriteItems" || op == "TransactGetItems" {
+		return transactPlaceholderMaps(obj)
+	}
 	if op == "BatchGetItem" {
 		items, _ := obj["RequestItems"].(map[string]any)
 		for _, k := range sortedKeys(items) {
@@ -363,6 +366,37 @@ func dynamoMixed(op string, v any) error {
 		return awserr.New(awserr.ErrValidation, "ExpressionAttributeNames can only be specified when using expressions")
 	case obj["ExpressionAttributeValues"] != nil && ps.valuesNull != "" && len(slices.DeleteFunc(expression, func(p string) bool { return p == "ProjectionExpression" })) == 0:
 		return awserr.New(awserr.ErrValidation, "ExpressionAttributeValues can only be specified when using expressions: %s", ps.valuesNull)
+	}
+	return nil
+}
+
+// transactActions are the kinds of a TransactWriteItems' or a
+// TransactGetItems' action, in the order an action is read.
+var transactActions = []string{"ConditionCheck", "Put", "Update", "Delete", "Get"}
+
+// transactPlaceholderMaps is step 4's first check for each action of a
+// TransactWriteItems (ConditionCheck, Put, Update, Delete) or a
+// TransactGetItems (Get), in TransactItems order: an empty
+// ExpressionAttributeNames is a ValidationException "ExpressionAttributeNames
+// must not be empty", an empty ExpressionAttributeValues "ExpressionAttributeValues
+// must not be empty" (names first), before any expression is parsed or
+// table looked up (moto's test_transact_write_items__empty_expr_attr_values,
+// verified against AWS). Before, the action ran and its write happened.
+func transactPlaceholderMaps(obj map[string]any) error {
+	items, _ := obj["TransactItems"].([]any)
+	for _, it := range items {
+		action, _ := it.(map[string]any)
+		for _, kind := range transactActions {
+			a, _ := action[kind].(map[string]any)
+			if a == nil {
+				continue
+			}
+			for _, param := range []string{"ExpressionAttributeNames", "ExpressionAttributeValues"} {
+				if m, ok := a[param].(map[string]any); ok && len(m) == 0 {
+					return awserr.New(awserr.ErrValidation, "%s must not be empty", param)
+				}
+			}
+		}
 	}
 	return nil
 }
