@@ -133,3 +133,21 @@ func TestDescribeStreamReturnsAtMostAHundredShards(t *testing.T) {
 		t.Fatalf("the next page: %d shards, HasMoreShards %v; want 1 and false", len(rest.Shards), aws.ToBool(rest.HasMoreShards))
 	}
 }
+
+// TestListShardsNamesTheStreamARNGivenWithANextToken: ListShards refuses
+// a NextToken with the stream's identity, naming the parameter given:
+// "NextToken and StreamARN cannot be provided together." (InvalidArgument,
+// quoted in aws/aws-cli#9635). The endpoint resolved the ARN to a name
+// first, so the answer named StreamName.
+func TestListShardsNamesTheStreamARNGivenWithANextToken(t *testing.T) {
+	kc, _ := kinesisOnFakeClock(t)
+	ctx := context.Background()
+	must(kc.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("tok"), ShardCount: aws.Int32(2)}))
+	arn := must(kc.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("tok")})).StreamDescriptionSummary.StreamARN
+	page := must(kc.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String("tok"), MaxResults: aws.Int32(1)}))
+	_, err := kc.ListShards(ctx, &kinesis.ListShardsInput{StreamARN: arn, NextToken: page.NextToken})
+	var iae *ktypes.InvalidArgumentException
+	if !errors.As(err, &iae) || iae.ErrorMessage() != "NextToken and StreamARN cannot be provided together." {
+		t.Fatalf("ListShards(StreamARN, NextToken) = %v; want InvalidArgumentException naming StreamARN", err)
+	}
+}

@@ -253,6 +253,11 @@ func kinesisListShards(rq *request, in *listShardsInput) (any, error) {
 			return nil, awserr.OutOfRange(awserr.ErrInvalidArgument, "MaxResults", 0, 1, stream.MaxListShardsResults)
 		}
 	}
+	if in.NextToken != "" && in.StreamARN != "" && in.StreamName == "" {
+		// Kinesis names the parameter given (aws-cli#9635); the stream
+		// package sees a name once the ARN is resolved.
+		return nil, awserr.New(awserr.ErrInvalidArgument, "NextToken and StreamARN cannot be provided together.")
+	}
 	if in.StreamName != "" || in.StreamARN != "" {
 		name, err := in.name()
 		if err != nil {
