@@ -44,7 +44,9 @@ var errSlotsFull = errors.New("function: every reserved slot is taken")
 // clusterSlots counts the running invocations of the functions with a
 // reserved concurrency across every node sharing the engine's JetStream.
 // The bucket is opened at the first invocation of such a function: the
-// functions without a reservation never touch it.
+// functions without a reservation never touch it, and neither does an
+// engine no other process can reach (engine.Shared false: the node's
+// semaphore counts every invocation there is).
 type clusterSlots struct {
 	eng  *engine.Engine
 	node string

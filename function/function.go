@@ -324,8 +324,13 @@ func Env(ctx context.Context) map[string]string {
 // other.
 //
 // Invoke returns an error only when the function did not run: a throttle
-// (awserr.ErrTooManyRequests, when all its concurrency is in use; it does
-// not wait) or an event that does not encode. A handler error, a panic and a
+// (awserr.ErrTooManyRequests, when all its concurrency is in use: its
+// reservation, counted across the nodes sharing the JetStream, or the
+// account's unreserved concurrency on this node; it does not wait; see
+// ThrottleReason), an event that does not encode, or (ErrService) a
+// reserved function's slot that could not be taken from the bucket
+// runnel_function_concurrency. A response (or error object) over
+// MaxResponseSize is a function error, Function.ResponseSizeTooLarge. A handler error, a panic and a
 // timeout are function errors: a Result with FunctionError "Unhandled".
 //
 // The timeout is a context deadline. A handler that ignores its context is

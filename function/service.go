@@ -111,7 +111,9 @@ func (s *Service) random() float64 {
 func (s *Service) build(cfg Config, inv invoker) *Function {
 	f := newFunction(cfg, inv, s.eng.Clock, s.eng.Logger)
 	f.sinks = &s.sinks
-	f.cluster = &s.slots
+	if s.eng.Shared() {
+		f.cluster = &s.slots // another process can run the function too
+	}
 	lim := s.lims[cfg.FunctionName]
 	switch {
 	case cfg.Version == "" && lim == nil:
