@@ -182,7 +182,9 @@ func TestDynamoDBRefusalOrder(t *testing.T) {
 
 // TestDynamoDBKeyWording: a Key that does not match the table's key is
 // "The provided key element does not match the schema", as is an item
-// BatchWriteItem or TransactWriteItems writes; PutItem names the key.
+// BatchWriteItem or TransactWriteItems writes without its key; PutItem
+// names the key. (A TransactWriteItems item with a wrong-typed key
+// cancels the transaction instead: TestTransactWrongTypedKeyIsACancellationOnTheWire.)
 func TestDynamoDBKeyWording(t *testing.T) {
 	h := awsapi.NewHandler(testenv.Start(t, testenv.Options{}), awsapi.Options{})
 	if status, body := rawCall(h, "DynamoDB_20120810.CreateTable", `{"TableName":"hash","AttributeDefinitions":[{"AttributeName":"a","AttributeType":"S"}],`+
@@ -194,7 +196,7 @@ func TestDynamoDBKeyWording(t *testing.T) {
 		{"GetItem", `{"TableName":"hash","Key":{"a":{"S":""}}}`,
 			"One or more parameter values were invalid: The AttributeValue for a key attribute cannot contain an empty string value. Key: a"},
 		{"BatchWriteItem", `{"RequestItems":{"hash":[{"PutRequest":{"Item":{"b":{"S":"x"}}}}]}}`, "The provided key element does not match the schema"},
-		{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"hash","Item":{"a":{"NULL":true}}}}]}`, "The provided key element does not match the schema"},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"hash","Item":{"b":{"S":"x"}}}}]}`, "The provided key element does not match the schema"},
 		{"PutItem", `{"TableName":"hash","Item":{"a":{"N":"1"}}}`, "One or more parameter values were invalid: Type mismatch for key a expected: S actual: N"},
 		{"GetItem", `{"TableName":"hash","Key":{"a":{"S":"x"}},"ProjectionExpression":"#a.b","ExpressionAttributeNames":{"#a":"a"}}`,
 			"Key attributes must be scalars; list random access '[]' and map lookup '.' are not allowed: Key: a"},

@@ -94,7 +94,7 @@ var operations = index([]Operation{
 	{Service: SQS, Name: "ChangeMessageVisibilityBatch", h: handle(sqsChangeMessageVisibilityBatch),
 		Doc: "Changes the visibility of up to 10 received messages; each entry succeeds or fails on its own."},
 	{Service: SQS, Name: "StartMessageMoveTask", h: handle(sqsStartMessageMoveTask),
-		Doc: "Moves the messages of a dead-letter queue back to their source (or to DestinationArn), at most MaxNumberOfMessagesPerSecond."},
+		Doc: "Moves the messages of a dead-letter queue back to their source (or to DestinationArn), at most MaxNumberOfMessagesPerSecond. A running task survives a restart or a failover: the next process serving the queues resumes it."},
 	{Service: SQS, Name: "ListMessageMoveTasks", h: handle(sqsListMessageMoveTasks),
 		Doc: "Lists the move tasks of a source queue (MaxResults 1..10, default 1)."},
 	{Service: SQS, Name: "CancelMessageMoveTask", h: handle(sqsCancelMessageMoveTask),
