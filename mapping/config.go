@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -264,6 +265,18 @@ func (c Config) WithDefaults() Config {
 
 func invalid(format string, args ...any) error {
 	return awserr.New(awserr.ErrInvalidParameterValue, format, args...)
+}
+
+// visibilityRulePrefix begins the message of the create-time rule "queue
+// VisibilityTimeout >= function Timeout" that Service.validateQueue
+// checks last (queue_poller.go); validate lets an update through it
+// (service.go).
+const visibilityRulePrefix = "Queue visibility timeout: "
+
+// isVisibilityRule tells whether err is that rule's refusal.
+func isVisibilityRule(err error) bool {
+	var e *awserr.Error
+	return errors.As(err, &e) && e.Code == awserr.ErrInvalidParameterValue.Code && strings.HasPrefix(e.Message, visibilityRulePrefix)
 }
 
 func outOfRange(field string, v any, lo, hi any) error {

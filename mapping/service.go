@@ -112,6 +112,7 @@ type Service struct {
 	tables    *table.Service
 	functions *function.Service
 	kv, ck    jetstream.KeyValue
+	claims    jetstream.KeyValue // one mapping per (source, function): claims.go
 	live      jetstream.KeyValue // last published Status of mappings running anywhere
 	opts      Options
 	resMu     sync.Mutex // guards resolvers (taken inside mu, never the other way)
@@ -155,6 +156,9 @@ func NewService(ctx context.Context, eng *engine.Engine, streams *stream.Service
 		s.resolvers = append(s.resolvers, QueueDestinations(queues))
 	}
 	if s.live, err = eng.Bucket(ctx, "runnel_mapping_status"); err != nil {
+		return nil, err
+	}
+	if s.claims, err = eng.Bucket(ctx, "runnel_mapping_claims"); err != nil {
 		return nil, err
 	}
 	// The watch of the configurations starts before they are loaded, so
@@ -234,11 +238,47 @@ func (s *Service) DiscardedRecords() int64 { return s.discarded.Load() }
 // StartingPosition into a durable checkpoint per shard, stores the
 // mapping and, if enabled, starts it. It returns the stored configuration
 // with its UUID and State.
+//
+// Errors: InvalidParameterValueException for a value out of its range or
+// a source that does not exist ("Stream not found: <arn>" for a DynamoDB
+// stream that is not its table's current stream); ResourceConflictException
+// (409) when a mapping of the same EventSourceArn to the same function
+// (by qualified ARN) exists, naming its UUID (claims.go).
 func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Config, error) {
-	if err := s.validate(ctx, &cfg); err != nil {
+	if err := s.validate(ctx, &cfg, nil); err != nil {
 		return nil, err
 	}
 	cfg.UUID = uuid.NewString()
+	s.mu.Lock()
+	err := s.conflictLocked(&cfg)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if beforeClaim != nil {
+		beforeClaim()
+	}
+	if err := s.claimPair(ctx, &cfg); err != nil {
+		return nil, err
+	}
+	out, err := s.createClaimed(ctx, cfg)
+	if err != nil && !s.stored(cfg.UUID) {
+		s.releasePair(ctx, cfg.UUID, cfg.EventSourceArn, cfg.FunctionArn)
+	}
+	return out, err
+}
+
+// stored tells whether mapping id is among the configurations.
+func (s *Service) stored(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.configs[id]
+	return ok
+}
+
+// createClaimed is CreateEventSourceMapping once cfg is valid and has its
+// UUID and its pair's claim.
+func (s *Service) createClaimed(ctx context.Context, cfg Config) (*Config, error) {
 	// A stream-like source (a Kinesis stream, or a table's change log for
 	// a DynamoDB stream) gets a checkpoint per shard now, so that LATEST
 	// means the records after this call, whenever the mapping first runs.
@@ -281,11 +321,23 @@ func (s *Service) CreateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 
 // validate fills cfg's defaults (Config.WithDefaults) and its
 // FunctionArn, and checks it against its source, its function and its
-// destination.
-func (s *Service) validate(ctx context.Context, cfg *Config) error {
+// destination. old is the stored mapping cfg updates, nil at create.
+//
+// Two rules are create-time rules (API_CreateEventSourceMapping): a
+// DynamoDB stream must be its table's current stream, checked when the
+// source is new (an update never changes it); and a queue's
+// VisibilityTimeout must be at least the function's Timeout, checked at
+// create and on an update that changes the function, never on one that
+// leaves it or disables the mapping (the function's timeout may have been
+// raised since: the mapping must stay updatable, and stoppable).
+func (s *Service) validate(ctx context.Context, cfg *Config, old *Config) error {
 	*cfg = cfg.WithDefaults()
 	if cfg.sourceKind() == sourceQueue {
-		return s.validateQueue(ctx, cfg)
+		err := s.validateQueue(ctx, cfg)
+		if old != nil && isVisibilityRule(err) && (cfg.FunctionArn == old.FunctionArn || !*cfg.Enabled) {
+			err = nil // validateQueue checks this rule last, FunctionArn set
+		}
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err // an *awserr.Error, filter errors too
@@ -293,8 +345,14 @@ func (s *Service) validate(ctx context.Context, cfg *Config) error {
 	kind := function.EventKinesis
 	if cfg.sourceKind() == sourceDynamoDB {
 		kind = function.EventDynamoDB
-		if _, _, _, err := s.dynamoSource(*cfg); err != nil {
+		t, label, _, err := s.dynamoSource(*cfg)
+		if err != nil {
 			return err
+		}
+		if current, _, _ := t.Stream(); (old == nil || old.EventSourceArn != cfg.EventSourceArn) && (current == "" || current != label) {
+			// A table without a stream, or an older stream: the mapping
+			// would wait forever for changes it never gets.
+			return invalid("Stream not found: %s", cfg.EventSourceArn)
 		}
 		if cfg.StartingPosition == AtTimestamp {
 			return invalid("StartingPosition: AT_TIMESTAMP is not supported for a DynamoDB stream (TRIM_HORIZON or LATEST)")
@@ -462,6 +520,12 @@ func (s *Service) ListEventSourceMappings() []Config {
 // To clear a list, give an empty non-nil one; to remove the destination,
 // give an empty DestinationConfig; to remove a queue mapping's
 // ScalingConfig, give an empty one (MaximumConcurrency 0).
+//
+// The create-time rule "queue VisibilityTimeout >= function Timeout" is
+// checked again only when FunctionName changes to another function (by
+// qualified ARN) and the mapping stays enabled: Enabled=false is never
+// refused by it. Moving to a function that already has a mapping of the
+// same source answers 409 ResourceConflictException naming its UUID.
 func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Config, error) {
 	old, err := s.GetEventSourceMapping(cfg.UUID)
 	if err != nil {
@@ -500,9 +564,41 @@ func (s *Service) UpdateEventSourceMapping(ctx context.Context, cfg Config) (*Co
 	if cfg.ScalingConfig != nil && *cfg.ScalingConfig == (ScalingConfig{}) {
 		cfg.ScalingConfig = nil // an empty ScalingConfig removes it (Lambda's ScalingConfig: "To remove the configuration, pass an empty value")
 	}
-	if err := s.validate(ctx, &cfg); err != nil {
+	if err := s.validate(ctx, &cfg, old); err != nil {
 		return nil, err
 	}
+	moved := cfg.FunctionArn != old.FunctionArn
+	if moved {
+		// The new function must not have a mapping of this source already.
+		s.mu.Lock()
+		err := s.conflictLocked(&cfg)
+		s.mu.Unlock()
+		if err == nil {
+			err = s.claimPair(ctx, &cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out, err := s.updateValid(ctx, cfg)
+	switch {
+	case moved && err == nil:
+		s.releasePair(ctx, cfg.UUID, old.EventSourceArn, old.FunctionArn)
+	case moved && s.functionOf(cfg.UUID) != cfg.FunctionArn:
+		s.releasePair(ctx, cfg.UUID, cfg.EventSourceArn, cfg.FunctionArn)
+	}
+	return out, err
+}
+
+// functionOf is the FunctionArn of the stored mapping id ("" if none).
+func (s *Service) functionOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.configs[id].FunctionArn
+}
+
+// updateValid is UpdateEventSourceMapping once cfg is valid.
+func (s *Service) updateValid(ctx context.Context, cfg Config) (*Config, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The batches being invoked are let finish (up to HandOverDrain), as
@@ -541,7 +637,11 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 			}
 		}
 	}
-	return s.kv.Purge(ctx, id)
+	err = s.kv.Purge(ctx, id)
+	if err == nil {
+		s.releasePair(ctx, id, c.EventSourceArn, c.FunctionArn)
+	}
+	return err
 }
 
 // Close stops every poller, storing final checkpoints. Batches being
