@@ -310,11 +310,64 @@ type ReplayResult struct {
 	// Before, they were skipped without a trace.
 	TrimmedMessages uint64 `json:",omitempty"`
 	// ResumeSequenceNumber is, after a failure, the first record of the
-	// failing shard not sent: replay from it once the cause is fixed.
+	// failing shard not sent, and ResumeShardID that shard. With a time
+	// range over several shards it is not all that is left: see Resume.
 	ResumeSequenceNumber string `json:",omitempty"`
 	ResumeShardID        string `json:",omitempty"`
+	// Resume is set when Replay stops early (a batch the target rejects,
+	// a read that fails, a cancelled context): one entry per shard of the
+	// plan, in plan order, saying whether the shard is done, where it
+	// stopped, or that it was never read, with the sequence range left to
+	// replay. Replaying every range it lists (a sequence range each:
+	// replay --from-seq F --to-seq T) replays everything not replayed.
+	// Before, only the failing shard's resume point was given, and the
+	// later shards of a time range were never replayed.
+	Resume []ShardResume `json:",omitempty"`
 	// Error describes the failure, if any.
 	Error string `json:",omitempty"`
+}
+
+// States of a ShardResume.
+const (
+	ResumeDone    = "done"     // every record of the shard's range was handled (or it had none)
+	ResumeStopped = "stopped"  // Replay stopped in this shard
+	ResumeNotRead = "not read" // Replay stopped before this shard
+)
+
+// ShardResume is where one shard of a plan stands after a Replay that
+// stopped early.
+type ShardResume struct {
+	ShardID string
+	// State is ResumeDone, ResumeStopped or ResumeNotRead.
+	State string
+	// FromSequenceNumber..ToSequenceNumber (both inclusive) is the part of
+	// the shard's range left to replay (a stopped shard: from the first
+	// record not sent; a shard not read: its whole range), to give as
+	// --from-seq/--to-seq (ReplayRange.FromSeq/ToSeq). Empty when done.
+	FromSequenceNumber string `json:",omitempty"`
+	ToSequenceNumber   string `json:",omitempty"`
+}
+
+// resumeList is Resume for a Replay that stopped in shard i of plan at
+// from (a sequence number of that shard).
+func resumeList(plan *ReplayPlan, numbering stream.Numbering, i int, from string) []ShardResume {
+	out := make([]ShardResume, len(plan.Shards))
+	for j, sp := range plan.Shards {
+		out[j] = ShardResume{ShardID: sp.ShardID, State: ResumeDone}
+		switch {
+		case j == i:
+			out[j].State, out[j].FromSequenceNumber, out[j].ToSequenceNumber = ResumeStopped, from, sp.ToSequenceNumber
+		case j > i && sp.Available > 0:
+			out[j].State, out[j].FromSequenceNumber, out[j].ToSequenceNumber = ResumeNotRead, seqAt(numbering, sp.ShardID, max(sp.From, sp.readFrom)), sp.ToSequenceNumber
+		}
+	}
+	return out
+}
+
+// seqAt is the sequence number of position pos of shard.
+func seqAt(numbering stream.Numbering, shard string, pos uint64) string {
+	idx, _ := stream.ShardIndex(shard)
+	return stream.FormatSequenceNumber(numbering, idx, max(pos, stream.FirstPosition))
 }
 
 // readChunk is how many positions Replay reads at a time: 16 stored
@@ -324,8 +377,10 @@ const readChunk = 16 << stream.PositionBits
 // Replay puts exactly the records of a range through a target, in shard
 // order, shard after shard. A range reaching past retention is reported in
 // the plan (and refused unless AllowPastRetention). On the first batch the
-// target rejects, Replay stops and returns an error with the result: what
-// was sent stays sent, ResumeSequenceNumber says where to start again.
+// target rejects, or a read that fails (a cancelled context), Replay stops
+// and returns an error with the result: what was sent stays sent, Resume
+// says, for every shard of the plan, what is left to replay
+// (ResumeSequenceNumber: where the stopped shard starts again).
 func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, error) {
 	if err := o.Target.validate(); err != nil {
 		return nil, err
@@ -354,11 +409,20 @@ func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, 
 		}
 	}
 	progress()
-	for _, sp := range plan.Shards {
+	numbering, err := svc.Streams.Numbering(ctx, plan.Stream)
+	if err != nil {
+		return res, err
+	}
+	for i, sp := range plan.Shards {
 		if sp.Available == 0 {
 			continue
 		}
 		var pending []events.KinesisEventRecord
+		stop := func(from string, err error) {
+			res.ResumeShardID, res.ResumeSequenceNumber = sp.ShardID, from
+			res.Resume = resumeList(plan, numbering, i, from)
+			res.Error = err.Error()
+		}
 		flush := func() error {
 			if len(pending) == 0 {
 				return nil
@@ -367,9 +431,7 @@ func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, 
 			res.Sent += int64(done)
 			if err != nil {
 				res.Failed += int64(len(pending) - done)
-				res.ResumeShardID = sp.ShardID
-				res.ResumeSequenceNumber = pending[done].Kinesis.SequenceNumber
-				res.Error = err.Error()
+				stop(pending[done].Kinesis.SequenceNumber, err)
 				progress()
 				return err
 			}
@@ -381,6 +443,12 @@ func Replay(ctx context.Context, svc Services, o ReplayOptions) (*ReplayResult, 
 			end := min(sp.To, pos+readChunk-1)
 			recs, gone, err := svc.Streams.ReadRange(ctx, plan.Stream, sp.ShardID, pos, end)
 			if err != nil {
+				// The records read but not sent yet (pending) come first.
+				from := seqAt(numbering, sp.ShardID, pos)
+				if len(pending) > 0 {
+					from = pending[0].Kinesis.SequenceNumber
+				}
+				stop(from, fmt.Errorf("replay: read %s of %s: %w", sp.ShardID, plan.Stream, err))
 				return res, err
 			}
 			if gone > 0 {

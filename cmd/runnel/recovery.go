@@ -409,7 +409,9 @@ inclusive; the shard is the sequence numbers') or a time range (--from-time/
 every shard. A range reaching past the stream's retention is reported (how many
 records are missing, the first sequence number still available) and refused
 unless --allow-past-retention. Replay stops at the first batch the target
-rejects and says where to resume.`,
+rejects (or a read that fails, or Ctrl-C) and says, for every shard of the
+range, whether it is done or which replay command (a sequence range) replays
+what is left of it; those commands together replay everything not replayed.`,
 		Args: cobra.NoArgs,
 		RunE: g.withHandlers(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			ctx := cmd.Context()
@@ -481,8 +483,9 @@ rejects and says where to resume.`,
 					if res.TrimmedMessages > 0 {
 						fmt.Fprintf(cmd.OutOrStdout(), "trimmed by retention while replaying, not sent: %d stored messages (1..500 records each); see the log\n", res.TrimmedMessages)
 					}
-					if res.ResumeSequenceNumber != "" {
-						fmt.Fprintf(cmd.OutOrStdout(), "stopped: %s\nresume with --from-seq %s (%s)\n", res.Error, res.ResumeSequenceNumber, res.ResumeShardID)
+					if res.Error != "" && len(res.Resume) > 0 {
+						fmt.Fprintf(cmd.OutOrStdout(), "stopped: %s\n", res.Error)
+						printResume(cmd.OutOrStdout(), res, o, cmd.Flags().Changed("batch-size"))
 					}
 				}
 			}
@@ -506,6 +509,39 @@ rejects and says where to resume.`,
 	f.BoolVarP(&yes, "yes", "y", false, "don't ask for confirmation")
 	cmd.MarkFlagRequired("stream")
 	return cmd
+}
+
+// printResume prints, for a replay that stopped, each shard of its plan:
+// done, or the replay command (a sequence range of that shard, with the
+// same target and options) that replays what is left of it. Run together,
+// once the cause is fixed, they replay everything not replayed. Before,
+// only the failing shard's resume point was printed, as --from-seq
+// without --to-seq, and the later shards of a time range were lost.
+func printResume(w io.Writer, res *recovery.ReplayResult, o recovery.ReplayOptions, batchSize bool) {
+	var target string
+	switch {
+	case o.Target.Function != "":
+		target = " --to-function " + o.Target.Function
+	case o.Target.Queue != "":
+		target = " --to-queue " + o.Target.Queue
+	default:
+		target = " --to-stream " + o.Target.Stream
+	}
+	if batchSize {
+		target += fmt.Sprintf(" --batch-size %d", o.BatchSize)
+	}
+	if o.AllowPastRetention {
+		target += " --allow-past-retention"
+	}
+	fmt.Fprintln(w, "to replay what is left, run (with the same global flags, once the cause is fixed):")
+	for _, r := range res.Resume {
+		if r.State == recovery.ResumeDone {
+			fmt.Fprintf(w, "  %s done\n", r.ShardID)
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s: runnel replay --stream %s --from-seq %s --to-seq %s%s\n",
+			r.ShardID, r.State, res.Plan.Stream, r.FromSequenceNumber, r.ToSequenceNumber, target)
+	}
 }
 
 // checkReplayFunction reports why replay cannot invoke the function ref
