@@ -288,10 +288,13 @@ func TestLambdaEventSourceMappings(t *testing.T) {
 	seen = nil
 	mu.Unlock()
 
-	// AT_TIMESTAMP round-trips its timestamp (epoch seconds).
+	// AT_TIMESTAMP round-trips its timestamp (epoch seconds). (Of a
+	// version: a second mapping of the same stream and function is a
+	// ResourceConflictException, as on AWS.)
 	ts := time.Now().Add(-time.Hour).Truncate(time.Second)
+	lambdaMust(lc.PublishVersion(ctx, &lambda.PublishVersionInput{FunctionName: aws.String("lam-k")}))
 	tm := lambdaMust(lc.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
-		EventSourceArn: aws.String(streamArn), FunctionName: aws.String("lam-k"), Enabled: aws.Bool(false),
+		EventSourceArn: aws.String(streamArn), FunctionName: aws.String("lam-k:1"), Enabled: aws.Bool(false),
 		StartingPosition: ltypes.EventSourcePositionAtTimestamp, StartingPositionTimestamp: aws.Time(ts),
 	}))
 	if tm.StartingPositionTimestamp == nil || !tm.StartingPositionTimestamp.Equal(ts) || aws.ToString(tm.State) != "Disabled" {
