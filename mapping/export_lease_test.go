@@ -59,3 +59,10 @@ func (s *Service) Balance() time.Duration {
 	s.balanceLocked(s.ctx)
 	return time.Since(start)
 }
+
+// PresenceLease returns this process's presence lease (nil: none).
+func (s *Service) PresenceLease() *lease.Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.own.node
+}

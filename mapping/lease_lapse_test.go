@@ -215,3 +215,31 @@ func TestABalanceWaitsOnAStalledLeasesBucketLessThanHalfALeaseTTL(t *testing.T) 
 		t.Fatalf("the balance still holds the lock %v after the leases bucket stalled", lease.DefaultTTL)
 	}
 }
+
+// TestAPresenceLeaseLostInAStallIsTakenAgain: each process holds a
+// presence lease "node.<id>" so that the others count it when they take
+// their share of the mappings' shards (docs/cluster.md). A stall of the
+// leases bucket longer than the lease's TTL loses it; it was taken only at
+// start, so after a stall the other processes stopped counting this one
+// for good and took more than their share. Now the next balances take it
+// again.
+func TestAPresenceLeaseLostInAStallIsTakenAgain(t *testing.T) {
+	const ttl = 2 * time.Second
+	rn, st := startStallingNode(t, ttl)
+	l := rn.Mappings.PresenceLease()
+	if l == nil {
+		t.Fatal("no presence lease at start")
+	}
+	st.start()
+	select {
+	case <-l.Lost():
+	case <-time.After(3 * ttl):
+		t.Fatal("the presence lease was not lost while its renewals went unanswered")
+	}
+	st.stop()
+	testenv.Eventually(t, 20*time.Second, "the presence lease taken again", func() bool {
+		rn.Mappings.Balance()
+		n := rn.Mappings.PresenceLease()
+		return n != nil && n != l && n.Valid()
+	})
+}

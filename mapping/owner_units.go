@@ -101,6 +101,7 @@ func (s *Service) balanceLocked(ctx context.Context) {
 	if s.own.leases == nil || ctx.Err() != nil {
 		return
 	}
+	s.renewPresenceLocked(ctx)
 	units, described := s.unitsLocked(ctx)
 	isUnit := map[string]bool{}
 	for _, u := range units {
@@ -364,4 +365,29 @@ func (r *runner) drop(shard string, drain time.Duration) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.mine)
+}
+
+// renewPresenceLocked takes this process's presence lease ("node.<id>")
+// again when it was lost: a stall of the leases bucket longer than the
+// lease's TTL lets it expire, and it was taken only at start, so the
+// other processes stopped counting this one for good and each took more
+// than its share. Tried at each balance, for at most leaseCallTimeout; a
+// key not yet expired is tried again at the next.
+func (s *Service) renewPresenceLocked(ctx context.Context) {
+	if n := s.own.node; n != nil {
+		select {
+		case <-n.Lost():
+		default:
+			return
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, leaseCallTimeout)
+	defer cancel()
+	l, err := s.own.leases.Acquire(cctx, nodeLeasePrefix+s.own.leases.Node())
+	if err != nil {
+		s.eng.Logger.Warn("mapping: taking this node's presence lease again failed; will retry", "err", err)
+		return
+	}
+	s.eng.Logger.Info("mapping: took this node's presence lease again after losing it")
+	s.own.node = l
 }
