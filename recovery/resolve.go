@@ -38,6 +38,7 @@ import (
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
 	"github.com/runnel-dev/runnel/wire"
+	"github.com/runnel-dev/runnel/wire/ddbjson"
 )
 
 // Kinds of failure record.
@@ -64,7 +65,9 @@ var ErrUnknownFormat = errors.New("recovery: not a failure record runnel knows")
 type Resolved struct {
 	Kind string
 	// Records are the stream records (KindStreamBatch, KindInserted), in
-	// shard order, as a function would see them in a Kinesis event.
+	// shard order, as a function would see them in a Kinesis event: a
+	// pointer's range without the records its mapping's FilterCriteria
+	// filtered out, when the mapping is known (see Unfiltered).
 	Records []events.KinesisEventRecord
 	// Payload is the original event of an async invocation (KindAsync)
 	// or of an EventBridge dead letter (KindEvent), or the published
@@ -89,19 +92,21 @@ type Resolved struct {
 	// Missing counts records of the range that are gone (with ErrPastRetention).
 	Missing uint64
 	// Mapping is the UUID of the event source mapping that wrote a
-	// KindStreamBatch pointer (its streamArn and requestContext.functionArn),
-	// found through Sources.Mappings; its FilterCriteria were applied to
-	// Records. Empty when Resolve did not know the mapping: see Unfiltered.
+	// KindStreamBatch or KindDDBStreamBatch pointer (its streamArn and
+	// requestContext.functionArn), found through Sources.Mappings; its
+	// FilterCriteria were applied to Records (DynamoDB). Empty when
+	// Resolve did not know the mapping: see Unfiltered.
 	Mapping string
-	// Filtered counts the records of a KindStreamBatch range that the
+	// Filtered counts the records of a pointer's range that the
 	// mapping's FilterCriteria filtered out (Lambda discards them: they
-	// were never in the batch), and so are not in Records.
+	// were never in the batch), and so are not in Records (DynamoDB).
 	Filtered int
-	// Unfiltered, for a KindStreamBatch pointer, says why no FilterCriteria
+	// Unfiltered, for a pointer record, says why no FilterCriteria
 	// were applied: "" when the mapping was found (with or without
 	// FilterCriteria); else the reason (no Sources.Mappings given, or no
 	// mapping of that stream and function any more). Records then hold
-	// every record of the range, records the mapping filtered out included.
+	// every record of the range (DynamoDB: of the stream), records the
+	// mapping filtered out included.
 	Unfiltered string
 }
 
@@ -159,7 +164,7 @@ func ResolveFrom(ctx context.Context, src Sources, body []byte) (*Resolved, erro
 		return resolveBatch(ctx, streams, src.Mappings, &f)
 	}
 	if err := json.Unmarshal(body, &f); err == nil && f.DDBStreamBatchInfo != nil {
-		return resolveDDBBatch(ctx, src.Tables, &f)
+		return resolveDDBBatch(ctx, src.Tables, src.Mappings, &f)
 	}
 	if env, ok := wire.UnwrapSNS(body); ok {
 		payload := json.RawMessage(env.Message)
@@ -255,8 +260,10 @@ func pointerFilter(mappings *mapping.Service, streamARN, functionARN string, res
 // resolveDDBBatch reads the records of a DDBStreamBatchInfo from the
 // table's change log (a deleted table's too, while its stream is kept),
 // the stream's own records only (its label), as a DynamoDB event carries
-// them.
-func resolveDDBBatch(ctx context.Context, tables *table.Service, f *wire.OnFailureRecord) (*Resolved, error) {
+// them, without those the mapping's FilterCriteria filter out (matched as
+// the mapping matches them: {"eventName":...,"dynamodb":{"NewImage":...}})
+// when mappings knows the mapping.
+func resolveDDBBatch(ctx context.Context, tables *table.Service, mappings *mapping.Service, f *wire.OnFailureRecord) (*Resolved, error) {
 	bi := f.DDBStreamBatchInfo
 	res := &Resolved{Kind: KindDDBStreamBatch, Info: bi, Condition: f.RequestContext.Condition}
 	if tables == nil {
@@ -265,6 +272,10 @@ func resolveDDBBatch(ctx context.Context, tables *table.Service, f *wire.OnFailu
 	name, label, ok := table.ParseStreamARN(bi.StreamArn)
 	if !ok {
 		return nil, fmt.Errorf("%w: streamArn %q", ErrUnknownFormat, bi.StreamArn)
+	}
+	matcher, err := pointerFilter(mappings, bi.StreamArn, f.RequestContext.FunctionArn, res)
+	if err != nil {
+		return nil, err
 	}
 	var logName string
 	if ds, err := tables.DeletedStreamOf(ctx, name, label); err == nil {
@@ -305,9 +316,18 @@ func resolveDDBBatch(ctx context.Context, tables *table.Service, f *wire.OnFailu
 		if err != nil {
 			return nil, fmt.Errorf("recovery: change record %s of %s: %w", recs[k].SequenceNumber, bi.StreamArn, err)
 		}
-		if c.InStream(label) {
-			res.DynamoDB = append(res.DynamoDB, table.EventRecord(&recs[k], c, region, bi.StreamArn))
+		if !c.InStream(label) {
+			continue
 		}
+		er := table.EventRecord(&recs[k], c, region, bi.StreamArn)
+		if !matcher.Empty() {
+			var ev map[string]any
+			if json.Unmarshal(ddbjson.AppendEventRecord(nil, &er), &ev) != nil || !matcher.Match(ev) {
+				res.Filtered++
+				continue
+			}
+		}
+		res.DynamoDB = append(res.DynamoDB, er)
 	}
 	if missing > 0 {
 		res.Missing = uint64(max(1, int64(bi.BatchSize)-int64(len(res.DynamoDB))))
