@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
@@ -122,7 +121,7 @@ func (w *worker) runFIFO(ctx context.Context, qname string, msgs []queue.Message
 	for i := range msgs {
 		m := &msgs[i]
 		var r record
-		json.Unmarshal([]byte(m.Body), &r)
+		decodeRecord(m.Body, &r)
 		if blocked[r.GroupId] {
 			w.s.queues.ChangeMessageVisibility(ctx, qname, m.ReceiptHandle, 0)
 			continue
@@ -138,7 +137,7 @@ func (w *worker) runFIFO(ctx context.Context, qname string, msgs []queue.Message
 func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) bool {
 	s := w.s
 	var r record
-	if err := json.Unmarshal([]byte(m.Body), &r); err != nil {
+	if err := decodeRecord(m.Body, &r); err != nil {
 		s.log.Error("sns: an internal message does not decode; deleted", "topic", w.t.meta().Name, "messageId", m.MessageId, "err", err)
 		w.delete(ctx, qname, m)
 		return true
@@ -259,8 +258,7 @@ func (w *worker) retryLater(ctx context.Context, qname string, m *queue.Message,
 	if d > queue.MaxDelaySeconds*time.Second {
 		attrs[taskDue] = numAttr(strconv.FormatInt(now.Add(d).UnixMilli(), 10))
 	}
-	body, _ := json.Marshal(r)
-	in := queue.SendMessageInput{MessageBody: string(body), MessageAttributes: attrs}
+	in := queue.SendMessageInput{MessageBody: r.body(), MessageAttributes: attrs}
 	if delay > 0 {
 		in.DelaySeconds = &delay
 	}

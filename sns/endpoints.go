@@ -7,7 +7,6 @@ package sns
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -86,8 +85,7 @@ func (s *Service) sqsMessage(t *topicMeta, sub *subscription, r *record, target 
 }
 
 func (s *Service) envelopeJSON(t *topicMeta, sub *subscription, r *record) string {
-	b, _ := json.Marshal(s.envelope(t, sub, r))
-	return string(b)
+	return string(marshalJSON(s.envelope(t, sub, r)))
 }
 
 // rawAttributesError is the client error of a raw delivery to SQS of a
@@ -177,7 +175,7 @@ func (s *Service) sendConfirmation(t topicMeta, sub *subscription) {
 		SubscribeURL: s.opts.BaseURL + "/?Action=ConfirmSubscription&TopicArn=" + url.QueryEscape(topicArn) + "&Token=" + sub.meta.Token,
 		Timestamp:    s.eng.Clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
 	s.sign(e, t.Attributes[AttrSignatureVersion])
-	body, _ := json.Marshal(e)
+	body := marshalJSON(e)
 	policy := httpPolicy(t.Attributes[AttrDeliveryPolicy], sub)
 	s.wg.Add(1)
 	go func() {

@@ -13,7 +13,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"maps"
 	"math/big"
@@ -201,8 +200,7 @@ func (s *Service) lambdaEvent(t *topicMeta, sub *subscription, r *record) []byte
 		SNS: lambdaSNSEntity{SignatureVersion: e.SignatureVersion, Timestamp: e.Timestamp, Signature: e.Signature,
 			SigningCertURL: e.SigningCertURL, MessageID: e.MessageId, Message: e.Message, MessageAttributes: attrs,
 			Type: e.Type, UnsubscribeURL: e.UnsubscribeURL, TopicArn: e.TopicArn, Subject: subject}}}}
-	b, _ := json.Marshal(ev)
-	return b
+	return marshalJSON(ev)
 }
 
 // lambdaSNSEvent is events.SNSEvent as AWS writes it: Timestamp with

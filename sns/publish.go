@@ -252,12 +252,6 @@ func messageSize(in *PublishInput) int {
 	return n
 }
 
-// body is r as the internal queue stores it.
-func (r *record) body() string {
-	b, _ := json.Marshal(r)
-	return string(b)
-}
-
 // check applies Publish's rules to one message and returns its record
 // and its internal queue entry (FIFO group and deduplication ids; no
 // body yet).
