@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/stream"
 	"github.com/runnel-dev/runnel/table"
@@ -61,6 +62,10 @@ type ArchiveOptions struct {
 	// (DDBStreamBatchInfo) from their tables' change logs; nil leaves
 	// them unresolved, noted.
 	Tables *table.Service
+	// Mappings filters an on-failure record's range by its mapping's
+	// FilterCriteria (Sources.Mappings); nil archives the whole range,
+	// noted as unfiltered.
+	Mappings *mapping.Service
 }
 
 // ArchiveResult says what Archive did.
@@ -161,7 +166,7 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 			if written[m.MessageId] {
 				continue // visible again after a long archive: already written
 			}
-			line := archiveLine(ctx, streams, o.Tables, name, attrs[queue.AttrQueueArn], m)
+			line := archiveLine(ctx, Sources{Streams: streams, Tables: o.Tables, Mappings: o.Mappings}, name, attrs[queue.AttrQueueArn], m)
 			switch {
 			case line.Resolved != nil && line.Note == "":
 				res.Resolved++
@@ -217,7 +222,7 @@ func Archive(ctx context.Context, queues *queue.Service, streams *stream.Service
 	return res, nil
 }
 
-func archiveLine(ctx context.Context, streams *stream.Service, tables *table.Service, name, arn string, m queue.Message) ArchivedMessage {
+func archiveLine(ctx context.Context, src Sources, name, arn string, m queue.Message) ArchivedMessage {
 	v := Classify(m)
 	line := ArchivedMessage{Queue: name, QueueArn: arn, ArchivedAt: time.Now().UTC(), MessageId: m.MessageId,
 		MD5OfBody: queue.MD5OfBody(m.Body), Body: m.Body, Attributes: m.Attributes, MessageAttributes: m.MessageAttributes,
@@ -226,11 +231,11 @@ func archiveLine(ctx context.Context, streams *stream.Service, tables *table.Ser
 	case KindUnknown, KindLegacyDLQ:
 		return line // the body is the event itself
 	}
-	if streams == nil && v.Kind == KindStreamBatch {
+	if src.Streams == nil && v.Kind == KindStreamBatch {
 		line.Note = "not resolved: no stream service; the pointer is in the body"
 		return line
 	}
-	r, err := ResolveFrom(ctx, Sources{Streams: streams, Tables: tables}, []byte(m.Body))
+	r, err := ResolveFrom(ctx, src, []byte(m.Body))
 	switch {
 	case errors.Is(err, ErrPastRetention):
 		line.Resolved = r

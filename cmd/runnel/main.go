@@ -18,6 +18,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
+	_ "time/tzdata" // Scheduler's IANA zones on a host without zoneinfo (~450 KB)
 
 	"github.com/spf13/cobra"
 
@@ -112,6 +113,7 @@ func (g *globals) serve(ctx context.Context, o serveOptions, awsAddr string) (*r
 		return nil, err
 	}
 	streams.Use(rn.Streams)
+	streams.UseMappings(rn.Mappings)
 	demoFn.Use(rn.Queues)
 	if err := tradesFn.Use(rn.Tables, rn.Engine.NC); err != nil {
 		rn.Close()

@@ -89,6 +89,7 @@ func (g *globals) withHandlers(fn func(cmd *cobra.Command, args []string, rn *ru
 		}
 		defer rn.Close()
 		streams.Use(rn.Streams)
+		streams.UseMappings(rn.Mappings)
 		return fn(cmd, args, rn)
 	}
 }
@@ -368,7 +369,7 @@ the file is fsynced; without it they stay in the queue.`,
 		}
 		b := newBar(cmd, int64(n), "archived")
 		o.Progress = b.set
-		o.Tables = rn.Tables
+		o.Tables, o.Mappings = rn.Tables, rn.Mappings
 		res, err := recovery.Archive(cmd.Context(), rn.Queues, rn.Streams, name, o)
 		b.finish()
 		report(op, cmd, res, func(w io.Writer) {

@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/runnel-dev/runnel/function"
+	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -90,7 +91,7 @@ func (p perRecord) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 	for _, m := range ev.Records {
 		recs := []events.KinesisEventRecord{{EventID: m.MessageId, Kinesis: events.KinesisRecord{Data: []byte(m.Body)}}}
 		if s := p.streams.p.Load(); s != nil {
-			if res, err := recovery.Resolve(ctx, s, []byte(m.Body)); err == nil && len(res.Records) > 0 {
+			if res, err := recovery.ResolveFrom(ctx, recovery.Sources{Streams: s, Mappings: p.streams.m.Load()}, []byte(m.Body)); err == nil && len(res.Records) > 0 {
 				recs = res.Records
 			} else if err != nil && errors.Is(err, recovery.ErrPastRetention) {
 				p.log.Error("queue message points at records past retention; keeping it", "messageId", m.MessageId, "err", err)
@@ -119,10 +120,17 @@ func (p perRecord) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQ
 // them through a queue; set it once runnel is open.
 type Streams struct {
 	p atomic.Pointer[stream.Service]
+	m atomic.Pointer[mapping.Service]
 }
 
 // Use sets the streams service the handlers read failure records from.
 func (s *Streams) Use(svc *stream.Service) { s.p.Store(svc) }
+
+// UseMappings sets the mappings whose FilterCriteria a resolved failure
+// record's range is filtered by (recovery.Sources.Mappings): without it
+// the records a mapping filtered out between a batch's records are
+// handled too.
+func (s *Streams) UseMappings(m *mapping.Service) { s.m.Store(m) }
 
 // Register registers the built-in handlers in the default registry (see
 // RegisterIn).
