@@ -218,6 +218,9 @@ func (e *env) environ(api, tmp string) []string {
 		}
 		vars["NODE_PATH"] = opt + "/nodejs/node_modules"
 	}
+	if e.f.interp != nil && strings.HasPrefix(e.f.interp.runtime, "nodejs") {
+		vars["NODE_PATH"] = nodePath(e.f.interp.runtime, e.f.opt, root)
+	}
 	for k, v := range cfg.Environment {
 		vars[k] = v
 	}
@@ -247,6 +250,23 @@ func (e *env) environ(api, tmp string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// nodePath is the NODE_PATH of a nodejs* runtime, Lambda's
+// "/opt/nodejs/nodeNN/node_modules:/opt/nodejs/node_modules:
+// /var/runtime/node_modules:/var/runtime:/var/task" for runtime nodejsNN.x
+// (packaging-layers.html#packaging-layers-paths lists the layer paths
+// nodejs/node_modules and nodejs/nodeNN/node_modules; the order is the
+// runtime's): opt is the layers' directory ("" without layers: no /opt
+// entries) and root the task root. runnel's runtime client has no
+// node_modules of its own, so /var/runtime has no counterpart.
+func nodePath(runtime, opt, root string) string {
+	var dirs []string
+	if opt != "" {
+		major := strings.TrimSuffix(strings.TrimPrefix(runtime, "nodejs"), ".x")
+		dirs = append(dirs, opt+"/nodejs/node"+major+"/node_modules", opt+"/nodejs/node_modules")
+	}
+	return strings.Join(append(dirs, root), ":")
 }
 
 // offer queues inv for the runtime's next /next; false if the environment

@@ -57,8 +57,9 @@ type Config struct {
 	// Layers are the zips of the function's layers, in order (a later one
 	// overwrites an earlier one's files), unpacked into the environment's
 	// /opt: a directory of the function's own, whose bin, lib, python and
-	// nodejs/node_modules are on PATH, LD_LIBRARY_PATH, PYTHONPATH and
-	// NODE_PATH as Lambda puts /opt's.
+	// nodejs/nodeNN/node_modules, nodejs/node_modules are on PATH,
+	// LD_LIBRARY_PATH, PYTHONPATH and NODE_PATH as Lambda puts /opt's
+	// (an ES module's imports find the NODE_PATH packages too: bootstrap.cjs).
 	Layers [][]byte
 	// WorkDir is where the zip is unpacked (os.TempDir() when empty); a
 	// relative WorkDir is taken against the current directory when

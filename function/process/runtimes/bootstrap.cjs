@@ -54,15 +54,15 @@ function errorBody(err) {
   return { errorType: typeof err, errorMessage: String(err), trace: [] };
 }
 
-function logError(body) {
+function logError(body, title) {
   // One log event: lines joined by \r, as Lambda writes it.
-  const line = [new Date().toISOString(), requestId, "ERROR", "Invoke Error", JSON.stringify(body)].join("\t");
+  const line = [new Date().toISOString(), requestId, "ERROR", title || "Invoke Error", JSON.stringify(body)].join("\t");
   fs.writeSync(1, line.replace(/\n/g, "\r") + "\n");
 }
 
-async function postError(p, err, type) {
+async function postError(p, err, type, title) {
   const body = errorBody(err);
-  logError(body);
+  logError(body, title);
   flushLogs();
   await request("POST", p, JSON.stringify(body), { "Content-Type": "application/json", "Lambda-Runtime-Function-Error-Type": type || body.errorType });
 }
@@ -76,8 +76,10 @@ function nearestType(dir) {
   }
 }
 
-async function loadModule(base) {
-  // As the RIC: extensionless, then .js (ESM under "type":"module"), .mjs, .cjs.
+async function loadModule(base, mod, dir) {
+  // As the RIC: extensionless, then .js (ESM under "type":"module"), .mjs,
+  // .cjs; last, the module name as Node resolves it from the task root
+  // and the handler's directory (a missing one: Node's MODULE_NOT_FOUND).
   const candidates = [
     [base, "require"],
     [base + ".js", nearestType(path.dirname(base)) === "module" ? "import" : "require"],
@@ -88,21 +90,39 @@ async function loadModule(base) {
     if (!fs.existsSync(file) || fs.statSync(file).isDirectory()) continue;
     return how === "import" ? import(pathToFileURL(file).href) : require(file);
   }
-  return require(require.resolve(base, { paths: [ROOT] }));
+  return require(require.resolve(mod, { paths: [ROOT, dir] }));
 }
 
+// withoutClient is Node's "Cannot find module" message without this
+// client's own file in its "Require stack": on Lambda the stack ends in
+// the runtime's /var/runtime/index.mjs, here in a temporary file that
+// means nothing to the function's author.
+function withoutClient(message) {
+  const lines = String(message).split("\n").filter((l) => l !== "- " + __filename);
+  if (lines[lines.length - 1] === "Require stack:") lines.pop();
+  return lines.join("\n");
+}
+
+// loadHandler loads "[dir/]module.a.b" as the RIC's UserFunction.load:
+// a SyntaxError is Runtime.UserCodeSyntaxError "SyntaxError: <message>";
+// a CommonJS MODULE_NOT_FOUND (the handler's module or one it requires)
+// is Runtime.ImportModuleError with Node's own message ("Error: Cannot
+// find module 'axios'\nRequire stack:\n- <task>/index.js"); anything
+// else, an ES module's ERR_MODULE_NOT_FOUND included ("Cannot find
+// package 'x' imported from <task>/index.mjs", errorType "Error"), is
+// reported as thrown, as the RIC rethrows it.
 async function loadHandler(handler) {
   if (handler.includes("..")) throw new FaultError("Runtime.MalformedHandlerName", "'" + handler + "' is not a valid handler name. Use absolute paths when specifying root directories in handler names.");
   const m = /^([^.]*?)\.(.*)$/.exec(path.basename(handler));
   if (!m) throw new FaultError("Runtime.MalformedHandlerName", "Bad handler " + handler);
   const [, mod, fnPath] = m;
-  const base = path.resolve(ROOT, path.dirname(handler), mod);
+  const dir = path.resolve(ROOT, path.dirname(handler));
   let module;
   try {
-    module = await loadModule(base);
+    module = await loadModule(path.join(dir, mod), mod, dir);
   } catch (e) {
     if (e instanceof SyntaxError) throw new FaultError("Runtime.UserCodeSyntaxError", e.name + ": " + e.message, e);
-    if (e && (e.code === "MODULE_NOT_FOUND" || e.code === "ERR_MODULE_NOT_FOUND")) throw new FaultError("Runtime.ImportModuleError", "Error: Cannot find module '" + mod + "'", e);
+    if (e && e.code === "MODULE_NOT_FOUND") throw new FaultError("Runtime.ImportModuleError", withoutClient(String(e)), e);
     throw e;
   }
   let fn = module;
@@ -132,36 +152,69 @@ function context(headers) {
   };
 }
 
-// invoke runs the handler: a promise's settlement answers at once; a
-// callback answers at once when callbackWaitsForEmptyEventLoop is false,
-// else when the event loop is empty (beforeExit).
+// The one beforeExit action (the RIC's BeforeExitListener): Node emits
+// beforeExit when the event loop is empty.
+let onBeforeExit = null;
+process.on("beforeExit", () => {
+  const f = onBeforeExit;
+  onBeforeExit = null;
+  if (f) f();
+});
+
+// NodeJsExit is the RIC's Runtime.NodeJsExit: an async handler whose
+// promise is still pending when the event loop is empty.
+class NodeJsExit extends Error {
+  constructor() {
+    super("The Lambda runtime client detected an unexpected Node.js exit code. This is most commonly caused by a Promise that was never settled. For more information, see https://nodejs.org/docs/latest/api/process.html#exit-codes");
+    this.name = "Runtime.NodeJsExit";
+  }
+}
+
+// invoke runs the handler with the RIC's rules (CallbackContext.js,
+// Runtime.js); the first of callback/done/succeed/fail/settlement wins:
+//   - callback(err) answers the error at once; callback(null, result)
+//     answers at once when context.callbackWaitsForEmptyEventLoop is
+//     false, else when the event loop is empty (beforeExit);
+//   - context.done(err, result), succeed(result), fail(err) answer at
+//     once, never waiting (fail() without an error: "handled");
+//   - a returned promise answers when it settles;
+//   - nothing by the time the loop is empty: an async function handler
+//     is Runtime.NodeJsExit, any other handler answers null. This is the
+//     RIC of the nodejs20.x and nodejs22.x runtimes (3.x, Runtime.js
+//     _setDefaultExitListener); older RICs answered null for both.
 function invoke(fn, event, ctx) {
   return new Promise((resolve) => {
-    let done = false;
-    const finish = (err, result) => {
-      if (done) return;
-      done = true;
+    let finished = false; // an outcome was chosen (possibly pending beforeExit)
+    let answered = false;
+    const answer = (err, result) => {
+      if (answered) return;
+      answered = true;
+      onBeforeExit = null;
       resolve({ err, result });
     };
-    let called = null; // [err, result] once the callback was called
-    const callback = (err, result) => {
-      if (called) return;
-      called = [err, result];
-      if (!ctx.callbackWaitsForEmptyEventLoop) finish(err, result);
+    const isAsync = fn.constructor && fn.constructor.name === "AsyncFunction";
+    onBeforeExit = () => (isAsync ? answer(new NodeJsExit()) : answer(null, null));
+    const once = (f) => (...args) => {
+      if (finished) return;
+      finished = true;
+      f(...args);
     };
-    ctx.done = (err, result) => callback(err, result);
-    ctx.succeed = (result) => callback(null, result);
-    ctx.fail = (err) => callback(err || "handled");
+    const done = (err, result) => (err !== undefined && err !== null ? answer(err) : answer(null, result));
+    const callback = once((err, result) => {
+      if (err !== undefined && err !== null) return answer(err);
+      if (!ctx.callbackWaitsForEmptyEventLoop) return answer(null, result);
+      onBeforeExit = () => setImmediate(() => answer(null, result));
+    });
+    ctx.done = once(done);
+    ctx.succeed = once((result) => done(null, result));
+    ctx.fail = once((err) => done(err === undefined || err === null ? "handled" : err));
     let ret;
     try {
       ret = fn(event, ctx, callback);
     } catch (e) {
-      return finish(e);
+      return callback(e);
     }
-    if (ret && typeof ret.then === "function") ret.then((r) => finish(null, r), (e) => finish(e == null ? new Error("rejected") : e));
-    // Otherwise the callback's outcome once the event loop is empty (a
-    // handler that never called back: null).
-    else process.once("beforeExit", () => (called ? finish(called[0], called[1]) : finish(null, null)));
+    if (ret && typeof ret.then === "function") ret.then(ctx.succeed, ctx.fail);
   });
 }
 
@@ -178,25 +231,80 @@ function patchConsole() {
   }
 }
 
+// UnhandledPromiseRejection is the RIC's Runtime.UnhandledPromiseRejection:
+// its message is String(reason) ("Error: bg boom").
+class UnhandledPromiseRejection extends Error {
+  constructor(reason) {
+    super(reason);
+    this.name = "Runtime.UnhandledPromiseRejection";
+  }
+}
+
+// ESM_HOOKS makes an ES module's bare import ("import axios from
+// 'axios'") find packages in NODE_PATH's node_modules directories (the
+// layers' /opt/nodejs/nodeNN/node_modules and /opt/nodejs/node_modules),
+// as the Lambda Node.js 18+ runtimes do; Node's own ES module resolver
+// ignores NODE_PATH. A specifier the function's own node_modules resolve
+// is left alone; the hook only retries what Node could not find.
+const ESM_HOOKS = `
+import { pathToFileURL } from "node:url";
+import { dirname, join } from "node:path";
+let dirs = [];
+export async function initialize(data) { dirs = data.dirs; }
+export async function resolve(specifier, context, next) {
+  try {
+    return await next(specifier, context);
+  } catch (e) {
+    const bare = !/^[./#]/.test(specifier) && !/^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(specifier);
+    if (!e || e.code !== "ERR_MODULE_NOT_FOUND" || !bare) throw e;
+    for (const d of dirs) {
+      try {
+        return await next(specifier, { ...context, parentURL: pathToFileURL(join(dirname(d), "runnel-layer.mjs")).href });
+      } catch (_) { /* not in this one */ }
+    }
+    throw e;
+  }
+}`;
+
+// registerLayerImports installs ESM_HOOKS when NODE_PATH names an
+// existing node_modules directory. It needs module.register (Node.js
+// 18.19+, 20.6+, 22, 24); on an older Node, ES modules cannot import from
+// layers (CommonJS require still can).
+function registerLayerImports() {
+  const mod = require("module");
+  const dirs = (process.env.NODE_PATH || "").split(path.delimiter)
+    .filter((d) => path.basename(d) === "node_modules" && fs.existsSync(d));
+  if (!dirs.length || typeof mod.register !== "function") return;
+  mod.register("data:text/javascript," + encodeURIComponent(ESM_HOOKS), { parentURL: pathToFileURL(__filename).href, data: { dirs } });
+}
+
 async function main() {
   patchConsole();
+  let current = "";
+  let initializing = true;
+  // As the RIC's index.mjs: logged, posted (as the init error before the
+  // first invocation), then exit 129 / 128.
+  const fatal = async (err, title, code) => {
+    try {
+      if (current) await postError("/invocation/" + current + "/error", err, undefined, title);
+      else if (initializing) await postError("/init/error", err, undefined, title);
+      else logError(errorBody(err), title);
+    } finally {
+      process.exit(code);
+    }
+  };
+  process.on("uncaughtException", (e) => fatal(e, "Uncaught Exception", 129));
+  process.on("unhandledRejection", (reason) => fatal(new UnhandledPromiseRejection(reason), "Unhandled Promise Rejection", 128));
   let fn;
   try {
+    registerLayerImports();
     fn = await loadHandler(process.env._HANDLER || "");
   } catch (e) {
     await postError("/init/error", e);
     process.exit(1);
   }
+  initializing = false;
   flushLogs(); // the init phase's output is logged before START
-  let current = "";
-  process.on("uncaughtException", async (e) => {
-    if (current) await postError("/invocation/" + current + "/error", e, "Runtime.UncaughtException");
-    process.exit(129);
-  });
-  process.on("unhandledRejection", async (e) => {
-    if (current) await postError("/invocation/" + current + "/error", e, "Runtime.UnhandledPromiseRejection");
-    process.exit(128);
-  });
   for (;;) {
     const next = await request("GET", "/invocation/next");
     const h = next.headers;
