@@ -3,7 +3,9 @@ package awsapi
 // EventBridge Scheduler (REST, JSON bodies; paths /schedules and
 // /schedule-groups): CreateSchedule, GetSchedule, UpdateSchedule,
 // DeleteSchedule, ListSchedules, and the schedule groups (their tags:
-// scheduler_tags.go). ClientToken is accepted and not used; KmsKeyArn is
+// scheduler_tags.go). CreateSchedule's ClientToken makes a repeated
+// request answer the first one's ScheduleArn (scheduler.CreateSchedule);
+// UpdateSchedule's is not used (an update is idempotent); KmsKeyArn is
 // not kept; targets are Lambda, SQS and Kinesis.
 // https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html
 
@@ -34,7 +36,8 @@ type scheduleInput struct {
 func (in *scheduleInput) schedule(name string) scheduler.Schedule {
 	sc := scheduler.Schedule{Name: name, GroupName: in.GroupName, ScheduleExpression: in.ScheduleExpression,
 		ScheduleExpressionTimezone: in.ScheduleExpressionTimezone, FlexibleTimeWindow: in.FlexibleTimeWindow,
-		State: in.State, ActionAfterCompletion: in.ActionAfterCompletion, Description: in.Description, Target: in.Target}
+		State: in.State, ActionAfterCompletion: in.ActionAfterCompletion, Description: in.Description, Target: in.Target,
+		ClientToken: in.ClientToken}
 	for _, d := range []struct {
 		in  *epoch
 		out **time.Time

@@ -47,7 +47,18 @@ func TestSchedulerThroughTheSDK(t *testing.T) {
 	if !strings.HasSuffix(aws.ToString(cs.ScheduleArn), ":schedule/team/morning") {
 		t.Errorf("ScheduleArn %v", aws.ToString(cs.ScheduleArn))
 	}
-	_, err = sc.CreateSchedule(ctx, in)
+	// The SDK filled in.ClientToken: the same call again is a retry of
+	// the first and answers its ARN (API_CreateSchedule's ClientToken);
+	// with another token it is a second schedule of that name.
+	if in.ClientToken == nil {
+		t.Fatal("the SDK sent no ClientToken")
+	}
+	if again, err := sc.CreateSchedule(ctx, in); err != nil || aws.ToString(again.ScheduleArn) != aws.ToString(cs.ScheduleArn) {
+		t.Errorf("the same CreateSchedule with its ClientToken: %v %v, want %v", again, err, aws.ToString(cs.ScheduleArn))
+	}
+	second := *in
+	second.ClientToken = aws.String("another-token")
+	_, err = sc.CreateSchedule(ctx, &second)
 	if !errors.As(err, &conflict) {
 		t.Errorf("second schedule: %v, want ConflictException", err)
 	}

@@ -119,11 +119,20 @@ func (s *Service) fire(now time.Time) time.Time {
 // as a crash would.
 var crashAfterStore atomic.Pointer[func() error]
 
-// executionID is an occurrence's execution id: a name-based UUID of the
-// schedule (its ARN and creation) and the occurrence, so that firing it
-// again yields the same id.
+// executionID is an occurrence's execution id (its first attempt's;
+// target.AttemptExecutionID gives the retries theirs): a name-based UUID
+// of the schedule (its ARN, creation and Generation) and the occurrence,
+// so that firing it again (after a crash, or by another process taking
+// over) yields the same id, and an occurrence re-armed by UpdateSchedule
+// (an at() schedule given back a time it already fired at) a new one.
+// Before, the Generation was not part of it: the re-armed occurrence had
+// the id already claimed, and the target poller dropped it as a duplicate
+// while the schedule said it fired.
 func executionID(sc *Schedule, occ time.Time) string {
 	name := sc.Arn + "|" + sc.CreationDate.UTC().Format(time.RFC3339Nano) + "|" + occ.UTC().Format(time.RFC3339Nano)
+	if sc.Generation > 0 {
+		name += "|" + strconv.Itoa(sc.Generation)
+	}
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String()
 }
 
@@ -146,8 +155,10 @@ func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 	// dead-letters it when that is past the target's
 	// MaximumEventAgeInSeconds. Before, its age counted from the restart
 	// and every missed occurrence was delivered.
+	// Template: each attempt fills the context attributes again, with its
+	// own execution id and attempt number (target/schedule.go).
 	d := target.Delivery{ID: id, Once: true, ScheduleArn: sc.s.Arn, ScheduledTime: occ.UnixMilli(), TargetArn: t.Arn,
-		Payload: payload(&sc.s, id, occ), Accepted: invokeAt(&sc.s, occ).UnixMilli()}
+		Payload: payload(&sc.s, id, occ), Template: t.Input, Accepted: invokeAt(&sc.s, occ).UnixMilli()}
 	d.Set(t.RetryPolicy, t.DeadLetterConfig, t.SqsParameters)
 	if t.KinesisParameters != nil {
 		d.PartitionKey = t.KinesisParameters.PartitionKey
@@ -163,8 +174,8 @@ func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.scheds[k]
-	if cur == nil || cur.s.ScheduleExpression != sc.s.ScheduleExpression {
-		return nil // deleted or changed meanwhile
+	if cur == nil || cur.s.ScheduleExpression != sc.s.ScheduleExpression || cur.s.Generation != sc.s.Generation {
+		return nil // deleted, changed or re-armed meanwhile
 	}
 	upd := cur.s
 	fired := occ.UTC()
@@ -178,15 +189,11 @@ func (s *Service) fireOne(ctx context.Context, k string, occ time.Time) error {
 	return nil
 }
 
-// payload is the target's Input with the context attributes replaced
-// ("{}" without Input).
+// payload is the target's Input with the context attributes of the
+// first attempt ("{}" without Input).
 func payload(sc *Schedule, executionID string, occ time.Time) string {
-	in := sc.Target.Input
-	if in == "" {
+	if sc.Target.Input == "" {
 		return "{}"
 	}
-	return strings.NewReplacer("<aws.scheduler.schedule-arn>", sc.Arn,
-		"<aws.scheduler.scheduled-time>", occ.UTC().Format(time.RFC3339),
-		"<aws.scheduler.execution-id>", executionID,
-		"<aws.scheduler.attempt-number>", strconv.Itoa(1)).Replace(in)
+	return target.SchedulePayload(sc.Target.Input, sc.Arn, occ, executionID, 1)
 }

@@ -22,18 +22,28 @@
 // compare-and-set: no occurrence is skipped, after a crash or a stop of
 // any length (a missed one fires at restart). A crash between the two
 // writes fires that one occurrence again at restart, but not twice to
-// the target: the execution id is derived from the schedule (ARN and
-// creation) and the occurrence, so the second delivery has the same id,
-// and the delivery is marked Once, so package target attempts only one
-// stored copy of an id and drops the other (logged, counted in
+// the target: the execution id is derived from the schedule (ARN,
+// creation and Generation) and the occurrence, so the second delivery has
+// the same id, and the delivery is marked Once, so package target attempts
+// only one stored copy of an id and drops the other (logged, counted in
 // target.Stats.Duplicates). The delivery itself is then at least once,
-// as AWS's: a retry after a crash carries the same execution id.
+// as AWS's: an attempt made again after a crash carries the same
+// execution id. An UpdateSchedule that gives an at() schedule a new time
+// increments its Generation: moved back to a time it fired at, it fires
+// again, with a new execution id.
 //
 // The target's payload is Input with the context attributes
 // <aws.scheduler.schedule-arn>, <aws.scheduler.scheduled-time>,
-// <aws.scheduler.execution-id> and <aws.scheduler.attempt-number> (always
-// 1: runnel's retries resend the same payload) replaced; "{}" without
-// Input.
+// <aws.scheduler.execution-id> and <aws.scheduler.attempt-number>
+// replaced at each attempt: attempt n (1, 2, ...) has its number and its
+// own execution id (the first attempt's is the occurrence's; see
+// target.AttemptExecutionID); "{}" without Input. An SQS FIFO target must
+// have content-based deduplication (API_SqsParameters): without it the
+// invocation fails as SQS refuses the message (InvalidParameterValue, not
+// retried); with it, the message's MessageDeduplicationId is the
+// occurrence's execution id (the same for every attempt). A failed
+// invocation goes to the DeadLetterConfig queue with the target service's
+// own ERROR_CODE (target/schedule.go).
 //
 // # Storage
 //
@@ -122,6 +132,14 @@ type Schedule struct {
 	LastModificationDate  time.Time
 	// LastFired is the last occurrence fired (runnel's progress).
 	LastFired *time.Time `json:",omitempty"`
+	// Generation counts the updates that re-armed an at() schedule (gave
+	// it a new time); part of its execution ids (runnel's; 0 at creation).
+	Generation int `json:",omitempty"`
+	// ClientToken is the CreateSchedule's idempotency token (1..64
+	// characters of [a-zA-Z0-9-_]; optional): the same request with the
+	// same token answers the schedule's ARN again instead of a conflict.
+	// Kept with the schedule, never in GetSchedule's answer.
+	ClientToken string `json:",omitempty"`
 }
 
 // ScheduleGroup is a group (API_GetScheduleGroup).

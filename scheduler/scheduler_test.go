@@ -248,6 +248,14 @@ func TestDisabledTimeIsNotFiredLater(t *testing.T) {
 	}
 }
 
+// TestFailedInvocationGoesToTheDLQ: a failed invocation goes to the
+// schedule's dead-letter queue with the attributes of
+// configuring-schedule-dlq.html ("Retrieve the dead-letter event"):
+// ERROR_CODE is the target service's own code (here
+// "AWS.SimpleQueueService.NonExistentQueue"), ERROR_MESSAGE its message,
+// IS_PAYLOAD_TRUNCATED "false", with EXECUTION_ID, SCHEDULE_ARN,
+// SCHEDULED_TIME and TARGET_ARN. Before, ERROR_CODE was an EventBridge
+// rule's (NO_RESOURCE) and IS_PAYLOAD_TRUNCATED was never set.
 func TestFailedInvocationGoesToTheDLQ(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(t0)
 	rn := start(t, t.TempDir(), clock)
@@ -259,7 +267,9 @@ func TestFailedInvocationGoesToTheDLQ(t *testing.T) {
 	create(t, rn, s)
 	clock.Advance(time.Minute)
 	got := received(t, rn, "dlq", 1)[0]
-	for _, want := range []string{"ERROR_CODE=NO_RESOURCE", "SCHEDULE_ARN=" + rn.Schedules.ARNOf("default", "lost"), "SCHEDULED_TIME=2026-01-01T00:01:00Z", "EXECUTION_ID="} {
+	for _, want := range []string{"ERROR_CODE=AWS.SimpleQueueService.NonExistentQueue", "ERROR_MESSAGE=", "IS_PAYLOAD_TRUNCATED=false",
+		"SCHEDULE_ARN=" + rn.Schedules.ARNOf("default", "lost"), "SCHEDULED_TIME=2026-01-01T00:01:00Z", "EXECUTION_ID=",
+		"TARGET_ARN=" + rn.Queues.ARN("gone"), "RETRY_ATTEMPTS=0"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("DLQ message lacks %q: %s", want, got)
 		}

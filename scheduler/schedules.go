@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -28,12 +29,16 @@ func (s *Service) check(sc *Schedule, create bool) (*expr.Expr, error) {
 	if !nameRE.MatchString(sc.Name) {
 		return nil, invalid("1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[0-9a-zA-Z-_.]+$ (1..64 characters)", sc.Name)
 	}
+	if tz := sc.ScheduleExpressionTimezone; len(tz) > 50 {
+		return nil, invalid("ScheduleExpressionTimezone: length %d is out of the range 1..50.", len(tz))
+	} else if _, err := expr.Location(tz); err != nil {
+		// "Local" (the host's zone to Go) was accepted: a schedule
+		// followed whatever zone the machine was set to.
+		return nil, invalid("ScheduleExpressionTimezone: %v.", err)
+	}
 	x, err := expr.Parse(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
 	if err != nil {
 		return nil, invalid("Invalid Schedule Expression %s: %v.", sc.ScheduleExpression, err)
-	}
-	if len(sc.ScheduleExpressionTimezone) > 50 {
-		return nil, invalid("ScheduleExpressionTimezone: length %d is out of the range 1..50.", len(sc.ScheduleExpressionTimezone))
 	}
 	switch w := sc.FlexibleTimeWindow; w.Mode {
 	case "OFF":
@@ -94,9 +99,62 @@ func (s *Service) check(sc *Schedule, create bool) (*expr.Expr, error) {
 }
 
 // CreateSchedule creates a schedule and returns its ARN. Errors:
-// ErrValidation, ErrResourceNotFound (group), ErrConflict (exists).
+// ErrValidation, ErrResourceNotFound (group), ErrConflict (exists; see
+// repeatedCreate for a repeated ClientToken).
 func (s *Service) CreateSchedule(ctx context.Context, sc Schedule) (string, error) {
+	if t := sc.ClientToken; t != "" && !clientTokenRE.MatchString(t) {
+		return "", invalid("1 validation error detected: Value '%s' at 'clientToken' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9-_]+$ (1..64 characters)", t)
+	}
 	return s.store(ctx, sc, true)
+}
+
+var clientTokenRE = regexp.MustCompile(`^[a-zA-Z0-9\-_]{1,64}$`)
+
+// repeatedCreate answers a CreateSchedule of a schedule that exists (k,
+// read from the bucket, so that it holds across processes): with the
+// ClientToken that created it and the same request (every field but the
+// dates runnel sets), the existing ARN, as the first call's answer
+// (API_CreateSchedule: ClientToken "ensure[s] the idempotency of the
+// request"; SDKs fill it and send it again on a retry). Otherwise
+// ErrConflict: "Schedule <name> already exists.", or, with the same token
+// and another request, "ClientToken <token> was used for a different
+// request.". Before, ClientToken was ignored: a CreateSchedule retried
+// after a timeout got ConflictException though the first call created the
+// schedule.
+func (s *Service) repeatedCreate(ctx context.Context, k string, sc Schedule) (string, error) {
+	conflict := awserr.New(awserr.ErrConflict, "Schedule %s already exists.", sc.Name)
+	if sc.ClientToken == "" {
+		return "", conflict
+	}
+	e, err := s.kv.Get(ctx, k)
+	if err != nil {
+		return "", conflict
+	}
+	var old Schedule
+	if err := json.Unmarshal(e.Value(), &old); err != nil || old.ClientToken != sc.ClientToken {
+		return "", conflict
+	}
+	if !sameRequest(old, sc) {
+		return "", awserr.New(awserr.ErrConflict, "ClientToken %s was used for a different request.", sc.ClientToken)
+	}
+	return old.Arn, nil
+}
+
+// sameRequest reports whether a and b are the same CreateSchedule: equal
+// but for what runnel sets (dates, progress, generation).
+func sameRequest(a, b Schedule) bool {
+	norm := func(s Schedule) string {
+		s.CreationDate, s.LastModificationDate, s.LastFired, s.Generation = time.Time{}, time.Time{}, nil, 0
+		for _, d := range []**time.Time{&s.StartDate, &s.EndDate} {
+			if *d != nil {
+				u := (*d).UTC()
+				*d = &u
+			}
+		}
+		data, _ := json.Marshal(s)
+		return string(data)
+	}
+	return norm(a) == norm(b)
 }
 
 // UpdateSchedule replaces a schedule (ErrResourceNotFound if missing).
@@ -130,7 +188,7 @@ func (s *Service) store(ctx context.Context, sc Schedule, create bool) (string, 
 		data, _ := json.Marshal(sc)
 		rev, err = s.kv.Create(ctx, k, data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return "", awserr.New(awserr.ErrConflict, "Schedule %s already exists.", sc.Name)
+			return s.repeatedCreate(ctx, k, sc)
 		}
 	} else {
 		if old == nil {
@@ -138,9 +196,11 @@ func (s *Service) store(ctx context.Context, sc Schedule, create bool) (string, 
 		}
 		sc.CreationDate = old.s.CreationDate
 		changed := old.s.ScheduleExpression != sc.ScheduleExpression || old.s.ScheduleExpressionTimezone != sc.ScheduleExpressionTimezone
+		sc.Generation, sc.ClientToken = old.s.Generation, old.s.ClientToken
 		switch {
 		case x.Kind == expr.At && changed:
 			sc.LastFired = nil // a new time: not fired yet
+			sc.Generation++    // its own execution id, even at a time it fired at before
 		case x.Kind == expr.At:
 			sc.LastFired = old.s.LastFired // fired or not, enabled again or not: its one occurrence
 		case changed, old.s.State != "ENABLED" && sc.State == "ENABLED":

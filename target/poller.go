@@ -117,6 +117,9 @@ func (s *Service) guardedAttempt(ctx context.Context, d *Delivery) (code, msg st
 			s.log.Error("targets: a delivery attempt panicked; the delivery is dead-lettered", "id", d.ID, "target", d.TargetArn,
 				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			code, msg, retry = CodeClientError, fmt.Sprintf("runnel: the delivery attempt failed with a panic: %v", p), false
+			if d.ScheduleArn != "" {
+				code = CodeSchedulerInternal
+			}
 		}
 	}()
 	return s.attempt(ctx, d)
@@ -232,8 +235,11 @@ func dlqAttributes(d Delivery, exhausted string) map[string]queue.MessageAttribu
 	set("RULE_ARN", d.RuleArn)
 	set("SCHEDULE_ARN", d.ScheduleArn)
 	if d.ScheduleArn != "" {
-		set("EXECUTION_ID", d.ID)
+		// configuring-schedule-dlq: the last attempt's execution id, and
+		// IS_PAYLOAD_TRUNCATED (runnel never truncates the body).
+		set("EXECUTION_ID", d.ExecutionIDOf())
 		set("SCHEDULED_TIME", time.UnixMilli(d.ScheduledTime).UTC().Format(time.RFC3339))
+		set("IS_PAYLOAD_TRUNCATED", "false")
 	}
 	set("TARGET_ARN", d.TargetArn)
 	set("ERROR_CODE", d.ErrorCode)

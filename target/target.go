@@ -12,7 +12,9 @@
 //     retries, not the target's RetryPolicy);
 //   - an SQS queue (arn:aws:sqs:...:<name>): SendMessage of the payload;
 //     a FIFO queue gets Delivery.MessageGroupId and the delivery's id as
-//     its MessageDeduplicationId (so a retry is not stored twice);
+//     its MessageDeduplicationId (so a retry is not stored twice; a
+//     schedule's FIFO queue only with content-based deduplication, see
+//     schedule.go);
 //   - a Kinesis stream (arn:aws:kinesis:...:stream/<name>): PutRecord with
 //     Delivery.PartitionKey (the event id when empty);
 //   - an event bus (arn:aws:events:...:event-bus/<name>): the payload is put
@@ -47,6 +49,17 @@
 // dead-letter queue or it refuses the message; runnel keeps it, with the
 // same attributes, in the standard queue "runnel-eventbridge-dead-letters"
 // (DeadLetterStore), counts it and logs its id.
+//
+// A schedule's delivery (ScheduleArn set) differs (schedule.go,
+// https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html):
+// each attempt templates its payload again (execution id and attempt
+// number); a failure's ERROR_CODE is the target service's own code
+// ("AWS.SimpleQueueService.NonExistentQueue", "InvalidParameterValue",
+// "TooManyRequestsException"...; "AWS.Scheduler.InternalServerError" for
+// runnel's own), ERROR_MESSAGE its message; only what a retry may cure is
+// retried (awserr.IsRetryable, timeouts, runnel's own failures), never a
+// client error; its dead letter has IS_PAYLOAD_TRUNCATED "false" and the
+// last attempt's EXECUTION_ID.
 package target
 
 import (
@@ -200,6 +213,13 @@ type Delivery struct {
 	// Once: ID names what the delivery is (a schedule's occurrence), and
 	// only one stored copy of it is attempted (see once.go).
 	Once bool `json:",omitempty"`
+	// Template is a schedule's Input: each attempt's Payload is it with
+	// that attempt's context attributes (schedule.go). Empty: Payload as
+	// it is.
+	Template string `json:",omitempty"`
+	// ExecutionID is a schedule's last attempt's execution id (set by
+	// the attempt; ExecutionIDOf).
+	ExecutionID string `json:",omitempty"`
 	// Attempts that failed so far, and the last error.
 	Attempts  int    `json:",omitempty"`
 	ErrorCode string `json:",omitempty"`
@@ -400,6 +420,14 @@ func (s *Service) Enqueue(ctx context.Context, ds []Delivery) error {
 // for the dead-letter queue, the message, and whether to retry.
 func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, retry bool) {
 	var err error
+	if d.ScheduleArn != "" {
+		d.prepareScheduleAttempt()
+		if f := attemptFault.Load(); f != nil {
+			if err := (*f)(d); err != nil {
+				return classifySchedule(ctx, err)
+			}
+		}
+	}
 	payload := []byte(d.Payload)
 	switch arn := d.TargetArn; {
 	case strings.HasPrefix(arn, "arn:aws:lambda:"):
@@ -407,12 +435,17 @@ func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, r
 	case strings.HasPrefix(arn, "arn:aws:sqs:"):
 		in := queue.SendMessageInput{MessageBody: d.Payload, MessageGroupId: d.MessageGroupId}
 		if strings.HasSuffix(arn, ".fifo") {
-			in.MessageDeduplicationId = d.ID
+			in.MessageDeduplicationId, err = s.fifoDeduplicationID(ctx, d)
 		}
-		_, err = s.queues.SendMessage(ctx, arn, in)
+		if err == nil {
+			_, err = s.queues.SendMessage(ctx, arn, in)
+		}
 	case strings.HasPrefix(arn, "arn:aws:kinesis:"):
 		name, ok := stream.NameFromARN(arn)
 		if !ok {
+			if d.ScheduleArn != "" {
+				return classifySchedule(ctx, awserr.New(awserr.ErrResourceNotFound, "not a stream ARN: %s", arn))
+			}
 			return CodeNoResource, "not a stream ARN: " + arn, false
 		}
 		key := d.PartitionKey
@@ -437,6 +470,9 @@ func (s *Service) attempt(ctx context.Context, d *Delivery) (code, msg string, r
 	}
 	if err == nil {
 		return "", "", false
+	}
+	if d.ScheduleArn != "" {
+		return classifySchedule(ctx, err)
 	}
 	return classify(ctx, err)
 }

@@ -63,15 +63,11 @@ type Expr struct {
 }
 
 // Parse reads s in the time zone tz (an IANA name; "" is UTC). Errors
-// say what is wrong with the expression.
+// say what is wrong with the expression or the zone.
 func Parse(s, tz string) (*Expr, error) {
-	loc := time.UTC
-	if tz != "" {
-		l, err := time.LoadLocation(tz)
-		if err != nil {
-			return nil, fmt.Errorf("invalid time zone %q", tz)
-		}
-		loc = l
+	loc, err := Location(tz)
+	if err != nil {
+		return nil, err
 	}
 	e := &Expr{Src: s, loc: loc}
 	body, kind := "", ""
@@ -92,6 +88,25 @@ func Parse(s, tz string) (*Expr, error) {
 		return e, e.parseCron(body)
 	}
 	return nil, fmt.Errorf("expression must be at(...), rate(...) or cron(...), got %q", s)
+}
+
+// Location returns the time zone tz names: an IANA name such as
+// "America/New_York" ("" is UTC). "Local" (Go's name for the host's zone,
+// which AWS does not know) and unknown names are errors. The zone
+// database is compiled into the binary (cmd/runnel imports time/tzdata),
+// so a host without /usr/share/zoneinfo knows every name.
+func Location(tz string) (*time.Location, error) {
+	if tz == "" {
+		return time.UTC, nil
+	}
+	if tz == "Local" {
+		return nil, fmt.Errorf("invalid time zone %q: an IANA name such as America/New_York is required", tz)
+	}
+	l, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("invalid time zone %q: an IANA name such as America/New_York is required", tz)
+	}
+	return l, nil
 }
 
 func (e *Expr) parseRate(body string) error {
