@@ -26,9 +26,10 @@ const (
 	taskDue          = "Due"          // Unix ms before which it waits again (delays over 15 minutes)
 )
 
-// workVisibility is how long a received message stays hidden while it is
-// delivered: room for the immediate retries of every subscription, with
-// HTTP's 15 s timeout.
+// workVisibility is the visibility timeout (seconds) of a received
+// message, set again every heartbeat while its handler delivers it
+// (begin), so a fan-out of any length is not handed to a second
+// receiver; after a crash the message shows again within 300 s.
 const workVisibility = 300
 
 // receivers is how many receive loops deliver a standard topic's
@@ -45,7 +46,7 @@ func (s *Service) startWorker(t *topic) {
 	ctx, cancel := context.WithCancel(s.bg)
 	var wg sync.WaitGroup
 	t.stop = func() { cancel(); wg.Wait() }
-	w := &worker{s: s, t: t, fifo: map[string]*fifoState{}}
+	w := &worker{s: s, t: t, fifo: map[string]*fifoState{}, active: map[string]*inflight{}}
 	n := receivers
 	if t.meta().FIFO {
 		n = 1
@@ -69,6 +70,9 @@ type worker struct {
 	// is delivered again, which FIFO queue subscribers deduplicate).
 	mu   sync.Mutex
 	fifo map[string]*fifoState
+	// active: the internal messages this process's handlers are
+	// delivering, by internal message id (begin).
+	active map[string]*inflight
 }
 
 type fifoState struct {
@@ -142,11 +146,17 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 		w.delete(ctx, qname, m)
 		return true
 	}
+	stop, ok := w.begin(ctx, qname, m)
+	if !ok {
+		return true
+	}
+	defer stop()
 	r.MessageId, r.SequenceNumber = m.MessageId, m.Attributes[queue.MsgAttrSequenceNumber]
 	if id := attr(m, taskMessageID); id != "" {
 		r.MessageId = id
 	}
 	if due, _ := strconv.ParseInt(attr(m, taskDue), 10, 64); due > s.eng.Clock.Now().UnixMilli() {
+		stop()
 		return w.retryLater(ctx, qname, m, &r, attr(m, taskSubscription), attr(m, taskRetry), time.Duration(due-s.eng.Clock.Now().UnixMilli())*time.Millisecond)
 	}
 	s.mu.Lock()
@@ -164,7 +174,7 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 	}
 	retry, _ := strconv.Atoi(attr(m, taskRetry))
 	if meta.FIFO {
-		return w.handleFIFO(ctx, qname, m, &meta, &r, subs)
+		return w.handleFIFO(ctx, qname, m, &meta, &r, subs, stop)
 	}
 	for _, sub := range subs {
 		if only == "" && !sub.filter.match(&r) {
@@ -176,6 +186,7 @@ func (w *worker) handle(ctx context.Context, qname string, m *queue.Message) boo
 			return false // the message comes back after its visibility timeout
 		}
 	}
+	stop()
 	w.delete(ctx, qname, m)
 	return true
 }
@@ -200,8 +211,8 @@ func fifoRetryDeadline(r *record) time.Time {
 
 // handleFIFO delivers a FIFO message to the subscriptions not yet served;
 // a retry keeps the message in place (ChangeMessageVisibility), holding
-// its group back.
-func (w *worker) handleFIFO(ctx context.Context, qname string, m *queue.Message, meta *topicMeta, r *record, subs []*subscription) bool {
+// its group back. stop ends begin's renewals of m's visibility.
+func (w *worker) handleFIFO(ctx context.Context, qname string, m *queue.Message, meta *topicMeta, r *record, subs []*subscription, stop func()) bool {
 	w.mu.Lock()
 	st := w.fifo[r.MessageId]
 	if st == nil {
@@ -231,6 +242,7 @@ func (w *worker) handleFIFO(ctx context.Context, qname string, m *queue.Message,
 		}
 		pendingAny = true
 	}
+	stop()
 	if pendingAny {
 		if err := w.s.queues.ChangeMessageVisibility(ctx, qname, m.ReceiptHandle, int(min(wait, queue.MaxVisibilityTimeout*time.Second)/time.Second)); err != nil {
 			w.s.log.Warn("sns: could not schedule a FIFO retry; it comes back after its visibility timeout", "messageId", r.MessageId, "err", err)
