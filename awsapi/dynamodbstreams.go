@@ -10,9 +10,14 @@ package awsapi
 // (table.StreamRetention, by the engine clock). The log's shards are the
 // stream's shards, named as DynamoDB names them
 // (shardId-<20 digits>-<8 hex>, the AWS CLI checks the length): the stream
-// label's time in ms, then the log shard's index. Shards never close: a
-// disabled stream keeps its shards open and GetRecords keeps returning a
-// NextShardIterator.
+// label's time in ms, then the log shard's index. An enabled stream's
+// shards stay open. A disabled stream (turned off, or its table deleted)
+// is readable for 24 hours with its shards closed: each ends at the
+// stream's last change in it (DescribeStream's EndingSequenceNumber), and
+// GetRecords gives no NextShardIterator once a reader is past it
+// (dynamodbstreams_ends.go finds it). A record older than 24 hours is
+// trimmed: an iterator that would read it answers
+// TrimmedDataAccessException.
 
 import (
 	"context"
@@ -63,6 +68,24 @@ type ddbStream struct {
 	deleted bool
 }
 
+// real checks that a label that is not the table's latest was one of its
+// streams: the table's creation time (a stream given at CreateTable), or
+// a label with changes (labelIsReal). A label made up between the table's
+// creation and its latest stream is ResourceNotFoundException.
+func (rq *request) real(ctx context.Context, s *ddbStream, created float64) (*ddbStream, error) {
+	if s.labelMs == epochSeconds(created).UnixMilli() {
+		return s, nil
+	}
+	ok, err := rq.labelIsReal(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, streamNotFound(s.arn)
+	}
+	return s, nil
+}
+
 func streamNotFound(arn string) error {
 	return awserr.New(awserr.ErrResourceNotFound, "Requested resource not found: Stream: %s not found", arn)
 }
@@ -70,8 +93,11 @@ func streamNotFound(arn string) error {
 // resolveStream finds the table and label of a stream ARN. A label is
 // valid if it is the table's latest, or an earlier one from the table's
 // lifetime (a stream turned off and on again: the old stream stays
-// readable, DISABLED), or one of a deleted table whose stream is kept for
-// 24 hours (table.DeletedStreamOf).
+// readable, DISABLED; known by the table's creation time or by its
+// changes, see real), or one of a deleted table whose
+// stream is kept for 24 hours (table.DeletedStreamOf). Any other label:
+// ResourceNotFoundException "Requested resource not found: Stream: <arn>
+// not found".
 func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, error) {
 	if arn == "" {
 		return nil, awserr.New(awserr.ErrValidation, "1 validation error detected: Value null at 'streamArn' failed to satisfy constraint: Member must not be null")
@@ -93,8 +119,9 @@ func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, e
 			labelMs: lt.UnixMilli(), deleted: true}
 		if label == ds.LatestStreamLabel {
 			s.view = ds.StreamViewType
+			return s, nil
 		}
-		return s, nil
+		return rq.real(ctx, s, ds.CreationDateTime)
 	}
 	t, err := rq.h.rn.Tables.Table(name)
 	if err != nil {
@@ -118,6 +145,9 @@ func (rq *request) resolveStream(ctx context.Context, arn string) (*ddbStream, e
 		// for the DISABLED stream, as DynamoDB does).
 		s.enabled, s.view = d.StreamSpecification.StreamEnabled, d.StreamSpecification.StreamViewType
 	}
+	if label != d.LatestStreamLabel {
+		return rq.real(ctx, s, d.CreationDateTime)
+	}
 	return s, nil
 }
 
@@ -138,10 +168,22 @@ func (s *ddbStream) shardIndex(id string) int {
 }
 
 // streamIterator is the Streams API's shard iterator: the stream ARN (for
-// the label) around the log's own iterator.
+// the label) around the log's own iterator, with the shard and the trim
+// horizon when the iterator's position was taken.
 type streamIterator struct {
 	ARN   string `json:"a"`
 	Inner string `json:"i"`
+	// Shard is the log shard's index plus 1 (0: not known, an iterator
+	// of an earlier runnel).
+	Shard int `json:"s,omitempty"`
+	// Horizon is the trim horizon (engine clock, Unix ms: 24 hours before)
+	// when GetShardIterator placed the iterator; its continuations keep
+	// it. A change of the stream older than Horizon was trimmed before the
+	// iterator's position (a TRIM_HORIZON iterator starts at the oldest
+	// untrimmed record) and is skipped; one newer than Horizon but older
+	// than the horizon now was trimmed while the iterator was held:
+	// TrimmedDataAccessException.
+	Horizon int64 `json:"h,omitempty"`
 }
 
 func (it streamIterator) encode() string {
@@ -236,13 +278,16 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 		if !s.enabled {
 			// A disabled stream's shards (a deleted table's, or a stream
 			// turned off) take no more records: closed, ending at the
-			// shard's last record (at their start when they have none).
-			// For a stream turned off and on again, the log goes on with
-			// the new stream's records: the end given may be one of those,
-			// past the old stream's last record.
-			if r.EndingSequenceNumber, err = rq.lastSequenceNumber(s, i); err != nil {
+			// stream's last change in the shard (at their start when
+			// they have none), whatever the log takes after it (changes
+			// while off, a later stream's). A log too long to read to
+			// the end here (describePages) gives the last change found
+			// so far.
+			end, err := rq.streamEnd(rq.ctx, s, i, describePages)
+			if err != nil {
 				return nil, err
 			}
+			r.EndingSequenceNumber = end.lastSeq
 			if r.EndingSequenceNumber == "" {
 				r.EndingSequenceNumber = r.StartingSequenceNumber
 			}
@@ -266,23 +311,9 @@ func streamsDescribeStream(rq *request, in *streamsDescribeStreamInput) (any, er
 	return map[string]any{"StreamDescription": desc}, nil
 }
 
-// lastSequenceNumber is the sequence number of the last record of shard
-// i of s's log, "" if it has none.
-func (rq *request) lastSequenceNumber(s *ddbStream, i int) (string, error) {
-	logs := rq.h.rn.Tables.Logs()
-	first, last, err := logs.ShardBounds(rq.ctx, s.log, stream.ShardID(i))
-	if err != nil {
-		return "", logNotFound(err, s.arn)
-	}
-	if last < first || last == 0 {
-		return "", nil
-	}
-	seq, err := logs.SequenceNumber(rq.ctx, s.log, stream.ShardID(i), last)
-	if err != nil {
-		return "", logNotFound(err, s.arn)
-	}
-	return seq, nil
-}
+// describePages bounds the log pages DescribeStream reads per shard to
+// find a disabled stream's end (streamEnd).
+const describePages = 100
 
 type streamsGetShardIteratorInput struct {
 	StreamArn         string
@@ -320,7 +351,8 @@ func streamsGetShardIterator(rq *request, in *streamsGetShardIteratorInput) (any
 	if err != nil {
 		return nil, logNotFound(err, in.StreamArn)
 	}
-	return map[string]string{"ShardIterator": streamIterator{ARN: s.arn, Inner: inner}.encode()}, nil
+	horizon := rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention).UnixMilli()
+	return map[string]string{"ShardIterator": streamIterator{ARN: s.arn, Inner: inner, Shard: i + 1, Horizon: horizon}.encode()}, nil
 }
 
 // checkNotTrimmed refuses a sequence number of shard i whose record is
@@ -371,40 +403,76 @@ func streamsGetRecords(rq *request, in *streamsGetRecordsInput) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rq.streamRecords(rq.ctx, s, it.Inner, limit)
+	return rq.streamRecords(rq.ctx, s, it, limit)
 }
 
-// streamRecords reads the log from the inner iterator and keeps the
-// stream's records. When a whole read is filtered out and more is
-// waiting, it reads on (a few times) rather than answer with nothing.
-func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string, limit int) (any, error) {
+// endPages bounds how many log pages a GetRecords of a disabled stream
+// reads to find the stream's end in its shard (streamEnd); a call that
+// did not get there keeps the shard open, and the next goes on.
+const endPages = 10
+
+// streamRecords reads the log from iterator it and keeps the stream's
+// records. When a whole read is filtered out and more is waiting, it
+// reads on (a few times) rather than answer with nothing ("it might take
+// multiple calls to get to a portion of the shard that contains stream
+// records", API_streams_GetRecords). A disabled stream's shard closes (no
+// NextShardIterator) only once the read is past the stream's last change
+// in it, or at the log's end with none left (streamEnd), never because a
+// log page came back short: the log cuts its pages at 10 MiB. A change of
+// the stream that passed the 24 hours since the iterator was placed is
+// TrimmedDataAccessException (API_streams_GetRecords: "a stream record in
+// the shard exceeds the 24 hour period and is trimmed").
+func (rq *request) streamRecords(ctx context.Context, s *ddbStream, it streamIterator, limit int) (any, error) {
 	logs := rq.h.rn.Tables.Logs()
 	horizon := rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention).UnixMilli()
+	var end shardEnd
+	if !s.enabled && it.Shard > 0 {
+		var err error
+		if end, err = rq.streamEnd(ctx, s, it.Shard-1, endPages); err != nil {
+			return nil, err
+		}
+	}
+	inner := it.Inner
 	recs := []streamsRecord{}
 	size := int64(0)
-	for round := 0; ; round++ {
+	closed := false
+	for round := 0; !closed; round++ {
 		o, err := logs.GetRecords(ctx, inner, limit)
 		if err != nil {
 			return nil, logNotFound(err, s.arn)
 		}
 		for i := range o.Records {
 			rec := &o.Records[i]
+			if end.done && (!end.has || rec.Seq > end.last) {
+				closed = true // past the disabled stream's last change
+				break
+			}
 			c, err := table.DecodeChange(rec.Data)
 			if err != nil {
 				return nil, awserr.New(awserr.ErrService, "stream %s: bad change record %s: %v", s.arn, rec.SequenceNumber, err)
 			}
-			if !c.InStream(s.label) || c.TimeMs < horizon {
-				continue
+			if !c.InStream(s.label) || c.TimeMs < it.Horizon {
+				continue // not the stream's, or trimmed before the iterator's start
 			}
-			ev := table.EventRecordShared(rec, c, rq.h.opts.Region, s.arn) // c is freshly decoded and only encoded here
-			if len(recs) > 0 && size+ev.Change.SizeBytes > maxStreamBytes {
-				// 1 MB answered: the next read starts after the record
-				// before this one, not at the end of the log's page.
+			cut := c.TimeMs < horizon // trimmed while the iterator was held
+			var ev events.DynamoDBEventRecord
+			if !cut {
+				ev = table.EventRecordShared(rec, c, rq.h.opts.Region, s.arn) // c is freshly decoded and only encoded here
+				ev.Change.SizeBytes = table.StreamSizeBytes(c)
+				cut = len(recs) > 0 && size+ev.Change.SizeBytes > maxStreamBytes
+			}
+			if cut {
+				if len(recs) == 0 {
+					return nil, awserr.New(awserr.ErrTrimmedDataAccess, "The operation attempted to read past the oldest stream record in a shard: record %s is older than the stream's 24 hours", rec.SequenceNumber)
+				}
+				// 1 MB answered, or a trimmed record next: the next read
+				// starts after the record before this one, not at the end
+				// of the log's page.
 				last := recs[len(recs)-1].Dynamodb.SequenceNumber
 				if i > 0 {
 					last = o.Records[i-1].SequenceNumber // read, maybe left out
 				}
-				return rq.streamRecordsFrom(ctx, s, recs, last)
+				return rq.streamRecordsFrom(ctx, s, it, recs, last)
 			}
 			out := streamsRecord{AWSRegion: ev.AWSRegion, Dynamodb: ev.Change, EventID: ev.EventID, EventName: ev.EventName,
 				EventSource: ev.EventSource, EventVersion: ev.EventVersion}
@@ -415,26 +483,24 @@ func (rq *request) streamRecords(ctx context.Context, s *ddbStream, inner string
 			size += ev.Change.SizeBytes
 		}
 		inner = o.NextShardIterator
-		if len(recs) == 0 && len(o.Records) < limit && !s.enabled {
-			// A disabled stream's shard read to its end (no record of it
-			// comes any more): closed, no next iterator (what a reader
-			// takes for the shard's end).
-			inner = ""
+		if end.done && len(o.Records) == 0 {
+			closed = true // the log's end, the stream's changes all read
 		}
 		if len(recs) > 0 || len(o.Records) < limit || round >= 9 {
 			break
 		}
 	}
 	out := &streamsGetRecordsOutput{Records: recs}
-	if inner != "" {
-		out.NextShardIterator = streamIterator{ARN: s.arn, Inner: inner}.encode()
+	if inner != "" && !closed {
+		out.NextShardIterator = streamIterator{ARN: s.arn, Inner: inner, Shard: it.Shard, Horizon: it.Horizon}.encode()
 	}
 	return out, nil
 }
 
 // streamRecordsFrom answers recs with a NextShardIterator after the log
-// record last (a GetRecords cut at maxStreamBytes).
-func (rq *request) streamRecordsFrom(ctx context.Context, s *ddbStream, recs []streamsRecord, last string) (any, error) {
+// record last (a GetRecords cut at maxStreamBytes, or before a trimmed
+// record), keeping its shard and horizon.
+func (rq *request) streamRecordsFrom(ctx context.Context, s *ddbStream, it streamIterator, recs []streamsRecord, last string) (any, error) {
 	logs := rq.h.rn.Tables.Logs()
 	numbering, err := logs.Numbering(ctx, s.log)
 	if err != nil {
@@ -449,7 +515,8 @@ func (rq *request) streamRecordsFrom(ctx context.Context, s *ddbStream, recs []s
 	if err != nil {
 		return nil, logNotFound(err, s.arn)
 	}
-	return &streamsGetRecordsOutput{Records: recs, NextShardIterator: streamIterator{ARN: s.arn, Inner: next}.encode()}, nil
+	nit := streamIterator{ARN: s.arn, Inner: next, Shard: it.Shard, Horizon: it.Horizon}
+	return &streamsGetRecordsOutput{Records: recs, NextShardIterator: nit.encode()}, nil
 }
 
 // streamsGetRecordsOutput is GetRecords' answer. Its AppendJSON writes

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnel-dev/runnel/internal/clocks"
 	"github.com/runnel-dev/runnel/stream"
+	"github.com/runnel-dev/runnel/table/expr"
 )
 
 // EventRecord turns a change-log record into the DynamoDB stream record
@@ -68,6 +69,28 @@ func eventRecord(rec *stream.Record, c *Change, region, streamARN string, own fu
 		out.UserIdentity = &events.DynamoDBUserIdentity{Type: "Service", PrincipalID: "dynamodb.amazonaws.com"}
 	}
 	return out
+}
+
+// StreamSizeBytes is a stream record's SizeBytes in DynamoDB Streams
+// ("The size of the stream record, in bytes", API_streams_StreamRecord):
+// the DynamoDB item size (expr.ItemSize, the count the 400 KB item limit
+// uses) of its Keys plus the images its view type shows (view "" is
+// NEW_AND_OLD_IMAGES, as EventRecord). AWS's sample record (Keys
+// {Id: N 101}, NewImage {Message: S "New item!", Id: N 101}) is 5 + 21 =
+// 26 bytes. GetRecords' 1 MB answer is counted with it.
+func StreamSizeBytes(c *Change) int64 {
+	view := c.View
+	if view == "" {
+		view = ViewNewAndOldImages
+	}
+	n := expr.ItemSize(c.Keys)
+	if view == ViewNewImage || view == ViewNewAndOldImages {
+		n += expr.ItemSize(c.NewImage)
+	}
+	if view == ViewOldImage || view == ViewNewAndOldImages {
+		n += expr.ItemSize(c.OldImage)
+	}
+	return int64(n)
 }
 
 // InStream reports whether a change belongs to the stream with label
