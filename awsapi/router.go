@@ -125,10 +125,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if r.Method == http.MethodGet && r.URL.Path == sns.CertPath {
-		// SigningCertURL: the certificate of SNS envelopes' signatures.
+	if r.Method == http.MethodGet && sns.IsCertPath(r.URL.Path) {
+		// SigningCertURL: the certificate of SNS envelopes' signatures,
+		// named by its hash (/SimpleNotificationService-<hash>.pem), the
+		// same on every node; another hash is a 404.
+		pem, ok := h.rn.SNS.SigningCert(r.URL.Path)
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/x-pem-file")
-		w.Write(h.rn.SNS.SigningCertPEM())
+		w.Write(pem)
 		return
 	}
 	body, err := readBody(r, maxBody)

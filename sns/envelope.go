@@ -6,19 +6,12 @@ package sns
 
 import (
 	"crypto"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"maps"
-	"math/big"
 	"net/url"
-	"sync"
-	"time"
 
 	"github.com/runnel-dev/runnel/wire"
 )
@@ -37,54 +30,6 @@ type Envelope = wire.SNSEnvelope
 // EnvelopeValue is a message attribute in the envelope: Binary values in
 // base64.
 type EnvelopeValue = wire.SNSMessageAttribute
-
-// signer signs envelopes with a key made once per process.
-type signer struct {
-	key  *rsa.PrivateKey
-	cert []byte // PEM
-}
-
-var (
-	signerOnce sync.Once
-	theSigner  *signer
-	signerErr  error
-)
-
-// processSigner returns the process's signer, made at its first use (not
-// at New: a 2048-bit key takes a moment, which every short-lived CLI
-// command would pay): an RSA key and a self-signed certificate for it
-// (subscribers that check signatures fetch it from SigningCertURL).
-func processSigner() (*signer, error) {
-	signerOnce.Do(func() {
-		key, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			signerErr = err
-			return
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
-			NotBefore: time.Unix(0, 0), NotAfter: time.Now().AddDate(20, 0, 0)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			signerErr = err
-			return
-		}
-		theSigner = &signer{key: key, cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	})
-	return theSigner, signerErr
-}
-
-// SigningCertPEM is the certificate that verifies the envelopes'
-// signatures (served at SigningCertURL's path by the endpoint).
-func (s *Service) SigningCertPEM() []byte {
-	sg, err := processSigner()
-	if err != nil {
-		return nil
-	}
-	return sg.cert
-}
-
-// CertPath is SigningCertURL's path.
-const CertPath = "/SimpleNotificationService-runnel.pem"
 
 // sign fills the signature fields of e: the string of "name\nvalue\n"
 // for Message, MessageId, Subject (if any), [SubscribeURL,] Timestamp,
@@ -111,7 +56,7 @@ func (s *Service) sign(e *Envelope, version string) {
 	}
 	add("TopicArn", e.TopicArn)
 	add("Type", e.Type)
-	sg, err := processSigner()
+	sg, err := s.signer()
 	if err != nil {
 		s.log.Error("sns: no signing key; the envelope goes unsigned", "messageId", e.MessageId, "err", err)
 		return
@@ -125,7 +70,7 @@ func (s *Service) sign(e *Envelope, version string) {
 		sig, _ = rsa.SignPKCS1v15(nil, sg.key, crypto.SHA1, h[:])
 	}
 	e.SignatureVersion, e.Signature = version, base64.StdEncoding.EncodeToString(sig)
-	e.SigningCertURL = s.opts.BaseURL + CertPath
+	e.SigningCertURL = s.opts.BaseURL + sg.path
 }
 
 // unsubscribeURL is the link that unsubscribes subArn.

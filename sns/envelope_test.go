@@ -36,7 +36,7 @@ func TestSignatureVersions(t *testing.T) {
 			h := sha256.Sum256([]byte(signed))
 			err = rsa.VerifyPKCS1v15(pub, crypto.SHA256, h[:], sig)
 		}
-		if err != nil || e.SignatureVersion != v || e.SigningCertURL != "http://x"+CertPath {
+		if err != nil || e.SignatureVersion != v || e.SigningCertURL != "http://x"+s.SigningCertPath() {
 			t.Errorf("version %s: %v %+v", v, err, e)
 		}
 	}

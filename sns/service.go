@@ -42,7 +42,8 @@
 // # Storage
 //
 // Topics in KV bucket "runnel_sns_topics" (key = topic name),
-// subscriptions in "runnel_sns_subscriptions" (key = subscription id).
+// subscriptions in "runnel_sns_subscriptions" (key = subscription id),
+// the envelopes' signing key and certificate in "runnel_sns_signing".
 // Every process opening the engine watches both (watch.go), so all see
 // the same topics and subscriptions and each runs delivery workers.
 package sns
@@ -98,6 +99,9 @@ type Service struct {
 	wg     sync.WaitGroup
 
 	throttles sync.Map // subscription id -> *throttle
+
+	signMu sync.Mutex
+	sg     *signer // the signing key, once loaded (signing.go)
 
 	mu     sync.Mutex
 	topics map[string]*topic        // by name
