@@ -30,8 +30,10 @@ import (
 // move of it is under way); awserr.ErrUnsupportedOperation, naming RedrivePolicy,
 // when the queue has none or its dead-letter queue can't take the message
 // (gone, of the other type, or its RedriveAllowPolicy refuses the queue);
-// awserr.ErrQueueDoesNotExist; awserr.ErrInternal when JetStream failed (the call may
-// be retried with the same handle if the message is still in flight).
+// awserr.ErrQueueDoesNotExist; awserr.ErrInternal when JetStream failed: the call may
+// be retried with the same handle (a message still in flight is moved; one
+// whose copy was stored but whose removal was not gets its removal
+// written again, and the retry answers once it is stored).
 func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHandle string) error {
 	if remote, err := s.forward(ctx, "MoveToDeadLetterQueue", lease.Pair(queueURL, receiptHandle), nil); remote {
 		return err
@@ -63,11 +65,29 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 		return m, nil
 	}
 	// Check the handle before the policy, then find the dead-letter queue
-	// without holding q.mu (no goroutine holds two queue locks).
+	// without holding q.mu (no goroutine holds two queue locks). A retry
+	// of a move whose copy was stored but whose removal from this queue
+	// failed to store (movedUnsynced) writes the removal again and waits
+	// for it: the message is gone from memory, so without this the retry
+	// answered ReceiptHandleIsInvalid and the message came back after a
+	// restart, in both queues (a FIFO one after later ones of its group).
 	q.mu.Lock()
 	_, err = inflight()
-	futs, _ := q.flush() // what advance expired
+	again := q.movedUnsynced[receiptHandle]
+	if again != nil {
+		q.markDirty(again)
+	}
+	futs, ferr := q.flush() // what advance expired, and a removal written again
 	q.mu.Unlock()
+	if again != nil {
+		if err := durable(ctx, futs, ferr); err != nil {
+			return err
+		}
+		q.mu.Lock()
+		delete(q.movedUnsynced, receiptHandle)
+		q.mu.Unlock()
+		return nil
+	}
 	q.cleanup(futs)
 	if err != nil {
 		return err
@@ -111,12 +131,29 @@ func (s *Service) MoveToDeadLetterQueue(ctx context.Context, queueURL, receiptHa
 		return fail(errs[0])
 	}
 	q.mu.Lock()
-	if m.st == stMoving {
+	rec := m.rec
+	removed := m.st == stMoving
+	if removed {
 		q.remove(m)
 	} // else deleted, expired or purged meanwhile: nothing left to delete
-	futs, ferr := q.flush()
+	futs, ferr = q.flush()
 	q.mu.Unlock()
-	return durable(ctx, futs, ferr)
+	if err := durable(ctx, futs, ferr); err != nil {
+		if removed {
+			// The copy is stored, the removal is not: the next write of
+			// the queue stores it again, and a retry with this handle
+			// waits for it.
+			q.mu.Lock()
+			if q.movedUnsynced == nil {
+				q.movedUnsynced = map[string]*record{}
+			}
+			q.movedUnsynced[receiptHandle] = rec
+			q.markDirty(rec)
+			q.mu.Unlock()
+		}
+		return err
+	}
+	return nil
 }
 
 // unmove puts a message set aside for a move that failed back in flight,

@@ -217,8 +217,11 @@ type queue struct {
 	// waits for it, instead of answering success with nothing stored.
 	unsynced  map[uint64]*record
 	nUnsynced atomic.Int32 // len(unsynced), read without q.mu
-	dedup     map[string]*dedupEntry
-	dedupFIFO []*dedupEntry // by sentAt, for pruning
+	// movedUnsynced: by receipt handle, the records of messages whose
+	// MoveToDeadLetterQueue stored the copy but not the removal.
+	movedUnsynced map[string]*record
+	dedup         map[string]*dedupEntry
+	dedupFIFO     []*dedupEntry // by sentAt, for pruning
 	// attempts: the FIFO receives kept for a retry with their
 	// ReceiveRequestAttemptId (receive_attempt.go), in this process only.
 	attempts map[string]*receiveAttempt
