@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/runnel-dev/runnel/engine"
 	"github.com/runnel-dev/runnel/function/async"
 	"github.com/runnel-dev/runnel/queue"
@@ -193,6 +195,33 @@ func (s *Service) sendConfirmation(t topicMeta, sub *subscription) {
 			if engine.Sleep(s.bg, s.eng.Clock, d) != nil {
 				return
 			}
+		}
+	}()
+}
+
+// sendUnsubscribeConfirmation posts the UnsubscribeConfirmation of an
+// http/https subscription just unsubscribed, shaped as AWS's
+// (http-unsubscribe-confirmation-json.html: "After an HTTP/HTTPS
+// endpoint is unsubscribed from a topic, Amazon SNS sends an unsubscribe
+// confirmation message to the endpoint"): Type UnsubscribeConfirmation,
+// a new MessageId, the subscription's Token, TopicArn, Message "You have
+// chosen to deactivate subscription <arn>.\nTo cancel this operation
+// ...", SubscribeURL, Timestamp and the signature fields (signed as a
+// SubscriptionConfirmation is). Once, in the background, best effort: a
+// failure is logged at WARN, not retried.
+func (s *Service) sendUnsubscribeConfirmation(t topicMeta, sub *subscription) {
+	topicArn, subArn := s.TopicARN(t.Name), sub.arn(s)
+	e := &Envelope{Type: TypeUnsubscribeConfirmation, MessageId: uuid.NewString(), Token: sub.meta.Token, TopicArn: topicArn,
+		Message:      "You have chosen to deactivate subscription " + subArn + ".\nTo cancel this operation and restore the subscription, visit the SubscribeURL included in this message.",
+		SubscribeURL: s.opts.BaseURL + "/?Action=ConfirmSubscription&TopicArn=" + url.QueryEscape(topicArn) + "&Token=" + sub.meta.Token,
+		Timestamp:    s.eng.Clock.Now().UTC().Format("2006-01-02T15:04:05.000Z")}
+	s.sign(e, t.Attributes[AttrSignatureVersion])
+	body := marshalJSON(e)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.post(s.bg, sub, TypeUnsubscribeConfirmation, e.MessageId, body, false, "text/plain; charset=UTF-8"); err != nil {
+			s.log.Warn("sns: the unsubscribe confirmation was not delivered (not retried)", "subscription", subArn, "endpoint", sub.meta.Endpoint, "err", err)
 		}
 	}()
 }

@@ -368,7 +368,10 @@ func (s *Service) subByARN(arn string) (*subscription, error) {
 	return sub, nil
 }
 
-// Unsubscribe deletes a subscription (API_Unsubscribe).
+// Unsubscribe deletes a subscription (API_Unsubscribe); an http/https
+// endpoint is then sent an UnsubscribeConfirmation (once, best effort:
+// sendUnsubscribeConfirmation). Errors: InvalidParameter (not a
+// subscription ARN), NotFound.
 func (s *Service) Unsubscribe(ctx context.Context, arn string) error {
 	sub, err := s.subByARN(arn)
 	if err != nil {
@@ -379,8 +382,16 @@ func (s *Service) Unsubscribe(ctx context.Context, arn string) error {
 	}
 	s.mu.Lock()
 	delete(s.subs, sub.meta.ID)
+	t := s.topics[sub.meta.TopicName]
+	var meta topicMeta
+	if t != nil {
+		meta = *t.meta()
+	}
 	s.mu.Unlock()
 	s.throttles.Delete(sub.meta.ID)
+	if t != nil && (sub.meta.Protocol == ProtocolHTTP || sub.meta.Protocol == ProtocolHTTPS) {
+		s.sendUnsubscribeConfirmation(meta, sub)
+	}
 	return nil
 }
 
