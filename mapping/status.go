@@ -69,11 +69,18 @@ type ShardStatus struct {
 	// Checkpoint is the sequence number processing resumes at (the next
 	// record to read), as stored.
 	Checkpoint string
-	// IteratorAgeMs is the age of the oldest record the mapping has read but
-	// not yet resolved; 0 when it has caught up with what it read.
+	// IteratorAgeMs, in milliseconds: live (Status.Live), the age of the
+	// oldest record the mapping has read but not yet resolved, 0 when it
+	// has caught up with what it read; stored (read from the store, the
+	// mapping not running in this process), the age of the first record
+	// after the stored checkpoint, 0 when the checkpoint is at the shard's
+	// end.
 	IteratorAgeMs int64
-	// PendingRecords is how many records the mapping has read from the
-	// shard and not yet resolved (waiting in batch lanes or in flight).
+	// PendingRecords: live, how many records the mapping has read from the
+	// shard and not yet resolved (waiting in batch lanes or in flight);
+	// stored, how many retained records follow the stored checkpoint up
+	// to the shard's end (read and in flight in a running holder, or not
+	// read yet).
 	PendingRecords       int64
 	LastProcessingResult string
 	LastError            string `json:",omitempty"`
@@ -213,16 +220,35 @@ func (s *Service) storedStatus(st *Status) (*Status, error) {
 			ss = ShardStatus{ShardID: sh.ShardID, LastProcessingResult: "Not running"}
 		}
 		ss.Node = holders[sh.ShardID]
-		ss.PendingRecords = 0
 		ss.Checkpoint, _ = streams.SequenceNumber(ctx, name, sh.ShardID, next)
-		// The iterator age: how old the first record not yet checkpointed is.
-		ss.IteratorAgeMs = 0
-		if r, err := streams.GetRecord(ctx, name, sh.ShardID, next); err == nil {
-			ss.IteratorAgeMs = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
-		}
+		ss.PendingRecords, ss.IteratorAgeMs = backlog(ctx, streams, name, sh.ShardID, next, now)
 		st.Shards = append(st.Shards, ss)
 	}
 	return st, nil
+}
+
+// backlog returns what waits in a shard after the stored checkpoint next
+// (the position processing resumes at): how many retained records there
+// are from next to the shard's end, and the age in milliseconds (by now)
+// of the first of them, the record processing resumes with; 0, 0 when
+// none waits or the shard cannot be read. next is usually not a record's
+// position: the checkpoint after a message's last record is one past it
+// (see stream.Position), so the first waiting record is found by counting
+// from next, not read at next.
+func backlog(ctx context.Context, streams *stream.Service, name, shardID string, next uint64, now time.Time) (pending, ageMs int64) {
+	_, last, err := streams.ShardBounds(ctx, name, shardID)
+	if err != nil || last < next {
+		return 0, 0
+	}
+	c, err := streams.CountRange(ctx, name, shardID, next, last)
+	if err != nil || c.Records == 0 {
+		return 0, 0
+	}
+	pending = int64(c.Records)
+	if r, err := streams.GetRecord(ctx, name, shardID, c.First); err == nil {
+		ageMs = max(0, now.Sub(r.ApproximateArrivalTimestamp).Milliseconds())
+	}
+	return pending, ageMs
 }
 
 // publishedStatuses returns the Status of mapping id each node last
