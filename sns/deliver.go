@@ -321,7 +321,9 @@ func (s *Service) attempt(ctx context.Context, t *topicMeta, sub *subscription, 
 			return 0, 0, false
 		}
 		if isClientError(err) {
-			s.deadLetter(ctx, t, sub, r, err)
+			if !s.deadLetter(ctx, t, sub, r, err) {
+				return retry, deadLetterRetry, true
+			}
 			return 0, 0, false
 		}
 		retry++
@@ -337,7 +339,9 @@ func (s *Service) attempt(ctx context.Context, t *topicMeta, sub *subscription, 
 			ok = false
 		}
 		if !ok {
-			s.deadLetter(ctx, t, sub, r, err)
+			if !s.deadLetter(ctx, t, sub, r, err) {
+				return retry - 1, deadLetterRetry, true
+			}
 			return 0, 0, false
 		}
 		s.log.Debug("sns: delivery failed; retrying", "messageId", r.MessageId, "subscription", sub.meta.ID, "retry", retry, "in", d, "err", err)
@@ -346,6 +350,10 @@ func (s *Service) attempt(ctx context.Context, t *topicMeta, sub *subscription, 
 		}
 	}
 }
+
+// deadLetterRetry is how long a message whose dead-letter queue refused
+// it for now (deadLetter's settled false) waits before it is tried again.
+const deadLetterRetry = 20 * time.Second
 
 // clientError is a delivery error AWS does not retry: the endpoint is
 // gone or refuses the message for good.
@@ -393,15 +401,21 @@ func deadLetterDeduplicationID(sub *subscription, r *record) string {
 }
 
 // deadLetter sends what r would have been for sub to its dead-letter
-// queue; without one (or when it cannot be stored) the message is
-// logged at WARN with its id and counted as failed.
-func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscription, r *record, cause error) {
+// queue; without one the message is logged at WARN with its id and
+// counted as failed (dropped, as AWS drops it). settled is false when the
+// dead-letter queue refused the message for a reason a retry may cure
+// (awserr.IsRetryable: a full stream, a leader election): the message is
+// then not settled for sub, and the caller keeps it to try again, instead
+// of dropping a message Publish accepted. A dead-letter queue that refuses
+// it for good (gone, too small) drops it, logged at ERROR and counted
+// (DeadLetterFailed, AWS's NumberOfNotificationsFailedToRedriveToDlq).
+func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscription, r *record, cause error) (settled bool) {
 	c := s.counters(t.Name)
-	defer c.failed.Add(1) // once the dead letter is stored: Failed settles a delivery
 	if sub.dlq == "" {
+		c.failed.Add(1) // Failed settles a delivery
 		s.log.Warn("sns: message not delivered and the subscription has no dead-letter queue; dropped as AWS does",
 			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "endpoint", sub.meta.Endpoint, "err", cause)
-		return
+		return true
 	}
 	in := s.sqsMessage(t, sub, r, sub.dlq)
 	if in.MessageDeduplicationId != "" {
@@ -414,11 +428,19 @@ func (s *Service) deadLetter(ctx context.Context, t *topicMeta, sub *subscriptio
 			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "attributes", n)
 	}
 	if _, err := s.queues.SendMessage(ctx, sub.dlq, in); err != nil {
+		if awserr.IsRetryable(err) || ctx.Err() != nil {
+			s.log.Warn("sns: the subscription's dead-letter queue refused the message for now; it is kept and tried again",
+				"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "dlq", sub.dlq, "err", err, "cause", cause)
+			return false
+		}
+		c.failed.Add(1)
 		c.deadLetterFailed.Add(1)
 		s.log.Error("sns: message not delivered and its dead-letter queue refused it; dropped",
 			"topic", t.Name, "messageId", r.MessageId, "subscription", sub.meta.ID, "dlq", sub.dlq, "err", err, "cause", cause)
-		return
+		return true
 	}
+	c.failed.Add(1)
 	c.deadLettered.Add(1)
 	s.log.Info("sns: message sent to the subscription's dead-letter queue", "messageId", r.MessageId, "subscription", sub.meta.ID, "dlq", sub.dlq, "cause", cause)
+	return true
 }

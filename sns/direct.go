@@ -71,8 +71,9 @@ func (s *Service) deliverDirect(ctx context.Context, t *topicMeta, send []queue.
 				continue
 			}
 			if err := rawAttributesError(sub, r); err != nil {
-				s.deadLetter(ctx, t, sub, r, err)
-				served[i] = append(served[i], sub.meta.ID)
+				if s.deadLetter(ctx, t, sub, r, err) {
+					served[i] = append(served[i], sub.meta.ID)
+				} // else the worker tries again
 				continue
 			}
 			j.idx, j.msgs = append(j.idx, i), append(j.msgs, s.sqsMessage(t, sub, r, name))
@@ -93,7 +94,9 @@ func (s *Service) deliverDirect(ctx context.Context, t *topicMeta, send []queue.
 			case err == nil:
 				c.delivered.Add(1)
 			case isClientError(err):
-				s.deadLetter(ctx, t, j.sub, recs[i], err)
+				if !s.deadLetter(ctx, t, j.sub, recs[i], err) {
+					continue // the worker tries again
+				}
 			default:
 				s.log.Debug("sns: a direct delivery failed; the worker retries it", "messageId", recs[i].MessageId, "subscription", j.sub.meta.ID, "err", err)
 				continue
