@@ -504,8 +504,12 @@ func (s *Service) runReplay(ctx context.Context, r Replay, rev uint64) {
 		if err != nil {
 			continue
 		}
-		if err := s.replayOne(ctx, &r, msg, cutoff, only); err != nil {
+		if err := s.replayOneRetried(ctx, &r, a.ID, msg, cutoff, only); err != nil {
 			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, errReplayCancelledWhileRetrying) {
+				finish(ReplayCancelled, "")
 				return
 			}
 			finish(ReplayFailed, err.Error())
@@ -560,6 +564,60 @@ func (s *Service) replayStalled(ctx context.Context, r *Replay, archiveID, subje
 	return "", "", false
 }
 
+// Backoff of a replayed event whose sending failed with a retryable
+// error: replayRetryFirst, doubled after each failure up to
+// replayRetryMax, on the engine's clock.
+const (
+	replayRetryFirst = time.Second
+	replayRetryMax   = 30 * time.Second
+)
+
+// errReplayCancelledWhileRetrying: a CancelReplay was stored while the
+// replay waited to send an event again.
+var errReplayCancelledWhileRetrying = errors.New("replay cancelled while retrying")
+
+// replayOneRetried is replayOne, tried again while it fails with a
+// retryable error (awserr.IsRetryable: an InternalFailure of the target
+// or internal deliveries queue, a store timeout during an election),
+// after a backoff on the engine's clock (1 s, doubled up to 30 s), for as
+// long as ctx lasts (the replay's lease held, the service open). Between
+// tries it reads the replay's and the archive's records: a CancelReplay
+// ends it with errReplayCancelledWhileRetrying, a deleted archive with an
+// error (FAILED). A non-retryable error (the bus deleted, an unreadable
+// event's routing refused) is returned at once: the replay ends FAILED.
+// Before, any failure ended the replay FAILED, and the user had to start
+// a new one, which sent again what the first had sent. A retried event
+// may reach a target it had reached before the failure (at least once).
+func (s *Service) replayOneRetried(ctx context.Context, r *Replay, archiveID string, msg jetstream.Msg, cutoff time.Time, only map[string]bool) error {
+	backoff := replayRetryFirst
+	for {
+		err := s.replayOne(ctx, r, msg, cutoff, only)
+		if err == nil || !awserr.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Warn("replay: sending an archived event failed; trying again", "replay", r.ReplayName, "in", backoff, "err", err)
+		if err := engine.Sleep(ctx, s.eng.Clock, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, replayRetryMax)
+		if e, gerr := s.replayKV.Get(ctx, r.ReplayName); gerr == nil {
+			var cur Replay
+			if json.Unmarshal(e.Value(), &cur) == nil && cur.State == ReplayCancelling {
+				return errReplayCancelledWhileRetrying
+			}
+		}
+		e, gerr := s.archKV.Get(ctx, lastSegment(r.EventSourceArn))
+		var a Archive
+		if errors.Is(gerr, jetstream.ErrKeyNotFound) || (gerr == nil && json.Unmarshal(e.Value(), &a) == nil && a.ID != archiveID) {
+			return errors.New("the archive no longer exists")
+		}
+	}
+}
+
+// replayRouteFault, set by tests, is called before each archived event a
+// replay sends; its error is returned as the sending's.
+var replayRouteFault atomic.Pointer[func(replay string) error]
+
 // replayOne sends one archived event if it is in the replay's range and
 // not past the archive's retention.
 func (s *Service) replayOne(ctx context.Context, r *Replay, msg jetstream.Msg, cutoff time.Time, only map[string]bool) error {
@@ -576,6 +634,11 @@ func (s *Service) replayOne(ctx context.Context, r *Replay, msg jetstream.Msg, c
 	}
 	ev["replay-name"], _ = json.Marshal(r.ReplayName)
 	raw, _ := json.Marshal(ev)
+	if f := replayRouteFault.Load(); f != nil {
+		if err := (*f)(r.ReplayName); err != nil {
+			return err
+		}
+	}
 	if err := s.route(ctx, BusName(r.Destination.Arn), raw, s.eng.Clock.Now(), r.ReplayName, only); err != nil {
 		return err
 	}
