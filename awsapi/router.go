@@ -141,6 +141,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r, maxBody)
 	if err != nil {
 		rq.proto = guessProtocol(r)
+		if rq.proto == protoDynamoDB || rq.proto == protoDynamoDBStreams {
+			rq.reqID = dynamoRequestID()
+		}
 		rq.fail(err)
 		return
 	}
@@ -282,10 +285,10 @@ func (rq *request) route() (*Operation, error) {
 		if err := rq.unknownPath(target); err != nil {
 			return nil, err
 		}
-		if r.Method == http.MethodGet && target == "" && r.URL.Path == "/" {
-			// A health check: say what this is.
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && target == "" && r.URL.Path == "/" {
+			// A health check (a probe may use HEAD): say what this is.
 			rq.w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\",\"events\"]}\n")
+			fmt.Fprintf(rq.w, "{\"service\":\"runnel\",\"apis\":[\"kinesis\",\"sqs\",\"dynamodb\",\"dynamodbstreams\",\"lambda\",\"logs\",\"iam\",\"sts\",\"sns\",\"events\",\"scheduler\"]}\n")
 			return nil, nil
 		}
 		return nil, awserr.New(awserr.ErrUnknownOperation, "no X-Amz-Target %q or Action this endpoint serves (Kinesis_20131202.*, AmazonSQS.*, DynamoDB_20120810.*, DynamoDBStreams_20120810.*, Logs_20140328.*, SNS_20100331.*, AWSEvents.*, SQS, IAM, STS or SNS query Action)", target)
@@ -356,6 +359,17 @@ func isDynamoJSON(r *http.Request) bool {
 // guessProtocol picks the error shape for a request that could not be
 // routed, from its content type and signing scope.
 func guessProtocol(r *http.Request) protocol {
+	// The target names the service first: a DynamoDB request refused
+	// before routing (a body over maxBody) answered in Kinesis's shape.
+	target := r.Header.Get("X-Amz-Target")
+	for _, t := range targets {
+		if strings.HasPrefix(target, t.key) {
+			if t.proto == protoKinesis && isCBOR(r) {
+				return protoKinesisCBOR
+			}
+			return t.proto
+		}
+	}
 	if strings.Contains(r.Header.Get("Content-Type"), "x-www-form-urlencoded") {
 		return protoSQSQuery
 	}
