@@ -21,8 +21,10 @@ import (
 
 // PutEventsRequestEntry is one event of PutEvents.
 type PutEventsRequestEntry struct {
-	// Source (required, not starting with "aws."), DetailType (required,
-	// at most 128 characters), Detail (required, a JSON object).
+	// Source (required; one starting with "aws." fails the entry with
+	// NotAuthorizedForSourceException, "Not authorized for the source."),
+	// DetailType (required, at most 128 characters), Detail (required, a
+	// JSON object).
 	Source     string
 	DetailType string
 	Detail     string
@@ -64,8 +66,9 @@ func entrySize(e *PutEventsRequestEntry) int {
 // PutEvents accepts up to 10 events, at most 256 KB in all (ErrValidation
 // otherwise); each entry succeeds (EventId, once its deliveries and archive
 // copies are stored) or fails on its own: InvalidArgument (a required field
-// missing), MalformedDetail, ResourceNotFoundException (bus),
-// InternalFailure (not stored; put it again).
+// missing), NotAuthorizedForSourceException (Source starts with "aws."),
+// MalformedDetail, ResourceNotFoundException (bus), InternalFailure (not
+// stored; put it again).
 func (s *Service) PutEvents(ctx context.Context, entries []PutEventsRequestEntry) (*PutEventsOutput, error) {
 	if len(entries) < 1 || len(entries) > MaxPutEvents {
 		return nil, invalid("1 validation error detected: Value at 'entries' failed to satisfy constraint: Member must have length less than or equal to %d and greater than or equal to 1", MaxPutEvents)
@@ -127,7 +130,9 @@ func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, map
 		}
 	}
 	if strings.HasPrefix(e.Source, "aws.") {
-		return nil, nil, entryError("InvalidArgument", "Parameter Source is not valid. Reason: You are not authorized to send events with the source %s.", e.Source)
+		// AWS answers a reserved source so (observed; SPEC-fanout-tables
+		// §2.1: not retryable).
+		return nil, nil, entryError("NotAuthorizedForSourceException", "Not authorized for the source.")
 	}
 	if len(e.DetailType) > 128 {
 		return nil, nil, entryError("InvalidArgument", "Parameter DetailType is not valid. Reason: length %d is over 128.", len(e.DetailType))
