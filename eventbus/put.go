@@ -214,7 +214,7 @@ func (s *Service) match(bus string, raw []byte, ev map[string]any, now time.Time
 	defer s.mu.Unlock()
 	for name, m := range st.matchers {
 		rule := st.b.Rules[name]
-		if rule.State != Enabled || !m.Match(r.ev) || (len(onlyRules) > 0 && !onlyRules[rule.Arn]) {
+		if !enabled(rule.State) || !m.Match(r.ev) || (len(onlyRules) > 0 && !onlyRules[rule.Arn]) {
 			continue
 		}
 		r.ds = append(r.ds, deliveries(rule, r.ev, raw, id, now)...)

@@ -44,9 +44,11 @@ func (s *Service) PutRule(ctx context.Context, r Rule) (string, error) {
 		return "", invalid("1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\.\\-_A-Za-z0-9]+ (1..64 characters)", r.Name)
 	}
 	switch r.State {
-	case "", "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS":
+	case "":
 		r.State = Enabled
-	case Enabled, Disabled:
+	case Enabled, Disabled, EnabledWithAllCloudTrailManagementEvents:
+		// kept as given (before, the CloudTrail state was stored and
+		// answered as ENABLED)
 	default:
 		return "", invalid("1 validation error detected: Value '%s' at 'state' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED, ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS]", r.State)
 	}
@@ -76,7 +78,7 @@ func (s *Service) PutRule(ctx context.Context, r Rule) (string, error) {
 			switch {
 			case old.ScheduleExpression != r.ScheduleExpression:
 				// a new schedule counts from now
-			case old.State != Enabled && r.State == Enabled:
+			case !enabled(old.State) && enabled(r.State):
 				sr.Created, sr.LastFired = old.Created, now // nothing fires for the time it was disabled
 			default:
 				sr.Created, sr.LastFired = old.Created, old.LastFired
@@ -169,7 +171,7 @@ func (s *Service) ListRules(bus, prefix string) ([]Rule, error) {
 // for the time it was disabled.
 func (s *Service) SetRuleState(ctx context.Context, bus, name, state string) error {
 	return s.updateRule(ctx, bus, name, func(r *storedRule) error {
-		if r.State != Enabled && state == Enabled {
+		if !enabled(r.State) && enabled(state) {
 			r.LastFired = s.eng.Clock.Now().UnixMilli() // nothing fires for the time it was disabled
 		}
 		r.State = state

@@ -54,7 +54,7 @@ func (s *Service) fireSchedules(now time.Time) time.Time {
 		r := st.b.Rules[name]
 		from := time.UnixMilli(max(r.LastFired, r.Created))
 		at, ok := e.Next(from)
-		if !ok || r.State != Enabled {
+		if !ok || !enabled(r.State) {
 			continue
 		}
 		if !at.After(now) {

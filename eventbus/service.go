@@ -79,11 +79,21 @@ const (
 	MaxInputLength   = 8192
 )
 
-// Rule states.
+// Rule states (API_PutRule State).
 const (
 	Enabled  = "ENABLED"
 	Disabled = "DISABLED"
+	// EnabledWithAllCloudTrailManagementEvents is ENABLED that, on AWS,
+	// also gets the read-only CloudTrail management events; runnel has
+	// none, so it matches as ENABLED. It is kept and answered as given.
+	EnabledWithAllCloudTrailManagementEvents = "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS"
 )
+
+// enabled reports whether a rule in state routes events: ENABLED or
+// ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS.
+func enabled(state string) bool {
+	return state == Enabled || state == EnabledWithAllCloudTrailManagementEvents
+}
 
 // EventBus is a bus as DescribeEventBus answers it.
 type EventBus struct {
@@ -104,8 +114,9 @@ type Rule struct {
 	// (rate() or cron(), UTC, default bus only); at least one.
 	EventPattern       string `json:",omitempty"`
 	ScheduleExpression string `json:",omitempty"`
-	// State ENABLED (default) or DISABLED
-	// (ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS is ENABLED).
+	// State ENABLED (default), DISABLED or
+	// ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS (kept and answered as
+	// given; it matches as ENABLED). Another value: ValidationException.
 	State       string
 	Description string `json:",omitempty"`
 	RoleArn     string `json:",omitempty"`
