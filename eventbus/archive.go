@@ -102,35 +102,44 @@ func (s *Service) CreateArchive(ctx context.Context, a Archive) (*Archive, error
 	a.EventSourceArn, a.ArchiveArn, a.State = s.ARN(bus), s.ArchiveARN(a.ArchiveName), Enabled
 	a.ID, a.Created = strings.ReplaceAll(uuid.NewString(), "-", ""), s.eng.Clock.Now().UnixMilli()
 	data, _ := json.Marshal(a)
-	if _, err := s.archKV.Create(ctx, a.ArchiveName, data); errors.Is(err, jetstream.ErrKeyExists) {
+	rev, err := s.archKV.Create(ctx, a.ArchiveName, data)
+	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, awserr.New(awserr.ErrResourceAlreadyExists, "Archive %s already exists.", a.ArchiveName)
 	} else if err != nil {
 		return nil, err
 	}
-	s.cacheArchive(a)
+	s.cacheArchive(a, rev)
 	s.wake() // its retention may start the trim timer
 	return &a, nil
 }
 
-// loadArchives reads the stored archives into memory.
+// loadArchives reads the stored archives into memory (at revision 0:
+// the watch of the bucket, watch.go, replaces them with what it
+// reads, and keeps them up to date).
 func (s *Service) loadArchives(ctx context.Context) error {
 	return engine.LoadJSON(ctx, s.archKV, func(k string, a Archive, err error) {
 		if err != nil {
 			s.log.Warn("unreadable archive ignored", "archive", k, "err", err)
 			return
 		}
-		s.cacheArchive(a)
+		s.cacheArchive(a, 0)
 	})
 }
 
-// cachedArchive is an archive with its compiled pattern (nil: all).
+// cachedArchive is an archive with its compiled pattern (nil: all) and
+// the revision of its entry in the archives bucket. gone marks an archive
+// this process deleted, until the watch brings the deletion (its older
+// entries are skipped meanwhile, and it archives nothing).
 type cachedArchive struct {
-	a Archive
-	m *filter.Matcher
+	a    Archive
+	m    *filter.Matcher
+	rev  uint64
+	gone bool
 }
 
-func (s *Service) cacheArchive(a Archive) {
-	c := cachedArchive{a: a}
+// cacheArchive holds a as of revision rev (0: loaded at start).
+func (s *Service) cacheArchive(a Archive, rev uint64) {
+	c := cachedArchive{a: a, rev: rev}
 	if a.EventPattern != "" {
 		var err error
 		if c.m, err = filter.CompileEventPattern(a.EventPattern); err != nil {
@@ -141,7 +150,11 @@ func (s *Service) cacheArchive(a Archive) {
 		}
 	}
 	s.mu.Lock()
-	s.arch[a.ArchiveName] = c
+	// Not over a newer state (a write of this process, applied while
+	// the watch read an older entry).
+	if old, ok := s.arch[a.ArchiveName]; !ok || old.rev == 0 || rev > old.rev {
+		s.arch[a.ArchiveName] = c
+	}
 	s.mu.Unlock()
 }
 
@@ -151,7 +164,7 @@ func (s *Service) archives(busArn string) []cachedArchive {
 	s.mu.Lock()
 	var out []cachedArchive
 	for _, c := range s.arch {
-		if busArn == "" || c.a.EventSourceArn == busArn {
+		if !c.gone && (busArn == "" || c.a.EventSourceArn == busArn) {
 			out = append(out, c)
 		}
 	}
@@ -175,15 +188,21 @@ func (s *Service) DescribeArchive(ctx context.Context, name string) (*Archive, e
 }
 
 func (s *Service) archive1(ctx context.Context, name string) (*Archive, error) {
+	a, _, err := s.archive1Rev(ctx, name)
+	return a, err
+}
+
+// archive1Rev reads a stored archive and the revision of its entry.
+func (s *Service) archive1Rev(ctx context.Context, name string) (*Archive, uint64, error) {
 	e, err := s.archKV.Get(ctx, name)
 	if err != nil {
-		return nil, notFound("Archive %s does not exist.", name)
+		return nil, 0, notFound("Archive %s does not exist.", name)
 	}
 	var a Archive
 	if err := json.Unmarshal(e.Value(), &a); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return &a, nil
+	return &a, e.Revision(), nil
 }
 
 // ListArchives lists archives by name prefix and source bus ARN.
@@ -198,17 +217,33 @@ func (s *Service) ListArchives(prefix, busArn string) []Archive {
 	return out
 }
 
-// DeleteArchive deletes an archive and its events.
+// DeleteArchive deletes an archive and its events. Every process stops
+// archiving into it when its watch brings the deletion, and purges its
+// events again then (watch.go): events another process archived
+// meanwhile are not left behind.
 func (s *Service) DeleteArchive(ctx context.Context, name string) error {
-	a, err := s.archive1(ctx, lastSegment(name))
-	if err != nil {
-		return err
-	}
-	if err := s.archKV.Delete(ctx, a.ArchiveName); err != nil {
-		return err
+	var a *Archive
+	var rev uint64
+	for try := 0; ; try++ {
+		var err error
+		if a, rev, err = s.archive1Rev(ctx, lastSegment(name)); err != nil {
+			return err
+		}
+		// Only the archive read: one deleted and made again meanwhile,
+		// through another process, is not deleted with the old one's
+		// events.
+		err = s.archKV.Delete(ctx, a.ArchiveName, jetstream.LastRevision(rev))
+		if err == nil {
+			break
+		}
+		if try == 2 {
+			return err
+		}
 	}
 	s.mu.Lock()
-	delete(s.arch, a.ArchiveName)
+	if c := s.arch[a.ArchiveName]; c.rev <= rev {
+		s.arch[a.ArchiveName] = cachedArchive{a: *a, rev: rev, gone: true}
+	}
 	s.mu.Unlock()
 	return s.archive.Purge(ctx, jetstream.WithPurgeSubject(archiveSubjectPrefix+a.ID))
 }
