@@ -4,6 +4,7 @@ package eventbus
 // matches. https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,7 +25,7 @@ type PutEventsRequestEntry struct {
 	// Source (required; one starting with "aws." fails the entry with
 	// NotAuthorizedForSourceException, "Not authorized for the source."),
 	// DetailType (required, at most 128 characters), Detail (required, a
-	// JSON object).
+	// JSON object, delivered as sent: not HTML-escaped).
 	Source     string
 	DetailType string
 	Detail     string
@@ -151,7 +152,7 @@ func (s *Service) newEvent(e *PutEventsRequestEntry, now time.Time) ([]byte, map
 	}
 	ev := event{Version: "0", ID: uuid.NewString(), DetailType: e.DetailType, Source: e.Source, Account: s.eng.AccountID(),
 		Time: t.UTC().Format(time.RFC3339), Region: s.eng.Region(), Resources: resources, Detail: json.RawMessage(e.Detail)}
-	raw, err := json.Marshal(ev)
+	raw, err := marshal(ev)
 	rs := make([]any, len(resources))
 	for i, r := range resources {
 		rs[i] = r
@@ -171,6 +172,23 @@ type event struct {
 	Region     string          `json:"region"`
 	Resources  []string        `json:"resources"`
 	Detail     json.RawMessage `json:"detail"`
+}
+
+// marshal is json.Marshal without HTML escaping: an event or payload is
+// delivered as its sender wrote it. json.Marshal writes <, > and & as
+// \u003c, \u003e and \u0026 (6 bytes for 1), also inside a
+// json.RawMessage (it re-compacts one), so a Detail of 60 KB of '<' grew
+// to 360 KB and no longer fit a 256 KB queue message; AWS counts and
+// delivers the Detail's own UTF-8 bytes (eb-putevent-size). A
+// json.RawMessage is still compacted (insignificant white space dropped).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // routed is an event matched against the rules of its bus: the
@@ -356,5 +374,5 @@ func busEvent(payload, original []byte, now time.Time) ([]byte, error) {
 	if ts, _ := ev["time"].(string); ts == "" {
 		ev["time"] = now.UTC().Format(time.RFC3339)
 	}
-	return json.Marshal(ev)
+	return marshal(ev)
 }

@@ -93,7 +93,7 @@ func (s *Service) fireRule(ctx context.Context, name string, at time.Time) error
 	id := uuid.NewSHA1(uuid.NameSpaceURL, []byte(r.Arn+"|"+strconv.FormatInt(r.Created, 10)+"|"+at.UTC().Format(time.RFC3339Nano))).String()
 	ev := event{Version: "0", ID: id, DetailType: "Scheduled Event", Source: "aws.events", Account: s.eng.AccountID(),
 		Time: at.UTC().Format(time.RFC3339), Region: s.eng.Region(), Resources: []string{r.Arn}, Detail: json.RawMessage("{}")}
-	raw, _ := json.Marshal(ev)
+	raw, _ := marshal(ev)
 	var m map[string]any
 	json.Unmarshal(raw, &m)
 	s.mu.Lock()

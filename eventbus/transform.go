@@ -100,7 +100,7 @@ func (p path) at(raw []byte) (json.RawMessage, bool) {
 		if vs == nil {
 			vs = []json.RawMessage{}
 		}
-		b, _ := json.Marshal(vs)
+		b, _ := marshal(vs)
 		return b, true
 	}
 	if len(vs) == 0 {
@@ -212,18 +212,18 @@ func transform(it *InputTransformer, event map[string]any, raw []byte, r *Rule, 
 }
 
 // render writes a value into a template: its JSON, or inside a string its
-// text.
+// text; neither HTML-escaped (see marshal).
 func render(v any, inString bool) string {
 	if s, ok := v.(string); ok && inString {
-		q, _ := json.Marshal(s)
+		q, _ := marshal(s)
 		return string(q[1 : len(q)-1])
 	}
 	if raw, ok := v.(json.RawMessage); ok {
 		return string(raw)
 	}
-	b, _ := json.Marshal(v)
+	b, _ := marshal(v)
 	if inString {
-		q, _ := json.Marshal(string(b))
+		q, _ := marshal(string(b))
 		return string(q[1 : len(q)-1])
 	}
 	return string(b)
