@@ -618,13 +618,60 @@ func StartServer(c ServerConfig) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: start nats-server: %w", err)
 	}
+	// nats-server reports a listener it cannot open (a port in use, an
+	// address not of this host) only to its logger, as a fatal error,
+	// and then never becomes ready: without this, Open waited 30 s and
+	// said nothing of why.
+	fatal := &startupLog{fatal: make(chan string, 1)}
+	srv.SetLogger(fatal, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
+	ready := make(chan bool, 1)
+	go func() { ready <- srv.ReadyForConnections(30 * time.Second) }()
+	select {
+	case ok := <-ready:
+		if !ok {
+			srv.Shutdown()
+			return nil, errors.New("engine: nats-server did not become ready within 30s")
+		}
+		return srv, nil
+	case msg := <-fatal.fatal:
 		srv.Shutdown()
-		return nil, errors.New("engine: nats-server did not become ready within 30s")
+		return nil, listenError(c, opts, msg)
 	}
-	return srv, nil
 }
+
+// listenError turns nats-server's fatal startup message into an error
+// naming the listener and the option that set it: the client listener
+// (Config.ListenAddr, runnel serve --listen) or the route listener
+// (ClusterConfig.Listen, runnel serve --cluster-listen), with the bind
+// error ("address already in use").
+func listenError(c ServerConfig, opts *server.Options, msg string) error {
+	switch {
+	case strings.Contains(msg, "router port"):
+		return fmt.Errorf("engine: cannot listen for cluster routes on %s (ClusterConfig.Listen, runnel serve --cluster-listen): %s", c.Cluster.Listen, msg)
+	case strings.HasPrefix(msg, "Error listening on port"):
+		return fmt.Errorf("engine: cannot listen for NATS clients on %s (Config.ListenAddr, runnel serve --listen): %s",
+			net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), msg)
+	}
+	return fmt.Errorf("engine: start nats-server: %s", msg)
+}
+
+// startupLog is the embedded nats-server's logger: it keeps the first
+// fatal message (a listener that could not be opened) for StartServer and
+// drops the rest, as NoLog did.
+type startupLog struct{ fatal chan string }
+
+func (l *startupLog) Fatalf(format string, v ...any) {
+	select {
+	case l.fatal <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (l *startupLog) Noticef(string, ...any) {}
+func (l *startupLog) Warnf(string, ...any)   {}
+func (l *startupLog) Errorf(string, ...any)  {}
+func (l *startupLog) Debugf(string, ...any)  {}
+func (l *startupLog) Tracef(string, ...any)  {}
 
 // clusterOptions sets the route listener, routes and names of a cluster
 // node.
