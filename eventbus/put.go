@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func (s *Service) PutEvents(ctx context.Context, entries []PutEventsRequestEntry
 		raw, ev, err := s.newEvent(&entries[i], now)
 		var r *routed
 		if err == nil {
-			r, err = s.match(BusName(entries[i].EventBusName), raw, ev, now, nil)
+			r, err = s.match(BusName(entries[i].EventBusName), raw, ev, now, nil, false)
 		}
 		if err != nil {
 			fail(i, err)
@@ -192,13 +193,15 @@ func marshal(v any) ([]byte, error) {
 }
 
 // routed is an event matched against the rules of its bus: the
-// deliveries to store, and the rules it matched.
+// deliveries to store, the rules it matched and how many deliveries each
+// got (invocations, in the order of rules).
 type routed struct {
-	bus   string
-	ev    map[string]any
-	raw   []byte
-	ds    []target.Delivery
-	rules []*storedRule
+	bus         string
+	ev          map[string]any
+	raw         []byte
+	ds          []target.Delivery
+	rules       []*storedRule
+	invocations []int
 }
 
 // route stores the deliveries of an event (raw, its JSON) to the targets
@@ -206,17 +209,28 @@ type routed struct {
 // the bus's matching archives. A replay (replayName set) goes only to the
 // rules of onlyRules when that is not empty.
 func (s *Service) route(ctx context.Context, bus string, raw []byte, now time.Time, replayName string, onlyRules map[string]bool) error {
-	r, err := s.match(bus, raw, nil, now, onlyRules)
+	r, err := s.match(bus, raw, nil, now, onlyRules, false)
 	if err != nil {
 		return err
 	}
 	return s.store(ctx, []*routed{r}, replayName == "", now)
 }
 
+// isBusTarget reports whether a target's ARN is an event bus's.
+func isBusTarget(arn string) bool {
+	return strings.HasPrefix(arn, "arn:aws:events:") && strings.Contains(arn, ":event-bus/")
+}
+
 // match finds the enabled rules of the bus that an event matches (only
 // those of onlyRules, when not empty) and shapes its deliveries. ev is
-// raw decoded, or nil to decode it here.
-func (s *Service) match(bus string, raw []byte, ev map[string]any, now time.Time, onlyRules map[string]bool) (*routed, error) {
+// raw decoded, or nil to decode it here. fromBus: the event was put on
+// this bus by another bus's rule (an event bus target); it then goes to
+// the matching rules' other targets only, never to their event bus
+// targets: "EventBridge can't route events received from a sender event
+// bus to a third event bus" (eb-bus-to-bus.html, Note). Each bus target
+// so skipped is logged at debug level with the event id: it is AWS's
+// rule, not a lost delivery.
+func (s *Service) match(bus string, raw []byte, ev map[string]any, now time.Time, onlyRules map[string]bool, fromBus bool) (*routed, error) {
 	st, err := s.busOf(bus)
 	if err != nil {
 		return nil, err
@@ -235,8 +249,20 @@ func (s *Service) match(bus string, raw []byte, ev map[string]any, now time.Time
 		if !enabled(rule.State) || !m.Match(r.ev) || (len(onlyRules) > 0 && !onlyRules[rule.Arn]) {
 			continue
 		}
-		r.ds = append(r.ds, deliveries(rule, r.ev, raw, id, now)...)
+		ds := deliveries(rule, r.ev, raw, id, now)
+		if fromBus {
+			ds = slices.DeleteFunc(ds, func(d target.Delivery) bool {
+				if !isBusTarget(d.TargetArn) {
+					return false
+				}
+				s.log.Debug("eventbridge: an event received from another event bus is not routed to a third bus (eb-bus-to-bus)",
+					"event", id, "bus", bus, "rule", rule.Arn, "target", d.TargetArn)
+				return true
+			})
+		}
+		r.ds = append(r.ds, ds...)
 		r.rules = append(r.rules, rule)
+		r.invocations = append(r.invocations, len(ds))
 	}
 	return r, nil
 }
@@ -253,8 +279,8 @@ func (s *Service) store(ctx context.Context, rs []*routed, archive bool, now tim
 	}
 	s.mu.Lock()
 	for _, r := range rs {
-		for _, rule := range r.rules {
-			c := s.statsLocked(rule.Arn, len(rule.Targets))
+		for i, rule := range r.rules {
+			c := s.statsLocked(rule.Arn, r.invocations[i])
 			c.matched.Add(1)
 		}
 	}
@@ -325,14 +351,24 @@ func fifoDeduplicationID(eventID, ruleArn, targetID string, replay any) string {
 // putOnBus puts an event delivered to a bus target on that bus: it keeps
 // its id and fields. payload is what the target delivers; original is the
 // rule's event when payload is not it (Input, InputPath,
-// InputTransformer), else nil. See busEvent.
+// InputTransformer), else nil. See busEvent. On the receiving bus the
+// event goes to the matching rules' targets other than event buses (see
+// match): before, it was forwarded again, so a chain A→B→C delivered to
+// C's targets and a loop A→B→A never stopped. It is archived there,
+// unless it is a replayed event (it has "replay-name"): replayed events
+// are never archived.
 func (s *Service) putOnBus(ctx context.Context, busArn string, payload, original []byte) error {
 	now := s.eng.Clock.Now()
 	raw, err := busEvent(payload, original, now)
 	if err != nil {
 		return err
 	}
-	return s.route(ctx, BusName(busArn), raw, now, "", nil)
+	r, err := s.match(BusName(busArn), raw, nil, now, nil, true)
+	if err != nil {
+		return err
+	}
+	_, replayed := r.ev["replay-name"]
+	return s.store(ctx, []*routed{r}, !replayed, now)
 }
 
 // busEvent returns the event that a bus target's payload puts on its bus.
@@ -342,9 +378,9 @@ func (s *Service) putOnBus(ctx context.Context, busArn string, payload, original
 // where it lacks them; any other JSON object becomes the detail of an
 // event with the original's envelope. AWS documents neither case; before,
 // such a payload was routed as if it were an event, and one without a
-// time crashed the archive, again after every restart. A payload that is
-// not a JSON object is refused (MalformedDetail): an event's detail is an
-// object.
+// time crashed the archive, again after every restart. A replayed
+// event's "replay-name" goes with it. A payload that is not a JSON object
+// is refused (MalformedDetail): an event's detail is an object.
 func busEvent(payload, original []byte, now time.Time) ([]byte, error) {
 	if original == nil {
 		return payload, nil
@@ -366,8 +402,8 @@ func busEvent(payload, original []byte, now time.Time) ([]byte, error) {
 			ev[k] = o[k]
 		}
 	}
-	for _, k := range []string{"version", "id", "time", "account", "region", "resources"} {
-		if _, ok := ev[k]; !ok {
+	for _, k := range []string{"version", "id", "time", "account", "region", "resources", "replay-name"} {
+		if _, ok := ev[k]; !ok && (k != "replay-name" || o[k] != nil) {
 			ev[k] = o[k]
 		}
 	}
