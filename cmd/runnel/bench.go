@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnel-dev/runnel/bench"
+	"github.com/runnel-dev/runnel/demo/nodeset"
 	"github.com/runnel-dev/runnel/mapping"
 	"github.com/runnel-dev/runnel/stream"
 )
@@ -22,9 +23,18 @@ func benchCmd(g *globals) *cobra.Command {
 		Long: `bench runs, each on a fresh embedded engine, raw JetStream publish and consume
 (with and without per-message acks) as the baseline, then runnel's PutRecords and
 a mapping into a no-op handler, and prints the rates and their ratios as a
-Markdown table (the form of docs/benchmarks/streams.md).`,
+Markdown table (the form of docs/benchmarks/streams.md).
+
+With --nats-url the JetStream must be one no 'runnel serve' uses: the
+mapping scenario's handler exists only in the bench process, so a serve
+that took its mapping's shards would leave the bench waiting forever; bench
+refuses such a JetStream at once, naming the serving node.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.NATSURL = g.natsURL
+			if err := nodeset.RefuseShared(cmd.Context(), cfg.NATSURL, "bench", g.logger()); err != nil {
+				return err
+			}
 			cfg.Progress = os.Stderr
 			return markdownReport(cmd, out, func() (*bench.Report, error) { return bench.Run(cmd.Context(), cfg) })
 		},

@@ -10,13 +10,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"syscall"
 	_ "time/tzdata" // Scheduler's IANA zones on a host without zoneinfo (~450 KB)
 
@@ -54,8 +59,43 @@ func (g *globals) logger() *slog.Logger {
 }
 
 // open opens runnel with the global flags, passive: it administers and
-// reads but runs no mapping (that is serve's job).
+// reads but runs no mapping (that is serve's job). It refuses a data
+// directory that does not exist (see storedData): the commands that open
+// it read or act on what is stored. create is open for the commands that
+// create things (streams create), which create the directory.
 func (g *globals) open(ctx context.Context) (*runnel.Runnel, error) {
+	if err := g.storedData(); err != nil {
+		return nil, err
+	}
+	return g.create(ctx)
+}
+
+// storedData checks, without --nats-url, that --data-dir (default
+// ./runnel-data) is an existing directory. The embedded engine creates a
+// missing one, so a mistyped --data-dir, or a command run from another
+// directory than the serve's, used to show an empty, all-clear runnel
+// (status: "0 of 0 alarms", exit 0) and leave an empty directory behind.
+// The error names the directory and the two ways to reach a runnel.
+func (g *globals) storedData() error {
+	if g.natsURL != "" {
+		return nil
+	}
+	dir := cmp.Or(g.dataDir, engine.DefaultDataDir)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		abs, _ := filepath.Abs(dir)
+		return fmt.Errorf("--data-dir %s (%s): no such directory, so nothing is stored there; give the data directory of a stopped 'runnel serve' with --data-dir, or reach a running 'runnel serve --listen' with --nats-url nats://HOST:PORT", dir, abs)
+	case err != nil:
+		return fmt.Errorf("--data-dir %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("--data-dir %s: not a directory; give the data directory of a stopped 'runnel serve' with --data-dir, or reach a running 'runnel serve --listen' with --nats-url nats://HOST:PORT", dir)
+	}
+	return nil
+}
+
+// create is open creating a missing data directory.
+func (g *globals) create(ctx context.Context) (*runnel.Runnel, error) {
 	return runnel.Open(ctx, runnel.Config{Engine: engine.Config{DataDir: g.dataDir, NATSURL: g.natsURL, Logger: g.logger(), Region: g.region, AccountID: g.account},
 		Mappings: mapping.Options{Passive: true}})
 }
@@ -63,8 +103,18 @@ func (g *globals) open(ctx context.Context) (*runnel.Runnel, error) {
 // with wraps a command body that needs a (passive) runnel: it opens one
 // with the global flags and closes it afterwards.
 func (g *globals) with(fn func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error) func(*cobra.Command, []string) error {
+	return g.withOpen(g.open, fn)
+}
+
+// withCreate is with for the commands that create things: a missing data
+// directory is created.
+func (g *globals) withCreate(fn func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error) func(*cobra.Command, []string) error {
+	return g.withOpen(g.create, fn)
+}
+
+func (g *globals) withOpen(open func(context.Context) (*runnel.Runnel, error), fn func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		rn, err := g.open(cmd.Context())
+		rn, err := open(cmd.Context())
 		if err != nil {
 			return err
 		}
@@ -187,7 +237,40 @@ JetStream, or against a NATS JetStream server with --nats-url.`,
 	}
 	root.AddCommand(demoCmd(g), serveCmd(g), putCmd(g), getCmd(g), streamsCmd(g), mappingsCmd(g), benchCmd(g), dlqCmd(g), replayCmd(g), resolveCmd(g))
 	root.AddCommand(statusCmd(g), clusterCmd(g), logsCmd(g))
+	strictArgs(root)
 	return root
+}
+
+// strictArgs makes every command under root refuse what it does not
+// take: a command that says nothing of its arguments takes none
+// (cobra.NoArgs: "runnel status extra" is an error, not a status), and a
+// group of subcommands (dlq, streams, cluster) run with an unknown one
+// ("runnel dlq lsit") or none fails with an "unknown command" or "missing
+// subcommand" error naming them, instead of printing its help with exit
+// status 0. Cobra itself checks only root's subcommands so.
+func strictArgs(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		strictArgs(c)
+		if c.Args == nil {
+			c.Args = cobra.NoArgs
+		}
+		if !c.Runnable() && c.HasSubCommands() {
+			c.RunE = missingSubcommand
+		}
+	}
+}
+
+// missingSubcommand is the RunE of a group of subcommands run without one
+// (an unknown one is refused by cobra.NoArgs before): an error listing
+// them.
+func missingSubcommand(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return fmt.Errorf("missing subcommand for %q: one of %s (see '%s --help')", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
 }
 
 // writeHeapProfile writes the heap profile (live and allocated since the

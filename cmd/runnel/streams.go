@@ -154,7 +154,7 @@ func streamsCmd(g *globals) *cobra.Command {
 	var in stream.CreateStreamInput
 	create := &cobra.Command{
 		Use: "create NAME", Short: "CreateStream", Args: cobra.ExactArgs(1),
-		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+		RunE: g.withCreate(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			in.StreamName = args[0]
 			d, err := rn.Streams.CreateStream(cmd.Context(), in)
 			if err != nil {
