@@ -1,6 +1,7 @@
 package function
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/runnel-dev/runnel/engine"
 )
@@ -95,10 +97,19 @@ func (c *clusterSlots) acquire(ctx context.Context, name string, n int, limit ti
 		ttl += time.Second - r // JetStream counts TTLs in whole seconds
 	}
 	first := rand.IntN(n)
+	// Each take writes a value of its own, so that a Create whose answer
+	// was lost (the caller gave up, a timeout in a stall) can be told
+	// apart from another invocation's and undone: it would hold the slot
+	// for its whole TTL (the time limit + 30 s) otherwise.
+	mine := []byte(c.node + "/" + nuid.Next())
 	take := func(i int) (uint64, bool, error) {
-		seq, err := kv.Create(ctx, slotKey(name, i), []byte(c.node), jetstream.KeyTTL(ttl))
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		key := slotKey(name, i)
+		seq, err := kv.Create(ctx, key, mine, jetstream.KeyTTL(ttl))
+		if slotTaken(err) {
 			return 0, false, nil
+		}
+		if err != nil {
+			c.undo(key, mine)
 		}
 		return seq, err == nil, err
 	}
@@ -127,6 +138,37 @@ func (c *clusterSlots) acquire(ctx context.Context, name string, n int, limit ti
 	return "", 0, errSlotsFull
 }
 
+// slotTaken says a Create found its slot key there: ErrKeyExists, or,
+// for a key whose last entry is a delete marker (a slot released), the
+// server's wrong-last-sequence answer, which nats.go passes on as is (a
+// replicated bucket answers 10164 where one replica answers 10071; the
+// rule of stream/put.go).
+func slotTaken(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// undo deletes slot key if it holds mine: a Create that failed without an
+// answer may have been stored.
+func (c *clusterSlots) undo(key string, mine []byte) {
+	c.mu.Lock()
+	kv := c.kv
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), slotOpTimeout)
+	defer cancel()
+	e, err := kv.Get(ctx, key)
+	if err != nil || !bytes.Equal(e.Value(), mine) {
+		return
+	}
+	if err := kv.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil && !slotTaken(err) {
+		c.eng.Logger.Warn("function: undoing a reserved concurrency slot whose take failed did not work; it frees at its TTL", "key", key, "err", err)
+	}
+}
+
 // release frees slot key, taken at revision rev: a Delete on that
 // revision only (a slot taken again after its TTL expired is another
 // invocation's, left alone). A failure leaves the slot to its TTL.
@@ -137,8 +179,7 @@ func (c *clusterSlots) release(key string, rev uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), slotOpTimeout)
 	defer cancel()
 	err := kv.Delete(ctx, key, jetstream.LastRevision(rev))
-	var apiErr *jetstream.APIError
-	if err != nil && !(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+	if err != nil && !slotTaken(err) {
 		c.eng.Logger.Warn("function: release of a reserved concurrency slot failed; it frees at its TTL", "key", key, "err", err)
 	}
 }

@@ -118,6 +118,9 @@ func (s *Service) applyStoredEntry(ctx context.Context, e jetstream.KeyValueEntr
 	change := StoredChange{current: func() bool { return s.isCurrent(name, rev) }}
 	if e.Operation() != jetstream.KeyValuePut {
 		delete(s.fns, name)
+		// As DeleteFunction: its reservation goes back to the pool.
+		delete(s.lims, name)
+		s.pool.resize(s.unreservedConcurrency(Config{}), false)
 		s.mu.Unlock()
 		change.Config, change.Deleted = Config{FunctionName: name}, true
 		return s.callHook(ctx, change)
