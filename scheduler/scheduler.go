@@ -205,8 +205,9 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 			s.log.Warn("unreadable schedule ignored", "key", k, "err", err)
 			return
 		}
-		x, perr := expr.Parse(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
+		x, perr := expr.ParseStored(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
 		if perr != nil {
+			s.log.Warn("schedule with an unreadable expression ignored", "key", k, "err", perr)
 			return
 		}
 		s.scheds[key(sc.GroupName, sc.Name)] = &sched{s: sc, rev: e.Revision(), e: x}

@@ -21,7 +21,7 @@ func (s *Service) applySchedule(e jetstream.KeyValueEntry) {
 	defer s.mu.Unlock()
 	k := e.Key()
 	if engine.ApplyEntry(s.scheds, e, func(sc *sched) uint64 { return sc.rev }, func(sc Schedule) *sched {
-		x, err := expr.Parse(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
+		x, err := expr.ParseStored(sc.ScheduleExpression, sc.ScheduleExpressionTimezone)
 		if err != nil {
 			s.log.Warn("schedule with an unreadable expression ignored", "key", k, "err", err)
 			return nil

@@ -69,6 +69,22 @@ func Parse(s, tz string) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseIn(s, loc)
+}
+
+// ParseStored is Parse for an expression already stored: a time zone of
+// "Local", which runnel accepted before it was refused, keeps meaning the
+// host's zone, so that such a schedule still loads and fires (refusing it
+// at load made it a ghost: never fired, not listed, not deletable, its
+// name taken). Anything else is Parse's.
+func ParseStored(s, tz string) (*Expr, error) {
+	if tz == "Local" {
+		return parseIn(s, time.Local)
+	}
+	return Parse(s, tz)
+}
+
+func parseIn(s string, loc *time.Location) (*Expr, error) {
 	e := &Expr{Src: s, loc: loc}
 	body, kind := "", ""
 	if i := strings.IndexByte(s, '('); i > 0 && strings.HasSuffix(s, ")") {
