@@ -2,7 +2,8 @@ package awsapi
 
 // EventBridge's rules and targets: PutRule, DeleteRule, DescribeRule,
 // ListRules, EnableRule, DisableRule, PutTargets, RemoveTargets,
-// ListTargetsByRule. Targets: Lambda, SQS (FIFO with MessageGroupId),
+// ListTargetsByRule (PutRule's Tags and DeleteRule's dropping of them:
+// events_tags.go). Targets: Lambda, SQS (FIFO with MessageGroupId),
 // Kinesis (PartitionKeyPath) and event buses; RoleArn is stored, never
 // checked. https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutRule.html
 
@@ -15,13 +16,16 @@ func eventsInvalid(format string, args ...any) error {
 	return awserr.New(awserr.ErrValidation, format, args...)
 }
 
+// putRuleInput is PutRule's request; Tags (Key 1..128, Value 0..256, at
+// most 50, no aws: key) are given to a rule it creates and ignored on an
+// existing one, as on AWS (events_tags.go).
 type putRuleInput struct {
 	eventbus.Rule
-	Tags []map[string]string
+	Tags []eventbus.Tag
 }
 
 func eventsPutRule(rq *request, in *putRuleInput) (any, error) {
-	return keyed("RuleArn")(rq.h.rn.Events.PutRule(rq.ctx, in.Rule))
+	return keyed("RuleArn")(rq.h.rn.Events.PutRuleTagged(rq.ctx, in.Rule, in.Tags))
 }
 
 type ruleRef struct {
@@ -31,7 +35,7 @@ type ruleRef struct {
 }
 
 func eventsDeleteRule(rq *request, in *ruleRef) (any, error) {
-	return nil, rq.h.rn.Events.DeleteRule(rq.ctx, in.EventBusName, in.Name, in.Force)
+	return nil, rq.h.rn.Events.DeleteRuleAndTags(rq.ctx, in.EventBusName, in.Name, in.Force)
 }
 
 func eventsDescribeRule(rq *request, in *ruleRef) (any, error) {

@@ -354,9 +354,9 @@ var operations = index([]Operation{
 		Doc: "Returns the assumed role's session (assumed-role ARN, role id:session) for AssumeRole's credentials, the account's root identity (Account is runnel's account id) for any other."},
 	{Service: STS, Name: "AssumeRole", h: handle(stsAssumeRole),
 		Doc: "Returns session credentials for a stored role (DurationSeconds up to its MaxSessionDuration; a role that does not exist is AccessDenied); with --auth every service accepts them, with their session token, until they expire (then ExpiredToken)."},
-	// EventBridge (events_buses.go, events_rules.go, events_events.go, events_archives.go)
-	{Service: EventBridge, Name: "CreateEventBus", h: handle(eventsCreateEventBus),
-		Doc: "Creates a custom event bus (the default bus always exists); no partner sources, KMS keys or policies."},
+	// EventBridge (events_buses.go, events_rules.go, events_events.go, events_archives.go, events_tags.go)
+	{Service: EventBridge, Name: "CreateEventBus", h: handle(eventsCreateEventBusTagged),
+		Doc: "Creates a custom event bus (the default bus always exists) with its Tags; no partner sources, KMS keys or policies."},
 	{Service: EventBridge, Name: "DeleteEventBus", h: handle(eventsDeleteEventBus),
 		Doc: "Deletes a custom bus and its rules (not default)."},
 	{Service: EventBridge, Name: "DescribeEventBus", h: handle(eventsDescribeEventBus),
@@ -401,6 +401,12 @@ var operations = index([]Operation{
 		Doc: "Lists replays by NamePrefix, State and EventSourceArn."},
 	{Service: EventBridge, Name: "CancelReplay", h: handle(eventsCancelReplay),
 		Doc: "Cancels a STARTING or RUNNING replay (IllegalStatusException otherwise)."},
+	{Service: EventBridge, Name: "TagResource", h: handle(eventsTagResource),
+		Doc: "Tags a rule or event bus by ARN (at most 50 tags, Key 1..128, Value 0..256, no aws: keys); stored, seen by every node, deleted with the resource."},
+	{Service: EventBridge, Name: "UntagResource", h: handle(eventsUntagResource),
+		Doc: "Removes tag keys from a rule or event bus by ARN."},
+	{Service: EventBridge, Name: "ListTagsForResource", h: handle(eventsListTagsForResource),
+		Doc: "Lists a rule's or event bus's tags in key order (PutRule's Tags given when it created the rule)."},
 	// EventBridge Scheduler (scheduler_schedules.go, scheduler_tags.go)
 	{Service: Scheduler, Name: "CreateSchedule", h: handle(schedulerCreateSchedule), Routes: []string{"POST /schedules/{name}"},
 		Doc: "Creates a schedule: at(), rate() or cron() in a time zone, FlexibleTimeWindow, StartDate/EndDate, ActionAfterCompletion; a Lambda, SQS or Kinesis target with RetryPolicy and DeadLetterConfig, fired on the engine clock."},

@@ -7,7 +7,8 @@ package eventbus
 // matches events put through every node, the node firing scheduled rules
 // sees it, and an archive created through one node keeps the events put
 // through every node (within the watch's latency, about a millisecond on
-// one machine).
+// one machine). A bus's tags (tags.go) are read from their bucket at each
+// call, never held.
 
 import (
 	"encoding/json"
@@ -23,9 +24,12 @@ import (
 // applied) is skipped; entries come in revision order, so a bus deleted
 // here and seen again in an older entry is removed again by the deletion
 // that follows it. Its first call starts the watch of the archives
-// (watchArchives).
+// (watchArchives); a bus's deletion drops its tags (dropBusTags).
 func (s *Service) applyBus(e jetstream.KeyValueEntry) {
 	s.watchArchives()
+	if e.Operation() != jetstream.KeyValuePut {
+		s.dropBusTags(s.bg, e.Key())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if engine.ApplyEntry(s.state, e, func(b *busState) uint64 { return b.rev },
