@@ -425,6 +425,18 @@ const endPages = 10
 func (rq *request) streamRecords(ctx context.Context, s *ddbStream, it streamIterator, limit int) (any, error) {
 	logs := rq.h.rn.Tables.Logs()
 	horizon := rq.h.rn.Engine.Clock.Now().Add(-table.StreamRetention).UnixMilli()
+	// An iterator of an earlier runnel carries neither its shard nor its
+	// horizon: the shard is the inner iterator's, and its position is
+	// taken as placed now (older changes skipped, as that runnel did).
+	// Without the shard, a disabled stream's shard never closed for it.
+	if it.Shard == 0 {
+		if i, ok := stream.IteratorShardIndex(it.Inner); ok {
+			it.Shard = i + 1
+		}
+	}
+	if it.Horizon == 0 {
+		it.Horizon = horizon
+	}
 	var end shardEnd
 	if !s.enabled && it.Shard > 0 {
 		var err error

@@ -53,6 +53,19 @@ func (it iterator) encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// IteratorShardIndex returns the index of the shard a shard iterator
+// token reads (ok false for a token that does not decode). For wrappers
+// of the token (the DynamoDB Streams API's iterators) that need the shard
+// of one they did not record it in.
+func IteratorShardIndex(token string) (int, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	var it iterator
+	if err != nil || json.Unmarshal(raw, &it) != nil || it.Stream == "" {
+		return 0, false
+	}
+	return it.Shard, true
+}
+
 // GetShardIterator returns an iterator token positioned as asked
 // (API_GetShardIterator). TRIM_HORIZON starts at the oldest record still
 // retained; LATEST just after the newest, so only records put afterwards are
