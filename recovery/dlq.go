@@ -50,9 +50,17 @@ type QueueSummary struct {
 	Name string
 	URL  string
 	ARN  string
-	// IsDLQ: named in some queue's RedrivePolicy, or "dlq"/"dead" in the name.
+	// IsDLQ: a dead-letter queue, as ListOptions.DeadLetterFor classifies
+	// it when given; else named in some queue's RedrivePolicy, or
+	// "dlq"/"dead" in the name (LooksLikeDLQ).
 	IsDLQ bool
-	// Sources are the queues whose RedrivePolicy names this one.
+	// DeadLetterFor says why it is a dead-letter queue (from
+	// ListOptions.DeadLetterFor: "on-failure destination of mapping <uuid>",
+	// "DeadLetterConfig of function f", "RedrivePolicy target of queue q",
+	// ...); empty without it.
+	DeadLetterFor []string `json:",omitempty"`
+	// Sources are the queues whose RedrivePolicy names this one (where
+	// redrive moves its messages back).
 	Sources []string `json:",omitempty"`
 	// RedriveTarget is this queue's own dead-letter queue, if any.
 	RedriveTarget string `json:",omitempty"`
@@ -76,17 +84,31 @@ type ListOptions struct {
 	Age bool
 	// Now is the time ages are measured at; zero means time.Now().
 	Now time.Time
+	// DeadLetterFor, when not nil, classifies the dead-letter queues: a
+	// queue is one when it has reasons here (queue name -> why), as
+	// `runnel status` and the web page classify them
+	// (observe.QueueState.DeadLetterFor: RedrivePolicy targets of queues
+	// and SNS subscriptions, mappings' on-failure destinations, functions'
+	// asynchronous OnFailure destinations and DeadLetterConfig queues,
+	// rules' and schedules' dead-letter queues, runnel's asynchronous
+	// dead-letter store, names matching observe.DefaultDeadLetterPattern).
+	// nil: RedrivePolicy targets and LooksLikeDLQ names only, which miss
+	// the destinations that only runnel's stored configuration names.
+	DeadLetterFor map[string][]string
 }
 
-// LooksLikeDLQ reports whether a queue name says it is a dead-letter queue.
+// LooksLikeDLQ reports whether a queue name says it is a dead-letter queue
+// ("dlq" or "dead" in it, any case): ListQueues' classification without
+// ListOptions.DeadLetterFor.
 func LooksLikeDLQ(name string) bool {
 	n := strings.ToLower(name)
 	return strings.Contains(n, "dlq") || strings.Contains(n, "dead")
 }
 
 // ListQueues lists queues with their depth, marking dead-letter queues:
-// those named in some queue's RedrivePolicy and those whose name contains
-// "dlq" or "dead".
+// those ListOptions.DeadLetterFor names when given; else those named in
+// some queue's RedrivePolicy and those whose name contains "dlq" or
+// "dead".
 func ListQueues(ctx context.Context, queues *queue.Service, o ListOptions) ([]QueueSummary, error) {
 	urls, err := queues.ListQueues(ctx, "")
 	if err != nil {
@@ -126,7 +148,12 @@ func ListQueues(ctx context.Context, queues *queue.Service, o ListOptions) ([]Qu
 	for _, s := range all {
 		s.Sources = sources[s.Name]
 		sort.Strings(s.Sources)
-		s.IsDLQ = len(s.Sources) > 0 || LooksLikeDLQ(s.Name)
+		if o.DeadLetterFor != nil {
+			s.DeadLetterFor = o.DeadLetterFor[s.Name]
+			s.IsDLQ = len(s.DeadLetterFor) > 0 || len(s.Sources) > 0
+		} else {
+			s.IsDLQ = len(s.Sources) > 0 || LooksLikeDLQ(s.Name)
+		}
 		if o.DLQOnly && !s.IsDLQ {
 			continue
 		}
@@ -255,6 +282,17 @@ type InspectOptions struct {
 	Scan int
 	// Now is the time ages are measured at; zero means time.Now().
 	Now time.Time
+	// DeadLetterFor, when not nil, classifies the dead-letter queues: a
+	// queue is one when it has reasons here (queue name -> why), as
+	// `runnel status` and the web page classify them
+	// (observe.QueueState.DeadLetterFor: RedrivePolicy targets of queues
+	// and SNS subscriptions, mappings' on-failure destinations, functions'
+	// asynchronous OnFailure destinations and DeadLetterConfig queues,
+	// rules' and schedules' dead-letter queues, runnel's asynchronous
+	// dead-letter store, names matching observe.DefaultDeadLetterPattern).
+	// nil: RedrivePolicy targets and LooksLikeDLQ names only, which miss
+	// the destinations that only runnel's stored configuration names.
+	DeadLetterFor map[string][]string
 }
 
 // Inspection is what Inspect found.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/runnel-dev/runnel/function"
 	"github.com/runnel-dev/runnel/function/builtin"
 	"github.com/runnel-dev/runnel/mapping"
+	"github.com/runnel-dev/runnel/observe"
 	"github.com/runnel-dev/runnel/queue"
 	"github.com/runnel-dev/runnel/recovery"
 	"github.com/runnel-dev/runnel/stream"
@@ -98,8 +100,11 @@ func dlqCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
 		Short: "Inspect, redrive, purge and archive dead-letter queues",
-		Long: `dlq works on dead-letter queues: queues named in some queue's RedrivePolicy, and
-queues whose name contains "dlq" or "dead".
+		Long: `dlq works on dead-letter queues, the queues 'runnel status' raises dlq-depth
+alarms for: RedrivePolicy targets of queues and SNS subscriptions, mappings'
+on-failure destinations, functions' asynchronous OnFailure destinations and
+DeadLetterConfig queues, rules' and schedules' dead-letter queues, runnel's
+asynchronous dead-letter store, and queues named like *-dlq / *dead-letter*.
 
 Looking at messages (list's age, show) receives them and sets their visibility
 back to 0 at once, as the AWS console does: each look adds one to their
@@ -115,7 +120,8 @@ func dlqListCmd(g *globals) *cobra.Command {
 		Use: "list", Short: "List dead-letter queues with their depth and the age of their oldest message",
 		Args: cobra.NoArgs,
 		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
-			qs, err := recovery.ListQueues(cmd.Context(), rn.Queues, recovery.ListOptions{DLQOnly: !all, Age: !noAge, Now: rn.Engine.Clock.Now()})
+			qs, err := recovery.ListQueues(cmd.Context(), rn.Queues, recovery.ListOptions{DLQOnly: !all, Age: !noAge, Now: rn.Engine.Clock.Now(),
+				DeadLetterFor: deadLetterQueues(cmd.Context(), rn)})
 			if err != nil {
 				return err
 			}
@@ -130,13 +136,14 @@ func dlqListCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "queue\tdlq\tvisible\tin flight\tdelayed\toldest\tsources")
+			fmt.Fprintln(tw, "queue\tdlq\tvisible\tin flight\tdelayed\toldest\tsources\tdead letters of")
 			for _, q := range qs {
 				age := "-"
 				if q.OldestSent != nil {
 					age = (time.Duration(q.OldestAgeSeconds) * time.Second).String()
 				}
-				fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\n", q.Name, q.IsDLQ, q.Visible, q.InFlight, q.Delayed, age, strings.Join(q.Sources, ","))
+				fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, q.IsDLQ, q.Visible, q.InFlight, q.Delayed, age,
+					cmp.Or(strings.Join(q.Sources, ","), "-"), cmp.Or(strings.Join(q.DeadLetterFor, "; "), "-"))
 			}
 			return tw.Flush()
 		}),
@@ -145,6 +152,20 @@ func dlqListCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "list every queue, not only dead-letter queues")
 	cmd.Flags().BoolVar(&noAge, "no-age", false, "don't look at the oldest message (no receive)")
 	return cmd
+}
+
+// deadLetterQueues classifies the dead-letter queues as 'runnel status'
+// and the web page do (observe.Take's QueueState.DeadLetterFor): queue
+// name -> why it is one. Never nil, so ListQueues uses it and not its
+// name heuristic alone.
+func deadLetterQueues(ctx context.Context, rn *runnel.Runnel) map[string][]string {
+	out := map[string][]string{}
+	for _, q := range observe.Take(ctx, rn, observe.TakeOptions{Passive: true}).Queues {
+		if q.DeadLetter {
+			out[q.Name] = q.DeadLetterFor
+		}
+	}
+	return out
 }
 
 func dlqShowCmd(g *globals) *cobra.Command {
