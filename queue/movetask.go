@@ -56,6 +56,7 @@ type moveTask struct {
 	info   MessageMoveTask
 	handle string
 	limit  uint64 // messages from record limit on were sent after the start
+	srcID  string // the source queue's id
 	lost   bool   // stopped because this process no longer serves the queues
 	cancel chan struct{}
 	done   chan struct{}
@@ -147,7 +148,7 @@ func (s *Service) StartMessageMoveTask(ctx context.Context, sourceArn, destinati
 	src.mu.Unlock()
 	hb, _ := json.Marshal(map[string]string{"taskId": nuid.Next(), "sourceArn": sourceArn})
 	t := &moveTask{
-		handle: base64.StdEncoding.EncodeToString(hb), limit: limit,
+		handle: base64.StdEncoding.EncodeToString(hb), limit: limit, srcID: src.id,
 		cancel: make(chan struct{}), done: make(chan struct{}),
 	}
 	t.info = MessageMoveTask{
@@ -268,6 +269,12 @@ func (s *Service) CancelMessageMoveTask(ctx context.Context, taskHandle string) 
 	t.info.Status = MoveTaskCancelling
 	close(t.cancel)
 	t.mu.Unlock()
+	// Stored CANCELLING: a crash before the task ends must not resume it.
+	if name, ok := NameFromARN(t.info.SourceArn); ok {
+		if err := s.saveTasks(ctx, name); err != nil {
+			s.log.Warn("queue: cannot store a message move task's cancellation", "queue", name, "err", err)
+		}
+	}
 	select {
 	case <-t.done:
 	case <-ctx.Done():

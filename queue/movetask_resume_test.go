@@ -127,3 +127,35 @@ func TestAMoveTaskGoesOnInTheProcessThatTakesTheQueues(t *testing.T) {
 		t.Fatalf("the destination holds %v (%v); want 5", attrs, err)
 	}
 }
+
+// TestTheMoveTasksOfADeletedQueueGoWithIt: ListMessageMoveTasks lists a
+// source queue's tasks; a queue deleted and created again under its name
+// is another queue (its ARN is the same). The stored tasks were kept: the
+// new queue listed the old one's tasks after a restart, and a task stored
+// RUNNING was resumed against the new queue's messages. Now DeleteQueue
+// deletes them, and a stored task whose queue is not the one of its name
+// now ends FAILED instead of being resumed.
+func TestTheMoveTasksOfADeletedQueueGoWithIt(t *testing.T) {
+	e := newEnv(t)
+	dlq := e.create("dlq", nil)
+	src := e.create("src", map[string]string{"RedrivePolicy": redrivePolicy(e, "dlq", 1)})
+	e.deadLetter(src, 3)
+	dlqArn := e.svc.ARN("dlq")
+	if _, err := e.svc.StartMessageMoveTask(e.ctx, dlqArn, "", 1); err != nil {
+		t.Fatal(err)
+	}
+	e.waitMoved(dlqArn, 1, queue.MoveTaskRunning)
+	if err := e.svc.DeleteQueue(e.ctx, dlq); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(61 * time.Second) // SQS: wait 60 seconds before creating a queue of the name again
+	dlq = e.create("dlq", nil)
+	e.send(dlq, "new")
+	e.restart()
+	if list, err := e.svc.ListMessageMoveTasks(e.ctx, dlqArn); err != nil || len(list) != 0 {
+		t.Fatalf("the queue created again lists %+v, %v; want no task", list, err)
+	}
+	if got := e.bodies(dlq, queue.ReceiveMessageInput{}); !equal(got, []string{"new"}) {
+		t.Fatalf("the new queue holds %v; want [new]", got)
+	}
+}

@@ -3,7 +3,10 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnel-dev/runnel/engine"
 )
@@ -39,8 +42,9 @@ const moveTasksBucket = "runnel_sqs_move_tasks"
 // storedMoveTask is a move task as stored.
 type storedMoveTask struct {
 	MessageMoveTask
-	Handle string `json:"handle"` // the TaskHandle, also once the task ended
-	Limit  uint64 `json:"limit"`  // moveTask.limit
+	Handle  string `json:"handle"`            // the TaskHandle, also once the task ended
+	Limit   uint64 `json:"limit"`             // moveTask.limit
+	QueueID string `json:"queueId,omitempty"` // the source queue's id: a queue of the same name created since is another
 }
 
 // saveTasks stores source queue name's tasks as they are now. A process
@@ -54,15 +58,38 @@ func (s *Service) saveTasks(ctx context.Context, name string) error {
 	s.mu.Lock()
 	list := slices.Clone(s.bySrc[name])
 	s.mu.Unlock()
+	if len(list) == 0 {
+		// The source was deleted (forgetTasks): its tasks go with it.
+		if err := s.moveTasks.Purge(ctx, name); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		return nil
+	}
 	out := make([]storedMoveTask, 0, len(list))
 	for _, t := range list {
 		t.mu.Lock()
-		out = append(out, storedMoveTask{MessageMoveTask: t.info, Handle: t.handle, Limit: t.limit})
+		out = append(out, storedMoveTask{MessageMoveTask: t.info, Handle: t.handle, Limit: t.limit, QueueID: t.srcID})
 		t.mu.Unlock()
 	}
 	b, _ := json.Marshal(out)
 	_, err := s.moveTasks.Put(ctx, name, b)
 	return err
+}
+
+// forgetTasks drops source queue name's tasks, here and stored (at
+// DeleteQueue): a queue created again under the name must not list them,
+// nor resume one against its own messages. A running task of the deleted
+// queue fails at its next batch.
+func (s *Service) forgetTasks(ctx context.Context, name string) {
+	s.mu.Lock()
+	for _, t := range s.bySrc[name] {
+		delete(s.tasks, t.handle)
+	}
+	delete(s.bySrc, name)
+	s.mu.Unlock()
+	if err := s.saveTasks(ctx, name); err != nil {
+		s.log.Warn("queue: cannot delete the stored message move tasks of a deleted queue", "queue", name, "err", err)
+	}
 }
 
 // resumeTasks is called each time this process takes the queues: it
@@ -115,7 +142,7 @@ func (s *Service) loadTasks(ctx context.Context) {
 		var resume []*moveTask
 		ended := false
 		for _, st := range list {
-			t := &moveTask{info: st.MessageMoveTask, handle: st.Handle, limit: st.Limit,
+			t := &moveTask{info: st.MessageMoveTask, handle: st.Handle, limit: st.Limit, srcID: st.QueueID,
 				cancel: make(chan struct{}), done: make(chan struct{})}
 			switch st.Status {
 			case MoveTaskRunning:
@@ -140,6 +167,9 @@ func (s *Service) loadTasks(ctx context.Context) {
 		s.mu.Unlock()
 		for _, t := range resume {
 			src, err := s.queue(ctx, name)
+			if err == nil && t.srcID != "" && src.id != t.srcID {
+				err = errors.New("the queue was deleted (and a queue of its name created) while the task was stopped")
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return

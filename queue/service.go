@@ -590,6 +590,7 @@ func (s *Service) DeleteQueue(ctx context.Context, queueURL string) error {
 	if err := s.eng.JS.DeleteStream(ctx, jsName(id)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return awserr.New(awserr.ErrInternal, "delete queue %s: %v", name, err)
 	}
+	s.forgetTasks(ctx, name)
 	return nil
 }
 
