@@ -4,7 +4,11 @@ package eventbus
 // CreateArchive, DescribeArchive, ListArchives, DeleteArchive. An archive
 // keeps the events put on its bus that match its EventPattern (all when
 // none), RetentionDays days by ingestion time on the engine's clock (0:
-// for ever); replayed events are never archived.
+// for ever); replayed events are never archived. Every process of a
+// cluster holds every archive (its watch of runnel_event_archives,
+// watch.go), so an archive keeps the events put through any node, and
+// EventCount, read from the stream's leader, counts them all (SizeBytes
+// is 0: the stream does not size a subject).
 //
 // Replays (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-replay-archived-event.html):
 // StartReplay sends the archived events whose time is in
