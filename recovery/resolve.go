@@ -67,7 +67,9 @@ type Resolved struct {
 	// Records are the stream records (KindStreamBatch, KindInserted), in
 	// shard order, as a function would see them in a Kinesis event: a
 	// pointer's range without the records its mapping's FilterCriteria
-	// filtered out, when the mapping is known (see Unfiltered).
+	// filtered out, when the mapping is known (see Unfiltered). A
+	// pointer's records carry the awsRegion and invokeIdentityArn the
+	// mapping sent (mappingIdentity).
 	Records []events.KinesisEventRecord
 	// Payload is the original event of an async invocation (KindAsync)
 	// or of an EventBridge dead letter (KindEvent), or the published
@@ -214,12 +216,15 @@ func resolveBatch(ctx context.Context, streams *stream.Service, mappings *mappin
 	if err != nil {
 		return nil, err
 	}
+	region, role := mappingIdentity(bi.StreamArn)
 	for _, r := range recs {
 		if !matcher.MatchKinesis(r.PartitionKey, r.SequenceNumber, r.Data) {
 			res.Filtered++
 			continue
 		}
-		res.Records = append(res.Records, KinesisEventRecord(bi.StreamArn, r))
+		ev := KinesisEventRecord(bi.StreamArn, r)
+		ev.AwsRegion, ev.InvokeIdentityArn = region, role
+		res.Records = append(res.Records, ev)
 	}
 	if missing > 0 {
 		// The pointer says how many records the batch held; the stored
@@ -228,6 +233,22 @@ func resolveBatch(ctx context.Context, streams *stream.Service, mappings *mappin
 		return res, fmt.Errorf("%w: %d of the %d records of %s %s..%s are gone", ErrPastRetention, res.Missing, bi.BatchSize, bi.ShardID, bi.StartSequenceNumber, bi.EndSequenceNumber)
 	}
 	return res, nil
+}
+
+// mappingIdentity returns the awsRegion and invokeIdentityArn an event
+// source mapping of streamARN (arn:aws:kinesis:<region>:<account>:stream/<name>)
+// puts in each Kinesis event record: the stream's region, and the role
+// arn:aws:iam::<account>:role/runnel-event-source-mapping. runnel's
+// mappings send that one role, whatever the function's Role (mapping's
+// kinesisEvent), so the resolved records are the ones the function saw;
+// replay's records carry the same (newSender). Both empty for an ARN of
+// another shape.
+func mappingIdentity(streamARN string) (region, role string) {
+	parts := strings.Split(streamARN, ":")
+	if len(parts) < 6 {
+		return "", ""
+	}
+	return parts[3], "arn:aws:iam::" + parts[4] + ":role/runnel-event-source-mapping"
 }
 
 // pointerFilter finds the mapping that wrote a KinesisBatchInfo pointer

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -620,13 +621,18 @@ func resolveCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resolve [FILE|-]",
-		Short: "Turn a failure record (async requestPayload, stream KinesisBatchInfo, retry envelope) into the original events",
-		Long: `resolve reads a failure record (a dead-letter message body; also an archive line or
-an SQS message JSON with a "body") from FILE or standard input and prints the
-original events as JSON: a Kinesis event with the records a KinesisBatchInfo
-points at (read back from the stream) or a retry envelope holds, or the
-requestPayload of an asynchronous invocation record. With --json it prints the
-whole resolution (kind, condition, pointer, missing count).`,
+		Short: "Turn failure records (async requestPayload, stream KinesisBatchInfo, retry envelope) into the original events",
+		Long: `resolve reads failure records (dead-letter message bodies; also the lines of a
+'runnel dlq archive' file, JSON Lines, or SQS message JSON with a "body") from
+FILE or standard input, one JSON value after another, and prints the original
+events of each as JSON: a Kinesis event with the records a KinesisBatchInfo
+points at (read back from the stream, with the awsRegion and invokeIdentityArn
+the mapping sends) or a retry envelope holds, or the requestPayload of an
+asynchronous invocation record. With --json it prints the whole resolution
+(kind, condition, pointer, missing count) of each. Input that is not JSON is
+resolved as one body. A record that cannot be resolved is reported on standard
+error with its number (1 = the first) and the others are still resolved; the
+command then fails.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			var r io.Reader = cmd.InOrStdin()
@@ -642,60 +648,118 @@ whole resolution (kind, condition, pointer, missing count).`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
 			src := recovery.Sources{Streams: rn.Streams, Tables: rn.Tables, Mappings: rn.Mappings}
-			res, err := recovery.ResolveFrom(ctx, src, body)
-			if errors.Is(err, recovery.ErrUnknownFormat) {
-				// An archive line or an SQS message: resolve its body.
-				var wrapped struct {
-					Body  *string `json:"body"`
-					Body2 *string `json:"Body"`
+			docs := jsonValues(body)
+			var failed, gone int
+			var pastRetention error
+			for i, doc := range docs {
+				where := ""
+				if len(docs) > 1 {
+					where = fmt.Sprintf("record %d: ", i+1)
 				}
-				if json.Unmarshal(body, &wrapped) == nil && (wrapped.Body != nil || wrapped.Body2 != nil) {
-					inner := wrapped.Body
-					if inner == nil {
-						inner = wrapped.Body2
+				res, err := resolveBody(cmd.Context(), src, doc)
+				if err != nil && !errors.Is(err, recovery.ErrPastRetention) {
+					if len(docs) == 1 {
+						return err
 					}
-					res, err = recovery.ResolveFrom(ctx, src, []byte(*inner))
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s%v\n", where, err)
+					failed++
+					continue
 				}
-			}
-			if err != nil && !errors.Is(err, recovery.ErrPastRetention) {
-				return err
-			}
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", err)
-			}
-			if asJSON {
-				printJSON(cmd.OutOrStdout(), res)
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s failure record, condition %s\n", res.Kind, res.Condition)
-			switch res.Kind {
-			case recovery.KindAsync, recovery.KindSNS, recovery.KindEvent:
-				// The event (async, EventBridge) or the published message
-				// (SNS). Before, SNS and EventBridge dead letters printed an
-				// empty Kinesis event.
-				var v any
-				if json.Unmarshal(res.Payload, &v) != nil {
-					v = string(res.Payload)
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%swarning: %v\n", where, err)
+					gone, pastRetention = gone+1, err
 				}
-				printJSON(cmd.OutOrStdout(), v)
-			case recovery.KindDDBStreamBatch:
-				recs := res.DynamoDB
-				if recs == nil {
-					recs = []events.DynamoDBEventRecord{}
-				}
-				printJSON(cmd.OutOrStdout(), events.DynamoDBEvent{Records: recs})
-			default:
-				recs := res.Records
-				if recs == nil {
-					recs = []events.KinesisEventRecord{}
-				}
-				printJSON(cmd.OutOrStdout(), events.KinesisEvent{Records: recs})
+				printResolved(cmd, res, asJSON, where)
 			}
-			return err
+			switch {
+			case failed > 0:
+				return fmt.Errorf("%d of %d records could not be resolved (see above)", failed, len(docs))
+			case gone > 0 && len(docs) == 1:
+				return pastRetention
+			case gone > 0:
+				return fmt.Errorf("%d of %d records point at stream records past retention: %w", gone, len(docs), recovery.ErrPastRetention)
+			}
+			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole resolution as JSON")
 	return cmd
+}
+
+// jsonValues splits input into its JSON values: the lines of a JSON Lines
+// file (dlq archive), or one value, however it is indented. Input that is
+// not a sequence of JSON values is one body.
+func jsonValues(input []byte) [][]byte {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	var out [][]byte
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return [][]byte{input}
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return [][]byte{input}
+	}
+	return out
+}
+
+// resolveBody resolves a failure record body, or the body of an archive
+// line or an SQS message JSON ({"body": ...} or {"Body": ...}).
+func resolveBody(ctx context.Context, src recovery.Sources, body []byte) (*recovery.Resolved, error) {
+	res, err := recovery.ResolveFrom(ctx, src, body)
+	if errors.Is(err, recovery.ErrUnknownFormat) {
+		var wrapped struct {
+			Body  *string `json:"body"`
+			Body2 *string `json:"Body"`
+		}
+		if json.Unmarshal(body, &wrapped) == nil && (wrapped.Body != nil || wrapped.Body2 != nil) {
+			inner := wrapped.Body
+			if inner == nil {
+				inner = wrapped.Body2
+			}
+			res, err = recovery.ResolveFrom(ctx, src, []byte(*inner))
+		}
+	}
+	return res, err
+}
+
+// printResolved prints what a failure record stands for: the whole
+// resolution with --json, else its events (where prefixes the line on
+// standard error).
+func printResolved(cmd *cobra.Command, res *recovery.Resolved, asJSON bool, where string) {
+	if asJSON {
+		printJSON(cmd.OutOrStdout(), res)
+		return
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s%s failure record, condition %s\n", where, res.Kind, res.Condition)
+	switch res.Kind {
+	case recovery.KindAsync, recovery.KindSNS, recovery.KindEvent:
+		// The event (async, EventBridge) or the published message
+		// (SNS). Before, SNS and EventBridge dead letters printed an
+		// empty Kinesis event.
+		var v any
+		if json.Unmarshal(res.Payload, &v) != nil {
+			v = string(res.Payload)
+		}
+		printJSON(cmd.OutOrStdout(), v)
+	case recovery.KindDDBStreamBatch:
+		recs := res.DynamoDB
+		if recs == nil {
+			recs = []events.DynamoDBEventRecord{}
+		}
+		printJSON(cmd.OutOrStdout(), events.DynamoDBEvent{Records: recs})
+	default:
+		recs := res.Records
+		if recs == nil {
+			recs = []events.KinesisEventRecord{}
+		}
+		printJSON(cmd.OutOrStdout(), events.KinesisEvent{Records: recs})
+	}
 }
