@@ -17,14 +17,6 @@ type eventBusInput struct {
 	Description string
 }
 
-func eventsCreateEventBus(rq *request, in *eventBusInput) (any, error) {
-	b, err := rq.h.rn.Events.CreateEventBus(rq.ctx, in.Name, in.Description)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"EventBusArn": b.Arn, "Description": b.Description}, nil
-}
-
 func eventsDeleteEventBus(rq *request, in *eventBusInput) (any, error) {
 	return nil, rq.h.rn.Events.DeleteEventBus(rq.ctx, in.Name)
 }

@@ -268,6 +268,11 @@ func New(ctx context.Context, eng *engine.Engine, targets *target.Service, opts 
 		s.cancel()
 		return nil, err
 	}
+	// Archives created or deleted through another process (applyArchive).
+	if err := engine.Watch(s.bg, &s.wg, s.archKV, s.applyArchive); err != nil {
+		s.cancel()
+		return nil, err
+	}
 	if !opts.Passive {
 		// One process of a cluster fires scheduled rules: the holder of
 		// the lease "eventbridge-schedules".

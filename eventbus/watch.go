@@ -12,7 +12,6 @@ package eventbus
 
 import (
 	"encoding/json"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,10 +22,8 @@ import (
 // no newer than the state this process holds (its own write, already
 // applied) is skipped; entries come in revision order, so a bus deleted
 // here and seen again in an older entry is removed again by the deletion
-// that follows it. Its first call starts the watch of the archives
-// (watchArchives); a bus's deletion drops its tags (dropBusTags).
+// that follows it. A bus's deletion drops its tags (dropBusTags).
 func (s *Service) applyBus(e jetstream.KeyValueEntry) {
-	s.watchArchives()
 	if e.Operation() != jetstream.KeyValuePut {
 		s.dropBusTags(s.bg, e.Key())
 	}
@@ -37,32 +34,6 @@ func (s *Service) applyBus(e jetstream.KeyValueEntry) {
 		func(err error) { s.log.Warn("unreadable event bus ignored", "bus", e.Key(), "err", err) }) {
 		s.wake()
 	}
-}
-
-// archiveWatches holds the services whose archives are watched (a
-// service's watch runs until it is closed).
-var archiveWatches sync.Map // *Service → struct{}
-
-// watchArchives starts, once per service, the watch of the archives
-// bucket (applyArchive), until the service is closed. It is started by
-// the watch of the buses, which New starts once the service's background
-// context exists; a failure to start is logged and tried again at the
-// next bus entry.
-func (s *Service) watchArchives() {
-	if _, started := archiveWatches.LoadOrStore(s, struct{}{}); started {
-		return
-	}
-	if err := engine.Watch(s.bg, &s.wg, s.archKV, s.applyArchive); err != nil {
-		archiveWatches.Delete(s)
-		if s.bg.Err() == nil {
-			s.log.Warn("eventbridge: the archives are not watched; another process's archive changes are not seen yet", "err", err)
-		}
-		return
-	}
-	s.wg.Go(func() {
-		<-s.bg.Done()
-		archiveWatches.Delete(s)
-	})
 }
 
 // applyArchive makes a stored archive (or its deletion) this process's:
