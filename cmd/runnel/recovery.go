@@ -107,9 +107,10 @@ on-failure destinations, functions' asynchronous OnFailure destinations and
 DeadLetterConfig queues, rules' and schedules' dead-letter queues, runnel's
 asynchronous dead-letter store, and queues named like *-dlq / *dead-letter*.
 
-Looking at messages (list's age, show) receives them and sets their visibility
-back to 0 at once, as the AWS console does: each look adds one to their
-ApproximateReceiveCount (show reports the count before its own look).`,
+Looking at messages (show) receives them and sets their visibility back to 0 at
+once, as the AWS console does: each look adds one to their
+ApproximateReceiveCount (show reports the count before its own look). list reads
+the oldest message's age from the queue's index and receives nothing.`,
 	}
 	cmd.AddCommand(dlqListCmd(g), dlqShowCmd(g), dlqRedriveCmd(g), dlqPurgeCmd(g), dlqArchiveCmd(g))
 	return cmd
@@ -151,7 +152,7 @@ func dlqListCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "list every queue, not only dead-letter queues")
-	cmd.Flags().BoolVar(&noAge, "no-age", false, "don't look at the oldest message (no receive)")
+	cmd.Flags().BoolVar(&noAge, "no-age", false, "don't read the age of the oldest message (nothing is received either way)")
 	return cmd
 }
 
