@@ -49,8 +49,16 @@ type listArchivesInput struct {
 	EventSourceArn string
 }
 
+// eventsListArchives lists archives with their EventCount, as
+// DescribeArchive reads it (API_ListArchives' Archive has EventCount; it
+// was 0 here).
 func eventsListArchives(rq *request, in *listArchivesInput) (any, error) {
-	return eventsPage(rq.h.rn.Events.ListArchives(in.NamePrefix, in.EventSourceArn), &in.listInput, "Archives", func(a *eventbus.Archive) any { return archiveOut(a) })
+	return eventsPage(rq.h.rn.Events.ListArchives(in.NamePrefix, in.EventSourceArn), &in.listInput, "Archives", func(a *eventbus.Archive) any {
+		if d, err := rq.h.rn.Events.DescribeArchive(rq.ctx, a.ArchiveName); err == nil {
+			a.EventCount = d.EventCount
+		}
+		return archiveOut(a)
+	})
 }
 
 type startReplayInput struct {

@@ -145,6 +145,10 @@ func TestEventBridgeArchiveReplay(t *testing.T) {
 	if da.EventCount != 2 || aws.ToInt32(da.RetentionDays) != 7 || da.State != ebtypes.ArchiveStateEnabled {
 		t.Fatalf("DescribeArchive: %+v", da)
 	}
+	// ListArchives' Archive carries EventCount too (API_ListArchives); it was 0.
+	if la := must(eb.ListArchives(ctx, &eventbridge.ListArchivesInput{})); len(la.Archives) != 1 || la.Archives[0].EventCount != 2 {
+		t.Fatalf("ListArchives: %+v", la.Archives)
+	}
 	must(eb.StartReplay(ctx, &eventbridge.StartReplayInput{ReplayName: aws.String("again"), EventSourceArn: a.ArchiveArn,
 		EventStartTime: aws.Time(begin), EventEndTime: aws.Time(time.Now().Add(time.Minute)), Destination: &ebtypes.ReplayDestination{Arn: &busArn}}))
 	testenv.Eventually(t, 15*time.Second, "replay completed", func() bool {
