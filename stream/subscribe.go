@@ -207,9 +207,24 @@ func (s *Service) holdLease(ctx context.Context, consumerARN, streamName, shardI
 	if l.rev, err = s.takeLease(ctx, l.key, nuid.Next(), l.startedMs, consumerARN, shardID); err != nil {
 		return nil, nil, err
 	}
+	s.at("subscription lease taken")
 	if l.watch, err = s.consumers.Watch(context.WithoutCancel(ctx), l.key, jetstream.UpdatesOnly()); err != nil {
 		_ = s.consumers.Delete(context.WithoutCancel(ctx), l.key, jetstream.LastRevision(l.rev))
 		return nil, nil, awserr.New(awserr.ErrService, "watch subscription lease: %v", err)
+	}
+	// DeregisterStreamConsumer marks the consumer DELETING, then deletes
+	// its leases once: a lease taken between the two outlived it (the
+	// subscription streamed to a deregistered consumer for its 5
+	// minutes, the key left behind). Looked at again now that the lease
+	// is watched: a deregistration not seen here deletes it after, and
+	// the watch ends the subscription.
+	if again, err := s.DescribeStreamConsumer(ctx, ConsumerRef{ConsumerARN: consumerARN}); err != nil || again.ConsumerStatus != ConsumerActive {
+		_ = l.watch.Stop()
+		_ = s.consumers.Delete(context.WithoutCancel(ctx), l.key, jetstream.LastRevision(l.rev))
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, awserr.New(awserr.ErrResourceInUse, "Consumer %s is not ACTIVE, instead in state %s", consumerARN, again.ConsumerStatus)
 	}
 	return l, c, nil
 }
