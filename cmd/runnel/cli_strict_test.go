@@ -15,10 +15,10 @@ import (
 
 // TestReadOnlyCommandsRefuseADataDirectoryThatDoesNotExist: the commands
 // that read or act on what is stored (status, mappings, dlq, get, put,
-// logs, resolve, replay, cluster status, streams list/describe/delete)
+// logs, resolve, replay, cluster status, streams describe/delete)
 // refuse a --data-dir that does not exist, naming it and the two ways to
 // reach a runnel (--data-dir, --nats-url), and create nothing; serve and
-// streams create still create it. AWS answers a request for a resource
+// streams create (and streams list) still create it. AWS answers a request for a resource
 // that is not there with an error (ResourceNotFoundException), never with
 // an empty success. The embedded engine created the missing directory,
 // so `cd /tmp/x && runnel status` or `runnel --data-dir typo status`
@@ -28,7 +28,7 @@ func TestReadOnlyCommandsRefuseADataDirectoryThatDoesNotExist(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"}, {"mappings"}, {"dlq", "list"}, {"dlq", "show", "q-dlq"}, {"dlq", "purge", "q-dlq", "--yes"},
 		{"get", "--stream", "s", "--shard", "shardId-000000000000"}, {"put", "--stream", "s", "--partition-key", "k", "--data", "x"},
-		{"logs", "fn"}, {"resolve", "-"}, {"cluster", "status"}, {"streams", "list"}, {"streams", "describe", "s"},
+		{"logs", "fn"}, {"resolve", "-"}, {"cluster", "status"}, {"streams", "describe", "s"}, {"streams", "delete", "s"},
 	} {
 		_, _, err := runCLI(t, "", append([]string{"--data-dir", missing}, args...)...)
 		if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "no such directory") || !strings.Contains(err.Error(), "--nats-url") {
