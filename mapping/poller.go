@@ -315,7 +315,7 @@ func (r *runner) startShard(ctx context.Context, sh stream.Shard) error {
 			w.lanes = append(w.lanes, l)
 		}
 		if ok && id == r.streamID {
-			if w.retired, err = r.svc.retiredWindows(ctx, r, sh.ShardID); err != nil {
+			if w.retired, err = r.svc.retiredWindows(ctx, r, sh.ShardID, from); err != nil {
 				return err
 			}
 			for _, rw := range w.retired {

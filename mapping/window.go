@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -49,7 +50,10 @@ import (
 //   - A window stored under a former ParallelizationFactor or
 //     TumblingWindowInSeconds (an update) gets its final invocation when
 //     the shard's worker starts, before any record (closeRetired); the
-//     records folded into it are not delivered again (retiredFolded).
+//     records folded into it are not delivered again (retiredFolded),
+//     across later restarts too: its Through is kept in the shard's
+//     retired record (storedRetired), which the new lanes' window records
+//     do not overwrite.
 
 // Ranges of the tumbling window parameters.
 const (
@@ -339,26 +343,46 @@ func (b *batchRun) closeWindow(ctx context.Context) error {
 // terminating the window early), retrying after a backoff until the
 // function succeeds: "If the invocation fails, your Lambda function
 // suspends further processing until a successful invocation" (Lambda
-// docs). Its response's state is not used.
+// docs). As for a batch (batchRun.invoke), a response without a "state"
+// (windowResponseState) is a failed invocation: "If the response doesn't
+// contain a state property, Lambda considers this a failed invocation"
+// (services-kinesis-windows.html, services-ddb-windows.html); it is
+// retried, counted as a function error and a retry. Its state is not
+// used. A function whose handler does not take the mapping's event type
+// (replaced since by PutFunction) is not invoked: the shard waits, as
+// for a batch, not counted as a retry. Returns an error only when ctx
+// ends.
 func (b *batchRun) invokeUntilOK(ctx context.Context, final, early bool) error {
-	for attempt := 1; ; attempt++ {
+	for attempt, wait := 1, 1; ; {
 		fn, err := b.r.function()
 		if err == nil {
+			if kind := b.r.eventKind(); !fn.Accepts(kind) {
+				b.w.setResult("PROBLEM: Function's handler takes no " + kind + " events")
+				b.w.setErr(fmt.Errorf("the handler of %s does not take %s events; the shard waits for a handler that does", b.r.cfg.FunctionName, kind))
+				if err := b.r.svc.backoff(ctx, wait); err != nil {
+					return err
+				}
+				wait++
+				continue
+			}
 			var res *function.Result
 			res, err = fn.Invoke(ctx, b.windowEvent(nil, final, early))
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			if err == nil {
-				if !res.Failed() {
+				if res.Failed() {
+					if res.Error != nil {
+						b.w.setErr(res.Error)
+					}
+				} else if _, serr := windowResponseState(res); serr != nil {
+					b.w.setErr(serr)
+				} else {
 					b.w.setResult("OK")
 					b.w.counters.invocations.Add(1)
 					return nil
 				}
 				b.w.setResult("PROBLEM: Function call failed")
-				if res.Error != nil {
-					b.w.setErr(res.Error)
-				}
 				b.w.counters.invocations.Add(1)
 				b.w.counters.functionErrors.Add(1)
 			}
@@ -370,6 +394,7 @@ func (b *batchRun) invokeUntilOK(ctx context.Context, final, early bool) error {
 		if err := b.r.svc.backoff(ctx, attempt); err != nil {
 			return err
 		}
+		attempt++
 	}
 }
 
@@ -403,11 +428,51 @@ type retiredWindow struct {
 	sw    storedWindow
 }
 
-// retiredWindows reads the shard's retired lane windows. Before, they
-// were ignored: an open window's state, and the records folded into it,
-// were never given their final invocation.
-func (s *Service) retiredWindows(ctx context.Context, r *runner, shardID string) ([]retiredWindow, error) {
+// retiredKey names the shard's record of retired lane windows
+// (storedRetired).
+func retiredKey(uuid, shardID string) string { return uuid + "." + shardID + ".windows.retired" }
+
+// storedRetired is the shard's record of the retired lane windows' Through,
+// as JSON: {"StreamID": id, "Lanes": [{"Lanes": n, "Index": i, "Through":
+// seq}]}, Lanes being the lane count (ParallelizationFactor, 1–10) the
+// window was stored under, Index its lane (0 to Lanes-1), Through the last
+// position folded into it. A lane of the new lane count stores its window
+// under the key of the former lane of its index (windowKey), overwriting
+// the former lane's Through: this record keeps it, so a restart (an
+// update, a disable, a hand-over, a crash) does not deliver the records
+// folded into the former window again. An entry is dropped once the
+// worker starts past its Through (nothing of it is left to read).
+type storedRetired struct {
+	StreamID string
+	Lanes    []retiredThrough
+}
+
+type retiredThrough struct {
+	Lanes, Index int
+	Through      uint64
+}
+
+// retiredWindows reads the shard's retired lane windows: those stored
+// under another lane count or window length (windowKey), and those kept
+// in the shard's retired record (retiredKey), merged by lane count and
+// index (the highest Through). A closed one whose Through is before from,
+// the first position the worker reads, is left out. Before, they were
+// ignored: an open window's state, and the records folded into it, were
+// never given their final invocation.
+func (s *Service) retiredWindows(ctx context.Context, r *runner, shardID string, from uint64) ([]retiredWindow, error) {
 	var out []retiredWindow
+	add := func(index int, sw storedWindow) {
+		if sw.Start == 0 && sw.Through < from {
+			return
+		}
+		for i := range out {
+			if out[i].index == index && out[i].sw.Lanes == sw.Lanes {
+				out[i].sw.Through = max(out[i].sw.Through, sw.Through)
+				return
+			}
+		}
+		out = append(out, retiredWindow{index: index, sw: sw})
+	}
 	for i := range MaxParallelizationFactor {
 		e, err := s.ckGet(ctx, windowKey(r.cfg.UUID, shardID, i))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -419,9 +484,54 @@ func (s *Service) retiredWindows(ctx context.Context, r *runner, shardID string)
 		if json.Unmarshal(e.Value(), &sw) != nil || sw.StreamID != r.streamID || sw.current(r) || sw.Lanes < 1 {
 			continue
 		}
-		out = append(out, retiredWindow{index: i, sw: sw})
+		add(i, sw)
+	}
+	e, err := s.ckGet(ctx, retiredKey(r.cfg.UUID, shardID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return out, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var sr storedRetired
+	if json.Unmarshal(e.Value(), &sr) != nil || sr.StreamID != r.streamID {
+		return out, nil
+	}
+	for _, t := range sr.Lanes {
+		if t.Lanes >= 1 && t.Index >= 0 && t.Index < t.Lanes {
+			add(t.Index, storedWindow{StreamID: r.streamID, Lanes: t.Lanes, Through: t.Through})
+		}
 	}
 	return out, nil
+}
+
+// storeRetired writes the Through of every retired window of the worker
+// to the shard's retired record (retiredKey), unless it holds them
+// already, fenced as every checkpoint write; it retries until stored and
+// returns an error only when ctx ends. closeRetired calls it before any
+// lane of the new lane count stores its window.
+func (w *shardWorker) storeRetired(ctx context.Context) error {
+	sr := storedRetired{StreamID: w.r.streamID}
+	for _, rw := range w.retired {
+		if rw.sw.Through > 0 {
+			sr.Lanes = append(sr.Lanes, retiredThrough{Lanes: rw.sw.Lanes, Index: rw.index, Through: rw.sw.Through})
+		}
+	}
+	key := retiredKey(w.r.cfg.UUID, w.shardID)
+	body, _ := json.Marshal(sr)
+	l := newLane(w, 1)
+	return l.storeUntilDone(ctx, "retired window write failed; retrying", func() error {
+		e, err := w.r.svc.ck.Get(ctx, key) // not ckGet: the fence stays on the revision retiredWindows read
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			if len(sr.Lanes) == 0 {
+				return nil
+			}
+		} else if err != nil {
+			return err
+		} else if bytes.Equal(e.Value(), body) {
+			return nil
+		}
+		return w.r.svc.ckPut(ctx, unitKey(w.r.cfg.UUID, w.shardID), key, body)
+	})
 }
 
 // openWindowStored reports whether a lane window of the shard is stored
@@ -448,8 +558,15 @@ func (s *Service) openWindowStored(ctx context.Context, uuid, streamID, shardID 
 // for it, as for any final invocation), and stores it closed. The
 // invocation may come before the window's end: the window cannot go on
 // under the new lanes. Records folded into a retired window are not
-// delivered again (retiredFolded). Returns an error only when ctx ends.
+// delivered again (retiredFolded), after a restart too: their Through is
+// first kept in the shard's retired record (storeRetired). Returns an
+// error only when ctx ends.
 func (w *shardWorker) closeRetired(ctx context.Context) error {
+	if len(w.retired) > 0 {
+		if err := w.storeRetired(ctx); err != nil {
+			return err
+		}
+	}
 	for i := range w.retired {
 		rw := &w.retired[i]
 		if rw.sw.Start == 0 {
