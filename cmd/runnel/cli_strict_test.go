@@ -18,7 +18,7 @@ import (
 // logs, resolve, replay, cluster status, streams describe/delete)
 // refuse a --data-dir that does not exist, naming it and the two ways to
 // reach a runnel (--data-dir, --nats-url), and create nothing; serve and
-// streams create (and streams list) still create it. AWS answers a request for a resource
+// streams create still creates it. AWS answers a request for a resource
 // that is not there with an error (ResourceNotFoundException), never with
 // an empty success. The embedded engine created the missing directory,
 // so `cd /tmp/x && runnel status` or `runnel --data-dir typo status`

@@ -169,9 +169,7 @@ func streamsCmd(g *globals) *cobra.Command {
 	flagRange(create.Flags(), "retention-hours", &in.RetentionPeriodHours, stream.MinRetentionPeriodHours, stream.MaxRetentionPeriodHours)
 	list := &cobra.Command{
 		Use: "list", Short: "ListStreams",
-		// Unlike the other read commands, it still creates a missing data
-		// directory (and lists nothing): scripts and tests run it on a new one.
-		RunE: g.withCreate(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
+		RunE: g.with(func(cmd *cobra.Command, args []string, rn *runnel.Runnel) error {
 			names, err := rn.Streams.ListStreams(cmd.Context())
 			if err != nil {
 				return err

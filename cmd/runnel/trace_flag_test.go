@@ -16,7 +16,7 @@ func TestTheTraceFlagWritesAnExecutionTrace(t *testing.T) {
 	bin := runnelBinary(t)
 	dir := t.TempDir()
 	f := filepath.Join(dir, "run.trace")
-	out, err := exec.Command(bin, "--trace", f, "--data-dir", filepath.Join(dir, "data"), "streams", "list").CombinedOutput()
+	out, err := exec.Command(bin, "--trace", f, "--data-dir", filepath.Join(dir, "data"), "streams", "create", "traced").CombinedOutput()
 	if err != nil {
 		t.Fatalf("runnel --trace: %v\n%s", err, out)
 	}
