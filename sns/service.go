@@ -106,6 +106,12 @@ type Service struct {
 	mu     sync.Mutex
 	topics map[string]*topic        // by name
 	subs   map[string]*subscription // by id
+	// revs: by bucket key ("t." topic name, "s." subscription id), the
+	// newest revision this process wrote or applied: the watch skips
+	// older entries, so an entry of its own earlier write, seen after a
+	// later one, does not bring back the older state (a subscription
+	// attribute set twice read back with its first value for a moment).
+	revs   map[string]uint64
 	closed bool
 }
 
@@ -151,14 +157,14 @@ func New(ctx context.Context, eng *engine.Engine, queues *queue.Service, as *asy
 	bg, cancel := context.WithCancel(context.Background())
 	s := &Service{eng: eng, queues: queues, async: as, topicsKV: tkv, subsKV: skv,
 		log: eng.Logger.With("service", "sns"), opts: opts, bg: bg, cancel: cancel,
-		topics: map[string]*topic{}, subs: map[string]*subscription{}}
+		topics: map[string]*topic{}, subs: map[string]*subscription{}, revs: map[string]uint64{}}
 	if err := s.load(ctx); err != nil {
 		cancel()
 		return nil, err
 	}
 	for _, w := range []struct {
 		kv    jetstream.KeyValue
-		apply func(string, []byte)
+		apply func(string, []byte, uint64)
 	}{{tkv, s.applyTopic}, {skv, s.applySubscription}} {
 		if err := s.watch(bg, w.kv, w.apply); err != nil {
 			s.Close()

@@ -314,11 +314,14 @@ func (s *Service) putSub(ctx context.Context, m subMeta) (*subscription, error) 
 		return nil, err
 	}
 	b, _ := json.Marshal(m)
-	if _, err := s.subsKV.Put(ctx, m.ID, b); err != nil {
+	rev, err := s.subsKV.Put(ctx, m.ID, b)
+	if err != nil {
 		return nil, awserr.New(awserr.ErrInternal, "store subscription %s: %v", m.ID, err)
 	}
 	s.mu.Lock()
-	s.subs[m.ID] = sub
+	if s.newerLocked("s."+m.ID, rev) {
+		s.subs[m.ID] = sub
+	}
 	s.mu.Unlock()
 	return sub, nil
 }

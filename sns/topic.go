@@ -172,9 +172,11 @@ func (s *Service) CreateTopic(ctx context.Context, name string, attributes, tags
 	if _, err := s.queues.EnsureQueue(ctx, m.queueName(), internalQueueAttrs(&m)); err != nil {
 		return "", awserr.New(awserr.ErrInternal, "create the internal queue of topic %s: %v", name, err)
 	}
-	if err := s.putTopic(ctx, &m); err != nil {
+	rev, err := s.putTopic(ctx, &m)
+	if err != nil {
 		return "", err
 	}
+	s.newerLocked("t."+name, rev)
 	t := newTopic(m)
 	s.topics[name] = t
 	s.startWorker(t)
@@ -199,12 +201,15 @@ func internalQueueAttrs(m *topicMeta) map[string]string {
 	return a
 }
 
-func (s *Service) putTopic(ctx context.Context, m *topicMeta) error {
+// putTopic stores m and returns its revision; the caller records it
+// (newerLocked) when it sets the topic here.
+func (s *Service) putTopic(ctx context.Context, m *topicMeta) (uint64, error) {
 	b, _ := json.Marshal(m)
-	if _, err := s.topicsKV.Put(ctx, m.Name, b); err != nil {
-		return awserr.New(awserr.ErrInternal, "store topic %s: %v", m.Name, err)
+	rev, err := s.topicsKV.Put(ctx, m.Name, b)
+	if err != nil {
+		return 0, awserr.New(awserr.ErrInternal, "store topic %s: %v", m.Name, err)
 	}
-	return nil
+	return rev, nil
 }
 
 // DeleteTopic deletes a topic, its subscriptions and its undelivered
@@ -363,11 +368,14 @@ func (s *Service) updateTopic(ctx context.Context, t *topic, change func(m *topi
 	if err := change(&m); err != nil {
 		return err
 	}
-	if err := s.putTopic(ctx, &m); err != nil {
+	rev, err := s.putTopic(ctx, &m)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	t.m.Store(&m)
+	if s.newerLocked("t."+m.Name, rev) {
+		t.m.Store(&m)
+	}
 	s.mu.Unlock()
 	return nil
 }

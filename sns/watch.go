@@ -16,25 +16,39 @@ import (
 )
 
 // watch follows a bucket until the service closes; apply is called for
-// each value (nil on a delete) with its key.
-func (s *Service) watch(ctx context.Context, kv jetstream.KeyValue, apply func(key string, value []byte)) error {
+// each value (nil on a delete) with its key and revision.
+func (s *Service) watch(ctx context.Context, kv jetstream.KeyValue, apply func(key string, value []byte, rev uint64)) error {
 	return engine.Watch(ctx, &s.wg, kv, func(e jetstream.KeyValueEntry) {
 		if e.Operation() == jetstream.KeyValuePut {
-			apply(e.Key(), e.Value())
+			apply(e.Key(), e.Value(), e.Revision())
 		} else {
-			apply(e.Key(), nil)
+			apply(e.Key(), nil, e.Revision())
 		}
 	})
 }
 
+// newerLocked records rev as key's newest and reports whether it is newer
+// than what this process wrote or applied. Under s.mu.
+func (s *Service) newerLocked(key string, rev uint64) bool {
+	if rev <= s.revs[key] {
+		return false
+	}
+	s.revs[key] = rev
+	return true
+}
+
 // applyTopic makes a stored topic (nil: a deleted one) this process's.
-func (s *Service) applyTopic(key string, value []byte) {
+func (s *Service) applyTopic(key string, value []byte, rev uint64) {
 	var m topicMeta
 	if value != nil && json.Unmarshal(value, &m) != nil {
 		s.log.Error("sns: a stored topic does not decode; skipped", "key", key)
 		return
 	}
 	s.mu.Lock()
+	if !s.newerLocked("t."+key, rev) {
+		s.mu.Unlock()
+		return
+	}
 	t := s.topics[key]
 	switch {
 	case value == nil && t != nil:
@@ -56,10 +70,12 @@ func (s *Service) applyTopic(key string, value []byte) {
 
 // applySubscription makes a stored subscription (nil: a deleted one)
 // this process's.
-func (s *Service) applySubscription(key string, value []byte) {
+func (s *Service) applySubscription(key string, value []byte, rev uint64) {
 	if value == nil {
 		s.mu.Lock()
-		delete(s.subs, key)
+		if s.newerLocked("s."+key, rev) {
+			delete(s.subs, key)
+		}
 		s.mu.Unlock()
 		return
 	}
@@ -74,6 +90,8 @@ func (s *Service) applySubscription(key string, value []byte) {
 		return
 	}
 	s.mu.Lock()
-	s.subs[m.ID] = sub
+	if s.newerLocked("s."+key, rev) {
+		s.subs[m.ID] = sub
+	}
 	s.mu.Unlock()
 }
