@@ -200,7 +200,7 @@ func TestAShardWhoseLeaseLapsedInvokesNoMoreBatches(t *testing.T) {
 // The bound asserted is the TTL (10 s), not TTL/2: far below the 30 s of
 // the bug, and clear of what a loaded CI machine adds to a 2 s timeout
 // (the TTL/2 bound failed once under load).
-func TestABalanceWaitsOnAStalledLeasesBucketLessThanHalfALeaseTTL(t *testing.T) {
+func TestABalanceOnAStalledLeasesBucketGivesItsLockBackWithinALeaseTTL(t *testing.T) {
 	rn, st := startStallingNode(t, lease.DefaultTTL)
 	rec := newRecorder(t, rn, function.Config{}, nil)
 	arn := createStream(t, rn, "stall", 2)
