@@ -625,15 +625,15 @@ func (s *Service) DeleteEventSourceMapping(ctx context.Context, id string) error
 	delete(s.configs, id)
 	s.releaseLocked(id)
 	s.ckForget(id)
-	if streams, name, _, err := s.sourceStreams(*c); err == nil {
-		if shards, err := streams.ListShards(ctx, name); err == nil {
-			for _, sh := range shards {
-				_ = s.ck.Purge(ctx, checkpointKey(id, sh.ShardID))
-				if c.tumblingWindow() > 0 {
-					for i := range c.ParallelizationFactor {
-						_ = s.ck.Purge(ctx, windowKey(id, sh.ShardID, i))
-					}
-				}
+	// Every key of the mapping in the checkpoint store, all prefixed by
+	// its UUID: the shards' checkpoints, and their lanes' batch records,
+	// windows and retired windows under every ParallelizationFactor the
+	// mapping had. Purging only the current shards' checkpoints and
+	// windows left the rest behind for good.
+	if lister, err := s.ck.ListKeysFiltered(ctx, id+".>"); err == nil {
+		for k := range lister.Keys() {
+			if err := s.ck.Purge(ctx, k); err != nil {
+				s.eng.Logger.Warn("mapping: a deleted mapping's checkpoint key was not purged", "mapping", id, "key", k, "err", err)
 			}
 		}
 	}
